@@ -1,0 +1,61 @@
+#include "graph/stage_stats.h"
+
+#include <algorithm>
+
+namespace flowloader {
+
+void LatencyHistogram::Observe(int64_t nanos) {
+  const double seconds = static_cast<double>(nanos) * 1e-9;
+  const size_t bucket =
+      std::lower_bound(kBounds.begin(), kBounds.end(), seconds) - kBounds.begin();
+  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_nanos_.fetch_add(nanos, std::memory_order_relaxed);
+}
+
+LatencyHistogram::Snapshot LatencyHistogram::Read() const {
+  Snapshot s;
+  for (size_t i = 0; i < counts_.size(); ++i) {
+    s.counts[i] = counts_[i].load(std::memory_order_relaxed);
+    s.count += s.counts[i];  // Sum of buckets, so count and buckets always agree.
+  }
+  s.sum_seconds = static_cast<double>(sum_nanos_.load(std::memory_order_relaxed)) * 1e-9;
+  return s;
+}
+
+void StageStats::CountError(absl::string_view reason) {
+  absl::MutexLock lock(&mu_);
+  ++errors_[std::string(reason)];
+}
+
+std::map<std::string, uint64_t> StageStats::Errors() const {
+  absl::MutexLock lock(&mu_);
+  return errors_;
+}
+
+uint64_t StageStats::TotalErrors() const {
+  absl::MutexLock lock(&mu_);
+  uint64_t total = 0;
+  for (const auto& [reason, n] : errors_) total += n;
+  return total;
+}
+
+StageStats* PipelineStats::AddStage(const std::string& name, int concurrency) {
+  stages_.push_back(std::make_unique<StageStats>(name, concurrency));
+  return stages_.back().get();
+}
+
+EdgeStats* PipelineStats::AddEdge(const std::string& from, const std::string& to,
+                                  int64_t capacity) {
+  edges_.push_back(std::make_unique<EdgeStats>(from, to, capacity));
+  return edges_.back().get();
+}
+
+StageStats* PipelineStats::Stage(absl::string_view name) const {
+  for (const auto& s : stages_) {
+    if (s->name() == name) return s.get();
+  }
+  return nullptr;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,127 @@
+// stage_stats.h: what every stage and pipeline counts, as plain atomics.
+//
+// Stage bodies update these on the hot path (relaxed atomics, no locks except the rare
+// error-by-reason map); exporters/ and the CLI's report read snapshots at their own pace.
+// Nothing here knows Prometheus or oneTBB: the graph records, exporters translate.
+//
+// Thread-safety: every member may be updated and read concurrently. Names, concurrency
+// limits and capacities are constant after the pipeline is built.
+#ifndef FLOWLOADER_GRAPH_STAGE_STATS_H_
+#define FLOWLOADER_GRAPH_STAGE_STATS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace flowloader {
+
+// LatencyHistogram counts per-item latencies in fixed buckets (seconds, upper bounds).
+class LatencyHistogram {
+ public:
+  // Upper bounds in seconds: 50 µs … 10 s, roughly ×2.5 apart; a last bucket is +Inf.
+  static constexpr std::array<double, 14> kBounds = {
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+      0.01,    0.025,  0.05,    0.1,    0.25,  1.0,    10.0};
+
+  void Observe(int64_t nanos);
+
+  struct Snapshot {
+    std::array<uint64_t, kBounds.size() + 1> counts{};  // Not cumulative; last is +Inf.
+    uint64_t count = 0;
+    double sum_seconds = 0;
+  };
+  Snapshot Read() const;
+
+ private:
+  std::array<std::atomic<uint64_t>, kBounds.size() + 1> counts_{};
+  std::atomic<uint64_t> count_{0};
+  std::atomic<int64_t> sum_nanos_{0};
+};
+
+// StageStats is one stage's counters.
+class StageStats {
+ public:
+  StageStats(std::string name, int concurrency)
+      : name_(std::move(name)), concurrency_(concurrency) {}
+
+  const std::string& name() const { return name_; }
+  // concurrency is the stage's limit on parallel bodies (num_workers for decode/augment).
+  int concurrency() const { return concurrency_; }
+
+  std::atomic<uint64_t> items_in{0};
+  std::atomic<uint64_t> items_out{0};
+  std::atomic<uint64_t> bytes{0};         // Bytes produced (read, decoded, written).
+  std::atomic<int64_t> busy_nanos{0};     // Summed over parallel bodies.
+  std::atomic<int64_t> blocked_nanos{0};  // Waiting on downstream / free batch buffers.
+  std::atomic<int64_t> in_flight{0};      // Items inside the body right now.
+  LatencyHistogram latency;               // Per item.
+
+  // CountError adds one error with `reason` (a low-cardinality tag).
+  void CountError(absl::string_view reason);
+  std::map<std::string, uint64_t> Errors() const;
+  uint64_t TotalErrors() const;
+
+ private:
+  const std::string name_;
+  const int concurrency_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, uint64_t> errors_ ABSL_GUARDED_BY(mu_);
+};
+
+// EdgeStats is the occupancy of one bounded hand-off between stages.
+struct EdgeStats {
+  EdgeStats(std::string from_stage, std::string to_stage, int64_t capacity)
+      : from(std::move(from_stage)), to(std::move(to_stage)), capacity(capacity) {}
+  const std::string from;
+  const std::string to;
+  const int64_t capacity;  // Items; the bound that keeps memory flat.
+  std::atomic<int64_t> depth{0};
+};
+
+// PipelineStats is everything one pipeline reports.
+class PipelineStats {
+ public:
+  explicit PipelineStats(std::string pipeline) : pipeline_(std::move(pipeline)) {}
+
+  const std::string& pipeline() const { return pipeline_; }
+
+  // AddStage / AddEdge are called while the graph is built, before any item flows.
+  StageStats* AddStage(const std::string& name, int concurrency);
+  EdgeStats* AddEdge(const std::string& from, const std::string& to, int64_t capacity);
+  // Stage returns the stage named `name`, or nullptr.
+  StageStats* Stage(absl::string_view name) const;
+  const std::vector<std::unique_ptr<StageStats>>& stages() const { return stages_; }
+  const std::vector<std::unique_ptr<EdgeStats>>& edges() const { return edges_; }
+
+  std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> samples{0};
+  std::atomic<uint64_t> skipped{0};
+  std::atomic<int64_t> epoch{0};
+  std::atomic<int64_t> consumer_wait_nanos{0};   // Time Next() blocked: the GPU starving.
+  std::atomic<int64_t> last_batch_unix_nanos{0};  // Wall clock of the last delivery.
+  std::atomic<int64_t> start_unix_nanos{0};       // When the pipeline started.
+  std::atomic<int64_t> host_bytes_in_flight{0};
+  std::atomic<int64_t> host_bytes_budget{0};
+  std::atomic<int64_t> pinned_bytes_in_flight{0};
+  std::atomic<int64_t> pinned_bytes_budget{0};
+
+  // Build information, shown as labels of a constant gauge. Set before the first item.
+  std::map<std::string, std::string> build_info;
+
+ private:
+  const std::string pipeline_;
+  std::vector<std::unique_ptr<StageStats>> stages_;
+  std::vector<std::unique_ptr<EdgeStats>> edges_;
+};
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_GRAPH_STAGE_STATS_H_

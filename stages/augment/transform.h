@@ -1,0 +1,100 @@
+// transform.h: torchvision-compatible image transforms, fused into one pass per sample.
+//
+// Train: RandomResizedCrop(image_size, scale, ratio) + RandomHorizontalFlip(flip_p) +
+// Normalize(mean, std). Eval: Resize(resize_size, shorter side) + CenterCrop(image_size) +
+// Normalize. The crop box is planned from the header alone (Plan), before decoding, so the
+// decoder decodes only what the crop needs; Apply then resizes, flips, normalizes and
+// writes the layout in one pass, straight into the caller's buffer (a batch slot).
+//
+// Resizing follows Pillow's antialiased bilinear filter (what torchvision 0.14 applies to
+// PIL images), so outputs agree with torchvision to within rounding and DCT scaling.
+//
+// Thread-safety: a Transform is immutable after Create; Plan and Apply may be called from
+// any number of threads at once (Apply uses thread-local scratch memory).
+#ifndef FLOWLOADER_STAGES_AUGMENT_TRANSFORM_H_
+#define FLOWLOADER_STAGES_AUGMENT_TRANSFORM_H_
+
+#include <array>
+#include <cstddef>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "stages/core/image.h"
+#include "stages/core/rng.h"
+#include "stages/decode/decoder.h"
+
+namespace flowloader::augment {
+
+enum class Mode {
+  kTrain,  // RandomResizedCrop + RandomHorizontalFlip + Normalize.
+  kEval,   // Resize(shorter side) + CenterCrop + Normalize.
+};
+
+enum class Layout {
+  kFloatCHW,  // float32, [3, H, W], normalized with mean/std.
+  kUint8HWC,  // uint8, [H, W, 3], no normalization (for GPU-side normalization).
+};
+
+struct TransformOptions {
+  Mode mode = Mode::kTrain;
+  // Output side length in pixels (square output). Must be > 0.
+  int image_size = 224;
+  // Eval only: the shorter side after Resize, before CenterCrop. 0 means
+  // round(image_size * 256 / 224), torchvision's ImageNet recipe. Must be >= image_size.
+  int resize_size = 0;
+  // Train only: RandomResizedCrop's area fraction range; 0 < scale_min <= scale_max <= 1.
+  double scale_min = 0.08;
+  double scale_max = 1.0;
+  // Train only: aspect-ratio range (w / h); 0 < ratio_min <= ratio_max.
+  double ratio_min = 3.0 / 4.0;
+  double ratio_max = 4.0 / 3.0;
+  // Train only: probability of a horizontal flip, in [0, 1].
+  double flip_p = 0.5;
+  // Normalize: per-channel mean and std on the [0, 1] scale (RGB order). std > 0.
+  std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
+  std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
+  Layout layout = Layout::kFloatCHW;
+};
+
+// CropPlan is everything random about one sample, drawn before decoding.
+struct CropPlan {
+  // The box of the original image that becomes the output (may be fractional for eval).
+  RectF region;
+  // Train (crop then resize): the resize filter sees only pixels inside `region`.
+  // Eval (resize then crop): it may see pixels around it, up to the image edge.
+  bool clamp_to_region = true;
+  bool flip = false;
+  // What to ask the decoder for: `region` plus the filter's support where it may read.
+  decode::RegionRequest decode_request;
+};
+
+class Transform {
+ public:
+  // Create validates every option; a constructed Transform is valid.
+  static absl::StatusOr<std::unique_ptr<Transform>> Create(const TransformOptions& options);
+
+  // Plan draws this sample's crop and flip from `rng` for an image of width × height,
+  // exactly as torchvision's RandomResizedCrop.get_params / Resize + CenterCrop would.
+  CropPlan Plan(int width, int height, SampleRng& rng) const;
+
+  // Apply resizes plan.region of `decoded` to image_size², flips if planned, normalizes
+  // and writes OutputBytes() bytes in the configured layout to `dst`.
+  absl::Status Apply(const decode::DecodedImage& decoded, const CropPlan& plan,
+                     void* dst) const;
+
+  // OutputBytes is the size of one sample's output.
+  size_t OutputBytes() const;
+  // OutputShape is [C, H, W] for kFloatCHW, [H, W, C] for kUint8HWC.
+  std::array<int, 3> OutputShape() const;
+
+  const TransformOptions& options() const { return options_; }
+
+ private:
+  explicit Transform(const TransformOptions& options) : options_(options) {}
+  TransformOptions options_;
+};
+
+}  // namespace flowloader::augment
+
+#endif  // FLOWLOADER_STAGES_AUGMENT_TRANSFORM_H_

@@ -1,0 +1,51 @@
+// sample_error.h: errors about one sample, carried as absl::Status with a reason tag.
+//
+// A sample's status travels with it through the graph (oneTBB has no error channel). The
+// reason is a short stable identifier ("truncated", "too_many_pixels", ...) stored as a
+// Status payload: metrics and the summary JSON count skips by it, so it must stay
+// low-cardinality. The message names the file and says what is wrong in words.
+//
+// Thread-safety: free functions on values.
+#ifndef FLOWLOADER_STAGES_CORE_SAMPLE_ERROR_H_
+#define FLOWLOADER_STAGES_CORE_SAMPLE_ERROR_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace flowloader {
+
+// Reasons used by the built-in stages. User stages may add their own.
+namespace reason {
+inline constexpr absl::string_view kEmptyFile = "empty_file";
+inline constexpr absl::string_view kReadError = "read_error";
+inline constexpr absl::string_view kNotFound = "not_found";
+inline constexpr absl::string_view kPermissionDenied = "permission_denied";
+inline constexpr absl::string_view kNotAFile = "not_a_file";
+inline constexpr absl::string_view kUnknownFormat = "unknown_format";
+inline constexpr absl::string_view kTruncated = "truncated";
+inline constexpr absl::string_view kCorrupt = "corrupt";
+inline constexpr absl::string_view kTooManyPixels = "too_many_pixels";
+inline constexpr absl::string_view kUnsupported = "unsupported";
+inline constexpr absl::string_view kStageError = "stage_error";
+}  // namespace reason
+
+// SampleError builds a Status with `code`, `message` and the reason tag attached.
+absl::Status SampleError(absl::StatusCode code, absl::string_view reason,
+                         absl::string_view message);
+
+// ErrorReason returns the reason tag of `status`, or one derived from its code when the
+// status carries none (e.g. "internal", "not_found"). Empty for an OK status.
+std::string ErrorReason(const absl::Status& status);
+
+// IsTransient reports whether retrying the same operation may succeed (EIO, EINTR, ...).
+bool IsTransient(const absl::Status& status);
+
+// WithContext prefixes the message of `status` with `context` (e.g. the file name),
+// keeping its code and payloads.
+absl::Status WithContext(const absl::Status& status, absl::string_view context);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_CORE_SAMPLE_ERROR_H_

@@ -1,0 +1,94 @@
+// decoder.h: JPEG (libjpeg-turbo) and PNG (libpng) decoding to 8-bit RGB.
+//
+// The decoder can decode only part of an image, at reduced scale: given the region that a
+// downstream crop needs and the size it will be resized to, a JPEG is decoded with DCT
+// scaling (scale_num/8, never below what the target size needs), horizontal cropping
+// (jpeg_crop_scanline) and skipped rows (jpeg_skip_scanlines), the way DALI's fused
+// decode-and-crop does. Everything else (PNG, or no request) is a full decode.
+//
+// Sizes are checked against max_pixels from the header alone, before any pixel buffer is
+// allocated, so a decompression bomb costs nothing.
+//
+// Thread-safety: a Decoder is immutable after Create; its methods may be called from any
+// number of threads at once.
+#ifndef FLOWLOADER_STAGES_DECODE_DECODER_H_
+#define FLOWLOADER_STAGES_DECODE_DECODER_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "stages/core/image.h"
+
+namespace flowloader::decode {
+
+enum class Format { kUnknown, kJpeg, kPng };
+
+// ImageInfo is what the header says, read without decoding pixels.
+struct ImageInfo {
+  Format format = Format::kUnknown;
+  int width = 0;
+  int height = 0;
+  int channels = 0;  // In the file: 1 gray, 3 RGB/YCbCr, 4 CMYK/YCCK or RGBA.
+};
+
+struct DecoderOptions {
+  // Images with more than this many pixels (width × height) are refused before any pixel
+  // buffer is allocated. Default: PIL's DecompressionBombError threshold (2 × 89478485).
+  // Must be > 0.
+  int64_t max_pixels = 178956970;
+  // Use libjpeg's fast integer IDCT (JDCT_IFAST) instead of the accurate one (JDCT_ISLOW).
+  // Faster, slightly less exact. Default false.
+  bool fast_idct = false;
+  // Allow DCT-domain downscaling of JPEGs when a RegionRequest permits it. Default true.
+  bool dct_scaling = true;
+};
+
+// RegionRequest says which part of the original image downstream needs and how large it
+// will be after resizing, so the decoder may decode less. `region` is in original-image
+// pixels and is clamped to the image.
+struct RegionRequest {
+  RectF region;
+  int target_width = 0;   // The region is resized to this many columns downstream.
+  int target_height = 0;  // ... and this many rows.
+};
+
+// DecodedImage holds RGB pixels covering `covered`, a box of the original image (integer
+// pixel edges, containing the requested region) decoded at `scale_x` × `scale_y` decoded
+// pixels per original pixel (1 for a full-scale decode, k/8 under DCT scaling). Original
+// point (x, y) is decoded point ((x - covered.x) * scale_x, (y - covered.y) * scale_y).
+struct DecodedImage {
+  Image image;  // Always 3 channels (RGB).
+  RectF covered;
+  double scale_x = 1.0;
+  double scale_y = 1.0;
+};
+
+class Decoder {
+ public:
+  // Create validates `options` (max_pixels > 0).
+  static absl::StatusOr<std::unique_ptr<Decoder>> Create(const DecoderOptions& options);
+
+  // ReadInfo parses only the header. Errors carry a reason from stages/core/sample_error.h:
+  // empty_file, unknown_format, truncated, corrupt or too_many_pixels.
+  absl::StatusOr<ImageInfo> ReadInfo(absl::string_view bytes) const;
+
+  // Decode decodes `bytes` (whose header is `info`) to RGB into `out`. With a `request`,
+  // only the requested region (possibly DCT-scaled) is decoded; without one, everything
+  // at full scale. Errors carry a reason (truncated, corrupt, unsupported, ...). A JPEG
+  // whose data ends early is an error (truncated), never a silently grey image.
+  absl::Status Decode(absl::string_view bytes, const ImageInfo& info,
+                      const RegionRequest* request, DecodedImage* out) const;
+
+  const DecoderOptions& options() const { return options_; }
+
+ private:
+  explicit Decoder(const DecoderOptions& options) : options_(options) {}
+  DecoderOptions options_;
+};
+
+}  // namespace flowloader::decode
+
+#endif  // FLOWLOADER_STAGES_DECODE_DECODER_H_
