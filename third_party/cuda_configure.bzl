@@ -34,11 +34,16 @@ cc_library(name = "cudart")
     repository_ctx.file("BUILD", """
 package(default_visibility = ["//visibility:public"])
 # CUDA toolkit found at {path}.
+cc_import(
+    name = "cudart_so",
+    shared_library = "lib64/libcudart.so",
+)
 cc_library(
     name = "cudart",
     hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.inl"]),
     includes = ["include"],
-    linkopts = ["-L{path}/lib64", "-Wl,-rpath,{path}/lib64", "-lcudart"],
+    linkopts = ["-Wl,-rpath,{path}/lib64"],
+    deps = [":cudart_so"],
 )
 """.format(path = found))
     repository_ctx.file("defs.bzl", "HAS_CUDA = True\nCUDA_PATH = \"{}\"\n".format(found))

@@ -1,0 +1,59 @@
+#include "stages/collate/batch.h"
+
+#include <cstring>
+
+namespace flowloader {
+
+const char* DTypeName(DType dtype) {
+  return dtype == DType::kFloat32 ? "float32" : "uint8";
+}
+
+const char* LocationName(MemoryLocation location) {
+  switch (location) {
+    case MemoryLocation::kHost:
+      return "host";
+    case MemoryLocation::kPinnedHost:
+      return "pinned_host";
+    case MemoryLocation::kDevice:
+      return "cuda";
+  }
+  return "unknown";
+}
+
+size_t Batch::bytes() const {
+  if (shape.empty()) return 0;
+  size_t n = dtype == DType::kFloat32 ? 4 : 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+int64_t NumBatches(int64_t num_samples, int64_t batch_size, bool drop_last) {
+  if (num_samples <= 0 || batch_size <= 0) return 0;
+  return drop_last ? num_samples / batch_size : (num_samples + batch_size - 1) / batch_size;
+}
+
+std::vector<BatchRange> PlanBatches(int64_t num_samples, int64_t batch_size, bool drop_last) {
+  std::vector<BatchRange> ranges;
+  const int64_t n = NumBatches(num_samples, batch_size, drop_last);
+  ranges.reserve(static_cast<size_t>(n));
+  for (int64_t b = 0; b < n; ++b) {
+    const int64_t begin = b * batch_size;
+    ranges.push_back(BatchRange{begin, std::min(begin + batch_size, num_samples)});
+  }
+  return ranges;
+}
+
+int64_t CompactSlots(void* data, size_t slot_bytes, const std::vector<bool>& keep) {
+  auto* bytes = static_cast<uint8_t*>(data);
+  int64_t kept = 0;
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (!keep[i]) continue;
+    if (static_cast<size_t>(kept) != i) {
+      std::memmove(bytes + kept * slot_bytes, bytes + i * slot_bytes, slot_bytes);
+    }
+    ++kept;
+  }
+  return kept;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,81 @@
+// batch.h: the batch a pipeline hands to its user, and how samples are grouped into it.
+//
+// Decode/augment write each sample straight into its slot of the batch buffer, so
+// collating is bookkeeping: labels, indices and keys, plus removing the slots of skipped
+// samples (a memmove of the later slots, done only when something was skipped).
+//
+// Thread-safety: plain values and pure functions.
+#ifndef FLOWLOADER_STAGES_COLLATE_BATCH_H_
+#define FLOWLOADER_STAGES_COLLATE_BATCH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flowloader {
+
+enum class DType { kFloat32, kUint8 };
+
+// MemoryLocation says where a batch's tensor lives.
+enum class MemoryLocation {
+  kHost,        // Pageable host memory (no CUDA device present).
+  kPinnedHost,  // Page-locked host memory (cudaHostAlloc), ready for DMA.
+  kDevice,      // CUDA device memory; `device_data` is the pointer.
+};
+
+const char* DTypeName(DType dtype);
+const char* LocationName(MemoryLocation location);
+
+// SkippedSample names a sample that was dropped from a batch and why.
+struct SkippedSample {
+  int64_t index = 0;   // Dataset index.
+  std::string key;     // Path relative to the dataset root.
+  std::string reason;  // Low-cardinality tag (see stages/core/sample_error.h).
+  std::string message;
+};
+
+// Batch is one collated batch. Its memory belongs to the pipeline's buffer pool and is
+// recycled when the user releases the batch.
+struct Batch {
+  int64_t epoch = 0;
+  int64_t index = 0;  // Batch number within the epoch (0-based, in sampler order).
+  // shape is [N, C, H, W] for float32 CHW output, [N, H, W, C] for uint8 HWC. N may be
+  // below batch_size for the last batch of an epoch and when samples were skipped.
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  // host_data holds the batch on the host (pinned when a CUDA device is used), always.
+  const void* host_data = nullptr;
+  // device_data is the batch on the CUDA device when location == kDevice, else nullptr.
+  void* device_data = nullptr;
+  MemoryLocation location = MemoryLocation::kHost;
+  std::vector<int64_t> labels;   // One per row.
+  std::vector<int64_t> indices;  // Dataset index of each row.
+  std::vector<std::string> keys; // Relative path of each row.
+  std::vector<SkippedSample> skipped;
+
+  int64_t size() const { return shape.empty() ? 0 : shape[0]; }
+  size_t bytes() const;
+};
+
+// BatchRange is one batch's positions [begin, end) within an epoch's sample order.
+struct BatchRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// PlanBatches groups `num_samples` positions into batches of `batch_size`; the last one
+// is partial unless `drop_last`, in which case it is dropped.
+std::vector<BatchRange> PlanBatches(int64_t num_samples, int64_t batch_size, bool drop_last);
+
+// NumBatches is PlanBatches(...).size() without building the vector.
+int64_t NumBatches(int64_t num_samples, int64_t batch_size, bool drop_last);
+
+// CompactSlots removes the slots whose `keep` is false from `data` (slots of
+// `slot_bytes` each, `keep.size()` of them), moving later slots down in order. Returns
+// the number of slots kept. Costs nothing when every slot is kept.
+int64_t CompactSlots(void* data, size_t slot_bytes, const std::vector<bool>& keep);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_COLLATE_BATCH_H_

@@ -1,0 +1,130 @@
+#include "stages/reader/dataset.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace flowloader {
+namespace {
+
+std::string StripTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// ListClassFiles appends every image file below `dir` (relative key prefix `prefix`) in
+// torchvision's order: sorted(os.walk(dir)) visits directories by path string, and each
+// directory's file names sorted. Collected as (directory, name) and sorted once.
+absl::Status ListClassFiles(Env* env, const std::string& dir, const std::string& prefix,
+                            int depth,
+                            std::vector<std::pair<std::string, std::string>>* files) {
+  // Links are followed (followlinks=True); a depth cap stops link cycles.
+  if (depth > 64) return absl::OkStatus();
+  absl::StatusOr<std::vector<DirEntry>> entries = env->ListDirectory(dir);
+  if (!entries.ok()) return entries.status();
+  for (const DirEntry& e : *entries) {
+    if (e.is_directory) {
+      absl::Status s = ListClassFiles(env, dir + "/" + e.name, prefix + "/" + e.name,
+                                      depth + 1, files);
+      if (!s.ok()) return s;
+    } else if (HasImageExtension(e.name)) {
+      files->emplace_back(prefix, e.name);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool HasImageExtension(const std::string& name) {
+  static constexpr const char* kExtensions[] = {".jpg", ".jpeg", ".png", ".ppm", ".bmp",
+                                                ".pgm", ".tif",  ".tiff", ".webp"};
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (const char* ext : kExtensions) {
+    if (absl::EndsWith(lower, ext)) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) {
+  if (options.path.empty()) return absl::InvalidArgumentError("dataset path is empty");
+  Env* env = options.env != nullptr ? options.env : Env::Default();
+  const std::string path = StripTrailingSlashes(options.path);
+  absl::StatusOr<bool> is_dir = env->IsDirectory(path);
+  if (!is_dir.ok()) {
+    return absl::NotFoundError(absl::StrCat("dataset ", path, " not found: ",
+                                            is_dir.status().message()));
+  }
+  std::unique_ptr<Dataset> dataset(new Dataset());
+
+  if (*is_dir) {
+    dataset->root_ = path;
+    absl::StatusOr<std::vector<DirEntry>> entries = env->ListDirectory(path);
+    if (!entries.ok()) return entries.status();
+    for (const DirEntry& e : *entries) {
+      if (e.is_directory) dataset->class_names_.push_back(e.name);
+    }
+    std::sort(dataset->class_names_.begin(), dataset->class_names_.end());
+    if (dataset->class_names_.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": no class sub-directories (ImageFolder layout is ",
+                       "ROOT/CLASS/IMAGE)"));
+    }
+    for (size_t label = 0; label < dataset->class_names_.size(); ++label) {
+      const std::string& name = dataset->class_names_[label];
+      std::vector<std::pair<std::string, std::string>> files;
+      absl::Status s = ListClassFiles(env, path + "/" + name, name, 0, &files);
+      if (!s.ok()) return s;
+      std::sort(files.begin(), files.end());
+      for (const auto& [dir, file] : files) {
+        dataset->samples_.push_back(
+            SampleSource{absl::StrCat(dir, "/", file), static_cast<int64_t>(label)});
+      }
+    }
+    if (dataset->samples_.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": no image files found"));
+    }
+    return dataset;
+  }
+
+  // A list file.
+  dataset->root_ = DirName(path);
+  std::string text;
+  // List files are small; 1 GiB is only a guard against a wrong path.
+  if (absl::Status s = env->ReadFile(path, int64_t{1} << 30, &text); !s.ok()) return s;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    line = absl::StripSuffix(line, "\r");
+    if (absl::StripAsciiWhitespace(line).empty() || absl::StartsWith(line, "#")) continue;
+    const size_t tab = line.rfind('\t');
+    int64_t label = 0;
+    if (tab == absl::string_view::npos || tab == 0 ||
+        !absl::SimpleAtoi(line.substr(tab + 1), &label) || label < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line_number,
+                       ": expected `relative/path<TAB>label` with a label >= 0, got \"",
+                       line.substr(0, 200), "\""));
+    }
+    dataset->samples_.push_back(SampleSource{std::string(line.substr(0, tab)), label});
+  }
+  if (dataset->samples_.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the list file has no samples"));
+  }
+  return dataset;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,57 @@
+// env.h: the file-system interface every file access goes through.
+//
+// As in LevelDB's Env, the pipeline never calls the OS directly: tests inject faults (EIO,
+// short reads, slow reads, vanishing files) through their own Env, and production uses
+// Env::Default(), which maps errno to Status codes with a reason tag:
+//   ENOENT → not_found, EACCES/EPERM → permission_denied, EISDIR → not_a_file,
+//   EIO/EINTR/EAGAIN → read_error with code kUnavailable (transient, so it is retried).
+//
+// Thread-safety: implementations must be safe to call from many threads at once.
+#ifndef FLOWLOADER_STAGES_READER_ENV_H_
+#define FLOWLOADER_STAGES_READER_ENV_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace flowloader {
+
+struct DirEntry {
+  std::string name;
+  bool is_directory = false;  // After following symbolic links.
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  // Default returns the process-wide POSIX Env (never destroyed).
+  static Env* Default();
+
+  // ReadFile replaces *contents with the whole file at `path`. The string's capacity is
+  // reused, so a caller that keeps one buffer per worker does not allocate per file.
+  // A file larger than `max_bytes` is refused (kResourceExhausted, reason read_error)
+  // before it is read.
+  virtual absl::Status ReadFile(const std::string& path, int64_t max_bytes,
+                                std::string* contents) = 0;
+
+  // ListDirectory returns the entries of directory `path` (no "." or ".."), unsorted.
+  // A dangling symbolic link is listed as a non-directory.
+  virtual absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) = 0;
+
+  // IsDirectory reports whether `path` exists and is a directory (following links).
+  virtual absl::StatusOr<bool> IsDirectory(const std::string& path) = 0;
+};
+
+// TooLarge is the error for a file of `size` bytes over the `max_bytes` limit.
+absl::Status TooLarge(const std::string& path, int64_t size, int64_t max_bytes);
+
+// StatusFromErrno turns an errno from an operation on `path` into a Status with a reason.
+absl::Status StatusFromErrno(int error_number, const std::string& path);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_READER_ENV_H_

@@ -1,0 +1,46 @@
+#include "stages/reader/fault_env.h"
+
+#include "absl/time/clock.h"
+
+namespace flowloader {
+
+void FaultEnv::Inject(const std::string& path_substring, const Fault& fault) {
+  absl::MutexLock lock(&mu_);
+  rules_[path_substring] = Rule{fault, 0};
+}
+
+int FaultEnv::Attempts(const std::string& path_substring) const {
+  absl::MutexLock lock(&mu_);
+  auto it = rules_.find(path_substring);
+  return it == rules_.end() ? 0 : it->second.attempts;
+}
+
+absl::Status FaultEnv::ReadFile(const std::string& path, int64_t max_bytes,
+                                std::string* contents) {
+  Fault fault;
+  bool matched = false;
+  bool fail = false;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [substring, rule] : rules_) {
+      if (path.find(substring) == std::string::npos) continue;
+      matched = true;
+      fault = rule.fault;
+      fail = fault.error_number != 0 &&
+             (fault.failures < 0 || rule.attempts < fault.failures);
+      ++rule.attempts;
+      break;
+    }
+  }
+  if (!matched) return base_->ReadFile(path, max_bytes, contents);
+  if (fault.delay > absl::ZeroDuration()) absl::SleepFor(fault.delay);
+  if (fail) return StatusFromErrno(fault.error_number, path);
+  absl::Status status = base_->ReadFile(path, max_bytes, contents);
+  if (status.ok() && fault.truncate_to >= 0 &&
+      static_cast<int64_t>(contents->size()) > fault.truncate_to) {
+    contents->resize(static_cast<size_t>(fault.truncate_to));
+  }
+  return status;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,50 @@
+// file_reader.h: reads one sample's bytes, retrying transient I/O errors with backoff.
+//
+// A flaky disk or network file system returns EIO now and then; one such error must not
+// cost a sample. Transient errors (code kUnavailable, see env.h) are retried up to
+// max_retries times with exponential backoff, then reported with the attempt count.
+// Permanent errors (missing file, permission) are returned at once.
+//
+// Thread-safety: immutable after Create; Read may be called from many threads.
+#ifndef FLOWLOADER_STAGES_READER_FILE_READER_H_
+#define FLOWLOADER_STAGES_READER_FILE_READER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "stages/reader/env.h"
+
+namespace flowloader {
+
+struct FileReaderOptions {
+  // Retries after the first failed attempt for transient errors; >= 0. Default 3.
+  int max_retries = 3;
+  // Wait before the first retry; doubled each retry. >= 0. Default 2 ms.
+  absl::Duration initial_backoff = absl::Milliseconds(2);
+  // Files larger than this are refused (reason read_error) instead of read; > 0.
+  // Default 1 GiB: no training image is that large, a stray disk image may be.
+  int64_t max_file_bytes = int64_t{1} << 30;
+  // File-system access; nullptr means Env::Default(). Not owned.
+  Env* env = nullptr;
+};
+
+class FileReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<FileReader>> Create(const FileReaderOptions& options);
+
+  // Read replaces *contents with the file at `path`. Errors carry a reason tag and name
+  // the path.
+  absl::Status Read(const std::string& path, std::string* contents) const;
+
+ private:
+  explicit FileReader(const FileReaderOptions& options, Env* env)
+      : options_(options), env_(env) {}
+  const FileReaderOptions options_;
+  Env* const env_;
+};
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_READER_FILE_READER_H_

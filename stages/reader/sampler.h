@@ -1,0 +1,56 @@
+// sampler.h: which dataset indices each epoch visits, in which order, on which rank.
+//
+// Sequential or shuffled (a permutation drawn from SampleRng(seed, epoch), so each epoch
+// has a different order and every run with the same seed the same one), then sharded like
+// torch.utils.data.DistributedSampler: the epoch's order is padded by wrapping around (or,
+// with drop_remainder, truncated) to a multiple of world_size, and rank r takes positions
+// r, r + world_size, ... so every rank gets the same number of samples.
+//
+// Thread-safety: immutable after Create.
+#ifndef FLOWLOADER_STAGES_READER_SAMPLER_H_
+#define FLOWLOADER_STAGES_READER_SAMPLER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace flowloader {
+
+struct SamplerOptions {
+  // Shuffle the order every epoch. Default false (dataset order).
+  bool shuffle = false;
+  // Seed of the shuffle; the epoch number is mixed in. Any value.
+  uint64_t seed = 0;
+  // This process's rank in [0, world_size). Default 0.
+  int rank = 0;
+  // Number of ranks sharing the dataset; >= 1. Default 1.
+  int world_size = 1;
+  // Drop the tail that does not divide by world_size instead of padding it by wrapping
+  // around. Default false (pad, as DistributedSampler does).
+  bool drop_remainder = false;
+};
+
+class Sampler {
+ public:
+  // Create validates the options against a dataset of `dataset_size` samples.
+  static absl::StatusOr<std::unique_ptr<Sampler>> Create(int64_t dataset_size,
+                                                         const SamplerOptions& options);
+
+  // EpochIndices returns this rank's dataset indices for `epoch`, in visiting order.
+  std::vector<int64_t> EpochIndices(int64_t epoch) const;
+  // samples_per_rank is EpochIndices(e).size() for every epoch e.
+  int64_t samples_per_rank() const { return per_rank_; }
+
+ private:
+  Sampler(int64_t dataset_size, const SamplerOptions& options, int64_t per_rank)
+      : dataset_size_(dataset_size), options_(options), per_rank_(per_rank) {}
+  const int64_t dataset_size_;
+  const SamplerOptions options_;
+  const int64_t per_rank_;
+};
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_READER_SAMPLER_H_

@@ -1,0 +1,68 @@
+#include "stages/upload/device_memory.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace flowloader {
+namespace {
+
+// Where the machine has a CUDA device, FLOWLOADER_EXPECT_CUDA=1 makes the fallback a
+// failure instead of an accepted outcome, so a GPU run cannot pass vacuously.
+bool ExpectCuda() {
+  const char* v = std::getenv("FLOWLOADER_EXPECT_CUDA");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+TEST(DeviceMemoryTest, CpuChoiceGivesAlignedHostBuffers) {
+  DeviceOptions o;
+  o.device = DeviceChoice::kCpu;
+  auto mem = DeviceMemory::Create(o);
+  ASSERT_TRUE(mem.ok());
+  EXPECT_EQ((*mem)->location(), MemoryLocation::kHost);
+  auto buf = (*mem)->Allocate(1000);
+  ASSERT_TRUE(buf.ok());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(buf->host) % 64, 0u);
+  std::memset(buf->host, 7, 1000);
+  EXPECT_TRUE((*mem)->Upload(*buf, 1000).ok());
+  (*mem)->Free(*buf);
+}
+
+TEST(DeviceMemoryTest, AutoUsesDeviceOrSaysWhyNot) {
+  auto mem = DeviceMemory::Create(DeviceOptions{});
+  ASSERT_TRUE(mem.ok());
+  const std::string& d = (*mem)->description();
+  if ((*mem)->location() == MemoryLocation::kHost) {
+    EXPECT_FALSE(ExpectCuda()) << "a CUDA device was expected: " << d;
+    EXPECT_NE(d.find("no CUDA device"), std::string::npos) << d;
+    return;
+  }
+  // A device: round-trip real data through it.
+  EXPECT_NE(d.find("cuda:0"), std::string::npos) << d;
+  const size_t n = 1 << 20;
+  auto buf = (*mem)->Allocate(n);
+  ASSERT_TRUE(buf.ok()) << buf.status();
+  ASSERT_NE(buf->device, nullptr);
+  std::memset(buf->host, 0x5a, n);
+  ASSERT_TRUE((*mem)->Upload(*buf, n).ok());
+  (*mem)->Free(*buf);
+}
+
+TEST(DeviceMemoryTest, CudaChoiceFailsClearlyWithoutDevice) {
+  DeviceOptions o;
+  o.device = DeviceChoice::kCuda;
+  auto mem = DeviceMemory::Create(o);
+  if (mem.ok()) {
+    EXPECT_EQ((*mem)->location(), MemoryLocation::kDevice);
+  } else {
+    EXPECT_FALSE(ExpectCuda()) << mem.status();
+    EXPECT_EQ(mem.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(mem.status().message().find("no CUDA device"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace flowloader
