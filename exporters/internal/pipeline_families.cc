@@ -1,0 +1,276 @@
+// pipeline_families.cc: the metric catalogue and the stats → MetricFamily translation.
+#include "exporters/internal/pipeline_families.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "prometheus/client_metric.h"
+#include "prometheus/metric_type.h"
+
+namespace flowloader {
+namespace exporters_internal {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Family indexes NewFamilies(); the order of the enum is the exposition order.
+enum Family : int {
+  kStageItemsIn,
+  kStageItemsOut,
+  kStageBytes,
+  kStageBusy,
+  kStageIdle,
+  kStageBlocked,
+  kStageInFlight,
+  kStageConcurrency,
+  kStageErrors,
+  kStageLatency,
+  kBatches,
+  kSamples,
+  kSkipped,
+  kEpoch,
+  kConsumerWait,
+  kStartTime,
+  kUptime,
+  kLastBatch,
+  kHostInFlight,
+  kHostBudget,
+  kPinnedInFlight,
+  kPinnedBudget,
+  kQueueDepth,
+  kQueueCapacity,
+  kBuildInfo,
+  kNumFamilies,
+};
+
+struct FamilySpec {
+  Family id;
+  const char* name;
+  MetricType type;
+  const char* help;
+};
+
+// kSpecs is the catalogue; HELP says what a number means and, for derived ones, how it
+// is derived. ASCII only, so every scraper and terminal shows it unchanged.
+constexpr FamilySpec kSpecs[] = {
+    {kStageItemsIn, "flowloader_stage_items_in_total", MetricType::Counter,
+     "Items that entered the stage."},
+    {kStageItemsOut, "flowloader_stage_items_out_total", MetricType::Counter,
+     "Items the stage passed downstream."},
+    {kStageBytes, "flowloader_stage_bytes_total", MetricType::Counter,
+     "Bytes the stage produced (read, decoded or written)."},
+    {kStageBusy, "flowloader_stage_busy_seconds_total", MetricType::Counter,
+     "Seconds the stage's bodies spent working, summed over parallel workers."},
+    {kStageIdle, "flowloader_stage_idle_seconds_total", MetricType::Counter,
+     "Seconds the stage's workers waited for input (starved): concurrency x uptime - "
+     "busy - blocked, never negative."},
+    {kStageBlocked, "flowloader_stage_blocked_seconds_total", MetricType::Counter,
+     "Seconds the stage waited on downstream or for a free batch buffer."},
+    {kStageInFlight, "flowloader_stage_in_flight", MetricType::Gauge,
+     "Items inside the stage's body right now."},
+    {kStageConcurrency, "flowloader_stage_concurrency", MetricType::Gauge,
+     "Limit on the stage's parallel bodies (num_workers for decode and augment)."},
+    {kStageErrors, "flowloader_stage_errors_total", MetricType::Counter,
+     "Items the stage failed, by reason."},
+    {kStageLatency, "flowloader_stage_latency_seconds", MetricType::Histogram,
+     "Seconds one item spent in the stage's body."},
+    {kBatches, "flowloader_batches_total", MetricType::Counter,
+     "Batches delivered to the consumer."},
+    {kSamples, "flowloader_samples_total", MetricType::Counter,
+     "Samples delivered to the consumer inside batches."},
+    {kSkipped, "flowloader_samples_skipped_total", MetricType::Counter,
+     "Samples dropped by the error policy (see flowloader_stage_errors_total)."},
+    {kEpoch, "flowloader_epoch", MetricType::Gauge, "Epoch being delivered (0-based)."},
+    {kConsumerWait, "flowloader_consumer_wait_seconds_total", MetricType::Counter,
+     "Seconds the consumer blocked in Next() waiting for a batch (the GPU starving)."},
+    {kStartTime, "flowloader_start_time_seconds", MetricType::Gauge,
+     "Unix time the pipeline started, in seconds."},
+    {kUptime, "flowloader_uptime_seconds", MetricType::Gauge,
+     "Seconds since the pipeline started (0 before it starts)."},
+    {kLastBatch, "flowloader_last_batch_timestamp_seconds", MetricType::Gauge,
+     "Unix time of the last batch delivered, in seconds (0 before the first)."},
+    {kHostInFlight, "flowloader_host_bytes_in_flight", MetricType::Gauge,
+     "Host memory held by samples and batches in the pipeline, in bytes."},
+    {kHostBudget, "flowloader_host_bytes_budget", MetricType::Gauge,
+     "Host memory the pipeline may hold (prefetch x batch bytes), in bytes."},
+    {kPinnedInFlight, "flowloader_pinned_bytes_in_flight", MetricType::Gauge,
+     "Pinned (page-locked) host memory in use by batch buffers, in bytes."},
+    {kPinnedBudget, "flowloader_pinned_bytes_budget", MetricType::Gauge,
+     "Pinned host memory the pipeline may hold, in bytes."},
+    {kQueueDepth, "flowloader_queue_depth", MetricType::Gauge,
+     "Items waiting in the bounded hand-off between two stages."},
+    {kQueueCapacity, "flowloader_queue_capacity", MetricType::Gauge,
+     "Capacity of the bounded hand-off between two stages, in items."},
+    {kBuildInfo, "flowloader_build_info", MetricType::Gauge,
+     "Always 1; labels carry the flowloader version and build facts."},
+};
+static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == kNumFamilies,
+              "every Family needs a FamilySpec");
+
+constexpr double kNanosToSeconds = 1e-9;
+
+double Seconds(int64_t nanos) { return static_cast<double>(nanos) * kNanosToSeconds; }
+
+ClientMetric WithLabels(std::vector<ClientMetric::Label> labels) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  return m;
+}
+
+void AddCounter(MetricFamily* f, std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric m = WithLabels(std::move(labels));
+  m.counter.value = value;
+  f->metric.push_back(std::move(m));
+}
+
+void AddGauge(MetricFamily* f, std::vector<ClientMetric::Label> labels, double value) {
+  ClientMetric m = WithLabels(std::move(labels));
+  m.gauge.value = value;
+  f->metric.push_back(std::move(m));
+}
+
+void AddLatency(MetricFamily* f, std::vector<ClientMetric::Label> labels,
+                const LatencyHistogram::Snapshot& snap) {
+  ClientMetric m = WithLabels(std::move(labels));
+  m.histogram.sample_count = snap.count;
+  m.histogram.sample_sum = snap.sum_seconds;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < snap.counts.size(); ++i) {
+    cumulative += snap.counts[i];
+    ClientMetric::Bucket b;
+    b.cumulative_count = cumulative;
+    // The last bucket is +Inf; giving it explicitly stops the serializer adding another.
+    b.upper_bound = i < LatencyHistogram::kBounds.size()
+                        ? LatencyHistogram::kBounds[i]
+                        : std::numeric_limits<double>::infinity();
+    m.histogram.bucket.push_back(b);
+  }
+  f->metric.push_back(std::move(m));
+}
+
+void AppendStages(const PipelineStats& stats, double uptime_seconds, MonotonicState* state,
+                  std::vector<MetricFamily>* fams) {
+  auto& f = *fams;
+  const std::string& pipeline = stats.pipeline();
+  state->stage_idle_seconds.resize(stats.stages().size(), 0.0);
+  for (size_t i = 0; i < stats.stages().size(); ++i) {
+    const StageStats& s = *stats.stages()[i];
+    const std::vector<ClientMetric::Label> labels = {{"pipeline", pipeline},
+                                                     {"stage", s.name()}};
+    const double busy = Seconds(s.busy_nanos.load(std::memory_order_relaxed));
+    const double blocked = Seconds(s.blocked_nanos.load(std::memory_order_relaxed));
+    const double idle_now =
+        std::max(0.0, s.concurrency() * uptime_seconds - busy - blocked);
+    double& idle = state->stage_idle_seconds[i];
+    idle = std::max(idle, idle_now);
+
+    AddCounter(&f[kStageItemsIn], labels, s.items_in.load(std::memory_order_relaxed));
+    AddCounter(&f[kStageItemsOut], labels, s.items_out.load(std::memory_order_relaxed));
+    AddCounter(&f[kStageBytes], labels, s.bytes.load(std::memory_order_relaxed));
+    AddCounter(&f[kStageBusy], labels, busy);
+    AddCounter(&f[kStageIdle], labels, idle);
+    AddCounter(&f[kStageBlocked], labels, blocked);
+    AddGauge(&f[kStageInFlight], labels, s.in_flight.load(std::memory_order_relaxed));
+    AddGauge(&f[kStageConcurrency], labels, s.concurrency());
+    for (const auto& [reason, n] : s.Errors()) {
+      AddCounter(&f[kStageErrors],
+                 {{"pipeline", pipeline}, {"stage", s.name()}, {"reason", reason}}, n);
+    }
+    AddLatency(&f[kStageLatency], labels, s.latency.Read());
+  }
+}
+
+void AppendBuildInfo(const PipelineStats& stats, MetricFamily* f) {
+  std::vector<ClientMetric::Label> labels = {{"pipeline", stats.pipeline()}};
+  auto version = stats.build_info.find("version");
+  labels.push_back(
+      {"version", version == stats.build_info.end() ? "unknown" : version->second});
+  // Keys are sanitised; a key that collides with one already used is dropped rather
+  // than emitting a duplicate label (which would make the whole scrape fail).
+  for (const auto& [key, value] : stats.build_info) {
+    const std::string name = SanitizeLabelName(key);
+    if (name.empty()) continue;
+    const bool taken = std::any_of(labels.begin(), labels.end(),
+                                   [&](const auto& l) { return l.name == name; });
+    if (!taken) labels.push_back({name, value});
+  }
+  AddGauge(f, std::move(labels), 1);
+}
+
+}  // namespace
+
+std::vector<MetricFamily> NewFamilies() {
+  std::vector<MetricFamily> families(kNumFamilies);
+  for (const FamilySpec& spec : kSpecs) {
+    MetricFamily& f = families[spec.id];
+    f.name = spec.name;
+    f.help = spec.help;
+    f.type = spec.type;
+  }
+  return families;
+}
+
+void AppendPipeline(const PipelineStats& stats, absl::Time now, MonotonicState* state,
+                    std::vector<MetricFamily>* families) {
+  auto& f = *families;
+  const int64_t start_nanos = stats.start_unix_nanos.load(std::memory_order_relaxed);
+  const double uptime =
+      start_nanos > 0 ? std::max(0.0, absl::ToDoubleSeconds(
+                                          now - absl::FromUnixNanos(start_nanos)))
+                      : 0.0;
+  AppendStages(stats, uptime, state, families);
+
+  const std::vector<ClientMetric::Label> p = {{"pipeline", stats.pipeline()}};
+  AddCounter(&f[kBatches], p, stats.batches.load(std::memory_order_relaxed));
+  AddCounter(&f[kSamples], p, stats.samples.load(std::memory_order_relaxed));
+  AddCounter(&f[kSkipped], p, stats.skipped.load(std::memory_order_relaxed));
+  AddGauge(&f[kEpoch], p, stats.epoch.load(std::memory_order_relaxed));
+  AddCounter(&f[kConsumerWait], p,
+             Seconds(stats.consumer_wait_nanos.load(std::memory_order_relaxed)));
+  AddGauge(&f[kStartTime], p, Seconds(start_nanos));
+  AddGauge(&f[kUptime], p, uptime);
+  AddGauge(&f[kLastBatch], p,
+           Seconds(stats.last_batch_unix_nanos.load(std::memory_order_relaxed)));
+  AddGauge(&f[kHostInFlight], p, stats.host_bytes_in_flight.load(std::memory_order_relaxed));
+  AddGauge(&f[kHostBudget], p, stats.host_bytes_budget.load(std::memory_order_relaxed));
+  AddGauge(&f[kPinnedInFlight], p,
+           stats.pinned_bytes_in_flight.load(std::memory_order_relaxed));
+  AddGauge(&f[kPinnedBudget], p, stats.pinned_bytes_budget.load(std::memory_order_relaxed));
+  for (const auto& e : stats.edges()) {
+    const std::vector<ClientMetric::Label> labels = {
+        {"pipeline", stats.pipeline()}, {"from", e->from}, {"to", e->to}};
+    AddGauge(&f[kQueueDepth], labels, e->depth.load(std::memory_order_relaxed));
+    AddGauge(&f[kQueueCapacity], labels, e->capacity);
+  }
+  AppendBuildInfo(stats, &f[kBuildInfo]);
+}
+
+void DropEmptyFamilies(std::vector<MetricFamily>* families) {
+  families->erase(std::remove_if(families->begin(), families->end(),
+                                 [](const MetricFamily& f) { return f.metric.empty(); }),
+                  families->end());
+}
+
+std::string SanitizeLabelName(absl::string_view key) {
+  std::string name;
+  name.reserve(key.size() + 1);
+  for (char c : key) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '_';
+    name.push_back(ok ? c : '_');
+  }
+  if (!name.empty() && name[0] >= '0' && name[0] <= '9') name.insert(0, "_");
+  // "__" names are reserved for Prometheus itself.
+  if (name.empty() || name.rfind("__", 0) == 0) return "";
+  return name;
+}
+
+}  // namespace exporters_internal
+}  // namespace flowloader

@@ -1,0 +1,351 @@
+// pipeline_collector_test.cc: PipelineCollector's families: values, label sets, histogram
+// cumulativity, derived idle time, registration lifetime, naming conventions.
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/time/time.h"
+#include "exporters/metrics_exporter.h"
+#include "gmock/gmock.h"
+#include "graph/stage_stats.h"
+#include "gtest/gtest.h"
+#include "prometheus/client_metric.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/metric_type.h"
+
+namespace flowloader {
+namespace {
+
+using ::prometheus::ClientMetric;
+using ::prometheus::MetricFamily;
+using ::prometheus::MetricType;
+using ::testing::ElementsAre;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+using Labels = std::map<std::string, std::string>;
+
+Labels LabelsOf(const ClientMetric& m) {
+  Labels out;
+  for (const auto& l : m.label) out[l.name] = l.value;
+  return out;
+}
+
+const MetricFamily* FindFamily(const std::vector<MetricFamily>& families,
+                               const std::string& name) {
+  for (const auto& f : families) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+// FindMetric returns the series of `name` whose labels are exactly `labels`.
+const ClientMetric* FindMetric(const std::vector<MetricFamily>& families,
+                               const std::string& name, const Labels& labels) {
+  const MetricFamily* f = FindFamily(families, name);
+  if (f == nullptr) return nullptr;
+  for (const auto& m : f->metric) {
+    if (LabelsOf(m) == labels) return &m;
+  }
+  return nullptr;
+}
+
+class PipelineCollectorTest : public ::testing::Test {
+ protected:
+  PipelineCollectorTest()
+      : collector_([this] { return now_; }), stats_(std::make_shared<PipelineStats>("p")) {
+    reader_ = stats_->AddStage("reader", 1);
+    decode_ = stats_->AddStage("decode", 2);
+    edge_ = stats_->AddEdge("reader", "decode", 8);
+    stats_->start_unix_nanos = absl::ToUnixNanos(now_ - absl::Seconds(10));
+  }
+
+  double Counter(const std::string& name, const Labels& labels) {
+    const ClientMetric* m = FindMetric(collector_.Collect(), name, labels);
+    EXPECT_NE(m, nullptr) << name;
+    return m == nullptr ? std::nan("") : m->counter.value;
+  }
+  double Gauge(const std::string& name, const Labels& labels) {
+    const ClientMetric* m = FindMetric(collector_.Collect(), name, labels);
+    EXPECT_NE(m, nullptr) << name;
+    return m == nullptr ? std::nan("") : m->gauge.value;
+  }
+
+  const Labels kDecode = {{"pipeline", "p"}, {"stage", "decode"}};
+  const Labels kPipeline = {{"pipeline", "p"}};
+  absl::Time now_ = absl::FromUnixSeconds(1'700'000'000);
+  PipelineCollector collector_;
+  std::shared_ptr<PipelineStats> stats_;
+  StageStats* reader_;
+  StageStats* decode_;
+  EdgeStats* edge_;
+};
+
+TEST_F(PipelineCollectorTest, ExportsNothingWithoutPipelines) {
+  EXPECT_TRUE(collector_.Collect().empty());
+  EXPECT_EQ(collector_.size(), 0);
+}
+
+TEST_F(PipelineCollectorTest, StageCountersCarryPipelineAndStageLabels) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  decode_->items_in = 10;
+  decode_->items_out = 9;
+  decode_->bytes = 4096;
+  decode_->busy_nanos = 1'500'000'000;
+  decode_->blocked_nanos = 250'000'000;
+  decode_->in_flight = 2;
+  EXPECT_EQ(Counter("flowloader_stage_items_in_total", kDecode), 10);
+  EXPECT_EQ(Counter("flowloader_stage_items_out_total", kDecode), 9);
+  EXPECT_EQ(Counter("flowloader_stage_bytes_total", kDecode), 4096);
+  EXPECT_DOUBLE_EQ(Counter("flowloader_stage_busy_seconds_total", kDecode), 1.5);
+  EXPECT_DOUBLE_EQ(Counter("flowloader_stage_blocked_seconds_total", kDecode), 0.25);
+  EXPECT_EQ(Gauge("flowloader_stage_in_flight", kDecode), 2);
+  EXPECT_EQ(Gauge("flowloader_stage_concurrency", kDecode), 2);
+  EXPECT_EQ(Gauge("flowloader_stage_concurrency", {{"pipeline", "p"}, {"stage", "reader"}}), 1);
+}
+
+TEST_F(PipelineCollectorTest, IdleIsConcurrencyTimesUptimeMinusBusyAndBlocked) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  decode_->busy_nanos = 5'000'000'000;
+  decode_->blocked_nanos = 3'000'000'000;
+  // 2 workers x 10 s uptime - 5 s busy - 3 s blocked.
+  EXPECT_DOUBLE_EQ(Counter("flowloader_stage_idle_seconds_total", kDecode), 12);
+}
+
+TEST_F(PipelineCollectorTest, IdleIsClampedAtZero) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  decode_->busy_nanos = 30'000'000'000;
+  EXPECT_EQ(Counter("flowloader_stage_idle_seconds_total", kDecode), 0);
+}
+
+TEST_F(PipelineCollectorTest, IdleNeverDecreasesBetweenScrapes) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  EXPECT_DOUBLE_EQ(Counter("flowloader_stage_idle_seconds_total", kDecode), 20);
+  // A long item finishes: busy jumps by 10 s at once, the raw formula drops to 10.
+  decode_->busy_nanos = 10'000'000'000;
+  EXPECT_DOUBLE_EQ(Counter("flowloader_stage_idle_seconds_total", kDecode), 20);
+  now_ += absl::Seconds(10);  // 2 x 20 - 10 = 30.
+  EXPECT_DOUBLE_EQ(Counter("flowloader_stage_idle_seconds_total", kDecode), 30);
+}
+
+TEST_F(PipelineCollectorTest, IdleAndUptimeAreZeroBeforeStart) {
+  stats_->start_unix_nanos = 0;
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  EXPECT_EQ(Counter("flowloader_stage_idle_seconds_total", kDecode), 0);
+  EXPECT_EQ(Gauge("flowloader_uptime_seconds", kPipeline), 0);
+}
+
+TEST_F(PipelineCollectorTest, LatencyHistogramIsCumulativeAndEndsInInf) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  decode_->latency.Observe(40'000);          // 40 us: first bucket.
+  decode_->latency.Observe(2'000'000);       // 2 ms.
+  decode_->latency.Observe(2'000'000);
+  decode_->latency.Observe(20'000'000'000);  // 20 s: only +Inf.
+  const auto families = collector_.Collect();
+  const MetricFamily* f = FindFamily(families, "flowloader_stage_latency_seconds");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->type, MetricType::Histogram);
+  const ClientMetric* m = FindMetric(families, "flowloader_stage_latency_seconds", kDecode);
+  ASSERT_NE(m, nullptr);
+  const auto& buckets = m->histogram.bucket;
+  ASSERT_EQ(buckets.size(), LatencyHistogram::kBounds.size() + 1);
+  for (size_t i = 0; i < LatencyHistogram::kBounds.size(); ++i) {
+    EXPECT_EQ(buckets[i].upper_bound, LatencyHistogram::kBounds[i]);
+    if (i > 0) {
+      EXPECT_GE(buckets[i].cumulative_count, buckets[i - 1].cumulative_count);
+    }
+  }
+  EXPECT_EQ(buckets.front().cumulative_count, 1u);
+  EXPECT_EQ(buckets[5].cumulative_count, 3u);  // le=0.0025
+  EXPECT_EQ(buckets[buckets.size() - 2].cumulative_count, 3u);  // le=10
+  EXPECT_EQ(buckets.back().upper_bound, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(buckets.back().cumulative_count, 4u);
+  EXPECT_EQ(m->histogram.sample_count, 4u);
+  EXPECT_NEAR(m->histogram.sample_sum, 20.00404, 1e-9);
+}
+
+TEST_F(PipelineCollectorTest, ErrorsAreLabelledByReason) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  decode_->CountError("truncated");
+  decode_->CountError("truncated");
+  decode_->CountError("corrupt");
+  const auto families = collector_.Collect();
+  const MetricFamily* f = FindFamily(families, "flowloader_stage_errors_total");
+  ASSERT_NE(f, nullptr);
+  std::map<std::string, double> by_reason;
+  for (const auto& m : f->metric) {
+    Labels l = LabelsOf(m);
+    EXPECT_EQ(l["stage"], "decode");
+    by_reason[l["reason"]] = m.counter.value;
+  }
+  EXPECT_THAT(by_reason, ElementsAre(Pair("corrupt", 1), Pair("truncated", 2)));
+}
+
+TEST_F(PipelineCollectorTest, NoErrorsMeansNoErrorFamily) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  EXPECT_EQ(FindFamily(collector_.Collect(), "flowloader_stage_errors_total"), nullptr);
+}
+
+TEST_F(PipelineCollectorTest, PipelineCountersAndGauges) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  stats_->batches = 7;
+  stats_->samples = 448;
+  stats_->skipped = 3;
+  stats_->epoch = 2;
+  stats_->consumer_wait_nanos = 4'000'000'000;
+  stats_->last_batch_unix_nanos = absl::ToUnixNanos(now_ - absl::Seconds(1));
+  stats_->host_bytes_in_flight = 100;
+  stats_->host_bytes_budget = 1000;
+  stats_->pinned_bytes_in_flight = 50;
+  stats_->pinned_bytes_budget = 500;
+  EXPECT_EQ(Counter("flowloader_batches_total", kPipeline), 7);
+  EXPECT_EQ(Counter("flowloader_samples_total", kPipeline), 448);
+  EXPECT_EQ(Counter("flowloader_samples_skipped_total", kPipeline), 3);
+  EXPECT_EQ(Gauge("flowloader_epoch", kPipeline), 2);
+  EXPECT_DOUBLE_EQ(Counter("flowloader_consumer_wait_seconds_total", kPipeline), 4);
+  EXPECT_DOUBLE_EQ(Gauge("flowloader_uptime_seconds", kPipeline), 10);
+  EXPECT_DOUBLE_EQ(Gauge("flowloader_start_time_seconds", kPipeline),
+                   absl::ToDoubleSeconds(now_ - absl::Seconds(10) - absl::UnixEpoch()));
+  EXPECT_DOUBLE_EQ(Gauge("flowloader_last_batch_timestamp_seconds", kPipeline),
+                   absl::ToDoubleSeconds(now_ - absl::Seconds(1) - absl::UnixEpoch()));
+  EXPECT_EQ(Gauge("flowloader_host_bytes_in_flight", kPipeline), 100);
+  EXPECT_EQ(Gauge("flowloader_host_bytes_budget", kPipeline), 1000);
+  EXPECT_EQ(Gauge("flowloader_pinned_bytes_in_flight", kPipeline), 50);
+  EXPECT_EQ(Gauge("flowloader_pinned_bytes_budget", kPipeline), 500);
+}
+
+TEST_F(PipelineCollectorTest, QueuesAreLabelledFromAndTo) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  edge_->depth = 3;
+  const Labels edge = {{"pipeline", "p"}, {"from", "reader"}, {"to", "decode"}};
+  EXPECT_EQ(Gauge("flowloader_queue_depth", edge), 3);
+  EXPECT_EQ(Gauge("flowloader_queue_capacity", edge), 8);
+}
+
+TEST_F(PipelineCollectorTest, BuildInfoCarriesVersionAndSanitisedKeys) {
+  stats_->build_info = {
+      {"version", "1.2.3"}, {"cuda-version", "12.2"}, {"pipeline", "spoofed"}, {"__x", "y"}};
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  const auto families = collector_.Collect();
+  const MetricFamily* f = FindFamily(families, "flowloader_build_info");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->metric.size(), 1u);
+  EXPECT_EQ(f->metric[0].gauge.value, 1);
+  EXPECT_THAT(LabelsOf(f->metric[0]),
+              UnorderedElementsAre(Pair("pipeline", "p"), Pair("version", "1.2.3"),
+                                   Pair("cuda_version", "12.2")));
+}
+
+TEST_F(PipelineCollectorTest, BuildInfoVersionDefaultsToUnknown) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  EXPECT_EQ(Gauge("flowloader_build_info", {{"pipeline", "p"}, {"version", "unknown"}}), 1);
+}
+
+TEST_F(PipelineCollectorTest, DestroyedPipelineDropsOutWithoutUnregister) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  EXPECT_EQ(collector_.size(), 1);
+  stats_.reset();
+  EXPECT_TRUE(collector_.Collect().empty());
+  EXPECT_EQ(collector_.size(), 0);
+}
+
+TEST_F(PipelineCollectorTest, UnregisterRemovesOnce) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  EXPECT_TRUE(collector_.Unregister(stats_.get()));
+  EXPECT_FALSE(collector_.Unregister(stats_.get()));
+  EXPECT_TRUE(collector_.Collect().empty());
+}
+
+TEST_F(PipelineCollectorTest, DuplicateLiveNameIsAlreadyExists) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  auto twin = std::make_shared<PipelineStats>("p");
+  EXPECT_EQ(collector_.Register(twin).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(collector_.Register(stats_).code(), absl::StatusCode::kAlreadyExists);
+  stats_.reset();  // The name is free again once its pipeline is gone.
+  EXPECT_TRUE(collector_.Register(twin).ok());
+}
+
+TEST_F(PipelineCollectorTest, RejectsShapesThatWouldDuplicateSeries) {
+  EXPECT_EQ(collector_.Register(nullptr).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(collector_.Register(std::make_shared<PipelineStats>("")).code(),
+            absl::StatusCode::kInvalidArgument);
+  auto stages = std::make_shared<PipelineStats>("s");
+  stages->AddStage("decode", 1);
+  stages->AddStage("decode", 2);
+  EXPECT_EQ(collector_.Register(stages).code(), absl::StatusCode::kInvalidArgument);
+  auto edges = std::make_shared<PipelineStats>("e");
+  edges->AddEdge("a", "b", 1);
+  edges->AddEdge("a", "b", 2);
+  EXPECT_EQ(collector_.Register(edges).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(collector_.size(), 0);
+}
+
+TEST_F(PipelineCollectorTest, TwoPipelinesShareOneFamilyPerName) {
+  auto other = std::make_shared<PipelineStats>("q");
+  other->AddStage("reader", 1)->items_out = 5;
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  ASSERT_TRUE(collector_.Register(other).ok());
+  reader_->items_out = 3;
+  const auto families = collector_.Collect();
+  std::set<std::string> names;
+  for (const auto& f : families) EXPECT_TRUE(names.insert(f.name).second) << f.name;
+  const Labels p_reader = {{"pipeline", "p"}, {"stage", "reader"}};
+  const Labels q_reader = {{"pipeline", "q"}, {"stage", "reader"}};
+  EXPECT_EQ(FindMetric(families, "flowloader_stage_items_out_total", p_reader)->counter.value, 3);
+  EXPECT_EQ(FindMetric(families, "flowloader_stage_items_out_total", q_reader)->counter.value, 5);
+}
+
+TEST_F(PipelineCollectorTest, NamesTypesHelpAndLabelsFollowConventions) {
+  decode_->CountError("truncated");
+  stats_->build_info = {{"version", "1"}};
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  const auto families = collector_.Collect();
+  EXPECT_EQ(families.size(), 25u);  // Every family of the catalogue has a series here.
+  for (const auto& f : families) {
+    EXPECT_TRUE(absl::StartsWith(f.name, "flowloader_")) << f.name;
+    EXPECT_FALSE(f.help.empty()) << f.name;
+    EXPECT_EQ(f.type == MetricType::Counter, absl::EndsWith(f.name, "_total")) << f.name;
+    if (f.name == "flowloader_build_info") continue;
+    for (const auto& m : f.metric) {
+      for (const auto& l : m.label) {
+        EXPECT_THAT(l.name, ::testing::AnyOf("pipeline", "stage", "reason", "from", "to"))
+            << f.name;
+      }
+    }
+  }
+}
+
+TEST_F(PipelineCollectorTest, ScrapesRaceRegistrationAndUpdatesSafely) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    while (!stop.load()) {
+      decode_->items_in.fetch_add(1);
+      decode_->busy_nanos.fetch_add(1000);
+      decode_->latency.Observe(1000);
+    }
+  });
+  std::thread churn([&] {
+    for (int i = 0; i < 200; ++i) {
+      auto temp = std::make_shared<PipelineStats>("temp");
+      temp->AddStage("reader", 1);
+      ASSERT_TRUE(collector_.Register(temp).ok());
+      if (i % 2 == 0) collector_.Unregister(temp.get());  // Else: expires on scope exit.
+    }
+  });
+  for (int i = 0; i < 200; ++i) ASSERT_FALSE(collector_.Collect().empty());
+  churn.join();
+  stop = true;
+  writer.join();
+  EXPECT_EQ(collector_.size(), 1);
+}
+
+}  // namespace
+}  // namespace flowloader

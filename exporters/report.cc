@@ -1,0 +1,130 @@
+// report.cc: Snapshot(), SummaryJson() and StageTable(); the rules are in diagnose.cc.
+#include "exporters/report.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "exporters/internal/json.h"
+
+namespace flowloader {
+namespace {
+
+using exporters_internal::JsonFloat;
+using exporters_internal::JsonString;
+
+double Seconds(int64_t nanos) { return static_cast<double>(nanos) * 1e-9; }
+
+std::map<std::string, uint64_t> ErrorsByReason(const RunSnapshot& run) {
+  std::map<std::string, uint64_t> total;
+  for (const StageLoad& s : run.stages) {
+    for (const auto& [reason, n] : s.errors) total[reason] += n;
+  }
+  return total;
+}
+
+uint64_t StageErrors(const StageLoad& s) {
+  uint64_t n = 0;
+  for (const auto& [reason, count] : s.errors) n += count;
+  return n;
+}
+
+std::string DiagnosisJson(const Diagnosis& d) {
+  std::vector<std::string> notes;
+  for (const std::string& n : d.notes) notes.push_back(JsonString(n));
+  return absl::StrCat(
+      "{\"bottleneck\": ", JsonString(d.bottleneck),
+      ", \"busiest_stage\": ", JsonString(d.busiest_stage),
+      ", \"busiest_utilization\": ", JsonFloat(d.busiest_utilization),
+      ", \"consumer_wait_share\": ", JsonFloat(d.consumer_wait_share),
+      ", \"loader_bound\": ", d.loader_bound ? "true" : "false",
+      ", \"advice\": ", JsonString(d.advice), ", \"notes\": [", absl::StrJoin(notes, ", "),
+      "]}");
+}
+
+}  // namespace
+
+RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
+  RunSnapshot run;
+  run.facts = facts;
+  run.samples = stats.samples.load(std::memory_order_relaxed);
+  run.batches = stats.batches.load(std::memory_order_relaxed);
+  run.skipped = stats.skipped.load(std::memory_order_relaxed);
+  run.consumer_wait_seconds = Seconds(stats.consumer_wait_nanos.load(std::memory_order_relaxed));
+  run.host_bytes_in_flight = stats.host_bytes_in_flight.load(std::memory_order_relaxed);
+  run.host_bytes_budget = stats.host_bytes_budget.load(std::memory_order_relaxed);
+  run.pinned_bytes_in_flight = stats.pinned_bytes_in_flight.load(std::memory_order_relaxed);
+  run.pinned_bytes_budget = stats.pinned_bytes_budget.load(std::memory_order_relaxed);
+  for (const auto& s : stats.stages()) {
+    StageLoad load;
+    load.name = s->name();
+    load.kind = StageKindFromName(s->name());
+    load.concurrency = s->concurrency();
+    load.items = s->items_out.load(std::memory_order_relaxed);
+    load.busy_seconds = Seconds(s->busy_nanos.load(std::memory_order_relaxed));
+    load.blocked_seconds = Seconds(s->blocked_nanos.load(std::memory_order_relaxed));
+    load.errors = s->Errors();
+    run.stages.push_back(std::move(load));
+  }
+  return run;
+}
+
+std::string SummaryJson(const RunSnapshot& run) {
+  const RunFacts& f = run.facts;
+  const double rate = f.wall_seconds > 0 ? run.samples / f.wall_seconds : 0;
+  std::vector<std::string> errors;
+  for (const auto& [reason, n] : ErrorsByReason(run)) {
+    errors.push_back(absl::StrCat(JsonString(reason), ": ", n));
+  }
+  std::vector<std::string> stages;
+  for (const StageLoad& s : run.stages) {
+    stages.push_back(absl::StrCat(
+        JsonString(s.name), ": {\"items\": ", s.items,
+        ", \"busy_seconds\": ", JsonFloat(s.busy_seconds),
+        ", \"utilization\": ", JsonFloat(Utilization(s, f.wall_seconds)),
+        ", \"concurrency\": ", s.concurrency, ", \"errors\": ", StageErrors(s), "}"));
+  }
+  const Diagnosis d = Diagnose(run);
+  return absl::StrCat(
+      "{\"samples\": ", run.samples, ", \"batches\": ", run.batches, ", \"epochs\": ", f.epochs,
+      ", \"seconds\": ", JsonFloat(f.wall_seconds), ", \"images_per_second\": ", JsonFloat(rate),
+      ", \"skipped\": ", run.skipped, ", \"errors\": {", absl::StrJoin(errors, ", "),
+      "}, \"num_workers\": ", f.num_workers, ", \"batch_size\": ", f.batch_size,
+      ", \"stages\": {", absl::StrJoin(stages, ", "),
+      "}, \"consumer_wait_seconds\": ", JsonFloat(run.consumer_wait_seconds),
+      ", \"bottleneck\": ", JsonString(d.bottleneck), ", \"diagnosis\": ", DiagnosisJson(d),
+      "}");
+}
+
+std::string SummaryJson(const PipelineStats& stats, const RunFacts& facts) {
+  return SummaryJson(Snapshot(stats, facts));
+}
+
+std::string StageTable(const RunSnapshot& run) {
+  const double wall = run.facts.wall_seconds;
+  size_t width = 5;  // "stage"
+  for (const StageLoad& s : run.stages) width = std::max(width, s.name.size());
+  const int w = static_cast<int>(width);
+  std::string out = absl::StrFormat("%-*s %7s %10s %9s %5s %7s\n", w, "stage", "workers",
+                                    "items", "busy_s", "busy%", "errors");
+  for (const StageLoad& s : run.stages) {
+    absl::StrAppendFormat(&out, "%-*s %7d %10d %9.2f %4.0f%% %7d\n", w, s.name, s.concurrency,
+                          s.items, s.busy_seconds, 100 * Utilization(s, wall), StageErrors(s));
+  }
+  const Diagnosis d = Diagnose(run);
+  absl::StrAppendFormat(&out, "consumer waited %.2f s of %.2f s (%.0f%%); bottleneck: %s\n",
+                        run.consumer_wait_seconds, wall, 100 * d.consumer_wait_share,
+                        d.bottleneck.empty() ? "-" : d.bottleneck);
+  absl::StrAppend(&out, d.advice, "\n");
+  return out;
+}
+
+std::string StageTable(const PipelineStats& stats, const RunFacts& facts) {
+  return StageTable(Snapshot(stats, facts));
+}
+
+}  // namespace flowloader

@@ -1,0 +1,161 @@
+// report_test.cc: SummaryJson (parsed back by Python's json module and checked against
+// the schema), Snapshot, and StageTable.
+#include "exporters/report.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "graph/stage_stats.h"
+#include "gtest/gtest.h"
+
+namespace flowloader {
+namespace {
+
+using ::testing::HasSubstr;
+
+// kSchemaCheck loads the JSON and checks the schema's exact types (bool is not int).
+constexpr char kSchemaCheck[] = R"py(
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+def is_int(v): return type(v) is int
+def is_float(v): return type(v) is float
+for k in ("samples", "batches", "epochs", "skipped", "num_workers", "batch_size"):
+    assert is_int(d[k]), k
+for k in ("seconds", "images_per_second", "consumer_wait_seconds"):
+    assert is_float(d[k]), k
+assert all(is_int(v) for v in d["errors"].values()), d["errors"]
+for name, s in d["stages"].items():
+    assert is_int(s["items"]) and is_float(s["busy_seconds"]), name
+assert isinstance(d["diagnosis"]["advice"], str)
+json.dump({"errors": d["errors"], "stages": sorted(d["stages"]), "samples": d["samples"],
+           "ips": d["images_per_second"], "bottleneck": d["bottleneck"]},
+          open(sys.argv[2], "w", encoding="utf-8"), sort_keys=True)
+)py";
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name);
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// ParseWithPython runs the schema check on `json`; returns its summary, or "" on failure.
+std::string ParseWithPython(const std::string& json) {
+  const std::string in = TempPath("summary.json");
+  const std::string script = TempPath("check.py");
+  const std::string out = TempPath("parsed.json");
+  WriteFile(in, json);
+  WriteFile(script, kSchemaCheck);
+  std::remove(out.c_str());
+  const std::string cmd = absl::StrCat("python3 ", script, " ", in, " ", out);
+  if (std::system(cmd.c_str()) != 0) return "";
+  return ReadFile(out);
+}
+
+std::shared_ptr<PipelineStats> TenSecondRun() {
+  auto stats = std::make_shared<PipelineStats>("train");
+  StageStats* reader = stats->AddStage("reader", 1);
+  StageStats* decode = stats->AddStage("decode", 2);
+  reader->items_out = 1000;
+  reader->busy_nanos = 3'000'000'000;
+  decode->items_out = 970;
+  decode->busy_nanos = 19'000'000'000;
+  reader->CountError("not_found");
+  for (int i = 0; i < 30; ++i) decode->CountError("truncated");
+  decode->CountError("not_found");
+  stats->samples = 960;
+  stats->batches = 15;
+  stats->skipped = 31;
+  stats->consumer_wait_nanos = 4'000'000'000;
+  return stats;
+}
+
+const RunFacts kFacts = {/*wall_seconds=*/10, /*epochs=*/1, /*num_workers=*/2,
+                         /*batch_size=*/64, /*cores_available=*/2};
+
+TEST(SummaryJsonTest, ParsesBackWithTheDocumentedSchema) {
+  const std::string json = SummaryJson(*TenSecondRun(), kFacts);
+  EXPECT_EQ(ParseWithPython(json),
+            "{\"bottleneck\": \"decode\", \"errors\": {\"not_found\": 2, \"truncated\": 30}, "
+            "\"ips\": 96.0, \"samples\": 960, \"stages\": [\"decode\", \"reader\"]}")
+      << json;
+}
+
+TEST(SummaryJsonTest, StartsWithTheSchemaKeysInOrder) {
+  const std::string json = SummaryJson(*TenSecondRun(), kFacts);
+  EXPECT_THAT(json, ::testing::StartsWith(
+                        "{\"samples\": 960, \"batches\": 15, \"epochs\": 1, \"seconds\": 10.0, "
+                        "\"images_per_second\": 96.0, \"skipped\": 31, \"errors\": "
+                        "{\"not_found\": 2, \"truncated\": 30}, \"num_workers\": 2, "
+                        "\"batch_size\": 64, \"stages\": {\"reader\": {\"items\": 1000, "
+                        "\"busy_seconds\": 3.0, \"utilization\": 0.3"));
+}
+
+TEST(SummaryJsonTest, EscapesHostileNamesIntoValidJson) {
+  auto stats = std::make_shared<PipelineStats>("p");
+  StageStats* s = stats->AddStage("we\"ird\\stage\n\x01\xff", 1);
+  s->CountError("reason \"quoted\"\t\xc3");
+  const std::string parsed = ParseWithPython(SummaryJson(*stats, kFacts));
+  EXPECT_THAT(parsed, HasSubstr("\"reason \\\"quoted\\\"\\t\\ufffd\": 1")) << parsed;
+  EXPECT_THAT(parsed, HasSubstr("we\\\"ird\\\\stage\\n\\u0001\\ufffd"));
+}
+
+TEST(SummaryJsonTest, ZeroWallTimeGivesZeroRatesNotNaN) {
+  RunFacts facts = kFacts;
+  facts.wall_seconds = 0;
+  const std::string json = SummaryJson(*TenSecondRun(), facts);
+  EXPECT_THAT(json, HasSubstr("\"images_per_second\": 0.0"));
+  EXPECT_NE(ParseWithPython(json), "");
+}
+
+TEST(SnapshotTest, CopiesCountersAndGuessesKinds) {
+  auto stats = TenSecondRun();
+  stats->AddStage("upload", 1);
+  stats->host_bytes_budget = 1000;
+  stats->host_bytes_in_flight = 900;
+  const RunSnapshot run = Snapshot(*stats, kFacts);
+  EXPECT_EQ(run.samples, 960u);
+  EXPECT_EQ(run.skipped, 31u);
+  EXPECT_DOUBLE_EQ(run.consumer_wait_seconds, 4);
+  EXPECT_EQ(run.host_bytes_in_flight, 900);
+  ASSERT_EQ(run.stages.size(), 3u);
+  EXPECT_EQ(run.stages[0].kind, StageKind::kStorage);
+  EXPECT_EQ(run.stages[1].kind, StageKind::kCompute);
+  EXPECT_EQ(run.stages[2].kind, StageKind::kTransfer);
+  EXPECT_EQ(run.stages[1].items, 970u);
+  EXPECT_DOUBLE_EQ(run.stages[1].busy_seconds, 19);
+  EXPECT_DOUBLE_EQ(Utilization(run.stages[1], 10), 0.95);
+}
+
+TEST(StageTableTest, OneAlignedRowPerStageAndAVerdict) {
+  const std::string table = StageTable(*TenSecondRun(), kFacts);
+  std::vector<std::string> lines = absl::StrSplit(table, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << table;  // Header, 2 stages, wait line, advice.
+  EXPECT_EQ(lines[0], "stage  workers      items    busy_s busy%  errors");
+  EXPECT_EQ(lines[1], "reader       1       1000      3.00   30%       1");
+  EXPECT_EQ(lines[2], "decode       2        970     19.00   95%      31");
+  EXPECT_EQ(lines[3], "consumer waited 4.00 s of 10.00 s (40%); bottleneck: decode");
+  EXPECT_THAT(lines[4], HasSubstr("decode is 95% busy on 2 workers"));
+}
+
+TEST(StageTableTest, EmptyPipelineStillRenders) {
+  const std::string table = StageTable(PipelineStats("empty"), kFacts);
+  EXPECT_THAT(table, HasSubstr("bottleneck: -"));
+}
+
+}  // namespace
+}  // namespace flowloader

@@ -1,0 +1,224 @@
+// builtin_stages.cc: the read, decode and augment stage types, adapting the stage
+// libraries in stages/ to the SampleStage interface and declaring their options.
+#include <memory>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "graph/stage.h"
+#include "stages/reader/file_reader.h"
+
+namespace flowloader {
+namespace {
+
+// The random stream of a sample's augmentation draws (the sampler uses another).
+constexpr uint64_t kAugmentStream = 1;
+
+class ReadStage : public SampleStage {
+ public:
+  explicit ReadStage(std::unique_ptr<FileReader> reader) : reader_(std::move(reader)) {}
+  absl::Status Process(SampleContext& sample) const override {
+    return reader_->Read(sample.path, &sample.bytes);
+  }
+  size_t BytesProduced(const SampleContext& sample) const override {
+    return sample.bytes.size();
+  }
+
+ private:
+  std::unique_ptr<FileReader> reader_;
+};
+
+class DecodeStage : public SampleStage {
+ public:
+  DecodeStage(std::unique_ptr<decode::Decoder> decoder, const augment::Transform* planner)
+      : decoder_(std::move(decoder)), planner_(planner) {}
+
+  absl::Status Process(SampleContext& sample) const override {
+    absl::StatusOr<decode::ImageInfo> info = decoder_->ReadInfo(sample.bytes);
+    if (!info.ok()) return info.status();
+    sample.info = *info;
+    const decode::RegionRequest* request = nullptr;
+    if (planner_ != nullptr) {
+      // Plan the crop from the header so only what it needs is decoded.
+      SampleRng rng = sample.Rng(kAugmentStream);
+      sample.plan = planner_->Plan(info->width, info->height, rng);
+      sample.has_plan = true;
+      request = &sample.plan.decode_request;
+    }
+    return decoder_->Decode(sample.bytes, *info, request, &sample.decoded);
+  }
+  size_t BytesProduced(const SampleContext& sample) const override {
+    return sample.decoded.image.pixels.size();
+  }
+
+ private:
+  std::unique_ptr<decode::Decoder> decoder_;
+  const augment::Transform* planner_;
+};
+
+class AugmentStage : public SampleStage {
+ public:
+  explicit AugmentStage(std::shared_ptr<const augment::Transform> transform)
+      : transform_(std::move(transform)) {}
+
+  absl::Status Process(SampleContext& sample) const override {
+    if (!sample.has_plan) {
+      // Decoded without a plan (a user stage decoded it): plan on the full image.
+      SampleRng rng = sample.Rng(kAugmentStream);
+      sample.decoded.covered = RectF{0, 0, static_cast<double>(sample.decoded.image.width),
+                                     static_cast<double>(sample.decoded.image.height)};
+      sample.plan = transform_->Plan(sample.decoded.image.width, sample.decoded.image.height, rng);
+      sample.has_plan = true;
+    }
+    return transform_->Apply(sample.decoded, sample.plan, sample.output);
+  }
+  size_t BytesProduced(const SampleContext& sample) const override {
+    return sample.output_bytes;
+  }
+
+ private:
+  std::shared_ptr<const augment::Transform> transform_;
+};
+
+absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
+                                                 const std::string& text) {
+  std::vector<std::string> parts = absl::StrSplit(text, ',');
+  std::array<float, 3> out{};
+  if (parts.size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("augment option ", option, " needs 3 comma-separated numbers, got '",
+                     text, "'"));
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (!absl::SimpleAtof(parts[i], &out[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("augment option ", option, ": '", parts[i], "' is not a number"));
+    }
+  }
+  return out;
+}
+
+StageSchema ReadSchema() {
+  return StageSchema{
+      "read",
+      "reads each sample's file, retrying transient I/O errors with backoff",
+      {{"max_retries", OptionType::kInt, "3", "retries of a transient read error (EIO)"},
+       {"backoff_ms", OptionType::kFloat, "2", "wait before the first retry, doubled each time"},
+       {"max_file_bytes", OptionType::kInt, "1073741824", "larger files are skipped unread"}},
+      0};
+}
+
+StageSchema DecodeSchema() {
+  return StageSchema{
+      "decode",
+      "decodes JPEG (libjpeg-turbo; only the region the crop needs, DCT-scaled) and PNG to RGB",
+      {{"max_pixels", OptionType::kInt, "178956970",
+        "images with more pixels are refused before allocating (decompression bombs)"},
+       {"fast_idct", OptionType::kBool, "false", "libjpeg's fast integer IDCT"},
+       {"dct_scaling", OptionType::kBool, "true",
+        "decode JPEGs at k/8 scale when the crop is resized down anyway"}},
+      0};
+}
+
+StageSchema AugmentSchema() {
+  return StageSchema{
+      "augment",
+      "torchvision transforms in one pass into the batch slot: train = RandomResizedCrop + "
+      "RandomHorizontalFlip + Normalize; eval = Resize + CenterCrop + Normalize",
+      {{"mode", OptionType::kString, "train", "train or eval"},
+       {"image_size", OptionType::kInt, "224", "output side in pixels"},
+       {"resize_size", OptionType::kInt, "0",
+        "eval: shorter side before the center crop; 0 = image_size*256/224"},
+       {"scale_min", OptionType::kFloat, "0.08", "train: smallest crop area fraction"},
+       {"scale_max", OptionType::kFloat, "1.0", "train: largest crop area fraction"},
+       {"ratio_min", OptionType::kFloat, "0.75", "train: smallest crop aspect ratio"},
+       {"ratio_max", OptionType::kFloat, "1.3333333333333333",
+        "train: largest crop aspect ratio"},
+       {"flip_p", OptionType::kFloat, "0.5", "train: horizontal flip probability"},
+       {"mean", OptionType::kString, "0.485,0.456,0.406", "Normalize mean (RGB, 0..1 scale)"},
+       {"std", OptionType::kString, "0.229,0.224,0.225", "Normalize std (RGB, 0..1 scale)"},
+       {"layout", OptionType::kString, "float_chw",
+        "float_chw (normalized float32 [3,H,W]) or uint8_hwc (raw [H,W,3])"}},
+      0};
+}
+
+}  // namespace
+
+void RegisterBuiltinStages(StageRegistry& registry) {
+  (void)registry.Register(
+      ReadSchema(),
+      [](const StageArgs& args, StageEnv& env) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
+        FileReaderOptions o;
+        o.max_retries = static_cast<int>(args.GetInt("max_retries"));
+        o.initial_backoff = absl::Microseconds(args.GetFloat("backoff_ms") * 1000.0);
+        o.max_file_bytes = args.GetInt("max_file_bytes");
+        o.env = env.env;
+        absl::StatusOr<std::unique_ptr<FileReader>> reader = FileReader::Create(o);
+        if (!reader.ok()) return reader.status();
+        return std::unique_ptr<SampleStage>(new ReadStage(std::move(*reader)));
+      });
+
+  (void)registry.Register(
+      DecodeSchema(),
+      [](const StageArgs& args, StageEnv& env) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
+        decode::DecoderOptions o;
+        o.max_pixels = args.GetInt("max_pixels");
+        o.fast_idct = args.GetBool("fast_idct");
+        o.dct_scaling = args.GetBool("dct_scaling");
+        absl::StatusOr<std::unique_ptr<decode::Decoder>> decoder = decode::Decoder::Create(o);
+        if (!decoder.ok()) return decoder.status();
+        return std::unique_ptr<SampleStage>(
+            new DecodeStage(std::move(*decoder), env.crop_planner));
+      });
+
+  (void)registry.Register(
+      AugmentSchema(),
+      [](const StageArgs& args, StageEnv& env) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
+        augment::TransformOptions o;
+        const std::string& mode = args.GetString("mode");
+        if (mode == "train") {
+          o.mode = augment::Mode::kTrain;
+        } else if (mode == "eval") {
+          o.mode = augment::Mode::kEval;
+        } else {
+          return absl::InvalidArgumentError(
+              absl::StrCat("augment mode must be train or eval, got '", mode, "'"));
+        }
+        o.image_size = static_cast<int>(args.GetInt("image_size"));
+        o.resize_size = static_cast<int>(args.GetInt("resize_size"));
+        o.scale_min = args.GetFloat("scale_min");
+        o.scale_max = args.GetFloat("scale_max");
+        o.ratio_min = args.GetFloat("ratio_min");
+        o.ratio_max = args.GetFloat("ratio_max");
+        o.flip_p = args.GetFloat("flip_p");
+        absl::StatusOr<std::array<float, 3>> mean = ParseTriple("mean", args.GetString("mean"));
+        if (!mean.ok()) return mean.status();
+        absl::StatusOr<std::array<float, 3>> stddev = ParseTriple("std", args.GetString("std"));
+        if (!stddev.ok()) return stddev.status();
+        o.mean = *mean;
+        o.std = *stddev;
+        const std::string& layout = args.GetString("layout");
+        if (layout == "float_chw") {
+          o.layout = augment::Layout::kFloatCHW;
+        } else if (layout == "uint8_hwc") {
+          o.layout = augment::Layout::kUint8HWC;
+        } else {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "augment layout must be float_chw or uint8_hwc, got '", layout, "'"));
+        }
+        absl::StatusOr<std::unique_ptr<augment::Transform>> t = augment::Transform::Create(o);
+        if (!t.ok()) return t.status();
+        std::shared_ptr<const augment::Transform> transform = std::move(*t);
+        const std::array<int, 3> shape = transform->OutputShape();
+        env.output = OutputSpec{{shape[0], shape[1], shape[2]},
+                                o.layout == augment::Layout::kFloatCHW,
+                                transform->OutputBytes()};
+        env.output_declared = true;
+        env.crop_planner = transform.get();
+        return std::unique_ptr<SampleStage>(new AugmentStage(std::move(transform)));
+      });
+}
+
+}  // namespace flowloader

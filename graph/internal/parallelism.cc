@@ -1,0 +1,39 @@
+#include "graph/internal/parallelism.h"
+
+#include <oneapi/tbb/global_control.h>
+
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
+
+namespace flowloader {
+namespace {
+
+absl::Mutex mu(absl::kConstInit);
+int total_workers ABSL_GUARDED_BY(mu) = 0;
+tbb::global_control* control ABSL_GUARDED_BY(mu) = nullptr;
+
+void ApplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  delete control;  // Only one of ours is ever active, so its value is the limit.
+  control = nullptr;
+  if (total_workers > 0) {
+    control = new tbb::global_control(tbb::global_control::max_allowed_parallelism,
+                                      static_cast<size_t>(total_workers) + 1);
+  }
+}
+
+}  // namespace
+
+ScopedParallelism::ScopedParallelism(int workers) : workers_(workers) {
+  absl::MutexLock lock(&mu);
+  total_workers += workers_;
+  ApplyLocked();
+}
+
+ScopedParallelism::~ScopedParallelism() {
+  absl::MutexLock lock(&mu);
+  total_workers -= workers_;
+  ApplyLocked();
+}
+
+}  // namespace flowloader

@@ -1,0 +1,71 @@
+// token_pool.h: the fixed pool of batch buffers that bounds a pipeline's memory.
+//
+// A BatchToken is a batch buffer plus the per-slot SampleContexts and the Batch record
+// being filled. There are exactly prefetch_batches of them, allocated up front. While the
+// graph runs, a released token goes back into the graph's free-buffer node (the recycler);
+// after Stop it just stays in the pool. The pool is shared by the graph and every batch
+// handed out, so a user may hold a batch past the pipeline's end.
+//
+// Thread-safety: Release and SetRecycler are thread-safe.
+#ifndef FLOWLOADER_GRAPH_INTERNAL_TOKEN_POOL_H_
+#define FLOWLOADER_GRAPH_INTERNAL_TOKEN_POOL_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "graph/stage.h"
+#include "graph/stage_stats.h"
+#include "stages/collate/batch.h"
+#include "stages/upload/device_memory.h"
+
+namespace flowloader {
+
+struct BatchToken {
+  BatchBuffer buffer;
+  Batch batch;                         // What the consumer sees.
+  std::vector<SampleContext> samples;  // One per slot; reused batch after batch.
+  std::vector<bool> keep;              // Scratch for collect.
+  int64_t sequence = 0;                // Delivery order across epochs.
+  int size = 0;                        // Samples dispatched into this batch.
+  std::atomic<int> remaining{0};       // Samples not yet through every stage.
+};
+
+class TokenPool : public std::enable_shared_from_this<TokenPool> {
+ public:
+  // Create allocates `count` buffers of `buffer_bytes` from `memory`.
+  static absl::StatusOr<std::shared_ptr<TokenPool>> Create(
+      std::shared_ptr<DeviceMemory> memory, int count, size_t buffer_bytes, int batch_size,
+      std::shared_ptr<PipelineStats> stats);
+  ~TokenPool();
+
+  const std::vector<std::unique_ptr<BatchToken>>& tokens() const { return tokens_; }
+
+  // SetRecycler sets where released tokens go; nullptr keeps them (after Stop).
+  void SetRecycler(std::function<void(BatchToken*)> recycler);
+
+  // Hand wraps a token for the consumer: the returned Batch releases it when dropped.
+  std::shared_ptr<const Batch> Hand(BatchToken* token);
+
+  // MarkInFlight / Release keep the bytes-in-flight gauge.
+  void MarkInFlight();
+  void Release(BatchToken* token);
+
+ private:
+  TokenPool(std::shared_ptr<DeviceMemory> memory, std::shared_ptr<PipelineStats> stats,
+            size_t buffer_bytes)
+      : memory_(std::move(memory)), stats_(std::move(stats)), buffer_bytes_(buffer_bytes) {}
+  const std::shared_ptr<DeviceMemory> memory_;
+  const std::shared_ptr<PipelineStats> stats_;
+  const size_t buffer_bytes_;
+  std::vector<std::unique_ptr<BatchToken>> tokens_;
+  absl::Mutex mu_;
+  std::function<void(BatchToken*)> recycler_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_GRAPH_INTERNAL_TOKEN_POOL_H_

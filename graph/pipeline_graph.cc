@@ -1,0 +1,639 @@
+#include "graph/pipeline_graph.h"
+
+#include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "graph/internal/parallelism.h"
+#include "graph/internal/token_pool.h"
+#include "stages/core/log.h"
+#include "stages/core/sample_error.h"
+
+namespace flowloader {
+namespace {
+
+namespace flow = tbb::flow;
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// BatchPlan is what the source emits: which batch to fill next.
+struct BatchPlan {
+  int64_t epoch = 0;
+  int64_t index = 0;     // Batch number within the epoch.
+  int64_t sequence = 0;  // Delivery order across epochs.
+};
+
+BatchToken* TokenOf(SampleContext* s) { return static_cast<BatchToken*>(s->owner); }
+
+}  // namespace
+
+class PipelineGraph::Impl {
+ public:
+  using SampleNode = flow::function_node<SampleContext*, SampleContext*>;
+
+  Impl(const GraphOptions& options, std::shared_ptr<const Dataset> dataset,
+       std::shared_ptr<const Sampler> sampler, std::shared_ptr<DeviceMemory> memory,
+       std::shared_ptr<PipelineStats> stats)
+      : options_(options),
+        dataset_(std::move(dataset)),
+        sampler_(std::move(sampler)),
+        memory_(std::move(memory)),
+        stats_(std::move(stats)),
+        parallelism_(options.num_workers),
+        arena_(options.num_workers, /*reserved_for_masters=*/0) {}
+
+  ~Impl() {
+    Stop();
+    // Nodes and the graph are destroyed inside the arena they were built in.
+    arena_.execute([this] {
+      nodes_.clear();
+      graph_.reset();
+    });
+  }
+
+  absl::Status Build(OutputSpec* output, int64_t* batches_per_epoch);
+  void Start();
+  absl::Status Pop(Popped* out);
+  void Stop();
+  int effective_threads() { return arena_.max_concurrency(); }
+
+ private:
+  struct StageRunner {
+    std::unique_ptr<SampleStage> stage;
+    StageStats* stats = nullptr;
+    EdgeStats* in_edge = nullptr;  // The queue in front of this stage.
+    int concurrency = 1;
+  };
+
+  absl::Status CreateStages(StageEnv& env);
+  void Wire();
+  bool NextPlan(BatchPlan* plan);
+  void Dispatch(const BatchPlan& plan, BatchToken* token,
+                flow::multifunction_node<std::tuple<BatchPlan, BatchToken*>,
+                                         std::tuple<SampleContext*>>::output_ports_type& out);
+  SampleContext* RunStage(StageRunner& runner, EdgeStats* out_edge, SampleContext* s);
+  void Collect(BatchToken* token);
+  BatchToken* Upload(BatchToken* token);
+  void Deliver(BatchToken* token);
+  void ApplyErrorPolicy(BatchToken* token, int64_t failed_in_batch, SampleContext* first_failed);
+  void Fail(absl::Status status);
+
+  const GraphOptions options_;
+  const std::shared_ptr<const Dataset> dataset_;
+  const std::shared_ptr<const Sampler> sampler_;
+  const std::shared_ptr<DeviceMemory> memory_;
+  const std::shared_ptr<PipelineStats> stats_;
+  ScopedParallelism parallelism_;  // Lets oneTBB run num_workers worker threads.
+  tbb::task_arena arena_;
+
+  OutputSpec output_;
+  int64_t batches_per_epoch_ = 0;
+  std::vector<StageRunner> runners_;
+  std::shared_ptr<TokenPool> pool_;
+  StageStats* source_stats_ = nullptr;
+  StageStats* collate_stats_ = nullptr;
+  StageStats* upload_stats_ = nullptr;
+  EdgeStats* collate_edge_ = nullptr;   // Samples waiting for collect.
+  EdgeStats* upload_edge_ = nullptr;    // Batches waiting for order/upload.
+  EdgeStats* consumer_edge_ = nullptr;  // Batches ready for Next().
+
+  // The graph and its nodes; built in Wire, inside the arena.
+  std::unique_ptr<flow::graph> graph_;
+  std::vector<std::shared_ptr<void>> nodes_;
+  flow::buffer_node<BatchToken*>* free_tokens_ = nullptr;
+  flow::input_node<BatchPlan>* source_ = nullptr;
+  SampleNode* first_stage_ = nullptr;
+
+  // Source state: touched only by the input_node body (oneTBB runs it serially).
+  int64_t next_epoch_ = 0;
+  int64_t next_batch_ = 0;
+  int64_t next_sequence_ = 0;
+  // Dispatch state (serial node).
+  int64_t order_epoch_ = -1;
+  std::vector<int64_t> order_;
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> processed_{0};
+  std::atomic<int64_t> failed_{0};
+  // Blocked-on-buffers accounting for the source.
+  std::atomic<int> free_count_{0};
+  std::atomic<int64_t> empty_since_{0};
+
+  // The consumer queue.
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<BatchToken*> queue_;
+  absl::Status fatal_;
+  bool stopped_ = false;
+  int64_t delivered_sequence_ = 0;  // Next sequence the consumer will get.
+  std::vector<SkippedSample> carried_skips_;  // From empty batches, for the next one.
+  int64_t total_batches_ = -1;      // Batches the configured epochs hold; -1 = unbounded.
+};
+
+absl::Status PipelineGraph::Impl::CreateStages(StageEnv& env) {
+  if (options_.stages.empty()) return absl::InvalidArgumentError("the pipeline has no stages");
+  std::vector<StageRunner> runners(options_.stages.size());
+  // Last first: a stage can offer services (the crop planner) to the stages before it.
+  for (size_t i = options_.stages.size(); i-- > 0;) {
+    const StageSpec& spec = options_.stages[i];
+    absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
+    if (!schema.ok()) return schema.status();
+    absl::StatusOr<std::unique_ptr<SampleStage>> stage =
+        StageRegistry::Global().Create(spec.type, spec.args, env);
+    if (!stage.ok()) {
+      return WithContext(stage.status(), absl::StrCat("stage '", spec.type, "'"));
+    }
+    runners[i].stage = std::move(*stage);
+    int concurrency = spec.concurrency > 0 ? spec.concurrency : schema->default_concurrency;
+    runners[i].concurrency = concurrency > 0 ? concurrency : options_.num_workers;
+  }
+  if (!env.output_declared || env.output.sample_bytes == 0) {
+    return absl::InvalidArgumentError(
+        "no stage writes the batch slot: the pipeline needs an 'augment' stage (or a user "
+        "stage that declares the output tensor)");
+  }
+  // Stats and edges in flow order.
+  const int64_t sample_capacity =
+      static_cast<int64_t>(options_.prefetch_batches) * options_.batch_size;
+  source_stats_ = stats_->AddStage("source", 1);
+  std::string previous = "source";
+  std::vector<std::string> names;
+  for (size_t i = 0; i < runners.size(); ++i) {
+    const StageSpec& spec = options_.stages[i];
+    std::string name = spec.name.empty() ? spec.type : spec.name;
+    for (const std::string& n : names) {
+      if (n == name) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "two stages are named '", name, "': give one a distinct name"));
+      }
+    }
+    names.push_back(name);
+    runners[i].in_edge = stats_->AddEdge(previous, name, sample_capacity);
+    runners[i].stats = stats_->AddStage(name, runners[i].concurrency);
+    previous = name;
+  }
+  collate_edge_ = stats_->AddEdge(previous, "collate", sample_capacity);
+  collate_stats_ = stats_->AddStage("collate", 1);
+  upload_edge_ = stats_->AddEdge("collate", "upload", options_.prefetch_batches);
+  upload_stats_ = stats_->AddStage("upload", 1);
+  consumer_edge_ = stats_->AddEdge("upload", "consumer", options_.prefetch_batches);
+  runners_ = std::move(runners);
+  output_ = env.output;
+  return absl::OkStatus();
+}
+
+absl::Status PipelineGraph::Impl::Build(OutputSpec* output, int64_t* batches_per_epoch) {
+  StageEnv env;
+  env.dataset = dataset_.get();
+  env.env = options_.env != nullptr ? options_.env : Env::Default();
+  env.num_workers = options_.num_workers;
+  if (absl::Status s = CreateStages(env); !s.ok()) return s;
+
+  batches_per_epoch_ =
+      NumBatches(sampler_->samples_per_rank(), options_.batch_size, options_.drop_last);
+  if (batches_per_epoch_ == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an epoch has no batch: ", sampler_->samples_per_rank(),
+        " samples on this rank, batch_size ", options_.batch_size, " with drop_last"));
+  }
+  if (options_.start_epoch < 0 || options_.start_batch < 0 ||
+      options_.start_batch >= batches_per_epoch_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot resume at epoch ", options_.start_epoch, " batch ", options_.start_batch,
+        ": an epoch has ", batches_per_epoch_, " batches"));
+  }
+  next_epoch_ = options_.start_epoch;
+  next_batch_ = options_.start_batch;
+  if (options_.epochs > 0) {
+    total_batches_ = options_.epochs * batches_per_epoch_ - options_.start_batch;
+  }
+
+  const size_t buffer_bytes = output_.sample_bytes * static_cast<size_t>(options_.batch_size);
+  absl::StatusOr<std::shared_ptr<TokenPool>> pool = TokenPool::Create(
+      memory_, options_.prefetch_batches, buffer_bytes, options_.batch_size, stats_);
+  if (!pool.ok()) return pool.status();
+  pool_ = std::move(*pool);
+
+  arena_.execute([this] { Wire(); });
+  *output = output_;
+  *batches_per_epoch = batches_per_epoch_;
+  return absl::OkStatus();
+}
+
+void PipelineGraph::Impl::Wire() {
+  graph_ = std::make_unique<flow::graph>();
+  flow::graph& g = *graph_;
+  auto keep = [this](auto node) {
+    auto* raw = node.get();
+    nodes_.push_back(std::move(node));
+    return raw;
+  };
+
+  free_tokens_ = keep(std::make_shared<flow::buffer_node<BatchToken*>>(g));
+  source_ = keep(std::make_shared<flow::input_node<BatchPlan>>(
+      g, [this](tbb::flow_control& fc) {
+        BatchPlan plan;
+        if (!NextPlan(&plan)) fc.stop();
+        return plan;
+      }));
+  auto* join = keep(std::make_shared<
+                    flow::join_node<std::tuple<BatchPlan, BatchToken*>, flow::reserving>>(g));
+  using DispatchNode =
+      flow::multifunction_node<std::tuple<BatchPlan, BatchToken*>, std::tuple<SampleContext*>>;
+  auto* dispatch = keep(std::make_shared<DispatchNode>(
+      g, flow::serial,
+      [this](const std::tuple<BatchPlan, BatchToken*>& in, DispatchNode::output_ports_type& out) {
+        Dispatch(std::get<0>(in), std::get<1>(in), out);
+      }));
+
+  std::vector<SampleNode*> stage_nodes;
+  for (size_t i = 0; i < runners_.size(); ++i) {
+    EdgeStats* out_edge = i + 1 < runners_.size() ? runners_[i + 1].in_edge : collate_edge_;
+    StageRunner* runner = &runners_[i];
+    stage_nodes.push_back(keep(std::make_shared<SampleNode>(
+        g, static_cast<size_t>(runner->concurrency),
+        [this, runner, out_edge](SampleContext* s) { return RunStage(*runner, out_edge, s); })));
+  }
+  first_stage_ = stage_nodes.front();
+
+  using CollectNode = flow::multifunction_node<SampleContext*, std::tuple<BatchToken*>>;
+  // Unlimited: each call is a decrement; only the batch's last sample does real work.
+  auto* collect = keep(std::make_shared<CollectNode>(
+      g, flow::unlimited, [this](SampleContext* s, CollectNode::output_ports_type& out) {
+        collate_edge_->depth.fetch_sub(1, std::memory_order_relaxed);
+        BatchToken* token = TokenOf(s);
+        if (token->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+        Collect(token);
+        upload_edge_->depth.fetch_add(1, std::memory_order_relaxed);
+        std::get<0>(out).try_put(token);
+      }));
+  auto* upload = keep(std::make_shared<flow::function_node<BatchToken*, BatchToken*>>(
+      g, flow::serial, [this](BatchToken* t) { return Upload(t); }));
+  auto* deliver = keep(std::make_shared<flow::function_node<BatchToken*>>(
+      g, flow::serial, [this](BatchToken* t) { Deliver(t); }));
+
+  flow::make_edge(*source_, flow::input_port<0>(*join));
+  flow::make_edge(*free_tokens_, flow::input_port<1>(*join));
+  flow::make_edge(*join, *dispatch);
+  flow::make_edge(flow::output_port<0>(*dispatch), *stage_nodes.front());
+  for (size_t i = 0; i + 1 < stage_nodes.size(); ++i) {
+    flow::make_edge(*stage_nodes[i], *stage_nodes[i + 1]);
+  }
+  flow::make_edge(*stage_nodes.back(), *collect);
+  if (options_.in_order) {
+    // The sequencer buffers out-of-order batches; at most prefetch_batches exist.
+    auto* order = keep(std::make_shared<flow::sequencer_node<BatchToken*>>(
+        g, [](BatchToken* t) { return static_cast<size_t>(t->sequence); }));
+    flow::make_edge(flow::output_port<0>(*collect), *order);
+    flow::make_edge(*order, *upload);
+  } else {
+    flow::make_edge(flow::output_port<0>(*collect), *upload);
+  }
+  flow::make_edge(*upload, *deliver);
+}
+
+void PipelineGraph::Impl::Start() {
+  pool_->SetRecycler([this](BatchToken* token) {
+    // Back to the free buffers; count the source's blocked time if it was starved.
+    if (free_count_.fetch_add(1) == 0) {
+      const int64_t since = empty_since_.load();
+      if (since > 0) source_stats_->blocked_nanos.fetch_add(NowNanos() - since);
+    }
+    free_tokens_->try_put(token);
+  });
+  stats_->start_unix_nanos = absl::GetCurrentTimeNanos();
+  arena_.execute([this] {
+    for (auto& token : pool_->tokens()) {
+      free_count_.fetch_add(1);
+      free_tokens_->try_put(token.get());
+    }
+    source_->activate();
+  });
+}
+
+bool PipelineGraph::Impl::NextPlan(BatchPlan* plan) {
+  if (stopping_.load(std::memory_order_acquire)) return false;
+  if (options_.epochs > 0 && next_epoch_ >= options_.epochs) return false;
+  plan->epoch = next_epoch_;
+  plan->index = next_batch_;
+  plan->sequence = next_sequence_++;
+  if (++next_batch_ == batches_per_epoch_) {
+    next_batch_ = 0;
+    ++next_epoch_;
+  }
+  return true;
+}
+
+void PipelineGraph::Impl::Dispatch(
+    const BatchPlan& plan, BatchToken* token,
+    flow::multifunction_node<std::tuple<BatchPlan, BatchToken*>,
+                             std::tuple<SampleContext*>>::output_ports_type& out) {
+  const int64_t t0 = NowNanos();
+  if (free_count_.fetch_sub(1) == 1) empty_since_.store(t0);
+  pool_->MarkInFlight();
+  if (plan.epoch != order_epoch_) {
+    order_ = sampler_->EpochIndices(plan.epoch);
+    order_epoch_ = plan.epoch;
+  }
+  const int64_t begin = plan.index * options_.batch_size;
+  const int64_t end =
+      std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(order_.size()));
+  token->sequence = plan.sequence;
+  token->size = static_cast<int>(end - begin);
+  token->batch.epoch = plan.epoch;
+  token->batch.index = plan.index;
+  token->remaining.store(token->size, std::memory_order_relaxed);
+  for (int slot = 0; slot < token->size; ++slot) {
+    SampleContext& s = token->samples[slot];
+    s.epoch = plan.epoch;
+    s.position = begin + slot;
+    s.index = order_[static_cast<size_t>(begin + slot)];
+    s.slot = slot;
+    s.seed = options_.seed;
+    s.source = &dataset_->sample(s.index);
+    s.path = dataset_->FullPath(s.index);
+    s.output = static_cast<uint8_t*>(token->buffer.host) + slot * output_.sample_bytes;
+    s.output_bytes = output_.sample_bytes;
+    s.has_plan = false;
+    s.status = absl::OkStatus();
+    s.failed_stage.clear();
+  }
+  source_stats_->items_in.fetch_add(1, std::memory_order_relaxed);
+  source_stats_->items_out.fetch_add(token->size, std::memory_order_relaxed);
+  source_stats_->busy_nanos.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+  runners_.front().in_edge->depth.fetch_add(token->size, std::memory_order_relaxed);
+  for (int slot = 0; slot < token->size; ++slot) std::get<0>(out).try_put(&token->samples[slot]);
+}
+
+SampleContext* PipelineGraph::Impl::RunStage(StageRunner& runner, EdgeStats* out_edge,
+                                             SampleContext* s) {
+  runner.in_edge->depth.fetch_sub(1, std::memory_order_relaxed);
+  // A failed sample, or any sample once stopping, passes through untouched so that its
+  // batch still completes (the sequencer must see every batch number).
+  if (s->status.ok() && !stopping_.load(std::memory_order_relaxed)) {
+    StageStats& st = *runner.stats;
+    st.items_in.fetch_add(1, std::memory_order_relaxed);
+    st.in_flight.fetch_add(1, std::memory_order_relaxed);
+    const int64_t t0 = NowNanos();
+    absl::Status status;
+    try {
+      status = runner.stage->Process(*s);
+    } catch (const std::exception& e) {
+      status = SampleError(absl::StatusCode::kInternal, reason::kStageError,
+                           absl::StrCat("threw: ", e.what()));
+    } catch (...) {
+      status = SampleError(absl::StatusCode::kInternal, reason::kStageError,
+                           "threw a non-standard exception");
+    }
+    const int64_t dt = NowNanos() - t0;
+    st.busy_nanos.fetch_add(dt, std::memory_order_relaxed);
+    st.latency.Observe(dt);
+    st.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    if (status.ok()) {
+      st.items_out.fetch_add(1, std::memory_order_relaxed);
+      st.bytes.fetch_add(runner.stage->BytesProduced(*s), std::memory_order_relaxed);
+    } else {
+      const std::string reason = ErrorReason(status);
+      st.CountError(reason.empty() ? std::string(reason::kStageError) : reason);
+      s->failed_stage = st.name();
+      s->status = WithContext(status, absl::StrCat(st.name(), " failed on ", s->key()));
+    }
+  }
+  out_edge->depth.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+void PipelineGraph::Impl::Collect(BatchToken* token) {
+  const int64_t t0 = NowNanos();
+  Batch& batch = token->batch;
+  batch.labels.clear();
+  batch.indices.clear();
+  batch.keys.clear();
+  batch.skipped.clear();
+  int64_t failed = 0;
+  SampleContext* first_failed = nullptr;
+  for (int slot = 0; slot < token->size; ++slot) {
+    SampleContext& s = token->samples[slot];
+    token->keep[slot] = s.status.ok();
+    if (s.status.ok()) {
+      batch.labels.push_back(s.source->label);
+      batch.indices.push_back(s.index);
+      batch.keys.push_back(s.source->key);
+    } else {
+      ++failed;
+      if (first_failed == nullptr) first_failed = &s;
+      batch.skipped.push_back(SkippedSample{s.index, s.source->key, ErrorReason(s.status),
+                                            std::string(s.status.message())});
+    }
+  }
+  token->keep.resize(static_cast<size_t>(token->size));
+  const int64_t kept = CompactSlots(token->buffer.host, output_.sample_bytes, token->keep);
+  token->keep.resize(static_cast<size_t>(options_.batch_size));
+  batch.shape.clear();
+  batch.shape.push_back(kept);
+  for (int64_t d : output_.sample_shape) batch.shape.push_back(d);
+  batch.dtype = output_.is_float ? DType::kFloat32 : DType::kUint8;
+  batch.host_data = token->buffer.host;
+  batch.device_data = nullptr;
+  batch.location = memory_->pinned() ? MemoryLocation::kPinnedHost : MemoryLocation::kHost;
+  if (failed > 0) ApplyErrorPolicy(token, failed, first_failed);
+  processed_.fetch_add(token->size, std::memory_order_relaxed);
+  collate_stats_->items_in.fetch_add(token->size, std::memory_order_relaxed);
+  collate_stats_->items_out.fetch_add(1, std::memory_order_relaxed);
+  collate_stats_->bytes.fetch_add(batch.bytes(), std::memory_order_relaxed);
+  const int64_t dt = NowNanos() - t0;
+  collate_stats_->busy_nanos.fetch_add(dt, std::memory_order_relaxed);
+  collate_stats_->latency.Observe(dt);
+}
+
+void PipelineGraph::Impl::ApplyErrorPolicy(BatchToken* token, int64_t failed_in_batch,
+                                           SampleContext* first_failed) {
+  if (stopping_.load()) return;  // Samples cut short by Stop are not errors.
+  const int64_t failed = failed_.fetch_add(failed_in_batch) + failed_in_batch;
+  const int64_t processed = processed_.load() + token->size;
+  stats_->skipped.fetch_add(failed_in_batch, std::memory_order_relaxed);
+  for (const SkippedSample& s : token->batch.skipped) {
+    LogWarning(absl::StrCat("skipped ", s.key, " (", s.reason, "): ", s.message));
+  }
+  if (options_.on_error == ErrorPolicy::kFail) {
+    Fail(first_failed->status);
+    return;
+  }
+  if (options_.max_errors >= 0 && failed > options_.max_errors) {
+    Fail(absl::ResourceExhaustedError(absl::StrCat(
+        failed, " samples failed, more than max_errors=", options_.max_errors,
+        "; last: ", first_failed->status.message())));
+    return;
+  }
+  if (options_.max_error_fraction < 1.0 && processed >= 100 &&
+      static_cast<double>(failed) > options_.max_error_fraction * static_cast<double>(processed)) {
+    Fail(absl::ResourceExhaustedError(absl::StrCat(
+        failed, " of ", processed, " samples failed, more than max_error_fraction=",
+        options_.max_error_fraction, "; last: ", first_failed->status.message())));
+  }
+}
+
+BatchToken* PipelineGraph::Impl::Upload(BatchToken* token) {
+  upload_edge_->depth.fetch_sub(1, std::memory_order_relaxed);
+  StageStats& st = *upload_stats_;
+  st.items_in.fetch_add(1, std::memory_order_relaxed);
+  if (memory_->location() == MemoryLocation::kDevice && !stopping_.load()) {
+    const int64_t t0 = NowNanos();
+    const size_t bytes = token->batch.bytes();
+    absl::Status status = memory_->Upload(token->buffer, bytes);
+    const int64_t dt = NowNanos() - t0;
+    st.busy_nanos.fetch_add(dt, std::memory_order_relaxed);
+    st.latency.Observe(dt);
+    if (!status.ok()) {
+      st.CountError("cuda_error");
+      Fail(WithContext(status, "upload to the device"));
+    } else {
+      st.bytes.fetch_add(bytes, std::memory_order_relaxed);
+      token->batch.device_data = token->buffer.device;
+      token->batch.location = MemoryLocation::kDevice;
+    }
+  }
+  st.items_out.fetch_add(1, std::memory_order_relaxed);
+  return token;
+}
+
+void PipelineGraph::Impl::Deliver(BatchToken* token) {
+  consumer_edge_->depth.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(token);
+  }
+  ready_.notify_one();
+}
+
+void PipelineGraph::Impl::Fail(absl::Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fatal_.ok()) fatal_ = std::move(status);
+  }
+  stopping_.store(true);
+  ready_.notify_all();
+}
+
+absl::Status PipelineGraph::Impl::Pop(Popped* out) {
+  *out = Popped{};
+  std::unique_lock<std::mutex> lock(mu_);
+  if (total_batches_ >= 0 && delivered_sequence_ >= total_batches_) {
+    out->done = true;
+    return absl::OkStatus();
+  }
+  const int64_t t0 = NowNanos();
+  ready_.wait(lock, [this] { return !queue_.empty() || !fatal_.ok() || stopped_; });
+  if (!fatal_.ok()) return fatal_;
+  if (stopped_) return absl::CancelledError("the pipeline was stopped");
+  BatchToken* token = queue_.front();
+  queue_.pop_front();
+  consumer_edge_->depth.fetch_sub(1, std::memory_order_relaxed);
+  const int64_t position = options_.start_batch + delivered_sequence_++;
+  out->ends_epoch = (position + 1) % batches_per_epoch_ == 0;
+  stats_->consumer_wait_nanos.fetch_add(NowNanos() - t0, std::memory_order_relaxed);
+  if (token->batch.size() == 0) {
+    // Every sample was skipped: recycle the buffer, hand out nothing, and report its
+    // skips with the next batch handed out.
+    carried_skips_.insert(carried_skips_.end(), token->batch.skipped.begin(),
+                          token->batch.skipped.end());
+    lock.unlock();
+    pool_->Release(token);
+    return absl::OkStatus();
+  }
+  if (!carried_skips_.empty()) {
+    auto& skipped = token->batch.skipped;
+    skipped.insert(skipped.begin(), carried_skips_.begin(), carried_skips_.end());
+    carried_skips_.clear();
+  }
+  stats_->batches.fetch_add(1, std::memory_order_relaxed);
+  stats_->samples.fetch_add(token->batch.size(), std::memory_order_relaxed);
+  stats_->epoch.store(token->batch.epoch, std::memory_order_relaxed);
+  stats_->last_batch_unix_nanos.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
+  out->batch = pool_->Hand(token);
+  return absl::OkStatus();
+}
+
+void PipelineGraph::Impl::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  stopping_.store(true);
+  ready_.notify_all();
+  if (graph_ == nullptr) return;
+  // From here on a released batch stays in the pool instead of re-entering the graph.
+  pool_->SetRecycler(nullptr);
+  arena_.execute([this] {
+    // Work in flight drains fast: every stage passes samples through once stopping.
+    graph_->wait_for_all();
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.clear();
+}
+
+PipelineGraph::PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& options,
+                             OutputSpec output, int64_t batches_per_epoch)
+    : impl_(std::move(impl)),
+      options_(options),
+      output_(std::move(output)),
+      batches_per_epoch_(batches_per_epoch) {}
+
+PipelineGraph::~PipelineGraph() = default;
+
+absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
+    const GraphOptions& options, std::shared_ptr<const Dataset> dataset,
+    std::shared_ptr<const Sampler> sampler, std::shared_ptr<DeviceMemory> memory,
+    std::shared_ptr<PipelineStats> stats) {
+  if (options.num_workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
+  }
+  if (options.batch_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size must be >= 1, got ", options.batch_size));
+  }
+  if (options.prefetch_batches < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefetch_batches must be >= 1, got ", options.prefetch_batches));
+  }
+  if (options.epochs < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("epochs must be >= 0 (0 = until stopped), got ", options.epochs));
+  }
+  if (!(options.max_error_fraction >= 0.0)) {
+    return absl::InvalidArgumentError("max_error_fraction must be >= 0");
+  }
+  if (dataset == nullptr || sampler == nullptr || memory == nullptr || stats == nullptr) {
+    return absl::InvalidArgumentError("PipelineGraph::Create needs a dataset, sampler, memory and stats");
+  }
+  auto impl = std::make_unique<Impl>(options, std::move(dataset), std::move(sampler),
+                                     std::move(memory), std::move(stats));
+  OutputSpec output;
+  int64_t batches_per_epoch = 0;
+  if (absl::Status s = impl->Build(&output, &batches_per_epoch); !s.ok()) return s;
+  return std::unique_ptr<PipelineGraph>(
+      new PipelineGraph(std::move(impl), options, std::move(output), batches_per_epoch));
+}
+
+void PipelineGraph::Start() { impl_->Start(); }
+absl::Status PipelineGraph::Pop(Popped* out) { return impl_->Pop(out); }
+void PipelineGraph::Stop() { impl_->Stop(); }
+int PipelineGraph::effective_threads() const { return impl_->effective_threads(); }
+
+}  // namespace flowloader

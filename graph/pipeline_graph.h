@@ -1,0 +1,140 @@
+// pipeline_graph.h: the oneTBB flow graph that runs a pipeline.
+//
+// Wiring (all in PipelineGraph::Wire, pipeline_graph.cc):
+//
+//   batch plans ─┐
+//   (input_node) ├─ join (reserving) ─► dispatch ─► stage 1 ─► … ─► stage k ─► collect
+//   free buffers ┘    one batch buffer     (serial)   (×concurrency each)      (last sample
+//   (buffer_node) ◄────────────┐          fans out its                           of a batch
+//                              │          samples                                 emits it)
+//                   consumer releases ◄── deliver ◄── upload ◄── order (sequencer_node)
+//
+// A batch plan enters only with a free batch buffer, so at most prefetch_batches batches
+// (and their samples) are in flight and memory is fixed before the first sample: a slow
+// consumer stalls the source, never grows a queue. Samples write straight into their slot
+// of the buffer; collect removes skipped slots; the sequencer restores sampler order.
+//
+// The graph is built and runs inside a task_arena of num_workers threads, so the loader
+// never takes more cores than asked.
+//
+// Thread-safety: Pop is called by one consumer thread at a time; Release and Stop may be
+// called from any thread.
+#ifndef FLOWLOADER_GRAPH_PIPELINE_GRAPH_H_
+#define FLOWLOADER_GRAPH_PIPELINE_GRAPH_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "graph/stage.h"
+#include "graph/stage_stats.h"
+#include "stages/collate/batch.h"
+#include "stages/reader/dataset.h"
+#include "stages/reader/sampler.h"
+#include "stages/upload/device_memory.h"
+
+namespace flowloader {
+
+// StageSpec is one per-sample stage of a pipeline: a registered type, its options, an
+// instance name (the `stage` label in metrics; defaults to the type) and concurrency
+// (0 = the type's default).
+struct StageSpec {
+  std::string type;
+  std::string name;
+  std::map<std::string, std::string> args;
+  int concurrency = 0;
+};
+
+enum class ErrorPolicy {
+  kSkip,  // Skip the sample, count it by reason, name it in the log.
+  kFail,  // Stop the pipeline with a status naming the file and reason.
+};
+
+struct GraphOptions {
+  // Per-sample stages in order; must include one that writes the batch slot (augment).
+  std::vector<StageSpec> stages;
+  // Threads of the graph's arena, and the concurrency of CPU-heavy stages. >= 1.
+  int num_workers = 2;
+  // Samples per batch. >= 1.
+  int batch_size = 64;
+  // Batch buffers: the bound on batches in flight (and on memory). >= 1.
+  int prefetch_batches = 4;
+  // Drop each epoch's last partial batch.
+  bool drop_last = false;
+  // Deliver batches in sampler order (true) or as they complete (false).
+  bool in_order = true;
+  // Epochs to run; 0 = until Stop.
+  int64_t epochs = 1;
+  // Where to start (resume): the first batch delivered is (start_epoch, start_batch).
+  int64_t start_epoch = 0;
+  int64_t start_batch = 0;
+  // Seed of every per-sample random draw (crops, flips); the sampler has its own.
+  uint64_t seed = 0;
+  ErrorPolicy on_error = ErrorPolicy::kSkip;
+  // Stop once more than this many samples failed; < 0 = no limit.
+  int64_t max_errors = -1;
+  // Stop once more than this fraction of processed samples failed (checked after 100
+  // samples and at each epoch end); >= 1 = no limit.
+  double max_error_fraction = 1.0;
+  // File system for the read stage; nullptr = Env::Default(). Not owned.
+  Env* env = nullptr;
+};
+
+class PipelineGraph {
+ public:
+  // Create validates the options, creates the stages (last first; see StageEnv) and the
+  // batch buffers, and wires the graph. Nothing runs until Start.
+  static absl::StatusOr<std::unique_ptr<PipelineGraph>> Create(
+      const GraphOptions& options, std::shared_ptr<const Dataset> dataset,
+      std::shared_ptr<const Sampler> sampler, std::shared_ptr<DeviceMemory> memory,
+      std::shared_ptr<PipelineStats> stats);
+  ~PipelineGraph();  // Stops and waits for the graph.
+
+  // Start activates the source. Call once.
+  void Start();
+
+  // Popped is one result of Pop.
+  struct Popped {
+    // The next batch; nullptr when every sample of it was skipped (its skips are then
+    // reported in the next batch's `skipped`) or when `done`. Its
+    // buffer goes back to the pool when the last copy is released (from any thread, at
+    // any time, even after Stop or destruction of the graph).
+    std::shared_ptr<const Batch> batch;
+    // This was the last batch of its epoch (counted in delivery order).
+    bool ends_epoch = false;
+    // Every configured epoch has been delivered; nothing else is set.
+    bool done = false;
+  };
+
+  // Pop blocks until the next batch is ready, or returns an error: the fatal error that
+  // stopped the pipeline, or Cancelled after Stop.
+  absl::Status Pop(Popped* out);
+
+  // Stop stops the source, wakes Pop, cancels work in flight and waits for the graph.
+  // Idempotent; returns promptly.
+  void Stop();
+
+  const OutputSpec& output() const { return output_; }
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  const GraphOptions& options() const { return options_; }
+  // effective_threads is the arena's concurrency as oneTBB granted it.
+  int effective_threads() const;
+
+ private:
+  class Impl;
+  explicit PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& options,
+                         OutputSpec output, int64_t batches_per_epoch);
+  std::unique_ptr<Impl> impl_;
+  const GraphOptions options_;
+  const OutputSpec output_;
+  const int64_t batches_per_epoch_;
+};
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_GRAPH_PIPELINE_GRAPH_H_

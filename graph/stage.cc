@@ -1,0 +1,210 @@
+#include "graph/stage.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace flowloader {
+namespace {
+
+const char* TypeName(OptionType type) {
+  switch (type) {
+    case OptionType::kInt:
+      return "int";
+    case OptionType::kFloat:
+      return "float";
+    case OptionType::kBool:
+      return "bool";
+    case OptionType::kString:
+      return "string";
+  }
+  return "?";
+}
+
+bool ParseBool(absl::string_view text, bool* out) {
+  const std::string t = absl::AsciiStrToLower(text);
+  if (t == "true" || t == "1" || t == "yes") {
+    *out = true;
+    return true;
+  }
+  if (t == "false" || t == "0" || t == "no") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool Valid(OptionType type, const std::string& text) {
+  int64_t i;
+  double d;
+  bool b;
+  switch (type) {
+    case OptionType::kInt:
+      return absl::SimpleAtoi(text, &i);
+    case OptionType::kFloat:
+      return absl::SimpleAtod(text, &d);
+    case OptionType::kBool:
+      return ParseBool(text, &b);
+    case OptionType::kString:
+      return true;
+  }
+  return false;
+}
+
+// FunctionStage adapts a plain function to SampleStage.
+class FunctionStage : public SampleStage {
+ public:
+  explicit FunctionStage(std::function<absl::Status(SampleContext&)> fn) : fn_(std::move(fn)) {}
+  absl::Status Process(SampleContext& sample) const override { return fn_(sample); }
+
+ private:
+  std::function<absl::Status(SampleContext&)> fn_;
+};
+
+}  // namespace
+
+absl::StatusOr<StageArgs> StageArgs::Parse(const StageSchema& schema,
+                                           const std::map<std::string, std::string>& given) {
+  StageArgs args;
+  for (const OptionSchema& o : schema.options) args.values_[o.name] = o.default_value;
+  for (const auto& [name, value] : given) {
+    const OptionSchema* option = nullptr;
+    for (const OptionSchema& o : schema.options) {
+      if (o.name == name) option = &o;
+    }
+    if (option == nullptr) {
+      std::vector<std::string> known;
+      for (const OptionSchema& o : schema.options) known.push_back(o.name);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", schema.type, "' has no option '", name, "' (options: ",
+          known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
+    }
+    if (!Valid(option->type, value)) {
+      return absl::InvalidArgumentError(absl::StrCat("stage '", schema.type, "' option '",
+                                                     name, "' must be ",
+                                                     TypeName(option->type), ", got '",
+                                                     value, "'"));
+    }
+    args.values_[name] = value;
+    args.explicit_[name] = true;
+  }
+  return args;
+}
+
+int64_t StageArgs::GetInt(const std::string& name) const {
+  int64_t v = 0;
+  (void)absl::SimpleAtoi(values_.at(name), &v);  // Validated by Parse.
+  return v;
+}
+
+double StageArgs::GetFloat(const std::string& name) const {
+  double v = 0;
+  (void)absl::SimpleAtod(values_.at(name), &v);
+  return v;
+}
+
+bool StageArgs::GetBool(const std::string& name) const {
+  bool v = false;
+  (void)ParseBool(values_.at(name), &v);
+  return v;
+}
+
+const std::string& StageArgs::GetString(const std::string& name) const {
+  return values_.at(name);
+}
+
+StageRegistry& StageRegistry::Global() {
+  static StageRegistry* registry = [] {
+    auto* r = new StageRegistry();
+    RegisterBuiltinStages(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+absl::Status StageRegistry::Register(StageSchema schema, StageFactory factory) {
+  if (schema.type.empty()) return absl::InvalidArgumentError("stage type name is empty");
+  for (const OptionSchema& o : schema.options) {
+    if (!Valid(o.type, o.default_value)) {
+      return absl::InvalidArgumentError(absl::StrCat("stage '", schema.type, "' option '",
+                                                     o.name, "' has an invalid default '",
+                                                     o.default_value, "'"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  if (entries_.count(schema.type) > 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("stage type '", schema.type, "' is already registered"));
+  }
+  std::string type = schema.type;
+  entries_.emplace(std::move(type), Entry{std::move(schema), std::move(factory)});
+  return absl::OkStatus();
+}
+
+absl::Status StageRegistry::RegisterFunction(const std::string& type, const std::string& doc,
+                                             std::function<absl::Status(SampleContext&)> fn,
+                                             int concurrency) {
+  StageSchema schema;
+  schema.type = type;
+  schema.doc = doc;
+  schema.default_concurrency = concurrency;
+  return Register(std::move(schema),
+                  [fn = std::move(fn)](const StageArgs&, StageEnv&)
+                      -> absl::StatusOr<std::unique_ptr<SampleStage>> {
+                    return std::unique_ptr<SampleStage>(new FunctionStage(fn));
+                  });
+}
+
+absl::StatusOr<StageSchema> StageRegistry::Find(const std::string& type) const {
+  absl::MutexLock lock(&mu_);
+  auto it = entries_.find(type);
+  if (it == entries_.end()) {
+    std::vector<std::string> known;
+    for (const auto& [name, entry] : entries_) known.push_back(name);
+    return absl::NotFoundError(absl::StrCat("unknown stage type '", type,
+                                            "' (known: ", absl::StrJoin(known, ", "), ")"));
+  }
+  return it->second.schema;
+}
+
+absl::StatusOr<std::unique_ptr<SampleStage>> StageRegistry::Create(
+    const std::string& type, const std::map<std::string, std::string>& given,
+    StageEnv& env) const {
+  StageFactory factory;
+  StageSchema schema;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(type);
+    if (it == entries_.end()) return Find(type).status();
+    schema = it->second.schema;
+    factory = it->second.factory;
+  }
+  absl::StatusOr<StageArgs> args = StageArgs::Parse(schema, given);
+  if (!args.ok()) return args.status();
+  return factory(*args, env);
+}
+
+std::vector<std::string> StageRegistry::Types() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> types;
+  for (const auto& [name, entry] : entries_) types.push_back(name);
+  return types;
+}
+
+std::string StageRegistry::Help() const {
+  absl::MutexLock lock(&mu_);
+  std::string out;
+  for (const auto& [name, entry] : entries_) {
+    absl::StrAppend(&out, name, ": ", entry.schema.doc, "\n");
+    for (const OptionSchema& o : entry.schema.options) {
+      absl::StrAppend(&out, "    ", o.name, " (", TypeName(o.type), ", default ",
+                      o.default_value.empty() ? "\"\"" : o.default_value, "): ", o.doc, "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,186 @@
+// stage.h: the per-sample stage interface, its declared schema, and the stage registry.
+//
+// A pipeline is a list of per-sample stages (read → decode → augment by default, plus any
+// user stage) followed by the fixed batch stages (collate, upload). Each stage type is
+// registered once by name with a schema (DALI's DALI_SCHEMA idea): its options with types,
+// defaults and docs. The spec parser, the CLI's help and argument validation all come from
+// that one declaration; the graph builder only sees SampleStage objects.
+//
+// Thread-safety: a SampleStage's Process is called concurrently (up to the stage's
+// concurrency) on different samples and must not mutate shared state without locking.
+// The registry is thread-safe; register before building pipelines.
+#ifndef FLOWLOADER_GRAPH_STAGE_H_
+#define FLOWLOADER_GRAPH_STAGE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "stages/augment/transform.h"
+#include "stages/core/rng.h"
+#include "stages/decode/decoder.h"
+#include "stages/reader/dataset.h"
+#include "stages/reader/env.h"
+
+namespace flowloader {
+
+// SampleContext is one sample's state as it moves through the per-sample stages. The
+// graph owns a fixed pool of them (one per batch slot) and reuses them, so the byte and
+// pixel buffers keep their capacity: no allocation per sample once warm.
+struct SampleContext {
+  // Identity, set before the first stage.
+  int64_t epoch = 0;
+  int64_t position = 0;  // Position in this rank's epoch order.
+  int64_t index = 0;     // Dataset index.
+  int slot = 0;          // Row in the batch.
+  uint64_t seed = 0;
+  const SampleSource* source = nullptr;  // key and label.
+  std::string path;                      // Full path of the file.
+
+  // The batch slot the sample's final tensor goes to (output_bytes bytes).
+  void* output = nullptr;
+  size_t output_bytes = 0;
+
+  // Working data, filled by the built-in stages (read: bytes; decode: info, plan,
+  // decoded; augment: writes `output`).
+  std::string bytes;
+  decode::ImageInfo info;
+  augment::CropPlan plan;
+  bool has_plan = false;
+  decode::DecodedImage decoded;
+
+  // The first error, if any; later stages are not run for a failed sample.
+  absl::Status status;
+  std::string failed_stage;
+
+  // owner is the graph's batch record this sample belongs to (opaque to stages).
+  void* owner = nullptr;
+
+  // Rng returns this sample's random stream `stream` (deterministic in seed/epoch/index).
+  SampleRng Rng(uint64_t stream) const { return SampleRng(seed, epoch, index, stream); }
+  const std::string& key() const { return source->key; }
+};
+
+// SampleStage processes one sample in place. A returned error is attached to the sample
+// (with the stage name and sample key) and the error policy decides: skip or fail.
+class SampleStage {
+ public:
+  virtual ~SampleStage() = default;
+  virtual absl::Status Process(SampleContext& sample) const = 0;
+  // BytesProduced is what the stage made for `sample` after a successful Process (for
+  // the bytes metric): read counts file bytes, decode pixels, augment the output tensor.
+  virtual size_t BytesProduced(const SampleContext& sample) const { return 0; }
+};
+
+enum class OptionType { kInt, kFloat, kBool, kString };
+
+// OptionSchema declares one option of a stage type.
+struct OptionSchema {
+  std::string name;
+  OptionType type = OptionType::kString;
+  std::string default_value;  // As text; parsed like a given value.
+  std::string doc;
+};
+
+// StageSchema declares a stage type: its name, what it does, and its options.
+struct StageSchema {
+  std::string type;
+  std::string doc;
+  std::vector<OptionSchema> options;
+  // Parallel bodies: 0 means num_workers (CPU-heavy work), otherwise a fixed number.
+  int default_concurrency = 0;
+};
+
+// StageArgs are one stage instance's option values, validated against its schema.
+class StageArgs {
+ public:
+  // Parse checks every given option exists and has the declared type; missing ones take
+  // their default. Errors name the stage type and the option.
+  static absl::StatusOr<StageArgs> Parse(const StageSchema& schema,
+                                         const std::map<std::string, std::string>& given);
+
+  int64_t GetInt(const std::string& name) const;
+  double GetFloat(const std::string& name) const;
+  bool GetBool(const std::string& name) const;
+  const std::string& GetString(const std::string& name) const;
+  // IsSet reports whether `name` was given explicitly (not defaulted).
+  bool IsSet(const std::string& name) const { return explicit_.count(name) > 0; }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::map<std::string, bool> explicit_;
+};
+
+// OutputSpec is the per-sample tensor a pipeline's stages write into each batch slot.
+struct OutputSpec {
+  std::vector<int64_t> sample_shape;  // [C, H, W] or [H, W, C].
+  bool is_float = true;               // float32 when true, uint8 otherwise.
+  size_t sample_bytes = 0;
+};
+
+// StageEnv is what a stage factory may use. Factories run last stage first, so a stage
+// can offer a service to the stages before it (augment offers its crop planner to decode
+// and declares the output tensor).
+struct StageEnv {
+  const Dataset* dataset = nullptr;
+  Env* env = nullptr;  // File system.
+  int num_workers = 1;
+  // Set by a stage that writes the batch slot (augment); required by the graph.
+  OutputSpec output;
+  bool output_declared = false;
+  // Set by augment: plans each sample's crop from its header, before decoding.
+  const augment::Transform* crop_planner = nullptr;
+};
+
+using StageFactory =
+    std::function<absl::StatusOr<std::unique_ptr<SampleStage>>(const StageArgs&, StageEnv&)>;
+
+// StageRegistry maps stage type names to schemas and factories.
+class StageRegistry {
+ public:
+  // Global is the process-wide registry, with the built-in stages already registered.
+  static StageRegistry& Global();
+
+  // Register adds a stage type; fails if the name is taken or the schema's defaults do
+  // not parse.
+  absl::Status Register(StageSchema schema, StageFactory factory);
+
+  // RegisterFunction adds an option-less stage type running `fn` on every sample.
+  absl::Status RegisterFunction(const std::string& type, const std::string& doc,
+                                std::function<absl::Status(SampleContext&)> fn,
+                                int concurrency = 0);
+
+  // Find returns the schema of `type`, or NotFound listing the known types.
+  absl::StatusOr<StageSchema> Find(const std::string& type) const;
+
+  // Create parses `given` against the schema of `type` and runs its factory.
+  absl::StatusOr<std::unique_ptr<SampleStage>> Create(
+      const std::string& type, const std::map<std::string, std::string>& given,
+      StageEnv& env) const;
+
+  // Types lists every registered type, sorted.
+  std::vector<std::string> Types() const;
+  // Help describes every stage type and its options (for the CLI and the spec docs).
+  std::string Help() const;
+
+ private:
+  struct Entry {
+    StageSchema schema;
+    StageFactory factory;
+  };
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+// RegisterBuiltinStages adds read, decode and augment (called by Global()).
+void RegisterBuiltinStages(StageRegistry& registry);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_GRAPH_STAGE_H_

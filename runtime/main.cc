@@ -1,0 +1,184 @@
+// main.cc: the flowloader command line.
+//
+//   flowloader run --data=DIR_OR_LIST [--batch_size=64 --num_workers=2 ...]
+//   flowloader make-dataset --out=DIR [--classes=10 --images_per_class=30]
+//   flowloader stages        (every stage type and its options)
+//
+// Flags are Abseil flags; a bad flag or value is a one-line error and exit code 1 (from
+// Abseil) or 2 (ours).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "graph/stage.h"
+#include "runtime/run_command.h"
+#include "runtime/sample_dataset.h"
+
+ABSL_FLAG(std::string, data, "", "ImageFolder directory or list file (path<TAB>label)");
+ABSL_FLAG(int, batch_size, 64, "samples per batch");
+ABSL_FLAG(int, num_workers, 2, "decode/augment threads");
+ABSL_FLAG(int, prefetch_batches, 4, "batch buffers: the bound on batches in flight");
+ABSL_FLAG(int64_t, epochs, 1, "epochs to run (0 = until interrupted)");
+ABSL_FLAG(uint64_t, seed, 0, "seed of the shuffle and of every random crop/flip");
+ABSL_FLAG(bool, shuffle, true, "shuffle each epoch");
+ABSL_FLAG(bool, drop_last, false, "drop each epoch's last partial batch");
+ABSL_FLAG(int, rank, 0, "this process's shard");
+ABSL_FLAG(int, world_size, 1, "number of shards");
+ABSL_FLAG(std::string, transform, "train",
+          "train (RandomResizedCrop+flip+Normalize) or eval (Resize+CenterCrop+Normalize)");
+ABSL_FLAG(int, image_size, 224, "output side in pixels");
+ABSL_FLAG(std::string, layout, "float_chw", "float_chw or uint8_hwc");
+ABSL_FLAG(std::string, on_error, "skip", "skip (count and drop bad samples) or fail");
+ABSL_FLAG(std::string, max_errors, "",
+          "stop when more samples fail: a count (100) or a fraction (0.05 or 5%)");
+ABSL_FLAG(bool, in_order, true, "deliver batches in sampler order");
+ABSL_FLAG(std::string, device, "auto", "auto (CUDA if present), cpu or cuda");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
+          "serve Prometheus metrics at http://ADDRESS/metrics (empty disables)");
+ABSL_FLAG(std::string, summary_json, "", "write the run summary as JSON to this file");
+ABSL_FLAG(std::string, keys_out, "", "write every delivered sample's key, in order");
+ABSL_FLAG(std::string, trace_out, "", "write a Chrome/Perfetto trace of stage spans");
+ABSL_FLAG(double, report_every, 0, "print a diagnosis every N seconds (0 = only at the end)");
+ABSL_FLAG(double, consumer_ms, 0, "simulate a training step: sleep this long per batch");
+ABSL_FLAG(double, linger_seconds, 0, "keep serving metrics this long after the run");
+ABSL_FLAG(bool, progress, true, "show a live progress line");
+ABSL_FLAG(std::string, out, "", "make-dataset: directory to create");
+ABSL_FLAG(int, classes, 10, "make-dataset: class directories");
+ABSL_FLAG(int, images_per_class, 30, "make-dataset: JPEG files per class");
+ABSL_FLAG(int, min_short_side, 256, "make-dataset: smallest shorter side (px)");
+ABSL_FLAG(int, max_short_side, 512, "make-dataset: largest shorter side (px)");
+ABSL_FLAG(int, quality, 90, "make-dataset: JPEG quality");
+ABSL_FLAG(double, noise, 7.0, "make-dataset: noise level (file size knob)");
+
+namespace flowloader {
+namespace {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "flowloader: %s\n", message.c_str());
+  return 2;
+}
+
+// ParseMaxErrors reads "100" as a count and "0.05" / "5%" as a fraction.
+bool ParseMaxErrors(const std::string& text, PipelineOptions* o) {
+  if (text.empty()) return true;
+  absl::string_view t = text;
+  if (absl::ConsumeSuffix(&t, "%")) {
+    double pct;
+    if (!absl::SimpleAtod(t, &pct) || pct < 0 || pct > 100) return false;
+    o->max_error_fraction = pct / 100.0;
+    return true;
+  }
+  if (absl::StrContains(t, '.')) {
+    double f;
+    if (!absl::SimpleAtod(t, &f) || f < 0 || f > 1) return false;
+    o->max_error_fraction = f;
+    return true;
+  }
+  int64_t n;
+  if (!absl::SimpleAtoi(t, &n) || n < 0) return false;
+  o->max_errors = n;
+  return true;
+}
+
+int Run(absl::Time process_start) {
+  RunConfig c;
+  c.process_start = process_start;
+  PipelineOptions& o = c.pipeline;
+  o.data = absl::GetFlag(FLAGS_data);
+  if (o.data.empty()) return Fail("--data is required (an ImageFolder directory or list file)");
+  o.batch_size = absl::GetFlag(FLAGS_batch_size);
+  o.num_workers = absl::GetFlag(FLAGS_num_workers);
+  o.prefetch_batches = absl::GetFlag(FLAGS_prefetch_batches);
+  o.epochs = absl::GetFlag(FLAGS_epochs);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.shuffle = absl::GetFlag(FLAGS_shuffle);
+  o.drop_last = absl::GetFlag(FLAGS_drop_last);
+  o.rank = absl::GetFlag(FLAGS_rank);
+  o.world_size = absl::GetFlag(FLAGS_world_size);
+  o.transform = absl::GetFlag(FLAGS_transform);
+  o.image_size = absl::GetFlag(FLAGS_image_size);
+  o.layout = absl::GetFlag(FLAGS_layout);
+  o.in_order = absl::GetFlag(FLAGS_in_order);
+  const std::string on_error = absl::GetFlag(FLAGS_on_error);
+  if (on_error == "skip") {
+    o.on_error = ErrorPolicy::kSkip;
+  } else if (on_error == "fail") {
+    o.on_error = ErrorPolicy::kFail;
+  } else {
+    return Fail(absl::StrCat("--on_error must be skip or fail, got '", on_error, "'"));
+  }
+  if (!ParseMaxErrors(absl::GetFlag(FLAGS_max_errors), &o)) {
+    return Fail(absl::StrCat("--max_errors must be a count (100) or a fraction (0.05, 5%), got '",
+                             absl::GetFlag(FLAGS_max_errors), "'"));
+  }
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (device == "auto") {
+    o.device = DeviceChoice::kAuto;
+  } else if (device == "cpu") {
+    o.device = DeviceChoice::kCpu;
+  } else if (device == "cuda") {
+    o.device = DeviceChoice::kCuda;
+  } else {
+    return Fail(absl::StrCat("--device must be auto, cpu or cuda, got '", device, "'"));
+  }
+  c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  c.summary_json = absl::GetFlag(FLAGS_summary_json);
+  c.keys_out = absl::GetFlag(FLAGS_keys_out);
+  c.trace_out = absl::GetFlag(FLAGS_trace_out);
+  c.report_every_seconds = absl::GetFlag(FLAGS_report_every);
+  c.consumer_ms = absl::GetFlag(FLAGS_consumer_ms);
+  c.linger_seconds = absl::GetFlag(FLAGS_linger_seconds);
+  c.progress = absl::GetFlag(FLAGS_progress);
+  return RunCommand(c);
+}
+
+int MakeDataset() {
+  SampleDatasetOptions o;
+  o.root = absl::GetFlag(FLAGS_out);
+  if (o.root.empty()) return Fail("make-dataset needs --out=DIR");
+  o.classes = absl::GetFlag(FLAGS_classes);
+  o.images_per_class = absl::GetFlag(FLAGS_images_per_class);
+  o.min_short_side = absl::GetFlag(FLAGS_min_short_side);
+  o.max_short_side = absl::GetFlag(FLAGS_max_short_side);
+  o.quality = absl::GetFlag(FLAGS_quality);
+  o.noise = absl::GetFlag(FLAGS_noise);
+  o.seed = absl::GetFlag(FLAGS_seed);
+  if (absl::Status s = GenerateSampleDataset(o); !s.ok()) return Fail(std::string(s.message()));
+  std::printf("dataset ready: %s (%d classes x %d JPEGs)\n", o.root.c_str(), o.classes,
+              o.images_per_class);
+  return 0;
+}
+
+}  // namespace
+}  // namespace flowloader
+
+int main(int argc, char** argv) {
+  const absl::Time process_start = absl::Now();
+  absl::SetProgramUsageMessage(
+      "flowloader run --data=DIR_OR_LIST [flags]   run a pipeline and report\n"
+      "  flowloader make-dataset --out=DIR           generate a sample JPEG dataset\n"
+      "  flowloader stages                           list stage types and options");
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() != 2) {
+    std::fprintf(stderr, "flowloader: expected one command (run, make-dataset, stages); see --help\n");
+    return 2;
+  }
+  const std::string command = positional[1];
+  if (command == "run") return flowloader::Run(process_start);
+  if (command == "make-dataset") return flowloader::MakeDataset();
+  if (command == "stages") {
+    std::printf("%s", flowloader::StageRegistry::Global().Help().c_str());
+    return 0;
+  }
+  std::fprintf(stderr, "flowloader: unknown command '%s' (run, make-dataset, stages)\n",
+               command.c_str());
+  return 2;
+}

@@ -1,0 +1,178 @@
+#include "runtime/pipeline.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "stages/core/log.h"
+#include "stages/reader/dataset.h"
+#include "stages/reader/sampler.h"
+
+namespace flowloader {
+
+absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& options) {
+  if (options.transform != "train" && options.transform != "eval") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("transform must be train or eval, got '", options.transform, "'"));
+  }
+  std::vector<StageSpec> stages(3);
+  stages[0].type = "read";
+  stages[1].type = "decode";
+  stages[2].type = "augment";
+  stages[2].args = {{"mode", options.transform},
+                    {"image_size", absl::StrCat(options.image_size)},
+                    {"layout", options.layout}};
+  return stages;
+}
+
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& options) {
+  if (options.name.empty()) return absl::InvalidArgumentError("pipeline name is empty");
+  DatasetOptions dataset_options;
+  dataset_options.path = options.data;
+  dataset_options.env = options.env;
+  absl::StatusOr<std::unique_ptr<Dataset>> dataset = Dataset::Open(dataset_options);
+  if (!dataset.ok()) return dataset.status();
+
+  SamplerOptions sampler_options;
+  sampler_options.shuffle = options.shuffle;
+  sampler_options.seed = options.seed;
+  sampler_options.rank = options.rank;
+  sampler_options.world_size = options.world_size;
+  absl::StatusOr<std::unique_ptr<Sampler>> sampler =
+      Sampler::Create((*dataset)->size(), sampler_options);
+  if (!sampler.ok()) return sampler.status();
+  const int64_t samples_per_epoch = (*sampler)->samples_per_rank();
+
+  DeviceOptions device_options;
+  device_options.device = options.device;
+  device_options.pin_memory = options.pin_memory;
+  absl::StatusOr<std::unique_ptr<DeviceMemory>> memory = DeviceMemory::Create(device_options);
+  if (!memory.ok()) return memory.status();
+  std::shared_ptr<DeviceMemory> shared_memory = std::move(*memory);
+  if (shared_memory->location() == MemoryLocation::kHost) {
+    LogInfo(absl::StrCat("pipeline '", options.name, "': batches in ",
+                         shared_memory->description()));
+  } else {
+    LogInfo(absl::StrCat("pipeline '", options.name, "': batches on ",
+                         shared_memory->description()));
+  }
+
+  GraphOptions graph_options;
+  if (options.stages.empty()) {
+    absl::StatusOr<std::vector<StageSpec>> stages = DefaultStages(options);
+    if (!stages.ok()) return stages.status();
+    graph_options.stages = std::move(*stages);
+  } else {
+    graph_options.stages = options.stages;
+  }
+  graph_options.num_workers = options.num_workers;
+  graph_options.batch_size = options.batch_size;
+  graph_options.prefetch_batches = options.prefetch_batches;
+  graph_options.drop_last = options.drop_last;
+  graph_options.in_order = options.in_order;
+  graph_options.epochs = options.epochs;
+  graph_options.start_epoch = options.resume.epoch;
+  graph_options.start_batch = options.resume.batch;
+  graph_options.seed = options.seed;
+  graph_options.on_error = options.on_error;
+  graph_options.max_errors = options.max_errors;
+  graph_options.max_error_fraction = options.max_error_fraction;
+  graph_options.env = options.env;
+
+  auto stats = std::make_shared<PipelineStats>(options.name);
+  stats->build_info = {{"num_workers", absl::StrCat(options.num_workers)},
+                       {"batch_size", absl::StrCat(options.batch_size)},
+                       {"prefetch_batches", absl::StrCat(options.prefetch_batches)},
+                       {"decoder", "libjpeg-turbo"},
+                       {"memory", LocationName(shared_memory->location())}};
+  std::shared_ptr<const Dataset> shared_dataset = std::move(*dataset);
+  std::shared_ptr<const Sampler> shared_sampler = std::move(*sampler);
+  absl::StatusOr<std::unique_ptr<PipelineGraph>> graph = PipelineGraph::Create(
+      graph_options, shared_dataset, shared_sampler, shared_memory, stats);
+  if (!graph.ok()) return graph.status();
+  if ((*graph)->effective_threads() < options.num_workers) {
+    LogWarning(absl::StrCat("num_workers=", options.num_workers, " but oneTBB grants ",
+                            (*graph)->effective_threads(), " threads"));
+  }
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(options, std::move(stats), shared_memory,
+                                                  std::move(*graph), samples_per_epoch));
+  pipeline->graph_->Start();
+  return pipeline;
+}
+
+Pipeline::Pipeline(const PipelineOptions& options, std::shared_ptr<PipelineStats> stats,
+                   std::shared_ptr<DeviceMemory> memory, std::unique_ptr<PipelineGraph> graph,
+                   int64_t samples_per_epoch)
+    : options_(options),
+      stats_(std::move(stats)),
+      memory_(std::move(memory)),
+      graph_(std::move(graph)),
+      samples_per_epoch_(samples_per_epoch) {
+  cursor_ = options.resume;
+}
+
+Pipeline::~Pipeline() {
+  Stop();
+  // A Next blocked in another thread returns Cancelled now; wait until it has left.
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](int* active) { return *active == 0; }, &active_next_calls_));
+}
+
+absl::Status Pipeline::Next(std::shared_ptr<const Batch>* batch, bool* end_of_epoch) {
+  *batch = nullptr;
+  *end_of_epoch = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (pending_end_of_epoch_ || done_) {
+      pending_end_of_epoch_ = false;
+      *end_of_epoch = true;
+      // The cursor is past the last configured epoch: this end is the final one.
+      if (options_.epochs > 0 && cursor_.epoch >= options_.epochs) done_ = true;
+      return absl::OkStatus();
+    }
+    ++active_next_calls_;
+  }
+  absl::Status status;
+  while (true) {
+    PipelineGraph::Popped popped;
+    status = graph_->Pop(&popped);  // Blocks without holding mu_.
+    absl::MutexLock lock(&mu_);
+    if (!status.ok()) break;
+    if (popped.done) {
+      done_ = true;
+      *end_of_epoch = true;
+      break;
+    }
+    if (++cursor_.batch == batches_per_epoch()) {
+      cursor_.batch = 0;
+      ++cursor_.epoch;
+    }
+    if (popped.batch != nullptr) {
+      *batch = std::move(popped.batch);
+      pending_end_of_epoch_ = popped.ends_epoch;
+      break;
+    }
+    if (popped.ends_epoch) {  // The epoch's last batch was empty (all skipped).
+      *end_of_epoch = true;
+      if (options_.epochs > 0 && cursor_.epoch >= options_.epochs) done_ = true;
+      break;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  --active_next_calls_;
+  return status;
+}
+
+void Pipeline::Stop() { graph_->Stop(); }
+
+bool Pipeline::done() const {
+  absl::MutexLock lock(&mu_);
+  return done_;
+}
+
+Cursor Pipeline::Checkpoint() const {
+  absl::MutexLock lock(&mu_);
+  return cursor_;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,157 @@
+// pipeline.h: the embedding API. Create a pipeline, pull batches, stop, resume.
+//
+//   flowloader::PipelineOptions options;
+//   options.data = "/data/imagenet/train";
+//   options.batch_size = 256;
+//   options.num_workers = 8;
+//   auto pipeline = flowloader::Pipeline::Create(options);   // absl::StatusOr
+//   if (!pipeline.ok()) { /* bad options or data: the status says which */ }
+//   for (;;) {
+//     std::shared_ptr<const flowloader::Batch> batch;
+//     bool end_of_epoch = false;
+//     absl::Status s = (*pipeline)->Next(&batch, &end_of_epoch);
+//     if (!s.ok()) { /* fatal: names the file and the reason */ break; }
+//     if (end_of_epoch) { if ((*pipeline)->done()) break; continue; }
+//     train_step(batch->host_data, batch->shape, batch->labels);  // or device_data
+//   }
+//
+// Batches arrive in sampler order; the pipeline keeps running across epochs without
+// restarting threads. A batch's memory returns to the pool when the last shared_ptr to it
+// is dropped; hold fewer than prefetch_batches at once, or Next waits for one of them.
+//
+// Thread-safety: Next is called from one thread at a time; Stop, Checkpoint and the
+// accessors from any thread. Destroying the pipeline stops it, waiting for a Next that is
+// blocked in another thread to return (with Cancelled).
+#ifndef FLOWLOADER_RUNTIME_PIPELINE_H_
+#define FLOWLOADER_RUNTIME_PIPELINE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "graph/pipeline_graph.h"
+#include "graph/stage_stats.h"
+#include "stages/collate/batch.h"
+#include "stages/reader/env.h"
+#include "stages/upload/device_memory.h"
+
+namespace flowloader {
+
+// Cursor is a position to resume from: the next batch to deliver. With the same seed
+// and options, a pipeline created with `resume` = Checkpoint() delivers exactly the
+// batches the checkpointed one would have delivered next.
+struct Cursor {
+  int64_t epoch = 0;
+  int64_t batch = 0;
+};
+
+struct PipelineOptions {
+  // An ImageFolder root directory or a list file (`relative/path<TAB>label`). Required.
+  std::string data;
+  // The `pipeline` label in metrics; several pipelines in a process need distinct names.
+  std::string name = "default";
+  // Samples per batch; >= 1. Default 64.
+  int batch_size = 64;
+  // Threads, and the concurrency of decode/augment; >= 1. Default 2.
+  int num_workers = 2;
+  // Batch buffers, the bound on batches in flight (memory = prefetch_batches × batch
+  // bytes); >= 1. Default 4.
+  int prefetch_batches = 4;
+  // Epochs to deliver; 0 = until Stop. Default 1.
+  int64_t epochs = 1;
+  // Seeds the shuffle and every random crop/flip. Default 0.
+  uint64_t seed = 0;
+  // Shuffle each epoch (a different order per epoch, the same per seed). Default true.
+  bool shuffle = true;
+  // Drop each epoch's last partial batch. Default false.
+  bool drop_last = false;
+  // Sharding across ranks (each gets the same number of samples per epoch).
+  int rank = 0;
+  int world_size = 1;
+  // Built-in stages (used when `stages` is empty): "train" = RandomResizedCrop +
+  // horizontal flip + ImageNet Normalize; "eval" = Resize(image_size*256/224) +
+  // CenterCrop + Normalize.
+  std::string transform = "train";
+  // Output side in pixels; > 0. Default 224.
+  int image_size = 224;
+  // "float_chw" (normalized float32 [N,3,H,W]) or "uint8_hwc" (raw [N,H,W,3]).
+  std::string layout = "float_chw";
+  // Custom per-sample stages; empty means read → decode → augment configured from the
+  // fields above. See graph/stage.h for registering your own stage types.
+  std::vector<StageSpec> stages;
+  // skip (count, name and drop bad samples) or fail (stop with the file and reason).
+  ErrorPolicy on_error = ErrorPolicy::kSkip;
+  // Stop once more than this many samples failed; < 0 = no limit. Default -1.
+  int64_t max_errors = -1;
+  // Stop once more than this fraction of samples failed; >= 1 = no limit. Default 1.
+  double max_error_fraction = 1.0;
+  // Deliver in sampler order (default) or as batches complete.
+  bool in_order = true;
+  // Where batches go: auto (CUDA device if present, else host, logged), cpu or cuda.
+  DeviceChoice device = DeviceChoice::kAuto;
+  bool pin_memory = true;
+  // Resume position (see Cursor).
+  Cursor resume;
+  // File system; nullptr = the real one. Not owned; must outlive the pipeline.
+  Env* env = nullptr;
+};
+
+class Pipeline {
+ public:
+  // Create validates everything (options, dataset listing, stage options), allocates the
+  // batch buffers and starts prefetching. Errors say what is wrong in one line.
+  static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineOptions& options);
+  ~Pipeline();
+
+  // Next sets *batch to the next batch, or sets *end_of_epoch (and leaves *batch null)
+  // once after the last batch of each epoch. After the last configured epoch, every call
+  // reports end_of_epoch and done() is true. A non-OK status is fatal (a file under
+  // on_error=fail, too many errors, a device error) or Cancelled after Stop.
+  absl::Status Next(std::shared_ptr<const Batch>* batch, bool* end_of_epoch);
+
+  // Stop ends the pipeline promptly, even mid-epoch; a blocked Next returns Cancelled.
+  void Stop();
+
+  // done reports whether every configured epoch has been delivered.
+  bool done() const;
+  // Checkpoint returns the position of the next batch Next would deliver.
+  Cursor Checkpoint() const;
+
+  const std::shared_ptr<PipelineStats>& stats() const { return stats_; }
+  int64_t batches_per_epoch() const { return graph_->batches_per_epoch(); }
+  int64_t samples_per_epoch() const { return samples_per_epoch_; }
+  // memory_description says where batches live and, for the host fallback, why.
+  const std::string& memory_description() const { return memory_->description(); }
+  const OutputSpec& output() const { return graph_->output(); }
+  const PipelineOptions& options() const { return options_; }
+  int effective_threads() const { return graph_->effective_threads(); }
+
+ private:
+  Pipeline(const PipelineOptions& options, std::shared_ptr<PipelineStats> stats,
+           std::shared_ptr<DeviceMemory> memory, std::unique_ptr<PipelineGraph> graph,
+           int64_t samples_per_epoch);
+
+  const PipelineOptions options_;
+  const std::shared_ptr<PipelineStats> stats_;
+  const std::shared_ptr<DeviceMemory> memory_;
+  const std::unique_ptr<PipelineGraph> graph_;
+  const int64_t samples_per_epoch_;
+
+  mutable absl::Mutex mu_;
+  int active_next_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  bool pending_end_of_epoch_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  Cursor cursor_ ABSL_GUARDED_BY(mu_);
+};
+
+// DefaultStages returns read → decode → augment configured from `options`.
+absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& options);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_RUNTIME_PIPELINE_H_

@@ -1,0 +1,209 @@
+#include "runtime/run_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "exporters/metrics_exporter.h"
+#include "exporters/report.h"
+#include "stages/core/log.h"
+
+namespace flowloader {
+namespace {
+
+// SignalWatcher turns SIGINT/SIGTERM into Pipeline::Stop from a dedicated thread
+// (sigwait), so no work happens in a signal handler.
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(Pipeline* pipeline) : pipeline_(pipeline) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGUSR1);  // Our own wake-up at the end of the run.
+    thread_ = std::thread([this] {
+      int signo = 0;
+      while (sigwait(&set_, &signo) == 0) {
+        if (signo == SIGUSR1 && done_.load()) return;
+        if (signo == SIGINT || signo == SIGTERM) {
+          received_.store(signo);
+          pipeline_->Stop();
+        }
+      }
+    });
+  }
+  ~SignalWatcher() {
+    done_.store(true);
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+  }
+  int received() const { return received_.load(); }
+
+  // BlockInThisThread must run before any other thread starts, so every thread inherits
+  // the mask and the signals reach only sigwait.
+  static void BlockInThisThread() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  }
+
+ private:
+  Pipeline* const pipeline_;
+  sigset_t set_;
+  std::atomic<bool> done_{false};
+  std::atomic<int> received_{0};
+  std::thread thread_;
+};
+
+RunFacts Facts(const RunConfig& config, double wall, int64_t epochs) {
+  RunFacts f;
+  f.wall_seconds = wall;
+  f.epochs = epochs;
+  f.num_workers = config.pipeline.num_workers;
+  f.batch_size = config.pipeline.batch_size;
+  f.cores_available = static_cast<int>(std::thread::hardware_concurrency());
+  return f;
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int RunCommand(const RunConfig& config) {
+  SignalWatcher::BlockInThisThread();
+  const absl::Time start = absl::Now();
+
+  absl::StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::Create(config.pipeline);
+  if (!created.ok()) {
+    std::fprintf(stderr, "flowloader: %s\n", std::string(created.status().message()).c_str());
+    return 2;
+  }
+  std::unique_ptr<Pipeline> pipeline = std::move(*created);
+
+  MetricsRegistration metrics;
+  std::shared_ptr<MetricsServer> server;
+  if (!config.metrics_address.empty()) {
+    absl::StatusOr<std::shared_ptr<MetricsServer>> s = MetricsServer::Shared(config.metrics_address);
+    if (!s.ok()) {
+      std::fprintf(stderr, "flowloader: %s\n", std::string(s.status().message()).c_str());
+      return 2;
+    }
+    server = *s;
+    absl::StatusOr<MetricsRegistration> r = MetricsRegistration::Create(server, pipeline->stats());
+    if (!r.ok()) {
+      std::fprintf(stderr, "flowloader: %s\n", std::string(r.status().message()).c_str());
+      return 2;
+    }
+    metrics = std::move(*r);
+    LogInfo(absl::StrCat("metrics at ", server->url()));
+  }
+
+  std::ofstream keys;
+  if (!config.keys_out.empty()) {
+    keys.open(config.keys_out, std::ios::trunc);
+    if (!keys) {
+      std::fprintf(stderr, "flowloader: cannot write --keys_out=%s\n", config.keys_out.c_str());
+      return 2;
+    }
+  }
+
+  SignalWatcher signals(pipeline.get());
+  const bool tty = isatty(STDERR_FILENO);
+  absl::Time last_progress = absl::Now();
+  absl::Time last_report = absl::Now();
+  double first_batch_seconds = -1;
+  int64_t epochs_done = 0;
+  absl::Status status;
+  while (true) {
+    std::shared_ptr<const Batch> batch;
+    bool end_of_epoch = false;
+    status = pipeline->Next(&batch, &end_of_epoch);
+    if (!status.ok()) break;
+    if (end_of_epoch) {
+      if (pipeline->done()) break;
+      ++epochs_done;
+      continue;
+    }
+    if (first_batch_seconds < 0) {
+      first_batch_seconds = absl::ToDoubleSeconds(absl::Now() - config.process_start);
+    }
+    if (keys.is_open()) {
+      for (const std::string& k : batch->keys) keys << k << '\n';
+    }
+    if (config.consumer_ms > 0) absl::SleepFor(absl::Milliseconds(config.consumer_ms));
+    batch.reset();
+    const absl::Time now = absl::Now();
+    if (config.progress && now - last_progress > absl::Milliseconds(tty ? 250 : 5000)) {
+      last_progress = now;
+      const double wall = absl::ToDoubleSeconds(now - start);
+      const uint64_t samples = pipeline->stats()->samples.load();
+      std::fprintf(stderr, "%ssamples %llu  %.0f img/s  epoch %lld%s", tty ? "\r" : "",
+                   static_cast<unsigned long long>(samples), samples / wall,
+                   static_cast<long long>(pipeline->stats()->epoch.load()), tty ? "" : "\n");
+    }
+    if (config.report_every_seconds > 0 &&
+        now - last_report > absl::Seconds(config.report_every_seconds)) {
+      last_report = now;
+      const Diagnosis d = Diagnose(
+          Snapshot(*pipeline->stats(), Facts(config, absl::ToDoubleSeconds(now - start), epochs_done)));
+      std::fprintf(stderr, "%sdiagnosis: %s\n", tty ? "\n" : "", d.advice.c_str());
+    }
+  }
+  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+  if (pipeline->done()) epochs_done = config.pipeline.epochs;
+  if (config.progress && tty) std::fprintf(stderr, "\n");
+  const int signo = signals.received();
+
+  // Stop the graph before reading the final counters, so nothing moves under the report.
+  pipeline->Stop();
+  const RunFacts facts = Facts(config, wall, epochs_done);
+  const RunSnapshot snapshot = Snapshot(*pipeline->stats(), facts);
+  std::fprintf(stdout, "%s", StageTable(snapshot).c_str());
+  const Diagnosis diagnosis = Diagnose(snapshot);
+  std::fprintf(stdout, "diagnosis: %s\n", diagnosis.advice.c_str());
+  for (const std::string& note : diagnosis.notes) std::fprintf(stdout, "  %s\n", note.c_str());
+  std::fprintf(stdout, "%llu samples in %.2f s: %.0f images/s; first batch after %.3f s\n",
+               static_cast<unsigned long long>(snapshot.samples), wall,
+               wall > 0 ? snapshot.samples / wall : 0.0, first_batch_seconds);
+  std::fflush(stdout);
+
+  if (!config.summary_json.empty()) {
+    std::string json = SummaryJson(snapshot);
+    // One extra field for the benchmark: time from process start to the first batch.
+    if (!json.empty() && json.back() == '}') {
+      json.pop_back();
+      absl::StrAppend(&json, ", \"first_batch_seconds\": ",
+                      absl::StrFormat("%.6f", first_batch_seconds), "}");
+    }
+    if (!WriteFile(config.summary_json, json + "\n")) {
+      std::fprintf(stderr, "flowloader: cannot write --summary_json=%s\n",
+                   config.summary_json.c_str());
+      return 2;
+    }
+  }
+  if (config.linger_seconds > 0 && server != nullptr && signo == 0) {
+    absl::SleepFor(absl::Seconds(config.linger_seconds));
+  }
+  if (signo != 0) return 128 + signo;
+  if (!status.ok()) {
+    std::fprintf(stderr, "flowloader: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,80 @@
+// resample.h: Pillow's antialiased bilinear resize of an RGB box, fused with flip,
+// rounding to 8 bits, normalization and the output layout.
+//
+// The filter is Pillow 9's ImagingResample (what torchvision 0.14 runs on PIL images):
+// per output pixel i along an axis, centre = box0 + (i + 0.5) * scale, support =
+// max(scale, 1) (bilinear support 1), taps clamped to the readable window and
+// normalized to sum to 1. Arithmetic is float instead of Pillow's 22-bit fixed point and
+// the intermediate between the passes is not rounded to 8 bits, so results differ from
+// Pillow by at most one level (measured in resize_pil_test).
+//
+// Order: the vertical pass runs first, one output row at a time, on the source's 8-bit
+// rows; the horizontal pass then reads that one float row (L1-resident) and writes the
+// output row. Filtering is separable and linear, so the order does not change the
+// result beyond float rounding, and vertical-first keeps the costly per-pixel gather of
+// the horizontal pass to out_size rows instead of every source row.
+//
+// Thread-safety: ResampleRgb uses thread-local scratch (coefficients, one row), so
+// concurrent calls from different threads are safe; no heap allocation after a thread's
+// first calls at a given size.
+#ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_RESAMPLE_H_
+#define FLOWLOADER_STAGES_AUGMENT_INTERNAL_RESAMPLE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "stages/core/image.h"
+
+namespace flowloader::augment::internal {
+
+// AxisFilter is the tap table along one axis: output i reads inputs
+// [first[i], first[i] + taps) with weights[i * taps + k]. Every output has the same
+// tap count (shorter windows are padded with zero weights, shifted to stay inside the
+// readable window), so the inner loops have a fixed trip count.
+struct AxisFilter {
+  int out_size = 0;
+  int taps = 0;
+  int lo = 0;  // Lowest input index read by any output.
+  int hi = 0;  // One past the highest.
+  bool identity = false;  // Output i is exactly input lo + i (scale 1, aligned box).
+  std::vector<int> first;
+  std::vector<float> weights;
+};
+
+// BuildAxisFilter fills `filter` for a box [origin, origin + length) resized to
+// out_size samples, reading only inputs in [win_lo, win_hi). Requires length > 0,
+// out_size > 0, win_lo < win_hi.
+void BuildAxisFilter(double origin, double length, int out_size, int win_lo, int win_hi,
+                     AxisFilter* filter);
+
+// ResampleSpec says what to resize: `box` of `src` (in src pixels) to out_size²,
+// reading only src pixels inside the window [win_x0, win_x1) × [win_y0, win_y1).
+struct ResampleSpec {
+  ImageView src;  // 3 channels.
+  RectF box;
+  int win_x0 = 0;
+  int win_x1 = 0;
+  int win_y0 = 0;
+  int win_y1 = 0;
+  int out_size = 0;
+  bool flip = false;  // Mirror the output's columns.
+};
+
+// OutputSpec says where and how to write: kFloatCHW writes
+// q * scale[c] + offset[c] (q the 8-bit rounded value) to 3 planes of out_size²
+// floats; kUint8HWC writes q interleaved.
+struct OutputSpec {
+  enum class Kind { kFloatCHW, kUint8HWC };
+  Kind kind = Kind::kUint8HWC;
+  float scale[3] = {1, 1, 1};
+  float offset[3] = {0, 0, 0};
+  void* dst = nullptr;
+};
+
+// ResampleRgb runs the resize and writes the output. The spec must be valid (box inside
+// the window up to rounding, window inside src, src 3 channels); callers check.
+void ResampleRgb(const ResampleSpec& spec, const OutputSpec& out);
+
+}  // namespace flowloader::augment::internal
+
+#endif  // FLOWLOADER_STAGES_AUGMENT_INTERNAL_RESAMPLE_H_

@@ -1,0 +1,234 @@
+// transform.cc: option checks, crop planning and the fused Apply. The arithmetic lives in
+// internal/crop_math (torchvision's numbers) and internal/resample (Pillow's filter).
+//
+// Thread-safety: Transform is immutable after Create; Apply's scratch is thread-local.
+#include "stages/augment/transform.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "stages/augment/internal/crop_math.h"
+#include "stages/augment/internal/resample.h"
+
+namespace flowloader::augment {
+namespace {
+
+// Largest output side: keeps image_size² * 3 and every index in int range.
+constexpr int kMaxImageSize = 1 << 14;
+
+// A decoded box may miss the planned region by float noise in covered/scale; more than
+// this (in decoded pixels) means the decoder and the plan disagree.
+constexpr double kEdgeTolerance = 1e-3;
+
+bool Finite(double v) { return std::isfinite(v); }
+
+int EffectiveResizeSize(const TransformOptions& o) {
+  return o.resize_size != 0 ? o.resize_size
+                            : static_cast<int>(std::lround(o.image_size * 256.0 / 224.0));
+}
+
+absl::Status Invalid(const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat("TransformOptions: ", message));
+}
+
+// Window is the readable index range of one axis of the decoded image.
+struct Window {
+  int lo;
+  int hi;
+};
+
+// ClampWindow: only the pixels the box overlaps (train: crop, then resize the crop).
+Window ClampWindow(double x0, double x1, int size) {
+  Window w;
+  // The epsilon keeps an integer edge that arrived as 100.0000000001 on its pixel.
+  w.lo = std::max(0, static_cast<int>(std::floor(x0 + 1e-6)));
+  w.hi = std::min(size, static_cast<int>(std::ceil(x1 - 1e-6)));
+  if (w.hi <= w.lo) {  // A box thinner than a pixel: its one pixel.
+    w.lo = std::min(w.lo, size - 1);
+    w.hi = w.lo + 1;
+  }
+  return w;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Transform>> Transform::Create(const TransformOptions& o) {
+  if (o.mode != Mode::kTrain && o.mode != Mode::kEval) return Invalid("unknown mode");
+  if (o.layout != Layout::kFloatCHW && o.layout != Layout::kUint8HWC) {
+    return Invalid("unknown layout");
+  }
+  if (o.image_size <= 0 || o.image_size > kMaxImageSize) {
+    return Invalid(absl::StrCat("image_size must be in [1, ", kMaxImageSize, "], got ",
+                                o.image_size));
+  }
+  if (o.resize_size != 0 &&
+      (o.resize_size < o.image_size || o.resize_size > kMaxImageSize)) {
+    return Invalid(absl::StrCat("resize_size must be 0 (auto) or in [image_size=",
+                                o.image_size, ", ", kMaxImageSize, "], got ",
+                                o.resize_size));
+  }
+  if (o.resize_size == 0 && EffectiveResizeSize(o) > kMaxImageSize) {
+    return Invalid(absl::StrCat("image_size ", o.image_size, " makes the automatic ",
+                                "resize_size exceed ", kMaxImageSize));
+  }
+  // Negated comparisons so that NaN fails them.
+  if (!(Finite(o.scale_min) && Finite(o.scale_max) && o.scale_min > 0 &&
+        o.scale_min <= o.scale_max && o.scale_max <= 1)) {
+    return Invalid(absl::StrCat("need 0 < scale_min <= scale_max <= 1, got scale [",
+                                o.scale_min, ", ", o.scale_max, "]"));
+  }
+  if (!(Finite(o.ratio_min) && Finite(o.ratio_max) && o.ratio_min > 0 &&
+        o.ratio_min <= o.ratio_max)) {
+    return Invalid(absl::StrCat("need 0 < ratio_min <= ratio_max (finite), got ratio [",
+                                o.ratio_min, ", ", o.ratio_max, "]"));
+  }
+  if (!(o.flip_p >= 0 && o.flip_p <= 1)) {
+    return Invalid(absl::StrCat("flip_p must be in [0, 1], got ", o.flip_p));
+  }
+  for (int c = 0; c < 3; ++c) {
+    if (!Finite(o.mean[c])) {
+      return Invalid(absl::StrCat("mean[", c, "] must be finite, got ", o.mean[c]));
+    }
+    if (!(Finite(o.std[c]) && o.std[c] > 0)) {
+      return Invalid(absl::StrCat("std[", c, "] must be finite and > 0, got ", o.std[c]));
+    }
+  }
+  return std::unique_ptr<Transform>(new Transform(o));
+}
+
+CropPlan Transform::Plan(int width, int height, SampleRng& rng) const {
+  CropPlan plan;
+  if (width <= 0 || height <= 0) return plan;  // Empty region: Apply refuses it.
+  const int n = options_.image_size;
+  if (options_.mode == Mode::kTrain) {
+    const internal::IntBox box = internal::RandomResizedCropBox(
+        width, height, options_.scale_min, options_.scale_max, options_.ratio_min,
+        options_.ratio_max, rng);
+    plan.region = RectF{static_cast<double>(box.left), static_cast<double>(box.top),
+                        static_cast<double>(box.width), static_cast<double>(box.height)};
+    plan.clamp_to_region = true;
+    plan.flip = rng.Bernoulli(options_.flip_p);
+    // Crop then resize: the filter reads nothing outside the crop.
+    plan.decode_request.region = plan.region;
+    plan.decode_request.target_width = n;
+    plan.decode_request.target_height = n;
+    return plan;
+  }
+
+  // Eval: Resize(shorter side) then CenterCrop, as one fractional box of the original.
+  int new_w = 0;
+  int new_h = 0;
+  internal::ResizeShorterSide(width, height, EffectiveResizeSize(options_), &new_w, &new_h);
+  const int top = internal::CenterCropOffset(new_h, n);
+  const int left = internal::CenterCropOffset(new_w, n);
+  const double sx = static_cast<double>(width) / new_w;  // Original px per resized px.
+  const double sy = static_cast<double>(height) / new_h;
+  plan.region = RectF{left * sx, top * sy, n * sx, n * sy};
+  plan.clamp_to_region = false;
+  plan.flip = false;
+  // The filter reaches max(scale, 1) original pixels beyond the box (bilinear support 1).
+  const double reach_x = std::max(sx, 1.0);
+  const double reach_y = std::max(sy, 1.0);
+  const double x0 = std::max(0.0, plan.region.x - reach_x);
+  const double y0 = std::max(0.0, plan.region.y - reach_y);
+  const double x1 = std::min<double>(width, plan.region.x + plan.region.w + reach_x);
+  const double y1 = std::min<double>(height, plan.region.y + plan.region.h + reach_y);
+  plan.decode_request.region = RectF{x0, y0, x1 - x0, y1 - y0};
+  // The request's target is what the grown box becomes downstream (n columns for the
+  // region proper, proportionally more for the margin), so the decoder's DCT-scale
+  // choice keeps the region itself at >= n decoded pixels.
+  plan.decode_request.target_width =
+      static_cast<int>(std::ceil(n * (x1 - x0) / plan.region.w - 1e-9));
+  plan.decode_request.target_height =
+      static_cast<int>(std::ceil(n * (y1 - y0) / plan.region.h - 1e-9));
+  return plan;
+}
+
+absl::Status Transform::Apply(const decode::DecodedImage& decoded, const CropPlan& plan,
+                              void* dst) const {
+  const Image& img = decoded.image;
+  if (dst == nullptr) return absl::InvalidArgumentError("Apply: dst is null");
+  if (img.channels != 3 || img.width <= 0 || img.height <= 0 ||
+      img.pixels.size() < img.stride() * static_cast<size_t>(img.height)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Apply: decoded image must be non-empty RGB, got ", img.width, "x",
+                     img.height, "x", img.channels, " with ", img.pixels.size(), " bytes"));
+  }
+  if (!(Finite(decoded.scale_x) && Finite(decoded.scale_y) && decoded.scale_x > 0 &&
+        decoded.scale_y > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Apply: decoded scale must be > 0, got ", decoded.scale_x, " x ", decoded.scale_y));
+  }
+  const RectF& r = plan.region;
+  if (!(Finite(r.x) && Finite(r.y) && Finite(r.w) && Finite(r.h) && r.w > 0 && r.h > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("Apply: empty plan region ", r.w, "x",
+                                                   r.h, " at (", r.x, ", ", r.y, ")"));
+  }
+
+  // Map the region into decoded pixels.
+  double x0 = (r.x - decoded.covered.x) * decoded.scale_x;
+  double y0 = (r.y - decoded.covered.y) * decoded.scale_y;
+  double x1 = x0 + r.w * decoded.scale_x;
+  double y1 = y0 + r.h * decoded.scale_y;
+  if (x0 < -kEdgeTolerance || y0 < -kEdgeTolerance || x1 > img.width + kEdgeTolerance ||
+      y1 > img.height + kEdgeTolerance) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Apply: plan region maps to [", x0, ", ", x1, ") x [", y0, ", ", y1,
+        ") of the decoded image, outside its ", img.width, "x", img.height, " pixels"));
+  }
+  x0 = std::max(x0, 0.0);
+  y0 = std::max(y0, 0.0);
+  x1 = std::min<double>(x1, img.width);
+  y1 = std::min<double>(y1, img.height);
+
+  internal::ResampleSpec spec;
+  spec.src = img.view();
+  spec.box = RectF{x0, y0, x1 - x0, y1 - y0};
+  spec.out_size = options_.image_size;
+  spec.flip = plan.flip;
+  if (plan.clamp_to_region) {
+    const Window wx = ClampWindow(x0, x1, img.width);
+    const Window wy = ClampWindow(y0, y1, img.height);
+    spec.win_x0 = wx.lo;
+    spec.win_x1 = wx.hi;
+    spec.win_y0 = wy.lo;
+    spec.win_y1 = wy.hi;
+  } else {
+    spec.win_x0 = 0;
+    spec.win_x1 = img.width;
+    spec.win_y0 = 0;
+    spec.win_y1 = img.height;
+  }
+
+  internal::OutputSpec out;
+  out.dst = dst;
+  if (options_.layout == Layout::kFloatCHW) {
+    out.kind = internal::OutputSpec::Kind::kFloatCHW;
+    for (int c = 0; c < 3; ++c) {
+      // (q / 255 - mean) / std as one multiply-add.
+      out.scale[c] = static_cast<float>(1.0 / (255.0 * options_.std[c]));
+      out.offset[c] = static_cast<float>(-static_cast<double>(options_.mean[c]) /
+                                         options_.std[c]);
+    }
+  } else {
+    out.kind = internal::OutputSpec::Kind::kUint8HWC;
+  }
+  internal::ResampleRgb(spec, out);
+  return absl::OkStatus();
+}
+
+size_t Transform::OutputBytes() const {
+  const size_t n = static_cast<size_t>(options_.image_size);
+  const size_t elem = options_.layout == Layout::kFloatCHW ? sizeof(float) : 1;
+  return 3 * n * n * elem;
+}
+
+std::array<int, 3> Transform::OutputShape() const {
+  const int n = options_.image_size;
+  if (options_.layout == Layout::kFloatCHW) return {3, n, n};
+  return {n, n, 3};
+}
+
+}  // namespace flowloader::augment

@@ -1,0 +1,91 @@
+// decoder.cc: Decoder (see decoder.h): format sniffing and dispatch to the codecs.
+//
+// The format comes from the first bytes only, never from a file name: ImageNet ships PNG
+// and CMYK files named .JPEG, and text with an image extension is simply not an image.
+//
+// Thread-safety: a Decoder is immutable; all per-call state lives in the codec calls.
+#include "stages/decode/decoder.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "stages/core/sample_error.h"
+#include "stages/decode/internal/common.h"
+#include "stages/decode/internal/jpeg_codec.h"
+#include "stages/decode/internal/png_codec.h"
+
+namespace flowloader::decode {
+namespace {
+
+bool HasPrefix(absl::string_view bytes, absl::string_view magic) {
+  // A file shorter than its magic still counts when what is there matches, so that a
+  // cut-off image is reported as truncated rather than as not an image.
+  const size_t n = std::min(bytes.size(), magic.size());
+  return bytes.substr(0, n) == magic.substr(0, n);
+}
+
+// Sniff names the format from magic bytes: JPEG SOI + a marker (FF D8 FF), PNG's
+// 8-byte signature. At least two bytes must match.
+Format Sniff(absl::string_view bytes) {
+  if (bytes.size() < 2) return Format::kUnknown;
+  if (HasPrefix(bytes, "\xFF\xD8\xFF")) return Format::kJpeg;
+  if (HasPrefix(bytes, "\x89PNG\r\n\x1A\n")) return Format::kPng;
+  return Format::kUnknown;
+}
+
+absl::Status SniffError(absl::string_view bytes) {
+  if (bytes.empty()) return internal::DecodeError(reason::kEmptyFile, "file is empty");
+  const auto byte = [&](size_t i) {
+    return i < bytes.size() ? static_cast<unsigned>(static_cast<uint8_t>(bytes[i])) : 0u;
+  };
+  return internal::DecodeError(
+      reason::kUnknownFormat,
+      absl::StrFormat("not a JPEG or PNG file (starts with %02x %02x %02x %02x, %d bytes)",
+                      byte(0), byte(1), byte(2), byte(3), bytes.size()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const DecoderOptions& options) {
+  if (options.max_pixels <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("max_pixels must be > 0, got %d", options.max_pixels));
+  }
+  return std::unique_ptr<Decoder>(new Decoder(options));
+}
+
+absl::StatusOr<ImageInfo> Decoder::ReadInfo(absl::string_view bytes) const {
+  switch (Sniff(bytes)) {
+    case Format::kJpeg:
+      return internal::ReadJpegInfo(bytes, options_);
+    case Format::kPng:
+      return internal::ReadPngInfo(bytes, options_);
+    case Format::kUnknown:
+      break;
+  }
+  return SniffError(bytes);
+}
+
+absl::Status Decoder::Decode(absl::string_view bytes, const ImageInfo& info,
+                             const RegionRequest* request, DecodedImage* out) const {
+  // The codecs re-read the header from `bytes` rather than trusting `info`, so a stale
+  // or hand-made info can never make them allocate more than max_pixels allows.
+  const Format format = Sniff(bytes);
+  if (info.format != Format::kUnknown && format != Format::kUnknown && info.format != format) {
+    return absl::InvalidArgumentError("ImageInfo describes a different format than bytes");
+  }
+  switch (format) {
+    case Format::kJpeg:
+      return internal::DecodeJpeg(bytes, options_, request, out);
+    case Format::kPng:
+      return internal::DecodePng(bytes, options_, out);  // PNG has no partial decode.
+    case Format::kUnknown:
+      break;
+  }
+  return SniffError(bytes);
+}
+
+}  // namespace flowloader::decode
