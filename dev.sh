@@ -32,7 +32,7 @@ case "${1:-}" in
     ;;
   demo)
     setup
-    bazel build -c opt //runtime:flowloader
+    bazel build //runtime:flowloader
     ./bazel-bin/runtime/flowloader make-dataset --out=.sample_data --classes=10 --images_per_class=30
     ./bazel-bin/runtime/flowloader run --data=.sample_data --batch_size=64 --num_workers=2 \
       --epochs=2 --summary_json=.sample_data.summary.json "${@:2}"
