@@ -23,6 +23,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "graph/stage_stats.h"
@@ -78,7 +78,9 @@ class PipelineCollector : public prometheus::Collectable {
   void PruneExpiredLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock clock_;
-  mutable absl::Mutex mu_;
+  // std::mutex, not absl::Mutex: Debian's Abseil is not built with TSan annotations, so
+  // ThreadSanitizer cannot see absl::Mutex ordering.
+  mutable std::mutex mu_;
   // Mutable because Collect() (const by interface) prunes and updates MonotonicState.
   mutable std::vector<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
 };

@@ -3,6 +3,7 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -10,7 +11,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "exporters/internal/listen_address.h"
@@ -34,11 +34,12 @@ struct SharedServer {
 };
 
 // The table is leaked on purpose: handles may outlive static destruction.
-absl::Mutex& SharedMu() {
-  static absl::Mutex* mu = new absl::Mutex;
+std::mutex& SharedMu() {
+  static std::mutex* mu = new std::mutex;
   return *mu;
 }
-std::map<std::string, SharedServer>& SharedTable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(SharedMu()) {
+std::map<std::string, SharedServer>& SharedTable()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(SharedMu()) {
   static auto* table = new std::map<std::string, SharedServer>;
   return *table;
 }
@@ -46,7 +47,7 @@ std::map<std::string, SharedServer>& SharedTable() ABSL_EXCLUSIVE_LOCKS_REQUIRED
 // ReleaseShared drops one handle. The last one stops the server while SharedMu is held,
 // so a concurrent Shared() for the same address never finds the port still bound.
 void ReleaseShared(const std::string& key) {
-  absl::MutexLock lock(&SharedMu());
+  std::lock_guard<std::mutex> lock(SharedMu());
   auto& table = SharedTable();
   auto it = table.find(key);
   if (it == table.end() || --it->second.handles > 0) return;
@@ -111,7 +112,7 @@ absl::StatusOr<std::shared_ptr<MetricsServer>> MetricsServer::Shared(
   absl::StatusOr<ListenAddress> listen = Normalize(address);
   if (!listen.ok()) return listen.status();
   const std::string key = listen->ToString();
-  absl::MutexLock lock(&SharedMu());
+  std::lock_guard<std::mutex> lock(SharedMu());
   SharedServer& entry = SharedTable()[key];
   if (entry.server == nullptr) {
     absl::StatusOr<std::unique_ptr<MetricsServer>> started = Start(key);

@@ -1,6 +1,7 @@
 // pipeline_collector.cc: PipelineCollector, the scrape-time reader of PipelineStats.
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -55,7 +56,7 @@ PipelineCollector::~PipelineCollector() = default;
 absl::Status PipelineCollector::Register(std::shared_ptr<const PipelineStats> stats) {
   if (stats == nullptr) return absl::InvalidArgumentError("PipelineStats is null");
   if (absl::Status s = ValidateShape(*stats); !s.ok()) return s;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   PruneExpiredLocked();
   for (const auto& e : entries_) {
     const std::shared_ptr<const PipelineStats> live = e->stats.lock();
@@ -73,7 +74,7 @@ absl::Status PipelineCollector::Register(std::shared_ptr<const PipelineStats> st
 }
 
 bool PipelineCollector::Unregister(const PipelineStats* stats) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   // Expired entries go first: their address may have been reused by a new pipeline.
   PruneExpiredLocked();
   auto it = std::find_if(entries_.begin(), entries_.end(),
@@ -84,7 +85,7 @@ bool PipelineCollector::Unregister(const PipelineStats* stats) {
 }
 
 int PipelineCollector::size() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   PruneExpiredLocked();
   return static_cast<int>(entries_.size());
 }
@@ -100,7 +101,7 @@ std::vector<prometheus::MetricFamily> PipelineCollector::Collect() const {
   const absl::Time now = clock_();
   // The lock is held for the whole scrape: it serialises concurrent scrapes over the
   // MonotonicState and costs a Register at most one scrape's worth of waiting.
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   PruneExpiredLocked();
   for (const auto& e : entries_) {
     // Holding a strong reference for the read lets a pipeline be destroyed mid-scrape.

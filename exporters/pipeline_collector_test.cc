@@ -67,13 +67,16 @@ class PipelineCollectorTest : public ::testing::Test {
     stats_->start_unix_nanos = absl::ToUnixNanos(now_ - absl::Seconds(10));
   }
 
+  // Counter / Gauge scrape once and return one series' value (NaN if absent).
   double Counter(const std::string& name, const Labels& labels) {
-    const ClientMetric* m = FindMetric(collector_.Collect(), name, labels);
+    const std::vector<MetricFamily> families = collector_.Collect();
+    const ClientMetric* m = FindMetric(families, name, labels);
     EXPECT_NE(m, nullptr) << name;
     return m == nullptr ? std::nan("") : m->counter.value;
   }
   double Gauge(const std::string& name, const Labels& labels) {
-    const ClientMetric* m = FindMetric(collector_.Collect(), name, labels);
+    const std::vector<MetricFamily> families = collector_.Collect();
+    const ClientMetric* m = FindMetric(families, name, labels);
     EXPECT_NE(m, nullptr) << name;
     return m == nullptr ? std::nan("") : m->gauge.value;
   }

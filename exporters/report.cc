@@ -119,7 +119,6 @@ std::string StageTable(const RunSnapshot& run) {
   absl::StrAppendFormat(&out, "consumer waited %.2f s of %.2f s (%.0f%%); bottleneck: %s\n",
                         run.consumer_wait_seconds, wall, 100 * d.consumer_wait_share,
                         d.bottleneck.empty() ? "-" : d.bottleneck);
-  absl::StrAppend(&out, d.advice, "\n");
   return out;
 }
 

@@ -111,16 +111,21 @@ Diagnosis Diagnose(const RunSnapshot& run, const DiagnoseOptions& options = {});
 //    "images_per_second": float, "skipped": int, "errors": {"<reason>": int},
 //    "num_workers": int, "batch_size": int,
 //    "stages": {"<stage>": {"items": int, "busy_seconds": float, "utilization": float,
-//                           "concurrency": int}},
-//    "consumer_wait_seconds": float, "bottleneck": str, "diagnosis": {...}}
+//                           "concurrency": int, "errors": int}},
+//    "consumer_wait_seconds": float, "bottleneck": str,
+//    "diagnosis": {"bottleneck": str, "busiest_stage": str, "busiest_utilization": float,
+//                  "consumer_wait_share": float, "loader_bound": bool, "advice": str,
+//                  "notes": [str]}}
+// The first ten keys are the fixed schema scripts rely on; the rest are extras.
 // "errors" is summed over stages by reason. Floats always carry a '.' or exponent, and
 // non-finite values are written as 0, so every parser reads the same types.
 std::string SummaryJson(const RunSnapshot& run);
 std::string SummaryJson(const PipelineStats& stats, const RunFacts& facts);
 
-// StageTable renders one aligned line per stage (stage, workers, items, busy seconds,
-// busy share of the stage's worker time, errors) and a footer with the consumer's wait
-// and the verdict; lines end in '\n'.
+// StageTable renders a header, one aligned line per stage (stage, workers, items, busy
+// seconds, busy share of the stage's worker time, errors) and a footer line with the
+// consumer's wait and the bottleneck; lines end in '\n'. The advice sentence is not
+// included: print Diagnose(run).advice where you want it.
 std::string StageTable(const RunSnapshot& run);
 std::string StageTable(const PipelineStats& stats, const RunFacts& facts);
 

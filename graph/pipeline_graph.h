@@ -105,7 +105,8 @@ class PipelineGraph {
     // buffer goes back to the pool when the last copy is released (from any thread, at
     // any time, even after Stop or destruction of the graph).
     std::shared_ptr<const Batch> batch;
-    // This was the last batch of its epoch (counted in delivery order).
+    // This was the last batch of its epoch (as completed, batches of the next epoch are
+    // held back until this one is complete, so this is exact in both orders).
     bool ends_epoch = false;
     // Every configured epoch has been delivered; nothing else is set.
     bool done = false;

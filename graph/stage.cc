@@ -1,5 +1,6 @@
 #include "graph/stage.h"
 
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -134,7 +135,7 @@ absl::Status StageRegistry::Register(StageSchema schema, StageFactory factory) {
                                                      o.default_value, "'"));
     }
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (entries_.count(schema.type) > 0) {
     return absl::AlreadyExistsError(
         absl::StrCat("stage type '", schema.type, "' is already registered"));
@@ -159,7 +160,7 @@ absl::Status StageRegistry::RegisterFunction(const std::string& type, const std:
 }
 
 absl::StatusOr<StageSchema> StageRegistry::Find(const std::string& type) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(type);
   if (it == entries_.end()) {
     std::vector<std::string> known;
@@ -176,7 +177,7 @@ absl::StatusOr<std::unique_ptr<SampleStage>> StageRegistry::Create(
   StageFactory factory;
   StageSchema schema;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(type);
     if (it == entries_.end()) return Find(type).status();
     schema = it->second.schema;
@@ -188,14 +189,14 @@ absl::StatusOr<std::unique_ptr<SampleStage>> StageRegistry::Create(
 }
 
 std::vector<std::string> StageRegistry::Types() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> types;
   for (const auto& [name, entry] : entries_) types.push_back(name);
   return types;
 }
 
 std::string StageRegistry::Help() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   for (const auto& [name, entry] : entries_) {
     absl::StrAppend(&out, name, ": ", entry.schema.doc, "\n");

@@ -12,6 +12,7 @@
 #ifndef FLOWLOADER_GRAPH_STAGE_H_
 #define FLOWLOADER_GRAPH_STAGE_H_
 
+#include <mutex>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -19,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "stages/augment/transform.h"
 #include "stages/core/rng.h"
 #include "stages/decode/decoder.h"
@@ -174,7 +175,7 @@ class StageRegistry {
     StageSchema schema;
     StageFactory factory;
   };
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,5 +1,6 @@
 #include "graph/stage_stats.h"
 
+#include <mutex>
 #include <algorithm>
 
 namespace flowloader {
@@ -24,20 +25,43 @@ LatencyHistogram::Snapshot LatencyHistogram::Read() const {
 }
 
 void StageStats::CountError(absl::string_view reason) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ++errors_[std::string(reason)];
 }
 
 std::map<std::string, uint64_t> StageStats::Errors() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return errors_;
 }
 
 uint64_t StageStats::TotalErrors() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   uint64_t total = 0;
   for (const auto& [reason, n] : errors_) total += n;
   return total;
+}
+
+void TraceBuffer::Record(int32_t stage, int64_t start_nanos, int64_t duration_nanos,
+                         int64_t item) {
+  if (next_.load(std::memory_order_relaxed) >= spans_.size()) return;  // Window is over.
+  const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+  if (i >= spans_.size()) return;
+  static std::atomic<uint32_t> thread_counter{0};
+  thread_local const uint32_t thread = thread_counter.fetch_add(1) + 1;
+  spans_[i] = Span{stage, thread, start_nanos, duration_nanos, item};
+  done_.fetch_add(1, std::memory_order_release);
+}
+
+std::vector<TraceBuffer::Span> TraceBuffer::Spans() const {
+  const size_t n = std::min(done_.load(std::memory_order_acquire), spans_.size());
+  return std::vector<Span>(spans_.begin(), spans_.begin() + static_cast<ptrdiff_t>(n));
+}
+
+int32_t PipelineStats::StageIndex(const StageStats* stage) const {
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    if (stages_[i].get() == stage) return static_cast<int32_t>(i);
+  }
+  return -1;
 }
 
 StageStats* PipelineStats::AddStage(const std::string& name, int concurrency) {

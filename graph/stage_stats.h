@@ -9,6 +9,7 @@
 #ifndef FLOWLOADER_GRAPH_STAGE_STATS_H_
 #define FLOWLOADER_GRAPH_STAGE_STATS_H_
 
+#include <mutex>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -19,7 +20,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 
 namespace flowloader {
 
@@ -72,7 +72,7 @@ class StageStats {
  private:
   const std::string name_;
   const int concurrency_;
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, uint64_t> errors_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -84,6 +84,32 @@ struct EdgeStats {
   const std::string to;
   const int64_t capacity;  // Items; the bound that keeps memory flat.
   std::atomic<int64_t> depth{0};
+};
+
+// TraceBuffer records per-stage spans for a bounded window: the first `capacity` spans
+// of the run, then nothing more (a full buffer costs one relaxed load per span). Written
+// out as a Chrome/Perfetto trace by exporters/trace.h.
+class TraceBuffer {
+ public:
+  struct Span {
+    int32_t stage = 0;     // Index into PipelineStats::stages(), or -1 for the consumer.
+    uint32_t thread = 0;   // A small per-thread number.
+    int64_t start_nanos = 0;  // steady_clock.
+    int64_t duration_nanos = 0;
+    int64_t item = 0;      // Sample index, or batch sequence for batch stages.
+  };
+  explicit TraceBuffer(size_t capacity) : spans_(capacity) {}
+
+  void Record(int32_t stage, int64_t start_nanos, int64_t duration_nanos, int64_t item);
+  // Spans returns the recorded spans (call after the pipeline stopped, or accept that the
+  // last few may be half-written).
+  std::vector<Span> Spans() const;
+  size_t capacity() const { return spans_.size(); }
+
+ private:
+  std::vector<Span> spans_;
+  std::atomic<size_t> next_{0};
+  std::atomic<size_t> done_{0};
 };
 
 // PipelineStats is everything one pipeline reports.
@@ -115,6 +141,11 @@ class PipelineStats {
 
   // Build information, shown as labels of a constant gauge. Set before the first item.
   std::map<std::string, std::string> build_info;
+
+  // Span trace, when enabled (set before the first item; nullptr = off).
+  std::unique_ptr<TraceBuffer> trace;
+  // StageIndex returns the position of `stage` in stages(), or -1.
+  int32_t StageIndex(const StageStats* stage) const;
 
  private:
   const std::string pipeline_;

@@ -1,5 +1,6 @@
 #include "runtime/pipeline.h"
 
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -84,6 +85,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
                        {"prefetch_batches", absl::StrCat(options.prefetch_batches)},
                        {"decoder", "libjpeg-turbo"},
                        {"memory", LocationName(shared_memory->location())}};
+  if (options.trace_spans > 0) stats->trace = std::make_unique<TraceBuffer>(options.trace_spans);
   std::shared_ptr<const Dataset> shared_dataset = std::move(*dataset);
   std::shared_ptr<const Sampler> shared_sampler = std::move(*sampler);
   absl::StatusOr<std::unique_ptr<PipelineGraph>> graph = PipelineGraph::Create(
@@ -113,16 +115,15 @@ Pipeline::Pipeline(const PipelineOptions& options, std::shared_ptr<PipelineStats
 Pipeline::~Pipeline() {
   Stop();
   // A Next blocked in another thread returns Cancelled now; wait until it has left.
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](int* active) { return *active == 0; }, &active_next_calls_));
+  std::unique_lock<std::mutex> lock(mu_);
+  no_active_next_.wait(lock, [this] { return active_next_calls_ == 0; });
 }
 
 absl::Status Pipeline::Next(std::shared_ptr<const Batch>* batch, bool* end_of_epoch) {
   *batch = nullptr;
   *end_of_epoch = false;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (pending_end_of_epoch_ || done_) {
       pending_end_of_epoch_ = false;
       *end_of_epoch = true;
@@ -136,7 +137,7 @@ absl::Status Pipeline::Next(std::shared_ptr<const Batch>* batch, bool* end_of_ep
   while (true) {
     PipelineGraph::Popped popped;
     status = graph_->Pop(&popped);  // Blocks without holding mu_.
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!status.ok()) break;
     if (popped.done) {
       done_ = true;
@@ -158,20 +159,20 @@ absl::Status Pipeline::Next(std::shared_ptr<const Batch>* batch, bool* end_of_ep
       break;
     }
   }
-  absl::MutexLock lock(&mu_);
-  --active_next_calls_;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--active_next_calls_ == 0) no_active_next_.notify_all();
   return status;
 }
 
 void Pipeline::Stop() { graph_->Stop(); }
 
 bool Pipeline::done() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return done_;
 }
 
 Cursor Pipeline::Checkpoint() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return cursor_;
 }
 

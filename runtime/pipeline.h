@@ -25,15 +25,17 @@
 #ifndef FLOWLOADER_RUNTIME_PIPELINE_H_
 #define FLOWLOADER_RUNTIME_PIPELINE_H_
 
+#include <condition_variable>
+#include <mutex>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "graph/pipeline_graph.h"
 #include "graph/stage_stats.h"
 #include "stages/collate/batch.h"
@@ -95,6 +97,9 @@ struct PipelineOptions {
   // Where batches go: auto (CUDA device if present, else host, logged), cpu or cuda.
   DeviceChoice device = DeviceChoice::kAuto;
   bool pin_memory = true;
+  // Record the first trace_spans per-stage spans for a Chrome/Perfetto trace (see
+  // stats()->trace); 0 = off. Each span is 32 bytes, allocated up front.
+  size_t trace_spans = 0;
   // Resume position (see Cursor).
   Cursor resume;
   // File system; nullptr = the real one. Not owned; must outlive the pipeline.
@@ -142,7 +147,10 @@ class Pipeline {
   const std::unique_ptr<PipelineGraph> graph_;
   const int64_t samples_per_epoch_;
 
-  mutable absl::Mutex mu_;
+  // std::mutex rather than absl::Mutex throughout: Debian's Abseil is not built for
+  // ThreadSanitizer, which then cannot see its locking.
+  mutable std::mutex mu_;
+  std::condition_variable no_active_next_;
   int active_next_calls_ ABSL_GUARDED_BY(mu_) = 0;
   bool pending_end_of_epoch_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;

@@ -73,7 +73,8 @@ class DashboardTest(unittest.TestCase):
             "flowloader_host_bytes_in_flight", "flowloader_host_bytes_budget",
             "flowloader_pinned_bytes_in_flight", "flowloader_pinned_bytes_budget",
             "rate(flowloader_stage_errors_total",
-            "histogram_quantile(0.99, sum by (stage, le) (rate(flowloader_stage_latency_seconds_bucket",
+            "histogram_quantile(0.99, sum by (stage, le) "
+            "(rate(flowloader_stage_latency_seconds_bucket",
         ]:
             self.assertIn(needle, exprs)
 

@@ -27,7 +27,8 @@ for family in \
     exit 1
   fi
 done
-grep -q '^flowloader_stage_latency_seconds_bucket{pipeline="train",stage="decode",le="+Inf"} ' "$out"
+inf_bucket='flowloader_stage_latency_seconds_bucket{pipeline="train",stage="decode",le="+Inf"}'
+grep -qF "${inf_bucket} " "$out"
 
 echo "promtool check metrics on $(wc -l < "$out") lines:"
 if ! "$promtool" check metrics < "$out"; then

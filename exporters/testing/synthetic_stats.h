@@ -30,7 +30,9 @@ namespace exporters_testing {
 inline constexpr int kTrainSamplesPerSecond = 1000;
 inline constexpr int kTrainBatchSize = 64;
 inline constexpr double kTrainDecodeErrorShare = 0.03;     // "truncated"
-inline constexpr double kTrainConsumerWaitShare = 0.40;    // Starving.
+// Starving. High enough that rate(...[1m]) > 0.2 holds ~15 s after the first scrape:
+// rate() divides by the whole window, so a young series reads low.
+inline constexpr double kTrainConsumerWaitShare = 0.75;
 inline constexpr double kTrainDecodeUtilization = 0.95;    // On 2 workers: the bottleneck.
 
 // MakeTrainStats builds reader(1) → decode(2) → augment(2) → collate(1) → upload(1),

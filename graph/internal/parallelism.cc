@@ -1,15 +1,16 @@
+#include "absl/base/thread_annotations.h"
 #include "graph/internal/parallelism.h"
 
+#include <mutex>
 #include <oneapi/tbb/global_control.h>
 
 #include <memory>
 
-#include "absl/synchronization/mutex.h"
 
 namespace flowloader {
 namespace {
 
-absl::Mutex mu(absl::kConstInit);
+std::mutex mu;  // std::mutex: ThreadSanitizer sees pthread locks, not absl's futexes.
 int total_workers ABSL_GUARDED_BY(mu) = 0;
 tbb::global_control* control ABSL_GUARDED_BY(mu) = nullptr;
 
@@ -25,13 +26,13 @@ void ApplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
 }  // namespace
 
 ScopedParallelism::ScopedParallelism(int workers) : workers_(workers) {
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   total_workers += workers_;
   ApplyLocked();
 }
 
 ScopedParallelism::~ScopedParallelism() {
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   total_workers -= workers_;
   ApplyLocked();
 }

@@ -1,3 +1,5 @@
+#include <mutex>
+
 #include "graph/internal/token_pool.h"
 
 namespace flowloader {
@@ -30,7 +32,7 @@ TokenPool::~TokenPool() {
 }
 
 void TokenPool::SetRecycler(std::function<void(BatchToken*)> recycler) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   recycler_ = std::move(recycler);
 }
 
@@ -44,7 +46,7 @@ void TokenPool::Release(BatchToken* token) {
   gauge.fetch_sub(static_cast<int64_t>(buffer_bytes_), std::memory_order_relaxed);
   // Under the lock so that Stop (which clears the recycler) never races a put into a
   // graph being torn down.
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (recycler_) recycler_(token);
 }
 

@@ -10,13 +10,14 @@
 #ifndef FLOWLOADER_GRAPH_INTERNAL_TOKEN_POOL_H_
 #define FLOWLOADER_GRAPH_INTERNAL_TOKEN_POOL_H_
 
+#include <mutex>
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "graph/stage.h"
 #include "graph/stage_stats.h"
 #include "stages/collate/batch.h"
@@ -62,7 +63,7 @@ class TokenPool : public std::enable_shared_from_this<TokenPool> {
   const std::shared_ptr<PipelineStats> stats_;
   const size_t buffer_bytes_;
   std::vector<std::unique_ptr<BatchToken>> tokens_;
-  absl::Mutex mu_;
+  std::mutex mu_;
   std::function<void(BatchToken*)> recycler_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -258,6 +258,25 @@ TEST_F(ResizePilTest, TrainCropOfExactOutputSizeMatchesPil) {
   RunAndCompare();
 }
 
+TEST_F(ResizePilTest, ExtremeDownscalesMatchPil) {
+  // Scales of ~8 and ~36: long tap lists (the generic, non-unrolled loops) and more
+  // than 64 vertical taps.
+  const auto t = MakeTransform(Mode::kTrain, 224);
+  CropPlan plan;
+  const auto wide = MakeImage(8000, 400, Pattern::kNoise, 21);
+  plan.region = RectF{0, 0, 8000, 400};
+  Add("wide", wide, *t, plan);
+  const auto tall = MakeImage(300, 8000, Pattern::kEdges, 22);
+  plan.region = RectF{10, 0, 290, 8000};
+  plan.flip = true;
+  Add("tall", tall, *t, plan);
+  const auto eval = MakeTransform(Mode::kEval, 224, 256);
+  const auto big = MakeImage(2400, 1800, Pattern::kRamps, 23);
+  SampleRng rng(1, 0, 0);
+  Add("eval_big", big, *eval, eval->Plan(2400, 1800, rng));
+  RunAndCompare();
+}
+
 TEST_F(ResizePilTest, EvalMatchesPilResizeThenCenterCrop) {
   const struct {
     int w, h;

@@ -38,7 +38,7 @@ enum class Layout {
 
 struct TransformOptions {
   Mode mode = Mode::kTrain;
-  // Output side length in pixels (square output). Must be > 0.
+  // Output side length in pixels (square output). Must be in [1, 16384].
   int image_size = 224;
   // Eval only: the shorter side after Resize, before CenterCrop. 0 means
   // round(image_size * 256 / 224), torchvision's ImageNet recipe. Must be >= image_size.

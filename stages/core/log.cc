@@ -1,22 +1,23 @@
+#include "absl/base/thread_annotations.h"
 #include "stages/core/log.h"
 
+#include <mutex>
 #include <atomic>
 #include <cstdio>
 
-#include "absl/synchronization/mutex.h"
 
 namespace flowloader {
 namespace {
 
 std::atomic<int> min_level{static_cast<int>(LogLevel::kInfo)};
-absl::Mutex mu(absl::kConstInit);
+std::mutex mu;  // std::mutex: ThreadSanitizer sees pthread locks, not absl's futexes.
 LogSink* sink ABSL_GUARDED_BY(mu) = nullptr;
 
 }  // namespace
 
 void Log(LogLevel level, absl::string_view message) {
   if (static_cast<int>(level) < min_level.load(std::memory_order_relaxed)) return;
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   if (sink != nullptr) {
     (*sink)(level, message);
     return;
@@ -29,7 +30,7 @@ void Log(LogLevel level, absl::string_view message) {
 void SetMinLogLevel(LogLevel level) { min_level.store(static_cast<int>(level)); }
 
 LogSink SetLogSink(LogSink new_sink) {
-  absl::MutexLock lock(&mu);
+  std::lock_guard<std::mutex> lock(mu);
   LogSink previous = sink != nullptr ? *sink : LogSink();
   delete sink;
   sink = new_sink ? new LogSink(std::move(new_sink)) : nullptr;

@@ -132,7 +132,7 @@ TEST_P(JpegKindTest, DecodesToRgbCloseToSource) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllKinds, JpegKindTest, ::testing::ValuesIn(kJpegCases),
-    [](const ::testing::TestParamInfo<JpegCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<JpegCase>& p) { return p.param.name; });
 
 TEST(DecoderTest, GrayJpegDecodesWithEqualChannels) {
   const std::string bytes = Jpeg(PhotoLike(64, 40, 1));
@@ -236,7 +236,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PngCase{"interlaced_rgba16", 4, 16, false, true},
                       PngCase{"interlaced_palette", 3, 8, true, true},
                       PngCase{"interlaced_gray1", 1, 1, false, true}),
-    [](const ::testing::TestParamInfo<PngCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<PngCase>& p) { return p.param.name; });
 
 TEST(DecoderTest, PngIgnoresRegionRequestAndDecodesWhole) {
   const Image src = PhotoLike(60, 40, 3);
@@ -440,6 +440,18 @@ TEST(DecoderTest, SkipsCorruptJpegAndNamesReason) {
   EXPECT_EQ(ErrorReason(d->ReadInfo(no_frame).status()), reason::kCorrupt);
 }
 
+TEST(DecoderTest, NamesLosslessAnd12BitJpegUnsupported) {
+  const std::string full = Jpeg(PhotoLike(32, 32, 3));
+  const size_t sof = full.find("\xFF\xC0");
+  ASSERT_NE(sof, std::string::npos);
+  std::string lossless = full;
+  lossless[sof + 1] = '\xC3';  // SOF3: lossless, not in libjpeg-turbo 2.1.
+  EXPECT_EQ(ErrorReason(MakeDecoder()->ReadInfo(lossless).status()), reason::kUnsupported);
+  std::string twelve_bit = full;
+  twelve_bit[sof + 4] = 12;  // Sample precision.
+  EXPECT_EQ(ErrorReason(MakeDecoder()->ReadInfo(twelve_bit).status()), reason::kUnsupported);
+}
+
 TEST(DecoderTest, SkipsTruncatedAndCorruptPngAndNamesReason) {
   const std::string full = Png(PhotoLike(120, 80, 3));
   auto d = MakeDecoder();
@@ -458,11 +470,15 @@ TEST(DecoderTest, CreateRejectsNonPositiveMaxPixels) {
   EXPECT_TRUE(absl::IsInvalidArgument(Decoder::Create(options).status()));
 }
 
-TEST(DecoderTest, RejectsRegionOutsideTheImage) {
+TEST(DecoderTest, RejectsEmptyOrNonFiniteRegions) {
   const std::string bytes = Jpeg(PhotoLike(64, 64, 3));
-  RegionRequest outside{RectF{100, 100, 10, 10}, 10, 10};
   DecodedImage out;
-  EXPECT_TRUE(absl::IsInvalidArgument(DecodeAll(*MakeDecoder(), bytes, &out, &outside)));
+  for (const RectF& region : {RectF{100, 100, 10, 10}, RectF{10, 10, 0, 5},
+                              RectF{NAN, 0, 10, 10}, RectF{0, 0, INFINITY, 10}}) {
+    RegionRequest request{region, 10, 10};
+    EXPECT_TRUE(absl::IsInvalidArgument(DecodeAll(*MakeDecoder(), bytes, &out, &request)))
+        << region.x << "," << region.y << " " << region.w << "x" << region.h;
+  }
 }
 
 TEST(DecoderTest, ReusedOutputTakesTheNewImageSize) {

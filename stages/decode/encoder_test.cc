@@ -271,7 +271,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PngCase{"palette", 3, Png(8, true), 8, 3},
                       PngCase{"palette_alpha", 4, Png(8, true), 8, 3},
                       PngCase{"interlaced", 3, Png(8, false, true), 8, 2}),
-    [](const ::testing::TestParamInfo<PngCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<PngCase>& p) { return p.param.name; });
 
 TEST(EncodePngTest, PaletteWithAlphaWritesTrns) {
   Image img = PhotoLike(16, 16, 4);

@@ -1,3 +1,5 @@
+#include <mutex>
+
 #include "stages/reader/fault_env.h"
 
 #include "absl/time/clock.h"
@@ -5,12 +7,12 @@
 namespace flowloader {
 
 void FaultEnv::Inject(const std::string& path_substring, const Fault& fault) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   rules_[path_substring] = Rule{fault, 0};
 }
 
 int FaultEnv::Attempts(const std::string& path_substring) const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = rules_.find(path_substring);
   return it == rules_.end() ? 0 : it->second.attempts;
 }
@@ -21,7 +23,7 @@ absl::Status FaultEnv::ReadFile(const std::string& path, int64_t max_bytes,
   bool matched = false;
   bool fail = false;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     for (auto& [substring, rule] : rules_) {
       if (path.find(substring) == std::string::npos) continue;
       matched = true;

@@ -8,13 +8,13 @@
 #ifndef FLOWLOADER_STAGES_READER_FAULT_ENV_H_
 #define FLOWLOADER_STAGES_READER_FAULT_ENV_H_
 
+#include <mutex>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "stages/reader/env.h"
 
@@ -55,7 +55,7 @@ class FaultEnv : public Env {
     int attempts = 0;
   };
   Env* const base_;
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, Rule> rules_ ABSL_GUARDED_BY(mu_);
 };
 

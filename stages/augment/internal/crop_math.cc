@@ -8,10 +8,25 @@
 
 namespace flowloader::augment::internal {
 
+namespace {
+
+// Results beyond this are clamped: Python's ints do not overflow, C++'s would (UB), and
+// no real image side comes near it.
+constexpr double kMaxSide = 1 << 30;
+
+// ToInt converts an integral double, saturating to [-kMaxSide, kMaxSide].
+int ToInt(double x) {
+  if (!(x < kMaxSide)) return static_cast<int>(kMaxSide);  // Also catches NaN.
+  if (x < -kMaxSide) return -static_cast<int>(kMaxSide);
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
 int PyRound(double x) {
   // nearbyint uses the current rounding mode, round-to-nearest-even unless someone
   // changed it; Python's round() is exactly that.
-  return static_cast<int>(std::nearbyint(x));
+  return ToInt(std::nearbyint(x));
 }
 
 IntBox RandomResizedCropBox(int width, int height, double scale_min, double scale_max,
@@ -66,8 +81,8 @@ void ResizeShorterSide(int width, int height, int size, int* new_width, int* new
   const bool width_is_short = width <= height;
   const int short_side = width_is_short ? width : height;
   const int long_side = width_is_short ? height : width;
-  const int new_long = static_cast<int>(static_cast<double>(size) *
-                                        static_cast<double>(long_side) / short_side);
+  const int new_long = ToInt(std::trunc(static_cast<double>(size) *
+                                        static_cast<double>(long_side) / short_side));
   *new_width = width_is_short ? size : new_long;
   *new_height = width_is_short ? new_long : size;
 }

@@ -21,7 +21,8 @@ struct IntBox {
   int width = 0;
 };
 
-// PyRound is Python 3's round() to an integer: halves go to the even neighbour.
+// PyRound is Python 3's round() to an integer: halves go to the even neighbour. Results
+// saturate at ±2^30 (Python's would grow; no image side comes near).
 int PyRound(double x);
 
 // RandomResizedCropBox is RandomResizedCrop.get_params for a width × height image: up to
@@ -31,7 +32,8 @@ IntBox RandomResizedCropBox(int width, int height, double scale_min, double scal
                             double ratio_min, double ratio_max, SampleRng& rng);
 
 // ResizeShorterSide is Resize(size)'s output size for an int `size`: the shorter side
-// becomes `size`, the longer int(size * long / short) (truncated, as torchvision does).
+// becomes `size`, the longer int(size * long / short) (truncated, as torchvision does),
+// saturating at 2^30.
 void ResizeShorterSide(int width, int height, int size, int* new_width, int* new_height);
 
 // CenterCropOffset is CenterCrop's top (or left) offset: int(round((in - out) / 2.0)).

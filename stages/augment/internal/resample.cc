@@ -60,6 +60,7 @@ struct Scratch {
   std::vector<double> raw;
   std::vector<int> raw_first;
   std::vector<int> raw_count;
+  std::vector<int16_t> w16;  // One row's int16 vertical weights while quantizing.
 };
 
 Scratch& ThreadScratch() {
@@ -73,13 +74,8 @@ void QuantizeVertical(const AxisFilter& f, Scratch* s) {
   const int pairs = (f.taps + 1) / 2;
   s->pairs_y = pairs;
   s->wy_pairs.resize(static_cast<size_t>(f.out_size) * pairs);
-  int16_t q[64 + 1];
-  std::vector<int16_t> big;  // Only for extreme downscales (> 64 taps).
-  int16_t* w16 = q;
-  if (f.taps > 64) {
-    big.resize(f.taps + 1);
-    w16 = big.data();
-  }
+  if (s->w16.size() < static_cast<size_t>(f.taps) + 1) s->w16.resize(f.taps + 1);
+  int16_t* w16 = s->w16.data();
   for (int y = 0; y < f.out_size; ++y) {
     const float* w = &f.weights[static_cast<size_t>(y) * f.taps];
     int sum = 0;
@@ -309,6 +305,78 @@ HorizontalFns PickHorizontal(int taps) {
   }
 }
 
+// CropToFloat is the whole resize when both axes are the identity (scale 1 on an aligned
+// box: a train crop of exactly the output size, or an eval image whose shorter side is
+// already resize_size): output (x, y) is source (x0 + x, y0 + y), normalized straight
+// from the source bytes with no filter pass.
+void CropToFloat(const ImageView& src, int x0, int y0, int n, bool flip,
+                 const float* scale, const float* offset, float* dst) {
+  // RGBRGBRGBRGB -> RRRR GGGG BBBB.
+  const __m128i planar = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
+  const __m128 s0 = _mm_set1_ps(scale[0]), s1 = _mm_set1_ps(scale[1]), s2 = _mm_set1_ps(scale[2]);
+  const __m128 o0 = _mm_set1_ps(offset[0]), o1 = _mm_set1_ps(offset[1]),
+               o2 = _mm_set1_ps(offset[2]);
+  const size_t plane = static_cast<size_t>(n) * n;
+  // A 16-byte load at pixel x reads bytes up to 3x + 15: for x < load_end it stays in
+  // the source row (the image's last row ends the buffer).
+  const int load_end = src.width - x0 - 5;
+  for (int y = 0; y < n; ++y) {
+    const uint8_t* s = src.Row(y0 + y) + 3 * static_cast<size_t>(x0);
+    float* d0 = dst + static_cast<size_t>(y) * n;
+    int x = 0;
+    for (; x + 4 <= n && x < load_end; x += 4) {
+      const __m128i v = _mm_shuffle_epi8(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * x)), planar);
+      __m128 r = _mm_cvtepi32_ps(_mm_cvtepu8_epi32(v));
+      __m128 g = _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_srli_si128(v, 4)));
+      __m128 b = _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+      r = _mm_add_ps(_mm_mul_ps(r, s0), o0);
+      g = _mm_add_ps(_mm_mul_ps(g, s1), o1);
+      b = _mm_add_ps(_mm_mul_ps(b, s2), o2);
+      int xo = x;
+      if (flip) {
+        r = _mm_shuffle_ps(r, r, _MM_SHUFFLE(0, 1, 2, 3));
+        g = _mm_shuffle_ps(g, g, _MM_SHUFFLE(0, 1, 2, 3));
+        b = _mm_shuffle_ps(b, b, _MM_SHUFFLE(0, 1, 2, 3));
+        xo = n - 4 - x;
+      }
+      _mm_storeu_ps(d0 + xo, r);
+      _mm_storeu_ps(d0 + plane + xo, g);
+      _mm_storeu_ps(d0 + 2 * plane + xo, b);
+    }
+    for (; x < n; ++x) {
+      const int xo = flip ? n - 1 - x : x;
+      for (int c = 0; c < 3; ++c) {
+        d0[c * plane + xo] = static_cast<float>(s[3 * x + c]) * scale[c] + offset[c];
+      }
+    }
+  }
+}
+
+// CropToUint8 is CropToFloat for the uint8 layout: a row copy, or a pixel-reversing one.
+void CropToUint8(const ImageView& src, int x0, int y0, int n, bool flip, uint8_t* dst) {
+  const __m128i reverse = _mm_setr_epi8(9, 10, 11, 6, 7, 8, 3, 4, 5, 0, 1, 2, -1, -1, -1, -1);
+  const int load_end = src.width - x0 - 5;  // As in CropToFloat.
+  for (int y = 0; y < n; ++y) {
+    const uint8_t* s = src.Row(y0 + y) + 3 * static_cast<size_t>(x0);
+    uint8_t* d = dst + static_cast<size_t>(y) * n * 3;
+    if (!flip) {
+      std::memcpy(d, s, 3 * static_cast<size_t>(n));
+      continue;
+    }
+    int x = 0;
+    for (; x + 4 <= n && x < load_end; x += 4) {
+      const __m128i v = _mm_shuffle_epi8(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * x)), reverse);
+      uint8_t* out = d + 3 * (n - 4 - x);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out), v);
+      const uint32_t tail = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_srli_si128(v, 8)));
+      std::memcpy(out + 8, &tail, 4);
+    }
+    for (; x < n; ++x) std::memcpy(d + 3 * (n - 1 - x), s + 3 * x, 3);
+  }
+}
+
 }  // namespace
 
 void BuildAxisFilter(double origin, double length, int out_size, int win_lo, int win_hi,
@@ -408,6 +476,16 @@ void ResampleRgb(const ResampleSpec& spec, const OutputSpec& out) {
   }
   const AxisFilter& fx = s.fx;
   const AxisFilter& fy = s.fy;
+
+  if (fx.identity && fy.identity) {
+    if (out.kind == OutputSpec::Kind::kFloatCHW) {
+      CropToFloat(spec.src, fx.lo, fy.lo, n_out, spec.flip, out.scale, out.offset,
+                  static_cast<float*>(out.dst));
+    } else {
+      CropToUint8(spec.src, fx.lo, fy.lo, n_out, spec.flip, static_cast<uint8_t*>(out.dst));
+    }
+    return;
+  }
 
   // The vertical pass covers only the columns the horizontal taps read.
   const int row_values = (fx.hi - fx.lo) * 3;

@@ -29,6 +29,8 @@ inline absl::Status DecodeError(absl::string_view reason, absl::string_view mess
     code = absl::StatusCode::kResourceExhausted;
   } else if (reason == flowloader::reason::kUnsupported) {
     code = absl::StatusCode::kUnimplemented;
+  } else if (reason == flowloader::reason::kStageError) {
+    code = absl::StatusCode::kInternal;
   }
   return SampleError(code, reason, message);
 }

@@ -178,7 +178,7 @@ bool RunInfoJob(InfoJob* job) {
   return true;
 }
 
-// Rows is a half-open range of output (scaled) rows or columns.
+// Span is a half-open range of output (scaled) rows or columns.
 struct Span {
   int begin;
   int end;
@@ -239,11 +239,16 @@ bool RunDecodeJob(DecodeJob* job) {
   int k = 8;
   int x0 = 0, x1 = width, y0 = 0, y1 = height;
   if (const RegionRequest* r = job->request) {
+    if (!(std::isfinite(r->region.x) && std::isfinite(r->region.y) &&
+          std::isfinite(r->region.w) && std::isfinite(r->region.h))) {
+      FailWith(reinterpret_cast<j_common_ptr>(c), absl::string_view(),
+               "region request is not finite");
+    }
     const double rx0 = std::max(0.0, r->region.x);
     const double ry0 = std::max(0.0, r->region.y);
     const double rx1 = std::min<double>(width, r->region.x + r->region.w);
     const double ry1 = std::min<double>(height, r->region.y + r->region.h);
-    if (!(rx1 > rx0 && ry1 > ry0)) {  // Also catches NaN.
+    if (!(rx1 > rx0 && ry1 > ry0)) {
       FailWith(reinterpret_cast<j_common_ptr>(c), absl::string_view(),
                "region request is empty after clamping to the image");
     }
@@ -330,7 +335,11 @@ absl::Status JobError(const ErrorMgr& err) {
 
 int ChooseDctScale(double region_w, double region_h, int target_w, int target_h) {
   if (target_w <= 0 || target_h <= 0) return 8;
-  for (int k = 1; k < 8; ++k) {
+  // libjpeg-turbo has SIMD IDCTs only for 8×8, 4×4 and 2×2 (and 1×1 is trivial); the
+  // other sizes are plain C. Measured here on a 450×380 4:2:0 q90 photo: k = 5, 6, 7
+  // decode at 630–800 img/s against 1460 at k = 8 (k = 3 about equal to k = 8), which
+  // no saving in the downstream resize makes up. So k is a power of two.
+  for (int k = 1; k < 8; k *= 2) {
     if (region_w * k / 8 >= target_w && region_h * k / 8 >= target_h) return k;
   }
   return 8;

@@ -20,9 +20,9 @@ absl::StatusOr<ImageInfo> ReadJpegInfo(absl::string_view bytes,
 absl::Status DecodeJpeg(absl::string_view bytes, const DecoderOptions& options,
                         const RegionRequest* request, DecodedImage* out);
 
-// ChooseDctScale returns the smallest k in 1..8 such that a region_w × region_h box,
-// scaled by k/8, still has at least target_w × target_h pixels (8 when none does, or when
-// a target is <= 0).
+// ChooseDctScale returns the smallest k in {1, 2, 4, 8} such that a region_w × region_h
+// box, scaled by k/8, still has at least target_w × target_h pixels (8 when none does, or
+// when a target is <= 0). Other k are valid libjpeg scales but decode slower than k = 8.
 int ChooseDctScale(double region_w, double region_h, int target_w, int target_h);
 
 }  // namespace flowloader::decode::internal

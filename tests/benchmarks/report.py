@@ -1,0 +1,404 @@
+# report.py: turns the benchmark's raw runs into medians, ratios, target checks and
+# sanity checks (build), and renders them as markdown (markdown, curve_markdown).
+#
+# Conventions:
+#  * "after 1st batch" = rows after the first batch / time from first batch to last:
+#    the steady rate. "incl. startup" = all rows / time from process spawn to last batch.
+#  * Ratios use medians over reps; the metrics overhead uses the median of per-round
+#    paired ratios (on / off, adjacent runs), which cancels slow drift in machine load.
+#  * Targets are the issue's: printed PASS / FAIL with the shortfall, never adjusted.
+import math
+import statistics
+
+TRAIN, EVAL = "flowloader train w2", "flowloader eval w2"
+PT_TRAIN, PT_EVAL = "pytorch train w2", "pytorch eval w2"
+MIB = 2**20
+NOISY = 0.10  # A run is "noisy" when other processes used more than this share of the cores.
+
+
+def _median(values):
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return statistics.median(values) if values else None
+
+
+def summarize(runs):
+    """Per label: medians (and range) of the figures the report prints."""
+    by_label = {}
+    for r in runs:
+        by_label.setdefault(r["label"], []).append(r)
+    out = {}
+    for label, rs in by_label.items():
+        ips = [r["ips_after_first"] for r in rs]
+        out[label] = {
+            "runs": len(rs),
+            "system": rs[0]["system"],
+            "ips_after_first": _median(ips),
+            "ips_after_first_min": min(ips),
+            "ips_after_first_max": max(ips),
+            "ips_with_startup": _median([r["ips_with_startup"] for r in rs]),
+            "ips_reported": _median([r.get("ips_reported") for r in rs]),
+            "ttfb_seconds": _median([r.get("ttfb_seconds") for r in rs]),
+            "ttfb_from_spawn_seconds": _median(
+                [r.get("ttfb_from_spawn_est_seconds", r.get("ttfb_seconds")) for r in rs]),
+            "ttfb_from_script_seconds": _median([r.get("ttfb_from_script_seconds") for r in rs]),
+            "import_seconds": _median([r.get("import_seconds") for r in rs]),
+            "cpu_ms_per_image": _median([1e3 * r["cpu_seconds"] / max(1, r["samples"])
+                                         for r in rs]),
+            "peak_rss_mib": _median([r["peak_rss_bytes"] / MIB for r in rs]),
+            "max_processes": max(r["max_processes"] for r in rs),
+            "foreign_cpu_share": _median([r["foreign_cpu_share"] for r in rs]),
+            "noisy_runs": sum(1 for r in rs if r["foreign_cpu_share"] > NOISY),
+            "loadavg_1m": _median([r["loadavg_1m_before"] for r in rs]),
+            "samples": rs[0]["samples"],
+        }
+    return out
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def _target(name, value, op, target, unit="", note=""):
+    ok = None
+    if value is not None:
+        ok = value >= target if op == ">=" else value <= target if op == "<=" else value < target
+    return {"metric": name, "value": value, "op": op, "target": target, "unit": unit,
+            "pass": ok, "note": note}
+
+
+def median_run(runs, label):
+    rs = sorted((r for r in runs if r["label"] == label), key=lambda r: r["ips_after_first"])
+    return rs[len(rs) // 2] if rs else None
+
+
+def stage_breakdown(run):
+    """The flowloader summary's stage table for one run, with sums and the bottleneck."""
+    if not run:
+        return None
+    s = run["summary"]
+    per_sample = [n for n in ("read", "decode", "augment") if n in s["stages"]]
+    return {
+        "label": run["label"],
+        "seconds": s["seconds"],
+        "bottleneck": s.get("bottleneck"),
+        "consumer_wait_share": s["consumer_wait_seconds"] / s["seconds"] if s["seconds"] else None,
+        "stages": s["stages"],
+        "per_sample_utilization_sum": sum(s["stages"][n]["utilization"] for n in per_sample),
+        "cpu_share_of_workers": run["cpu_seconds"] / (s["seconds"] * run["num_workers"]),
+        "advice": s.get("diagnosis", {}).get("advice"),
+    }
+
+
+def sanity_checks(runs, memory_runs, dataset_size, batch_size_default, prometheus, quality):
+    issues = []
+    for r in runs + memory_runs:
+        label = r["label"]
+        expected = dataset_size * r.get("epochs", 1)
+        if r["samples"] != expected:
+            issues.append(f"{label} (rep {r.get('rep')}): {r['samples']} samples, expected "
+                          f"{expected}")
+        if r["system"] == "flowloader":
+            s = r["summary"]
+            if s.get("skipped") or s.get("errors"):
+                issues.append(f"{label}: skipped={s.get('skipped')} errors={s.get('errors')}")
+            bs = r["batch_size"]
+            want_batches = math.ceil(dataset_size / bs) * r["epochs"]
+            if s["batches"] != want_batches:
+                issues.append(f"{label}: {s['batches']} batches, expected {want_batches}")
+            for name, st in s["stages"].items():
+                per_batch = name in ("collate", "upload")
+                want = want_batches if per_batch else expected
+                if st["items"] != want:
+                    issues.append(f"{label}: stage {name} items {st['items']}, expected {want}")
+                if st["utilization"] > 1.02:
+                    issues.append(f"{label}: stage {name} utilization "
+                                  f"{st['utilization']:.2f} > 1")
+        if r["system"] == "roofline" and r["roofline"]["errors"]:
+            issues.append(f"{label}: {r['roofline']['errors']} decode errors")
+    if prometheus.get("enabled"):
+        on_runs = [r for r in runs if r.get("metrics")]
+        if not prometheus.get("scrapes_ok"):
+            issues.append("prometheus: no successful scrape of flowloader during metrics-on runs")
+        elif on_runs and prometheus["scrapes_ok"] < 0.5 * prometheus.get("metrics_on_wall_seconds", 0):
+            issues.append(f"prometheus: only {prometheus['scrapes_ok']:.0f} successful scrapes "
+                          f"in {prometheus['metrics_on_wall_seconds']:.0f} s of metrics-on runs")
+    if quality and quality["images"] == 0:
+        issues.append("quality: no images compared")
+    return issues
+
+
+def curve_table(curve_runs):
+    rows = {}
+    for label, s in summarize(curve_runs).items():
+        # "curve flowloader train w2 b64"
+        _, system, transform, w, b = label.split()
+        rows.setdefault((system, transform, int(b[1:])), {})[int(w[1:])] = s
+    return [{"system": k[0], "transform": k[1], "batch_size": k[2],
+             "by_workers": {w: {"ips_after_first": s["ips_after_first"],
+                                "ips_with_startup": s["ips_with_startup"], "runs": s["runs"]}
+                            for w, s in sorted(v.items())}}
+            for k, v in sorted(rows.items())]
+
+
+def build(facts, dataset, data_root, runs, memory_runs, quality, prometheus, curve_runs, args):
+    s = summarize(runs)
+    mem = {r["label"].replace(" [pss]", ""): {
+        "peak_pss_mib": r["peak_pss_bytes"] / MIB if r["peak_pss_bytes"] else None,
+        "peak_rss_mib": r["peak_rss_bytes"] / MIB,
+        "max_processes": r["max_processes"],
+        "memory_samples": r["memory_samples"]} for r in memory_runs}
+    g = lambda label, key: s.get(label, {}).get(key)  # noqa: E731
+
+    # Metrics overhead: per round (off, on, on, off), 1 - mean(on) / mean(off) of the long
+    # runs' images/s; the median over rounds.
+    paired = []
+    for rep in sorted({r["rep"] for r in runs if "rep" in r}):
+        off = [r["ips_reported"] for r in runs if r.get("rep") == rep and "metrics off" in r["label"]]
+        on = [r["ips_reported"] for r in runs if r.get("rep") == rep and "metrics on" in r["label"]]
+        if off and on:
+            paired.append(1 - statistics.mean(on) / statistics.mean(off))
+    metrics_overhead = _median(paired)
+
+    pss = lambda label: mem.get(label, {}).get("peak_pss_mib")  # noqa: E731
+    targets = [
+        _target("flowloader / PyTorch, train (img/s after 1st batch)",
+                _ratio(g(TRAIN, "ips_after_first"), g(PT_TRAIN, "ips_after_first")), ">=", 6, "x"),
+        _target("flowloader / PyTorch, eval (img/s after 1st batch)",
+                _ratio(g(EVAL, "ips_after_first"), g(PT_EVAL, "ips_after_first")), ">=", 6, "x"),
+        _target("flowloader / PyTorch, train (incl. startup)",
+                _ratio(g(TRAIN, "ips_with_startup"), g(PT_TRAIN, "ips_with_startup")), ">=", 6, "x"),
+        _target("flowloader / PyTorch, eval (incl. startup)",
+                _ratio(g(EVAL, "ips_with_startup"), g(PT_EVAL, "ips_with_startup")), ">=", 6, "x"),
+        _target("flowloader train / roofline (2 threads)",
+                _ratio(g(TRAIN, "ips_after_first"), g("roofline t2", "ips_after_first")), ">=", 0.85, "x"),
+        _target("flowloader eval / roofline (2 threads)",
+                _ratio(g(EVAL, "ips_after_first"), g("roofline t2", "ips_after_first")), ">=", 0.85, "x"),
+        _target("flowloader train, workers 2 / workers 1",
+                _ratio(g(TRAIN, "ips_after_first"), g("flowloader train w1", "ips_after_first")),
+                ">=", 1.8, "x"),
+        _target("flowloader eval, workers 2 / workers 1",
+                _ratio(g(EVAL, "ips_after_first"), g("flowloader eval w1", "ips_after_first")),
+                ">=", 1.8, "x"),
+        _target("flowloader train time to first batch (from main)",
+                g(TRAIN, "ttfb_seconds"), "<=", 0.3, "s"),
+        _target("flowloader eval time to first batch (from main)",
+                g(EVAL, "ttfb_seconds"), "<=", 0.3, "s"),
+        _target("flowloader train time to first batch (from spawn, est.)",
+                g(TRAIN, "ttfb_from_spawn_seconds"), "<=", 0.3, "s",
+                "main() time + exec probe"),
+        _target("peak PSS flowloader / PyTorch, train", _ratio(pss(TRAIN), pss(PT_TRAIN)),
+                "<=", 1 / 3, "x"),
+        _target("peak PSS flowloader / PyTorch, eval", _ratio(pss(EVAL), pss(PT_EVAL)),
+                "<=", 1 / 3, "x"),
+        _target("metrics overhead (Prometheus scraping at 1 s)",
+                metrics_overhead, "<", 0.02, "", "median over rounds of 1 - on/off, runs ordered off-on-on-off"),
+        _target("eval output PSNR vs torchvision, mean", quality.get("psnr_mean_db"),
+                ">=", 30, "dB"),
+        _target("eval output PSNR vs torchvision, min", quality.get("psnr_min_db"),
+                ">=", 30, "dB"),
+    ]
+    context = {
+        "roofline t2 / t1 (the machine's own 2-thread scaling)":
+            _ratio(g("roofline t2", "ips_after_first"), g("roofline t1", "ips_after_first")),
+        "PyTorch train time to first batch (from spawn), s": g(PT_TRAIN, "ttfb_seconds"),
+        "PyTorch eval time to first batch (from spawn), s": g(PT_EVAL, "ttfb_seconds"),
+        "PyTorch `import torch, torchvision`, s": g(PT_TRAIN, "import_seconds"),
+        "metrics overhead per round": paired,
+    }
+    doc = {
+        "facts": facts,
+        "dataset": dataset,
+        "data_root": data_root,
+        "args": args,
+        "summary": s,
+        "memory": mem,
+        "targets": targets,
+        "context": context,
+        "stages": {TRAIN: stage_breakdown(median_run(runs, TRAIN)),
+                   EVAL: stage_breakdown(median_run(runs, EVAL)),
+                   "flowloader train w1": stage_breakdown(median_run(runs, "flowloader train w1")),
+                   "flowloader eval w1": stage_breakdown(median_run(runs, "flowloader eval w1"))},
+        "prometheus": prometheus,
+        "quality": quality,
+        "checks": sanity_checks(runs, memory_runs, dataset["images"], 64, prometheus, quality),
+        "curve": curve_table(curve_runs) if curve_runs else None,
+        "runs": runs,
+        "memory_runs": memory_runs,
+    }
+    return doc
+
+
+# ---------------------------------------------------------------------------- markdown
+
+def _f(v, fmt="{:.0f}", none="–"):
+    return none if v is None else fmt.format(v)
+
+
+def _value(t):
+    v = t["value"]
+    if v is None:
+        return "–"
+    if t["unit"] == "x":
+        return f"{v:.2f}×"
+    if t["unit"] == "s":
+        return f"{v:.3f} s"
+    if t["unit"] == "dB":
+        return f"{v:.1f} dB"
+    return f"{v:+.1%}"
+
+
+def _target_text(t):
+    if t["unit"] == "x":
+        return f"{t['op']} {t['target']:.2f}×"
+    if t["unit"] == "":
+        return f"{t['op']} {t['target']:.0%}"
+    return f"{t['op']} {t['target']:g} {t['unit']}"
+
+
+def _verdict(t):
+    if t["pass"] is None:
+        return "n/a"
+    if t["pass"]:
+        return "PASS"
+    v, target = t["value"], t["target"]
+    if t["op"] == ">=":
+        return f"FAIL ({v / target:.0%} of target)"
+    return f"FAIL ({v / target:.1f}× the limit)" if target else "FAIL"
+
+
+def markdown(doc):
+    f, ds, s = doc["facts"], doc["dataset"], doc["summary"]
+    a = doc["args"]
+    out = []
+    w = out.append
+    w("# flowloader side-by-side benchmark\n")
+    w(f"{f['date']} · {f['nproc']} cores ({f['cpu_model']}), {f['mem_total_gib']} GiB · "
+      f"load average at start {', '.join(f'{x:.2f}' for x in f['loadavg_start'])}, at end "
+      f"{', '.join(f'{x:.2f}' for x in f['loadavg_end'])} · kernel {f['kernel']} · commit "
+      f"{f['git_commit']} (+{f['git_dirty_files']} uncommitted files) · torch {f['torch']}, "
+      f"torchvision {f['torchvision']} · {f.get('build', '')}\n")
+    w(f"Dataset: {ds['images']} JPEGs in {ds['classes']} class folders, {ds['total_mb']} MB; "
+      f"file size KB min {ds['kb']['min']} / p10 {ds['kb']['p10']} / median "
+      f"{ds['kb']['median']} / p90 {ds['kb']['p90']} / max {ds['kb']['max']} "
+      f"({ds['share_40_80kb']:.0%} within 40–80 KB); shorter side "
+      f"{ds['short_side']['min']}–{ds['short_side']['max']} px (median "
+      f"{ds['short_side']['median']:.0f}), median {ds['median_megapixels']} Mpx. "
+      f"batch 64, num_workers 2 unless stated, {a['reps']} rounds run in alternation; "
+      f"medians (min–max).\n")
+
+    w("## Throughput, latency, memory\n")
+    w("| variant | img/s after 1st batch | img/s incl. startup | 1st batch from spawn | "
+      "CPU ms/img | peak RSS sum | peak PSS sum | procs | foreign CPU (noisy runs) |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, r in s.items():
+        m = doc["memory"].get(label, {})
+        w(f"| {label} | {r['ips_after_first']:.0f} ({r['ips_after_first_min']:.0f}–"
+          f"{r['ips_after_first_max']:.0f}) | {_f(r['ips_with_startup'])} | "
+          f"{_f(r['ttfb_from_spawn_seconds'], '{:.3f} s')} | "
+          f"{_f(r['cpu_ms_per_image'], '{:.2f}')} | "
+          f"{_f(m.get('peak_rss_mib', r['peak_rss_mib']), '{:.0f} MiB')} | "
+          f"{_f(m.get('peak_pss_mib'), '{:.0f} MiB')} | {r['max_processes']} | "
+          f"{r['foreign_cpu_share']:.0%} ({r['noisy_runs']}/{r['runs']}) |")
+    w("")
+    w("## Targets (2 cores, batch 64, workers 2)\n")
+    w("| metric | value | target | result |")
+    w("|---|---:|---:|---|")
+    for t in doc["targets"]:
+        note = f" ({t['note']})" if t["note"] else ""
+        w(f"| {t['metric']}{note} | {_value(t)} | {_target_text(t)} | {_verdict(t)} |")
+    w("")
+    c = doc["context"]
+    w("Context: " + "; ".join(
+        f"{k} = {_f(v, '{:.2f}') if not isinstance(v, list) else ', '.join(f'{x:+.1%}' for x in v)}"
+        for k, v in c.items()) + ".\n")
+
+    w("## flowloader stages (median run)\n")
+    for label, b in doc["stages"].items():
+        if not b:
+            continue
+        w(f"**{label}**: bottleneck `{b['bottleneck']}`, consumer waited "
+          f"{b['consumer_wait_share']:.0%} of {b['seconds']:.2f} s; read+decode+augment "
+          f"utilization sum {b['per_sample_utilization_sum']:.0%} of the workers; process CPU "
+          f"{b['cpu_share_of_workers']:.0%} of num_workers cores.\n")
+        w("| stage | items | busy s | utilization | concurrency |")
+        w("|---|---:|---:|---:|---:|")
+        for name, st in b["stages"].items():
+            w(f"| {name} | {st['items']} | {st['busy_seconds']:.3f} | "
+              f"{st['utilization']:.0%} | {st['concurrency']} |")
+        w("")
+
+    p = doc["prometheus"]
+    if p.get("enabled"):
+        w("## Metrics overhead\n")
+        w(f"Prometheus ({'/usr/bin/prometheus'}, scrape_interval 1 s, loopback) ran during all "
+          f"timing rounds. The metrics pair is {a['metrics_epochs']} epochs of train per run. "
+          f"Successful scrapes: {p.get('scrapes_ok', 0):.0f} of {p.get('scrapes_attempted', 0):.0f} "
+          f"attempted (flowloader is only up during metrics-on runs, "
+          f"{p.get('metrics_on_wall_seconds', 0):.1f} s in all); largest "
+          f"flowloader_samples_total seen {_f(p.get('flowloader_samples_total_max'))}; "
+          f"{_f(p.get('scrape_samples_max'))} samples per scrape, slowest scrape "
+          f"{_f(p.get('scrape_duration_max_seconds'), '{:.4f} s')}; Prometheus itself used "
+          f"{_f(p.get('prometheus_cpu_seconds'), '{:.2f}')} CPU s over the "
+          f"{_f(p.get('loop_seconds'), '{:.0f}')} s of timing rounds.\n")
+
+    q = doc["quality"]
+    w("## Eval output quality\n")
+    w(f"flowloader `--transform=eval --layout=uint8_hwc` (no shuffle, via runtime/pipeline.h) vs "
+      f"torchvision Resize(256)+CenterCrop(224) on the PIL image, {q['images']} images spread "
+      f"over the dataset: PSNR mean {q['psnr_mean_db']:.2f} dB, median "
+      f"{q['psnr_median_db']:.2f} dB, min {q['psnr_min_db']:.2f} dB; {q['below_30db']} below "
+      f"30 dB; largest pixel difference {q['max_abs_pixel_diff']}/255. Worst: " +
+      ", ".join(f"{x['key']} {x['psnr_db']:.1f} dB" for x in q["worst"][:3]) + ".\n")
+
+    if doc["curve"]:
+        w(curve_markdown(doc))
+
+    w("## Checks\n")
+    if doc["checks"]:
+        for i in doc["checks"]:
+            w(f"- {i}")
+    else:
+        w("- sample, batch and stage item counts as expected in every run; no skips, no "
+          "errors; every stage utilization within [0, 1]; Prometheus scraped the runs.")
+    w("")
+    w("## Method notes\n")
+    w("- Each variant is its own process, spawned from the harness; rounds alternate "
+      "systems (A B C … A B C …). Same dataset (page cache warm), same cores.")
+    w("- img/s after 1st batch: rows after the first batch over first→last batch time; "
+      "incl. startup: all rows over spawn→last batch (flowloader: its own clock from "
+      "Pipeline::Create plus an exec probe of `flowloader stages`).")
+    w("- Time to first batch: in the table, from the spawn for both (PyTorch: interpreter "
+      "start and `import torch` included, as a user sees it; flowloader: its "
+      "`first_batch_seconds`, measured from main(), plus the exec probe). The target rows "
+      "use flowloader's own from-main() figure, as the CLI defines it.")
+    w("- Peak RSS/PSS: the sum over the process tree (DataLoader workers included), sampled "
+      "every 20 ms. RSS in the timed runs (cheap); PSS in one extra untimed run per variant, "
+      "because reading smaps_rollup costs ~7 ms per PyTorch process.")
+    w("- foreign CPU: CPU used by other processes on the machine during the run, as a share "
+      "of all cores (from /proc/stat), median over the runs; a run is noisy above "
+      f"{NOISY:.0%}. Before each run the harness waits (at most 15 s, "
+      f"{a['quiet_budget']:.0f} s in all; {f.get('quiet_wait_seconds', 0)} s used) for a "
+      "quiet 0.5 s window.")
+    w("- flowloader runs use `--device=cpu --metrics_address=` (unless metrics on), "
+      "`--prefetch_batches=4`; PyTorch uses prefetch_factor 2 × 2 workers = 4 batches in flight, "
+      "pin_memory=False; train shuffles, eval does not, in both.")
+    w("")
+    return "\n".join(out)
+
+
+def curve_markdown(doc):
+    out = ["## Curve: images/s after 1st batch (incl. startup) by num_workers × batch_size\n"]
+    curve = doc["curve"]
+    workers = sorted({w for row in curve for w in row["by_workers"]})
+    out.append("| system | transform | batch | " + " | ".join(f"w={w}" for w in workers) + " |")
+    out.append("|---|---|---:|" + "---:|" * len(workers))
+    for row in curve:
+        cells = []
+        for w in workers:
+            c = row["by_workers"].get(w)
+            cells.append("–" if not c else
+                         f"{c['ips_after_first']:.0f} ({c['ips_with_startup']:.0f})")
+        out.append(f"| {row['system']} | {row['transform']} | {row['batch_size']} | " +
+                   " | ".join(cells) + " |")
+    out.append("")
+    return "\n".join(out)

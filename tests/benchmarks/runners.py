@@ -1,0 +1,182 @@
+# runners.py: runs one measurement of one system as a child process and returns a dict.
+#
+#   run_flowloader(bins, data, transform="train", num_workers=2, ...)
+#   run_torch(data, transform="train", num_workers=2, ...)
+#   run_roofline(bins, data, threads=2)
+#
+# Every run: spawned with start_new_session (so a hung run can be killed as a group, by
+# its own id), stdout/stderr to temp files, a procmem.TreeSampler on its process tree
+# (RSS every 20 ms; PSS too when pss=True), reaped with os.wait4 for the CPU time of the
+# whole tree (user+sys, waited-for workers included). Returns the system's own JSON plus
+# wall_seconds (spawn to exit), cpu_seconds, memory peaks and the figures the report uses:
+#   ips_after_first  images/s over the epoch after the first batch
+#   ips_with_startup images/s over the whole run, process start included
+#   ttfb_seconds     time to first batch from process start
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import procmem
+
+PYTHON = "/usr/bin/python3"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Measured once by the benchmark: spawn→exit of `flowloader stages`, an upper bound on
+# the exec + dynamic-loading time before flowloader's main() starts its own clock.
+FLOWLOADER_EXEC_SECONDS = 0.0
+
+
+class RunFailed(RuntimeError):
+    pass
+
+
+def _spawn_and_wait(cmd, timeout, pss, env=None):
+    out = tempfile.TemporaryFile(mode="w+")
+    err = tempfile.TemporaryFile(mode="w+")
+    env = dict(os.environ if env is None else env)
+    spawn = time.time()
+    env["BENCH_SPAWN_TIME"] = repr(spawn)
+    proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
+    sampler = procmem.TreeSampler(proc.pid, pss=pss)
+    sampler.start()
+    killed = []
+
+    def _kill():
+        killed.append(True)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    timer = threading.Timer(timeout, _kill)
+    timer.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.time() - spawn
+    timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    mem = sampler.stop()
+    out.seek(0)
+    err.seek(0)
+    stdout, stderr = out.read(), err.read()
+    out.close()
+    err.close()
+    result = {
+        "cmd": cmd,
+        "rc": proc.returncode,
+        "wall_seconds": wall,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "spawn_time": spawn,
+        **mem,
+    }
+    if killed:
+        raise RunFailed(f"timed out after {timeout}s: {' '.join(cmd)}\n{stderr[-2000:]}")
+    return result, stdout, stderr
+
+
+def run_flowloader(bins, data, transform="train", num_workers=2, batch_size=64, epochs=1,
+                   shuffle=None, metrics_address="", pss=False, timeout=300, seed=0,
+                   prefetch_batches=4, layout="float_chw"):
+    if shuffle is None:
+        shuffle = transform == "train"
+    with tempfile.TemporaryDirectory(prefix="flowloader-bench-") as tmp:
+        summary_path = os.path.join(tmp, "summary.json")
+        cmd = [os.path.join(bins, "flowloader"), "run", f"--data={data}",
+               f"--transform={transform}", f"--num_workers={num_workers}",
+               f"--batch_size={batch_size}", f"--prefetch_batches={prefetch_batches}",
+               f"--epochs={epochs}", f"--seed={seed}", f"--shuffle={str(shuffle).lower()}",
+               "--image_size=224", "--on_error=skip", f"--layout={layout}", "--device=cpu",
+               f"--metrics_address={metrics_address}", "--progress=false",
+               f"--summary_json={summary_path}"]
+        result, stdout, stderr = _spawn_and_wait(cmd, timeout, pss)
+        if result["rc"] != 0 or not os.path.exists(summary_path):
+            raise RunFailed(f"flowloader rc={result['rc']}: {' '.join(cmd)}\n"
+                            f"{stdout[-2000:]}\n{stderr[-2000:]}")
+        with open(summary_path) as f:
+            summary = json.load(f)
+    first_rows = min(batch_size, summary["samples"])
+    after_first_window = summary["seconds"] - summary["first_batch_seconds"]
+    result.update({
+        "system": "flowloader",
+        "transform": transform,
+        "num_workers": num_workers,
+        "batch_size": batch_size,
+        "epochs": epochs,
+        "metrics": bool(metrics_address),
+        "summary": summary,
+        "stdout_tail": stdout[-1500:],
+        "samples": summary["samples"],
+        # flowloader's clock for `seconds` starts at Pipeline::Create, its first-batch
+        # clock at main(); the gap between the two is flag parsing (microseconds).
+        "ips_after_first": ((summary["samples"] - first_rows) / after_first_window
+                            if after_first_window > 0 else 0.0),
+        "ips_reported": summary["images_per_second"],
+        "ips_with_startup": summary["samples"] / (summary["seconds"] + FLOWLOADER_EXEC_SECONDS),
+        "ttfb_seconds": summary["first_batch_seconds"],
+        "ttfb_from_spawn_est_seconds": summary["first_batch_seconds"] + FLOWLOADER_EXEC_SECONDS,
+    })
+    return result
+
+
+def run_torch(data, transform="train", num_workers=2, batch_size=64, pss=False, timeout=600,
+              seed=0):
+    cmd = [PYTHON, os.path.join(HERE, "torch_loader.py"), f"--data={data}",
+           f"--transform={transform}", f"--num_workers={num_workers}",
+           f"--batch_size={batch_size}", f"--seed={seed}", "--image_size=224"]
+    result, stdout, stderr = _spawn_and_wait(cmd, timeout, pss)
+    lines = [l for l in stdout.splitlines() if l.startswith("{")]
+    if result["rc"] != 0 or not lines:
+        raise RunFailed(f"torch rc={result['rc']}: {' '.join(cmd)}\n{stdout[-2000:]}\n"
+                        f"{stderr[-3000:]}")
+    t = json.loads(lines[-1])
+    result.update({
+        "system": "pytorch",
+        "transform": transform,
+        "num_workers": num_workers,
+        "batch_size": batch_size,
+        "epochs": 1,
+        "torch_report": t,
+        "samples": t["samples"],
+        "ips_after_first": t["images_per_second_after_first_batch"],
+        "ips_with_startup": t["images_per_second_from_spawn"],
+        "ttfb_seconds": t["first_batch_seconds_from_spawn"],
+        "ttfb_from_script_seconds": t["first_batch_seconds_from_script"],
+        "import_seconds": t["import_seconds"],
+    })
+    return result
+
+
+def run_roofline(bins, data, threads=2, pss=False, timeout=300):
+    cmd = [os.path.join(bins, "jpeg_roofline"), f"--data={data}", f"--threads={threads}"]
+    result, stdout, stderr = _spawn_and_wait(cmd, timeout, pss)
+    lines = [l for l in stdout.splitlines() if l.startswith("{")]
+    if result["rc"] != 0 or not lines:
+        raise RunFailed(f"roofline rc={result['rc']}: {' '.join(cmd)}\n{stderr[-2000:]}")
+    r = json.loads(lines[-1])
+    result.update({
+        "system": "roofline",
+        "transform": "full-decode",
+        "num_workers": threads,
+        "batch_size": None,
+        "roofline": r,
+        "samples": r["images"],
+        "ips_after_first": r["images_per_second"],
+        "ips_with_startup": r["images"] / result["wall_seconds"],
+        "ttfb_seconds": None,
+    })
+    return result
+
+
+def run_exec_probe(bins, repeats=5):
+    """Median spawn→exit seconds of `flowloader stages` (exec + loading + exit)."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.time()
+        subprocess.run([os.path.join(bins, "flowloader"), "stages"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+        times.append(time.time() - t0)
+    times.sort()
+    return times[len(times) // 2]
