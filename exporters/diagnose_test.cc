@@ -42,6 +42,40 @@ RunSnapshot MakeRun(std::vector<StageLoad> stages, double wait_share, int num_wo
   return run;
 }
 
+// Grouped makes a stage that shares its workers with the others of `group`.
+StageLoad Grouped(const std::string& name, int concurrency, double utilization,
+                  const std::string& group) {
+  StageLoad s = Stage(name, concurrency, utilization);
+  s.worker_group = group;
+  return s;
+}
+
+TEST(DiagnoseTest, StagesSharingWorkersAreJudgedTogetherAndNamedByTheHeaviest) {
+  // Alone, no stage is saturated; together they keep both workers 100% busy.
+  const std::string g = "read+decode+augment";
+  const Diagnosis d = Diagnose(MakeRun({Stage("source", 1, 0.0), Grouped("read", 2, 0.11, g),
+                                        Grouped("decode", 2, 0.67, g),
+                                        Grouped("augment", 2, 0.22, g),
+                                        Stage("collate", 1, 0.01)},
+                                       0.97));
+  EXPECT_EQ(d.bottleneck, "decode");
+  EXPECT_NEAR(d.busiest_utilization, 1.0, 1e-9);
+  EXPECT_THAT(d.advice, StartsWith("decode is 100% busy on 2 workers and the consumer waited "
+                                   "97% of the time: raise num_workers (cores free: 0"));
+  EXPECT_THAT(d.notes, ElementsAre("the 2 workers running read+decode+augment are 100% busy: "
+                                   "decode 67% + augment 22% + read 11%"));
+}
+
+TEST(DiagnoseTest, SlowReaderInsideAWorkerGroupIsStillStorage) {
+  const std::string g = "read+decode+augment";
+  const Diagnosis d = Diagnose(MakeRun({Grouped("read", 2, 0.80, g),
+                                        Grouped("decode", 2, 0.15, g),
+                                        Grouped("augment", 2, 0.05, g)},
+                                       0.6));
+  EXPECT_EQ(d.bottleneck, "read");
+  EXPECT_THAT(d.advice, StartsWith("read is the bottleneck: storage, not CPU"));
+}
+
 TEST(DiagnoseTest, SlowReaderIsStorageNotCpu) {
   const Diagnosis d = Diagnose(MakeRun(
       {Stage("reader", 1, 0.97), Stage("decode", 4, 0.40), Stage("collate", 1, 0.1)}, 0.5, 4,

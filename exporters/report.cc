@@ -68,6 +68,7 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
     load.busy_seconds = Seconds(s->busy_nanos.load(std::memory_order_relaxed));
     load.blocked_seconds = Seconds(s->blocked_nanos.load(std::memory_order_relaxed));
     load.errors = s->Errors();
+    load.worker_group = s->worker_group();
     run.stages.push_back(std::move(load));
   }
   return run;

@@ -54,6 +54,9 @@ struct StageLoad {
   double busy_seconds = 0;    // Summed over parallel bodies.
   double blocked_seconds = 0; // Waiting on downstream or batch buffers.
   std::map<std::string, uint64_t> errors;  // Failed items by reason.
+  // worker_group: stages with the same non-empty group share one set of workers (one
+  // graph node), so their busy times add up against one concurrency × wall.
+  std::string worker_group;
 };
 
 // RunSnapshot is everything a report reads: counters copied at one moment, and facts.

@@ -216,6 +216,14 @@ absl::Status PipelineGraph::Impl::CreateStages(StageEnv& env) {
     runner.trace_index = static_cast<int32_t>(stats_->stages().size()) - 1;
     previous = name;
   }
+  for (const NodeGroup& group : groups_) {
+    if (group.runners.size() < 2) continue;
+    std::string group_name;
+    for (const StageRunner* r : group.runners) {
+      group_name += (group_name.empty() ? "" : "+") + r->stats->name();
+    }
+    for (StageRunner* r : group.runners) r->stats->set_worker_group(group_name);
+  }
   collate_edge_ = stats_->AddEdge(previous, "collate", sample_capacity);
   collate_stats_ = stats_->AddStage("collate", 1);
   upload_edge_ = stats_->AddEdge("collate", "upload", options_.prefetch_batches);

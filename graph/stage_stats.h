@@ -55,6 +55,11 @@ class StageStats {
   const std::string& name() const { return name_; }
   // concurrency is the stage's limit on parallel bodies (num_workers for decode/augment).
   int concurrency() const { return concurrency_; }
+  // worker_group names the stages that run one after another on the same workers (one
+  // graph node, e.g. read+decode+augment): their busy times add up against the same
+  // concurrency × wall. Empty: the stage has its own workers. Set while building.
+  const std::string& worker_group() const { return worker_group_; }
+  void set_worker_group(std::string group) { worker_group_ = std::move(group); }
 
   std::atomic<uint64_t> items_in{0};
   std::atomic<uint64_t> items_out{0};
@@ -72,6 +77,7 @@ class StageStats {
  private:
   const std::string name_;
   const int concurrency_;
+  std::string worker_group_;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> errors_ ABSL_GUARDED_BY(mu_);
 };

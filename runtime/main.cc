@@ -45,7 +45,9 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "serve Prometheus metrics at http://ADDRESS/metrics (empty disables)");
 ABSL_FLAG(std::string, summary_json, "", "write the run summary as JSON to this file");
 ABSL_FLAG(std::string, keys_out, "", "write every delivered sample's key, in order");
-ABSL_FLAG(std::string, trace_out, "", "write a Chrome/Perfetto trace of stage spans");
+ABSL_FLAG(std::string, trace_out, "",
+          "write a Chrome/Perfetto trace (JSON trace events) of per-stage spans to FILE");
+ABSL_FLAG(int64_t, trace_spans, 200000, "--trace_out keeps the first N spans of the run");
 ABSL_FLAG(double, report_every, 0, "print a diagnosis every N seconds (0 = only at the end)");
 ABSL_FLAG(double, consumer_ms, 0, "simulate a training step: sleep this long per batch");
 ABSL_FLAG(double, linger_seconds, 0, "keep serving metrics this long after the run");
@@ -133,6 +135,11 @@ int Run(absl::Time process_start) {
   c.summary_json = absl::GetFlag(FLAGS_summary_json);
   c.keys_out = absl::GetFlag(FLAGS_keys_out);
   c.trace_out = absl::GetFlag(FLAGS_trace_out);
+  if (!c.trace_out.empty()) {
+    const int64_t spans = absl::GetFlag(FLAGS_trace_spans);
+    if (spans <= 0) return Fail("--trace_spans must be > 0");
+    o.trace_spans = static_cast<size_t>(spans);
+  }
   c.report_every_seconds = absl::GetFlag(FLAGS_report_every);
   c.consumer_ms = absl::GetFlag(FLAGS_consumer_ms);
   c.linger_seconds = absl::GetFlag(FLAGS_linger_seconds);

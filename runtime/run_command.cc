@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "exporters/metrics_exporter.h"
 #include "exporters/report.h"
+#include "exporters/trace.h"
 #include "stages/core/log.h"
 
 namespace flowloader {
@@ -192,6 +193,12 @@ int RunCommand(const RunConfig& config) {
     if (!WriteFile(config.summary_json, json + "\n")) {
       std::fprintf(stderr, "flowloader: cannot write --summary_json=%s\n",
                    config.summary_json.c_str());
+      return 2;
+    }
+  }
+  if (!config.trace_out.empty()) {
+    if (absl::Status s = WriteChromeTrace(*pipeline->stats(), config.trace_out); !s.ok()) {
+      std::fprintf(stderr, "flowloader: %s\n", std::string(s.message()).c_str());
       return 2;
     }
   }

@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # 1. A train run over two epochs with summary and keys.
 "$FLOWLOADER" run --data="$DATA" --batch_size=16 --num_workers=2 --epochs=2 --image_size=64 \
   --metrics_address= --summary_json="$TMP/summary.json" --keys_out="$TMP/keys.txt" \
-  --progress=false >"$TMP/out.txt" 2>"$TMP/err.txt" || fail "run exited $?: $(cat "$TMP/err.txt")"
+  --trace_out="$TMP/trace.json" --progress=false >"$TMP/out.txt" 2>"$TMP/err.txt" || fail "run exited $?: $(cat "$TMP/err.txt")"
 grep -q "decode" "$TMP/out.txt" || fail "no per-stage table: $(cat "$TMP/out.txt")"
 grep -q "^diagnosis: " "$TMP/out.txt" || fail "no diagnosis line"
 "$PY" - "$TMP/summary.json" "$TMP/keys.txt" "$DATA" <<'PYEOF'
@@ -40,6 +40,18 @@ assert set(counts.values()) == {2}, "each sample once per epoch"
 for k in counts:
     assert os.path.isfile(os.path.join(sys.argv[3], k)), k
 assert keys[:60] != keys[60:], "epochs should be shuffled differently"
+PYEOF
+"$PY" - "$TMP/trace.json" <<'PYEOF'
+import json, sys, collections
+trace = json.load(open(sys.argv[1]))
+spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+by_stage = collections.Counter(e["name"] for e in spans)
+for stage in ("read", "decode", "augment"):
+    assert by_stage[stage] == 120, (stage, by_stage)
+assert by_stage["consumer wait"] >= 8, by_stage
+assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+names = [e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"]
+assert "consumer (Next)" in names and any(n.startswith("worker ") for n in names), names
 PYEOF
 
 # 2. Eval run with metrics served; scrape it while the run lingers.
