@@ -2,7 +2,7 @@
 //
 //   bazel run -c opt //stages/decode:decode_bench -- FILE... [--iters=N]
 //   bazel run //stages/decode:decode_bench -- --dump FILE OUT.rgb   (full decode, raw RGB)
-//   Flags: --fast-idct, --no-dct-scaling (DecoderOptions); --per-scale also times whole-
+//   Flags: --fast-idct, --no-fancy, --no-dct-scaling (DecoderOptions); --per-scale also times whole-
 //   image decodes for targets of k/8 of the image (k = 1..8).
 //
 // Times ReadInfo + full decode, and ReadInfo + region decode for RandomResizedCrop(224)
@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--fast-idct") options.fast_idct = true;
+    if (arg == "--no-fancy") options.fancy_upsampling = false;
     if (arg == "--no-dct-scaling") options.dct_scaling = false;
     if (arg == "--per-scale") per_scale = true;
   }
@@ -71,7 +72,10 @@ int main(int argc, char** argv) {
   int iters = 2000;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--fast-idct" || arg == "--no-dct-scaling" || arg == "--per-scale") continue;
+    if (arg == "--fast-idct" || arg == "--no-dct-scaling" || arg == "--per-scale" ||
+        arg == "--no-fancy") {
+      continue;
+    }
     if (arg == "--dump" && i + 2 < argc) {
       const std::string bytes = ReadFile(argv[i + 1]);
       DecodedImage out;

@@ -46,6 +46,10 @@ struct DecoderOptions {
   // Use libjpeg's fast integer IDCT (JDCT_IFAST) instead of the accurate one (JDCT_ISLOW).
   // Faster, slightly less exact. Default false.
   bool fast_idct = false;
+  // Triangle-filtered chroma upsampling (libjpeg's default, what PIL does). false uses
+  // libjpeg-turbo's faster merged upsampling (nearest chroma): slightly blockier colour
+  // edges, no change to luma. Default true.
+  bool fancy_upsampling = true;
   // Allow DCT-domain downscaling of JPEGs when a RegionRequest permits it. Default true.
   bool dct_scaling = true;
 };

@@ -234,6 +234,9 @@ bool RunDecodeJob(DecodeJob* job) {
                "unsupported JPEG colour space");
   }
   c->dct_method = job->options->fast_idct ? JDCT_IFAST : JDCT_ISLOW;
+  // Without fancy upsampling libjpeg-turbo uses its merged upsample+colour-convert SIMD
+  // path for 4:2:0/4:2:2 (nearest-neighbour chroma instead of triangle-filtered).
+  c->do_fancy_upsampling = job->options->fancy_upsampling ? TRUE : FALSE;
 
   // Plan: DCT scale k/8 and the original-pixel box to decode.
   int k = 8;
