@@ -1,0 +1,229 @@
+// resample_isa_test: every kernel set this CPU runs (SSE4.1, AVX2, AVX-512) gives the
+// same bytes as the SSE4.1 baseline, through Transform::Apply, for both layouts, train
+// and eval, flipped or not, at every kind of scale: upscale, 1:1 crops (the copy path),
+// mild and heavy (> 64 taps) downscale, odd output sizes (row tails), tiny boxes (the
+// scalar vertical path), into aligned and misaligned buffers (streaming stores or not).
+//
+// Thread-safety: single-threaded; SetResampleIsaForTesting is process-wide.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "stages/augment/internal/resample.h"
+#include "stages/augment/transform.h"
+
+namespace flowloader::augment {
+namespace {
+
+using internal::ResampleIsa;
+
+decode::DecodedImage NoiseImage(int w, int h, uint32_t seed) {
+  decode::DecodedImage d;
+  d.image.Resize(w, h, 3);
+  uint32_t s = seed * 747796405u + 1;
+  for (auto& p : d.image.pixels) {
+    s = s * 1664525u + 1013904223u;
+    p = static_cast<uint8_t>(s >> 24);
+  }
+  d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
+  return d;
+}
+
+// Extremes: 0 and 255 in blocks, the values where rounding and packing saturate.
+decode::DecodedImage ExtremeImage(int w, int h) {
+  decode::DecodedImage d;
+  d.image.Resize(w, h, 3);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        d.image.Row(y)[3 * x + c] = (((x / (2 + c)) ^ (y / 3)) & 1) ? 255 : 0;
+      }
+    }
+  }
+  d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
+  return d;
+}
+
+// Isas lists the sets this CPU runs, the baseline first.
+std::vector<ResampleIsa> Isas() {
+  std::vector<ResampleIsa> isas;
+  for (const ResampleIsa isa : {ResampleIsa::kSse41, ResampleIsa::kAvx2, ResampleIsa::kAvx512}) {
+    if (internal::ResampleIsaSupported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+const char* Name(ResampleIsa isa) {
+  switch (isa) {
+    case ResampleIsa::kSse41: return "SSE4.1";
+    case ResampleIsa::kAvx2: return "AVX2";
+    case ResampleIsa::kAvx512: return "AVX-512";
+  }
+  return "?";
+}
+
+// Case is one Apply call to run under every kernel set.
+struct Case {
+  std::string name;
+  TransformOptions options;
+  CropPlan plan;
+  const decode::DecodedImage* image;
+};
+
+class ResampleIsaTest : public ::testing::Test {
+ protected:
+  void TearDown() override { internal::ResetResampleIsaForTesting(); }
+
+  // Run applies `c` under `isa`, writing to a buffer `offset` bytes past a 64-byte
+  // boundary (batch slots are 64-byte aligned; the kernels stream aligned rows with
+  // non-temporal stores and store others plainly), and returns the output.
+  static std::vector<uint8_t> Run(const Case& c, ResampleIsa isa, size_t offset) {
+    EXPECT_TRUE(internal::SetResampleIsaForTesting(isa));
+    auto t = Transform::Create(c.options);
+    EXPECT_TRUE(t.ok()) << t.status();
+    const size_t bytes = (*t)->OutputBytes();
+    std::vector<uint8_t> buffer(bytes + 64 + offset, 0xA5);
+    uint8_t* dst = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) + offset;
+    const absl::Status s = (*t)->Apply(*c.image, c.plan, dst);
+    EXPECT_TRUE(s.ok()) << c.name << ": " << s;
+    return std::vector<uint8_t>(dst, dst + bytes);
+  }
+
+  // ExpectSameBytes runs every case under the baseline with plain stores (a buffer
+  // aligned to 4 bytes only), and under every set at alignments that turn each set's
+  // streaming stores on and off.
+  static void ExpectSameBytes(const std::vector<Case>& cases) {
+    const std::vector<ResampleIsa> isas = Isas();
+    if (isas.size() == 1) GTEST_SKIP() << "this CPU runs only the SSE4.1 kernels";
+    for (const Case& c : cases) {
+      const std::vector<uint8_t> want = Run(c, ResampleIsa::kSse41, 4);
+      for (const ResampleIsa isa : isas) {
+        for (const size_t offset : {0, 4, 16, 32}) {
+          const std::vector<uint8_t> got = Run(c, isa, offset);
+          ASSERT_EQ(got.size(), want.size());
+          if (std::memcmp(got.data(), want.data(), want.size()) == 0) continue;
+          size_t i = 0;
+          while (got[i] == want[i]) ++i;
+          FAIL() << Name(isa) << " at offset " << offset << " differs from SSE4.1 in "
+                 << c.name << " at byte " << i << " of " << want.size();
+        }
+      }
+    }
+  }
+};
+
+TransformOptions Options(Mode mode, Layout layout, int size) {
+  TransformOptions o;
+  o.mode = mode;
+  o.layout = layout;
+  o.image_size = size;
+  return o;
+}
+
+CropPlan FixedPlan(double x, double y, double w, double h, bool flip) {
+  CropPlan p;
+  p.region = RectF{x, y, w, h};
+  p.clamp_to_region = true;
+  p.flip = flip;
+  return p;
+}
+
+TEST_F(ResampleIsaTest, RandomPlansGiveTheSameBytes) {
+  // Random image sizes, output sizes (multiples of 16 and 8, odd, tiny), modes, layouts,
+  // normalizations and the plans Transform draws (flips included).
+  const int kSizes[] = {1, 2, 3, 7, 8, 15, 16, 17, 24, 31, 37, 64, 100, 224, 299};
+  std::vector<std::unique_ptr<decode::DecodedImage>> images;
+  std::vector<Case> cases;
+  SampleRng pick(11, 0, 0);
+  for (int i = 0; i < 60; ++i) {
+    const int w = static_cast<int>(pick.UniformInt(1, 700));
+    const int h = static_cast<int>(pick.UniformInt(1, 700));
+    images.push_back(std::make_unique<decode::DecodedImage>(NoiseImage(w, h, i)));
+    const int size = kSizes[i % (sizeof(kSizes) / sizeof(kSizes[0]))];
+    for (const Mode mode : {Mode::kTrain, Mode::kEval}) {
+      for (const Layout layout : {Layout::kFloatCHW, Layout::kUint8HWC}) {
+        TransformOptions o = Options(mode, layout, size);
+        o.mean = {static_cast<float>(pick.Uniform(0, 1)), 0.5f, 0.3f};
+        o.std = {static_cast<float>(pick.Uniform(0.1, 1)), 0.25f, 2.0f};
+        auto t = Transform::Create(o);
+        ASSERT_TRUE(t.ok()) << t.status();
+        for (int k = 0; k < 3; ++k) {
+          SampleRng rng(12, i, k);
+          cases.push_back(Case{absl::StrCat("image ", w, "x", h, " size ", size,
+                                            mode == Mode::kTrain ? " train" : " eval",
+                                            layout == Layout::kFloatCHW ? " float" : " uint8",
+                                            " draw ", k),
+                               o, (*t)->Plan(w, h, rng), images.back().get()});
+        }
+      }
+    }
+  }
+  ExpectSameBytes(cases);
+}
+
+TEST_F(ResampleIsaTest, EveryScaleGivesTheSameBytes) {
+  const auto noise = NoiseImage(450, 380, 1);
+  const auto extreme = ExtremeImage(450, 380);
+  const auto big = NoiseImage(2400, 1600, 2);
+  struct Geometry {
+    const char* name;
+    const decode::DecodedImage* image;
+    RectF box;
+    int size;
+  };
+  const Geometry geometries[] = {
+      {"upscale x8", &noise, {100, 50, 28, 28}, 224},
+      {"upscale fractional", &noise, {10.25, 20.5, 33.5, 41.75}, 224},
+      {"1:1 crop (copy path)", &noise, {37, 53, 224, 224}, 224},
+      {"1:1 crop at the right edge", &noise, {226, 156, 224, 224}, 224},
+      {"1:1 crop, odd size", &noise, {3, 4, 37, 37}, 37},
+      {"mild downscale", &noise, {10, 20, 300, 250}, 224},
+      {"mild downscale, extremes", &extreme, {0, 0, 450, 380}, 224},
+      {"one axis 1:1", &noise, {0, 0, 224, 380}, 224},
+      {"downscale x2 odd output", &noise, {0, 0, 450, 380}, 225},
+      {"heavy downscale (> 64 taps)", &big, {0, 0, 2400, 1600}, 16},
+      {"heavy downscale, 8-pixel tail", &big, {5, 7, 2390, 1590}, 24},
+      {"heavy downscale, extremes", &extreme, {0, 0, 450, 380}, 3},
+      {"tiny box (scalar vertical)", &noise, {200, 100, 4, 3}, 224},
+      {"thin column", &noise, {200, 0, 2, 380}, 64},
+      {"whole image to 1 pixel", &noise, {0, 0, 450, 380}, 1},
+  };
+  std::vector<Case> cases;
+  for (const Geometry& g : geometries) {
+    for (const Layout layout : {Layout::kFloatCHW, Layout::kUint8HWC}) {
+      for (const bool flip : {false, true}) {
+        cases.push_back(Case{absl::StrCat(g.name, layout == Layout::kFloatCHW ? " float" : " uint8",
+                                          flip ? " flipped" : ""),
+                             Options(Mode::kTrain, layout, g.size),
+                             FixedPlan(g.box.x, g.box.y, g.box.w, g.box.h, flip), g.image});
+      }
+    }
+  }
+  // Eval on the big image: a fractional box with margins read outside it.
+  for (const Layout layout : {Layout::kFloatCHW, Layout::kUint8HWC}) {
+    for (const int size : {16, 224, 299}) {
+      TransformOptions o = Options(Mode::kEval, layout, size);
+      auto t = Transform::Create(o);
+      ASSERT_TRUE(t.ok());
+      SampleRng rng(1, 0, 0);
+      cases.push_back(Case{absl::StrCat("eval 2400x1600 size ", size), o,
+                           (*t)->Plan(2400, 1600, rng), &big});
+    }
+  }
+  ExpectSameBytes(cases);
+}
+
+TEST_F(ResampleIsaTest, UnsupportedSetIsRefused) {
+  EXPECT_TRUE(internal::SetResampleIsaForTesting(ResampleIsa::kSse41));
+  for (const ResampleIsa isa : {ResampleIsa::kAvx2, ResampleIsa::kAvx512}) {
+    EXPECT_EQ(internal::SetResampleIsaForTesting(isa), internal::ResampleIsaSupported(isa));
+  }
+  EXPECT_TRUE(internal::ResampleIsaSupported(internal::DetectedResampleIsa()));
+}
+
+}  // namespace
+}  // namespace flowloader::augment
