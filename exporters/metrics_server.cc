@@ -91,7 +91,12 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   // civetweb throws CivetException (a std::runtime_error) when it cannot bind; nothing
   // may escape into the caller, who asked for a Status.
   try {
-    exposer = std::make_unique<prometheus::Exposer>(listen->ToString(), /*num_threads=*/2);
+    // civetweb options: a slow or idle client must not hold the scrape hostage, so
+    // requests time out after 2 s (civetweb's default is 30 s, past Prometheus's 10 s
+    // scrape timeout) and there are enough threads that idle connections leave some free.
+    exposer = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", listen->ToString(), "num_threads", "8", "request_timeout_ms",
+        "2000"});
   } catch (const std::exception& e) {
     return exporters_internal::BindFailure(*listen, e.what());
   } catch (...) {

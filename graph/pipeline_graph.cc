@@ -351,7 +351,15 @@ void PipelineGraph::Impl::Start() {
       const int64_t since = empty_since_.load();
       if (since > 0) source_stats_->blocked_nanos.fetch_add(NowNanos() - since);
     }
-    free_tokens_->try_put(token);
+    // The consumer's thread never runs graph code: a put from outside the arena would
+    // have to join it (and wait while every slot is busy). enqueue hands the put to a
+    // worker and returns at once; reserve_wait keeps wait_for_all (Stop) from finishing
+    // before that put has happened.
+    graph_->reserve_wait();
+    arena_.enqueue([this, token] {
+      free_tokens_->try_put(token);
+      graph_->release_wait();
+    });
   });
   stats_->start_unix_nanos = absl::GetCurrentTimeNanos();
   arena_.execute([this] {
@@ -494,6 +502,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.host_data = token->buffer.host;
   batch.device_data = nullptr;
   batch.location = memory_->pinned() ? MemoryLocation::kPinnedHost : MemoryLocation::kHost;
+  token->fatal = absl::OkStatus();
   if (failed > 0) ApplyErrorPolicy(token, failed, first_failed);
   processed_.fetch_add(token->size, std::memory_order_relaxed);
   collate_stats_->items_in.fetch_add(token->size, std::memory_order_relaxed);
@@ -515,7 +524,7 @@ void PipelineGraph::Impl::ApplyErrorPolicy(BatchToken* token, int64_t failed_in_
     LogWarning(absl::StrCat("skipped ", s.key, " (", s.reason, "): ", s.message));
   }
   if (options_.on_error == ErrorPolicy::kFail) {
-    Fail(first_failed->status);
+    token->fatal = first_failed->status;  // Raised by Pop, in delivery order.
     return;
   }
   if (options_.max_errors >= 0 && failed > options_.max_errors) {
@@ -607,10 +616,20 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
   }
   const int64_t waited = NowNanos() - t0;
   stats_->consumer_wait_nanos.fetch_add(waited, std::memory_order_relaxed);
+  if (!token->fatal.ok()) {
+    const absl::Status fatal = token->fatal;
+    if (fatal_.ok()) fatal_ = fatal;
+    stopping_.store(true);
+    lock.unlock();
+    ready_.notify_all();
+    pool_->Release(token);
+    return fatal;
+  }
   if (stats_->trace != nullptr) stats_->trace->Record(-1, t0, waited, delivered_sequence_ - 1);
-  if (token->batch.size() == 0) {
+  if (token->batch.size() == 0 && !out->ends_epoch) {
     // Every sample was skipped: recycle the buffer, hand out nothing, and report its
-    // skips with the next batch handed out.
+    // skips with the epoch's next batch. (An epoch's last batch is handed out even when
+    // empty, so that no skip is reported in the wrong epoch or lost after the last one.)
     carried_skips_.insert(carried_skips_.end(), token->batch.skipped.begin(),
                           token->batch.skipped.end());
     lock.unlock();

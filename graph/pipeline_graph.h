@@ -101,7 +101,9 @@ class PipelineGraph {
   // Popped is one result of Pop.
   struct Popped {
     // The next batch; nullptr when every sample of it was skipped (its skips are then
-    // reported in the next batch's `skipped`) or when `done`. Its
+    // reported in the epoch's next batch's `skipped`) or when `done`. An epoch's last
+    // batch is never dropped: when all its samples were skipped it has 0 rows and
+    // carries the skips. Its
     // buffer goes back to the pool when the last copy is released (from any thread, at
     // any time, even after Stop or destruction of the graph).
     std::shared_ptr<const Batch> batch;

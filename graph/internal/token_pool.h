@@ -33,6 +33,9 @@ struct BatchToken {
   int64_t sequence = 0;                // Delivery order across epochs.
   int size = 0;                        // Samples dispatched into this batch.
   std::atomic<int> remaining{0};       // Samples not yet through every stage.
+  // Under on_error=fail, the first failed sample's status: the pipeline stops when this
+  // batch's turn comes, so the error reported is the first in delivery order.
+  absl::Status fatal;
 };
 
 class TokenPool : public std::enable_shared_from_this<TokenPool> {

@@ -41,7 +41,9 @@ struct Batch {
   int64_t epoch = 0;
   int64_t index = 0;  // Batch number within the epoch (0-based, in sampler order).
   // shape is [N, C, H, W] for float32 CHW output, [N, H, W, C] for uint8 HWC. N may be
-  // below batch_size for the last batch of an epoch and when samples were skipped.
+  // below batch_size for the last batch of an epoch and when samples were skipped; it is
+  // 0 only for an epoch's last batch when every one of its samples was skipped (the
+  // batch then exists to report them in `skipped`).
   std::vector<int64_t> shape;
   DType dtype = DType::kFloat32;
   // host_data holds the batch on the host (pinned when a CUDA device is used), always.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "stages/core/log.h"
 
 namespace flowloader {
 namespace {
@@ -28,17 +29,27 @@ std::string DirName(const std::string& path) {
 // ListClassFiles appends every image file below `dir` (relative key prefix `prefix`) in
 // torchvision's order: sorted(os.walk(dir)) visits directories by path string, and each
 // directory's file names sorted. Collected as (directory, name) and sorted once.
+// Links are followed (followlinks=True), except a link back to a directory the walk is
+// already inside (`ancestors`, canonical paths): that would list the same files again
+// and again, so it is skipped with one log line.
 absl::Status ListClassFiles(Env* env, const std::string& dir, const std::string& prefix,
-                            int depth,
+                            std::vector<std::string>* ancestors,
                             std::vector<std::pair<std::string, std::string>>* files) {
-  // Links are followed (followlinks=True); a depth cap stops link cycles.
-  if (depth > 64) return absl::OkStatus();
   absl::StatusOr<std::vector<DirEntry>> entries = env->ListDirectory(dir);
   if (!entries.ok()) return entries.status();
   for (const DirEntry& e : *entries) {
     if (e.is_directory) {
-      absl::Status s = ListClassFiles(env, dir + "/" + e.name, prefix + "/" + e.name,
-                                      depth + 1, files);
+      const std::string child = dir + "/" + e.name;
+      absl::StatusOr<std::string> canonical = env->CanonicalPath(child);
+      if (!canonical.ok()) return canonical.status();
+      if (std::find(ancestors->begin(), ancestors->end(), *canonical) != ancestors->end()) {
+        LogWarning(absl::StrCat("dataset: not following ", child, ": it links back to ",
+                                *canonical, ", which contains it"));
+        continue;
+      }
+      ancestors->push_back(*canonical);
+      absl::Status s = ListClassFiles(env, child, prefix + "/" + e.name, ancestors, files);
+      ancestors->pop_back();
       if (!s.ok()) return s;
     } else if (HasImageExtension(e.name)) {
       files->emplace_back(prefix, e.name);
@@ -86,7 +97,13 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
     for (size_t label = 0; label < dataset->class_names_.size(); ++label) {
       const std::string& name = dataset->class_names_[label];
       std::vector<std::pair<std::string, std::string>> files;
-      absl::Status s = ListClassFiles(env, path + "/" + name, name, 0, &files);
+      const std::string class_dir = path + "/" + name;
+      absl::StatusOr<std::string> canonical_root = env->CanonicalPath(path);
+      absl::StatusOr<std::string> canonical_class = env->CanonicalPath(class_dir);
+      if (!canonical_root.ok()) return canonical_root.status();
+      if (!canonical_class.ok()) return canonical_class.status();
+      std::vector<std::string> ancestors = {*canonical_root, *canonical_class};
+      absl::Status s = ListClassFiles(env, class_dir, name, &ancestors, &files);
       if (!s.ok()) return s;
       std::sort(files.begin(), files.end());
       for (const auto& [dir, file] : files) {

@@ -6,12 +6,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "stages/core/sample_error.h"
 
 namespace flowloader {
+
+absl::StatusOr<std::string> Env::CanonicalPath(const std::string& path) {
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) return StatusFromErrno(errno, path);
+  std::string out(resolved);
+  std::free(resolved);
+  return out;
+}
 
 absl::Status StatusFromErrno(int error_number, const std::string& path) {
   const std::string message = absl::StrCat(path, ": ", std::strerror(error_number));
@@ -48,7 +57,9 @@ class PosixEnv : public Env {
  public:
   absl::Status ReadFile(const std::string& path, int64_t max_bytes,
                         std::string* contents) override {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO named like an image must not wait for a writer (the
+    // S_ISREG check below then refuses it); it changes nothing for regular files.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return StatusFromErrno(errno, path);
     absl::Status status = ReadAll(fd, path, max_bytes, contents);
     ::close(fd);

@@ -44,6 +44,10 @@ class Env {
 
   // IsDirectory reports whether `path` exists and is a directory (following links).
   virtual absl::StatusOr<bool> IsDirectory(const std::string& path) = 0;
+
+  // CanonicalPath resolves links and "." / ".." (realpath(3) by default), so that the
+  // dataset walk can recognise a link back to a directory it is already inside.
+  virtual absl::StatusOr<std::string> CanonicalPath(const std::string& path);
 };
 
 // TooLarge is the error for a file of `size` bytes over the `max_bytes` limit.

@@ -48,6 +48,9 @@ class FaultEnv : public Env {
   absl::StatusOr<bool> IsDirectory(const std::string& path) override {
     return base_->IsDirectory(path);
   }
+  absl::StatusOr<std::string> CanonicalPath(const std::string& path) override {
+    return base_->CanonicalPath(path);
+  }
 
  private:
   struct Rule {

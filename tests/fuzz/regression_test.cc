@@ -23,7 +23,7 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-void Run(const std::string& input) {
+void Replay(const std::string& input) {
   RunOne(reinterpret_cast<const uint8_t*>(input.data()), input.size());
 }
 
@@ -34,7 +34,7 @@ TEST(FuzzRegressionTest, EveryCheckedInReproducerRunsClean) {
     std::ifstream probe(argv[i], std::ios::binary);
     ASSERT_TRUE(probe.good()) << argv[i];
     SCOPED_TRACE(argv[i]);
-    Run(Slurp(argv[i]));
+    Replay(Slurp(argv[i]));
   }
 }
 
@@ -43,7 +43,7 @@ TEST(FuzzRegressionTest, EverySeedRunsClean) {
   ASSERT_GE(corpus.size(), 100u);
   for (const auto& [name, input] : corpus) {
     SCOPED_TRACE(name);
-    Run(input);
+    Replay(input);
   }
 }
 
@@ -66,7 +66,9 @@ TEST(FuzzRegressionTest, SeedsAreTheFilesTheyClaimToBe) {
       ++bad;
       EXPECT_FALSE(s.ok()) << name;
       EXPECT_FALSE(ErrorReason(s).empty()) << name;
-      if (absl::StrContains(name, "bomb")) EXPECT_EQ(ErrorReason(s), "too_many_pixels") << name;
+      if (absl::StrContains(name, "bomb")) {
+        EXPECT_EQ(ErrorReason(s), "too_many_pixels") << name;
+      }
     } else {
       ++good;
       EXPECT_TRUE(s.ok()) << name << ": " << s;

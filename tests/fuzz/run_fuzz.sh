@@ -22,7 +22,13 @@ SECONDS_BUDGET="${1:-${FUZZ_SECONDS:-90}}"
 HERE="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 TMP_BASE="${TEST_TMPDIR:-${TMPDIR:-/tmp}}"
-WORK="${FUZZ_WORK:-$(mktemp -d "$TMP_BASE/fuzz_work.XXXXXX")}"
+if [[ -n "${FUZZ_WORK:-}" ]]; then
+  WORK="$FUZZ_WORK"
+  OWN_WORK=0
+else
+  WORK="$(mktemp -d "$TMP_BASE/fuzz_work.XXXXXX")"
+  OWN_WORK=1
+fi
 CORPUS="${FUZZ_CORPUS:-$WORK/corpus}"
 SEEDS="$WORK/seeds"
 ARTIFACTS="${FUZZ_ARTIFACTS:-${TEST_UNDECLARED_OUTPUTS_DIR:-$WORK}/artifacts}"
@@ -70,10 +76,12 @@ SYS_LIBS=(-ljpeg -lpng16 -lz -lpthread)
 COMMON=(-std=c++17 -march=x86-64-v2 -g -O1 -I"$ROOT" -fno-omit-frame-pointer)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
-# Build: one object per source, in parallel, reused when the source has not changed.
+# Build: one object per source, FUZZ_JOBS (2) at a time; with a reused FUZZ_WORK, an
+# object is rebuilt when its source or any header it could include is newer.
+NEWEST_HEADER="$(ls -t "$ROOT"/stages/*/*.h "$ROOT"/stages/*/internal/*.h "$ROOT"/tests/fuzz/*.h | head -1)"
 compile() {  # out src flags...
   local out="$1" src="$2"; shift 2
-  if [[ ! -f "$out" || "$ROOT/$src" -nt "$out" || "$ROOT/tests/fuzz/fuzz_body.h" -nt "$out" ]]; then
+  if [[ ! -f "$out" || "$ROOT/$src" -nt "$out" || "$NEWEST_HEADER" -nt "$out" ]]; then
     "$CXX" "${COMMON[@]}" "$@" -c "$ROOT/$src" -o "$out"
   fi
 }
@@ -152,3 +160,6 @@ if [[ -z "$execs" || "$execs" -lt 1000 ]]; then
   exit 1
 fi
 echo "run_fuzz.sh: PASS"
+if (( OWN_WORK )) && [[ -z "${FUZZ_CORPUS:-}" && -z "${FUZZ_ARTIFACTS:-}" ]]; then
+  rm -rf "$WORK"  # Nothing to keep: no crash, and the corpus was a temporary one.
+fi

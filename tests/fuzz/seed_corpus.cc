@@ -93,11 +93,20 @@ std::string PngWithSize(std::string png, uint32_t width, uint32_t height) {
   return png;
 }
 
-// CorruptScan flips bytes in the middle of the entropy-coded data.
-std::string CorruptScan(std::string jpeg) {
+// FlipScanBits flips bits in the middle of the entropy-coded data: still a decodable
+// file (entropy data has no checksum), with different pixels.
+std::string FlipScanBits(std::string jpeg) {
   for (size_t i = jpeg.size() / 2; i < jpeg.size() / 2 + 24 && i + 2 < jpeg.size(); i += 3) {
     jpeg[i] = static_cast<char>(jpeg[i] ^ 0x5A);
   }
+  return jpeg;
+}
+
+// StrayMarker puts a restart marker where none belongs, mid-scan: libjpeg warns
+// (corrupt data), which the decoder turns into an error.
+std::string StrayMarker(std::string jpeg) {
+  jpeg[jpeg.size() / 2] = static_cast<char>(0xFF);
+  jpeg[jpeg.size() / 2 + 1] = static_cast<char>(0xD3);
   return jpeg;
 }
 
@@ -156,7 +165,8 @@ std::vector<std::pair<std::string, std::string>> SeedImages() {
   s.emplace_back("jpeg_half.jpg", base.substr(0, base.size() / 2));
   s.emplace_back("jpeg_no_eoi.jpg", base.substr(0, base.size() - 2));
   s.emplace_back("jpeg_soi_only.jpg", base.substr(0, 3));
-  s.emplace_back("jpeg_corrupt_scan.jpg", CorruptScan(base));
+  s.emplace_back("jpeg_bitflip_scan.jpg", FlipScanBits(base));
+  s.emplace_back("jpeg_corrupt_marker.jpg", StrayMarker(base));
   JpegEncodeOptions p;
   p.progressive = true;
   const std::string prog = Jpeg(96, 64, 3, p);
