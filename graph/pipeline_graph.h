@@ -63,7 +63,7 @@ struct GraphOptions {
   // Samples per batch. >= 1.
   int batch_size = 64;
   // Batch buffers: the bound on batches in flight (and on memory). >= 1.
-  int prefetch_batches = 4;
+  int prefetch_batches = 3;
   // Drop each epoch's last partial batch.
   bool drop_last = false;
   // Deliver batches in sampler order (true) or as they complete (false).

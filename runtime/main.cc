@@ -25,7 +25,7 @@
 ABSL_FLAG(std::string, data, "", "ImageFolder directory or list file (path<TAB>label)");
 ABSL_FLAG(int, batch_size, 64, "samples per batch");
 ABSL_FLAG(int, num_workers, 2, "decode/augment threads");
-ABSL_FLAG(int, prefetch_batches, 4, "batch buffers: the bound on batches in flight");
+ABSL_FLAG(int, prefetch_batches, 3, "batch buffers: the bound on batches in flight");
 ABSL_FLAG(int64_t, epochs, 1, "epochs to run (0 = until interrupted)");
 ABSL_FLAG(uint64_t, seed, 0, "seed of the shuffle and of every random crop/flip");
 ABSL_FLAG(bool, shuffle, true, "shuffle each epoch");

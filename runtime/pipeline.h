@@ -62,8 +62,9 @@ struct PipelineOptions {
   // Threads, and the concurrency of decode/augment; >= 1. Default 2.
   int num_workers = 2;
   // Batch buffers, the bound on batches in flight (memory = prefetch_batches × batch
-  // bytes); >= 1. Default 4.
-  int prefetch_batches = 4;
+  // bytes); >= 1. Default 3: on 2 cores 2, 3 and 4 gave the same images/s (±2%), and
+  // each buffer is 38.5 MB at batch 64 × 3×224² float32.
+  int prefetch_batches = 3;
   // Epochs to deliver; 0 = until Stop. Default 1.
   int64_t epochs = 1;
   // Seeds the shuffle and every random crop/flip. Default 0.

@@ -368,9 +368,48 @@ def run_curve(bins, data, reps, torch_reps, results):
 
 # ---------------------------------------------------------------------------- main
 
+def curve_file_markdown(doc):
+    """results/curve.md: a header with the machine facts, then the curve table."""
+    f, ds, a = doc["facts"], doc["dataset"], doc["args"]
+    return (f"# flowloader benchmark curve\n\n{f['date']} · {f['nproc']} cores "
+            f"({f['cpu_model']}) · load average at start "
+            f"{', '.join(f'{x:.2f}' for x in f['loadavg_start'])} · commit "
+            f"{f['git_commit']} · dataset {ds['images']} JPEGs, median {ds['kb']['median']} KB "
+            f"· flowloader {a['curve_reps']} runs per point (median), PyTorch "
+            f"{a['curve_torch_reps']}\n\n" + report.curve_markdown(doc))
+
+
+def rerender(json_path, out_prefix):
+    """Rebuilds the markdown (and JSON) from a previous run's raw runs."""
+    with open(json_path) as f:
+        old = json.load(f)
+    curve_runs = []
+    curve_path = os.path.join(os.path.dirname(json_path), "curve.json")
+    if old.get("curve") and os.path.exists(curve_path):
+        with open(curve_path) as f:
+            curve_runs = json.load(f)["curve_runs"]
+    doc = report.build(facts=old["facts"], dataset=old["dataset"], data_root=old["data_root"],
+                       runs=old["runs"], discarded_runs=old.get("discarded_noisy_runs", []),
+                       memory_runs=old["memory_runs"], quality=old["quality"],
+                       prometheus=old["prometheus"], curve_runs=curve_runs, args=old["args"])
+    md = report.markdown(doc)
+    with open(out_prefix + ".md", "w") as f:
+        f.write(md)
+    with open(out_prefix + ".json", "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+    if curve_runs:
+        with open(os.path.join(os.path.dirname(out_prefix), "curve.md"), "w") as f:
+            f.write(curve_file_markdown(doc))
+    print(md)
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description="flowloader side-by-side benchmark")
-    p.add_argument("--bins", required=True, help="dir with flowloader, jpeg_roofline, dump_batches")
+    p.add_argument("--bins", help="dir with flowloader, jpeg_roofline, dump_batches (required "
+                   "unless --rerender)")
+    p.add_argument("--rerender", metavar="JSON",
+                   help="only rebuild the report from a previous run's JSON (to --out)")
     p.add_argument("--images", type=int, default=2000)
     p.add_argument("--classes", type=int, default=20)
     p.add_argument("--quality", type=int, default=90, help="make-dataset JPEG quality")
@@ -394,6 +433,10 @@ def main():
                    help="output prefix: PREFIX.md and PREFIX.json")
     p.add_argument("--build_info", default="", help="how the binaries were built (recorded)")
     args = p.parse_args()
+    if args.rerender:
+        return rerender(args.rerender, args.out)
+    if not args.bins:
+        p.error("--bins is required (run_benchmark.sh passes it)")
 
     t_start = time.time()
     GATE.budget, GATE.retries = args.quiet_budget, args.noisy_retries
@@ -451,6 +494,14 @@ def main():
         if prom_server:
             prom_server.stop()
 
+    scrape = runners.run_scrape_cost(args.bins, data, ds["images"], prom.free_port())
+    # At 1 scrape/s, the share of the 2 workers' cores one scrape per second costs.
+    scrape["share_of_workers_at_1hz"] = scrape["cpu_ms_per_scrape"] / 1e3 / 2
+    prom_info["scrape_cost"] = scrape
+    log(f"  direct scrape cost: {scrape['cpu_ms_per_scrape']:.2f} ms CPU per scrape of "
+        f"{scrape['bytes_per_scrape']} bytes ({scrape['share_of_workers_at_1hz']:.3%} of 2 "
+        "cores at 1 scrape/s)")
+
     log("memory: one PSS-sampled run per main variant (untimed)")
     memory_runs = []
     for label, fn, kw in main_variants(args.bins, data, "", 1)[:4]:  # fl/pt train/eval w2
@@ -487,13 +538,7 @@ def main():
     if curve_runs:
         curve_prefix = os.path.join(os.path.dirname(args.out), "curve")
         with open(curve_prefix + ".md", "w") as f:
-            f.write(f"# flowloader benchmark curve\n\n{facts['date']} · {facts['nproc']} cores "
-                    f"({facts['cpu_model']}) · load average at start "
-                    f"{', '.join(f'{x:.2f}' for x in facts['loadavg_start'])} · commit "
-                    f"{facts['git_commit']} · dataset {ds['images']} JPEGs, median "
-                    f"{ds['kb']['median']} KB · flowloader {args.curve_reps} runs per point "
-                    f"(median), PyTorch {args.curve_torch_reps}\n\n")
-            f.write(report.curve_markdown(doc))
+            f.write(curve_file_markdown(doc))
         with open(curve_prefix + ".json", "w") as f:
             json.dump({"facts": facts, "curve": doc["curve"], "curve_runs": curve_runs}, f,
                       indent=1, default=str)

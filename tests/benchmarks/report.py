@@ -161,16 +161,22 @@ def build(facts, dataset, data_root, runs, memory_runs, quality, prometheus, cur
 
     # Metrics overhead: per round (off, on, on, off), 1 - mean(on) / mean(off) of the long
     # runs' images/s; the median over rounds.
-    paired, quiet_paired = [], []
+    # The CPU form, (CPU s per image on) / (off) - 1, is far less sensitive to other
+    # processes than images/s is, and says what the exporter costs in cores.
+    paired, quiet_paired, cpu_paired = [], [], []
     for rep in sorted({r["rep"] for r in runs if "rep" in r}):
         group = [r for r in runs if r.get("rep") == rep and " metrics " in r["label"]]
-        off = [r["ips_reported"] for r in group if "metrics off" in r["label"]]
-        on = [r["ips_reported"] for r in group if "metrics on" in r["label"]]
+        off = [r for r in group if "metrics off" in r["label"]]
+        on = [r for r in group if "metrics on" in r["label"]]
         if off and on:
-            paired.append(1 - statistics.mean(on) / statistics.mean(off))
+            ips = lambda rs: statistics.mean(r["ips_reported"] for r in rs)  # noqa: E731
+            cpu = lambda rs: statistics.mean(r["cpu_seconds"] / r["samples"] for r in rs)  # noqa: E731
+            paired.append(1 - ips(on) / ips(off))
+            cpu_paired.append(cpu(on) / cpu(off) - 1)
             if all(r["foreign_cpu_share"] <= NOISY for r in group):
                 quiet_paired.append(paired[-1])
     metrics_overhead = _median(quiet_paired or paired)
+    metrics_cpu_overhead = _median(cpu_paired)
 
     pss = lambda label: mem.get(label, {}).get("peak_pss_mib")  # noqa: E731
     # noisy(labels...): a figure is noisy data when a variant it uses had no quiet run.
@@ -206,6 +212,8 @@ def build(facts, dataset, data_root, runs, memory_runs, quality, prometheus, cur
         _target("metrics overhead (Prometheus scraping at 1 s)", metrics_overhead, "<", 0.02, "",
                 "median over rounds of 1 - mean(on)/mean(off), runs ordered off-on-on-off",
                 noisy=not quiet_paired),
+        _target("metrics overhead in CPU per image (same runs)", metrics_cpu_overhead, "<", 0.02,
+                "", "median over rounds of cpu/img on / off - 1"),
         _target("eval output PSNR vs torchvision, mean", quality.get("psnr_mean_db"),
                 ">=", 30, "dB"),
         _target("eval output PSNR vs torchvision, min", quality.get("psnr_min_db"),
@@ -223,6 +231,7 @@ def build(facts, dataset, data_root, runs, memory_runs, quality, prometheus, cur
         "PyTorch `import torch, torchvision`, s": g(PT_TRAIN, "import_seconds"),
         "metrics overhead per round": paired,
         "metrics overhead rounds with all four runs quiet": len(quiet_paired),
+        "metrics CPU-per-image overhead per round": cpu_paired,
     }
     doc = {
         "facts": facts,
@@ -260,7 +269,7 @@ def _value(t):
     if v is None:
         return "–"
     if t["unit"] == "x":
-        return f"{v:.2f}×"
+        return f"{v:.3f}×" if t["target"] < 1 else f"{v:.2f}×"
     if t["unit"] == "s":
         return f"{v:.3f} s"
     if t["unit"] == "dB":
@@ -270,7 +279,7 @@ def _value(t):
 
 def _target_text(t):
     if t["unit"] == "x":
-        return f"{t['op']} {t['target']:.2f}×"
+        return f"{t['op']} {t['target']:.3f}×" if t["target"] < 1 else f"{t['op']} {t['target']:.2f}×"
     if t["unit"] == "":
         return f"{t['op']} {t['target']:.0%}"
     return f"{t['op']} {t['target']:g} {t['unit']}"
@@ -368,6 +377,16 @@ def markdown(doc):
           f"{_f(p.get('scrape_duration_max_seconds'), '{:.4f} s')}; Prometheus itself used "
           f"{_f(p.get('prometheus_cpu_seconds'), '{:.2f}')} CPU s over the "
           f"{_f(p.get('loop_seconds'), '{:.0f}')} s of timing rounds.\n")
+        c = p.get("scrape_cost")
+        if c:
+            w(f"Direct cost of a scrape (idle pipeline after its epoch, {c['scrapes']} GETs of "
+              f"/metrics back to back, flowloader's CPU time before/after): "
+              f"{c['cpu_ms_per_scrape']:.2f} ms CPU and {c['wall_ms_per_scrape']:.2f} ms wall "
+              f"per scrape of {c['bytes_per_scrape']} bytes, i.e. "
+              f"{c['share_of_workers_at_1hz']:.3%} of the 2 workers' cores at one scrape per "
+              "second. This excludes per-sample costs that only exist with metrics on (if "
+              "any); the A/B rows include them, but with the run-to-run noise shown per round "
+              "in Context.\n")
 
     q = doc["quality"]
     w("## Eval output quality\n")
@@ -409,7 +428,8 @@ def markdown(doc):
       f"{a['quiet_budget']:.0f} s per phase ({f.get('quiet_seconds_spent', 0)} s spent, "
       f"{f.get('noisy_runs_discarded', 0)} noisy runs discarded, kept in the JSON).")
     w("- flowloader runs use `--device=cpu --metrics_address=` (unless metrics on), "
-      "`--prefetch_batches=4`; PyTorch uses prefetch_factor 2 × 2 workers = 4 batches in flight, "
+      "and flowloader's default `--prefetch_batches` (3 batch buffers); PyTorch uses its default "
+      "prefetch_factor 2 × 2 workers = 4 batches in flight, "
       "pin_memory=False; train shuffles, eval does not, in both.")
     w("")
     return "\n".join(out)
@@ -432,7 +452,8 @@ def curve_markdown(doc):
                    " | ".join(cells) + " |")
     out.append("")
     n = doc["dataset"]["images"]
-    out.append(f"\\* a kept run of that point was noisy (> {NOISY:.0%} foreign CPU). With "
-               f"{n} images, batch 256 is {math.ceil(n / 256)} batches, so its after-1st-batch "
-               f"figure covers {math.ceil(n / 256) - 1}.\n")
+    if any(c["noisy_runs"] for row in curve for c in row["by_workers"].values()):
+        out.append(f"\\* a kept run of that point was noisy (> {NOISY:.0%} foreign CPU).")
+    out.append(f"With {n} images, batch 256 is {math.ceil(n / 256)} batches, so its "
+               f"after-1st-batch figure covers {math.ceil(n / 256) - 1}.\n")
     return "\n".join(out)

@@ -19,7 +19,7 @@ TARGETS=(//runtime:flowloader //tests/benchmarks:jpeg_roofline //tests/benchmark
 
 for a in "$@"; do
   case "$a" in
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exec "$PY" tests/benchmarks/bench.py --help ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exec "$PY" tests/benchmarks/bench.py --help ;;
   esac
 done
 

@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 
 import procmem
 
@@ -79,18 +80,21 @@ def _spawn_and_wait(cmd, timeout, pss, env=None):
 
 def run_flowloader(bins, data, transform="train", num_workers=2, batch_size=64, epochs=1,
                    shuffle=None, metrics_address="", pss=False, timeout=300, seed=0,
-                   prefetch_batches=4, layout="float_chw"):
+                   prefetch_batches=None, layout="float_chw"):
+    # prefetch_batches None: flowloader's default, as PyTorch runs with its own default.
     if shuffle is None:
         shuffle = transform == "train"
     with tempfile.TemporaryDirectory(prefix="flowloader-bench-") as tmp:
         summary_path = os.path.join(tmp, "summary.json")
         cmd = [os.path.join(bins, "flowloader"), "run", f"--data={data}",
                f"--transform={transform}", f"--num_workers={num_workers}",
-               f"--batch_size={batch_size}", f"--prefetch_batches={prefetch_batches}",
+               f"--batch_size={batch_size}",
                f"--epochs={epochs}", f"--seed={seed}", f"--shuffle={str(shuffle).lower()}",
                "--image_size=224", "--on_error=skip", f"--layout={layout}", "--device=cpu",
                f"--metrics_address={metrics_address}", "--progress=false",
                f"--summary_json={summary_path}"]
+        if prefetch_batches is not None:
+            cmd.append(f"--prefetch_batches={prefetch_batches}")
         result, stdout, stderr = _spawn_and_wait(cmd, timeout, pss)
         if result["rc"] != 0 or not os.path.exists(summary_path):
             raise RunFailed(f"flowloader rc={result['rc']}: {' '.join(cmd)}\n"
@@ -180,3 +184,61 @@ def run_exec_probe(bins, repeats=5):
         times.append(time.time() - t0)
     times.sort()
     return times[len(times) // 2]
+
+
+def _proc_cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_scrape_cost(bins, data, dataset_size, port, scrapes=300, timeout=120):
+    """CPU flowloader spends serving one /metrics scrape, measured directly.
+
+    Runs one epoch with --metrics_address and --linger_seconds, waits until the run is
+    over (flowloader_samples_total reaches the dataset size, so the stage threads are
+    idle), then GETs /metrics `scrapes` times back to back and reads the process's CPU
+    before and after. Ends the run with SIGTERM (our own child, by its pid)."""
+    cmd = [os.path.join(bins, "flowloader"), "run", f"--data={data}", "--epochs=1",
+           "--device=cpu", "--progress=false", f"--metrics_address=127.0.0.1:{port}",
+           f"--linger_seconds={timeout}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        deadline = time.time() + timeout
+        body, total = b"", None
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    body = r.read()
+            except OSError:
+                time.sleep(0.05)
+                continue
+            for line in body.decode().splitlines():
+                if line.startswith("flowloader_samples_total{"):
+                    total = float(line.split()[-1])
+            if total is not None and total >= dataset_size:
+                break
+            time.sleep(0.05)
+        else:
+            raise RunFailed("scrape-cost run never finished its epoch")
+        time.sleep(0.3)  # Let the pipeline's threads settle.
+        cpu0, t0 = _proc_cpu_seconds(proc.pid), time.time()
+        for _ in range(scrapes):
+            with urllib.request.urlopen(url, timeout=2) as r:
+                body = r.read()
+        cpu1, t1 = _proc_cpu_seconds(proc.pid), time.time()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return {
+        "scrapes": scrapes,
+        "bytes_per_scrape": len(body),
+        "cpu_ms_per_scrape": 1e3 * (cpu1 - cpu0) / scrapes,
+        "wall_ms_per_scrape": 1e3 * (t1 - t0) / scrapes,
+    }
