@@ -151,6 +151,8 @@ StageSchema DecodeSchema() {
       {{"max_pixels", OptionType::kInt, "178956970",
         "images with more pixels are refused before allocating (decompression bombs)"},
        {"fast_idct", OptionType::kBool, "false", "libjpeg's fast integer IDCT"},
+       {"fancy_upsampling", OptionType::kBool, "true",
+        "triangle-filtered chroma (as PIL); false = libjpeg-turbo's faster merged path"},
        {"dct_scaling", OptionType::kBool, "true",
         "decode JPEGs at k/8 scale when the crop is resized down anyway"}},
       0};
@@ -200,6 +202,7 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         decode::DecoderOptions o;
         o.max_pixels = args.GetInt("max_pixels");
         o.fast_idct = args.GetBool("fast_idct");
+        o.fancy_upsampling = args.GetBool("fancy_upsampling");
         o.dct_scaling = args.GetBool("dct_scaling");
         absl::StatusOr<std::unique_ptr<decode::Decoder>> decoder = decode::Decoder::Create(o);
         if (!decoder.ok()) return decoder.status();
