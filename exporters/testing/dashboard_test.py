@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """dashboard_test: the Grafana dashboard and provisioning files are file-provisionable
 and follow the rules in shared/FIELD-NOTES.md; lists every shipped PromQL expression.
 

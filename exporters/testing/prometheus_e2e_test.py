@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """prometheus_e2e_test: a real Prometheus scrapes a flowloader process and evaluates every
 PromQL expression of the shipped dashboard and rules.
 
