@@ -137,7 +137,6 @@ class PipelineGraph::Impl {
   std::vector<std::shared_ptr<void>> nodes_;
   flow::buffer_node<BatchToken*>* free_tokens_ = nullptr;
   flow::input_node<BatchPlan>* source_ = nullptr;
-  SampleNode* first_stage_ = nullptr;
 
   // Source state: touched only by the input_node body (oneTBB runs it serially).
   int64_t next_epoch_ = 0;
@@ -306,7 +305,6 @@ void PipelineGraph::Impl::Wire() {
         g, static_cast<size_t>(group->concurrency),
         [this, group, out_edge](SampleContext* s) { return RunGroup(*group, out_edge, s); })));
   }
-  first_stage_ = stage_nodes.front();
 
   using CollectNode = flow::multifunction_node<SampleContext*, std::tuple<BatchToken*>>;
   // Unlimited: each call is a decrement; only the batch's last sample does real work.
@@ -478,6 +476,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.skipped.clear();
   int64_t failed = 0;
   SampleContext* first_failed = nullptr;
+  token->keep.assign(static_cast<size_t>(token->size), false);  // Within capacity.
   for (int slot = 0; slot < token->size; ++slot) {
     SampleContext& s = token->samples[slot];
     token->keep[slot] = s.status.ok();
@@ -492,9 +491,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
                                             std::string(s.status.message())});
     }
   }
-  token->keep.resize(static_cast<size_t>(token->size));
   const int64_t kept = CompactSlots(token->buffer.host, output_.sample_bytes, token->keep);
-  token->keep.resize(static_cast<size_t>(options_.batch_size));
   batch.shape.clear();
   batch.shape.push_back(kept);
   for (int64_t d : output_.sample_shape) batch.shape.push_back(d);

@@ -50,19 +50,11 @@ LIB_SRCS=(
   stages/augment/internal/resample.cc
   tests/fuzz/fuzz_body.cc
 )
+# The seed generator needs the same sources plus the encoder and its own main.
 SEED_SRCS=(
-  stages/core/rng.cc
-  stages/core/sample_error.cc
+  "${LIB_SRCS[@]}"
   stages/decode/encoder.cc
   tests/fuzz/seed_corpus.cc
-  tests/fuzz/fuzz_body.cc
-  stages/core/log.cc
-  stages/decode/decoder.cc
-  stages/decode/internal/jpeg_codec.cc
-  stages/decode/internal/png_codec.cc
-  stages/augment/transform.cc
-  stages/augment/internal/crop_math.cc
-  stages/augment/internal/resample.cc
   tests/fuzz/make_seeds.cc
 )
 ABSL_LIBS=(-labsl_status -labsl_statusor -labsl_cord -labsl_cord_internal
