@@ -16,6 +16,7 @@
 #include "stages/decode/internal/common.h"
 #include "stages/decode/internal/jpeg_codec.h"
 #include "stages/decode/internal/png_codec.h"
+#include "stages/decode/internal/seek_index_cache.h"
 
 namespace flowloader::decode {
 namespace {
@@ -54,7 +55,28 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const DecoderOptions& o
     return absl::InvalidArgumentError(
         absl::StrFormat("max_pixels must be > 0, got %d", options.max_pixels));
   }
+  if (options.seek_index_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "seek_index_bytes must be >= 0, got %d", options.seek_index_bytes));
+  }
   return std::unique_ptr<Decoder>(new Decoder(options));
+}
+
+Decoder::Decoder(const DecoderOptions& options) : options_(options) {
+  if (options.fast_huffman && options.seek_index_bytes > 0) {
+    seek_index_ = std::make_unique<internal::SeekIndexCache>(
+        static_cast<size_t>(options.seek_index_bytes));
+  }
+}
+
+Decoder::~Decoder() = default;
+
+size_t Decoder::seek_index_bytes() const {
+  return seek_index_ != nullptr ? seek_index_->bytes() : 0;
+}
+
+size_t Decoder::seek_indexed_files() const {
+  return seek_index_ != nullptr ? seek_index_->files() : 0;
 }
 
 absl::StatusOr<ImageInfo> Decoder::ReadInfo(absl::string_view bytes) const {
@@ -79,7 +101,7 @@ absl::Status Decoder::Decode(absl::string_view bytes, const ImageInfo& info,
   }
   switch (format) {
     case Format::kJpeg:
-      return internal::DecodeJpeg(bytes, options_, request, out);
+      return internal::DecodeJpeg(bytes, options_, request, seek_index_.get(), out);
     case Format::kPng:
       return internal::DecodePng(bytes, options_, out);  // PNG has no partial decode.
     case Format::kUnknown:

@@ -43,8 +43,11 @@ LIB_SRCS=(
   stages/core/rng.cc
   stages/core/sample_error.cc
   stages/decode/decoder.cc
+  stages/decode/internal/fast_entropy.cc
+  stages/decode/internal/huffman_scan.cc
   stages/decode/internal/jpeg_codec.cc
   stages/decode/internal/png_codec.cc
+  stages/decode/internal/seek_index_cache.cc
   stages/augment/transform.cc
   stages/augment/internal/crop_math.cc
   stages/augment/internal/resample.cc

@@ -19,11 +19,13 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "jerror.h"
 #include "jpeglib.h"
 #include "stages/core/sample_error.h"
 #include "stages/decode/internal/common.h"
+#include "stages/decode/internal/fast_entropy.h"
 
 namespace flowloader::decode::internal {
 namespace {
@@ -200,6 +202,8 @@ struct DecodeJob {
   absl::string_view bytes;
   const DecoderOptions* options;
   const RegionRequest* request;
+  SeekIndexCache* index_cache;  // May be null.
+  uint64_t index_key;
   DecodedImage* out;
   Session s;
 };
@@ -282,6 +286,12 @@ bool RunDecodeJob(DecodeJob* job) {
     jpeg_crop_scanline(c, &xoffset, &crop_width);
     cols.begin = static_cast<int>(xoffset);
   }
+  bool fast_entropy = false;
+  if (job->options->fast_huffman) {
+    // Before any row is read or skipped: the seek index needs to know which are.
+    const IndexUse use{job->index_cache, job->index_key, cols.begin, cols.end, rows.begin};
+    fast_entropy = InstallFastEntropyDecoder(c, FailWith, job->request ? &use : nullptr);
+  }
   const int out_w = static_cast<int>(c->output_width);  // The cropped width now.
   DecodedImage* out = job->out;
   out->image.Resize(out_w, rows.end - rows.begin, 3);
@@ -324,6 +334,7 @@ bool RunDecodeJob(DecodeJob* job) {
   out->covered.w = std::min<double>(width, cols.end * inv) - out->covered.x;
   out->covered.h = std::min<double>(height, rows.end * inv) - out->covered.y;
   out->scale_x = out->scale_y = k / 8.0;
+  if (fast_entropy) FinishFastEntropyDecoder(c);
   // Rows below the region are never decoded: destroy aborts the decompression.
   jpeg_destroy_decompress(c);
   return true;
@@ -356,8 +367,12 @@ absl::StatusOr<ImageInfo> ReadJpegInfo(absl::string_view bytes,
 }
 
 absl::Status DecodeJpeg(absl::string_view bytes, const DecoderOptions& options,
-                        const RegionRequest* request, DecodedImage* out) {
-  DecodeJob job{bytes, &options, request, out, {}};
+                        const RegionRequest* request, SeekIndexCache* index_cache,
+                        DecodedImage* out) {
+  // The key is the content, hashed: a file changed between epochs is a new file.
+  const uint64_t key =
+      index_cache != nullptr && request != nullptr ? absl::HashOf(bytes) : 0;
+  DecodeJob job{bytes, &options, request, index_cache, key, out, {}};
   if (!RunDecodeJob(&job)) return JobError(job.s.err);
   return absl::OkStatus();
 }

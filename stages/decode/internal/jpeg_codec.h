@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "stages/decode/decoder.h"
+#include "stages/decode/internal/seek_index_cache.h"
 
 namespace flowloader::decode::internal {
 
@@ -16,9 +17,11 @@ namespace flowloader::decode::internal {
 absl::StatusOr<ImageInfo> ReadJpegInfo(absl::string_view bytes,
                                        const DecoderOptions& options);
 
-// DecodeJpeg decodes to RGB into `out` (see Decoder::Decode). `request` may be null.
+// DecodeJpeg decodes to RGB into `out` (see Decoder::Decode). `request` may be null;
+// `index_cache` (may be null) keeps seek indexes for region decodes.
 absl::Status DecodeJpeg(absl::string_view bytes, const DecoderOptions& options,
-                        const RegionRequest* request, DecodedImage* out);
+                        const RegionRequest* request, SeekIndexCache* index_cache,
+                        DecodedImage* out);
 
 // ChooseDctScale returns the smallest k in {1, 2, 4, 8} such that a region_w × region_h
 // box, scaled by k/8, still has at least target_w × target_h pixels (8 when none does, or

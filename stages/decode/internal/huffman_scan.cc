@@ -1,0 +1,326 @@
+// huffman_scan.cc: see huffman_scan.h for what it does and why.
+#include "stages/decode/internal/huffman_scan.h"
+
+#include <cstring>
+
+namespace flowloader::decode::internal {
+namespace {
+
+// kNaturalOrder maps zigzag index k to the natural (row-major) position. 16 extra entries
+// of 63 absorb a corrupt run past the end of the block, as libjpeg's table does.
+constexpr int kNaturalOrder[64 + 16] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
+    40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
+    29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
+    47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+
+// Extend turns s magnitude bits into the signed value they code (JPEG F.2.2.1).
+inline int32_t Extend(uint32_t bits, int s) {
+  return bits < (1u << (s - 1)) ? static_cast<int32_t>(bits) - (1 << s) + 1
+                                : static_cast<int32_t>(bits);
+}
+
+// BitReader reads MSB-first from unstuffed data with a 64-bit buffer and a branchless
+// refill (F. Giesen, "Reading bits in far too many ways", variant 4): the next symbol's
+// table lookup depends on a register shift, not on a load.
+struct BitReader {
+  const uint8_t* ptr;  // The next byte not yet wholly in `buf`.
+  uint64_t buf;        // `count` valid bits at the top; lower bits are data or zero.
+  int count;
+
+  // Refill leaves 56..63 valid bits.
+  void Refill() {
+    uint64_t word;
+    std::memcpy(&word, ptr, sizeof(word));
+    buf |= __builtin_bswap64(word) >> count;
+    ptr += (63 - count) >> 3;
+    count |= 56;
+  }
+  void Consume(int n) {
+    buf <<= n;
+    count -= n;
+  }
+};
+
+// DecodeSymbol returns the symbol whose code starts `window` and sets *length, or -1
+// for bits that are no code of the table.
+inline int DecodeSymbol(const HuffmanTable& table, uint64_t window, int* length) {
+  const uint16_t entry = table.fast[window >> (64 - kFastBits)];
+  if (entry != 0) {
+    *length = entry >> 8;
+    return entry & 0xFF;
+  }
+  const uint32_t top16 = static_cast<uint32_t>(window >> 48);
+  for (int l = kFastBits + 1; l <= 16; ++l) {
+    if (top16 < table.maxcode[l]) {
+      *length = l;
+      return table.values[static_cast<int32_t>(top16 >> (16 - l)) + table.offset[l]];
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+bool BuildHuffmanTable(const uint8_t bits[17], const uint8_t values[256], bool is_ac,
+                       HuffmanTable* table) {
+  int count = 0;
+  for (int l = 1; l <= 16; ++l) count += bits[l];
+  if (count > 256) return false;
+  std::memset(table->fast, 0, sizeof(table->fast));
+  std::memset(table->fast_ac, 0, sizeof(table->fast_ac));
+  std::memcpy(table->values, values, static_cast<size_t>(count));
+  uint32_t code = 0;  // The next code of the current length.
+  int index = 0;      // Its symbol's index in `values`.
+  for (int l = 1; l <= 16; ++l) {
+    table->offset[l] = index - static_cast<int32_t>(code);
+    for (int i = 0; i < bits[l]; ++i, ++index, ++code) {
+      if (code >= (1u << l)) return false;  // More codes than this length holds.
+      const uint8_t symbol = values[index];
+      if (!is_ac && symbol > 15) return false;
+      if (l > kFastBits) continue;
+      const int spare = kFastBits - l;  // Bits after the code in a fast index.
+      const uint32_t first = code << spare;
+      for (uint32_t j = 0; j < (1u << spare); ++j) {
+        table->fast[first + j] = static_cast<uint16_t>((l << 8) | symbol);
+        const int run = symbol >> 4;
+        const int s = symbol & 15;
+        if (!is_ac || s == 0 || s > spare) continue;
+        const uint32_t magnitude = (j >> (spare - s)) & ((1u << s) - 1);
+        table->fast_ac[first + j] = Extend(magnitude, s) * 256 + (run << 4) + (l + s);
+      }
+    }
+    // All-ones codes are reserved; one past the last code must still fit in l bits.
+    if (code >= (1u << l)) return false;
+    table->maxcode[l] = code << (16 - l);
+    code <<= 1;
+  }
+  table->maxcode[17] = 0xFFFFFFFFu;
+  return true;
+}
+
+void UnstuffScan(const uint8_t* data, size_t size, ScanData* out) {
+  out->bytes.resize(size + ScanData::kPadding);
+  out->segment_ends.clear();
+  out->restart_numbers.clear();
+  out->ended_at_marker = false;
+  uint8_t* dst = out->bytes.data();
+  size_t n = 0;
+  const uint8_t* p = data;
+  const uint8_t* const end = data + size;
+  while (p < end) {
+    const auto* ff = static_cast<const uint8_t*>(std::memchr(p, 0xFF, end - p));
+    if (ff == nullptr) {
+      std::memcpy(dst + n, p, end - p);
+      n += end - p;
+      break;
+    }
+    std::memcpy(dst + n, p, ff - p);
+    n += ff - p;
+    const uint8_t* q = ff + 1;
+    while (q < end && *q == 0xFF) ++q;  // Fill bytes before a marker (or a stuffed 0).
+    if (q == end) break;
+    if (*q == 0x00) {  // Stuffed: a data byte 0xFF.
+      dst[n++] = 0xFF;
+      p = q + 1;
+    } else if (*q >= 0xD0 && *q <= 0xD7) {  // RSTn ends a restart interval.
+      out->segment_ends.push_back(n);
+      out->restart_numbers.push_back(static_cast<uint8_t>(*q - 0xD0));
+      p = q + 1;
+    } else {  // Any other marker ends the scan.
+      out->ended_at_marker = true;
+      break;
+    }
+  }
+  out->segment_ends.push_back(n);
+  out->size = n;
+  std::memset(dst + n, 0, ScanData::kPadding);
+}
+
+void ScanDecoder::Start(const ScanData* data, int restart_interval, int num_components) {
+  data_ = data;
+  SeekToByte(0);
+  segment_ = 0;
+  limit_ = static_cast<uint64_t>(data->segment_ends[0]) * 8;
+  restart_interval_ = restart_interval;
+  restarts_to_go_ = restart_interval;
+  next_restart_number_ = 0;
+  for (int c = 0; c < 4; ++c) dc_pred_[c] = 0;
+  num_components_ = num_components;
+  index_ = nullptr;
+  mcu_ = 0;
+  resume_at_ = 0;
+}
+
+void SeekIndex::Reset(int per_row, int rows, int point_step) {
+  mcus_per_row = per_row;
+  mcu_rows = rows;
+  step = point_step;
+  points_per_row = (per_row + point_step - 1) / point_step;
+  points.assign(static_cast<size_t>(rows) * points_per_row, SeekPoint());
+  grew = false;
+}
+
+void ScanDecoder::UseIndex(SeekIndex* index, int first_row, int first_col, int last_col) {
+  index_ = index;
+  searched_for_ = -1;
+  first_row_ = first_row;
+  first_col_ = first_col;
+  last_col_ = last_col;
+}
+
+void ScanDecoder::SeekToBit(uint64_t bit) {
+  BitReader r{data_->bytes.data() + (bit >> 3), 0, 0};
+  r.Refill();
+  r.Consume(static_cast<int>(bit & 7));
+  ptr_ = r.ptr;
+  buf_ = r.buf;
+  count_ = r.count;
+}
+
+void ScanDecoder::MaybeJump(int64_t mcu, int row, int col) {
+  // The next needed MCU, in raster order.
+  int next_row = row, next_col = first_col_;
+  if (row < first_row_) {
+    next_row = first_row_;
+  } else if (col > last_col_) {
+    next_row = row + 1;
+  }
+  if (next_row >= index_->mcu_rows) return;  // Nothing more is needed; decoding stops.
+  // While the next needed MCU stays the same, a search that found nothing stays fruitless:
+  // the only points filled in since are at or before `mcu`.
+  const int64_t next = static_cast<int64_t>(next_row) * index_->mcus_per_row + next_col;
+  if (next == searched_for_) return;
+  searched_for_ = next;
+  // The last known point at or before it, scanning back no further than `mcu`.
+  const int64_t per_row = index_->mcus_per_row;
+  for (int64_t p = static_cast<int64_t>(next_row) * index_->points_per_row +
+                   next_col / index_->step;
+       p >= 0; --p) {
+    const int64_t point_row = p / index_->points_per_row;
+    const int64_t target = point_row * per_row + (p % index_->points_per_row) * index_->step;
+    if (target <= mcu) return;
+    const SeekPoint& point = index_->points[static_cast<size_t>(p)];
+    if (point.bit == SeekPoint::kUnknown) continue;
+    SeekToBit(point.bit);
+    for (int c = 0; c < num_components_; ++c) dc_pred_[c] = point.dc[c];
+    resume_at_ = target;
+    return;
+  }
+}
+
+ScanDecoder::Result ScanDecoder::NextRestartInterval() {
+  const bool last = segment_ + 1 >= data_->segment_ends.size();
+  if (last) return data_->ended_at_marker ? Result::kCorrupt : Result::kTruncated;
+  // The encoder pads the interval to a byte; more whole bytes before RSTn are garbage
+  // (libjpeg warns "extraneous data"), a later RSTn number means lost intervals.
+  if ((BitPosition() + 7) / 8 != data_->segment_ends[segment_] ||
+      data_->restart_numbers[segment_] != next_restart_number_) {
+    return Result::kCorrupt;
+  }
+  next_restart_number_ = (next_restart_number_ + 1) & 7;
+  SeekToByte(data_->segment_ends[segment_]);
+  ++segment_;
+  limit_ = static_cast<uint64_t>(data_->segment_ends[segment_]) * 8;
+  for (int c = 0; c < 4; ++c) dc_pred_[c] = 0;
+  restarts_to_go_ = restart_interval_;
+  return Result::kOk;
+}
+
+bool ScanDecoder::DecodeBlock(int16_t* block, const HuffmanTable& dc,
+                              const HuffmanTable& ac, int32_t* dc_pred) {
+  BitReader r{ptr_, buf_, count_};
+  r.Refill();
+  int length;
+  const int s = DecodeSymbol(dc, r.buf, &length);
+  if (s < 0) return false;
+  int32_t diff = 0;
+  if (s != 0) diff = Extend(static_cast<uint32_t>((r.buf << length) >> (64 - s)), s);
+  r.Consume(length + s);
+  // Unsigned: a hostile stream may push the predictor past int's range; the stored
+  // coefficient keeps the low 16 bits, as libjpeg's JCOEF cast does.
+  *dc_pred = static_cast<int32_t>(static_cast<uint32_t>(*dc_pred) +
+                                  static_cast<uint32_t>(diff));
+  block[0] = static_cast<int16_t>(*dc_pred);
+  for (int k = 1; k < 64;) {
+    if (r.count < 32) r.Refill();  // A symbol and its magnitude take at most 32 bits.
+    const int32_t fast = ac.fast_ac[r.buf >> (64 - kFastBits)];
+    if (fast != 0) {  // Run, value and length in one lookup.
+      k += (fast >> 4) & 15;
+      r.Consume(fast & 15);
+      block[kNaturalOrder[k]] = static_cast<int16_t>(fast >> 8);
+      ++k;
+      continue;
+    }
+    const int rs = DecodeSymbol(ac, r.buf, &length);
+    if (rs < 0) return false;
+    const int run = rs >> 4;
+    const int size = rs & 15;
+    if (size != 0) {
+      k += run;
+      block[kNaturalOrder[k]] = static_cast<int16_t>(
+          Extend(static_cast<uint32_t>((r.buf << length) >> (64 - size)), size));
+      r.Consume(length + size);
+      ++k;
+    } else {
+      r.Consume(length);
+      if (run != 15) break;  // End of block.
+      k += 16;               // ZRL: sixteen zeros.
+    }
+  }
+  ptr_ = r.ptr;
+  buf_ = r.buf;
+  count_ = r.count;
+  return true;
+}
+
+ScanDecoder::Result ScanDecoder::DecodeMcu(int16_t* const* blocks, int num_blocks,
+                                           const int* component_of,
+                                           const HuffmanTable* const* dc_of,
+                                           const HuffmanTable* const* ac_of) {
+  if (index_ != nullptr) {
+    const int64_t mcu = mcu_++;
+    if (mcu < resume_at_) return Result::kOk;  // Jumped over.
+    const int row = static_cast<int>(mcu / index_->mcus_per_row);
+    const int col = static_cast<int>(mcu % index_->mcus_per_row);
+    if (col % index_->step == 0 && row < index_->mcu_rows) {
+      SeekPoint& point = index_->points[static_cast<size_t>(row) * index_->points_per_row +
+                                        col / index_->step];
+      const uint64_t bit = BitPosition();
+      if (point.bit == SeekPoint::kUnknown && bit < SeekPoint::kUnknown) {
+        point.bit = static_cast<uint32_t>(bit);
+        for (int c = 0; c < num_components_; ++c) {
+          point.dc[c] = static_cast<int16_t>(dc_pred_[c]);
+        }
+        index_->grew = true;
+      }
+    }
+    const bool needed = row >= first_row_ && col >= first_col_ && col <= last_col_;
+    if (!needed) {
+      MaybeJump(mcu, row, col);
+      if (resume_at_ > mcu) return Result::kOk;  // Jumped: this MCU is not decoded.
+    }
+  }
+  if (restart_interval_ > 0) {
+    if (restarts_to_go_ == 0) {
+      const Result r = NextRestartInterval();
+      if (r != Result::kOk) return r;
+    }
+    --restarts_to_go_;
+  }
+  for (int i = 0; i < num_blocks; ++i) {
+    int16_t* block = blocks != nullptr ? blocks[i] : scratch_;
+    if (!DecodeBlock(block, *dc_of[i], *ac_of[i], &dc_pred_[component_of[i]])) {
+      return Result::kCorrupt;
+    }
+    // Bits past the segment's end belong to a marker or to nothing: libjpeg would pad
+    // with zeros and warn; the file is corrupt (or truncated, if the input ran out).
+    if (BitPosition() > limit_) {
+      const bool last = segment_ + 1 >= data_->segment_ends.size();
+      return last && !data_->ended_at_marker ? Result::kTruncated : Result::kCorrupt;
+    }
+  }
+  return Result::kOk;
+}
+
+}  // namespace flowloader::decode::internal
