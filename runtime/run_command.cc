@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "exporters/metrics_exporter.h"
 #include "exporters/report.h"
@@ -127,6 +129,7 @@ int RunCommand(const RunConfig& config) {
   absl::Time last_progress = absl::Now();
   absl::Time last_report = absl::Now();
   double first_batch_seconds = -1;
+  std::vector<double> epoch_end_seconds;  // Since `start`, one per finished epoch.
   int64_t epochs_done = 0;
   absl::Status status;
   while (true) {
@@ -135,6 +138,7 @@ int RunCommand(const RunConfig& config) {
     status = pipeline->Next(&batch, &end_of_epoch);
     if (!status.ok()) break;
     if (end_of_epoch) {
+      epoch_end_seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
       if (pipeline->done()) break;
       ++epochs_done;
       continue;
@@ -184,11 +188,18 @@ int RunCommand(const RunConfig& config) {
 
   if (!config.summary_json.empty()) {
     std::string json = SummaryJson(snapshot);
-    // One extra field for the benchmark: time from process start to the first batch.
+    // Extra fields for the benchmark: time from process start to the first batch, and
+    // when each epoch ended (seconds on the `seconds` clock), so that later epochs (warm
+    // seek indexes) can be told from the first.
     if (!json.empty() && json.back() == '}') {
       json.pop_back();
       absl::StrAppend(&json, ", \"first_batch_seconds\": ",
-                      absl::StrFormat("%.6f", first_batch_seconds), "}");
+                      absl::StrFormat("%.6f", first_batch_seconds), ", \"epoch_end_seconds\": [",
+                      absl::StrJoin(epoch_end_seconds, ", ",
+                                    [](std::string* out, double t) {
+                                      absl::StrAppend(out, absl::StrFormat("%.6f", t));
+                                    }),
+                      "]}");
     }
     if (!WriteFile(config.summary_json, json + "\n")) {
       std::fprintf(stderr, "flowloader: cannot write --summary_json=%s\n",

@@ -307,6 +307,9 @@ def main_variants(bins, data, metrics_address, metrics_epochs):
         ("flowloader eval w2", fl, dict(bins=bins, data=data, transform="eval")),
         ("pytorch eval w2", tc, dict(data=data, transform="eval")),
         ("roofline t2", rl, dict(bins=bins, data=data, threads=2)),
+        ("flowloader train w2 x3ep", fl, dict(bins=bins, data=data, transform="train",
+                                              epochs=3)),
+        ("flowloader eval w2 x3ep", fl, dict(bins=bins, data=data, transform="eval", epochs=3)),
         ("flowloader train w1", fl, dict(bins=bins, data=data, transform="train", num_workers=1)),
         ("flowloader eval w1", fl, dict(bins=bins, data=data, transform="eval", num_workers=1)),
         ("roofline t1", rl, dict(bins=bins, data=data, threads=1)),
@@ -504,7 +507,9 @@ def main():
 
     log("memory: one PSS-sampled run per main variant (untimed)")
     memory_runs = []
-    for label, fn, kw in main_variants(args.bins, data, "", 1)[:4]:  # fl/pt train/eval w2
+    variants = main_variants(args.bins, data, "", 1)
+    # fl/pt train/eval w2, and a 3-epoch train run: its seek indexes grow in epoch 1.
+    for label, fn, kw in variants[:4] + [v for v in variants if v[0] == "flowloader train w2 x3ep"]:
         measure(fn, label + " [pss]", memory_runs, pss=True, **kw)
 
     log(f"quality: flowloader eval uint8 vs torchvision Resize+CenterCrop on "

@@ -85,9 +85,13 @@ bool BuildHuffmanTable(const uint8_t bits[17], const uint8_t values[256], bool i
         table->fast[first + j] = static_cast<uint16_t>((l << 8) | symbol);
         const int run = symbol >> 4;
         const int s = symbol & 15;
-        if (!is_ac || s == 0 || s > spare) continue;
-        const uint32_t magnitude = (j >> (spare - s)) & ((1u << s) - 1);
-        table->fast_ac[first + j] = Extend(magnitude, s) * 256 + (run << 4) + (l + s);
+        if (!is_ac || s > spare) continue;
+        // EOB (0x00) and ZRL (0xF0) have value 0: "run 0, value 0" means end of block;
+        // ZRL's zero lands on a coefficient that is still zero.
+        const uint32_t magnitude = s == 0 ? 0 : (j >> (spare - s)) & ((1u << s) - 1);
+        const int32_t value = s == 0 ? 0 : Extend(magnitude, s);
+        if (s == 0 && run != 0 && run != 15) continue;  // Not a JPEG AC symbol.
+        table->fast_ac[first + j] = value * 256 + (run << 4) + (l + s);
       }
     }
     // All-ones codes are reserved; one past the last code must still fit in l bits.
@@ -246,8 +250,9 @@ bool ScanDecoder::DecodeBlock(int16_t* block, const HuffmanTable& dc,
     if (r.count < 32) r.Refill();  // A symbol and its magnitude take at most 32 bits.
     const int32_t fast = ac.fast_ac[r.buf >> (64 - kFastBits)];
     if (fast != 0) {  // Run, value and length in one lookup.
-      k += (fast >> 4) & 15;
       r.Consume(fast & 15);
+      if ((fast >> 4) == 0) break;  // End of block.
+      k += (fast >> 4) & 15;
       block[kNaturalOrder[k]] = static_cast<int16_t>(fast >> 8);
       ++k;
       continue;

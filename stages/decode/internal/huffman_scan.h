@@ -36,7 +36,8 @@ struct HuffmanTable {
   // By the next kFastBits bits: (code length << 8) | symbol; 0 when the code is longer.
   uint16_t fast[1 << kFastBits];
   // AC tables only: (value << 8) | (run << 4) | (code length + magnitude bits) for a
-  // nonzero coefficient whose code and magnitude fit in kFastBits; 0 otherwise.
+  // coefficient whose code and magnitude fit in kFastBits, or for EOB (run 0, value 0)
+  // and ZRL (run 15, value 0) codes that fit; 0 otherwise.
   int32_t fast_ac[1 << kFastBits];
   // Longer codes: maxcode[l] is one past the largest length-l code, left-aligned to 16
   // bits (all codes of length l compare below it); offset[l] + code indexes `values`.
