@@ -66,7 +66,8 @@ ABSL_LIBS=(-labsl_status -labsl_statusor -labsl_cord -labsl_cord_internal
   -labsl_time_zone -labsl_int128 -labsl_raw_logging_internal -labsl_throw_delegate
   -labsl_base -labsl_spinlock_wait -labsl_malloc_internal -labsl_exponential_biased
   -labsl_stacktrace -labsl_symbolize -labsl_debugging_internal -labsl_demangle_internal
-  -labsl_graphcycles_internal -labsl_bad_optional_access -labsl_bad_variant_access)
+  -labsl_graphcycles_internal -labsl_bad_optional_access -labsl_bad_variant_access
+  -labsl_hash -labsl_city -labsl_low_level_hash -labsl_raw_hash_set)
 SYS_LIBS=(-ljpeg -lpng16 -lz -lpthread)
 COMMON=(-std=c++17 -march=x86-64-v2 -g -O1 -I"$ROOT" -fno-omit-frame-pointer)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
