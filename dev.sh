@@ -8,8 +8,8 @@ cd "$(dirname "$0")"
 
 PACKAGES=(
   bazel-bootstrap g++ libtbb-dev libabsl-dev prometheus-cpp-dev libgtest-dev libgmock-dev
-  libjpeg62-turbo-dev libpng-dev zlib1g-dev prometheus python3 python3-pil python3-yaml
-  python3-torch python3-torchvision clang libclang-rt-14-dev wrk
+  libjpeg62-turbo-dev libpng-dev zlib1g-dev libyaml-cpp-dev prometheus python3 python3-pil
+  python3-yaml python3-torch python3-torchvision clang libclang-rt-14-dev wrk
 )
 
 setup() {

@@ -163,7 +163,7 @@ StageSchema AugmentSchema() {
       "augment",
       "torchvision transforms in one pass into the batch slot: train = RandomResizedCrop + "
       "RandomHorizontalFlip + Normalize; eval = Resize + CenterCrop + Normalize",
-      {{"mode", OptionType::kString, "train", "train or eval"},
+      {{"mode", OptionType::kString, "train", "train or eval", {"train", "eval"}},
        {"image_size", OptionType::kInt, "224", "output side in pixels"},
        {"resize_size", OptionType::kInt, "0",
         "eval: shorter side before the center crop; 0 = image_size*256/224"},
@@ -176,7 +176,8 @@ StageSchema AugmentSchema() {
        {"mean", OptionType::kString, "0.485,0.456,0.406", "Normalize mean (RGB, 0..1 scale)"},
        {"std", OptionType::kString, "0.229,0.224,0.225", "Normalize std (RGB, 0..1 scale)"},
        {"layout", OptionType::kString, "float_chw",
-        "float_chw (normalized float32 [3,H,W]) or uint8_hwc (raw [H,W,3])"}},
+        "float_chw (normalized float32 [3,H,W]) or uint8_hwc (raw [H,W,3])",
+        {"float_chw", "uint8_hwc"}}},
       0};
 }
 

@@ -1,5 +1,6 @@
 #include "graph/stage.h"
 
+#include <algorithm>
 #include <mutex>
 #include <utility>
 
@@ -55,6 +56,33 @@ bool Valid(OptionType type, const std::string& text) {
   return false;
 }
 
+bool IsChoice(const OptionSchema& option, const std::string& text) {
+  if (option.choices.empty()) return true;
+  for (const std::string& c : option.choices) {
+    if (c == text) return true;
+  }
+  return false;
+}
+
+// YamlScalar writes `text` as a YAML scalar, quoted unless it is plainly a word or number
+// (so Help's output reads back as the same text).
+std::string YamlScalar(const std::string& text) {
+  bool plain = !text.empty();
+  for (char c : text) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' &&
+        c != ',' && c != '-' && c != '+') {
+      plain = false;
+    }
+  }
+  if (plain && absl::AsciiStrToLower(text) != "null") return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
 // FunctionStage adapts a plain function to SampleStage.
 class FunctionStage : public SampleStage {
  public:
@@ -88,6 +116,11 @@ absl::StatusOr<StageArgs> StageArgs::Parse(const StageSchema& schema,
                                                      name, "' must be ",
                                                      TypeName(option->type), ", got '",
                                                      value, "'"));
+    }
+    if (!IsChoice(*option, value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", schema.type, "' option '", name, "' must be one of ",
+          absl::StrJoin(option->choices, ", "), ", got '", value, "'"));
     }
     args.values_[name] = value;
     args.explicit_[name] = true;
@@ -129,7 +162,7 @@ StageRegistry& StageRegistry::Global() {
 absl::Status StageRegistry::Register(StageSchema schema, StageFactory factory) {
   if (schema.type.empty()) return absl::InvalidArgumentError("stage type name is empty");
   for (const OptionSchema& o : schema.options) {
-    if (!Valid(o.type, o.default_value)) {
+    if (!Valid(o.type, o.default_value) || !IsChoice(o, o.default_value)) {
       return absl::InvalidArgumentError(absl::StrCat("stage '", schema.type, "' option '",
                                                      o.name, "' has an invalid default '",
                                                      o.default_value, "'"));
@@ -197,12 +230,30 @@ std::vector<std::string> StageRegistry::Types() const {
 
 std::string StageRegistry::Help() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string out;
+  std::string out =
+      "# Stage types for the `stages:` list of a pipeline spec (flowloader run --spec=FILE),\n"
+      "# each with every option at its default. An item is {type, name, concurrency,\n"
+      "# options}: name (the `stage` label in metrics) defaults to the type, concurrency 0\n"
+      "# means the type's default, and options left out keep the default shown. Stages run\n"
+      "# in list order (the built-ins: read, decode, augment).\n";
   for (const auto& [name, entry] : entries_) {
-    absl::StrAppend(&out, name, ": ", entry.schema.doc, "\n");
-    for (const OptionSchema& o : entry.schema.options) {
-      absl::StrAppend(&out, "    ", o.name, " (", TypeName(o.type), ", default ",
-                      o.default_value.empty() ? "\"\"" : o.default_value, "): ", o.doc, "\n");
+    const StageSchema& schema = entry.schema;
+    absl::StrAppend(&out, "- type: ", name, "\n  # ", schema.doc, "\n");
+    absl::StrAppend(&out, "  concurrency: ", schema.default_concurrency, "  # ",
+                    schema.default_concurrency == 0 ? "0 = num_workers"
+                                                    : "fixed parallel bodies",
+                    "\n");
+    if (schema.options.empty()) {
+      absl::StrAppend(&out, "  options: {}  # none\n");
+      continue;
+    }
+    absl::StrAppend(&out, "  options:\n");
+    for (const OptionSchema& o : schema.options) {
+      std::string kind = TypeName(o.type);
+      if (!o.choices.empty()) absl::StrAppend(&kind, ", one of ", absl::StrJoin(o.choices, "|"));
+      std::string line = absl::StrCat("    ", o.name, ": ", YamlScalar(o.default_value));
+      line.resize(std::max<size_t>(line.size() + 2, 32), ' ');  // Comments in one column.
+      absl::StrAppend(&out, line, "# ", kind, ": ", o.doc, "\n");
     }
   }
   return out;

@@ -87,6 +87,8 @@ struct OptionSchema {
   OptionType type = OptionType::kString;
   std::string default_value;  // As text; parsed like a given value.
   std::string doc;
+  // The only accepted values (a string option's enumeration); empty = any of the type.
+  std::vector<std::string> choices;
 };
 
 // StageSchema declares a stage type: its name, what it does, and its options.
@@ -167,7 +169,8 @@ class StageRegistry {
 
   // Types lists every registered type, sorted.
   std::vector<std::string> Types() const;
-  // Help describes every stage type and its options (for the CLI and the spec docs).
+  // Help describes every stage type and its options (for the CLI and the spec docs) as a
+  // YAML `stages:` list with every option at its default, so it can be pasted into a spec.
   std::string Help() const;
 
  private:

@@ -1,6 +1,7 @@
 // main.cc: the flowloader command line.
 //
 //   flowloader run --data=DIR_OR_LIST [--batch_size=64 --num_workers=2 ...]
+//   flowloader run --spec=FILE.yaml [flags that override the spec's values]
 //   flowloader make-dataset --out=DIR [--classes=10 --images_per_class=30]
 //   flowloader stages        (every stage type and its options)
 //
@@ -10,18 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/flag.h"
+#include "absl/flags/internal/parse.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "graph/stage.h"
 #include "runtime/run_command.h"
 #include "runtime/sample_dataset.h"
+#include "runtime/spec.h"
 
+ABSL_FLAG(std::string, spec, "",
+          "YAML pipeline spec (README: Writing a spec); flags given explicitly override it");
 ABSL_FLAG(std::string, data, "", "ImageFolder directory or list file (path<TAB>label)");
 ABSL_FLAG(int, batch_size, 64, "samples per batch");
 ABSL_FLAG(int, num_workers, 2, "decode/augment threads");
@@ -68,68 +72,78 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-// ParseMaxErrors reads "100" as a count and "0.05" / "5%" as a fraction.
-bool ParseMaxErrors(const std::string& text, PipelineOptions* o) {
-  if (text.empty()) return true;
-  absl::string_view t = text;
-  if (absl::ConsumeSuffix(&t, "%")) {
-    double pct;
-    if (!absl::SimpleAtod(t, &pct) || pct < 0 || pct > 100) return false;
-    o->max_error_fraction = pct / 100.0;
-    return true;
-  }
-  if (absl::StrContains(t, '.')) {
-    double f;
-    if (!absl::SimpleAtod(t, &f) || f < 0 || f > 1) return false;
-    o->max_error_fraction = f;
-    return true;
-  }
-  int64_t n;
-  if (!absl::SimpleAtoi(t, &n) || n < 0) return false;
-  o->max_errors = n;
-  return true;
+// GivenOnCommandLine reports whether `flag` was set on the command line (or in a
+// --flagfile), even to its default value: with a spec, only such flags override it.
+// Debian's Abseil (LTS 20220623) keeps CommandLineFlag::IsSpecifiedOnCommandLine private,
+// and comparing CurrentValue() with DefaultValue() cannot tell `--batch_size=64` from no
+// flag at all, so this asks the flag parser's own record (flags_internal, in
+// libabsl_flags_parse).
+bool GivenOnCommandLine(const absl::CommandLineFlag& flag) {
+  return absl::flags_internal::WasPresentOnCommandLine(flag.Name());
 }
 
 int Run(absl::Time process_start) {
   RunConfig c;
   c.process_start = process_start;
   PipelineOptions& o = c.pipeline;
-  o.data = absl::GetFlag(FLAGS_data);
-  if (o.data.empty()) return Fail("--data is required (an ImageFolder directory or list file)");
-  o.batch_size = absl::GetFlag(FLAGS_batch_size);
-  o.num_workers = absl::GetFlag(FLAGS_num_workers);
-  o.prefetch_batches = absl::GetFlag(FLAGS_prefetch_batches);
-  o.epochs = absl::GetFlag(FLAGS_epochs);
-  o.seed = absl::GetFlag(FLAGS_seed);
-  o.shuffle = absl::GetFlag(FLAGS_shuffle);
-  o.drop_last = absl::GetFlag(FLAGS_drop_last);
-  o.rank = absl::GetFlag(FLAGS_rank);
-  o.world_size = absl::GetFlag(FLAGS_world_size);
-  o.transform = absl::GetFlag(FLAGS_transform);
-  o.image_size = absl::GetFlag(FLAGS_image_size);
-  o.layout = absl::GetFlag(FLAGS_layout);
-  o.in_order = absl::GetFlag(FLAGS_in_order);
-  const std::string on_error = absl::GetFlag(FLAGS_on_error);
-  if (on_error == "skip") {
-    o.on_error = ErrorPolicy::kSkip;
-  } else if (on_error == "fail") {
-    o.on_error = ErrorPolicy::kFail;
-  } else {
-    return Fail(absl::StrCat("--on_error must be skip or fail, got '", on_error, "'"));
+  const std::string spec = absl::GetFlag(FLAGS_spec);
+  if (!spec.empty()) {
+    absl::StatusOr<PipelineOptions> loaded = LoadSpecFile(spec);
+    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+    o = *std::move(loaded);
   }
-  if (!ParseMaxErrors(absl::GetFlag(FLAGS_max_errors), &o)) {
-    return Fail(absl::StrCat("--max_errors must be a count (100) or a fraction (0.05, 5%), got '",
-                             absl::GetFlag(FLAGS_max_errors), "'"));
+  // Without a spec every flag applies (its default is PipelineOptions'); with one, only
+  // the flags given, each replacing the spec's value.
+  auto use = [&spec](const auto& flag) {
+    return spec.empty() || GivenOnCommandLine(absl::GetFlagReflectionHandle(flag));
+  };
+  auto take = [&use](const auto& flag, auto* field) {
+    if (use(flag)) *field = absl::GetFlag(flag);
+  };
+  take(FLAGS_data, &o.data);
+  if (o.data.empty()) {
+    return Fail("--data is required (an ImageFolder directory or list file), or data: in --spec");
   }
-  const std::string device = absl::GetFlag(FLAGS_device);
-  if (device == "auto") {
-    o.device = DeviceChoice::kAuto;
-  } else if (device == "cpu") {
-    o.device = DeviceChoice::kCpu;
-  } else if (device == "cuda") {
-    o.device = DeviceChoice::kCuda;
-  } else {
-    return Fail(absl::StrCat("--device must be auto, cpu or cuda, got '", device, "'"));
+  take(FLAGS_batch_size, &o.batch_size);
+  take(FLAGS_num_workers, &o.num_workers);
+  take(FLAGS_prefetch_batches, &o.prefetch_batches);
+  take(FLAGS_epochs, &o.epochs);
+  take(FLAGS_seed, &o.seed);
+  take(FLAGS_shuffle, &o.shuffle);
+  take(FLAGS_drop_last, &o.drop_last);
+  take(FLAGS_rank, &o.rank);
+  take(FLAGS_world_size, &o.world_size);
+  if (!o.stages.empty()) {
+    // The spec lists its own stages: these flags would configure the replaced built-ins.
+    for (const absl::CommandLineFlag* f :
+         {&absl::GetFlagReflectionHandle(FLAGS_transform),
+          &absl::GetFlagReflectionHandle(FLAGS_image_size),
+          &absl::GetFlagReflectionHandle(FLAGS_layout)}) {
+      if (GivenOnCommandLine(*f)) {
+        return Fail(absl::StrCat("--", f->Name(), " configures the built-in stages, which ",
+                                 spec, " replaces with its stages list: set augment's "
+                                 "options there"));
+      }
+    }
+  }
+  take(FLAGS_transform, &o.transform);
+  take(FLAGS_image_size, &o.image_size);
+  take(FLAGS_layout, &o.layout);
+  take(FLAGS_in_order, &o.in_order);
+  if (use(FLAGS_on_error)) {
+    if (absl::Status s = ParseErrorPolicy(absl::GetFlag(FLAGS_on_error), &o.on_error); !s.ok()) {
+      return Fail(absl::StrCat("--on_error ", s.message()));
+    }
+  }
+  if (use(FLAGS_max_errors)) {
+    if (absl::Status s = ParseMaxErrors(absl::GetFlag(FLAGS_max_errors), &o); !s.ok()) {
+      return Fail(absl::StrCat("--max_errors ", s.message()));
+    }
+  }
+  if (use(FLAGS_device)) {
+    if (absl::Status s = ParseDevice(absl::GetFlag(FLAGS_device), &o.device); !s.ok()) {
+      return Fail(absl::StrCat("--device ", s.message()));
+    }
   }
   c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   c.summary_json = absl::GetFlag(FLAGS_summary_json);
@@ -171,6 +185,7 @@ int main(int argc, char** argv) {
   const absl::Time process_start = absl::Now();
   absl::SetProgramUsageMessage(
       "flowloader run --data=DIR_OR_LIST [flags]   run a pipeline and report\n"
+      "  flowloader run --spec=FILE.yaml [flags]     the same from a pipeline spec\n"
       "  flowloader make-dataset --out=DIR           generate a sample JPEG dataset\n"
       "  flowloader stages                           list stage types and options");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
@@ -182,7 +197,15 @@ int main(int argc, char** argv) {
   if (command == "run") return flowloader::Run(process_start);
   if (command == "make-dataset") return flowloader::MakeDataset();
   if (command == "stages") {
-    std::printf("%s", flowloader::StageRegistry::Global().Help().c_str());
+    // Stage types as a YAML list to copy into a spec, then the spec's own keys (as
+    // comments, so the whole output stays valid YAML).
+    std::printf("%s\n# Pipeline keys of a spec, with their defaults (README.md, \"Writing a "
+                "spec\"):\n",
+                flowloader::StageRegistry::Global().Help().c_str());
+    for (absl::string_view line :
+         absl::StrSplit(flowloader::SpecKeysHelp(), '\n', absl::SkipEmpty())) {
+      std::printf("#   %.*s\n", static_cast<int>(line.size()), line.data());
+    }
     return 0;
   }
   std::fprintf(stderr, "flowloader: unknown command '%s' (run, make-dataset, stages)\n",

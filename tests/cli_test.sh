@@ -129,4 +129,118 @@ kill -TERM $PID
 set +e; wait $PID; rc=$?; set -e
 [ $rc -eq 143 ] || fail "SIGTERM exit code $rc, want 143"
 
+# 6. Pipeline specs (--spec): data relative to the spec's directory (../data from the
+# test's working directory does not exist), every value reaching the pipeline, flags
+# given explicitly overriding the spec (also when set to their default), the example
+# specs running.
+SPEC_DIR="$TMP/specs"
+mkdir -p "$SPEC_DIR"
+cat >"$SPEC_DIR/run.yaml" <<'SPECEOF'
+# A spec the test writes; data is relative to this file.
+data: ../data
+name: spec_run
+batch_size: 8
+num_workers: 1
+epochs: 2
+seed: 7
+shuffle: false
+transform: eval
+image_size: 48
+layout: uint8_hwc
+on_error: fail
+SPECEOF
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+[ ! -e ../data ] || fail "../data exists here; the relative-path check needs it not to"
+"$FLOWLOADER" run --spec="$SPEC_DIR/run.yaml" --metrics_address="127.0.0.1:$PORT" \
+  --linger_seconds=3 --progress=false --summary_json="$TMP/spec.json" \
+  --keys_out="$TMP/spec_keys.txt" >/dev/null 2>"$TMP/spec_err.txt" &
+PID=$!
+# name is the pipeline label; eval at 48 px as uint8 is 48*48*3 bytes a sample, 120 samples.
+"$PY" - "$PORT" <<'PYEOF' || { kill $PID; fail "spec run metrics: $(cat "$TMP/spec_err.txt")"; }
+import sys, time, urllib.request
+url = "http://127.0.0.1:%s/metrics" % sys.argv[1]
+want = 'flowloader_stage_bytes_total{pipeline="spec_run",stage="augment"} %d' % (120 * 48 * 48 * 3)
+deadline = time.time() + 20
+text = ""
+while True:
+    try:
+        text = urllib.request.urlopen(url, timeout=2).read().decode()
+        if want in text:
+            break
+    except OSError:
+        pass
+    if time.time() > deadline:
+        raise SystemExit("metrics never showed " + want + ": " +
+                         " | ".join(l for l in text.split("\n") if "bytes_total" in l))
+    time.sleep(0.2)
+PYEOF
+wait $PID || fail "spec run exited $?: $(cat "$TMP/spec_err.txt")"
+"$PY" - "$TMP/spec.json" "$TMP/spec_keys.txt" <<'PYEOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert (s["samples"], s["batches"], s["epochs"]) == (120, 16, 2), s   # 60/8: 8 a epoch
+assert (s["batch_size"], s["num_workers"], s["skipped"]) == (8, 1, 0), s
+keys = open(sys.argv[2]).read().split("\n")[:-1]
+assert keys[:60] == sorted(keys[:60]) and keys[:60] == keys[60:], "shuffle: false"
+PYEOF
+
+# Flags override: --batch_size=64 is the flag's default and still replaces the spec's 8;
+# --shuffle (true, also the default) replaces shuffle: false; the rest stays the spec's.
+"$FLOWLOADER" run --spec="$SPEC_DIR/run.yaml" --batch_size=64 --shuffle --metrics_address= \
+  --progress=false --summary_json="$TMP/over.json" --keys_out="$TMP/over_keys.txt" \
+  >/dev/null 2>"$TMP/over_err.txt" || fail "override run exited $?: $(cat "$TMP/over_err.txt")"
+"$PY" - "$TMP/over.json" "$TMP/over_keys.txt" <<'PYEOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert (s["batch_size"], s["batches"], s["samples"], s["num_workers"]) == (64, 2, 120, 1), s
+keys = open(sys.argv[2]).read().split("\n")[:-1]
+assert keys[:60] != sorted(keys[:60]), "--shuffle should override shuffle: false"
+PYEOF
+
+# The example specs run (with --data replacing their .sample_data).
+"$FLOWLOADER" run --spec=runtime/specs/custom.yaml --data="$DATA" --metrics_address= \
+  --progress=false --summary_json="$TMP/custom.json" >/dev/null 2>"$TMP/custom_err.txt" ||
+  fail "custom.yaml exited $?: $(cat "$TMP/custom_err.txt")"
+"$PY" - "$TMP/custom.json" <<'PYEOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert (s["samples"], s["batch_size"]) == (60, 32), s
+assert "jpeg_decode" in s["stages"] and "decode" not in s["stages"], s["stages"].keys()
+PYEOF
+"$FLOWLOADER" run --spec=runtime/specs/train.yaml --data="$DATA" --epochs=1 --image_size=32 \
+  --metrics_address= --progress=false --summary_json="$TMP/train.json" >/dev/null 2>&1 ||
+  fail "train.yaml exited $?"
+"$PY" -c "import json; s=json.load(open('$TMP/train.json')); assert (s['samples'], s['epochs']) == (60, 1), s"
+
+# Bad specs: exit 2 with one line naming file:line:column.
+printf 'data: ../data\nname: bad\nbatchsize: 8\n' >"$SPEC_DIR/bad.yaml"
+expect_error "^flowloader: $SPEC_DIR/bad.yaml:3:1: unknown key 'batchsize' in pipeline (did you mean 'batch_size'?)\$" \
+  run --spec="$SPEC_DIR/bad.yaml"
+set +e; "$FLOWLOADER" run --spec="$SPEC_DIR/bad.yaml" >/dev/null 2>&1; rc=$?; set -e
+[ $rc -eq 2 ] || fail "bad spec exit code $rc, want 2"
+printf 'data: ../data\nstages:\n  - type: decode\n    options: {fastidct: true}\n' \
+  >"$SPEC_DIR/bad_stage.yaml"
+expect_error "bad_stage.yaml:4:15: stage 'decode' has no option 'fastidct' (did you mean 'fast_idct'?)" \
+  run --spec="$SPEC_DIR/bad_stage.yaml"
+# A stray comma where the document starts: yaml-cpp's LoadAll would loop forever.
+printf '# a spec\n, data: ../data\n' >"$SPEC_DIR/comma.yaml"
+expect_error "comma.yaml:2:1: invalid YAML: unexpected ','" run --spec="$SPEC_DIR/comma.yaml"
+expect_error "missing.yaml: cannot open the spec" run --spec="$SPEC_DIR/missing.yaml"
+expect_error "--image_size configures the built-in stages" \
+  run --spec=runtime/specs/custom.yaml --data="$DATA" --image_size=64
+printf 'batch_size: 8\n' >"$SPEC_DIR/no_data.yaml"
+expect_error "required" run --spec="$SPEC_DIR/no_data.yaml"
+
+# `flowloader stages` is a YAML stages list (every option at its default) plus the keys.
+"$FLOWLOADER" stages >"$TMP/stages.yaml" || fail "stages exited $?"
+"$PY" - "$TMP/stages.yaml" <<'PYEOF'
+import sys, yaml
+text = open(sys.argv[1]).read()
+items = {s["type"]: s for s in yaml.safe_load(text)}
+assert {"read", "decode", "augment"} <= set(items), items
+assert items["decode"]["options"]["fast_idct"] is False, items["decode"]
+assert items["augment"]["options"]["image_size"] == 224, items["augment"]
+assert "#   batch_size: 64" in text and "#   shard: {rank: 0, world_size: 1}" in text, text
+PYEOF
+
 echo "cli_test: 1 passed, 0 failed"

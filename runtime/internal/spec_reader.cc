@@ -1,0 +1,293 @@
+#include "runtime/internal/spec_reader.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "yaml-cpp/depthguard.h"
+#include "yaml-cpp/eventhandler.h"
+
+namespace flowloader {
+namespace spec_internal {
+namespace {
+
+// Where is the node an error about `field` points at: its value, or the key when there
+// is no value (yaml-cpp marks an empty value at the start of the next line).
+const YAML::Node& Where(const Field& field) {
+  return field.value.IsNull() || field.value.Mark().is_null() ? field.key_node : field.value;
+}
+
+// DocumentStarts keeps where each document of an event stream starts, nothing else.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> starts;
+
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// IsDecimal: an optional sign, then digits only (so SimpleAtoi's failure means overflow).
+bool IsDecimal(absl::string_view text) {
+  if (!text.empty() && (text[0] == '-' || text[0] == '+')) text.remove_prefix(1);
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+// EditDistance is the Levenshtein distance of two short names.
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+absl::StatusOr<YAML::Node> SpecReader::Load(const std::string& text) const {
+  try {
+    // Count the documents with the event parser first, three at most: yaml-cpp 0.7's
+    // LoadAll never returns on a stray ',' where a document should begin (the parser
+    // reports an empty document there again and again without consuming anything, and
+    // LoadAll allocates a node for each), which shows as two documents starting at the
+    // same place.
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    DocumentStarts documents;
+    while (documents.starts.size() < 3 && parser.HandleNextDocument(documents)) {
+    }
+    const std::vector<YAML::Mark>& starts = documents.starts;
+    for (size_t i = 1; i < starts.size(); ++i) {
+      if (starts[i].pos == starts[i - 1].pos) {
+        const size_t at = static_cast<size_t>(starts[i].pos);
+        return ErrorAt(starts[i],
+                       absl::StrCat("invalid YAML: unexpected ",
+                                    at < text.size() ? Quote(text.substr(at, 1)) : "character"));
+      }
+    }
+    if (starts.size() > 1) {
+      return ErrorAt(starts[1], "a spec is one YAML document; this is a second (remove the '---')");
+    }
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp says "bad file" here.
+    return ErrorAt(e.mark, "invalid YAML: nested too deeply");
+  } catch (const YAML::Exception& e) {
+    return ErrorAt(e.mark, absl::StrCat("invalid YAML: ", e.msg));
+  }
+}
+
+absl::Status SpecReader::Error(const YAML::Node& node, absl::string_view message) const {
+  return ErrorAt(node.Mark(), message);
+}
+
+absl::Status SpecReader::ErrorAt(const YAML::Mark& mark, absl::string_view message) const {
+  if (mark.is_null()) return absl::InvalidArgumentError(absl::StrCat(file_, ": ", message));
+  return absl::InvalidArgumentError(
+      absl::StrCat(file_, ":", mark.line + 1, ":", mark.column + 1, ": ", message));
+}
+
+absl::StatusOr<std::vector<Field>> SpecReader::Fields(const YAML::Node& node,
+                                                      absl::string_view what) const {
+  if (!node.IsMap()) {
+    return Error(node, absl::StrCat(what, " must be a mapping of keys, got ", Describe(node)));
+  }
+  std::vector<Field> fields;
+  // By value: a yaml-cpp iterator's entries are temporaries, not references into the tree.
+  for (const auto& entry : node) {
+    const YAML::Node key = entry.first;
+    if (!key.IsScalar()) {
+      return Error(key,
+                   absl::StrCat("keys in ", what, " must be plain names, got ", Describe(key)));
+    }
+    // yaml-cpp keeps both entries of a repeated key (and lookups see only the first), so
+    // a repeated key would silently lose a value: refuse it.
+    for (const Field& seen : fields) {
+      if (seen.key == key.Scalar()) {
+        return Error(key, absl::StrCat("duplicate key ", Quote(key.Scalar()), " in ", what,
+                                       " (first at line ", seen.key_node.Mark().line + 1, ")"));
+      }
+    }
+    fields.push_back(Field{key.Scalar(), key, entry.second});
+  }
+  return fields;
+}
+
+absl::StatusOr<std::vector<Field>> SpecReader::Fields(const Field& field,
+                                                      absl::string_view what) const {
+  if (!field.value.IsMap()) return Expected(field, "a mapping");
+  return Fields(field.value, what);
+}
+
+absl::Status SpecReader::ValueError(const Field& field, absl::string_view message) const {
+  return Error(Where(field), absl::StrCat(field.key, " ", message));
+}
+
+absl::Status SpecReader::Expected(const Field& field, absl::string_view expected) const {
+  if (field.value.IsNull()) {
+    return Error(field.key_node, absl::StrCat(field.key, " needs a value (", expected, ")"));
+  }
+  return ValueError(field, absl::StrCat("must be ", expected, ", got ", Describe(field.value)));
+}
+
+absl::Status SpecReader::UnknownKey(const Field& field, absl::string_view what,
+                                    const std::vector<std::string>& known) const {
+  return Error(field.key_node, absl::StrCat("unknown key ", Quote(field.key), " in ", what, " ",
+                                            Suggestion(field.key, known)));
+}
+
+absl::Status SpecReader::Scalar(const Field& field, absl::string_view expected,
+                                std::string* out) const {
+  if (!field.value.IsScalar()) return Expected(field, expected);
+  *out = field.value.Scalar();
+  return absl::OkStatus();
+}
+
+absl::Status SpecReader::String(const Field& field, std::string* out) const {
+  if (absl::Status s = Scalar(field, "a string", out); !s.ok()) return s;
+  if (out->empty()) return ValueError(field, "must not be empty");
+  return absl::OkStatus();
+}
+
+absl::Status SpecReader::Choice(const Field& field, const std::vector<std::string>& choices,
+                                std::string* out) const {
+  const std::string expected = absl::StrCat("one of ", absl::StrJoin(choices, ", "));
+  if (absl::Status s = Scalar(field, expected, out); !s.ok()) return s;
+  if (std::find(choices.begin(), choices.end(), *out) == choices.end()) {
+    return ValueError(field, absl::StrCat("must be ", expected, ", got ", Quote(*out)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SpecReader::Bool(const Field& field, bool* out) const {
+  std::string text;
+  if (absl::Status s = Scalar(field, "true or false", &text); !s.ok()) return s;
+  if (text == "true" || text == "True" || text == "TRUE") {
+    *out = true;
+  } else if (text == "false" || text == "False" || text == "FALSE") {
+    *out = false;
+  } else {
+    return ValueError(field, absl::StrCat("must be true or false, got ", Quote(text)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SpecReader::Int64(const Field& field, int64_t min, int64_t max, int64_t* out) const {
+  std::string text;
+  if (absl::Status s = Scalar(field, "an integer", &text); !s.ok()) return s;
+  int64_t v = 0;
+  bool below = false;
+  bool above = false;
+  if (absl::SimpleAtoi(text, &v)) {
+    below = v < min;
+    above = v > max;
+  } else if (IsDecimal(text)) {
+    // Digits beyond int64: out of range on the side of their sign.
+    below = text[0] == '-';
+    above = !below;
+  } else {
+    return ValueError(field, absl::StrCat("must be an integer, got ", Quote(text)));
+  }
+  if (below) {
+    return ValueError(field, absl::StrCat("must be >= ", min, ", got ", text));
+  }
+  if (above) {
+    return ValueError(field, absl::StrCat("must be <= ", max, ", got ", text));
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+absl::Status SpecReader::Uint64(const Field& field, uint64_t* out) const {
+  std::string text;
+  if (absl::Status s = Scalar(field, "an integer", &text); !s.ok()) return s;
+  if (!IsDecimal(text)) {
+    return ValueError(field, absl::StrCat("must be an integer, got ", Quote(text)));
+  }
+  if (text[0] == '-' || !absl::SimpleAtoi(text, out)) {
+    return ValueError(field, absl::StrCat("must be in [0, ", std::numeric_limits<uint64_t>::max(),
+                                          "], got ", text));
+  }
+  return absl::OkStatus();
+}
+
+std::string Quote(absl::string_view text) {
+  constexpr size_t kMax = 40;
+  std::string out = "'";
+  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      absl::StrAppend(&out, absl::StrFormat("\\x%02x", c));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > kMax) out += "...";
+  return out + "'";
+}
+
+std::string Describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return Quote(node.Scalar());
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      break;
+  }
+  return "nothing";
+}
+
+std::string Suggestion(absl::string_view name, const std::vector<std::string>& known) {
+  if (known.empty()) return "(there are none)";
+  // A likely typo: a few edits away (case aside), or a known name containing it
+  // ("workers" for num_workers). Fewest edits wins.
+  const std::string lower = absl::AsciiStrToLower(name);
+  const size_t max_edits = lower.size() <= 4 ? 1 : 2;
+  const std::string* best = nullptr;
+  size_t best_score = std::numeric_limits<size_t>::max();
+  for (const std::string& k : known) {
+    const std::string candidate = absl::AsciiStrToLower(k);
+    size_t score = EditDistance(lower, candidate);
+    if (score > max_edits) {
+      if (lower.size() < 4 || !absl::StrContains(candidate, lower)) continue;
+      score = max_edits + 1;
+    }
+    if (score < best_score) {
+      best_score = score;
+      best = &k;
+    }
+  }
+  if (best != nullptr) return absl::StrCat("(did you mean '", *best, "'?)");
+  return absl::StrCat("(known: ", absl::StrJoin(known, ", "), ")");
+}
+
+}  // namespace spec_internal
+}  // namespace flowloader

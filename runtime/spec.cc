@@ -1,0 +1,426 @@
+// spec.cc: the spec's keys and the walk over a parsed YAML document.
+//
+// One table, Keys(), declares every pipeline key with its default, its doc and how it is
+// read; the parser, the known-key list of "unknown key" errors and SpecKeysHelp all come
+// from it, so they cannot disagree. Stage items are checked against the registry's
+// declared schemas the same way.
+#include "runtime/spec.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <limits>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "graph/stage.h"
+#include "runtime/internal/spec_reader.h"
+#include "yaml-cpp/yaml.h"
+
+namespace flowloader {
+namespace {
+
+using spec_internal::Field;
+using spec_internal::Quote;
+using spec_internal::SpecReader;
+using spec_internal::Suggestion;
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+// A spec is a page of text; anything larger is the wrong file (a dataset list, an image).
+constexpr size_t kMaxSpecBytes = 1 << 20;
+
+// The keys that configure the built-in stages, and the augment option each maps to in an
+// explicit stages list.
+const std::map<std::string, std::string>& BuiltinStageKeys() {
+  static const auto* keys = new std::map<std::string, std::string>{
+      {"transform", "mode"}, {"image_size", "image_size"}, {"layout", "layout"}};
+  return *keys;
+}
+
+// ReservedStageName: the pipeline's own stages (and the consumer) carry these names in
+// metrics, so a user stage must not.
+bool ReservedStageName(const std::string& name) {
+  return name == "source" || name == "collate" || name == "upload" || name == "consumer";
+}
+
+absl::Status ParseShard(const SpecReader& r, const Field& shard, PipelineOptions* o) {
+  absl::StatusOr<std::vector<Field>> fields = r.Fields(shard, "shard");
+  if (!fields.ok()) return fields.status();
+  const Field* rank = nullptr;
+  for (const Field& f : *fields) {
+    absl::Status s;
+    if (f.key == "rank") {
+      rank = &f;
+      s = r.Int(f, 0, kIntMax, &o->rank);
+    } else if (f.key == "world_size") {
+      s = r.Int(f, 1, kIntMax, &o->world_size);
+    } else {
+      s = r.UnknownKey(f, "shard", {"rank", "world_size"});
+    }
+    if (!s.ok()) return s;
+  }
+  // Only a given rank can reach world_size: the default rank 0 is below any world_size.
+  if (rank != nullptr && o->rank >= o->world_size) {
+    return r.ValueError(*rank,
+                        absl::StrCat("must be < world_size (", o->world_size, "), got ", o->rank));
+  }
+  return absl::OkStatus();
+}
+
+// OptionText is a stage option's value as the registry reads it: a scalar's text, or a
+// list of scalars joined with commas (so `mean: [0.5, 0.5, 0.5]` reads as "0.5,0.5,0.5").
+absl::Status OptionText(const SpecReader& r, const Field& f, std::string* text) {
+  if (!f.value.IsSequence()) return r.Scalar(f, "a value or a list of values", text);
+  std::vector<std::string> parts;
+  for (const YAML::Node& item : f.value) {
+    if (!item.IsScalar()) {
+      return r.Error(item, absl::StrCat("items of ", f.key, " must be plain values, got ",
+                                        spec_internal::Describe(item)));
+    }
+    parts.push_back(item.Scalar());
+  }
+  *text = absl::StrJoin(parts, ",");
+  return absl::OkStatus();
+}
+
+absl::Status ParseStageOptions(const SpecReader& r, const Field& options, const StageSchema& schema,
+                               std::map<std::string, std::string>* args) {
+  absl::StatusOr<std::vector<Field>> fields =
+      r.Fields(options, absl::StrCat("the options of stage '", schema.type, "'"));
+  if (!fields.ok()) return fields.status();
+  std::vector<std::string> names;
+  for (const OptionSchema& o : schema.options) names.push_back(o.name);
+  for (const Field& f : *fields) {
+    if (std::find(names.begin(), names.end(), f.key) == names.end()) {
+      return r.Error(f.key_node, absl::StrCat("stage '", schema.type, "' has no option ",
+                                              Quote(f.key), " ", Suggestion(f.key, names)));
+    }
+    std::string text;
+    if (absl::Status s = OptionText(r, f, &text); !s.ok()) return s;
+    // The registry's own check, so a spec accepts exactly what the C++ API accepts.
+    absl::StatusOr<StageArgs> checked = StageArgs::Parse(schema, {{f.key, text}});
+    if (!checked.ok()) return r.Error(f.value, checked.status().message());
+    (*args)[f.key] = text;
+  }
+  return absl::OkStatus();
+}
+
+// ParseStage reads one item of `stages:`; *name_at is the node its metrics name comes
+// from (its name, else its type), for the duplicate-name error.
+absl::Status ParseStage(const SpecReader& r, const YAML::Node& item, StageSpec* spec,
+                        YAML::Node* name_at) {
+  if (!item.IsMap()) {
+    return r.Error(item, absl::StrCat("a stage must be a mapping {type, name, concurrency, "
+                                      "options}, got ",
+                                      spec_internal::Describe(item)));
+  }
+  absl::StatusOr<std::vector<Field>> fields = r.Fields(item, "a stage");
+  if (!fields.ok()) return fields.status();
+  const std::vector<std::string> types = StageRegistry::Global().Types();
+  const Field* type = nullptr;
+  for (const Field& f : *fields) {
+    if (f.key == "type") type = &f;
+  }
+  if (type == nullptr) {
+    return r.Error(item,
+                   absl::StrCat("a stage needs a type (one of: ", absl::StrJoin(types, ", "), ")"));
+  }
+  if (absl::Status s = r.String(*type, &spec->type); !s.ok()) return s;
+  absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec->type);
+  if (!schema.ok()) {
+    return r.Error(type->value, absl::StrCat("unknown stage type ", Quote(spec->type), " ",
+                                             Suggestion(spec->type, types)));
+  }
+  *name_at = type->value;
+  const std::string what = absl::StrCat("stage '", spec->type, "'");
+  for (const Field& f : *fields) {
+    absl::Status s;
+    if (f.key == "type") {
+      continue;
+    } else if (f.key == "name") {
+      s = r.String(f, &spec->name);
+      *name_at = f.value;
+    } else if (f.key == "concurrency") {
+      s = r.Int(f, 0, kIntMax, &spec->concurrency);
+    } else if (f.key == "options") {
+      s = ParseStageOptions(r, f, *schema, &spec->args);
+    } else {
+      s = r.UnknownKey(f, what, {"type", "name", "concurrency", "options"});
+    }
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseStages(const SpecReader& r, const Field& stages, PipelineOptions* o) {
+  if (!stages.value.IsSequence()) return r.Expected(stages, "a list of stages");
+  if (stages.value.size() == 0) {
+    return r.ValueError(stages, "is empty: leave it out for the built-in read, decode, augment");
+  }
+  std::vector<StageSpec> specs;
+  std::map<std::string, int> first_line;  // Metrics name -> line of the stage using it.
+  for (const YAML::Node& item : stages.value) {
+    StageSpec spec;
+    YAML::Node name_at;
+    if (absl::Status s = ParseStage(r, item, &spec, &name_at); !s.ok()) return s;
+    const std::string name = spec.name.empty() ? spec.type : spec.name;
+    if (ReservedStageName(name)) {
+      return r.Error(name_at, absl::StrCat("stage name ", Quote(name),
+                                           " is the pipeline's own; give this stage a name"));
+    }
+    auto [it, inserted] = first_line.emplace(name, name_at.Mark().line + 1);
+    if (!inserted) {
+      return r.Error(name_at,
+                     absl::StrCat("two stages are named ", Quote(name), " (the first at line ",
+                                  it->second, "): give one a distinct name"));
+    }
+    specs.push_back(std::move(spec));
+  }
+  o->stages = std::move(specs);
+  return absl::OkStatus();
+}
+
+absl::Status ApplyErrorPolicy(const SpecReader& r, const Field& f, PipelineOptions* o) {
+  std::string text;
+  if (absl::Status s = r.Scalar(f, "skip or fail", &text); !s.ok()) return s;
+  absl::Status s = ParseErrorPolicy(text, &o->on_error);
+  return s.ok() ? s : r.ValueError(f, s.message());
+}
+
+absl::Status ApplyMaxErrors(const SpecReader& r, const Field& f, PipelineOptions* o) {
+  std::string text;
+  if (absl::Status s = r.Scalar(f, "a count or a fraction", &text); !s.ok()) return s;
+  absl::Status s = ParseMaxErrors(text, o);
+  return s.ok() ? s : r.ValueError(f, s.message());
+}
+
+absl::Status ApplyDevice(const SpecReader& r, const Field& f, PipelineOptions* o) {
+  std::string text;
+  if (absl::Status s = r.Scalar(f, "auto, cpu or cuda", &text); !s.ok()) return s;
+  absl::Status s = ParseDevice(text, &o->device);
+  return s.ok() ? s : r.ValueError(f, s.message());
+}
+
+using Apply = absl::Status (*)(const SpecReader&, const Field&, PipelineOptions*);
+
+// Key is one pipeline key of a spec.
+struct Key {
+  const char* name;
+  const char* default_text;  // As a spec would write it; "" where there is none.
+  const char* doc;
+  Apply apply;
+};
+
+const std::vector<Key>& Keys() {
+  using R = const SpecReader&;
+  using F = const Field&;
+  using O = PipelineOptions*;
+  static const auto* keys = new std::vector<Key>{
+      {"data", "",
+       "required (here or --data): ImageFolder root or list file; relative to "
+       "the spec's directory",
+       [](R r, F f, O o) { return r.String(f, &o->data); }},
+      {"name", "default", "the `pipeline` label in metrics",
+       [](R r, F f, O o) { return r.String(f, &o->name); }},
+      {"batch_size", "64", "samples per batch; >= 1",
+       [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->batch_size); }},
+      {"num_workers", "2", "threads, the concurrency of decode/augment; >= 1",
+       [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->num_workers); }},
+      {"prefetch_batches", "3", "batch buffers (memory = this x batch bytes); >= 1",
+       [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->prefetch_batches); }},
+      {"epochs", "1", "epochs to deliver; 0 = until stopped",
+       [](R r, F f, O o) { return r.Int(f, 0, kInt64Max, &o->epochs); }},
+      {"seed", "0", "seeds the shuffle and every random crop/flip",
+       [](R r, F f, O o) { return r.Uint64(f, &o->seed); }},
+      {"shuffle", "true", "a different order each epoch",
+       [](R r, F f, O o) { return r.Bool(f, &o->shuffle); }},
+      {"drop_last", "false", "drop each epoch's last partial batch",
+       [](R r, F f, O o) { return r.Bool(f, &o->drop_last); }},
+      {"shard", "{rank: 0, world_size: 1}", "this process's equal-size shard of each epoch",
+       ParseShard},
+      {"transform", "train", "built-in stages: train or eval (torchvision's recipes)",
+       [](R r, F f, O o) {
+         return r.Choice(f, {"train", "eval"}, &o->transform);
+       }},
+      {"image_size", "224", "built-in stages: output side in pixels; >= 1",
+       [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->image_size); }},
+      {"layout", "float_chw", "built-in stages: float_chw or uint8_hwc",
+       [](R r, F f, O o) {
+         return r.Choice(f, {"float_chw", "uint8_hwc"}, &o->layout);
+       }},
+      {"stages", "",
+       "explicit stages replacing the built-in read, decode, augment "
+       "(flowloader stages lists them)",
+       ParseStages},
+      {"on_error", "skip", "skip (count and drop a bad sample) or fail", ApplyErrorPolicy},
+      {"max_errors", "",
+       "stop past this many failed samples: a count (100) or a fraction "
+       "(0.05, 5%); default no limit",
+       ApplyMaxErrors},
+      {"in_order", "true", "deliver in sampler order (false: as batches complete)",
+       [](R r, F f, O o) { return r.Bool(f, &o->in_order); }},
+      {"device", "auto", "auto (CUDA if present), cpu or cuda", ApplyDevice},
+      {"pin_memory", "true", "pinned host buffers where CUDA is present",
+       [](R r, F f, O o) { return r.Bool(f, &o->pin_memory); }},
+  };
+  return *keys;
+}
+
+absl::Status ParsePipeline(const SpecReader& r, const YAML::Node& root, PipelineOptions* o) {
+  absl::StatusOr<std::vector<Field>> fields = r.Fields(root, "pipeline");
+  if (!fields.ok()) return fields.status();
+  std::vector<std::string> names;
+  for (const Key& k : Keys()) names.push_back(k.name);
+  const Field* stages = nullptr;
+  const Field* builtin = nullptr;  // The first key configuring the built-in stages.
+  for (const Field& f : *fields) {
+    const Key* key = nullptr;
+    for (const Key& k : Keys()) {
+      if (f.key == k.name) key = &k;
+    }
+    if (key == nullptr) return r.UnknownKey(f, "pipeline", names);
+    if (absl::Status s = key->apply(r, f, o); !s.ok()) return s;
+    if (f.key == "stages") stages = &f;
+    if (builtin == nullptr && BuiltinStageKeys().count(f.key) > 0) builtin = &f;
+  }
+  if (stages != nullptr && builtin != nullptr) {
+    return r.Error(builtin->key_node,
+                   absl::StrCat(builtin->key,
+                                " configures the built-in stages, which the "
+                                "stages list at line ",
+                                stages->key_node.Mark().line + 1, " replaces: set augment's ",
+                                BuiltinStageKeys().at(builtin->key), " option there instead"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadSpecFile(const std::string& path, std::string* text) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open the spec"));
+  }
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a spec file"));
+  }
+  // Read to the end (a pipe such as <(...) has no size up front), at most the cap.
+  char chunk[16384];
+  int error = 0;
+  while (text->size() <= kMaxSpecBytes) {
+    const ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error = errno;
+    if (n <= 0) break;
+    text->append(chunk, static_cast<size_t>(n));
+  }
+  close(fd);
+  if (error != 0) return absl::ErrnoToStatus(error, absl::StrCat(path, ": cannot read the spec"));
+  if (text->size() > kMaxSpecBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": over ", kMaxSpecBytes >> 20,
+                                                   " MiB, too large for a spec (the wrong file?)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::string& base_dir,
+                                          const std::string& file_name) {
+  const SpecReader r(file_name);
+  PipelineOptions options;
+  absl::StatusOr<YAML::Node> root = r.Load(text);
+  if (!root.ok()) return root.status();
+  if (root->IsNull()) {
+    return r.ErrorAt(YAML::Mark(),
+                     "the spec is empty (it maps pipeline keys such as data "
+                     "and batch_size to values)");
+  }
+  try {
+    if (absl::Status s = ParsePipeline(r, *root, &options); !s.ok()) return s;
+  } catch (const YAML::Exception& e) {
+    // The walk uses no throwing yaml-cpp call; should one throw anyway, it is one line too.
+    return r.ErrorAt(e.mark, absl::StrCat("cannot read the spec: ", e.msg));
+  }
+  if (!options.data.empty() && options.data[0] != '/' && !base_dir.empty()) {
+    options.data = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", options.data);
+  }
+  return options;
+}
+
+absl::StatusOr<PipelineOptions> LoadSpecFile(const std::string& path) {
+  std::string text;
+  if (absl::Status s = ReadSpecFile(path, &text); !s.ok()) return s;
+  const size_t slash = path.rfind('/');
+  const std::string base_dir = slash == std::string::npos ? ""
+                               : slash == 0               ? "/"
+                                                          : path.substr(0, slash);
+  return ParseSpec(text, base_dir, path);
+}
+
+std::string SpecKeysHelp() {
+  std::string out;
+  for (const Key& k : Keys()) {
+    std::string line = absl::StrCat(k.name, ":", *k.default_text ? " " : "", k.default_text);
+    line.resize(std::max<size_t>(line.size() + 2, 34), ' ');
+    absl::StrAppend(&out, line, "# ", k.doc, "\n");
+  }
+  return out;
+}
+
+absl::Status ParseErrorPolicy(absl::string_view text, ErrorPolicy* out) {
+  if (text == "skip") {
+    *out = ErrorPolicy::kSkip;
+  } else if (text == "fail") {
+    *out = ErrorPolicy::kFail;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("must be skip or fail, got ", Quote(text)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseDevice(absl::string_view text, DeviceChoice* out) {
+  if (text == "auto") {
+    *out = DeviceChoice::kAuto;
+  } else if (text == "cpu") {
+    *out = DeviceChoice::kCpu;
+  } else if (text == "cuda") {
+    *out = DeviceChoice::kCuda;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("must be auto, cpu or cuda, got ", Quote(text)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseMaxErrors(absl::string_view text, PipelineOptions* out) {
+  const absl::Status bad = absl::InvalidArgumentError(
+      absl::StrCat("must be a count (100) or a fraction (0.05, 5%), got ", Quote(text)));
+  int64_t count = -1;
+  double fraction = 1.0;
+  absl::string_view t = text;
+  if (t.empty()) {
+    // No limit.
+  } else if (absl::ConsumeSuffix(&t, "%")) {
+    if (!absl::SimpleAtod(t, &fraction) || !(fraction >= 0 && fraction <= 100)) return bad;
+    fraction /= 100.0;
+  } else if (absl::StrContains(t, '.')) {
+    if (!absl::SimpleAtod(t, &fraction) || !(fraction >= 0 && fraction <= 1)) return bad;
+  } else if (!absl::SimpleAtoi(t, &count) || count < 0) {
+    return bad;
+  }
+  out->max_errors = count;
+  out->max_error_fraction = fraction;
+  return absl::OkStatus();
+}
+
+}  // namespace flowloader

@@ -1,0 +1,61 @@
+// spec.h: the pipeline spec, a YAML file that configures a PipelineOptions: the
+// declarative way to assemble a pipeline, beside the C++ API.
+//
+//   data: train                # relative to the spec file's directory
+//   batch_size: 256
+//   num_workers: 8
+//   stages:                    # optional; default: read, decode, augment from transform
+//     - type: read
+//     - type: decode
+//       options: {dct_scaling: false}
+//     - type: augment
+//       options: {mode: train, image_size: 224}
+//
+// Every key, its default and its constraint: SpecKeysHelp() (README.md, "Writing a
+// spec", shows a full example). Stage items are checked against the schemas declared in
+// the StageRegistry (graph/stage.h): register custom stage types before parsing a spec
+// that names them. Anything wrong is one line, "FILE:LINE:COLUMN: what (why)"; a spec
+// that parses can still fail in Pipeline::Create on what only a dataset or a stage
+// factory can check (a missing data path, a stage list without augment).
+//
+// Thread-safety: all functions are thread-safe.
+#ifndef FLOWLOADER_RUNTIME_SPEC_H_
+#define FLOWLOADER_RUNTIME_SPEC_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/pipeline.h"
+
+namespace flowloader {
+
+// LoadSpecFile reads and parses the spec at `path` (see ParseSpec); a relative `data`
+// resolves against the file's directory. Errors name `path` as given.
+absl::StatusOr<PipelineOptions> LoadSpecFile(const std::string& path);
+
+// ParseSpec parses spec `text` into options; keys the spec leaves out keep
+// PipelineOptions' defaults. A relative `data` is joined to `base_dir` (empty: left as
+// is). `file_name` names the text in error messages.
+absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::string& base_dir,
+                                          const std::string& file_name = "<spec>");
+
+// SpecKeysHelp describes every key of a spec, one `key: default  # what` line each.
+std::string SpecKeysHelp();
+
+// The text forms of the options that the spec and the command-line flags share. Each
+// error message says what was wanted and what was given, without naming the option
+// ("must be skip or fail, got 'maybe'"): the caller prefixes the flag or key.
+//
+// ParseErrorPolicy reads skip or fail.
+absl::Status ParseErrorPolicy(absl::string_view text, ErrorPolicy* out);
+// ParseDevice reads auto, cpu or cuda.
+absl::Status ParseDevice(absl::string_view text, DeviceChoice* out);
+// ParseMaxErrors reads a count ("100") into max_errors or a fraction ("0.05", "5%")
+// into max_error_fraction, resetting the other to no limit; "" means no limit at all.
+absl::Status ParseMaxErrors(absl::string_view text, PipelineOptions* out);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_RUNTIME_SPEC_H_

@@ -1,0 +1,521 @@
+// Properties of the pipeline spec parser: every key reaches PipelineOptions, every class
+// of mistake is one located line, and hostile text never crashes it.
+#include "runtime/spec.h"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "graph/stage.h"
+#include "gtest/gtest.h"
+
+namespace flowloader {
+namespace {
+
+// ExpectSameOptions compares every field a spec can set.
+void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
+  EXPECT_EQ(a.data, b.data);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.batch_size, b.batch_size);
+  EXPECT_EQ(a.num_workers, b.num_workers);
+  EXPECT_EQ(a.prefetch_batches, b.prefetch_batches);
+  EXPECT_EQ(a.epochs, b.epochs);
+  EXPECT_EQ(a.seed, b.seed);
+  EXPECT_EQ(a.shuffle, b.shuffle);
+  EXPECT_EQ(a.drop_last, b.drop_last);
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.world_size, b.world_size);
+  EXPECT_EQ(a.transform, b.transform);
+  EXPECT_EQ(a.image_size, b.image_size);
+  EXPECT_EQ(a.layout, b.layout);
+  EXPECT_EQ(a.stages.size(), b.stages.size());
+  EXPECT_EQ(a.on_error, b.on_error);
+  EXPECT_EQ(a.max_errors, b.max_errors);
+  EXPECT_EQ(a.max_error_fraction, b.max_error_fraction);
+  EXPECT_EQ(a.in_order, b.in_order);
+  EXPECT_EQ(a.device, b.device);
+  EXPECT_EQ(a.pin_memory, b.pin_memory);
+}
+
+PipelineOptions Parse(const std::string& text) {
+  absl::StatusOr<PipelineOptions> o = ParseSpec(text, "", "t.yaml");
+  EXPECT_TRUE(o.ok()) << o.status();
+  return o.ok() ? *o : PipelineOptions();
+}
+
+std::string TempDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// Two user stage types, registered before any test runs so that every test sees the same
+// registry (the known-type lists in messages include them).
+const bool kTestStagesRegistered = [] {
+  StageSchema schema;
+  schema.type = "spec_test_blur";
+  schema.doc = "a registered user stage";
+  schema.options = {{"radius", OptionType::kInt, "1", "pixels"},
+                    {"edge", OptionType::kString, "clamp", "edge mode", {"clamp", "wrap"}}};
+  absl::Status s = StageRegistry::Global().Register(
+      schema, [](const StageArgs&, StageEnv&) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
+        return absl::UnimplementedError("not run here");
+      });
+  s.Update(StageRegistry::Global().RegisterFunction(
+      "spec_test_noop", "no options", [](SampleContext&) { return absl::OkStatus(); }));
+  return s.ok();
+}();
+
+TEST(SpecTest, ReadsEveryPipelineKey) {
+  const PipelineOptions o = Parse(R"(
+data: /data/train
+name: resnet
+batch_size: 256
+num_workers: 8
+prefetch_batches: 5
+epochs: 90
+seed: 18446744073709551615
+shuffle: false
+drop_last: true
+shard: {rank: 3, world_size: 4}
+transform: eval
+image_size: 192
+layout: uint8_hwc
+on_error: fail
+max_errors: 100
+in_order: false
+device: cpu
+pin_memory: false
+)");
+  EXPECT_EQ(o.data, "/data/train");
+  EXPECT_EQ(o.name, "resnet");
+  EXPECT_EQ(o.batch_size, 256);
+  EXPECT_EQ(o.num_workers, 8);
+  EXPECT_EQ(o.prefetch_batches, 5);
+  EXPECT_EQ(o.epochs, 90);
+  EXPECT_EQ(o.seed, 18446744073709551615ull);
+  EXPECT_FALSE(o.shuffle);
+  EXPECT_TRUE(o.drop_last);
+  EXPECT_EQ(o.rank, 3);
+  EXPECT_EQ(o.world_size, 4);
+  EXPECT_EQ(o.transform, "eval");
+  EXPECT_EQ(o.image_size, 192);
+  EXPECT_EQ(o.layout, "uint8_hwc");
+  EXPECT_EQ(o.on_error, ErrorPolicy::kFail);
+  EXPECT_EQ(o.max_errors, 100);
+  EXPECT_EQ(o.max_error_fraction, 1.0);
+  EXPECT_FALSE(o.in_order);
+  EXPECT_EQ(o.device, DeviceChoice::kCpu);
+  EXPECT_FALSE(o.pin_memory);
+  EXPECT_TRUE(o.stages.empty());
+}
+
+TEST(SpecTest, KeysLeftOutKeepTheOptionDefaults) {
+  PipelineOptions want;
+  want.data = "d";
+  ExpectSameOptions(Parse("data: d\n"), want);
+}
+
+// SpecKeysHelp is what users read: each default it documents must be the real one.
+TEST(SpecTest, DocumentedDefaultsAreTheOptionDefaults) {
+  std::string spec;
+  int keys_with_defaults = 0;
+  for (absl::string_view line : absl::StrSplit(SpecKeysHelp(), '\n', absl::SkipEmpty())) {
+    const std::string entry(line.substr(0, line.find('#')));
+    if (absl::StripAsciiWhitespace(entry).back() == ':') continue;  // No default to write.
+    absl::StrAppend(&spec, entry, "\n");
+    ++keys_with_defaults;
+  }
+  EXPECT_GE(keys_with_defaults, 16);
+  ExpectSameOptions(Parse(spec), PipelineOptions());
+}
+
+TEST(SpecTest, MaxErrorsTakesACountOrAFraction) {
+  struct Case {
+    std::string text;
+    int64_t count;
+    double fraction;
+  };
+  for (const Case& c : std::vector<Case>{{"100", 100, 1.0},
+                                         {"0", 0, 1.0},
+                                         {"0.05", -1, 0.05},
+                                         {"5%", -1, 0.05},
+                                         {"'7.5%'", -1, 0.075}}) {
+    SCOPED_TRACE(c.text);
+    const PipelineOptions o = Parse("max_errors: " + c.text);
+    EXPECT_EQ(o.max_errors, c.count);
+    EXPECT_DOUBLE_EQ(o.max_error_fraction, c.fraction);
+  }
+}
+
+// A flag overriding a spec's max_errors goes through the same function: the new limit
+// replaces the old one of either kind.
+TEST(SpecTest, MaxErrorsOverrideReplacesTheOtherKindOfLimit) {
+  PipelineOptions o = Parse("max_errors: 5%");
+  ASSERT_TRUE(ParseMaxErrors("10", &o).ok());
+  EXPECT_EQ(o.max_errors, 10);
+  EXPECT_EQ(o.max_error_fraction, 1.0);
+  ASSERT_TRUE(ParseMaxErrors("0.5", &o).ok());
+  EXPECT_EQ(o.max_errors, -1);
+  EXPECT_EQ(o.max_error_fraction, 0.5);
+  ASSERT_TRUE(ParseMaxErrors("", &o).ok());
+  EXPECT_EQ(o.max_errors, -1);
+  EXPECT_EQ(o.max_error_fraction, 1.0);
+  EXPECT_FALSE(ParseMaxErrors("-3", &o).ok());
+}
+
+TEST(SpecTest, ReadsAnExplicitStagesList) {
+  const PipelineOptions o = Parse(R"(
+stages:
+  - type: read
+  - type: decode
+    name: jpeg
+    concurrency: 3
+    options: {fast_idct: true, max_pixels: 1000000}
+  - type: augment
+    options:
+      mode: eval
+      mean: [0.5, 0.25, 0.125]
+)");
+  ASSERT_EQ(o.stages.size(), 3u);
+  EXPECT_EQ(o.stages[0].type, "read");
+  EXPECT_EQ(o.stages[0].name, "");
+  EXPECT_EQ(o.stages[0].concurrency, 0);
+  EXPECT_TRUE(o.stages[0].args.empty());
+  EXPECT_EQ(o.stages[1].type, "decode");
+  EXPECT_EQ(o.stages[1].name, "jpeg");
+  EXPECT_EQ(o.stages[1].concurrency, 3);
+  EXPECT_EQ(o.stages[1].args,
+            (std::map<std::string, std::string>{{"fast_idct", "true"}, {"max_pixels", "1000000"}}));
+  EXPECT_EQ(o.stages[2].args,
+            (std::map<std::string, std::string>{{"mode", "eval"}, {"mean", "0.5,0.25,0.125"}}));
+}
+
+TEST(SpecTest, ValidatesCustomStageTypesAgainstTheirSchema) {
+  ASSERT_TRUE(kTestStagesRegistered);
+  const PipelineOptions o =
+      Parse("stages:\n  - {type: spec_test_blur, options: {radius: 4, edge: wrap}}\n");
+  ASSERT_EQ(o.stages.size(), 1u);
+  EXPECT_EQ(o.stages[0].args.at("radius"), "4");
+
+  const std::string bad[][2] = {
+      {"stages: [{type: spec_test_blur, options: {radius: 1.5}}]",
+       "t.yaml:1:51: stage 'spec_test_blur' option 'radius' must be int, got '1.5'"},
+      {"stages: [{type: spec_test_blur, options: {edge: mirror}}]",
+       "t.yaml:1:49: stage 'spec_test_blur' option 'edge' must be one of clamp, wrap, got "
+       "'mirror'"},
+      {"stages: [{type: spec_test_blur, options: {radios: 2}}]",
+       "t.yaml:1:43: stage 'spec_test_blur' has no option 'radios' (did you mean 'radius'?)"},
+      {"stages: [{type: spec_test_noop, options: {x: 1}}]",
+       "t.yaml:1:43: stage 'spec_test_noop' has no option 'x' (there are none)"},
+  };
+  for (const auto& [text, want] : bad) {
+    EXPECT_EQ(std::string(ParseSpec(text, "", "t.yaml").status().message()), want);
+  }
+}
+
+// ErrorCase is one mistake and the exact message it must produce.
+struct ErrorCase {
+  std::string name;
+  std::string text;
+  std::string message;  // The whole expected message, "t.yaml:LINE:COL: ...".
+};
+
+class SpecErrorTest : public ::testing::TestWithParam<ErrorCase> {};
+
+TEST_P(SpecErrorTest, FailsWithOneLocatedLine) {
+  const ErrorCase& c = GetParam();
+  absl::StatusOr<PipelineOptions> o = ParseSpec(c.text, "", "t.yaml");
+  ASSERT_FALSE(o.ok()) << "parsed: " << c.text;
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(o.status().message()), c.message);
+}
+
+const ErrorCase kErrorCases[] = {
+    // Malformed YAML: yaml-cpp's own message, at its position.
+    {"UnclosedList", "data: d\nbatch_size: [1, 2\n",
+     "t.yaml:3:1: invalid YAML: end of sequence flow not found"},
+    {"BadIndentation", "data: d\n  batch_size: 2\n",
+     "t.yaml:2:13: invalid YAML: illegal map value"},
+    {"BadEscape", "data: \"\\xZZ\"\n",
+     "t.yaml:1:12: invalid YAML: bad character found while scanning hex number"},
+    {"UndefinedAlias", "data: *nowhere\n",
+     "t.yaml:1:7: invalid YAML: the referenced anchor is not defined"},
+    // Shape of the document.
+    {"Empty", "",
+     "t.yaml:1:1: the spec is empty (it maps pipeline keys such as data and "
+     "batch_size to values)"},
+    {"OnlyComments", "# nothing yet\n",
+     "t.yaml:1:1: the spec is empty (it maps pipeline keys "
+     "such as data and batch_size to values)"},
+    {"NotAMapping", "- data\n- batch_size\n",
+     "t.yaml:1:1: pipeline must be a mapping of keys, got a list"},
+    {"TwoDocuments", "data: a\n---\ndata: b\n",
+     "t.yaml:2:1: a spec is one YAML document; this is a second (remove the '---')"},
+    // yaml-cpp's LoadAll loops forever (and allocates without bound) on these.
+    {"StrayComma", ",\n", "t.yaml:1:1: invalid YAML: unexpected ','"},
+    {"StrayCommaAfterContent", "[1]\n, 2\n", "t.yaml:2:1: invalid YAML: unexpected ','"},
+    {"DeepNesting", std::string(5000, '['), "t.yaml:1:1: invalid YAML: nested too deeply"},
+    {"ListAsKey", "? [a, b]\n: 1\n",
+     "t.yaml:1:3: keys in pipeline must be plain names, got a list"},
+    // Unknown and repeated keys.
+    {"UnknownKeyWithSuggestion", "data: d\nbatchsize: 32\n",
+     "t.yaml:2:1: unknown key 'batchsize' in pipeline (did you mean 'batch_size'?)"},
+    {"UnknownKeyByContainment", "workers: 4\n",
+     "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
+    {"UnknownKeyListsTheKnown", "colour: red\n",
+     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, name, batch_size, num_workers, "
+     "prefetch_batches, epochs, seed, shuffle, drop_last, shard, transform, image_size, layout, "
+     "stages, on_error, max_errors, in_order, device, pin_memory)"},
+    {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
+     "t.yaml:3:1: duplicate key 'batch_size' in pipeline (first at line 1)"},
+    // Wrong types.
+    {"IntGivenText", "batch_size: many\n",
+     "t.yaml:1:13: batch_size must be an integer, got 'many'"},
+    {"IntGivenFloat", "num_workers: 2.5\n",
+     "t.yaml:1:14: num_workers must be an integer, got '2.5'"},
+    {"IntGivenList", "epochs: [1]\n", "t.yaml:1:9: epochs must be an integer, got a list"},
+    {"MissingValue", "batch_size:\nnum_workers: 2\n",
+     "t.yaml:1:1: batch_size needs a value (an integer)"},
+    {"NullValue", "data: ~\n", "t.yaml:1:1: data needs a value (a string)"},
+    {"StringGivenMapping", "name: {a: 1}\n", "t.yaml:1:7: name must be a string, got a mapping"},
+    {"EmptyString", "name: ''\n", "t.yaml:1:7: name must not be empty"},
+    {"BoolGivenYes", "shuffle: yes\n", "t.yaml:1:10: shuffle must be true or false, got 'yes'"},
+    {"SeedNegative", "seed: -1\n", "t.yaml:1:7: seed must be in [0, 18446744073709551615], got -1"},
+    {"SeedText", "seed: abc\n", "t.yaml:1:7: seed must be an integer, got 'abc'"},
+    // Out of range.
+    {"BatchSizeZero", "batch_size: 0\n", "t.yaml:1:13: batch_size must be >= 1, got 0"},
+    {"PrefetchNegative", "prefetch_batches: -2\n",
+     "t.yaml:1:19: prefetch_batches must be >= 1, got -2"},
+    {"WorkersOverflowInt", "num_workers: 99999999999\n",
+     "t.yaml:1:14: num_workers must be <= 2147483647, got 99999999999"},
+    {"EpochsOverflowInt64", "epochs: 99999999999999999999999\n",
+     "t.yaml:1:9: epochs must be <= 9223372036854775807, got 99999999999999999999999"},
+    {"EpochsNegative", "epochs: -1\n", "t.yaml:1:9: epochs must be >= 0, got -1"},
+    {"ImageSizeZero", "image_size: 0\n", "t.yaml:1:13: image_size must be >= 1, got 0"},
+    // Enumerations.
+    {"TransformUnknown", "transform: sideways\n",
+     "t.yaml:1:12: transform must be one of train, eval, got 'sideways'"},
+    {"LayoutUnknown", "layout: nhwc\n",
+     "t.yaml:1:9: layout must be one of float_chw, uint8_hwc, got 'nhwc'"},
+    {"OnErrorUnknown", "on_error: maybe\n",
+     "t.yaml:1:11: on_error must be skip or fail, got 'maybe'"},
+    {"DeviceUnknown", "device: tpu\n", "t.yaml:1:9: device must be auto, cpu or cuda, got 'tpu'"},
+    {"MaxErrorsText", "max_errors: lots\n",
+     "t.yaml:1:13: max_errors must be a count (100) or a fraction (0.05, 5%), got 'lots'"},
+    {"MaxErrorsOverHundredPercent", "max_errors: 150%\n",
+     "t.yaml:1:13: max_errors must be a count (100) or a fraction (0.05, 5%), got '150%'"},
+    // shard.
+    {"ShardNotAMapping", "shard: 2\n", "t.yaml:1:8: shard must be a mapping, got '2'"},
+    {"ShardUnknownKey", "shard: {rank: 0, wold_size: 2}\n",
+     "t.yaml:1:18: unknown key 'wold_size' in shard (did you mean 'world_size'?)"},
+    {"ShardRankPastWorldSize", "shard:\n  rank: 2\n  world_size: 2\n",
+     "t.yaml:2:9: rank must be < world_size (2), got 2"},
+    {"ShardWorldSizeZero", "shard: {world_size: 0}\n",
+     "t.yaml:1:21: world_size must be >= 1, got 0"},
+    // stages.
+    {"StagesNotAList", "stages: {type: read}\n",
+     "t.yaml:1:9: stages must be a list of stages, got a mapping"},
+    {"StagesEmpty", "stages: []\n",
+     "t.yaml:1:9: stages is empty: leave it out for the built-in read, decode, augment"},
+    {"StageNotAMapping", "stages:\n  - read\n",
+     "t.yaml:2:5: a stage must be a mapping {type, name, concurrency, options}, got 'read'"},
+    {"StageWithoutType", "stages:\n  - name: x\n",
+     "t.yaml:2:5: a stage needs a type (one of: augment, decode, read, spec_test_blur, "
+     "spec_test_noop)"},
+    {"UnknownStageType", "stages:\n  - type: decod\n",
+     "t.yaml:2:11: unknown stage type 'decod' (did you mean 'decode'?)"},
+    {"UnknownStageTypeListsTheKnown", "stages:\n  - type: sharpen\n",
+     "t.yaml:2:11: unknown stage type 'sharpen' (known: augment, decode, read, spec_test_blur, "
+     "spec_test_noop)"},
+    {"UnknownStageKey", "stages:\n  - type: read\n    option: {}\n",
+     "t.yaml:3:5: unknown key 'option' in stage 'read' (did you mean 'options'?)"},
+    {"UnknownOption", "stages:\n  - type: decode\n    options: {fastidct: true}\n",
+     "t.yaml:3:15: stage 'decode' has no option 'fastidct' (did you mean 'fast_idct'?)"},
+    {"OptionOfWrongType", "stages:\n  - type: decode\n    options:\n      max_pixels: lots\n",
+     "t.yaml:4:19: stage 'decode' option 'max_pixels' must be int, got 'lots'"},
+    {"OptionNotInChoices", "stages:\n  - type: augment\n    options: {mode: sideways}\n",
+     "t.yaml:3:21: stage 'augment' option 'mode' must be one of train, eval, got 'sideways'"},
+    {"OptionGivenMapping", "stages:\n  - type: augment\n    options: {mean: {r: 1}}\n",
+     "t.yaml:3:21: mean must be a value or a list of values, got a mapping"},
+    {"OptionListOfLists", "stages:\n  - type: augment\n    options: {mean: [[1], 2, 3]}\n",
+     "t.yaml:3:22: items of mean must be plain values, got a list"},
+    {"OptionsNotAMapping", "stages:\n  - type: read\n    options: [1]\n",
+     "t.yaml:3:14: options must be a mapping, got a list"},
+    {"NegativeConcurrency", "stages:\n  - {type: read, concurrency: -1}\n",
+     "t.yaml:2:31: concurrency must be >= 0, got -1"},
+    {"DuplicateStageByType", "stages:\n  - type: read\n  - type: read\n",
+     "t.yaml:3:11: two stages are named 'read' (the first at line 2): give one a distinct name"},
+    {"DuplicateStageByName", "stages:\n  - {type: read, name: a}\n  - {type: decode, name: a}\n",
+     "t.yaml:3:26: two stages are named 'a' (the first at line 2): give one a distinct name"},
+    {"ReservedStageName", "stages:\n  - {type: read, name: collate}\n",
+     "t.yaml:2:24: stage name 'collate' is the pipeline's own; give this stage a name"},
+    {"StagesWithBuiltinKeys", "image_size: 160\nstages:\n  - type: read\n",
+     "t.yaml:1:1: image_size configures the built-in stages, which the stages list at line 2 "
+     "replaces: set augment's image_size option there instead"},
+    {"StagesWithTransform", "stages:\n  - type: read\ntransform: eval\n",
+     "t.yaml:3:1: transform configures the built-in stages, which the stages list at line 1 "
+     "replaces: set augment's mode option there instead"},
+    // Text that must not break the one-line rule.
+    {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
+     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, name, batch_size, "
+     "num_workers, prefetch_batches, epochs, seed, shuffle, drop_last, shard, transform, "
+     "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory)"},
+    {"LongValueIsShortened", "batch_size: " + std::string(100, 'x') + "\n",
+     "t.yaml:1:13: batch_size must be an integer, got '" + std::string(40, 'x') + "...'"},
+    // An alias is the node it names, so the message points at the anchor.
+    {"SelfReferencingAlias", "shard: &s {rank: *s}\n",
+     "t.yaml:1:8: rank must be an integer, got a mapping"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Mistakes, SpecErrorTest, ::testing::ValuesIn(kErrorCases),
+                         [](const ::testing::TestParamInfo<ErrorCase>& info) {
+                           return info.param.name;
+                         });
+
+// Hostile text and random damage to a real spec: a status every time (ok or one line
+// naming the file), never a crash or an escaped exception.
+TEST(SpecTest, HostileAndMutatedTextNeverCrashes) {
+  constexpr char kBinary[] = "data: d\0\xff\xfe\x80 x";
+  std::vector<std::string> inputs = {
+      std::string(200000, '['),
+      std::string(100000, '{') + std::string(100000, '}'),
+      std::string(kBinary, sizeof(kBinary) - 1),
+      "\xef\xbb\xbf"
+      "data: \xc3\x28\n",
+      "a: &a [*a, *a]\nb: *a\n",
+      "!!binary abc: def",
+      "%YAML 9.9\n---\ndata: d\n",
+      "data: |\n  multi\n  line\n",
+  };
+  std::ifstream in("runtime/specs/custom.yaml");
+  const std::string base((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(base.empty());
+  std::mt19937 rng(1234);
+  const std::string alphabet = " \n\t:-[]{},#&*!|>'\"%@`?~0123456789abcxyz\\";
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = base;
+    for (int edits = 1 + static_cast<int>(rng() % 4); edits > 0; --edits) {
+      const size_t at = rng() % text.size();
+      switch (rng() % 3) {
+        case 0:
+          text[at] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          text.insert(at, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        default:
+          text.erase(at, 1 + rng() % 8);
+      }
+      if (text.empty()) text = "x";
+    }
+    inputs.push_back(text);
+  }
+  int failed = 0;
+  for (const std::string& text : inputs) {
+    absl::StatusOr<PipelineOptions> o = ParseSpec(text, "", "m.yaml");
+    if (o.ok()) continue;
+    ++failed;
+    const std::string message(o.status().message());
+    EXPECT_TRUE(absl::StartsWith(message, "m.yaml:")) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  EXPECT_GT(failed, 1000);  // The mutations must actually reach the error paths.
+}
+
+TEST(SpecTest, RelativeDataResolvesAgainstTheBaseDirectory) {
+  EXPECT_EQ(ParseSpec("data: imgs/train", "/srv/specs", "t").value().data, "/srv/specs/imgs/train");
+  EXPECT_EQ(ParseSpec("data: ../imgs", "/srv/specs/", "t").value().data, "/srv/specs/../imgs");
+  EXPECT_EQ(ParseSpec("data: /abs/imgs", "/srv/specs", "t").value().data, "/abs/imgs");
+  EXPECT_EQ(ParseSpec("data: imgs", "", "t").value().data, "imgs");
+  EXPECT_EQ(ParseSpec("batch_size: 2", "/srv", "t").value().data, "");  // Left for --data.
+}
+
+TEST(SpecTest, LoadSpecFileResolvesDataAgainstTheFilesDirectory) {
+  const std::string dir = TempDir() + "/load_spec";
+  std::filesystem::create_directories(dir + "/sub");
+  WriteFile(dir + "/sub/spec.yaml", "data: images\nbatch_size: 8\n");
+  absl::StatusOr<PipelineOptions> o = LoadSpecFile(dir + "/sub/spec.yaml");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->data, dir + "/sub/images");
+  EXPECT_EQ(o->batch_size, 8);
+}
+
+TEST(SpecTest, LoadSpecFileErrorsNameTheFile) {
+  const std::string dir = TempDir() + "/load_errors";
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/bad.yaml", "data: d\n\nnum_workers: -4\n");
+  EXPECT_EQ(std::string(LoadSpecFile(dir + "/bad.yaml").status().message()),
+            dir + "/bad.yaml:3:14: num_workers must be >= 1, got -4");
+
+  absl::Status missing = LoadSpecFile(dir + "/missing.yaml").status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StartsWith(missing.message(), dir + "/missing.yaml: cannot open the spec"))
+      << missing;
+
+  EXPECT_EQ(std::string(LoadSpecFile(dir).status().message()),
+            dir + ": is a directory, not a spec file");
+
+  WriteFile(dir + "/huge.yaml", std::string((1 << 20) + 1, '#'));
+  EXPECT_EQ(std::string(LoadSpecFile(dir + "/huge.yaml").status().message()),
+            dir + "/huge.yaml: over 1 MiB, too large for a spec (the wrong file?)");
+}
+
+TEST(SpecTest, ExampleSpecsParse) {
+  int parsed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("runtime/specs")) {
+    SCOPED_TRACE(entry.path().string());
+    absl::StatusOr<PipelineOptions> o = LoadSpecFile(entry.path().string());
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_EQ(o->data, "runtime/specs/../../.sample_data");
+    ++parsed;
+  }
+  EXPECT_EQ(parsed, 2);
+
+  const PipelineOptions train = LoadSpecFile("runtime/specs/train.yaml").value();
+  EXPECT_EQ(train.name, "train");
+  EXPECT_TRUE(train.stages.empty());
+  EXPECT_EQ(train.epochs, 2);
+  EXPECT_DOUBLE_EQ(train.max_error_fraction, 0.05);
+
+  const PipelineOptions custom = LoadSpecFile("runtime/specs/custom.yaml").value();
+  ASSERT_EQ(custom.stages.size(), 3u);
+  EXPECT_EQ(custom.stages[1].name, "jpeg_decode");
+  EXPECT_EQ(custom.stages[2].args.at("mean"), "0.5,0.5,0.5");
+  EXPECT_EQ(custom.on_error, ErrorPolicy::kFail);
+  EXPECT_EQ(custom.max_errors, 0);
+  EXPECT_FALSE(custom.pin_memory);
+}
+
+// `flowloader stages` prints the registry's Help: it must be a stages list a spec accepts,
+// with every type and every option at its default.
+TEST(SpecTest, StageHelpIsAStagesListTheParserAccepts) {
+  const std::string help = StageRegistry::Global().Help();
+  const std::string spec =
+      "stages:\n" + absl::StrReplaceAll(help, {{"\n", "\n  "}}).insert(0, "  ");
+  absl::StatusOr<PipelineOptions> o = ParseSpec(spec, "", "help");
+  ASSERT_TRUE(o.ok()) << o.status() << "\n" << spec;
+  const std::vector<std::string> types = StageRegistry::Global().Types();
+  ASSERT_EQ(o->stages.size(), types.size());
+  for (size_t i = 0; i < types.size(); ++i) {
+    const StageSchema schema = StageRegistry::Global().Find(types[i]).value();
+    EXPECT_EQ(o->stages[i].type, types[i]);
+    ASSERT_EQ(o->stages[i].args.size(), schema.options.size()) << types[i];
+    for (const OptionSchema& option : schema.options) {
+      EXPECT_EQ(o->stages[i].args.at(option.name), option.default_value) << option.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace flowloader
