@@ -149,6 +149,36 @@ TEST_F(PipelineTest, SameSeedGivesByteIdenticalBatchesForOneAndFourWorkers) {
   }
 }
 
+// Later epochs decode through the seek indexes learned in earlier ones (and through
+// flowloader's Huffman decoder); batches must be byte-identical to libjpeg-turbo's own
+// decoder, epoch after epoch.
+TEST_F(PipelineTest, SeekIndexesLeaveEveryEpochsBatchesByteIdentical) {
+  PipelineOptions o = SmallOptions(data());
+  o.seed = 77;
+  o.epochs = 4;
+  auto indexed = Pipeline::Create(o);
+  auto stages = DefaultStages(o);
+  ASSERT_TRUE(stages.ok());
+  for (StageSpec& spec : *stages) {
+    if (spec.type == "decode") {
+      spec.args["fast_huffman"] = "false";
+      spec.args["seek_index_mb"] = "0";
+    }
+  }
+  o.stages = *stages;
+  auto plain = Pipeline::Create(o);
+  ASSERT_TRUE(indexed.ok() && plain.ok());
+  const auto a = Drain(**indexed, 100, true), b = Drain(**plain, 100, true);
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t e = 0; e < a.size(); ++e) {
+    ASSERT_EQ(a[e].data.size(), b[e].data.size());
+    for (size_t i = 0; i < a[e].data.size(); ++i) {
+      EXPECT_TRUE(a[e].data[i] == b[e].data[i]) << "epoch " << e << " batch " << i;
+    }
+  }
+}
+
 TEST_F(PipelineTest, EpochsHaveDifferentOrdersAndSeedsDiffer) {
   PipelineOptions o = SmallOptions(data());
   o.epochs = 2;
