@@ -11,25 +11,25 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
-#include "stages/core/log.h"
 #include "stages/reader/fault_env.h"
+#include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/test_data.h"
 
 namespace flowloader {
 namespace {
 
-using testing::TempDir;
+using testing::Drain;
+using testing::Drained;
+using testing::LogCapture;
+using testing::SmallCpuOptions;
+using testing::TempDirForTest;
 using testing::ValidJpeg;
 using testing::WriteFile;
 
 class BadInputTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    SetMinLogLevel(LogLevel::kInfo);
-    SetLogSink([this](LogLevel, absl::string_view line) { log_.emplace_back(line); });
-    root_ = TempDir("bad_" + std::string(::testing::UnitTest::GetInstance()
-                                             ->current_test_info()
-                                             ->name()));
+    root_ = TempDirForTest("bad_");
     ::mkdir((root_ + "/a").c_str(), 0755);
     ::mkdir((root_ + "/b").c_str(), 0755);
     for (int i = 0; i < 10; ++i) {
@@ -45,21 +45,11 @@ class BadInputTest : public ::testing::Test {
     WriteFile(root_ + "/b/random.jpg", noise);
     WriteFile(root_ + "/b/text.jpg", "this is not an image\n");
   }
-  void TearDown() override { SetLogSink(nullptr); }
 
-  PipelineOptions Options() {
-    PipelineOptions o;
-    o.data = root_;
-    o.image_size = 16;
-    o.batch_size = 4;
-    o.num_workers = 2;
-    o.device = DeviceChoice::kCpu;
-    o.env = &env_;
-    return o;
-  }
+  PipelineOptions Options() { return SmallCpuOptions(root_, /*batch_size=*/4, &env_); }
 
+  LogCapture log_;
   std::string root_;
-  std::vector<std::string> log_;
   FaultEnv env_{Env::Default()};
 };
 
@@ -68,22 +58,11 @@ TEST_F(BadInputTest, SkipDeliversEveryGoodSampleOnceAndCountsEachBadOneByReason)
   o.epochs = 2;
   auto p = Pipeline::Create(o);
   ASSERT_TRUE(p.ok()) << p.status();
-  std::multiset<std::string> delivered;
-  std::vector<SkippedSample> skipped;
-  int epochs = 0;
-  while (true) {
-    std::shared_ptr<const Batch> batch;
-    bool end = false;
-    ASSERT_TRUE((*p)->Next(&batch, &end).ok());
-    if (end) {
-      ++epochs;
-      if ((*p)->done()) break;
-      continue;
-    }
-    delivered.insert(batch->keys.begin(), batch->keys.end());
-    skipped.insert(skipped.end(), batch->skipped.begin(), batch->skipped.end());
-  }
-  EXPECT_EQ(epochs, 2);
+  const Drained run = Drain(p->get());
+  ASSERT_TRUE(run.status.ok()) << run.status;
+  const std::multiset<std::string> delivered(run.keys.begin(), run.keys.end());
+  const std::vector<SkippedSample>& skipped = run.skipped;
+  EXPECT_EQ(run.epochs, 2);
   EXPECT_EQ(delivered.size(), 20u);
   for (const std::string& k : delivered) {
     EXPECT_TRUE(absl::StrContains(k, "good_")) << k;
@@ -103,9 +82,7 @@ TEST_F(BadInputTest, SkipDeliversEveryGoodSampleOnceAndCountsEachBadOneByReason)
   EXPECT_EQ(errors.at("unknown_format"), 4u);
   EXPECT_EQ(errors.at("empty_file"), 2u);
   // Each skip is logged, naming the file.
-  int logged_half = 0;
-  for (const std::string& line : log_) logged_half += absl::StrContains(line, "b/half.jpg");
-  EXPECT_EQ(logged_half, 2);  // Once per epoch.
+  EXPECT_EQ(log_.LinesNaming("b/half.jpg"), 2);  // Once per epoch.
 }
 
 TEST_F(BadInputTest, FailPolicyStopsWithTheFileAndTheReason) {
@@ -114,13 +91,7 @@ TEST_F(BadInputTest, FailPolicyStopsWithTheFileAndTheReason) {
   o.shuffle = false;
   auto p = Pipeline::Create(o);
   ASSERT_TRUE(p.ok());
-  absl::Status status;
-  for (int i = 0; i < 100 && status.ok(); ++i) {
-    std::shared_ptr<const Batch> batch;
-    bool end = false;
-    status = (*p)->Next(&batch, &end);
-    if (end && (*p)->done()) break;
-  }
+  const absl::Status status = Drain(p->get(), /*max_calls=*/100).status;
   ASSERT_FALSE(status.ok());
   // a/ sorts first: a/empty.jpg is the first bad file in dataset order.
   EXPECT_TRUE(absl::StrContains(status.message(), "a/empty.jpg")) << status;
@@ -132,13 +103,7 @@ TEST_F(BadInputTest, MaxErrorsStopsAMostlyBrokenRun) {
   o.max_errors = 3;
   auto p = Pipeline::Create(o);
   ASSERT_TRUE(p.ok());
-  absl::Status status;
-  while (status.ok()) {
-    std::shared_ptr<const Batch> batch;
-    bool end = false;
-    status = (*p)->Next(&batch, &end);
-    if (end && (*p)->done()) break;
-  }
+  const absl::Status status = Drain(p->get()).status;
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
   EXPECT_TRUE(absl::StrContains(status.message(), "max_errors=3")) << status;
 }
@@ -151,17 +116,11 @@ TEST_F(BadInputTest, TransientEioIsRetriedAndPermanentFaultsAreSkipped) {
   env_.Inject("good_7.jpg", Fault{0, 0, 100});    // Short read.
   auto p = Pipeline::Create(Options());
   ASSERT_TRUE(p.ok());
-  std::set<std::string> delivered;
+  const Drained run = Drain(p->get());
+  ASSERT_TRUE(run.status.ok()) << run.status;
+  const std::set<std::string> delivered(run.keys.begin(), run.keys.end());
   std::map<std::string, std::string> reason_of;
-  while (true) {
-    std::shared_ptr<const Batch> batch;
-    bool end = false;
-    ASSERT_TRUE((*p)->Next(&batch, &end).ok());
-    if (end && (*p)->done()) break;
-    if (end) continue;
-    delivered.insert(batch->keys.begin(), batch->keys.end());
-    for (const auto& s : batch->skipped) reason_of[s.key] = s.reason;
-  }
+  for (const SkippedSample& s : run.skipped) reason_of[s.key] = s.reason;
   EXPECT_TRUE(delivered.count("a/good_3.jpg"));
   EXPECT_EQ(reason_of["b/good_4.jpg"], "read_error");
   EXPECT_EQ(reason_of["a/good_5.jpg"], "not_found");
@@ -193,13 +152,7 @@ TEST_F(BadInputTest, UserStageThatThrowsBecomesAStatusNamingStageAndKey) {
   o.stages = *stages;
   auto p = Pipeline::Create(o);
   ASSERT_TRUE(p.ok()) << p.status();
-  absl::Status status;
-  while (status.ok()) {
-    std::shared_ptr<const Batch> batch;
-    bool end = false;
-    status = (*p)->Next(&batch, &end);
-    if (end && (*p)->done()) break;
-  }
+  const absl::Status status = Drain(p->get()).status;
   ASSERT_FALSE(status.ok());
   EXPECT_TRUE(absl::StrContains(status.message(), "explode_on_good_2 failed on b/good_2.jpg"))
       << status;

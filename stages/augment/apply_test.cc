@@ -11,60 +11,25 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "stages/augment/testing/test_util.h"
 
 namespace flowloader::augment {
 namespace {
 
-std::unique_ptr<Transform> Make(const TransformOptions& o) {
-  auto t = Transform::Create(o);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return t.ok() ? std::move(t).value() : nullptr;
-}
-
-TransformOptions Options(Mode mode, Layout layout) {
-  TransformOptions o;
-  o.mode = mode;
-  o.layout = layout;
-  return o;
-}
+using testing::FixedPlan;
+using testing::ImageOf;
+using testing::MakeTransform;
+using testing::NoiseImage;
+using testing::Options;
 
 // Pixel value of the synthetic gradient: distinct per channel, wraps at 256.
 uint8_t Gradient(int x, int y, int c) { return static_cast<uint8_t>((x + 2 * y + 60 * c) % 256); }
 
-decode::DecodedImage GradientImage(int w, int h) {
-  decode::DecodedImage d;
-  d.image.Resize(w, h, 3);
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) d.image.Row(y)[3 * x + c] = Gradient(x, y, c);
-    }
-  }
-  d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
-  return d;
-}
-
-decode::DecodedImage NoiseImage(int w, int h, uint32_t seed) {
-  decode::DecodedImage d;
-  d.image.Resize(w, h, 3);
-  uint32_t s = seed * 747796405u + 1;
-  for (auto& p : d.image.pixels) {
-    s = s * 1664525u + 1013904223u;
-    p = static_cast<uint8_t>(s >> 24);
-  }
-  d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
-  return d;
-}
+decode::DecodedImage GradientImage(int w, int h) { return ImageOf(w, h, Gradient); }
 
 decode::DecodedImage ConstantImage(int w, int h, uint8_t r, uint8_t g, uint8_t b) {
-  decode::DecodedImage d;
-  d.image.Resize(w, h, 3);
-  for (size_t i = 0; i < d.image.pixels.size(); i += 3) {
-    d.image.pixels[i] = r;
-    d.image.pixels[i + 1] = g;
-    d.image.pixels[i + 2] = b;
-  }
-  d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
-  return d;
+  const uint8_t rgb[3] = {r, g, b};
+  return ImageOf(w, h, [&rgb](int, int, int c) { return rgb[c]; });
 }
 
 // Sub-image [x0, x0 + w) × [y0, y0 + h) of `full`, as a region decode would return it.
@@ -100,19 +65,11 @@ std::vector<float> ApplyFloat(const Transform& t, const decode::DecodedImage& im
   return out;
 }
 
-CropPlan FixedPlan(double x, double y, double w, double h, bool flip) {
-  CropPlan p;
-  p.region = RectF{x, y, w, h};
-  p.clamp_to_region = true;
-  p.flip = flip;
-  return p;
-}
-
 TEST(ApplyTest, CenterCropAtScaleOneGivesExactNormalizedValues) {
   // 256x256 with Resize(256): no resampling, so the output is the gradient's 16-pixel
   // centre crop, normalized: every value is known exactly.
   const TransformOptions o = Options(Mode::kEval, Layout::kFloatCHW);
-  auto t = Make(o);
+  auto t = MakeTransform(o);
   const auto img = GradientImage(256, 256);
   SampleRng rng(1, 0, 0);
   const std::vector<float> out = ApplyFloat(*t, img, t->Plan(256, 256, rng));
@@ -131,9 +88,9 @@ TEST(ApplyTest, CenterCropAtScaleOneGivesExactNormalizedValues) {
 TEST(ApplyTest, TrainCropOfOutputSizeIsACopyInEveryLayout) {
   const auto img = GradientImage(450, 380);
   const CropPlan plan = FixedPlan(37, 53, 224, 224, false);
-  auto u8 = Make(Options(Mode::kTrain, Layout::kUint8HWC));
+  auto u8 = MakeTransform(Options(Mode::kTrain, Layout::kUint8HWC));
   const TransformOptions of = Options(Mode::kTrain, Layout::kFloatCHW);
-  auto f32 = Make(of);
+  auto f32 = MakeTransform(of);
   const std::vector<uint8_t> hwc = ApplyU8(*u8, img, plan);
   const std::vector<float> chw = ApplyFloat(*f32, img, plan);
   const int n = 224;
@@ -151,7 +108,7 @@ TEST(ApplyTest, TrainCropOfOutputSizeIsACopyInEveryLayout) {
 TEST(ApplyTest, CropReachingTheImageEdgeIsACopy) {
   // The copy path's 16-byte loads must stop short of the buffer's end (ASan checks).
   const auto img = GradientImage(230, 224);
-  auto u8 = Make(Options(Mode::kTrain, Layout::kUint8HWC));
+  auto u8 = MakeTransform(Options(Mode::kTrain, Layout::kUint8HWC));
   for (const bool flip : {false, true}) {
     const std::vector<uint8_t> hwc = ApplyU8(*u8, img, FixedPlan(6, 0, 224, 224, flip));
     for (int y = 0; y < 224; ++y) {
@@ -166,7 +123,7 @@ TEST(ApplyTest, CropReachingTheImageEdgeIsACopy) {
 TEST(ApplyTest, FlipMirrorsColumns) {
   const auto img = NoiseImage(450, 380, 3);
   for (const Layout layout : {Layout::kUint8HWC, Layout::kFloatCHW}) {
-    auto t = Make(Options(Mode::kTrain, layout));
+    auto t = MakeTransform(Options(Mode::kTrain, layout));
     // Odd sizes exercise the non-multiple-of-4 tail; several scales.
     // Downscale, upscale, whole image, and scale 1 (the copy path) for n = 224 or 37.
     for (const RectF r : {RectF{10, 20, 300, 250}, RectF{100, 50, 90, 120},
@@ -175,7 +132,7 @@ TEST(ApplyTest, FlipMirrorsColumns) {
       for (const int n : {224, 37}) {
         TransformOptions o = Options(Mode::kTrain, layout);
         o.image_size = n;
-        auto tn = Make(o);
+        auto tn = MakeTransform(o);
         const CropPlan plain = FixedPlan(r.x, r.y, r.w, r.h, false);
         const CropPlan flipped = FixedPlan(r.x, r.y, r.w, r.h, true);
         if (layout == Layout::kUint8HWC) {
@@ -209,8 +166,8 @@ TEST(ApplyTest, ConstantImageStaysExactlyConstant) {
   const uint8_t rgb[3] = {37, 128, 250};
   for (const Mode mode : {Mode::kTrain, Mode::kEval}) {
     const TransformOptions of = Options(mode, Layout::kFloatCHW);
-    auto tf = Make(of);
-    auto tu = Make(Options(mode, Layout::kUint8HWC));
+    auto tf = MakeTransform(of);
+    auto tu = MakeTransform(Options(mode, Layout::kUint8HWC));
     for (int index = 0; index < 20; ++index) {
       SampleRng rng(2, 0, index);
       const CropPlan plan = tf->Plan(450, 380, rng);
@@ -233,8 +190,8 @@ TEST(ApplyTest, FloatLayoutIsTheNormalizedUint8Layout) {
     TransformOptions of = Options(mode, Layout::kFloatCHW);
     of.mean = {0.1f, 0.5f, 0.9f};
     of.std = {0.5f, 0.25f, 2.0f};
-    auto tf = Make(of);
-    auto tu = Make(Options(mode, Layout::kUint8HWC));
+    auto tf = MakeTransform(of);
+    auto tu = MakeTransform(Options(mode, Layout::kUint8HWC));
     for (int index = 0; index < 10; ++index) {
       SampleRng rng(8, 0, index);
       const CropPlan plan = tf->Plan(450, 380, rng);
@@ -260,7 +217,7 @@ TEST(ApplyTest, EvalFromTheDecodeRequestEqualsFullDecode) {
   for (const int resize : {256, 320, 480}) {
     TransformOptions o = Options(Mode::kEval, Layout::kUint8HWC);
     o.resize_size = resize;
-    auto t = Make(o);
+    auto t = MakeTransform(o);
     SampleRng rng(1, 0, 0);
     const CropPlan plan = t->Plan(500, 375, rng);
     const RectF& q = plan.decode_request.region;
@@ -276,7 +233,7 @@ TEST(ApplyTest, EvalFromTheDecodeRequestEqualsFullDecode) {
 
 TEST(ApplyTest, TrainFromTheCropAloneEqualsFullDecode) {
   const auto full = NoiseImage(450, 380, 7);
-  auto t = Make(Options(Mode::kTrain, Layout::kUint8HWC));
+  auto t = MakeTransform(Options(Mode::kTrain, Layout::kUint8HWC));
   for (int index = 0; index < 10; ++index) {
     SampleRng rng(4, 0, index);
     const CropPlan plan = t->Plan(450, 380, rng);
@@ -292,37 +249,23 @@ TEST(ApplyTest, HalfScaleDecodeMapsThroughCoveredAndScale) {
   // the full-scale output: the plan's region is mapped through covered and scale.
   const int w = 900;
   const int h = 760;
-  decode::DecodedImage full;
-  full.image.Resize(w, h, 3);
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        full.image.Row(y)[3 * x + c] = static_cast<uint8_t>(
-            127.5 + 120 * std::sin(x / (40.0 + 10 * c)) * std::cos(y / 55.0));
-      }
-    }
-  }
-  full.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
+  decode::DecodedImage full = ImageOf(w, h, [](int x, int y, int c) {
+    return 127.5 + 120 * std::sin(x / (40.0 + 10 * c)) * std::cos(y / 55.0);
+  });
   // Half scale of the box [100, 900) x [40, 760): 400 x 360 decoded pixels.
-  decode::DecodedImage half;
-  half.image.Resize(400, 360, 3);
-  for (int y = 0; y < 360; ++y) {
-    for (int x = 0; x < 400; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        int sum = 0;
-        for (int dy = 0; dy < 2; ++dy) {
-          for (int dx = 0; dx < 2; ++dx) {
-            sum += full.image.Row(40 + 2 * y + dy)[3 * (100 + 2 * x + dx) + c];
-          }
-        }
-        half.image.Row(y)[3 * x + c] = static_cast<uint8_t>((sum + 2) / 4);
+  decode::DecodedImage half = ImageOf(400, 360, [&full](int x, int y, int c) {
+    int sum = 0;
+    for (int dy = 0; dy < 2; ++dy) {
+      for (int dx = 0; dx < 2; ++dx) {
+        sum += full.image.Row(40 + 2 * y + dy)[3 * (100 + 2 * x + dx) + c];
       }
     }
-  }
+    return (sum + 2) / 4;
+  });
   half.covered = RectF{100, 40, 800, 720};
   half.scale_x = half.scale_y = 0.5;
   for (const Mode mode : {Mode::kTrain, Mode::kEval}) {
-    auto t = Make(Options(mode, Layout::kUint8HWC));
+    auto t = MakeTransform(Options(mode, Layout::kUint8HWC));
     CropPlan plan;
     if (mode == Mode::kTrain) {
       plan = FixedPlan(150, 60, 700, 640, false);
@@ -339,7 +282,7 @@ TEST(ApplyTest, HalfScaleDecodeMapsThroughCoveredAndScale) {
 }
 
 TEST(ApplyTest, RejectsInputsThatDoNotFitThePlan) {
-  auto t = Make(Options(Mode::kTrain, Layout::kUint8HWC));
+  auto t = MakeTransform(Options(Mode::kTrain, Layout::kUint8HWC));
   std::vector<uint8_t> out(t->OutputBytes());
   const auto img = NoiseImage(100, 80, 1);
   const CropPlan ok_plan = FixedPlan(10, 10, 50, 50, false);
@@ -370,7 +313,7 @@ TEST(ApplyTest, ApplyIsSafeFromManyThreads) {
   // Thread-local scratch: concurrent calls with different geometries give the results
   // a single thread gives.
   const auto img = NoiseImage(450, 380, 5);
-  auto t = Make(Options(Mode::kTrain, Layout::kUint8HWC));
+  auto t = MakeTransform(Options(Mode::kTrain, Layout::kUint8HWC));
   const int kPlans = 16;
   std::vector<CropPlan> plans;
   std::vector<std::vector<uint8_t>> expected;

@@ -14,38 +14,24 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "stages/augment/internal/resample.h"
+#include "stages/augment/testing/test_util.h"
 #include "stages/augment/transform.h"
 
 namespace flowloader::augment {
 namespace {
 
 using internal::ResampleIsa;
-
-decode::DecodedImage NoiseImage(int w, int h, uint32_t seed) {
-  decode::DecodedImage d;
-  d.image.Resize(w, h, 3);
-  uint32_t s = seed * 747796405u + 1;
-  for (auto& p : d.image.pixels) {
-    s = s * 1664525u + 1013904223u;
-    p = static_cast<uint8_t>(s >> 24);
-  }
-  d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
-  return d;
-}
+using testing::FixedPlan;
+using testing::ImageOf;
+using testing::MakeTransform;
+using testing::NoiseImage;
+using testing::Options;
 
 // Extremes: 0 and 255 in blocks, the values where rounding and packing saturate.
 decode::DecodedImage ExtremeImage(int w, int h) {
-  decode::DecodedImage d;
-  d.image.Resize(w, h, 3);
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        d.image.Row(y)[3 * x + c] = (((x / (2 + c)) ^ (y / 3)) & 1) ? 255 : 0;
-      }
-    }
-  }
-  d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
-  return d;
+  return ImageOf(w, h, [](int x, int y, int c) {
+    return (((x / (2 + c)) ^ (y / 3)) & 1) ? 255 : 0;
+  });
 }
 
 // Isas lists the sets this CPU runs, the baseline first.
@@ -83,12 +69,11 @@ class ResampleIsaTest : public ::testing::Test {
   // non-temporal stores and store others plainly), and returns the output.
   static std::vector<uint8_t> Run(const Case& c, ResampleIsa isa, size_t offset) {
     EXPECT_TRUE(internal::SetResampleIsaForTesting(isa));
-    auto t = Transform::Create(c.options);
-    EXPECT_TRUE(t.ok()) << t.status();
-    const size_t bytes = (*t)->OutputBytes();
+    const auto t = MakeTransform(c.options);
+    const size_t bytes = t->OutputBytes();
     std::vector<uint8_t> buffer(bytes + 64 + offset, 0xA5);
     uint8_t* dst = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) + offset;
-    const absl::Status s = (*t)->Apply(*c.image, c.plan, dst);
+    const absl::Status s = t->Apply(*c.image, c.plan, dst);
     EXPECT_TRUE(s.ok()) << c.name << ": " << s;
     return std::vector<uint8_t>(dst, dst + bytes);
   }
@@ -116,22 +101,6 @@ class ResampleIsaTest : public ::testing::Test {
   }
 };
 
-TransformOptions Options(Mode mode, Layout layout, int size) {
-  TransformOptions o;
-  o.mode = mode;
-  o.layout = layout;
-  o.image_size = size;
-  return o;
-}
-
-CropPlan FixedPlan(double x, double y, double w, double h, bool flip) {
-  CropPlan p;
-  p.region = RectF{x, y, w, h};
-  p.clamp_to_region = true;
-  p.flip = flip;
-  return p;
-}
-
 TEST_F(ResampleIsaTest, RandomPlansGiveTheSameBytes) {
   // Random image sizes, output sizes (multiples of 16 and 8, odd, tiny), modes, layouts,
   // normalizations and the plans Transform draws (flips included).
@@ -149,15 +118,15 @@ TEST_F(ResampleIsaTest, RandomPlansGiveTheSameBytes) {
         TransformOptions o = Options(mode, layout, size);
         o.mean = {static_cast<float>(pick.Uniform(0, 1)), 0.5f, 0.3f};
         o.std = {static_cast<float>(pick.Uniform(0.1, 1)), 0.25f, 2.0f};
-        auto t = Transform::Create(o);
-        ASSERT_TRUE(t.ok()) << t.status();
+        const auto t = MakeTransform(o);
+        ASSERT_NE(t, nullptr);
         for (int k = 0; k < 3; ++k) {
           SampleRng rng(12, i, k);
           cases.push_back(Case{absl::StrCat("image ", w, "x", h, " size ", size,
                                             mode == Mode::kTrain ? " train" : " eval",
                                             layout == Layout::kFloatCHW ? " float" : " uint8",
                                             " draw ", k),
-                               o, (*t)->Plan(w, h, rng), images.back().get()});
+                               o, t->Plan(w, h, rng), images.back().get()});
         }
       }
     }
@@ -207,11 +176,11 @@ TEST_F(ResampleIsaTest, EveryScaleGivesTheSameBytes) {
   for (const Layout layout : {Layout::kFloatCHW, Layout::kUint8HWC}) {
     for (const int size : {16, 224, 299}) {
       TransformOptions o = Options(Mode::kEval, layout, size);
-      auto t = Transform::Create(o);
-      ASSERT_TRUE(t.ok());
+      const auto t = MakeTransform(o);
+      ASSERT_NE(t, nullptr);
       SampleRng rng(1, 0, 0);
       cases.push_back(Case{absl::StrCat("eval 2400x1600 size ", size), o,
-                           (*t)->Plan(2400, 1600, rng), &big});
+                           t->Plan(2400, 1600, rng), &big});
     }
   }
   ExpectSameBytes(cases);

@@ -18,10 +18,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "stages/augment/testing/test_util.h"
 #include "stages/augment/transform.h"
 
 namespace flowloader::augment {
 namespace {
+
+using testing::ImageOf;
+using testing::MakeTransform;
+using testing::Options;
 
 // Pillow rounds its 22-bit fixed-point horizontal pass to 8 bits before the vertical
 // one; Apply stays in higher precision, so a value near a .5 boundary may round the
@@ -63,32 +68,19 @@ std::string ScriptPath() {
 enum class Pattern { kNoise, kEdges, kRamps };
 
 decode::DecodedImage MakeImage(int w, int h, Pattern pattern, uint32_t seed) {
-  decode::DecodedImage d;
-  d.image.Resize(w, h, 3);
   uint32_t state = seed * 2654435761u + 1;
-  for (int y = 0; y < h; ++y) {
-    uint8_t* row = d.image.Row(y);
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        int v = 0;
-        switch (pattern) {
-          case Pattern::kNoise:
-            state = state * 1664525u + 1013904223u;
-            v = static_cast<int>(state >> 24);
-            break;
-          case Pattern::kEdges:
-            v = (((x / (3 + c)) ^ (y / 5)) & 1) ? 250 : 5;
-            break;
-          case Pattern::kRamps:
-            v = (x * (c + 1) + y * 2) % 256;
-            break;
-        }
-        row[3 * x + c] = static_cast<uint8_t>(v);
-      }
+  return ImageOf(w, h, [pattern, &state](int x, int y, int c) {
+    switch (pattern) {
+      case Pattern::kNoise:
+        state = state * 1664525u + 1013904223u;
+        return static_cast<int>(state >> 24);
+      case Pattern::kEdges:
+        return (((x / (3 + c)) ^ (y / 5)) & 1) ? 250 : 5;
+      case Pattern::kRamps:
+        return (x * (c + 1) + y * 2) % 256;
     }
-  }
-  d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
-  return d;
+    return 0;
+  });
 }
 
 void WriteRaw(const std::string& path, const uint8_t* data, size_t size) {
@@ -211,19 +203,13 @@ class ResizePilTest : public ::testing::Test {
   std::vector<Case> cases_;
 };
 
-std::unique_ptr<Transform> MakeTransform(Mode mode, int image_size, int resize_size = 0) {
-  TransformOptions o;
-  o.mode = mode;
-  o.layout = Layout::kUint8HWC;
-  o.image_size = image_size;
-  o.resize_size = resize_size;
-  auto t = Transform::Create(o);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return std::move(t).value();
+// PilTransform makes the uint8 Transform the tests compare (PIL works on bytes).
+std::unique_ptr<Transform> PilTransform(Mode mode, int image_size, int resize_size = 0) {
+  return MakeTransform(Options(mode, Layout::kUint8HWC, image_size, resize_size));
 }
 
 TEST_F(ResizePilTest, TrainCropsMatchPilCropThenResize) {
-  const auto t = MakeTransform(Mode::kTrain, 224);
+  const auto t = PilTransform(Mode::kTrain, 224);
   const struct {
     int w, h;
     Pattern pattern;
@@ -245,7 +231,7 @@ TEST_F(ResizePilTest, TrainCropsMatchPilCropThenResize) {
 
 TEST_F(ResizePilTest, TrainCropOfExactOutputSizeMatchesPil) {
   // A 224-pixel crop side is Pillow's skipped pass (scale 1): it must be a plain copy.
-  const auto t = MakeTransform(Mode::kTrain, 224);
+  const auto t = PilTransform(Mode::kTrain, 224);
   const auto img = MakeImage(450, 380, Pattern::kNoise, 9);
   CropPlan plan;
   plan.region = RectF{17, 31, 224, 300};
@@ -261,7 +247,7 @@ TEST_F(ResizePilTest, TrainCropOfExactOutputSizeMatchesPil) {
 TEST_F(ResizePilTest, ExtremeDownscalesMatchPil) {
   // Scales of ~8 and ~36: long tap lists (the generic, non-unrolled loops) and more
   // than 64 vertical taps.
-  const auto t = MakeTransform(Mode::kTrain, 224);
+  const auto t = PilTransform(Mode::kTrain, 224);
   CropPlan plan;
   const auto wide = MakeImage(8000, 400, Pattern::kNoise, 21);
   plan.region = RectF{0, 0, 8000, 400};
@@ -270,7 +256,7 @@ TEST_F(ResizePilTest, ExtremeDownscalesMatchPil) {
   plan.region = RectF{10, 0, 290, 8000};
   plan.flip = true;
   Add("tall", tall, *t, plan);
-  const auto eval = MakeTransform(Mode::kEval, 224, 256);
+  const auto eval = PilTransform(Mode::kEval, 224, 256);
   const auto big = MakeImage(2400, 1800, Pattern::kRamps, 23);
   SampleRng rng(1, 0, 0);
   Add("eval_big", big, *eval, eval->Plan(2400, 1800, rng));
@@ -294,7 +280,7 @@ TEST_F(ResizePilTest, EvalMatchesPilResizeThenCenterCrop) {
   };
   int id = 0;
   for (const auto& c : cases) {
-    const auto t = MakeTransform(Mode::kEval, c.image_size, c.resize_size);
+    const auto t = PilTransform(Mode::kEval, c.image_size, c.resize_size);
     const auto img = MakeImage(c.w, c.h, c.pattern, 100 + id);
     SampleRng rng(1, 0, 0);
     Add(absl::StrCat("eval", id), img, *t, t->Plan(c.w, c.h, rng));

@@ -15,34 +15,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "stages/augment/testing/test_util.h"
 
 namespace flowloader::augment {
 namespace {
 
-std::unique_ptr<Transform> Make(const TransformOptions& o) {
-  auto t = Transform::Create(o);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return t.ok() ? std::move(t).value() : nullptr;
-}
-
-TransformOptions Options(Mode mode, Layout layout) {
-  TransformOptions o;
-  o.mode = mode;
-  o.layout = layout;
-  return o;
-}
-
-decode::DecodedImage NoiseImage(int w, int h, uint32_t seed) {
-  decode::DecodedImage d;
-  d.image.Resize(w, h, 3);
-  uint32_t s = seed * 747796405u + 1;
-  for (auto& p : d.image.pixels) {
-    s = s * 1664525u + 1013904223u;
-    p = static_cast<uint8_t>(s >> 24);
-  }
-  d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
-  return d;
-}
+using testing::MakeTransform;
+using testing::NoiseImage;
+using testing::Options;
 
 // ---- Create -------------------------------------------------------------------------
 
@@ -127,10 +107,10 @@ TEST(CreateTest, AcceptsDefaultsAndBoundaryValues) {
 }
 
 TEST(CreateTest, OutputShapeAndBytesFollowTheLayout) {
-  auto f = Make(Options(Mode::kTrain, Layout::kFloatCHW));
+  auto f = MakeTransform(Options(Mode::kTrain, Layout::kFloatCHW));
   EXPECT_EQ(f->OutputShape(), (std::array<int, 3>{3, 224, 224}));
   EXPECT_EQ(f->OutputBytes(), 3u * 224 * 224 * 4);
-  auto u = Make(Options(Mode::kTrain, Layout::kUint8HWC));
+  auto u = MakeTransform(Options(Mode::kTrain, Layout::kUint8HWC));
   EXPECT_EQ(u->OutputShape(), (std::array<int, 3>{224, 224, 3}));
   EXPECT_EQ(u->OutputBytes(), 3u * 224 * 224);
 }
@@ -139,7 +119,7 @@ TEST(CreateTest, OutputShapeAndBytesFollowTheLayout) {
 
 TEST(TrainPlanTest, RegionIsAnIntegerBoxInsideTheImageWithinScaleAndRatio) {
   const TransformOptions o = Options(Mode::kTrain, Layout::kFloatCHW);
-  auto t = Make(o);
+  auto t = MakeTransform(o);
   const int sizes[][2] = {{450, 380}, {500, 375}, {375, 500}, {224, 224}, {1920, 1080}};
   for (const auto& size : sizes) {
     const int w = size[0];
@@ -194,7 +174,7 @@ TEST_P(TrainFallbackTest, FallsBackToTorchvisionCentralCrop) {
   o.scale_max = c.scale_max;
   o.ratio_min = c.ratio_min;
   o.ratio_max = c.ratio_max;
-  auto t = Make(o);
+  auto t = MakeTransform(o);
   for (int index = 0; index < 50; ++index) {
     SampleRng rng(5, 0, index);
     const RectF r = t->Plan(c.width, c.height, rng).region;
@@ -217,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<FallbackCase>& p) { return p.param.name; });
 
 TEST(TrainPlanTest, SameKeyGivesSamePlanAndIndicesDiffer) {
-  auto t = Make(Options(Mode::kTrain, Layout::kFloatCHW));
+  auto t = MakeTransform(Options(Mode::kTrain, Layout::kFloatCHW));
   std::set<std::tuple<double, double, double, double>> distinct;
   for (int index = 0; index < 100; ++index) {
     SampleRng a(11, 2, index);
@@ -241,7 +221,7 @@ TEST(TrainPlanTest, FlipFrequencyMatchesP) {
   for (const double p : {0.0, 0.2, 0.5, 1.0}) {
     TransformOptions o = Options(Mode::kTrain, Layout::kFloatCHW);
     o.flip_p = p;
-    auto t = Make(o);
+    auto t = MakeTransform(o);
     const int n = 4000;
     int flips = 0;
     for (int index = 0; index < n; ++index) {
@@ -263,7 +243,7 @@ TEST(TrainPlanTest, ExtremeOptionRangesStillGiveRegionsInsideTheImage) {
   o.ratio_min = 1e-12;
   o.ratio_max = 1e12;
   o.scale_min = 1e-9;
-  auto t = Make(o);
+  auto t = MakeTransform(o);
   for (int index = 0; index < 200; ++index) {
     SampleRng rng(12, 0, index);
     const RectF r = t->Plan(450, 380, rng).region;
@@ -277,7 +257,7 @@ TEST(TrainPlanTest, ExtremeOptionRangesStillGiveRegionsInsideTheImage) {
 }
 
 TEST(TrainPlanTest, EmptyImageGivesARegionApplyRefuses) {
-  auto t = Make(Options(Mode::kTrain, Layout::kUint8HWC));
+  auto t = MakeTransform(Options(Mode::kTrain, Layout::kUint8HWC));
   SampleRng rng(1, 0, 0);
   const CropPlan p = t->Plan(0, 100, rng);
   EXPECT_EQ(p.region.w, 0);
@@ -304,7 +284,7 @@ TEST_P(EvalPlanTest, RegionIsTorchvisionResizeThenCenterCrop) {
   TransformOptions o = Options(Mode::kEval, Layout::kFloatCHW);
   o.image_size = c.image_size;
   o.resize_size = c.resize_size;
-  auto t = Make(o);
+  auto t = MakeTransform(o);
   SampleRng rng(1, 0, 0);
   const CropPlan p = t->Plan(c.width, c.height, rng);
   const double sx = static_cast<double>(c.width) / c.new_w;
@@ -356,7 +336,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(EvalPlanEdgeTest, AbsurdAspectStaysInsideTheImage) {
   // int(256 * 1e8 / 1) overflows int; the plan saturates instead and stays inside.
-  auto t = Make(Options(Mode::kEval, Layout::kUint8HWC));
+  auto t = MakeTransform(Options(Mode::kEval, Layout::kUint8HWC));
   SampleRng rng(1, 0, 0);
   for (const auto& size : {std::pair<int, int>{1, 100000000}, {100000000, 1}}) {
     const CropPlan p = t->Plan(size.first, size.second, rng);

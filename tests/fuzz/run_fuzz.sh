@@ -51,6 +51,8 @@ LIB_SRCS=(
   stages/augment/transform.cc
   stages/augment/internal/crop_math.cc
   stages/augment/internal/resample.cc
+  stages/augment/internal/resample_avx2.cc
+  stages/augment/internal/resample_avx512.cc
   tests/fuzz/fuzz_body.cc
 )
 # The seed generator needs the same sources plus the encoder and its own main.
@@ -75,10 +77,19 @@ SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 # Build: one object per source, FUZZ_JOBS (2) at a time; with a reused FUZZ_WORK, an
 # object is rebuilt when its source or any header it could include is newer.
 NEWEST_HEADER="$(ls -t "$ROOT"/stages/*/*.h "$ROOT"/stages/*/internal/*.h "$ROOT"/tests/fuzz/*.h | head -1)"
+# The resampler's kernel files are compiled for their instruction sets, as in
+# stages/augment/BUILD (copts of :resample_avx2 and :resample_avx512).
+isa_flags() {  # src
+  case "$1" in
+    */resample_avx2.cc) echo "-mavx2 -ffp-contract=off" ;;
+    */resample_avx512.cc) echo "-mavx2 -mavx512f -mavx512bw -ffp-contract=off" ;;
+  esac
+}
 compile() {  # out src flags...
   local out="$1" src="$2"; shift 2
   if [[ ! -f "$out" || "$ROOT/$src" -nt "$out" || "$NEWEST_HEADER" -nt "$out" ]]; then
-    "$CXX" "${COMMON[@]}" "$@" -c "$ROOT/$src" -o "$out"
+    # shellcheck disable=SC2046  # isa_flags prints separate words on purpose.
+    "$CXX" "${COMMON[@]}" "$@" $(isa_flags "$src") -c "$ROOT/$src" -o "$out"
   fi
 }
 build() {  # dir flags... -- srcs...

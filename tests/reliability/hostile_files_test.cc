@@ -28,7 +28,6 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -40,10 +39,10 @@
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
 #include "stages/core/image.h"
-#include "stages/core/log.h"
 #include "stages/core/sample_error.h"
 #include "stages/decode/encoder.h"
 #include "stages/reader/fault_env.h"
+#include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/test_data.h"
 
 namespace flowloader {
@@ -52,11 +51,14 @@ namespace {
 using decode::ChromaSubsampling;
 using decode::JpegColor;
 using decode::JpegEncodeOptions;
+using testing::Drain;
+using testing::Drained;
+using testing::LogCapture;
+using testing::SmallCpuOptions;
 using testing::TempDir;
+using testing::TempDirForTest;
 using testing::ValidJpeg;
 using testing::WriteFile;
-
-constexpr int kImageSize = 16;
 
 Image Picture(int w, int h, int channels) {
   Image img;
@@ -120,18 +122,9 @@ struct HostileSet {
 class HostileFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    SetMinLogLevel(LogLevel::kInfo);
-    SetLogSink([this](LogLevel, absl::string_view line) {
-      std::lock_guard<std::mutex> lock(log_mu_);
-      log_.emplace_back(line);
-    });
-    root_ = TempDir(absl::StrCat(
-        "hostile_", ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    root_ = TempDirForTest("hostile_");
     ASSERT_EQ(::mkdir((root_ + "/a").c_str(), 0755), 0);
     ASSERT_EQ(::mkdir((root_ + "/b").c_str(), 0755), 0);
-  }
-  void TearDown() override {
-    SetLogSink(nullptr);
   }
 
   void Good(const std::string& key, const std::string& bytes) {
@@ -240,29 +233,12 @@ class HostileFilesTest : public ::testing::Test {
     }
   }
 
-  PipelineOptions Options() {
-    PipelineOptions o;
-    o.data = root_;
-    o.image_size = kImageSize;
-    o.batch_size = 3;
-    o.num_workers = 2;
-    o.device = DeviceChoice::kCpu;
-    o.env = &env_;
-    return o;
-  }
+  PipelineOptions Options() { return SmallCpuOptions(root_, /*batch_size=*/3, &env_); }
 
-  int LogLinesNaming(const std::string& key) {
-    std::lock_guard<std::mutex> lock(log_mu_);
-    int n = 0;
-    for (const std::string& line : log_) n += absl::StrContains(line, key);
-    return n;
-  }
-
+  LogCapture log_;
   std::string root_;
   HostileSet set_;
   FaultEnv env_{Env::Default()};
-  std::mutex log_mu_;
-  std::vector<std::string> log_;
 };
 
 TEST_F(HostileFilesTest, OddButValidFilesAreDeliveredAndBadOnesSkippedWithTheirReason) {
@@ -283,7 +259,7 @@ TEST_F(HostileFilesTest, OddButValidFilesAreDeliveredAndBadOnesSkippedWithTheirR
   std::vector<std::map<std::string, std::string>> reason_of(2);
   std::vector<std::string> skipped_messages;
   int epoch = 0;
-  const size_t sample_floats = 3 * kImageSize * kImageSize;
+  const size_t sample_floats = 3 * static_cast<size_t>(o.image_size) * o.image_size;
   while (true) {
     std::shared_ptr<const Batch> batch;
     bool end = false;
@@ -342,8 +318,8 @@ TEST_F(HostileFilesTest, OddButValidFilesAreDeliveredAndBadOnesSkippedWithTheirR
   EXPECT_EQ(stats.Stage("decode")->Errors(), expected_decode);
   EXPECT_EQ(stats.Stage("augment")->TotalErrors(), 0u);
   // Each skip is logged once per epoch, naming the file.
-  EXPECT_EQ(LogLinesNaming(BadKey("bomb.jpg")), 2);
-  EXPECT_EQ(LogLinesNaming(BadKey("vanishes.jpg")), 2);
+  EXPECT_EQ(log_.LinesNaming(BadKey("bomb.jpg")), 2);
+  EXPECT_EQ(log_.LinesNaming(BadKey("vanishes.jpg")), 2);
 }
 
 // Every skipped sample of an epoch is reported in that epoch's batches, also when the
@@ -404,16 +380,10 @@ TEST_F(HostileFilesTest, FifoNamedLikeAnImageIsSkippedWithoutBlocking) {
   PipelineOptions o = Options();
   auto p = Pipeline::Create(o);
   ASSERT_TRUE(p.ok()) << p.status();
-  std::set<std::string> delivered;
+  const Drained run = Drain(p->get());
+  const std::set<std::string> delivered(run.keys.begin(), run.keys.end());
   std::map<std::string, std::string> reason_of;
-  while (true) {
-    std::shared_ptr<const Batch> batch;
-    bool end = false;
-    const absl::Status s = (*p)->Next(&batch, &end);
-    if (!s.ok() || end) break;
-    delivered.insert(batch->keys.begin(), batch->keys.end());
-    for (const auto& sk : batch->skipped) reason_of[sk.key] = sk.reason;
-  }
+  for (const SkippedSample& sk : run.skipped) reason_of[sk.key] = sk.reason;
   finished.store(true);
   rescuer.join();
   EXPECT_FALSE(rescued.load()) << "reading b/fifo.jpg blocked until a writer appeared";
@@ -510,17 +480,10 @@ TEST_F(HostileFilesTest, FailPolicyNamesTheFileAndTheReasonForEveryKindOfBadFile
     auto p = Pipeline::Create(o);
     ASSERT_TRUE(p.ok()) << p.status();
     Vandalize(root_);
-    absl::Status status;
-    int good = 0;
-    for (int i = 0; i < 10 && status.ok(); ++i) {
-      std::shared_ptr<const Batch> batch;
-      bool end = false;
-      status = (*p)->Next(&batch, &end);
-      if (status.ok() && end) break;
-      if (status.ok()) good += batch->size();
-    }
+    const Drained run = Drain(p->get(), /*max_calls=*/10);
+    const absl::Status& status = run.status;
     ASSERT_FALSE(status.ok()) << "on_error=fail ran past the bad file";
-    EXPECT_EQ(good, 2) << "a/ sorts before b/: both good files come first";
+    EXPECT_EQ(run.samples, 2) << "a/ sorts before b/: both good files come first";
     EXPECT_TRUE(absl::StrContains(status.message(), key)) << status;
     EXPECT_TRUE(absl::StrContains(status.message(), c.words)) << status;
     EXPECT_EQ(ErrorReason(status), c.reason) << status;
@@ -543,18 +506,11 @@ TEST_F(HostileFilesTest, MaxErrorsCountStopsOnlyWhenExceeded) {
     o.max_errors = limit;
     auto p = Pipeline::Create(o);
     ASSERT_TRUE(p.ok()) << p.status();
-    absl::Status status;
-    int64_t good = 0;
-    while (status.ok()) {
-      std::shared_ptr<const Batch> batch;
-      bool end = false;
-      status = (*p)->Next(&batch, &end);
-      if (status.ok() && end && (*p)->done()) break;
-      if (status.ok() && batch != nullptr) good += batch->size();
-    }
+    const Drained run = Drain(p->get());
+    const absl::Status& status = run.status;
     if (limit == 4) {
       EXPECT_TRUE(status.ok()) << "4 errors with max_errors=4 must run: " << status;
-      EXPECT_EQ(good, 10);
+      EXPECT_EQ(run.samples, 10);
       EXPECT_EQ((*p)->stats()->skipped.load(), 4u);
     } else {
       EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
@@ -582,18 +538,11 @@ TEST_F(HostileFilesTest, MaxErrorFractionStopsAboveTheFractionOnly) {
     o.max_error_fraction = fraction;
     auto p = Pipeline::Create(o);
     ASSERT_TRUE(p.ok()) << p.status();
-    absl::Status status;
-    int64_t good = 0;
-    while (status.ok()) {
-      std::shared_ptr<const Batch> batch;
-      bool end = false;
-      status = (*p)->Next(&batch, &end);
-      if (status.ok() && end && (*p)->done()) break;
-      if (status.ok() && batch != nullptr) good += batch->size();
-    }
+    const Drained run = Drain(p->get());
+    const absl::Status& status = run.status;
     if (fraction > 0.1) {
       EXPECT_TRUE(status.ok()) << status;
-      EXPECT_EQ(good, 108);
+      EXPECT_EQ(run.samples, 108);
       EXPECT_EQ((*p)->stats()->skipped.load(), 12u);
     } else {
       EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
@@ -601,7 +550,7 @@ TEST_F(HostileFilesTest, MaxErrorFractionStopsAboveTheFractionOnly) {
           << status;
       EXPECT_TRUE(absl::StrContains(status.message(), "samples failed")) << status;
       EXPECT_TRUE(absl::StrContains(status.message(), "/bad_")) << status;
-      EXPECT_LT(good, 108);
+      EXPECT_LT(run.samples, 108);
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "runtime/sample_dataset.h"
 #include "stages/decode/encoder.h"
 
@@ -19,6 +20,10 @@ std::string TempDir(const std::string& name) {
   (void)std::system(cmd.c_str());
   ::mkdir(dir.c_str(), 0755);
   return dir;
+}
+
+std::string TempDirForTest(const std::string& prefix) {
+  return TempDir(prefix + ::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
 std::string MakeImageFolder(const std::string& root, int classes, int per_class,

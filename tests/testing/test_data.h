@@ -12,6 +12,9 @@ namespace flowloader::testing {
 // TempDir returns a fresh directory under TEST_TMPDIR named after `name`.
 std::string TempDir(const std::string& name);
 
+// TempDirForTest is TempDir(prefix + the running test's name).
+std::string TempDirForTest(const std::string& prefix);
+
 // MakeImageFolder writes `classes` × `per_class` small real JPEGs (64–96 px shorter
 // side, fast to decode) under `root` and returns `root`.
 std::string MakeImageFolder(const std::string& root, int classes, int per_class,

@@ -1,0 +1,57 @@
+#include "tests/testing/pipeline_helpers.h"
+
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "stages/core/log.h"
+
+namespace flowloader::testing {
+
+PipelineOptions SmallCpuOptions(const std::string& data, int batch_size, Env* env) {
+  PipelineOptions o;
+  o.data = data;
+  o.image_size = 16;
+  o.batch_size = batch_size;
+  o.num_workers = 2;
+  o.device = DeviceChoice::kCpu;
+  o.env = env;
+  return o;
+}
+
+Drained Drain(Pipeline* pipeline, int max_calls) {
+  Drained d;
+  for (int call = 0; call < max_calls; ++call) {
+    std::shared_ptr<const Batch> batch;
+    bool end = false;
+    d.status = pipeline->Next(&batch, &end);
+    if (!d.status.ok()) break;
+    if (end) {
+      ++d.epochs;
+      if (pipeline->done()) break;
+      continue;
+    }
+    d.samples += batch->size();
+    d.keys.insert(d.keys.end(), batch->keys.begin(), batch->keys.end());
+    d.skipped.insert(d.skipped.end(), batch->skipped.begin(), batch->skipped.end());
+  }
+  return d;
+}
+
+LogCapture::LogCapture() {
+  SetMinLogLevel(LogLevel::kInfo);
+  SetLogSink([this](LogLevel, absl::string_view line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_.emplace_back(line);
+  });
+}
+
+LogCapture::~LogCapture() { SetLogSink(nullptr); }
+
+int LogCapture::LinesNaming(absl::string_view text) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const std::string& line : lines_) n += absl::StrContains(line, text);
+  return n;
+}
+
+}  // namespace flowloader::testing

@@ -1,0 +1,61 @@
+// pipeline_helpers.h: running a real pipeline in tests: SmallCpuOptions, Drain (every
+// Next until an error or the last epoch) and LogCapture (the log lines a run wrote).
+//
+// Thread-safety: Drain runs on the calling thread (the pipeline's own workers do the
+// rest); LogCapture may be written from any thread and read from any.
+#ifndef FLOWLOADER_TESTS_TESTING_PIPELINE_HELPERS_H_
+#define FLOWLOADER_TESTS_TESTING_PIPELINE_HELPERS_H_
+
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "runtime/pipeline.h"
+#include "stages/reader/env.h"
+
+namespace flowloader::testing {
+
+// SmallCpuOptions is PipelineOptions for a small, fast run over `data`: 16 × 16 outputs,
+// batch_size samples per batch, 2 workers, CPU only, files read through `env`.
+PipelineOptions SmallCpuOptions(const std::string& data, int batch_size, Env* env);
+
+// Drained is what one Drain call saw.
+struct Drained {
+  // The first error Next returned; OK if the pipeline finished (or max_calls ran out)
+  // first.
+  absl::Status status;
+  int epochs = 0;                      // Ends of epoch seen.
+  int64_t samples = 0;                 // Samples in the delivered batches.
+  std::vector<std::string> keys;       // Their keys, in delivery order.
+  std::vector<SkippedSample> skipped;  // The batches' skipped samples, in delivery order.
+};
+
+// Drain calls pipeline->Next until it returns an error or the pipeline is done (an end
+// of epoch with done() true), at most max_calls times, and returns what came out.
+Drained Drain(Pipeline* pipeline, int max_calls = std::numeric_limits<int>::max());
+
+// LogCapture collects every log line from construction to destruction (it lowers the
+// minimum level to kInfo and replaces the log sink; the destructor restores stderr).
+class LogCapture {
+ public:
+  LogCapture();
+  ~LogCapture();
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  // LinesNaming counts the lines that contain `text`.
+  int LinesNaming(absl::string_view text) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace flowloader::testing
+
+#endif  // FLOWLOADER_TESTS_TESTING_PIPELINE_HELPERS_H_
