@@ -189,11 +189,27 @@ void RunOne(const uint8_t* data, size_t size) {
   dopt.dct_scaling = (bits & 2) == 0;
   const std::unique_ptr<decode::Decoder> decoder = *decode::Decoder::Create(dopt);
   const absl::StatusOr<decode::ImageInfo> info = decoder->ReadInfo(bytes);
+  // Differential: flowloader's Huffman decoder (and its seek index, warm after the first
+  // region decode below) against libjpeg-turbo's own; where both succeed, same pixels.
+  decode::DecoderOptions reference_options = dopt;
+  reference_options.fast_huffman = false;
+  const std::unique_ptr<decode::Decoder> reference =
+      *decode::Decoder::Create(reference_options);
+  const auto check_same_as_libjpeg = [&](const decode::RegionRequest* request,
+                                         const decode::DecodedImage& ours, const char* what) {
+    decode::DecodedImage theirs;
+    if (!reference->Decode(bytes, decode::ImageInfo{}, request, &theirs).ok()) return;
+    FUZZ_CHECK(ours.image.width == theirs.image.width &&
+                   ours.image.height == theirs.image.height &&
+                   ours.image.pixels == theirs.image.pixels,
+               std::string(what) + ": pixels differ from libjpeg-turbo's Huffman decoder");
+  };
 
   // Full decode, with a default-constructed info (the codecs re-read the header).
   decode::DecodedImage full;
   const absl::Status full_status = decoder->Decode(bytes, decode::ImageInfo{}, nullptr, &full);
   if (full_status.ok()) {
+    check_same_as_libjpeg(nullptr, full, "full decode");
     FUZZ_CHECK(info.ok(), "full decode succeeded where ReadInfo failed: " +
                               Describe(info.status()));
     CheckDecoded(full, *info);
@@ -227,6 +243,7 @@ void RunOne(const uint8_t* data, size_t size) {
     const absl::Status s = decoder->Decode(bytes, *info, &plan.decode_request, &decoded);
     std::vector<uint8_t> out(transform->OutputBytes());
     if (s.ok()) {
+      check_same_as_libjpeg(&plan.decode_request, decoded, "region decode");
       CheckDecoded(decoded, *info);
       CheckCovers(decoded, *info, plan.decode_request.region);
       // The augment stage: Apply must accept what the decoder made for its own plan.
@@ -264,6 +281,7 @@ void RunOne(const uint8_t* data, size_t size) {
   decode::DecodedImage odd;
   const absl::Status hs = decoder->Decode(bytes, *info, &hostile, &odd);
   if (hs.ok()) {
+    check_same_as_libjpeg(&hostile, odd, "hostile-request decode");
     CheckDecoded(odd, *info);
     CheckCovers(odd, *info, hostile.region);
   } else {

@@ -16,6 +16,9 @@
 //   a full Decode (no request) → Plan/Apply on the full image (the no-plan path of the
 //   augment stage); and a Decode with a hostile request drawn from the RNG.
 //
+// Every successful JPEG decode is also made with libjpeg-turbo's own Huffman decoder
+// (DecoderOptions::fast_huffman = false): where that succeeds too, the pixels must be
+// identical (flowloader's decoder and its seek indexes are lossless replacements).
 // Besides memory errors (the sanitizers), RunOne aborts on broken contracts: a decode
 // that succeeds where ReadInfo failed, a full decode whose size differs from the header,
 // an error without a known reason, a decoded box that does not cover the requested
