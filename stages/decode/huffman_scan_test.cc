@@ -196,6 +196,23 @@ TEST(FastHuffmanTest, CorruptedScansFailOrAgreeWithLibjpeg) {
   EXPECT_GT(failed, 0);
 }
 
+// "FF FF ... FF 00" in a scan is one 0xFF data byte (libjpeg's documented reading of fill
+// bytes before a stuffed zero): the file decodes as the one with a plain "FF 00" does.
+TEST(FastHuffmanTest, FillBytesBeforeAStuffedZeroAreOneDataByte) {
+  auto bytes = EncodeJpeg(PhotoLike(120, 90, 3, 8).view(), {});
+  ASSERT_TRUE(bytes.ok());
+  const size_t sos = bytes->find("\xFF\xDA");
+  ASSERT_NE(sos, std::string::npos);
+  const size_t stuffed = bytes->find(std::string("\xFF\x00", 2), sos + 2);
+  ASSERT_NE(stuffed, std::string::npos) << "no stuffed byte in the scan";
+  std::string padded = *bytes;
+  padded.insert(stuffed, "\xFF\xFF\xFF");
+  DecodedImage ours, reference;
+  ASSERT_TRUE(Decode(*MakeDecoder(true), padded, nullptr, &ours).ok());
+  ASSERT_TRUE(Decode(*MakeDecoder(false), *bytes, nullptr, &reference).ok());
+  EXPECT_EQ(ours.image.pixels, reference.image.pixels);
+}
+
 TEST(FastHuffmanTest, WrongRestartNumberIsCorrupt) {
   JpegEncodeOptions options;
   options.restart_interval = 2;
