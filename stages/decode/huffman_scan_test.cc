@@ -33,15 +33,15 @@ std::unique_ptr<Decoder> MakeDecoder(bool fast_huffman) {
   return *std::move(d);
 }
 
-absl::Status Decode(const Decoder &d, const std::string &bytes, const RegionRequest *r,
-                    DecodedImage *out) {
+absl::Status Decode(const Decoder& d, const std::string& bytes, const RegionRequest* r,
+                    DecodedImage* out) {
   auto info = d.ReadInfo(bytes);
   if (!info.ok()) return info.status();
   return d.Decode(bytes, *info, r, out);
 }
 
 struct FileCase {
-  const char *name;
+  const char* name;
   int width, height, channels;
   ChromaSubsampling subsampling;
   int quality;
@@ -65,18 +65,31 @@ const FileCase kFiles[] = {
     {"thin", 1, 300, 3, ChromaSubsampling::k420, 90, false, 0, JpegColor::kDefault},
 };
 
-class SameAsLibjpegTest : public ::testing::TestWithParam<FileCase> {};
-
-TEST_P(SameAsLibjpegTest, FullAndRegionDecodesGiveIdenticalPixels) {
-  ASSERT_TRUE(internal::FastEntropyAvailable()) << "built against libjpeg-turbo 2.x";
-  const FileCase &c = GetParam();
+absl::StatusOr<std::string> EncodeCase(const FileCase& c, uint64_t seed) {
   JpegEncodeOptions options;
   options.quality = c.quality;
   options.subsampling = c.subsampling;
   options.optimize_coding = c.optimize;
   options.restart_interval = c.restart_interval;
   options.color = c.color;
-  auto bytes = EncodeJpeg(PhotoLike(c.width, c.height, c.channels, 11).view(), options);
+  return EncodeJpeg(PhotoLike(c.width, c.height, c.channels, seed).view(), options);
+}
+
+// RandomRequest draws a region anywhere in the image (fractional edges) and a square
+// target of 1..299 px, so requests cover skipped rows, cropped columns and DCT scaling.
+RegionRequest RandomRequest(const FileCase& c, SampleRng& rng) {
+  const double w = rng.Uniform(1, c.width), h = rng.Uniform(1, c.height);
+  const RectF region{rng.Uniform(0, c.width - w), rng.Uniform(0, c.height - h), w, h};
+  const int target = static_cast<int>(rng.UniformInt(1, 300));
+  return RegionRequest{region, target, target};
+}
+
+class SameAsLibjpegTest : public ::testing::TestWithParam<FileCase> {};
+
+TEST_P(SameAsLibjpegTest, FullAndRegionDecodesGiveIdenticalPixels) {
+  ASSERT_TRUE(internal::FastEntropyAvailable()) << "built against libjpeg-turbo 2.x";
+  const FileCase& c = GetParam();
+  const absl::StatusOr<std::string> bytes = EncodeCase(c, 11);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   auto ours = MakeDecoder(true);
   auto theirs = MakeDecoder(false);
@@ -88,10 +101,7 @@ TEST_P(SameAsLibjpegTest, FullAndRegionDecodesGiveIdenticalPixels) {
   // scaling.
   SampleRng rng(3, 0, 0);
   for (int i = 0; i < 40; ++i) {
-    const double w = rng.Uniform(1, c.width), h = rng.Uniform(1, c.height);
-    const RectF region{rng.Uniform(0, c.width - w), rng.Uniform(0, c.height - h), w, h};
-    const int target = static_cast<int>(rng.UniformInt(1, 300));
-    const RegionRequest request{region, target, target};
+    const RegionRequest request = RandomRequest(c, rng);
     const absl::Status sa = Decode(*ours, *bytes, &request, &a);
     const absl::Status sb = Decode(*theirs, *bytes, &request, &b);
     ASSERT_EQ(sa.ok(), sb.ok()) << sa << " vs " << sb;
@@ -107,14 +117,8 @@ TEST_P(SameAsLibjpegTest, FullAndRegionDecodesGiveIdenticalPixels) {
 // region; pixels must stay those of libjpeg's decode, epoch after epoch, for
 // every region.
 TEST_P(SameAsLibjpegTest, SeekIndexKeepsPixelsIdenticalOverEpochs) {
-  const FileCase &c = GetParam();
-  JpegEncodeOptions options;
-  options.quality = c.quality;
-  options.subsampling = c.subsampling;
-  options.optimize_coding = c.optimize;
-  options.restart_interval = c.restart_interval;
-  options.color = c.color;
-  auto bytes = EncodeJpeg(PhotoLike(c.width, c.height, c.channels, 12).view(), options);
+  const FileCase& c = GetParam();
+  const absl::StatusOr<std::string> bytes = EncodeCase(c, 12);
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   // Both upsampling paths: libjpeg's merged upsampler reads its context
   // differently.
@@ -127,10 +131,7 @@ TEST_P(SameAsLibjpegTest, SeekIndexKeepsPixelsIdenticalOverEpochs) {
     SampleRng rng(4, 0, 0);
     for (int epoch = 0; epoch < 6; ++epoch) {
       for (int i = 0; i < 25; ++i) {
-        const double w = rng.Uniform(1, c.width), h = rng.Uniform(1, c.height);
-        const RectF region{rng.Uniform(0, c.width - w), rng.Uniform(0, c.height - h), w, h};
-        const int target = static_cast<int>(rng.UniformInt(1, 300));
-        const RegionRequest request{region, target, target};
+        const RegionRequest request = RandomRequest(c, rng);
         DecodedImage a, b;
         const absl::Status sa = Decode(*indexed, *bytes, &request, &a);
         const absl::Status sb = Decode(*theirs, *bytes, &request, &b);
@@ -166,7 +167,7 @@ TEST(SeekIndexTest, BudgetBoundsTheIndexedFiles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, SameAsLibjpegTest, ::testing::ValuesIn(kFiles),
-                         [](const auto &info) { return std::string(info.param.name); });
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // Corrupting entropy-coded bytes must give an error (never a crash, never
 // different pixels): both decoders treat libjpeg's "corrupt data" warnings as
@@ -292,10 +293,10 @@ TEST(ScanDecoderTest, DecodesAHandCodedBlock) {
   ScanDecoder decoder;
   decoder.Start(&scan, 0, 1);
   int16_t block[64] = {};
-  int16_t *blocks[1] = {block};
+  int16_t* blocks[1] = {block};
   const int component_of[1] = {0};
-  const HuffmanTable *dcs[1] = {&dc};
-  const HuffmanTable *acs[1] = {&ac};
+  const HuffmanTable* dcs[1] = {&dc};
+  const HuffmanTable* acs[1] = {&ac};
   ASSERT_EQ(decoder.DecodeMcu(blocks, 1, component_of, dcs, acs), ScanDecoder::Result::kOk);
   int16_t want[64] = {};
   want[0] = 3;    // DC
