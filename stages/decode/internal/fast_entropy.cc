@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 
+#include "absl/hash/hash.h"
 #include "stages/core/sample_error.h"
 #include "stages/decode/internal/huffman_scan.h"
 
@@ -122,7 +123,9 @@ void StartIndex(jpeg_decompress_struct* cinfo, const IndexUse& use, FastEntropy*
   const int per_row = static_cast<int>(cinfo->MCUs_per_row);
   const int rows = static_cast<int>(cinfo->MCU_rows_in_scan);
   const int step = (per_row + kPointsPerRow - 1) / kPointsPerRow;
-  use.cache->Load(use.key, per_row, rows, step, &fe->index);
+  // The key is the content, hashed: a file changed between epochs is a new file.
+  const uint64_t key = absl::HashOf(use.file);
+  use.cache->Load(key, per_row, rows, step, &fe->index);
   // Columns exactly as jpeg_crop_scanline's first/last iMCU column: libjpeg inverse-
   // transforms no other, and its upsampler treats the crop's edges as image edges. Rows:
   // one MCU row above the first one read, which fancy upsampling uses as context (so
@@ -133,7 +136,7 @@ void StartIndex(jpeg_decompress_struct* cinfo, const IndexUse& use, FastEntropy*
   const int first_row = std::max(0, use.row_begin / mcu_h - 1);
   fe->decoder.UseIndex(&fe->index, first_row, first_col, last_col);
   fe->index_cache = use.cache;
-  fe->index_key = use.key;
+  fe->index_key = key;
 }
 
 #endif  // FLOWLOADER_FAST_ENTROPY

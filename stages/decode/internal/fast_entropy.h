@@ -22,12 +22,13 @@ namespace flowloader::decode::internal {
 // FailFn reports a decode error: it must not return (the codec longjmps).
 using FailFn = void (*)(j_common_ptr cinfo, absl::string_view reason, const char* text);
 
-// IndexUse asks for a seek index: file `key` in `cache`, and the part of the output the
+// IndexUse asks for a seek index: `file`'s entry in `cache` (keyed by a hash of its
+// bytes, computed only when the scan can be indexed), and the part of the output the
 // decode will read, in output (scaled, uncropped) pixels: columns [col_begin, col_end)
 // of rows >= row_begin.
 struct IndexUse {
   SeekIndexCache* cache;
-  uint64_t key;
+  absl::string_view file;
   int col_begin;
   int col_end;
   int row_begin;

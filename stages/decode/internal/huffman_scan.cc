@@ -148,7 +148,7 @@ void UnstuffScan(const uint8_t* data, size_t size, ScanData* out) {
 
 void ScanDecoder::Start(const ScanData* data, int restart_interval, int num_components) {
   data_ = data;
-  SeekToByte(0);
+  SeekToBit(0);
   segment_ = 0;
   limit_ = static_cast<uint64_t>(data->segment_ends[0]) * 8;
   restart_interval_ = restart_interval;
@@ -228,7 +228,7 @@ ScanDecoder::Result ScanDecoder::NextRestartInterval() {
     return Result::kCorrupt;
   }
   next_restart_number_ = (next_restart_number_ + 1) & 7;
-  SeekToByte(data_->segment_ends[segment_]);
+  SeekToBit(static_cast<uint64_t>(data_->segment_ends[segment_]) * 8);
   ++segment_;
   limit_ = static_cast<uint64_t>(data_->segment_ends[segment_]) * 8;
   for (int c = 0; c < 4; ++c) dc_pred_[c] = 0;

@@ -122,6 +122,7 @@ class ScanDecoder {
   // point at or before the next needed MCU, if that point is past `mcu`; resume_at_ then
   // says where decoding resumes.
   void MaybeJump(int64_t mcu, int row, int col);
+  // SeekToBit moves the bit reader to absolute bit position `bit` of the data.
   void SeekToBit(uint64_t bit);
 
   Result NextRestartInterval();
@@ -131,11 +132,6 @@ class ScanDecoder {
   // The bit position of the next unread bit.
   uint64_t BitPosition() const {
     return static_cast<uint64_t>(ptr_ - data_->bytes.data()) * 8 - count_;
-  }
-  void SeekToByte(size_t offset) {
-    ptr_ = data_->bytes.data() + offset;
-    buf_ = 0;
-    count_ = 0;
   }
 
   const ScanData* data_ = nullptr;

@@ -19,7 +19,6 @@
 #include <numeric>
 #include <vector>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "jerror.h"
 #include "jpeglib.h"
@@ -203,7 +202,6 @@ struct DecodeJob {
   const DecoderOptions* options;
   const RegionRequest* request;
   SeekIndexCache* index_cache;  // May be null.
-  uint64_t index_key;
   DecodedImage* out;
   Session s;
 };
@@ -289,7 +287,7 @@ bool RunDecodeJob(DecodeJob* job) {
   bool fast_entropy = false;
   if (job->options->fast_huffman) {
     // Before any row is read or skipped: the seek index needs to know which are.
-    const IndexUse use{job->index_cache, job->index_key, cols.begin, cols.end, rows.begin};
+    const IndexUse use{job->index_cache, job->bytes, cols.begin, cols.end, rows.begin};
     fast_entropy = InstallFastEntropyDecoder(c, FailWith, job->request ? &use : nullptr);
   }
   const int out_w = static_cast<int>(c->output_width);  // The cropped width now.
@@ -369,10 +367,7 @@ absl::StatusOr<ImageInfo> ReadJpegInfo(absl::string_view bytes,
 absl::Status DecodeJpeg(absl::string_view bytes, const DecoderOptions& options,
                         const RegionRequest* request, SeekIndexCache* index_cache,
                         DecodedImage* out) {
-  // The key is the content, hashed: a file changed between epochs is a new file.
-  const uint64_t key =
-      index_cache != nullptr && request != nullptr ? absl::HashOf(bytes) : 0;
-  DecodeJob job{bytes, &options, request, index_cache, key, out, {}};
+  DecodeJob job{bytes, &options, request, index_cache, out, {}};
   if (!RunDecodeJob(&job)) return JobError(job.s.err);
   return absl::OkStatus();
 }
