@@ -105,7 +105,9 @@ TEST_F(DiagnosisTest, SlowCpuStageInTheWorkersIsNamedWithMoreWorkersAdvice) {
 TEST_F(DiagnosisTest, SlowConsumerMeansTheLoaderKeepsUp) {
   PipelineOptions o = Options();
   o.epochs = 4;  // The wait for the first batch (slow under sanitizers) stays a small share.
-  const Diagnosis d = Run(o, absl::Milliseconds(40));
+  // 80 ms per batch: under TSan on a slow 2-core machine the workers need ~30 ms per
+  // batch of 8, and at 40 ms the consumer's wait share reached 7% (CI, 2026-12-02).
+  const Diagnosis d = Run(o, absl::Milliseconds(80));
   EXPECT_EQ(d.bottleneck, "consumer");
   EXPECT_FALSE(d.loader_bound);
   EXPECT_LT(d.consumer_wait_share, 0.05);
