@@ -188,7 +188,10 @@ TEST_F(LifecycleTest, ThousandCreateRunStopCyclesNeitherHangNorLeak) {
       case 2:    // Stop while another thread waits in Next, mid-epoch.
       case 4: {  // Destroy (no Stop) while another thread waits in Next.
         std::atomic<int> batches{0};
-        std::atomic<bool> in_next{false};
+        // Counts Next calls entered, never reset: a flag that the consumer clears when
+        // Next returns can be missed when variant 4's single Next returns at once
+        // (a batch was ready), and the main thread then waited for it forever.
+        std::atomic<int> nexts_entered{0};
         std::promise<absl::Status> last;
         std::future<absl::Status> last_status = last.get_future();
         Pipeline* raw = p.get();
@@ -199,9 +202,8 @@ TEST_F(LifecycleTest, ThousandCreateRunStopCyclesNeitherHangNorLeak) {
           do {
             std::shared_ptr<const Batch> b;
             bool e = false;
-            in_next.store(true);
+            nexts_entered.fetch_add(1);
             s = raw->Next(&b, &e);
-            in_next.store(false);
             if (s.ok() && b != nullptr) batches.fetch_add(1);
           } while (s.ok() && variant == 2);
           last.set_value(s);
@@ -209,8 +211,10 @@ TEST_F(LifecycleTest, ThousandCreateRunStopCyclesNeitherHangNorLeak) {
         if (variant == 2) {
           // Wait for the first batch, then for the consumer to be back in Next.
           while (batches.load() == 0) absl::SleepFor(absl::Microseconds(200));
+          while (nexts_entered.load() < 2) absl::SleepFor(absl::Microseconds(100));
+        } else {
+          while (nexts_entered.load() == 0) absl::SleepFor(absl::Microseconds(100));
         }
-        while (!in_next.load()) absl::SleepFor(absl::Microseconds(100));
         absl::SleepFor(absl::Milliseconds(2));  // Let it block inside.
         t0 = std::chrono::steady_clock::now();
         if (variant == 2) {
