@@ -13,7 +13,7 @@ namespace {
 
 // kNaturalOrder maps zigzag index k to the natural (row-major) position. 16 extra entries
 // of 63 absorb a corrupt run past the end of the block, as libjpeg's table does.
-constexpr int kNaturalOrder[64 + 16] = {
+constexpr uint8_t kNaturalOrder[64 + 16] = {
     0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
     40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
     29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
@@ -65,6 +65,63 @@ FLOWLOADER_HOT_INLINE int DecodeSymbol(const HuffmanTable& table, uint64_t windo
   return -1;
 }
 
+// FastSymbol is one whole AC symbol (code + magnitude) at the top of a kFastBits index.
+struct FastSymbol {
+  bool fits = false;  // Code and magnitude lie within the index's real bits.
+  int length = 0;     // Code + magnitude bits.
+  int run = 0;
+  int size = 0;  // Magnitude bits; 0 for EOB (run 0) and ZRL (run 15).
+  int32_t value = 0;
+};
+
+// ReadFastSymbol decodes the symbol at the top of `index`, of which only the top
+// `available` bits are real data.
+FastSymbol ReadFastSymbol(const HuffmanTable& table, uint32_t index, int available) {
+  FastSymbol sym;
+  const uint16_t entry = table.fast[index];
+  if (entry == 0) return sym;  // A longer code.
+  const int code_length = entry >> 8;
+  sym.run = (entry & 0xFF) >> 4;
+  sym.size = entry & 15;
+  sym.length = code_length + sym.size;
+  if (sym.length > available) return sym;
+  if (sym.size == 0 && sym.run != 0 && sym.run != 15) return sym;  // Not a JPEG AC symbol.
+  if (sym.size > 0) {
+    const uint32_t magnitude =
+        (index >> (kFastBits - sym.length)) & ((1u << sym.size) - 1);
+    sym.value = Extend(magnitude, sym.size);
+  }
+  sym.fits = true;
+  return sym;
+}
+
+// BuildFastAc fills table->fast_ac from table->fast (see FastAc).
+void BuildFastAc(HuffmanTable* table) {
+  for (uint32_t i = 0; i < (1u << kFastBits); ++i) {
+    const FastSymbol a = ReadFastSymbol(*table, i, kFastBits);
+    if (!a.fits) {
+      table->fast_ac[i] = 0;
+      continue;
+    }
+    // EOB (run 0, value 0) ends the block; ZRL (run 15, value 0) stores a zero on a
+    // coefficient that is still zero, fifteen places on. A single entry stores its value
+    // twice at the same place (step 0).
+    table->fast_ac[i] = FastAc::Pack(a.length, a.size == 0 && a.run == 0, a.run, 0, 63,
+                                     a.value, a.value);
+    if (a.size == 0) continue;
+    const uint32_t rest = (i << a.length) & ((1u << kFastBits) - 1);
+    const FastSymbol b = ReadFastSymbol(*table, rest, kFastBits - a.length);
+    if (!b.fits || (b.size == 0 && b.run != 0)) continue;  // Pairs end in a value or EOB.
+    if (b.size == 0) {  // The value, then EOB.
+      table->fast_ac[i] = FastAc::Pack(a.length + b.length, true, a.run, 0, 62 - a.run,
+                                       a.value, a.value);
+    } else {
+      table->fast_ac[i] = FastAc::Pack(a.length + b.length, false, a.run, 1 + b.run,
+                                       62 - a.run, a.value, b.value);
+    }
+  }
+}
+
 }  // namespace
 
 bool BuildHuffmanTable(const uint8_t bits[17], const uint8_t values[256], bool is_ac,
@@ -88,15 +145,6 @@ bool BuildHuffmanTable(const uint8_t bits[17], const uint8_t values[256], bool i
       const uint32_t first = code << spare;
       for (uint32_t j = 0; j < (1u << spare); ++j) {
         table->fast[first + j] = static_cast<uint16_t>((l << 8) | symbol);
-        const int run = symbol >> 4;
-        const int s = symbol & 15;
-        if (!is_ac || s > spare) continue;
-        // EOB (0x00) and ZRL (0xF0) have value 0: "run 0, value 0" means end of block;
-        // ZRL's zero lands on a coefficient that is still zero.
-        const uint32_t magnitude = s == 0 ? 0 : (j >> (spare - s)) & ((1u << s) - 1);
-        const int32_t value = s == 0 ? 0 : Extend(magnitude, s);
-        if (s == 0 && run != 0 && run != 15) continue;  // Not a JPEG AC symbol.
-        table->fast_ac[first + j] = value * 256 + (run << 4) + (l + s);
       }
     }
     // All-ones codes are reserved; one past the last code must still fit in l bits.
@@ -105,6 +153,7 @@ bool BuildHuffmanTable(const uint8_t bits[17], const uint8_t values[256], bool i
     code <<= 1;
   }
   table->maxcode[17] = 0xFFFFFFFFu;
+  if (is_ac) BuildFastAc(table);
   return true;
 }
 
@@ -253,13 +302,16 @@ bool ScanDecoder::DecodeBlock(int16_t* block, const HuffmanTable& dc,
   block[0] = static_cast<int16_t>(*dc_pred);
   for (int k = 1; k < 64;) {
     if (r.count < 32) r.Refill();  // A symbol and its magnitude take at most 32 bits.
-    const int32_t fast = ac.fast_ac[r.buf >> (64 - kFastBits)];
-    if (fast != 0) {  // Run, value and length in one lookup.
-      r.Consume(fast & 15);
-      if ((fast >> 4) == 0) break;  // End of block.
-      k += (fast >> 4) & 15;
-      block[kNaturalOrder[k]] = static_cast<int16_t>(fast >> 8);
+    const uint64_t fast = ac.fast_ac[r.buf >> (64 - kFastBits)];
+    if (fast != 0 && k <= static_cast<int>((fast >> 24) & 0xFF)) {  // One or two symbols.
+      // The length is the low 6 bits: the shift needs no mask (x86 masks the count).
+      r.Consume(static_cast<int>(fast & 63));
+      k += static_cast<int>((fast >> 8) & 0xFF);
+      block[kNaturalOrder[k]] = static_cast<int16_t>(fast >> 32);
+      k += static_cast<int>((fast >> 16) & 0xFF);
+      block[kNaturalOrder[k]] = static_cast<int16_t>(fast >> 48);
       ++k;
+      if (fast & FastAc::kEndOfBlock) break;
       continue;
     }
     const int rs = DecodeSymbol(ac, r.buf, &length);

@@ -32,13 +32,38 @@ namespace flowloader::decode::internal {
 // few KB (measured: 9 and 11 were no faster).
 inline constexpr int kFastBits = 10;
 
+// FastAc packs what a fast_ac entry says (see BuildHuffmanTable for how it is used):
+// the first symbol is a coefficient (run, value), EOB or ZRL; a second symbol, a
+// coefficient or EOB, is included when it fits too, which halves the table lookups that
+// the bit reader's dependency chain waits on (two symbols per lookup: the chain, not the
+// work, bounds this loop). Fields, from bit 0:
+//   bits  0-5   bits consumed (both symbols)
+//   bit   6     the block ends after this entry (EOB)
+//   bits  8-15  run before the first value
+//   bits 16-23  step from the first value's position to the second's (0: single entry,
+//               whose "second" value is the first again, stored twice)
+//   bits 24-31  the largest position k before the entry for which it may be used (a
+//               pair only while the first value lands before 63: libjpeg ends the block
+//               there and the second symbol belongs to the next block)
+//   bits 32-47  first value; bits 48-63 second value
+struct FastAc {
+  static constexpr uint64_t kEndOfBlock = 64;
+  static uint64_t Pack(int length, bool end_of_block, int run, int step, int max_k,
+                       int first, int second) {
+    return static_cast<uint64_t>(length) | (end_of_block ? kEndOfBlock : 0) |
+           static_cast<uint64_t>(run) << 8 | static_cast<uint64_t>(step) << 16 |
+           static_cast<uint64_t>(max_k) << 24 |
+           static_cast<uint64_t>(static_cast<uint16_t>(first)) << 32 |
+           static_cast<uint64_t>(static_cast<uint16_t>(second)) << 48;
+  }
+};
+
 struct HuffmanTable {
   // By the next kFastBits bits: (code length << 8) | symbol; 0 when the code is longer.
   uint16_t fast[1 << kFastBits];
-  // AC tables only: (value << 8) | (run << 4) | (code length + magnitude bits) for a
-  // coefficient whose code and magnitude fit in kFastBits, or for EOB (run 0, value 0)
-  // and ZRL (run 15, value 0) codes that fit; 0 otherwise.
-  int32_t fast_ac[1 << kFastBits];
+  // AC tables only: by the next kFastBits bits, one or two whole symbols (code and
+  // magnitude bits) that fit in them, as a FastAc entry; 0 when the first does not fit.
+  uint64_t fast_ac[1 << kFastBits];
   // Longer codes: maxcode[l] is one past the largest length-l code, left-aligned to 16
   // bits (all codes of length l compare below it); offset[l] + code indexes `values`.
   uint32_t maxcode[18];
