@@ -20,9 +20,10 @@ constexpr uint8_t kNaturalOrder[64 + 16] = {
     47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
 // Extend turns s magnitude bits into the signed value they code (JPEG F.2.2.1).
+// Branchless: the sign of a coded value is as unpredictable as the data.
 FLOWLOADER_HOT_INLINE int32_t Extend(uint32_t bits, int s) {
-  return bits < (1u << (s - 1)) ? static_cast<int32_t>(bits) - (1 << s) + 1
-                                : static_cast<int32_t>(bits);
+  const int32_t negative = bits < (1u << (s - 1));
+  return static_cast<int32_t>(bits) - (negative * ((1 << s) - 1));
 }
 
 // BitReader reads MSB-first from unstuffed data with a 64-bit buffer and a branchless
@@ -95,6 +96,21 @@ FastSymbol ReadFastSymbol(const HuffmanTable& table, uint32_t index, int availab
   return sym;
 }
 
+// BuildFastDc fills table->fast_dc from table->fast.
+void BuildFastDc(HuffmanTable* table) {
+  for (uint32_t i = 0; i < (1u << kFastBits); ++i) {
+    table->fast_dc[i] = 0;
+    const uint16_t entry = table->fast[i];
+    if (entry == 0) continue;
+    const int size = entry & 15;  // DC symbols are magnitude sizes (checked <= 15).
+    const int length = (entry >> 8) + size;
+    if (length > kFastBits) continue;
+    const uint32_t magnitude = (i >> (kFastBits - length)) & ((1u << size) - 1);
+    const int32_t diff = size == 0 ? 0 : Extend(magnitude, size);
+    table->fast_dc[i] = static_cast<int32_t>(static_cast<uint32_t>(diff) << 8) | length;
+  }
+}
+
 // BuildFastAc fills table->fast_ac from table->fast (see FastAc).
 void BuildFastAc(HuffmanTable* table) {
   for (uint32_t i = 0; i < (1u << kFastBits); ++i) {
@@ -153,7 +169,11 @@ bool BuildHuffmanTable(const uint8_t bits[17], const uint8_t values[256], bool i
     code <<= 1;
   }
   table->maxcode[17] = 0xFFFFFFFFu;
-  if (is_ac) BuildFastAc(table);
+  if (is_ac) {
+    BuildFastAc(table);
+  } else {
+    BuildFastDc(table);
+  }
   return true;
 }
 
@@ -290,11 +310,17 @@ bool ScanDecoder::DecodeBlock(int16_t* block, const HuffmanTable& dc,
   BitReader r{ptr_, buf_, count_};
   r.Refill();
   int length;
-  const int s = DecodeSymbol(dc, r.buf, &length);
-  if (s < 0) return false;
   int32_t diff = 0;
-  if (s != 0) diff = Extend(static_cast<uint32_t>((r.buf << length) >> (64 - s)), s);
-  r.Consume(length + s);
+  const int32_t fast_dc = dc.fast_dc[r.buf >> (64 - kFastBits)];
+  if (fast_dc != 0) {
+    diff = fast_dc >> 8;
+    r.Consume(fast_dc & 63);
+  } else {
+    const int s = DecodeSymbol(dc, r.buf, &length);
+    if (s < 0) return false;
+    if (s != 0) diff = Extend(static_cast<uint32_t>((r.buf << length) >> (64 - s)), s);
+    r.Consume(length + s);
+  }
   // Unsigned: a hostile stream may push the predictor past int's range; the stored
   // coefficient keeps the low 16 bits, as libjpeg's JCOEF cast does.
   *dc_pred = static_cast<int32_t>(static_cast<uint32_t>(*dc_pred) +

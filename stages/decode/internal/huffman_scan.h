@@ -61,6 +61,9 @@ struct FastAc {
 struct HuffmanTable {
   // By the next kFastBits bits: (code length << 8) | symbol; 0 when the code is longer.
   uint16_t fast[1 << kFastBits];
+  // DC tables only: (difference << 8) | (code length + magnitude bits) for a DC code
+  // whose code and magnitude fit in kFastBits; 0 otherwise.
+  int32_t fast_dc[1 << kFastBits];
   // AC tables only: by the next kFastBits bits, one or two whole symbols (code and
   // magnitude bits) that fit in them, as a FastAc entry; 0 when the first does not fit.
   uint64_t fast_ac[1 << kFastBits];
