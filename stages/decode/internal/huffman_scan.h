@@ -176,7 +176,9 @@ class ScanDecoder {
   int num_components_ = 0;
   // Seek index (UseIndex); index_ == nullptr when off.
   SeekIndex* index_ = nullptr;
-  int64_t mcu_ = 0;         // The MCU the next DecodeMcu call is for.
+  int64_t mcu_ = 0;         // The MCU the next DecodeMcu call is for,
+  int mcu_row_ = 0;         // in this MCU row
+  int mcu_col_ = 0;         // and column.
   int64_t resume_at_ = 0;   // Calls for MCUs before this one were jumped over.
   int64_t searched_for_ = -1;  // The next needed MCU the last fruitless search was for.
   int first_row_ = 0, first_col_ = 0, last_col_ = 0;
