@@ -138,6 +138,72 @@ void BuildFastAc(HuffmanTable* table) {
   }
 }
 
+enum class AcStep { kMore, kEnd, kBad };
+
+// kAcStepsPerRefill: DecodeBlock refills once per this many AC steps. A refill leaves at
+// least 56 bits; a fast step takes at most kFastBits; a slow step refills first when
+// fewer than 32 bits remain and then takes at most 31 (16-bit code, 15 magnitude bits
+// from a hostile table). Three steps always find kFastBits valid bits for a fast step
+// (worst orders: fast, slow, fast and fast, fast, slow); a fourth could not.
+constexpr int kAcStepsPerRefill = 3;
+static_assert(56 - kFastBits - 31 >= kFastBits && 56 - 2 * kFastBits >= 32,
+              "three AC steps per refill need these margins");
+
+// DecodeAcStep decodes the next fast_ac entry (one or two symbols) or, when none fits,
+// one symbol the slow way, at zigzag position *k, and says whether the block goes on.
+// The caller guarantees kFastBits valid bits; the slow way refills for itself.
+FLOWLOADER_HOT_INLINE AcStep DecodeAcStep(const HuffmanTable& ac, BitReader* r,
+                                          int16_t* block, int* k) {
+  const uint64_t fast = ac.fast_ac[r->buf >> (64 - kFastBits)];
+  // An empty entry (0) has largest k 0, so one compare tests both.
+  if (*k <= static_cast<int>((fast >> 24) & 0xFF)) {
+    // The length is the low 6 bits: the shift needs no mask (x86 masks the count).
+    r->Consume(static_cast<int>(fast & 63));
+    *k += static_cast<int>((fast >> 8) & 0xFF);
+    block[kNaturalOrder[*k]] = static_cast<int16_t>(fast >> 32);
+    *k += static_cast<int>((fast >> 16) & 0xFF);
+    block[kNaturalOrder[*k]] = static_cast<int16_t>(fast >> 48);
+    ++*k;
+    return (fast & FastAc::kEndOfBlock) ? AcStep::kEnd : AcStep::kMore;
+  }
+  if (r->count < 32) r->Refill();  // A symbol and its magnitude take at most 31 bits.
+  int length;
+  const int rs = DecodeSymbol(ac, r->buf, &length);
+  if (rs < 0) return AcStep::kBad;
+  const int run = rs >> 4;
+  const int size = rs & 15;
+  if (size == 0) {
+    r->Consume(length);
+    if (run != 15) return AcStep::kEnd;  // End of block.
+    *k += 16;                             // ZRL: sixteen zeros.
+    return AcStep::kMore;
+  }
+  *k += run;
+  block[kNaturalOrder[*k]] = static_cast<int16_t>(
+      Extend(static_cast<uint32_t>((r->buf << length) >> (64 - size)), size));
+  r->Consume(length + size);
+  ++*k;
+  return AcStep::kMore;
+}
+
+// DecodeAc decodes a block's AC coefficients (positions 1..63) into `block`; false for
+// bits that are no code. It refills on a fixed cadence, once per kAcStepsPerRefill
+// steps: refilling "when low" put a branch in the loop that the data made
+// unpredictable, half of DecodeBlock's mispredictions (cachegrind --branch-sim); this is
+// ~5% faster (huffman_bench).
+FLOWLOADER_HOT_INLINE bool DecodeAc(const HuffmanTable& ac, BitReader* r, int16_t* block) {
+  int k = 1;
+  for (;;) {
+    r->Refill();
+#pragma GCC unroll 4
+    for (int i = 0; i < kAcStepsPerRefill; ++i) {
+      const AcStep step = DecodeAcStep(ac, r, block, &k);
+      if (step == AcStep::kBad) return false;
+      if (step == AcStep::kEnd || k >= 64) return true;
+    }
+  }
+}
+
 }  // namespace
 
 bool BuildHuffmanTable(const uint8_t bits[17], const uint8_t values[256], bool is_ac,
@@ -328,36 +394,7 @@ bool ScanDecoder::DecodeBlock(int16_t* block, const HuffmanTable& dc,
   *dc_pred = static_cast<int32_t>(static_cast<uint32_t>(*dc_pred) +
                                   static_cast<uint32_t>(diff));
   block[0] = static_cast<int16_t>(*dc_pred);
-  for (int k = 1; k < 64;) {
-    if (r.count < 32) r.Refill();  // A symbol and its magnitude take at most 32 bits.
-    const uint64_t fast = ac.fast_ac[r.buf >> (64 - kFastBits)];
-    if (fast != 0 && k <= static_cast<int>((fast >> 24) & 0xFF)) {  // One or two symbols.
-      // The length is the low 6 bits: the shift needs no mask (x86 masks the count).
-      r.Consume(static_cast<int>(fast & 63));
-      k += static_cast<int>((fast >> 8) & 0xFF);
-      block[kNaturalOrder[k]] = static_cast<int16_t>(fast >> 32);
-      k += static_cast<int>((fast >> 16) & 0xFF);
-      block[kNaturalOrder[k]] = static_cast<int16_t>(fast >> 48);
-      ++k;
-      if (fast & FastAc::kEndOfBlock) break;
-      continue;
-    }
-    const int rs = DecodeSymbol(ac, r.buf, &length);
-    if (rs < 0) return false;
-    const int run = rs >> 4;
-    const int size = rs & 15;
-    if (size != 0) {
-      k += run;
-      block[kNaturalOrder[k]] = static_cast<int16_t>(
-          Extend(static_cast<uint32_t>((r.buf << length) >> (64 - size)), size));
-      r.Consume(length + size);
-      ++k;
-    } else {
-      r.Consume(length);
-      if (run != 15) break;  // End of block.
-      k += 16;               // ZRL: sixteen zeros.
-    }
-  }
+  if (!DecodeAc(ac, &r, block)) return false;
   ptr_ = r.ptr;
   buf_ = r.buf;
   count_ = r.count;
