@@ -204,6 +204,32 @@ FLOWLOADER_HOT_INLINE bool DecodeAc(const HuffmanTable& ac, BitReader* r, int16_
   }
 }
 
+// DecodeBlock decodes one block (DC, then AC) into `block`, which the caller zeroed;
+// false for bits that are no code. Inlined into DecodeMcu's loop, so the bit reader
+// stays in registers across an MCU's blocks.
+FLOWLOADER_HOT_INLINE bool DecodeBlock(BitReader* r, int16_t* block, const HuffmanTable& dc,
+                                       const HuffmanTable& ac, int32_t* dc_pred) {
+  r->Refill();
+  int32_t diff = 0;
+  const int32_t fast_dc = dc.fast_dc[r->buf >> (64 - kFastBits)];
+  if (fast_dc != 0) {
+    diff = fast_dc >> 8;
+    r->Consume(fast_dc & 63);
+  } else {
+    int length;
+    const int s = DecodeSymbol(dc, r->buf, &length);
+    if (s < 0) return false;
+    if (s != 0) diff = Extend(static_cast<uint32_t>((r->buf << length) >> (64 - s)), s);
+    r->Consume(length + s);
+  }
+  // Unsigned: a hostile stream may push the predictor past int's range; the stored
+  // coefficient keeps the low 16 bits, as libjpeg's JCOEF cast does.
+  *dc_pred = static_cast<int32_t>(static_cast<uint32_t>(*dc_pred) +
+                                  static_cast<uint32_t>(diff));
+  block[0] = static_cast<int16_t>(*dc_pred);
+  return DecodeAc(ac, r, block);
+}
+
 }  // namespace
 
 bool BuildHuffmanTable(const uint8_t bits[17], const uint8_t values[256], bool is_ac,
@@ -373,33 +399,6 @@ ScanDecoder::Result ScanDecoder::NextRestartInterval() {
   return Result::kOk;
 }
 
-bool ScanDecoder::DecodeBlock(int16_t* block, const HuffmanTable& dc,
-                              const HuffmanTable& ac, int32_t* dc_pred) {
-  BitReader r{ptr_, buf_, count_};
-  r.Refill();
-  int length;
-  int32_t diff = 0;
-  const int32_t fast_dc = dc.fast_dc[r.buf >> (64 - kFastBits)];
-  if (fast_dc != 0) {
-    diff = fast_dc >> 8;
-    r.Consume(fast_dc & 63);
-  } else {
-    const int s = DecodeSymbol(dc, r.buf, &length);
-    if (s < 0) return false;
-    if (s != 0) diff = Extend(static_cast<uint32_t>((r.buf << length) >> (64 - s)), s);
-    r.Consume(length + s);
-  }
-  // Unsigned: a hostile stream may push the predictor past int's range; the stored
-  // coefficient keeps the low 16 bits, as libjpeg's JCOEF cast does.
-  *dc_pred = static_cast<int32_t>(static_cast<uint32_t>(*dc_pred) +
-                                  static_cast<uint32_t>(diff));
-  block[0] = static_cast<int16_t>(*dc_pred);
-  if (!DecodeAc(ac, &r, block)) return false;
-  ptr_ = r.ptr;
-  buf_ = r.buf;
-  count_ = r.count;
-  return true;
-}
 
 ScanDecoder::Result ScanDecoder::DecodeMcu(int16_t* const* blocks, int num_blocks,
                                            const int* component_of,
@@ -441,18 +440,24 @@ ScanDecoder::Result ScanDecoder::DecodeMcu(int16_t* const* blocks, int num_block
     }
     --restarts_to_go_;
   }
+  BitReader reader{ptr_, buf_, count_};  // In registers for the whole MCU.
+  const uint8_t* const base = data_->bytes.data();
   for (int i = 0; i < num_blocks; ++i) {
     int16_t* block = blocks != nullptr ? blocks[i] : scratch_;
-    if (!DecodeBlock(block, *dc_of[i], *ac_of[i], &dc_pred_[component_of[i]])) {
+    if (!DecodeBlock(&reader, block, *dc_of[i], *ac_of[i], &dc_pred_[component_of[i]])) {
       return Result::kCorrupt;
     }
     // Bits past the segment's end belong to a marker or to nothing: libjpeg would pad
     // with zeros and warn; the file is corrupt (or truncated, if the input ran out).
-    if (BitPosition() > limit_) {
+    // (BitPosition() of the reader's state.)
+    if (static_cast<uint64_t>(reader.ptr - base) * 8 - reader.count > limit_) {
       const bool last = segment_ + 1 >= data_->segment_ends.size();
       return last && !data_->ended_at_marker ? Result::kTruncated : Result::kCorrupt;
     }
   }
+  ptr_ = reader.ptr;
+  buf_ = reader.buf;
+  count_ = reader.count;
   return Result::kOk;
 }
 

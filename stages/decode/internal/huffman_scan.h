@@ -154,8 +154,6 @@ class ScanDecoder {
   void SeekToBit(uint64_t bit);
 
   Result NextRestartInterval();
-  bool DecodeBlock(int16_t* block, const HuffmanTable& dc, const HuffmanTable& ac,
-                   int32_t* dc_pred);
 
   // The bit position of the next unread bit.
   uint64_t BitPosition() const {
