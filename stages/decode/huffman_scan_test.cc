@@ -308,5 +308,81 @@ TEST(ScanDecoderTest, DecodesAHandCodedBlock) {
   EXPECT_EQ(decoder.DecodeMcu(blocks, 1, component_of, dcs, acs), ScanDecoder::Result::kCorrupt);
 }
 
+// BitString appends codes MSB first; Bytes() pads the last byte with ones and stuffs.
+class BitString {
+ public:
+  void Append(uint32_t code, int length) {
+    for (int i = length - 1; i >= 0; --i) bits_.push_back((code >> i) & 1);
+  }
+  std::vector<uint8_t> Bytes() const {
+    std::vector<uint8_t> out;
+    for (size_t i = 0; i < bits_.size(); i += 8) {
+      uint8_t byte = 0;
+      for (size_t j = 0; j < 8; ++j) {
+        byte = static_cast<uint8_t>(byte << 1 | (i + j < bits_.size() ? bits_[i + j] : 1));
+      }
+      out.push_back(byte);
+      if (byte == 0xFF) out.push_back(0x00);
+    }
+    return out;
+  }
+
+ private:
+  std::vector<int> bits_;
+};
+
+// Two 31-bit AC symbols (a 16-bit code and 15 magnitude bits, which libjpeg accepts)
+// back to back, then short ones: the decoder must refill before a step that could run
+// out of bits. (A bit reader that let the second long symbol drain it read zeros for
+// the third: a valid file decoded as corrupt.)
+TEST(ScanDecoderTest, LongSymbolsBackToBackKeepEnoughBits) {
+  // DC {0: "0"}; AC {0x00 EOB: "0", 0x01 (size 1): "10", 0x0F (size 15): 16 bits}.
+  uint8_t dc_bits[17] = {0, 1}, dc_values[256] = {0};
+  uint8_t ac_bits[17] = {0, 1, 1}, ac_values[256] = {0x00, 0x01, 0x0F};
+  ac_bits[16] = 1;
+  HuffmanTable dc, ac;
+  ASSERT_TRUE(BuildHuffmanTable(dc_bits, dc_values, false, &dc));
+  ASSERT_TRUE(BuildHuffmanTable(ac_bits, ac_values, true, &ac));
+  const uint32_t kLongCode = 0xC000;  // "11" then 14 zeros: the only 16-bit code.
+  BitString bits;
+  for (int b = 0; b < 3; ++b) {  // Three blocks, so the long pair lands at every phase.
+    bits.Append(0, 1);                                 // DC difference 0.
+    for (int shift = 0; shift < b; ++shift) bits.Append(0b101, 3);  // +1s before.
+    bits.Append(kLongCode, 16);
+    bits.Append(0x7FFF, 15);  // +32767
+    bits.Append(kLongCode, 16);
+    bits.Append(0x0000, 15);  // -32767
+    bits.Append(0b101, 3);    // +1
+    bits.Append(0b100, 3);    // -1
+    bits.Append(0, 1);        // EOB
+  }
+  std::vector<uint8_t> data = bits.Bytes();
+  data.push_back(0xFF);
+  data.push_back(0xD9);
+  ScanData scan;
+  UnstuffScan(data.data(), data.size(), &scan);
+  ScanDecoder decoder;
+  decoder.Start(&scan, 0, 1);
+  const HuffmanTable* dcs[1] = {&dc};
+  const HuffmanTable* acs[1] = {&ac};
+  const int component_of[1] = {0};
+  for (int b = 0; b < 3; ++b) {
+    int16_t block[64] = {};
+    int16_t* blocks[1] = {block};
+    ASSERT_EQ(decoder.DecodeMcu(blocks, 1, component_of, dcs, acs), ScanDecoder::Result::kOk)
+        << "block " << b;
+    // Zigzag 1..6 are natural 1, 8, 16, 9, 2, 3.
+    const int natural[] = {1, 8, 16, 9, 2, 3};
+    int16_t want[64] = {};
+    int z = 0;
+    for (int shift = 0; shift < b; ++shift) want[natural[z++]] = 1;
+    want[natural[z++]] = 32767;
+    want[natural[z++]] = -32767;
+    want[natural[z++]] = 1;
+    want[natural[z++]] = -1;
+    EXPECT_EQ(std::memcmp(block, want, sizeof(want)), 0) << "block " << b;
+  }
+}
+
 }  // namespace
 }  // namespace flowloader::decode

@@ -140,14 +140,22 @@ void BuildFastAc(HuffmanTable* table) {
 
 enum class AcStep { kMore, kEnd, kBad };
 
-// kAcStepsPerRefill: DecodeBlock refills once per this many AC steps. A refill leaves at
-// least 56 bits; a fast step takes at most kFastBits; a slow step refills first when
-// fewer than 32 bits remain and then takes at most 31 (16-bit code, 15 magnitude bits
-// from a hostile table). Three steps always find kFastBits valid bits for a fast step
-// (worst orders: fast, slow, fast and fast, fast, slow); a fourth could not.
+// kMaxSymbolBits: the most one Huffman symbol takes with its magnitude bits (a 16-bit
+// code and 15 magnitude bits, which libjpeg accepts from a hostile table).
+constexpr int kMaxSymbolBits = 31;
+// kSlowStepBits: a slow AC step refills first when fewer bits than this remain, so that
+// it leaves at least kFastBits for a fast step after it.
+constexpr int kSlowStepBits = kMaxSymbolBits + kFastBits;
+// kAcStepsPerRefill: DecodeAc refills once per this many AC steps, each of which needs
+// kFastBits valid bits when it starts. A refill leaves at least 56 bits; a fast step
+// takes at most kFastBits; a slow step leaves at least kFastBits. Before step 2 there
+// are at least 56 - kMaxSymbolBits; before step 3 at least 56 - kMaxSymbolBits -
+// kFastBits (slow, fast) or kFastBits (after a slow step 2). A fourth step could start
+// short: slow (56 -> 25), fast (15), fast (5).
 constexpr int kAcStepsPerRefill = 3;
-static_assert(56 - kFastBits - 31 >= kFastBits && 56 - 2 * kFastBits >= 32,
-              "three AC steps per refill need these margins");
+static_assert(56 - kMaxSymbolBits - kFastBits >= kFastBits,
+              "three AC steps per refill need this margin");
+static_assert(kSlowStepBits <= 56, "a refill must satisfy a slow step");
 
 // DecodeAcStep decodes the next fast_ac entry (one or two symbols) or, when none fits,
 // one symbol the slow way, at zigzag position *k, and says whether the block goes on.
@@ -166,7 +174,7 @@ FLOWLOADER_HOT_INLINE AcStep DecodeAcStep(const HuffmanTable& ac, BitReader* r,
     ++*k;
     return (fast & FastAc::kEndOfBlock) ? AcStep::kEnd : AcStep::kMore;
   }
-  if (r->count < 32) r->Refill();  // A symbol and its magnitude take at most 31 bits.
+  if (r->count < kSlowStepBits) r->Refill();
   int length;
   const int rs = DecodeSymbol(ac, r->buf, &length);
   if (rs < 0) return AcStep::kBad;
