@@ -2,13 +2,19 @@
 // (sequential, Huffman, all components interleaved), the part of decoding that dominates
 // the loader's CPU time (about 60% of a train run, measured with perf; see README).
 //
-// It differs from libjpeg-turbo's decode_mcu_fast in three ways, which together make it
-// faster (numbers in huffman_scan_bench.cc and the README):
+// It differs from libjpeg-turbo's decode_mcu_fast in these ways, which together make
+// entropy decoding ~1.35x faster on the benchmark's files (huffman_bench, decode_bench
+// --compare-huffman; README "Performance"):
 //   - the scan is unstuffed once up front (0xFF00 -> 0xFF, restart markers cut out), so
-//     reading bits is one unaligned 64-bit load at a bit position: no bit buffer state,
-//     no per-byte marker checks in the inner loop;
-//   - AC codes whose code and magnitude bits fit in kFastBits bits are decoded by a single
-//     table lookup that yields run, value and total length (as stb_image does);
+//     reading bits is one unaligned 64-bit load at a bit position: no per-byte marker
+//     checks in the inner loop;
+//   - one table lookup decodes up to two whole AC symbols (code and magnitude bits) that
+//     fit in kFastBits bits, value and value or value and EOB (FastAc): the loop is
+//     bound by the lookup -> shift dependency chain, so halving the lookups pays; DC has
+//     a lookup that yields the difference directly;
+//   - the bit buffer is refilled on a fixed cadence (every three AC steps) rather than
+//     when low, which removed the loop's least predictable branch, and a block's decode
+//     runs inlined in the MCU loop with the reader in registers;
 //   - a stream that is not terminated by a marker is known to be truncated before any
 //     pixel is decoded, so a truncated file fails the same way whatever region is asked.
 // Semantics follow libjpeg-turbo: coefficients are stored in natural order into blocks
