@@ -66,13 +66,13 @@ FLOWLOADER_HOT_INLINE int DecodeSymbol(const HuffmanTable& table, uint64_t windo
   return -1;
 }
 
-// FastSymbol is one whole AC symbol (code + magnitude) at the top of a kFastBits index.
+// FastSymbol is one whole symbol (code + magnitude) at the top of a kFastBits index.
 struct FastSymbol {
   bool fits = false;  // Code and magnitude lie within the index's real bits.
   int length = 0;     // Code + magnitude bits.
-  int run = 0;
-  int size = 0;  // Magnitude bits; 0 for EOB (run 0) and ZRL (run 15).
-  int32_t value = 0;
+  int run = 0;        // AC only; DC symbols have run 0.
+  int size = 0;       // Magnitude bits; for AC 0 means EOB (run 0) or ZRL (run 15).
+  int32_t value = 0;  // The coefficient, or for DC the difference.
 };
 
 // ReadFastSymbol decodes the symbol at the top of `index`, of which only the top
@@ -99,15 +99,10 @@ FastSymbol ReadFastSymbol(const HuffmanTable& table, uint32_t index, int availab
 // BuildFastDc fills table->fast_dc from table->fast.
 void BuildFastDc(HuffmanTable* table) {
   for (uint32_t i = 0; i < (1u << kFastBits); ++i) {
-    table->fast_dc[i] = 0;
-    const uint16_t entry = table->fast[i];
-    if (entry == 0) continue;
-    const int size = entry & 15;  // DC symbols are magnitude sizes (checked <= 15).
-    const int length = (entry >> 8) + size;
-    if (length > kFastBits) continue;
-    const uint32_t magnitude = (i >> (kFastBits - length)) & ((1u << size) - 1);
-    const int32_t diff = size == 0 ? 0 : Extend(magnitude, size);
-    table->fast_dc[i] = static_cast<int32_t>(static_cast<uint32_t>(diff) << 8) | length;
+    const FastSymbol sym = ReadFastSymbol(*table, i, kFastBits);
+    table->fast_dc[i] =
+        sym.fits ? static_cast<int32_t>(static_cast<uint32_t>(sym.value) << 8) | sym.length
+                 : 0;
   }
 }
 

@@ -39,7 +39,7 @@ namespace flowloader::decode::internal {
 // few KB (measured: 9 and 11 were no faster).
 inline constexpr int kFastBits = 10;
 
-// FastAc packs what a fast_ac entry says (see BuildHuffmanTable for how it is used):
+// FastAc packs what a fast_ac entry says (DecodeAcStep in huffman_scan.cc uses it):
 // the first symbol is a coefficient (run, value), EOB or ZRL; a second symbol, a
 // coefficient or EOB, is included when it fits too, which halves the table lookups that
 // the bit reader's dependency chain waits on (two symbols per lookup: the chain, not the
@@ -51,7 +51,8 @@ inline constexpr int kFastBits = 10;
 //               whose "second" value is the first again, stored twice)
 //   bits 24-31  the largest position k before the entry for which it may be used (a
 //               pair only while the first value lands before 63: libjpeg ends the block
-//               there and the second symbol belongs to the next block)
+//               there and the second symbol belongs to the next block); 0 in an
+//               empty entry (no symbol fits), which no position k >= 1 passes
 //   bits 32-47  first value; bits 48-63 second value
 struct FastAc {
   static constexpr uint64_t kEndOfBlock = 64;
