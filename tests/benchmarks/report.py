@@ -6,6 +6,7 @@
 #    the steady rate. "incl. startup" = all rows / time from process spawn to last batch.
 #  * Ratios use medians over reps; the metrics overhead uses the median of per-round
 #    paired ratios (on / off, adjacent runs), which cancels slow drift in machine load.
+#    The flowloader / PyTorch ratios are also listed round by round (context only).
 #  * Targets are the issue's: printed PASS / FAIL with the shortfall, never adjusted.
 import math
 import statistics
@@ -63,6 +64,23 @@ def summarize(runs):
 
 def _ratio(a, b):
     return a / b if a is not None and b else None
+
+
+def _round_ratios(runs, a, b, key):
+    """a / b of `key` round by round (the two runs of a round are adjacent in time), for
+    the rounds where both ran; their spread is the machine's run-to-run noise."""
+    by_rep = {}
+    for r in runs:
+        if r.get("rep") is not None and r["label"] in (a, b) and r.get(key):
+            by_rep.setdefault(r["rep"], {})[r["label"]] = r[key]
+    return [v[a] / v[b] for _, v in sorted(by_rep.items()) if a in v and b in v]
+
+
+def _ratios_text(ratios):
+    if not ratios:
+        return "–"
+    return (", ".join(f"{x:.2f}x" for x in ratios) +
+            f" (median {statistics.median(ratios):.2f}x)")
 
 
 def _target(name, value, op, target, unit="", note="", noisy=False):
@@ -239,6 +257,10 @@ def build(facts, dataset, data_root, runs, memory_runs, quality, prometheus, cur
         "PyTorch train time to first batch (from spawn), s": g(PT_TRAIN, "ttfb_seconds"),
         "PyTorch eval time to first batch (from spawn), s": g(PT_EVAL, "ttfb_seconds"),
         "PyTorch `import torch, torchvision`, s": g(PT_TRAIN, "import_seconds"),
+        "flowloader / PyTorch, train, round by round (after 1st batch)":
+            _ratios_text(_round_ratios(runs, TRAIN, PT_TRAIN, A)),
+        "flowloader / PyTorch, eval, round by round (after 1st batch)":
+            _ratios_text(_round_ratios(runs, EVAL, PT_EVAL, A)),
         "metrics overhead per round": paired,
         "metrics overhead rounds with all four runs quiet": len(quiet_paired),
         "metrics CPU-per-image overhead per round": cpu_paired,
@@ -358,7 +380,7 @@ def markdown(doc):
     w("")
     c = doc["context"]
     w("Context: " + "; ".join(
-        f"{k} = {_f(v, '{:.2f}') if not isinstance(v, (list, int)) else v if isinstance(v, int) else ', '.join(f'{x:+.1%}' for x in v)}"
+        f"{k} = {v if isinstance(v, (str, int)) else _f(v, '{:.2f}') if not isinstance(v, list) else ', '.join(f'{x:+.1%}' for x in v)}"
         for k, v in c.items()) + ".\n")
 
     w("## flowloader stages (median run)\n")
