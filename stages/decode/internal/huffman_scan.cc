@@ -444,7 +444,6 @@ ScanDecoder::Result ScanDecoder::DecodeMcu(int16_t* const* blocks, int num_block
     --restarts_to_go_;
   }
   BitReader reader{ptr_, buf_, count_};  // In registers for the whole MCU.
-  const uint8_t* const base = data_->bytes.data();
   for (int i = 0; i < num_blocks; ++i) {
     int16_t* block = blocks != nullptr ? blocks[i] : scratch_;
     if (!DecodeBlock(&reader, block, *dc_of[i], *ac_of[i], &dc_pred_[component_of[i]])) {
@@ -452,8 +451,7 @@ ScanDecoder::Result ScanDecoder::DecodeMcu(int16_t* const* blocks, int num_block
     }
     // Bits past the segment's end belong to a marker or to nothing: libjpeg would pad
     // with zeros and warn; the file is corrupt (or truncated, if the input ran out).
-    // (BitPosition() of the reader's state.)
-    if (static_cast<uint64_t>(reader.ptr - base) * 8 - reader.count > limit_) {
+    if (BitPositionOf(reader.ptr, reader.count) > limit_) {
       const bool last = segment_ + 1 >= data_->segment_ends.size();
       return last && !data_->ended_at_marker ? Result::kTruncated : Result::kCorrupt;
     }

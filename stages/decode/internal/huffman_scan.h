@@ -164,12 +164,14 @@ class ScanDecoder {
   Result NextRestartInterval();
 
   // The bit position of the next unread bit.
-  uint64_t BitPosition() const {
-    return static_cast<uint64_t>(ptr_ - data_->bytes.data()) * 8 - count_;
+  uint64_t BitPosition() const { return BitPositionOf(ptr_, count_); }
+  // ... of a bit reader at `ptr` holding `count` unread bits.
+  uint64_t BitPositionOf(const uint8_t* ptr, int count) const {
+    return static_cast<uint64_t>(ptr - data_->bytes.data()) * 8 - count;
   }
 
   const ScanData* data_ = nullptr;
-  // Bit reader state (see BitReader in the .cc): kept in locals while a block decodes.
+  // Bit reader state (see BitReader in the .cc): kept in locals while an MCU decodes.
   const uint8_t* ptr_ = nullptr;
   uint64_t buf_ = 0;
   int count_ = 0;
