@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/internal/resample.h"
+#include "stages/augment/internal/resample_ycc.h"
 
 namespace flowloader::augment {
 namespace {
@@ -50,6 +51,61 @@ Window ClampWindow(double x0, double x1, int size) {
     w.hi = w.lo + 1;
   }
   return w;
+}
+
+// OutputSpecFor: the layout, and Normalize as one multiply-add per value.
+internal::OutputSpec OutputSpecFor(const TransformOptions& options, void* dst) {
+  internal::OutputSpec out;
+  out.dst = dst;
+  if (options.layout == Layout::kFloatCHW) {
+    out.kind = internal::OutputSpec::Kind::kFloatCHW;
+    for (int c = 0; c < 3; ++c) {
+      // (q / 255 - mean) / std as one multiply-add.
+      out.scale[c] = static_cast<float>(1.0 / (255.0 * options.std[c]));
+      out.offset[c] = static_cast<float>(-static_cast<double>(options.mean[c]) /
+                                         options.std[c]);
+    }
+  } else {
+    out.kind = internal::OutputSpec::Kind::kUint8HWC;
+  }
+  return out;
+}
+
+// PlaneFor is one plane's part of a YCbCr resize: `box` (decoded luma pixels) in that
+// plane's samples, which each cover step_x x step_y luma pixels starting phase_y rows
+// above the Y plane's row 0; the window is the box's pixels (train) or the whole plane.
+internal::PlaneSpec PlaneFor(const ImageView& src, const RectF& box, int step_x, int step_y,
+                             int phase_y, bool clamp_to_region) {
+  internal::PlaneSpec p;
+  p.src = src;
+  p.box = RectF{box.x / step_x, (box.y + phase_y) / step_y, box.w / step_x, box.h / step_y};
+  if (clamp_to_region) {
+    const Window wx = ClampWindow(p.box.x, p.box.x + p.box.w, src.width);
+    const Window wy = ClampWindow(p.box.y, p.box.y + p.box.h, src.height);
+    p.win_x0 = wx.lo;
+    p.win_x1 = wx.hi;
+    p.win_y0 = wy.lo;
+    p.win_y1 = wy.hi;
+  } else {
+    p.win_x0 = 0;
+    p.win_x1 = src.width;
+    p.win_y0 = 0;
+    p.win_y1 = src.height;
+  }
+  return p;
+}
+
+internal::YccSpec YccSpecFor(const decode::DecodedImage& decoded, const RectF& box,
+                             bool clamp_to_region, int out_size, bool flip) {
+  const decode::ChromaPlanes& c = decoded.chroma;
+  const Image& img = decoded.image;
+  internal::YccSpec spec;
+  spec.planes[0] = PlaneFor(img.view(), box, 1, 1, 0, clamp_to_region);
+  spec.planes[1] = PlaneFor(c.cb(img), box, c.step_x, c.step_y, c.phase_y, clamp_to_region);
+  spec.planes[2] = PlaneFor(c.cr(img), box, c.step_x, c.step_y, c.phase_y, clamp_to_region);
+  spec.out_size = out_size;
+  spec.flip = flip;
+  return spec;
 }
 
 }  // namespace
@@ -114,6 +170,7 @@ CropPlan Transform::Plan(int width, int height, SampleRng& rng) const {
     plan.decode_request.region = plan.region;
     plan.decode_request.target_width = n;
     plan.decode_request.target_height = n;
+    plan.decode_request.accept_ycc = internal::YccResampleIsFast();
     return plan;
   }
 
@@ -143,18 +200,35 @@ CropPlan Transform::Plan(int width, int height, SampleRng& rng) const {
       static_cast<int>(std::ceil(n * (x1 - x0) / plan.region.w - 1e-9));
   plan.decode_request.target_height =
       static_cast<int>(std::ceil(n * (y1 - y0) / plan.region.h - 1e-9));
+  plan.decode_request.accept_ycc = internal::YccResampleIsFast();
   return plan;
 }
 
 absl::Status Transform::Apply(const decode::DecodedImage& decoded, const CropPlan& plan,
                               void* dst) const {
   const Image& img = decoded.image;
+  const bool ycc = decoded.format == decode::PixelFormat::kYcc;
   if (dst == nullptr) return absl::InvalidArgumentError("Apply: dst is null");
-  if (img.channels != 3 || img.width <= 0 || img.height <= 0 ||
+  if (img.channels != (ycc ? 1 : 3) || img.width <= 0 || img.height <= 0 ||
       img.pixels.size() < img.stride() * static_cast<size_t>(img.height)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Apply: decoded image must be non-empty RGB, got ", img.width, "x",
-                     img.height, "x", img.channels, " with ", img.pixels.size(), " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Apply: decoded image must be non-empty ", ycc ? "Y plane" : "RGB", ", got ",
+        img.width, "x", img.height, "x", img.channels, " with ", img.pixels.size(),
+        " bytes"));
+  }
+  if (ycc) {
+    const decode::ChromaPlanes& c = decoded.chroma;
+    const size_t need = img.stride() * static_cast<size_t>(img.height) +
+                        2 * static_cast<size_t>(std::max(c.width, 0)) * std::max(c.height, 0);
+    if (c.width <= 0 || c.height <= 0 || (c.step_x != 1 && c.step_x != 2) ||
+        (c.step_y != 1 && c.step_y != 2) || c.phase_y < 0 || c.phase_y >= c.step_y ||
+        c.width * c.step_x < img.width || c.height * c.step_y < img.height + c.phase_y ||
+        img.pixels.size() < need) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Apply: chroma planes ", c.width, "x", c.height, " (step ", c.step_x, "x",
+          c.step_y, ", phase ", c.phase_y, ") do not cover the ", img.width, "x",
+          img.height, " Y plane in ", img.pixels.size(), " bytes"));
+    }
   }
   if (!(Finite(decoded.scale_x) && Finite(decoded.scale_y) && decoded.scale_x > 0 &&
         decoded.scale_y > 0)) {
@@ -183,6 +257,15 @@ absl::Status Transform::Apply(const decode::DecodedImage& decoded, const CropPla
   x1 = std::min<double>(x1, img.width);
   y1 = std::min<double>(y1, img.height);
 
+  const internal::OutputSpec out = OutputSpecFor(options_, dst);
+  if (ycc) {
+    internal::ResampleYcc(
+        YccSpecFor(decoded, RectF{x0, y0, x1 - x0, y1 - y0}, plan.clamp_to_region,
+                   options_.image_size, plan.flip),
+        out);
+    return absl::OkStatus();
+  }
+
   internal::ResampleSpec spec;
   spec.src = img.view();
   spec.box = RectF{x0, y0, x1 - x0, y1 - y0};
@@ -202,19 +285,6 @@ absl::Status Transform::Apply(const decode::DecodedImage& decoded, const CropPla
     spec.win_y1 = img.height;
   }
 
-  internal::OutputSpec out;
-  out.dst = dst;
-  if (options_.layout == Layout::kFloatCHW) {
-    out.kind = internal::OutputSpec::Kind::kFloatCHW;
-    for (int c = 0; c < 3; ++c) {
-      // (q / 255 - mean) / std as one multiply-add.
-      out.scale[c] = static_cast<float>(1.0 / (255.0 * options_.std[c]));
-      out.offset[c] = static_cast<float>(-static_cast<double>(options_.mean[c]) /
-                                         options_.std[c]);
-    }
-  } else {
-    out.kind = internal::OutputSpec::Kind::kUint8HWC;
-  }
   internal::ResampleRgb(spec, out);
   return absl::OkStatus();
 }

@@ -62,6 +62,14 @@ struct DecoderOptions {
   // corner. About 2.3 KB per 500×375 file; once spent, further files are not indexed.
   // 0 turns it off. Default 256 MiB (about 110 000 such files).
   int64_t seek_index_bytes = int64_t{256} << 20;
+  // Hand a JPEG region decode over as the file's own Y, Cb and Cr planes (chroma at its
+  // stored resolution, no colour conversion; DecodedImage::format kYcc) when the request
+  // accepts that (RegionRequest::accept_ycc). A resize to a smaller output then filters
+  // chroma at its own resolution and converts colour at the output's size, instead of
+  // libjpeg upsampling chroma and converting every decoded pixel. Needs
+  // fancy_upsampling and libjpeg-turbo 2.x; YCbCr 3-component files only (gray, CMYK,
+  // RGB-coded JPEGs and PNGs stay kRgb). Default true.
+  bool planar_ycc = true;
 };
 
 // RegionRequest says which part of the original image downstream needs and how large it
@@ -71,6 +79,8 @@ struct RegionRequest {
   RectF region;
   int target_width = 0;   // The region is resized to this many columns downstream.
   int target_height = 0;  // ... and this many rows.
+  // The consumer can take DecodedImage::format kYcc (DecoderOptions::planar_ycc).
+  bool accept_ycc = false;
 };
 
 // DecodedImage holds RGB pixels covering `covered`, a box of the original image (integer
@@ -80,8 +90,37 @@ struct RegionRequest {
 // image.width is ceil(covered.w * scale_x) (same for height): where `covered` ends at the
 // image edge, the last decoded column/row also spans JPEG edge padding. `covered` may
 // exceed the region by a few pixels (iMCU alignment, one spare column each side).
+//
+// format kRgb: `image` is 3 channels (RGB). format kYcc: `image` is the 1-channel Y
+// plane (the geometry above is its own), and `image.pixels` holds after it the Cb and
+// then the Cr plane (ChromaPlanes), each chroma_width x chroma_height bytes, tightly
+// packed: JPEG's stored samples, before any upsampling or colour conversion (JFIF
+// YCbCr, full range). Chroma sample (i, j) covers decoded luma pixels
+// [i * step_x, (i + 1) * step_x) x [j * step_y - phase_y, (j + 1) * step_y - phase_y).
+enum class PixelFormat { kRgb, kYcc };
+
+struct ChromaPlanes {
+  int width = 0;
+  int height = 0;
+  int step_x = 1;   // Decoded luma pixels per chroma sample: 1 or 2.
+  int step_y = 1;
+  int phase_y = 0;  // Luma rows of the first chroma row above the decoded image's row 0.
+  ImageView cb(const Image& image) const { return Plane(image, 0); }
+  ImageView cr(const Image& image) const { return Plane(image, 1); }
+
+ private:
+  ImageView Plane(const Image& image, int which) const {
+    const size_t luma = static_cast<size_t>(image.width) * image.height;
+    const size_t size = static_cast<size_t>(width) * height;
+    return ImageView{image.pixels.data() + luma + which * size, width, height, 1,
+                     static_cast<size_t>(width)};
+  }
+};
+
 struct DecodedImage {
-  Image image;  // Always 3 channels (RGB).
+  Image image;
+  PixelFormat format = PixelFormat::kRgb;
+  ChromaPlanes chroma;  // format kYcc only.
   RectF covered;
   double scale_x = 1.0;
   double scale_y = 1.0;

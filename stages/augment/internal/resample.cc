@@ -22,11 +22,6 @@ namespace {
 // Forced kernel set (SetResampleIsaForTesting), or -1 for the detected one.
 std::atomic<int> forced_isa{-1};
 
-ResampleIsa ActiveIsa() {
-  const int forced = forced_isa.load(std::memory_order_relaxed);
-  return forced < 0 ? DetectedResampleIsa() : static_cast<ResampleIsa>(forced);
-}
-
 // Pillow's bilinear_filter: a triangle of half-width 1.
 double Triangle(double x) {
   x = std::fabs(x);
@@ -47,10 +42,6 @@ struct FilterKey {
            win_lo == o.win_lo && win_hi == o.win_hi;
   }
 };
-
-// Vertical weights are 16-bit fixed point with this many fraction bits: pmaddwd takes
-// int16 operands, and 1.0 (16384) must fit.
-constexpr int kVerticalBits = 14;
 
 struct Scratch {
   AxisFilter fx, fy;
@@ -77,41 +68,12 @@ struct Scratch {
   std::vector<double> raw;
   std::vector<int> raw_first;
   std::vector<int> raw_count;
-  std::vector<int16_t> w16;  // One row's int16 vertical weights while quantizing.
   std::vector<uint8_t> stage;  // One uint8 output row, before StreamCopy.
 };
 
 Scratch& ThreadScratch() {
   thread_local Scratch scratch;
   return scratch;
-}
-
-// QuantizeVertical turns row y's float taps into int16 pairs whose sum is exactly
-// 2^kVerticalBits, so a constant image stays exactly constant.
-void QuantizeVertical(const AxisFilter& f, Scratch* s) {
-  const int pairs = (f.taps + 1) / 2;
-  s->pairs_y = pairs;
-  s->wy_pairs.resize(static_cast<size_t>(f.out_size) * pairs);
-  if (s->w16.size() < static_cast<size_t>(f.taps) + 1) s->w16.resize(f.taps + 1);
-  int16_t* w16 = s->w16.data();
-  for (int y = 0; y < f.out_size; ++y) {
-    const float* w = &f.weights[static_cast<size_t>(y) * f.taps];
-    int sum = 0;
-    int largest = 0;
-    for (int k = 0; k < f.taps; ++k) {
-      // std::lround for w >= 0 (exact in double), without its libm call per tap.
-      w16[k] = static_cast<int16_t>(static_cast<double>(w[k]) * (1 << kVerticalBits) + 0.5);
-      sum += w16[k];
-      if (w16[k] > w16[largest]) largest = k;
-    }
-    w16[largest] = static_cast<int16_t>(w16[largest] + ((1 << kVerticalBits) - sum));
-    w16[f.taps] = 0;
-    for (int p = 0; p < pairs; ++p) {
-      const uint32_t lo = static_cast<uint16_t>(w16[2 * p]);
-      const uint32_t hi = static_cast<uint16_t>(w16[2 * p + 1]);
-      s->wy_pairs[static_cast<size_t>(y) * pairs + p] = static_cast<int32_t>(lo | (hi << 16));
-    }
-  }
 }
 
 // LayoutHorizontal broadcasts each weight to 4 lanes, scaled by `unscale`, for kernels
@@ -149,40 +111,6 @@ inline void StreamCopy(const uint8_t* src, uint8_t* dst, int bytes) {
   for (int i = 0; i < bytes; i += 16) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
-  }
-}
-
-const Kernels& KernelsFor(ResampleIsa isa) {
-  switch (isa) {
-    case ResampleIsa::kAvx512: return Avx512Kernels();
-    case ResampleIsa::kAvx2: return Avx2Kernels();
-    default: return Sse41Kernels();
-  }
-}
-
-// VerticalRow filters output row `first`'s taps over n values into `row`. `rows` is
-// scratch for 2 * n_pairs row pointers.
-void VerticalRow(VerticalFn span, const uint8_t* base, size_t stride, int first, int taps,
-                 const int32_t* pairs, int n_pairs, int n, const uint8_t** rows,
-                 float* row) {
-  const int last = first + taps - 1;
-  for (int k = 0; k < 2 * n_pairs; ++k) {
-    // An odd last tap pairs with a repeat of itself (weight 0), never a row past `last`.
-    rows[k] = base + static_cast<size_t>(std::min(first + k, last)) * stride;
-  }
-  if (n >= 16) {
-    span(rows, pairs, n_pairs, n, row);
-    return;
-  }
-  // Narrower than one vector: scalar (a 16-byte load could run past the image's end).
-  for (int j = 0; j < n; ++j) {
-    int32_t acc = 0;
-    for (int p = 0; p < n_pairs; ++p) {
-      const int16_t w0 = static_cast<int16_t>(pairs[p] & 0xffff);
-      const int16_t w1 = static_cast<int16_t>(static_cast<uint32_t>(pairs[p]) >> 16);
-      acc += w0 * rows[2 * p][j] + w1 * rows[2 * p + 1][j];
-    }
-    row[j] = static_cast<float>(acc);
   }
 }
 
@@ -252,6 +180,72 @@ void CropToUint8(const ImageView& src, int x0, int y0, int n, bool flip, uint8_t
 }  // namespace
 
 const Kernels& Sse41Kernels() { return kKernels<Sse41>; }
+
+ResampleIsa ActiveResampleIsa() {
+  const int forced = forced_isa.load(std::memory_order_relaxed);
+  return forced < 0 ? DetectedResampleIsa() : static_cast<ResampleIsa>(forced);
+}
+
+const Kernels& ActiveKernels() {
+  switch (ActiveResampleIsa()) {
+    case ResampleIsa::kAvx512: return Avx512Kernels();
+    case ResampleIsa::kAvx2: return Avx2Kernels();
+    default: return Sse41Kernels();
+  }
+}
+
+void QuantizeVerticalPairs(const AxisFilter& f, std::vector<int32_t>* out, int* n_pairs) {
+  thread_local std::vector<int16_t> w16_storage;
+  const int pairs = (f.taps + 1) / 2;
+  *n_pairs = pairs;
+  out->resize(static_cast<size_t>(f.out_size) * pairs);
+  if (w16_storage.size() < static_cast<size_t>(f.taps) + 1) w16_storage.resize(f.taps + 1);
+  int16_t* w16 = w16_storage.data();
+  for (int y = 0; y < f.out_size; ++y) {
+    const float* w = &f.weights[static_cast<size_t>(y) * f.taps];
+    int sum = 0;
+    int largest = 0;
+    for (int k = 0; k < f.taps; ++k) {
+      // std::lround for w >= 0 (exact in double), without its libm call per tap.
+      w16[k] = static_cast<int16_t>(static_cast<double>(w[k]) * (1 << kVerticalBits) + 0.5);
+      sum += w16[k];
+      if (w16[k] > w16[largest]) largest = k;
+    }
+    w16[largest] = static_cast<int16_t>(w16[largest] + ((1 << kVerticalBits) - sum));
+    w16[f.taps] = 0;
+    for (int p = 0; p < pairs; ++p) {
+      const uint32_t lo = static_cast<uint16_t>(w16[2 * p]);
+      const uint32_t hi = static_cast<uint16_t>(w16[2 * p + 1]);
+      (*out)[static_cast<size_t>(y) * pairs + p] = static_cast<int32_t>(lo | (hi << 16));
+    }
+  }
+}
+
+// VerticalRow: see resample_kernels.h.
+void VerticalRow(VerticalFn span, const uint8_t* base, size_t stride, int first, int taps,
+                 const int32_t* pairs, int n_pairs, int n, const uint8_t** rows,
+                 float* row) {
+  const int last = first + taps - 1;
+  for (int k = 0; k < 2 * n_pairs; ++k) {
+    // An odd last tap pairs with a repeat of itself (weight 0), never a row past `last`.
+    rows[k] = base + static_cast<size_t>(std::min(first + k, last)) * stride;
+  }
+  if (n >= 16) {
+    span(rows, pairs, n_pairs, n, row);
+    return;
+  }
+  // Narrower than one vector: scalar (a 16-byte load could run past the image's end).
+  for (int j = 0; j < n; ++j) {
+    int32_t acc = 0;
+    for (int p = 0; p < n_pairs; ++p) {
+      const int16_t w0 = static_cast<int16_t>(pairs[p] & 0xffff);
+      const int16_t w1 = static_cast<int16_t>(static_cast<uint32_t>(pairs[p]) >> 16);
+      acc += w0 * rows[2 * p][j] + w1 * rows[2 * p + 1][j];
+    }
+    row[j] = static_cast<float>(acc);
+  }
+}
+
 
 void BuildAxisFilter(double origin, double length, int out_size, int win_lo, int win_hi,
                      AxisFilter* filter) {
@@ -366,7 +360,7 @@ void ResetResampleIsaForTesting() { forced_isa.store(-1, std::memory_order_relax
 void ResampleRgb(const ResampleSpec& spec, const OutputSpec& out) {
   Scratch& s = ThreadScratch();
   const int n_out = spec.out_size;
-  const Kernels& kernels = KernelsFor(ActiveIsa());
+  const Kernels& kernels = ActiveKernels();
 
   const FilterKey key_x{spec.box.x, spec.box.w, n_out, spec.win_x0, spec.win_x1};
   if (!s.have_x || !(s.key_x == key_x) || s.wx4_pixels != kernels.pixels) {
@@ -381,7 +375,7 @@ void ResampleRgb(const ResampleSpec& spec, const OutputSpec& out) {
   const FilterKey key_y{spec.box.y, spec.box.h, n_out, spec.win_y0, spec.win_y1};
   if (!s.have_y || !(s.key_y == key_y)) {
     BuildAxisFilter(spec.box.y, spec.box.h, n_out, spec.win_y0, spec.win_y1, &s.fy);
-    QuantizeVertical(s.fy, &s);
+    QuantizeVerticalPairs(s.fy, &s.wy_pairs, &s.pairs_y);
     s.key_y = key_y;
     s.have_y = true;
   }

@@ -116,6 +116,19 @@ bool ResampleIsaSupported(ResampleIsa isa);
 bool SetResampleIsaForTesting(ResampleIsa isa);
 void ResetResampleIsaForTesting();
 
+// ActiveResampleIsa is the set in use now: the forced one, else the detected one.
+ResampleIsa ActiveResampleIsa();
+
+// Vertical weights are 16-bit fixed point with this many fraction bits: pmaddwd takes
+// int16 operands, and 1.0 (16384) must fit.
+constexpr int kVerticalBits = 14;
+
+// QuantizeVerticalPairs turns each output's float taps into int16 weights whose sum is
+// exactly 2^kVerticalBits (so a constant image stays exactly constant), packed as
+// (w[2p], w[2p+1]) pairs in one int32 for pmaddwd, *n_pairs per output (an odd last tap
+// pairs with a zero weight).
+void QuantizeVerticalPairs(const AxisFilter& f, std::vector<int32_t>* pairs, int* n_pairs);
+
 // ResampleRgb runs the resize and writes the output. The spec must be valid (box inside
 // the window up to rounding, window inside src, src 3 channels); callers check.
 void ResampleRgb(const ResampleSpec& spec, const OutputSpec& out);

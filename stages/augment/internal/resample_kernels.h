@@ -73,6 +73,18 @@ const Kernels& Sse41Kernels();   // resample.cc
 const Kernels& Avx2Kernels();    // resample_avx2.cc
 const Kernels& Avx512Kernels();  // resample_avx512.cc
 
+// ActiveKernels is the set ResampleRgb uses now (resample.cc; see ActiveResampleIsa).
+const Kernels& ActiveKernels();
+
+// VerticalRow (resample.cc) filters one output row of the vertical pass: the taps
+// [first, first + taps) of the 8-bit rows at base + row * stride, over n values, with
+// n_pairs weight pairs (QuantizeVerticalPairs), into `row` in units of 2^-14. `span` is
+// the set's kernel for n >= 16; narrower rows are done in scalar code. `rows` is scratch
+// for 2 * n_pairs row pointers.
+void VerticalRow(VerticalFn span, const uint8_t* base, size_t stride, int first, int taps,
+                 const int32_t* pairs, int n_pairs, int n, const uint8_t** rows,
+                 float* row);
+
 namespace {
 
 // ---- The instruction sets ----------------------------------------------------------------
@@ -83,7 +95,7 @@ namespace {
 //   kVerticalValues    values per step of the vertical pass
 //   kWidenOnLoad       the vertical step: VerticalWidened (true) or VerticalInterleaved
 //   Narrow             (AVX sets) the set whose VerticalWidened does the 16-value steps
-//   Set1 Load Add Mul Floor Store Stream       float arithmetic and memory
+//   Set1 Load Add Mul Floor Min Max Store Stream   float arithmetic and memory
 //   LoadPixels         tap i of the pixels at row + o[0], o[4], o[8], o[12] (kPixels of
 //                      them, one per 128-bit lane), 4 floats each
 //   UnpackLo UnpackHi PairsLo PairsHi           permutes within 128-bit lanes
@@ -105,6 +117,8 @@ struct Sse41 {
   static F Add(F a, F b) { return _mm_add_ps(a, b); }
   static F Mul(F a, F b) { return _mm_mul_ps(a, b); }
   static F Floor(F v) { return _mm_floor_ps(v); }
+  static F Min(F a, F b) { return _mm_min_ps(a, b); }
+  static F Max(F a, F b) { return _mm_max_ps(a, b); }
   static void Store(float* p, F v) { _mm_storeu_ps(p, v); }
   static void Stream(float* p, F v) { _mm_stream_ps(p, v); }
   static F LoadPixels(const float* row, const int* o, int i) { return Load(row + o[0] + i); }
@@ -164,6 +178,8 @@ struct Avx2 {
   static F Add(F a, F b) { return _mm256_add_ps(a, b); }
   static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F Floor(F v) { return _mm256_floor_ps(v); }
+  static F Min(F a, F b) { return _mm256_min_ps(a, b); }
+  static F Max(F a, F b) { return _mm256_max_ps(a, b); }
   static void Store(float* p, F v) { _mm256_storeu_ps(p, v); }
   static void Stream(float* p, F v) { _mm256_stream_ps(p, v); }
   static F LoadPixels(const float* row, const int* o, int i) {
@@ -259,6 +275,8 @@ struct Avx512 {
   static F Floor(F v) {
     return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   }
+  static F Min(F a, F b) { return _mm512_min_ps(a, b); }
+  static F Max(F a, F b) { return _mm512_max_ps(a, b); }
   static void Store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static void Stream(float* p, F v) { _mm512_stream_ps(p, v); }
   static F LoadPixels(const float* row, const int* o, int i) {

@@ -25,6 +25,7 @@
 #include "stages/core/sample_error.h"
 #include "stages/decode/internal/common.h"
 #include "stages/decode/internal/fast_entropy.h"
+#include "stages/decode/internal/planar_ycc.h"
 
 namespace flowloader::decode::internal {
 namespace {
@@ -204,6 +205,7 @@ struct DecodeJob {
   SeekIndexCache* index_cache;  // May be null.
   DecodedImage* out;
   Session s;
+  PlanarYcc ycc;  // Used when the decode hands over planes.
 };
 
 bool RunDecodeJob(DecodeJob* job) {
@@ -284,6 +286,9 @@ bool RunDecodeJob(DecodeJob* job) {
     jpeg_crop_scanline(c, &xoffset, &crop_width);
     cols.begin = static_cast<int>(xoffset);
   }
+  ChromaPlanes chroma;
+  const bool planar = job->request != nullptr && job->request->accept_ycc &&
+                      job->options->planar_ycc && !cmyk && PlanForPlanarYcc(c, &chroma);
   bool fast_entropy = false;
   if (job->options->fast_huffman) {
     // Before any row is read or skipped: the seek index needs to know which are.
@@ -292,7 +297,12 @@ bool RunDecodeJob(DecodeJob* job) {
   }
   const int out_w = static_cast<int>(c->output_width);  // The cropped width now.
   DecodedImage* out = job->out;
-  out->image.Resize(out_w, rows.end - rows.begin, 3);
+  if (planar) {
+    StartPlanarYcc(c, chroma, rows.begin, rows.end, out, &job->ycc);
+  } else {
+    out->format = PixelFormat::kRgb;
+    out->image.Resize(out_w, rows.end - rows.begin, 3);
+  }
   if (rows.begin > 0 &&
       jpeg_skip_scanlines(c, static_cast<JDIMENSION>(rows.begin)) !=
           static_cast<JDIMENSION>(rows.begin)) {

@@ -117,6 +117,7 @@ bool RunJob(PngJob* job) {
   }
 
   DecodedImage* out = job->out;
+  out->format = PixelFormat::kRgb;
   out->image.Resize(static_cast<int>(width), static_cast<int>(height), 3);
   // With interlace handling, every pass visits every row and fills in its pixels.
   for (int pass = 0; pass < passes; ++pass) {

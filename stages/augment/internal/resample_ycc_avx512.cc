@@ -1,0 +1,82 @@
+// resample_ycc_avx512.cc: HorizontalPlaneAvx512 (plane_kernels.h) and ColourFloatAvx512
+// (colour_kernels.h), compiled with AVX-512 flags (BUILD); nothing here runs before the
+// caller has checked the CPU.
+#include <immintrin.h>
+
+#include "stages/augment/internal/colour_kernels.h"
+#include "stages/augment/internal/plane_kernels.h"
+
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized (GCC bug 105593; see
+// resample_kernels.h).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace flowloader::augment::internal {
+
+namespace {
+
+// Mul and Add are vmulps and vaddps in the _round_ forms with the current rounding mode,
+// which the compiler cannot contract into an FMA (that would round differently from the
+// scalar loop).
+inline __m512 Mul(__m512 a, __m512 b) {
+  return _mm512_mul_round_ps(a, b, _MM_FROUND_CUR_DIRECTION);
+}
+inline __m512 Add(__m512 a, __m512 b) {
+  return _mm512_add_round_ps(a, b, _MM_FROUND_CUR_DIRECTION);
+}
+
+// Group32 filters one group whose inputs lie in r[0, 32).
+inline __m512 Group32(const float* r, __m512i index, const float* w, int taps) {
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512 t0 = _mm512_loadu_ps(r);
+  const __m512 t1 = _mm512_loadu_ps(r + 16);
+  __m512 acc = Mul(_mm512_permutex2var_ps(t0, index, t1), _mm512_loadu_ps(w));
+  for (int k = 1; k < taps; ++k) {
+    index = _mm512_add_epi32(index, one);
+    acc = Add(acc, Mul(_mm512_permutex2var_ps(t0, index, t1),
+                       _mm512_loadu_ps(w + k * kPlaneGroup)));
+  }
+  return acc;
+}
+
+// Group64 filters one group whose inputs lie in r[0, 64): bit 5 of a lane's index picks
+// the upper pair of registers.
+inline __m512 Group64(const float* r, __m512i index, const float* w, int taps) {
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i upper = _mm512_set1_epi32(32);
+  const __m512 t0 = _mm512_loadu_ps(r);
+  const __m512 t1 = _mm512_loadu_ps(r + 16);
+  const __m512 t2 = _mm512_loadu_ps(r + 32);
+  const __m512 t3 = _mm512_loadu_ps(r + 48);
+  __m512 acc = _mm512_setzero_ps();
+  for (int k = 0; k < taps; ++k) {
+    const __mmask16 high = _mm512_test_epi32_mask(index, upper);
+    const __m512 v = _mm512_mask_blend_ps(high, _mm512_permutex2var_ps(t0, index, t1),
+                                          _mm512_permutex2var_ps(t2, index, t3));
+    const __m512 term = Mul(v, _mm512_loadu_ps(w + k * kPlaneGroup));
+    acc = k == 0 ? term : Add(acc, term);
+    index = _mm512_add_epi32(index, one);
+  }
+  return acc;
+}
+
+}  // namespace
+
+int ColourFloatAvx512(const ColourJob& j) { return ColourFloat<Avx512>(j); }
+
+void HorizontalPlaneAvx512(const float* row, const PlaneTaps& t, float* out) {
+  const int groups = t.n / kPlaneGroup;
+  const int taps = t.taps;
+  for (int g = 0; g < groups; ++g) {
+    if (t.fits[g] == 0) continue;
+    const float* r = row + t.base[g];
+    const __m512i index = _mm512_loadu_si512(t.lanes + kPlaneGroup * g);
+    const float* w = t.group_weights + static_cast<long>(g) * taps * kPlaneGroup;
+    _mm512_storeu_ps(out + kPlaneGroup * g,
+                     t.fits[g] == 1 ? Group32(r, index, w, taps) : Group64(r, index, w, taps));
+  }
+}
+
+}  // namespace flowloader::augment::internal
