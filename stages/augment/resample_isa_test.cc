@@ -1,5 +1,7 @@
 // resample_isa_test: every kernel set this CPU runs (SSE4.1, AVX2, AVX-512) gives the
-// same bytes as the SSE4.1 baseline, through Transform::Apply, for both layouts, train
+// same bytes as the SSE4.1 baseline, through Transform::Apply, for RGB images and for
+// Y, Cb, Cr planes (ResampleYcc's permute kernels: spans of 32 and 64 inputs and the
+// scalar fallback beyond), for both layouts, train
 // and eval, flipped or not, at every kind of scale: upscale, 1:1 crops (the copy path),
 // mild and heavy (> 64 taps) downscale, odd output sizes (row tails), tiny boxes (the
 // scalar vertical path), into aligned and misaligned buffers (streaming stores or not).
@@ -80,10 +82,23 @@ class ResampleIsaTest : public ::testing::Test {
 
   // ExpectSameBytes runs every case under the baseline with plain stores (a buffer
   // aligned to 4 bytes only), and under every set at alignments that turn each set's
-  // streaming stores on and off.
-  static void ExpectSameBytes(const std::vector<Case>& cases) {
+  // streaming stores on and off; each case also with its image as Y, Cb, Cr planes
+  // (ResampleYcc), 4:2:0 with both chroma phases and 4:2:2.
+  static void ExpectSameBytes(const std::vector<Case>& rgb_cases) {
     const std::vector<ResampleIsa> isas = Isas();
     if (isas.size() == 1) GTEST_SKIP() << "this CPU runs only the SSE4.1 kernels";
+    std::vector<std::unique_ptr<decode::DecodedImage>> planes;
+    std::vector<Case> cases = rgb_cases;
+    for (size_t i = 0; i < rgb_cases.size(); ++i) {
+      const int layouts[3][3] = {{2, 2, 0}, {2, 2, 1}, {2, 1, 0}};
+      const int* l = layouts[i % 3];
+      planes.push_back(std::make_unique<decode::DecodedImage>(
+          testing::YccPlanesOf(*rgb_cases[i].image, l[0], l[1], l[2])));
+      Case c = rgb_cases[i];
+      c.name = absl::StrCat(c.name, " as YCbCr planes ", l[0], "x", l[1], " phase ", l[2]);
+      c.image = planes.back().get();
+      cases.push_back(c);
+    }
     for (const Case& c : cases) {
       const std::vector<uint8_t> want = Run(c, ResampleIsa::kSse41, 4);
       for (const ResampleIsa isa : isas) {

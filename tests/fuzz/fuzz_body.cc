@@ -59,8 +59,23 @@ void CheckErrorReason(const absl::Status& s, bool invalid_argument_allowed) {
 // The image a successful decode returns is well formed and consistent with `covered`.
 void CheckDecoded(const decode::DecodedImage& d, const decode::ImageInfo& info) {
   const Image& img = d.image;
-  FUZZ_CHECK(img.channels == 3 && img.width > 0 && img.height > 0, Describe(d));
-  FUZZ_CHECK(img.pixels.size() == img.stride() * static_cast<size_t>(img.height), Describe(d));
+  if (d.format == decode::PixelFormat::kYcc) {
+    // decoder.h: a 1-channel Y plane, then Cb and Cr planes that cover it.
+    const decode::ChromaPlanes& c = d.chroma;
+    FUZZ_CHECK(img.channels == 1 && img.width > 0 && img.height > 0, Describe(d));
+    FUZZ_CHECK((c.step_x == 1 || c.step_x == 2) && (c.step_y == 1 || c.step_y == 2) &&
+                   c.phase_y >= 0 && c.phase_y < c.step_y &&
+                   c.width == (img.width + c.step_x - 1) / c.step_x &&
+                   c.height == (img.height + c.phase_y + c.step_y - 1) / c.step_y,
+               Describe(d));
+    FUZZ_CHECK(img.pixels.size() == img.stride() * static_cast<size_t>(img.height) +
+                                        2 * static_cast<size_t>(c.width) * c.height,
+               Describe(d));
+  } else {
+    FUZZ_CHECK(img.channels == 3 && img.width > 0 && img.height > 0, Describe(d));
+    FUZZ_CHECK(img.pixels.size() == img.stride() * static_cast<size_t>(img.height),
+               Describe(d));
+  }
   FUZZ_CHECK(d.scale_x > 0 && d.scale_y > 0 && d.scale_x <= 1 && d.scale_y <= 1, Describe(d));
   FUZZ_CHECK(d.covered.x >= 0 && d.covered.y >= 0 && d.covered.w > 0 && d.covered.h > 0 &&
                  d.covered.x + d.covered.w <= info.width + 1e-9 &&
@@ -147,6 +162,7 @@ decode::RegionRequest Hostile(const decode::ImageInfo& info, SampleRng& rng) {
   }
   r.target_width = static_cast<int>(rng.UniformInt(-2, 4096));
   r.target_height = static_cast<int>(rng.UniformInt(-2, 4096));
+  r.accept_ycc = rng.Bernoulli(0.5);
   return r;
 }
 
@@ -244,7 +260,9 @@ void RunOne(const uint8_t* data, size_t size) {
         *augment::Transform::Create(TransformOptionsFor(bits, modes[m]));
     const bool is_float = transform->options().layout == augment::Layout::kFloatCHW;
     SampleRng rng(seed, /*epoch=*/m, /*index=*/0, kAugmentStream);
-    const augment::CropPlan plan = transform->Plan(info->width, info->height, rng);
+    augment::CropPlan plan = transform->Plan(info->width, info->height, rng);
+    // Both decoded formats, whichever this CPU's planner would ask for.
+    plan.decode_request.accept_ycc = ((seed >> m) & 1) != 0;
 
     // The decode stage: only what the plan needs.
     decode::DecodedImage decoded;

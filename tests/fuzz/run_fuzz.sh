@@ -46,6 +46,7 @@ LIB_SRCS=(
   stages/decode/internal/fast_entropy.cc
   stages/decode/internal/huffman_scan.cc
   stages/decode/internal/jpeg_codec.cc
+  stages/decode/internal/planar_ycc.cc
   stages/decode/internal/png_codec.cc
   stages/decode/internal/seek_index_cache.cc
   stages/augment/transform.cc
@@ -53,6 +54,8 @@ LIB_SRCS=(
   stages/augment/internal/resample.cc
   stages/augment/internal/resample_avx2.cc
   stages/augment/internal/resample_avx512.cc
+  stages/augment/internal/resample_ycc.cc
+  stages/augment/internal/resample_ycc_avx512.cc
   tests/fuzz/fuzz_body.cc
 )
 # The seed generator needs the same sources plus the encoder and its own main.
@@ -82,7 +85,8 @@ NEWEST_HEADER="$(ls -t "$ROOT"/stages/*/*.h "$ROOT"/stages/*/internal/*.h "$ROOT
 isa_flags() {  # src
   case "$1" in
     */resample_avx2.cc) echo "-mavx2 -ffp-contract=off" ;;
-    */resample_avx512.cc) echo "-mavx2 -mavx512f -mavx512bw -ffp-contract=off" ;;
+    */resample_avx512.cc | */resample_ycc_avx512.cc)
+      echo "-mavx2 -mavx512f -mavx512bw -ffp-contract=off" ;;
   esac
 }
 compile() {  # out src flags...

@@ -1,6 +1,7 @@
 // test_util.cc: see test_util.h.
 #include "stages/augment/testing/test_util.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "gtest/gtest.h"
@@ -36,6 +37,42 @@ decode::DecodedImage NoiseImage(int w, int h, uint32_t seed) {
     s = s * 1664525u + 1013904223u;
     return s >> 24;
   });
+}
+
+decode::DecodedImage YccPlanesOf(const decode::DecodedImage& rgb, int step_x, int step_y,
+                                 int phase_y) {
+  const Image& src = rgb.image;
+  decode::DecodedImage d;
+  d.format = decode::PixelFormat::kYcc;
+  d.covered = rgb.covered;
+  d.scale_x = rgb.scale_x;
+  d.scale_y = rgb.scale_y;
+  decode::ChromaPlanes& c = d.chroma;
+  c.step_x = step_x;
+  c.step_y = step_y;
+  c.phase_y = phase_y;
+  c.width = (src.width + step_x - 1) / step_x;
+  c.height = (src.height + phase_y + step_y - 1) / step_y;
+  const size_t luma = static_cast<size_t>(src.width) * src.height;
+  const size_t plane = static_cast<size_t>(c.width) * c.height;
+  d.image.width = src.width;
+  d.image.height = src.height;
+  d.image.channels = 1;
+  d.image.pixels.resize(luma + 2 * plane);
+  for (int y = 0; y < src.height; ++y) {
+    for (int x = 0; x < src.width; ++x) {
+      d.image.pixels[static_cast<size_t>(y) * src.width + x] = src.pixels[(y * src.stride()) + 3 * x];
+    }
+  }
+  for (int j = 0; j < c.height; ++j) {
+    const int y = std::min(std::max(j * step_y - phase_y, 0), src.height - 1);
+    for (int i = 0; i < c.width; ++i) {
+      const uint8_t* px = &src.pixels[y * src.stride() + 3 * (i * step_x)];
+      d.image.pixels[luma + static_cast<size_t>(j) * c.width + i] = px[1];
+      d.image.pixels[luma + plane + static_cast<size_t>(j) * c.width + i] = px[2];
+    }
+  }
+  return d;
 }
 
 }  // namespace flowloader::augment::testing

@@ -46,6 +46,14 @@ decode::DecodedImage ImageOf(int w, int h, Fn&& value) {
 // NoiseImage is a w × h RGB image of uniform 8-bit noise, the same for the same seed.
 decode::DecodedImage NoiseImage(int w, int h, uint32_t seed);
 
+// YccPlanesOf is a decode::PixelFormat::kYcc image with the same geometry as `rgb`
+// (covered, scale) and the given chroma layout, whose Y plane is rgb's red channel and
+// whose chroma sample (i, j) is green (Cb) and blue (Cr) of the pixel at its top-left
+// corner (clamped to the image): arbitrary bytes, for tests where only the geometry and
+// the arithmetic matter.
+decode::DecodedImage YccPlanesOf(const decode::DecodedImage& rgb, int step_x, int step_y,
+                                 int phase_y);
+
 }  // namespace flowloader::augment::testing
 
 #endif  // FLOWLOADER_STAGES_AUGMENT_TESTING_TEST_UTIL_H_
