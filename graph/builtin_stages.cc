@@ -148,7 +148,8 @@ StageSchema ReadSchema() {
 StageSchema DecodeSchema() {
   return StageSchema{
       "decode",
-      "decodes JPEG (libjpeg-turbo; only the region the crop needs, DCT-scaled) and PNG to RGB",
+      "decodes JPEG (libjpeg-turbo; only the region the crop needs, DCT-scaled) and PNG to RGB "
+      "(or, for augment, to YCbCr planes)",
       {{"max_pixels", OptionType::kInt, "178956970",
         "images with more pixels are refused before allocating (decompression bombs)"},
        {"fast_idct", OptionType::kBool, "false", "libjpeg's fast integer IDCT"},
@@ -159,6 +160,10 @@ StageSchema DecodeSchema() {
        {"fast_huffman", OptionType::kBool, "true",
         "flowloader's own baseline-JPEG Huffman decoder (same pixels, faster); false = "
         "libjpeg-turbo's"},
+       {"planar_ycc", OptionType::kBool, "true",
+        "hand crops to augment as JPEG's own Y, Cb, Cr planes (chroma resized from its "
+        "stored resolution, colour converted at the output size) where that is faster "
+        "(AVX-512); false = always RGB"},
        {"seek_index_mb", OptionType::kInt, "256",
         "memory for per-file seek indexes, so later epochs start decoding near the crop "
         "(about 2.4 KB per ImageNet-sized file); 0 = off"}},
@@ -213,6 +218,7 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         o.fancy_upsampling = args.GetBool("fancy_upsampling");
         o.dct_scaling = args.GetBool("dct_scaling");
         o.fast_huffman = args.GetBool("fast_huffman");
+        o.planar_ycc = args.GetBool("planar_ycc");
         // Negative stays negative (Decoder::Create refuses it); huge is capped at 1 PiB.
         o.seek_index_bytes =
             std::min<int64_t>(args.GetInt("seek_index_mb"), int64_t{1} << 30) * (int64_t{1} << 20);
