@@ -1,6 +1,6 @@
 // resize_bench: times Transform::Plan + Apply on a synthetic 450×380 decoded image (the
 // ImageNet-like size in shared/FIELD-NOTES.md), for train and eval, float CHW and uint8
-// HWC, with each kernel set this CPU runs (SSE4.1, AVX2, AVX-512; * marks the default),
+// HWC, as RGB and as 4:2:0 Y, Cb, Cr planes (ResampleYcc), with each kernel set this CPU runs (SSE4.1, AVX2, AVX-512; * marks the default),
 // and prints microseconds per image. Not a test: run it by hand on a quiet machine.
 //   bazel run //stages/augment:resize_bench -- [images_per_round] [rounds] [slots]
 // `slots` 64-byte aligned output buffers are written in turn: the default 64 is a batch
@@ -41,6 +41,21 @@ flowloader::decode::DecodedImage MakeImage(int w, int h) {
     p = static_cast<uint8_t>(state >> 24);
   }
   d.covered = flowloader::RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
+  return d;
+}
+
+// MakePlanes is MakeImage as 4:2:0 Y, Cb, Cr planes (decode::PixelFormat::kYcc), what
+// the decoder hands over where Plan asks for it.
+flowloader::decode::DecodedImage MakePlanes(int w, int h) {
+  flowloader::decode::DecodedImage d = MakeImage(w, h);
+  d.format = flowloader::decode::PixelFormat::kYcc;
+  d.chroma.step_x = 2;
+  d.chroma.step_y = 2;
+  d.chroma.width = (w + 1) / 2;
+  d.chroma.height = (h + 1) / 2;
+  d.image.channels = 1;
+  d.image.pixels.resize(static_cast<size_t>(w) * h +
+                        2 * static_cast<size_t>(d.chroma.width) * d.chroma.height);
   return d;
 }
 
@@ -124,7 +139,7 @@ int main(int argc, char** argv) {
   std::printf("450x380 -> 224x224 (Plan + Apply), thread CPU time, %d rounds of %d images, "
               "%d output slot(s)\n",
               repeats, iterations, slots);
-  std::printf("%-36s", "min / median µs");
+  std::printf("%-38s", "min / median µs");
   for (size_t i = 0; i < isas.size(); ++i) {
     std::printf(" %14s%s", names[i], isas[i] == detected ? "*" : " ");
   }
@@ -137,7 +152,12 @@ int main(int argc, char** argv) {
     Layout layout;
     const flowloader::decode::DecodedImage* img;
   };
+  const auto planes = MakePlanes(450, 380);
   const Case cases[] = {{"train float CHW", Mode::kTrain, Layout::kFloatCHW, &img},
+                        {"train float CHW, 4:2:0 planes", Mode::kTrain, Layout::kFloatCHW,
+                         &planes},
+                        {"eval  float CHW, 4:2:0 planes", Mode::kEval, Layout::kFloatCHW,
+                         &planes},
                         {"train uint8 HWC", Mode::kTrain, Layout::kUint8HWC, &img},
                         {"eval  float CHW", Mode::kEval, Layout::kFloatCHW, &img},
                         {"eval  uint8 HWC", Mode::kEval, Layout::kUint8HWC, &img},
@@ -146,7 +166,7 @@ int main(int argc, char** argv) {
   for (const Case& c : cases) {
     const std::vector<Timing> t =
         TimeOne(c.mode, c.layout, iterations, repeats, slots, isas, *c.img);
-    std::printf("%-36s", c.name);
+    std::printf("%-38s", c.name);
     for (const Timing& ti : t) std::printf("    %5.1f / %5.1f", ti.min_us, ti.median_us);
     std::printf("\n");
   }

@@ -7,7 +7,11 @@
 // writes the layout in one pass, straight into the caller's buffer (a batch slot).
 //
 // Resizing follows Pillow's antialiased bilinear filter (what torchvision 0.14 applies to
-// PIL images), so outputs agree with torchvision to within rounding and DCT scaling.
+// PIL images), so outputs agree with torchvision to within rounding and DCT scaling. Where
+// that is faster (AVX-512), Plan asks the decoder for YCbCr planes and Apply resizes each
+// plane, chroma from its stored resolution, and converts colour at the output size
+// (internal/resample_ycc.h): a level or two off RGB-first resizing where colour changes
+// sharply (eval PSNR against torchvision 51 dB on the benchmark's images).
 //
 // Thread-safety: a Transform is immutable after Create; Plan and Apply may be called from
 // any number of threads at once (Apply uses thread-local scratch memory).

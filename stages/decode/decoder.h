@@ -10,6 +10,12 @@
 // Pixels inside the requested region are identical to a full decode at the same scale;
 // a full decode is identical to PIL's Image.open(...).convert('RGB').
 //
+// A region decode whose consumer accepts it (RegionRequest::accept_ycc, as the augment
+// stage's resize does where it is faster) comes back as the JPEG's own Y, Cb and Cr
+// planes instead (PixelFormat::kYcc): the samples libjpeg's raw-data mode would give,
+// still cropped and with rows skipped, before chroma upsampling and colour conversion,
+// which then happen once at the resize's output size (internal/planar_ycc.h).
+//
 // Sizes are checked against max_pixels from the header alone, before any pixel buffer is
 // allocated, so a decompression bomb costs nothing.
 //
