@@ -16,6 +16,7 @@
 namespace flowloader::augment {
 namespace {
 
+using testing::ApplyU8;
 using testing::FixedPlan;
 using testing::ImageOf;
 using testing::MakeTransform;
@@ -47,14 +48,6 @@ decode::DecodedImage SubImage(const decode::DecodedImage& full, int x0, int y0, 
 
 float Normalized(int v, int c, const TransformOptions& o) {
   return (v / 255.0f - o.mean[c]) / o.std[c];
-}
-
-std::vector<uint8_t> ApplyU8(const Transform& t, const decode::DecodedImage& img,
-                             const CropPlan& plan) {
-  std::vector<uint8_t> out(t.OutputBytes());
-  const absl::Status s = t.Apply(img, plan, out.data());
-  EXPECT_TRUE(s.ok()) << s;
-  return out;
 }
 
 std::vector<float> ApplyFloat(const Transform& t, const decode::DecodedImage& img,

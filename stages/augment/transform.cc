@@ -53,6 +53,27 @@ Window ClampWindow(double x0, double x1, int size) {
   return w;
 }
 
+// SetReadWindow sets a resample spec's readable window (win_x0 .. win_y1) for the box
+// [x0, x1) x [y0, y1) in an image of width x height: only the pixels the box overlaps
+// when clamped to the region (train: crop, then resize the crop), else the whole image.
+template <class Spec>
+void SetReadWindow(double x0, double x1, double y0, double y1, int width, int height,
+                   bool clamp_to_region, Spec* spec) {
+  if (clamp_to_region) {
+    const Window wx = ClampWindow(x0, x1, width);
+    const Window wy = ClampWindow(y0, y1, height);
+    spec->win_x0 = wx.lo;
+    spec->win_x1 = wx.hi;
+    spec->win_y0 = wy.lo;
+    spec->win_y1 = wy.hi;
+  } else {
+    spec->win_x0 = 0;
+    spec->win_x1 = width;
+    spec->win_y0 = 0;
+    spec->win_y1 = height;
+  }
+}
+
 // OutputSpecFor: the layout, and Normalize as one multiply-add per value.
 internal::OutputSpec OutputSpecFor(const TransformOptions& options, void* dst) {
   internal::OutputSpec out;
@@ -79,19 +100,8 @@ internal::PlaneSpec PlaneFor(const ImageView& src, const RectF& box, int step_x,
   internal::PlaneSpec p;
   p.src = src;
   p.box = RectF{box.x / step_x, (box.y + phase_y) / step_y, box.w / step_x, box.h / step_y};
-  if (clamp_to_region) {
-    const Window wx = ClampWindow(p.box.x, p.box.x + p.box.w, src.width);
-    const Window wy = ClampWindow(p.box.y, p.box.y + p.box.h, src.height);
-    p.win_x0 = wx.lo;
-    p.win_x1 = wx.hi;
-    p.win_y0 = wy.lo;
-    p.win_y1 = wy.hi;
-  } else {
-    p.win_x0 = 0;
-    p.win_x1 = src.width;
-    p.win_y0 = 0;
-    p.win_y1 = src.height;
-  }
+  SetReadWindow(p.box.x, p.box.x + p.box.w, p.box.y, p.box.y + p.box.h, src.width,
+                src.height, clamp_to_region, &p);
   return p;
 }
 
@@ -271,19 +281,7 @@ absl::Status Transform::Apply(const decode::DecodedImage& decoded, const CropPla
   spec.box = RectF{x0, y0, x1 - x0, y1 - y0};
   spec.out_size = options_.image_size;
   spec.flip = plan.flip;
-  if (plan.clamp_to_region) {
-    const Window wx = ClampWindow(x0, x1, img.width);
-    const Window wy = ClampWindow(y0, y1, img.height);
-    spec.win_x0 = wx.lo;
-    spec.win_x1 = wx.hi;
-    spec.win_y0 = wy.lo;
-    spec.win_y1 = wy.hi;
-  } else {
-    spec.win_x0 = 0;
-    spec.win_x1 = img.width;
-    spec.win_y0 = 0;
-    spec.win_y1 = img.height;
-  }
+  SetReadWindow(x0, x1, y0, y1, img.width, img.height, plan.clamp_to_region, &spec);
 
   internal::ResampleRgb(spec, out);
   return absl::OkStatus();

@@ -20,6 +20,7 @@
 namespace flowloader::augment {
 namespace {
 
+using testing::ApplyU8;
 using testing::FixedPlan;
 using testing::MakeTransform;
 using testing::Options;
@@ -97,14 +98,6 @@ Stats Compare(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   return s;
 }
 
-std::vector<uint8_t> ApplyOrDie(const Transform& t, const decode::DecodedImage& image,
-                                const CropPlan& plan) {
-  std::vector<uint8_t> out(t.OutputBytes());
-  const absl::Status s = t.Apply(image, plan, out.data());
-  EXPECT_TRUE(s.ok()) << s;
-  return out;
-}
-
 // Full-size chroma: the only differences are where the RGB path rounds (the input RGB,
 // and converted colour before the resize) and the YCbCr path does not.
 TEST(YccResizeTest, FullSizeChromaMatchesRgbUpToRounding) {
@@ -120,7 +113,7 @@ TEST(YccResizeTest, FullSizeChromaMatchesRgbUpToRounding) {
   for (int i = 0; i < 10; ++i) {
     for (const Transform* t : {train.get(), eval.get()}) {
       const CropPlan plan = t->Plan(300, 260, rng);
-      const Stats s = Compare(ApplyOrDie(*t, rgb, plan), ApplyOrDie(*t, ycc, plan));
+      const Stats s = Compare(ApplyU8(*t, rgb, plan), ApplyU8(*t, ycc, plan));
       // Noise: input rounding of +-0.5 per channel becomes up to about 1.5 after the
       // colour transform; the filter averages it down.
       EXPECT_LE(s.max_diff, 3) << "draw " << i;
@@ -158,7 +151,7 @@ TEST(YccResizeTest, SubsampledChromaLandsWhereItBelongs) {
         const auto t = MakeTransform(Options(Mode::kTrain, Layout::kUint8HWC, size));
         // Boxes away from the edges (where the window's clamping differs per plane).
         const CropPlan plan = FixedPlan(20.5, 17.25, 190, 150, flip);
-        const Stats s = Compare(ApplyOrDie(*t, rgb, plan), ApplyOrDie(*t, ycc, plan));
+        const Stats s = Compare(ApplyU8(*t, rgb, plan), ApplyU8(*t, ycc, plan));
         const std::string what = absl::StrCat("steps ", l[0], "x", l[1], " phase ", l[2],
                                               flip ? " flipped" : "", " size ", size);
         EXPECT_LE(s.max_diff, 4) << what;
@@ -187,8 +180,8 @@ TEST(YccResizeTest, DecodedPlanesAgreeWithRgbDecode) {
       plan.decode_request.accept_ycc = true;
       ASSERT_TRUE((*decoder)->Decode(*jpeg, {}, &plan.decode_request, &as_planes).ok());
       ASSERT_EQ(as_planes.format, decode::PixelFormat::kYcc);
-      const std::vector<uint8_t> a = ApplyOrDie(*t, as_rgb, plan);
-      const std::vector<uint8_t> b = ApplyOrDie(*t, as_planes, plan);
+      const std::vector<uint8_t> a = ApplyU8(*t, as_rgb, plan);
+      const std::vector<uint8_t> b = ApplyU8(*t, as_planes, plan);
       const Image ia{a, 224, 224, 3};
       const Image ib{b, 224, 224, 3};
       EXPECT_GE(decode::testing::Psnr(ia.view(), ib.view()), 40.0)

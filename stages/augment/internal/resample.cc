@@ -28,21 +28,6 @@ double Triangle(double x) {
   return x < 1.0 ? 1.0 - x : 0.0;
 }
 
-// FilterKey identifies an AxisFilter, so a thread resizing the same geometry again (every
-// eval image of one size, every train crop of one size) skips rebuilding it.
-struct FilterKey {
-  double origin = 0;
-  double length = 0;
-  int out_size = 0;
-  int win_lo = 0;
-  int win_hi = 0;
-
-  bool operator==(const FilterKey& o) const {
-    return origin == o.origin && length == o.length && out_size == o.out_size &&
-           win_lo == o.win_lo && win_hi == o.win_hi;
-  }
-};
-
 struct Scratch {
   AxisFilter fx, fy;
   FilterKey key_x, key_y;

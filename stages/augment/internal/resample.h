@@ -63,6 +63,22 @@ struct AxisFilter {
   std::vector<float> weights;
 };
 
+// FilterKey identifies an AxisFilter by BuildAxisFilter's arguments, so a thread resizing
+// the same geometry again (every eval image of one size, every train crop of one size)
+// skips rebuilding it.
+struct FilterKey {
+  double origin = 0;
+  double length = 0;
+  int out_size = 0;
+  int win_lo = 0;
+  int win_hi = 0;
+
+  bool operator==(const FilterKey& o) const {
+    return origin == o.origin && length == o.length && out_size == o.out_size &&
+           win_lo == o.win_lo && win_hi == o.win_hi;
+  }
+};
+
 // BuildAxisFilter fills `filter` for a box [origin, origin + length) resized to
 // out_size samples, reading only inputs in [win_lo, win_hi). Requires length > 0,
 // out_size > 0, win_lo < win_hi.

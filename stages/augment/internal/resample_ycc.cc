@@ -19,23 +19,10 @@
 namespace flowloader::augment::internal {
 namespace {
 
-// Key identifies one axis's filter, so the next sample of the same geometry reuses it.
-struct Key {
-  double origin = 0;
-  double length = 0;
-  int out_size = 0;
-  int win_lo = 0;
-  int win_hi = 0;
-  bool operator==(const Key& o) const {
-    return origin == o.origin && length == o.length && out_size == o.out_size &&
-           win_lo == o.win_lo && win_hi == o.win_hi;
-  }
-};
-
 // PlaneFilter is one plane's filters and tap tables (Cb and Cr share one: same geometry).
 struct PlaneFilter {
   AxisFilter fx, fy;
-  Key key_x, key_y;
+  FilterKey key_x, key_y;
   bool have_x = false;
   bool have_y = false;
   std::vector<int32_t> wy_pairs;  // QuantizeVerticalPairs of fy.
@@ -110,14 +97,14 @@ void LayoutPlaneTaps(PlaneFilter* p) {
 
 // Prepare builds (or keeps) one plane's filters.
 void Prepare(const PlaneSpec& spec, int n, PlaneFilter* p) {
-  const Key key_x{spec.box.x, spec.box.w, n, spec.win_x0, spec.win_x1};
+  const FilterKey key_x{spec.box.x, spec.box.w, n, spec.win_x0, spec.win_x1};
   if (!p->have_x || !(p->key_x == key_x)) {
     BuildAxisFilter(spec.box.x, spec.box.w, n, spec.win_x0, spec.win_x1, &p->fx);
     LayoutPlaneTaps(p);
     p->key_x = key_x;
     p->have_x = true;
   }
-  const Key key_y{spec.box.y, spec.box.h, n, spec.win_y0, spec.win_y1};
+  const FilterKey key_y{spec.box.y, spec.box.h, n, spec.win_y0, spec.win_y1};
   if (!p->have_y || !(p->key_y == key_y)) {
     BuildAxisFilter(spec.box.y, spec.box.h, n, spec.win_y0, spec.win_y1, &p->fy);
     QuantizeVerticalPairs(p->fy, &p->wy_pairs, &p->pairs_y);

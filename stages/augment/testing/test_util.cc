@@ -31,6 +31,14 @@ CropPlan FixedPlan(double x, double y, double w, double h, bool flip) {
   return p;
 }
 
+std::vector<uint8_t> ApplyU8(const Transform& t, const decode::DecodedImage& img,
+                             const CropPlan& plan) {
+  std::vector<uint8_t> out(t.OutputBytes());
+  const absl::Status s = t.Apply(img, plan, out.data());
+  EXPECT_TRUE(s.ok()) << s;
+  return out;
+}
+
 decode::DecodedImage NoiseImage(int w, int h, uint32_t seed) {
   uint32_t s = seed * 747796405u + 1;
   return ImageOf(w, h, [&s](int, int, int) {

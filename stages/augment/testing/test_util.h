@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "stages/augment/transform.h"
 #include "stages/core/image.h"
@@ -42,6 +43,12 @@ decode::DecodedImage ImageOf(int w, int h, Fn&& value) {
   d.covered = RectF{0, 0, static_cast<double>(w), static_cast<double>(h)};
   return d;
 }
+
+// ApplyU8 runs t.Apply into a fresh buffer of t.OutputBytes() bytes and returns it; a
+// failed Apply fails the current test (EXPECT, with the status). For uint8 layouts,
+// or to compare float outputs byte for byte.
+std::vector<uint8_t> ApplyU8(const Transform& t, const decode::DecodedImage& img,
+                             const CropPlan& plan);
 
 // NoiseImage is a w × h RGB image of uniform 8-bit noise, the same for the same seed.
 decode::DecodedImage NoiseImage(int w, int h, uint32_t seed);
