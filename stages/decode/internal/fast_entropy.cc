@@ -9,25 +9,12 @@
 #include "absl/hash/hash.h"
 #include "stages/core/sample_error.h"
 #include "stages/decode/internal/huffman_scan.h"
-
-#if defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2000000 && \
-    LIBJPEG_TURBO_VERSION_NUMBER < 3000000
-#define FLOWLOADER_FAST_ENTROPY 1
-#else
-#define FLOWLOADER_FAST_ENTROPY 0
-#endif
+#include "stages/decode/internal/libjpeg_private.h"
 
 namespace flowloader::decode::internal {
 namespace {
 
-#if FLOWLOADER_FAST_ENTROPY
-
-// EntropyDecoderV2 is libjpeg-turbo 2.x's struct jpeg_entropy_decoder (jpegint.h).
-struct EntropyDecoderV2 {
-  void (*start_pass)(j_decompress_ptr cinfo);
-  boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW* MCU_data);
-  boolean insufficient_data;
-};
+#if FLOWLOADER_LIBJPEG_TURBO_2
 
 // CachedTable remembers which DHT a prepared table was built from: consecutive files
 // from one encoder share tables, and rebuilding costs about as much as a small MCU row.
@@ -139,15 +126,15 @@ void StartIndex(jpeg_decompress_struct* cinfo, const IndexUse& use, FastEntropy*
   fe->index_key = key;
 }
 
-#endif  // FLOWLOADER_FAST_ENTROPY
+#endif  // FLOWLOADER_LIBJPEG_TURBO_2
 
 }  // namespace
 
-bool FastEntropyAvailable() { return FLOWLOADER_FAST_ENTROPY != 0; }
+bool FastEntropyAvailable() { return FLOWLOADER_LIBJPEG_TURBO_2 != 0; }
 
 bool InstallFastEntropyDecoder(jpeg_decompress_struct* cinfo, FailFn fail,
                                const IndexUse* index) {
-#if FLOWLOADER_FAST_ENTROPY
+#if FLOWLOADER_LIBJPEG_TURBO_2
   if (cinfo->progressive_mode || cinfo->arith_code || cinfo->data_precision != 8 ||
       cinfo->comps_in_scan != cinfo->num_components || jpeg_input_complete(cinfo) ||
       cinfo->Ss != 0 || cinfo->Se != DCTSIZE2 - 1 || cinfo->Ah != 0 || cinfo->Al != 0 ||
@@ -196,7 +183,7 @@ bool InstallFastEntropyDecoder(jpeg_decompress_struct* cinfo, FailFn fail,
 }
 
 void FinishFastEntropyDecoder(jpeg_decompress_struct* cinfo) {
-#if FLOWLOADER_FAST_ENTROPY
+#if FLOWLOADER_LIBJPEG_TURBO_2
   FastEntropy* fe = ThreadState();
   if (cinfo->entropy != reinterpret_cast<jpeg_entropy_decoder*>(&fe->pub)) return;
   if (fe->index_cache != nullptr) fe->index_cache->Save(fe->index_key, fe->index);

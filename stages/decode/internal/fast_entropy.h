@@ -3,7 +3,7 @@
 // conversion, cropping, skipping) stays libjpeg-turbo's.
 //
 // libjpeg calls the entropy decoder through cinfo->entropy, a public pointer to a struct
-// that jpegint.h (not installed) defines; its 2.x layout is mirrored in fast_entropy.cc
+// that jpegint.h (not installed) defines; its 2.x layout is mirrored in libjpeg_private.h
 // and used only when compiled against libjpeg-turbo 2.x (3.x added members). Everything
 // else read here (Huffman tables, MCU layout, source manager) is public jpeglib.h API.
 //

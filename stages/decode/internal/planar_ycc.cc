@@ -4,48 +4,12 @@
 #include <cstring>
 
 #include "jerror.h"
-
-#if defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2000000 && \
-    LIBJPEG_TURBO_VERSION_NUMBER < 3000000
-#define FLOWLOADER_PLANAR_YCC 1
-#else
-#define FLOWLOADER_PLANAR_YCC 0
-#endif
+#include "stages/decode/internal/libjpeg_private.h"
 
 namespace flowloader::decode::internal {
 namespace {
 
-#if FLOWLOADER_PLANAR_YCC
-
-// libjpeg-turbo 2.x's struct jpeg_upsampler and struct jpeg_color_deconverter
-// (jpegint.h), and the separate upsampler that extends the former (jdsample.h).
-struct UpsamplerPub {
-  void (*start_pass)(j_decompress_ptr cinfo);
-  void (*upsample)(j_decompress_ptr cinfo, JSAMPIMAGE input_buf,
-                   JDIMENSION* in_row_group_ctr, JDIMENSION in_row_groups_avail,
-                   JSAMPARRAY output_buf, JDIMENSION* out_row_ctr, JDIMENSION out_rows_avail);
-  boolean need_context_rows;
-};
-
-using UpsampleOne = void (*)(j_decompress_ptr cinfo, jpeg_component_info* compptr,
-                             JSAMPARRAY input_data, JSAMPARRAY* output_data_ptr);
-
-struct SeparateUpsamplerV2 {
-  UpsamplerPub pub;
-  JSAMPARRAY color_buf[MAX_COMPONENTS];
-  UpsampleOne methods[MAX_COMPONENTS];
-  int next_row_out;
-  JDIMENSION rows_to_go;
-  int rowgroup_height[MAX_COMPONENTS];
-  UINT8 h_expand[MAX_COMPONENTS];
-  UINT8 v_expand[MAX_COMPONENTS];
-};
-
-struct ColorDeconverterPub {
-  void (*start_pass)(j_decompress_ptr cinfo);
-  void (*color_convert)(j_decompress_ptr cinfo, JSAMPIMAGE input_buf, JDIMENSION input_row,
-                        JSAMPARRAY output_buf, int num_rows);
-};
+#if FLOWLOADER_LIBJPEG_TURBO_2
 
 #if JPEG_LIB_VERSION >= 70
 int ScaledSize(const jpeg_component_info& c, bool vertical) {
@@ -102,12 +66,12 @@ void CaptureRows(j_decompress_ptr cinfo, JSAMPIMAGE input_buf, JDIMENSION input_
   }
 }
 
-#endif  // FLOWLOADER_PLANAR_YCC
+#endif  // FLOWLOADER_LIBJPEG_TURBO_2
 
 }  // namespace
 
 bool PlanForPlanarYcc(jpeg_decompress_struct* cinfo, ChromaPlanes* chroma) {
-#if FLOWLOADER_PLANAR_YCC
+#if FLOWLOADER_LIBJPEG_TURBO_2
   const jpeg_decompress_struct& d = *cinfo;
   if (d.num_components != 3 || d.jpeg_color_space != JCS_YCbCr ||
       d.out_color_space != JCS_RGB || !d.do_fancy_upsampling || d.raw_data_out ||
@@ -159,12 +123,12 @@ void StartPlanarYcc(jpeg_decompress_struct* cinfo, const ChromaPlanes& chroma,
   state->step_y = chroma.step_y;
   state->cb_base = image.pixels.data() + luma;
   state->cr_base = state->cb_base + plane;
-#if FLOWLOADER_PLANAR_YCC
+#if FLOWLOADER_LIBJPEG_TURBO_2
   cinfo->client_data = state;
   auto* upsampler = reinterpret_cast<SeparateUpsamplerV2*>(cinfo->upsample);
   upsampler->methods[1] = UseRowsAsTheyAre;
   upsampler->methods[2] = UseRowsAsTheyAre;
-  reinterpret_cast<ColorDeconverterPub*>(cinfo->cconvert)->color_convert = CaptureRows;
+  reinterpret_cast<ColorDeconverterV2*>(cinfo->cconvert)->color_convert = CaptureRows;
 #endif
 }
 

@@ -10,8 +10,8 @@
 // deconverter's color_convert copies a row's Y samples into the output row and its Cb
 // and Cr samples into the chroma planes. jpeg_skip_scanlines swaps color_convert for a
 // no-op around rows it discards and then restores ours. The upsampler's struct is
-// private to libjpeg (jdsample.h); its 2.x layout is mirrored in planar_ycc.cc and used
-// only when compiled against libjpeg-turbo 2.x, as fast_entropy.h does.
+// private to libjpeg (jdsample.h); its 2.x layout is mirrored in libjpeg_private.h and
+// used only when compiled against libjpeg-turbo 2.x, as fast_entropy.h does.
 //
 // Thread-safety: state lives in the caller's PlanarYcc; one decode per object.
 #ifndef FLOWLOADER_STAGES_DECODE_INTERNAL_PLANAR_YCC_H_
