@@ -252,11 +252,22 @@ absl::Status PipelineGraph::Impl::Build(OutputSpec* output, int64_t* batches_per
         "cannot resume at epoch ", options_.start_epoch, " batch ", options_.start_batch,
         ": an epoch has ", batches_per_epoch_, " batches"));
   }
+  // The cursor after the last batch is (epochs, 0): resuming there delivers nothing and
+  // reports done at once; anything past it is a mistake worth a message.
+  if (options_.epochs > 0 &&
+      (options_.start_epoch > options_.epochs ||
+       (options_.start_epoch == options_.epochs && options_.start_batch > 0))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot resume at epoch ", options_.start_epoch, " batch ", options_.start_batch,
+        ": the run has ", options_.epochs, " epochs, so its last cursor is ", options_.epochs,
+        ":0; resume at or before it, or raise epochs"));
+  }
   next_epoch_ = options_.start_epoch;
   delivering_epoch_ = options_.start_epoch;
   next_batch_ = options_.start_batch;
   if (options_.epochs > 0) {
-    total_batches_ = options_.epochs * batches_per_epoch_ - options_.start_batch;
+    total_batches_ =
+        (options_.epochs - options_.start_epoch) * batches_per_epoch_ - options_.start_batch;
   }
 
   const size_t buffer_bytes = output_.sample_bytes * static_cast<size_t>(options_.batch_size);

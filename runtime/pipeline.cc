@@ -110,6 +110,8 @@ Pipeline::Pipeline(const PipelineOptions& options, std::shared_ptr<PipelineStats
       graph_(std::move(graph)),
       samples_per_epoch_(samples_per_epoch) {
   cursor_ = options.resume;
+  // Resumed at the end of the last epoch: nothing is left to deliver.
+  done_ = options.epochs > 0 && cursor_.epoch >= options.epochs;
 }
 
 Pipeline::~Pipeline() {
