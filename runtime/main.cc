@@ -4,178 +4,289 @@
 //   flowloader run --spec=FILE.yaml [flags that override the spec's values]
 //   flowloader make-dataset --out=DIR [--classes=10 --images_per_class=30]
 //   flowloader stages        (every stage type and its options)
+//   flowloader --help | COMMAND --help | --version
 //
-// Flags are Abseil flags; a bad flag or value is a one-line error and exit code 1 (from
-// Abseil) or 2 (ours).
+// Each subcommand's flags are declared in one table (Commands() below); run's pipeline
+// flags are the spec's own keys (runtime/spec.h SpecKeys), read by the spec's parser, so a
+// flag and a spec key cannot disagree on a name, a default or what they accept. Exit codes:
+// 0 success, 1 a fatal data error, 2 an invalid flag, value, data path or spec, 3 a run
+// that delivered no sample, 130/143 after SIGINT/SIGTERM.
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
-#include "absl/flags/commandlineflag.h"
-#include "absl/flags/flag.h"
-#include "absl/flags/internal/parse.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "graph/stage.h"
+#include "runtime/internal/cli_flags.h"
 #include "runtime/run_command.h"
 #include "runtime/sample_dataset.h"
 #include "runtime/spec.h"
-
-ABSL_FLAG(std::string, spec, "",
-          "YAML pipeline spec (README: Writing a spec); flags given explicitly override it");
-ABSL_FLAG(std::string, data, "", "ImageFolder directory or list file (path<TAB>label)");
-ABSL_FLAG(int, batch_size, 64, "samples per batch");
-ABSL_FLAG(int, num_workers, 2, "decode/augment threads");
-ABSL_FLAG(int, prefetch_batches, 3, "batch buffers: the bound on batches in flight");
-ABSL_FLAG(int64_t, epochs, 1, "epochs to run (0 = until interrupted)");
-ABSL_FLAG(uint64_t, seed, 0, "seed of the shuffle and of every random crop/flip");
-ABSL_FLAG(bool, shuffle, true, "shuffle each epoch");
-ABSL_FLAG(bool, drop_last, false, "drop each epoch's last partial batch");
-ABSL_FLAG(int, rank, 0, "this process's shard");
-ABSL_FLAG(int, world_size, 1, "number of shards");
-ABSL_FLAG(std::string, transform, "train",
-          "train (RandomResizedCrop+flip+Normalize) or eval (Resize+CenterCrop+Normalize)");
-ABSL_FLAG(int, image_size, 224, "output side in pixels");
-ABSL_FLAG(std::string, layout, "float_chw", "float_chw or uint8_hwc");
-ABSL_FLAG(std::string, on_error, "skip", "skip (count and drop bad samples) or fail");
-ABSL_FLAG(std::string, max_errors, "",
-          "stop when more samples fail: a count (100) or a fraction (0.05 or 5%)");
-ABSL_FLAG(bool, in_order, true, "deliver batches in sampler order");
-ABSL_FLAG(std::string, device, "auto", "auto (CUDA if present), cpu or cuda");
-ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
-          "serve Prometheus metrics at http://ADDRESS/metrics (empty disables)");
-ABSL_FLAG(std::string, summary_json, "", "write the run summary as JSON to this file");
-ABSL_FLAG(std::string, keys_out, "", "write every delivered sample's key, in order");
-ABSL_FLAG(std::string, trace_out, "",
-          "write a Chrome/Perfetto trace (JSON trace events) of per-stage spans to FILE");
-ABSL_FLAG(int64_t, trace_spans, 200000, "--trace_out keeps the first N spans of the run");
-ABSL_FLAG(double, report_every, 0, "print a diagnosis every N seconds (0 = only at the end)");
-ABSL_FLAG(double, consumer_ms, 0, "simulate a training step: sleep this long per batch");
-ABSL_FLAG(double, linger_seconds, 0, "keep serving metrics this long after the run");
-ABSL_FLAG(bool, progress, true, "show a live progress line");
-ABSL_FLAG(std::string, out, "", "make-dataset: directory to create");
-ABSL_FLAG(int, classes, 10, "make-dataset: class directories");
-ABSL_FLAG(int, images_per_class, 30, "make-dataset: JPEG files per class");
-ABSL_FLAG(int, min_short_side, 256, "make-dataset: smallest shorter side (px)");
-ABSL_FLAG(int, max_short_side, 512, "make-dataset: largest shorter side (px)");
-ABSL_FLAG(int, quality, 90, "make-dataset: JPEG quality");
-ABSL_FLAG(double, noise, 7.0, "make-dataset: noise level (file size knob)");
+#include "runtime/version.h"
+#include "stages/core/bool_text.h"
 
 namespace flowloader {
 namespace {
+
+using cli::CommandDef;
+using cli::FlagDef;
+using cli::ParsedFlags;
+
+// The flags that configure the built-in stages, which a spec's stages list replaces.
+bool ConfiguresBuiltinStages(const std::string& flag) {
+  return flag == "transform" || flag == "image_size" || flag == "layout";
+}
+
+// PipelineFlags are the spec's scalar keys, plus rank and world_size for `shard`.
+std::vector<FlagDef> PipelineFlags() {
+  std::vector<FlagDef> flags;
+  for (const SpecKey& key : SpecKeys()) {
+    if (key.name == "shard") {
+      flags.push_back({"rank", "0", "this process's shard, in [0, world_size)"});
+      flags.push_back({"world_size", "1", "number of shards (each gets an equal share)"});
+    }
+    if (!key.is_scalar) continue;
+    flags.push_back({key.name, key.default_text, key.doc, key.is_bool});
+  }
+  return flags;
+}
+
+std::vector<CommandDef> Commands() {
+  CommandDef run{"run",
+                 "flowloader run --data=DIR_OR_LIST [flags] | --spec=FILE.yaml [flags]",
+                 "run a pipeline over the data, then print per-stage figures and a diagnosis",
+                 {{"spec", "", "YAML pipeline spec (README: Writing a spec); flags given override it"}}};
+  for (FlagDef& f : PipelineFlags()) run.flags.push_back(std::move(f));
+  const std::vector<FlagDef> run_only = {
+      {"resume", "", "start at cursor EPOCH:BATCH (the \"checkpoint\" an interrupted run "
+                     "printed); same other flags and seed"},
+      {"metrics_address", "127.0.0.1:9464",
+       "serve Prometheus metrics at http://ADDRESS/metrics (empty disables)"},
+      {"summary_json", "", "write the run summary as JSON to FILE"},
+      {"keys_out", "", "write every delivered sample's key to FILE, one per line, in order"},
+      {"samples_out", "",
+       "write every delivered sample to FILE as tab-separated epoch, batch, key, label"},
+      {"trace_out", "", "write a Chrome/Perfetto trace of per-stage spans to FILE"},
+      {"trace_spans", "200000", "--trace_out keeps the first N spans of the run; > 0"},
+      {"report_every", "0", "print a diagnosis every N seconds (0 = only at the end); >= 0"},
+      {"consumer_ms", "0", "simulate a training step: sleep this long per batch; >= 0"},
+      {"linger_seconds", "0", "keep serving metrics this long after the run; >= 0"},
+      {"progress", "true", "show a live progress line", true},
+  };
+  run.flags.insert(run.flags.end(), run_only.begin(), run_only.end());
+  CommandDef make_dataset{
+      "make-dataset", "flowloader make-dataset --out=DIR [flags]",
+      "generate a sample ImageFolder dataset of photo-like JPEGs (nothing downloaded)",
+      {{"out", "", "directory to create (required)"},
+       {"classes", "10", "class directories; >= 1"},
+       {"images_per_class", "30", "JPEG files per class; >= 1"},
+       {"min_short_side", "256", "smallest shorter side in pixels; >= 8"},
+       {"max_short_side", "512", "largest shorter side in pixels; >= min_short_side"},
+       {"quality", "90", "JPEG quality, 1-100"},
+       {"noise", "7", "noise level in 8-bit steps (the file size knob); >= 0"},
+       {"seed", "0", "seed of every image"},
+       {"overwrite", "false", "write into a non-empty --out", true}}};
+  CommandDef stages{"stages", "flowloader stages",
+                    "print every stage type with its options, and the spec's keys, as YAML",
+                    {}};
+  return {run, make_dataset, stages};
+}
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "flowloader: %s\n", message.c_str());
   return 2;
 }
 
-// GivenOnCommandLine reports whether `flag` was set on the command line (or in a
-// --flagfile), even to its default value: with a spec, only such flags override it.
-// Debian's Abseil (LTS 20220623) keeps CommandLineFlag::IsSpecifiedOnCommandLine private,
-// and comparing CurrentValue() with DefaultValue() cannot tell `--batch_size=64` from no
-// flag at all, so this asks the flag parser's own record (flags_internal, in
-// libabsl_flags_parse).
-bool GivenOnCommandLine(const absl::CommandLineFlag& flag) {
-  return absl::flags_internal::WasPresentOnCommandLine(flag.Name());
+// FlagReader reads the run-only and make-dataset flags, each from its text or its
+// default, with the range in the message.
+class FlagReader {
+ public:
+  FlagReader(const CommandDef& command, const ParsedFlags& parsed)
+      : command_(command), parsed_(parsed) {}
+
+  std::string Text(const std::string& name) const {
+    auto it = parsed_.given.find(name);
+    if (it != parsed_.given.end()) return it->second;
+    for (const FlagDef& f : command_.flags) {
+      if (f.name == name) return f.default_text;
+    }
+    return "";
+  }
+  absl::Status Double(const std::string& name, double min, double* out) const {
+    const std::string text = Text(name);
+    if (!absl::SimpleAtod(text, out) || !(*out >= min)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " must be a number >= ", min, ", got '", text, "'"));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Int(const std::string& name, int64_t min, int64_t max, int64_t* out) const {
+    const std::string text = Text(name);
+    if (!absl::SimpleAtoi(text, out) || *out < min || *out > max) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " must be an integer in [", min,
+                                                     ", ", max, "], got '", text, "'"));
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Bool(const std::string& name, bool* out) const {
+    const std::string text = Text(name);
+    if (!ParseBoolText(text, out)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " must be true or false, got '", text, "'"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const CommandDef& command_;
+  const ParsedFlags& parsed_;
+};
+
+// ParseCursor reads --resume's EPOCH:BATCH.
+absl::Status ParseCursor(const std::string& text, Cursor* out) {
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &out->epoch) ||
+      !absl::SimpleAtoi(parts[1], &out->batch) || out->epoch < 0 || out->batch < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--resume must be EPOCH:BATCH (two integers >= 0, as an interrupted run prints its "
+        "checkpoint), got '", text, "'"));
+  }
+  return absl::OkStatus();
 }
 
-int Run(absl::Time process_start) {
+// PipelineFromFlags starts from the spec (if any) and applies every pipeline flag given,
+// through the spec's own parser.
+absl::Status PipelineFromFlags(const ParsedFlags& parsed, PipelineOptions* o) {
+  const auto spec = parsed.given.find("spec");
+  if (spec != parsed.given.end()) {
+    absl::StatusOr<PipelineOptions> loaded = LoadSpecFile(spec->second);
+    if (!loaded.ok()) return loaded.status();
+    *o = *std::move(loaded);
+  }
+  std::vector<std::string> pipeline_flags;
+  for (const FlagDef& f : PipelineFlags()) pipeline_flags.push_back(f.name);
+  for (const std::string& name : parsed.order) {
+    if (std::find(pipeline_flags.begin(), pipeline_flags.end(), name) == pipeline_flags.end()) {
+      continue;
+    }
+    if (!o->stages.empty() && ConfiguresBuiltinStages(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", name, " configures the built-in stages, which ", spec->second,
+          " replaces with its stages list: set augment's options there"));
+    }
+    if (absl::Status s = ApplySpecValue(name, parsed.given.at(name), o); !s.ok()) return s;
+  }
+  if (o->data.empty()) {
+    return absl::InvalidArgumentError(
+        "--data is required (an ImageFolder directory or list file), or data: in --spec");
+  }
+  return absl::OkStatus();
+}
+
+int Run(const CommandDef& command, const ParsedFlags& parsed, absl::Time process_start) {
   RunConfig c;
   c.process_start = process_start;
-  PipelineOptions& o = c.pipeline;
-  const std::string spec = absl::GetFlag(FLAGS_spec);
-  if (!spec.empty()) {
-    absl::StatusOr<PipelineOptions> loaded = LoadSpecFile(spec);
-    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
-    o = *std::move(loaded);
+  if (absl::Status s = PipelineFromFlags(parsed, &c.pipeline); !s.ok()) {
+    return Fail(std::string(s.message()));
   }
-  // Without a spec every flag applies (its default is PipelineOptions'); with one, only
-  // the flags given, each replacing the spec's value.
-  auto use = [&spec](const auto& flag) {
-    return spec.empty() || GivenOnCommandLine(absl::GetFlagReflectionHandle(flag));
-  };
-  auto take = [&use](const auto& flag, auto* field) {
-    if (use(flag)) *field = absl::GetFlag(flag);
-  };
-  take(FLAGS_data, &o.data);
-  if (o.data.empty()) {
-    return Fail("--data is required (an ImageFolder directory or list file), or data: in --spec");
-  }
-  take(FLAGS_batch_size, &o.batch_size);
-  take(FLAGS_num_workers, &o.num_workers);
-  take(FLAGS_prefetch_batches, &o.prefetch_batches);
-  take(FLAGS_epochs, &o.epochs);
-  take(FLAGS_seed, &o.seed);
-  take(FLAGS_shuffle, &o.shuffle);
-  take(FLAGS_drop_last, &o.drop_last);
-  take(FLAGS_rank, &o.rank);
-  take(FLAGS_world_size, &o.world_size);
-  if (!o.stages.empty()) {
-    // The spec lists its own stages: these flags would configure the replaced built-ins.
-    for (const absl::CommandLineFlag* f :
-         {&absl::GetFlagReflectionHandle(FLAGS_transform),
-          &absl::GetFlagReflectionHandle(FLAGS_image_size),
-          &absl::GetFlagReflectionHandle(FLAGS_layout)}) {
-      if (GivenOnCommandLine(*f)) {
-        return Fail(absl::StrCat("--", f->Name(), " configures the built-in stages, which ",
-                                 spec, " replaces with its stages list: set augment's "
-                                 "options there"));
-      }
+  const FlagReader flags(command, parsed);
+  if (parsed.Has("resume")) {
+    if (absl::Status s = ParseCursor(flags.Text("resume"), &c.pipeline.resume); !s.ok()) {
+      return Fail(std::string(s.message()));
     }
   }
-  take(FLAGS_transform, &o.transform);
-  take(FLAGS_image_size, &o.image_size);
-  take(FLAGS_layout, &o.layout);
-  take(FLAGS_in_order, &o.in_order);
-  if (use(FLAGS_on_error)) {
-    if (absl::Status s = ParseErrorPolicy(absl::GetFlag(FLAGS_on_error), &o.on_error); !s.ok()) {
-      return Fail(absl::StrCat("--on_error ", s.message()));
-    }
-  }
-  if (use(FLAGS_max_errors)) {
-    if (absl::Status s = ParseMaxErrors(absl::GetFlag(FLAGS_max_errors), &o); !s.ok()) {
-      return Fail(absl::StrCat("--max_errors ", s.message()));
-    }
-  }
-  if (use(FLAGS_device)) {
-    if (absl::Status s = ParseDevice(absl::GetFlag(FLAGS_device), &o.device); !s.ok()) {
-      return Fail(absl::StrCat("--device ", s.message()));
-    }
-  }
-  c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
-  c.summary_json = absl::GetFlag(FLAGS_summary_json);
-  c.keys_out = absl::GetFlag(FLAGS_keys_out);
-  c.trace_out = absl::GetFlag(FLAGS_trace_out);
-  if (!c.trace_out.empty()) {
-    const int64_t spans = absl::GetFlag(FLAGS_trace_spans);
-    if (spans <= 0) return Fail("--trace_spans must be > 0");
-    o.trace_spans = static_cast<size_t>(spans);
-  }
-  c.report_every_seconds = absl::GetFlag(FLAGS_report_every);
-  c.consumer_ms = absl::GetFlag(FLAGS_consumer_ms);
-  c.linger_seconds = absl::GetFlag(FLAGS_linger_seconds);
-  c.progress = absl::GetFlag(FLAGS_progress);
+  c.metrics_address = flags.Text("metrics_address");
+  c.summary_json = flags.Text("summary_json");
+  c.keys_out = flags.Text("keys_out");
+  c.samples_out = flags.Text("samples_out");
+  c.trace_out = flags.Text("trace_out");
+  int64_t spans = 0;
+  absl::Status s = flags.Int("trace_spans", 1, int64_t{1} << 32, &spans);
+  if (s.ok()) s = flags.Double("report_every", 0, &c.report_every_seconds);
+  if (s.ok()) s = flags.Double("consumer_ms", 0, &c.consumer_ms);
+  if (s.ok()) s = flags.Double("linger_seconds", 0, &c.linger_seconds);
+  if (s.ok()) s = flags.Bool("progress", &c.progress);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  if (!c.trace_out.empty()) c.pipeline.trace_spans = static_cast<size_t>(spans);
   return RunCommand(c);
 }
 
-int MakeDataset() {
+int MakeDataset(const CommandDef& command, const ParsedFlags& parsed) {
+  const FlagReader flags(command, parsed);
   SampleDatasetOptions o;
-  o.root = absl::GetFlag(FLAGS_out);
+  o.root = flags.Text("out");
   if (o.root.empty()) return Fail("make-dataset needs --out=DIR");
-  o.classes = absl::GetFlag(FLAGS_classes);
-  o.images_per_class = absl::GetFlag(FLAGS_images_per_class);
-  o.min_short_side = absl::GetFlag(FLAGS_min_short_side);
-  o.max_short_side = absl::GetFlag(FLAGS_max_short_side);
-  o.quality = absl::GetFlag(FLAGS_quality);
-  o.noise = absl::GetFlag(FLAGS_noise);
-  o.seed = absl::GetFlag(FLAGS_seed);
-  if (absl::Status s = GenerateSampleDataset(o); !s.ok()) return Fail(std::string(s.message()));
+  int64_t classes = 0, images = 0, min_side = 0, max_side = 0, quality = 0, seed = 0;
+  absl::Status s = flags.Int("classes", 1, 100000, &classes);
+  if (s.ok()) s = flags.Int("images_per_class", 1, 10000000, &images);
+  if (s.ok()) s = flags.Int("min_short_side", 8, 65000, &min_side);
+  if (s.ok()) s = flags.Int("max_short_side", min_side, 65000, &max_side);
+  if (s.ok()) s = flags.Int("quality", 1, 100, &quality);
+  if (s.ok()) s = flags.Int("seed", 0, std::numeric_limits<int64_t>::max(), &seed);
+  if (s.ok()) s = flags.Double("noise", 0, &o.noise);
+  if (s.ok()) s = flags.Bool("overwrite", &o.overwrite);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  o.classes = static_cast<int>(classes);
+  o.images_per_class = static_cast<int>(images);
+  o.min_short_side = static_cast<int>(min_side);
+  o.max_short_side = static_cast<int>(max_side);
+  o.quality = static_cast<int>(quality);
+  o.seed = static_cast<uint64_t>(seed);
+  if (absl::Status g = GenerateSampleDataset(o); !g.ok()) return Fail(std::string(g.message()));
   std::printf("dataset ready: %s (%d classes x %d JPEGs)\n", o.root.c_str(), o.classes,
               o.images_per_class);
   return 0;
+}
+
+// Stages prints stage types as a YAML list to copy into a spec, then the spec's own keys
+// (as comments, so the whole output stays valid YAML).
+int Stages() {
+  std::printf("%s\n# Pipeline keys of a spec, with their defaults (README.md, \"Writing a "
+              "spec\"):\n",
+              StageRegistry::Global().Help().c_str());
+  for (absl::string_view line : absl::StrSplit(SpecKeysHelp(), '\n', absl::SkipEmpty())) {
+    std::printf("#   %.*s\n", static_cast<int>(line.size()), line.data());
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv, absl::Time process_start) {
+  const std::vector<CommandDef> commands = Commands();
+  if (argc < 2) {
+    std::fprintf(stderr, "%s", cli::ProgramHelp(commands).c_str());
+    return 2;
+  }
+  const std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "-help" || first == "help") {
+    std::printf("%s", cli::ProgramHelp(commands).c_str());
+    return 0;
+  }
+  if (first == "--version" || first == "version") {
+    std::printf("flowloader %s\n", Version());
+    return 0;
+  }
+  const CommandDef* command = nullptr;
+  for (const CommandDef& c : commands) {
+    if (c.name == first) command = &c;
+  }
+  if (command == nullptr) {
+    return Fail(absl::StrCat("unknown command '", first,
+                             "' (run, make-dataset, stages; flowloader --help)"));
+  }
+  absl::StatusOr<ParsedFlags> parsed =
+      cli::ParseFlags(*command, commands, std::vector<std::string>(argv + 2, argv + argc));
+  if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
+  if (parsed->help) {
+    std::printf("%s", cli::CommandHelp(*command).c_str());
+    return 0;
+  }
+  if (command->name == "run") return Run(*command, *parsed, process_start);
+  if (command->name == "make-dataset") return MakeDataset(*command, *parsed);
+  return Stages();
 }
 
 }  // namespace
@@ -183,32 +294,5 @@ int MakeDataset() {
 
 int main(int argc, char** argv) {
   const absl::Time process_start = absl::Now();
-  absl::SetProgramUsageMessage(
-      "flowloader run --data=DIR_OR_LIST [flags]   run a pipeline and report\n"
-      "  flowloader run --spec=FILE.yaml [flags]     the same from a pipeline spec\n"
-      "  flowloader make-dataset --out=DIR           generate a sample JPEG dataset\n"
-      "  flowloader stages                           list stage types and options");
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
-  if (positional.size() != 2) {
-    std::fprintf(stderr, "flowloader: expected one command (run, make-dataset, stages); see --help\n");
-    return 2;
-  }
-  const std::string command = positional[1];
-  if (command == "run") return flowloader::Run(process_start);
-  if (command == "make-dataset") return flowloader::MakeDataset();
-  if (command == "stages") {
-    // Stage types as a YAML list to copy into a spec, then the spec's own keys (as
-    // comments, so the whole output stays valid YAML).
-    std::printf("%s\n# Pipeline keys of a spec, with their defaults (README.md, \"Writing a "
-                "spec\"):\n",
-                flowloader::StageRegistry::Global().Help().c_str());
-    for (absl::string_view line :
-         absl::StrSplit(flowloader::SpecKeysHelp(), '\n', absl::SkipEmpty())) {
-      std::printf("#   %.*s\n", static_cast<int>(line.size()), line.data());
-    }
-    return 0;
-  }
-  std::fprintf(stderr, "flowloader: unknown command '%s' (run, make-dataset, stages)\n",
-               command.c_str());
-  return 2;
+  return flowloader::Main(argc, argv, process_start);
 }

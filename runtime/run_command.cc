@@ -2,9 +2,12 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -78,6 +81,44 @@ RunFacts Facts(const RunConfig& config, double wall, int64_t epochs) {
   return f;
 }
 
+// CheckWritable refuses, before the run, an output path the run could not write at its
+// end: a directory, a file without write permission, or a missing parent directory.
+absl::Status CheckWritable(const std::string& flag, const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=", path, " is a directory; give a file path"));
+    }
+    if (::access(path.c_str(), W_OK) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=", path, " is not writable: ", std::strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", path, ": cannot create it in ",
+                                                   dir, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// NothingDelivered says why a run delivered no sample: each stage's failures by reason.
+std::string NothingDelivered(const RunSnapshot& snapshot) {
+  std::vector<std::string> causes;
+  for (const StageLoad& stage : snapshot.stages) {
+    for (const auto& [reason, count] : stage.errors) {
+      causes.push_back(absl::StrCat(count, " \u00d7 ", reason, " in ", stage.name));
+    }
+  }
+  if (causes.empty()) return "the run delivered no sample";
+  return absl::StrCat("the run delivered no sample: every sample failed: ",
+                      absl::StrJoin(causes, ", "));
+}
+
 bool WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -86,9 +127,43 @@ bool WriteFile(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+std::string EscapeKey(const std::string& key) {
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 int RunCommand(const RunConfig& config) {
   SignalWatcher::BlockInThisThread();
   const absl::Time start = absl::Now();
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string&>{"summary_json", config.summary_json},
+        {"keys_out", config.keys_out},
+        {"samples_out", config.samples_out},
+        {"trace_out", config.trace_out}}) {
+    if (absl::Status s = CheckWritable(flag, path); !s.ok()) {
+      std::fprintf(stderr, "flowloader: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
 
   absl::StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::Create(config.pipeline);
   if (!created.ok()) {
@@ -124,6 +199,17 @@ int RunCommand(const RunConfig& config) {
     }
   }
 
+  std::ofstream samples;
+  if (!config.samples_out.empty()) {
+    samples.open(config.samples_out, std::ios::trunc);
+    if (!samples) {
+      std::fprintf(stderr, "flowloader: cannot write --samples_out=%s\n",
+                   config.samples_out.c_str());
+      return 2;
+    }
+    samples << "epoch\tbatch\tkey\tlabel\n";
+  }
+
   SignalWatcher signals(pipeline.get());
   const bool tty = isatty(STDERR_FILENO);
   absl::Time last_progress = absl::Now();
@@ -143,11 +229,19 @@ int RunCommand(const RunConfig& config) {
       ++epochs_done;
       continue;
     }
-    if (first_batch_seconds < 0) {
+    if (first_batch_seconds < 0 && batch->size() > 0) {
       first_batch_seconds = absl::ToDoubleSeconds(absl::Now() - config.process_start);
     }
     if (keys.is_open()) {
-      for (const std::string& k : batch->keys) keys << k << '\n';
+      for (const std::string& k : batch->keys) keys << EscapeKey(k) << '\n';
+      keys.flush();
+    }
+    if (samples.is_open()) {
+      for (size_t i = 0; i < batch->keys.size(); ++i) {
+        samples << batch->epoch << '\t' << batch->index << '\t' << EscapeKey(batch->keys[i])
+                << '\t' << batch->labels[i] << '\n';
+      }
+      samples.flush();  // A killed run's file still holds every batch it delivered.
     }
     if (config.consumer_ms > 0) absl::SleepFor(absl::Milliseconds(config.consumer_ms));
     batch.reset();
@@ -181,10 +275,25 @@ int RunCommand(const RunConfig& config) {
   const Diagnosis diagnosis = Diagnose(snapshot);
   std::fprintf(stdout, "diagnosis: %s\n", diagnosis.advice.c_str());
   for (const std::string& note : diagnosis.notes) std::fprintf(stdout, "  %s\n", note.c_str());
-  std::fprintf(stdout, "%llu samples in %.2f s: %.0f images/s; first batch after %.3f s\n",
+  std::fprintf(stdout, "%llu samples in %.2f s: %.0f images/s; %s\n",
                static_cast<unsigned long long>(snapshot.samples), wall,
-               wall > 0 ? snapshot.samples / wall : 0.0, first_batch_seconds);
+               wall > 0 ? snapshot.samples / wall : 0.0,
+               first_batch_seconds < 0
+                   ? "no batch delivered"
+                   : absl::StrFormat("first batch after %.3f s", first_batch_seconds).c_str());
+  const Cursor checkpoint = pipeline->Checkpoint();
+  if (signo != 0) {
+    std::fprintf(stdout, "interrupted at checkpoint %lld:%lld: resume with --resume=%lld:%lld\n",
+                 static_cast<long long>(checkpoint.epoch), static_cast<long long>(checkpoint.batch),
+                 static_cast<long long>(checkpoint.epoch), static_cast<long long>(checkpoint.batch));
+  }
   std::fflush(stdout);
+  const bool keys_failed = keys.is_open() && (keys.close(), keys.fail());
+  const bool samples_failed = samples.is_open() && (samples.close(), samples.fail());
+  if (keys_failed || samples_failed) {
+    std::fprintf(stderr, "flowloader: writing --keys_out or --samples_out failed (disk full?)\n");
+    return 2;
+  }
 
   if (!config.summary_json.empty()) {
     std::string json = SummaryJson(snapshot);
@@ -193,6 +302,8 @@ int RunCommand(const RunConfig& config) {
     // seek indexes) can be told from the first.
     if (!json.empty() && json.back() == '}') {
       json.pop_back();
+      absl::StrAppend(&json, ", \"checkpoint\": {\"epoch\": ", checkpoint.epoch,
+                      ", \"batch\": ", checkpoint.batch, "}");
       absl::StrAppend(&json, ", \"first_batch_seconds\": ",
                       absl::StrFormat("%.6f", first_batch_seconds), ", \"epoch_end_seconds\": [",
                       absl::StrJoin(epoch_end_seconds, ", ",
@@ -220,6 +331,10 @@ int RunCommand(const RunConfig& config) {
   if (!status.ok()) {
     std::fprintf(stderr, "flowloader: %s\n", std::string(status.message()).c_str());
     return 1;
+  }
+  if (snapshot.samples == 0) {
+    std::fprintf(stderr, "flowloader: %s\n", NothingDelivered(snapshot).c_str());
+    return 3;
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "runtime/sample_dataset.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -100,6 +101,29 @@ Image SynthesizeImage(int width, int height, int class_index, double noise, uint
   return img;
 }
 
+namespace {
+
+// CheckEmptyOrMissing refuses a `root` that exists and holds any entry.
+absl::Status CheckEmptyOrMissing(const std::string& root) {
+  DIR* dir = ::opendir(root.c_str());
+  if (dir == nullptr) return absl::OkStatus();  // Missing (MakeDir reports other trouble).
+  std::string first;
+  int entries = 0;
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (entries++ == 0) first = name;
+  }
+  ::closedir(dir);
+  if (entries == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      root, " is not empty (", entries, " entries, e.g. '", first,
+      "') and holds no sample dataset made with these options: choose a new --out, or pass "
+      "--overwrite to write into it"));
+}
+
+}  // namespace
+
 absl::Status GenerateSampleDataset(const SampleDatasetOptions& o) {
   if (o.root.empty()) return absl::InvalidArgumentError("sample dataset root is empty");
   if (o.classes < 1 || o.images_per_class < 1) {
@@ -115,6 +139,9 @@ absl::Status GenerateSampleDataset(const SampleDatasetOptions& o) {
     std::stringstream existing;
     existing << in.rdbuf();
     if (in && existing.str() == stamp) return absl::OkStatus();
+  }
+  if (!o.overwrite) {
+    if (absl::Status s = CheckEmptyOrMissing(o.root); !s.ok()) return s;
   }
   if (absl::Status s = MakeDir(o.root); !s.ok()) return s;
   decode::JpegEncodeOptions jpeg;

@@ -33,10 +33,15 @@ struct SampleDatasetOptions {
   // Noise standard deviation in 8-bit levels: the main knob for file size. Default 7.
   double noise = 7.0;
   uint64_t seed = 0;
+  // Write into a `root` that already holds other files (same-named files are replaced,
+  // the rest stay). Default false: such a root is refused, so a typo in --out cannot
+  // scatter images into a directory that holds something else.
+  bool overwrite = false;
 };
 
 // GenerateSampleDataset writes the dataset. If `root` already holds a complete dataset
-// made with the same options (a stamp file records them), it returns at once.
+// made with the same options (a stamp file records them), it returns at once; if it
+// holds anything else, it refuses unless `overwrite`.
 absl::Status GenerateSampleDataset(const SampleDatasetOptions& options);
 
 // SynthesizeImage draws one photo-like RGB image of width × height (class-tinted).

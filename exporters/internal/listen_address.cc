@@ -111,6 +111,13 @@ absl::Status BindFailure(const ListenAddress& address, absl::string_view detail)
       return absl::InvalidArgumentError(
           absl::StrCat(where, "address not available (not an address of this machine)"));
     case 0:
+      // The socket binds, so the server itself refused: Debian's civetweb is built
+      // without IPv6 (its mg_check_feature(8) is 0) and fails on any [v6]:port.
+      if (address.ipv6) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, "the HTTP server this build links (civetweb) has no IPv6 support; use "
+                   "127.0.0.1:PORT, or 0.0.0.0:PORT for every interface"));
+      }
       return absl::UnavailableError(absl::StrCat(where, detail));
     default:
       return absl::UnavailableError(absl::StrCat(where, std::strerror(err)));

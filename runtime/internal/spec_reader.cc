@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "stages/core/bool_text.h"
 #include "yaml-cpp/depthguard.h"
 #include "yaml-cpp/eventhandler.h"
 
@@ -106,9 +107,16 @@ absl::Status SpecReader::Error(const YAML::Node& node, absl::string_view message
 }
 
 absl::Status SpecReader::ErrorAt(const YAML::Mark& mark, absl::string_view message) const {
+  if (mark.is_null() && file_.empty()) return absl::InvalidArgumentError(message);
   if (mark.is_null()) return absl::InvalidArgumentError(absl::StrCat(file_, ": ", message));
   return absl::InvalidArgumentError(
       absl::StrCat(file_, ":", mark.line + 1, ":", mark.column + 1, ": ", message));
+}
+
+std::string SpecReader::Location(const YAML::Node& node) const {
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null()) return file_;
+  return absl::StrCat(file_, ":", mark.line + 1, ":", mark.column + 1);
 }
 
 absl::StatusOr<std::vector<Field>> SpecReader::Fields(const YAML::Node& node,
@@ -185,20 +193,27 @@ absl::Status SpecReader::Choice(const Field& field, const std::vector<std::strin
 
 absl::Status SpecReader::Bool(const Field& field, bool* out) const {
   std::string text;
-  if (absl::Status s = Scalar(field, "true or false", &text); !s.ok()) return s;
-  if (text == "true" || text == "True" || text == "TRUE") {
-    *out = true;
-  } else if (text == "false" || text == "False" || text == "FALSE") {
-    *out = false;
-  } else {
+  if (absl::Status s = Plain(field, "true or false", &text); !s.ok()) return s;
+  if (!ParseBoolText(text, out)) {
     return ValueError(field, absl::StrCat("must be true or false, got ", Quote(text)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SpecReader::Plain(const Field& field, absl::string_view expected,
+                               std::string* out) const {
+  if (absl::Status s = Scalar(field, expected, out); !s.ok()) return s;
+  // yaml-cpp tags a quoted scalar "!": `batch_size: "32"` is a string, not a number.
+  if (field.value.Tag() == "!") {
+    return ValueError(field, absl::StrCat("must be ", expected, ", got the string ", Quote(*out),
+                                          " (remove the quotes)"));
   }
   return absl::OkStatus();
 }
 
 absl::Status SpecReader::Int64(const Field& field, int64_t min, int64_t max, int64_t* out) const {
   std::string text;
-  if (absl::Status s = Scalar(field, "an integer", &text); !s.ok()) return s;
+  if (absl::Status s = Plain(field, "an integer", &text); !s.ok()) return s;
   int64_t v = 0;
   bool below = false;
   bool above = false;
@@ -224,7 +239,7 @@ absl::Status SpecReader::Int64(const Field& field, int64_t min, int64_t max, int
 
 absl::Status SpecReader::Uint64(const Field& field, uint64_t* out) const {
   std::string text;
-  if (absl::Status s = Scalar(field, "an integer", &text); !s.ok()) return s;
+  if (absl::Status s = Plain(field, "an integer", &text); !s.ok()) return s;
   if (!IsDecimal(text)) {
     return ValueError(field, absl::StrCat("must be an integer, got ", Quote(text)));
   }

@@ -42,6 +42,9 @@ class SpecReader {
   // Error is `message` located at `node`; ErrorAt at a yaml-cpp mark (0-based).
   absl::Status Error(const YAML::Node& node, absl::string_view message) const;
   absl::Status ErrorAt(const YAML::Mark& mark, absl::string_view message) const;
+  // Location is the "FILE:LINE:COLUMN" of `node` (the file alone when it has no mark),
+  // for errors found after parsing (a stage item's StageSpec::where).
+  std::string Location(const YAML::Node& node) const;
 
   // Fields lists the entries of the mapping `node` in file order. `what` names the
   // mapping in messages ("pipeline", "shard"). Fails unless `node` is a mapping whose
@@ -67,10 +70,13 @@ class SpecReader {
   // Choice is a scalar equal to one of `choices`.
   absl::Status Choice(const Field& field, const std::vector<std::string>& choices,
                       std::string* out) const;
+  // Plain is Scalar for a typed value: a quoted scalar ("32") is refused as a string.
+  absl::Status Plain(const Field& field, absl::string_view expected, std::string* out) const;
   // Bool is true or false (also True/TRUE/False/FALSE, YAML 1.2's core schema); yes/no/on/
   // off are refused rather than guessed at.
   absl::Status Bool(const Field& field, bool* out) const;
-  // Int64 is a decimal integer in [min, max]; Uint64 one in [0, 2^64).
+  // Int64 is a decimal integer in [min, max]; Uint64 one in [0, 2^64). Both refuse a
+  // quoted scalar, as Bool does.
   absl::Status Int64(const Field& field, int64_t min, int64_t max, int64_t* out) const;
   absl::Status Uint64(const Field& field, uint64_t* out) const;
 

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# cli_usage_test.sh: the command line's habits (issue "a new user's first hour"): --help
+# and --version, per-subcommand flags, values refused before the run, exit code 3 for a
+# run that delivers nothing, --samples_out with escaped keys, and resuming an interrupted
+# run from the checkpoint it printed. README_FILE is README.md, whose flag list must name
+# every flag `run --help` lists (and no flag run does not have).
+set -euo pipefail
+FLOWLOADER="$1"
+README_FILE="$2"
+PY=/usr/bin/python3
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+DATA="$TMP/data"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect CODE TEXT ARGS...: exits CODE and prints TEXT (a grep pattern) on stderr as its
+# one error line (info and warning log lines aside).
+expect() {
+  local want_rc="$1" want="$2"; shift 2
+  set +e
+  "$FLOWLOADER" "$@" >"$TMP/o" 2>"$TMP/e"
+  local rc=$?
+  set -e
+  [ $rc -eq "$want_rc" ] || fail "'$*' exited $rc, want $want_rc: $(cat "$TMP/e")"
+  grep -q -- "$want" "$TMP/e" || fail "'$*': expected '$want' in: $(cat "$TMP/e")"
+  [ "$(grep -v '^flowloader: [IW] ' "$TMP/e" | grep -c .)" -eq 1 ] ||
+    fail "'$*' printed more than one error line: $(cat "$TMP/e")"
+}
+
+"$FLOWLOADER" make-dataset --out="$DATA" --classes=3 --images_per_class=12 \
+  --min_short_side=48 --max_short_side=64 >/dev/null
+# A file name with a tab and a backslash: keys must not split a line or a column.
+cp "$DATA/class_001/img_00000.jpg" "$DATA/class_001/odd"$'\t'"name\\x.jpg"
+
+# --help and --version exit 0 and say something real.
+"$FLOWLOADER" --help >"$TMP/help.txt" || fail "--help exited $?"
+grep -q "flowloader run" "$TMP/help.txt" && grep -q "make-dataset" "$TMP/help.txt" ||
+  fail "--help: $(cat "$TMP/help.txt")"
+"$FLOWLOADER" run --help >"$TMP/run_help.txt" || fail "run --help exited $?"
+grep -q -- "--batch_size=64 " "$TMP/run_help.txt" || fail "run --help lacks defaults"
+grep -q -- "--pin_memory=true" "$TMP/run_help.txt" && grep -q -- "--name=default" "$TMP/run_help.txt" ||
+  fail "run --help lacks the spec's keys: $(cat "$TMP/run_help.txt")"
+! grep -q -- "--images_per_class" "$TMP/run_help.txt" || fail "run --help lists make-dataset's flags"
+"$FLOWLOADER" make-dataset --help | grep -q -- "--overwrite=false" || fail "make-dataset --help"
+"$FLOWLOADER" --version >"$TMP/version.txt" || fail "--version exited $?"
+grep -Eq '^flowloader [0-9a-z.]+-g[0-9a-f]{7,}|^flowloader [A-Za-z0-9.]+' "$TMP/version.txt" &&
+  ! grep -q "unknown" "$TMP/version.txt" || fail "--version: $(cat "$TMP/version.txt")"
+
+# README's flag list is the same set as run --help's.
+"$PY" - "$TMP/run_help.txt" "$README_FILE" <<'PYEOF'
+import re, sys
+flags = set(re.findall(r"^  --([a-z_]+)=", open(sys.argv[1]).read(), re.M))
+readme = open(sys.argv[2]).read()
+section = readme[readme.index("## The command line"):readme.index("## Bad input")]
+documented = set(re.findall(r"--([a-z_]+)", section))
+missing = sorted(flags - documented)
+assert not missing, "README's command-line section does not name: %s" % missing
+make_dataset = {"out", "classes", "images_per_class", "overwrite", "help", "version", "spec"}
+stale = sorted(documented - flags - make_dataset)
+assert not stale, "README names flags run does not have: %s" % stale
+PYEOF
+
+# Refused before the run, exit 2, one line naming the flag.
+R=(run --data="$DATA" --metrics_address= --progress=false --image_size=32)
+expect 2 "^flowloader: --out is a flag of flowloader make-dataset, not of flowloader run$" "${R[@]}" --out=x
+expect 2 "unknown flag --batchsize for flowloader run (did you mean --batch_size?)" "${R[@]}" --batchsize=3
+expect 2 "^flowloader: --consumer_ms must be a number >= 0, got '-1'$" "${R[@]}" --consumer_ms=-1
+expect 2 "^flowloader: --report_every must be a number >= 0" "${R[@]}" --report_every=-1
+expect 2 "^flowloader: --linger_seconds must be a number >= 0" "${R[@]}" --linger_seconds=-5
+expect 2 "^flowloader: --trace_spans must be an integer in \[1," "${R[@]}" --trace_out="$TMP/t.json" --trace_spans=-3
+expect 2 "^flowloader: --shuffle must be true or false, got 'yes'$" "${R[@]}" --shuffle=yes
+expect 2 "^flowloader: --summary_json=$TMP/no/such/dir/s.json: cannot create it in" "${R[@]}" \
+  --summary_json="$TMP/no/such/dir/s.json"
+expect 2 "^flowloader: --trace_out=$TMP is a directory" "${R[@]}" --trace_out="$TMP"
+expect 2 "^flowloader: --resume must be EPOCH:BATCH" "${R[@]}" --resume=3
+expect 2 "cannot resume at epoch 1 batch 1: the run has 1 epochs" "${R[@]}" --batch_size=5 --resume=1:1
+expect 2 "no IPv6 support" "${R[@]}" --metrics_address='[::1]:0' --epochs=1
+expect 2 "is not empty .*pass --overwrite" make-dataset --out="$DATA" --classes=2
+"$FLOWLOADER" make-dataset --out="$DATA" --classes=3 --images_per_class=12 \
+  --min_short_side=48 --max_short_side=64 >/dev/null || fail "the same dataset again must be a no-op"
+# A quoted number and a yes are refused in a spec as on the command line, for pipeline
+# keys and stage options alike.
+printf 'data: data\nbatch_size: "32"\n' >"$TMP/quoted.yaml"
+expect 2 "quoted.yaml:2:13: batch_size must be an integer, got the string '32'" run --spec="$TMP/quoted.yaml"
+printf 'data: data\nstages:\n  - type: read\n  - type: decode\n    options: {fast_idct: yes}\n  - type: augment\n' \
+  >"$TMP/yes.yaml"
+expect 2 "yes.yaml:5:26: stage 'decode' option 'fast_idct' must be bool, got 'yes'" run --spec="$TMP/yes.yaml"
+
+# A run that delivers nothing exits 3 and says why.
+printf 'gone/a.jpg\t0\ngone/b.jpg\t1\ngone/c.jpg\t1\n' >"$TMP/gone.txt"
+expect 3 "^flowloader: the run delivered no sample: every sample failed: 3 × not_found in read$" \
+  run --data="$TMP/gone.txt" --metrics_address= --progress=false
+grep -q "no batch delivered" "$TMP/o" || fail "the report should say no batch came: $(cat "$TMP/o")"
+
+# --samples_out: a header, one line per sample, keys escaped; --keys_out the same keys.
+"$FLOWLOADER" "${R[@]}" --epochs=2 --batch_size=5 --seed=3 --samples_out="$TMP/full.tsv" \
+  --keys_out="$TMP/keys.txt" --summary_json="$TMP/full.json" >/dev/null 2>&1 || fail "full run"
+"$PY" - "$TMP/full.tsv" "$TMP/keys.txt" "$TMP/full.json" <<'PYEOF'
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+assert lines[0] == "epoch\tbatch\tkey\tlabel" and lines[-1] == "", lines[:2]
+rows = [l.split("\t") for l in lines[1:-1]]
+assert len(rows) == 74 and all(len(r) == 4 for r in rows), len(rows)   # 37 x 2 epochs
+odd = [r for r in rows if r[2].startswith("class_001/odd")]
+assert [r[2] for r in odd] == ["class_001/odd\\tname\\\\x.jpg"] * 2, odd
+assert all(r[3] == "1" for r in odd) and {r[0] for r in rows} == {"0", "1"}
+assert [int(r[1]) for r in rows if r[0] == "0"] == sorted(int(r[1]) for r in rows if r[0] == "0")
+keys = open(sys.argv[2]).read().split("\n")[:-1]
+assert keys == [r[2] for r in rows], "keys_out and samples_out disagree"
+assert json.load(open(sys.argv[3]))["checkpoint"] == {"epoch": 2, "batch": 0}
+PYEOF
+
+# SIGINT mid-run, then --resume at the printed checkpoint: together exactly the full run.
+"$FLOWLOADER" "${R[@]}" --epochs=2 --batch_size=5 --seed=3 --consumer_ms=100 \
+  --samples_out="$TMP/part1.tsv" --summary_json="$TMP/part1.json" >"$TMP/part1.out" 2>&1 &
+PID=$!
+# Signal once the first batch is written (each batch is flushed; at 100 ms a batch the
+# other 15 take 1.5 s, so the signal lands mid-run).
+for _ in $(seq 1 600); do
+  [ -f "$TMP/part1.tsv" ] && [ "$(wc -l <"$TMP/part1.tsv")" -gt 1 ] && break
+  kill -0 $PID 2>/dev/null || break
+  sleep 0.01
+done
+kill -INT $PID 2>/dev/null || true
+set +e; wait $PID; rc=$?; set -e
+[ $rc -eq 130 ] || fail "interrupted run exited $rc, want 130: $(cat "$TMP/part1.out")"
+CURSOR=$("$PY" -c "import json; c=json.load(open('$TMP/part1.json'))['checkpoint']; print('%d:%d' % (c['epoch'], c['batch']))")
+grep -q "interrupted at checkpoint $CURSOR: resume with --resume=$CURSOR" "$TMP/part1.out" ||
+  fail "no checkpoint line: $(cat "$TMP/part1.out")"
+"$FLOWLOADER" "${R[@]}" --epochs=2 --batch_size=5 --seed=3 --resume="$CURSOR" \
+  --samples_out="$TMP/part2.tsv" >/dev/null 2>&1 || fail "resumed run exited $?"
+"$PY" - "$TMP/full.tsv" "$TMP/part1.tsv" "$TMP/part2.tsv" <<'PYEOF'
+import sys
+full, one, two = (open(p).read().split("\n")[1:-1] for p in sys.argv[1:])
+assert one and two and one + two == full, (len(one), len(two), len(full))
+PYEOF
+
+echo "cli_usage_test: 1 passed, 0 failed"
