@@ -2,6 +2,7 @@
 // cumulativity, derived idle time, registration lifetime, naming conventions.
 #include <atomic>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/metric_type.h"
+#include "stages/core/sample_error.h"
 
 namespace flowloader {
 namespace {
@@ -26,7 +28,6 @@ namespace {
 using ::prometheus::ClientMetric;
 using ::prometheus::MetricFamily;
 using ::prometheus::MetricType;
-using ::testing::ElementsAre;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -174,26 +175,72 @@ TEST_F(PipelineCollectorTest, LatencyHistogramIsCumulativeAndEndsInInf) {
   EXPECT_NEAR(m->histogram.sample_sum, 20.00404, 1e-9);
 }
 
+// ErrorsByStage maps stage -> reason -> value of flowloader_stage_errors_total, and
+// fails the test on a (stage, reason) pair exported twice (it would fail the scrape).
+std::map<std::string, std::map<std::string, double>> ErrorsByStage(
+    const std::vector<MetricFamily>& families) {
+  std::map<std::string, std::map<std::string, double>> out;
+  const MetricFamily* f = FindFamily(families, "flowloader_stage_errors_total");
+  if (f == nullptr) return out;
+  for (const auto& m : f->metric) {
+    Labels l = LabelsOf(m);
+    EXPECT_EQ(l.size(), 3u);
+    EXPECT_TRUE(out[l["stage"]].emplace(l["reason"], m.counter.value).second)
+        << l["stage"] << " " << l["reason"] << " exported twice";
+  }
+  return out;
+}
+
 TEST_F(PipelineCollectorTest, ErrorsAreLabelledByReason) {
   ASSERT_TRUE(collector_.Register(stats_).ok());
   decode_->CountError("truncated");
   decode_->CountError("truncated");
   decode_->CountError("corrupt");
-  const auto families = collector_.Collect();
-  const MetricFamily* f = FindFamily(families, "flowloader_stage_errors_total");
-  ASSERT_NE(f, nullptr);
-  std::map<std::string, double> by_reason;
-  for (const auto& m : f->metric) {
-    Labels l = LabelsOf(m);
-    EXPECT_EQ(l["stage"], "decode");
-    by_reason[l["reason"]] = m.counter.value;
-  }
-  EXPECT_THAT(by_reason, ElementsAre(Pair("corrupt", 1), Pair("truncated", 2)));
+  auto errors = ErrorsByStage(collector_.Collect());
+  EXPECT_EQ(errors["decode"]["truncated"], 2);
+  EXPECT_EQ(errors["decode"]["corrupt"], 1);
+  EXPECT_EQ(errors["decode"].at("not_found"), 0);  // at(): absent fails, not 0.
+  EXPECT_EQ(errors["reader"].at("truncated"), 0);
 }
 
-TEST_F(PipelineCollectorTest, NoErrorsMeansNoErrorFamily) {
+// Label values known in advance are exported at 0 (Prometheus' instrumentation
+// guidance): a clean run's error panels read 0, not "No data".
+TEST_F(PipelineCollectorTest, EveryStageAndBuiltinReasonIsZeroBeforeAnyError) {
   ASSERT_TRUE(collector_.Register(stats_).ok());
-  EXPECT_EQ(FindFamily(collector_.Collect(), "flowloader_stage_errors_total"), nullptr);
+  auto errors = ErrorsByStage(collector_.Collect());
+  ASSERT_THAT(errors, ::testing::SizeIs(2));  // reader, decode.
+  for (const std::string stage : {"reader", "decode"}) {
+    ASSERT_EQ(errors[stage].size(), std::size(reason::kBuiltin)) << stage;
+    for (absl::string_view r : reason::kBuiltin) {
+      const auto it = errors[stage].find(std::string(r));
+      ASSERT_NE(it, errors[stage].end()) << stage << " " << r;
+      EXPECT_EQ(it->second, 0) << stage << " " << r;
+    }
+  }
+  // Spelled out too, so an emptied list cannot pass this test.
+  EXPECT_EQ(Counter("flowloader_stage_errors_total",
+                    {{"pipeline", "p"}, {"stage", "reader"}, {"reason", "not_found"}}),
+            0);
+  EXPECT_EQ(Counter("flowloader_stage_errors_total",
+                    {{"pipeline", "p"}, {"stage", "decode"}, {"reason", "truncated"}}),
+            0);
+}
+
+TEST_F(PipelineCollectorTest, RunTimeReasonJoinsWhenFirstCounted) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  EXPECT_EQ(ErrorsByStage(collector_.Collect())["decode"].count("bad_label"), 0u);
+  decode_->CountError("bad_label");  // A user stage's own reason.
+  auto errors = ErrorsByStage(collector_.Collect());
+  EXPECT_EQ(errors["decode"]["bad_label"], 1);
+  EXPECT_EQ(errors["decode"].size(), std::size(reason::kBuiltin) + 1);
+  EXPECT_EQ(errors["reader"].count("bad_label"), 0u);
+}
+
+// Every family of the catalogue has its series from the first scrape of a pipeline that
+// has processed nothing: none of them waits for a first event.
+TEST_F(PipelineCollectorTest, EveryFamilyHasSeriesBeforeAnyItem) {
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  EXPECT_EQ(collector_.Collect().size(), 25u);
 }
 
 TEST_F(PipelineCollectorTest, PipelineCountersAndGauges) {

@@ -9,8 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_type.h"
+#include "stages/core/sample_error.h"
 
 namespace flowloader {
 namespace exporters_internal {
@@ -155,6 +157,18 @@ void AddLatency(MetricFamily* f, std::vector<ClientMetric::Label> labels,
   f->metric.push_back(std::move(m));
 }
 
+// AddErrors exports every built-in reason, 0 until counted, as Prometheus' guidance asks
+// of label values known in advance: a clean run's error panels then read 0, not "no
+// data", and increase() sees the first error instead of a series that starts at 1.
+// Reasons only known at run time (a user stage's own) join when first counted.
+void AddErrors(const std::string& pipeline, const StageStats& s, MetricFamily* f) {
+  std::map<std::string, uint64_t> errors = s.Errors();
+  for (absl::string_view r : reason::kBuiltin) errors.emplace(r, 0);  // Keeps counts.
+  for (const auto& [r, n] : errors) {
+    AddCounter(f, {{"pipeline", pipeline}, {"stage", s.name()}, {"reason", r}}, n);
+  }
+}
+
 void AppendStages(const PipelineStats& stats, double uptime_seconds, MonotonicState* state,
                   std::vector<MetricFamily>* fams) {
   auto& f = *fams;
@@ -179,10 +193,7 @@ void AppendStages(const PipelineStats& stats, double uptime_seconds, MonotonicSt
     AddCounter(&f[kStageBlocked], labels, blocked);
     AddGauge(&f[kStageInFlight], labels, s.in_flight.load(std::memory_order_relaxed));
     AddGauge(&f[kStageConcurrency], labels, s.concurrency());
-    for (const auto& [reason, n] : s.Errors()) {
-      AddCounter(&f[kStageErrors],
-                 {{"pipeline", pipeline}, {"stage", s.name()}, {"reason", reason}}, n);
-    }
+    AddErrors(pipeline, s, &f[kStageErrors]);
     AddLatency(&f[kStageLatency], labels, s.latency.Read());
   }
 }

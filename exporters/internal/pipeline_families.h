@@ -36,8 +36,8 @@ std::vector<prometheus::MetricFamily> NewFamilies();
 void AppendPipeline(const PipelineStats& stats, absl::Time now, MonotonicState* state,
                     std::vector<prometheus::MetricFamily>* families);
 
-// DropEmptyFamilies removes families without series (no pipeline had errors, say), so
-// the exposition carries no HELP lines for nothing.
+// DropEmptyFamilies removes families without series (no pipeline registered, or none
+// with edges for the queue families), so the exposition carries no HELP lines for nothing.
 void DropEmptyFamilies(std::vector<prometheus::MetricFamily>* families);
 
 // SanitizeLabelName maps a build_info key onto the label-name alphabet

@@ -9,7 +9,9 @@ PromQL expression of the shipped dashboard and rules.
   3. polls /-/ready, then /api/v1/query until every expression returns a non-empty vector
      whose series carry the labels their consumer reads (legend, annotation, by-clause),
      with pipeline = --pipeline for dashboard queries; alerts listed in --expect_alert must
-     return the given label values; all rules must evaluate with health "ok";
+     return the given label values; all rules must evaluate with health "ok"; panels named
+     in --expect_zero, evaluated for a pipeline that never failed, must return series that
+     are all 0 (a clean run shows 0, not "No data");
   4. kills both processes. Everything is bounded by --timeout seconds (default 60).
 
 The stats source is replaceable: any binary taking --address, --port_file and
@@ -42,6 +44,9 @@ def parse_args():
     p.add_argument("--expect_alert", action="append", default=[],
                    help="NAME or NAME:label=value,label=value; the alert expression must "
                         "return a series with those labels")
+    p.add_argument("--expect_zero", action="append", default=[],
+                   help="PIPELINE:TITLE_PREFIX; the panels whose title starts with "
+                        "TITLE_PREFIX, for $pipeline = PIPELINE, must return only zeros")
     p.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
     p.add_argument("--timeout", type=float, default=60)
     return p.parse_args()
@@ -121,6 +126,31 @@ def check(e, response, pipeline, expected_alerts):
     return None
 
 
+def zero_queries(exprs, specs, variables):
+    """{source: query} for each panel that --expect_zero names, with its pipeline."""
+    out = {}
+    for spec in specs:
+        pipeline, _, prefix = spec.partition(":")
+        panels = [e for e in exprs if e.kind == "panel" and e.name.startswith(prefix)]
+        if not panels:
+            raise AssertionError(f"--expect_zero={spec}: no panel title starts with {prefix!r}")
+        for e in panels:
+            query = promql_exprs.substitute(e.expr, dict(variables, pipeline=pipeline))
+            out[f"{e.source} at 0 for {pipeline}"] = query
+    return out
+
+
+def check_zero(response):
+    """Returns None when `response` is a non-empty vector of zeros, else why not."""
+    if response.get("status") != "success":
+        return f"query failed: {response.get('error')}"
+    result = response["data"]["result"]
+    if not result:
+        return "empty result (the dashboard would show No data)"
+    nonzero = [r for r in result if float(r["value"][1]) != 0]
+    return f"non-zero series {nonzero}" if nonzero else None
+
+
 def main():
     args = parse_args()
     start = time.monotonic()
@@ -178,12 +208,17 @@ scrape_configs:
                  lambda: p.query('up{job="flowloader"} == 1')["data"]["result"])
         print(f"first sample after {time.monotonic() - start:.1f} s")
 
-        pending = {e.source: e for e in exprs}
+        # source -> (query, checker of its response)
+        pending = {e.source: (promql_exprs.substitute(e.expr, variables),
+                              lambda r, e=e: check(e, r, args.pipeline, expected_alerts))
+                   for e in exprs}
+        zeros = zero_queries(exprs, args.expect_zero, variables)
+        pending.update((source, (query, check_zero)) for source, query in zeros.items())
+        total = len(pending)
         why = {}
         while pending and time.monotonic() < deadline:
-            for source, e in list(pending.items()):
-                problem = check(e, p.query(promql_exprs.substitute(e.expr, variables)),
-                                args.pipeline, expected_alerts)
+            for source, (query, checker) in list(pending.items()):
+                problem = checker(p.query(query))
                 if problem is None:
                     print(f"ok  {source} ({time.monotonic() - start:.1f} s)")
                     del pending[source]
@@ -193,9 +228,9 @@ scrape_configs:
                 ensure_running(server, "the stats source")
                 time.sleep(0.5)
         if pending:
-            for source in pending:
-                print(f"FAIL {source}: {why[source]}\n     {pending[source].expr}")
-            raise AssertionError(f"{len(pending)} of {len(exprs)} expressions never passed")
+            for source, (query, _) in pending.items():
+                print(f"FAIL {source}: {why[source]}\n     {query}")
+            raise AssertionError(f"{len(pending)} of {total} expressions never passed")
 
         # Every rule evaluates cleanly in Prometheus' own rule manager too.
         unhealthy = []
@@ -216,7 +251,8 @@ scrape_configs:
 
         wait_for(f"alerts {sorted(expected_alerts)} to be pending or firing (active: {active})",
                  deadline, alerts_active)
-        print(f"PASS: {len(exprs)} expressions, alerts active: {sorted(active)}, "
+        print(f"PASS: {len(exprs)} expressions, {len(zeros)} at 0 on a clean pipeline, "
+              f"alerts active: {sorted(active)}, "
               f"{time.monotonic() - start:.1f} s")
     except Exception:
         if os.path.exists(prom_log_path):

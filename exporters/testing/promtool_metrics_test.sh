@@ -29,6 +29,12 @@ for family in \
 done
 inf_bucket='flowloader_stage_latency_seconds_bucket{pipeline="train",stage="decode",le="+Inf"}'
 grep -qF "${inf_bucket} " "$out"
+# "stuck" never failed an item: its built-in reasons are there at 0 (not absent).
+zero_errors='flowloader_stage_errors_total{pipeline="stuck",stage="decode",reason="truncated"} 0'
+if ! grep -qxF "${zero_errors}" "$out"; then
+  echo "FAIL: no ${zero_errors} in the scrape" >&2
+  exit 1
+fi
 
 echo "promtool check metrics on $(wc -l < "$out") lines:"
 if ! "$promtool" check metrics < "$out"; then

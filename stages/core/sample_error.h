@@ -29,6 +29,15 @@ inline constexpr absl::string_view kCorrupt = "corrupt";
 inline constexpr absl::string_view kTooManyPixels = "too_many_pixels";
 inline constexpr absl::string_view kUnsupported = "unsupported";
 inline constexpr absl::string_view kStageError = "stage_error";
+inline constexpr absl::string_view kCudaError = "cuda_error";  // Upload to the device failed.
+
+// kBuiltin is every reason above, the known set: exporters publish each one at 0 for every
+// stage from the first scrape, so a clean run's error panels read 0 instead of "no data"
+// and increase() sees the first error. Add a new reason here as well as above.
+inline constexpr absl::string_view kBuiltin[] = {
+    kEmptyFile, kReadError, kNotFound,      kPermissionDenied, kNotAFile,   kUnknownFormat,
+    kTruncated, kCorrupt,   kTooManyPixels, kUnsupported,      kStageError, kCudaError,
+};
 }  // namespace reason
 
 // SampleError builds a Status with `code`, `message` and the reason tag attached.
