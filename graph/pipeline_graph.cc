@@ -562,7 +562,7 @@ BatchToken* PipelineGraph::Impl::Upload(BatchToken* token) {
     st.latency.Observe(dt);
     Trace(upload_stats_, t0, dt, token->sequence);
     if (!status.ok()) {
-      st.CountError("cuda_error");
+      st.CountError(reason::kCudaError);
       Fail(WithContext(status, "upload to the device"));
     } else {
       st.bytes.fetch_add(bytes, std::memory_order_relaxed);
