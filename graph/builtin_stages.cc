@@ -142,7 +142,9 @@ StageSchema ReadSchema() {
       {{"max_retries", OptionType::kInt, "3", "retries of a transient read error (EIO)"},
        {"backoff_ms", OptionType::kFloat, "2", "wait before the first retry, doubled each time"},
        {"max_file_bytes", OptionType::kInt, "1073741824", "larger files are skipped unread"}},
-      0};
+      0,
+      {{kPathField, FieldKind::kMetadata}},
+      {{kBytesField, FieldKind::kBytes}}};
 }
 
 StageSchema DecodeSchema() {
@@ -167,7 +169,10 @@ StageSchema DecodeSchema() {
        {"seek_index_mb", OptionType::kInt, "256",
         "memory for per-file seek indexes, so later epochs start decoding near the crop "
         "(about 2.4 KB per ImageNet-sized file); 0 = off"}},
-      0};
+      0,
+      {{kBytesField, FieldKind::kBytes}},
+      {{kImageField, FieldKind::kImage}},
+      {kBytesField}};
 }
 
 StageSchema AugmentSchema() {
@@ -190,7 +195,10 @@ StageSchema AugmentSchema() {
        {"layout", OptionType::kString, "float_chw",
         "float_chw (normalized float32 [3,H,W]) or uint8_hwc (raw [H,W,3])",
         {"float_chw", "uint8_hwc"}}},
-      0};
+      0,
+      {{kImageField, FieldKind::kImage}},
+      {{kOutputField, FieldKind::kTensor}},
+      {kImageField}};
 }
 
 }  // namespace

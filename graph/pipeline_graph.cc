@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "graph/internal/parallelism.h"
+#include "graph/internal/stage_plan.h"
 #include "graph/internal/token_pool.h"
 #include "stages/core/log.h"
 #include "stages/core/sample_error.h"
@@ -168,6 +169,11 @@ class PipelineGraph::Impl {
 
 absl::Status PipelineGraph::Impl::CreateStages(StageEnv& env) {
   if (options_.stages.empty()) return absl::InvalidArgumentError("the pipeline has no stages");
+  // The list's fields first: a list that cannot make a batch is refused before any factory.
+  if (absl::Status s = graph_internal::CheckStagePlan(options_.stages, StageRegistry::Global());
+      !s.ok()) {
+    return s;
+  }
   std::vector<StageRunner> runners(options_.stages.size());
   // Last first: a stage can offer services (the crop planner) to the stages before it.
   for (size_t i = options_.stages.size(); i-- > 0;) {

@@ -48,6 +48,9 @@ struct StageSpec {
   std::string name;
   std::map<std::string, std::string> args;
   int concurrency = 0;
+  // Where the stage was written ("spec.yaml:12:5"), prefixed to errors about it; empty
+  // for a stage built in code.
+  std::string where;
 };
 
 enum class ErrorPolicy {

@@ -83,6 +83,71 @@ std::string YamlScalar(const std::string& text) {
   return quoted + "\"";
 }
 
+// CheckFields refuses a declared field that SampleContext does not hold, under the kind it
+// has there, and a freed field the stage does not read.
+absl::Status CheckFields(const StageSchema& schema) {
+  std::vector<const FieldSchema*> declared;
+  for (const FieldSchema& f : schema.inputs) declared.push_back(&f);
+  for (const FieldSchema& f : schema.outputs) declared.push_back(&f);
+  for (const FieldSchema* f : declared) {
+    const FieldSchema* known = nullptr;
+    std::vector<std::string> names;
+    for (const FieldSchema& k : SampleFields()) {
+      if (k.name == f->name) known = &k;
+      names.push_back(k.name);
+    }
+    if (known == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", schema.type, "' declares field '", f->name,
+          "', which a sample does not have (fields: ", absl::StrJoin(names, ", "), ")"));
+    }
+    if (known->kind != f->kind) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", schema.type, "' declares field '", f->name, "' as ",
+          FieldKindName(f->kind), ", but it holds ", FieldKindName(known->kind)));
+    }
+  }
+  for (const std::string& freed : schema.frees) {
+    bool read = false;
+    for (const FieldSchema& f : schema.inputs) read = read || f.name == freed;
+    if (!read) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", schema.type, "' frees '", freed, "', which is not among its inputs"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// FieldList is "bytes (bytes), output (tensor)" for Help's comments.
+std::string FieldList(const std::vector<FieldSchema>& fields) {
+  std::vector<std::string> parts;
+  for (const FieldSchema& f : fields) {
+    parts.push_back(absl::StrCat(f.name, " (", FieldKindName(f.kind), ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+// FieldsComment is Help's line on what a stage type reads and writes.
+std::string FieldsComment(const StageSchema& schema) {
+  if (schema.inputs.empty() && schema.outputs.empty()) {
+    return "  # fields: none declared (may sit anywhere in the list)\n";
+  }
+  std::string line = absl::StrCat("  # reads: ", schema.inputs.empty() ? "-" : FieldList(schema.inputs),
+                                  "; writes: ",
+                                  schema.outputs.empty() ? "-" : FieldList(schema.outputs));
+  if (!schema.frees.empty()) absl::StrAppend(&line, "; frees: ", absl::StrJoin(schema.frees, ", "));
+  return line + "\n";
+}
+
+// PipelineRank orders Help's list: the built-ins as a pipeline runs them, then the rest.
+int PipelineRank(const std::string& type) {
+  static const char* const kBuiltinOrder[] = {"read", "decode", "augment"};
+  for (int i = 0; i < 3; ++i) {
+    if (type == kBuiltinOrder[i]) return i;
+  }
+  return 3;
+}
+
 // FunctionStage adapts a plain function to SampleStage.
 class FunctionStage : public SampleStage {
  public:
@@ -94,6 +159,34 @@ class FunctionStage : public SampleStage {
 };
 
 }  // namespace
+
+const std::vector<FieldSchema>& SampleFields() {
+  static const std::vector<FieldSchema>* fields = new std::vector<FieldSchema>{
+      {kKeyField, FieldKind::kMetadata}, {kPathField, FieldKind::kMetadata},
+      {kLabelField, FieldKind::kLabel},  {kBytesField, FieldKind::kBytes},
+      {kImageField, FieldKind::kImage},  {kOutputField, FieldKind::kTensor}};
+  return *fields;
+}
+
+bool IsSourceField(const std::string& name) {
+  return name == kKeyField || name == kPathField || name == kLabelField;
+}
+
+const char* FieldKindName(FieldKind kind) {
+  switch (kind) {
+    case FieldKind::kBytes:
+      return "bytes";
+    case FieldKind::kImage:
+      return "image";
+    case FieldKind::kTensor:
+      return "tensor";
+    case FieldKind::kLabel:
+      return "label";
+    case FieldKind::kMetadata:
+      return "metadata";
+  }
+  return "?";
+}
 
 absl::StatusOr<StageArgs> StageArgs::Parse(const StageSchema& schema,
                                            const std::map<std::string, std::string>& given) {
@@ -168,6 +261,7 @@ absl::Status StageRegistry::Register(StageSchema schema, StageFactory factory) {
                                                      o.default_value, "'"));
     }
   }
+  if (absl::Status s = CheckFields(schema); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.count(schema.type) > 0) {
     return absl::AlreadyExistsError(
@@ -181,10 +275,20 @@ absl::Status StageRegistry::Register(StageSchema schema, StageFactory factory) {
 absl::Status StageRegistry::RegisterFunction(const std::string& type, const std::string& doc,
                                              std::function<absl::Status(SampleContext&)> fn,
                                              int concurrency) {
+  FunctionStageOptions options;
+  options.concurrency = concurrency;
+  return RegisterFunction(type, doc, std::move(fn), std::move(options));
+}
+
+absl::Status StageRegistry::RegisterFunction(const std::string& type, const std::string& doc,
+                                             std::function<absl::Status(SampleContext&)> fn,
+                                             FunctionStageOptions options) {
   StageSchema schema;
   schema.type = type;
   schema.doc = doc;
-  schema.default_concurrency = concurrency;
+  schema.default_concurrency = options.concurrency;
+  schema.inputs = std::move(options.inputs);
+  schema.outputs = std::move(options.outputs);
   return Register(std::move(schema),
                   [fn = std::move(fn)](const StageArgs&, StageEnv&)
                       -> absl::StatusOr<std::unique_ptr<SampleStage>> {
@@ -235,10 +339,20 @@ std::string StageRegistry::Help() const {
       "# each with every option at its default. An item is {type, name, concurrency,\n"
       "# options}: name (the `stage` label in metrics) defaults to the type, concurrency 0\n"
       "# means the type's default, and options left out keep the default shown. Stages run\n"
-      "# in list order (the built-ins: read, decode, augment).\n";
-  for (const auto& [name, entry] : entries_) {
-    const StageSchema& schema = entry.schema;
-    absl::StrAppend(&out, "- type: ", name, "\n  # ", schema.doc, "\n");
+      "# in list order, so this list is in pipeline order: the built-ins (read, decode,\n"
+      "# augment) as they run, then other types alphabetically (move each to where what it\n"
+      "# reads is written). Each stage reads fields an earlier one writes; a field has one\n"
+      "# writer, and one stage must write the batch output (`output`).\n";
+  std::vector<const Entry*> ordered;
+  for (const auto& [name, entry] : entries_) ordered.push_back(&entry);
+  // Stable: the map's alphabetical order stays within a rank.
+  std::stable_sort(ordered.begin(), ordered.end(), [](const Entry* a, const Entry* b) {
+    return PipelineRank(a->schema.type) < PipelineRank(b->schema.type);
+  });
+  for (const Entry* entry : ordered) {
+    const StageSchema& schema = entry->schema;
+    absl::StrAppend(&out, "- type: ", schema.type, "\n  # ", schema.doc, "\n",
+                    FieldsComment(schema));
     absl::StrAppend(&out, "  concurrency: ", schema.default_concurrency, "  # ",
                     schema.default_concurrency == 0 ? "0 = num_workers"
                                                     : "fixed parallel bodies",

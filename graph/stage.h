@@ -91,13 +91,58 @@ struct OptionSchema {
   std::vector<std::string> choices;
 };
 
-// StageSchema declares a stage type: its name, what it does, and its options.
+// FieldKind is what a per-sample field holds.
+enum class FieldKind {
+  kBytes,     // A file's bytes (SampleContext::bytes).
+  kImage,     // Decoded pixels (SampleContext::decoded).
+  kTensor,    // The sample's row of the batch output (SampleContext::output).
+  kLabel,     // The class index (SampleContext::source->label).
+  kMetadata,  // Identity: the key and the full path.
+};
+
+// FieldSchema names one per-sample field a stage reads or writes: a declared port. Today a
+// field is one of SampleContext's members, by these names and kinds (SampleFields()):
+//   key, path (metadata) and label (label): set by the source before the first stage;
+//   bytes (bytes): read writes it; image (image): decode writes it;
+//   output (tensor): the batch output, one per pipeline; augment writes it.
+struct FieldSchema {
+  std::string name;
+  FieldKind kind = FieldKind::kMetadata;
+};
+
+inline constexpr char kKeyField[] = "key";
+inline constexpr char kPathField[] = "path";
+inline constexpr char kLabelField[] = "label";
+inline constexpr char kBytesField[] = "bytes";
+inline constexpr char kImageField[] = "image";
+inline constexpr char kOutputField[] = "output";
+
+// SampleFields lists every field a stage may declare, with its kind, in flow order.
+const std::vector<FieldSchema>& SampleFields();
+// IsSourceField reports whether the source sets `name` before the first stage.
+bool IsSourceField(const std::string& name);
+// FieldKindName is "bytes", "image", "tensor", "label" or "metadata".
+const char* FieldKindName(FieldKind kind);
+
+// StageSchema declares a stage type: its name, what it does, its options, and the fields it
+// reads and writes (checked when a pipeline is created: graph/internal/stage_plan.h).
 struct StageSchema {
   std::string type;
   std::string doc;
   std::vector<OptionSchema> options;
   // Parallel bodies: 0 means num_workers (CPU-heavy work), otherwise a fixed number.
   int default_concurrency = 0;
+  // The fields the stage reads (each needs an earlier writer) and writes (each field has
+  // one writer). A field in both lists is modified in place: it needs an earlier writer
+  // and is not a second one. A stage declaring neither touches no field the graph checks
+  // and may sit anywhere in the list. A stage that writes the batch output declares
+  // `output` here and sets StageEnv::output in its factory. Register refuses a field that
+  // is not one of SampleFields() with its kind.
+  std::vector<FieldSchema> inputs;
+  std::vector<FieldSchema> outputs;
+  // Inputs whose buffers the stage frees once done (the built-ins recycle buffers: decode
+  // frees bytes, augment the image), so no later stage may read them.
+  std::vector<std::string> frees;
 };
 
 // StageArgs are one stage instance's option values, validated against its schema.
@@ -134,7 +179,8 @@ struct StageEnv {
   const Dataset* dataset = nullptr;
   Env* env = nullptr;  // File system.
   int num_workers = 1;
-  // Set by a stage that writes the batch slot (augment); required by the graph.
+  // Set by the stage that writes the batch slot (augment, or a user stage declaring
+  // `output` among its outputs); required by the graph.
   OutputSpec output;
   bool output_declared = false;
   // Set by augment: plans each sample's crop from its header, before decoding.
@@ -143,6 +189,14 @@ struct StageEnv {
 
 using StageFactory =
     std::function<absl::StatusOr<std::unique_ptr<SampleStage>>(const StageArgs&, StageEnv&)>;
+
+// FunctionStageOptions are a function stage's concurrency and declared fields (see
+// StageSchema).
+struct FunctionStageOptions {
+  int concurrency = 0;
+  std::vector<FieldSchema> inputs;
+  std::vector<FieldSchema> outputs;
+};
 
 // StageRegistry maps stage type names to schemas and factories.
 class StageRegistry {
@@ -154,10 +208,16 @@ class StageRegistry {
   // not parse.
   absl::Status Register(StageSchema schema, StageFactory factory);
 
-  // RegisterFunction adds an option-less stage type running `fn` on every sample.
+  // RegisterFunction adds an option-less stage type running `fn` on every sample. It
+  // declares no fields, so it may sit anywhere in a stage list; the overload taking
+  // FunctionStageOptions declares what it reads and writes (e.g. `output` as both, for a
+  // stage after augment that modifies the batch output in place).
   absl::Status RegisterFunction(const std::string& type, const std::string& doc,
                                 std::function<absl::Status(SampleContext&)> fn,
                                 int concurrency = 0);
+  absl::Status RegisterFunction(const std::string& type, const std::string& doc,
+                                std::function<absl::Status(SampleContext&)> fn,
+                                FunctionStageOptions options);
 
   // Find returns the schema of `type`, or NotFound listing the known types.
   absl::StatusOr<StageSchema> Find(const std::string& type) const;
@@ -169,8 +229,10 @@ class StageRegistry {
 
   // Types lists every registered type, sorted.
   std::vector<std::string> Types() const;
-  // Help describes every stage type and its options (for the CLI and the spec docs) as a
-  // YAML `stages:` list with every option at its default, so it can be pasted into a spec.
+  // Help describes every stage type, its options and its fields (for the CLI and the spec
+  // docs) as a YAML `stages:` list with every option at its default, so it can be pasted
+  // into a spec. The list is in pipeline order, built-ins first (read, decode, augment),
+  // then user types alphabetically: with the built-ins only, pasted as is, it runs.
   std::string Help() const;
 
  private:

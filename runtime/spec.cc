@@ -184,6 +184,7 @@ absl::Status ParseStages(const SpecReader& r, const Field& stages, PipelineOptio
                      absl::StrCat("two stages are named ", Quote(name), " (the first at line ",
                                   it->second, "): give one a distinct name"));
     }
+    spec.where = r.Location(item);  // For the stage list's check in Pipeline::Create.
     specs.push_back(std::move(spec));
   }
   o->stages = std::move(specs);

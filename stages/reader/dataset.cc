@@ -133,7 +133,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
         !absl::SimpleAtoi(line.substr(tab + 1), &label) || label < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", line_number,
-                       ": expected `relative/path<TAB>label` with a label >= 0, got \"",
+                       ": expected `path<TAB>label` with a label >= 0, got \"",
                        line.substr(0, 200), "\""));
     }
     dataset->samples_.push_back(SampleSource{std::string(line.substr(0, tab)), label});
@@ -142,6 +142,13 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
     return absl::InvalidArgumentError(absl::StrCat(path, ": the list file has no samples"));
   }
   return dataset;
+}
+
+std::string Dataset::FullPath(int64_t i) const {
+  const std::string& key = samples_[static_cast<size_t>(i)].key;
+  // A list file may name files anywhere; joining "/data" to "/data/a.jpg" would not exist.
+  if (absl::StartsWith(key, "/")) return key;
+  return root_ + "/" + key;
 }
 
 }  // namespace flowloader

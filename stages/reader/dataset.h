@@ -6,9 +6,11 @@
 //    every file below a class directory (recursively, links followed) whose extension is an
 //    image extension (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp, any case) is a
 //    sample, ordered by (directory, file name).
-//  * A list file: one `relative/path<TAB>label` per line, paths relative to the list
-//    file's directory; blank lines and lines starting with '#' are ignored.
-// A sample's key is its path relative to the root; that is what logs and --keys_out name.
+//  * A list file: one `path<TAB>label` per line, a relative path relative to the list
+//    file's directory, an absolute one used as is; blank lines and lines starting with '#'
+//    are ignored.
+// A sample's key is its path relative to the root (for a list file: the path as written);
+// that is what logs and --keys_out name.
 //
 // Thread-safety: immutable after Open; safe to read from any thread.
 #ifndef FLOWLOADER_STAGES_READER_DATASET_H_
@@ -25,7 +27,7 @@
 namespace flowloader {
 
 struct SampleSource {
-  std::string key;    // Path relative to the dataset root ("cat/001.jpg").
+  std::string key;    // Path relative to the dataset root ("cat/001.jpg"), or absolute.
   int64_t label = 0;  // Class index.
 };
 
@@ -48,8 +50,8 @@ class Dataset {
   const std::string& root() const { return root_; }
   // class_names are the ImageFolder class directories by label; empty for list files.
   const std::vector<std::string>& class_names() const { return class_names_; }
-  // FullPath joins root and a sample's key.
-  std::string FullPath(int64_t i) const { return root_ + "/" + samples_[i].key; }
+  // FullPath is a sample's file: root and its key joined, or the key itself when absolute.
+  std::string FullPath(int64_t i) const;
 
  private:
   Dataset() = default;

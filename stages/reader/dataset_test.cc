@@ -77,6 +77,20 @@ TEST_F(DatasetTest, ReadsListFileRelativeToItsDirectory) {
   EXPECT_EQ((*ds)->FullPath(1), root_ + "/b c/2 ü.jpg");
 }
 
+TEST_F(DatasetTest, ListFileAbsolutePathsAreUsedAsIsAndKeptAsKeys) {
+  // The list lives in one directory and names files in another, as a generated list does.
+  MakeDir("lists");
+  MakeDir("images");
+  const std::string absolute = root_ + "/images/a.jpg";
+  MakeFile("lists/list.tsv", absolute + "\t1\nlocal.jpg\t0\n");
+  absl::StatusOr<std::unique_ptr<Dataset>> ds = Dataset::Open({root_ + "/lists/list.tsv"});
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  ASSERT_EQ((*ds)->size(), 2);
+  EXPECT_EQ((*ds)->sample(0).key, absolute);
+  EXPECT_EQ((*ds)->FullPath(0), absolute);
+  EXPECT_EQ((*ds)->FullPath(1), root_ + "/lists/local.jpg");
+}
+
 TEST_F(DatasetTest, MalformedListLineIsNamedByLineNumber) {
   MakeFile("bad.tsv", "a.jpg\t1\nb.jpg 2\n");
   absl::StatusOr<std::unique_ptr<Dataset>> ds = Dataset::Open({root_ + "/bad.tsv"});
