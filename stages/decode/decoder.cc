@@ -103,7 +103,7 @@ absl::Status Decoder::Decode(absl::string_view bytes, const ImageInfo& info,
     case Format::kJpeg:
       return internal::DecodeJpeg(bytes, options_, request, seek_index_.get(), out);
     case Format::kPng:
-      return internal::DecodePng(bytes, options_, out);  // PNG has no partial decode.
+      return internal::DecodePng(bytes, options_, request, out);
     case Format::kUnknown:
       break;
   }

@@ -4,7 +4,9 @@
 // downstream crop needs and the size it will be resized to, a JPEG is decoded with DCT
 // scaling (scale_num/8, never below what the target size needs), horizontal cropping
 // (jpeg_crop_scanline) and skipped rows (jpeg_skip_scanlines), the way DALI's fused
-// decode-and-crop does. Everything else (PNG, or no request) is a full decode.
+// decode-and-crop does. A PNG is read row by row and only the region is kept, averaged
+// over power-of-two blocks where the target size allows (internal/png_codec.h). Without
+// a request, everything is decoded at full scale.
 // The scale is k/8 for k in {1, 2, 4, 8} only: libjpeg-turbo's other IDCT sizes are
 // plain C and decode about twice slower than k = 8 (measured; see jpeg_codec.cc).
 // Pixels inside the requested region are identical to a full decode at the same scale;
@@ -17,7 +19,9 @@
 // which then happen once at the resize's output size (internal/planar_ycc.h).
 //
 // Sizes are checked against max_pixels from the header alone, before any pixel buffer is
-// allocated, so a decompression bomb costs nothing.
+// allocated, so a decompression bomb costs nothing. Beyond that a decode's memory follows
+// its output, not its header: the region's decoded pixels (for a PNG with a target size,
+// under 2 × target per side), a few rows of the file's width and the codec's fixed state.
 //
 // Thread-safety: a Decoder is immutable after Create; its methods may be called from any
 // number of threads at once.
@@ -58,6 +62,11 @@ struct DecoderOptions {
   bool fancy_upsampling = true;
   // Allow DCT-domain downscaling of JPEGs when a RegionRequest permits it. Default true.
   bool dct_scaling = true;
+  // Its PNG counterpart: average a PNG region over 2^i x 2^j pixel blocks (each axis on
+  // its own), the largest that still leave the RegionRequest's target size, while the
+  // rows are read. It is what keeps a large crop of a large PNG from costing the crop's
+  // full-size pixels. Pixels are each block's rounded mean. Default true.
+  bool png_box_scaling = true;
   // Decode baseline JPEGs' Huffman data with flowloader's own entropy decoder
   // (internal/huffman_scan.h; the same coefficients as libjpeg-turbo's, faster) instead of
   // libjpeg-turbo's. Other JPEG kinds always use libjpeg-turbo's. Default true.
@@ -91,11 +100,13 @@ struct RegionRequest {
 
 // DecodedImage holds RGB pixels covering `covered`, a box of the original image (integer
 // pixel edges, containing the requested region) decoded at `scale_x` × `scale_y` decoded
-// pixels per original pixel (1 for a full-scale decode, k/8 under DCT scaling). Original
-// point (x, y) is decoded point ((x - covered.x) * scale_x, (y - covered.y) * scale_y).
-// image.width is ceil(covered.w * scale_x) (same for height): where `covered` ends at the
-// image edge, the last decoded column/row also spans JPEG edge padding. `covered` may
-// exceed the region by a few pixels (iMCU alignment, one spare column each side).
+// pixels per original pixel (1 for a full-scale decode, k/8 under DCT scaling, 1/2^i
+// for a PNG's block averaging). Original point (x, y) is decoded point
+// ((x - covered.x) * scale_x, (y - covered.y) * scale_y). image.width is
+// ceil(covered.w * scale_x) (same for height): where `covered` ends at the image edge,
+// the last decoded column/row also spans JPEG edge padding (for a PNG: averages the
+// pixels its block has). `covered` may exceed the region by a few pixels (iMCU or block
+// alignment, one spare column each side).
 //
 // format kRgb: `image` is 3 channels (RGB). format kYcc: `image` is the 1-channel Y
 // plane (the geometry above is its own), and `image.pixels` holds after it the Cb and

@@ -238,16 +238,7 @@ INSTANTIATE_TEST_SUITE_P(
                       PngCase{"interlaced_gray1", 1, 1, false, true}),
     [](const ::testing::TestParamInfo<PngCase>& p) { return p.param.name; });
 
-TEST(DecoderTest, PngIgnoresRegionRequestAndDecodesWhole) {
-  const Image src = PhotoLike(60, 40, 3);
-  RegionRequest request{RectF{10, 10, 20, 20}, 5, 5};
-  DecodedImage out;
-  ASSERT_TRUE(DecodeAll(*MakeDecoder(), Png(src), &out, &request).ok());
-  EXPECT_EQ(out.image.width, 60);
-  EXPECT_EQ(out.covered.w, 60);
-  EXPECT_EQ(out.scale_x, 1.0);
-  EXPECT_EQ(MaxAbsDiff(out.image.view(), src.view()), 0);
-}
+// PNG region decode: png_region_test.cc.
 
 // ---- Hostile and broken inputs ------------------------------------------------------
 
