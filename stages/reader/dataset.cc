@@ -136,6 +136,12 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
                        ": expected `path<TAB>label` with a label >= 0, got \"",
                        line.substr(0, 200), "\""));
     }
+    if (line.find('\t') != tab) {
+      // Two tabs are a third column or a tab in a path: either way not `path<TAB>label`.
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line_number, ": more than one tab (expected `path<TAB>label`, "
+                       "and a path cannot hold a tab), got \"", line.substr(0, 200), "\""));
+    }
     dataset->samples_.push_back(SampleSource{std::string(line.substr(0, tab)), label});
   }
   if (dataset->samples_.empty()) {

@@ -98,6 +98,14 @@ TEST_F(DatasetTest, MalformedListLineIsNamedByLineNumber) {
   EXPECT_NE(ds.status().message().find("bad.tsv:2"), std::string::npos) << ds.status();
 }
 
+TEST_F(DatasetTest, ListLineWithTwoTabsIsNamedByLineNumber) {
+  MakeFile("tabs.tsv", "a.jpg\t1\nb.jpg\t2\t7\n");
+  absl::StatusOr<std::unique_ptr<Dataset>> ds = Dataset::Open({root_ + "/tabs.tsv"});
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.status().message().find("tabs.tsv:2: more than one tab"), std::string::npos)
+      << ds.status();
+}
+
 TEST_F(DatasetTest, MissingOrEmptyDatasetsAreClearErrors) {
   EXPECT_EQ(Dataset::Open({root_ + "/missing"}).status().code(),
             absl::StatusCode::kNotFound);
