@@ -59,6 +59,7 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
   run.host_bytes_budget = stats.host_bytes_budget.load(std::memory_order_relaxed);
   run.pinned_bytes_in_flight = stats.pinned_bytes_in_flight.load(std::memory_order_relaxed);
   run.pinned_bytes_budget = stats.pinned_bytes_budget.load(std::memory_order_relaxed);
+  run.memory_plan = stats.memory_plan;
   for (const auto& s : stats.stages()) {
     StageLoad load;
     load.name = s->name();
@@ -89,6 +90,10 @@ std::string SummaryJson(const RunSnapshot& run) {
         ", \"utilization\": ", JsonFloat(Utilization(s, f.wall_seconds)),
         ", \"concurrency\": ", s.concurrency, ", \"errors\": ", StageErrors(s), "}"));
   }
+  std::vector<std::string> memory_plan;
+  for (const auto& [key, bytes] : run.memory_plan) {
+    memory_plan.push_back(absl::StrCat(JsonString(key), ": ", bytes));
+  }
   const Diagnosis d = Diagnose(run);
   return absl::StrCat(
       "{\"samples\": ", run.samples, ", \"batches\": ", run.batches, ", \"epochs\": ", f.epochs,
@@ -96,6 +101,7 @@ std::string SummaryJson(const RunSnapshot& run) {
       ", \"skipped\": ", run.skipped, ", \"errors\": {", absl::StrJoin(errors, ", "),
       "}, \"num_workers\": ", f.num_workers, ", \"batch_size\": ", f.batch_size,
       ", \"stages\": {", absl::StrJoin(stages, ", "),
+      "}, \"memory_plan\": {", absl::StrJoin(memory_plan, ", "),
       "}, \"consumer_wait_seconds\": ", JsonFloat(run.consumer_wait_seconds),
       ", \"bottleneck\": ", JsonString(d.bottleneck), ", \"diagnosis\": ", DiagnosisJson(d),
       "}");

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -72,6 +73,8 @@ struct RunSnapshot {
   int64_t host_bytes_budget = 0;  // 0 = no budget known.
   int64_t pinned_bytes_in_flight = 0;
   int64_t pinned_bytes_budget = 0;
+  // PipelineStats::memory_plan: the planned bytes by part; empty when none was made.
+  std::vector<std::pair<std::string, int64_t>> memory_plan;
   std::vector<StageLoad> stages;  // In pipeline order.
 };
 

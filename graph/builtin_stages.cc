@@ -135,6 +135,28 @@ absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
   return out;
 }
 
+// DeclareDecodeMemory adds what a decode stage keeps to the pipeline's memory plan: the
+// seek index cache at its budget, and per worker the decoded-pixel buffer each thread
+// keeps (ThreadSpare). A region decode at DCT scale k/8 comes out at most twice the
+// output's side (unless the crop is over 16 times larger), hence 2×2 output pixels × 3
+// bytes a worker. Without a crop planner (full decodes) the size depends on the images, so
+// nothing is counted; nor is the file-bytes spare, about one compressed file a worker.
+void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb, StageEnv& env) {
+  if (o.seek_index_bytes > 0) {
+    env.memory.push_back({"seek index", "seek_index", o.seek_index_bytes,
+                          absl::StrCat("decode seek_index_mb ", seek_index_mb),
+                          {"seek_index_mb"}});
+  }
+  if (env.crop_planner == nullptr) return;
+  const std::array<int, 3> shape = env.crop_planner->OutputShape();  // 3 channels.
+  const int64_t output_pixels = int64_t{shape[0]} * shape[1] * shape[2] / 3;
+  const int64_t per_worker = 2 * 2 * output_pixels * 3;
+  env.memory.push_back({"decode scratch", "decode_scratch", per_worker * env.num_workers,
+                        absl::StrCat("num_workers ", env.num_workers, " × ",
+                                     FormatBytes(per_worker), " decoded pixels"),
+                        {"num_workers", "image_size"}});
+}
+
 StageSchema ReadSchema() {
   return StageSchema{
       "read",
@@ -232,6 +254,7 @@ void RegisterBuiltinStages(StageRegistry& registry) {
             std::min<int64_t>(args.GetInt("seek_index_mb"), int64_t{1} << 30) * (int64_t{1} << 20);
         absl::StatusOr<std::unique_ptr<decode::Decoder>> decoder = decode::Decoder::Create(o);
         if (!decoder.ok()) return decoder.status();
+        DeclareDecodeMemory(o, args.GetInt("seek_index_mb"), env);
         return std::unique_ptr<SampleStage>(
             new DecodeStage(std::move(*decoder), env.crop_planner));
       });

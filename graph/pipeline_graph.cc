@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "graph/internal/memory_planning.h"
 #include "graph/internal/parallelism.h"
 #include "graph/internal/stage_plan.h"
 #include "graph/internal/token_pool.h"
@@ -276,9 +277,19 @@ absl::Status PipelineGraph::Impl::Build(OutputSpec* output, int64_t* batches_per
         (options_.epochs - options_.start_epoch) * batches_per_epoch_ - options_.start_batch;
   }
 
-  const size_t buffer_bytes = output_.sample_bytes * static_cast<size_t>(options_.batch_size);
+  // Check the memory plan before the pool exists: a configuration that cannot fit is
+  // refused in one line instead of failing to map or being OOM-killed mid-epoch.
+  const int pool_rows = PoolRows(options_.batch_size, sampler_->samples_per_rank());
+  const MemoryPlan plan =
+      PlanGraphMemory(options_, output_, pool_rows, memory_->pinned(), env.memory);
+  const MemoryBudget budget = GraphMemoryBudget(options_.memory_limit_bytes);
+  if (absl::Status s = plan.CheckFits(budget); !s.ok()) return s;
+  stats_->memory_plan = plan.BytesByKey();
+  stats_->memory_plan.emplace_back("available_bytes", budget.bytes);
+
+  const size_t buffer_bytes = output_.sample_bytes * static_cast<size_t>(pool_rows);
   absl::StatusOr<std::shared_ptr<TokenPool>> pool = TokenPool::Create(
-      memory_, options_.prefetch_batches, buffer_bytes, options_.batch_size, stats_);
+      memory_, options_.prefetch_batches, buffer_bytes, pool_rows, stats_);
   if (!pool.ok()) return pool.status();
   pool_ = std::move(*pool);
 

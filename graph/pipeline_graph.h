@@ -86,6 +86,9 @@ struct GraphOptions {
   double max_error_fraction = 1.0;
   // File system for the read stage; nullptr = Env::Default(). Not owned.
   Env* env = nullptr;
+  // Memory the graph may plan for (batch pool and the stages' declared parts); 0 = what
+  // the process may use (resources.h AvailableMemory). Build refuses a plan above it.
+  int64_t memory_limit_bytes = 0;
 };
 
 class PipelineGraph {

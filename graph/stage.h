@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "stages/augment/transform.h"
+#include "stages/core/memory_plan.h"
 #include "stages/core/rng.h"
 #include "stages/decode/decoder.h"
 #include "stages/reader/dataset.h"
@@ -185,6 +186,10 @@ struct StageEnv {
   bool output_declared = false;
   // Set by augment: plans each sample's crop from its header, before decoding.
   const augment::Transform* crop_planner = nullptr;
+  // What a stage keeps in memory besides the batch slots (a cache at its budget, per-worker
+  // scratch), added by its factory: the graph checks the pipeline's memory plan, these
+  // parts and the batch pool, against what the process may use before allocating the pool.
+  std::vector<MemoryPart> memory;
 };
 
 using StageFactory =

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -147,6 +148,10 @@ class PipelineStats {
 
   // Build information, shown as labels of a constant gauge. Set before the first item.
   std::map<std::string, std::string> build_info;
+  // The memory plan the pipeline was created with, in bytes by part ("batch_pool_bytes",
+  // ..., "pinned_bytes", "total_bytes", "available_bytes" (-1 = unknown)), for the run
+  // summary and tuning. Set before the first item.
+  std::vector<std::pair<std::string, int64_t>> memory_plan;
 
   // Span trace, when enabled (set before the first item; nullptr = off).
   std::unique_ptr<TraceBuffer> trace;

@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
   graph_options.max_errors = options.max_errors;
   graph_options.max_error_fraction = options.max_error_fraction;
   graph_options.env = options.env;
+  graph_options.memory_limit_bytes = options.memory_limit_mb * (int64_t{1} << 20);
 
   auto stats = std::make_shared<PipelineStats>(options.name);
   stats->build_info = {{"num_workers", absl::StrCat(options.num_workers)},

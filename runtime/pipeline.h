@@ -98,6 +98,11 @@ struct PipelineOptions {
   // Where batches go: auto (CUDA device if present, else host, logged), cpu or cuda.
   DeviceChoice device = DeviceChoice::kAuto;
   bool pin_memory = true;
+  // Memory the pipeline may plan for, in MiB (batch pool, seek index, decode scratch;
+  // stats()->memory_plan has the parts); 0 = what the process may use (MemAvailable and
+  // the cgroup memory limit). Create refuses a plan above it with the bytes and the knobs
+  // to lower. Default 0.
+  int64_t memory_limit_mb = 0;
   // Record the first trace_spans per-stage spans for a Chrome/Perfetto trace (see
   // stats()->trace); 0 = off. Each span is 32 bytes, allocated up front.
   size_t trace_spans = 0;

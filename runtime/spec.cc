@@ -273,6 +273,10 @@ const std::vector<Key>& Keys() {
       {"device", "auto", "auto (CUDA if present), cpu or cuda", ApplyDevice},
       {"pin_memory", "true", "pinned host buffers where CUDA is present",
        [](R r, F f, O o) { return r.Bool(f, &o->pin_memory); }},
+      {"memory_limit_mb", "0",
+       "memory the pipeline may plan for, in MiB; 0 = what the process may use "
+       "(MemAvailable, cgroup limit)",
+       [](R r, F f, O o) { return r.Int(f, 0, kInt64Max >> 20, &o->memory_limit_mb); }},
   };
   return *keys;
 }

@@ -43,6 +43,7 @@ void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.in_order, b.in_order);
   EXPECT_EQ(a.device, b.device);
   EXPECT_EQ(a.pin_memory, b.pin_memory);
+  EXPECT_EQ(a.memory_limit_mb, b.memory_limit_mb);
 }
 
 PipelineOptions Parse(const std::string& text) {
@@ -97,6 +98,7 @@ max_errors: 100
 in_order: false
 device: cpu
 pin_memory: false
+memory_limit_mb: 4096
 )");
   EXPECT_EQ(o.data, "/data/train");
   EXPECT_EQ(o.name, "resnet");
@@ -118,6 +120,7 @@ pin_memory: false
   EXPECT_FALSE(o.in_order);
   EXPECT_EQ(o.device, DeviceChoice::kCpu);
   EXPECT_FALSE(o.pin_memory);
+  EXPECT_EQ(o.memory_limit_mb, 4096);
   EXPECT_TRUE(o.stages.empty());
 }
 
@@ -277,7 +280,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyListsTheKnown", "colour: red\n",
      "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, name, batch_size, num_workers, "
      "prefetch_batches, epochs, seed, shuffle, drop_last, shard, transform, image_size, layout, "
-     "stages, on_error, max_errors, in_order, device, pin_memory)"},
+     "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
      "t.yaml:3:1: duplicate key 'batch_size' in pipeline (first at line 1)"},
     // Wrong types.
@@ -371,7 +374,8 @@ const ErrorCase kErrorCases[] = {
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
      "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, name, batch_size, "
      "num_workers, prefetch_batches, epochs, seed, shuffle, drop_last, shard, transform, "
-     "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory)"},
+     "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory, "
+     "memory_limit_mb)"},
     {"LongValueIsShortened", "batch_size: " + std::string(100, 'x') + "\n",
      "t.yaml:1:13: batch_size must be an integer, got '" + std::string(40, 'x') + "...'"},
     // An alias is the node it names, so the message points at the anchor.

@@ -1,0 +1,63 @@
+// memory_planning.cc: PoolRows, PlanGraphMemory and GraphMemoryBudget.
+#include "graph/internal/memory_planning.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace flowloader {
+
+int PoolRows(int batch_size, int64_t samples_per_epoch) {
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(batch_size, samples_per_epoch)));
+}
+
+std::string ShapeText(const OutputSpec& output) {
+  const size_t element = output.is_float ? 4 : 1;
+  size_t elements = 1;
+  for (int64_t d : output.sample_shape) elements *= static_cast<size_t>(d);
+  if (output.sample_shape.empty() || elements * element != output.sample_bytes) {
+    // A user stage's declaration that is not a plain tensor: say its size.
+    return absl::StrCat(FormatBytes(static_cast<int64_t>(output.sample_bytes)), " a sample");
+  }
+  std::string text;
+  const std::vector<int64_t>& shape = output.sample_shape;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (!text.empty()) text += "×";
+    if (i + 1 < shape.size() && shape[i] == shape[i + 1]) {
+      absl::StrAppend(&text, shape[i], "²");  // 224×224 reads as 224².
+      ++i;
+    } else {
+      absl::StrAppend(&text, shape[i]);
+    }
+  }
+  return absl::StrCat(text, output.is_float ? " float32" : " uint8");
+}
+
+MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output,
+                           int pool_rows, bool pinned,
+                           const std::vector<MemoryPart>& stage_parts) {
+  const std::string rows =
+      pool_rows < options.batch_size
+          ? absl::StrCat("batch ", pool_rows, " (an epoch's samples; batch_size ",
+                         options.batch_size, ")")
+          : absl::StrCat("batch ", pool_rows);
+  MemoryPlan plan;
+  plan.Add({"batch pool", "batch_pool",
+            int64_t{options.prefetch_batches} * pool_rows *
+                static_cast<int64_t>(output.sample_bytes),
+            absl::StrCat("prefetch ", options.prefetch_batches, " × ", rows, " × ",
+                         ShapeText(output)),
+            {"batch_size", "image_size", "prefetch_batches"}, pinned});
+  for (const MemoryPart& part : stage_parts) plan.Add(part);
+  return plan;
+}
+
+MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes) {
+  MemoryBudget budget = AvailableMemory();
+  if (memory_limit_bytes > 0 && (!budget.known() || memory_limit_bytes < budget.bytes)) {
+    budget = MemoryBudget{memory_limit_bytes, "memory_limit_mb"};
+  }
+  return budget;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,40 @@
+// memory_planning.h: the pipeline graph's memory plan (the batch pool, then what the
+// stages declared in StageEnv::memory) and the budget it must fit, checked in
+// PipelineGraph's Build before the pool is allocated.
+//
+// Thread-safety: pure functions, except GraphMemoryBudget, which reads /proc and
+// /sys/fs/cgroup (resources.h); all are safe from any thread.
+#ifndef FLOWLOADER_GRAPH_INTERNAL_MEMORY_PLANNING_H_
+#define FLOWLOADER_GRAPH_INTERNAL_MEMORY_PLANNING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/pipeline_graph.h"
+#include "graph/stage.h"
+#include "stages/core/memory_plan.h"
+#include "stages/core/resources.h"
+
+namespace flowloader {
+
+// PoolRows is the rows of each batch buffer: batch_size, but never more than an epoch's
+// samples, which no batch can exceed (batch_size 100000 over 300 images needs 300 rows).
+int PoolRows(int batch_size, int64_t samples_per_epoch);
+
+// ShapeText writes a sample's shape for messages: [3, 224, 224] float as "3×224² float32".
+std::string ShapeText(const OutputSpec& output);
+
+// PlanGraphMemory is the batch pool (prefetch_batches × pool_rows × sample bytes; pinned
+// when the buffers are page-locked) followed by `stage_parts`.
+MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output,
+                           int pool_rows, bool pinned,
+                           const std::vector<MemoryPart>& stage_parts);
+
+// GraphMemoryBudget is what the process may use (AvailableMemory()), capped by
+// memory_limit_bytes when that is > 0 (then named "memory_limit_mb" where it binds).
+MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_GRAPH_INTERNAL_MEMORY_PLANNING_H_

@@ -1,0 +1,92 @@
+// memory_plan_test.cc: Pipeline::Create plans its memory before allocating it: the batch
+// pool holds at most an epoch's samples per buffer, and a plan above the memory the
+// pipeline may use is refused in one line naming the bytes and the knobs.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+#include "runtime/pipeline.h"
+#include "tests/testing/pipeline_helpers.h"
+#include "tests/testing/test_data.h"
+
+namespace flowloader {
+namespace {
+
+using testing::Drain;
+using testing::MakeImageFolder;
+using testing::SmallCpuOptions;
+using testing::TempDirForTest;
+
+constexpr int kImages = 10;
+
+class MemoryPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override { data_ = MakeImageFolder(TempDirForTest("memory_plan_"), 2, 5); }
+
+  static std::map<std::string, int64_t> Plan(const Pipeline& pipeline) {
+    std::map<std::string, int64_t> plan;
+    for (const auto& [key, bytes] : pipeline.stats()->memory_plan) plan[key] = bytes;
+    return plan;
+  }
+
+  std::string data_;
+};
+
+TEST_F(MemoryPlanTest, BatchSizeAboveTheDatasetAllocatesOnlyTheEpochsRows) {
+  PipelineOptions o = SmallCpuOptions(data_, /*batch_size=*/100000, nullptr);
+  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  const int64_t sample_bytes = static_cast<int64_t>((*pipeline)->output().sample_bytes);
+  const int64_t pool = int64_t{o.prefetch_batches} * kImages * sample_bytes;
+  // The gauge of what the pool holds, and the plan, both count 10 rows, not 100000.
+  EXPECT_EQ((*pipeline)->stats()->host_bytes_budget.load(), pool);
+  EXPECT_EQ(Plan(**pipeline)["batch_pool_bytes"], pool);
+  const testing::Drained d = Drain(pipeline->get());
+  ASSERT_TRUE(d.status.ok()) << d.status;
+  EXPECT_EQ(d.samples, kImages);
+}
+
+TEST_F(MemoryPlanTest, PlanIsInTheStatsWithItsParts) {
+  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline =
+      Pipeline::Create(SmallCpuOptions(data_, 4, nullptr));
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  std::map<std::string, int64_t> plan = Plan(**pipeline);
+  const int64_t sample_bytes = static_cast<int64_t>((*pipeline)->output().sample_bytes);
+  EXPECT_EQ(plan["batch_pool_bytes"], 3 * 4 * sample_bytes);
+  EXPECT_EQ(plan["seek_index_bytes"], int64_t{256} << 20);  // decode's default budget.
+  EXPECT_EQ(plan["decode_scratch_bytes"], 2 * (2 * 2 * 16 * 16 * 3));  // 2 workers.
+  EXPECT_EQ(plan["total_bytes"], plan["batch_pool_bytes"] + plan["seek_index_bytes"] +
+                                     plan["decode_scratch_bytes"]);
+  EXPECT_GT(plan["available_bytes"], 0);  // MemAvailable is always readable on Linux.
+}
+
+TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
+  PipelineOptions o = SmallCpuOptions(data_, /*batch_size=*/4, nullptr);
+  o.image_size = 5000;
+  o.memory_limit_mb = 1024;
+  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+  ASSERT_FALSE(pipeline.ok());
+  EXPECT_EQ(pipeline.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(pipeline.status().message(),
+            "the batch pool needs 3.4 GiB (prefetch 3 × batch 4 × 3×5000² float32) but 1.0 GiB "
+            "is available (memory_limit_mb): lower batch_size, image_size or prefetch_batches");
+}
+
+TEST_F(MemoryPlanTest, StagePartsCountTowardsTheLimit) {
+  // A small pool, but decode's seek index budget alone is above the limit.
+  PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
+  o.memory_limit_mb = 200;
+  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+  ASSERT_FALSE(pipeline.ok());
+  EXPECT_EQ(pipeline.status().message(),
+            "the seek index needs 256.0 MiB (decode seek_index_mb 256) but 200.0 MiB is "
+            "available (memory_limit_mb): lower seek_index_mb");
+  o.memory_limit_mb = 257;  // Fits with the pool (36 KiB) and scratch (6 KiB).
+  EXPECT_TRUE(Pipeline::Create(o).ok());
+}
+
+}  // namespace
+}  // namespace flowloader
