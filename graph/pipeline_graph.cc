@@ -10,8 +10,10 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "graph/internal/memory_planning.h"
@@ -111,7 +113,10 @@ class PipelineGraph::Impl {
   void Collect(BatchToken* token);
   BatchToken* Upload(BatchToken* token);
   void Deliver(BatchToken* token);
-  void ApplyErrorPolicy(BatchToken* token, int64_t failed_in_batch, SampleContext* first_failed);
+  void ApplyErrorPolicy(BatchToken* token, int64_t failed_in_batch, SampleContext* first_failed,
+                        SampleContext* last_failed);
+  void LogFirstSkips(const std::vector<SkippedSample>& skipped);
+  void CountEpochSkips(const Batch& batch, bool ends_epoch);
   void Fail(absl::Status status);
 
   const GraphOptions options_;
@@ -165,6 +170,11 @@ class PipelineGraph::Impl {
   int64_t delivering_epoch_ = 0;    // The epoch Pop is delivering.
   int64_t delivered_in_epoch_ = 0;  // Batches of it popped so far.
   std::vector<SkippedSample> carried_skips_;  // From empty batches, for the next one.
+  int64_t skipped_in_epoch_ = 0;    // Skips delivered in the epoch being delivered.
+
+  // Dataset indexes of the skipped samples already logged (each is logged once a run).
+  std::mutex log_mu_;
+  std::set<int64_t> logged_skips_ ABSL_GUARDED_BY(log_mu_);
   int64_t total_batches_ = -1;      // Batches the configured epochs hold; -1 = unbounded.
 };
 
@@ -184,7 +194,11 @@ absl::Status PipelineGraph::Impl::CreateStages(StageEnv& env) {
     absl::StatusOr<std::unique_ptr<SampleStage>> stage =
         StageRegistry::Global().Create(spec.type, spec.args, env);
     if (!stage.ok()) {
-      return WithContext(stage.status(), absl::StrCat("stage '", spec.type, "'"));
+      // From a spec, the item's FILE:LINE:COLUMN leads, as every other spec error does.
+      const std::string stage_name = absl::StrCat("stage '", spec.type, "'");
+      return WithContext(stage.status(), spec.where.empty()
+                                             ? stage_name
+                                             : absl::StrCat(spec.where, ": ", stage_name));
     }
     runners[i].stage = std::move(*stage);
     int concurrency = spec.concurrency > 0 ? spec.concurrency : schema->default_concurrency;
@@ -504,6 +518,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.skipped.clear();
   int64_t failed = 0;
   SampleContext* first_failed = nullptr;
+  SampleContext* last_failed = nullptr;
   token->keep.assign(static_cast<size_t>(token->size), false);  // Within capacity.
   for (int slot = 0; slot < token->size; ++slot) {
     SampleContext& s = token->samples[slot];
@@ -515,6 +530,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
     } else {
       ++failed;
       if (first_failed == nullptr) first_failed = &s;
+      last_failed = &s;
       batch.skipped.push_back(SkippedSample{s.index, s.source->key, ErrorReason(s.status),
                                             std::string(s.status.message())});
     }
@@ -528,7 +544,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.device_data = nullptr;
   batch.location = memory_->pinned() ? MemoryLocation::kPinnedHost : MemoryLocation::kHost;
   token->fatal = absl::OkStatus();
-  if (failed > 0) ApplyErrorPolicy(token, failed, first_failed);
+  if (failed > 0) ApplyErrorPolicy(token, failed, first_failed, last_failed);
   processed_.fetch_add(token->size, std::memory_order_relaxed);
   collate_stats_->items_in.fetch_add(token->size, std::memory_order_relaxed);
   collate_stats_->items_out.fetch_add(1, std::memory_order_relaxed);
@@ -540,30 +556,49 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
 }
 
 void PipelineGraph::Impl::ApplyErrorPolicy(BatchToken* token, int64_t failed_in_batch,
-                                           SampleContext* first_failed) {
+                                           SampleContext* first_failed,
+                                           SampleContext* last_failed) {
   if (stopping_.load()) return;  // Samples cut short by Stop are not errors.
   const int64_t failed = failed_.fetch_add(failed_in_batch) + failed_in_batch;
   const int64_t processed = processed_.load() + token->size;
   stats_->skipped.fetch_add(failed_in_batch, std::memory_order_relaxed);
-  for (const SkippedSample& s : token->batch.skipped) {
-    LogWarning(absl::StrCat("skipped ", s.key, " (", s.reason, "): ", s.message));
-  }
+  LogFirstSkips(token->batch.skipped);
   if (options_.on_error == ErrorPolicy::kFail) {
     token->fatal = first_failed->status;  // Raised by Pop, in delivery order.
     return;
   }
+  // The limits are named as the user sets them (--max_errors, spec max_errors).
   if (options_.max_errors >= 0 && failed > options_.max_errors) {
     Fail(absl::ResourceExhaustedError(absl::StrCat(
         failed, " samples failed, more than max_errors=", options_.max_errors,
-        "; last: ", first_failed->status.message())));
+        " allows; last: ", last_failed->status.message())));
     return;
   }
   if (options_.max_error_fraction < 1.0 && processed >= 100 &&
       static_cast<double>(failed) > options_.max_error_fraction * static_cast<double>(processed)) {
     Fail(absl::ResourceExhaustedError(absl::StrCat(
-        failed, " of ", processed, " samples failed, more than max_error_fraction=",
-        options_.max_error_fraction, "; last: ", first_failed->status.message())));
+        failed, " of ", processed, " samples failed, more than max_errors=",
+        options_.max_error_fraction * 100, "% allows; last: ", last_failed->status.message())));
   }
+}
+
+void PipelineGraph::Impl::LogFirstSkips(const std::vector<SkippedSample>& skipped) {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  for (const SkippedSample& s : skipped) {
+    // Once per run: a bad file fails the same way every epoch (CountEpochSkips counts it).
+    if (!logged_skips_.insert(s.index).second) continue;
+    LogWarning(absl::StrCat("skipped ", s.key, " (", s.reason, "): ", s.message));
+  }
+}
+
+void PipelineGraph::Impl::CountEpochSkips(const Batch& batch, bool ends_epoch) {
+  skipped_in_epoch_ += static_cast<int64_t>(batch.skipped.size());
+  if (!ends_epoch) return;
+  if (skipped_in_epoch_ > 0) {
+    LogWarning(absl::StrCat("epoch ", batch.epoch, ": ", skipped_in_epoch_,
+                            " samples skipped (each file is named once, when first skipped)"));
+  }
+  skipped_in_epoch_ = 0;
 }
 
 BatchToken* PipelineGraph::Impl::Upload(BatchToken* token) {
@@ -666,6 +701,7 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
     skipped.insert(skipped.begin(), carried_skips_.begin(), carried_skips_.end());
     carried_skips_.clear();
   }
+  CountEpochSkips(token->batch, out->ends_epoch);
   stats_->batches.fetch_add(1, std::memory_order_relaxed);
   stats_->samples.fetch_add(token->batch.size(), std::memory_order_relaxed);
   stats_->epoch.store(token->batch.epoch, std::memory_order_relaxed);

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "stages/core/bool_text.h"
 
 namespace flowloader {
 namespace {
@@ -26,19 +27,6 @@ const char* TypeName(OptionType type) {
   return "?";
 }
 
-bool ParseBool(absl::string_view text, bool* out) {
-  const std::string t = absl::AsciiStrToLower(text);
-  if (t == "true" || t == "1" || t == "yes") {
-    *out = true;
-    return true;
-  }
-  if (t == "false" || t == "0" || t == "no") {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
 bool Valid(OptionType type, const std::string& text) {
   int64_t i;
   double d;
@@ -49,7 +37,7 @@ bool Valid(OptionType type, const std::string& text) {
     case OptionType::kFloat:
       return absl::SimpleAtod(text, &d);
     case OptionType::kBool:
-      return ParseBool(text, &b);
+      return ParseBoolText(text, &b);
     case OptionType::kString:
       return true;
   }
@@ -235,7 +223,7 @@ double StageArgs::GetFloat(const std::string& name) const {
 
 bool StageArgs::GetBool(const std::string& name) const {
   bool v = false;
-  (void)ParseBool(values_.at(name), &v);
+  (void)ParseBoolText(values_.at(name), &v);
   return v;
 }
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/version.h"
 #include "stages/core/log.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/sampler.h"
@@ -81,7 +82,8 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
   graph_options.memory_limit_bytes = options.memory_limit_mb * (int64_t{1} << 20);
 
   auto stats = std::make_shared<PipelineStats>(options.name);
-  stats->build_info = {{"num_workers", absl::StrCat(options.num_workers)},
+  stats->build_info = {{"version", Version()},
+                       {"num_workers", absl::StrCat(options.num_workers)},
                        {"batch_size", absl::StrCat(options.batch_size)},
                        {"prefetch_batches", absl::StrCat(options.prefetch_batches)},
                        {"decoder", "libjpeg-turbo"},

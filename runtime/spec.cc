@@ -93,6 +93,21 @@ absl::Status OptionText(const SpecReader& r, const Field& f, std::string* text) 
   return absl::OkStatus();
 }
 
+// OptionTypeDescription names what a typed stage option wants, for messages.
+const char* OptionTypeDescription(OptionType type) {
+  switch (type) {
+    case OptionType::kInt:
+      return "an integer";
+    case OptionType::kFloat:
+      return "a number";
+    case OptionType::kBool:
+      return "true or false";
+    case OptionType::kString:
+      break;
+  }
+  return "a string";
+}
+
 absl::Status ParseStageOptions(const SpecReader& r, const Field& options, const StageSchema& schema,
                                std::map<std::string, std::string>* args) {
   absl::StatusOr<std::vector<Field>> fields =
@@ -106,7 +121,14 @@ absl::Status ParseStageOptions(const SpecReader& r, const Field& options, const 
                                               Quote(f.key), " ", Suggestion(f.key, names)));
     }
     std::string text;
-    if (absl::Status s = OptionText(r, f, &text); !s.ok()) return s;
+    const OptionSchema& option =
+        schema.options[std::find(names.begin(), names.end(), f.key) - names.begin()];
+    // A typed option reads like a typed pipeline key: `fast_idct: yes` and
+    // `image_size: "64"` are refused as `shuffle: yes` and `batch_size: "64"` are.
+    absl::Status read = option.type == OptionType::kString || f.value.IsSequence()
+                            ? OptionText(r, f, &text)
+                            : r.Plain(f, OptionTypeDescription(option.type), &text);
+    if (!read.ok()) return read;
     // The registry's own check, so a spec accepts exactly what the C++ API accepts.
     absl::StatusOr<StageArgs> checked = StageArgs::Parse(schema, {{f.key, text}});
     if (!checked.ok()) return r.Error(f.value, checked.status().message());
@@ -381,6 +403,29 @@ std::string SpecKeysHelp() {
     absl::StrAppend(&out, line, "# ", k.doc, "\n");
   }
   return out;
+}
+
+std::vector<SpecKey> SpecKeys() {
+  std::vector<SpecKey> out;
+  for (const Key& k : Keys()) {
+    const std::string default_text = k.default_text;
+    const std::string name = k.name;
+    out.push_back({name, default_text, k.doc, default_text == "true" || default_text == "false",
+                   name != "stages" && name != "shard"});
+  }
+  return out;
+}
+
+absl::Status ApplySpecValue(const std::string& key, const std::string& text,
+                            PipelineOptions* options) {
+  const SpecReader r("");  // No file: messages start with the flag.
+  const Field field{absl::StrCat("--", key), YAML::Node(), YAML::Node(text)};
+  if (key == "rank") return r.Int(field, 0, kIntMax, &options->rank);
+  if (key == "world_size") return r.Int(field, 1, kIntMax, &options->world_size);
+  for (const Key& k : Keys()) {
+    if (key == k.name && key != "stages" && key != "shard") return k.apply(r, field, options);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("--", key, " is not a pipeline setting"));
 }
 
 absl::Status ParseErrorPolicy(absl::string_view text, ErrorPolicy* out) {

@@ -23,6 +23,7 @@
 #define FLOWLOADER_RUNTIME_SPEC_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -43,6 +44,24 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
 
 // SpecKeysHelp describes every key of a spec, one `key: default  # what` line each.
 std::string SpecKeysHelp();
+
+// SpecKey describes one pipeline key of a spec. The one table behind it drives the spec
+// parser, SpecKeysHelp and the command line's pipeline flags (runtime/main.cc), so a
+// setting cannot exist in one and not the others.
+struct SpecKey {
+  std::string name;
+  std::string default_text;  // As a spec would write it; "" where there is none.
+  std::string doc;
+  bool is_bool = false;      // Its default is true or false.
+  bool is_scalar = true;     // false for `stages` and `shard`, which nest.
+};
+std::vector<SpecKey> SpecKeys();
+
+// ApplySpecValue sets one pipeline key from the text of a command-line flag, read
+// exactly as the same plain scalar in a spec would be. `key` is a scalar SpecKey's name,
+// or rank / world_size (the fields of `shard`). Errors read "--KEY must ..., got ...".
+absl::Status ApplySpecValue(const std::string& key, const std::string& text,
+                            PipelineOptions* options);
 
 // The text forms of the options that the spec and the command-line flags share. Each
 // error message says what was wanted and what was given, without naming the option

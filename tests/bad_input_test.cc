@@ -81,8 +81,10 @@ TEST_F(BadInputTest, SkipDeliversEveryGoodSampleOnceAndCountsEachBadOneByReason)
   EXPECT_EQ(errors.at("truncated"), 4u);
   EXPECT_EQ(errors.at("unknown_format"), 4u);
   EXPECT_EQ(errors.at("empty_file"), 2u);
-  // Each skip is logged, naming the file.
-  EXPECT_EQ(log_.LinesNaming("b/half.jpg"), 2);  // Once per epoch.
+  // Each bad file is logged once a run, naming it; each epoch's skips are counted.
+  EXPECT_EQ(log_.LinesNaming("b/half.jpg"), 1);
+  EXPECT_EQ(log_.LinesNaming("epoch 0: 5 samples skipped"), 1);
+  EXPECT_EQ(log_.LinesNaming("epoch 1: 5 samples skipped"), 1);
 }
 
 TEST_F(BadInputTest, FailPolicyStopsWithTheFileAndTheReason) {
@@ -105,7 +107,21 @@ TEST_F(BadInputTest, MaxErrorsStopsAMostlyBrokenRun) {
   ASSERT_TRUE(p.ok());
   const absl::Status status = Drain(p->get()).status;
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
-  EXPECT_TRUE(absl::StrContains(status.message(), "max_errors=3")) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "more than max_errors=3 allows; last: "))
+      << status;
+}
+
+TEST_F(BadInputTest, MaxErrorFractionIsNamedAsTheUserWroteIt) {
+  PipelineOptions o = Options();
+  o.epochs = 20;              // 300 samples: the fraction is checked after 100.
+  o.max_error_fraction = 0.01;  // What --max_errors=1% sets.
+  auto p = Pipeline::Create(o);
+  ASSERT_TRUE(p.ok());
+  const absl::Status status = Drain(p->get()).status;
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "more than max_errors=1% allows; last: "))
+      << status;
+  EXPECT_FALSE(absl::StrContains(status.message(), "max_error_fraction")) << status;
 }
 
 TEST_F(BadInputTest, TransientEioIsRetriedAndPermanentFaultsAreSkipped) {

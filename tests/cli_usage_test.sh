@@ -85,6 +85,11 @@ printf 'data: data\nstages:\n  - type: read\n  - type: decode\n    options: {fas
   >"$TMP/yes.yaml"
 expect 2 "yes.yaml:5:26: stage 'decode' option 'fast_idct' must be bool, got 'yes'" run --spec="$TMP/yes.yaml"
 
+# A stage option only its factory can check (a mean of two numbers) still names its place.
+printf 'data: data\nstages:\n  - type: read\n  - type: decode\n  - type: augment\n    options: {mean: [0.5, 0.5]}\n' \
+  >"$TMP/mean.yaml"
+expect 2 "mean.yaml:5:5: stage 'augment': .*mean" run --spec="$TMP/mean.yaml" --metrics_address=
+
 # A run that delivers nothing exits 3 and says why.
 printf 'gone/a.jpg\t0\ngone/b.jpg\t1\ngone/c.jpg\t1\n' >"$TMP/gone.txt"
 expect 3 "^flowloader: the run delivered no sample: every sample failed: 3 × not_found in read$" \
