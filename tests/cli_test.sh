@@ -112,22 +112,46 @@ grep -q "skipped class_001/img_00003.jpg (truncated)" "$TMP/skip_err.txt" || fai
 "$PY" -c "import json,sys; s=json.load(open('$TMP/skip.json')); assert s['skipped']==1 and s['errors']=={'truncated':1} and s['samples']==59, s"
 cp "$TMP/keep.jpg" "$DATA/class_001/img_00003.jpg"
 
-# 5. SIGINT mid-run: the summary is still written and the exit code is 130.
-"$FLOWLOADER" run --data="$DATA" --epochs=0 --image_size=32 --metrics_address= \
-  --progress=false --summary_json="$TMP/int.json" >/dev/null 2>&1 &
-PID=$!
-sleep 1.5
-kill -INT $PID
-set +e; wait $PID; rc=$?; set -e
-[ $rc -eq 130 ] || fail "SIGINT exit code $rc, want 130"
+# 5. SIGINT (SIGTERM) mid-run: the summary is still written and the exit code is 130
+# (143). The signal goes out once the run's /metrics shows delivered samples, not after
+# a fixed sleep: on a loaded machine or under TSan a sleep can end before the run has
+# started, and the default action then kills it, also with 130, but writes no summary.
+# --epochs=0 runs until the signal, so it always lands mid-run.
+signal_mid_run() {  # SIGNAL SUMMARY_JSON; prints the run's exit code.
+  local err="$TMP/signal_$1.txt"
+  "$FLOWLOADER" run --data="$DATA" --epochs=0 --image_size=32 --metrics_address=127.0.0.1:0 \
+    --progress=false --summary_json="$2" >/dev/null 2>"$err" &
+  local pid=$!
+  "$PY" - "$pid" "$err" <<'PYEOF' >&2 || { kill -KILL $pid; return 1; }
+import re, sys, time, urllib.request
+pid, err = sys.argv[1], sys.argv[2]
+deadline = time.time() + 120
+while time.time() < deadline:
+    with open("/proc/%s/stat" % pid) as f:  # Not reaped yet: the shell waits for it.
+        if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+            raise SystemExit("the run ended before the signal: " + open(err).read()[-2000:])
+    m = re.search(r"metrics at (http://127\.0\.0\.1:\d+/metrics)", open(err).read())
+    if m:
+        try:
+            text = urllib.request.urlopen(m.group(1), timeout=5).read().decode()
+            n = re.search(r"^flowloader_samples_total\{[^}]*\} (\S+)$", text, re.M)
+            if n and float(n.group(1)) > 0:
+                sys.exit(0)
+        except OSError:
+            pass
+    time.sleep(0.05)
+raise SystemExit("no samples delivered within 120 s: " + open(err).read()[-2000:])
+PYEOF
+  kill -"$1" $pid
+  set +e; wait $pid; local rc=$?; set -e
+  echo $rc
+}
+rc=$(signal_mid_run INT "$TMP/int.json") || fail "SIGINT run never delivered samples"
+[ "$rc" -eq 130 ] || fail "SIGINT exit code $rc, want 130: $(cat "$TMP/signal_INT.txt")"
 "$PY" -c "import json; s=json.load(open('$TMP/int.json')); assert s['samples']>0, s"
-"$FLOWLOADER" run --data="$DATA" --epochs=0 --image_size=32 --metrics_address= \
-  --progress=false >/dev/null 2>&1 &
-PID=$!
-sleep 1
-kill -TERM $PID
-set +e; wait $PID; rc=$?; set -e
-[ $rc -eq 143 ] || fail "SIGTERM exit code $rc, want 143"
+rc=$(signal_mid_run TERM "$TMP/term.json") || fail "SIGTERM run never delivered samples"
+[ "$rc" -eq 143 ] || fail "SIGTERM exit code $rc, want 143: $(cat "$TMP/signal_TERM.txt")"
+"$PY" -c "import json; s=json.load(open('$TMP/term.json')); assert s['samples']>0, s"
 
 # 6. Pipeline specs (--spec): data relative to the spec's directory (../data from the
 # test's working directory does not exist), every value reaching the pipeline, flags

@@ -4,7 +4,7 @@
 Starts `flowloader run --epochs=0` with metrics on 127.0.0.1:0 (the real port is read from
 its "metrics at" log line), then alternates measurement windows:
 
-    baseline, hostile, baseline, hostile, baseline      (WINDOW seconds each)
+    baseline, hostile, baseline, hostile, baseline      (WINDOW_CPU CPU-seconds each)
 
 where a hostile window sends, all bounded: GARBAGE connections of random bytes and of
 malformed request lines, HUGE requests carrying a 1 MiB header, and IDLE connections
@@ -28,7 +28,13 @@ Raw images/s per window are printed for the record. wrk's own CPU is the client'
 process) and is not charged, but it drives the server as hard as it can, so for wrk only
 "no crash, still serving" is required and its rate is printed.
 
-Usage: http_robustness.py FLOWLOADER_BINARY   (WINDOW, WRK_SECONDS env overrides)
+Windows are measured in the pipeline's CPU time, not in wall time: a window ends once the
+pipeline's threads have used WINDOW_CPU CPU-seconds. With wall-time windows the share's
+denominator (the pipeline's CPU in the window) shrank with whatever else ran on the two
+cores, while the traffic's cost (a fixed number of bad requests) did not: the verdict
+depended on the neighbours. Now a loaded machine only makes the windows longer.
+
+Usage: http_robustness.py FLOWLOADER_BINARY   (WINDOW_CPU, WRK_SECONDS env overrides)
 """
 
 import json
@@ -44,7 +50,8 @@ import tempfile
 import time
 import urllib.request
 
-WINDOW = float(os.environ.get("WINDOW", "3"))
+WINDOW_CPU = float(os.environ.get("WINDOW_CPU", "5"))  # ~2.5 s on 2 idle cores.
+WINDOW_PATIENCE = 300  # Seconds a window may take on a loaded machine before it fails.
 WRK_SECONDS = int(os.environ.get("WRK_SECONDS", "3"))
 GARBAGE = 100          # Connections of garbage per hostile window.
 HUGE = 4               # Requests with a 1 MiB header per hostile window.
@@ -126,6 +133,16 @@ class Flowloader:
         return server, other
 
 
+def wait_for_pipeline_cpu(fl, start_cpu, cpu_seconds):
+    """Returns once the pipeline's threads have used `cpu_seconds` since `start_cpu`."""
+    deadline = time.time() + WINDOW_PATIENCE
+    while fl.thread_cpu()[1] - start_cpu < cpu_seconds:
+        fl.check_alive()
+        if time.time() > deadline:
+            fail("the pipeline used under %.1f CPU-seconds in %d s" % (cpu_seconds, WINDOW_PATIENCE))
+        time.sleep(0.05)
+
+
 def garbage_payloads(rng):
     yield bytes(rng.getrandbits(8) for _ in range(4096))
     yield b"\x00" * 2048
@@ -153,9 +170,8 @@ def send_and_close(port, payload, read=True):
         pass  # The server may close or reset a bad request midway: that is its right.
 
 
-def hostile_window(fl, seconds, rng):
+def hostile_window(fl, start_cpu, rng):
     """Garbage and huge requests, then IDLE idle connections held until the window ends."""
-    end = time.time() + seconds
     payloads = list(garbage_payloads(rng))
     for i in range(GARBAGE):
         send_and_close(fl.port, payloads[i % len(payloads)], read=i % 2 == 0)
@@ -178,7 +194,7 @@ def hostile_window(fl, seconds, rng):
         during = "answered in %.3f s" % (time.time() - t0)
     except OSError as e:
         during = "no answer within 1 s (%s)" % type(e).__name__
-    time.sleep(max(0.0, end - time.time()))
+    wait_for_pipeline_cpu(fl, start_cpu, WINDOW_CPU)
     for s in idle:
         s.close()
     return len(idle), during
@@ -204,9 +220,9 @@ def main():
             n0, t0 = fl.samples(), time.time()
             note = ""
             if kind == "baseline":
-                time.sleep(WINDOW)
+                wait_for_pipeline_cpu(fl, p0, WINDOW_CPU)
             else:
-                opened, during = hostile_window(fl, WINDOW, rng)
+                opened, during = hostile_window(fl, p0, rng)
                 note = "%d idle connections opened; /metrics while they were open: %s" % (opened, during)
             deadline = time.time() + 20
             while True:  # The server may still be busy with closed connections' leftovers.
