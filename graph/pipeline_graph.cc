@@ -16,9 +16,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "graph/internal/graph_plan.h"
 #include "graph/internal/memory_planning.h"
 #include "graph/internal/parallelism.h"
-#include "graph/internal/stage_plan.h"
 #include "graph/internal/token_pool.h"
 #include "stages/core/log.h"
 #include "stages/core/sample_error.h"
@@ -69,7 +69,8 @@ class PipelineGraph::Impl {
     });
   }
 
-  absl::Status Build(OutputSpec* output, int64_t* batches_per_epoch);
+  // Build allocates the batch pool the plan sized and wires the graph from its stages.
+  absl::Status Build(graph_internal::GraphPlan plan);
   void Start();
   absl::Status Pop(Popped* out);
   void Stop();
@@ -102,7 +103,7 @@ class PipelineGraph::Impl {
     }
   }
 
-  absl::Status CreateStages(StageEnv& env);
+  void RegisterStages(std::vector<graph_internal::PlannedStage> stages);
   void Wire();
   bool NextPlan(BatchPlan* plan);
   void Dispatch(const BatchPlan& plan, BatchToken* token,
@@ -178,55 +179,19 @@ class PipelineGraph::Impl {
   int64_t total_batches_ = -1;      // Batches the configured epochs hold; -1 = unbounded.
 };
 
-absl::Status PipelineGraph::Impl::CreateStages(StageEnv& env) {
-  if (options_.stages.empty()) return absl::InvalidArgumentError("the pipeline has no stages");
-  // The list's fields first: a list that cannot make a batch is refused before any factory.
-  if (absl::Status s = graph_internal::CheckStagePlan(options_.stages, StageRegistry::Global());
-      !s.ok()) {
-    return s;
-  }
-  std::vector<StageRunner> runners(options_.stages.size());
-  // Last first: a stage can offer services (the crop planner) to the stages before it.
-  for (size_t i = options_.stages.size(); i-- > 0;) {
-    const StageSpec& spec = options_.stages[i];
-    absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
-    if (!schema.ok()) return schema.status();
-    absl::StatusOr<std::unique_ptr<SampleStage>> stage =
-        StageRegistry::Global().Create(spec.type, spec.args, env);
-    if (!stage.ok()) {
-      // From a spec, the item's FILE:LINE:COLUMN leads, as every other spec error does.
-      const std::string stage_name = absl::StrCat("stage '", spec.type, "'");
-      return WithContext(stage.status(), spec.where.empty()
-                                             ? stage_name
-                                             : absl::StrCat(spec.where, ": ", stage_name));
-    }
-    runners[i].stage = std::move(*stage);
-    int concurrency = spec.concurrency > 0 ? spec.concurrency : schema->default_concurrency;
-    runners[i].concurrency = concurrency > 0 ? concurrency : options_.num_workers;
-  }
-  if (!env.output_declared || env.output.sample_bytes == 0) {
-    return absl::InvalidArgumentError(
-        "no stage writes the batch slot: the pipeline needs an 'augment' stage (or a user "
-        "stage that declares the output tensor)");
-  }
-  // Stats and edges in flow order; one edge in front of each node group.
+// RegisterStages takes the planned stages, groups consecutive ones of equal concurrency
+// into one node each, and registers their stats and edges in flow order.
+void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStage> stages) {
   const int64_t sample_capacity =
       static_cast<int64_t>(options_.prefetch_batches) * options_.batch_size;
   source_stats_ = stats_->AddStage("source", 1);
   std::string previous = "source";
-  std::vector<std::string> names;
-  runners_ = std::move(runners);
-  for (size_t i = 0; i < runners_.size(); ++i) {
-    const StageSpec& spec = options_.stages[i];
-    std::string name = spec.name.empty() ? spec.type : spec.name;
-    for (const std::string& n : names) {
-      if (n == name) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "two stages are named '", name, "': give one a distinct name"));
-      }
-    }
-    names.push_back(name);
+  runners_.resize(stages.size());
+  for (size_t i = 0; i < stages.size(); ++i) {
     StageRunner& runner = runners_[i];
+    runner.stage = std::move(stages[i].stage);
+    runner.concurrency = stages[i].concurrency;
+    const std::string& name = stages[i].name;
     if (groups_.empty() || groups_.back().concurrency != runner.concurrency) {
       groups_.push_back(NodeGroup{{}, runner.concurrency,
                                   stats_->AddEdge(previous, name, sample_capacity)});
@@ -249,67 +214,24 @@ absl::Status PipelineGraph::Impl::CreateStages(StageEnv& env) {
   upload_edge_ = stats_->AddEdge("collate", "upload", options_.prefetch_batches);
   upload_stats_ = stats_->AddStage("upload", 1);
   consumer_edge_ = stats_->AddEdge("upload", "consumer", options_.prefetch_batches);
-  output_ = env.output;
-  return absl::OkStatus();
 }
 
-absl::Status PipelineGraph::Impl::Build(OutputSpec* output, int64_t* batches_per_epoch) {
-  StageEnv env;
-  env.dataset = dataset_.get();
-  env.env = options_.env != nullptr ? options_.env : Env::Default();
-  env.num_workers = options_.num_workers;
-  if (absl::Status s = CreateStages(env); !s.ok()) return s;
-
-  batches_per_epoch_ =
-      NumBatches(sampler_->samples_per_rank(), options_.batch_size, options_.drop_last);
-  if (batches_per_epoch_ == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "an epoch has no batch: ", sampler_->samples_per_rank(),
-        " samples on this rank, batch_size ", options_.batch_size, " with drop_last"));
-  }
-  if (options_.start_epoch < 0 || options_.start_batch < 0 ||
-      options_.start_batch >= batches_per_epoch_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot resume at epoch ", options_.start_epoch, " batch ", options_.start_batch,
-        ": an epoch has ", batches_per_epoch_, " batches"));
-  }
-  // The cursor after the last batch is (epochs, 0): resuming there delivers nothing and
-  // reports done at once; anything past it is a mistake worth a message.
-  if (options_.epochs > 0 &&
-      (options_.start_epoch > options_.epochs ||
-       (options_.start_epoch == options_.epochs && options_.start_batch > 0))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot resume at epoch ", options_.start_epoch, " batch ", options_.start_batch,
-        ": the run has ", options_.epochs, " epochs, so its last cursor is ", options_.epochs,
-        ":0; resume at or before it, or raise epochs"));
-  }
+absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
+  output_ = plan.output;
+  batches_per_epoch_ = plan.batches_per_epoch;
+  total_batches_ = plan.total_batches;
   next_epoch_ = options_.start_epoch;
   delivering_epoch_ = options_.start_epoch;
   next_batch_ = options_.start_batch;
-  if (options_.epochs > 0) {
-    total_batches_ =
-        (options_.epochs - options_.start_epoch) * batches_per_epoch_ - options_.start_batch;
-  }
+  RegisterStages(std::move(plan.stages));
 
-  // Check the memory plan before the pool exists: a configuration that cannot fit is
-  // refused in one line instead of failing to map or being OOM-killed mid-epoch.
-  const int pool_rows = PoolRows(options_.batch_size, sampler_->samples_per_rank());
-  const MemoryPlan plan =
-      PlanGraphMemory(options_, output_, pool_rows, memory_->pinned(), env.memory);
-  const MemoryBudget budget = GraphMemoryBudget(options_.memory_limit_bytes);
-  if (absl::Status s = plan.CheckFits(budget); !s.ok()) return s;
-  stats_->memory_plan = plan.BytesByKey();
-  stats_->memory_plan.emplace_back("available_bytes", budget.bytes);
-
-  const size_t buffer_bytes = output_.sample_bytes * static_cast<size_t>(pool_rows);
+  const size_t buffer_bytes = output_.sample_bytes * static_cast<size_t>(plan.pool_rows);
   absl::StatusOr<std::shared_ptr<TokenPool>> pool = TokenPool::Create(
-      memory_, options_.prefetch_batches, buffer_bytes, pool_rows, stats_);
+      memory_, options_.prefetch_batches, buffer_bytes, plan.pool_rows, stats_);
   if (!pool.ok()) return pool.status();
   pool_ = std::move(*pool);
 
   arena_.execute([this] { Wire(); });
-  *output = output_;
-  *batches_per_epoch = batches_per_epoch_;
   return absl::OkStatus();
 }
 
@@ -385,6 +307,15 @@ void PipelineGraph::Impl::Wire() {
 }
 
 void PipelineGraph::Impl::Start() {
+  // Label the stages that run on num_workers workers (neither their spec nor their type
+  // fixes a concurrency; the planner's rule), so that the diagnosis tells a stage held to
+  // one worker by --num_workers=1 from a serial one.
+  for (size_t i = 0; i < runners_.size() && i < options_.stages.size(); ++i) {
+    const StageSpec& spec = options_.stages[i];
+    const absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
+    runners_[i].stats->set_follows_num_workers(spec.concurrency <= 0 && schema.ok() &&
+                                               schema->default_concurrency <= 0);
+  }
   pool_->SetRecycler([this](BatchToken* token) {
     // Back to the free buffers; count the source's blocked time if it was starved.
     if (free_count_.fetch_add(1) == 0) {
@@ -676,6 +607,7 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
   }
   const int64_t waited = NowNanos() - t0;
   stats_->consumer_wait_nanos.fetch_add(waited, std::memory_order_relaxed);
+  if (delivered_sequence_ > 1) stats_->steady_consumer_waits.Observe(waited);
   if (!token->fatal.ok()) {
     const absl::Status fatal = token->fatal;
     if (fatal_.ok()) fatal_ = fatal;
@@ -738,39 +670,43 @@ PipelineGraph::PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& opt
 
 PipelineGraph::~PipelineGraph() = default;
 
+absl::StatusOr<MemoryPlan> PipelineGraph::Plan(const GraphOptions& options,
+                                                const Dataset& dataset, const Sampler& sampler,
+                                                const DeviceMemory& memory) {
+  absl::StatusOr<graph_internal::GraphPlan> plan =
+      graph_internal::PlanGraph(options, dataset, sampler, memory);
+  if (!plan.ok()) return plan.status();
+  return std::move(plan->memory);
+}
+
+MemoryBudget PipelineGraph::Budget(const GraphOptions& options) {
+  return GraphMemoryBudget(options.memory_limit_bytes);
+}
+
 absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
     const GraphOptions& options, std::shared_ptr<const Dataset> dataset,
     std::shared_ptr<const Sampler> sampler, std::shared_ptr<DeviceMemory> memory,
     std::shared_ptr<PipelineStats> stats) {
-  if (options.num_workers < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
-  }
-  if (options.batch_size < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("batch_size must be >= 1, got ", options.batch_size));
-  }
-  if (options.prefetch_batches < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("prefetch_batches must be >= 1, got ", options.prefetch_batches));
-  }
-  if (options.epochs < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("epochs must be >= 0 (0 = until stopped), got ", options.epochs));
-  }
-  if (!(options.max_error_fraction >= 0.0)) {
-    return absl::InvalidArgumentError("max_error_fraction must be >= 0");
-  }
   if (dataset == nullptr || sampler == nullptr || memory == nullptr || stats == nullptr) {
     return absl::InvalidArgumentError("PipelineGraph::Create needs a dataset, sampler, memory and stats");
   }
+  absl::StatusOr<graph_internal::GraphPlan> plan =
+      graph_internal::PlanGraph(options, *dataset, *sampler, *memory);
+  if (!plan.ok()) return plan.status();
+  // Check the memory plan before the pool exists: a configuration that cannot fit is
+  // refused in one line instead of failing to map or being OOM-killed mid-epoch.
+  const MemoryBudget budget = Budget(options);
+  if (absl::Status s = plan->memory.CheckFits(budget); !s.ok()) return s;
+  stats->memory_plan = plan->memory.BytesByKey();
+  stats->memory_plan.emplace_back("available_bytes", budget.bytes);
+
   auto impl = std::make_unique<Impl>(options, std::move(dataset), std::move(sampler),
                                      std::move(memory), std::move(stats));
-  OutputSpec output;
-  int64_t batches_per_epoch = 0;
-  if (absl::Status s = impl->Build(&output, &batches_per_epoch); !s.ok()) return s;
+  const OutputSpec output = plan->output;
+  const int64_t batches_per_epoch = plan->batches_per_epoch;
+  if (absl::Status s = impl->Build(*std::move(plan)); !s.ok()) return s;
   return std::unique_ptr<PipelineGraph>(
-      new PipelineGraph(std::move(impl), options, std::move(output), batches_per_epoch));
+      new PipelineGraph(std::move(impl), options, output, batches_per_epoch));
 }
 
 void PipelineGraph::Start() { impl_->Start(); }

@@ -34,6 +34,7 @@
 #include "graph/stage.h"
 #include "graph/stage_stats.h"
 #include "stages/collate/batch.h"
+#include "stages/core/memory_plan.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/sampler.h"
 #include "stages/upload/device_memory.h"
@@ -93,8 +94,18 @@ struct GraphOptions {
 
 class PipelineGraph {
  public:
-  // Create validates the options, creates the stages (last first; see StageEnv) and the
-  // batch buffers, and wires the graph. Nothing runs until Start.
+  // Plan validates the options and creates the stages (last first; see StageEnv), as
+  // Create does, and returns the memory plan Create would check against Budget and then
+  // allocate, without allocating the batch buffers or building the graph.
+  static absl::StatusOr<MemoryPlan> Plan(const GraphOptions& options, const Dataset& dataset,
+                                         const Sampler& sampler, const DeviceMemory& memory);
+  // Budget is what Create checks the plan against: what the process may use
+  // (resources.h AvailableMemory), capped by options.memory_limit_bytes when that is set.
+  static MemoryBudget Budget(const GraphOptions& options);
+
+  // Create validates the options, creates the stages (last first; see StageEnv), checks
+  // the memory plan (Plan) against Budget, creates the batch buffers and wires the graph.
+  // Nothing runs until Start.
   static absl::StatusOr<std::unique_ptr<PipelineGraph>> Create(
       const GraphOptions& options, std::shared_ptr<const Dataset> dataset,
       std::shared_ptr<const Sampler> sampler, std::shared_ptr<DeviceMemory> memory,

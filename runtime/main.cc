@@ -2,6 +2,7 @@
 //
 //   flowloader run --data=DIR_OR_LIST [--batch_size=64 --num_workers=2 ...]
 //   flowloader run --spec=FILE.yaml [flags that override the spec's values]
+//   flowloader plan [run's pipeline flags] [--json]   (the memory plan, nothing run)
 //   flowloader make-dataset --out=DIR [--classes=10 --images_per_class=30]
 //   flowloader stages        (every stage type and its options)
 //   flowloader --help | COMMAND --help | --version
@@ -23,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "graph/stage.h"
 #include "runtime/internal/cli_flags.h"
+#include "runtime/plan_command.h"
 #include "runtime/run_command.h"
 #include "runtime/sample_dataset.h"
 #include "runtime/spec.h"
@@ -78,6 +80,12 @@ std::vector<CommandDef> Commands() {
       {"progress", "true", "show a live progress line", true},
   };
   run.flags.insert(run.flags.end(), run_only.begin(), run_only.end());
+  CommandDef plan{"plan", "flowloader plan --data=DIR_OR_LIST [run's flags] [--json]",
+                  "print what a run with these flags would hold in memory, part by part, "
+                  "without running it",
+                  {{"spec", "", "YAML pipeline spec (README: Writing a spec); flags given override it"}}};
+  for (FlagDef& f : PipelineFlags()) plan.flags.push_back(std::move(f));
+  plan.flags.push_back({"json", "false", "print the plan as one JSON object", true});
   CommandDef make_dataset{
       "make-dataset", "flowloader make-dataset --out=DIR [flags]",
       "generate a sample ImageFolder dataset of photo-like JPEGs (nothing downloaded)",
@@ -93,7 +101,7 @@ std::vector<CommandDef> Commands() {
   CommandDef stages{"stages", "flowloader stages",
                     "print every stage type with its options, and the spec's keys, as YAML",
                     {}};
-  return {run, make_dataset, stages};
+  return {run, plan, make_dataset, stages};
 }
 
 int Fail(const std::string& message) {
@@ -215,6 +223,19 @@ int Run(const CommandDef& command, const ParsedFlags& parsed, absl::Time process
   return RunCommand(c);
 }
 
+// Plan prints the memory plan of the pipeline the flags describe (plan_command.h).
+int Plan(const CommandDef& command, const ParsedFlags& parsed) {
+  PipelineOptions options;
+  if (absl::Status s = PipelineFromFlags(parsed, &options); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  bool json = false;
+  if (absl::Status s = FlagReader(command, parsed).Bool("json", &json); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  return PlanCommand(options, json);
+}
+
 int MakeDataset(const CommandDef& command, const ParsedFlags& parsed) {
   const FlagReader flags(command, parsed);
   SampleDatasetOptions o;
@@ -275,7 +296,7 @@ int Main(int argc, char** argv, absl::Time process_start) {
   }
   if (command == nullptr) {
     return Fail(absl::StrCat("unknown command '", first,
-                             "' (run, make-dataset, stages; flowloader --help)"));
+                             "' (run, plan, make-dataset, stages; flowloader --help)"));
   }
   absl::StatusOr<ParsedFlags> parsed =
       cli::ParseFlags(*command, commands, std::vector<std::string>(argv + 2, argv + argc));
@@ -285,6 +306,7 @@ int Main(int argc, char** argv, absl::Time process_start) {
     return 0;
   }
   if (command->name == "run") return Run(*command, *parsed, process_start);
+  if (command->name == "plan") return Plan(*command, *parsed);
   if (command->name == "make-dataset") return MakeDataset(*command, *parsed);
   return Stages();
 }

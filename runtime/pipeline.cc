@@ -26,46 +26,22 @@ absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& opti
   return stages;
 }
 
-absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& options) {
-  if (options.name.empty()) return absl::InvalidArgumentError("pipeline name is empty");
-  DatasetOptions dataset_options;
-  dataset_options.path = options.data;
-  dataset_options.env = options.env;
-  absl::StatusOr<std::unique_ptr<Dataset>> dataset = Dataset::Open(dataset_options);
-  if (!dataset.ok()) return dataset.status();
+namespace {
 
-  SamplerOptions sampler_options;
-  sampler_options.shuffle = options.shuffle;
-  sampler_options.seed = options.seed;
-  sampler_options.rank = options.rank;
-  sampler_options.world_size = options.world_size;
-  absl::StatusOr<std::unique_ptr<Sampler>> sampler =
-      Sampler::Create((*dataset)->size(), sampler_options);
-  if (!sampler.ok()) return sampler.status();
-  const int64_t samples_per_epoch = (*sampler)->samples_per_rank();
+int64_t MemoryLimitBytes(const PipelineOptions& options) {
+  return options.memory_limit_mb * (int64_t{1} << 20);
+}
 
-  DeviceOptions device_options;
-  device_options.device = options.device;
-  device_options.pin_memory = options.pin_memory;
-  absl::StatusOr<std::unique_ptr<DeviceMemory>> memory = DeviceMemory::Create(device_options);
-  if (!memory.ok()) return memory.status();
-  std::shared_ptr<DeviceMemory> shared_memory = std::move(*memory);
-  if (shared_memory->location() == MemoryLocation::kHost) {
-    LogInfo(absl::StrCat("pipeline '", options.name, "': batches in ",
-                         shared_memory->description()));
-  } else {
-    LogInfo(absl::StrCat("pipeline '", options.name, "': batches on ",
-                         shared_memory->description()));
-  }
+// PipelineParts are what Create and PlanMemory make from the options before the graph.
+struct PipelineParts {
+  std::shared_ptr<const Dataset> dataset;
+  std::shared_ptr<const Sampler> sampler;
+  std::shared_ptr<DeviceMemory> memory;  // Where batches live.
+  GraphOptions graph;
+};
 
+GraphOptions GraphOptionsFor(const PipelineOptions& options) {
   GraphOptions graph_options;
-  if (options.stages.empty()) {
-    absl::StatusOr<std::vector<StageSpec>> stages = DefaultStages(options);
-    if (!stages.ok()) return stages.status();
-    graph_options.stages = std::move(*stages);
-  } else {
-    graph_options.stages = options.stages;
-  }
   graph_options.num_workers = options.num_workers;
   graph_options.batch_size = options.batch_size;
   graph_options.prefetch_batches = options.prefetch_batches;
@@ -79,7 +55,70 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
   graph_options.max_errors = options.max_errors;
   graph_options.max_error_fraction = options.max_error_fraction;
   graph_options.env = options.env;
-  graph_options.memory_limit_bytes = options.memory_limit_mb * (int64_t{1} << 20);
+  graph_options.memory_limit_bytes = MemoryLimitBytes(options);
+  return graph_options;
+}
+
+absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
+  if (options.name.empty()) return absl::InvalidArgumentError("pipeline name is empty");
+  PipelineParts parts;
+  DatasetOptions dataset_options;
+  dataset_options.path = options.data;
+  dataset_options.env = options.env;
+  absl::StatusOr<std::unique_ptr<Dataset>> dataset = Dataset::Open(dataset_options);
+  if (!dataset.ok()) return dataset.status();
+  parts.dataset = std::move(*dataset);
+
+  SamplerOptions sampler_options;
+  sampler_options.shuffle = options.shuffle;
+  sampler_options.seed = options.seed;
+  sampler_options.rank = options.rank;
+  sampler_options.world_size = options.world_size;
+  absl::StatusOr<std::unique_ptr<Sampler>> sampler =
+      Sampler::Create(parts.dataset->size(), sampler_options);
+  if (!sampler.ok()) return sampler.status();
+  parts.sampler = std::move(*sampler);
+
+  DeviceOptions device_options;
+  device_options.device = options.device;
+  device_options.pin_memory = options.pin_memory;
+  absl::StatusOr<std::unique_ptr<DeviceMemory>> memory = DeviceMemory::Create(device_options);
+  if (!memory.ok()) return memory.status();
+  parts.memory = std::move(*memory);
+
+  parts.graph = GraphOptionsFor(options);
+  if (options.stages.empty()) {
+    absl::StatusOr<std::vector<StageSpec>> stages = DefaultStages(options);
+    if (!stages.ok()) return stages.status();
+    parts.graph.stages = std::move(*stages);
+  } else {
+    parts.graph.stages = options.stages;
+  }
+  return parts;
+}
+
+}  // namespace
+
+absl::StatusOr<MemoryPlan> Pipeline::PlanMemory(const PipelineOptions& options) {
+  absl::StatusOr<PipelineParts> parts = OpenParts(options);
+  if (!parts.ok()) return parts.status();
+  return PipelineGraph::Plan(parts->graph, *parts->dataset, *parts->sampler, *parts->memory);
+}
+
+MemoryBudget Pipeline::MemoryBudgetFor(const PipelineOptions& options) {
+  GraphOptions graph_options;
+  graph_options.memory_limit_bytes = MemoryLimitBytes(options);
+  return PipelineGraph::Budget(graph_options);
+}
+
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& options) {
+  absl::StatusOr<PipelineParts> parts = OpenParts(options);
+  if (!parts.ok()) return parts.status();
+  const int64_t samples_per_epoch = parts->sampler->samples_per_rank();
+  const std::shared_ptr<DeviceMemory>& memory = parts->memory;
+  LogInfo(absl::StrCat("pipeline '", options.name, "': batches ",
+                       memory->location() == MemoryLocation::kHost ? "in " : "on ",
+                       memory->description()));
 
   auto stats = std::make_shared<PipelineStats>(options.name);
   stats->build_info = {{"version", Version()},
@@ -87,18 +126,16 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
                        {"batch_size", absl::StrCat(options.batch_size)},
                        {"prefetch_batches", absl::StrCat(options.prefetch_batches)},
                        {"decoder", "libjpeg-turbo"},
-                       {"memory", LocationName(shared_memory->location())}};
+                       {"memory", LocationName(memory->location())}};
   if (options.trace_spans > 0) stats->trace = std::make_unique<TraceBuffer>(options.trace_spans);
-  std::shared_ptr<const Dataset> shared_dataset = std::move(*dataset);
-  std::shared_ptr<const Sampler> shared_sampler = std::move(*sampler);
-  absl::StatusOr<std::unique_ptr<PipelineGraph>> graph = PipelineGraph::Create(
-      graph_options, shared_dataset, shared_sampler, shared_memory, stats);
+  absl::StatusOr<std::unique_ptr<PipelineGraph>> graph =
+      PipelineGraph::Create(parts->graph, parts->dataset, parts->sampler, memory, stats);
   if (!graph.ok()) return graph.status();
   if ((*graph)->effective_threads() < options.num_workers) {
     LogWarning(absl::StrCat("num_workers=", options.num_workers, " but oneTBB grants ",
                             (*graph)->effective_threads(), " threads"));
   }
-  std::unique_ptr<Pipeline> pipeline(new Pipeline(options, std::move(stats), shared_memory,
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(options, std::move(stats), memory,
                                                   std::move(*graph), samples_per_epoch));
   pipeline->graph_->Start();
   return pipeline;

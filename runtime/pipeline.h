@@ -39,6 +39,7 @@
 #include "graph/pipeline_graph.h"
 #include "graph/stage_stats.h"
 #include "stages/collate/batch.h"
+#include "stages/core/memory_plan.h"
 #include "stages/reader/env.h"
 #include "stages/upload/device_memory.h"
 
@@ -118,6 +119,15 @@ class Pipeline {
   // batch buffers and starts prefetching. Errors say what is wrong in one line.
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineOptions& options);
   ~Pipeline();
+
+  // PlanMemory opens the dataset and creates the stages exactly as Create does, and
+  // returns the memory plan Create checks before allocating (the batch pool, decode's seek
+  // index budget and per-worker scratch, the device buffers where batches go to a device),
+  // without allocating the batch buffers or starting anything. Errors are Create's.
+  static absl::StatusOr<MemoryPlan> PlanMemory(const PipelineOptions& options);
+  // MemoryBudgetFor is what Create checks that plan against: what the process may use
+  // (MemAvailable, the cgroup limit), capped by memory_limit_mb when set.
+  static MemoryBudget MemoryBudgetFor(const PipelineOptions& options);
 
   // Next sets *batch to the next batch, or sets *end_of_epoch (and leaves *batch null)
   // once after the last batch of each epoch. After the last configured epoch, every call

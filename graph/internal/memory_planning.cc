@@ -34,21 +34,27 @@ std::string ShapeText(const OutputSpec& output) {
 }
 
 MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output,
-                           int pool_rows, bool pinned,
+                           int pool_rows, bool pinned, bool on_device,
                            const std::vector<MemoryPart>& stage_parts) {
   const std::string rows =
       pool_rows < options.batch_size
           ? absl::StrCat("batch ", pool_rows, " (an epoch's samples; batch_size ",
                          options.batch_size, ")")
           : absl::StrCat("batch ", pool_rows);
+  const int64_t pool_bytes =
+      int64_t{options.prefetch_batches} * pool_rows * static_cast<int64_t>(output.sample_bytes);
+  const std::string pool_formula =
+      absl::StrCat("prefetch ", options.prefetch_batches, " × ", rows, " × ", ShapeText(output));
+  const std::vector<std::string> knobs = {"batch_size", "image_size", "prefetch_batches"};
   MemoryPlan plan;
-  plan.Add({"batch pool", "batch_pool",
-            int64_t{options.prefetch_batches} * pool_rows *
-                static_cast<int64_t>(output.sample_bytes),
-            absl::StrCat("prefetch ", options.prefetch_batches, " × ", rows, " × ",
-                         ShapeText(output)),
-            {"batch_size", "image_size", "prefetch_batches"}, pinned});
+  plan.Add({"batch pool", "batch_pool", pool_bytes, pool_formula, knobs, pinned});
   for (const MemoryPart& part : stage_parts) plan.Add(part);
+  if (on_device) {
+    // DeviceMemory::Allocate pairs each host batch buffer with a device buffer.
+    plan.Add({"device batches", "device_batches", pool_bytes,
+              absl::StrCat(pool_formula, ", a device buffer per batch buffer"), knobs,
+              /*pinned=*/false, /*device=*/true});
+  }
   return plan;
 }
 

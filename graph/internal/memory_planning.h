@@ -1,6 +1,7 @@
 // memory_planning.h: the pipeline graph's memory plan (the batch pool, then what the
-// stages declared in StageEnv::memory) and the budget it must fit, checked in
-// PipelineGraph's Build before the pool is allocated.
+// stages declared in StageEnv::memory, and the device buffers where a device is used)
+// and the budget it must fit, made by PlanGraph (graph_plan.h) before the pool is
+// allocated.
 //
 // Thread-safety: pure functions, except GraphMemoryBudget, which reads /proc and
 // /sys/fs/cgroup (resources.h); all are safe from any thread.
@@ -26,9 +27,11 @@ int PoolRows(int batch_size, int64_t samples_per_epoch);
 std::string ShapeText(const OutputSpec& output);
 
 // PlanGraphMemory is the batch pool (prefetch_batches × pool_rows × sample bytes; pinned
-// when the buffers are page-locked) followed by `stage_parts`.
+// when the buffers are page-locked) followed by `stage_parts`, then, when batches go to
+// a device, the device buffers: one per batch buffer, of the same size (a device part,
+// outside the host total).
 MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output,
-                           int pool_rows, bool pinned,
+                           int pool_rows, bool pinned, bool on_device,
                            const std::vector<MemoryPart>& stage_parts);
 
 // GraphMemoryBudget is what the process may use (AvailableMemory()), capped by

@@ -32,7 +32,7 @@ std::string KnobList(const std::vector<std::string>& knobs) {
 
 int64_t MemoryPlan::total_bytes() const {
   int64_t total = 0;
-  for (const MemoryPart& p : parts_) total += p.bytes;
+  for (const MemoryPart& p : parts_) total += p.device ? 0 : p.bytes;
   return total;
 }
 
@@ -42,10 +42,20 @@ int64_t MemoryPlan::pinned_bytes() const {
   return total;
 }
 
+int64_t MemoryPlan::device_bytes() const {
+  int64_t total = 0;
+  for (const MemoryPart& p : parts_) total += p.device ? p.bytes : 0;
+  return total;
+}
+
 std::string MemoryPlan::Describe() const {
-  std::vector<std::string> parts;
-  for (const MemoryPart& p : parts_) parts.push_back(PartText(p));
-  return absl::StrCat(absl::StrJoin(parts, " + "), " = ", FormatBytes(total_bytes()));
+  std::vector<std::string> host;
+  std::vector<std::string> device;
+  for (const MemoryPart& p : parts_) (p.device ? device : host).push_back(PartText(p));
+  std::string text =
+      absl::StrCat(absl::StrJoin(host, " + "), " = ", FormatBytes(total_bytes()));
+  if (!device.empty()) absl::StrAppend(&text, "; on the device: ", absl::StrJoin(device, " + "));
+  return text;
 }
 
 std::vector<std::pair<std::string, int64_t>> MemoryPlan::BytesByKey() const {
@@ -64,7 +74,9 @@ absl::Status MemoryPlan::CheckFits(const MemoryBudget& available) const {
   const std::string have = absl::StrCat(FormatBytes(available.bytes), " is available (",
                                         available.source, ")");
   std::vector<const MemoryPart*> by_size;
-  for (const MemoryPart& p : parts_) by_size.push_back(&p);
+  for (const MemoryPart& p : parts_) {
+    if (!p.device) by_size.push_back(&p);
+  }
   std::stable_sort(by_size.begin(), by_size.end(),
                    [](const MemoryPart* a, const MemoryPart* b) { return a->bytes > b->bytes; });
   const MemoryPart& largest = *by_size.front();
@@ -77,7 +89,9 @@ absl::Status MemoryPlan::CheckFits(const MemoryBudget& available) const {
   std::vector<std::string> knobs;
   for (const MemoryPart* p : by_size) knobs.insert(knobs.end(), p->knobs.begin(), p->knobs.end());
   std::vector<std::string> parts;
-  for (const MemoryPart& p : parts_) parts.push_back(PartText(p));
+  for (const MemoryPart& p : parts_) {
+    if (!p.device) parts.push_back(PartText(p));
+  }
   return absl::ResourceExhaustedError(
       absl::StrCat("the pipeline needs ", FormatBytes(total), " (", absl::StrJoin(parts, " + "),
                    ") but ", have, ": lower ", KnobList(knobs)));

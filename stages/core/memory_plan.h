@@ -37,6 +37,9 @@ struct MemoryPart {
   std::vector<std::string> knobs;
   // Page-locked (pinned) host memory.
   bool pinned = false;
+  // Device (GPU) memory, not host memory: listed, but neither in total_bytes nor checked
+  // against what the host has.
+  bool device = false;
 };
 
 class MemoryPlan {
@@ -44,22 +47,25 @@ class MemoryPlan {
   void Add(MemoryPart part) { parts_.push_back(std::move(part)); }
   const std::vector<MemoryPart>& parts() const { return parts_; }
 
+  // total_bytes is the host memory of the plan: every part but the device ones.
   int64_t total_bytes() const;
   int64_t pinned_bytes() const;
+  int64_t device_bytes() const;
 
   // Describe is one line: "batch pool 110.3 MiB (prefetch 3 × ...) + seek index 256.0 MiB
-  // (seek_index_mb 256) = 366.3 MiB".
+  // (seek_index_mb 256) = 366.3 MiB", then "; on the device: ..." for device parts.
   std::string Describe() const;
 
-  // BytesByKey lists ("<key>_bytes", bytes) per part, then "pinned_bytes" and
-  // "total_bytes", for the run summary.
+  // BytesByKey lists ("<key>_bytes", bytes) per part (device parts too), then
+  // "pinned_bytes" and "total_bytes" (host), for the run summary.
   std::vector<std::pair<std::string, int64_t>> BytesByKey() const;
 
   // CheckFits is OK when the plan fits `available` (or nothing is known of it), and
   // otherwise ResourceExhausted in one line with the bytes and the knobs: "the batch pool
   // needs 24.1 GiB (prefetch 3 × batch 64 × 3×5000² float32) but 21.9 GiB is available
   // (MemAvailable): lower batch_size, image_size or prefetch_batches". The largest part
-  // leads when it alone does not fit; otherwise the whole plan is listed.
+  // leads when it alone does not fit; otherwise the whole plan is listed. Device parts
+  // are not host memory and take no part in the check.
   absl::Status CheckFits(const MemoryBudget& available) const;
 
  private:

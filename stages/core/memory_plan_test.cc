@@ -59,6 +59,28 @@ TEST(MemoryPlanTest, FitsOrUnknownIsOk) {
   EXPECT_FALSE(plan.CheckFits(MemoryBudget{plan.total_bytes() - 1, "MemAvailable"}).ok());
 }
 
+TEST(MemoryPlanTest, DevicePartsAreListedButNotHostMemory) {
+  MemoryPlan plan;
+  plan.Add({"batch pool", "batch_pool", 300 * kMiB, "prefetch 3 × batch 64", {"batch_size"},
+            /*pinned=*/true});
+  plan.Add({"device batches", "device_batches", 300 * kMiB, "prefetch 3 × batch 64",
+            {"batch_size"}, /*pinned=*/false, /*device=*/true});
+  EXPECT_EQ(plan.total_bytes(), 300 * kMiB);
+  EXPECT_EQ(plan.device_bytes(), 300 * kMiB);
+  EXPECT_EQ(plan.Describe(),
+            "batch pool 300.0 MiB (prefetch 3 × batch 64) = 300.0 MiB; on the device: device "
+            "batches 300.0 MiB (prefetch 3 × batch 64)");
+  const auto keys = plan.BytesByKey();
+  ASSERT_EQ(keys.size(), 4u);
+  EXPECT_EQ(keys[1], (std::pair<std::string, int64_t>{"device_batches_bytes", 300 * kMiB}));
+  EXPECT_EQ(keys[3], (std::pair<std::string, int64_t>{"total_bytes", 300 * kMiB}));
+  // The host has room for the pool; the device's copy takes none of it.
+  EXPECT_TRUE(plan.CheckFits(MemoryBudget{400 * kMiB, "MemAvailable"}).ok());
+  EXPECT_EQ(plan.CheckFits(MemoryBudget{200 * kMiB, "MemAvailable"}).message(),
+            "the batch pool needs 300.0 MiB (prefetch 3 × batch 64) but 200.0 MiB is "
+            "available (MemAvailable): lower batch_size");
+}
+
 TEST(MemoryPlanTest, FormatBytes) {
   EXPECT_EQ(FormatBytes(512), "512 B");
   EXPECT_EQ(FormatBytes(1536), "1.5 KiB");

@@ -1,0 +1,139 @@
+// graph_plan.cc: PlanGraph (see graph_plan.h).
+#include "graph/internal/graph_plan.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "graph/internal/memory_planning.h"
+#include "graph/internal/stage_plan.h"
+#include "stages/collate/batch.h"
+#include "stages/core/sample_error.h"
+
+namespace flowloader {
+namespace graph_internal {
+namespace {
+
+absl::Status CheckOptions(const GraphOptions& options) {
+  if (options.num_workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
+  }
+  if (options.batch_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size must be >= 1, got ", options.batch_size));
+  }
+  if (options.prefetch_batches < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefetch_batches must be >= 1, got ", options.prefetch_batches));
+  }
+  if (options.epochs < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("epochs must be >= 0 (0 = until stopped), got ", options.epochs));
+  }
+  if (!(options.max_error_fraction >= 0.0)) {
+    return absl::InvalidArgumentError("max_error_fraction must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+// CreateStages runs the stage factories, last first: a stage can offer services (the crop
+// planner) to the stages before it, and each adds what it keeps to env.memory.
+absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
+                          std::vector<PlannedStage>* out) {
+  if (options.stages.empty()) return absl::InvalidArgumentError("the pipeline has no stages");
+  // The list's fields first: a list that cannot make a batch is refused before any factory.
+  if (absl::Status s = CheckStagePlan(options.stages, StageRegistry::Global()); !s.ok()) {
+    return s;
+  }
+  std::vector<PlannedStage> stages(options.stages.size());
+  for (size_t i = options.stages.size(); i-- > 0;) {
+    const StageSpec& spec = options.stages[i];
+    absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
+    if (!schema.ok()) return schema.status();
+    absl::StatusOr<std::unique_ptr<SampleStage>> stage =
+        StageRegistry::Global().Create(spec.type, spec.args, env);
+    if (!stage.ok()) {
+      // From a spec, the item's FILE:LINE:COLUMN leads, as every other spec error does.
+      const std::string stage_name = absl::StrCat("stage '", spec.type, "'");
+      return WithContext(stage.status(), spec.where.empty()
+                                             ? stage_name
+                                             : absl::StrCat(spec.where, ": ", stage_name));
+    }
+    stages[i].stage = std::move(*stage);
+    stages[i].name = spec.name.empty() ? spec.type : spec.name;
+    const int concurrency =
+        spec.concurrency > 0 ? spec.concurrency : schema->default_concurrency;
+    stages[i].concurrency = concurrency > 0 ? concurrency : options.num_workers;
+  }
+  if (!env.output_declared || env.output.sample_bytes == 0) {
+    return absl::InvalidArgumentError(
+        "no stage writes the batch slot: the pipeline needs an 'augment' stage (or a user "
+        "stage that declares the output tensor)");
+  }
+  for (size_t i = 0; i < stages.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (stages[j].name == stages[i].name) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "two stages are named '", stages[i].name, "': give one a distinct name"));
+      }
+    }
+  }
+  *out = std::move(stages);
+  return absl::OkStatus();
+}
+
+// CheckCursor refuses a resume position outside the run.
+absl::Status CheckCursor(const GraphOptions& options, int64_t batches_per_epoch) {
+  if (options.start_epoch < 0 || options.start_batch < 0 ||
+      options.start_batch >= batches_per_epoch) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot resume at epoch ", options.start_epoch, " batch ", options.start_batch,
+        ": an epoch has ", batches_per_epoch, " batches"));
+  }
+  // The cursor after the last batch is (epochs, 0): resuming there delivers nothing and
+  // reports done at once; anything past it is a mistake worth a message.
+  if (options.epochs > 0 &&
+      (options.start_epoch > options.epochs ||
+       (options.start_epoch == options.epochs && options.start_batch > 0))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot resume at epoch ", options.start_epoch, " batch ", options.start_batch,
+        ": the run has ", options.epochs, " epochs, so its last cursor is ", options.epochs,
+        ":0; resume at or before it, or raise epochs"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& dataset,
+                                    const Sampler& sampler, const DeviceMemory& memory) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  GraphPlan plan;
+  StageEnv env;
+  env.dataset = &dataset;
+  env.env = options.env != nullptr ? options.env : Env::Default();
+  env.num_workers = options.num_workers;
+  if (absl::Status s = CreateStages(options, env, &plan.stages); !s.ok()) return s;
+  plan.output = env.output;
+
+  const int64_t samples = sampler.samples_per_rank();
+  plan.batches_per_epoch = NumBatches(samples, options.batch_size, options.drop_last);
+  if (plan.batches_per_epoch == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "an epoch has no batch: ", samples, " samples on this rank, batch_size ",
+        options.batch_size, " with drop_last"));
+  }
+  if (absl::Status s = CheckCursor(options, plan.batches_per_epoch); !s.ok()) return s;
+  if (options.epochs > 0) {
+    plan.total_batches = (options.epochs - options.start_epoch) * plan.batches_per_epoch -
+                         options.start_batch;
+  }
+
+  plan.pool_rows = PoolRows(options.batch_size, samples);
+  plan.memory = PlanGraphMemory(options, plan.output, plan.pool_rows, memory.pinned(),
+                                memory.location() == MemoryLocation::kDevice, env.memory);
+  return plan;
+}
+
+}  // namespace graph_internal
+}  // namespace flowloader
