@@ -1,8 +1,17 @@
 // diagnose_test.cc: the tuning rules on hand-made runs: a slow reader, a slow decode or
 // augment, a slow consumer, and the cases around them (serial stage, transfers, memory,
-// latency-bound, over-provisioned workers).
+// latency-bound, over-provisioned workers), then the honesty rules, table-driven: a run
+// too short to judge, prefetch advice only on evidence and under the cap, num_workers
+// advice never past the usable CPUs, fluctuating waits, num_workers=1 is not "serial",
+// the busiest share is the table's, and num_workers far over the CPUs.
+#include <cmath>
 #include <string>
 #include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 
 #include "exporters/report.h"
 #include "gmock/gmock.h"
@@ -11,9 +20,12 @@
 namespace flowloader {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // Stage makes a stage that was busy `utilization` of its worker time over `wall`.
@@ -59,9 +71,12 @@ TEST(DiagnoseTest, StagesSharingWorkersAreJudgedTogetherAndNamedByTheHeaviest) {
                                         Stage("collate", 1, 0.01)},
                                        0.97));
   EXPECT_EQ(d.bottleneck, "decode");
+  EXPECT_EQ(d.busiest_stage, g);
   EXPECT_NEAR(d.busiest_utilization, 1.0, 1e-9);
-  EXPECT_THAT(d.advice, StartsWith("decode is 100% busy on 2 workers and the consumer waited "
-                                   "97% of the time: raise num_workers (cores free: 0"));
+  EXPECT_THAT(d.advice, StartsWith("the 2 workers running read+decode+augment are 100% busy and "
+                                   "the consumer waited 97% of the time: the 2 CPUs this "
+                                   "process may use are the limit (num_workers=2), so more "
+                                   "workers would not help: make decode cheaper"));
   EXPECT_THAT(d.notes, ElementsAre("the 2 workers running read+decode+augment are 100% busy: "
                                    "decode 67% + augment 22% + read 11%"));
 }
@@ -84,38 +99,47 @@ TEST(DiagnoseTest, SlowReaderIsStorageNotCpu) {
   EXPECT_TRUE(d.loader_bound);
   EXPECT_DOUBLE_EQ(d.busiest_utilization, 0.97);
   EXPECT_DOUBLE_EQ(d.consumer_wait_share, 0.5);
-  EXPECT_THAT(d.advice, StartsWith("reader is the bottleneck: storage, not CPU (reader 97% "
-                                   "busy, consumer waited 50%)"));
+  EXPECT_THAT(d.advice, StartsWith("reader is the bottleneck: storage, not CPU (reader is 97% "
+                                   "busy on 1 worker, consumer waited 50%)"));
 }
 
 TEST(DiagnoseTest, SlowDecodeOnAFullMachineSaysTheMachineIsTheLimit) {
   const Diagnosis d = Diagnose(
       MakeRun({Stage("reader", 1, 0.2), Stage("decode", 2, 0.98), Stage("collate", 1, 0.1)}, 0.41));
   EXPECT_EQ(d.bottleneck, "decode");
-  EXPECT_THAT(d.advice,
-              StartsWith("decode is 98% busy on 2 workers and the consumer waited 41% of the "
-                         "time: raise num_workers (cores free: 0 \u2014 the machine is the "
-                         "limit"));
+  EXPECT_EQ(d.advice,
+            "decode is 98% busy on 2 workers and the consumer waited 41% of the time: the 2 "
+            "CPUs this process may use are the limit (num_workers=2), so more workers would "
+            "not help: make decode cheaper, e.g. decode at reduced size or pre-resize the "
+            "dataset, or give the process more CPUs");
 }
 
 TEST(DiagnoseTest, SlowDecodeWithFreeCoresSaysHowManyWorkers) {
   const Diagnosis d = Diagnose(
       MakeRun({Stage("reader", 1, 0.2), Stage("decode", 2, 0.98)}, 0.41, /*num_workers=*/2,
           /*cores=*/16));
-  // Throughput must grow 1 / (1 - 0.41) = 1.7x: 4 workers; 16 - 2 - 1 cores are free.
+  // Throughput must grow 1 / (1 - 0.41) = 1.7x: 4 workers, within the 16 CPUs.
   EXPECT_EQ(d.advice,
             "decode is 98% busy on 2 workers and the consumer waited 41% of the time: raise "
-            "num_workers to 4 (cores free: 13)");
+            "num_workers to 4 (16 CPUs usable)");
 }
 
 TEST(DiagnoseTest, SlowAugmentIsTreatedLikeDecode) {
   const Diagnosis d = Diagnose(MakeRun(
       {Stage("reader", 1, 0.1), Stage("decode", 4, 0.5), Stage("augment", 4, 0.9)}, 0.3, 4,
-      0));
+      16));
   EXPECT_EQ(d.bottleneck, "augment");
   EXPECT_EQ(d.advice,
             "augment is 90% busy on 4 workers and the consumer waited 30% of the time: raise "
-            "num_workers (cores free: unknown)");
+            "num_workers to 6 (16 CPUs usable)");
+}
+
+TEST(DiagnoseTest, UnknownCpusPointToTune) {
+  const Diagnosis d = Diagnose(MakeRun({Stage("augment", 4, 0.9)}, 0.3, 4, /*cores=*/0));
+  EXPECT_EQ(d.advice,
+            "augment is 90% busy on 4 workers and the consumer waited 30% of the time: the "
+            "CPUs this process may use are unknown, and so is whether more workers would "
+            "help; run `flowloader tune` to measure it");
 }
 
 TEST(DiagnoseTest, SlowConsumerMeansNothingToTune) {
@@ -149,13 +173,17 @@ TEST(DiagnoseTest, SaturatedUploadIsAboutCopies) {
   EXPECT_THAT(d.advice, StartsWith("upload is the bottleneck: host-to-device copies"));
 }
 
-TEST(DiagnoseTest, NothingSaturatedButStarvingMeansMorePrefetch) {
-  const Diagnosis d = Diagnose(MakeRun({Stage("reader", 1, 0.5), Stage("decode", 2, 0.6)}, 0.3));
+TEST(DiagnoseTest, NothingSaturatedButStarvingOnBuffersMeansMorePrefetch) {
+  RunSnapshot run = MakeRun({Stage("source", 1, 0.01), Stage("decode", 2, 0.6)}, 0.3);
+  run.facts.prefetch_batches = 2;
+  run.stages[0].blocked_seconds = 40;  // 40% of the run without a free batch buffer.
+  const Diagnosis d = Diagnose(run);
   EXPECT_EQ(d.bottleneck, "decode");
   EXPECT_EQ(d.advice,
             "no stage is saturated (busiest: decode at 60% on 2 workers) yet the consumer waited "
-            "30% of the time: the pipeline is latency-bound; raise prefetch (batches in flight) "
-            "so stages overlap");
+            "30% of the time: the source waited for a free batch buffer 40% of the time while "
+            "workers were idle: raise prefetch_batches to 4 (now 2) so more batches are made "
+            "at once");
 }
 
 TEST(DiagnoseTest, MemoryNearBudgetPrefersSmallerBatchOverPrefetch) {
@@ -203,6 +231,299 @@ TEST(DiagnoseTest, ThresholdsAreOptions) {
   strict.starving_share = 0.005;
   EXPECT_TRUE(Diagnose(MakeRun({Stage("decode", 2, 0.9)}, 0.01), strict).loader_bound);
   EXPECT_FALSE(Diagnose(MakeRun({Stage("decode", 2, 0.9)}, 0.01)).loader_bound);
+}
+
+// ---- The honesty rules: each says "raise X" only on evidence, or says it cannot tell.
+
+// NoRaise: the advice recommends no knob.
+const auto NoRaise = Not(HasSubstr("raise"));
+
+struct ShortCase {
+  const char* what;
+  double wall;
+  double startup;  // < 0 = unknown.
+  double steady;   // < 0 = unknown.
+  bool too_short;
+};
+
+class ShortRunTest : public ::testing::TestWithParam<ShortCase> {};
+
+TEST_P(ShortRunTest, TooShortToJudgeRecommendsNothing) {
+  const ShortCase& c = GetParam();
+  // Starving on saturated workers with free CPUs: a judged run says "raise num_workers".
+  RunSnapshot run = MakeRun({Stage("decode", 2, 0.95, c.wall)}, 0.5, 2, 16);
+  run.facts.wall_seconds = c.wall;
+  run.consumer_wait_seconds = 0.5 * c.wall;
+  run.facts.startup_seconds = c.startup;
+  run.facts.steady_seconds = c.steady;
+  const Diagnosis d = Diagnose(run);
+  EXPECT_EQ(d.too_short, c.too_short) << d.advice;
+  if (c.too_short) {
+    EXPECT_THAT(d.advice, AllOf(StartsWith("the run is too short to judge: "), NoRaise));
+    EXPECT_EQ(d.bottleneck, "");
+  } else {
+    EXPECT_THAT(d.advice, HasSubstr("raise num_workers to 4"));
+    EXPECT_EQ(d.bottleneck, "decode");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Runs, ShortRunTest,
+    ::testing::Values(
+        // The demo: 0.2 s to the first batch of a 1.16 s run.
+        ShortCase{"demo", 1.16, 0.205, 0.955, true},
+        ShortCase{"startup_over_20_percent", 100, 25, 75, true},
+        ShortCase{"steady_under_3_s", 3.2, 0.3, 2.9, true},
+        ShortCase{"no_batch_yet", 5, 5, 0, true},
+        ShortCase{"long_enough", 100, 10, 90, false},
+        ShortCase{"startup_exactly_20_percent", 20, 4, 16, false},
+        ShortCase{"unknown", 100, -1, -1, false}),
+    [](const ::testing::TestParamInfo<ShortCase>& info) { return info.param.what; });
+
+TEST(ShortRunMessageTest, SaysWhyWithTheNumbers) {
+  RunSnapshot run = MakeRun({Stage("decode", 2, 0.9)}, 0.9);
+  run.facts.wall_seconds = 1.16;
+  run.facts.startup_seconds = 0.35;
+  run.facts.steady_seconds = 0.81;
+  EXPECT_EQ(Diagnose(run).advice,
+            "the run is too short to judge: start-up (to the first batch) took 0.35 s, 30.2% of "
+            "the 1.16 s run (over 20%) and the steady state lasted 0.81 s (under 3 s); nothing "
+            "is recommended from it: run more epochs, or `flowloader tune` to measure the knobs");
+}
+
+struct PrefetchCase {
+  const char* what;
+  int prefetch;           // 0 = unknown.
+  double buffers_out;     // Share of the run the source waited for a free batch buffer.
+  const char* expected;   // In the advice.
+};
+
+class PrefetchAdviceTest : public ::testing::TestWithParam<PrefetchCase> {};
+
+TEST_P(PrefetchAdviceTest, OnlyOnBufferEvidenceAndUnderTheCap) {
+  const PrefetchCase& c = GetParam();
+  // Nothing saturated, the consumer starving: the old verdict was always "raise prefetch".
+  RunSnapshot run = MakeRun({Stage("source", 1, 0.01), Stage("decode", 2, 0.6)}, 0.3);
+  run.facts.prefetch_batches = c.prefetch;
+  run.stages[0].blocked_seconds = c.buffers_out * run.facts.wall_seconds;
+  const Diagnosis d = Diagnose(run);
+  EXPECT_THAT(d.advice, HasSubstr(c.expected));
+  const bool raises = absl::StrContains(c.expected, "raise");
+  if (!raises) EXPECT_THAT(d.advice, AllOf(NoRaise, HasSubstr("`flowloader tune`")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PrefetchAdviceTest,
+    ::testing::Values(
+        PrefetchCase{"blocked_under_cap", 3, 0.30, "raise prefetch_batches to 4 (now 3)"},
+        PrefetchCase{"blocked_at_1", 1, 0.50, "raise prefetch_batches to 2 (now 1)"},
+        PrefetchCase{"at_cap", 4, 0.30, "prefetch_batches is already 4"},
+        PrefetchCase{"demo_6", 6, 0.50, "prefetch_batches is already 6"},
+        PrefetchCase{"demo_12", 12, 0.50, "prefetch_batches is already 12"},
+        PrefetchCase{"source_not_blocked", 3, 0.02,
+                     "the source waited for a free batch buffer only 2% of the time"},
+        PrefetchCase{"unknown", 0, 0.50, "prefetch_batches is unknown"}),
+    [](const ::testing::TestParamInfo<PrefetchCase>& info) { return info.param.what; });
+
+TEST(TransferAdviceTest, SaturatedTransferDoesNotAskForPrefetchAtTheCap) {
+  RunSnapshot run = MakeRun({Stage("decode", 4, 0.6), Stage("upload", 1, 0.9)}, 0.2);
+  run.facts.prefetch_batches = 3;
+  EXPECT_THAT(Diagnose(run).advice, HasSubstr("keep more batches in flight"));
+  run.facts.prefetch_batches = 6;
+  EXPECT_THAT(Diagnose(run).advice, Not(HasSubstr("batches in flight")));
+}
+
+struct WorkersCase {
+  const char* what;
+  int num_workers;
+  int cpus;          // 0 = unknown.
+  double wait;
+  const char* expected;  // In the advice.
+};
+
+class NumWorkersAdviceTest : public ::testing::TestWithParam<WorkersCase> {};
+
+TEST_P(NumWorkersAdviceTest, NeverPastTheUsableCpus) {
+  const WorkersCase& c = GetParam();
+  StageLoad decode = Stage("decode", c.num_workers, 0.97);
+  decode.concurrency_source = ConcurrencySource::kNumWorkers;
+  const Diagnosis d = Diagnose(MakeRun({decode}, c.wait, c.num_workers, c.cpus));
+  EXPECT_THAT(d.advice, HasSubstr(c.expected));
+  EXPECT_THAT(d.advice, Not(HasSubstr("serial")));
+  // Whatever the case, a target it names is within the CPUs.
+  const size_t at = d.advice.find("raise num_workers to ");
+  if (at != std::string::npos) {
+    EXPECT_LE(std::stoi(d.advice.substr(at + 21)), c.cpus) << d.advice;
+  } else {
+    EXPECT_THAT(d.advice, NoRaise);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, NumWorkersAdviceTest,
+    ::testing::Values(
+        WorkersCase{"free_cpus", 2, 16, 0.41, "raise num_workers to 4 (16 CPUs usable)"},
+        WorkersCase{"one_worker_two_cpus", 1, 2, 0.41, "raise num_workers to 2 (2 CPUs usable)"},
+        WorkersCase{"capped_at_the_cpus", 3, 4, 0.9, "raise num_workers to 4 (4 CPUs usable)"},
+        WorkersCase{"at_the_cpus", 2, 2, 0.41,
+                    "the 2 CPUs this process may use are the limit (num_workers=2)"},
+        WorkersCase{"past_the_cpus", 8, 4, 0.41,
+                    "the 4 CPUs this process may use are the limit (num_workers=8)"},
+        WorkersCase{"cpus_unknown", 2, 0, 0.41, "run `flowloader tune` to measure it"}),
+    [](const ::testing::TestParamInfo<WorkersCase>& info) { return info.param.what; });
+
+struct SerialCase {
+  const char* what;
+  const char* stage;
+  ConcurrencySource source;
+  int num_workers;
+  bool serial;
+};
+
+class SerialTest : public ::testing::TestWithParam<SerialCase> {};
+
+TEST_P(SerialTest, OnlyAStageFixedAtOneWorkerIsSerial) {
+  const SerialCase& c = GetParam();
+  StageLoad s = Stage(c.stage, 1, 0.96);
+  s.concurrency_source = c.source;
+  const Diagnosis d = Diagnose(MakeRun({s}, 0.5, c.num_workers, 4));
+  if (c.serial) {
+    EXPECT_THAT(d.advice, HasSubstr(absl::StrCat(c.stage, " is serial and caps the pipeline")));
+  } else {
+    EXPECT_THAT(d.advice, AllOf(Not(HasSubstr("serial")),
+                                HasSubstr("raise num_workers to 2 (4 CPUs usable)")));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SerialTest,
+    ::testing::Values(
+        // --num_workers=1: decode runs on 1 worker because of the flag.
+        SerialCase{"decode_num_workers_1", "decode", ConcurrencySource::kNumWorkers, 1, false},
+        SerialCase{"unknown_source_num_workers_1", "decode", ConcurrencySource::kUnknown, 1,
+                   false},
+        SerialCase{"collate_num_workers_1", "collate", ConcurrencySource::kFixed, 1, true},
+        SerialCase{"collate_num_workers_4", "collate", ConcurrencySource::kUnknown, 4, true}),
+    [](const ::testing::TestParamInfo<SerialCase>& info) { return info.param.what; });
+
+// Waits sets the run's per-batch consumer waits (seconds) as the pipeline records them.
+void SetWaits(RunSnapshot* run, const std::vector<double>& waits) {
+  run->steady_waits = waits.size();
+  run->steady_wait_seconds = 0;
+  run->steady_wait_squares = 0;
+  for (double w : waits) {
+    run->steady_wait_seconds += w;
+    run->steady_wait_squares += w * w;
+  }
+}
+
+TEST(WaitCvTest, IsStandardDeviationOverMean) {
+  RunSnapshot run;
+  SetWaits(&run, {0.01, 0.01, 0.01, 0.01});
+  EXPECT_NEAR(WaitCv(run), 0, 1e-6);
+  SetWaits(&run, {0, 0.02, 0, 0.02});  // Mean 10 ms, deviation 10 ms.
+  EXPECT_NEAR(WaitCv(run), 1, 1e-9);
+  SetWaits(&run, {0.01});
+  EXPECT_EQ(WaitCv(run), 0);
+  SetWaits(&run, {});
+  EXPECT_EQ(WaitCv(run), 0);
+}
+
+struct FluctuationCase {
+  const char* what;
+  std::vector<double> waits;  // One per batch, seconds.
+  double wait_share;
+  bool noted;
+};
+
+class FluctuationTest : public ::testing::TestWithParam<FluctuationCase> {};
+
+TEST_P(FluctuationTest, CvOverHalfIsNamedWithItsCauses) {
+  const FluctuationCase& c = GetParam();
+  RunSnapshot run = MakeRun({Stage("decode", 2, 0.6)}, c.wait_share);
+  run.facts.batch_size = 8;
+  SetWaits(&run, c.waits);
+  const Diagnosis d = Diagnose(run);
+  const auto note = AllOf(StartsWith("the time between batches fluctuates"),
+                          HasSubstr("the batch is too small for the per-batch overhead "
+                                    "(batch_size=8)"),
+                          HasSubstr("storage has a slow tail"));
+  if (c.noted) {
+    EXPECT_THAT(d.notes, Contains(note));
+  } else {
+    EXPECT_THAT(d.notes, Not(Contains(StartsWith("the time between batches"))));
+  }
+}
+
+std::vector<double> Repeat(std::vector<double> pattern, int times) {
+  std::vector<double> out;
+  for (int i = 0; i < times; ++i) out.insert(out.end(), pattern.begin(), pattern.end());
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, FluctuationTest,
+    ::testing::Values(
+        // A slow tail: most batches wait 5 ms, one in ten 200 ms (CV ≈ 2).
+        FluctuationCase{"slow_tail", Repeat({0.005, 0.005, 0.005, 0.005, 0.005, 0.005, 0.005,
+                                             0.005, 0.005, 0.2},
+                                            10),
+                        0.3, true},
+        // Even waits: CV ≈ 0.1.
+        FluctuationCase{"even", Repeat({0.009, 0.011}, 50), 0.3, false},
+        // CV exactly 0.5 is not over it.
+        FluctuationCase{"cv_half", Repeat({0.005, 0.015}, 50), 0.3, false},
+        // The consumer barely waits: tiny waits' spread says nothing.
+        FluctuationCase{"consumer_bound", Repeat({0, 0, 0, 0.001}, 25), 0.01, false},
+        // Too few batches to judge a spread.
+        FluctuationCase{"few_batches", {0.001, 0.2, 0.001, 0.2}, 0.3, false}),
+    [](const ::testing::TestParamInfo<FluctuationCase>& info) { return info.param.what; });
+
+TEST(BusiestTest, BusiestShareIsTheStageTablesRow) {
+  // The demo: read, decode and augment share 2 workers; decode alone is 36%.
+  const std::string g = "read+decode+augment";
+  RunSnapshot run = MakeRun({Stage("source", 1, 0.0), Grouped("read", 2, 0.12, g),
+                             Grouped("decode", 2, 0.36, g), Grouped("augment", 2, 0.25, g),
+                             Stage("collate", 1, 0.01)},
+                            0.5);
+  const Diagnosis d = Diagnose(run);
+  EXPECT_EQ(d.busiest_stage, g);
+  EXPECT_NEAR(d.busiest_utilization, 0.73, 1e-9);
+  EXPECT_THAT(d.advice, HasSubstr("(busiest: the 2 workers running read+decode+augment at 73%)"));
+  // The table's row named busiest_stage shows the same share.
+  bool found = false;
+  for (absl::string_view line : absl::StrSplit(StageTable(run), '\n')) {
+    std::vector<absl::string_view> cols = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (cols.size() != 6 || cols[0] != d.busiest_stage) continue;
+    found = true;
+    EXPECT_EQ(cols[4], absl::StrFormat("%.0f%%", 100 * d.busiest_utilization)) << line;
+  }
+  EXPECT_TRUE(found) << StageTable(run);
+}
+
+TEST(BusiestTest, AStageAloneIsItsOwnRow) {
+  const Diagnosis d = Diagnose(MakeRun({Stage("reader", 1, 0.3), Stage("decode", 2, 0.6)}, 0.0));
+  EXPECT_EQ(d.busiest_stage, "decode");
+  EXPECT_DOUBLE_EQ(d.busiest_utilization, 0.6);
+}
+
+TEST(OversubscribedTest, WarnsOverFourWorkersPerCpuAndWithholdsTheVerdict) {
+  RunFacts facts;
+  facts.cores_available = 2;
+  facts.num_workers = 8;
+  EXPECT_EQ(OversubscribedWorkers(facts), "");
+  facts.num_workers = 9;
+  EXPECT_THAT(OversubscribedWorkers(facts), StartsWith("num_workers=9 is over 4 \u00d7 the 2 "
+                                                       "CPUs this process may use"));
+  facts.cores_available = 0;  // Unknown: no claim.
+  EXPECT_EQ(OversubscribedWorkers(facts), "");
+
+  // The report: 1000 workers on 2 CPUs, 7% busy each, the consumer starving.
+  const Diagnosis d =
+      Diagnose(MakeRun({Stage("source", 1, 0.02), Stage("decode", 1000, 0.07)}, 0.95, 1000, 2));
+  EXPECT_THAT(d.advice, AllOf(StartsWith("num_workers=1000 is over 4 \u00d7 the 2 CPUs"),
+                              HasSubstr("no verdict"), NoRaise));
+  EXPECT_EQ(d.bottleneck, "");
 }
 
 struct KindCase {

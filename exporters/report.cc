@@ -42,6 +42,8 @@ std::string DiagnosisJson(const Diagnosis& d) {
       ", \"busiest_utilization\": ", JsonFloat(d.busiest_utilization),
       ", \"consumer_wait_share\": ", JsonFloat(d.consumer_wait_share),
       ", \"loader_bound\": ", d.loader_bound ? "true" : "false",
+      ", \"too_short\": ", d.too_short ? "true" : "false",
+      ", \"wait_cv\": ", JsonFloat(d.wait_cv),
       ", \"advice\": ", JsonString(d.advice), ", \"notes\": [", absl::StrJoin(notes, ", "),
       "]}");
 }
@@ -55,6 +57,10 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
   run.batches = stats.batches.load(std::memory_order_relaxed);
   run.skipped = stats.skipped.load(std::memory_order_relaxed);
   run.consumer_wait_seconds = Seconds(stats.consumer_wait_nanos.load(std::memory_order_relaxed));
+  const WaitSpread::Snapshot waits = stats.steady_consumer_waits.Read();
+  run.steady_waits = waits.count;
+  run.steady_wait_seconds = waits.sum_seconds;
+  run.steady_wait_squares = waits.sum_squares;
   run.host_bytes_in_flight = stats.host_bytes_in_flight.load(std::memory_order_relaxed);
   run.host_bytes_budget = stats.host_bytes_budget.load(std::memory_order_relaxed);
   run.pinned_bytes_in_flight = stats.pinned_bytes_in_flight.load(std::memory_order_relaxed);
@@ -65,6 +71,8 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
     load.name = s->name();
     load.kind = StageKindFromName(s->name());
     load.concurrency = s->concurrency();
+    load.concurrency_source = s->follows_num_workers() ? ConcurrencySource::kNumWorkers
+                                                       : ConcurrencySource::kFixed;
     load.items = s->items_out.load(std::memory_order_relaxed);
     load.busy_seconds = Seconds(s->busy_nanos.load(std::memory_order_relaxed));
     load.blocked_seconds = Seconds(s->blocked_nanos.load(std::memory_order_relaxed));
@@ -114,13 +122,32 @@ std::string SummaryJson(const PipelineStats& stats, const RunFacts& facts) {
 std::string StageTable(const RunSnapshot& run) {
   const double wall = run.facts.wall_seconds;
   size_t width = 5;  // "stage"
-  for (const StageLoad& s : run.stages) width = std::max(width, s.name.size());
+  for (const StageLoad& s : run.stages) {
+    width = std::max({width, s.name.size(), s.worker_group.size()});
+  }
   const int w = static_cast<int>(width);
   std::string out = absl::StrFormat("%-*s %7s %10s %9s %5s %7s\n", w, "stage", "workers",
                                     "items", "busy_s", "busy%", "errors");
-  for (const StageLoad& s : run.stages) {
+  for (size_t i = 0; i < run.stages.size(); ++i) {
+    const StageLoad& s = run.stages[i];
     absl::StrAppendFormat(&out, "%-*s %7d %10d %9.2f %4.0f%% %7d\n", w, s.name, s.concurrency,
                           s.items, s.busy_seconds, 100 * Utilization(s, wall), StageErrors(s));
+    const bool ends_group = !s.worker_group.empty() &&
+                            (i + 1 == run.stages.size() ||
+                             run.stages[i + 1].worker_group != s.worker_group);
+    if (ends_group) {
+      // The workers' own row: what the diagnosis calls busy for these stages.
+      double busy = 0;
+      uint64_t errors = 0;
+      for (const StageLoad& m : run.stages) {
+        if (m.worker_group != s.worker_group) continue;
+        busy += m.busy_seconds;
+        errors += StageErrors(m);
+      }
+      absl::StrAppendFormat(&out, "%-*s %7d %10d %9.2f %4.0f%% %7d\n", w, s.worker_group,
+                            s.concurrency, s.items, busy,
+                            100 * GroupUtilization(run, s.worker_group), errors);
+    }
   }
   const Diagnosis d = Diagnose(run);
   absl::StrAppendFormat(&out, "consumer waited %.2f s of %.2f s (%.0f%%); bottleneck: %s\n",

@@ -141,6 +141,40 @@ TEST(SnapshotTest, CopiesCountersAndGuessesKinds) {
   EXPECT_DOUBLE_EQ(Utilization(run.stages[1], 10), 0.95);
 }
 
+TEST(SnapshotTest, CopiesTheWaitSpreadAndWhatSetsConcurrency) {
+  auto stats = TenSecondRun();
+  stats->Stage("decode")->set_follows_num_workers(true);
+  stats->steady_consumer_waits.Observe(1'000'000);  // 1 ms
+  stats->steady_consumer_waits.Observe(3'000'000);  // 3 ms
+  const RunSnapshot run = Snapshot(*stats, kFacts);
+  EXPECT_EQ(run.stages[0].concurrency_source, ConcurrencySource::kFixed);
+  EXPECT_EQ(run.stages[1].concurrency_source, ConcurrencySource::kNumWorkers);
+  EXPECT_EQ(run.steady_waits, 2u);
+  EXPECT_DOUBLE_EQ(run.steady_wait_seconds, 0.004);
+  EXPECT_DOUBLE_EQ(run.steady_wait_squares, 1e-5);
+  EXPECT_DOUBLE_EQ(WaitCv(run), 0.5);  // Mean 2 ms, deviation 1 ms.
+}
+
+TEST(StageTableTest, AWorkerGroupHasItsOwnRow) {
+  auto stats = std::make_shared<PipelineStats>("train");
+  StageStats* read = stats->AddStage("read", 2);
+  StageStats* decode = stats->AddStage("decode", 2);
+  stats->AddStage("collate", 1);
+  for (StageStats* s : {read, decode}) {
+    s->set_worker_group("read+decode");
+    s->items_out = 100;
+  }
+  read->busy_nanos = 2'000'000'000;
+  decode->busy_nanos = 8'000'000'000;
+  const std::string table = StageTable(*stats, kFacts);
+  std::vector<std::string> lines = absl::StrSplit(table, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 6u) << table;  // Header, 3 stages, the group, footer.
+  EXPECT_EQ(lines[1], "read              2        100      2.00   10%       0");
+  EXPECT_EQ(lines[2], "decode            2        100      8.00   40%       0");
+  EXPECT_EQ(lines[3], "read+decode       2        100     10.00   50%       0");
+  EXPECT_EQ(lines[4], "collate           1          0      0.00    0%       0");
+}
+
 TEST(StageTableTest, OneAlignedRowPerStageAndAVerdict) {
   const std::string table = StageTable(*TenSecondRun(), kFacts);
   std::vector<std::string> lines = absl::StrSplit(table, '\n', absl::SkipEmpty());

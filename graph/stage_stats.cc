@@ -24,6 +24,22 @@ LatencyHistogram::Snapshot LatencyHistogram::Read() const {
   return s;
 }
 
+void WaitSpread::Observe(int64_t nanos) {
+  const uint64_t micros = static_cast<uint64_t>(std::max<int64_t>(nanos, 0) / 1000);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_nanos_.fetch_add(nanos, std::memory_order_relaxed);
+  sum_squared_micros_.fetch_add(micros * micros, std::memory_order_relaxed);
+}
+
+WaitSpread::Snapshot WaitSpread::Read() const {
+  Snapshot s;
+  s.count = count_.load(std::memory_order_relaxed);
+  s.sum_seconds = static_cast<double>(sum_nanos_.load(std::memory_order_relaxed)) * 1e-9;
+  s.sum_squares =
+      static_cast<double>(sum_squared_micros_.load(std::memory_order_relaxed)) * 1e-12;
+  return s;
+}
+
 void StageStats::CountError(absl::string_view reason) {
   std::lock_guard<std::mutex> lock(mu_);
   ++errors_[std::string(reason)];

@@ -47,6 +47,27 @@ class LatencyHistogram {
   std::atomic<int64_t> sum_nanos_{0};
 };
 
+// WaitSpread accumulates the consumer's per-batch waits (count, sum, sum of squares),
+// enough for their mean and coefficient of variation: whether batches arrive evenly.
+class WaitSpread {
+ public:
+  void Observe(int64_t nanos);
+
+  struct Snapshot {
+    uint64_t count = 0;
+    double sum_seconds = 0;
+    double sum_squares = 0;  // Of the waits in seconds: s².
+  };
+  Snapshot Read() const;
+
+ private:
+  std::atomic<uint64_t> count_{0};
+  std::atomic<int64_t> sum_nanos_{0};
+  // µs², so a 1 s wait adds 1e12 and 2^64 holds 1.8e7 s² (int64 ns² would overflow
+  // after nine 1 s waits).
+  std::atomic<uint64_t> sum_squared_micros_{0};
+};
+
 // StageStats is one stage's counters.
 class StageStats {
  public:
@@ -61,6 +82,11 @@ class StageStats {
   // concurrency × wall. Empty: the stage has its own workers. Set while building.
   const std::string& worker_group() const { return worker_group_; }
   void set_worker_group(std::string group) { worker_group_ = std::move(group); }
+  // follows_num_workers: the stage's concurrency is num_workers (no fixed concurrency of
+  // its own or its spec's), so raising num_workers raises it. False for the graph's own
+  // serial stages (source, collate, upload). Set while building.
+  bool follows_num_workers() const { return follows_num_workers_; }
+  void set_follows_num_workers(bool follows) { follows_num_workers_ = follows; }
 
   std::atomic<uint64_t> items_in{0};
   std::atomic<uint64_t> items_out{0};
@@ -79,6 +105,7 @@ class StageStats {
   const std::string name_;
   const int concurrency_;
   std::string worker_group_;
+  bool follows_num_workers_ = false;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> errors_ ABSL_GUARDED_BY(mu_);
 };
@@ -139,6 +166,8 @@ class PipelineStats {
   std::atomic<uint64_t> skipped{0};
   std::atomic<int64_t> epoch{0};
   std::atomic<int64_t> consumer_wait_nanos{0};   // Time Next() blocked: the GPU starving.
+  // The same waits one by one, after the first batch (whose wait is the start-up).
+  WaitSpread steady_consumer_waits;
   std::atomic<int64_t> last_batch_unix_nanos{0};  // Wall clock of the last delivery.
   std::atomic<int64_t> start_unix_nanos{0};       // When the pipeline started.
   std::atomic<int64_t> host_bytes_in_flight{0};

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include "exporters/report.h"
 #include "exporters/trace.h"
 #include "stages/core/log.h"
+#include "stages/core/resources.h"
 
 namespace flowloader {
 namespace {
@@ -71,13 +73,18 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-RunFacts Facts(const RunConfig& config, double wall, int64_t epochs) {
+// Facts are the run's facts after `wall` seconds; `startup` is when the first batch came
+// (seconds on the same clock), < 0 while none has: the whole run so far is start-up.
+RunFacts Facts(const RunConfig& config, double wall, int64_t epochs, double startup) {
   RunFacts f;
   f.wall_seconds = wall;
   f.epochs = epochs;
   f.num_workers = config.pipeline.num_workers;
   f.batch_size = config.pipeline.batch_size;
-  f.cores_available = static_cast<int>(std::thread::hardware_concurrency());
+  f.prefetch_batches = config.pipeline.prefetch_batches;
+  f.cores_available = UsableCpus();
+  f.startup_seconds = startup >= 0 ? std::min(startup, wall) : wall;
+  f.steady_seconds = wall - f.startup_seconds;
   return f;
 }
 
@@ -171,6 +178,9 @@ int RunCommand(const RunConfig& config) {
     return 2;
   }
   std::unique_ptr<Pipeline> pipeline = std::move(*created);
+  if (const std::string w = OversubscribedWorkers(Facts(config, 0, 0, -1)); !w.empty()) {
+    LogWarning(w);
+  }
 
   MetricsRegistration metrics;
   std::shared_ptr<MetricsServer> server;
@@ -214,7 +224,8 @@ int RunCommand(const RunConfig& config) {
   const bool tty = isatty(STDERR_FILENO);
   absl::Time last_progress = absl::Now();
   absl::Time last_report = absl::Now();
-  double first_batch_seconds = -1;
+  double first_batch_seconds = -1;  // Since config.process_start.
+  double startup_seconds = -1;      // Since `start`, the clock of the facts' wall time.
   std::vector<double> epoch_end_seconds;  // Since `start`, one per finished epoch.
   int64_t epochs_done = 0;
   absl::Status status;
@@ -230,7 +241,9 @@ int RunCommand(const RunConfig& config) {
       continue;
     }
     if (first_batch_seconds < 0 && batch->size() > 0) {
-      first_batch_seconds = absl::ToDoubleSeconds(absl::Now() - config.process_start);
+      const absl::Time now = absl::Now();
+      first_batch_seconds = absl::ToDoubleSeconds(now - config.process_start);
+      startup_seconds = absl::ToDoubleSeconds(now - start);
     }
     if (keys.is_open()) {
       for (const std::string& k : batch->keys) keys << EscapeKey(k) << '\n';
@@ -258,7 +271,8 @@ int RunCommand(const RunConfig& config) {
         now - last_report > absl::Seconds(config.report_every_seconds)) {
       last_report = now;
       const Diagnosis d = Diagnose(
-          Snapshot(*pipeline->stats(), Facts(config, absl::ToDoubleSeconds(now - start), epochs_done)));
+          Snapshot(*pipeline->stats(), Facts(config, absl::ToDoubleSeconds(now - start),
+                                             epochs_done, startup_seconds)));
       std::fprintf(stderr, "%sdiagnosis: %s\n", tty ? "\n" : "", d.advice.c_str());
     }
   }
@@ -269,7 +283,7 @@ int RunCommand(const RunConfig& config) {
 
   // Stop the graph before reading the final counters, so nothing moves under the report.
   pipeline->Stop();
-  const RunFacts facts = Facts(config, wall, epochs_done);
+  const RunFacts facts = Facts(config, wall, epochs_done, startup_seconds);
   const RunSnapshot snapshot = Snapshot(*pipeline->stats(), facts);
   std::fprintf(stdout, "%s", StageTable(snapshot).c_str());
   const Diagnosis diagnosis = Diagnose(snapshot);
