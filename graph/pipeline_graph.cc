@@ -316,15 +316,6 @@ void PipelineGraph::Impl::Start() {
     runners_[i].stats->set_follows_num_workers(spec.concurrency <= 0 && schema.ok() &&
                                                schema->default_concurrency <= 0);
   }
-  // Label the stages that run on num_workers workers (neither their spec nor their type
-  // fixes a concurrency; the planner's rule), so that the diagnosis tells a stage held to
-  // one worker by --num_workers=1 from a serial one.
-  for (size_t i = 0; i < runners_.size() && i < options_.stages.size(); ++i) {
-    const StageSpec& spec = options_.stages[i];
-    const absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
-    runners_[i].stats->set_follows_num_workers(spec.concurrency <= 0 && schema.ok() &&
-                                               schema->default_concurrency <= 0);
-  }
   pool_->SetRecycler([this](BatchToken* token) {
     // Back to the free buffers; count the source's blocked time if it was starved.
     if (free_count_.fetch_add(1) == 0) {
@@ -616,7 +607,6 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
   }
   const int64_t waited = NowNanos() - t0;
   stats_->consumer_wait_nanos.fetch_add(waited, std::memory_order_relaxed);
-  if (delivered_sequence_ > 1) stats_->steady_consumer_waits.Observe(waited);
   if (delivered_sequence_ > 1) stats_->steady_consumer_waits.Observe(waited);
   if (!token->fatal.ok()) {
     const absl::Status fatal = token->fatal;
