@@ -93,12 +93,12 @@ expect_error() {
 }
 expect_error "required" run
 expect_error "not found" run --data="$TMP/missing" --metrics_address=
-expect_error "train or eval" run --data="$DATA" --transform=sideways --metrics_address=
+expect_error "--transform must be one of train, eval" run --data="$DATA" --transform=sideways --metrics_address=
 expect_error "skip or fail" run --data="$DATA" --on_error=maybe --metrics_address=
 expect_error "batch_size" run --data="$DATA" --batch_size=0 --metrics_address=
 expect_error "batch_size" run --data="$DATA" --batch_size=abc --metrics_address=
 expect_error "max_errors" run --data="$DATA" --max_errors=lots --metrics_address=
-expect_error "Unknown command line flag" run --data="$DATA" --no_such_flag=1
+expect_error "unknown flag --no_such_flag for flowloader run" run --data="$DATA" --no_such_flag=1
 expect_error "unknown command" fly
 
 # 4. --on_error=fail names the file; skip counts it.
