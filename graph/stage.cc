@@ -52,24 +52,6 @@ bool IsChoice(const OptionSchema& option, const std::string& text) {
   return false;
 }
 
-// YamlScalar writes `text` as a YAML scalar, quoted unless it is plainly a word or number
-// (so Help's output reads back as the same text).
-std::string YamlScalar(const std::string& text) {
-  bool plain = !text.empty();
-  for (char c : text) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' &&
-        c != ',' && c != '-' && c != '+') {
-      plain = false;
-    }
-  }
-  if (plain && absl::AsciiStrToLower(text) != "null") return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') quoted += '\\';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
 
 // CheckFields refuses a declared field that SampleContext does not hold, under the kind it
 // has there, and a freed field the stage does not read.
@@ -147,6 +129,23 @@ class FunctionStage : public SampleStage {
 };
 
 }  // namespace
+
+std::string YamlScalar(const std::string& text) {
+  bool plain = !text.empty();
+  for (char c : text) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' &&
+        c != ',' && c != '-' && c != '+') {
+      plain = false;
+    }
+  }
+  if (plain && absl::AsciiStrToLower(text) != "null") return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
 
 const std::vector<FieldSchema>& SampleFields() {
   static const std::vector<FieldSchema>* fields = new std::vector<FieldSchema>{

@@ -249,6 +249,11 @@ class StageRegistry {
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 
+// YamlScalar writes `text` as a YAML scalar, quoted unless it is plainly a word or a
+// number, so that a YAML reader gives back the same text (Help, and specs written by
+// `flowloader tune`).
+std::string YamlScalar(const std::string& text);
+
 // RegisterBuiltinStages adds read, decode and augment (called by Global()).
 void RegisterBuiltinStages(StageRegistry& registry);
 

@@ -4,6 +4,7 @@
 //   flowloader run --spec=FILE.yaml [flags that override the spec's values]
 //   flowloader plan [run's pipeline flags] [--json]   (the memory plan, nothing run)
 //   flowloader make-dataset --out=DIR [--classes=10 --images_per_class=30]
+//   flowloader tune --data=DIR_OR_LIST --out=DIR [run's flags] [--consumer_ms=MS ...]
 //   flowloader stages        (every stage type and its options)
 //   flowloader --help | COMMAND --help | --version
 //
@@ -28,8 +29,10 @@
 #include "runtime/run_command.h"
 #include "runtime/sample_dataset.h"
 #include "runtime/spec.h"
+#include "runtime/tune_command.h"
 #include "runtime/version.h"
 #include "stages/core/bool_text.h"
+#include "stages/core/resources.h"
 
 namespace flowloader {
 namespace {
@@ -101,7 +104,26 @@ std::vector<CommandDef> Commands() {
   CommandDef stages{"stages", "flowloader stages",
                     "print every stage type with its options, and the spec's keys, as YAML",
                     {}};
-  return {run, plan, make_dataset, stages};
+  CommandDef tune{"tune", "flowloader tune --data=DIR_OR_LIST --out=DIR [run's flags] [flags]",
+                  "measure trials and pick num_workers, prefetch_batches and batch_size "
+                  "within a CPU and RAM budget",
+                  {{"spec", "", "YAML pipeline spec to tune; flags given override it"}}};
+  for (FlagDef& f : PipelineFlags()) tune.flags.push_back(std::move(f));
+  const std::vector<FlagDef> tune_only = {
+      {"out", "", "directory for tune.json, best.yaml and tune.svg (required)"},
+      {"cpu_budget", "0", "CPUs to use; 0 = what this process may use (affinity, cgroup quota)"},
+      {"ram_budget", "", "bytes (2GiB, 512MiB) or a share (50%) of what the process may use; "
+                         "default 50%"},
+      {"batch_sizes", "32,64,128,256", "batch sizes to consider (without --consumer_ms)"},
+      {"prefetch_choices", "2,3,4,6", "prefetch_batches values to consider"},
+      {"consumer_ms", "0", "the training step per batch; with it, tune finds the fewest "
+                           "workers and least memory that keep it waiting < 5%"},
+      {"time_budget", "60", "seconds for the whole search (never past it by more than a trial)"},
+      {"trial_seconds", "0", "measurement per trial; 0 = the budget shared by the trials"},
+      {"grid", "false", "measure every combination instead of searching", true},
+  };
+  tune.flags.insert(tune.flags.end(), tune_only.begin(), tune_only.end());
+  return {run, plan, make_dataset, tune, stages};
 }
 
 int Fail(const std::string& message) {
@@ -236,6 +258,44 @@ int Plan(const CommandDef& command, const ParsedFlags& parsed) {
   return PlanCommand(options, json);
 }
 
+// IntList reads a comma-separated list of integers >= 1 ("32,64,128").
+absl::Status IntList(const std::string& flag, const std::string& text, std::vector<int>* out) {
+  out->clear();
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(part, &v) || v < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " must be integers >= 1 separated by commas, got '", text, "'"));
+    }
+    out->push_back(v);
+  }
+  return absl::OkStatus();
+}
+
+int TuneFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
+  TuneOptions o;
+  if (absl::Status s = PipelineFromFlags(parsed, &o.pipeline); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  const FlagReader flags(command, parsed);
+  int64_t cpu_budget = 0;
+  absl::Status s = flags.Int("cpu_budget", 0, 4096, &cpu_budget);
+  if (s.ok()) s = IntList("batch_sizes", flags.Text("batch_sizes"), &o.batch_sizes);
+  if (s.ok()) s = IntList("prefetch_choices", flags.Text("prefetch_choices"), &o.prefetch_choices);
+  if (s.ok()) s = flags.Double("consumer_ms", 0, &o.consumer_ms);
+  if (s.ok()) s = flags.Double("time_budget", 0.001, &o.time_budget_seconds);
+  if (s.ok()) s = flags.Double("trial_seconds", 0, &o.trial_seconds);
+  if (s.ok()) s = flags.Bool("grid", &o.grid);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  o.cpu_budget = static_cast<int>(cpu_budget);
+  if (parsed.Has("ram_budget")) {
+    absl::StatusOr<int64_t> ram = ParseRamBudget(flags.Text("ram_budget"), AvailableMemory().bytes);
+    if (!ram.ok()) return Fail(std::string(ram.status().message()));
+    o.ram_budget_bytes = *ram;
+  }
+  return TuneCommand(o, flags.Text("out"));
+}
+
 int MakeDataset(const CommandDef& command, const ParsedFlags& parsed) {
   const FlagReader flags(command, parsed);
   SampleDatasetOptions o;
@@ -296,7 +356,7 @@ int Main(int argc, char** argv, absl::Time process_start) {
   }
   if (command == nullptr) {
     return Fail(absl::StrCat("unknown command '", first,
-                             "' (run, plan, make-dataset, stages; flowloader --help)"));
+                             "' (run, plan, tune, make-dataset, stages; flowloader --help)"));
   }
   absl::StatusOr<ParsedFlags> parsed =
       cli::ParseFlags(*command, commands, std::vector<std::string>(argv + 2, argv + argc));
@@ -307,6 +367,7 @@ int Main(int argc, char** argv, absl::Time process_start) {
   }
   if (command->name == "run") return Run(*command, *parsed, process_start);
   if (command->name == "plan") return Plan(*command, *parsed);
+  if (command->name == "tune") return TuneFromFlags(*command, *parsed);
   if (command->name == "make-dataset") return MakeDataset(*command, *parsed);
   return Stages();
 }

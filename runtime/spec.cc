@@ -416,6 +416,69 @@ std::vector<SpecKey> SpecKeys() {
   return out;
 }
 
+namespace {
+
+std::string ErrorPolicyText(ErrorPolicy p) { return p == ErrorPolicy::kFail ? "fail" : "skip"; }
+
+std::string DeviceText(DeviceChoice d) {
+  switch (d) {
+    case DeviceChoice::kCpu:
+      return "cpu";
+    case DeviceChoice::kCuda:
+      return "cuda";
+    case DeviceChoice::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+// MaxErrorsText is the inverse of ParseMaxErrors ("" = no limit).
+std::string MaxErrorsText(const PipelineOptions& o) {
+  if (o.max_errors >= 0) return absl::StrCat(o.max_errors);
+  if (o.max_error_fraction < 1.0) return absl::StrCat(o.max_error_fraction * 100, "%");
+  return "";
+}
+
+std::string StagesYaml(const std::vector<StageSpec>& stages) {
+  std::string out = "stages:\n";
+  for (const StageSpec& s : stages) {
+    absl::StrAppend(&out, "  - type: ", YamlScalar(s.type), "\n");
+    if (!s.name.empty()) absl::StrAppend(&out, "    name: ", YamlScalar(s.name), "\n");
+    if (s.concurrency > 0) absl::StrAppend(&out, "    concurrency: ", s.concurrency, "\n");
+    if (s.args.empty()) continue;
+    absl::StrAppend(&out, "    options:\n");
+    for (const auto& [name, value] : s.args) {
+      absl::StrAppend(&out, "      ", name, ": ", YamlScalar(value), "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string SpecYaml(const PipelineOptions& o) {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  std::string out = absl::StrCat(
+      "data: ", YamlScalar(o.data), "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
+      o.batch_size, "\nnum_workers: ", o.num_workers, "\nprefetch_batches: ",
+      o.prefetch_batches, "\nepochs: ", o.epochs, "\nseed: ", o.seed, "\nshuffle: ",
+      b(o.shuffle), "\ndrop_last: ", b(o.drop_last), "\nshard: {rank: ", o.rank,
+      ", world_size: ", o.world_size, "}\n");
+  if (o.stages.empty()) {
+    absl::StrAppend(&out, "transform: ", YamlScalar(o.transform), "\nimage_size: ",
+                    o.image_size, "\nlayout: ", YamlScalar(o.layout), "\n");
+  } else {
+    absl::StrAppend(&out, StagesYaml(o.stages));
+  }
+  const std::string max_errors = MaxErrorsText(o);
+  absl::StrAppend(&out, "on_error: ", ErrorPolicyText(o.on_error), "\n");
+  if (!max_errors.empty()) absl::StrAppend(&out, "max_errors: ", YamlScalar(max_errors), "\n");
+  absl::StrAppend(&out, "in_order: ", b(o.in_order), "\ndevice: ", DeviceText(o.device),
+                  "\npin_memory: ", b(o.pin_memory), "\nmemory_limit_mb: ", o.memory_limit_mb,
+                  "\n");
+  return out;
+}
+
 absl::Status ApplySpecValue(const std::string& key, const std::string& text,
                             PipelineOptions* options) {
   const SpecReader r("");  // No file: messages start with the flag.

@@ -57,6 +57,12 @@ struct SpecKey {
 };
 std::vector<SpecKey> SpecKeys();
 
+// SpecYaml writes `options` as a spec that ParseSpec reads back to the same options
+// (`data` as given: make it absolute to run the spec from anywhere). Every key of
+// SpecKeys() is written; an explicit stages list replaces transform, image_size and
+// layout. `env` and `trace_spans` are not spec keys and are not written.
+std::string SpecYaml(const PipelineOptions& options);
+
 // ApplySpecValue sets one pipeline key from the text of a command-line flag, read
 // exactly as the same plain scalar in a spec would be. `key` is a scalar SpecKey's name,
 // or rank / world_size (the fields of `shard`). Errors read "--KEY must ..., got ...".

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# tune_cli_test.sh: `flowloader tune` end to end on a small dataset it makes: the three
+# files it writes (tune.json's fields, best.yaml that `run --spec` runs as it is, tune.svg
+# that parses as SVG), the CPU budget under `taskset -c 0`, the consumer goal's batch
+# size, and its one-line refusals. Not a measurement: trials are short and the machine
+# may be busy; tests/benchmarks/tune_bench.py measures the targets.
+set -euo pipefail
+FLOWLOADER="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"  # Absolute: a check runs from /.
+PY=/usr/bin/python3
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+DATA="$TMP/data"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$FLOWLOADER" make-dataset --out="$DATA" --classes=2 --images_per_class=20 \
+  --min_short_side=48 --max_short_side=64 >/dev/null
+T=(--data="$DATA" --image_size=32 --trial_seconds=0.2)
+
+"$FLOWLOADER" tune "${T[@]}" --out="$TMP/t" --time_budget=20 --batch_sizes=8,16 \
+  >"$TMP/out.txt" 2>"$TMP/err.txt" || fail "tune exited $?: $(cat "$TMP/err.txt")"
+grep -q "^best: num_workers [0-9]*, batch_size \(8\|16\), prefetch_batches" "$TMP/out.txt" ||
+  fail "no recommendation: $(cat "$TMP/out.txt")"
+grep -q "^  num_workers [0-9]*: " "$TMP/out.txt" && grep -q "^  batch_size " "$TMP/out.txt" ||
+  fail "no reason per knob: $(cat "$TMP/out.txt")"
+"$PY" - "$TMP/t" <<'PYEOF'
+import json, os, sys, xml.etree.ElementTree as ET
+d = sys.argv[1]
+r = json.load(open(os.path.join(d, "tune.json")))
+fields = {"num_workers", "batch_size", "prefetch_batches", "images_per_second", "cpu_cores",
+          "peak_rss_bytes", "consumer_wait_fraction"}
+assert fields <= set(r["best"]), r["best"]
+assert r["trials"] and all(fields | {"seconds"} <= set(t) for t in r["trials"]), r["trials"]
+assert r["budgets"]["cpu"] >= 1 and r["budgets"]["ram_bytes"] > 0 and r["grid"] is False, r
+assert all(t["batch_size"] in (8, 16) for t in r["trials"])
+assert all(1 <= t["num_workers"] <= 2 * r["budgets"]["cpu"] for t in r["trials"])
+assert r["best"]["images_per_second"] > 0 and r["best"]["peak_rss_bytes"] > 0
+assert r["best"] in [{k: t[k] for k in fields} for t in r["trials"]], "best is a trial"
+svg = ET.parse(os.path.join(d, "tune.svg")).getroot()
+assert svg.tag.endswith("svg"), svg.tag
+text = "".join(svg.itertext())
+assert "num_workers" in text and "images/s" in text, text[:200]
+PYEOF
+# best.yaml runs as it is, from another directory, with what tune chose.
+(cd / && "$FLOWLOADER" run --spec="$TMP/t/best.yaml" --metrics_address= --progress=false \
+  --summary_json="$TMP/best_run.json" >/dev/null 2>"$TMP/best_err.txt") ||
+  fail "best.yaml does not run: $(cat "$TMP/best_err.txt")"
+"$PY" - "$TMP/t/tune.json" "$TMP/best_run.json" <<'PYEOF'
+import json, sys
+best = json.load(open(sys.argv[1]))["best"]
+run = json.load(open(sys.argv[2]))
+assert (run["num_workers"], run["batch_size"], run["samples"]) == (
+    best["num_workers"], best["batch_size"], 40), (run, best)
+PYEOF
+
+# The CPU budget is what the process may use: one CPU under taskset.
+taskset -c 0 "$FLOWLOADER" tune "${T[@]}" --out="$TMP/one" --time_budget=3 --batch_sizes=16 \
+  >/dev/null 2>&1 || fail "tune under taskset exited $?"
+"$PY" -c "import json,sys; r=json.load(open('$TMP/one/tune.json')); assert r['budgets']['cpu']==1, r['budgets']; assert max(t['num_workers'] for t in r['trials'])<=2"
+
+# With a consumer, the batch size is the consumer's.
+"$FLOWLOADER" tune "${T[@]}" --out="$TMP/c" --time_budget=5 --consumer_ms=5 --batch_size=4 \
+  >/dev/null 2>&1 || fail "consumer tune exited $?"
+"$PY" -c "import json; r=json.load(open('$TMP/c/tune.json')); assert {t['batch_size'] for t in r['trials']}=={4}, r['trials']"
+
+# Refusals: one line, exit 2.
+expect2() {
+  set +e; "$FLOWLOADER" "$@" >/dev/null 2>"$TMP/e"; local rc=$?; set -e
+  [ $rc -eq 2 ] || fail "'$*' exited $rc: $(cat "$TMP/e")"
+  grep -q -- "$WANT" "$TMP/e" || fail "'$*': expected '$WANT' in $(cat "$TMP/e")"
+}
+WANT="--ram_budget must be bytes" expect2 tune "${T[@]}" --out="$TMP/x" --ram_budget=lots
+WANT="--batch_sizes must be integers >= 1" expect2 tune "${T[@]}" --out="$TMP/x" --batch_sizes=8,0
+WANT="tune needs --out=DIR" expect2 tune "${T[@]}"
+WANT="no configuration could be measured: it would need" expect2 tune "${T[@]}" --out="$TMP/x" \
+  --ram_budget=1MiB --time_budget=5
+
+echo "tune_cli_test: 1 passed, 0 failed"
