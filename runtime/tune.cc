@@ -157,48 +157,68 @@ int ClimbWorkers(Search& search, TrialConfig c) {
   return best == nullptr ? 1 : best->config.num_workers;
 }
 
-// ClimbAscending walks `values` upwards (setting them with `set`) from the smallest that
-// fits, keeping each only while it adds >= 3% images/s; returns the value kept.
+// ClimbFrom moves one knob (set by `set`) from `start` through the sorted `values`:
+// upwards while each step adds >= 3% images/s (or, with a consumer, is better for the
+// goal); if the first step up did not help, one step down, kept when it costs < 3% (less
+// memory for the same speed). Returns the value kept.
 template <typename Set>
-int ClimbAscending(Search& search, TrialConfig c, std::vector<int> values, Set set) {
+int ClimbFrom(Search& search, TrialConfig c, std::vector<int> values, int start, Set set) {
   std::sort(values.begin(), values.end());
-  const TrialResult* best = nullptr;
-  int kept = -1;
-  for (int v : values) {
-    set(&c, v);
+  const auto at = std::find(values.begin(), values.end(), start);
+  if (at == values.end()) return start;
+  set(&c, start);
+  const TrialResult* best = search.Measure(c);
+  if (best == nullptr) return start;
+  int kept = start;
+  auto improves = [&search](const TrialResult& t, const TrialResult& than) {
+    return search.consumer_goal() ? search.Better(t, than)
+                                  : t.images_per_second >= than.images_per_second * kWorthIt;
+  };
+  for (auto up = at + 1; up != values.end(); ++up) {
+    set(&c, *up);
     const TrialResult* t = search.Measure(c);
-    if (t == nullptr) {
-      if (search.OutOfTime()) break;
-      continue;  // Over the RAM budget: larger values will not fit either, but say so.
-    }
-    if (best != nullptr && !(search.consumer_goal() ? search.Better(*t, *best)
-                                                     : t->images_per_second >=
-                                                           best->images_per_second * kWorthIt)) {
-      break;
-    }
+    if (t == nullptr || !improves(*t, *best)) break;
     best = t;
-    kept = v;
+    kept = *up;
   }
-  return kept;
+  if (kept != start || at == values.begin()) return kept;
+  set(&c, *(at - 1));
+  const TrialResult* down = search.Measure(c);
+  const bool keeps_up = down != nullptr &&
+                        (search.consumer_goal() ? !search.Better(*best, *down)
+                                                : down->images_per_second * kWorthIt >=
+                                                      best->images_per_second);
+  return keeps_up ? *(at - 1) : kept;
+}
+
+// SweepBatchSizes measures every batch size at (workers, prefetch) and returns the best:
+// the batch's effect is not monotonic enough for a climb (per-batch overhead falls with
+// size, cache misses grow), and there are only a few sizes.
+int SweepBatchSizes(Search& search, TrialConfig c, const std::vector<int>& sizes) {
+  const TrialResult* best = nullptr;
+  for (int b : sizes) {
+    c.batch_size = b;
+    const TrialResult* t = search.Measure(c);
+    if (t != nullptr && (best == nullptr || t->images_per_second > best->images_per_second)) {
+      best = t;
+    }
+  }
+  return best == nullptr ? c.batch_size : best->config.batch_size;
 }
 
 void RunHillClimb(Search& search, const TuneOptions& options) {
   TrialConfig c;
   c.batch_size = search.consumer_goal() ? options.pipeline.batch_size
                                         : Nearest(options.batch_sizes, options.pipeline.batch_size);
+  const int smallest_prefetch =
+      *std::min_element(options.prefetch_choices.begin(), options.prefetch_choices.end());
   c.prefetch_batches = search.consumer_goal()
-                           ? *std::min_element(options.prefetch_choices.begin(),
-                                               options.prefetch_choices.end())
+                           ? smallest_prefetch
                            : Nearest(options.prefetch_choices, options.pipeline.prefetch_batches);
   c.num_workers = ClimbWorkers(search, c);
-  const int prefetch = ClimbAscending(search, c, options.prefetch_choices,
-                                      [](TrialConfig* t, int v) { t->prefetch_batches = v; });
-  if (prefetch > 0) c.prefetch_batches = prefetch;
-  if (!search.consumer_goal()) {
-    const int batch = ClimbAscending(search, c, options.batch_sizes,
-                                     [](TrialConfig* t, int v) { t->batch_size = v; });
-    if (batch > 0) c.batch_size = batch;
-  }
+  c.prefetch_batches = ClimbFrom(search, c, options.prefetch_choices, c.prefetch_batches,
+                                 [](TrialConfig* t, int v) { t->prefetch_batches = v; });
+  if (!search.consumer_goal()) c.batch_size = SweepBatchSizes(search, c, options.batch_sizes);
   // The workers once more at the chosen batch shape: one fewer and one more.
   for (int w : {c.num_workers - 1, c.num_workers + 1}) {
     if (w < 1 || w > search.max_workers()) continue;
@@ -259,24 +279,49 @@ std::string WorkerReason(const Search& search, const TrialResult& best, int cpu_
                         Percent(next->images_per_second / best.images_per_second),
                         " (", cpus, ")");
   }
-  if (c.num_workers >= search.max_workers()) {
-    return absl::StrCat("num_workers ", c.num_workers, ": the most tried (2 x cpu_budget ",
-                        cpu_budget, "; ", cpus, ")");
+  TrialConfig fewer = c;
+  fewer.num_workers = c.num_workers - 1;
+  const TrialResult* previous = search.Find(fewer);
+  const std::string most =
+      c.num_workers >= search.max_workers()
+          ? absl::StrCat("; the most tried, 2 x cpu_budget ", cpu_budget)
+          : "";
+  if (previous != nullptr) {
+    return absl::StrCat("num_workers ", c.num_workers, ": ", fewer.num_workers,
+                        fewer.num_workers == 1 ? " worker" : " workers", " changed images/s by ",
+                        Percent(previous->images_per_second / best.images_per_second), " (",
+                        cpus, most, ")");
   }
-  return absl::StrCat("num_workers ", c.num_workers, ": the best measured (", cpus, ")");
+  return absl::StrCat("num_workers ", c.num_workers, ": the best measured (", cpus, most, ")");
 }
 
-// KnobReason explains prefetch_batches or batch_size from the trials that differ from the
-// choice in that knob only.
-std::string KnobReason(const Search& search, const TuneResult& result, const TrialResult& best,
-                       const std::string& knob, int TrialConfig::*field) {
-  std::vector<std::string> parts;
+// KnobReason explains prefetch_batches or batch_size (`field`) by the trials that differ
+// from the choice in that knob: for each other value, the one at the chosen worker count
+// when it ran, else the best at any worker count (then named), with `other` (the
+// remaining knob) equal to the choice's.
+std::string KnobReason(const TuneResult& result, const TrialResult& best, const std::string& knob,
+                       int TrialConfig::*field, int TrialConfig::*other) {
+  std::map<int, const TrialResult*> by_value;
+  auto preferred = [&best](const TrialResult& a, const TrialResult* b) {
+    if (b == nullptr) return true;
+    const bool a_same = a.config.num_workers == best.config.num_workers;
+    const bool b_same = b->config.num_workers == best.config.num_workers;
+    if (a_same != b_same) return a_same;
+    return a.images_per_second > b->images_per_second;
+  };
   for (const TrialResult& t : result.trials) {
-    TrialConfig other = t.config;
-    other.*field = best.config.*field;
-    if (KeyOf(other) != KeyOf(best.config) || t.config.*field == best.config.*field) continue;
-    parts.push_back(absl::StrCat(knob, " ", t.config.*field, " ",
-                                 Percent(t.images_per_second / best.images_per_second)));
+    if (t.config.*field == best.config.*field || t.config.*other != best.config.*other) continue;
+    const TrialResult*& slot = by_value[t.config.*field];
+    if (preferred(t, slot)) slot = &t;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [value, t] : by_value) {
+    std::string part = absl::StrCat(knob, " ", value, " ",
+                                    Percent(t->images_per_second / best.images_per_second));
+    if (t->config.num_workers != best.config.num_workers) {
+      absl::StrAppend(&part, " (at num_workers ", t->config.num_workers, ")");
+    }
+    parts.push_back(part);
   }
   for (const NotTried& n : result.not_tried) {
     if (n.config.*field == best.config.*field) continue;
@@ -322,8 +367,10 @@ absl::StatusOr<TuneResult> TuneSearch(const TuneOptions& options, const TrialRun
   result.seconds = search.elapsed();
   result.reasons = {
       WorkerReason(search, result.best, options.cpu_budget),
-      KnobReason(search, result, result.best, "prefetch_batches", &TrialConfig::prefetch_batches),
-      KnobReason(search, result, result.best, "batch_size", &TrialConfig::batch_size)};
+      KnobReason(result, result.best, "prefetch_batches", &TrialConfig::prefetch_batches,
+                 &TrialConfig::batch_size),
+      KnobReason(result, result.best, "batch_size", &TrialConfig::batch_size,
+                 &TrialConfig::prefetch_batches)};
   if (search.consumer_goal() && result.best.consumer_wait_fraction >= kWaitTarget) {
     result.reasons.push_back(absl::StrFormat(
         "no configuration within the budgets kept the consumer waiting under 5%%; the best "

@@ -40,6 +40,7 @@ def run(cmd, **kw):
 def dataset(flowloader, data_dir):
     root = os.path.join(data_dir, "imagenet_like_2000_c20_q90_n7.0_s0")
     if not os.path.isdir(root):
+        os.makedirs(data_dir, exist_ok=True)
         tmp = root + f".tmp{os.getpid()}"
         run([flowloader, "make-dataset", f"--out={tmp}", "--classes=20", "--images_per_class=100",
              "--min_short_side=256", "--max_short_side=512", "--quality=90", "--noise=7",
