@@ -18,12 +18,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "exporters/internal/json.h"
 #include "stages/core/log.h"
 #include "stages/core/memory_plan.h"
 #include "stages/core/resources.h"
 
 namespace flowloader {
 namespace {
+
+using exporters_internal::JsonString;
 
 // Another worker, buffer or larger batch must add at least this much images/s to be
 // worth its CPU or memory (the issue's "prefer fewer workers when another adds < 3%").
@@ -508,20 +511,6 @@ void AppendTrial(std::string* out, const TrialResult& t, bool with_seconds) {
   out->push_back('}');
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 }  // namespace
 

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "stages/core/utf8.h"
+
 namespace flowloader {
 namespace tune_plot_internal {
 namespace {
@@ -58,34 +60,9 @@ std::vector<uint32_t> DecodeUtf8(const std::string& s) {
   std::vector<uint32_t> points;
   size_t i = 0;
   while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
     uint32_t cp = 0;
-    if (c < 0x80) {
-      n = 1;
-      cp = c;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 4;
-      cp = c & 0x07;
-    }
-    bool valid = n > 0 && i + n <= s.size();
-    for (size_t k = 1; valid && k < n; ++k) {
-      const unsigned char next = static_cast<unsigned char>(s[i + k]);
-      valid = (next & 0xC0) == 0x80;
-      cp = (cp << 6) | (next & 0x3F);
-    }
-    // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid.
-    if (valid && ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-                  (cp >= 0xD800 && cp <= 0xDFFF))) {
-      valid = false;
-    }
-    if (!valid) {
+    const size_t n = Utf8SequenceAt(s, i, &cp);
+    if (n == 0) {
       points.push_back(0xFFFD);
       i += 1;
       continue;
