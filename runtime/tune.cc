@@ -4,12 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -385,22 +383,6 @@ absl::StatusOr<TuneResult> TuneSearch(const TuneOptions& options, const TrialRun
 
 namespace {
 
-// ResetPeakRss makes VmHWM start again from the current RSS (Linux >= 4.0: writing 5 to
-// clear_refs), so each trial's peak is its own.
-void ResetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
-
-int64_t StatusKb(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) != 0) continue;
-    int64_t kb = 0;
-    std::istringstream(line.substr(field.size() + 1)) >> kb;
-    return kb;
-  }
-  return 0;
-}
-
 double CpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -421,7 +403,7 @@ PipelineOptions TrialOptions(const PipelineOptions& base, const TrialConfig& c) 
 // RunTrial measures a real pipeline: the clock starts at its first batch.
 absl::StatusOr<TrialResult> RunTrial(const TuneOptions& options, const TrialConfig& c,
                                      double seconds) {
-  ResetPeakRss();
+  ResetPeakResident();
   const absl::Time created = absl::Now();
   absl::StatusOr<std::unique_ptr<Pipeline>> pipeline =
       Pipeline::Create(TrialOptions(options.pipeline, c));
@@ -460,7 +442,7 @@ absl::StatusOr<TrialResult> RunTrial(const TuneOptions& options, const TrialConf
     r.cpu_cores = (CpuSeconds() - cpu0) / wall;
     r.consumer_wait_fraction =
         static_cast<double>(stats.consumer_wait_nanos.load() - wait0) / 1e9 / wall;
-    r.peak_rss_bytes = StatusKb("VmHWM") * 1024;
+    r.peak_rss_bytes = PeakResidentBytes();
     pipeline->reset();
     r.seconds = absl::ToDoubleSeconds(absl::Now() - created);
     return r;
@@ -490,7 +472,7 @@ absl::StatusOr<TuneResult> Tune(const TuneOptions& given) {
     options.ram_budget_bytes =
         available.known() ? available.bytes / 2 : std::numeric_limits<int64_t>::max();
   }
-  const int64_t baseline = StatusKb("VmRSS") * 1024;
+  const int64_t baseline = std::max<int64_t>(0, ResidentBytes());
   return TuneSearch(
       options,
       [&options](const TrialConfig& c, double seconds) { return RunTrial(options, c, seconds); },

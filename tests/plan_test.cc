@@ -17,7 +17,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
+#include "stages/core/resources.h"
 #include "stages/decode/decoder.h"
 #include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/test_data.h"
@@ -55,23 +55,14 @@ constexpr int kWidth = 256;
 constexpr int kHeight = 4096;
 constexpr int64_t kSeekIndexMb = 8;
 
-// StatusBytes reads a "Name:   123 kB" line of /proc/self/status, in bytes; -1 if absent.
-int64_t StatusBytes(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1)) * 1024;
-  }
-  return -1;
-}
 
 // ResetPeakRss makes VmHWM the current RSS and returns that RSS, after handing freed heap
 // pages back to the kernel (so that what the pipeline allocates shows as growth rather
 // than reusing pages the test's dataset generation left resident).
 int64_t ResetPeakRss() {
   malloc_trim(0);
-  std::ofstream("/proc/self/clear_refs") << "5";
-  return StatusBytes("VmRSS");
+  ResetPeakResident();
+  return ResidentBytes();
 }
 
 class PlanTest : public ::testing::Test {
@@ -156,7 +147,7 @@ TEST_F(PlanTest, PlanRefusesWhatCreateRefusesInTheSameWords) {
 TEST_F(PlanTest, PlanningAllocatesNoBatchBuffer) {
   const int64_t before = ResetPeakRss();
   absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(Options());
-  const int64_t growth = StatusBytes("VmHWM") - before;
+  const int64_t growth = PeakResidentBytes() - before;
   ASSERT_TRUE(plan.ok()) << plan.status();
   if (!kRssIsMeaningful) GTEST_SKIP() << "RSS under a sanitizer says nothing of the plan";
   // The pool alone is 55 MiB; planning it maps none of it.
@@ -199,7 +190,7 @@ TEST_F(PlanTest, PeakRssOfARunIsWithinTenPercentOfThePlan) {
     ASSERT_TRUE(d.status.ok()) << d.status;
     ASSERT_EQ(d.samples, 2 * kClasses * kPerClass);
     ASSERT_TRUE(d.skipped.empty());
-    growth = StatusBytes("VmHWM") - before;
+    growth = PeakResidentBytes() - before;
   }
   if (!kRssIsMeaningful) GTEST_SKIP() << "RSS under a sanitizer says nothing of the plan";
   const int64_t total = plan->total_bytes();

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -206,5 +207,26 @@ int CgroupCpuQuota(const std::string& root) {
 int UsableCpus(const std::string& root) {
   return std::max(1, Tightest(AffinityCpus(), CgroupCpuQuota(root)));
 }
+
+namespace {
+
+// StatusBytes reads a "Field:   123 kB" line of /proc/self/status.
+int64_t StatusBytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) != 0) continue;
+    int64_t kb = -1;
+    std::istringstream(line.substr(field.size() + 1)) >> kb;
+    return kb < 0 ? -1 : kb * 1024;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int64_t ResidentBytes() { return StatusBytes("VmRSS"); }
+int64_t PeakResidentBytes() { return StatusBytes("VmHWM"); }
+void ResetPeakResident() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 }  // namespace flowloader

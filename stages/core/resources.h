@@ -55,6 +55,15 @@ int CgroupCpuQuota(const std::string& root = "/");
 // capped by the cgroup quota when there is one; at least 1.
 int UsableCpus(const std::string& root = "/");
 
+// ResidentBytes is this process's resident set (VmRSS), PeakResidentBytes its peak
+// (VmHWM), both from /proc/self/status; -1 when they cannot be read.
+int64_t ResidentBytes();
+int64_t PeakResidentBytes();
+
+// ResetPeakResident makes the peak start again from the current resident set (writing 5
+// to /proc/self/clear_refs, Linux >= 4.0), so a measurement's peak is its own.
+void ResetPeakResident();
+
 }  // namespace flowloader
 
 #endif  // FLOWLOADER_STAGES_CORE_RESOURCES_H_
