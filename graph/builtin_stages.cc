@@ -40,11 +40,20 @@ void GiveBack(Buffer& buffer) {
   Buffer().swap(buffer);  // Frees whatever the sample still holds.
 }
 
+// ReadStage reads a sample's file, or its image member from a tar shard with one
+// positioned read (through the dataset's shard Env: pread, or an HTTP range request).
 class ReadStage : public SampleStage {
  public:
-  explicit ReadStage(std::unique_ptr<FileReader> reader) : reader_(std::move(reader)) {}
+  ReadStage(std::unique_ptr<FileReader> reader, std::unique_ptr<FileReader> shard_reader)
+      : reader_(std::move(reader)), shard_reader_(std::move(shard_reader)) {}
   absl::Status Process(SampleContext& sample) const override {
+    const SampleSource& source = *sample.source;
+    // Known bad when listed (no image or label, a damaged shard): skipped by its reason.
+    if (!source.error.ok()) return source.error;
     Borrow(sample.bytes);
+    if (source.shard >= 0) {
+      return shard_reader_->ReadRange(sample.path, source.offset, source.size, &sample.bytes);
+    }
     return reader_->Read(sample.path, &sample.bytes);
   }
   size_t BytesProduced(const SampleContext& sample) const override {
@@ -53,6 +62,7 @@ class ReadStage : public SampleStage {
 
  private:
   std::unique_ptr<FileReader> reader_;
+  std::unique_ptr<FileReader> shard_reader_;
 };
 
 class DecodeStage : public SampleStage {
@@ -236,7 +246,11 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         o.env = env.env;
         absl::StatusOr<std::unique_ptr<FileReader>> reader = FileReader::Create(o);
         if (!reader.ok()) return reader.status();
-        return std::unique_ptr<SampleStage>(new ReadStage(std::move(*reader)));
+        if (env.dataset != nullptr) o.env = env.dataset->shard_env();
+        absl::StatusOr<std::unique_ptr<FileReader>> shard_reader = FileReader::Create(o);
+        if (!shard_reader.ok()) return shard_reader.status();
+        return std::unique_ptr<SampleStage>(
+            new ReadStage(std::move(*reader), std::move(*shard_reader)));
       });
 
   (void)registry.Register(

@@ -30,6 +30,20 @@ inline constexpr absl::string_view kTooManyPixels = "too_many_pixels";
 inline constexpr absl::string_view kUnsupported = "unsupported";
 inline constexpr absl::string_view kStageError = "stage_error";
 inline constexpr absl::string_view kCudaError = "cuda_error";  // Upload to the device failed.
+// Tar shards (stages/reader/dataset.h): a sample without an image member, or without a
+// label (.cls, or the .json field named by label_key).
+inline constexpr absl::string_view kMissingImage = "missing_image";
+inline constexpr absl::string_view kMissingLabel = "missing_label";
+// Shards over HTTP (stages/reader/http_env.h), after the bounded retries.
+inline constexpr absl::string_view kHttp404 = "http_404";
+inline constexpr absl::string_view kHttp4xx = "http_4xx";  // Any other 4xx status.
+inline constexpr absl::string_view kHttp5xx = "http_5xx";
+inline constexpr absl::string_view kTimeout = "timeout";  // Connect, stall or request limit.
+inline constexpr absl::string_view kConnectionError = "connection_error";
+// A body shorter than its Content-Length or Content-Range (the connection closed early).
+inline constexpr absl::string_view kHttpPartial = "http_partial";
+// A response that does not answer the request (wrong range, longer than asked).
+inline constexpr absl::string_view kHttpBadResponse = "http_bad_response";
 
 // kBuiltin is every reason above, the known set: exporters publish each one at 0 for every
 // stage from the first scrape, so a clean run's error panels read 0 instead of "no data"
@@ -37,6 +51,8 @@ inline constexpr absl::string_view kCudaError = "cuda_error";  // Upload to the 
 inline constexpr absl::string_view kBuiltin[] = {
     kEmptyFile, kReadError, kNotFound,      kPermissionDenied, kNotAFile,   kUnknownFormat,
     kTruncated, kCorrupt,   kTooManyPixels, kUnsupported,      kStageError, kCudaError,
+    kMissingImage, kMissingLabel, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
+    kHttpPartial, kHttpBadResponse,
 };
 }  // namespace reason
 

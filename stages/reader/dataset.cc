@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "stages/core/log.h"
+#include "stages/reader/internal/shard_names.h"
 
 namespace flowloader {
 namespace {
@@ -74,12 +75,20 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
   if (options.path.empty()) return absl::InvalidArgumentError("dataset path is empty");
   Env* env = options.env != nullptr ? options.env : Env::Default();
   const std::string path = StripTrailingSlashes(options.path);
-  absl::StatusOr<bool> is_dir = env->IsDirectory(path);
+  // A URL or a brace pattern names shards that need not exist as one file.
+  const bool pattern = IsUrl(path) || shard_internal::HasBraces(path);
+  absl::StatusOr<bool> is_dir = pattern ? false : env->IsDirectory(path);
   if (!is_dir.ok()) {
     return absl::NotFoundError(absl::StrCat("dataset ", path, " not found: ",
                                             is_dir.status().message()));
   }
+  absl::StatusOr<std::vector<std::string>> shards = ShardPaths(env, path, *is_dir);
+  if (!shards.ok()) return shards.status();
+  if (!shards->empty()) {
+    return OpenShards(options, env, *shards, *is_dir ? path : DirName(path));
+  }
   std::unique_ptr<Dataset> dataset(new Dataset());
+  dataset->env_ = env;
 
   if (*is_dir) {
     dataset->root_ = path;
@@ -151,7 +160,9 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
 }
 
 std::string Dataset::FullPath(int64_t i) const {
-  const std::string& key = samples_[static_cast<size_t>(i)].key;
+  const SampleSource& source = samples_[static_cast<size_t>(i)];
+  if (source.shard >= 0) return shards_[static_cast<size_t>(source.shard)];
+  const std::string& key = source.key;
   // A list file may name files anywhere; joining "/data" to "/data/a.jpg" would not exist.
   if (absl::StartsWith(key, "/")) return key;
   return root_ + "/" + key;

@@ -12,6 +12,28 @@
 // A sample's key is its path relative to the root (for a list file: the path as written);
 // that is what logs and --keys_out name.
 //
+// Or WebDataset tar shards (shard_dataset.cc), local or over HTTP(S):
+//  * `DIR/train-{000000..000146}.tar` (brace ranges and lists, as webdataset expands
+//    them), one `.tar` path or `http(s)://` URL, a directory holding `.tar` files and no
+//    sub-directory, or a shard list: a text file whose every line names a `.tar` (a path
+//    relative to the list's directory, absolute, or a URL).
+//  * Members are grouped into samples as webdataset groups them: consecutive members
+//    with the same key (the name up to the first dot of its basename); `__meta__` members
+//    and members without an extension are ignored. The image is the sample's first
+//    member with an image extension; the label is the integer in its `.cls` member, or
+//    the `label_key` field of its `.json` member. Every member stays recorded (offset,
+//    size, extension) as per-sample data.
+//  * Each shard is indexed once, in memory, when the dataset is opened: only the tar
+//    headers are read (and the small label members beside them); images are then read
+//    with one positioned read (pread, or an HTTP range request) per sample, so the sampler,
+//    sharding, resume and skip accounting work exactly as for files.
+//  * A key is `SHARD_FILE_NAME/IMAGE_MEMBER` ("train-000003.tar/n01440764_10026.JPEG").
+//  * Bad input is a sample that fails with a reason every epoch, counted like a bad file:
+//    a sample without an image (missing_image) or label (missing_label), and, for each
+//    shard that cannot be read (not_found, http_404, ...) or is damaged (truncated,
+//    corrupt, unknown_format for a non-tar file), one entry keyed by the shard that fails
+//    with that reason, after the samples indexed before the damage.
+//
 // Thread-safety: immutable after Open; safe to read from any thread.
 #ifndef FLOWLOADER_STAGES_READER_DATASET_H_
 #define FLOWLOADER_STAGES_READER_DATASET_H_
@@ -22,13 +44,33 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "stages/reader/env.h"
+#include "stages/reader/http_env.h"
 
 namespace flowloader {
+
+// SampleMember is one member of a tar-shard sample (per-sample data for the graph).
+struct SampleMember {
+  uint32_t extension = 0;  // Index into Dataset::extensions() ("jpg", "cls", "seg.png").
+  int64_t offset = 0;      // Of the member's data in its shard.
+  int64_t size = 0;
+};
 
 struct SampleSource {
   std::string key;    // Path relative to the dataset root ("cat/001.jpg"), or absolute.
   int64_t label = 0;  // Class index.
+  // Tar shards: the image member's shard (index into Dataset::shards()), offset and size;
+  // shard < 0 for a sample that is a file of its own.
+  int32_t shard = -1;
+  int64_t offset = 0;
+  int64_t size = 0;
+  // The sample's members: [first_member, first_member + member_count) of members().
+  uint32_t member_count = 0;
+  int64_t first_member = 0;
+  // Set for a sample known bad when listed (no image, no label, a damaged shard): reading
+  // it fails with this status, so it is skipped and counted by its reason every epoch.
+  absl::Status error;
 };
 
 struct DatasetOptions {
@@ -36,6 +78,16 @@ struct DatasetOptions {
   std::string path;
   // File-system access; nullptr means Env::Default(). Not owned; must outlive the Dataset.
   Env* env = nullptr;
+  // Tar shards: the `.json` member's top-level integer field that holds the label; empty
+  // (default) reads the label from the `.cls` member.
+  std::string label_key;
+  // Tar shards over HTTP(S): timeouts, retries, backoff (see http_env.h).
+  HttpOptions http;
+  // Tar shards indexed at once when opening (for HTTP, requests in flight); >= 1.
+  int index_threads = 8;
+  // HTTP shards are indexed in windows of this many bytes (one range request serves
+  // every header inside it); > 0. Default 1 MiB.
+  int64_t http_index_window_bytes = int64_t{1} << 20;
 };
 
 class Dataset {
@@ -50,14 +102,39 @@ class Dataset {
   const std::string& root() const { return root_; }
   // class_names are the ImageFolder class directories by label; empty for list files.
   const std::vector<std::string>& class_names() const { return class_names_; }
-  // FullPath is a sample's file: root and its key joined, or the key itself when absolute.
+  // FullPath is a sample's file: root and its key joined, or the key itself when absolute;
+  // for a tar-shard sample, its shard's path or URL.
   std::string FullPath(int64_t i) const;
+
+  // Tar shards (empty otherwise): the shards' paths or URLs, each sample's members and
+  // the extension names they index.
+  const std::vector<std::string>& shards() const { return shards_; }
+  absl::Span<const SampleMember> members(int64_t i) const;
+  const std::vector<std::string>& extensions() const { return extensions_; }
+  // shard_env reads the shards (an HttpEnv for URLs, wrapping DatasetOptions::env);
+  // valid while the Dataset lives.
+  Env* shard_env() const { return shard_env_ != nullptr ? shard_env_.get() : env_; }
 
  private:
   Dataset() = default;
+  // OpenShards lists and indexes tar shards (shard_dataset.cc).
+  static absl::StatusOr<std::unique_ptr<Dataset>> OpenShards(
+      const DatasetOptions& options, Env* env, const std::vector<std::string>& shards,
+      std::string root);
+  // ShardPaths turns `path` into shard locations when it names tar shards: brace
+  // pattern, `.tar` file, URL, directory of `.tar` files or shard list. Empty otherwise.
+  static absl::StatusOr<std::vector<std::string>> ShardPaths(Env* env, const std::string& path,
+                                                             bool is_directory);
+
   std::string root_;
   std::vector<std::string> class_names_;
   std::vector<SampleSource> samples_;
+  // Tar shards.
+  std::vector<std::string> shards_;
+  std::vector<SampleMember> members_;
+  std::vector<std::string> extensions_;
+  Env* env_ = nullptr;
+  std::unique_ptr<Env> shard_env_;
 };
 
 // HasImageExtension reports whether `name` ends in one of ImageFolder's extensions.

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "stages/core/sample_error.h"
@@ -20,6 +22,23 @@ absl::StatusOr<std::string> Env::CanonicalPath(const std::string& path) {
   std::string out(resolved);
   std::free(resolved);
   return out;
+}
+
+absl::Status Env::ReadRange(const std::string& path, int64_t offset, int64_t length,
+                            std::string* contents) {
+  if (offset < 0 || length < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": bad range ", offset, "+", length));
+  }
+  if (absl::Status s = ReadFile(path, std::numeric_limits<int64_t>::max(), contents); !s.ok()) {
+    return s;
+  }
+  const auto size = static_cast<int64_t>(contents->size());
+  const int64_t begin = std::min(offset, size);
+  const int64_t end = std::min(size, begin + std::min(length, size - begin));
+  contents->erase(static_cast<size_t>(end));
+  contents->erase(0, static_cast<size_t>(begin));
+  return absl::OkStatus();
 }
 
 absl::Status StatusFromErrno(int error_number, const std::string& path) {
@@ -66,6 +85,18 @@ class PosixEnv : public Env {
     return status;
   }
 
+  absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
+                         std::string* contents) override {
+    if (offset < 0 || length < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": bad range ", offset, "+", length));
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return StatusFromErrno(errno, path);
+    absl::Status status = PreadRange(fd, path, offset, length, contents);
+    ::close(fd);
+    return status;
+  }
+
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override {
     DIR* dir = ::opendir(path.c_str());
     if (dir == nullptr) return StatusFromErrno(errno, path);
@@ -91,6 +122,34 @@ class PosixEnv : public Env {
   }
 
  private:
+  // PreadRange reads [offset, offset + length) clipped to the file's size, sized from
+  // fstat so that a range past the end allocates nothing.
+  static absl::Status PreadRange(int fd, const std::string& path, int64_t offset,
+                                 int64_t length, std::string* contents) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return StatusFromErrno(errno, path);
+    if (S_ISDIR(st.st_mode)) return StatusFromErrno(EISDIR, path);
+    if (!S_ISREG(st.st_mode)) {
+      return SampleError(absl::StatusCode::kFailedPrecondition, reason::kNotAFile,
+                         absl::StrCat(path, ": not a regular file"));
+    }
+    const int64_t available = std::max<int64_t>(0, st.st_size - offset);
+    contents->resize(static_cast<size_t>(std::min(length, available)));
+    size_t used = 0;
+    while (used < contents->size()) {
+      const ssize_t n = ::pread(fd, contents->data() + used, contents->size() - used,
+                                static_cast<off_t>(offset + static_cast<int64_t>(used)));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return StatusFromErrno(errno, path);
+      }
+      if (n == 0) break;  // The file shrank since fstat.
+      used += static_cast<size_t>(n);
+    }
+    contents->resize(used);
+    return absl::OkStatus();
+  }
+
   // ReadAll reads the file in one read() where possible: fstat gives the size, so a
   // typical file costs open + fstat + read + close and no reallocation.
   static absl::Status ReadAll(int fd, const std::string& path, int64_t max_bytes,

@@ -38,6 +38,13 @@ class Env {
   virtual absl::Status ReadFile(const std::string& path, int64_t max_bytes,
                                 std::string* contents) = 0;
 
+  // ReadRange replaces *contents with the `length` bytes of `path` starting at `offset`,
+  // fewer only where the file ends (none at or past its end): one positioned read, for a
+  // member of a tar shard. The default reads the whole file and keeps the range, so an
+  // Env written before ReadRange existed still works (slowly); PosixEnv uses pread.
+  virtual absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
+                                 std::string* contents);
+
   // ListDirectory returns the entries of directory `path` (no "." or ".."), unsorted.
   // A dangling symbolic link is listed as a non-directory.
   virtual absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) = 0;

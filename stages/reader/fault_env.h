@@ -42,6 +42,10 @@ class FaultEnv : public Env {
 
   absl::Status ReadFile(const std::string& path, int64_t max_bytes,
                         std::string* contents) override;
+  // ReadRange applies the same rules to positioned reads (a tar member): a truncated file
+  // ends at truncate_to, so a range past it comes back short or empty.
+  absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
+                         std::string* contents) override;
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override {
     return base_->ListDirectory(path);
   }
@@ -53,6 +57,9 @@ class FaultEnv : public Env {
   }
 
  private:
+  // Apply counts an attempt on `path` and returns the fault to apply, if any rule matches.
+  bool Apply(const std::string& path, Fault* fault, bool* fail);
+
   struct Rule {
     Fault fault;
     int attempts = 0;

@@ -23,6 +23,23 @@ absl::StatusOr<std::unique_ptr<FileReader>> FileReader::Create(
 }
 
 absl::Status FileReader::Read(const std::string& path, std::string* contents) const {
+  return Retry([&] { return env_->ReadFile(path, options_.max_file_bytes, contents); });
+}
+
+absl::Status FileReader::ReadRange(const std::string& path, int64_t offset, int64_t length,
+                                   std::string* contents) const {
+  if (length > options_.max_file_bytes) return TooLarge(path, length, options_.max_file_bytes);
+  absl::Status status = Retry([&] { return env_->ReadRange(path, offset, length, contents); });
+  if (status.ok() && static_cast<int64_t>(contents->size()) < length) {
+    return SampleError(absl::StatusCode::kDataLoss, reason::kTruncated,
+                       absl::StrCat(path, ": the member at byte ", offset, " ends after ",
+                                    contents->size(), " of its ", length,
+                                    " bytes (the shard changed since it was indexed)"));
+  }
+  return status;
+}
+
+absl::Status FileReader::Retry(const std::function<absl::Status()>& attempt_once) const {
   absl::Duration backoff = options_.initial_backoff;
   absl::Status status;
   for (int attempt = 0; attempt <= options_.max_retries; ++attempt) {
@@ -30,7 +47,7 @@ absl::Status FileReader::Read(const std::string& path, std::string* contents) co
       absl::SleepFor(backoff);
       backoff *= 2;
     }
-    status = env_->ReadFile(path, options_.max_file_bytes, contents);
+    status = attempt_once();
     if (!IsTransient(status)) break;
   }
   if (IsTransient(status) && options_.max_retries > 0) {

@@ -9,6 +9,8 @@
 #ifndef FLOWLOADER_STAGES_READER_FILE_READER_H_
 #define FLOWLOADER_STAGES_READER_FILE_READER_H_
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,7 +40,16 @@ class FileReader {
   // the path.
   absl::Status Read(const std::string& path, std::string* contents) const;
 
+  // ReadRange replaces *contents with the `length` bytes of `path` at `offset` (a member
+  // of a tar shard), with the same retries. Fewer bytes than `length` (the shard was cut
+  // or rewritten since it was indexed) is an error with reason truncated.
+  absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
+                         std::string* contents) const;
+
  private:
+  // Retry runs `attempt` until it succeeds, fails permanently or runs out of retries.
+  absl::Status Retry(const std::function<absl::Status()>& attempt) const;
+
   explicit FileReader(const FileReaderOptions& options, Env* env)
       : options_(options), env_(env) {}
   const FileReaderOptions options_;

@@ -1,0 +1,302 @@
+#include "stages/reader/http_env.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "stages/core/sample_error.h"
+
+namespace flowloader {
+
+// Request is one logical read: a whole GET (offset < 0) or a byte range.
+struct HttpEnv::Request {
+  std::string url;
+  int64_t offset = -1;  // -1: the whole resource.
+  int64_t length = 0;   // Range length; for a whole GET, the most bytes accepted.
+  std::string* out = nullptr;
+
+  // Per attempt.
+  long status = 0;  // NOLINT(runtime/int): curl's type.
+  bool range_ignored = false;  // 200 to a range request: slice the body ourselves.
+  int64_t skipped = 0;         // Bytes of such a body before the range.
+  bool done_early = false;     // Aborted on purpose once the range was collected.
+  bool too_long = false;       // More bytes than asked for.
+  int64_t content_range_first = -1;
+  CURL* curl = nullptr;
+};
+
+namespace {
+
+size_t WriteBody(char* data, size_t size, size_t count, void* user) {
+  auto* r = static_cast<HttpEnv::Request*>(user);
+  absl::string_view chunk(data, size * count);
+  if (r->status == 0) curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->status);
+  if (r->status >= 300) return chunk.size();  // An error page: drained, not kept.
+  if (r->offset >= 0 && r->status == 200) {
+    // The server ignored Range: skip to the range, keep `length` bytes, then stop.
+    r->range_ignored = true;
+    const int64_t skip = std::min<int64_t>(r->offset - r->skipped, chunk.size());
+    r->skipped += skip;
+    chunk.remove_prefix(static_cast<size_t>(skip));
+  }
+  const int64_t room = r->length - static_cast<int64_t>(r->out->size());
+  if (static_cast<int64_t>(chunk.size()) > room) {
+    r->out->append(chunk.data(), static_cast<size_t>(std::max<int64_t>(room, 0)));
+    if (r->range_ignored) {
+      r->done_early = true;
+    } else {
+      r->too_long = true;
+    }
+    return 0;  // Abort the transfer.
+  }
+  r->out->append(chunk.data(), chunk.size());
+  return size * count;
+}
+
+size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
+  auto* r = static_cast<HttpEnv::Request*>(user);
+  absl::string_view line(data, size * count);
+  if (absl::StartsWithIgnoreCase(line, "content-range:")) {
+    line.remove_prefix(14);
+    line = absl::StripAsciiWhitespace(line);
+    long long first = -1;  // NOLINT(runtime/int): sscanf's type.
+    if (absl::StartsWith(line, "bytes ") &&
+        std::sscanf(std::string(line.substr(6)).c_str(), "%lld-", &first) == 1) {
+      r->content_range_first = first;
+    }
+  }
+  return size * count;
+}
+
+absl::Status HttpError(absl::string_view reason, const std::string& url,
+                       absl::string_view what) {
+  // Permanent codes: the retries are done here, FileReader must not repeat them.
+  const absl::StatusCode code =
+      reason == reason::kHttp404 ? absl::StatusCode::kNotFound : absl::StatusCode::kInternal;
+  return SampleError(code, reason, absl::StrCat(url, ": ", what));
+}
+
+bool Retryable(const absl::Status& s) {
+  const std::string r = ErrorReason(s);
+  return r == reason::kHttp5xx || r == reason::kTimeout || r == reason::kConnectionError ||
+         r == reason::kHttpPartial;
+}
+
+long Millis(absl::Duration d) {  // NOLINT(runtime/int): curl's type.
+  return static_cast<long>(absl::ToInt64Milliseconds(d));  // NOLINT(runtime/int)
+}
+
+}  // namespace
+
+bool IsUrl(const std::string& path) {
+  return absl::StartsWithIgnoreCase(path, "http://") ||
+         absl::StartsWithIgnoreCase(path, "https://");
+}
+
+absl::StatusOr<std::unique_ptr<HttpEnv>> HttpEnv::Create(Env* base,
+                                                         const HttpOptions& options) {
+  if (options.connect_timeout <= absl::ZeroDuration() ||
+      options.request_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("http connect_timeout and request_timeout must be > 0");
+  }
+  if (options.stall_timeout < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "http stall_timeout must be >= 1 s (curl counts whole seconds), got ",
+        absl::FormatDuration(options.stall_timeout)));
+  }
+  if (options.max_retries < 0 || options.initial_backoff < absl::ZeroDuration() ||
+      options.failure_limit < 1) {
+    return absl::InvalidArgumentError(
+        "http max_retries and initial_backoff must be >= 0, failure_limit >= 1");
+  }
+  static const CURLcode init = curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (init != CURLE_OK) {
+    return absl::InternalError(absl::StrCat("libcurl init failed: ", curl_easy_strerror(init)));
+  }
+  return std::unique_ptr<HttpEnv>(new HttpEnv(base != nullptr ? base : Env::Default(), options));
+}
+
+HttpEnv::~HttpEnv() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (void* h : idle_handles_) curl_easy_cleanup(static_cast<CURL*>(h));
+}
+
+void* HttpEnv::AcquireHandle() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++requests_;
+    if (!idle_handles_.empty()) {
+      void* h = idle_handles_.back();
+      idle_handles_.pop_back();
+      return h;
+    }
+  }
+  return curl_easy_init();
+}
+
+void HttpEnv::ReleaseHandle(void* handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_handles_.push_back(handle);
+}
+
+int64_t HttpEnv::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+bool HttpEnv::Failing(const std::string& url) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = consecutive_failures_.find(url);
+  return it != consecutive_failures_.end() && it->second >= options_.failure_limit;
+}
+
+bool HttpEnv::RecordResult(const std::string& url, bool ok) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ok) {
+    consecutive_failures_.erase(url);
+    return false;
+  }
+  return ++consecutive_failures_[url] >= options_.failure_limit;
+}
+
+absl::Status HttpEnv::Attempt(Request& r) {
+  CURL* curl = static_cast<CURL*>(AcquireHandle());
+  if (curl == nullptr) return HttpError(reason::kConnectionError, r.url, "curl_easy_init failed");
+  // reset keeps the handle's live connections: that is the connection reuse.
+  curl_easy_reset(curl);
+  r.out->clear();
+  r.status = 0;
+  r.range_ignored = r.done_early = r.too_long = false;
+  r.skipped = 0;
+  r.content_range_first = -1;
+  r.curl = curl;
+  const std::string range =
+      r.offset >= 0 ? absl::StrCat(r.offset, "-", r.offset + r.length - 1) : std::string();
+  curl_easy_setopt(curl, CURLOPT_URL, r.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, Millis(options_.connect_timeout));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, Millis(options_.request_timeout));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                   static_cast<long>(absl::ToInt64Seconds(options_.stall_timeout)));  // NOLINT
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, ReadHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
+  if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+  const CURLcode rc = r.length == 0 ? CURLE_OK : curl_easy_perform(curl);
+  if (r.status == 0) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+  ReleaseHandle(curl);
+  if (r.length == 0) return absl::OkStatus();
+
+  if (rc == CURLE_WRITE_ERROR && r.done_early) return absl::OkStatus();
+  if (r.too_long) {
+    return HttpError(reason::kHttpBadResponse, r.url,
+                     absl::StrCat("the response is longer than the ", r.length,
+                                  " bytes asked for (range ", range, ")"));
+  }
+  switch (rc) {
+    case CURLE_OK:
+      break;
+    case CURLE_OPERATION_TIMEDOUT:
+      return HttpError(reason::kTimeout, r.url, curl_easy_strerror(rc));
+    case CURLE_PARTIAL_FILE:
+      return HttpError(reason::kHttpPartial, r.url,
+                       absl::StrCat("the body ended after ", r.out->size(),
+                                    " bytes, before its Content-Length"));
+    default:
+      return HttpError(reason::kConnectionError, r.url, curl_easy_strerror(rc));
+  }
+  if (r.status == 404) return HttpError(reason::kHttp404, r.url, "HTTP 404 Not Found");
+  if (r.status == 416 && r.offset >= 0) {
+    r.out->clear();  // The range starts at or past the end: nothing there.
+    return absl::OkStatus();
+  }
+  if (r.status >= 500) return HttpError(reason::kHttp5xx, r.url, absl::StrCat("HTTP ", r.status));
+  if (r.status >= 400) return HttpError(reason::kHttp4xx, r.url, absl::StrCat("HTTP ", r.status));
+  if (r.status != 200 && r.status != 206) {
+    return HttpError(reason::kHttpBadResponse, r.url, absl::StrCat("HTTP ", r.status));
+  }
+  if (r.status == 206 && r.content_range_first != r.offset) {
+    return HttpError(reason::kHttpBadResponse, r.url,
+                     absl::StrCat("asked for bytes ", range, ", got a range starting at ",
+                                  r.content_range_first));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HttpEnv::Fetch(Request& r) {
+  // A URL that keeps failing gets one attempt per read: its samples fail fast.
+  const int retries = Failing(r.url) ? 0 : options_.max_retries;
+  absl::Duration backoff = options_.initial_backoff;
+  absl::Status status;
+  for (int attempt = 0; attempt <= retries; ++attempt) {
+    if (attempt > 0) {
+      absl::SleepFor(backoff);
+      backoff *= 2;
+    }
+    status = Attempt(r);
+    if (status.ok() || !Retryable(status)) break;
+  }
+  // A 404 is a fact about the URL, not a failing server: it does not count.
+  if (status.ok() || ErrorReason(status) != reason::kHttp404) RecordResult(r.url, status.ok());
+  if (!status.ok() && retries > 0 && Retryable(status)) {
+    return WithContext(status, absl::StrCat("after ", retries + 1, " attempts"));
+  }
+  return status;
+}
+
+absl::Status HttpEnv::ReadFile(const std::string& path, int64_t max_bytes,
+                               std::string* contents) {
+  if (!IsUrl(path)) return base_->ReadFile(path, max_bytes, contents);
+  Request r;
+  r.url = path;
+  r.length = max_bytes;
+  r.out = contents;
+  absl::Status s = Fetch(r);
+  if (!s.ok() && ErrorReason(s) == reason::kHttpBadResponse &&
+      static_cast<int64_t>(contents->size()) >= max_bytes) {
+    return TooLarge(path, max_bytes + 1, max_bytes);
+  }
+  return s;
+}
+
+absl::Status HttpEnv::ReadRange(const std::string& path, int64_t offset, int64_t length,
+                                std::string* contents) {
+  if (!IsUrl(path)) return base_->ReadRange(path, offset, length, contents);
+  if (offset < 0 || length < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": bad range ", offset, "+", length));
+  }
+  Request r;
+  r.url = path;
+  r.offset = offset;
+  r.length = length;
+  r.out = contents;
+  return Fetch(r);
+}
+
+absl::StatusOr<std::vector<DirEntry>> HttpEnv::ListDirectory(const std::string& path) {
+  if (!IsUrl(path)) return base_->ListDirectory(path);
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": an HTTP URL cannot be listed; name the shards (train-{000000..000009}.tar)"));
+}
+
+absl::StatusOr<bool> HttpEnv::IsDirectory(const std::string& path) {
+  if (!IsUrl(path)) return base_->IsDirectory(path);
+  return false;
+}
+
+absl::StatusOr<std::string> HttpEnv::CanonicalPath(const std::string& path) {
+  if (!IsUrl(path)) return base_->CanonicalPath(path);
+  return path;
+}
+
+}  // namespace flowloader

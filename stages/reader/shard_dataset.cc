@@ -1,0 +1,271 @@
+// shard_dataset.cc: Dataset::Open for WebDataset tar shards (see dataset.h): listing the
+// shards, indexing their headers in parallel, grouping members into samples.
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <map>
+#include <thread>  // NOLINT(build/c++11)
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "stages/core/log.h"
+#include "stages/core/sample_error.h"
+#include "stages/reader/dataset.h"
+#include "stages/reader/internal/shard_names.h"
+#include "stages/reader/tar_index.h"
+
+namespace flowloader {
+namespace {
+
+using shard_internal::ExpandBraces;
+using shard_internal::HasBraces;
+using shard_internal::IsMetaMember;
+using shard_internal::JsonIntField;
+using shard_internal::SplitKey;
+
+bool EndsWithTar(absl::string_view path) {
+  return absl::EndsWithIgnoreCase(path.substr(0, path.find('?')), ".tar");
+}
+
+// ShardName is a shard's file name (what keys start with): the last path segment.
+std::string ShardName(const std::string& location) {
+  const std::string path = location.substr(0, location.find('?'));
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string ParentDir(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// ShardListLines returns the shard locations of a shard list, or an empty vector when
+// `text` is not one (some line is not a `.tar` path or URL: then it is a list file).
+std::vector<std::string> ShardListLines(const std::string& text, const std::string& dir) {
+  std::vector<std::string> shards;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || absl::StartsWith(line, "#")) continue;
+    if (line.find('\t') != absl::string_view::npos || !EndsWithTar(line)) return {};
+    const std::string entry(line);
+    shards.push_back(IsUrl(entry) || absl::StartsWith(entry, "/") ? entry
+                                                                   : absl::StrCat(dir, "/", entry));
+  }
+  return shards;
+}
+
+// LabelFrom parses a label member: the integer in a `.cls`, or `label_key` of a `.json`.
+absl::Status ParseLabel(const TarMember& m, const std::string& label_key, int64_t* label) {
+  if (m.size > 0 && m.inline_payload.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(m.name, " is ", m.size,
+                                                   " bytes, too large for a label"));
+  }
+  const absl::string_view text = absl::StripAsciiWhitespace(m.inline_payload);
+  const bool ok = label_key.empty() ? absl::SimpleAtoi(text, label)
+                                    : JsonIntField(text, label_key, label);
+  if (!ok || *label < 0) {
+    return absl::InvalidArgumentError(
+        label_key.empty()
+            ? absl::StrCat(m.name, " does not hold an integer label >= 0: \"",
+                           text.substr(0, 40), "\"")
+            : absl::StrCat(m.name, " has no integer field \"", label_key,
+                           "\" >= 0 (the label_key option)"));
+  }
+  return absl::OkStatus();
+}
+
+// Group is one webdataset sample being collected: consecutive members sharing a key.
+struct Group {
+  std::string key;
+  std::vector<std::pair<std::string, const TarMember*>> members;  // (extension, member)
+};
+
+}  // namespace
+
+absl::Span<const SampleMember> Dataset::members(int64_t i) const {
+  const SampleSource& s = samples_[static_cast<size_t>(i)];
+  if (s.member_count == 0) return {};
+  return absl::Span<const SampleMember>(members_.data() + s.first_member, s.member_count);
+}
+
+absl::StatusOr<std::vector<std::string>> Dataset::ShardPaths(Env* env, const std::string& path,
+                                                             bool is_directory) {
+  if (is_directory) {
+    absl::StatusOr<std::vector<DirEntry>> entries = env->ListDirectory(path);
+    if (!entries.ok()) return entries.status();
+    std::vector<std::string> shards;
+    for (const DirEntry& e : *entries) {
+      if (e.is_directory) return std::vector<std::string>();  // Class directories: ImageFolder.
+      if (EndsWithTar(e.name)) shards.push_back(absl::StrCat(path, "/", e.name));
+    }
+    std::sort(shards.begin(), shards.end());
+    return shards;
+  }
+  if (IsUrl(path) || HasBraces(path)) return ExpandBraces(path);
+  if (EndsWithTar(path)) return std::vector<std::string>{path};
+  std::string text;
+  // Not readable here: the list-file reader reports it.
+  if (!env->ReadFile(path, int64_t{1} << 30, &text).ok()) return std::vector<std::string>();
+  std::vector<std::string> shards;
+  for (const std::string& line : ShardListLines(text, ParentDir(path))) {
+    absl::StatusOr<std::vector<std::string>> expanded = ExpandBraces(line);
+    if (!expanded.ok()) return expanded.status();
+    shards.insert(shards.end(), expanded->begin(), expanded->end());
+  }
+  return shards;
+}
+
+namespace {
+
+// Indexes every shard, `threads` at a time (for HTTP, the latency of one shard's range
+// requests overlaps the others').
+std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shards,
+                                  const DatasetOptions& options) {
+  std::vector<TarIndex> indexes(shards.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < shards.size(); i = next++) {
+      const std::string& location = shards[i];
+      TarIndexOptions o;
+      o.read_ahead_bytes = IsUrl(location) ? options.http_index_window_bytes : 0;
+      o.want_payload = [&options](const std::string& name) {
+        std::string key, extension;
+        if (!SplitKey(name, &key, &extension)) return false;
+        extension = absl::AsciiStrToLower(extension);
+        return options.label_key.empty() ? extension == "cls" : extension == "json";
+      };
+      indexes[i] = IndexTar(
+          [env, &location](int64_t offset, int64_t length, std::string* out) {
+            return env->ReadRange(location, offset, length, out);
+          },
+          location, o);
+    }
+  };
+  const size_t threads = std::min<size_t>(static_cast<size_t>(options.index_threads), shards.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  return indexes;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
+    const DatasetOptions& options, Env* env, const std::vector<std::string>& shards,
+    std::string root) {
+  if (options.index_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("index_threads must be >= 1, got ", options.index_threads));
+  }
+  if (options.http_index_window_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "http_index_window_bytes must be > 0, got ", options.http_index_window_bytes));
+  }
+  if (shards.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(shards.size(), " shards is too many"));
+  }
+  absl::StatusOr<std::unique_ptr<HttpEnv>> http = HttpEnv::Create(env, options.http);
+  if (!http.ok()) return http.status();
+  std::unique_ptr<Dataset> dataset(new Dataset());
+  dataset->root_ = std::move(root);
+  dataset->env_ = env;
+  dataset->shard_env_ = std::move(*http);
+  dataset->shards_ = shards;
+
+  const std::vector<TarIndex> indexes = IndexShards(dataset->shard_env(), shards, options);
+  std::map<std::string, uint32_t> extension_ids;
+  std::map<std::string, int64_t> failed_shards;  // By reason.
+  int64_t good = 0;
+
+  auto intern = [&](const std::string& extension) {
+    auto [it, added] = extension_ids.emplace(extension, dataset->extensions_.size());
+    if (added) dataset->extensions_.push_back(extension);
+    return it->second;
+  };
+
+  for (size_t shard = 0; shard < shards.size(); ++shard) {
+    const std::string shard_name = ShardName(shards[shard]);
+    auto flush = [&](const Group& g) {
+      if (g.members.empty()) return;
+      SampleSource s;
+      s.shard = static_cast<int32_t>(shard);
+      s.first_member = static_cast<int64_t>(dataset->members_.size());
+      s.member_count = static_cast<uint32_t>(g.members.size());
+      const TarMember* image = nullptr;
+      const TarMember* label = nullptr;
+      const std::string label_extension = options.label_key.empty() ? "cls" : "json";
+      for (const auto& [extension, m] : g.members) {
+        dataset->members_.push_back(SampleMember{intern(extension), m->offset, m->size});
+        const bool plain = extension.find('.') == std::string::npos;
+        if (image == nullptr && plain && HasImageExtension("." + extension)) image = m;
+        if (label == nullptr && extension == label_extension) label = m;
+      }
+      s.key = absl::StrCat(shard_name, "/", image != nullptr ? image->name : g.key);
+      if (image == nullptr) {
+        s.error = SampleError(absl::StatusCode::kNotFound, reason::kMissingImage,
+                              absl::StrCat(shards[shard], ": sample ", g.key,
+                                           " has no image member"));
+      } else if (label == nullptr) {
+        s.error = SampleError(absl::StatusCode::kNotFound, reason::kMissingLabel,
+                              absl::StrCat(shards[shard], ": sample ", g.key, " has no .",
+                                           label_extension, " member"));
+      } else if (absl::Status l = ParseLabel(*label, options.label_key, &s.label); !l.ok()) {
+        s.error = SampleError(absl::StatusCode::kInvalidArgument, reason::kMissingLabel,
+                              absl::StrCat(shards[shard], ": ", l.message()));
+      }
+      if (image != nullptr) {
+        s.offset = image->offset;
+        s.size = image->size;
+      }
+      if (s.error.ok()) ++good;
+      dataset->samples_.push_back(std::move(s));
+    };
+
+    Group group;
+    for (const TarMember& m : indexes[shard].members) {
+      std::string key, extension;
+      if (IsMetaMember(m.name) || !SplitKey(m.name, &key, &extension)) continue;
+      extension = absl::AsciiStrToLower(extension);
+      if (key != group.key) {
+        flush(group);
+        group = Group{key, {}};
+      }
+      const bool repeated =
+          std::any_of(group.members.begin(), group.members.end(),
+                      [&](const auto& e) { return e.first == extension; });
+      if (!repeated) group.members.emplace_back(extension, &m);  // The first one counts.
+    }
+    flush(group);
+
+    const absl::Status& damage = indexes[shard].damage;
+    if (!damage.ok()) {
+      ++failed_shards[ErrorReason(damage)];
+      LogWarning(absl::StrCat("dataset: shard ", shards[shard], ": ", damage.message(), " (",
+                              indexes[shard].members.size(), " members indexed before it)"));
+      SampleSource s;
+      s.key = shard_name;
+      s.error = damage;
+      dataset->samples_.push_back(std::move(s));
+    }
+  }
+  if (good == 0) {
+    std::vector<std::string> reasons;
+    for (const auto& [reason, n] : failed_shards) reasons.push_back(absl::StrCat(n, " × ", reason));
+    return absl::InvalidArgumentError(absl::StrCat(
+        shards.size() == 1 ? shards[0] : absl::StrCat(shards.front(), " … ", shards.back()),
+        ": no sample with an image and a label in ", shards.size(), " shard(s)",
+        reasons.empty() ? "" : absl::StrCat(" (shards failed: ", absl::StrJoin(reasons, ", "), ")"),
+        indexes.front().damage.ok() ? "" : absl::StrCat("; first: ", indexes.front().damage.message())));
+  }
+  return dataset;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,50 @@
+// tar_writer.h: writes a tar archive that GNU tar, Python's tarfile and webdataset read.
+//
+// Members are regular files in POSIX ustar headers (mode 0644, mtime 0, so the same
+// members give the same bytes); a name longer than ustar's 100 bytes gets a GNU
+// `././@LongLink` record first, as GNU tar writes it. Close writes the two zero blocks
+// that end an archive. Used by `flowloader pack` and by tests that build shards.
+//
+// Thread-safety: not thread-safe; one writer per archive.
+#ifndef FLOWLOADER_STAGES_READER_TAR_WRITER_H_
+#define FLOWLOADER_STAGES_READER_TAR_WRITER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace flowloader {
+
+class TarWriter {
+ public:
+  // Create opens `path` for writing (truncating it).
+  static absl::StatusOr<std::unique_ptr<TarWriter>> Create(const std::string& path);
+  ~TarWriter();
+
+  // Add appends a member named `name` holding `data`.
+  absl::Status Add(absl::string_view name, absl::string_view data);
+  // Close ends the archive and closes the file; the writer takes no more members.
+  absl::Status Close();
+
+  // bytes is the archive's size so far (headers, data, padding).
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  TarWriter(std::FILE* file, std::string path) : file_(file), path_(std::move(path)) {}
+  absl::Status Write(absl::string_view data);
+  absl::Status WriteHeader(absl::string_view name, int64_t size, char type);
+  absl::Status Pad(int64_t size);
+
+  std::FILE* file_;
+  const std::string path_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_READER_TAR_WRITER_H_
