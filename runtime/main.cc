@@ -28,10 +28,12 @@
 #include "runtime/plan_command.h"
 #include "runtime/run_command.h"
 #include "runtime/sample_dataset.h"
+#include "runtime/shard_env.h"
 #include "runtime/spec.h"
 #include "runtime/tune_command.h"
 #include "runtime/version.h"
 #include "stages/core/bool_text.h"
+#include "stages/core/log.h"
 #include "stages/core/resources.h"
 
 namespace flowloader {
@@ -51,8 +53,12 @@ std::vector<FlagDef> PipelineFlags() {
   std::vector<FlagDef> flags;
   for (const SpecKey& key : SpecKeys()) {
     if (key.name == "shard") {
-      flags.push_back({"rank", "0", "this process's shard, in [0, world_size)"});
-      flags.push_back({"world_size", "1", "number of shards (each gets an equal share)"});
+      flags.push_back({"rank", "0",
+                       "this process's shard, in [0, world_size); default RANK, else "
+                       "SLURM_PROCID, else 0"});
+      flags.push_back({"world_size", "1",
+                       "number of shards (each gets an equal share); default WORLD_SIZE, "
+                       "else SLURM_NTASKS, else 1"});
     }
     if (!key.is_scalar) continue;
     flags.push_back({key.name, key.default_text, key.doc, key.is_bool});
@@ -188,15 +194,44 @@ absl::Status ParseCursor(const std::string& text, Cursor* out) {
   return absl::OkStatus();
 }
 
-// PipelineFromFlags starts from the spec (if any) and applies every pipeline flag given,
-// through the spec's own parser.
-absl::Status PipelineFromFlags(const ParsedFlags& parsed, PipelineOptions* o) {
+// ShardFromLauncher sets the shard a launcher (torchrun, Slurm) gave this process, over
+// the spec's; *where says where the shard came from, for the run's log. Given both,
+// --rank and --world_size (applied after) make the environment irrelevant, even invalid.
+absl::Status ShardFromLauncher(const ParsedFlags& parsed, PipelineOptions* o,
+                               std::string* where) {
+  const bool flags_give_both = parsed.Has("rank") && parsed.Has("world_size");
+  absl::StatusOr<EnvironmentShard> shard = ShardFromEnvironment();
+  if (!shard.ok() && !flags_give_both) return shard.status();
+  EnvironmentShard found = shard.ok() ? *shard : EnvironmentShard{};
+  if (found.source != "default") {
+    o->rank = found.rank;
+    o->world_size = found.world_size;
+  } else if (parsed.Has("spec")) {
+    found.source = "the spec or the default";
+  }
+  if (parsed.Has("rank") || parsed.Has("world_size")) {
+    found.source = flags_give_both ? "--rank/--world_size"
+                                   : absl::StrCat(parsed.Has("rank") ? "--rank" : "--world_size",
+                                                  " and ", found.source);
+  }
+  *where = found.source;
+  return absl::OkStatus();
+}
+
+// PipelineFromFlags starts from the spec (if any), takes the shard from the launcher's
+// environment, and applies every pipeline flag given, through the spec's own parser.
+// *shard_source (when not null) says where rank and world_size came from.
+absl::Status PipelineFromFlags(const ParsedFlags& parsed, PipelineOptions* o,
+                               std::string* shard_source = nullptr) {
   const auto spec = parsed.given.find("spec");
   if (spec != parsed.given.end()) {
     absl::StatusOr<PipelineOptions> loaded = LoadSpecFile(spec->second);
     if (!loaded.ok()) return loaded.status();
     *o = *std::move(loaded);
   }
+  std::string where;
+  if (absl::Status s = ShardFromLauncher(parsed, o, &where); !s.ok()) return s;
+  if (shard_source != nullptr) *shard_source = where;
   std::vector<std::string> pipeline_flags;
   for (const FlagDef& f : PipelineFlags()) pipeline_flags.push_back(f.name);
   for (const std::string& name : parsed.order) {
@@ -220,8 +255,13 @@ absl::Status PipelineFromFlags(const ParsedFlags& parsed, PipelineOptions* o) {
 int Run(const CommandDef& command, const ParsedFlags& parsed, absl::Time process_start) {
   RunConfig c;
   c.process_start = process_start;
-  if (absl::Status s = PipelineFromFlags(parsed, &c.pipeline); !s.ok()) {
+  std::string shard_source;
+  if (absl::Status s = PipelineFromFlags(parsed, &c.pipeline, &shard_source); !s.ok()) {
     return Fail(std::string(s.message()));
+  }
+  if (c.pipeline.world_size > 1 || shard_source != "default") {
+    LogInfo(absl::StrCat("shard: rank ", c.pipeline.rank, " of ", c.pipeline.world_size,
+                         " (from ", shard_source, ")"));
   }
   const FlagReader flags(command, parsed);
   if (parsed.Has("resume")) {

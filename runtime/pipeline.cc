@@ -74,6 +74,11 @@ absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
   sampler_options.seed = options.seed;
   sampler_options.rank = options.rank;
   sampler_options.world_size = options.world_size;
+  if (options.even_shards != "pad" && options.even_shards != "trim") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("even_shards must be pad or trim, got '", options.even_shards, "'"));
+  }
+  sampler_options.drop_remainder = options.even_shards == "trim";
   absl::StatusOr<std::unique_ptr<Sampler>> sampler =
       Sampler::Create(parts.dataset->size(), sampler_options);
   if (!sampler.ok()) return sampler.status();

@@ -74,9 +74,16 @@ struct PipelineOptions {
   bool shuffle = true;
   // Drop each epoch's last partial batch. Default false.
   bool drop_last = false;
-  // Sharding across ranks (each gets the same number of samples per epoch).
+  // Sharding across ranks (each gets the same number of samples per epoch), as
+  // torch.utils.data.DistributedSampler shards: rank r takes positions r, r + world_size,
+  // ... of the epoch's order. ShardFromEnvironment() (runtime/shard_env.h) reads them
+  // from torchrun's or Slurm's variables.
   int rank = 0;
   int world_size = 1;
+  // How shards are made equal when world_size does not divide the dataset: "pad"
+  // repeats the epoch's first samples (DistributedSampler's default), "trim" drops the
+  // tail (DistributedSampler(drop_last=True)). Default "pad".
+  std::string even_shards = "pad";
   // Built-in stages (used when `stages` is empty): "train" = RandomResizedCrop +
   // horizontal flip + ImageNet Normalize; "eval" = Resize(image_size*256/224) +
   // CenterCrop + Normalize.

@@ -21,6 +21,7 @@
 #include "exporters/metrics_exporter.h"
 #include "exporters/report.h"
 #include "exporters/trace.h"
+#include "runtime/run_summary.h"
 #include "stages/core/log.h"
 #include "stages/core/resources.h"
 
@@ -73,19 +74,10 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-// Facts are the run's facts after `wall` seconds; `startup` is when the first batch came
-// (seconds on the same clock), < 0 while none has: the whole run so far is start-up.
+// Facts are the run's facts after `wall` seconds (RunFactsFor, shared with the Python
+// module's stats()).
 RunFacts Facts(const RunConfig& config, double wall, int64_t epochs, double startup) {
-  RunFacts f;
-  f.wall_seconds = wall;
-  f.epochs = epochs;
-  f.num_workers = config.pipeline.num_workers;
-  f.batch_size = config.pipeline.batch_size;
-  f.prefetch_batches = config.pipeline.prefetch_batches;
-  f.cores_available = UsableCpus();
-  f.startup_seconds = startup >= 0 ? std::min(startup, wall) : wall;
-  f.steady_seconds = wall - f.startup_seconds;
-  return f;
+  return RunFactsFor(config.pipeline, wall, epochs, startup);
 }
 
 // CheckWritable refuses, before the run, an output path the run could not write at its
@@ -310,22 +302,8 @@ int RunCommand(const RunConfig& config) {
   }
 
   if (!config.summary_json.empty()) {
-    std::string json = SummaryJson(snapshot);
-    // Extra fields for the benchmark: time from process start to the first batch, and
-    // when each epoch ended (seconds on the `seconds` clock), so that later epochs (warm
-    // seek indexes) can be told from the first.
-    if (!json.empty() && json.back() == '}') {
-      json.pop_back();
-      absl::StrAppend(&json, ", \"checkpoint\": {\"epoch\": ", checkpoint.epoch,
-                      ", \"batch\": ", checkpoint.batch, "}");
-      absl::StrAppend(&json, ", \"first_batch_seconds\": ",
-                      absl::StrFormat("%.6f", first_batch_seconds), ", \"epoch_end_seconds\": [",
-                      absl::StrJoin(epoch_end_seconds, ", ",
-                                    [](std::string* out, double t) {
-                                      absl::StrAppend(out, absl::StrFormat("%.6f", t));
-                                    }),
-                      "]}");
-    }
+    const std::string json =
+        RunSummaryJson(snapshot, checkpoint, first_batch_seconds, epoch_end_seconds);
     if (!WriteFile(config.summary_json, json + "\n")) {
       std::fprintf(stderr, "flowloader: cannot write --summary_json=%s\n",
                    config.summary_json.c_str());

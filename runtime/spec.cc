@@ -271,6 +271,10 @@ const std::vector<Key>& Keys() {
        [](R r, F f, O o) { return r.Bool(f, &o->drop_last); }},
       {"shard", "{rank: 0, world_size: 1}", "this process's equal-size shard of each epoch",
        ParseShard},
+      {"even_shards", "pad",
+       "equal shards when world_size does not divide the data: pad (repeat the first "
+       "samples) or trim (drop the tail), as DistributedSampler(drop_last=False|True)",
+       [](R r, F f, O o) { return r.Choice(f, {"pad", "trim"}, &o->even_shards); }},
       {"transform", "train", "built-in stages: train or eval (torchvision's recipes)",
        [](R r, F f, O o) {
          return r.Choice(f, {"train", "eval"}, &o->transform);
@@ -463,7 +467,7 @@ std::string SpecYaml(const PipelineOptions& o) {
       o.batch_size, "\nnum_workers: ", o.num_workers, "\nprefetch_batches: ",
       o.prefetch_batches, "\nepochs: ", o.epochs, "\nseed: ", o.seed, "\nshuffle: ",
       b(o.shuffle), "\ndrop_last: ", b(o.drop_last), "\nshard: {rank: ", o.rank,
-      ", world_size: ", o.world_size, "}\n");
+      ", world_size: ", o.world_size, "}\neven_shards: ", YamlScalar(o.even_shards), "\n");
   if (o.stages.empty()) {
     absl::StrAppend(&out, "transform: ", YamlScalar(o.transform), "\nimage_size: ",
                     o.image_size, "\nlayout: ", YamlScalar(o.layout), "\n");

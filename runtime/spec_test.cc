@@ -33,6 +33,7 @@ void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.drop_last, b.drop_last);
   EXPECT_EQ(a.rank, b.rank);
   EXPECT_EQ(a.world_size, b.world_size);
+  EXPECT_EQ(a.even_shards, b.even_shards);
   EXPECT_EQ(a.transform, b.transform);
   EXPECT_EQ(a.image_size, b.image_size);
   EXPECT_EQ(a.layout, b.layout);
@@ -139,6 +140,7 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.drop_last = true;
   o.rank = 1;
   o.world_size = 2;
+  o.even_shards = "trim";
   o.transform = "eval";
   o.image_size = 160;
   o.layout = "uint8_hwc";
@@ -335,7 +337,7 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
      "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, name, batch_size, num_workers, "
-     "prefetch_batches, epochs, seed, shuffle, drop_last, shard, transform, image_size, layout, "
+     "prefetch_batches, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
      "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
      "t.yaml:3:1: duplicate key 'batch_size' in pipeline (first at line 1)"},
@@ -368,6 +370,8 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:1:12: transform must be one of train, eval, got 'sideways'"},
     {"LayoutUnknown", "layout: nhwc\n",
      "t.yaml:1:9: layout must be one of float_chw, uint8_hwc, got 'nhwc'"},
+    {"EvenShardsUnknown", "even_shards: drop\n",
+     "t.yaml:1:14: even_shards must be one of pad, trim, got 'drop'"},
     {"OnErrorUnknown", "on_error: maybe\n",
      "t.yaml:1:11: on_error must be skip or fail, got 'maybe'"},
     {"DeviceUnknown", "device: tpu\n", "t.yaml:1:9: device must be auto, cpu or cuda, got 'tpu'"},
@@ -429,7 +433,7 @@ const ErrorCase kErrorCases[] = {
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
      "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, name, batch_size, "
-     "num_workers, prefetch_batches, epochs, seed, shuffle, drop_last, shard, transform, "
+     "num_workers, prefetch_batches, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb)"},
     {"LongValueIsShortened", "batch_size: " + std::string(100, 'x') + "\n",

@@ -1,0 +1,348 @@
+"""flowloader: a native data loader for PyTorch training loops.
+
+    import flowloader
+    with flowloader.DataLoader("/data/imagenet/train", batch_size=64, num_workers=2) as loader:
+        for epoch in range(10):
+            loader.set_epoch(epoch)
+            for images, labels in loader:      # float32 [N,3,224,224], int64 [N]
+                train_step(images, labels)
+
+PyTorch's DataLoader names and defaults wherever one exists; every other pipeline
+setting (README "Writing a spec") is a keyword too, or comes from `spec=FILE.yaml`
+(keywords given override it). Values go through the same parser as the command line's
+flags, so a bad one raises ValueError with the CLI's one-line message; a value of the
+wrong Python type raises TypeError.
+
+Zero copy and the hold rule: `images` wraps the pipeline's batch buffer (DLPack); the
+buffer goes back to the pool when the last tensor viewing it is freed. A loop may keep
+any number of batches: while `hold_limit(prefetch_batches)` = prefetch_batches - 1
+batches are still viewed, the next batch is copied into a tensor of its own and its
+buffer returned at once, so one buffer always stays with the pipeline and a loop never
+waits on batches it holds itself.
+
+Ranks: rank/world_size not given come from RANK/WORLD_SIZE (torchrun), else
+SLURM_PROCID/SLURM_NTASKS, else an initialised torch.distributed group, else the spec's
+shard, else 0 of 1; `loader.shard_source` says which.
+
+Threads: iteration is for one thread at a time. The GIL is released while waiting for a
+batch; Ctrl-C raises KeyboardInterrupt within 50 ms; close() (or `del`, or leaving the
+`with`) stops the pipeline's threads.
+"""
+
+import difflib
+import json
+import operator
+import weakref
+
+import torch
+from torch.utils.dlpack import from_dlpack
+
+from . import _flowloader as _core
+from ._flowloader import DataError, hold_limit
+
+__all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment"]
+
+_SPEC_KEYS = {k["name"]: k for k in _core.spec_keys() if k["is_scalar"]}
+# Keywords that are the DataLoader's own, not spec keys.
+_OWN_KEYWORDS = ("data", "spec", "rank", "world_size", "metrics_address", "return_keys")
+_STATE_VERSION = 1
+
+
+class _Default:
+    """An argument left at its default: a spec's value then stands."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+def _is_int_key(key):
+    try:
+        int(_SPEC_KEYS[key]["default"])
+        return True
+    except ValueError:
+        return False
+
+
+def _setting_text(key, value):
+    """The text the spec parser reads for `value`, or TypeError for a wrong type."""
+    spec_key = _SPEC_KEYS[key]
+    kind = type(value).__name__
+    if spec_key["is_bool"]:
+        if not isinstance(value, bool):
+            raise TypeError(f"{key} must be True or False, got {kind} {value!r}")
+        return "true" if value else "false"
+    if key == "max_errors":
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise TypeError(f"max_errors must be a count, a fraction or a str like '5%', "
+                            f"got {kind} {value!r}")
+        return repr(value) if isinstance(value, float) else str(value)
+    if _is_int_key(key):
+        if isinstance(value, bool):
+            raise TypeError(f"{key} must be an int, got bool {value!r}")
+        try:
+            return str(operator.index(value))
+        except TypeError:
+            raise TypeError(f"{key} must be an int, got {kind} {value!r}") from None
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    if not isinstance(value, str):
+        raise TypeError(f"{key} must be a str, got {kind} {value!r}")
+    return value
+
+
+def _int_or_none(name, value):
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+
+
+def shard_from_environment():
+    """(rank, world_size, source) from RANK/WORLD_SIZE, else SLURM_PROCID/SLURM_NTASKS,
+    else an initialised torch.distributed group, else (0, 1, "default")."""
+    rank, world_size, source = _core.shard_from_environment()
+    if source == "default":
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size(), "torch.distributed"
+    return rank, world_size, source
+
+
+class DataLoader:
+    """Batches of (images, labels[, keys]) from an ImageFolder root or a list file.
+
+    One iter() is one epoch; len() is batches per epoch. See the module's docstring for
+    the hold rule and the rank sources.
+    """
+
+    def __init__(self, data=None, batch_size=_Default(64), num_workers=_Default(2),
+                 shuffle=_Default(True), seed=_Default(0), drop_last=_Default(False),
+                 prefetch_batches=_Default(3), transform=_Default("train"),
+                 image_size=_Default(224), layout=_Default("float_chw"),
+                 on_error=_Default("skip"), spec=None, rank=None, world_size=None,
+                 metrics_address=None, return_keys=False, device=_Default("auto"),
+                 **options):
+        for key in options:
+            if key not in _SPEC_KEYS or key == "data":
+                close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise TypeError(f"DataLoader() got an unexpected keyword argument '{key}'{hint}")
+        given = dict(batch_size=batch_size, num_workers=num_workers, shuffle=shuffle, seed=seed,
+                     drop_last=drop_last, prefetch_batches=prefetch_batches,
+                     transform=transform, image_size=image_size, layout=layout,
+                     on_error=on_error, device=device, **options)
+        if data is not None:
+            if not isinstance(data, (str, bytes)) and not hasattr(data, "__fspath__"):
+                raise TypeError(f"data must be a path, got {type(data).__name__} {data!r}")
+            given["data"] = str(data.__fspath__() if hasattr(data, "__fspath__") else data)
+        if spec is not None and not isinstance(spec, str) and not hasattr(spec, "__fspath__"):
+            raise TypeError(f"spec must be a path, got {type(spec).__name__} {spec!r}")
+        if not isinstance(return_keys, bool):
+            raise TypeError(f"return_keys must be True or False, got {return_keys!r}")
+        if metrics_address is not None and not isinstance(metrics_address, str):
+            raise TypeError(f"metrics_address must be a str like '127.0.0.1:9464', "
+                            f"got {metrics_address!r}")
+        # A DataLoader's epochs are its loop's: iter() once per epoch, unbounded unless
+        # epochs= is given (a spec's epochs key is for the CLI and is not used here).
+        if "epochs" not in options:
+            given["epochs"] = 0
+        self._settings = [(k, _setting_text(k, v)) for k, v in given.items()
+                          if not isinstance(v, _Default)]
+        self._settings += self._shard_settings(rank, world_size)
+        self._spec = None if spec is None else str(getattr(spec, "__fspath__", lambda: spec)())
+        self._metrics_address = metrics_address or ""
+        self._return_keys = return_keys
+        self._core = None
+        self._core = self._create_core(0, 0)
+        options_now = self._core.options
+        self.batch_size = options_now["batch_size"]
+        self.prefetch_batches = options_now["prefetch_batches"]
+        self.rank = options_now["rank"]
+        self.world_size = options_now["world_size"]
+        self._next_epoch = 0       # The epoch the next iter() delivers.
+        self._resume_batch = 0     # Where in it (load_state_dict), else 0.
+        self._active = None        # weakref to the live _EpochIterator.
+
+    def _shard_settings(self, rank, world_size):
+        rank = _int_or_none("rank", rank)
+        world_size = _int_or_none("world_size", world_size)
+        env_rank, env_world, source = shard_from_environment()
+        self.shard_source = "arguments" if rank is not None and world_size is not None else source
+        settings = []
+        if source != "default":
+            settings += [("world_size", str(env_world)), ("rank", str(env_rank))]
+        if world_size is not None:
+            settings.append(("world_size", str(world_size)))
+        if rank is not None:
+            settings.append(("rank", str(rank)))
+        return settings
+
+    def _create_core(self, epoch, batch):
+        return _core._Loader(self._spec, self._settings, self._metrics_address, epoch, batch)
+
+    def _open_core(self):
+        if self._core is None or self._core.closed:
+            raise ValueError("the DataLoader is closed")
+        return self._core
+
+    # -- iteration ----------------------------------------------------------------------
+    def __iter__(self):
+        core = self._open_core()
+        previous = self._active() if self._active is not None else None
+        if previous is not None:
+            if previous._end_pending():
+                # Every batch of that epoch was taken (zip, islice): it is complete.
+                core.next(False)
+                previous._finish()
+            previous._retire()
+        target = (self._next_epoch, self._resume_batch)
+        if tuple(core.checkpoint()) != target:
+            # set_epoch, load_state_dict or an epoch left mid-way: start where asked.
+            core.close()
+            self._core = core = self._create_core(*target)
+        self._resume_batch = 0
+        iterator = _EpochIterator(self, core, target[0], target[1])
+        self._active = weakref.ref(iterator)
+        return iterator
+
+    def __len__(self):
+        return self._open_core().batches_per_epoch
+
+    def set_epoch(self, epoch):
+        """The epoch the next iter() delivers (its shuffle and random crops)."""
+        self._next_epoch = operator.index(epoch)
+        self._resume_batch = 0
+
+    # -- checkpoints (torchdata StatefulDataLoader's convention) -------------------------
+    def state_dict(self):
+        """Where to resume: the next batch this loader would deliver, and the options that
+        must match for load_state_dict to resume exactly."""
+        active = self._active() if self._active is not None else None
+        if active is not None and not active._finished:
+            epoch, batch = self._open_core().checkpoint()
+        else:
+            epoch, batch = self._next_epoch, self._resume_batch
+        return {"version": _STATE_VERSION, "epoch": epoch, "batch": batch,
+                **self._fingerprint()}
+
+    def load_state_dict(self, state):
+        """Make the next iter() continue from `state` (from state_dict()): the rest of its
+        epoch, exactly the batches the saved loader would have delivered next."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
+        if state.get("version") != _STATE_VERSION:
+            raise ValueError(f"state version {state.get('version')!r} is not {_STATE_VERSION}: "
+                             "pass a dict made by DataLoader.state_dict()")
+        mine = self._fingerprint()
+        for key, value in mine.items():
+            if state.get(key) != value:
+                raise ValueError(f"state_dict was saved with {key}={state.get(key)!r} but this "
+                                 f"loader has {key}={value!r}: resume with the same options")
+        self._next_epoch = operator.index(state["epoch"])
+        self._resume_batch = operator.index(state["batch"])
+
+    def _fingerprint(self):
+        o = self._open_core().options
+        return {k: o[k] for k in ("seed", "batch_size", "shuffle", "drop_last", "rank",
+                                  "world_size")} | {
+            "samples_per_epoch": self._core.samples_per_epoch}
+
+    # -- reporting and lifetime ----------------------------------------------------------
+    def stats(self):
+        """The summary JSON of `flowloader run --summary_json`, as a dict, so far."""
+        return json.loads(self._open_core().summary_json())
+
+    @property
+    def memory_description(self):
+        return self._open_core().memory_description
+
+    @property
+    def held_batches(self):
+        """Batches whose buffers are still viewed by live tensors (the hold rule)."""
+        return self._open_core().live_views
+
+    def close(self):
+        """Stop the pipeline and its threads. Tensors still held stay valid; their
+        buffers are freed with them."""
+        if self._core is not None:
+            self._core.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        core = getattr(self, "_core", None)
+        if core is not None:
+            core.close()
+
+    def __repr__(self):
+        if self._core is None or self._core.closed:
+            return "flowloader.DataLoader(closed)"
+        o = self._core.options
+        return (f"flowloader.DataLoader({o['data']!r}, batch_size={o['batch_size']}, "
+                f"num_workers={o['num_workers']}, rank={o['rank']}/{o['world_size']} "
+                f"({self.shard_source}), {self._core.memory_description})")
+
+
+class _EpochIterator:
+    """One epoch of a DataLoader (iter(loader))."""
+
+    def __init__(self, loader, core, epoch, first_batch):
+        self._loader = loader
+        self._core = core
+        self._epoch = epoch
+        self._delivered = first_batch   # Batches of this epoch handed out (or skipped).
+        self._finished = False
+        self._retired = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._retired:
+            raise RuntimeError("this iterator was replaced by a newer iter(loader)")
+        while not self._finished:
+            got = self._core.next(self._loader._return_keys)
+            if got is None:
+                self._finish()
+                break
+            images_view, labels_view, keys, must_copy, _, _ = got
+            self._delivered += 1
+            images = from_dlpack(images_view)
+            del images_view
+            if images.shape[0] == 0:
+                continue  # An epoch's last batch whose every sample was skipped.
+            if must_copy:
+                images = images.clone()  # The zero-copy view dies here: buffer returned.
+            labels = from_dlpack(labels_view)
+            if self._loader._return_keys:
+                return images, labels, keys
+            return images, labels
+        raise StopIteration
+
+    def __len__(self):
+        return max(0, self._core.batches_per_epoch - self._delivered)
+
+    def _finish(self):
+        self._finished = True
+        self._loader._next_epoch = self._epoch + 1
+
+    def _end_pending(self):
+        """The epoch's batches are all out but its end marker was not read."""
+        return not self._finished and self._delivered >= self._core.batches_per_epoch
+
+    def _retire(self):
+        self._retired = True

@@ -1,0 +1,359 @@
+// module.cc: the `flowloader._flowloader` extension (pybind11): the C++ half of the
+// Python module. flowloader/__init__.py builds DataLoader on top of it.
+//
+//   _Loader(spec, settings, metrics_address, resume_epoch, resume_batch)
+//       spec: a spec file or None; settings: [(key, text)] applied in order through the
+//       spec's own key table (ApplySpecValue), so a bad value is the CLI's one-line
+//       message, raised as ValueError.
+//   _Loader.next(return_keys) -> None at an end of epoch, else
+//       (images: _TensorView, labels: _TensorView, keys or None, must_copy: bool,
+//        epoch, batch index)
+//   _TensorView: __dlpack__(stream=None) / __dlpack_device__(), for torch.from_dlpack.
+//   spec_keys(), shard_from_environment(), hold_limit(prefetch_batches).
+//
+// Zero copy: an images view wraps the batch buffer itself. Its DLPack capsule's deleter
+// (run by torch when the last tensor over it is freed, from any thread, without the GIL)
+// drops the view's BatchHold, and with the last hold the shared_ptr<const Batch> that
+// returns the buffer to the pool. BatchHold counts live holds; `must_copy` tells the
+// Python side that this batch would leave fewer than one free buffer (the hold rule,
+// HoldLimit), so it is copied and its buffer returned at once.
+//
+// Threads and the GIL: next() waits in 50 ms slices with the GIL released and runs
+// PyErr_CheckSignals between them, so Ctrl-C raises KeyboardInterrupt within a slice
+// even while no batch comes. Nothing in the pipeline's threads touches Python.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "python/internal/dlpack.h"
+#include "python/internal/loader.h"
+#include "runtime/shard_env.h"
+#include "runtime/spec.h"
+
+namespace py = pybind11;
+
+namespace flowloader {
+namespace python_internal {
+namespace {
+
+constexpr absl::Duration kWaitSlice = absl::Milliseconds(50);
+
+// The exception for fatal data errors during iteration (a RuntimeError subclass).
+PyObject* g_data_error = nullptr;
+
+// HoldLimit is how many batches may be held zero-copy at once before the next one is
+// copied: prefetch_batches - 1, so one buffer always stays with the pipeline and a loop
+// that keeps every batch can never wait on itself.
+int HoldLimit(int prefetch_batches) { return prefetch_batches - 1; }
+
+// BatchHold is one counted hold on a batch buffer (live_views in loader.h).
+class BatchHold {
+ public:
+  BatchHold(std::shared_ptr<const Batch> batch, std::shared_ptr<std::atomic<int>> live)
+      : batch_(std::move(batch)), live_(std::move(live)) {
+    live_->fetch_add(1);
+  }
+  ~BatchHold() { live_->fetch_sub(1); }
+  BatchHold(const BatchHold&) = delete;
+  BatchHold& operator=(const BatchHold&) = delete;
+
+ private:
+  const std::shared_ptr<const Batch> batch_;
+  const std::shared_ptr<std::atomic<int>> live_;
+};
+
+// TensorView is one tensor's memory, shape and type, and what keeps the memory alive.
+struct TensorView {
+  std::shared_ptr<const void> owner;  // A BatchHold, or the view's own vector.
+  void* data = nullptr;
+  std::vector<int64_t> shape;
+  DLDataType dtype{kDLFloat, 32, 1};
+  DLDevice device{kDLCPU, 0};
+};
+
+// ManagedContext is what a DLManagedTensor owns until its consumer calls the deleter.
+struct ManagedContext {
+  DLManagedTensor managed;
+  std::shared_ptr<const void> owner;
+  std::vector<int64_t> shape;
+};
+
+void DeleteManaged(DLManagedTensor* managed) {
+  delete static_cast<ManagedContext*>(managed->manager_ctx);
+}
+
+// A capsule torch never consumed (still named "dltensor") frees its tensor itself.
+void DeleteUnconsumedCapsule(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+  auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+}
+
+py::capsule ToDlpack(const TensorView& view) {
+  auto* context = new ManagedContext;
+  context->owner = view.owner;
+  context->shape = view.shape;
+  DLTensor& t = context->managed.dl_tensor;
+  t.data = view.data;
+  t.device = view.device;
+  t.ndim = static_cast<int32_t>(context->shape.size());
+  t.dtype = view.dtype;
+  t.shape = context->shape.data();
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  context->managed.manager_ctx = context;
+  context->managed.deleter = DeleteManaged;
+  PyObject* capsule = PyCapsule_New(&context->managed, "dltensor", DeleteUnconsumedCapsule);
+  if (capsule == nullptr) {
+    delete context;
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::capsule>(capsule);
+}
+
+TensorView ImagesView(const std::shared_ptr<const Batch>& batch,
+                      const std::shared_ptr<std::atomic<int>>& live) {
+  TensorView view;
+  view.owner = std::make_shared<BatchHold>(batch, live);
+  view.shape = batch->shape;
+  view.dtype = batch->dtype == DType::kUint8 ? DLDataType{kDLUInt, 8, 1}
+                                             : DLDataType{kDLFloat, 32, 1};
+  if (batch->location == MemoryLocation::kDevice) {
+    // Upload waited for its stream before the batch was handed out (device_memory.h), so
+    // the data is complete before any work the consumer queues on any stream: torch's
+    // current stream needs no extra wait.
+    view.data = batch->device_data;
+    view.device = DLDevice{kDLCUDA, 0};  // DeviceOptions::cuda_device, always 0 here.
+  } else {
+    view.data = const_cast<void*>(batch->host_data);
+    view.device = DLDevice{kDLCPU, 0};  // Pinned or not, torch reads it as CPU memory.
+  }
+  return view;
+}
+
+TensorView LabelsView(const Batch& batch) {
+  auto labels = std::make_shared<std::vector<int64_t>>(batch.labels);
+  TensorView view;
+  view.data = labels->data();
+  view.owner = labels;
+  view.shape = {static_cast<int64_t>(labels->size())};
+  view.dtype = DLDataType{kDLInt, 64, 1};
+  return view;
+}
+
+[[noreturn]] void Raise(PyObject* type, const absl::Status& status) {
+  PyErr_SetString(type, std::string(status.message()).c_str());
+  throw py::error_already_set();
+}
+
+// CreationErrorType: an option, a data path or a memory plan the caller can change is
+// a ValueError; anything else (a metrics port in use, an internal fault) a RuntimeError.
+PyObject* CreationErrorType(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kPermissionDenied:
+      return PyExc_ValueError;
+    default:
+      return PyExc_RuntimeError;
+  }
+}
+
+// PyLoader is the Python object `_Loader`.
+class PyLoader {
+ public:
+  PyLoader(const std::optional<std::string>& spec,
+           const std::vector<std::pair<std::string, std::string>>& settings,
+           const std::string& metrics_address, int64_t resume_epoch, int64_t resume_batch) {
+    LoaderOptions options;
+    if (spec.has_value()) {
+      absl::StatusOr<PipelineOptions> loaded = LoadSpecFile(*spec);
+      if (!loaded.ok()) Raise(PyExc_ValueError, loaded.status());
+      options.pipeline = *std::move(loaded);
+    }
+    for (const auto& [key, text] : settings) {
+      if (absl::Status s = ApplySpecValue(key, text, &options.pipeline); !s.ok()) {
+        Raise(PyExc_ValueError, s);
+      }
+    }
+    if (options.pipeline.data.empty()) {
+      Raise(PyExc_ValueError, absl::InvalidArgumentError(
+                                  "data is required (an ImageFolder directory or list file), "
+                                  "or data: in spec"));
+    }
+    options.pipeline.resume = Cursor{resume_epoch, resume_batch};
+    options.metrics_address = metrics_address;
+    absl::StatusOr<std::unique_ptr<Loader>> loader;
+    {
+      py::gil_scoped_release release;
+      loader = Loader::Create(options);
+    }
+    if (!loader.ok()) Raise(CreationErrorType(loader.status()), loader.status());
+    loader_ = *std::move(loader);
+  }
+
+  // Next returns None at an end of epoch, else
+  // (images, labels, keys or None, must_copy, epoch, batch index).
+  py::object Next(bool return_keys) {
+    Loader& loader = Open();
+    Fetched fetched;
+    while (true) {
+      bool came = false;
+      {
+        py::gil_scoped_release release;
+        came = loader.WaitNext(kWaitSlice, &fetched);
+      }
+      if (came) break;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    }
+    if (!fetched.status.ok()) Raise(g_data_error, fetched.status);
+    if (fetched.end_of_epoch || fetched.batch == nullptr) return py::none();
+    const bool must_copy =
+        loader.live_views()->load() >= HoldLimit(loader.pipeline().options().prefetch_batches);
+    py::object keys = py::none();
+    if (return_keys) keys = py::cast(fetched.batch->keys);
+    TensorView labels = LabelsView(*fetched.batch);
+    TensorView images = ImagesView(fetched.batch, loader.live_views());
+    return py::make_tuple(std::move(images), std::move(labels), keys, must_copy,
+                          fetched.batch->epoch, fetched.batch->index);
+  }
+
+  std::pair<int64_t, int64_t> Checkpoint() {
+    Loader& loader = Open();
+    Cursor cursor;
+    {
+      py::gil_scoped_release release;
+      cursor = loader.NextCursor();
+    }
+    return {cursor.epoch, cursor.batch};
+  }
+
+  std::string Summary() { return Open().SummaryJson(); }
+
+  // Close stops the pipeline and waits for its threads; buffers still viewed by tensors
+  // go back when those tensors are freed.
+  void Close() {
+    std::unique_ptr<Loader> loader = std::move(loader_);
+    py::gil_scoped_release release;
+    loader.reset();
+  }
+
+  bool closed() const { return loader_ == nullptr; }
+  int64_t batches_per_epoch() { return Open().pipeline().batches_per_epoch(); }
+  int64_t samples_per_epoch() { return Open().pipeline().samples_per_epoch(); }
+  int live_views() { return Open().live_views()->load(); }
+  std::string memory_description() { return Open().pipeline().memory_description(); }
+  int effective_threads() { return Open().pipeline().effective_threads(); }
+  py::dict Options() {
+    const PipelineOptions& o = Open().pipeline().options();
+    py::dict d;
+    d["data"] = o.data;
+    d["name"] = o.name;
+    d["batch_size"] = o.batch_size;
+    d["num_workers"] = o.num_workers;
+    d["prefetch_batches"] = o.prefetch_batches;
+    d["epochs"] = o.epochs;
+    d["seed"] = o.seed;
+    d["shuffle"] = o.shuffle;
+    d["drop_last"] = o.drop_last;
+    d["rank"] = o.rank;
+    d["world_size"] = o.world_size;
+    d["layout"] = o.layout;
+    d["image_size"] = o.image_size;
+    return d;
+  }
+
+ private:
+  Loader& Open() {
+    if (loader_ == nullptr) {
+      PyErr_SetString(PyExc_ValueError, "the DataLoader is closed");
+      throw py::error_already_set();
+    }
+    return *loader_;
+  }
+
+  std::unique_ptr<Loader> loader_;
+};
+
+py::list SpecKeyList() {
+  py::list out;
+  for (const SpecKey& key : SpecKeys()) {
+    py::dict d;
+    d["name"] = key.name;
+    d["default"] = key.default_text;
+    d["doc"] = key.doc;
+    d["is_bool"] = key.is_bool;
+    d["is_scalar"] = key.is_scalar;
+    out.append(d);
+  }
+  return out;
+}
+
+py::tuple ShardFromEnv() {
+  absl::StatusOr<EnvironmentShard> shard = ShardFromEnvironment();
+  if (!shard.ok()) Raise(PyExc_ValueError, shard.status());
+  return py::make_tuple(shard->rank, shard->world_size, shard->source);
+}
+
+}  // namespace
+}  // namespace python_internal
+}  // namespace flowloader
+
+PYBIND11_MODULE(_flowloader, m) {
+  namespace pi = flowloader::python_internal;
+  m.doc() = "flowloader's C++ core; use flowloader.DataLoader.";
+  pi::g_data_error =
+      PyErr_NewExceptionWithDoc("flowloader.DataError",
+                                "A fatal data error (on_error='fail', too many errors, a device "
+                                "error): the message names the file and the reason.",
+                                PyExc_RuntimeError, nullptr);
+  m.add_object("DataError", py::handle(pi::g_data_error));
+
+  py::class_<pi::TensorView>(m, "_TensorView")
+      .def(
+          "__dlpack__",
+          [](const pi::TensorView& v, py::object /*stream*/) { return pi::ToDlpack(v); },
+          py::arg("stream") = py::none())
+      .def("__dlpack_device__",
+           [](const pi::TensorView& v) {
+             return py::make_tuple(static_cast<int>(v.device.device_type), v.device.device_id);
+           })
+      .def_property_readonly("shape", [](const pi::TensorView& v) { return v.shape; });
+
+  py::class_<pi::PyLoader>(m, "_Loader")
+      .def(py::init<const std::optional<std::string>&,
+                    const std::vector<std::pair<std::string, std::string>>&, const std::string&,
+                    int64_t, int64_t>(),
+           py::arg("spec"), py::arg("settings"), py::arg("metrics_address"),
+           py::arg("resume_epoch"), py::arg("resume_batch"))
+      .def("next", &pi::PyLoader::Next, py::arg("return_keys"))
+      .def("checkpoint", &pi::PyLoader::Checkpoint)
+      .def("summary_json", &pi::PyLoader::Summary)
+      .def("close", &pi::PyLoader::Close)
+      .def_property_readonly("closed", &pi::PyLoader::closed)
+      .def_property_readonly("batches_per_epoch", &pi::PyLoader::batches_per_epoch)
+      .def_property_readonly("samples_per_epoch", &pi::PyLoader::samples_per_epoch)
+      .def_property_readonly("live_views", &pi::PyLoader::live_views)
+      .def_property_readonly("memory_description", &pi::PyLoader::memory_description)
+      .def_property_readonly("effective_threads", &pi::PyLoader::effective_threads)
+      .def_property_readonly("options", &pi::PyLoader::Options);
+
+  m.def("spec_keys", &pi::SpecKeyList, "The spec's keys: name, default, doc, is_bool, is_scalar.");
+  m.def("shard_from_environment", &pi::ShardFromEnv,
+        "(rank, world_size, source) from RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS.");
+  m.def("hold_limit", &pi::HoldLimit, py::arg("prefetch_batches"),
+        "Batches that may be held zero-copy before the next one is copied.");
+}

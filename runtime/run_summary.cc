@@ -1,0 +1,53 @@
+// run_summary.cc: RunFactsFor and RunSummaryJson (see run_summary.h).
+#include "runtime/run_summary.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "stages/core/resources.h"
+
+namespace flowloader {
+
+RunFacts RunFactsFor(const PipelineOptions& options, double wall, int64_t epochs,
+                     double startup) {
+  RunFacts f;
+  f.wall_seconds = wall;
+  f.epochs = epochs;
+  f.num_workers = options.num_workers;
+  f.batch_size = options.batch_size;
+  f.prefetch_batches = options.prefetch_batches;
+  f.cores_available = UsableCpus();
+  f.startup_seconds = startup >= 0 ? std::min(startup, wall) : wall;
+  f.steady_seconds = wall - f.startup_seconds;
+  return f;
+}
+
+std::string RunSummaryJson(const RunSnapshot& snapshot, const Cursor& checkpoint,
+                           double first_batch_seconds,
+                           const std::vector<double>& epoch_end_seconds) {
+  std::string json = SummaryJson(snapshot);
+  if (json.empty() || json.back() != '}') return json;
+  json.pop_back();
+  absl::StrAppend(&json, ", \"checkpoint\": {\"epoch\": ", checkpoint.epoch,
+                  ", \"batch\": ", checkpoint.batch, "}");
+  absl::StrAppend(&json, ", \"first_batch_seconds\": ",
+                  absl::StrFormat("%.6f", first_batch_seconds), ", \"epoch_end_seconds\": [",
+                  absl::StrJoin(epoch_end_seconds, ", ",
+                                [](std::string* out, double t) {
+                                  absl::StrAppend(out, absl::StrFormat("%.6f", t));
+                                }),
+                  "]}");
+  return json;
+}
+
+std::string PipelineSummaryJson(const Pipeline& pipeline, double wall, int64_t epochs,
+                                double startup, double first_batch_seconds,
+                                const std::vector<double>& epoch_end_seconds) {
+  const RunSnapshot snapshot =
+      Snapshot(*pipeline.stats(), RunFactsFor(pipeline.options(), wall, epochs, startup));
+  return RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds, epoch_end_seconds);
+}
+
+}  // namespace flowloader

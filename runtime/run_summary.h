@@ -1,0 +1,39 @@
+// run_summary.h: the summary JSON of a run, shared by `flowloader run --summary_json`
+// and the Python module's DataLoader.stats(), so both write the same fields.
+//
+// Thread-safety: pure functions on values.
+#ifndef FLOWLOADER_RUNTIME_RUN_SUMMARY_H_
+#define FLOWLOADER_RUNTIME_RUN_SUMMARY_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exporters/report.h"
+#include "runtime/pipeline.h"
+
+namespace flowloader {
+
+// RunFactsFor is what the report needs about a run of a pipeline built from `options`:
+// `wall` seconds so far, `epochs` completed, `startup` the seconds to the first batch on
+// the same clock (< 0 while none has come: the whole run so far is start-up).
+RunFacts RunFactsFor(const PipelineOptions& options, double wall, int64_t epochs,
+                     double startup);
+
+// RunSummaryJson is SummaryJson(snapshot) plus the run's own fields: "checkpoint"
+// {"epoch", "batch"} (where to resume), "first_batch_seconds" (from process start; < 0
+// when no batch came) and "epoch_end_seconds" (when each epoch ended, on the `seconds`
+// clock, so later epochs with warm seek indexes can be told from the first).
+std::string RunSummaryJson(const RunSnapshot& snapshot, const Cursor& checkpoint,
+                           double first_batch_seconds,
+                           const std::vector<double>& epoch_end_seconds);
+
+// PipelineSummaryJson is RunSummaryJson of `pipeline`'s counters now (it may be running)
+// with RunFactsFor(pipeline.options(), wall, epochs, startup) and its Checkpoint().
+std::string PipelineSummaryJson(const Pipeline& pipeline, double wall, int64_t epochs,
+                                double startup, double first_batch_seconds,
+                                const std::vector<double>& epoch_end_seconds);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_RUNTIME_RUN_SUMMARY_H_
