@@ -15,6 +15,7 @@
 #include "stages/core/sample_error.h"
 #include "stages/decode/internal/common.h"
 #include "stages/decode/internal/jpeg_codec.h"
+#include "stages/decode/internal/more_codecs.h"
 #include "stages/decode/internal/png_codec.h"
 #include "stages/decode/internal/seek_index_cache.h"
 
@@ -28,12 +29,32 @@ bool HasPrefix(absl::string_view bytes, absl::string_view magic) {
   return bytes.substr(0, n) == magic.substr(0, n);
 }
 
+bool IsPnmMagic(absl::string_view bytes) {
+  if (bytes[0] != 'P' || bytes[1] < '1' || bytes[1] > '6') return false;
+  if (bytes.size() == 2) return true;
+  const char c = bytes[2];
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '#';
+}
+
 // Sniff names the format from magic bytes: JPEG SOI + a marker (FF D8 FF), PNG's
-// 8-byte signature. At least two bytes must match.
+// 8-byte signature, RIFF + WEBP, TIFF's II*\0 / MM\0* (and BigTIFF's +), GIF8, BM,
+// and P1..P6 + whitespace (Netpbm). At least two bytes must match.
 Format Sniff(absl::string_view bytes) {
   if (bytes.size() < 2) return Format::kUnknown;
   if (HasPrefix(bytes, "\xFF\xD8\xFF")) return Format::kJpeg;
   if (HasPrefix(bytes, "\x89PNG\r\n\x1A\n")) return Format::kPng;
+  if (HasPrefix(bytes, "RIFF") && (bytes.size() < 12 || bytes.substr(8, 4) == "WEBP")) {
+    return Format::kWebp;
+  }
+  if (HasPrefix(bytes, absl::string_view("II*\0", 4)) ||
+      HasPrefix(bytes, absl::string_view("MM\0*", 4)) ||
+      HasPrefix(bytes, absl::string_view("II+\0", 4)) ||
+      HasPrefix(bytes, absl::string_view("MM\0+", 4))) {
+    return Format::kTiff;
+  }
+  if (HasPrefix(bytes, "GIF8")) return Format::kGif;
+  if (HasPrefix(bytes, "BM")) return Format::kBmp;
+  if (IsPnmMagic(bytes)) return Format::kPnm;
   return Format::kUnknown;
 }
 
@@ -44,7 +65,8 @@ absl::Status SniffError(absl::string_view bytes) {
   };
   return internal::DecodeError(
       reason::kUnknownFormat,
-      absl::StrFormat("not a JPEG or PNG file (starts with %02x %02x %02x %02x, %d bytes)",
+      absl::StrFormat("not an image format flowloader reads (JPEG, PNG, WebP, TIFF, GIF, BMP, "
+                      "PPM/PGM/PBM): starts with %02x %02x %02x %02x, %d bytes",
                       byte(0), byte(1), byte(2), byte(3), bytes.size()));
 }
 
@@ -85,6 +107,16 @@ absl::StatusOr<ImageInfo> Decoder::ReadInfo(absl::string_view bytes) const {
       return internal::ReadJpegInfo(bytes, options_);
     case Format::kPng:
       return internal::ReadPngInfo(bytes, options_);
+    case Format::kWebp:
+      return internal::ReadWebpInfo(bytes, options_);
+    case Format::kTiff:
+      return internal::ReadTiffInfo(bytes, options_);
+    case Format::kGif:
+      return internal::ReadGifInfo(bytes, options_);
+    case Format::kBmp:
+      return internal::ReadBmpInfo(bytes, options_);
+    case Format::kPnm:
+      return internal::ReadPnmInfo(bytes, options_);
     case Format::kUnknown:
       break;
   }
@@ -104,6 +136,16 @@ absl::Status Decoder::Decode(absl::string_view bytes, const ImageInfo& info,
       return internal::DecodeJpeg(bytes, options_, request, seek_index_.get(), out);
     case Format::kPng:
       return internal::DecodePng(bytes, options_, request, out);
+    case Format::kWebp:
+      return internal::DecodeWebp(bytes, options_, request, out);
+    case Format::kTiff:
+      return internal::DecodeTiff(bytes, options_, request, out);
+    case Format::kGif:
+      return internal::DecodeGif(bytes, options_, request, out);
+    case Format::kBmp:
+      return internal::DecodeBmp(bytes, options_, request, out);
+    case Format::kPnm:
+      return internal::DecodePnm(bytes, options_, request, out);
     case Format::kUnknown:
       break;
   }

@@ -1,16 +1,21 @@
-// decoder.h: JPEG (libjpeg-turbo) and PNG (libpng) decoding to 8-bit RGB.
+// decoder.h: JPEG (libjpeg-turbo), PNG (libpng), WebP (libwebp), TIFF (libtiff), GIF
+// (giflib, first frame), BMP and PPM/PGM/PBM decoding to 8-bit RGB: the formats
+// torchvision's ImageFolder reads (internal/more_codecs.h says what each one covers).
 //
 // The decoder can decode only part of an image, at reduced scale: given the region that a
 // downstream crop needs and the size it will be resized to, a JPEG is decoded with DCT
 // scaling (scale_num/8, never below what the target size needs), horizontal cropping
 // (jpeg_crop_scanline) and skipped rows (jpeg_skip_scanlines), the way DALI's fused
 // decode-and-crop does. A PNG is read row by row and only the region is kept, averaged
-// over power-of-two blocks where the target size allows (internal/png_codec.h). Without
-// a request, everything is decoded at full scale.
+// over power-of-two blocks where the target size allows (internal/png_codec.h); TIFF,
+// GIF, BMP and PPM/PGM are read the same way (internal/region_rows.h), and a WebP is
+// cropped and rescaled by libwebp to the same box. Without a request, everything is
+// decoded at full scale.
 // The scale is k/8 for k in {1, 2, 4, 8} only: libjpeg-turbo's other IDCT sizes are
 // plain C and decode about twice slower than k = 8 (measured; see jpeg_codec.cc).
 // Pixels inside the requested region are identical to a full decode at the same scale;
-// a full decode is identical to PIL's Image.open(...).convert('RGB').
+// a full decode is identical to PIL's Image.open(...).convert('RGB') (the exceptions,
+// such as 16-bit gray, are listed where each codec is implemented).
 //
 // A region decode whose consumer accepts it (RegionRequest::accept_ycc, as the augment
 // stage's resize does where it is faster) comes back as the JPEG's own Y, Cb and Cr
@@ -38,7 +43,8 @@
 
 namespace flowloader::decode {
 
-enum class Format { kUnknown, kJpeg, kPng };
+// Format is sniffed from a file's first bytes, never its name.
+enum class Format { kUnknown, kJpeg, kPng, kWebp, kTiff, kGif, kBmp, kPnm };
 
 // ImageInfo is what the header says, read without decoding pixels.
 struct ImageInfo {
@@ -62,7 +68,8 @@ struct DecoderOptions {
   bool fancy_upsampling = true;
   // Allow DCT-domain downscaling of JPEGs when a RegionRequest permits it. Default true.
   bool dct_scaling = true;
-  // Its PNG counterpart: average a PNG region over 2^i x 2^j pixel blocks (each axis on
+  // Its PNG counterpart (and TIFF's, GIF's, BMP's and PPM's; for WebP, libwebp's
+  // rescaler to the same size): average a region over 2^i x 2^j pixel blocks (each axis on
   // its own), the largest that still leave the RegionRequest's target size, while the
   // rows are read. It is what keeps a large crop of a large PNG from costing the crop's
   // full-size pixels. Pixels are each block's rounded mean. Default true.
