@@ -34,10 +34,15 @@ int64_t NowNanos() {
       .count();
 }
 
-// BatchPlan is what the source emits: which batch to fill next.
+// BatchPlan is what the source emits: which batch to fill next. The source alone decides
+// where batches begin and end and which one ends its epoch, so a batch size changed
+// mid-run (SetBatchSize) moves only batches not yet planned.
 struct BatchPlan {
   int64_t epoch = 0;
   int64_t index = 0;     // Batch number within the epoch.
+  int64_t begin = 0;     // Its positions [begin, end) in the epoch's sample order.
+  int64_t end = 0;
+  bool last_of_epoch = false;
   int64_t sequence = 0;  // Delivery order across epochs.
 };
 
@@ -73,6 +78,12 @@ class PipelineGraph::Impl {
   absl::Status Build(graph_internal::GraphPlan plan);
   void Start();
   absl::Status Pop(Popped* out);
+  absl::Status SetBatchSize(int batch_size);
+  int batch_size() const { return batch_size_.load(std::memory_order_relaxed); }
+  int pool_rows() const { return pool_rows_; }
+  int64_t batches_per_epoch() const {
+    return NumBatches(samples_per_epoch_, batch_size(), options_.drop_last);
+  }
   void Stop();
   int effective_threads() { return arena_.max_concurrency(); }
 
@@ -106,6 +117,8 @@ class PipelineGraph::Impl {
   void RegisterStages(std::vector<graph_internal::PlannedStage> stages);
   void Wire();
   bool NextPlan(BatchPlan* plan);
+  bool EndsEpoch(int64_t end, int64_t batch_size) const;
+  bool EpochDeliveredLocked(const BatchToken& token);
   void Dispatch(const BatchPlan& plan, BatchToken* token,
                 flow::multifunction_node<std::tuple<BatchPlan, BatchToken*>,
                                          std::tuple<SampleContext*>>::output_ports_type& out);
@@ -129,7 +142,6 @@ class PipelineGraph::Impl {
   tbb::task_arena arena_;
 
   OutputSpec output_;
-  int64_t batches_per_epoch_ = 0;
   std::vector<StageRunner> runners_;
   std::vector<NodeGroup> groups_;
   std::shared_ptr<TokenPool> pool_;
@@ -149,7 +161,12 @@ class PipelineGraph::Impl {
   // Source state: touched only by the input_node body (oneTBB runs it serially).
   int64_t next_epoch_ = 0;
   int64_t next_batch_ = 0;
+  int64_t next_position_ = 0;  // Where the next batch begins in its epoch's order.
   int64_t next_sequence_ = 0;
+  int64_t samples_per_epoch_ = 0;  // Constant after Build.
+  int pool_rows_ = 0;              // Constant after Build: the largest batch allowed.
+  // The size of the next batch the source plans: set by SetBatchSize from any thread.
+  std::atomic<int> batch_size_{0};
   // Dispatch state (serial node).
   int64_t order_epoch_ = -1;
   std::vector<int64_t> order_;
@@ -170,13 +187,14 @@ class PipelineGraph::Impl {
   int64_t delivered_sequence_ = 0;  // Batches popped so far.
   int64_t delivering_epoch_ = 0;    // The epoch Pop is delivering.
   int64_t delivered_in_epoch_ = 0;  // Batches of it popped so far.
+  int64_t epoch_first_index_ = 0;   // Its first batch's number (start_batch on resume).
+  int64_t epoch_last_index_ = -1;   // Its last batch's number once popped; -1 before.
   std::vector<SkippedSample> carried_skips_;  // From empty batches, for the next one.
   int64_t skipped_in_epoch_ = 0;    // Skips delivered in the epoch being delivered.
 
   // Dataset indexes of the skipped samples already logged (each is logged once a run).
   std::mutex log_mu_;
   std::set<int64_t> logged_skips_ ABSL_GUARDED_BY(log_mu_);
-  int64_t total_batches_ = -1;      // Batches the configured epochs hold; -1 = unbounded.
 };
 
 // RegisterStages takes the planned stages, groups consecutive ones of equal concurrency
@@ -218,11 +236,14 @@ void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStag
 
 absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   output_ = plan.output;
-  batches_per_epoch_ = plan.batches_per_epoch;
-  total_batches_ = plan.total_batches;
+  samples_per_epoch_ = sampler_->samples_per_rank();
+  pool_rows_ = plan.pool_rows;
+  batch_size_.store(plan.start_batch_size);
   next_epoch_ = options_.start_epoch;
   delivering_epoch_ = options_.start_epoch;
   next_batch_ = options_.start_batch;
+  next_position_ = plan.start_sample;
+  epoch_first_index_ = options_.start_batch;
   RegisterStages(std::move(plan.stages));
 
   const size_t buffer_bytes = output_.sample_bytes * static_cast<size_t>(plan.pool_rows);
@@ -345,14 +366,33 @@ void PipelineGraph::Impl::Start() {
 bool PipelineGraph::Impl::NextPlan(BatchPlan* plan) {
   if (stopping_.load(std::memory_order_acquire)) return false;
   if (options_.epochs > 0 && next_epoch_ >= options_.epochs) return false;
+  // The size is read once per batch: a SetBatchSize racing with this plan applies to it
+  // or to the next one, never to half of one.
+  const int64_t batch_size = batch_size_.load(std::memory_order_relaxed);
   plan->epoch = next_epoch_;
   plan->index = next_batch_;
+  plan->begin = next_position_;
+  plan->end = std::min(next_position_ + batch_size, samples_per_epoch_);
+  plan->last_of_epoch = EndsEpoch(plan->end, batch_size);
   plan->sequence = next_sequence_++;
-  if (++next_batch_ == batches_per_epoch_) {
+  if (plan->last_of_epoch) {
     next_batch_ = 0;
+    next_position_ = 0;
     ++next_epoch_;
+  } else {
+    ++next_batch_;
+    next_position_ = plan->end;
   }
   return true;
+}
+
+// EndsEpoch says whether a batch ending at `end` is its epoch's last: nothing is left, or
+// drop_last drops what is left because it is shorter than the batch size in effect now.
+// (A batch size grown after that test was passed can make the epoch's last batch
+// partial even under drop_last: its samples were already left in the epoch.)
+bool PipelineGraph::Impl::EndsEpoch(int64_t end, int64_t batch_size) const {
+  const int64_t left = samples_per_epoch_ - end;
+  return left == 0 || (options_.drop_last && left < batch_size);
 }
 
 void PipelineGraph::Impl::Dispatch(
@@ -366,11 +406,12 @@ void PipelineGraph::Impl::Dispatch(
     order_ = sampler_->EpochIndices(plan.epoch);
     order_epoch_ = plan.epoch;
   }
-  const int64_t begin = plan.index * options_.batch_size;
-  const int64_t end =
-      std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(order_.size()));
+  const int64_t begin = plan.begin;
+  const int64_t end = plan.end;
   token->sequence = plan.sequence;
   token->size = static_cast<int>(end - begin);
+  token->end_position = end;
+  token->last_of_epoch = plan.last_of_epoch;
   token->batch.epoch = plan.epoch;
   token->batch.index = plan.index;
   token->remaining.store(token->size, std::memory_order_relaxed);
@@ -578,7 +619,7 @@ void PipelineGraph::Impl::Fail(absl::Status status) {
 absl::Status PipelineGraph::Impl::Pop(Popped* out) {
   *out = Popped{};
   std::unique_lock<std::mutex> lock(mu_);
-  if (total_batches_ >= 0 && delivered_sequence_ >= total_batches_) {
+  if (options_.epochs > 0 && delivering_epoch_ >= options_.epochs) {
     out->done = true;
     return absl::OkStatus();
   }
@@ -598,12 +639,15 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
   queue_.erase(it);
   consumer_edge_->depth.fetch_sub(1, std::memory_order_relaxed);
   ++delivered_sequence_;
-  const int64_t in_this_epoch =
-      batches_per_epoch_ - (delivering_epoch_ == options_.start_epoch ? options_.start_batch : 0);
-  if (++delivered_in_epoch_ == in_this_epoch) {
+  out->epoch = token->batch.epoch;
+  out->index = token->batch.index;
+  out->end_position = token->end_position;
+  if (EpochDeliveredLocked(*token)) {
     out->ends_epoch = true;
     ++delivering_epoch_;
     delivered_in_epoch_ = 0;
+    epoch_first_index_ = 0;
+    epoch_last_index_ = -1;
   }
   const int64_t waited = NowNanos() - t0;
   stats_->consumer_wait_nanos.fetch_add(waited, std::memory_order_relaxed);
@@ -642,6 +686,36 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
   return absl::OkStatus();
 }
 
+// SetBatchSize is checked against the pool the plan allocated: its buffers hold pool_rows_
+// samples each and are never reallocated mid-run (that would stall every batch in flight
+// and could fail for memory the plan never counted).
+absl::Status PipelineGraph::Impl::SetBatchSize(int batch_size) {
+  if (batch_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SetBatchSize: batch_size must be >= 1, got ", batch_size));
+  }
+  if (!BatchFitsPool(batch_size, pool_rows_, samples_per_epoch_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SetBatchSize: batch_size ", batch_size, " does not fit the batch pool's ", pool_rows_,
+        " samples per buffer: create the pipeline with batch_size >= ", batch_size,
+        " to grow to it"));
+  }
+  batch_size_.store(batch_size, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+// EpochDeliveredLocked counts `token` as delivered in the epoch being delivered and says
+// whether that completes the epoch. How many batches an epoch has is known only once the
+// source has planned its last one (the batch size may change mid-epoch): the epoch is
+// complete when that batch and every batch numbered before it have been popped, which in
+// as-completed order may happen after the last batch itself.
+bool PipelineGraph::Impl::EpochDeliveredLocked(const BatchToken& token) {
+  ++delivered_in_epoch_;
+  if (token.last_of_epoch) epoch_last_index_ = token.batch.index;
+  return epoch_last_index_ >= 0 &&
+         delivered_in_epoch_ == epoch_last_index_ + 1 - epoch_first_index_;
+}
+
 void PipelineGraph::Impl::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -662,11 +736,8 @@ void PipelineGraph::Impl::Stop() {
 }
 
 PipelineGraph::PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& options,
-                             OutputSpec output, int64_t batches_per_epoch)
-    : impl_(std::move(impl)),
-      options_(options),
-      output_(std::move(output)),
-      batches_per_epoch_(batches_per_epoch) {}
+                             OutputSpec output)
+    : impl_(std::move(impl)), options_(options), output_(std::move(output)) {}
 
 PipelineGraph::~PipelineGraph() = default;
 
@@ -703,14 +774,18 @@ absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
   auto impl = std::make_unique<Impl>(options, std::move(dataset), std::move(sampler),
                                      std::move(memory), std::move(stats));
   const OutputSpec output = plan->output;
-  const int64_t batches_per_epoch = plan->batches_per_epoch;
   if (absl::Status s = impl->Build(*std::move(plan)); !s.ok()) return s;
-  return std::unique_ptr<PipelineGraph>(
-      new PipelineGraph(std::move(impl), options, output, batches_per_epoch));
+  return std::unique_ptr<PipelineGraph>(new PipelineGraph(std::move(impl), options, output));
 }
 
 void PipelineGraph::Start() { impl_->Start(); }
 absl::Status PipelineGraph::Pop(Popped* out) { return impl_->Pop(out); }
+absl::Status PipelineGraph::SetBatchSize(int batch_size) {
+  return impl_->SetBatchSize(batch_size);
+}
+int PipelineGraph::batch_size() const { return impl_->batch_size(); }
+int PipelineGraph::pool_rows() const { return impl_->pool_rows(); }
+int64_t PipelineGraph::batches_per_epoch() const { return impl_->batches_per_epoch(); }
 void PipelineGraph::Stop() { impl_->Stop(); }
 int PipelineGraph::effective_threads() const { return impl_->effective_threads(); }
 

@@ -74,9 +74,14 @@ struct GraphOptions {
   bool in_order = true;
   // Epochs to run; 0 = until Stop.
   int64_t epochs = 1;
-  // Where to start (resume): the first batch delivered is (start_epoch, start_batch).
+  // Where to start (resume): the first batch delivered is batch number start_batch of
+  // start_epoch, beginning at sample position start_sample of that epoch's order
+  // (-1 = start_batch × batch_size, as in checkpoints made before the batch size could
+  // change) and holding start_batch_size samples (0 = batch_size; at most the pool's rows).
   int64_t start_epoch = 0;
   int64_t start_batch = 0;
+  int64_t start_sample = -1;
+  int start_batch_size = 0;
   // Seed of every per-sample random draw (crops, flips); the sampler has its own.
   uint64_t seed = 0;
   ErrorPolicy on_error = ErrorPolicy::kSkip;
@@ -129,6 +134,12 @@ class PipelineGraph {
     bool ends_epoch = false;
     // Every configured epoch has been delivered; nothing else is set.
     bool done = false;
+    // The popped batch's place, also when `batch` is nullptr: its epoch, its number
+    // within the epoch and the epoch position just past its last sample (what a cursor
+    // resumes from).
+    int64_t epoch = 0;
+    int64_t index = 0;
+    int64_t end_position = 0;
   };
 
   // Pop blocks until the next batch is ready, or returns an error: the fatal error that
@@ -139,8 +150,20 @@ class PipelineGraph {
   // Idempotent; returns promptly.
   void Stop();
 
+  // SetBatchSize makes every batch the source plans from now on hold `batch_size`
+  // samples (the epoch's last one fewer); batches already planned keep their size. The
+  // pool is not reallocated: a size above its rows per buffer is InvalidArgument naming
+  // the value and the knob, and changes nothing. Thread-safe.
+  absl::Status SetBatchSize(int batch_size);
+  // batch_size is the size the next planned batch gets.
+  int batch_size() const;
+  // pool_rows is the most samples a batch buffer holds: the largest batch_size allowed.
+  int pool_rows() const;
+
   const OutputSpec& output() const { return output_; }
-  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+  // batches_per_epoch is the batches of an epoch at the current batch_size(): exact
+  // until SetBatchSize; after a change, an estimate for the epoch under way.
+  int64_t batches_per_epoch() const;
   const GraphOptions& options() const { return options_; }
   // effective_threads is the arena's concurrency as oneTBB granted it.
   int effective_threads() const;
@@ -148,11 +171,10 @@ class PipelineGraph {
  private:
   class Impl;
   explicit PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& options,
-                         OutputSpec output, int64_t batches_per_epoch);
+                         OutputSpec output);
   std::unique_ptr<Impl> impl_;
   const GraphOptions options_;
   const OutputSpec output_;
-  const int64_t batches_per_epoch_;
 };
 
 }  // namespace flowloader

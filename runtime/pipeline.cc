@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/internal/data_checksum.h"
 #include "runtime/version.h"
 #include "stages/core/log.h"
 #include "stages/reader/dataset.h"
@@ -50,6 +51,8 @@ GraphOptions GraphOptionsFor(const PipelineOptions& options) {
   graph_options.epochs = options.epochs;
   graph_options.start_epoch = options.resume.epoch;
   graph_options.start_batch = options.resume.batch;
+  graph_options.start_sample = options.resume.sample;
+  graph_options.start_batch_size = options.resume.batch_size;
   graph_options.seed = options.seed;
   graph_options.on_error = options.on_error;
   graph_options.max_errors = options.max_errors;
@@ -153,8 +156,13 @@ Pipeline::Pipeline(const PipelineOptions& options, std::shared_ptr<PipelineStats
       stats_(std::move(stats)),
       memory_(std::move(memory)),
       graph_(std::move(graph)),
-      samples_per_epoch_(samples_per_epoch) {
+      samples_per_epoch_(samples_per_epoch),
+      checksum_(options.checksum ? std::make_unique<DataChecksum>() : nullptr) {
+  // Create has checked the cursor; spell out what its defaults mean, so Checkpoint()
+  // before the first batch is as complete as after it.
   cursor_ = options.resume;
+  if (cursor_.sample < 0) cursor_.sample = cursor_.batch * options.batch_size;
+  if (cursor_.batch_size <= 0) cursor_.batch_size = options.batch_size;
   // Resumed at the end of the last epoch: nothing is left to deliver.
   done_ = options.epochs > 0 && cursor_.epoch >= options.epochs;
 }
@@ -191,10 +199,7 @@ absl::Status Pipeline::Next(std::shared_ptr<const Batch>* batch, bool* end_of_ep
       *end_of_epoch = true;
       break;
     }
-    if (++cursor_.batch == batches_per_epoch()) {
-      cursor_.batch = 0;
-      ++cursor_.epoch;
-    }
+    AdvanceCursorLocked(popped);
     if (popped.batch != nullptr) {
       *batch = std::move(popped.batch);
       pending_end_of_epoch_ = popped.ends_epoch;
@@ -206,9 +211,45 @@ absl::Status Pipeline::Next(std::shared_ptr<const Batch>* batch, bool* end_of_ep
       break;
     }
   }
+  if (checksum_ != nullptr && *batch != nullptr) {
+    std::lock_guard<std::mutex> lock(checksum_mu_);
+    checksum_->Add(**batch);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (--active_next_calls_ == 0) no_active_next_.notify_all();
   return status;
+}
+
+// AdvanceCursorLocked moves the cursor past `popped`, from the source's own plan of it
+// (where it ended, whether it was its epoch's last), not by counting batches: batches
+// differ in size once SetBatchSize has been called.
+void Pipeline::AdvanceCursorLocked(const PipelineGraph::Popped& popped) {
+  const int batch_size = graph_->batch_size();
+  if (popped.ends_epoch) {
+    cursor_ = Cursor{popped.epoch + 1, 0, 0, batch_size};
+  } else {
+    cursor_ = Cursor{popped.epoch, popped.index + 1, popped.end_position, batch_size};
+  }
+}
+
+absl::Status Pipeline::SetBatchSize(int batch_size) {
+  if (absl::Status s = graph_->SetBatchSize(batch_size); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  // A checkpoint taken now resumes at the new size, as this pipeline continues.
+  cursor_.batch_size = batch_size;
+  return absl::OkStatus();
+}
+
+std::string Pipeline::data_checksum() const {
+  if (checksum_ == nullptr) return "";
+  std::lock_guard<std::mutex> lock(checksum_mu_);
+  return checksum_->Text();
+}
+
+std::vector<std::pair<int64_t, std::string>> Pipeline::epoch_checksums() const {
+  if (checksum_ == nullptr) return {};
+  std::lock_guard<std::mutex> lock(checksum_mu_);
+  return checksum_->EpochTexts();
 }
 
 void Pipeline::Stop() { graph_->Stop(); }

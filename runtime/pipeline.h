@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -45,12 +46,23 @@
 
 namespace flowloader {
 
+class DataChecksum;  // runtime/internal/data_checksum.h
+
 // Cursor is a position to resume from: the next batch to deliver. With the same seed
 // and options, a pipeline created with `resume` = Checkpoint() delivers exactly the
-// batches the checkpointed one would have delivered next.
+// samples the checkpointed one would have delivered next, in the same order, each
+// byte-identical, grouped at the batch size in effect at the checkpoint.
 struct Cursor {
   int64_t epoch = 0;
+  // The next batch's number within the epoch (Batch::index).
   int64_t batch = 0;
+  // Where the next batch begins in the epoch's sample order; -1 = batch × batch_size,
+  // which is what a cursor written as EPOCH:BATCH (or by a version before SetBatchSize)
+  // means, and is exact for a run whose batch size never changed.
+  int64_t sample = -1;
+  // The size of the batches from the cursor on (SetBatchSize's); 0 = the options'
+  // batch_size. At most that batch_size (the pool's rows), else Create refuses it.
+  int batch_size = 0;
 };
 
 struct PipelineOptions {
@@ -116,6 +128,10 @@ struct PipelineOptions {
   size_t trace_spans = 0;
   // Resume position (see Cursor).
   Cursor resume;
+  // Hash every delivered batch (each row's tensor bytes, then its label) in delivery
+  // order: data_checksum() and epoch_checksums(). Costs one CRC-32 pass over each batch
+  // on the consumer's thread. Default false.
+  bool checksum = false;
   // File system; nullptr = the real one. Not owned; must outlive the pipeline.
   Env* env = nullptr;
 };
@@ -147,10 +163,37 @@ class Pipeline {
 
   // done reports whether every configured epoch has been delivered.
   bool done() const;
-  // Checkpoint returns the position of the next batch Next would deliver.
+  // Checkpoint returns the position of the next batch Next would deliver: its epoch, its
+  // number, its first sample's position and the batch size from there on.
   Cursor Checkpoint() const;
 
+  // SetBatchSize changes the batch size from the next batch the source plans (the
+  // batches already planned, at most prefetch_batches + 1, keep theirs), e.g. to retry
+  // with half the batch after the training step ran out of device memory. Every sample
+  // of the epoch is still delivered exactly once, in the same order, byte-identical, and
+  // Checkpoint() stays exact. With drop_last, an epoch ends once fewer samples are left
+  // than the batch size in effect when a batch is planned (so shrinking drops less; a
+  // size grown after that point can leave one last, partial batch). The batch pool is
+  // never reallocated: a size above options().batch_size (its rows per buffer) or below
+  // 1 is InvalidArgument, naming the value and the knob, and changes nothing.
+  // Thread-safe.
+  absl::Status SetBatchSize(int batch_size);
+  // batch_size is the size the next planned batch gets.
+  int batch_size() const { return graph_->batch_size(); }
+
+  // data_checksum is "crc32:XXXXXXXX" over every batch delivered so far (each row's
+  // tensor bytes, then its label as 8 little-endian bytes), in delivery order, so it
+  // depends on the samples and their order, not on num_workers or how they were grouped
+  // into batches; "" unless options.checksum. A resumed run's covers what it delivered:
+  // compare epochs it delivered whole with epoch_checksums().
+  std::string data_checksum() const;
+  // epoch_checksums is data_checksum per epoch, for the epochs this pipeline delivered
+  // (a resumed run's first one only from the cursor on), in epoch order.
+  std::vector<std::pair<int64_t, std::string>> epoch_checksums() const;
+
   const std::shared_ptr<PipelineStats>& stats() const { return stats_; }
+  // batches_per_epoch is an epoch's batches at the current batch_size(): exact while the
+  // batch size is unchanged; after SetBatchSize, an estimate for the epoch under way.
   int64_t batches_per_epoch() const { return graph_->batches_per_epoch(); }
   int64_t samples_per_epoch() const { return samples_per_epoch_; }
   // memory_description says where batches live and, for the host fallback, why.
@@ -178,6 +221,13 @@ class Pipeline {
   bool pending_end_of_epoch_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   Cursor cursor_ ABSL_GUARDED_BY(mu_);
+  // Extended by Next when options_.checksum (null otherwise), under its own mutex so a
+  // batch being hashed never delays Checkpoint or Stop.
+  mutable std::mutex checksum_mu_;
+  const std::unique_ptr<DataChecksum> checksum_ ABSL_PT_GUARDED_BY(checksum_mu_);
+
+  void AdvanceCursorLocked(const PipelineGraph::Popped& popped)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 // DefaultStages returns read → decode → augment configured from `options`.

@@ -118,6 +118,22 @@ std::string NothingDelivered(const RunSnapshot& snapshot) {
                       absl::StrJoin(causes, ", "));
 }
 
+// WithChecksums adds to the summary object `json` its "data_checksum" (this run's) and
+// "epoch_checksums" ({"EPOCH": checksum} for each epoch it delivered), each value a
+// "crc32:XXXXXXXX" string.
+std::string WithChecksums(std::string json, const Pipeline& pipeline) {
+  if (json.empty() || json.back() != '}') return json;
+  json.pop_back();
+  absl::StrAppend(&json, ", \"data_checksum\": \"", pipeline.data_checksum(),
+                  "\", \"epoch_checksums\": {");
+  const std::vector<std::pair<int64_t, std::string>> epochs = pipeline.epoch_checksums();
+  for (size_t i = 0; i < epochs.size(); ++i) {
+    absl::StrAppend(&json, i == 0 ? "" : ", ", "\"", epochs[i].first, "\": \"",
+                    epochs[i].second, "\"");
+  }
+  return json + "}}";
+}
+
 bool WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -288,6 +304,10 @@ int RunCommand(const RunConfig& config) {
                    ? "no batch delivered"
                    : absl::StrFormat("first batch after %.3f s", first_batch_seconds).c_str());
   const Cursor checkpoint = pipeline->Checkpoint();
+  if (config.pipeline.checksum) {
+    std::fprintf(stdout, "data checksum %s over what this run delivered\n",
+                 pipeline->data_checksum().c_str());
+  }
   if (signo != 0) {
     std::fprintf(stdout, "interrupted at checkpoint %lld:%lld: resume with --resume=%lld:%lld\n",
                  static_cast<long long>(checkpoint.epoch), static_cast<long long>(checkpoint.batch),
@@ -302,8 +322,9 @@ int RunCommand(const RunConfig& config) {
   }
 
   if (!config.summary_json.empty()) {
-    const std::string json =
+    std::string json =
         RunSummaryJson(snapshot, checkpoint, first_batch_seconds, epoch_end_seconds);
+    if (config.pipeline.checksum) json = WithChecksums(std::move(json), *pipeline);
     if (!WriteFile(config.summary_json, json + "\n")) {
       std::fprintf(stderr, "flowloader: cannot write --summary_json=%s\n",
                    config.summary_json.c_str());

@@ -303,6 +303,10 @@ const std::vector<Key>& Keys() {
        "memory the pipeline may plan for, in MiB; 0 = what the process may use "
        "(MemAvailable, cgroup limit)",
        [](R r, F f, O o) { return r.Int(f, 0, kInt64Max >> 20, &o->memory_limit_mb); }},
+      {"checksum", "false",
+       "hash every delivered batch's tensor bytes and labels in order: data_checksum in "
+       "the summary JSON",
+       [](R r, F f, O o) { return r.Bool(f, &o->checksum); }},
   };
   return *keys;
 }
@@ -479,7 +483,7 @@ std::string SpecYaml(const PipelineOptions& o) {
   if (!max_errors.empty()) absl::StrAppend(&out, "max_errors: ", YamlScalar(max_errors), "\n");
   absl::StrAppend(&out, "in_order: ", b(o.in_order), "\ndevice: ", DeviceText(o.device),
                   "\npin_memory: ", b(o.pin_memory), "\nmemory_limit_mb: ", o.memory_limit_mb,
-                  "\n");
+                  "\nchecksum: ", b(o.checksum), "\n");
   return out;
 }
 

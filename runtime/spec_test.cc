@@ -45,6 +45,7 @@ void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.device, b.device);
   EXPECT_EQ(a.pin_memory, b.pin_memory);
   EXPECT_EQ(a.memory_limit_mb, b.memory_limit_mb);
+  EXPECT_EQ(a.checksum, b.checksum);
 }
 
 PipelineOptions Parse(const std::string& text) {
@@ -150,6 +151,7 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.device = DeviceChoice::kCpu;
   o.pin_memory = false;
   o.memory_limit_mb = 512;
+  o.checksum = true;
   const std::string yaml = "\n" + SpecYaml(o);
   ExpectSameOptions(Parse(yaml), o);
   for (const SpecKey& key : SpecKeys()) {
@@ -338,7 +340,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyListsTheKnown", "colour: red\n",
      "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, name, batch_size, num_workers, "
      "prefetch_batches, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
-     "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb)"},
+     "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
      "t.yaml:3:1: duplicate key 'batch_size' in pipeline (first at line 1)"},
     // Wrong types.
@@ -435,7 +437,7 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, name, batch_size, "
      "num_workers, prefetch_batches, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory, "
-     "memory_limit_mb)"},
+     "memory_limit_mb, checksum)"},
     {"LongValueIsShortened", "batch_size: " + std::string(100, 'x') + "\n",
      "t.yaml:1:13: batch_size must be an integer, got '" + std::string(40, 'x') + "...'"},
     // An alias is the node it names, so the message points at the anchor.

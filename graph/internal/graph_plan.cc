@@ -82,19 +82,49 @@ absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
   return absl::OkStatus();
 }
 
-// CheckCursor refuses a resume position outside the run.
-absl::Status CheckCursor(const GraphOptions& options, int64_t batches_per_epoch) {
+// StartSample is where in its epoch the resume cursor starts: start_sample, or for a
+// cursor that counts batches only (made before the batch size could change),
+// start_batch × batch_size.
+int64_t StartSample(const GraphOptions& options) {
+  return options.start_sample >= 0 ? options.start_sample
+                                   : options.start_batch * options.batch_size;
+}
+
+// CheckCursor refuses a resume position outside the run, and a resume batch size the
+// pool cannot hold.
+absl::Status CheckCursor(const GraphOptions& options, int64_t samples, int64_t batches_per_epoch,
+                         int pool_rows) {
+  const bool counts_batches = options.start_sample < 0;
   if (options.start_epoch < 0 || options.start_batch < 0 ||
-      options.start_batch >= batches_per_epoch) {
+      (counts_batches && options.start_batch >= batches_per_epoch)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot resume at epoch ", options.start_epoch, " batch ", options.start_batch,
         ": an epoch has ", batches_per_epoch, " batches"));
+  }
+  const int start_batch_size =
+      options.start_batch_size > 0 ? options.start_batch_size : options.batch_size;
+  if (options.start_batch_size < 0 || !BatchFitsPool(start_batch_size, pool_rows, samples)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot resume with batch size ", start_batch_size, ": the batch pool holds ",
+        pool_rows, " samples per buffer; create the pipeline with batch_size >= ",
+        start_batch_size));
+  }
+  const int64_t start_sample = StartSample(options);
+  // With drop_last an epoch's tail shorter than a batch is never planned, so no cursor
+  // points into it.
+  const int64_t last_start = options.drop_last ? samples - start_batch_size : samples - 1;
+  if (!counts_batches && start_sample > last_start) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot resume at epoch ", options.start_epoch, " batch ", options.start_batch,
+        " sample ", start_sample, ": an epoch has ", samples, " samples",
+        options.drop_last ? absl::StrCat(" and drop_last drops a tail under ", start_batch_size)
+                          : ""));
   }
   // The cursor after the last batch is (epochs, 0): resuming there delivers nothing and
   // reports done at once; anything past it is a mistake worth a message.
   if (options.epochs > 0 &&
       (options.start_epoch > options.epochs ||
-       (options.start_epoch == options.epochs && options.start_batch > 0))) {
+       (options.start_epoch == options.epochs && (options.start_batch > 0 || start_sample > 0)))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot resume at epoch ", options.start_epoch, " batch ", options.start_batch,
         ": the run has ", options.epochs, " epochs, so its last cursor is ", options.epochs,
@@ -123,13 +153,14 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
         "an epoch has no batch: ", samples, " samples on this rank, batch_size ",
         options.batch_size, " with drop_last"));
   }
-  if (absl::Status s = CheckCursor(options, plan.batches_per_epoch); !s.ok()) return s;
-  if (options.epochs > 0) {
-    plan.total_batches = (options.epochs - options.start_epoch) * plan.batches_per_epoch -
-                         options.start_batch;
-  }
-
   plan.pool_rows = PoolRows(options.batch_size, samples);
+  if (absl::Status s = CheckCursor(options, samples, plan.batches_per_epoch, plan.pool_rows);
+      !s.ok()) {
+    return s;
+  }
+  plan.start_sample = StartSample(options);
+  plan.start_batch_size =
+      options.start_batch_size > 0 ? options.start_batch_size : options.batch_size;
   plan.memory = PlanGraphMemory(options, plan.output, plan.pool_rows, memory.pinned(),
                                 memory.location() == MemoryLocation::kDevice, env.memory);
   return plan;

@@ -38,8 +38,9 @@ struct GraphPlan {
   std::vector<PlannedStage> stages;  // In flow order.
   OutputSpec output;                 // One sample's slot of the batch tensor.
   int64_t batches_per_epoch = 0;
-  int64_t total_batches = -1;  // Batches left to deliver from the resume cursor; -1 = unbounded.
   int pool_rows = 0;           // Rows of each batch buffer (PoolRows).
+  int64_t start_sample = 0;    // The resume cursor's position in its epoch (CheckCursor).
+  int start_batch_size = 0;    // The first planned batch's size.
   MemoryPlan memory;           // The batch pool, the stages' parts, the device buffers.
 };
 

@@ -11,6 +11,10 @@ int PoolRows(int batch_size, int64_t samples_per_epoch) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(batch_size, samples_per_epoch)));
 }
 
+bool BatchFitsPool(int64_t batch_size, int pool_rows, int64_t samples_per_epoch) {
+  return batch_size <= pool_rows || pool_rows >= samples_per_epoch;
+}
+
 std::string ShapeText(const OutputSpec& output) {
   const size_t element = output.is_float ? 4 : 1;
   size_t elements = 1;

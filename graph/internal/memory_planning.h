@@ -23,6 +23,10 @@ namespace flowloader {
 // samples, which no batch can exceed (batch_size 100000 over 300 images needs 300 rows).
 int PoolRows(int batch_size, int64_t samples_per_epoch);
 
+// BatchFitsPool says whether batches of `batch_size` fit buffers of `pool_rows` rows: no
+// batch exceeds an epoch's samples, so a pool that holds an epoch fits any size.
+bool BatchFitsPool(int64_t batch_size, int pool_rows, int64_t samples_per_epoch);
+
 // ShapeText writes a sample's shape for messages: [3, 224, 224] float as "3×224² float32".
 std::string ShapeText(const OutputSpec& output);
 

@@ -32,6 +32,8 @@ struct BatchToken {
   std::vector<bool> keep;              // Scratch for collect.
   int64_t sequence = 0;                // Delivery order across epochs.
   int size = 0;                        // Samples dispatched into this batch.
+  int64_t end_position = 0;            // Epoch position just past its last sample.
+  bool last_of_epoch = false;          // The source planned it as its epoch's last.
   std::atomic<int> remaining{0};       // Samples not yet through every stage.
   // Under on_error=fail, the first failed sample's status: the pipeline stops when this
   // batch's turn comes, so the error reported is the first in delivery order.

@@ -1,0 +1,107 @@
+// The data checksum: the standard CRC-32 of the rows-then-label stream, the same however
+// rows are grouped into batches, and different when a byte, a label or the order differs.
+#include "runtime/internal/data_checksum.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace flowloader {
+namespace {
+
+// Rows is uint8 rows of `row_bytes` each with their labels.
+struct Rows {
+  std::vector<uint8_t> data;
+  std::vector<int64_t> labels;
+};
+
+// BatchOf is rows [begin, end) of `rows` as a uint8 batch of epoch `epoch`.
+Batch BatchOf(const Rows& rows, size_t row_bytes, size_t begin, size_t end, int64_t epoch = 0) {
+  Batch b;
+  b.epoch = epoch;
+  b.dtype = DType::kUint8;
+  b.shape = {static_cast<int64_t>(end - begin), static_cast<int64_t>(row_bytes)};
+  b.host_data = rows.data.data() + begin * row_bytes;
+  b.labels.assign(rows.labels.begin() + begin, rows.labels.begin() + end);
+  return b;
+}
+
+Rows SixRows() {
+  Rows r;
+  for (int i = 0; i < 6 * 5; ++i) r.data.push_back(static_cast<uint8_t>(i * 37 + 11));
+  r.labels = {3, 1, 4, 1, 5, 9};
+  return r;
+}
+
+TEST(DataChecksumTest, IsTheStandardCrc32OfRowBytesThenLittleEndianLabel) {
+  // One row "1" with a label whose 8 little-endian bytes are "23456789": the stream is
+  // the check string "123456789", whose CRC-32 is 0xcbf43926.
+  const char tail[] = "23456789";
+  uint64_t label = 0;
+  for (int i = 7; i >= 0; --i) label = (label << 8) | static_cast<unsigned char>(tail[i]);
+  Rows r;
+  r.data = {'1'};
+  r.labels = {static_cast<int64_t>(label)};
+  DataChecksum sum;
+  sum.Add(BatchOf(r, 1, 0, 1));
+  EXPECT_EQ(sum.Text(), "crc32:cbf43926");
+  EXPECT_EQ(sum.bytes(), 9u);
+}
+
+TEST(DataChecksumTest, TheSameRowsGroupedDifferentlyGiveTheSameChecksum) {
+  const Rows r = SixRows();
+  DataChecksum whole;
+  whole.Add(BatchOf(r, 5, 0, 6));
+  DataChecksum halves;  // As after SetBatchSize: batches of 4, then 1 and 1.
+  halves.Add(BatchOf(r, 5, 0, 4));
+  halves.Add(BatchOf(r, 5, 4, 5));
+  halves.Add(BatchOf(r, 5, 5, 6));
+  EXPECT_EQ(whole.Text(), halves.Text());
+  EXPECT_EQ(whole.bytes(), halves.bytes());
+}
+
+TEST(DataChecksumTest, AByteALabelOrTheOrderChangesIt) {
+  const Rows r = SixRows();
+  DataChecksum base;
+  base.Add(BatchOf(r, 5, 0, 6));
+
+  Rows byte = r;
+  byte.data[17] ^= 1;
+  DataChecksum byte_sum;
+  byte_sum.Add(BatchOf(byte, 5, 0, 6));
+  EXPECT_NE(byte_sum.Text(), base.Text());
+
+  Rows label = r;
+  label.labels[2] = 2;
+  DataChecksum label_sum;
+  label_sum.Add(BatchOf(label, 5, 0, 6));
+  EXPECT_NE(label_sum.Text(), base.Text());
+
+  DataChecksum swapped;  // Batches [3, 6) then [0, 3).
+  swapped.Add(BatchOf(r, 5, 3, 6));
+  swapped.Add(BatchOf(r, 5, 0, 3));
+  EXPECT_NE(swapped.Text(), base.Text());
+}
+
+TEST(DataChecksumTest, EachEpochHasItsOwnChecksumAndTheTotalCoversAll) {
+  const Rows r = SixRows();
+  DataChecksum sum;
+  sum.Add(BatchOf(r, 5, 0, 3, /*epoch=*/0));
+  sum.Add(BatchOf(r, 5, 3, 6, /*epoch=*/0));
+  sum.Add(BatchOf(r, 5, 0, 6, /*epoch=*/1));
+  DataChecksum one_epoch;
+  one_epoch.Add(BatchOf(r, 5, 0, 6));
+  const auto epochs = sum.EpochTexts();
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[0].first, 0);
+  EXPECT_EQ(epochs[1].first, 1);
+  EXPECT_EQ(epochs[0].second, one_epoch.Text());
+  EXPECT_EQ(epochs[1].second, one_epoch.Text());
+  EXPECT_NE(sum.Text(), one_epoch.Text());
+}
+
+}  // namespace
+}  // namespace flowloader
