@@ -68,6 +68,8 @@ absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
   DatasetOptions dataset_options;
   dataset_options.path = options.data;
   dataset_options.env = options.env;
+  dataset_options.label_key = options.label_key;
+  dataset_options.http = options.http;
   absl::StatusOr<std::unique_ptr<Dataset>> dataset = Dataset::Open(dataset_options);
   if (!dataset.ok()) return dataset.status();
   parts.dataset = std::move(*dataset);

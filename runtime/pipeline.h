@@ -42,6 +42,7 @@
 #include "stages/collate/batch.h"
 #include "stages/core/memory_plan.h"
 #include "stages/reader/env.h"
+#include "stages/reader/http_env.h"
 #include "stages/upload/device_memory.h"
 
 namespace flowloader {
@@ -66,8 +67,16 @@ struct Cursor {
 };
 
 struct PipelineOptions {
-  // An ImageFolder root directory or a list file (`relative/path<TAB>label`). Required.
+  // An ImageFolder root directory or a list file (`relative/path<TAB>label`), or
+  // WebDataset tar shards: `DIR/train-{000000..000146}.tar`, a `.tar`, an http(s):// URL
+  // (braces too), a directory of `.tar` files or a list of them (see
+  // stages/reader/dataset.h). Required.
   std::string data;
+  // Tar shards: the `.json` member's integer field holding the label; empty (default) =
+  // the `.cls` member.
+  std::string label_key;
+  // Tar shards over HTTP(S): timeouts, retries and backoff (stages/reader/http_env.h).
+  HttpOptions http;
   // The `pipeline` label in metrics; several pipelines in a process need distinct names.
   std::string name = "default";
   // Samples per batch; >= 1. Default 64.

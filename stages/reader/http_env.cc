@@ -27,8 +27,14 @@ struct HttpEnv::Request {
   int64_t skipped = 0;         // Bytes of such a body before the range.
   bool done_early = false;     // Aborted on purpose once the range was collected.
   bool too_long = false;       // More bytes than asked for.
-  int64_t content_range_first = -1;
+  int64_t content_range_first = -1;  // From Content-Range: bytes FIRST-LAST/TOTAL.
+  int64_t content_range_last = -1;
   CURL* curl = nullptr;
+  // Stall detection: when the byte count last moved.
+  absl::Duration stall_timeout;
+  int64_t last_bytes = -1;
+  absl::Time last_progress;
+  bool stalled = false;
 };
 
 namespace {
@@ -66,12 +72,30 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
     line.remove_prefix(14);
     line = absl::StripAsciiWhitespace(line);
     long long first = -1;  // NOLINT(runtime/int): sscanf's type.
+    long long last = -1;   // NOLINT(runtime/int)
     if (absl::StartsWith(line, "bytes ") &&
-        std::sscanf(std::string(line.substr(6)).c_str(), "%lld-", &first) == 1) {
+        std::sscanf(std::string(line.substr(6)).c_str(), "%lld-%lld", &first, &last) == 2) {
       r->content_range_first = first;
+      r->content_range_last = last;
     }
   }
   return size * count;
+}
+
+// Progress aborts a transfer that received no byte for stall_timeout (libcurl calls it
+// at least once a second, so a stall is noticed within about a second of the limit).
+int Progress(void* user, curl_off_t, curl_off_t now_down, curl_off_t, curl_off_t now_up) {
+  auto* r = static_cast<HttpEnv::Request*>(user);
+  const absl::Time now = absl::Now();
+  const int64_t moved = static_cast<int64_t>(now_down + now_up);
+  if (moved != r->last_bytes) {
+    r->last_bytes = moved;
+    r->last_progress = now;
+    return 0;
+  }
+  if (now - r->last_progress < r->stall_timeout) return 0;
+  r->stalled = true;
+  return 1;  // Abort: CURLE_ABORTED_BY_CALLBACK.
 }
 
 absl::Status HttpError(absl::string_view reason, const std::string& url,
@@ -105,10 +129,9 @@ absl::StatusOr<std::unique_ptr<HttpEnv>> HttpEnv::Create(Env* base,
       options.request_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("http connect_timeout and request_timeout must be > 0");
   }
-  if (options.stall_timeout < absl::Seconds(1)) {
+  if (options.stall_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "http stall_timeout must be >= 1 s (curl counts whole seconds), got ",
-        absl::FormatDuration(options.stall_timeout)));
+        "http stall_timeout must be > 0, got ", absl::FormatDuration(options.stall_timeout)));
   }
   if (options.max_retries < 0 || options.initial_backoff < absl::ZeroDuration() ||
       options.failure_limit < 1) {
@@ -174,7 +197,7 @@ absl::Status HttpEnv::Attempt(Request& r) {
   r.status = 0;
   r.range_ignored = r.done_early = r.too_long = false;
   r.skipped = 0;
-  r.content_range_first = -1;
+  r.content_range_first = r.content_range_last = -1;
   r.curl = curl;
   const std::string range =
       r.offset >= 0 ? absl::StrCat(r.offset, "-", r.offset + r.length - 1) : std::string();
@@ -184,9 +207,13 @@ absl::Status HttpEnv::Attempt(Request& r) {
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, Millis(options_.connect_timeout));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, Millis(options_.request_timeout));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-                   static_cast<long>(absl::ToInt64Seconds(options_.stall_timeout)));  // NOLINT
+  r.stall_timeout = options_.stall_timeout;
+  r.last_bytes = -1;
+  r.last_progress = absl::Now();
+  r.stalled = false;
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &r);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, ReadHeader);
@@ -208,6 +235,11 @@ absl::Status HttpEnv::Attempt(Request& r) {
       break;
     case CURLE_OPERATION_TIMEDOUT:
       return HttpError(reason::kTimeout, r.url, curl_easy_strerror(rc));
+    case CURLE_ABORTED_BY_CALLBACK:
+      return HttpError(reason::kTimeout, r.url,
+                       absl::StrCat("no byte received for ",
+                                    absl::FormatDuration(options_.stall_timeout),
+                                    " (the stall_timeout), after ", r.out->size(), " bytes"));
     case CURLE_PARTIAL_FILE:
       return HttpError(reason::kHttpPartial, r.url,
                        absl::StrCat("the body ended after ", r.out->size(),
@@ -229,6 +261,13 @@ absl::Status HttpEnv::Attempt(Request& r) {
     return HttpError(reason::kHttpBadResponse, r.url,
                      absl::StrCat("asked for bytes ", range, ", got a range starting at ",
                                   r.content_range_first));
+  }
+  const int64_t promised = r.content_range_last - r.content_range_first + 1;
+  if (r.status == 206 && static_cast<int64_t>(r.out->size()) != promised) {
+    // Content-Length and Content-Range disagree: the server lied about one of them.
+    return HttpError(reason::kHttpPartial, r.url,
+                     absl::StrCat("Content-Range promised ", promised, " bytes, the body has ",
+                                  r.out->size()));
   }
   return absl::OkStatus();
 }

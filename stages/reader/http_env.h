@@ -39,7 +39,8 @@ namespace flowloader {
 struct HttpOptions {
   // Time to establish a connection; > 0. Default 5 s.
   absl::Duration connect_timeout = absl::Seconds(5);
-  // No byte received for this long is a timeout (whole seconds, >= 1 s). Default 10 s.
+  // No byte received for this long is a timeout (checked about once a second); > 0.
+  // Default 10 s.
   absl::Duration stall_timeout = absl::Seconds(10);
   // Limit on one whole request; > 0. Default 120 s.
   absl::Duration request_timeout = absl::Seconds(120);

@@ -1,0 +1,209 @@
+// Tar shards through the whole pipeline, on disk and over HTTP (a real nginx on
+// 127.0.0.1, and a Python server that stalls, closes and lies): the same batches as the
+// ImageFolder they were made from, every sample once per epoch per rank, resume, and bad
+// shards counted by reason without stopping the run.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "runtime/pipeline.h"
+#include "stages/core/sample_error.h"
+#include "stages/reader/http_env.h"
+#include "tests/testing/pipeline_helpers.h"
+#include "tests/testing/shard_data.h"
+#include "tests/testing/test_data.h"
+
+namespace flowloader {
+namespace {
+
+using testing::Drain;
+using testing::Drained;
+using testing::MakeImageFolder;
+using testing::MakeShards;
+using testing::Server;
+using testing::SmallCpuOptions;
+using testing::TempDirForTest;
+
+// Delivered is every batch of a run, as comparable values.
+struct Delivered {
+  absl::Status status;
+  std::vector<std::string> batches;  // Tensor bytes, labels and dataset indices per batch.
+  std::vector<std::string> keys;
+  std::map<std::string, int> skipped;  // By reason.
+};
+
+Delivered RunAll(const PipelineOptions& o) {
+  Delivered run;
+  auto p = Pipeline::Create(o);
+  if (!p.ok()) {
+    run.status = p.status();
+    return run;
+  }
+  while (true) {
+    std::shared_ptr<const Batch> batch;
+    bool end_of_epoch = false;
+    run.status = (*p)->Next(&batch, &end_of_epoch);
+    if (!run.status.ok() || (end_of_epoch && (*p)->done())) break;
+    if (batch == nullptr) continue;
+    std::string b(static_cast<const char*>(batch->host_data), batch->bytes());
+    for (size_t i = 0; i < batch->labels.size(); ++i) {
+      absl::StrAppend(&b, "|", batch->labels[i], ":", batch->indices[i]);
+    }
+    run.batches.push_back(std::move(b));
+    run.keys.insert(run.keys.end(), batch->keys.begin(), batch->keys.end());
+    for (const SkippedSample& s : batch->skipped) ++run.skipped[s.reason];
+  }
+  return run;
+}
+
+class ShardsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    folder_ = new std::string(MakeImageFolder(testing::TempDir("shards_folder"), 3, 12));
+    shard_dir_ = new std::string(testing::TempDir("shards_tars"));
+    pattern_ = new std::string(MakeShards(*folder_, *shard_dir_, 8));  // 5 shards, last 4.
+  }
+  PipelineOptions Options(const std::string& data) {
+    PipelineOptions o = SmallCpuOptions(data, /*batch_size=*/5, nullptr);
+    o.epochs = 2;
+    o.seed = 7;
+    return o;
+  }
+  static std::string* folder_;
+  static std::string* shard_dir_;
+  static std::string* pattern_;
+};
+std::string* ShardsTest::folder_ = nullptr;
+std::string* ShardsTest::shard_dir_ = nullptr;
+std::string* ShardsTest::pattern_ = nullptr;
+
+TEST_F(ShardsTest, ShardsDeliverTheImageFoldersBatchesByteForByte) {
+  const Delivered folder = RunAll(Options(*folder_));
+  const Delivered shards = RunAll(Options(*pattern_));
+  ASSERT_TRUE(folder.status.ok()) << folder.status;
+  ASSERT_TRUE(shards.status.ok()) << shards.status;
+  ASSERT_EQ(shards.batches.size(), 16u);  // 2 epochs × ceil(36 / 5).
+  EXPECT_EQ(shards.batches, folder.batches);
+  EXPECT_TRUE(absl::StartsWith(shards.keys[0], "train-0000")) << shards.keys[0];
+  const std::multiset<std::string> keys(shards.keys.begin(), shards.keys.end());
+  for (const std::string& k : keys) EXPECT_EQ(keys.count(k), 2u) << k;
+  EXPECT_EQ(keys.size(), 72u);
+}
+
+TEST_F(ShardsTest, RanksSplitEveryEpochAndResumeDeliversTheRest) {
+  std::set<std::string> seen;
+  for (int rank = 0; rank < 2; ++rank) {
+    PipelineOptions o = Options(*pattern_);
+    o.epochs = 1;
+    o.rank = rank;
+    o.world_size = 2;
+    const Delivered r = RunAll(o);
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    EXPECT_EQ(r.keys.size(), 18u);
+    for (const std::string& k : r.keys) EXPECT_TRUE(seen.insert(k).second) << k;
+  }
+  EXPECT_EQ(seen.size(), 36u);
+
+  const Delivered whole = RunAll(Options(*pattern_));
+  PipelineOptions resumed = Options(*pattern_);
+  resumed.resume = Cursor{1, 3};
+  const Delivered rest = RunAll(resumed);
+  ASSERT_TRUE(rest.status.ok()) << rest.status;
+  ASSERT_EQ(rest.batches.size(), 5u);  // Epoch 1's batches 3..7.
+  EXPECT_EQ(rest.batches, std::vector<std::string>(whole.batches.end() - 5, whole.batches.end()));
+}
+
+TEST_F(ShardsTest, NginxServesTheSameBatchesAsTheDisk) {
+  Server nginx = Server::Nginx(*shard_dir_, TempDirForTest("nginx_"));
+  ASSERT_TRUE(nginx.running());
+  const Delivered disk = RunAll(Options(*pattern_));
+  const Delivered http = RunAll(Options(nginx.Url("/train-{000000..000004}.tar")));
+  ASSERT_TRUE(http.status.ok()) << http.status;
+  EXPECT_EQ(http.batches, disk.batches);
+  EXPECT_EQ(http.keys, disk.keys);
+}
+
+TEST_F(ShardsTest, FailingAndMissingShardsOverHttpAreCountedNotFatal) {
+  Server nginx = Server::Nginx(*shard_dir_, TempDirForTest("nginx_"));
+  ASSERT_TRUE(nginx.running());
+  // Shard 0 from /fail/ (500 every time), shard 9 does not exist, 1..4 are good.
+  const std::string list = TempDirForTest("list_") + "/shards.txt";
+  testing::WriteFile(list, absl::StrCat(nginx.Url("/fail/train-000000.tar"), "\n",
+                                        nginx.Url("/train-{000001..000004}.tar"), "\n",
+                                        nginx.Url("/train-000009.tar"), "\n"));
+  PipelineOptions o = Options(list);
+  o.epochs = 1;
+  o.http.max_retries = 1;
+  o.http.initial_backoff = absl::Milliseconds(1);
+  const Delivered r = RunAll(o);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.keys.size(), 28u);  // 36 - shard 0's 8.
+  EXPECT_EQ(r.skipped, (std::map<std::string, int>{{"http_5xx", 1}, {"http_404", 1}}));
+}
+
+TEST_F(ShardsTest, AShardThatDiesMidRunLosesOnlyItsOwnSamples) {
+  Server bad = Server::Misbehaving(*shard_dir_);
+  ASSERT_TRUE(bad.running());
+  // Shard 2 answers its index window, then 500 for every member read.
+  const std::string list = TempDirForTest("list_") + "/shards.txt";
+  testing::WriteFile(list, absl::StrCat(bad.Url("/ok/train-{000000..000001}.tar"), "\n",
+                                        bad.Url("/die_after/1/train-000002.tar"), "\n",
+                                        bad.Url("/ok/train-{000003..000004}.tar"), "\n"));
+  PipelineOptions o = Options(list);
+  o.epochs = 2;
+  o.http.max_retries = 2;
+  o.http.initial_backoff = absl::Milliseconds(1);
+  const Delivered r = RunAll(o);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.keys.size(), 2u * 28u);
+  for (const std::string& k : r.keys) EXPECT_FALSE(absl::StartsWith(k, "train-000002")) << k;
+  EXPECT_EQ(r.skipped, (std::map<std::string, int>{{"http_5xx", 2 * 8}}));
+}
+
+// HttpEnv against each misbehaviour: the reason, and never a hang or a wrong byte.
+TEST_F(ShardsTest, HttpEnvNamesEachMisbehaviourByReason) {
+  Server bad = Server::Misbehaving(*shard_dir_);
+  ASSERT_TRUE(bad.running());
+  HttpOptions o;
+  o.max_retries = 1;
+  o.initial_backoff = absl::Milliseconds(1);
+  o.stall_timeout = absl::Seconds(1);
+  auto env = HttpEnv::Create(nullptr, o);
+  ASSERT_TRUE(env.ok()) << env.status();
+  const std::string good = testing::ReadFile(*shard_dir_ + "/train-000001.tar");
+  struct Case {
+    const char* path;
+    absl::string_view reason;  // Empty: succeeds with the right bytes.
+  };
+  const Case cases[] = {
+      {"/ok/train-000001.tar", ""},
+      {"/flaky/train-000001.tar", ""},  // 503, then the retry succeeds.
+      {"/stall/train-000001.tar", reason::kTimeout},
+      {"/close/train-000001.tar", reason::kHttpPartial},
+      {"/lie/train-000001.tar", reason::kHttpPartial},
+      {"/short/train-000001.tar", reason::kHttpPartial},
+      {"/ok/train-000099.tar", reason::kHttp404},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    std::string bytes;
+    const absl::Status s = (*env)->ReadRange(bad.Url(c.path), 1000, 5000, &bytes);
+    EXPECT_EQ(ErrorReason(s), c.reason) << s;
+    if (c.reason.empty()) {
+      EXPECT_EQ(bytes, good.substr(1000, 5000));
+    }
+  }
+  // Past the end: fewer bytes, then none (416), as a file's pread would give.
+  std::string tail;
+  ASSERT_TRUE((*env)->ReadRange(bad.Url("/ok/train-000001.tar"), good.size() - 10, 100, &tail).ok());
+  EXPECT_EQ(tail, good.substr(good.size() - 10));
+  ASSERT_TRUE((*env)->ReadRange(bad.Url("/ok/train-000001.tar"), good.size() + 5, 100, &tail).ok());
+  EXPECT_EQ(tail, "");
+}
+
+}  // namespace
+}  // namespace flowloader
