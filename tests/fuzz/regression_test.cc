@@ -1,6 +1,7 @@
 // Replays every checked-in fuzz reproducer (regressions/, passed as arguments by Bazel)
 // and the generated seed corpus through the fuzz body (fuzz_body.h), under whatever
 // config the test is built with (normal, --config=asan). A broken contract aborts.
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -10,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "stages/core/sample_error.h"
 #include "stages/decode/decoder.h"
+#include "stages/decode/testdata/format_fixtures.h"
 #include "tests/fuzz/fuzz_body.h"
 #include "tests/fuzz/seed_corpus.h"
 
@@ -44,6 +46,22 @@ TEST(FuzzRegressionTest, EverySeedRunsClean) {
   for (const auto& [name, input] : corpus) {
     SCOPED_TRACE(name);
     Replay(input);
+  }
+}
+
+// The WebP/TIFF/GIF/BMP/PPM files the fuzzer also starts from (run_fuzz.sh makes them
+// with the same script), good and broken, through the fuzz body's contracts.
+TEST(FuzzRegressionTest, EveryFormatFixtureRunsClean) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/format_fixtures";
+  auto fixtures = decode::testing::MakeFormatFixtures(
+      "stages/decode/testdata/make_format_fixtures.py", dir);
+  ASSERT_TRUE(fixtures.ok()) << fixtures.status();
+  for (const decode::testing::FormatFixture& f : *fixtures) {
+    SCOPED_TRACE(f.name);
+    const std::string bytes = decode::testing::ReadBytes(f.path(dir));
+    for (uint8_t options : {0x00, 0x3C, 0x47, 0x9A, 0xE5}) {  // Layouts, sizes, crops.
+      Replay(WithHeader(options, /*seed=*/options * 977u, bytes));
+    }
   }
 }
 

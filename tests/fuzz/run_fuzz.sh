@@ -2,7 +2,8 @@
 # run_fuzz.sh: build the decode+augment libFuzzer target with clang and fuzz for a bounded
 # time. Bazel's toolchain is gcc (no libFuzzer), so this compiles the fuzzer and the
 # decode/augment/core sources directly with clang++ -fsanitize=fuzzer,address,undefined,
-# against Debian's libjpeg-turbo, libpng, zlib and Abseil (not instrumented: coverage
+# against Debian's libjpeg-turbo, libpng, libwebp, libtiff, giflib, zlib and Abseil (not
+# instrumented: coverage
 # feedback comes from our code, the sanitizers check our code's accesses to their memory).
 #
 #   tests/fuzz/run_fuzz.sh [SECONDS]        default 90 (env FUZZ_SECONDS also works)
@@ -43,12 +44,18 @@ LIB_SRCS=(
   stages/core/rng.cc
   stages/core/sample_error.cc
   stages/decode/decoder.cc
+  stages/decode/internal/bmp_codec.cc
   stages/decode/internal/fast_entropy.cc
+  stages/decode/internal/gif_codec.cc
   stages/decode/internal/huffman_scan.cc
   stages/decode/internal/jpeg_codec.cc
   stages/decode/internal/planar_ycc.cc
+  stages/decode/internal/pnm_codec.cc
   stages/decode/internal/png_codec.cc
+  stages/decode/internal/region_rows.cc
   stages/decode/internal/seek_index_cache.cc
+  stages/decode/internal/tiff_codec.cc
+  stages/decode/internal/webp_codec.cc
   stages/augment/transform.cc
   stages/augment/internal/crop_math.cc
   stages/augment/internal/resample.cc
@@ -73,7 +80,7 @@ ABSL_LIBS=(-labsl_status -labsl_statusor -labsl_cord -labsl_cord_internal
   -labsl_stacktrace -labsl_symbolize -labsl_debugging_internal -labsl_demangle_internal
   -labsl_graphcycles_internal -labsl_bad_optional_access -labsl_bad_variant_access
   -labsl_hash -labsl_city -labsl_low_level_hash -labsl_raw_hash_set)
-SYS_LIBS=(-ljpeg -lpng16 -lz -lpthread)
+SYS_LIBS=(-ljpeg -lpng16 -lz -lwebp -ltiff -lgif -lpthread)
 COMMON=(-std=c++17 -march=x86-64-v2 -g -O1 -I"$ROOT" -fno-omit-frame-pointer)
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
@@ -129,6 +136,11 @@ echo "run_fuzz.sh: built in $(( $(date +%s) - t0 )) s"
 
 rm -f "$SEEDS"/*
 ASAN_OPTIONS=detect_leaks=1 "$WORK/make_seeds" "$SEEDS"
+# WebP/TIFF/GIF/BMP/PPM seeds, good and broken, made by PIL (Debian's python3-pil).
+FORMAT_SEEDS="$WORK/format_seeds"
+rm -rf "$FORMAT_SEEDS"
+/usr/bin/python3 "$ROOT/stages/decode/testdata/make_format_fixtures.py" "$FORMAT_SEEDS" --fuzz_seeds
+rm -f "$FORMAT_SEEDS/manifest.tsv"
 
 # Replay the checked-in regressions first (each must pass), then fuzz.
 REGRESSIONS=()
@@ -150,7 +162,7 @@ UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
 "$WORK/decode_augment_fuzzer" \
   -max_total_time="$SECONDS_BUDGET" -rss_limit_mb=2048 -timeout=10 \
   -max_len=262144 -print_final_stats=1 -dict="$HERE/jpeg_png.dict" \
-  -artifact_prefix="$ARTIFACTS/" "$CORPUS" "$SEEDS" >"$LOG" 2>&1
+  -artifact_prefix="$ARTIFACTS/" "$CORPUS" "$SEEDS" "$FORMAT_SEEDS" >"$LOG" 2>&1
 rc=$?
 set -e
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -1)
