@@ -132,6 +132,10 @@ size_t BinaryRowBytes(const PnmHeader& h) {
 
 void BinaryRow(const PnmHeader& h, const uint8_t* src, uint8_t* rgb) {
   const size_t samples = static_cast<size_t>(h.width) * h.channels;
+  if (h.kind == '6' && h.maxval == 255) {  // The common case: the row is already RGB.
+    std::memcpy(rgb, src, samples);
+    return;
+  }
   size_t i = 0;
   for (size_t s = 0; s < samples; ++s) {
     uint8_t v;

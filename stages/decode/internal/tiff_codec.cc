@@ -234,6 +234,10 @@ uint8_t Sample(const uint8_t* row, size_t i, int bits) {
 // RowToRgb converts one stored row to RGB.
 void RowToRgb(const Layout& l, const uint8_t* row, uint8_t* rgb) {
   const size_t spp = l.samples;
+  if (l.photometric == PHOTOMETRIC_RGB && l.bits == 8 && spp == 3) {  // Already RGB.
+    std::memcpy(rgb, row, 3 * static_cast<size_t>(l.width));
+    return;
+  }
   for (uint32_t x = 0; x < l.width; ++x, rgb += 3) {
     const size_t first = x * spp;
     if (l.photometric == PHOTOMETRIC_RGB) {
