@@ -5,6 +5,7 @@
 //   flowloader plan [run's pipeline flags] [--json]   (the memory plan, nothing run)
 //   flowloader make-dataset --out=DIR [--classes=10 --images_per_class=30]
 //   flowloader tune --data=DIR_OR_LIST --out=DIR [run's flags] [--consumer_ms=MS ...]
+//   flowloader pack --data=IMAGEFOLDER_OR_LIST --out=DIR [--shard_size=256MB --max_side=N]
 //   flowloader stages        (every stage type and its options)
 //   flowloader --help | COMMAND --help | --version
 //
@@ -25,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "graph/stage.h"
 #include "runtime/internal/cli_flags.h"
+#include "runtime/pack_command.h"
 #include "runtime/plan_command.h"
 #include "runtime/run_command.h"
 #include "runtime/sample_dataset.h"
@@ -129,7 +131,17 @@ std::vector<CommandDef> Commands() {
       {"grid", "false", "measure every combination instead of searching", true},
   };
   tune.flags.insert(tune.flags.end(), tune_only.begin(), tune_only.end());
-  return {run, plan, make_dataset, tune, stages};
+  CommandDef pack{
+      "pack", "flowloader pack --data=IMAGEFOLDER_OR_LIST --out=DIR [flags]",
+      "write a dataset as WebDataset tar shards (run --data=DIR/train-{000000..N}.tar)",
+      {{"data", "", "ImageFolder root or list file to pack (required)"},
+       {"out", "", "directory for the shards (required)"},
+       {"shard_size", "256MB", "close a shard before it passes this size (256MB, 1GiB, ...)"},
+       {"max_side", "0",
+        "re-encode images whose shorter side is larger to this shorter side; 0 = copy bytes"},
+       {"quality", "90", "JPEG quality of re-encoded images, 1-100"},
+       {"prefix", "train", "shard file names: PREFIX-000000.tar, ..."}}};
+  return {run, plan, make_dataset, tune, pack, stages};
 }
 
 int Fail(const std::string& message) {
@@ -363,6 +375,24 @@ int MakeDataset(const CommandDef& command, const ParsedFlags& parsed) {
   return 0;
 }
 
+int PackFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
+  const FlagReader flags(command, parsed);
+  PackOptions o;
+  o.data = flags.Text("data");
+  o.out = flags.Text("out");
+  o.prefix = flags.Text("prefix");
+  int64_t max_side = 0, quality = 0;
+  absl::Status s = flags.Int("max_side", 0, 65000, &max_side);
+  if (s.ok()) s = flags.Int("quality", 1, 100, &quality);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  absl::StatusOr<int64_t> shard_size = ParseByteSize(flags.Text("shard_size"));
+  if (!shard_size.ok()) return Fail(absl::StrCat("--shard_size: ", shard_size.status().message()));
+  o.shard_size_bytes = *shard_size;
+  o.max_side = static_cast<int>(max_side);
+  o.quality = static_cast<int>(quality);
+  return PackCommand(o);
+}
+
 // Stages prints stage types as a YAML list to copy into a spec, then the spec's own keys
 // (as comments, so the whole output stays valid YAML).
 int Stages() {
@@ -396,7 +426,7 @@ int Main(int argc, char** argv, absl::Time process_start) {
   }
   if (command == nullptr) {
     return Fail(absl::StrCat("unknown command '", first,
-                             "' (run, plan, tune, make-dataset, stages; flowloader --help)"));
+                             "' (run, plan, tune, make-dataset, pack, stages; flowloader --help)"));
   }
   absl::StatusOr<ParsedFlags> parsed =
       cli::ParseFlags(*command, commands, std::vector<std::string>(argv + 2, argv + argc));
@@ -409,6 +439,7 @@ int Main(int argc, char** argv, absl::Time process_start) {
   if (command->name == "plan") return Plan(*command, *parsed);
   if (command->name == "tune") return TuneFromFlags(*command, *parsed);
   if (command->name == "make-dataset") return MakeDataset(*command, *parsed);
+  if (command->name == "pack") return PackFromFlags(*command, *parsed);
   return Stages();
 }
 

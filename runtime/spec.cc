@@ -250,9 +250,14 @@ const std::vector<Key>& Keys() {
   using O = PipelineOptions*;
   static const auto* keys = new std::vector<Key>{
       {"data", "",
-       "required (here or --data): ImageFolder root or list file; relative to "
-       "the spec's directory",
+       "required (here or --data): ImageFolder root, list file or tar shards "
+       "(train-{000000..000009}.tar, a directory or list of .tar, http(s):// URLs); "
+       "relative to the spec's directory",
        [](R r, F f, O o) { return r.String(f, &o->data); }},
+      {"label_key", "",
+       "tar shards: the .json member's integer field holding the label; empty = the "
+       ".cls member",
+       [](R r, F f, O o) { return r.Scalar(f, "a .json field name", &o->label_key); }},
       {"name", "default", "the `pipeline` label in metrics",
        [](R r, F f, O o) { return r.String(f, &o->name); }},
       {"batch_size", "64", "samples per batch; >= 1",
@@ -387,7 +392,9 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
     // The walk uses no throwing yaml-cpp call; should one throw anyway, it is one line too.
     return r.ErrorAt(e.mark, absl::StrCat("cannot read the spec: ", e.msg));
   }
-  if (!options.data.empty() && options.data[0] != '/' && !base_dir.empty()) {
+  // A URL (tar shards over HTTP) is not a path relative to the spec.
+  if (!options.data.empty() && options.data[0] != '/' && !base_dir.empty() &&
+      !absl::StrContains(options.data, "://")) {
     options.data = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", options.data);
   }
   return options;
@@ -467,7 +474,8 @@ std::string StagesYaml(const std::vector<StageSpec>& stages) {
 std::string SpecYaml(const PipelineOptions& o) {
   auto b = [](bool v) { return v ? "true" : "false"; };
   std::string out = absl::StrCat(
-      "data: ", YamlScalar(o.data), "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
+      "data: ", YamlScalar(o.data), "\nlabel_key: ", YamlScalar(o.label_key),
+      "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
       o.batch_size, "\nnum_workers: ", o.num_workers, "\nprefetch_batches: ",
       o.prefetch_batches, "\nepochs: ", o.epochs, "\nseed: ", o.seed, "\nshuffle: ",
       b(o.shuffle), "\ndrop_last: ", b(o.drop_last), "\nshard: {rank: ", o.rank,

@@ -1,0 +1,274 @@
+#include "runtime/pack_command.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "exporters/internal/json.h"
+#include "stages/core/log.h"
+#include "stages/core/sample_error.h"
+#include "stages/decode/decoder.h"
+#include "stages/decode/encoder.h"
+#include "stages/reader/dataset.h"
+#include "stages/reader/env.h"
+#include "stages/reader/tar_writer.h"
+
+namespace flowloader {
+namespace {
+
+std::string Extension(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  const size_t dot = key.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "img";
+  return absl::AsciiStrToLower(key.substr(dot + 1));
+}
+
+// AreaResize shrinks `in` to out_w × out_h, each output pixel the mean of the input
+// pixels its box covers (fractional edges weighted), as PIL's reduce/box filter.
+Image AreaResize(const Image& in, int out_w, int out_h) {
+  Image out;
+  out.Resize(out_w, out_h, in.channels);
+  const double sx = static_cast<double>(in.width) / out_w;
+  const double sy = static_cast<double>(in.height) / out_h;
+  std::vector<double> acc(static_cast<size_t>(in.channels));
+  for (int oy = 0; oy < out_h; ++oy) {
+    const double y0 = oy * sy;
+    const double y1 = y0 + sy;
+    for (int ox = 0; ox < out_w; ++ox) {
+      const double x0 = ox * sx;
+      const double x1 = x0 + sx;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      double total = 0;
+      for (int y = static_cast<int>(y0); y < std::min<double>(std::ceil(y1), in.height); ++y) {
+        const double wy = std::min<double>(y + 1, y1) - std::max<double>(y, y0);
+        const uint8_t* row = in.pixels.data() + static_cast<size_t>(y) * in.stride();
+        for (int x = static_cast<int>(x0); x < std::min<double>(std::ceil(x1), in.width); ++x) {
+          const double w = wy * (std::min<double>(x + 1, x1) - std::max<double>(x, x0));
+          for (int c = 0; c < in.channels; ++c) acc[c] += w * row[x * in.channels + c];
+          total += w;
+        }
+      }
+      uint8_t* o = out.Row(oy) + static_cast<size_t>(ox) * in.channels;
+      for (int c = 0; c < in.channels; ++c) {
+        o[c] = static_cast<uint8_t>(std::clamp(std::lround(acc[c] / total), 0L, 255L));
+      }
+    }
+  }
+  return out;
+}
+
+// Reencoder shrinks images whose shorter side is over max_side.
+class Reencoder {
+ public:
+  static absl::StatusOr<Reencoder> Create(const PackOptions& o) {
+    absl::StatusOr<std::unique_ptr<decode::Decoder>> d = decode::Decoder::Create({});
+    if (!d.ok()) return d.status();
+    return Reencoder(std::move(*d), o.max_side, o.quality);
+  }
+
+  // Shrink returns the re-encoded JPEG, or nullopt-like empty string when `bytes` needs
+  // no shrinking or cannot be decoded (then it is packed as is).
+  std::string Shrink(const std::string& bytes) const {
+    absl::StatusOr<decode::ImageInfo> info = decoder_->ReadInfo(bytes);
+    if (!info.ok() || std::min(info->width, info->height) <= max_side_) return "";
+    decode::DecodedImage decoded;
+    if (!decoder_->Decode(bytes, *info, nullptr, &decoded).ok()) return "";
+    const Image& full = decoded.image;
+    const double scale = static_cast<double>(max_side_) / std::min(full.width, full.height);
+    const int w = std::max(1, static_cast<int>(std::lround(full.width * scale)));
+    const int h = std::max(1, static_cast<int>(std::lround(full.height * scale)));
+    decode::JpegEncodeOptions e;
+    e.quality = quality_;
+    absl::StatusOr<std::string> jpeg = decode::EncodeJpeg(AreaResize(full, w, h).view(), e);
+    return jpeg.ok() ? *jpeg : "";
+  }
+
+ private:
+  Reencoder(std::unique_ptr<decode::Decoder> d, int max_side, int quality)
+      : decoder_(std::move(d)), max_side_(max_side), quality_(quality) {}
+  std::shared_ptr<decode::Decoder> decoder_;
+  int max_side_;
+  int quality_;
+};
+
+absl::Status CheckOptions(const PackOptions& o) {
+  if (o.data.empty()) return absl::InvalidArgumentError("pack needs --data=IMAGEFOLDER_OR_LIST");
+  if (o.out.empty()) return absl::InvalidArgumentError("pack needs --out=DIR");
+  if (o.shard_size_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shard_size must be > 0, got ", o.shard_size_bytes));
+  }
+  if (o.max_side < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_side must be >= 0 (0 keeps images as they are), got ", o.max_side));
+  }
+  if (o.quality < 1 || o.quality > 100) {
+    return absl::InvalidArgumentError(absl::StrCat("--quality must be 1..100, got ", o.quality));
+  }
+  if (o.prefix.empty() || o.prefix.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prefix must be a file name without '/', got \"", o.prefix, "\""));
+  }
+  return absl::OkStatus();
+}
+
+// ShardPath is OUT/PREFIX-NNNNNN.tar.
+std::string ShardPath(const PackOptions& o, size_t n) {
+  return absl::StrFormat("%s/%s-%06d.tar", o.out, o.prefix, n);
+}
+
+// PrepareOut creates --out, refusing one that already holds this prefix's first shard
+// (packing twice into one directory would mix two datasets).
+absl::Status PrepareOut(const PackOptions& o) {
+  if (::mkdir(o.out.c_str(), 0755) != 0 && errno != EEXIST) return StatusFromErrno(errno, o.out);
+  struct stat st;
+  if (::stat(ShardPath(o, 0).c_str(), &st) == 0) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        ShardPath(o, 0), " exists: pack into an empty --out, or choose another --prefix"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseByteSize(const std::string& text) {
+  std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  for (const char* suffix : {"ib", "b"}) {
+    if (absl::EndsWith(t, suffix) && t.size() > strlen(suffix)) {
+      t.resize(t.size() - strlen(suffix));
+      break;
+    }
+  }
+  double unit = 1;
+  if (!t.empty()) {
+    const char last = t.back();
+    const int shift = last == 'k' ? 10 : last == 'm' ? 20 : last == 'g' ? 30 : last == 't' ? 40 : 0;
+    if (shift > 0) {
+      unit = static_cast<double>(int64_t{1} << shift);
+      t.pop_back();
+    }
+  }
+  double value = 0;
+  if (!absl::SimpleAtod(t, &value) || !(value > 0) || value * unit > 9e18) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "expected a size such as 256MB, 1GiB or 4096, got \"", text, "\""));
+  }
+  return static_cast<int64_t>(value * unit);
+}
+
+absl::StatusOr<PackResult> Pack(const PackOptions& o) {
+  if (absl::Status s = CheckOptions(o); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Dataset>> ds = Dataset::Open({o.data});
+  if (!ds.ok()) return ds.status();
+  if (!(*ds)->shards().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.data, " is already tar shards: pack reads an ImageFolder or a list file"));
+  }
+  if (absl::Status s = PrepareOut(o); !s.ok()) return s;
+  std::unique_ptr<Reencoder> reencoder;
+  if (o.max_side > 0) {
+    absl::StatusOr<Reencoder> r = Reencoder::Create(o);
+    if (!r.ok()) return r.status();
+    reencoder = std::make_unique<Reencoder>(std::move(*r));
+  }
+  PackResult result;
+  std::unique_ptr<TarWriter> shard;
+  auto close_shard = [&]() -> absl::Status {
+    if (shard == nullptr) return absl::OkStatus();
+    result.bytes_out += shard->bytes() + 1024;  // Close adds the two end blocks.
+    absl::Status s = shard->Close();
+    shard.reset();
+    return s;
+  };
+  std::string bytes;
+  for (int64_t i = 0; i < (*ds)->size(); ++i) {
+    const SampleSource& source = (*ds)->sample(i);
+    if (absl::Status r = Env::Default()->ReadFile((*ds)->FullPath(i), int64_t{1} << 30, &bytes);
+        !r.ok()) {
+      LogWarning(absl::StrCat("pack: left out ", source.key, ": ", r.message()));
+      ++result.unreadable;
+      continue;
+    }
+    result.bytes_in += static_cast<int64_t>(bytes.size());
+    std::string extension = Extension(source.key);
+    if (reencoder != nullptr) {
+      std::string smaller = reencoder->Shrink(bytes);
+      if (!smaller.empty()) {
+        bytes.swap(smaller);
+        extension = "jpg";
+        ++result.reencoded;
+      }
+    }
+    const std::string key = absl::StrFormat("%09d", i);
+    const std::string label = absl::StrCat(source.label);
+    const std::string json = absl::StrCat("{\"key\": ", exporters_internal::JsonString(source.key),
+                                          ", \"label\": ", source.label, "}");
+    // Headers and padding: at most 3 × 1 KiB for the three members.
+    const int64_t sample_bytes = static_cast<int64_t>(bytes.size() + json.size()) + 3 * 1024;
+    if (shard != nullptr && shard->bytes() > 0 &&
+        shard->bytes() + sample_bytes + 1024 > o.shard_size_bytes) {
+      if (absl::Status s = close_shard(); !s.ok()) return s;
+    }
+    if (shard == nullptr) {
+      result.shards.push_back(ShardPath(o, result.shards.size()));
+      absl::StatusOr<std::unique_ptr<TarWriter>> w = TarWriter::Create(result.shards.back());
+      if (!w.ok()) return w.status();
+      shard = std::move(*w);
+    }
+    absl::Status s = shard->Add(absl::StrCat(key, ".", extension), bytes);
+    if (s.ok()) s = shard->Add(key + ".cls", label);
+    if (s.ok()) s = shard->Add(key + ".json", json);
+    if (!s.ok()) return s;
+    ++result.samples;
+  }
+  if (absl::Status s = close_shard(); !s.ok()) return s;
+  if (result.samples == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(o.data, ": no readable file to pack"));
+  }
+  if (!(*ds)->class_names().empty()) {
+    std::string classes;
+    for (const std::string& c : (*ds)->class_names()) absl::StrAppend(&classes, c, "\n");
+    std::FILE* f = std::fopen((o.out + "/classes.txt").c_str(), "w");
+    if (f == nullptr) return StatusFromErrno(errno, o.out + "/classes.txt");
+    std::fwrite(classes.data(), 1, classes.size(), f);
+    std::fclose(f);
+  }
+  result.pattern = result.shards.size() == 1
+                       ? result.shards[0]
+                       : absl::StrFormat("%s/%s-{000000..%06d}.tar", o.out, o.prefix,
+                                         result.shards.size() - 1);
+  return result;
+}
+
+int PackCommand(const PackOptions& options) {
+  absl::StatusOr<PackResult> r = Pack(options);
+  if (!r.ok()) {
+    std::fprintf(stderr, "flowloader: %s\n", std::string(r.status().message()).c_str());
+    return 2;
+  }
+  std::printf("packed %lld samples into %zu shard(s), %.1f MiB (images read %.1f MiB",
+              static_cast<long long>(r->samples), r->shards.size(),  // NOLINT(runtime/int)
+              r->bytes_out / 1048576.0, r->bytes_in / 1048576.0);
+  if (options.max_side > 0) {
+    std::printf("; %lld re-encoded to shorter side %d", static_cast<long long>(r->reencoded),  // NOLINT
+                options.max_side);
+  }
+  std::printf(")%s\nrun it: flowloader run --data='%s'\n",
+              r->unreadable > 0 ? absl::StrCat("; ", r->unreadable, " unreadable file(s) left out").c_str()
+                                : "",
+              r->pattern.c_str());
+  return 0;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,70 @@
+// pack_command.h: `flowloader pack`: an ImageFolder or list file written as WebDataset
+// tar shards that `flowloader run --data=OUT/train-{000000..N}.tar` (and webdataset)
+// read.
+//
+// Samples go in the dataset's order (ImageFolder: class, then file name), one shard after
+// another, each shard closed before it would pass shard_size_bytes (a shard holds at
+// least one sample). Sample i is key `%09d` (i) with members:
+//   KEY.EXT   the image: the file's bytes unchanged (EXT its extension, lower case), or,
+//             with max_side, re-encoded as KEY.jpg when its shorter side is larger than
+//             max_side (resized so the shorter side is max_side, area-averaged, JPEG at
+//             `quality`), as FFCV's max_resolution does, so that every epoch decodes
+//             fewer pixels;
+//   KEY.cls   the label, as decimal text;
+//   KEY.json  {"key": the source key, "label": N}.
+// OUT/classes.txt lists the ImageFolder's class names, one per line, by label. A file
+// that cannot be read is left out (named, counted); a file that cannot be decoded for
+// re-encoding is packed unchanged, so a run skips it exactly as it skips it in the
+// ImageFolder.
+//
+// Thread-safety: Pack runs on the calling thread; call it from one thread.
+#ifndef FLOWLOADER_RUNTIME_PACK_COMMAND_H_
+#define FLOWLOADER_RUNTIME_PACK_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace flowloader {
+
+struct PackOptions {
+  // An ImageFolder root or a list file (`path<TAB>label`). Required.
+  std::string data;
+  // The directory the shards go to (created; must not hold shards already). Required.
+  std::string out;
+  // A shard is closed before it passes this many bytes; > 0. Default 256 MiB.
+  int64_t shard_size_bytes = int64_t{256} << 20;
+  // Re-encode images whose shorter side is larger than this; 0 (default) copies bytes.
+  int max_side = 0;
+  // JPEG quality of re-encoded images, 1..100. Default 90.
+  int quality = 90;
+  // Shard file names: PREFIX-000000.tar, ... Default "train".
+  std::string prefix = "train";
+};
+
+struct PackResult {
+  std::vector<std::string> shards;  // Paths written, in order.
+  int64_t samples = 0;
+  int64_t reencoded = 0;      // Images resized and re-encoded (max_side).
+  int64_t unreadable = 0;     // Files left out.
+  int64_t bytes_in = 0;       // Image bytes read.
+  int64_t bytes_out = 0;      // Shard bytes written.
+  std::string pattern;        // OUT/PREFIX-{000000..N}.tar, for --data.
+};
+
+// Pack writes the shards.
+absl::StatusOr<PackResult> Pack(const PackOptions& options);
+
+// PackCommand runs Pack, prints what it wrote and returns the exit code (0, or 2 with a
+// one-line error).
+int PackCommand(const PackOptions& options);
+
+// ParseByteSize reads a size such as 256MB, 1.5GiB, 4096 or 64k (K/M/G/T, with or without
+// B/iB, powers of 1024).
+absl::StatusOr<int64_t> ParseByteSize(const std::string& text);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_RUNTIME_PACK_COMMAND_H_
