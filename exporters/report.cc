@@ -66,11 +66,21 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
   run.pinned_bytes_in_flight = stats.pinned_bytes_in_flight.load(std::memory_order_relaxed);
   run.pinned_bytes_budget = stats.pinned_bytes_budget.load(std::memory_order_relaxed);
   run.memory_plan = stats.memory_plan;
+  run.autotune = stats.autotune.enabled.load();
+  if (run.autotune) {
+    // The values in effect now, not the options' "auto".
+    run.facts.num_workers = stats.autotune.num_workers.load();
+    run.facts.prefetch_batches = stats.autotune.prefetch_batches.load();
+    run.autotune_decisions = stats.autotune.Decisions();
+  }
   for (const auto& s : stats.stages()) {
     StageLoad load;
     load.name = s->name();
     load.kind = StageKindFromName(s->name());
     load.concurrency = s->concurrency();
+    // Under autotune a num_workers stage is built at the budget but runs at the tuned
+    // count: judge its busy share against what runs.
+    if (run.autotune && s->follows_num_workers()) load.concurrency = run.facts.num_workers;
     load.concurrency_source = s->follows_num_workers() ? ConcurrencySource::kNumWorkers
                                                        : ConcurrencySource::kFixed;
     load.items = s->items_out.load(std::memory_order_relaxed);
@@ -82,6 +92,25 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
   }
   return run;
 }
+
+namespace {
+
+// AutotuneJson is the summary's "autotune" object: the values settled on and every
+// decision, in order.
+std::string AutotuneJson(const RunSnapshot& run) {
+  std::vector<std::string> decisions;
+  for (const AutotuneRecord& d : run.autotune_decisions) {
+    decisions.push_back(absl::StrCat("{\"seconds\": ", JsonFloat(d.seconds),
+                                     ", \"knob\": ", JsonString(d.knob), ", \"from\": ", d.from,
+                                     ", \"to\": ", d.to, ", \"reason\": ", JsonString(d.reason),
+                                     "}"));
+  }
+  return absl::StrCat("{\"num_workers\": ", run.facts.num_workers,
+                      ", \"prefetch_batches\": ", run.facts.prefetch_batches,
+                      ", \"decisions\": [", absl::StrJoin(decisions, ", "), "]}");
+}
+
+}  // namespace
 
 std::string SummaryJson(const RunSnapshot& run) {
   const RunFacts& f = run.facts;
@@ -112,7 +141,7 @@ std::string SummaryJson(const RunSnapshot& run) {
       "}, \"memory_plan\": {", absl::StrJoin(memory_plan, ", "),
       "}, \"consumer_wait_seconds\": ", JsonFloat(run.consumer_wait_seconds),
       ", \"bottleneck\": ", JsonString(d.bottleneck), ", \"diagnosis\": ", DiagnosisJson(d),
-      "}");
+      run.autotune ? absl::StrCat(", \"autotune\": ", AutotuneJson(run)) : "", "}");
 }
 
 std::string SummaryJson(const PipelineStats& stats, const RunFacts& facts) {

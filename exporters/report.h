@@ -108,6 +108,10 @@ struct RunSnapshot {
   // PipelineStats::memory_plan: the planned bytes by part; empty when none was made.
   std::vector<std::pair<std::string, int64_t>> memory_plan;
   std::vector<StageLoad> stages;  // In pipeline order.
+  // The online autotuner (PipelineStats::autotune): whether a knob was auto, the values
+  // it settled on (also in facts.num_workers / prefetch_batches) and every change.
+  bool autotune = false;
+  std::vector<AutotuneRecord> autotune_decisions;
 };
 
 // Snapshot copies `stats` (kinds from StageKindFromName) and attaches `facts`.
@@ -190,7 +194,10 @@ std::string OversubscribedWorkers(const RunFacts& facts, const DiagnoseOptions& 
 //    "consumer_wait_seconds": float, "bottleneck": str,
 //    "diagnosis": {"bottleneck": str, "busiest_stage": str, "busiest_utilization": float,
 //                  "consumer_wait_share": float, "loader_bound": bool, "too_short": bool,
-//                  "wait_cv": float, "advice": str, "notes": [str]}}
+//                  "wait_cv": float, "advice": str, "notes": [str]},
+//    "autotune": {"num_workers": int, "prefetch_batches": int,      (only when a knob
+//                 "decisions": [{"seconds": float, "knob": str,      is auto; "seconds"
+//                                "from": int, "to": int, "reason": str}]}}  since start)
 // The first ten keys are the fixed schema scripts rely on; the rest are extras.
 // "errors" is summed over stages by reason. Floats always carry a '.' or exponent, and
 // non-finite values are written as 0, so every parser reads the same types.

@@ -48,6 +48,26 @@ struct BatchPlan {
 
 BatchToken* TokenOf(SampleContext* s) { return static_cast<BatchToken*>(s->owner); }
 
+// MaxWorkers / MaxBuffers are the autotuner's ceilings; without one the value is fixed.
+int MaxWorkers(const GraphOptions& o) { return o.max_workers > 0 ? o.max_workers : o.num_workers; }
+int MaxBuffers(const GraphOptions& o) {
+  return o.max_prefetch_batches > 0 ? o.max_prefetch_batches : o.prefetch_batches;
+}
+
+// CheckAutotuneRanges refuses a ceiling below the value it bounds.
+absl::Status CheckAutotuneRanges(const GraphOptions& o) {
+  if (o.max_workers != 0 && o.max_workers < o.num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat("max_workers ", o.max_workers,
+                                                   " is below num_workers ", o.num_workers));
+  }
+  if (o.max_prefetch_batches != 0 && o.max_prefetch_batches < o.prefetch_batches) {
+    return absl::InvalidArgumentError(absl::StrCat("max_prefetch_batches ", o.max_prefetch_batches,
+                                                   " is below prefetch_batches ",
+                                                   o.prefetch_batches));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 class PipelineGraph::Impl {
@@ -62,8 +82,11 @@ class PipelineGraph::Impl {
         sampler_(std::move(sampler)),
         memory_(std::move(memory)),
         stats_(std::move(stats)),
-        parallelism_(options.num_workers),
-        arena_(options.num_workers, /*reserved_for_masters=*/0) {}
+        parallelism_(MaxWorkers(options)),
+        arena_(MaxWorkers(options), /*reserved_for_masters=*/0),
+        max_workers_(MaxWorkers(options)),
+        max_buffers_(MaxBuffers(options)),
+        workers_(options.num_workers) {}
 
   ~Impl() {
     Stop();
@@ -86,6 +109,10 @@ class PipelineGraph::Impl {
   }
   void Stop();
   int effective_threads() { return arena_.max_concurrency(); }
+  absl::Status SetWorkers(int workers);
+  int workers() const { return workers_.load(std::memory_order_relaxed); }
+  absl::Status SetPrefetchBatches(int count);
+  int prefetch_batches() const { return pool_->Count(); }
 
  private:
   struct StageRunner {
@@ -105,6 +132,9 @@ class PipelineGraph::Impl {
     std::vector<StageRunner*> runners;
     int concurrency = 1;
     EdgeStats* in_edge = nullptr;  // The queue in front of the group's node.
+    // Admits SetWorkers' count of bodies when the group's concurrency follows
+    // num_workers; nullptr for a group of fixed concurrency.
+    std::unique_ptr<ConcurrencyGate> gate;
   };
 
   // Trace records a span when tracing is on.
@@ -115,6 +145,8 @@ class PipelineGraph::Impl {
   }
 
   void RegisterStages(std::vector<graph_internal::PlannedStage> stages);
+  bool FollowsNumWorkers(size_t stage) const;
+  MemoryPlan PlanForBuffers(int count) const;
   void Wire();
   bool NextPlan(BatchPlan* plan);
   bool EndsEpoch(int64_t end, int64_t batch_size) const;
@@ -140,6 +172,16 @@ class PipelineGraph::Impl {
   const std::shared_ptr<PipelineStats> stats_;
   ScopedParallelism parallelism_;  // Lets oneTBB run num_workers worker threads.
   tbb::task_arena arena_;
+  // The autotuner's ranges, constant after construction: the arena is max_workers_ wide;
+  // the pool grows to at most max_buffers_.
+  const int max_workers_;
+  const int max_buffers_;
+  std::atomic<int> workers_;
+  // What PlanForBuffers needs, constant after Build: the pool's rows, the stages'
+  // declared memory, where the buffers live.
+  int planned_rows_ = 0;
+  std::vector<MemoryPart> stage_memory_;
+  std::mutex resize_mu_;  // One pool resize at a time.
 
   OutputSpec output_;
   std::vector<StageRunner> runners_;
@@ -215,6 +257,11 @@ void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStag
                                   stats_->AddEdge(previous, name, sample_capacity)});
     }
     groups_.back().runners.push_back(&runner);
+    if (groups_.back().runners.size() == 1) {
+      if (FollowsNumWorkers(i)) groups_.back().gate = std::make_unique<ConcurrencyGate>(workers());
+    } else if (!FollowsNumWorkers(i)) {
+      groups_.back().gate.reset();  // A fixed-concurrency stage shares the node: no gate.
+    }
     runner.stats = stats_->AddStage(name, runner.concurrency);
     runner.trace_index = static_cast<int32_t>(stats_->stages().size()) - 1;
     previous = name;
@@ -244,6 +291,10 @@ absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   next_batch_ = options_.start_batch;
   next_position_ = plan.start_sample;
   epoch_first_index_ = options_.start_batch;
+  planned_rows_ = plan.pool_rows;
+  for (const MemoryPart& part : plan.memory.parts()) {
+    if (part.key != "batch_pool" && part.key != "device_batches") stage_memory_.push_back(part);
+  }
   RegisterStages(std::move(plan.stages));
 
   const size_t buffer_bytes = output_.sample_bytes * static_cast<size_t>(plan.pool_rows);
@@ -327,6 +378,55 @@ void PipelineGraph::Impl::Wire() {
   flow::make_edge(*upload, *deliver);
 }
 
+// FollowsNumWorkers says whether stage `stage` runs on num_workers workers: neither its
+// spec nor its type fixes a concurrency (the planner's rule).
+bool PipelineGraph::Impl::FollowsNumWorkers(size_t stage) const {
+  if (stage >= options_.stages.size()) return false;
+  const StageSpec& spec = options_.stages[stage];
+  const absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
+  return spec.concurrency <= 0 && schema.ok() && schema->default_concurrency <= 0;
+}
+
+// PlanForBuffers is the memory plan Create checked, with `count` batch buffers.
+MemoryPlan PipelineGraph::Impl::PlanForBuffers(int count) const {
+  GraphOptions options = options_;
+  options.prefetch_batches = count;
+  return PlanGraphMemory(options, output_, planned_rows_, memory_->pinned(),
+                         memory_->location() == MemoryLocation::kDevice, stage_memory_);
+}
+
+absl::Status PipelineGraph::Impl::SetWorkers(int workers) {
+  if (workers < 1 || workers > max_workers_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_workers ", workers, " is outside [1, ", max_workers_,
+        "], the range the graph was built for (raise cpu_budget for more)"));
+  }
+  workers_.store(workers, std::memory_order_relaxed);
+  for (NodeGroup& group : groups_) {
+    if (group.gate != nullptr) group.gate->SetLimit(workers);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PipelineGraph::Impl::SetPrefetchBatches(int count) {
+  if (count < 1 || count > max_buffers_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prefetch_batches ", count, " is outside [1, ", max_buffers_,
+        "], the most buffers the ram_budget allows"));
+  }
+  std::lock_guard<std::mutex> lock(resize_mu_);
+  while (pool_->Count() < count) {
+    // Checked before allocating, against what the process may use now.
+    const MemoryPlan plan = PlanForBuffers(pool_->Count() + 1);
+    if (absl::Status s = plan.CheckFits(GraphMemoryBudget(options_.memory_limit_bytes)); !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = pool_->Add(); !s.ok()) return s;
+  }
+  while (pool_->Count() > count) pool_->Retire();
+  return absl::OkStatus();
+}
+
 void PipelineGraph::Impl::Start() {
   // Label the stages that run on num_workers workers (neither their spec nor their type
   // fixes a concurrency; the planner's rule), so that the diagnosis tells a stage held to
@@ -355,9 +455,9 @@ void PipelineGraph::Impl::Start() {
   });
   stats_->start_unix_nanos = absl::GetCurrentTimeNanos();
   arena_.execute([this] {
-    for (auto& token : pool_->tokens()) {
+    for (BatchToken* token : pool_->Tokens()) {
       free_count_.fetch_add(1);
-      free_tokens_->try_put(token.get());
+      free_tokens_->try_put(token);
     }
     source_->activate();
   });
@@ -442,7 +542,9 @@ void PipelineGraph::Impl::Dispatch(
 SampleContext* PipelineGraph::Impl::RunGroup(NodeGroup& group, EdgeStats* out_edge,
                                              SampleContext* s) {
   group.in_edge->depth.fetch_sub(1, std::memory_order_relaxed);
+  if (group.gate != nullptr) group.gate->Enter();
   for (StageRunner* runner : group.runners) RunStage(*runner, s);
+  if (group.gate != nullptr) group.gate->Leave();
   out_edge->depth.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
@@ -744,8 +846,10 @@ PipelineGraph::~PipelineGraph() = default;
 absl::StatusOr<MemoryPlan> PipelineGraph::Plan(const GraphOptions& options,
                                                 const Dataset& dataset, const Sampler& sampler,
                                                 const DeviceMemory& memory) {
+  GraphOptions widest = options;  // As Create plans it.
+  widest.num_workers = MaxWorkers(options);
   absl::StatusOr<graph_internal::GraphPlan> plan =
-      graph_internal::PlanGraph(options, dataset, sampler, memory);
+      graph_internal::PlanGraph(widest, dataset, sampler, memory);
   if (!plan.ok()) return plan.status();
   return std::move(plan->memory);
 }
@@ -761,8 +865,13 @@ absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
   if (dataset == nullptr || sampler == nullptr || memory == nullptr || stats == nullptr) {
     return absl::InvalidArgumentError("PipelineGraph::Create needs a dataset, sampler, memory and stats");
   }
+  if (absl::Status s = CheckAutotuneRanges(options); !s.ok()) return s;
+  // Planned at the most workers the autotuner may allow: the stages that follow
+  // num_workers are built that wide, with their per-worker memory.
+  GraphOptions widest = options;
+  widest.num_workers = MaxWorkers(options);
   absl::StatusOr<graph_internal::GraphPlan> plan =
-      graph_internal::PlanGraph(options, *dataset, *sampler, *memory);
+      graph_internal::PlanGraph(widest, *dataset, *sampler, *memory);
   if (!plan.ok()) return plan.status();
   // Check the memory plan before the pool exists: a configuration that cannot fit is
   // refused in one line instead of failing to map or being OOM-killed mid-epoch.
@@ -788,5 +897,11 @@ int PipelineGraph::pool_rows() const { return impl_->pool_rows(); }
 int64_t PipelineGraph::batches_per_epoch() const { return impl_->batches_per_epoch(); }
 void PipelineGraph::Stop() { impl_->Stop(); }
 int PipelineGraph::effective_threads() const { return impl_->effective_threads(); }
+absl::Status PipelineGraph::SetWorkers(int workers) { return impl_->SetWorkers(workers); }
+int PipelineGraph::workers() const { return impl_->workers(); }
+absl::Status PipelineGraph::SetPrefetchBatches(int count) {
+  return impl_->SetPrefetchBatches(count);
+}
+int PipelineGraph::prefetch_batches() const { return impl_->prefetch_batches(); }
 
 }  // namespace flowloader

@@ -64,10 +64,18 @@ struct GraphOptions {
   std::vector<StageSpec> stages;
   // Threads of the graph's arena, and the concurrency of CPU-heavy stages. >= 1.
   int num_workers = 2;
+  // The most workers SetWorkers may allow (online autotune): the arena and the stages
+  // that follow num_workers are built this wide, and num_workers is how many of them run
+  // at first. 0 = num_workers (fixed); else >= num_workers.
+  int max_workers = 0;
   // Samples per batch. >= 1.
   int batch_size = 64;
   // Batch buffers: the bound on batches in flight (and on memory). >= 1.
   int prefetch_batches = 3;
+  // The most batch buffers SetPrefetchBatches may grow the pool to (online autotune);
+  // each one added is allocated only when added, after the memory plan with it is
+  // checked. 0 = prefetch_batches (fixed); else >= prefetch_batches.
+  int max_prefetch_batches = 0;
   // Drop each epoch's last partial batch.
   bool drop_last = false;
   // Deliver batches in sampler order (true) or as they complete (false).
@@ -159,6 +167,21 @@ class PipelineGraph {
   int batch_size() const;
   // pool_rows is the most samples a batch buffer holds: the largest batch_size allowed.
   int pool_rows() const;
+
+  // SetWorkers changes how many sample bodies run at once, in [1, max_workers], without
+  // rebuilding the graph: the arena was built max_workers wide and a gate in front of
+  // each stage group admits `workers` (a cut takes effect as running bodies finish).
+  // Out of range is InvalidArgument naming the value. Thread-safe.
+  absl::Status SetWorkers(int workers);
+  int workers() const;
+  // SetPrefetchBatches grows or shrinks the batch pool toward `count` buffers, in
+  // [1, max_prefetch_batches]. Growing checks the memory plan with each new buffer
+  // against Budget before allocating it and stops, ResourceExhausted naming the bytes,
+  // at the first that does not fit; shrinking frees buffers as the consumer releases
+  // them, so no batch in flight is touched. Thread-safe.
+  absl::Status SetPrefetchBatches(int count);
+  // prefetch_batches is the pool size it is heading for (pending shrinks counted).
+  int prefetch_batches() const;
 
   const OutputSpec& output() const { return output_; }
   // batches_per_epoch is the batches of an epoch at the current batch_size(): exact

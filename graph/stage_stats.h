@@ -21,6 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
+#include "graph/autotune_stats.h"
 
 namespace flowloader {
 
@@ -181,6 +182,9 @@ class PipelineStats {
   // ..., "pinned_bytes", "total_bytes", "available_bytes" (-1 = unknown)), for the run
   // summary and tuning. Set before the first item.
   std::vector<std::pair<std::string, int64_t>> memory_plan;
+
+  // What the online autotuner chose and why (autotune.enabled when a knob is auto).
+  AutotuneStats autotune;
 
   // Span trace, when enabled (set before the first item; nullptr = off).
   std::unique_ptr<TraceBuffer> trace;

@@ -119,9 +119,6 @@ std::vector<CommandDef> Commands() {
   for (FlagDef& f : PipelineFlags()) tune.flags.push_back(std::move(f));
   const std::vector<FlagDef> tune_only = {
       {"out", "", "directory for tune.json, best.yaml and tune.svg (required)"},
-      {"cpu_budget", "0", "CPUs to use; 0 = what this process may use (affinity, cgroup quota)"},
-      {"ram_budget", "", "bytes (2GiB, 512MiB) or a share (50%) of what the process may use; "
-                         "default 50%"},
       {"batch_sizes", "32,64,128,256", "batch sizes to consider (without --consumer_ms)"},
       {"prefetch_choices", "2,3,4,6", "prefetch_batches values to consider"},
       {"consumer_ms", "0", "the training step per batch; with it, tune finds the fewest "
@@ -330,21 +327,16 @@ int TuneFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
     return Fail(std::string(s.message()));
   }
   const FlagReader flags(command, parsed);
-  int64_t cpu_budget = 0;
-  absl::Status s = flags.Int("cpu_budget", 0, 4096, &cpu_budget);
-  if (s.ok()) s = IntList("batch_sizes", flags.Text("batch_sizes"), &o.batch_sizes);
+  // cpu_budget and ram_budget are pipeline keys (the autotuner's budgets too).
+  o.cpu_budget = o.pipeline.cpu_budget;
+  o.ram_budget_bytes = o.pipeline.ram_budget_bytes;
+  absl::Status s = IntList("batch_sizes", flags.Text("batch_sizes"), &o.batch_sizes);
   if (s.ok()) s = IntList("prefetch_choices", flags.Text("prefetch_choices"), &o.prefetch_choices);
   if (s.ok()) s = flags.Double("consumer_ms", 0, &o.consumer_ms);
   if (s.ok()) s = flags.Double("time_budget", 0.001, &o.time_budget_seconds);
   if (s.ok()) s = flags.Double("trial_seconds", 0, &o.trial_seconds);
   if (s.ok()) s = flags.Bool("grid", &o.grid);
   if (!s.ok()) return Fail(std::string(s.message()));
-  o.cpu_budget = static_cast<int>(cpu_budget);
-  if (parsed.Has("ram_budget")) {
-    absl::StatusOr<int64_t> ram = ParseRamBudget(flags.Text("ram_budget"), AvailableMemory().bytes);
-    if (!ram.ok()) return Fail(std::string(ram.status().message()));
-    o.ram_budget_bytes = *ram;
-  }
   return TuneCommand(o, flags.Text("out"));
 }
 

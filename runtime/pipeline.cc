@@ -1,12 +1,15 @@
 #include "runtime/pipeline.h"
 
+#include <algorithm>
 #include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/internal/autotune_loop.h"
 #include "runtime/internal/data_checksum.h"
 #include "runtime/version.h"
 #include "stages/core/log.h"
+#include "stages/core/resources.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/sampler.h"
 
@@ -28,6 +31,10 @@ absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& opti
 }
 
 namespace {
+
+// The autotuner judges a window this long: several batches at a few thousand images/s,
+// short enough to settle within seconds.
+constexpr double kAutotuneWindowSeconds = 0.2;
 
 int64_t MemoryLimitBytes(const PipelineOptions& options) {
   return options.memory_limit_mb * (int64_t{1} << 20);
@@ -107,11 +114,26 @@ absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
   return parts;
 }
 
+// ResolveAutotune sets the graph options of the knobs that are auto (autotune_loop.h).
+absl::StatusOr<AutotunePlan> ResolveAutotune(const PipelineOptions& options,
+                                             PipelineParts* parts) {
+  const PipelineParts& p = *parts;
+  return PlanAutotune(
+      options,
+      [&p](const GraphOptions& graph) {
+        return PipelineGraph::Plan(graph, *p.dataset, *p.sampler, *p.memory);
+      },
+      std::max<int64_t>(0, ResidentBytes()), &parts->graph);
+}
+
 }  // namespace
 
 absl::StatusOr<MemoryPlan> Pipeline::PlanMemory(const PipelineOptions& options) {
   absl::StatusOr<PipelineParts> parts = OpenParts(options);
   if (!parts.ok()) return parts.status();
+  if (absl::StatusOr<AutotunePlan> a = ResolveAutotune(options, &*parts); !a.ok()) {
+    return a.status();
+  }
   return PipelineGraph::Plan(parts->graph, *parts->dataset, *parts->sampler, *parts->memory);
 }
 
@@ -130,24 +152,37 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
                        memory->location() == MemoryLocation::kHost ? "in " : "on ",
                        memory->description()));
 
+  absl::StatusOr<AutotunePlan> autotune = ResolveAutotune(options, &*parts);
+  if (!autotune.ok()) return autotune.status();
+  auto knob_text = [](int value) {
+    return value == PipelineOptions::kAuto ? std::string("auto") : absl::StrCat(value);
+  };
   auto stats = std::make_shared<PipelineStats>(options.name);
+  stats->autotune.enabled = autotune->enabled;
+  stats->autotune.num_workers = parts->graph.num_workers;
+  stats->autotune.prefetch_batches = parts->graph.prefetch_batches;
   stats->build_info = {{"version", Version()},
-                       {"num_workers", absl::StrCat(options.num_workers)},
+                       {"num_workers", knob_text(options.num_workers)},
                        {"batch_size", absl::StrCat(options.batch_size)},
-                       {"prefetch_batches", absl::StrCat(options.prefetch_batches)},
+                       {"prefetch_batches", knob_text(options.prefetch_batches)},
                        {"decoder", "libjpeg-turbo"},
                        {"memory", LocationName(memory->location())}};
   if (options.trace_spans > 0) stats->trace = std::make_unique<TraceBuffer>(options.trace_spans);
   absl::StatusOr<std::unique_ptr<PipelineGraph>> graph =
       PipelineGraph::Create(parts->graph, parts->dataset, parts->sampler, memory, stats);
   if (!graph.ok()) return graph.status();
-  if ((*graph)->effective_threads() < options.num_workers) {
-    LogWarning(absl::StrCat("num_workers=", options.num_workers, " but oneTBB grants ",
+  const int arena_workers = std::max(parts->graph.num_workers, parts->graph.max_workers);
+  if ((*graph)->effective_threads() < arena_workers) {
+    LogWarning(absl::StrCat("num_workers=", arena_workers, " but oneTBB grants ",
                             (*graph)->effective_threads(), " threads"));
   }
   std::unique_ptr<Pipeline> pipeline(new Pipeline(options, std::move(stats), memory,
                                                   std::move(*graph), samples_per_epoch));
   pipeline->graph_->Start();
+  if (autotune->enabled) {
+    pipeline->autotune_ = std::make_unique<AutotuneLoop>(
+        pipeline->graph_.get(), pipeline->stats_, autotune->policy, kAutotuneWindowSeconds);
+  }
   return pipeline;
 }
 
@@ -254,7 +289,10 @@ std::vector<std::pair<int64_t, std::string>> Pipeline::epoch_checksums() const {
   return checksum_->EpochTexts();
 }
 
-void Pipeline::Stop() { graph_->Stop(); }
+void Pipeline::Stop() {
+  if (autotune_ != nullptr) autotune_->Stop();  // No resize of a graph being stopped.
+  graph_->Stop();
+}
 
 bool Pipeline::done() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -48,6 +48,7 @@
 namespace flowloader {
 
 class DataChecksum;  // runtime/internal/data_checksum.h
+class AutotuneLoop;  // runtime/internal/autotune_loop.h
 
 // Cursor is a position to resume from: the next batch to deliver. With the same seed
 // and options, a pipeline created with `resume` = Checkpoint() delivers exactly the
@@ -81,12 +82,23 @@ struct PipelineOptions {
   std::string name = "default";
   // Samples per batch; >= 1. Default 64.
   int batch_size = 64;
-  // Threads, and the concurrency of decode/augment; >= 1. Default 2.
+  // kAuto for num_workers or prefetch_batches: the online autotuner sets it while the
+  // pipeline runs (README "Autotune"): the fewest workers and buffers that keep Next
+  // waiting under 5% of the time, within cpu_budget and ram_budget_bytes.
+  static constexpr int kAuto = 0;
+  // Threads, and the concurrency of decode/augment; >= 1, or kAuto. Default 2.
   int num_workers = 2;
   // Batch buffers, the bound on batches in flight (memory = prefetch_batches × batch
-  // bytes); >= 1. Default 3: on 2 cores 2, 3 and 4 gave the same images/s (±2%), and
-  // each buffer is 38.5 MB at batch 64 × 3×224² float32.
+  // bytes); >= 1, or kAuto. Default 3: on 2 cores 2, 3 and 4 gave the same images/s
+  // (±2%), and each buffer is 38.5 MB at batch 64 × 3×224² float32.
   int prefetch_batches = 3;
+  // CPUs the autotuner may give the workers (num_workers: auto grows to at most this);
+  // 0 = what the process may use (affinity mask ∩ cgroup quota). Default 0.
+  int cpu_budget = 0;
+  // Host memory the autotuner's buffers may bring the process to, in bytes (prefetch_
+  // batches: auto adds a buffer only while the memory plan with it, plus what the process
+  // already holds, fits); 0 = half of what the process may use. Default 0.
+  int64_t ram_budget_bytes = 0;
   // Epochs to deliver; 0 = until Stop. Default 1.
   int64_t epochs = 1;
   // Seeds the shuffle and every random crop/flip. Default 0.
@@ -210,6 +222,10 @@ class Pipeline {
   const OutputSpec& output() const { return graph_->output(); }
   const PipelineOptions& options() const { return options_; }
   int effective_threads() const { return graph_->effective_threads(); }
+  // num_workers / prefetch_batches are the values in effect now: the autotuner's
+  // current choice for a knob that is auto, else the option.
+  int num_workers() const { return graph_->workers(); }
+  int prefetch_batches() const { return graph_->prefetch_batches(); }
 
  private:
   Pipeline(const PipelineOptions& options, std::shared_ptr<PipelineStats> stats,
@@ -221,6 +237,8 @@ class Pipeline {
   const std::shared_ptr<DeviceMemory> memory_;
   const std::unique_ptr<PipelineGraph> graph_;
   const int64_t samples_per_epoch_;
+  // The autotuner's thread when a knob is auto, else nullptr; set once by Create.
+  std::unique_ptr<AutotuneLoop> autotune_;
 
   // std::mutex rather than absl::Mutex throughout: Debian's Abseil is not built for
   // ThreadSanitizer, which then cannot see its locking.

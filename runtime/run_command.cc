@@ -134,6 +134,17 @@ std::string WithChecksums(std::string json, const Pipeline& pipeline) {
   return json + "}}";
 }
 
+// PrintNewAutotuneDecisions names, on stderr, each autotune change made since the last
+// call: when, which knob, from and to, and why.
+void PrintNewAutotuneDecisions(const PipelineStats& stats, size_t* reported) {
+  const std::vector<AutotuneRecord> decisions = stats.autotune.Decisions();
+  for (; *reported < decisions.size(); ++*reported) {
+    const AutotuneRecord& d = decisions[*reported];
+    std::fprintf(stderr, "autotune: at %.1f s %s %d -> %d: %s\n", d.seconds, d.knob.c_str(),
+                 d.from, d.to, d.reason.c_str());
+  }
+}
+
 bool WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -236,6 +247,7 @@ int RunCommand(const RunConfig& config) {
   double startup_seconds = -1;      // Since `start`, the clock of the facts' wall time.
   std::vector<double> epoch_end_seconds;  // Since `start`, one per finished epoch.
   int64_t epochs_done = 0;
+  size_t autotune_reported = 0;  // Autotune decisions already named by --report_every.
   absl::Status status;
   while (true) {
     std::shared_ptr<const Batch> batch;
@@ -282,6 +294,7 @@ int RunCommand(const RunConfig& config) {
           Snapshot(*pipeline->stats(), Facts(config, absl::ToDoubleSeconds(now - start),
                                              epochs_done, startup_seconds)));
       std::fprintf(stderr, "%sdiagnosis: %s\n", tty ? "\n" : "", d.advice.c_str());
+      PrintNewAutotuneDecisions(*pipeline->stats(), &autotune_reported);
     }
   }
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
@@ -303,6 +316,11 @@ int RunCommand(const RunConfig& config) {
                first_batch_seconds < 0
                    ? "no batch delivered"
                    : absl::StrFormat("first batch after %.3f s", first_batch_seconds).c_str());
+  if (pipeline->stats()->autotune.enabled.load()) {
+    std::fprintf(stdout, "autotune settled on num_workers %d, prefetch_batches %d (%zu changes)\n",
+                 pipeline->num_workers(), pipeline->prefetch_batches(),
+                 pipeline->stats()->autotune.Decisions().size());
+  }
   const Cursor checkpoint = pipeline->Checkpoint();
   if (config.pipeline.checksum) {
     std::fprintf(stdout, "data checksum %s over what this run delivered\n",

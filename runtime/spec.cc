@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "graph/stage.h"
 #include "runtime/internal/spec_reader.h"
+#include "stages/core/resources.h"
 #include "yaml-cpp/yaml.h"
 
 namespace flowloader {
@@ -234,6 +236,25 @@ absl::Status ApplyDevice(const SpecReader& r, const Field& f, PipelineOptions* o
   return s.ok() ? s : r.ValueError(f, s.message());
 }
 
+// ApplyAutoCount reads `auto` (PipelineOptions::kAuto) or an integer >= 1 (with Int's
+// messages).
+absl::Status ApplyAutoCount(const SpecReader& r, const Field& f, int* out) {
+  if (f.value.IsScalar() && f.value.Scalar() == "auto") {
+    *out = PipelineOptions::kAuto;
+    return absl::OkStatus();
+  }
+  return r.Int(f, 1, kIntMax, out);
+}
+
+absl::Status ApplyRamBudget(const SpecReader& r, const Field& f, PipelineOptions* o) {
+  std::string text;
+  if (absl::Status s = r.Scalar(f, "bytes or a share", &text); !s.ok()) return s;
+  absl::StatusOr<int64_t> bytes = ParseRamBudget(text, AvailableMemory().bytes);
+  if (!bytes.ok()) return r.ValueError(f, bytes.status().message());
+  o->ram_budget_bytes = *bytes;
+  return absl::OkStatus();
+}
+
 using Apply = absl::Status (*)(const SpecReader&, const Field&, PipelineOptions*);
 
 // Key is one pipeline key of a spec.
@@ -262,10 +283,22 @@ const std::vector<Key>& Keys() {
        [](R r, F f, O o) { return r.String(f, &o->name); }},
       {"batch_size", "64", "samples per batch; >= 1",
        [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->batch_size); }},
-      {"num_workers", "2", "threads, the concurrency of decode/augment; >= 1",
-       [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->num_workers); }},
-      {"prefetch_batches", "3", "batch buffers (memory = this x batch bytes); >= 1",
-       [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->prefetch_batches); }},
+      {"num_workers", "2",
+       "threads, the concurrency of decode/augment; >= 1, or auto (the autotuner's, "
+       "within cpu_budget)",
+       [](R r, F f, O o) { return ApplyAutoCount(r, f, &o->num_workers); }},
+      {"prefetch_batches", "3",
+       "batch buffers (memory = this x batch bytes); >= 1, or auto (the autotuner's, "
+       "within ram_budget)",
+       [](R r, F f, O o) { return ApplyAutoCount(r, f, &o->prefetch_batches); }},
+      {"cpu_budget", "0",
+       "CPUs num_workers: auto may use; 0 = what this process may use (affinity, cgroup "
+       "quota)",
+       [](R r, F f, O o) { return r.Int(f, 0, 4096, &o->cpu_budget); }},
+      {"ram_budget", "",
+       "memory prefetch_batches: auto may bring the process to: bytes (2GiB, 512MiB) or a "
+       "share (50%) of what it may use; default 50%",
+       ApplyRamBudget},
       {"epochs", "1", "epochs to deliver; 0 = until stopped",
        [](R r, F f, O o) { return r.Int(f, 0, kInt64Max, &o->epochs); }},
       {"seed", "0", "seeds the shuffle and every random crop/flip",
@@ -476,8 +509,8 @@ std::string SpecYaml(const PipelineOptions& o) {
   std::string out = absl::StrCat(
       "data: ", YamlScalar(o.data), "\nlabel_key: ", YamlScalar(o.label_key),
       "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
-      o.batch_size, "\nnum_workers: ", o.num_workers, "\nprefetch_batches: ",
-      o.prefetch_batches, "\nepochs: ", o.epochs, "\nseed: ", o.seed, "\nshuffle: ",
+      o.batch_size, "\nnum_workers: ", AutoCountText(o.num_workers), "\nprefetch_batches: ",
+      AutoCountText(o.prefetch_batches), "\ncpu_budget: ", o.cpu_budget, "\nepochs: ", o.epochs, "\nseed: ", o.seed, "\nshuffle: ",
       b(o.shuffle), "\ndrop_last: ", b(o.drop_last), "\nshard: {rank: ", o.rank,
       ", world_size: ", o.world_size, "}\neven_shards: ", YamlScalar(o.even_shards), "\n");
   if (o.stages.empty()) {
@@ -492,6 +525,9 @@ std::string SpecYaml(const PipelineOptions& o) {
   absl::StrAppend(&out, "in_order: ", b(o.in_order), "\ndevice: ", DeviceText(o.device),
                   "\npin_memory: ", b(o.pin_memory), "\nmemory_limit_mb: ", o.memory_limit_mb,
                   "\nchecksum: ", b(o.checksum), "\n");
+  // 0 is the default, half of what the process may use, which a spec writes as a share.
+  absl::StrAppend(&out, "ram_budget: ",
+                  o.ram_budget_bytes > 0 ? absl::StrCat(o.ram_budget_bytes) : "50%", "\n");
   return out;
 }
 
@@ -505,6 +541,41 @@ absl::Status ApplySpecValue(const std::string& key, const std::string& text,
     if (key == k.name && key != "stages" && key != "shard") return k.apply(r, field, options);
   }
   return absl::InvalidArgumentError(absl::StrCat("--", key, " is not a pipeline setting"));
+}
+
+std::string AutoCountText(int value) {
+  return value == PipelineOptions::kAuto ? "auto" : absl::StrCat(value);
+}
+
+absl::StatusOr<int64_t> ParseRamBudget(absl::string_view text, int64_t available_bytes) {
+  const absl::Status bad = absl::InvalidArgumentError(absl::StrCat(
+      "must be bytes (2147483648, 2GiB, 512MiB) or a share (50%), got ", Quote(text)));
+  absl::string_view t = absl::StripAsciiWhitespace(text);
+  if (absl::ConsumeSuffix(&t, "%")) {
+    double percent = 0;
+    if (!absl::SimpleAtod(t, &percent) || !(percent > 0 && percent <= 100)) return bad;
+    if (available_bytes < 0) {
+      return absl::InvalidArgumentError(
+          "as a share needs a known memory limit; none could be read: give bytes");
+    }
+    return static_cast<int64_t>(static_cast<double>(available_bytes) * percent / 100);
+  }
+  int64_t unit = 1;
+  for (const auto& [suffix, bytes] :
+       std::vector<std::pair<const char*, int64_t>>{{"GiB", int64_t{1} << 30},
+                                                    {"MiB", int64_t{1} << 20},
+                                                    {"KiB", int64_t{1} << 10},
+                                                    {"G", int64_t{1} << 30},
+                                                    {"M", int64_t{1} << 20},
+                                                    {"K", int64_t{1} << 10}}) {
+    if (absl::ConsumeSuffix(&t, suffix)) {
+      unit = bytes;
+      break;
+    }
+  }
+  double value = 0;
+  if (!absl::SimpleAtod(t, &value) || !(value > 0) || value * unit > 9.0e18) return bad;
+  return static_cast<int64_t>(value * static_cast<double>(unit));
 }
 
 absl::Status ParseErrorPolicy(absl::string_view text, ErrorPolicy* out) {

@@ -73,6 +73,13 @@ absl::Status ApplySpecValue(const std::string& key, const std::string& text,
 // error message says what was wanted and what was given, without naming the option
 // ("must be skip or fail, got 'maybe'"): the caller prefixes the flag or key.
 //
+// AutoCountText writes num_workers or prefetch_batches as a spec does: the number, or
+// auto for PipelineOptions::kAuto.
+std::string AutoCountText(int value);
+// ParseRamBudget reads ram_budget: bytes ("2147483648", "2GiB", "512MiB", "512M"), or a
+// share of what the process may use ("50%", resolved against `available_bytes`, < 0 =
+// unknown).
+absl::StatusOr<int64_t> ParseRamBudget(absl::string_view text, int64_t available_bytes);
 // ParseErrorPolicy reads skip or fail.
 absl::Status ParseErrorPolicy(absl::string_view text, ErrorPolicy* out);
 // ParseDevice reads auto, cpu or cuda.

@@ -126,6 +126,27 @@ memory_limit_mb: 4096
   EXPECT_TRUE(o.stages.empty());
 }
 
+// num_workers and prefetch_batches take `auto` (the online autotuner), with its budgets;
+// SpecYaml writes auto back.
+TEST(SpecTest, ReadsAutoKnobsAndTheirBudgets) {
+  const PipelineOptions o = Parse(
+      "data: d\nnum_workers: auto\nprefetch_batches: auto\ncpu_budget: 3\n"
+      "ram_budget: 512MiB\n");
+  EXPECT_EQ(o.num_workers, PipelineOptions::kAuto);
+  EXPECT_EQ(o.prefetch_batches, PipelineOptions::kAuto);
+  EXPECT_EQ(o.cpu_budget, 3);
+  EXPECT_EQ(o.ram_budget_bytes, int64_t{512} << 20);
+  const std::string yaml = SpecYaml(o);
+  EXPECT_NE(yaml.find("\nnum_workers: auto\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("\nprefetch_batches: auto\n"), std::string::npos) << yaml;
+  EXPECT_EQ(Parse(yaml).num_workers, PipelineOptions::kAuto);
+  PipelineOptions flags;
+  EXPECT_TRUE(ApplySpecValue("num_workers", "auto", &flags).ok());
+  EXPECT_EQ(flags.num_workers, PipelineOptions::kAuto);
+  EXPECT_EQ(std::string(ApplySpecValue("ram_budget", "lots", &flags).message()),
+            "--ram_budget must be bytes (2147483648, 2GiB, 512MiB) or a share (50%), got 'lots'");
+}
+
 // SpecYaml (what `flowloader tune` writes as best.yaml) reads back to the same options,
 // and writes every key: a key added to the table but not to SpecYaml fails here.
 TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
@@ -152,8 +173,12 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.pin_memory = false;
   o.memory_limit_mb = 512;
   o.checksum = true;
+  o.cpu_budget = 2;
+  o.ram_budget_bytes = int64_t{3} << 30;
   const std::string yaml = "\n" + SpecYaml(o);
   ExpectSameOptions(Parse(yaml), o);
+  EXPECT_EQ(Parse(yaml).cpu_budget, 2);
+  EXPECT_EQ(Parse(yaml).ram_budget_bytes, int64_t{3} << 30);
   for (const SpecKey& key : SpecKeys()) {
     if (key.name == "stages") continue;  // Written instead of the built-in stages' keys.
     EXPECT_NE(yaml.find("\n" + key.name + ":"), std::string::npos) << key.name << " in\n" << yaml;
@@ -339,7 +364,7 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
      "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, label_key, name, batch_size, num_workers, "
-     "prefetch_batches, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
+     "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
      "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
      "t.yaml:3:1: duplicate key 'batch_size' in pipeline (first at line 1)"},
@@ -435,7 +460,7 @@ const ErrorCase kErrorCases[] = {
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
      "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, label_key, name, batch_size, "
-     "num_workers, prefetch_batches, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
+     "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},
     {"LongValueIsShortened", "batch_size: " + std::string(100, 'x') + "\n",

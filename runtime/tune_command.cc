@@ -59,38 +59,6 @@ std::string Plot(const TuneResult& r) {
 
 }  // namespace
 
-absl::StatusOr<int64_t> ParseRamBudget(absl::string_view text, int64_t available_bytes) {
-  const absl::Status bad = absl::InvalidArgumentError(absl::StrCat(
-      "--ram_budget must be bytes (2147483648, 2GiB, 512MiB) or a share (50%), got '", text,
-      "'"));
-  absl::string_view t = absl::StripAsciiWhitespace(text);
-  if (absl::ConsumeSuffix(&t, "%")) {
-    double percent = 0;
-    if (!absl::SimpleAtod(t, &percent) || !(percent > 0 && percent <= 100)) return bad;
-    if (available_bytes < 0) {
-      return absl::InvalidArgumentError(
-          "--ram_budget as a share needs a known memory limit; none could be read: give bytes");
-    }
-    return static_cast<int64_t>(static_cast<double>(available_bytes) * percent / 100);
-  }
-  int64_t unit = 1;
-  for (const auto& [suffix, bytes] :
-       std::vector<std::pair<const char*, int64_t>>{{"GiB", int64_t{1} << 30},
-                                                    {"MiB", int64_t{1} << 20},
-                                                    {"KiB", int64_t{1} << 10},
-                                                    {"G", int64_t{1} << 30},
-                                                    {"M", int64_t{1} << 20},
-                                                    {"K", int64_t{1} << 10}}) {
-    if (absl::ConsumeSuffix(&t, suffix)) {
-      unit = bytes;
-      break;
-    }
-  }
-  double value = 0;
-  if (!absl::SimpleAtod(t, &value) || !(value > 0) || value * unit > 9.0e18) return bad;
-  return static_cast<int64_t>(value * static_cast<double>(unit));
-}
-
 int TuneCommand(const TuneOptions& options, const std::string& out_dir) {
   if (out_dir.empty()) return Fail("tune needs --out=DIR (for tune.json, best.yaml, tune.svg)");
   if (::mkdir(out_dir.c_str(), 0755) != 0 && errno != EEXIST) {

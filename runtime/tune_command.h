@@ -17,10 +17,6 @@ namespace flowloader {
 // TuneCommand returns the process exit code: 0, or 2 with a one-line message.
 int TuneCommand(const TuneOptions& options, const std::string& out_dir);
 
-// ParseRamBudget reads --ram_budget: bytes ("2147483648", "2GiB", "512MiB", "512M"), or a
-// share of what the process may use ("50%", resolved against `available_bytes`).
-absl::StatusOr<int64_t> ParseRamBudget(absl::string_view text, int64_t available_bytes);
-
 }  // namespace flowloader
 
 #endif  // FLOWLOADER_RUNTIME_TUNE_COMMAND_H_

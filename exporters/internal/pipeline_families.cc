@@ -48,6 +48,8 @@ enum Family : int {
   kPinnedBudget,
   kQueueDepth,
   kQueueCapacity,
+  kAutotuneValue,
+  kAutotuneDecisions,
   kBuildInfo,
   kNumFamilies,
 };
@@ -110,6 +112,11 @@ constexpr FamilySpec kSpecs[] = {
      "Items waiting in the bounded hand-off between two stages."},
     {kQueueCapacity, "flowloader_queue_capacity", MetricType::Gauge,
      "Capacity of the bounded hand-off between two stages, in items."},
+    {kAutotuneValue, "flowloader_autotune_value", MetricType::Gauge,
+     "Value the online autotuner has set for a knob (num_workers, prefetch_batches); "
+     "only for pipelines with a knob on auto."},
+    {kAutotuneDecisions, "flowloader_autotune_decisions_total", MetricType::Counter,
+     "Changes the online autotuner made, by knob and direction (up, down)."},
     {kBuildInfo, "flowloader_build_info", MetricType::Gauge,
      "Always 1; labels carry the flowloader version and build facts."},
 };
@@ -198,6 +205,22 @@ void AppendStages(const PipelineStats& stats, double uptime_seconds, MonotonicSt
   }
 }
 
+// AppendAutotune adds the autotuner's knob values and its decisions by direction.
+void AppendAutotune(const PipelineStats& stats, std::vector<MetricFamily>* families) {
+  auto& f = *families;
+  const AutotuneStats& a = stats.autotune;
+  AddGauge(&f[kAutotuneValue], {{"pipeline", stats.pipeline()}, {"knob", kKnobNumWorkers}},
+           a.num_workers.load());
+  AddGauge(&f[kAutotuneValue],
+           {{"pipeline", stats.pipeline()}, {"knob", kKnobPrefetchBatches}},
+           a.prefetch_batches.load());
+  for (const auto& [key, count] : a.Counts()) {
+    AddCounter(&f[kAutotuneDecisions],
+               {{"pipeline", stats.pipeline()}, {"knob", key.first}, {"direction", key.second}},
+               static_cast<double>(count));
+  }
+}
+
 void AppendBuildInfo(const PipelineStats& stats, MetricFamily* f) {
   std::vector<ClientMetric::Label> labels = {{"pipeline", stats.pipeline()}};
   auto version = stats.build_info.find("version");
@@ -260,6 +283,7 @@ void AppendPipeline(const PipelineStats& stats, absl::Time now, MonotonicState* 
     AddGauge(&f[kQueueDepth], labels, e->depth.load(std::memory_order_relaxed));
     AddGauge(&f[kQueueCapacity], labels, e->capacity);
   }
+  if (stats.autotune.enabled.load()) AppendAutotune(stats, families);
   AppendBuildInfo(stats, &f[kBuildInfo]);
 }
 

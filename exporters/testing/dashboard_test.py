@@ -75,6 +75,7 @@ class DashboardTest(unittest.TestCase):
             "rate(flowloader_stage_errors_total",
             "histogram_quantile(0.99, sum by (stage, le) "
             "(rate(flowloader_stage_latency_seconds_bucket",
+            "flowloader_autotune_value", "flowloader_autotune_decisions_total",
         ]:
             self.assertIn(needle, exprs)
 

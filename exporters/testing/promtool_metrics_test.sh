@@ -21,6 +21,7 @@ for family in \
     flowloader_last_batch_timestamp_seconds flowloader_host_bytes_in_flight \
     flowloader_host_bytes_budget flowloader_pinned_bytes_in_flight \
     flowloader_pinned_bytes_budget flowloader_queue_depth flowloader_queue_capacity \
+    flowloader_autotune_value flowloader_autotune_decisions_total \
     flowloader_build_info; do
   if ! grep -q "^# HELP ${family} " "$out"; then
     echo "FAIL: no HELP for ${family} in the scrape" >&2
@@ -36,6 +37,14 @@ if ! grep -qxF "${zero_errors}" "$out"; then
   exit 1
 fi
 
+# The autotuner's series: the knob's value and its decisions by direction.
+for series in 'flowloader_autotune_value{pipeline="train",knob="num_workers"} 2' \
+    'flowloader_autotune_decisions_total{pipeline="train",knob="num_workers",direction="up"} 1'; do
+  if ! grep -qxF "${series}" "$out"; then
+    echo "FAIL: no ${series} in the scrape" >&2
+    exit 1
+  fi
+done
 echo "promtool check metrics on $(wc -l < "$out") lines:"
 if ! "$promtool" check metrics < "$out"; then
   echo "FAIL: promtool reported problems (above)" >&2

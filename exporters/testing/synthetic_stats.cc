@@ -52,6 +52,11 @@ std::shared_ptr<PipelineStats> MakeTrainStats(absl::string_view name, absl::Time
   stats->host_bytes_budget = kHostBudget;
   stats->pinned_bytes_budget = kPinnedBudget;
   SetBuildInfo(stats.get());
+  // The autotuner grew the workers once, as a num_workers: auto run would at start-up.
+  stats->autotune.enabled = true;
+  stats->autotune.prefetch_batches = 4;
+  stats->autotune.num_workers = 1;
+  stats->autotune.Record({0.4, kKnobNumWorkers, 1, 2, "the consumer waited 40.0%"});
   return stats;
 }
 

@@ -37,4 +37,26 @@ ScopedParallelism::~ScopedParallelism() {
   ApplyLocked();
 }
 
+void ConcurrencyGate::Enter() {
+  std::unique_lock<std::mutex> lock(mu_);
+  turn_.wait(lock, [this] { return inside_ < limit_.load(std::memory_order_relaxed); });
+  ++inside_;
+}
+
+void ConcurrencyGate::Leave() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --inside_;
+  }
+  turn_.notify_one();
+}
+
+void ConcurrencyGate::SetLimit(int limit) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    limit_.store(limit, std::memory_order_relaxed);
+  }
+  turn_.notify_all();
+}
+
 }  // namespace flowloader

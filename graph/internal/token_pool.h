@@ -1,19 +1,24 @@
-// token_pool.h: the fixed pool of batch buffers that bounds a pipeline's memory.
+// token_pool.h: the pool of batch buffers that bounds a pipeline's memory.
 //
 // A BatchToken is a batch buffer plus the per-slot SampleContexts and the Batch record
-// being filled. There are exactly prefetch_batches of them, allocated up front. While the
-// graph runs, a released token goes back into the graph's free-buffer node (the recycler);
-// after Stop it just stays in the pool. The pool is shared by the graph and every batch
-// handed out, so a user may hold a batch past the pipeline's end.
+// being filled. The pool starts with prefetch_batches of them. While the graph runs, a
+// released token goes back into the graph's free-buffer node (the recycler); after Stop it
+// just stays in the pool. The pool is shared by the graph and every batch handed out, so a
+// user may hold a batch past the pipeline's end.
 //
-// Thread-safety: Release and SetRecycler are thread-safe.
+// The online autotuner resizes the pool while batches flow: Add allocates one more buffer
+// (its caller has checked the memory plan first) and hands it to the recycler; Retire
+// marks a buffer to be freed instead of recycled the next time one is released, so a
+// buffer in use is never taken away and nothing it holds is lost.
+//
+// Thread-safety: every public method is thread-safe.
 #ifndef FLOWLOADER_GRAPH_INTERNAL_TOKEN_POOL_H_
 #define FLOWLOADER_GRAPH_INTERNAL_TOKEN_POOL_H_
 
-#include <mutex>
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -42,13 +47,15 @@ struct BatchToken {
 
 class TokenPool : public std::enable_shared_from_this<TokenPool> {
  public:
-  // Create allocates `count` buffers of `buffer_bytes` from `memory`.
+  // Create allocates `count` buffers of `buffer_bytes` (rows of `batch_size` samples)
+  // from `memory`.
   static absl::StatusOr<std::shared_ptr<TokenPool>> Create(
       std::shared_ptr<DeviceMemory> memory, int count, size_t buffer_bytes, int batch_size,
       std::shared_ptr<PipelineStats> stats);
   ~TokenPool();
 
-  const std::vector<std::unique_ptr<BatchToken>>& tokens() const { return tokens_; }
+  // Tokens lists the buffers the pool holds now (Start puts each into the graph).
+  std::vector<BatchToken*> Tokens();
 
   // SetRecycler sets where released tokens go; nullptr keeps them (after Stop).
   void SetRecycler(std::function<void(BatchToken*)> recycler);
@@ -56,19 +63,41 @@ class TokenPool : public std::enable_shared_from_this<TokenPool> {
   // Hand wraps a token for the consumer: the returned Batch releases it when dropped.
   std::shared_ptr<const Batch> Hand(BatchToken* token);
 
-  // MarkInFlight / Release keep the bytes-in-flight gauge.
+  // MarkInFlight / Release keep the bytes-in-flight gauge. Release frees the buffer
+  // instead of recycling it while a retirement is pending.
   void MarkInFlight();
   void Release(BatchToken* token);
 
+  // Count is the number of buffers the pool is heading for: those it holds less the
+  // retirements still pending.
+  int Count();
+  // Add raises Count by one: it cancels a pending retirement if there is one, else it
+  // allocates a buffer and hands it to the recycler (the graph's free buffers). The caller
+  // checks the memory plan before calling.
+  absl::Status Add();
+  // Retire lowers Count by one (never below 1): the next released buffer is freed.
+  void Retire();
+  size_t buffer_bytes() const { return buffer_bytes_; }
+
  private:
   TokenPool(std::shared_ptr<DeviceMemory> memory, std::shared_ptr<PipelineStats> stats,
-            size_t buffer_bytes)
-      : memory_(std::move(memory)), stats_(std::move(stats)), buffer_bytes_(buffer_bytes) {}
+            size_t buffer_bytes, int batch_size)
+      : memory_(std::move(memory)),
+        stats_(std::move(stats)),
+        buffer_bytes_(buffer_bytes),
+        batch_size_(batch_size) {}
+  absl::StatusOr<BatchToken*> AllocateLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FreeLocked(BatchToken* token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishBudgetLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::atomic<int64_t>& InFlightGauge() const;
+
   const std::shared_ptr<DeviceMemory> memory_;
   const std::shared_ptr<PipelineStats> stats_;
   const size_t buffer_bytes_;
-  std::vector<std::unique_ptr<BatchToken>> tokens_;
+  const int batch_size_;
   std::mutex mu_;
+  std::vector<std::unique_ptr<BatchToken>> tokens_ ABSL_GUARDED_BY(mu_);
+  int retire_pending_ ABSL_GUARDED_BY(mu_) = 0;
   std::function<void(BatchToken*)> recycler_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,0 +1,107 @@
+// autotune_policy.cc: AutotunePolicy.
+#include "runtime/autotune_policy.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "graph/autotune_stats.h"
+
+namespace flowloader {
+namespace {
+
+std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100 * fraction); }
+
+}  // namespace
+
+AutotunePolicy::AutotunePolicy(const AutotunePolicyOptions& options)
+    : options_(options),
+      max_buffers_(options.max_buffers),
+      calm_needed_(options.calm_windows) {}
+
+std::optional<AutotuneChange> AutotunePolicy::Decide(const AutotuneWindow& window, int workers,
+                                                     int buffers) {
+  ++windows_;
+  if (skip_next_ || window.seconds <= 0) {
+    skip_next_ = false;
+    return std::nullopt;
+  }
+  if (window.consumer_wait_fraction > options_.hungry_wait) {
+    calm_ = 0;
+    return Grow(window, workers, buffers);
+  }
+  if (window.consumer_wait_fraction >= options_.calm_wait) {
+    calm_ = 0;  // Between the thresholds: hold (hysteresis).
+    return std::nullopt;
+  }
+  if (++calm_ < calm_needed_) return std::nullopt;
+  calm_ = 0;
+  return Shrink(window, workers, buffers);
+}
+
+std::optional<AutotuneChange> AutotunePolicy::Grow(const AutotuneWindow& w, int workers,
+                                                   int buffers) {
+  const std::string waited = absl::StrCat("the consumer waited ", Percent(w.consumer_wait_fraction));
+  const bool can_add_buffer = options_.tune_buffers && buffers < max_buffers_;
+  if (can_add_buffer && w.source_blocked_fraction > options_.blocked_to_grow_buffers) {
+    return Made({kKnobPrefetchBatches, buffers, buffers + 1,
+                 absl::StrCat(waited, " and the source waited for a free buffer ",
+                              Percent(w.source_blocked_fraction))});
+  }
+  const bool cpu_free = w.cpu_cores <= options_.cpu_budget - options_.free_cpu_margin;
+  if (options_.tune_workers && workers < options_.max_workers && cpu_free &&
+      w.worker_busy_fraction >= options_.busy_to_grow) {
+    return Made({kKnobNumWorkers, workers, workers + 1,
+                 absl::StrFormat("%s, workers busy %s, %.1f of %d cores in use", waited,
+                                 Percent(w.worker_busy_fraction), w.cpu_cores,
+                                 options_.cpu_budget)});
+  }
+  if (can_add_buffer && w.worker_busy_fraction < options_.busy_to_grow) {
+    // Idle workers and a waiting consumer: batches arrive unevenly; more buffers smooth it.
+    return Made({kKnobPrefetchBatches, buffers, buffers + 1,
+                 absl::StrCat(waited, " with workers busy only ", Percent(w.worker_busy_fraction),
+                              " (more buffers absorb uneven batches)")});
+  }
+  // Busy workers and no CPU to add: the loader needs more than cpu_budget; a buffer would
+  // only hold memory.
+  return std::nullopt;
+}
+
+std::optional<AutotuneChange> AutotunePolicy::Shrink(const AutotuneWindow& w, int workers,
+                                                     int buffers) {
+  const std::string calm = absl::StrFormat("the consumer waited under %s for %d windows",
+                                           Percent(options_.calm_wait), calm_needed_);
+  if (options_.tune_workers && workers > 1) {
+    const double busy_after = w.worker_busy_fraction * workers / (workers - 1);
+    if (busy_after <= options_.busy_after_shrink) {
+      return Made({kKnobNumWorkers, workers, workers - 1,
+                   absl::StrCat(calm, "; workers busy ", Percent(w.worker_busy_fraction),
+                                ", ", Percent(busy_after), " with one fewer")});
+    }
+  }
+  if (options_.tune_buffers && buffers > options_.min_buffers) {
+    return Made({kKnobPrefetchBatches, buffers, buffers - 1,
+                 absl::StrCat(calm, "; a buffer fewer frees memory")});
+  }
+  return std::nullopt;
+}
+
+std::optional<AutotuneChange> AutotunePolicy::Made(AutotuneChange change) {
+  skip_next_ = true;
+  if (change.to < change.from) {
+    last_shrunk_ = change.knob;
+    last_shrink_window_ = windows_;
+  } else if (change.knob == last_shrunk_ &&
+             windows_ - last_shrink_window_ <= options_.regret_windows) {
+    // Grown straight back: that shrink was a mistake; wait longer before the next.
+    calm_needed_ = std::min(options_.max_calm_windows, calm_needed_ * 2);
+    last_shrunk_.clear();
+  }
+  return change;
+}
+
+void AutotunePolicy::MarkBuffersFull(int refused) {
+  max_buffers_ = std::max(options_.min_buffers, std::min(max_buffers_, refused - 1));
+}
+
+}  // namespace flowloader

@@ -1,0 +1,202 @@
+// autotune_loop.cc: PlanAutotune and AutotuneLoop.
+#include "runtime/internal/autotune_loop.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "graph/autotune_stats.h"
+#include "stages/core/log.h"
+#include "stages/core/resources.h"
+
+namespace flowloader {
+namespace {
+
+// The pool never grows past this many buffers, whatever memory allows: past a few, more
+// buffers only smooth uneven batches, and the sequencer holds every one out of order.
+constexpr int kMaxAutoBuffers = 16;
+constexpr int kFirstAutoBuffers = 2;
+
+int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t ProcessCpuNanos() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+int64_t PoolPartBytes(const MemoryPlan& plan) {
+  for (const MemoryPart& part : plan.parts()) {
+    if (part.key == "batch_pool") return part.bytes;
+  }
+  return 0;
+}
+
+// BuffersWithin is the most buffers (up to kMaxAutoBuffers) whose plan, with what the
+// process holds, fits `ram_budget`: the one-buffer plan plus a buffer's bytes per extra.
+int BuffersWithin(const MemoryPlan& one_buffer_plan, int64_t resident_bytes, int64_t ram_budget) {
+  const int64_t per_buffer = std::max<int64_t>(1, PoolPartBytes(one_buffer_plan));
+  const int64_t room = ram_budget - resident_bytes - one_buffer_plan.total_bytes();
+  if (room < 0) return 0;
+  return static_cast<int>(std::min<int64_t>(kMaxAutoBuffers, 1 + room / per_buffer));
+}
+
+// LargestPartKnob names the option that most shrinks the plan's largest part.
+std::string LargestPartKnob(const MemoryPlan& plan) {
+  const MemoryPart* largest = nullptr;
+  for (const MemoryPart& part : plan.parts()) {
+    if (!part.device && (largest == nullptr || part.bytes > largest->bytes)) largest = &part;
+  }
+  return largest == nullptr || largest->knobs.empty() ? "batch_size" : largest->knobs.front();
+}
+
+}  // namespace
+
+absl::StatusOr<AutotunePlan> PlanAutotune(const PipelineOptions& options,
+                                          const PlanGraphMemoryFn& plan_memory,
+                                          int64_t resident_bytes, GraphOptions* graph) {
+  AutotunePlan plan;
+  const bool auto_workers = options.num_workers == PipelineOptions::kAuto;
+  const bool auto_buffers = options.prefetch_batches == PipelineOptions::kAuto;
+  plan.enabled = auto_workers || auto_buffers;
+  if (!plan.enabled) return plan;
+  AutotunePolicyOptions& policy = plan.policy;
+  policy.tune_workers = auto_workers;
+  policy.tune_buffers = auto_buffers;
+  policy.cpu_budget = options.cpu_budget > 0 ? options.cpu_budget : UsableCpus();
+  if (auto_workers) {
+    policy.max_workers = policy.cpu_budget;
+    graph->num_workers = 1;  // The fewest; the policy grows while the consumer waits.
+    graph->max_workers = policy.max_workers;
+  } else {
+    policy.max_workers = options.num_workers;
+  }
+  if (auto_buffers) {
+    int64_t ram_budget = options.ram_budget_bytes;
+    if (ram_budget <= 0) {
+      const MemoryBudget available = AvailableMemory();
+      ram_budget = available.known() ? available.bytes / 2 : std::numeric_limits<int64_t>::max();
+    }
+    GraphOptions one_buffer = *graph;
+    one_buffer.prefetch_batches = 1;
+    one_buffer.max_prefetch_batches = 0;
+    const absl::StatusOr<MemoryPlan> one_buffer_plan = plan_memory(one_buffer);
+    if (!one_buffer_plan.ok()) return one_buffer_plan.status();
+    const int most = BuffersWithin(*one_buffer_plan, resident_bytes, ram_budget);
+    if (most < 1) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "ram_budget ", FormatBytes(ram_budget), " is below one batch buffer's plan (",
+          one_buffer_plan->Describe(), ", plus ", FormatBytes(resident_bytes),
+          " the process holds): raise ram_budget or lower ", LargestPartKnob(*one_buffer_plan)));
+    }
+    policy.max_buffers = most;
+    policy.min_buffers = std::min(kFirstAutoBuffers, most);
+    graph->prefetch_batches = policy.min_buffers;
+    graph->max_prefetch_batches = most;
+  } else {
+    policy.max_buffers = options.prefetch_batches;
+    policy.min_buffers = options.prefetch_batches;
+  }
+  return plan;
+}
+
+AutotuneLoop::AutotuneLoop(PipelineGraph* graph, std::shared_ptr<PipelineStats> stats,
+                           const AutotunePolicyOptions& policy, double window_seconds)
+    : graph_(graph),
+      stats_(std::move(stats)),
+      policy_(policy),
+      window_nanos_(static_cast<int64_t>(window_seconds * 1e9)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+AutotuneLoop::~AutotuneLoop() { Stop(); }
+
+void AutotuneLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+AutotuneLoop::Totals AutotuneLoop::Read() const {
+  Totals t;
+  t.wall_nanos = SteadyNanos();
+  // The waits after the first batch: the start-up wait is not the workers' doing.
+  t.consumer_wait_seconds = stats_->steady_consumer_waits.Read().sum_seconds;
+  for (const auto& stage : stats_->stages()) {
+    if (stage->follows_num_workers()) {
+      t.worker_busy_nanos += stage->busy_nanos.load(std::memory_order_relaxed);
+    }
+  }
+  if (const StageStats* source = stats_->Stage("source"); source != nullptr) {
+    t.source_blocked_nanos = source->blocked_nanos.load(std::memory_order_relaxed);
+  }
+  t.cpu_nanos = ProcessCpuNanos();
+  return t;
+}
+
+AutotuneWindow AutotuneLoop::Difference(const Totals& before, const Totals& after,
+                                        int workers) const {
+  AutotuneWindow w;
+  const double wall = (after.wall_nanos - before.wall_nanos) / 1e9;
+  w.seconds = wall;
+  if (wall <= 0) return w;
+  w.consumer_wait_fraction = (after.consumer_wait_seconds - before.consumer_wait_seconds) / wall;
+  w.worker_busy_fraction =
+      (after.worker_busy_nanos - before.worker_busy_nanos) / 1e9 / (std::max(1, workers) * wall);
+  w.source_blocked_fraction = (after.source_blocked_nanos - before.source_blocked_nanos) / 1e9 / wall;
+  w.cpu_cores = (after.cpu_nanos - before.cpu_nanos) / 1e9 / wall;
+  return w;
+}
+
+void AutotuneLoop::Run() {
+  Totals before = Read();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!wake_.wait_for(lock, std::chrono::nanoseconds(window_nanos_),
+                         [this] { return stopping_; })) {
+    lock.unlock();
+    const Totals after = Read();
+    // Until the first batch is out, the run is starting up: nothing to judge yet.
+    if (stats_->batches.load(std::memory_order_relaxed) > 0) {
+      const int workers = graph_->workers();
+      const AutotuneWindow window = Difference(before, after, workers);
+      const std::optional<AutotuneChange> change =
+          policy_.Decide(window, workers, graph_->prefetch_batches());
+      if (change.has_value()) Apply(*change);
+    }
+    before = after;
+    lock.lock();
+  }
+}
+
+void AutotuneLoop::Apply(const AutotuneChange& change) {
+  const bool workers = change.knob == kKnobNumWorkers;
+  const absl::Status status =
+      workers ? graph_->SetWorkers(change.to) : graph_->SetPrefetchBatches(change.to);
+  if (!status.ok()) {
+    if (!workers) policy_.MarkBuffersFull(change.to);
+    LogInfo(absl::StrCat("autotune: keeping ", change.knob, " at ", change.from, ": ",
+                         status.message()));
+    return;
+  }
+  const int64_t start = stats_->start_unix_nanos.load(std::memory_order_relaxed);
+  AutotuneRecord record;
+  record.seconds = (absl::GetCurrentTimeNanos() - start) / 1e9;
+  record.knob = change.knob;
+  record.from = change.from;
+  record.to = change.to;
+  record.reason = change.reason;
+  stats_->autotune.Record(record);
+}
+
+}  // namespace flowloader

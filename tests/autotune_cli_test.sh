@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# autotune_cli_test.sh: `flowloader run --num_workers=auto --prefetch_batches=auto` end to
+# end on a small dataset it makes: the summary's "autotune" object, the values the run
+# prints it settled on, the --report_every lines naming each change, a spec's
+# `num_workers: auto`, and the one-line refusals of bad values. Not a measurement:
+# tests/benchmarks/autotune_bench.py measures the targets.
+set -euo pipefail
+FLOWLOADER="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+PY=/usr/bin/python3
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+DATA="$TMP/data"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$FLOWLOADER" make-dataset --out="$DATA" --classes=2 --images_per_class=30 \
+  --min_short_side=48 --max_short_side=64 >/dev/null
+R=(--data="$DATA" --image_size=32 --batch_size=4 --metrics_address= --progress=false)
+
+# Enough epochs for several 0.2 s windows; the consumer takes 2 ms a batch.
+"$FLOWLOADER" run "${R[@]}" --num_workers=auto --prefetch_batches=auto --cpu_budget=2 \
+  --epochs=40 --consumer_ms=2 --report_every=0.3 --summary_json="$TMP/auto.json" \
+  >"$TMP/out.txt" 2>"$TMP/err.txt" || fail "auto run exited $?: $(cat "$TMP/err.txt")"
+grep -q "^autotune settled on num_workers [12], prefetch_batches [0-9]* ([0-9]* changes)$" \
+  "$TMP/out.txt" || fail "no settled values: $(cat "$TMP/out.txt")"
+"$PY" - "$TMP/auto.json" "$TMP/err.txt" <<'PYEOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+a = s["autotune"]
+assert set(a) == {"num_workers", "prefetch_batches", "decisions"}, a
+assert 1 <= a["num_workers"] <= 2 and a["prefetch_batches"] >= 1, a
+assert s["num_workers"] == a["num_workers"], (s["num_workers"], a)
+for d in a["decisions"]:
+    assert set(d) == {"seconds", "knob", "from", "to", "reason"}, d
+    assert d["knob"] in ("num_workers", "prefetch_batches") and d["from"] != d["to"], d
+    assert d["seconds"] >= 0 and d["reason"], d
+# Each change is named on stderr by a --report_every line (the last ones may come after
+# the last report).
+err = open(sys.argv[2]).read()
+lines = [l for l in err.splitlines() if l.startswith("autotune: at ")]
+for d, line in zip(a["decisions"], lines):
+    assert f"{d['knob']} {d['from']} -> {d['to']}" in line, (d, line)
+PYEOF
+
+# A fixed run has no "autotune" object and prints no settled values.
+"$FLOWLOADER" run "${R[@]}" --num_workers=2 --prefetch_batches=3 --summary_json="$TMP/fixed.json" \
+  >"$TMP/fixed.txt" 2>/dev/null || fail "fixed run exited $?"
+"$PY" -c "import json; assert 'autotune' not in json.load(open('$TMP/fixed.json'))"
+! grep -q "^autotune" "$TMP/fixed.txt" || fail "a fixed run printed autotune values"
+
+# A spec's num_workers: auto.
+printf 'data: %s\nimage_size: 32\nbatch_size: 4\nnum_workers: auto\ncpu_budget: 1\n' "$DATA" \
+  >"$TMP/auto.yaml"
+"$FLOWLOADER" run --spec="$TMP/auto.yaml" --metrics_address= --progress=false \
+  --summary_json="$TMP/spec.json" >/dev/null 2>&1 || fail "spec with num_workers: auto"
+"$PY" -c "import json; a=json.load(open('$TMP/spec.json'))['autotune']; assert a['num_workers']==1, a"
+
+# Refusals: exit 2, one line naming the knob.
+expect2() {
+  set +e; "$FLOWLOADER" "$@" >/dev/null 2>"$TMP/e"; local rc=$?; set -e
+  [ $rc -eq 2 ] || fail "'$*' exited $rc: $(cat "$TMP/e")"
+  # One line besides the "I" (information) log lines.
+  [ "$(grep -vc '^flowloader: I ' "$TMP/e")" -eq 1 ] || fail "'$*': not one line: $(cat "$TMP/e")"
+  grep -q -- "$WANT" "$TMP/e" || fail "'$*': expected '$WANT' in $(cat "$TMP/e")"
+}
+WANT="--num_workers must be an integer, got 'lots'" expect2 run "${R[@]}" --num_workers=lots
+WANT="--prefetch_batches must be >= 1, got 0" expect2 run "${R[@]}" --prefetch_batches=0
+WANT="--cpu_budget" expect2 run "${R[@]}" --num_workers=auto --cpu_budget=-1
+WANT="--ram_budget must be bytes" expect2 run "${R[@]}" --prefetch_batches=auto --ram_budget=lots
+WANT="ram_budget 1.0 MiB is below one batch buffer's plan (.*): raise ram_budget or lower seek_index_mb" expect2 run "${R[@]}" \
+  --prefetch_batches=auto --ram_budget=1MiB
+printf 'data: %s\nnum_workers: many\n' "$DATA" >"$TMP/bad.yaml"
+WANT="bad.yaml:2:14: num_workers must be an integer, got 'many'" expect2 run --spec="$TMP/bad.yaml"
+
+echo "autotune_cli_test: 1 passed, 0 failed"
