@@ -1,8 +1,9 @@
 // more_codecs.h: the formats torchvision's ImageFolder reads besides JPEG and PNG: WebP
 // (libwebp), TIFF (libtiff), GIF (giflib, first frame), BMP and PPM/PGM/PBM (our own
-// parsers: both are uncompressed rows behind a fixed header, and Debian's libnetpbm
-// reads from a FILE* and exits the process on bad input, so a small bounded parser is
-// the safer library here).
+// parsers: both are uncompressed rows behind a fixed header; Debian's libnetpbm reads
+// only through a FILE* and reports bad input through pm_error, which exits the process
+// unless a jump buffer is set, and Debian has no BMP library for C++; a small parser
+// whose every read is bounded by the file's size is the safer choice here).
 //
 // Each format has ReadXInfo (the header only; no pixel memory; the same max_pixels and
 // side checks as JPEG/PNG, internal/common.h) and DecodeX (to 8-bit RGB, into the

@@ -277,6 +277,9 @@ absl::Status DecodeTiles(const TiffFile& file, const Layout& l, RowSink* sink) {
   const tmsize_t tile_bytes = TIFFTileSize(tif);
   const tmsize_t tile_row_bytes = TIFFTileRowSize(tif);
   if (tile_bytes <= 0 || tile_row_bytes <= 0) return file.Error();
+  if (static_cast<uint64_t>(tile_bytes) < uint64_t{l.tile_height} * tile_row_bytes) {
+    return Unsupported("tiles smaller than their rows (subsampled tiles)");
+  }
   const uint64_t across = (uint64_t{l.width} + l.tile_width - 1) / l.tile_width;
   const uint64_t band_stride = across * static_cast<uint64_t>(tile_row_bytes);
   const uint64_t band_bytes = band_stride * l.tile_height;
