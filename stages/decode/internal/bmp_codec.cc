@@ -7,7 +7,7 @@
 // masks), 24-bit, 32-bit (BGRX or masks), bottom-up and top-down rows. The RLE
 // compressions are refused as unsupported (PIL reads them; no training set we know
 // stores them). Pixels match PIL's BmpImagePlugin: mask fields are scaled to 8 bits as
-// v * 255 / max, palette indices past the palette read as black.
+// v * 255 / max, palette indices past the palette read as gray level `index`.
 //
 // Rows are handed to the RowSink top to bottom, each read in place from the file at its
 // offset (bottom-up files too), so a decode holds one RGB row besides its output.
@@ -111,7 +111,10 @@ absl::Status ReadPalette(absl::string_view bytes, size_t start, size_t entry_byt
     return Truncated("file ends inside its palette");
   }
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data()) + start;
-  h->palette.assign(3 * (size_t{1} << h->bits), 0);  // Indices past the palette: black.
+  // Indices past the palette read as gray level `index`, as PIL's palette starts as a
+  // gray ramp.
+  h->palette.resize(3 * (size_t{1} << h->bits));
+  for (size_t i = 0; i < h->palette.size(); ++i) h->palette[i] = static_cast<uint8_t>(i / 3);
   for (uint32_t i = 0; i < colors; ++i, p += entry_bytes) {
     h->palette[3 * i] = p[2];
     h->palette[3 * i + 1] = p[1];

@@ -6,7 +6,7 @@
 // outside the frame are the frame's transparent index if its Graphic Control Extension
 // names one, else index 0; indices map through the frame's local colour table, else the
 // global one, else they are gray levels (PIL's "L" mode). An index past the colour table
-// reads as black. Later frames are never read.
+// reads as gray level `index`, as in PIL. Later frames are never read.
 //
 // Rows come from DGifGetLine one at a time (giflib's fixed-size LZW state, never
 // DGifSlurp's whole-file buffers). An interlaced frame's rows come in its four passes'
@@ -145,8 +145,8 @@ void Lookup(const FirstFrame& f, int index, uint8_t* rgb) {
     rgb[0] = rgb[1] = rgb[2] = static_cast<uint8_t>(index);
     return;
   }
-  if (index >= f.colors->ColorCount) {
-    rgb[0] = rgb[1] = rgb[2] = 0;
+  if (index >= f.colors->ColorCount) {  // PIL's palette starts as a gray ramp.
+    rgb[0] = rgb[1] = rgb[2] = static_cast<uint8_t>(index);
     return;
   }
   const GifColorType& c = f.colors->Colors[index];

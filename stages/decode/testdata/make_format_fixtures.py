@@ -82,6 +82,48 @@ def bmp_bytes(w, h, bits, rows_top_down, masks=None, top_down=False, compression
     return b"BM" + struct.pack("<IHHI", offset + len(data), 0, 0, offset) + info + extra + data
 
 
+def lzw_literals(indices, min_code=8):
+    """GIF image data coding each index as a literal after a clear code (no table)."""
+    clear, end = 1 << min_code, (1 << min_code) + 1
+    codes = [c for i in indices for c in (clear, i)] + [end]
+    bits, n, out = 0, 0, bytearray()
+    for c in codes:
+        bits |= c << n
+        n += min_code + 1
+        while n >= 8:
+            out.append(bits & 255)
+            bits >>= 8
+            n -= 8
+    if n:
+        out.append(bits & 255)
+    blocks = b"".join(bytes([len(out[i:i + 255])]) + bytes(out[i:i + 255])
+                      for i in range(0, len(out), 255))
+    return bytes([min_code]) + blocks + b"\0"
+
+
+def gif_bytes(screen, frame, indices, colors, transparent=None):
+    """A one-frame GIF: `screen` (w, h), `frame` (left, top, w, h), a global table."""
+    bits = max(1, (len(colors) - 1).bit_length())
+    table = b"".join(bytes(c) for c in colors).ljust(3 << bits, b"\0")
+    out = b"GIF89a" + struct.pack("<HHBBB", screen[0], screen[1], 0x80 | (bits - 1), 0, 0)
+    out += table
+    if transparent is not None:
+        out += b"!\xF9\x04\x01\0\0" + bytes([transparent]) + b"\0"
+    out += b"," + struct.pack("<HHHHB", *frame, 0) + lzw_literals(indices) + b";"
+    return out
+
+
+def bmp_palette_bytes(indices, colors):
+    """An 8-bit, one-row BMP whose palette has only len(colors) entries."""
+    palette = b"".join(bytes([b, g, r, 0]) for r, g, b in colors)
+    data = bytes(indices).ljust((len(indices) + 3) // 4 * 4, b"\0")
+    offset = 14 + 40 + len(palette)
+    info = struct.pack("<IiiHHIIiiII", 40, len(indices), 1, 1, 8, 0, len(data), 0, 0,
+                       len(colors), 0)
+    return (b"BM" + struct.pack("<IHHI", offset + len(data), 0, 0, offset) + info + palette +
+            data)
+
+
 def tiled_tiff(im, tile=32):
     """An uncompressed, tiled, little-endian RGB TIFF (PIL writes only strips)."""
     w, h = im.size
@@ -170,6 +212,17 @@ def good_files():
         "progressive_off.gif": encoded(pal, "GIF", interlace=False),
         "transparent.gif": encoded(pal, "GIF", transparency=3),
         "gray.gif": encoded(gray, "GIF"),
+        # Indices past the colour table (PIL: gray levels), a frame inside the screen
+        # (index 0 around it, or the transparent index), a frame past it (canvas grows).
+        "index_past_table.gif": gif_bytes((4, 1), (0, 0, 4, 1), [0, 1, 5, 200],
+                                          [(255, 0, 0), (0, 255, 0)]),
+        "frame_inside.gif": gif_bytes((6, 4), (1, 1, 3, 2), [1, 2, 3, 3, 2, 1],
+                                      [(9, 8, 7), (255, 0, 0), (0, 255, 0), (0, 0, 255)]),
+        "frame_inside_transparent.gif": gif_bytes(
+            (6, 4), (1, 1, 3, 2), [1, 2, 3, 3, 2, 1],
+            [(9, 8, 7), (255, 0, 0), (0, 255, 0), (0, 0, 255)], transparent=2),
+        "frame_past_screen.gif": gif_bytes((2, 2), (1, 1, 3, 2), [1, 2, 3, 3, 2, 1],
+                                           [(9, 8, 7), (255, 0, 0), (0, 255, 0), (0, 0, 255)]),
         "rgb24.bmp": encoded(rgb, "BMP"),
         "palette8.bmp": encoded(pal, "BMP"),
         "gray8.bmp": encoded(gray, "BMP"),
@@ -178,6 +231,8 @@ def good_files():
         "top_down.bmp": bmp_bytes(small.width, small.height, 24, [
             bytes(v for px in [small.getpixel((x, y))[::-1] for x in range(small.width)]
                   for v in px) for y in range(small.height)], top_down=True),
+        "index_past_palette.bmp": bmp_palette_bytes([0, 1, 5, 200],
+                                                    [(255, 0, 0), (0, 255, 0)]),
         "rgb565.bmp": bmp_bytes(small.width, small.height, 16, [
             b"".join(struct.pack("<H", (r >> 3) << 11 | (g >> 2) << 5 | b >> 3)
                      for r, g, b in (small.getpixel((x, y)) for x in range(small.width)))
