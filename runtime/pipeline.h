@@ -150,7 +150,7 @@ struct PipelineOptions {
   // Resume position (see Cursor).
   Cursor resume;
   // Hash every delivered batch (each row's tensor bytes, then its label) in delivery
-  // order: data_checksum() and epoch_checksums(). Costs one CRC-32 pass over each batch
+  // order: data_checksum() and epoch_checksums(). Costs one XXH3 pass over each batch
   // on the consumer's thread. Default false.
   bool checksum = false;
   // File system; nullptr = the real one. Not owned; must outlive the pipeline.
@@ -202,8 +202,8 @@ class Pipeline {
   // batch_size is the size the next planned batch gets.
   int batch_size() const { return graph_->batch_size(); }
 
-  // data_checksum is "crc32:XXXXXXXX" over every batch delivered so far (each row's
-  // tensor bytes, then its label as 8 little-endian bytes), in delivery order, so it
+  // data_checksum is "xxh3:XXXXXXXXXXXXXXXX" over every batch delivered so far (each
+  // row's tensor bytes' hash, then its label), in delivery order, so it
   // depends on the samples and their order, not on num_workers or how they were grouped
   // into batches; "" unless options.checksum. A resumed run's covers what it delivered:
   // compare epochs it delivered whole with epoch_checksums().

@@ -120,7 +120,7 @@ std::string NothingDelivered(const RunSnapshot& snapshot) {
 
 // WithChecksums adds to the summary object `json` its "data_checksum" (this run's) and
 // "epoch_checksums" ({"EPOCH": checksum} for each epoch it delivered), each value a
-// "crc32:XXXXXXXX" string.
+// "xxh3:XXXXXXXXXXXXXXXX" string.
 std::string WithChecksums(std::string json, const Pipeline& pipeline) {
   if (json.empty() || json.back() != '}') return json;
   json.pop_back();

@@ -272,8 +272,8 @@ TEST_F(BatchSizeTest, TheChecksumIsTheSameForAnyWorkersAndDiffersForAnotherSeed)
   ASSERT_TRUE(one.ok()) << one.status();
   Trainer(one->get()).Run([](int) {});
   EXPECT_EQ((*one)->data_checksum(), *reference_checksum_);  // 2 workers.
-  EXPECT_EQ((*one)->data_checksum().substr(0, 6), "crc32:");
-  EXPECT_EQ((*one)->data_checksum().size(), 6u + 8u);
+  EXPECT_EQ((*one)->data_checksum().substr(0, 5), "xxh3:");
+  EXPECT_EQ((*one)->data_checksum().size(), 5u + 16u);
 
   o.seed = 12;
   auto other = Pipeline::Create(o);

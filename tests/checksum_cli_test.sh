@@ -34,7 +34,7 @@ printf 'data: %s\nbatch_size: 4\nepochs: 2\nimage_size: 32\nchecksum: true\n' "$
   --summary_json="$TMP/spec.json" >/dev/null 2>&1 || fail "run --spec with checksum: true"
 
 one=$(field one 's["data_checksum"]')
-[[ "$one" =~ ^crc32:[0-9a-f]{8}$ ]] || fail "data_checksum is not crc32:XXXXXXXX: '$one'"
+[[ "$one" =~ ^xxh3:[0-9a-f]{16}$ ]] || fail "data_checksum is not xxh3:XXXXXXXXXXXXXXXX: '$one'"
 [ "$(field two 's["data_checksum"]')" = "$one" ] || fail "1 and 2 workers delivered different data"
 [ "$(field spec 's["data_checksum"]')" = "$one" ] || fail "checksum: true in a spec differs from --checksum"
 [ "$(field seed1 's["data_checksum"]')" != "$one" ] || fail "another seed gave the same checksum"

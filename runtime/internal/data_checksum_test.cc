@@ -1,4 +1,4 @@
-// The data checksum: the standard CRC-32 of the rows-then-label stream, the same however
+// The data checksum: XXH3 of the (row hash, label) stream, the same however
 // rows are grouped into batches, and different when a byte, a label or the order differs.
 #include "runtime/internal/data_checksum.h"
 
@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <xxhash.h>
 
 #include "gtest/gtest.h"
 
@@ -36,19 +38,25 @@ Rows SixRows() {
   return r;
 }
 
-TEST(DataChecksumTest, IsTheStandardCrc32OfRowBytesThenLittleEndianLabel) {
-  // One row "1" with a label whose 8 little-endian bytes are "23456789": the stream is
-  // the check string "123456789", whose CRC-32 is 0xcbf43926.
-  const char tail[] = "23456789";
-  uint64_t label = 0;
-  for (int i = 7; i >= 0; --i) label = (label << 8) | static_cast<unsigned char>(tail[i]);
+TEST(DataChecksumTest, IsXxh3OfRowHashThenLabelRecords) {
+  // Two rows: the checksum is XXH3 over (XXH3(row), label) as little-endian records,
+  // computed here straight from the library.
   Rows r;
-  r.data = {'1'};
-  r.labels = {static_cast<int64_t>(label)};
+  r.data = {'a', 'b', 'c', 'd', 'e', 'f'};
+  r.labels = {7, -1};
+  unsigned char stream[32];
+  auto put = [](uint64_t v, unsigned char* out) {
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+  };
+  put(XXH3_64bits("abc", 3), stream);
+  put(7, stream + 8);
+  put(XXH3_64bits("def", 3), stream + 16);
+  put(static_cast<uint64_t>(int64_t{-1}), stream + 24);
   DataChecksum sum;
-  sum.Add(BatchOf(r, 1, 0, 1));
-  EXPECT_EQ(sum.Text(), "crc32:cbf43926");
-  EXPECT_EQ(sum.bytes(), 9u);
+  sum.Add(BatchOf(r, 3, 0, 2));
+  EXPECT_EQ(sum.Text(), DataChecksum::Format(XXH3_64bits(stream, sizeof(stream))));
+  EXPECT_EQ(sum.Text().size(), 5u + 16u);
+  EXPECT_EQ(sum.rows(), 2u);
 }
 
 TEST(DataChecksumTest, TheSameRowsGroupedDifferentlyGiveTheSameChecksum) {
@@ -60,7 +68,7 @@ TEST(DataChecksumTest, TheSameRowsGroupedDifferentlyGiveTheSameChecksum) {
   halves.Add(BatchOf(r, 5, 4, 5));
   halves.Add(BatchOf(r, 5, 5, 6));
   EXPECT_EQ(whole.Text(), halves.Text());
-  EXPECT_EQ(whole.bytes(), halves.bytes());
+  EXPECT_EQ(whole.rows(), halves.rows());
 }
 
 TEST(DataChecksumTest, AByteALabelOrTheOrderChangesIt) {
