@@ -192,8 +192,9 @@ class Indexer {
       if (absl::Status s = reader_.Read(last_data_end_ - 1, 1, &last_byte); !s.ok()) return s;
       if (last_byte.empty()) {
         if (last_is_member_) index_.members.pop_back();
-        return Damage(reason::kTruncated, what_, last_data_end_,
-                      "the archive ends inside a member's data, expected data up to");
+        return SampleError(absl::StatusCode::kDataLoss, reason::kTruncated,
+                           absl::StrCat(what_, ": the archive is cut short inside a member's "
+                                        "data (which runs to byte ", last_data_end_, ")"));
       }
     }
     return Damage(reason::kTruncated, what_, offset_,
