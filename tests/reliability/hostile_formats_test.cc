@@ -1,7 +1,7 @@
 // hostile_formats_test: the formats beside JPEG and PNG (WebP, TIFF, GIF, BMP, PPM/PGM/PBM)
 // through a real pipeline, good and broken files mixed, as made by PIL in
 // stages/decode/testdata/make_format_fixtures.py: half files (truncated), header bombs
-// (too_many_pixels), animated WebP, float TIFF and RLE BMP (unsupported), bad
+// (too_many_pixels), animated WebP, float TIFF and 24-bit RLE BMP (unsupported), bad
 // signatures, records and maxvals (corrupt). Extends hostile_files_test.cc, which covers
 // JPEG and PNG and the file-system faults.
 //   - An ImageFolder lists what torchvision's ImageFolder lists (IMG_EXTENSIONS, any
@@ -150,7 +150,7 @@ TEST_F(HostileFormatsTest, ListFileNamesGifAndPbmToo) {
 }
 
 TEST_F(HostileFormatsTest, FailPolicyNamesTheFileAndTheReason) {
-  for (const char* name : {"half.tif", "bomb.webp", "bad_record.gif", "rle8.bmp"}) {
+  for (const char* name : {"half.tif", "bomb.webp", "bad_record.gif", "rle_24bit.bmp"}) {
     SCOPED_TRACE(name);
     const std::string root = TempDir(absl::StrCat("formats_fail_", name));
     ::mkdir((root + "/c").c_str(), 0755);

@@ -4,13 +4,14 @@
 // uncompressed rows at a stated offset; every read below is checked against the file's
 // size, so a lying header costs nothing. Covered: the 12-byte core header and the 40-,
 // 52-, 56-, 64-, 108- and 124-byte info headers, 1/2/4/8-bit palettes, 16-bit (5-5-5 or
-// masks), 24-bit, 32-bit (BGRX or masks), bottom-up and top-down rows. The RLE
-// compressions are refused as unsupported (PIL reads them; no training set we know
-// stores them). Pixels match PIL's BmpImagePlugin: mask fields are scaled to 8 bits as
-// v * 255 / max, palette indices past the palette read as gray level `index`.
+// masks), 24-bit, 32-bit (BGRX or masks), bottom-up and top-down rows, RLE8 and RLE4.
+// Embedded JPEG/PNG is refused as unsupported. Pixels match PIL's BmpImagePlugin: mask
+// fields are scaled to 8 bits as v * 255 / max, palette indices past the palette read as
+// gray level `index`, RLE codes are replayed as PIL's BmpRleDecoder does (RleRows).
 //
-// Rows are handed to the RowSink top to bottom, each read in place from the file at its
-// offset (bottom-up files too), so a decode holds one RGB row besides its output.
+// Uncompressed rows are handed to the RowSink top to bottom, each read in place from the
+// file at its offset (bottom-up files too); RLE rows as they complete (bottom-up: in any
+// order). A decode holds one row of indices and one RGB row besides its output.
 //
 // Thread-safety: no shared state.
 #include <algorithm>
@@ -30,6 +31,8 @@ namespace {
 
 constexpr size_t kFileHeaderBytes = 14;
 constexpr uint32_t kBiRgb = 0;
+constexpr uint32_t kBiRle8 = 1;
+constexpr uint32_t kBiRle4 = 2;
 constexpr uint32_t kBiBitfields = 3;
 constexpr uint32_t kBiAlphaBitfields = 6;
 
@@ -158,10 +161,11 @@ absl::Status ParseHeader(absl::string_view bytes, const DecoderOptions& options,
     return Corrupt(absl::StrFormat("%d bits per pixel", b));
   }
   const bool masks = h->compression == kBiBitfields || h->compression == kBiAlphaBitfields;
-  if (!(h->compression == kBiRgb || (masks && (b == 16 || b == 32)))) {
+  if (!(h->compression == kBiRgb || (masks && (b == 16 || b == 32)) ||
+        (h->compression == kBiRle8 && b == 8) || (h->compression == kBiRle4 && b == 4))) {
     return DecodeError(reason::kUnsupported,
                        absl::StrFormat("BMP: compression %d with %d bits per pixel is not "
-                                       "supported (RLE and embedded JPEG/PNG are not read)",
+                                       "supported (embedded JPEG/PNG is not read)",
                                        h->compression, b));
   }
   h->row_bytes = ((static_cast<size_t>(h->width) * b + 31) / 32) * 4;
@@ -194,6 +198,104 @@ void PixelRow(const BmpHeader& h, const uint8_t* src, uint8_t* rgb) {
   }
 }
 
+// RleRows replays PIL's BmpRleDecoder: the codes fill a linear run of palette indices,
+// row after row in file order, with PIL's quirks kept (so its pixels are ours): an
+// encoded run is clipped at the row's end while an absolute run is not and spills into
+// the next row, a delta adds right + up × width zero indices (PIL 9.4 reads its two
+// bytes twice over, a bug not copied: tests compare those files to the image they encode),
+// an RLE4 absolute run of n
+// pixels reads n / 2 bytes, and an absolute run ends on an even file offset. Each row is
+// converted and put as soon as its last index arrives.
+class RleRows {
+ public:
+  RleRows(const BmpHeader& h, RowSink* sink)
+      : h_(h),
+        sink_(sink),
+        total_(static_cast<uint64_t>(h.width) * h.height),
+        indices_(static_cast<size_t>(h.width), 0),
+        rgb_(3 * static_cast<size_t>(h.width)) {}
+
+  bool full() const { return pos_ >= total_; }
+  uint64_t pos() const { return pos_; }
+
+  void Push(uint8_t index) {
+    if (full()) return;
+    indices_[pos_ % h_.width] = index;
+    if (++pos_ % h_.width == 0) PutRow();
+  }
+  void Zeros(uint64_t n) {
+    for (; n > 0 && !full(); --n) Push(0);
+  }
+
+ private:
+  void PutRow() {
+    const int file_row = static_cast<int>(pos_ / h_.width) - 1;
+    const int y = h_.top_down ? file_row : h_.height - 1 - file_row;
+    for (int x = 0; x < h_.width; ++x) {
+      std::memcpy(&rgb_[3 * static_cast<size_t>(x)], h_.palette.data() + 3 * indices_[x], 3);
+    }
+    sink_->Put(y, rgb_.data());
+    std::fill(indices_.begin(), indices_.end(), 0);
+  }
+
+  const BmpHeader& h_;
+  RowSink* sink_;
+  const uint64_t total_;
+  uint64_t pos_ = 0;
+  std::vector<uint8_t> indices_;
+  std::vector<uint8_t> rgb_;
+};
+
+// DecodeRle runs the RLE8/RLE4 codes from the pixel offset until the image is full.
+absl::Status DecodeRle(absl::string_view bytes, const BmpHeader& h, RowSink* sink) {
+  const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
+  const size_t size = bytes.size();
+  const bool rle4 = h.compression == kBiRle4;
+  RleRows rows(h, sink);
+  size_t p = h.pixel_offset;
+  int64_t x = 0;  // PIL's column counter, not clamped by absolute runs.
+  bool ended = false;
+  while (!rows.full() && !ended && p + 2 <= size) {
+    const unsigned n = b[p], code = b[p + 1];
+    p += 2;
+    if (n > 0) {  // Encoded: n copies of `code` (RLE4: its two nibbles in turn).
+      const int64_t count = std::min<int64_t>(n, std::max<int64_t>(0, h.width - x));
+      for (int64_t i = 0; i < count; ++i) {
+        rows.Push(static_cast<uint8_t>(!rle4 ? code : (i % 2 == 0 ? code >> 4 : code & 15)));
+      }
+      x += count;
+    } else if (code == 0) {  // End of line.
+      while (rows.pos() % h.width != 0) rows.Push(0);
+      x = 0;
+    } else if (code == 1) {  // End of bitmap.
+      ended = true;
+    } else if (code == 2) {  // Delta.
+      if (p + 2 > size) break;
+      rows.Zeros(b[p] + uint64_t{b[p + 1]} * h.width);
+      p += 2;
+      x = static_cast<int64_t>(rows.pos() % h.width);
+    } else {  // Absolute: `code` literal indices.
+      const size_t want = rle4 ? code / 2 : code;
+      const size_t have = std::min(want, size - p);
+      for (size_t i = 0; i < have; ++i) {
+        if (rle4) {
+          rows.Push(b[p + i] >> 4);
+          rows.Push(b[p + i] & 15);
+        } else {
+          rows.Push(b[p + i]);
+        }
+      }
+      p += have;
+      if (have < want) break;
+      x += code;
+      if (p % 2 != 0) ++p;
+    }
+  }
+  if (rows.full()) return absl::OkStatus();
+  if (ended) return Corrupt("RLE data ends (end of bitmap) before the image is complete");
+  return Truncated("file ends inside its RLE data");
+}
+
 }  // namespace
 
 absl::StatusOr<ImageInfo> ReadBmpInfo(absl::string_view bytes, const DecoderOptions& options) {
@@ -209,6 +311,18 @@ absl::Status DecodeBmp(absl::string_view bytes, const DecoderOptions& options,
   BmpHeader h;
   if (absl::Status s = ParseHeader(bytes, options, /*with_palette=*/true, &h); !s.ok()) {
     return s;
+  }
+  const bool rle = h.compression == kBiRle8 || h.compression == kBiRle4;
+  if (rle) {
+    RowSink sink;
+    // Bottom-up RLE rows complete bottom first: out of order for the sink.
+    if (absl::Status s = sink.Start(options, request, h.width, h.height, !h.top_down, out);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = DecodeRle(bytes, h, &sink); !s.ok()) return s;
+    sink.Finish();
+    return absl::OkStatus();
   }
   const size_t rows_bytes = h.row_bytes * static_cast<size_t>(h.height);
   if (h.pixel_offset > bytes.size() || rows_bytes > bytes.size() - h.pixel_offset) {

@@ -15,14 +15,16 @@ namespace flowloader::decode::testing {
 
 // FormatFixture is one manifest line.
 struct FormatFixture {
-  std::string name;    // File name under the directory (its extension names the format).
-  std::string expect;  // "exact", "hibyte16", or the reason a bad file is refused with.
-  int width = 0;       // Good files only.
+  std::string name;  // File name under the directory (its extension names the format).
+  // "exact" (PIL's pixels), "hibyte16" (16-bit gray: the high byte), "spec" (the image
+  // the file encodes, where PIL misreads it), or the reason a bad file is refused with.
+  std::string expect;
+  int width = 0;  // Good files only.
   int height = 0;
 
-  bool good() const { return expect == "exact" || expect == "hibyte16"; }
+  bool good() const { return expect == "exact" || expect == "hibyte16" || expect == "spec"; }
   std::string path(const std::string& dir) const { return dir + "/" + name; }
-  // The reference pixels' file (good files only): PIL's RGB bytes.
+  // The reference pixels' file (good files only): RGB bytes.
   std::string reference_path(const std::string& dir) const { return path(dir) + ".rgb"; }
 };
 

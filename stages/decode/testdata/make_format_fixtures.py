@@ -8,7 +8,8 @@ Writes OUT_DIR/NAME (the image file), OUT_DIR/NAME.rgb (PIL's
 Image.open(NAME).convert('RGB').tobytes(), for good files) and OUT_DIR/manifest.tsv, one
 line per file: `NAME<TAB>EXPECT<TAB>WIDTH<TAB>HEIGHT`, where EXPECT is `exact` (the decoder
 must give PIL's pixels), `hibyte16` (a 16-bit gray file: the reference is the high byte,
-where PIL's convert('RGB') would clip to white) or the reason a bad file must be refused
+where PIL's convert('RGB') would clip to white), `spec` (the reference is the image the
+file encodes, where PIL decodes it wrongly: an RLE delta) or the reason a bad file must be refused
 with (`truncated`, `corrupt`, `too_many_pixels`, `unsupported`). Files PIL cannot write
 (top-down and 16-bit BMPs, tiled TIFFs, plain-text Netpbm, header bombs) are built here
 byte by byte; the good ones are still decoded by PIL for the reference.
@@ -124,6 +125,58 @@ def bmp_palette_bytes(indices, colors):
             data)
 
 
+def rle_bmp(im, rle4, delta=False):
+    """A bottom-up RLE8 (or RLE4) BMP of palette image `im`, with encoded runs, absolute
+    runs, end-of-line and end-of-bitmap codes (PIL writes no RLE). No delta code: PIL 9.4
+    reads two bytes past a delta's own two (a bug), so no file with one decodes alike;
+    with `delta`, the bottom row's first 5 pixels are skipped by one (index 0, per the
+    format), for a file whose reference is the intended image, not PIL's."""
+    w, h = im.size
+    idx = im.tobytes()
+    rows = [idx[y * w:(y + 1) * w] for y in reversed(range(h))]  # File order: bottom up.
+    out = bytearray()
+    for r, row in enumerate(rows):
+        i = 0
+        if delta and r == 0:
+            out += bytes([0, 2, 5, 0])
+            i = 5
+        while i < w:
+            j = i
+            while j < w and row[j] == row[i] and j - i < 254:
+                j += 1
+            chunk = 4 if rle4 else 3
+            if j - i >= 2 or w - i < chunk:
+                n = j - i if j - i >= 2 else 1
+                out += bytes([n, row[i] * 17 if rle4 else row[i]])
+                i += n
+                continue
+            k = i + chunk  # An absolute run (RLE4: of even length, as PIL reads n / 2 bytes).
+            while k + (2 if rle4 else 1) <= w and k - i < 254 and row[k] != row[k - 1]:
+                k += 2 if rle4 else 1
+            lit = row[i:k]
+            data = bytes(lit[t] << 4 | lit[t + 1] for t in range(0, len(lit), 2)) if rle4 else lit
+            out += bytes([0, len(lit)]) + data + (b"\0" if len(data) % 2 else b"")
+            i = k
+        out += b"\0\0"
+    out += b"\0\1"
+    colors = im.getpalette()[:3 * (16 if rle4 else 256)]
+    colors += [0] * (3 * (16 if rle4 else 256) - len(colors))
+    palette = b"".join(bytes([colors[3 * c + 2], colors[3 * c + 1], colors[3 * c], 0])
+                       for c in range(len(colors) // 3))
+    offset = 14 + 40 + len(palette)
+    info = struct.pack("<IiiHHIIiiII", 40, w, h, 1, 4 if rle4 else 8, 2 if rle4 else 1,
+                       len(out), 0, 0, 0, 0)
+    return b"BM" + struct.pack("<IHHI", offset + len(out), 0, 0, offset) + info + palette + out
+
+
+def with_zero_corner(pal):
+    """`pal` with its bottom row's first 5 pixels set to index 0 (rle_bmp's delta)."""
+    im = pal.copy()
+    for x in range(5):
+        im.putpixel((x, im.height - 1), 0)
+    return im
+
+
 def tiled_tiff(im, tile=32):
     """An uncompressed, tiled, little-endian RGB TIFF (PIL writes only strips)."""
     w, h = im.size
@@ -231,6 +284,8 @@ def good_files():
         "top_down.bmp": bmp_bytes(small.width, small.height, 24, [
             bytes(v for px in [small.getpixel((x, y))[::-1] for x in range(small.width)]
                   for v in px) for y in range(small.height)], top_down=True),
+        "rle8.bmp": rle_bmp(pal, rle4=False),
+        "rle4.bmp": rle_bmp(picture("RGB").quantize(colors=16), rle4=True),
         "index_past_palette.bmp": bmp_palette_bytes([0, 1, 5, 200],
                                                     [(255, 0, 0), (0, 255, 0)]),
         "rgb565.bmp": bmp_bytes(small.width, small.height, 16, [
@@ -281,7 +336,8 @@ def bad_files(good):
         "bomb.ppm": ("too_many_pixels", b"P6\n20000 20000\n255\n" + b"\0" * 64),
         "animated.webp": ("unsupported", anim.getvalue()),
         "float.tif": ("unsupported", encoded(picture("L").convert("F"), "TIFF")),
-        "rle8.bmp": ("unsupported", bmp_bytes(2, 2, 8, [b"\0\0", b"\0\0"], compression=1)),
+        "half_rle8.bmp": ("truncated", half("rle8.bmp")),
+        "rle_24bit.bmp": ("unsupported", bmp_bytes(2, 2, 24, [b"\0" * 6] * 2, compression=1)),
         "bad_signature.webp": ("corrupt", bytes(bad_webp)),
         "no_image.gif": ("corrupt", gif_no_image),
         "bad_record.gif": ("corrupt", bytes(bad_gif_record)),
@@ -304,6 +360,11 @@ def main():
             with open(os.path.join(out, name + ".rgb"), "wb") as f:
                 f.write(reference_rgb(im))
         lines.append((name, expect, im.size[0], im.size[1], data))
+    intended = with_zero_corner(picture("P"))
+    if not fuzz:
+        with open(os.path.join(out, "rle8_delta.bmp.rgb"), "wb") as f:
+            f.write(intended.convert("RGB").tobytes())
+    lines.append(("rle8_delta.bmp", "spec", WIDTH, HEIGHT, rle_bmp(intended, False, delta=True)))
     for name, (reason, data) in bad_files(good).items():
         lines.append((name, reason, 0, 0, data))
     with open(os.path.join(out, "manifest.tsv"), "w") as manifest:
