@@ -2,10 +2,11 @@
 // first directory (page), as PIL opens it.
 //
 // Read: 8- and 16-bit RGB (any extra samples, e.g. alpha, dropped), 1/2/4/8/16-bit gray
-// (min-is-black or min-is-white, an alpha sample dropped), 1/2/4/8-bit palette, and
-// JPEG-compressed YCbCr (libtiff converts it to RGB); any compression libtiff was built
-// with; strips or tiles; interleaved samples. Refused as unsupported: separate sample
-// planes, float or signed samples, CMYK/Lab/YCbCr without JPEG, old-style JPEG. Pixels
+// (min-is-black or min-is-white, an alpha sample dropped), 1/2/4/8-bit palette, 8-bit
+// CMYK (converted as PIL converts it), and JPEG-compressed YCbCr (libtiff converts it to
+// RGB); any compression libtiff was built with; strips or tiles; interleaved samples.
+// Refused as unsupported: separate sample planes, float or signed samples, Lab, YCbCr
+// without JPEG, old-style JPEG. Pixels
 // are the samples themselves scaled to 8 bits the way PIL's unpackers do (v * 255 /
 // (2^bits - 1) for 1/2/4 bits, the high byte for 16 bits, colour maps >> 8), which for
 // PIL's own gray "I;16" mode means we keep the high byte where PIL would clip.
@@ -189,8 +190,12 @@ absl::Status ReadLayout(const TiffFile& file, const DecoderOptions& options, boo
   const int b = l->bits;
   const bool gray =
       l->photometric == PHOTOMETRIC_MINISBLACK || l->photometric == PHOTOMETRIC_MINISWHITE;
+  uint16_t inkset = INKSET_CMYK;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_INKSET, &inkset);
   const bool ok =
       (gray && (b == 1 || b == 2 || b == 4 || b == 8 || b == 16) && l->samples <= 2) ||
+      (l->photometric == PHOTOMETRIC_SEPARATED && inkset == INKSET_CMYK && b == 8 &&
+       l->samples >= 4) ||
       (l->photometric == PHOTOMETRIC_RGB && (b == 8 || b == 16) && l->samples >= 3) ||
       (l->photometric == PHOTOMETRIC_PALETTE && b <= 8 && (b & (b - 1)) == 0 && l->samples == 1);
   if (!ok) {
@@ -231,6 +236,12 @@ uint8_t Sample(const uint8_t* row, size_t i, int bits) {
   }
 }
 
+// MulDiv255 is a·b/255 rounded, as PIL computes it.
+uint8_t MulDiv255(int a, int b) {
+  const int t = a * b + 128;
+  return static_cast<uint8_t>((t + (t >> 8)) >> 8);
+}
+
 // RowToRgb converts one stored row to RGB.
 void RowToRgb(const Layout& l, const uint8_t* row, uint8_t* rgb) {
   const size_t spp = l.samples;
@@ -242,6 +253,11 @@ void RowToRgb(const Layout& l, const uint8_t* row, uint8_t* rgb) {
     const size_t first = x * spp;
     if (l.photometric == PHOTOMETRIC_RGB) {
       for (int c = 0; c < 3; ++c) rgb[c] = Sample(row, first + c, l.bits);
+    } else if (l.photometric == PHOTOMETRIC_SEPARATED) {
+      // PIL's convert('RGB') of CMYK: R = (255 - K) - C·(255 - K)/255, rounded.
+      const int not_k = 255 - row[first + 3];
+      for (int c = 0; c < 3; ++c)
+        rgb[c] = static_cast<uint8_t>(not_k - MulDiv255(row[first + c], not_k));
     } else if (l.photometric == PHOTOMETRIC_PALETTE) {
       const size_t bit = first * l.bits;
       const unsigned index = l.bits == 8

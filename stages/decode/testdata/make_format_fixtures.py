@@ -260,6 +260,7 @@ def good_files():
         "palette.tif": encoded(pal, "TIFF"),
         "rgba.tif": encoded(rgba, "TIFF", compression="tiff_lzw"),
         "gray16.tif": encoded(gray16(), "TIFF"),
+        "cmyk.tif": encoded(rgb.convert("CMYK"), "TIFF", compression="tiff_lzw"),
         "tiled.tif": tiled_tiff(rgb),
         "interlaced.gif": encoded(pal, "GIF"),
         "progressive_off.gif": encoded(pal, "GIF", interlace=False),
