@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# run_tests.sh: builds the Python module (-c opt) and the binaries its tests compare with,
+# then runs the pytest suite in python/tests/ with Debian's python3. One line per test
+# is printed as `//python/tests/FILE::TEST PASSED|FAILED|SKIPPED`, the form .ci/run
+# counts, then pytest's own "N passed" line. Exits non-zero when a test fails.
+#
+#   python/run_tests.sh [pytest args, e.g. -k hold]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=/usr/bin/python3
+bazel build -c opt //python:flowloader //runtime:flowloader //tests/benchmarks:dump_batches ||
+  exit 1
+# bazel-bin follows the last build's config; ask for the -c opt output directory itself.
+BIN="$(bazel info -c opt bazel-bin 2>/dev/null)"
+export FLOWLOADER_PYTHONPATH="$BIN/python"
+export FLOWLOADER_BIN="$BIN/runtime/flowloader"
+export FLOWLOADER_DUMP_BATCHES="$BIN/tests/benchmarks/dump_batches"
+export PYTHONPATH="$FLOWLOADER_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}"
+log=$(mktemp)
+"$PY" -m pytest -v -p no:cacheprovider -rs python/tests "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+# pytest -v prints "python/tests/test_x.py::test_y PASSED   [ 10%]".
+sed -nE 's#^(python/tests/[^ ]+) (PASSED|FAILED|SKIPPED|ERROR).*#//\1 \2#p' "$log" | sed "s/ ERROR$/ FAILED/"
+rm -f "$log"
+exit "$rc"
