@@ -213,6 +213,11 @@ absl::Status ReadLayout(const TiffFile& file, const DecoderOptions& options, boo
     if (l->tile_width == 0 || l->tile_height == 0) {
       return DecodeError(reason::kCorrupt, "TIFF: tile size is 0");
     }
+    // Tiles are placed side by side in whole bytes (TIFF wants widths in 16s anyway).
+    if (uint64_t{l->tile_width} * l->samples * l->bits % 8 != 0) {
+      return Unsupported(
+          absl::StrFormat("tile width %d with %d-bit samples", l->tile_width, l->bits));
+    }
   }
   return absl::OkStatus();
 }
