@@ -13,7 +13,8 @@
 // decoded at full scale.
 // The scale is k/8 for k in {1, 2, 4, 8} only: libjpeg-turbo's other IDCT sizes are
 // plain C and decode about twice slower than k = 8 (measured; see jpeg_codec.cc).
-// Pixels inside the requested region are identical to a full decode at the same scale;
+// Pixels inside the requested region are identical to a full decode at the same scale
+// (for WebP, at full scale: its rescaled output is libwebp's own area average);
 // a full decode is identical to PIL's Image.open(...).convert('RGB') (the exceptions,
 // such as 16-bit gray, are listed where each codec is implemented).
 //
@@ -25,8 +26,11 @@
 //
 // Sizes are checked against max_pixels from the header alone, before any pixel buffer is
 // allocated, so a decompression bomb costs nothing. Beyond that a decode's memory follows
-// its output, not its header: the region's decoded pixels (for a PNG with a target size,
-// under 2 × target per side), a few rows of the file's width and the codec's fixed state.
+// its output, not its header: the region's decoded pixels (for a PNG, TIFF, GIF, BMP,
+// PPM or WebP with a target size, under 2 × target per side), a few rows of the file's
+// width and the codec's fixed state; the one exception is a lossless WebP, which libwebp
+// decodes through a 4-byte-per-pixel image of the whole file (internal/more_codecs.h
+// states each format's bound).
 //
 // Thread-safety: a Decoder is immutable after Create; its methods may be called from any
 // number of threads at once.
