@@ -1,7 +1,7 @@
 // module.cc: the `flowloader._flowloader` extension (pybind11): the C++ half of the
 // Python module. flowloader/__init__.py builds DataLoader on top of it.
 //
-//   _Loader(spec, settings, metrics_address, resume_epoch, resume_batch)
+//   _Loader(spec, settings, metrics_address, resume=[epoch, batch, sample, batch_size])
 //       spec: a spec file or None; settings: [(key, text)] applied in order through the
 //       spec's own key table (ApplySpecValue), so a bad value is the CLI's one-line
 //       message, raised as ValueError.
@@ -177,7 +177,7 @@ class PyLoader {
  public:
   PyLoader(const std::optional<std::string>& spec,
            const std::vector<std::pair<std::string, std::string>>& settings,
-           const std::string& metrics_address, int64_t resume_epoch, int64_t resume_batch) {
+           const std::string& metrics_address, const std::vector<int64_t>& resume) {
     LoaderOptions options;
     if (spec.has_value()) {
       absl::StatusOr<PipelineOptions> loaded = LoadSpecFile(*spec);
@@ -194,7 +194,14 @@ class PyLoader {
                                   "data is required (an ImageFolder directory or list file), "
                                   "or data: in spec"));
     }
-    options.pipeline.resume = Cursor{resume_epoch, resume_batch};
+    if (resume.size() != 4) {
+      Raise(PyExc_ValueError, absl::InvalidArgumentError(
+                                  "resume must be [epoch, batch, sample, batch_size]"));
+    }
+    options.pipeline.resume.epoch = resume[0];
+    options.pipeline.resume.batch = resume[1];
+    options.pipeline.resume.sample = resume[2];
+    options.pipeline.resume.batch_size = static_cast<int>(resume[3]);
     options.metrics_address = metrics_address;
     absl::StatusOr<std::unique_ptr<Loader>> loader;
     {
@@ -221,8 +228,9 @@ class PyLoader {
     }
     if (!fetched.status.ok()) Raise(g_data_error, fetched.status);
     if (fetched.end_of_epoch || fetched.batch == nullptr) return py::none();
+    // The buffers in effect now: the autotuner (prefetch_batches: auto) may have added some.
     const bool must_copy =
-        loader.live_views()->load() >= HoldLimit(loader.pipeline().options().prefetch_batches);
+        loader.live_views()->load() >= HoldLimit(loader.pipeline().prefetch_batches());
     py::object keys = py::none();
     if (return_keys) keys = py::cast(fetched.batch->keys);
     TensorView labels = LabelsView(*fetched.batch);
@@ -231,14 +239,21 @@ class PyLoader {
                           fetched.batch->epoch, fetched.batch->index);
   }
 
-  std::pair<int64_t, int64_t> Checkpoint() {
+  // Checkpoint is (epoch, batch, sample, batch_size) of the caller's next batch (Cursor).
+  std::vector<int64_t> Checkpoint() {
     Loader& loader = Open();
     Cursor cursor;
     {
       py::gil_scoped_release release;
       cursor = loader.NextCursor();
     }
-    return {cursor.epoch, cursor.batch};
+    return {cursor.epoch, cursor.batch, cursor.sample, cursor.batch_size};
+  }
+
+  void SetBatchSize(int batch_size) {
+    if (absl::Status s = Open().pipeline().SetBatchSize(batch_size); !s.ok()) {
+      Raise(PyExc_ValueError, s);
+    }
   }
 
   std::string Summary() { return Open().SummaryJson(); }
@@ -253,6 +268,8 @@ class PyLoader {
 
   bool closed() const { return loader_ == nullptr; }
   int64_t batches_per_epoch() { return Open().pipeline().batches_per_epoch(); }
+  int batch_size() { return Open().pipeline().batch_size(); }
+  int prefetch_batches() { return Open().pipeline().prefetch_batches(); }
   int64_t samples_per_epoch() { return Open().pipeline().samples_per_epoch(); }
   int live_views() { return Open().live_views()->load(); }
   std::string memory_description() { return Open().pipeline().memory_description(); }
@@ -336,12 +353,14 @@ PYBIND11_MODULE(_flowloader, m) {
   py::class_<pi::PyLoader>(m, "_Loader")
       .def(py::init<const std::optional<std::string>&,
                     const std::vector<std::pair<std::string, std::string>>&, const std::string&,
-                    int64_t, int64_t>(),
-           py::arg("spec"), py::arg("settings"), py::arg("metrics_address"),
-           py::arg("resume_epoch"), py::arg("resume_batch"))
+                    const std::vector<int64_t>&>(),
+           py::arg("spec"), py::arg("settings"), py::arg("metrics_address"), py::arg("resume"))
       .def("next", &pi::PyLoader::Next, py::arg("return_keys"))
       .def("checkpoint", &pi::PyLoader::Checkpoint)
       .def("summary_json", &pi::PyLoader::Summary)
+      .def("set_batch_size", &pi::PyLoader::SetBatchSize, py::arg("batch_size"))
+      .def_property_readonly("batch_size", &pi::PyLoader::batch_size)
+      .def_property_readonly("prefetch_batches", &pi::PyLoader::prefetch_batches)
       .def("close", &pi::PyLoader::Close)
       .def_property_readonly("closed", &pi::PyLoader::closed)
       .def_property_readonly("batches_per_epoch", &pi::PyLoader::batches_per_epoch)

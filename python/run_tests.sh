@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
 bazel build -c opt //python:flowloader //runtime:flowloader //tests/benchmarks:dump_batches ||
   exit 1
-# bazel-bin follows the last build's config; ask for the -c opt output directory itself.
-BIN="$(bazel info -c opt bazel-bin 2>/dev/null)"
+# bazel-bin follows the last build's config (another build may have moved it): use the
+# -c opt output directory itself.
+BIN="$PWD/bazel-out/k8-opt/bin"
 export FLOWLOADER_PYTHONPATH="$BIN/python"
 export FLOWLOADER_BIN="$BIN/runtime/flowloader"
 export FLOWLOADER_DUMP_BATCHES="$BIN/tests/benchmarks/dump_batches"

@@ -82,6 +82,8 @@ def _setting_text(key, value):
                             f"got {kind} {value!r}")
         return repr(value) if isinstance(value, float) else str(value)
     if _is_int_key(key):
+        if isinstance(value, str):
+            return value  # "auto", or digits: read by the parser as the CLI reads them.
         if isinstance(value, bool):
             raise TypeError(f"{key} must be an int, got bool {value!r}")
         try:
@@ -162,14 +164,13 @@ class DataLoader:
         self._metrics_address = metrics_address or ""
         self._return_keys = return_keys
         self._core = None
-        self._core = self._create_core(0, 0)
+        self._core = self._create_core((0, 0, -1, 0))
         options_now = self._core.options
         self.batch_size = options_now["batch_size"]
-        self.prefetch_batches = options_now["prefetch_batches"]
         self.rank = options_now["rank"]
         self.world_size = options_now["world_size"]
         self._next_epoch = 0       # The epoch the next iter() delivers.
-        self._resume_batch = 0     # Where in it (load_state_dict), else 0.
+        self._resume = None        # (epoch, batch, sample, batch_size) from load_state_dict.
         self._active = None        # weakref to the live _EpochIterator.
 
     def _shard_settings(self, rank, world_size):
@@ -186,8 +187,8 @@ class DataLoader:
             settings.append(("rank", str(rank)))
         return settings
 
-    def _create_core(self, epoch, batch):
-        return _core._Loader(self._spec, self._settings, self._metrics_address, epoch, batch)
+    def _create_core(self, cursor):
+        return _core._Loader(self._spec, self._settings, self._metrics_address, list(cursor))
 
     def _open_core(self):
         if self._core is None or self._core.closed:
@@ -204,12 +205,14 @@ class DataLoader:
                 core.next(False)
                 previous._finish()
             previous._retire()
-        target = (self._next_epoch, self._resume_batch)
-        if tuple(core.checkpoint()) != target:
+        target = self._resume or (self._next_epoch, 0, -1, 0)
+        here = core.checkpoint()
+        # The batch sizes and sample positions matter only for a loaded state.
+        if here[:2] != list(target[:2]) or (self._resume and here != list(target)):
             # set_epoch, load_state_dict or an epoch left mid-way: start where asked.
             core.close()
-            self._core = core = self._create_core(*target)
-        self._resume_batch = 0
+            self._core = core = self._create_core(target)
+        self._resume = None
         iterator = _EpochIterator(self, core, target[0], target[1])
         self._active = weakref.ref(iterator)
         return iterator
@@ -220,19 +223,32 @@ class DataLoader:
     def set_epoch(self, epoch):
         """The epoch the next iter() delivers (its shuffle and random crops)."""
         self._next_epoch = operator.index(epoch)
-        self._resume_batch = 0
+        self._resume = None
+
+    def set_batch_size(self, batch_size):
+        """Batches from the next one the pipeline plans get `batch_size` rows (at most the
+        batch_size the loader was made with: its buffers' rows), e.g. half after an
+        out-of-memory error; every sample still comes exactly once (Pipeline::SetBatchSize)."""
+        self._open_core().set_batch_size(operator.index(batch_size))
+
+    @property
+    def prefetch_batches(self):
+        """Batch buffers in effect now (the autotuner's, with prefetch_batches="auto")."""
+        return self._open_core().prefetch_batches
 
     # -- checkpoints (torchdata StatefulDataLoader's convention) -------------------------
     def state_dict(self):
         """Where to resume: the next batch this loader would deliver, and the options that
         must match for load_state_dict to resume exactly."""
         active = self._active() if self._active is not None else None
-        if active is not None and not active._finished:
-            epoch, batch = self._open_core().checkpoint()
+        if self._resume is not None:
+            epoch, batch, sample, batch_size = self._resume
+        elif active is not None and not active._finished:
+            epoch, batch, sample, batch_size = self._open_core().checkpoint()
         else:
-            epoch, batch = self._next_epoch, self._resume_batch
-        return {"version": _STATE_VERSION, "epoch": epoch, "batch": batch,
-                **self._fingerprint()}
+            epoch, batch, sample, batch_size = self._next_epoch, 0, -1, 0
+        return {"version": _STATE_VERSION, "epoch": epoch, "batch": batch, "sample": sample,
+                "current_batch_size": batch_size, **self._fingerprint()}
 
     def load_state_dict(self, state):
         """Make the next iter() continue from `state` (from state_dict()): the rest of its
@@ -248,7 +264,9 @@ class DataLoader:
                 raise ValueError(f"state_dict was saved with {key}={state.get(key)!r} but this "
                                  f"loader has {key}={value!r}: resume with the same options")
         self._next_epoch = operator.index(state["epoch"])
-        self._resume_batch = operator.index(state["batch"])
+        self._resume = (self._next_epoch, operator.index(state["batch"]),
+                        operator.index(state.get("sample", -1)),
+                        operator.index(state.get("current_batch_size", 0)))
 
     def _fingerprint(self):
         o = self._open_core().options

@@ -147,7 +147,7 @@ BLOCKED_CHILD = textwrap.dedent("""
     # the next next() wait for a buffer that never comes back, so only the signal ends it.
     settings = [("data", sys.argv[1]), ("prefetch_batches", "1"), ("batch_size", "4"),
                 ("image_size", "16"), ("epochs", "0")]
-    core = _flowloader._Loader(None, settings, "", 0, 0)
+    core = _flowloader._Loader(None, settings, "", [0, 0, -1, 0])
     kept = core.next(False)
     print("waiting", flush=True)
     try:

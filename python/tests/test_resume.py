@@ -49,3 +49,27 @@ def test_load_state_dict_refuses_other_options(small_data):
         with pytest.raises(ValueError, match="saved with batch_size=12 but this loader has "
                                              "batch_size=6"):
             b.load_state_dict(state)
+
+
+def test_set_batch_size_mid_epoch_keeps_every_sample_once_and_resumes(small_data):
+    options = dict(batch_size=2, image_size=16, seed=1, return_keys=True)
+    with flowloader.DataLoader(small_data, **options) as whole:
+        expected = [k for _, _, keys in whole for k in keys]
+    with flowloader.DataLoader(small_data, **options) as loader:
+        it = iter(loader)
+        keys = list(next(it)[2])
+        loader.set_batch_size(1)
+        sizes = []
+        for _ in range(8):  # Past the batches planned before the change (<= prefetch + 1).
+            batch = next(it)
+            keys += batch[2]
+            sizes.append(len(batch[2]))
+        state = loader.state_dict()
+    assert sizes[-1] == 1, sizes  # The batches planned after the change have 1 row.
+    with flowloader.DataLoader(small_data, **options) as resumed:
+        resumed.load_state_dict(state)
+        keys += [k for _, _, ks in resumed for k in ks]
+    assert keys == expected
+    with flowloader.DataLoader(small_data, **options) as loader:
+        with pytest.raises(ValueError, match="3"):
+            loader.set_batch_size(3)  # Above the buffers' 2 rows.
