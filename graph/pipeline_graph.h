@@ -52,6 +52,14 @@ struct StageSpec {
   // Where the stage was written ("spec.yaml:12:5"), prefixed to errors about it; empty
   // for a stage built in code.
   std::string where;
+  // The per-sample fields bound to the type's declared ports (StageSchema::inputs and
+  // outputs, in their order): a spec item's `inputs: [image]` / `outputs: [view0]`. Empty
+  // = the ports' own names, which chain read → decode → augment as before.
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  // Where each bound name was written, parallel to inputs/outputs (empty in code).
+  std::vector<std::string> inputs_where;
+  std::vector<std::string> outputs_where;
 };
 
 enum class ErrorPolicy {

@@ -139,6 +139,37 @@ absl::Status ParseStageOptions(const SpecReader& r, const Field& options, const 
   return absl::OkStatus();
 }
 
+// IsFieldName: a per-sample field is named like an identifier (it names batch tensors
+// and DOT nodes in `flowloader graph`).
+bool IsFieldName(const std::string& name) {
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+// ParsePorts reads a stage item's `inputs:` or `outputs:`, a list of field names bound to
+// the type's ports in order, with where each name was written (for the graph's checks).
+absl::Status ParsePorts(const SpecReader& r, const Field& f, std::vector<std::string>* names,
+                        std::vector<std::string>* wheres) {
+  if (!f.value.IsSequence() || f.value.size() == 0) {
+    return r.Expected(f, "a non-empty list of field names ([image], [view0, view1])");
+  }
+  for (const YAML::Node& item : f.value) {
+    const std::string name = item.IsScalar() ? item.Scalar() : "";
+    if (!IsFieldName(name)) {
+      return r.Error(item, absl::StrCat(f.key, ": a field name is letters, digits and _ "
+                                               "(not starting with a digit), got ",
+                                        item.IsScalar() ? Quote(name)
+                                                        : spec_internal::Describe(item)));
+    }
+    names->push_back(name);
+    wheres->push_back(r.Location(item));
+  }
+  return absl::OkStatus();
+}
+
 // ParseStage reads one item of `stages:`; *name_at is the node its metrics name comes
 // from (its name, else its type), for the duplicate-name error.
 absl::Status ParseStage(const SpecReader& r, const YAML::Node& item, StageSpec* spec,
@@ -178,8 +209,13 @@ absl::Status ParseStage(const SpecReader& r, const YAML::Node& item, StageSpec* 
       s = r.Int(f, 0, kIntMax, &spec->concurrency);
     } else if (f.key == "options") {
       s = ParseStageOptions(r, f, *schema, &spec->args);
+    } else if (f.key == "inputs") {
+      s = ParsePorts(r, f, &spec->inputs, &spec->inputs_where);
+    } else if (f.key == "outputs") {
+      s = ParsePorts(r, f, &spec->outputs, &spec->outputs_where);
     } else {
-      s = r.UnknownKey(f, what, {"type", "name", "concurrency", "options"});
+      s = r.UnknownKey(f, what,
+                       {"type", "name", "concurrency", "options", "inputs", "outputs"});
     }
     if (!s.ok()) return s;
   }
@@ -493,6 +529,12 @@ std::string StagesYaml(const std::vector<StageSpec>& stages) {
     absl::StrAppend(&out, "  - type: ", YamlScalar(s.type), "\n");
     if (!s.name.empty()) absl::StrAppend(&out, "    name: ", YamlScalar(s.name), "\n");
     if (s.concurrency > 0) absl::StrAppend(&out, "    concurrency: ", s.concurrency, "\n");
+    if (!s.inputs.empty()) {
+      absl::StrAppend(&out, "    inputs: [", absl::StrJoin(s.inputs, ", "), "]\n");
+    }
+    if (!s.outputs.empty()) {
+      absl::StrAppend(&out, "    outputs: [", absl::StrJoin(s.outputs, ", "), "]\n");
+    }
     if (s.args.empty()) continue;
     absl::StrAppend(&out, "    options:\n");
     for (const auto& [name, value] : s.args) {

@@ -431,6 +431,12 @@ const ErrorCase kErrorCases[] = {
      "spec_test_noop)"},
     {"UnknownStageKey", "stages:\n  - type: read\n    option: {}\n",
      "t.yaml:3:5: unknown key 'option' in stage 'read' (did you mean 'options'?)"},
+    {"PortsNotAList", "stages:\n  - type: augment\n    outputs: view0\n",
+     "t.yaml:3:14: outputs must be a non-empty list of field names ([image], [view0, view1]), "
+     "got 'view0'"},
+    {"PortNameNotAName", "stages:\n  - type: augment\n    inputs: [image, 2x]\n",
+     "t.yaml:3:21: inputs: a field name is letters, digits and _ (not starting with a digit), "
+     "got '2x'"},
     {"UnknownOption", "stages:\n  - type: decode\n    options: {fastidct: true}\n",
      "t.yaml:3:15: stage 'decode' has no option 'fastidct' (did you mean 'fast_idct'?)"},
     {"OptionOfWrongType", "stages:\n  - type: decode\n    options:\n      max_pixels: lots\n",
@@ -587,6 +593,30 @@ TEST(SpecTest, ExampleSpecsParse) {
   EXPECT_EQ(custom.on_error, ErrorPolicy::kFail);
   EXPECT_EQ(custom.max_errors, 0);
   EXPECT_FALSE(custom.pin_memory);
+}
+
+TEST(SpecTest, StageItemsBindPortsToFieldsWithTheirLocations) {
+  const PipelineOptions o = Parse(R"(
+data: d
+stages:
+  - type: read
+  - type: decode
+    outputs: [pixels]
+  - type: augment
+    inputs: [pixels]
+    outputs: [view0]
+)");
+  ASSERT_EQ(o.stages.size(), 3u);
+  EXPECT_TRUE(o.stages[0].inputs.empty());
+  EXPECT_EQ(o.stages[1].outputs, std::vector<std::string>{"pixels"});
+  EXPECT_EQ(o.stages[1].outputs_where, std::vector<std::string>{"t.yaml:6:15"});
+  EXPECT_EQ(o.stages[2].inputs, std::vector<std::string>{"pixels"});
+  EXPECT_EQ(o.stages[2].inputs_where, std::vector<std::string>{"t.yaml:8:14"});
+  EXPECT_EQ(o.stages[2].outputs, std::vector<std::string>{"view0"});
+  // Written back (best.yaml) and read again to the same bindings.
+  const PipelineOptions again = Parse(SpecYaml(o));
+  EXPECT_EQ(again.stages[2].inputs, o.stages[2].inputs);
+  EXPECT_EQ(again.stages[2].outputs, o.stages[2].outputs);
 }
 
 // `flowloader stages` prints the registry's Help: it must be a stages list a spec accepts,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace flowloader {
@@ -26,6 +27,10 @@ const bool kRegistered = [] {
                                                    {{kOutputField, FieldKind::kTensor}}}));
   s.Update(r.RegisterFunction("plan_test_image_stats", "reads the image", Noop,
                               FunctionStageOptions{0, {{kImageField, FieldKind::kImage}}, {}}));
+  s.Update(r.RegisterFunction("plan_test_sharpen", "reads an image, writes an image", Noop,
+                              FunctionStageOptions{0,
+                                                   {{kImageField, FieldKind::kImage}},
+                                                   {{kImageField, FieldKind::kImage}}}));
   return s.ok();
 }();
 
@@ -143,6 +148,101 @@ TEST(StagePlanTest, RegisterRefusesFieldsASampleDoesNotHold) {
       });
   EXPECT_EQ(freed.message(), "stage 't3' frees 'bytes', which is not among its inputs");
   EXPECT_TRUE(registry.Types().empty());
+}
+
+// Bound is `stage` with its ports bound, each binding written at `line` of train.yaml.
+StageSpec Bound(StageSpec stage, std::vector<std::string> inputs,
+                std::vector<std::string> outputs, int line) {
+  stage.where = absl::StrCat("train.yaml:", line, ":5");
+  for (const std::string& name : inputs) {
+    stage.inputs.push_back(name);
+    stage.inputs_where.push_back(absl::StrCat("train.yaml:", line, ":14"));
+  }
+  for (const std::string& name : outputs) {
+    stage.outputs.push_back(name);
+    stage.outputs_where.push_back(absl::StrCat("train.yaml:", line, ":15"));
+  }
+  return stage;
+}
+
+TEST(StagePlanTest, BoundFieldNamesAreFollowedToTheBatchTensor) {
+  absl::StatusOr<StagePlan> plan = PlanStages(
+      {Stage("read"), Bound(Stage("decode"), {}, {"pixels"}, 3),
+       Bound(Stage("plan_test_sharpen", "sharpen"), {"pixels"}, {"pixels"}, 4),
+       Bound(Stage("augment"), {"pixels"}, {"view0"}, 5)},
+      StageRegistry::Global());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->batch_tensors, std::vector<std::string>{"view0"});
+  ASSERT_EQ(plan->stages.size(), 4u);
+  EXPECT_EQ(plan->stages[3].inputs[0].name, "pixels");
+  EXPECT_EQ(plan->stages[3].outputs[0].name, "view0");
+  std::vector<std::string> names;
+  for (const FieldFlow& f : plan->fields) names.push_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"key", "path", "label", "bytes", "pixels", "view0"}));
+  EXPECT_EQ(plan->fields[4].writer, 1);                          // pixels: decode.
+  EXPECT_EQ(plan->fields[4].readers, (std::vector<int>{2, 3}));  // sharpen (in place), augment.
+  EXPECT_TRUE(plan->fields[5].batch_tensor);
+}
+
+TEST(StagePlanTest, ASecondImageFieldIsRefusedUntilSamplesHoldSeveral) {
+  EXPECT_EQ(Refusal({Stage("read"), Bound(Stage("decode"), {}, {"pixels"}, 3),
+                     Bound(Stage("plan_test_sharpen", "sharpen"), {"pixels"}, {"sharp"}, 4),
+                     Bound(Stage("augment"), {"sharp"}, {}, 5)}),
+            "train.yaml:4:15: stage 'sharpen' (plan_test_sharpen) writes 'sharp' and stage "
+            "'decode' writes 'pixels': a sample holds one image field today; keep one of them");
+}
+
+TEST(StagePlanTest, DefaultBindingsPlanReadDecodeAugment) {
+  absl::StatusOr<StagePlan> plan =
+      PlanStages({Stage("read"), Stage("decode"), Stage("augment")}, StageRegistry::Global());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->batch_tensors, std::vector<std::string>{kOutputField});
+  EXPECT_EQ(plan->stages[1].inputs[0].name, kBytesField);
+  EXPECT_EQ(plan->stages[1].outputs[0].name, kImageField);
+}
+
+TEST(StagePlanTest, AnUnknownInputNameIsRefusedAtItsLocation) {
+  EXPECT_EQ(Refusal({Stage("read"), Stage("decode"), Bound(Stage("augment"), {"nope"}, {}, 7)}),
+            "train.yaml:7:14: stage 'augment' reads 'nope', which no stage writes (written "
+            "before it: image: image): bind its input 'image' to one of those");
+}
+
+TEST(StagePlanTest, AnInputOfTheWrongKindIsRefused) {
+  EXPECT_EQ(Refusal({Stage("read"), Bound(Stage("augment"), {"bytes"}, {}, 6)}),
+            "train.yaml:6:14: stage 'augment' input 'image' needs a field of kind image, but "
+            "'bytes' (written by 'read') is bytes (none of kind image yet)");
+}
+
+TEST(StagePlanTest, ACycleIsRefusedWithItsPath) {
+  EXPECT_EQ(Refusal({Stage("read"), Bound(Stage("plan_test_sharpen", "a"), {"x"}, {"y"}, 3),
+                     Bound(Stage("plan_test_sharpen", "b"), {"y"}, {"x"}, 4),
+                     Stage("augment")}),
+            "train.yaml:3:14: stage 'a' (plan_test_sharpen) reads 'x', written by 'b' "
+            "(plan_test_sharpen), which depends on it: a cycle ('a' → 'y' → 'b' → 'x' → 'a'); "
+            "a field must be written before it is read");
+}
+
+TEST(StagePlanTest, AFieldWrittenByALaterStageNamesThatStage) {
+  EXPECT_EQ(Refusal({Stage("read"), Bound(Stage("augment"), {"pixels"}, {}, 3),
+                     Bound(Stage("decode"), {}, {"pixels"}, 4)}),
+            "train.yaml:3:14: stage 'augment' reads 'pixels', which no earlier stage writes: "
+            "put stage 'decode' before it");
+}
+
+TEST(StagePlanTest, TwoBatchTensorsUnderOtherNamesAreRefused) {
+  EXPECT_EQ(Refusal({Stage("read"), Stage("decode"),
+                     Bound(Stage("augment", "view_a"), {}, {"view0"}, 4),
+                     Bound(Stage("augment", "view_b"), {}, {"view1"}, 5)}),
+            "train.yaml:5:15: stage 'view_b' (augment) writes the batch tensor 'view1' and "
+            "stage 'view_a' (augment) writes the batch tensor 'view0': a sample holds one "
+            "tensor field today; keep one of them");
+}
+
+TEST(StagePlanTest, ABindingNeedsOneNamePerPort) {
+  EXPECT_EQ(Refusal({Stage("read"), Stage("decode"),
+                     Bound(Stage("augment"), {}, {"view0", "view1"}, 4)}),
+            "train.yaml:4:5: stage 'augment' has 1 outputs (output), but `outputs: [view0, "
+            "view1]` names 2: give one field name per port");
 }
 
 }  // namespace
