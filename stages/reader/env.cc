@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "stages/core/sample_error.h"
@@ -39,6 +41,28 @@ absl::Status Env::ReadRange(const std::string& path, int64_t offset, int64_t len
   contents->erase(static_cast<size_t>(end));
   contents->erase(0, static_cast<size_t>(begin));
   return absl::OkStatus();
+}
+
+namespace {
+
+// RangeFile reads through Env::ReadRange (the default NewRandomAccessFile).
+class RangeFile : public RandomAccessFile {
+ public:
+  RangeFile(Env* env, std::string path) : env_(env), path_(std::move(path)) {}
+  absl::Status Read(int64_t offset, int64_t length, std::string* contents) override {
+    return env_->ReadRange(path_, offset, length, contents);
+  }
+
+ private:
+  Env* const env_;
+  const std::string path_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> Env::NewRandomAccessFile(
+    const std::string& path) {
+  return std::unique_ptr<RandomAccessFile>(new RangeFile(this, path));
 }
 
 absl::Status StatusFromErrno(int error_number, const std::string& path) {
@@ -97,6 +121,19 @@ class PosixEnv : public Env {
     return status;
   }
 
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return StatusFromErrno(errno, path);
+    std::string probe;
+    // A zero-byte read runs PreadRange's checks (a FIFO or directory is refused here).
+    if (absl::Status s = PreadRange(fd, path, 0, 0, &probe); !s.ok()) {
+      ::close(fd);
+      return s;
+    }
+    return std::unique_ptr<RandomAccessFile>(new PosixFile(fd, path));
+  }
+
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override {
     DIR* dir = ::opendir(path.c_str());
     if (dir == nullptr) return StatusFromErrno(errno, path);
@@ -122,6 +159,23 @@ class PosixEnv : public Env {
   }
 
  private:
+  // PosixFile holds one descriptor for many positioned reads.
+  class PosixFile : public RandomAccessFile {
+   public:
+    PosixFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+    ~PosixFile() override { ::close(fd_); }
+    absl::Status Read(int64_t offset, int64_t length, std::string* contents) override {
+      if (offset < 0 || length < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(path_, ": bad range ", offset, "+", length));
+      }
+      return PreadRange(fd_, path_, offset, length, contents);
+    }
+
+   private:
+    const int fd_;
+    const std::string path_;
+  };
+
   // PreadRange reads [offset, offset + length) clipped to the file's size, sized from
   // fstat so that a range past the end allocates nothing.
   static absl::Status PreadRange(int fd, const std::string& path, int64_t offset,

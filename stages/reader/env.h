@@ -11,6 +11,7 @@
 #define FLOWLOADER_STAGES_READER_ENV_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,16 @@ namespace flowloader {
 struct DirEntry {
   std::string name;
   bool is_directory = false;  // After following symbolic links.
+};
+
+// RandomAccessFile reads ranges of one open file (LevelDB's RandomAccessFile): indexing a
+// tar shard's thousands of headers then costs one positioned read each, not an open,
+// fstat and close per header.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Read is Env::ReadRange on this file.
+  virtual absl::Status Read(int64_t offset, int64_t length, std::string* contents) = 0;
 };
 
 class Env {
@@ -44,6 +55,12 @@ class Env {
   // Env written before ReadRange existed still works (slowly); PosixEnv uses pread.
   virtual absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
                                  std::string* contents);
+
+  // NewRandomAccessFile opens `path` for many ReadRange-like reads. The default reads
+  // through ReadRange on every call (so an Env's faults apply to each read); PosixEnv
+  // keeps one descriptor open (refusing a non-regular file as ReadRange does).
+  virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path);
 
   // ListDirectory returns the entries of directory `path` (no "." or ".."), unsorted.
   // A dangling symbolic link is listed as a non-directory.

@@ -141,9 +141,14 @@ std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shar
         extension = absl::AsciiStrToLower(extension);
         return options.label_key.empty() ? extension == "cls" : extension == "json";
       };
+      absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env->NewRandomAccessFile(location);
+      if (!file.ok()) {
+        indexes[i].damage = file.status();
+        continue;
+      }
       indexes[i] = IndexTar(
-          [env, &location](int64_t offset, int64_t length, std::string* out) {
-            return env->ReadRange(location, offset, length, out);
+          [&file](int64_t offset, int64_t length, std::string* out) {
+            return (*file)->Read(offset, length, out);
           },
           location, o);
     }
