@@ -3,6 +3,7 @@
 import gc
 import hashlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -102,6 +103,13 @@ def test_rss_stays_flat_over_20_epochs(small_data):
     assert grown < 8 << 20, f"RSS grew {grown / 2**20:.1f} MiB from epoch 3 to 20"
 
 
+def read_line_within(child, seconds):
+    """The child's next stdout line, or "" if none comes within `seconds` (a child that
+    ignores the signal must fail the test, not hang it)."""
+    ready, _, _ = select.select([child.stdout], [], [], seconds)
+    return child.stdout.readline().strip() if ready else ""
+
+
 INTERRUPTED_CHILD = textwrap.dedent("""
     import sys, time
     import flowloader
@@ -130,7 +138,7 @@ def test_ctrl_c_raises_keyboard_interrupt_within_a_second(tmp_path):
         time.sleep(0.3)
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
-        line = child.stdout.readline().strip()
+        line = read_line_within(child, 10)
         elapsed = time.monotonic() - sent
         assert line == "interrupted", child.stderr.read()
         assert elapsed < 1.0, f"KeyboardInterrupt came {elapsed:.2f} s after SIGINT"
@@ -168,7 +176,7 @@ def test_ctrl_c_ends_a_wait_that_would_never_end(small_data):
         time.sleep(0.3)
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
-        line = child.stdout.readline().strip()
+        line = read_line_within(child, 10)
         elapsed = time.monotonic() - sent
         assert line == "interrupted", child.stderr.read()
         assert elapsed < 1.0, f"KeyboardInterrupt came {elapsed:.2f} s after SIGINT"
