@@ -41,30 +41,31 @@ std::optional<AutotuneChange> AutotunePolicy::Decide(const AutotuneWindow& windo
 
 std::optional<AutotuneChange> AutotunePolicy::Grow(const AutotuneWindow& w, int workers,
                                                    int buffers) {
-  const std::string waited = absl::StrCat("the consumer waited ", Percent(w.consumer_wait_fraction));
-  const bool can_add_buffer = options_.tune_buffers && buffers < max_buffers_;
-  if (can_add_buffer && w.source_blocked_fraction > options_.blocked_to_grow_buffers) {
-    return Made({kKnobPrefetchBatches, buffers, buffers + 1,
-                 absl::StrCat(waited, " and the source waited for a free buffer ",
-                              Percent(w.source_blocked_fraction))});
-  }
+  const std::string waited =
+      absl::StrCat("the consumer waited ", Percent(w.consumer_wait_fraction));
+  const bool workers_are_the_limit = w.worker_busy_fraction >= options_.busy_to_grow;
   const bool cpu_free = w.cpu_cores <= options_.cpu_budget - options_.free_cpu_margin;
-  if (options_.tune_workers && workers < options_.max_workers && cpu_free &&
-      w.worker_busy_fraction >= options_.busy_to_grow) {
+  if (workers_are_the_limit) {
+    if (!options_.tune_workers || workers >= options_.max_workers || !cpu_free) {
+      // Busy workers and no CPU to add: the loader needs more than cpu_budget. A buffer
+      // would only hold memory (the source is "blocked" because every buffer is being
+      // filled, not for lack of one).
+      return std::nullopt;
+    }
     return Made({kKnobNumWorkers, workers, workers + 1,
                  absl::StrFormat("%s, workers busy %s, %.1f of %d cores in use", waited,
                                  Percent(w.worker_busy_fraction), w.cpu_cores,
                                  options_.cpu_budget)});
   }
-  if (can_add_buffer && w.worker_busy_fraction < options_.busy_to_grow) {
-    // Idle workers and a waiting consumer: batches arrive unevenly; more buffers smooth it.
+  // Idle workers: they run out of samples when every buffer is taken.
+  if (options_.tune_buffers && buffers < max_buffers_ &&
+      w.source_blocked_fraction > options_.blocked_to_grow_buffers) {
     return Made({kKnobPrefetchBatches, buffers, buffers + 1,
-                 absl::StrCat(waited, " with workers busy only ", Percent(w.worker_busy_fraction),
-                              " (more buffers absorb uneven batches)")});
+                 absl::StrCat(waited, ", workers busy only ", Percent(w.worker_busy_fraction),
+                              " and the source waited for a free buffer ",
+                              Percent(w.source_blocked_fraction))});
   }
-  // Busy workers and no CPU to add: the loader needs more than cpu_budget; a buffer would
-  // only hold memory.
-  return std::nullopt;
+  return std::nullopt;  // Neither knob is what holds the consumer up (a serial stage).
 }
 
 std::optional<AutotuneChange> AutotunePolicy::Shrink(const AutotuneWindow& w, int workers,

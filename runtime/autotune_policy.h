@@ -5,10 +5,11 @@
 // how long the consumer waited in Next, how busy the workers were, how long the source
 // waited for a free batch buffer, how many cores the process used. The policy answers
 // with at most one change of num_workers or prefetch_batches:
-//   - grow while the consumer waits more than `hungry_wait` (5%) of the window: buffers
-//     when the source stalled for lack of one, else a worker when the workers are busy and
-//     a CPU of cpu_budget is free, else a buffer when the workers are idle (batches come
-//     unevenly); busy workers at the CPU budget hold: memory would not help;
+//   - grow while the consumer waits more than `hungry_wait` (5%) of the window: a worker
+//     when the workers are busy (they are the limit) and a CPU of cpu_budget is free; a
+//     buffer when the workers are idle and the source waited for a free buffer (they ran
+//     out of samples); else nothing: busy workers at the CPU budget (or on a contended
+//     machine) would not go faster with more memory;
 //   - shrink after `calm_windows` windows in a row of the consumer waiting under
 //     `calm_wait` (the trainer gets the CPU back): a worker when the others could carry its
 //     load, else a buffer;
@@ -48,11 +49,11 @@ struct AutotunePolicyOptions {
   double calm_wait = 0.01;    // Count a calm window below it.
   int calm_windows = 10;      // Calm windows in a row before a shrink.
   int max_calm_windows = 160; // The backoff's cap.
-  // Grow workers only while they are this busy (else they are not the bottleneck).
-  double busy_to_grow = 0.5;
+  // Workers this busy are the limit: grow them (else, if starved of buffers, buffers).
+  double busy_to_grow = 0.85;
   // Shrink a worker only when the rest would be at most this busy with its load.
   double busy_after_shrink = 0.75;
-  // The source stalled on buffers this much of a hungry window: add a buffer.
+  // The source stalled on buffers this much of a hungry window, workers idle: a buffer.
   double blocked_to_grow_buffers = 0.2;
   // A CPU is free while the process uses at most cpu_budget minus this.
   double free_cpu_margin = 0.75;

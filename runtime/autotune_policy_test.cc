@@ -64,13 +64,17 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         GrowCase{"HungryBusyWorkersFreeCpuAddsAWorker", Window(0.30, 0.95, 0.0, 1.0), 1, 2,
                  kKnobNumWorkers, 2},
-        GrowCase{"HungrySourceStalledOnBuffersAddsABuffer", Window(0.30, 0.95, 0.5, 1.0), 1, 2,
-                 kKnobPrefetchBatches, 3},
+        GrowCase{"HungryIdleWorkersStalledSourceAddsABuffer", Window(0.30, 0.50, 0.5, 0.6), 1,
+                 2, kKnobPrefetchBatches, 3},
+        GrowCase{"HungryBusyWorkersStalledSourceAddsAWorkerNotABuffer",
+                 Window(0.30, 0.95, 0.5, 1.0), 1, 2, kKnobNumWorkers, 2},
+        GrowCase{"HungryContendedBusyWorkersAtBudgetHold", Window(0.40, 0.98, 0.9, 1.0), 2, 2,
+                 std::nullopt, 0},
         GrowCase{"HungryNoFreeCpuHolds", Window(0.30, 0.95, 0.0, 1.9), 1, 2, std::nullopt, 0},
         GrowCase{"HungryBusyAtCpuBudgetHolds", Window(0.30, 0.95, 0.0, 1.0), 2, 2,
                  std::nullopt, 0},
-        GrowCase{"HungryIdleWorkersAddsABuffer", Window(0.30, 0.20, 0.0, 0.5), 1, 2,
-                 kKnobPrefetchBatches, 3},
+        GrowCase{"HungryIdleWorkersFreeBuffersHold", Window(0.30, 0.20, 0.0, 0.5), 1, 2,
+                 std::nullopt, 0},
         GrowCase{"HungryAtEveryCeilingHolds", Window(0.30, 0.95, 0.5, 1.0), 2, 4, std::nullopt,
                  0},
         GrowCase{"BetweenThresholdsHolds", Window(0.03, 0.95, 0.5, 1.0), 1, 2, std::nullopt, 0},
@@ -126,7 +130,7 @@ TEST(AutotunePolicyTest, SkipsTheWindowAfterAChange) {
   AutotunePolicy policy(TwoCpus());
   int workers = 1, buffers = 2;
   const AutotuneWindow hungry = Window(0.30, 0.95, 0.0, 1.0);
-  const AutotuneWindow stalled = Window(0.30, 0.95, 0.5, 1.0);
+  const AutotuneWindow stalled = Window(0.30, 0.50, 0.5, 1.0);
   // Grows a worker, skips the next window, then a buffer for the stalled source.
   const std::vector<AutotuneChange> changes =
       Feed(policy, {hungry, stalled, stalled}, &workers, &buffers);
@@ -157,8 +161,8 @@ TEST(AutotunePolicyTest, ARefusedBufferLowersTheCeiling) {
   policy.MarkBuffersFull(3);
   EXPECT_EQ(policy.max_buffers(), 2);
   int workers = 2, buffers = 2;
-  const AutotuneWindow hungry = Window(0.30, 0.95, 0.5, 1.0);
-  EXPECT_TRUE(Feed(policy, {hungry, hungry}, &workers, &buffers).empty());
+  const AutotuneWindow stalled = Window(0.30, 0.50, 0.5, 1.0);
+  EXPECT_TRUE(Feed(policy, {stalled, stalled}, &workers, &buffers).empty());
 }
 
 TEST(AutotunePolicyTest, FixedKnobsAreNeverChanged) {

@@ -552,7 +552,8 @@ std::string SpecYaml(const PipelineOptions& o) {
       "data: ", YamlScalar(o.data), "\nlabel_key: ", YamlScalar(o.label_key),
       "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
       o.batch_size, "\nnum_workers: ", AutoCountText(o.num_workers), "\nprefetch_batches: ",
-      AutoCountText(o.prefetch_batches), "\ncpu_budget: ", o.cpu_budget, "\nepochs: ", o.epochs, "\nseed: ", o.seed, "\nshuffle: ",
+      AutoCountText(o.prefetch_batches), "\ncpu_budget: ", o.cpu_budget, "\nepochs: ", o.epochs,
+      "\nseed: ", o.seed, "\nshuffle: ",
       b(o.shuffle), "\ndrop_last: ", b(o.drop_last), "\nshard: {rank: ", o.rank,
       ", world_size: ", o.world_size, "}\neven_shards: ", YamlScalar(o.even_shards), "\n");
   if (o.stages.empty()) {

@@ -38,8 +38,9 @@ absl::StatusOr<BatchToken*> TokenPool::AllocateLocked() {
 
 void TokenPool::FreeLocked(BatchToken* token) {
   memory_->Free(token->buffer);
-  tokens_.erase(std::find_if(tokens_.begin(), tokens_.end(),
-                             [token](const std::unique_ptr<BatchToken>& t) { return t.get() == token; }));
+  tokens_.erase(std::find_if(
+      tokens_.begin(), tokens_.end(),
+      [token](const std::unique_ptr<BatchToken>& t) { return t.get() == token; }));
 }
 
 void TokenPool::PublishBudgetLocked() {

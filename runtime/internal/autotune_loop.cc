@@ -154,7 +154,8 @@ AutotuneWindow AutotuneLoop::Difference(const Totals& before, const Totals& afte
   w.consumer_wait_fraction = (after.consumer_wait_seconds - before.consumer_wait_seconds) / wall;
   w.worker_busy_fraction =
       (after.worker_busy_nanos - before.worker_busy_nanos) / 1e9 / (std::max(1, workers) * wall);
-  w.source_blocked_fraction = (after.source_blocked_nanos - before.source_blocked_nanos) / 1e9 / wall;
+  w.source_blocked_fraction =
+      (after.source_blocked_nanos - before.source_blocked_nanos) / 1e9 / wall;
   w.cpu_cores = (after.cpu_nanos - before.cpu_nanos) / 1e9 / wall;
   return w;
 }
