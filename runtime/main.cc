@@ -7,6 +7,7 @@
 //   flowloader tune --data=DIR_OR_LIST --out=DIR [run's flags] [--consumer_ms=MS ...]
 //   flowloader pack --data=IMAGEFOLDER_OR_LIST --out=DIR [--shard_size=256MB --max_side=N]
 //   flowloader stages        (every stage type and its options)
+//   flowloader graph [--spec=FILE] [--dot]   (the planned per-sample graph, nothing run)
 //   flowloader --help | COMMAND --help | --version
 //
 // Each subcommand's flags are declared in one table (Commands() below); run's pipeline
@@ -25,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "graph/stage.h"
+#include "runtime/graph_command.h"
 #include "runtime/internal/cli_flags.h"
 #include "runtime/pack_command.h"
 #include "runtime/plan_command.h"
@@ -138,7 +140,12 @@ std::vector<CommandDef> Commands() {
         "re-encode images whose shorter side is larger to this shorter side; 0 = copy bytes"},
        {"quality", "90", "JPEG quality of re-encoded images, 1-100"},
        {"prefix", "train", "shard file names: PREFIX-000000.tar, ..."}}};
-  return {run, plan, make_dataset, tune, pack, stages};
+  CommandDef graph{"graph", "flowloader graph [--spec=FILE.yaml] [--dot]",
+                   "print the planned per-sample graph: stages, the fields they read and "
+                   "write, and the batch tensors, without running it",
+                   {{"spec", "", "YAML pipeline spec; empty = the built-in read, decode, augment"},
+                    {"dot", "false", "print Graphviz DOT instead of text", true}}};
+  return {run, plan, make_dataset, tune, pack, stages, graph};
 }
 
 int Fail(const std::string& message) {
@@ -385,6 +392,15 @@ int PackFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   return PackCommand(o);
 }
 
+// Graph prints the planned graph of a spec (graph_command.h).
+int Graph(const CommandDef& command, const ParsedFlags& parsed) {
+  const FlagReader flags(command, parsed);
+  GraphCommandOptions o;
+  o.spec = flags.Text("spec");
+  if (absl::Status s = flags.Bool("dot", &o.dot); !s.ok()) return Fail(std::string(s.message()));
+  return GraphCommand(o);
+}
+
 // Stages prints stage types as a YAML list to copy into a spec, then the spec's own keys
 // (as comments, so the whole output stays valid YAML).
 int Stages() {
@@ -418,7 +434,8 @@ int Main(int argc, char** argv, absl::Time process_start) {
   }
   if (command == nullptr) {
     return Fail(absl::StrCat("unknown command '", first,
-                             "' (run, plan, tune, make-dataset, pack, stages; flowloader --help)"));
+                             "' (run, plan, tune, make-dataset, pack, stages, graph; "
+                             "flowloader --help)"));
   }
   absl::StatusOr<ParsedFlags> parsed =
       cli::ParseFlags(*command, commands, std::vector<std::string>(argv + 2, argv + argc));
@@ -432,6 +449,7 @@ int Main(int argc, char** argv, absl::Time process_start) {
   if (command->name == "tune") return TuneFromFlags(*command, *parsed);
   if (command->name == "make-dataset") return MakeDataset(*command, *parsed);
   if (command->name == "pack") return PackFromFlags(*command, *parsed);
+  if (command->name == "graph") return Graph(*command, *parsed);
   return Stages();
 }
 

@@ -237,8 +237,11 @@ std::string Planner::Written(FieldKind kind) const {
   for (const auto& [name, state] : fields_) {
     if (state.kind == kind) names.push_back(name);
   }
-  return names.empty() ? absl::StrCat("none of kind ", FieldKindName(kind), " yet")
-                       : absl::StrCat(FieldKindName(kind), ": ", absl::StrJoin(names, ", "));
+  if (names.empty()) {
+    return absl::StrCat("no ", FieldKindName(kind), " field is written before it");
+  }
+  return absl::StrCat(FieldKindName(kind), " fields written before it: ",
+                      absl::StrJoin(names, ", "));
 }
 
 // FindPath looks for a chain of fields from stage `from`'s inputs back to stage `to`,
@@ -279,9 +282,9 @@ absl::Status Planner::RefuseUnwritten(size_t i, size_t port) const {
   const std::string writer = WriterOf(name, registry_);
   if (later == producers_.end() && writer.empty()) {
     return RefuseAt(InputWhere(spec, port),
-                    absl::StrCat(reads, ", which no stage writes (written before it: ",
-                                 Written(kind), "): bind its input '",
-                                 stage.schema.inputs[port].name, "' to one of those"));
+                    absl::StrCat(reads, ", which no stage writes (", Written(kind),
+                                 "): bind its input '", stage.schema.inputs[port].name,
+                                 "' to one of those"));
   }
   const std::string fix =
       !writer.empty() ? AStage(writer) : absl::StrCat("stage ", Label(*stages_[later->second].spec));

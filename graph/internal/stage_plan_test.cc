@@ -203,14 +203,14 @@ TEST(StagePlanTest, DefaultBindingsPlanReadDecodeAugment) {
 
 TEST(StagePlanTest, AnUnknownInputNameIsRefusedAtItsLocation) {
   EXPECT_EQ(Refusal({Stage("read"), Stage("decode"), Bound(Stage("augment"), {"nope"}, {}, 7)}),
-            "train.yaml:7:14: stage 'augment' reads 'nope', which no stage writes (written "
-            "before it: image: image): bind its input 'image' to one of those");
+            "train.yaml:7:14: stage 'augment' reads 'nope', which no stage writes (image fields "
+            "written before it: image): bind its input 'image' to one of those");
 }
 
 TEST(StagePlanTest, AnInputOfTheWrongKindIsRefused) {
   EXPECT_EQ(Refusal({Stage("read"), Bound(Stage("augment"), {"bytes"}, {}, 6)}),
             "train.yaml:6:14: stage 'augment' input 'image' needs a field of kind image, but "
-            "'bytes' (written by 'read') is bytes (none of kind image yet)");
+            "'bytes' (written by 'read') is bytes (no image field is written before it)");
 }
 
 TEST(StagePlanTest, ACycleIsRefusedWithItsPath) {

@@ -1,0 +1,194 @@
+#include "runtime/graph_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "graph/internal/stage_plan.h"
+#include "runtime/spec.h"
+
+namespace flowloader {
+namespace {
+
+using graph_internal::FieldFlow;
+using graph_internal::StagePlan;
+using graph_internal::StagePorts;
+
+// BatchTensor is one field that becomes a batch tensor, with its per-sample layout.
+struct BatchTensor {
+  std::string name;
+  std::string writer;
+  OutputSpec spec;
+};
+
+// Planned is a stage list's plan and its batch tensors' shapes.
+struct Planned {
+  StagePlan plan;
+  std::vector<BatchTensor> tensors;
+};
+
+// TensorLayout runs the factory of the stage that writes a batch tensor, which declares
+// the tensor's shape (StageEnv::output), as Pipeline::Create does.
+absl::StatusOr<OutputSpec> TensorLayout(const StageSpec& writer) {
+  StageEnv env;
+  absl::StatusOr<std::unique_ptr<SampleStage>> stage =
+      StageRegistry::Global().Create(writer.type, writer.args, env);
+  if (!stage.ok()) {
+    if (writer.where.empty()) return stage.status();
+    return absl::InvalidArgumentError(absl::StrCat(writer.where, ": ", stage.status().message()));
+  }
+  if (!env.output_declared) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "stage '", writer.name.empty() ? writer.type : writer.name,
+        "' declares a tensor output but its factory set no StageEnv::output"));
+  }
+  return env.output;
+}
+
+absl::StatusOr<Planned> Plan(const std::vector<StageSpec>& stages) {
+  absl::StatusOr<StagePlan> plan = graph_internal::PlanStages(stages, StageRegistry::Global());
+  if (!plan.ok()) return plan.status();
+  Planned planned{*std::move(plan), {}};
+  for (const FieldFlow& field : planned.plan.fields) {
+    if (!field.batch_tensor) continue;
+    absl::StatusOr<OutputSpec> spec = TensorLayout(stages[field.writer]);
+    if (!spec.ok()) return spec.status();
+    planned.tensors.push_back(
+        BatchTensor{field.name, planned.plan.stages[field.writer].name, *spec});
+  }
+  return planned;
+}
+
+std::string Fields(const std::vector<FieldSchema>& fields) {
+  std::vector<std::string> parts;
+  for (const FieldSchema& f : fields) {
+    parts.push_back(absl::StrCat(f.name, " (", FieldKindName(f.kind), ")"));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string StageLine(const StagePorts& stage) {
+  std::string label = stage.name == stage.type ? stage.name
+                                               : absl::StrCat(stage.name, " (", stage.type, ")");
+  std::vector<std::string> parts;
+  if (!stage.inputs.empty()) parts.push_back(absl::StrCat("reads ", Fields(stage.inputs)));
+  if (!stage.outputs.empty()) parts.push_back(absl::StrCat("writes ", Fields(stage.outputs)));
+  if (parts.empty()) parts.push_back("declares no fields");
+  label.resize(std::max<size_t>(label.size() + 2, 24), ' ');
+  return absl::StrCat("  ", label, absl::StrJoin(parts, "; "), "\n");
+}
+
+std::string ShapeOf(const OutputSpec& spec) {
+  return absl::StrCat("[", absl::StrJoin(spec.sample_shape, ", "), "] ",
+                      spec.is_float ? "float32" : "uint8");
+}
+
+// DotQuoted quotes a DOT node id or label line (stage names are free text).
+std::string DotQuoted(const std::string& text) {
+  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"\"", "\\\""}}), "\"");
+}
+
+// DotLabel is a quoted label of several lines.
+std::string DotLabel(const std::vector<std::string>& lines) {
+  std::vector<std::string> quoted;
+  for (const std::string& line : lines) {
+    const std::string q = DotQuoted(line);
+    quoted.push_back(q.substr(1, q.size() - 2));
+  }
+  return absl::StrCat("\"", absl::StrJoin(quoted, "\\n"), "\"");
+}
+
+std::string StageNode(const StagePorts& stage) { return DotQuoted("stage:" + stage.name); }
+std::string FieldNode(const std::string& field) { return DotQuoted("field:" + field); }
+
+}  // namespace
+
+absl::StatusOr<std::string> GraphText(const std::vector<StageSpec>& stages,
+                                      const std::string& title) {
+  absl::StatusOr<Planned> planned = Plan(stages);
+  if (!planned.ok()) return planned.status();
+  std::string out = absl::StrCat("graph of ", title, ": ", planned->plan.stages.size(),
+                                 " stages, ", planned->plan.fields.size(), " fields\n");
+  StagePorts source{"source", "source", {}, {}};
+  for (const FieldFlow& f : planned->plan.fields) {
+    if (f.writer < 0) source.outputs.push_back({f.name, f.kind});
+  }
+  absl::StrAppend(&out, StageLine(source));
+  for (const StagePorts& stage : planned->plan.stages) absl::StrAppend(&out, StageLine(stage));
+  absl::StrAppend(&out, "batch tensors:\n");
+  for (const BatchTensor& t : planned->tensors) {
+    absl::StrAppend(&out, "  ", t.name, "  ", ShapeOf(t.spec), "  (written by ", t.writer, ")\n");
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> GraphDot(const std::vector<StageSpec>& stages,
+                                     const std::string& title) {
+  absl::StatusOr<Planned> planned = Plan(stages);
+  if (!planned.ok()) return planned.status();
+  const StagePlan& plan = planned->plan;
+  std::string out = absl::StrCat("digraph flowloader {\n  label=", DotQuoted(title),
+                                 ";\n  rankdir=LR;\n  source [shape=box, label=\"source\"];\n");
+  absl::StrAppend(&out, "  batch [shape=box3d, label=\"batch\"];\n");
+  for (const StagePorts& stage : plan.stages) {
+    absl::StrAppend(&out, "  ", StageNode(stage), " [shape=box, label=",
+                    stage.name == stage.type
+                        ? DotLabel({stage.name})
+                        : DotLabel({stage.name, absl::StrCat("(", stage.type, ")")}),
+                    "];\n");
+  }
+  for (const FieldFlow& f : plan.fields) {
+    absl::StrAppend(&out, "  ", FieldNode(f.name), " [shape=ellipse, label=",
+                    DotLabel({f.name, FieldKindName(f.kind)}), "];\n");
+    const std::string writer = f.writer < 0 ? "source" : StageNode(plan.stages[f.writer]);
+    absl::StrAppend(&out, "  ", writer, " -> ", FieldNode(f.name), ";\n");
+    for (int reader : f.readers) {
+      absl::StrAppend(&out, "  ", FieldNode(f.name), " -> ", StageNode(plan.stages[reader]),
+                      ";\n");
+    }
+  }
+  for (const BatchTensor& t : planned->tensors) {
+    absl::StrAppend(&out, "  ", FieldNode(t.name), " -> batch [label=",
+                    DotQuoted(ShapeOf(t.spec)), "];\n");
+  }
+  return out + "}\n";
+}
+
+int GraphCommand(const GraphCommandOptions& options) {
+  std::vector<StageSpec> stages;
+  std::string title = options.spec;
+  if (!options.spec.empty()) {
+    absl::StatusOr<PipelineOptions> spec = LoadSpecFile(options.spec);
+    if (!spec.ok()) {
+      std::fprintf(stderr, "flowloader: %s\n", std::string(spec.status().message()).c_str());
+      return 2;
+    }
+    stages = spec->stages;
+    if (stages.empty()) {
+      absl::StatusOr<std::vector<StageSpec>> builtin = DefaultStages(*spec);
+      if (!builtin.ok()) {
+        std::fprintf(stderr, "flowloader: %s\n", std::string(builtin.status().message()).c_str());
+        return 2;
+      }
+      stages = *std::move(builtin);
+    }
+  } else {
+    title = "the built-in stages";
+    stages = DefaultStages(PipelineOptions()).value();
+  }
+  absl::StatusOr<std::string> text =
+      options.dot ? GraphDot(stages, title) : GraphText(stages, title);
+  if (!text.ok()) {
+    std::fprintf(stderr, "flowloader: %s\n", std::string(text.status().message()).c_str());
+    return 2;
+  }
+  std::fputs(text->c_str(), stdout);
+  return 0;
+}
+
+}  // namespace flowloader
