@@ -271,6 +271,18 @@ TEST_F(PipelineCollectorTest, PipelineCountersAndGauges) {
   EXPECT_EQ(Gauge("flowloader_pinned_bytes_budget", kPipeline), 500);
 }
 
+// Weighted sources: one series per source, from the first scrape (0 before a sample).
+TEST_F(PipelineCollectorTest, SamplesPerSourceAreLabelledBySource) {
+  stats_->SetSources({"photos", "sketches"});
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  const Labels photos = {{"pipeline", "p"}, {"source", "photos"}};
+  const Labels sketches = {{"pipeline", "p"}, {"source", "sketches"}};
+  EXPECT_EQ(Counter("flowloader_source_samples_total", sketches), 0);
+  stats_->CountSources({0, 1, 1, 1});
+  EXPECT_EQ(Counter("flowloader_source_samples_total", photos), 1);
+  EXPECT_EQ(Counter("flowloader_source_samples_total", sketches), 3);
+}
+
 TEST_F(PipelineCollectorTest, QueuesAreLabelledFromAndTo) {
   ASSERT_TRUE(collector_.Register(stats_).ok());
   edge_->depth = 3;

@@ -66,6 +66,7 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
   run.pinned_bytes_in_flight = stats.pinned_bytes_in_flight.load(std::memory_order_relaxed);
   run.pinned_bytes_budget = stats.pinned_bytes_budget.load(std::memory_order_relaxed);
   run.memory_plan = stats.memory_plan;
+  run.source_samples = stats.SourceSamples();
   run.autotune = stats.autotune.enabled.load();
   if (run.autotune) {
     // The values in effect now, not the options' "auto".
@@ -131,6 +132,10 @@ std::string SummaryJson(const RunSnapshot& run) {
   for (const auto& [key, bytes] : run.memory_plan) {
     memory_plan.push_back(absl::StrCat(JsonString(key), ": ", bytes));
   }
+  std::vector<std::string> sources;
+  for (const auto& [name, n] : run.source_samples) {
+    sources.push_back(absl::StrCat(JsonString(name), ": ", n));
+  }
   const Diagnosis d = Diagnose(run);
   return absl::StrCat(
       "{\"samples\": ", run.samples, ", \"batches\": ", run.batches, ", \"epochs\": ", f.epochs,
@@ -139,6 +144,7 @@ std::string SummaryJson(const RunSnapshot& run) {
       "}, \"num_workers\": ", f.num_workers, ", \"batch_size\": ", f.batch_size,
       ", \"stages\": {", absl::StrJoin(stages, ", "),
       "}, \"memory_plan\": {", absl::StrJoin(memory_plan, ", "),
+      "}, \"sources\": {", absl::StrJoin(sources, ", "),
       "}, \"consumer_wait_seconds\": ", JsonFloat(run.consumer_wait_seconds),
       ", \"bottleneck\": ", JsonString(d.bottleneck), ", \"diagnosis\": ", DiagnosisJson(d),
       run.autotune ? absl::StrCat(", \"autotune\": ", AutotuneJson(run)) : "", "}");

@@ -108,6 +108,8 @@ struct RunSnapshot {
   // PipelineStats::memory_plan: the planned bytes by part; empty when none was made.
   std::vector<std::pair<std::string, int64_t>> memory_plan;
   std::vector<StageLoad> stages;  // In pipeline order.
+  // Samples delivered per source (PipelineStats::SourceSamples), in source order.
+  std::vector<std::pair<std::string, uint64_t>> source_samples;
   // The online autotuner (PipelineStats::autotune): whether a knob was auto, the values
   // it settled on (also in facts.num_workers / prefetch_batches) and every change.
   bool autotune = false;

@@ -105,6 +105,13 @@ TEST(SummaryJsonTest, StartsWithTheSchemaKeysInOrder) {
                         "\"busy_seconds\": 3.0, \"utilization\": 0.3"));
 }
 
+TEST(SummaryJsonTest, CountsSamplesPerSource) {
+  auto stats = std::make_shared<PipelineStats>("p");
+  stats->SetSources({"a", "b"});
+  stats->CountSources({1, 0, 1});
+  EXPECT_THAT(SummaryJson(*stats, kFacts), HasSubstr("\"sources\": {\"a\": 1, \"b\": 2}"));
+}
+
 TEST(SummaryJsonTest, EscapesHostileNamesIntoValidJson) {
   auto stats = std::make_shared<PipelineStats>("p");
   StageStats* s = stats->AddStage("we\"ird\\stage\n\x01\xff", 1);

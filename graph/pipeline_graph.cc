@@ -589,6 +589,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.labels.clear();
   batch.indices.clear();
   batch.keys.clear();
+  batch.sources.clear();
   batch.skipped.clear();
   int64_t failed = 0;
   SampleContext* first_failed = nullptr;
@@ -601,6 +602,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
       batch.labels.push_back(s.source->label);
       batch.indices.push_back(s.index);
       batch.keys.push_back(s.source->key);
+      batch.sources.push_back(s.source->source);
     } else {
       ++failed;
       if (first_failed == nullptr) first_failed = &s;

@@ -98,4 +98,27 @@ StageStats* PipelineStats::Stage(absl::string_view name) const {
   return nullptr;
 }
 
+void PipelineStats::SetSources(std::vector<std::string> names) {
+  source_samples_ = std::make_unique<std::atomic<uint64_t>[]>(names.size());
+  source_names = std::move(names);
+}
+
+void PipelineStats::CountSources(const std::vector<int32_t>& sources) {
+  if (source_samples_ == nullptr) return;
+  // One source (the common case) is one add for the batch, not one per row.
+  if (source_names.size() == 1) {
+    source_samples_[0].fetch_add(sources.size(), std::memory_order_relaxed);
+    return;
+  }
+  for (int32_t s : sources) source_samples_[s].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::vector<std::pair<std::string, uint64_t>> PipelineStats::SourceSamples() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (size_t i = 0; i < source_names.size(); ++i) {
+    out.emplace_back(source_names[i], source_samples_[i].load(std::memory_order_relaxed));
+  }
+  return out;
+}
+
 }  // namespace flowloader

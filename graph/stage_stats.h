@@ -186,6 +186,15 @@ class PipelineStats {
   // What the online autotuner chose and why (autotune.enabled when a knob is auto).
   AutotuneStats autotune;
 
+  // Weighted sources (PipelineOptions::sources): their names by number, set once before
+  // the first item ({"default"} for one source), and the samples delivered from each.
+  void SetSources(std::vector<std::string> names);
+  std::vector<std::string> source_names;
+  // CountSources adds one delivered sample per entry of `sources` (Batch::sources).
+  void CountSources(const std::vector<int32_t>& sources);
+  // SourceSamples returns (name, samples delivered) per source, in source order.
+  std::vector<std::pair<std::string, uint64_t>> SourceSamples() const;
+
   // Span trace, when enabled (set before the first item; nullptr = off).
   std::unique_ptr<TraceBuffer> trace;
   // StageIndex returns the position of `stage` in stages(), or -1.
@@ -195,6 +204,7 @@ class PipelineStats {
   const std::string pipeline_;
   std::vector<std::unique_ptr<StageStats>> stages_;
   std::vector<std::unique_ptr<EdgeStats>> edges_;
+  std::unique_ptr<std::atomic<uint64_t>[]> source_samples_;  // source_names.size() of them.
 };
 
 }  // namespace flowloader

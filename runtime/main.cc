@@ -261,9 +261,10 @@ absl::Status PipelineFromFlags(const ParsedFlags& parsed, PipelineOptions* o,
     }
     if (absl::Status s = ApplySpecValue(name, parsed.given.at(name), o); !s.ok()) return s;
   }
-  if (o->data.empty()) {
+  if (o->data.empty() && o->sources.empty()) {
     return absl::InvalidArgumentError(
-        "--data is required (an ImageFolder directory or list file), or data: in --spec");
+        "--data is required (an ImageFolder directory or list file), or data: or sources: "
+        "in --spec");
   }
   return absl::OkStatus();
 }

@@ -69,15 +69,41 @@ GraphOptions GraphOptionsFor(const PipelineOptions& options) {
   return graph_options;
 }
 
-absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
-  if (options.name.empty()) return absl::InvalidArgumentError("pipeline name is empty");
-  PipelineParts parts;
+// OpenDataset opens `data`, or every one of `sources` as one dataset.
+absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const PipelineOptions& options) {
   DatasetOptions dataset_options;
   dataset_options.path = options.data;
   dataset_options.env = options.env;
   dataset_options.label_key = options.label_key;
   dataset_options.http = options.http;
-  absl::StatusOr<std::unique_ptr<Dataset>> dataset = Dataset::Open(dataset_options);
+  if (options.sources.empty()) return Dataset::Open(dataset_options);
+  if (!options.data.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data ('", options.data, "') and sources are both set: give one of them"));
+  }
+  std::vector<DatasetSource> sources;
+  for (const WeightedSource& w : options.sources) {
+    DatasetSource source{w.name, dataset_options};
+    source.options.path = w.data;
+    sources.push_back(std::move(source));
+  }
+  return Dataset::OpenSources(sources);
+}
+
+// MixtureOf is the sampler's view of the sources: each one's size and weight.
+std::vector<MixtureComponent> MixtureOf(const PipelineOptions& options, const Dataset& dataset) {
+  std::vector<MixtureComponent> mixture;
+  for (size_t i = 0; i < options.sources.size(); ++i) {
+    mixture.push_back(MixtureComponent{dataset.source_size(static_cast<int32_t>(i)),
+                                       options.sources[i].weight});
+  }
+  return mixture;
+}
+
+absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
+  if (options.name.empty()) return absl::InvalidArgumentError("pipeline name is empty");
+  PipelineParts parts;
+  absl::StatusOr<std::unique_ptr<Dataset>> dataset = OpenDataset(options);
   if (!dataset.ok()) return dataset.status();
   parts.dataset = std::move(*dataset);
 
@@ -91,6 +117,8 @@ absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
         absl::StrCat("even_shards must be pad or trim, got '", options.even_shards, "'"));
   }
   sampler_options.drop_remainder = options.even_shards == "trim";
+  sampler_options.mixture = MixtureOf(options, *parts.dataset);
+  sampler_options.epoch_samples = options.epoch_samples;
   absl::StatusOr<std::unique_ptr<Sampler>> sampler =
       Sampler::Create(parts.dataset->size(), sampler_options);
   if (!sampler.ok()) return sampler.status();
@@ -158,6 +186,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
     return value == PipelineOptions::kAuto ? std::string("auto") : absl::StrCat(value);
   };
   auto stats = std::make_shared<PipelineStats>(options.name);
+  stats->SetSources(parts->dataset->source_names());
   stats->autotune.enabled = autotune->enabled;
   stats->autotune.num_workers = parts->graph.num_workers;
   stats->autotune.prefetch_batches = parts->graph.prefetch_batches;
@@ -248,6 +277,7 @@ absl::Status Pipeline::Next(std::shared_ptr<const Batch>* batch, bool* end_of_ep
       break;
     }
   }
+  if (*batch != nullptr) stats_->CountSources((*batch)->sources);
   if (checksum_ != nullptr && *batch != nullptr) {
     std::lock_guard<std::mutex> lock(checksum_mu_);
     checksum_->Add(**batch);

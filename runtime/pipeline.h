@@ -67,12 +67,31 @@ struct Cursor {
   int batch_size = 0;
 };
 
+// WeightedSource is one dataset of a mixture (PipelineOptions::sources).
+struct WeightedSource {
+  // The `source` label in metrics, the summary and --samples_out; unique, not empty.
+  std::string name;
+  // What PipelineOptions::data takes: an ImageFolder root, a list file or tar shards.
+  std::string data;
+  // Relative share of each epoch's samples; > 0. Default 1.
+  double weight = 1.0;
+};
+
 struct PipelineOptions {
   // An ImageFolder root directory or a list file (`relative/path<TAB>label`), or
   // WebDataset tar shards: `DIR/train-{000000..000146}.tar`, a `.tar`, an http(s):// URL
   // (braces too), a directory of `.tar` files or a list of them (see
-  // stages/reader/dataset.h). Required.
+  // stages/reader/dataset.h). Required unless `sources` is set.
   std::string data;
+  // Weighted sources instead of `data` (stages/reader/mixture_sampler.h): each epoch
+  // draws every source's weight share of its samples, exactly, in a shuffled schedule;
+  // each source goes through its own shuffled passes, every sample once per pass.
+  // ImageFolder sources share one class map by class name; list files and tar shards
+  // keep their label numbers. Empty = the single source `data`.
+  std::vector<WeightedSource> sources;
+  // Samples per epoch (before sharding by rank); 0 = the sum of the sources' sizes (the
+  // dataset's). Default 0.
+  int64_t epoch_samples = 0;
   // Tar shards: the `.json` member's integer field holding the label; empty (default) =
   // the `.cls` member.
   std::string label_key;
@@ -217,6 +236,8 @@ class Pipeline {
   // batch size is unchanged; after SetBatchSize, an estimate for the epoch under way.
   int64_t batches_per_epoch() const { return graph_->batches_per_epoch(); }
   int64_t samples_per_epoch() const { return samples_per_epoch_; }
+  // source_names are the sources by number (Batch::sources): "default" for `data`.
+  const std::vector<std::string>& source_names() const { return stats_->source_names; }
   // memory_description says where batches live and, for the host fallback, why.
   const std::string& memory_description() const { return memory_->description(); }
   const OutputSpec& output() const { return graph_->output(); }

@@ -236,7 +236,7 @@ int RunCommand(const RunConfig& config) {
                    config.samples_out.c_str());
       return 2;
     }
-    samples << "epoch\tbatch\tkey\tlabel\n";
+    samples << "epoch\tbatch\tkey\tlabel\tsource\n";
   }
 
   SignalWatcher signals(pipeline.get());
@@ -272,7 +272,9 @@ int RunCommand(const RunConfig& config) {
     if (samples.is_open()) {
       for (size_t i = 0; i < batch->keys.size(); ++i) {
         samples << batch->epoch << '\t' << batch->index << '\t' << EscapeKey(batch->keys[i])
-                << '\t' << batch->labels[i] << '\n';
+                << '\t' << batch->labels[i] << '\t'
+                << EscapeKey(pipeline->source_names()[static_cast<size_t>(batch->sources[i])])
+                << '\n';
       }
       samples.flush();  // A killed run's file still holds every batch it delivered.
     }

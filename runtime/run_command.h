@@ -8,7 +8,8 @@
 // that delivers no sample at all exits 3, saying what failed.
 //
 // --keys_out writes one key per line; --samples_out a header line `epoch<TAB>batch<TAB>
-// key<TAB>label`, then one line per delivered sample. In both, a key's backslash, tab,
+// key<TAB>label<TAB>source`, then one line per delivered sample (source: its weighted
+// source's name, "default" for --data). In both, a key's backslash, tab,
 // newline and carriage return are written as \\, \t, \n and \r (EscapeKey), so a file
 // name can never split a line or a column.
 //

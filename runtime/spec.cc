@@ -25,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "graph/stage.h"
 #include "runtime/internal/spec_reader.h"
+#include "runtime/internal/spec_sources.h"
 #include "stages/core/resources.h"
 #include "yaml-cpp/yaml.h"
 
@@ -311,6 +312,13 @@ const std::vector<Key>& Keys() {
        "(train-{000000..000009}.tar, a directory or list of .tar, http(s):// URLs); "
        "relative to the spec's directory",
        [](R r, F f, O o) { return r.String(f, &o->data); }},
+      {"sources", "",
+       "weighted datasets instead of data: [{name: a, data: DIR_OR_LIST, weight: 3}, ...]; "
+       "ImageFolder sources share one class map by class name",
+       spec_internal::ParseSources},
+      {"epoch_samples", "0",
+       "samples per epoch before sharding; 0 = the sum of the sources' sizes",
+       [](R r, F f, O o) { return r.Int(f, 0, kInt64Max, &o->epoch_samples); }},
       {"label_key", "",
        "tar shards: the .json member's integer field holding the label; empty = the "
        ".cls member",
@@ -466,6 +474,12 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
       !absl::StrContains(options.data, "://")) {
     options.data = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", options.data);
   }
+  for (WeightedSource& source : options.sources) {
+    if (source.data[0] != '/' && !base_dir.empty() && !absl::StrContains(source.data, "://")) {
+      source.data =
+          absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", source.data);
+    }
+  }
   return options;
 }
 
@@ -495,7 +509,7 @@ std::vector<SpecKey> SpecKeys() {
     const std::string default_text = k.default_text;
     const std::string name = k.name;
     out.push_back({name, default_text, k.doc, default_text == "true" || default_text == "false",
-                   name != "stages" && name != "shard"});
+                   name != "stages" && name != "shard" && name != "sources"});
   }
   return out;
 }
@@ -549,7 +563,9 @@ std::string StagesYaml(const std::vector<StageSpec>& stages) {
 std::string SpecYaml(const PipelineOptions& o) {
   auto b = [](bool v) { return v ? "true" : "false"; };
   std::string out = absl::StrCat(
-      "data: ", YamlScalar(o.data), "\nlabel_key: ", YamlScalar(o.label_key),
+      o.sources.empty() ? absl::StrCat("data: ", YamlScalar(o.data), "\n")
+                        : spec_internal::SourcesYaml(o),
+      "epoch_samples: ", o.epoch_samples, "\nlabel_key: ", YamlScalar(o.label_key),
       "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
       o.batch_size, "\nnum_workers: ", AutoCountText(o.num_workers), "\nprefetch_batches: ",
       AutoCountText(o.prefetch_batches), "\ncpu_budget: ", o.cpu_budget, "\nepochs: ", o.epochs,
@@ -581,7 +597,9 @@ absl::Status ApplySpecValue(const std::string& key, const std::string& text,
   if (key == "rank") return r.Int(field, 0, kIntMax, &options->rank);
   if (key == "world_size") return r.Int(field, 1, kIntMax, &options->world_size);
   for (const Key& k : Keys()) {
-    if (key == k.name && key != "stages" && key != "shard") return k.apply(r, field, options);
+    if (key == k.name && key != "stages" && key != "shard" && key != "sources") {
+      return k.apply(r, field, options);
+    }
   }
   return absl::InvalidArgumentError(absl::StrCat("--", key, " is not a pipeline setting"));
 }

@@ -181,6 +181,7 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   EXPECT_EQ(Parse(yaml).ram_budget_bytes, int64_t{3} << 30);
   for (const SpecKey& key : SpecKeys()) {
     if (key.name == "stages") continue;  // Written instead of the built-in stages' keys.
+    if (key.name == "sources") continue;  // Written instead of data (SpecTest.Sources...).
     EXPECT_NE(yaml.find("\n" + key.name + ":"), std::string::npos) << key.name << " in\n" << yaml;
   }
   o.max_errors = 10;
@@ -363,7 +364,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyByContainment", "workers: 4\n",
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
-     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, label_key, name, batch_size, num_workers, "
+     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, label_key, name, batch_size, num_workers, "
      "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
      "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
@@ -465,7 +466,7 @@ const ErrorCase kErrorCases[] = {
      "replaces: set augment's mode option there instead"},
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
-     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, label_key, name, batch_size, "
+     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, label_key, name, batch_size, "
      "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},
@@ -638,6 +639,43 @@ TEST(SpecTest, StageHelpIsAStagesListTheParserAccepts) {
     for (const OptionSchema& option : schema.options) {
       EXPECT_EQ(stage.args.at(option.name), option.default_value) << option.name;
     }
+  }
+}
+
+TEST(SpecTest, SourcesReadRelativeToTheSpecAndWriteBack) {
+  absl::StatusOr<PipelineOptions> o = ParseSpec(
+      "sources:\n  - {name: a, data: imgs/a, weight: 3}\n  - {name: b, data: /abs/b.txt}\n"
+      "epoch_samples: 1000\n",
+      "/srv/specs", "t.yaml");
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->sources.size(), 2u);
+  EXPECT_EQ(o->sources[0].name, "a");
+  EXPECT_EQ(o->sources[0].data, "/srv/specs/imgs/a");
+  EXPECT_EQ(o->sources[0].weight, 3.0);
+  EXPECT_EQ(o->sources[1].data, "/abs/b.txt");
+  EXPECT_EQ(o->sources[1].weight, 1.0);
+  EXPECT_EQ(o->epoch_samples, 1000);
+  EXPECT_TRUE(o->data.empty());
+  const PipelineOptions back = Parse(SpecYaml(*o));
+  ASSERT_EQ(back.sources.size(), 2u);
+  EXPECT_EQ(back.sources[0].data, "/srv/specs/imgs/a");
+  EXPECT_EQ(back.sources[0].weight, 3.0);
+  EXPECT_EQ(back.sources[1].name, "b");
+  EXPECT_EQ(back.epoch_samples, 1000);
+}
+
+TEST(SpecTest, BadSourcesAreOneLocatedLine) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"sources: []", "t.yaml:1:10: sources must be a non-empty list of {name, data, weight}, got a list"},
+      {"sources:\n  - {name: a, data: x, weight: 0}",
+       "t.yaml:2:32: weight must be a number > 0, got '0'"},
+      {"sources:\n  - {name: a, data: x}\n  - {name: a, data: y}",
+       "t.yaml:3:5: two sources are named 'a' (names must be unique)"},
+      {"sources:\n  - {name: a}", "t.yaml:2:5: a source needs a name and data "
+                                 "({name: a, data: DIR, weight: 1})"},
+  };
+  for (const auto& [text, want] : cases) {
+    EXPECT_EQ(std::string(ParseSpec(text, "", "t.yaml").status().message()), want) << text;
   }
 }
 

@@ -102,9 +102,10 @@ grep -q "no batch delivered" "$TMP/o" || fail "the report should say no batch ca
 "$PY" - "$TMP/full.tsv" "$TMP/keys.txt" "$TMP/full.json" <<'PYEOF'
 import json, sys
 lines = open(sys.argv[1]).read().split("\n")
-assert lines[0] == "epoch\tbatch\tkey\tlabel" and lines[-1] == "", lines[:2]
+assert lines[0] == "epoch\tbatch\tkey\tlabel\tsource" and lines[-1] == "", lines[:2]
 rows = [l.split("\t") for l in lines[1:-1]]
-assert len(rows) == 74 and all(len(r) == 4 for r in rows), len(rows)   # 37 x 2 epochs
+assert len(rows) == 74 and all(len(r) == 5 for r in rows), len(rows)   # 37 x 2 epochs
+assert {r[4] for r in rows} == {"default"}, "one source is named default"
 odd = [r for r in rows if r[2].startswith("class_001/odd")]
 assert [r[2] for r in odd] == ["class_001/odd\\tname\\\\x.jpg"] * 2, odd
 assert all(r[3] == "1" for r in odd) and {r[0] for r in rows} == {"0", "1"}

@@ -37,6 +37,7 @@ enum Family : int {
   kBatches,
   kSamples,
   kSkipped,
+  kSourceSamples,
   kEpoch,
   kConsumerWait,
   kStartTime,
@@ -91,6 +92,9 @@ constexpr FamilySpec kSpecs[] = {
      "Samples delivered to the consumer inside batches."},
     {kSkipped, "flowloader_samples_skipped_total", MetricType::Counter,
      "Samples dropped by the error policy (see flowloader_stage_errors_total)."},
+    {kSourceSamples, "flowloader_source_samples_total", MetricType::Counter,
+     "Samples delivered to the consumer, by the source they came from (weighted sources; "
+     "one source is named default)."},
     {kEpoch, "flowloader_epoch", MetricType::Gauge, "Epoch being delivered (0-based)."},
     {kConsumerWait, "flowloader_consumer_wait_seconds_total", MetricType::Counter,
      "Seconds the consumer blocked in Next() waiting for a batch (the GPU starving)."},
@@ -265,6 +269,9 @@ void AppendPipeline(const PipelineStats& stats, absl::Time now, MonotonicState* 
   AddCounter(&f[kBatches], p, stats.batches.load(std::memory_order_relaxed));
   AddCounter(&f[kSamples], p, stats.samples.load(std::memory_order_relaxed));
   AddCounter(&f[kSkipped], p, stats.skipped.load(std::memory_order_relaxed));
+  for (const auto& [source, n] : stats.SourceSamples()) {
+    AddCounter(&f[kSourceSamples], {{"pipeline", stats.pipeline()}, {"source", source}}, n);
+  }
   AddGauge(&f[kEpoch], p, stats.epoch.load(std::memory_order_relaxed));
   AddCounter(&f[kConsumerWait], p,
              Seconds(stats.consumer_wait_nanos.load(std::memory_order_relaxed)));

@@ -54,6 +54,8 @@ struct Batch {
   std::vector<int64_t> labels;   // One per row.
   std::vector<int64_t> indices;  // Dataset index of each row.
   std::vector<std::string> keys; // Relative path of each row.
+  // The source of each row (index into Pipeline::source_names(); 0 for one source).
+  std::vector<int32_t> sources;
   std::vector<SkippedSample> skipped;
 
   int64_t size() const { return shape.empty() ? 0 : shape[0]; }

@@ -165,7 +165,9 @@ std::string Dataset::FullPath(int64_t i) const {
   const std::string& key = source.key;
   // A list file may name files anywhere; joining "/data" to "/data/a.jpg" would not exist.
   if (absl::StartsWith(key, "/")) return key;
-  return root_ + "/" + key;
+  const std::string& root =
+      source_roots_.empty() ? root_ : source_roots_[static_cast<size_t>(source.source)];
+  return root + "/" + key;
 }
 
 }  // namespace flowloader

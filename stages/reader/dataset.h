@@ -34,6 +34,12 @@
 //    corrupt, unknown_format for a non-tar file), one entry keyed by the shard that fails
 //    with that reason, after the samples indexed before the damage.
 //
+// Or several of these as the weighted sources of a mixture (OpenSources): one Dataset
+// holding each source's samples in turn, source i's at [source_offset(i),
+// source_offset(i) + source_size(i)), keys relative to their own source's root. Labels:
+// ImageFolder sources share one class map, the sorted union of their class names (so
+// "cat" is one label in every source); list files and tar shards keep their numbers.
+//
 // Thread-safety: immutable after Open; safe to read from any thread.
 #ifndef FLOWLOADER_STAGES_READER_DATASET_H_
 #define FLOWLOADER_STAGES_READER_DATASET_H_
@@ -60,6 +66,8 @@ struct SampleMember {
 struct SampleSource {
   std::string key;    // Path relative to the dataset root ("cat/001.jpg"), or absolute.
   int64_t label = 0;  // Class index.
+  // The source it comes from (index into Dataset::source_names()); 0 for one source.
+  int32_t source = 0;
   // Tar shards: the image member's shard (index into Dataset::shards()), offset and size;
   // shard < 0 for a sample that is a file of its own.
   int32_t shard = -1;
@@ -90,13 +98,29 @@ struct DatasetOptions {
   int64_t http_index_window_bytes = int64_t{1} << 20;
 };
 
+// DatasetSource is one named source of a mixture (Dataset::OpenSources).
+struct DatasetSource {
+  std::string name;  // The `source` label in metrics and --samples_out; unique, not empty.
+  DatasetOptions options;
+};
+
 class Dataset {
  public:
   // Open lists the dataset. Fails if the path is missing, an ImageFolder has no class
   // directory or no image, or a list file has a malformed line (named by line number).
   static absl::StatusOr<std::unique_ptr<Dataset>> Open(const DatasetOptions& options);
 
+  // OpenSources opens each source (as Open does) and lays their samples end to end, in
+  // the order given. Fails on no source, an empty or repeated name, or what Open fails on
+  // (the message then starts with "source NAME: ").
+  static absl::StatusOr<std::unique_ptr<Dataset>> OpenSources(
+      const std::vector<DatasetSource>& sources);
+
   int64_t size() const { return static_cast<int64_t>(samples_.size()); }
+  // The sources, by number: one named "default" for a Dataset opened with Open.
+  const std::vector<std::string>& source_names() const { return source_names_; }
+  int64_t source_offset(int32_t source) const { return source_offsets_[source]; }
+  int64_t source_size(int32_t source) const;
   const SampleSource& sample(int64_t i) const { return samples_[static_cast<size_t>(i)]; }
   // root is the directory keys are relative to (no trailing '/').
   const std::string& root() const { return root_; }
@@ -126,7 +150,15 @@ class Dataset {
   static absl::StatusOr<std::vector<std::string>> ShardPaths(Env* env, const std::string& path,
                                                              bool is_directory);
 
+  // Append moves `other`'s samples (and shards, members, extensions) after this one's,
+  // as source number `source` (dataset_sources.cc).
+  void Append(Dataset&& other, int32_t source);
+
   std::string root_;
+  // Mixtures: each source's root (FullPath's), by source; empty for one source.
+  std::vector<std::string> source_roots_;
+  std::vector<std::string> source_names_ = {"default"};
+  std::vector<int64_t> source_offsets_ = {0};
   std::vector<std::string> class_names_;
   std::vector<SampleSource> samples_;
   // Tar shards.

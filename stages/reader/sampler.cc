@@ -10,6 +10,28 @@ namespace flowloader {
 namespace {
 // Separates the shuffle's draws from the per-sample augmentation draws of the same key.
 constexpr uint64_t kShuffleStream = 0x5348554646ULL;  // "SHUFF"
+
+// CreateMixture makes the schedule of `options.mixture` (or of the whole dataset as one
+// source, for epoch_samples alone), whose sizes must add up to the dataset's.
+absl::StatusOr<std::unique_ptr<MixtureSchedule>> CreateMixture(int64_t dataset_size,
+                                                               const SamplerOptions& options) {
+  MixtureOptions m;
+  m.sources = options.mixture;
+  if (m.sources.empty()) m.sources.push_back(MixtureComponent{dataset_size, 1.0});
+  m.epoch_samples = options.epoch_samples;
+  m.shuffle = options.shuffle;
+  m.seed = options.seed;
+  int64_t total = 0;
+  for (const MixtureComponent& c : m.sources) total += c.size;
+  if (total != dataset_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the mixture's sources hold ", total, " samples, the dataset ", dataset_size));
+  }
+  absl::StatusOr<MixtureSchedule> schedule = MixtureSchedule::Create(m);
+  if (!schedule.ok()) return schedule.status();
+  return std::make_unique<MixtureSchedule>(std::move(*schedule));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(int64_t dataset_size,
@@ -23,33 +45,47 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(int64_t dataset_size,
     return absl::InvalidArgumentError(absl::StrCat(
         "rank must be in [0, ", options.world_size, "), got ", options.rank));
   }
+  std::unique_ptr<MixtureSchedule> mixture;
+  int64_t epoch_size = dataset_size;
+  if (!options.mixture.empty() || options.epoch_samples != 0) {
+    absl::StatusOr<std::unique_ptr<MixtureSchedule>> m = CreateMixture(dataset_size, options);
+    if (!m.ok()) return m.status();
+    mixture = std::move(*m);
+    epoch_size = mixture->epoch_samples();
+  }
   const int64_t ws = options.world_size;
-  const int64_t per_rank =
-      options.drop_remainder ? dataset_size / ws : (dataset_size + ws - 1) / ws;
+  const int64_t per_rank = options.drop_remainder ? epoch_size / ws : (epoch_size + ws - 1) / ws;
   if (per_rank == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the dataset has ", dataset_size, " samples, fewer than world_size ", ws));
+        "an epoch has ", epoch_size, " samples, fewer than world_size ", ws));
   }
-  return std::unique_ptr<Sampler>(new Sampler(dataset_size, options, per_rank));
+  return std::unique_ptr<Sampler>(
+      new Sampler(epoch_size, options, per_rank, std::move(mixture)));
 }
 
-std::vector<int64_t> Sampler::EpochIndices(int64_t epoch) const {
-  std::vector<int64_t> order(static_cast<size_t>(dataset_size_));
+std::vector<int64_t> Sampler::EpochOrder(int64_t epoch) const {
+  if (mixture_ != nullptr) return mixture_->EpochOrder(epoch);
+  std::vector<int64_t> order(static_cast<size_t>(epoch_size_));
   std::iota(order.begin(), order.end(), 0);
   if (options_.shuffle) {
     // Fisher-Yates with a counter-based RNG keyed by (seed, epoch): same on every rank,
     // so the shards below stay disjoint.
     SampleRng rng(options_.seed, static_cast<uint64_t>(epoch), 0, kShuffleStream);
-    for (int64_t i = dataset_size_ - 1; i > 0; --i) {
+    for (int64_t i = epoch_size_ - 1; i > 0; --i) {
       std::swap(order[i], order[rng.UniformInt(0, i + 1)]);
     }
   }
+  return order;
+}
+
+std::vector<int64_t> Sampler::EpochIndices(int64_t epoch) const {
+  const std::vector<int64_t> order = EpochOrder(epoch);
   const int64_t ws = options_.world_size;
   std::vector<int64_t> mine;
   mine.reserve(static_cast<size_t>(per_rank_));
   for (int64_t k = 0; k < per_rank_; ++k) {
     const int64_t position = k * ws + options_.rank;  // May wrap past the end (padding).
-    mine.push_back(order[static_cast<size_t>(position % dataset_size_)]);
+    mine.push_back(order[static_cast<size_t>(position % epoch_size_)]);
   }
   return mine;
 }

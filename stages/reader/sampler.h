@@ -6,15 +6,20 @@
 // with drop_remainder, truncated) to a multiple of world_size, and rank r takes positions
 // r, r + world_size, ... so every rank gets the same number of samples.
 //
+// With `mixture` (weighted sources, mixture_sampler.h) or `epoch_samples`, the epoch's
+// order is a MixtureSchedule's instead, sharded the same way.
+//
 // Thread-safety: immutable after Create.
 #ifndef FLOWLOADER_STAGES_READER_SAMPLER_H_
 #define FLOWLOADER_STAGES_READER_SAMPLER_H_
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "stages/reader/mixture_sampler.h"
 
 namespace flowloader {
 
@@ -30,6 +35,12 @@ struct SamplerOptions {
   // Drop the tail that does not divide by world_size instead of padding it by wrapping
   // around. Default false (pad, as DistributedSampler does).
   bool drop_remainder = false;
+  // Weighted sources whose sizes add up to the dataset's (Dataset::OpenSources' layout);
+  // empty = one source, the whole dataset.
+  std::vector<MixtureComponent> mixture;
+  // Positions per epoch before sharding; 0 = the dataset's size. Any other value, or a
+  // mixture, draws the epoch from a MixtureSchedule.
+  int64_t epoch_samples = 0;
 };
 
 class Sampler {
@@ -44,11 +55,19 @@ class Sampler {
   int64_t samples_per_rank() const { return per_rank_; }
 
  private:
-  Sampler(int64_t dataset_size, const SamplerOptions& options, int64_t per_rank)
-      : dataset_size_(dataset_size), options_(options), per_rank_(per_rank) {}
-  const int64_t dataset_size_;
+  Sampler(int64_t epoch_size, const SamplerOptions& options, int64_t per_rank,
+          std::unique_ptr<MixtureSchedule> mixture)
+      : epoch_size_(epoch_size),
+        options_(options),
+        per_rank_(per_rank),
+        mixture_(std::move(mixture)) {}
+  // EpochOrder is the epoch's order before sharding (all ranks').
+  std::vector<int64_t> EpochOrder(int64_t epoch) const;
+
+  const int64_t epoch_size_;  // Positions per epoch before sharding.
   const SamplerOptions options_;
   const int64_t per_rank_;
+  const std::unique_ptr<MixtureSchedule> mixture_;  // nullptr: the plain order.
 };
 
 }  // namespace flowloader

@@ -1,0 +1,96 @@
+// dataset_sources.cc: Dataset::OpenSources, the weighted sources of a mixture laid end to
+// end in one Dataset (see dataset.h).
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "stages/reader/dataset.h"
+
+namespace flowloader {
+namespace {
+
+// SharedClassMap is the sorted union of the ImageFolder sources' class names: one label
+// per class name across sources, as mixing datasets of the same classes needs.
+std::vector<std::string> SharedClassMap(const std::vector<std::unique_ptr<Dataset>>& opened) {
+  std::set<std::string> names;
+  for (const auto& d : opened) names.insert(d->class_names().begin(), d->class_names().end());
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+}  // namespace
+
+int64_t Dataset::source_size(int32_t source) const {
+  const size_t next = static_cast<size_t>(source) + 1;
+  const int64_t end = next < source_offsets_.size() ? source_offsets_[next] : size();
+  return end - source_offsets_[static_cast<size_t>(source)];
+}
+
+absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenSources(
+    const std::vector<DatasetSource>& sources) {
+  if (sources.empty()) return absl::InvalidArgumentError("sources is empty");
+  std::vector<std::unique_ptr<Dataset>> opened;
+  std::set<std::string> names;
+  for (const DatasetSource& source : sources) {
+    if (source.name.empty()) return absl::InvalidArgumentError("a source has an empty name");
+    if (!names.insert(source.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("two sources are named '", source.name, "' (names must be unique)"));
+    }
+    absl::StatusOr<std::unique_ptr<Dataset>> d = Open(source.options);
+    if (!d.ok()) {
+      return absl::Status(d.status().code(),
+                          absl::StrCat("source ", source.name, ": ", d.status().message()));
+    }
+    opened.push_back(std::move(*d));
+  }
+  std::unique_ptr<Dataset> merged(new Dataset());
+  merged->class_names_ = SharedClassMap(opened);
+  merged->root_ = opened.front()->root_;
+  merged->env_ = opened.front()->env_;
+  merged->source_names_.clear();
+  merged->source_offsets_.clear();
+  for (size_t i = 0; i < opened.size(); ++i) {
+    merged->source_names_.push_back(sources[i].name);
+    merged->Append(std::move(*opened[i]), static_cast<int32_t>(i));
+  }
+  return merged;
+}
+
+void Dataset::Append(Dataset&& other, int32_t source) {
+  // ImageFolder labels index the source's own classes; map them by name to the shared map.
+  std::vector<int64_t> label_map;
+  for (const std::string& name : other.class_names_) {
+    label_map.push_back(std::lower_bound(class_names_.begin(), class_names_.end(), name) -
+                        class_names_.begin());
+  }
+  std::vector<uint32_t> extension_map;
+  for (const std::string& ext : other.extensions_) {
+    auto it = std::find(extensions_.begin(), extensions_.end(), ext);
+    extension_map.push_back(static_cast<uint32_t>(it - extensions_.begin()));
+    if (it == extensions_.end()) extensions_.push_back(ext);
+  }
+  const int32_t shard_offset = static_cast<int32_t>(shards_.size());
+  const int64_t member_offset = static_cast<int64_t>(members_.size());
+  source_offsets_.push_back(size());
+  source_roots_.push_back(other.root_);
+  for (SampleSource& s : other.samples_) {
+    s.source = source;
+    if (!label_map.empty()) s.label = label_map[static_cast<size_t>(s.label)];
+    if (s.shard >= 0) s.shard += shard_offset;
+    s.first_member += member_offset;
+    samples_.push_back(std::move(s));
+  }
+  for (SampleMember m : other.members_) {
+    m.extension = extension_map[m.extension];
+    members_.push_back(m);
+  }
+  shards_.insert(shards_.end(), other.shards_.begin(), other.shards_.end());
+  // Every source's shard Env serves local paths too (HttpEnv passes them to its base), so
+  // one, the first made, reads the shards of all.
+  if (shard_env_ == nullptr && other.shard_env_ != nullptr) {
+    shard_env_ = std::move(other.shard_env_);
+  }
+}
+
+}  // namespace flowloader
