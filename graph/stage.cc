@@ -329,7 +329,10 @@ std::string StageRegistry::Help() const {
       "# in list order, so this list is in pipeline order: the built-ins (read, decode,\n"
       "# augment) as they run, then other types alphabetically (move each to where what it\n"
       "# reads is written). Each stage reads fields an earlier one writes; a field has one\n"
-      "# writer, and one stage must write the batch output (`output`).\n";
+      "# writer, and one stage must write the batch output (`output`). An item may also\n"
+      "# bind its fields to other names, one per field in the order shown:\n"
+      "# `inputs: [pixels]`, `outputs: [view0]` (`flowloader graph --spec=FILE` shows\n"
+      "# the planned graph).\n";
   std::vector<const Entry*> ordered;
   for (const auto& [name, entry] : entries_) ordered.push_back(&entry);
   // Stable: the map's alphabetical order stays within a rank.

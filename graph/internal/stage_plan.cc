@@ -286,8 +286,9 @@ absl::Status Planner::RefuseUnwritten(size_t i, size_t port) const {
                                  "): bind its input '", stage.schema.inputs[port].name,
                                  "' to one of those"));
   }
-  const std::string fix =
-      !writer.empty() ? AStage(writer) : absl::StrCat("stage ", Label(*stages_[later->second].spec));
+  const std::string fix = !writer.empty()
+                              ? AStage(writer)
+                              : absl::StrCat("stage ", Label(*stages_[later->second].spec));
   return RefuseAt(InputWhere(spec, port),
                   absl::StrCat(reads, ", which no earlier stage writes: put ", fix, " before it"));
 }

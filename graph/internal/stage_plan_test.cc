@@ -218,8 +218,8 @@ TEST(StagePlanTest, ACycleIsRefusedWithItsPath) {
                      Bound(Stage("plan_test_sharpen", "b"), {"y"}, {"x"}, 4),
                      Stage("augment")}),
             "train.yaml:3:14: stage 'a' (plan_test_sharpen) reads 'x', written by 'b' "
-            "(plan_test_sharpen), which depends on it: a cycle ('a' → 'y' → 'b' → 'x' → 'a'); "
-            "a field must be written before it is read");
+            "(plan_test_sharpen), which depends on it: a cycle "
+            "('a' → 'y' → 'b' → 'x' → 'a'); a field must be written before it is read");
 }
 
 TEST(StagePlanTest, AFieldWrittenByALaterStageNamesThatStage) {
