@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
   o.image_size = 64;
   o.batch_size = 8;
   o.num_workers = 2;
+  // Buffers on auto, so the dashboard's autotune panel has its series to show.
+  o.prefetch_batches = fl::PipelineOptions::kAuto;
   o.epochs = 0;
   o.device = fl::DeviceChoice::kCpu;
   auto pipeline = fl::Pipeline::Create(o);
