@@ -591,6 +591,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.keys.clear();
   batch.sources.clear();
   batch.skipped.clear();
+  StartColumns(dataset_->column_names(), &batch.columns);
   int64_t failed = 0;
   SampleContext* first_failed = nullptr;
   SampleContext* last_failed = nullptr;
@@ -603,6 +604,10 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
       batch.indices.push_back(s.index);
       batch.keys.push_back(s.source->key);
       batch.sources.push_back(s.source->source);
+      for (size_t c = 0; c < batch.columns.size(); ++c) {
+        const absl::string_view value = dataset_->column(s.index, c);
+        batch.columns[c].Append(std::string_view(value.data(), value.size()));
+      }
     } else {
       ++failed;
       if (first_failed == nullptr) first_failed = &s;

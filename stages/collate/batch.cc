@@ -56,4 +56,14 @@ int64_t CompactSlots(void* data, size_t slot_bytes, const std::vector<bool>& kee
   return kept;
 }
 
+void StartColumns(const std::vector<std::string>& names, std::vector<BatchColumn>* columns) {
+  columns->resize(names.size());
+  for (size_t c = 0; c < names.size(); ++c) {
+    BatchColumn& column = (*columns)[c];
+    if (column.name != names[c]) column.name = names[c];
+    column.offsets.assign(1, 0);
+    column.bytes.clear();
+  }
+}
+
 }  // namespace flowloader

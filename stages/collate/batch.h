@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace flowloader {
@@ -35,6 +36,28 @@ struct SkippedSample {
   std::string message;
 };
 
+// BatchColumn is one extra per-sample column of a batch (a list file's `#columns:`),
+// as offsets into one byte string, so a batch's values cost no allocation per sample once
+// the batch buffer's strings have grown: row r's value is bytes[offsets[r], offsets[r+1]).
+struct BatchColumn {
+  std::string name;
+  std::vector<int64_t> offsets = {0};  // One per row, plus the leading 0.
+  std::string bytes;
+
+  std::string_view value(int64_t row) const {
+    return std::string_view(bytes).substr(static_cast<size_t>(offsets[row]),
+                                          static_cast<size_t>(offsets[row + 1] - offsets[row]));
+  }
+  void Append(std::string_view v) {
+    bytes.append(v.data(), v.size());
+    offsets.push_back(static_cast<int64_t>(bytes.size()));
+  }
+};
+
+// StartColumns readies `columns` for a new batch: one empty column per name, keeping the
+// capacity the strings and vectors already have.
+void StartColumns(const std::vector<std::string>& names, std::vector<BatchColumn>* columns);
+
 // Batch is one collated batch. Its memory belongs to the pipeline's buffer pool and is
 // recycled when the user releases the batch.
 struct Batch {
@@ -56,6 +79,8 @@ struct Batch {
   std::vector<std::string> keys; // Relative path of each row.
   // The source of each row (index into Pipeline::source_names(); 0 for one source).
   std::vector<int32_t> sources;
+  // Extra per-sample columns (list files' `#columns:` header), each one value per row.
+  std::vector<BatchColumn> columns;
   std::vector<SkippedSample> skipped;
 
   int64_t size() const { return shape.empty() ? 0 : shape[0]; }

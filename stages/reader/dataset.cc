@@ -10,10 +10,14 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "stages/core/log.h"
+#include "stages/reader/internal/list_columns.h"
 #include "stages/reader/internal/shard_names.h"
 
 namespace flowloader {
 namespace {
+
+using reader_internal::kColumnsHeader;
+using reader_internal::ParseColumnsHeader;
 
 std::string StripTrailingSlashes(std::string path) {
   while (path.size() > 1 && path.back() == '/') path.pop_back();
@@ -135,8 +139,25 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++line_number;
     line = absl::StripSuffix(line, "\r");
+    if (absl::StartsWith(line, kColumnsHeader) && dataset->samples_.empty()) {
+      absl::Status s = ParseColumnsHeader(path, line_number, line, &dataset->column_names_);
+      if (!s.ok()) return s;
+      continue;
+    }
     if (absl::StripAsciiWhitespace(line).empty() || absl::StartsWith(line, "#")) continue;
+    if (!dataset->column_names_.empty()) {
+      absl::Status s = dataset->AddColumnsLine(path, line_number, line);
+      if (!s.ok()) return s;
+      continue;
+    }
     const size_t tab = line.rfind('\t');
+    if (tab != absl::string_view::npos && line.find('\t') != tab) {
+      // Two tabs are a third column or a tab in a path: either way not `path<TAB>label`.
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", line_number, ": more than one tab (expected `path<TAB>label`, "
+                       "and a path cannot hold a tab; more columns need a first line "
+                       "`#columns: path label NAME...`), got \"", line.substr(0, 200), "\""));
+    }
     int64_t label = 0;
     if (tab == absl::string_view::npos || tab == 0 ||
         !absl::SimpleAtoi(line.substr(tab + 1), &label) || label < 0) {
@@ -144,12 +165,6 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
           absl::StrCat(path, ":", line_number,
                        ": expected `path<TAB>label` with a label >= 0, got \"",
                        line.substr(0, 200), "\""));
-    }
-    if (line.find('\t') != tab) {
-      // Two tabs are a third column or a tab in a path: either way not `path<TAB>label`.
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ":", line_number, ": more than one tab (expected `path<TAB>label`, "
-                       "and a path cannot hold a tab), got \"", line.substr(0, 200), "\""));
     }
     dataset->samples_.push_back(SampleSource{std::string(line.substr(0, tab)), label});
   }

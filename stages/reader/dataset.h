@@ -8,7 +8,10 @@
 //    sample, ordered by (directory, file name).
 //  * A list file: one `path<TAB>label` per line, a relative path relative to the list
 //    file's directory, an absolute one used as is; blank lines and lines starting with '#'
-//    are ignored.
+//    are ignored. Extra per-sample columns: a header line `#columns: path label NAME...`
+//    (before the first sample; names are letters, digits and _) makes every line carry
+//    that many tab-separated fields; the fields after the label are the sample's column
+//    values (strings, any bytes but tab and newline), column(i, c).
 // A sample's key is its path relative to the root (for a list file: the path as written);
 // that is what logs and --keys_out name.
 //
@@ -50,6 +53,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
@@ -135,6 +139,15 @@ class Dataset {
   const std::vector<std::string>& shards() const { return shards_; }
   absl::Span<const SampleMember> members(int64_t i) const;
   const std::vector<std::string>& extensions() const { return extensions_; }
+
+  // Extra per-sample columns (list files' `#columns:` header): their names, and sample
+  // i's value of column c ("" where its source has no such column).
+  const std::vector<std::string>& column_names() const { return column_names_; }
+  absl::string_view column(int64_t i, size_t c) const {
+    const size_t k = static_cast<size_t>(i) * column_names_.size() + c;
+    const uint64_t begin = k == 0 ? 0 : column_ends_[k - 1];
+    return absl::string_view(column_text_).substr(begin, column_ends_[k] - begin);
+  }
   // shard_env reads the shards (an HttpEnv for URLs, wrapping DatasetOptions::env);
   // valid while the Dataset lives.
   Env* shard_env() const { return shard_env_ != nullptr ? shard_env_.get() : env_; }
@@ -150,9 +163,14 @@ class Dataset {
   static absl::StatusOr<std::vector<std::string>> ShardPaths(Env* env, const std::string& path,
                                                              bool is_directory);
 
+  // AddColumnsLine adds the sample of list-file line `line` (`path<TAB>label<TAB>values`,
+  // one per column_names_) with its column values (list_columns.cc).
+  absl::Status AddColumnsLine(const std::string& path, int line_number, absl::string_view line);
   // Append moves `other`'s samples (and shards, members, extensions) after this one's,
   // as source number `source` (dataset_sources.cc).
   void Append(Dataset&& other, int32_t source);
+  // AppendColumns adds `other`'s column values in this dataset's column layout.
+  void AppendColumns(const Dataset& other);
 
   std::string root_;
   // Mixtures: each source's root (FullPath's), by source; empty for one source.
@@ -165,6 +183,10 @@ class Dataset {
   std::vector<std::string> shards_;
   std::vector<SampleMember> members_;
   std::vector<std::string> extensions_;
+  // Columns: sample i's value of column c ends at column_ends_[i * C + c] in column_text_.
+  std::vector<std::string> column_names_;
+  std::string column_text_;
+  std::vector<uint64_t> column_ends_;
   Env* env_ = nullptr;
   std::unique_ptr<Env> shard_env_;
 };

@@ -18,6 +18,17 @@ std::vector<std::string> SharedClassMap(const std::vector<std::unique_ptr<Datase
   return std::vector<std::string>(names.begin(), names.end());
 }
 
+// SharedColumns is every source's extra column names, each once, in order of appearance.
+std::vector<std::string> SharedColumns(const std::vector<std::unique_ptr<Dataset>>& opened) {
+  std::vector<std::string> names;
+  for (const auto& d : opened) {
+    for (const std::string& name : d->column_names()) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  return names;
+}
+
 }  // namespace
 
 int64_t Dataset::source_size(int32_t source) const {
@@ -46,6 +57,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenSources(
   }
   std::unique_ptr<Dataset> merged(new Dataset());
   merged->class_names_ = SharedClassMap(opened);
+  merged->column_names_ = SharedColumns(opened);
   merged->root_ = opened.front()->root_;
   merged->env_ = opened.front()->env_;
   merged->source_names_.clear();
@@ -70,6 +82,7 @@ void Dataset::Append(Dataset&& other, int32_t source) {
     extension_map.push_back(static_cast<uint32_t>(it - extensions_.begin()));
     if (it == extensions_.end()) extensions_.push_back(ext);
   }
+  AppendColumns(other);
   const int32_t shard_offset = static_cast<int32_t>(shards_.size());
   const int64_t member_offset = static_cast<int64_t>(members_.size());
   source_offsets_.push_back(size());
@@ -90,6 +103,27 @@ void Dataset::Append(Dataset&& other, int32_t source) {
   // one, the first made, reads the shards of all.
   if (shard_env_ == nullptr && other.shard_env_ != nullptr) {
     shard_env_ = std::move(other.shard_env_);
+  }
+}
+
+void Dataset::AppendColumns(const Dataset& other) {
+  if (column_names_.empty()) return;
+  // Where each merged column is in `other` (npos: it has none, so the value is "").
+  std::vector<size_t> from;
+  for (const std::string& name : column_names_) {
+    auto it = std::find(other.column_names_.begin(), other.column_names_.end(), name);
+    from.push_back(it == other.column_names_.end()
+                       ? std::string::npos
+                       : static_cast<size_t>(it - other.column_names_.begin()));
+  }
+  for (int64_t i = 0; i < other.size(); ++i) {
+    for (size_t c : from) {
+      if (c != std::string::npos) {
+        const absl::string_view value = other.column(i, c);
+        column_text_.append(value.data(), value.size());
+      }
+      column_ends_.push_back(column_text_.size());
+    }
   }
 }
 

@@ -1,0 +1,74 @@
+// list_columns.cc: list files with extra per-sample columns (dataset.h), and the header
+// that names them.
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "stages/reader/dataset.h"
+#include "stages/reader/internal/list_columns.h"
+
+namespace flowloader {
+namespace reader_internal {
+namespace {
+
+bool IsColumnName(absl::string_view name) {
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status ParseColumnsHeader(const std::string& path, int line_number, absl::string_view line,
+                                std::vector<std::string>* names) {
+  const std::vector<absl::string_view> words =
+      absl::StrSplit(absl::StripPrefix(line, kColumnsHeader), absl::ByAnyChar(" \t"),
+                     absl::SkipEmpty());
+  const std::string where = absl::StrCat(path, ":", line_number, ": ");
+  if (words.size() < 3 || words[0] != "path" || words[1] != "label") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "a #columns: header names path, label, then the extra columns "
+               "(#columns: path label caption), got \"", line.substr(0, 200), "\""));
+  }
+  std::set<std::string> seen = {"path", "label"};
+  names->clear();
+  for (size_t i = 2; i < words.size(); ++i) {
+    const std::string name(words[i]);
+    if (!IsColumnName(name) || !seen.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "column name '", name.substr(0, 40),
+          "' is not letters, digits and _ (not starting with a digit), or is repeated"));
+    }
+    names->push_back(name);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace reader_internal
+
+absl::Status Dataset::AddColumnsLine(const std::string& path, int line_number,
+                                     absl::string_view line) {
+  const std::vector<absl::string_view> fields = absl::StrSplit(line, '\t');
+  int64_t label = 0;
+  if (fields.size() != column_names_.size() + 2 || fields[0].empty() ||
+      !absl::SimpleAtoi(fields[1], &label) || label < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ":", line_number, ": expected ", column_names_.size() + 2,
+        " tab-separated fields (path, label >= 0, ", absl::StrJoin(column_names_, ", "),
+        ") as the #columns: header says, got \"", line.substr(0, 200), "\""));
+  }
+  samples_.push_back(SampleSource{std::string(fields[0]), label});
+  for (size_t c = 0; c < column_names_.size(); ++c) {
+    column_text_.append(fields[c + 2].data(), fields[c + 2].size());
+    column_ends_.push_back(column_text_.size());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace flowloader
