@@ -1,6 +1,6 @@
 """Fixtures for the flowloader Python tests: the module, the CLI binary, small datasets.
 
-python/run_tests.sh sets FLOWLOADER_BIN (the -c opt `flowloader` binary) and PYTHONPATH;
+python/run_tests.sh sets FLOWLOADER_BIN (the `flowloader` binary it built) and PYTHONPATH;
 datasets are made by `flowloader make-dataset`, so every test reads real JPEG files.
 """
 
