@@ -44,10 +44,11 @@ def run(cmd, **kw):
 
 def build_flowloader(work):
     run(["bazel", "build", "//runtime:flowloader"], cwd=REPO)
-    out = subprocess.run(["bazel", "cquery", "--output=files", "//runtime:flowloader"],
-                         cwd=REPO, check=True, capture_output=True, text=True).stdout.split()
+    # Bazel 4.2.3 has no `cquery --output=files`; bazel-bin follows the last build's
+    # config, so take the default configuration's output directory itself.
     binary = os.path.join(work, "flowloader")
-    shutil.copy(os.path.join(REPO, out[-1]), binary)
+    shutil.copy(os.path.join(REPO, "bazel-out", "k8-fastbuild", "bin", "runtime", "flowloader"),
+                binary)
     return binary
 
 
