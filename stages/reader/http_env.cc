@@ -138,6 +138,11 @@ absl::StatusOr<std::unique_ptr<HttpEnv>> HttpEnv::Create(Env* base,
     return absl::InvalidArgumentError(
         "http max_retries and initial_backoff must be >= 0, failure_limit >= 1");
   }
+  if (options.cache_bytes < 0 || options.block_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "http cache_bytes must be >= 0 and block_bytes > 0, got cache_bytes=",
+        options.cache_bytes, " block_bytes=", options.block_bytes));
+  }
   static const CURLcode init = curl_global_init(CURL_GLOBAL_DEFAULT);
   if (init != CURLE_OK) {
     return absl::InternalError(absl::StrCat("libcurl init failed: ", curl_easy_strerror(init)));
@@ -317,12 +322,44 @@ absl::Status HttpEnv::ReadRange(const std::string& path, int64_t offset, int64_t
   if (offset < 0 || length < 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": bad range ", offset, "+", length));
   }
+  const bool cacheable = options_.cache_bytes > 0 && length <= options_.cache_bytes;
+  return cacheable ? ReadCached(path, offset, length, contents)
+                   : ReadUncached(path, offset, length, contents);
+}
+
+absl::Status HttpEnv::ReadUncached(const std::string& url, int64_t offset, int64_t length,
+                                   std::string* contents) {
   Request r;
-  r.url = path;
+  r.url = url;
   r.offset = offset;
   r.length = length;
   r.out = contents;
   return Fetch(r);
+}
+
+absl::Status HttpEnv::ReadCached(const std::string& url, int64_t offset, int64_t length,
+                                 std::string* contents) {
+  contents->clear();
+  const int64_t block_bytes = options_.block_bytes;
+  const int64_t end = offset + length;
+  for (int64_t index = offset / block_bytes; index * block_bytes < end; ++index) {
+    const int64_t block_start = index * block_bytes;
+    absl::StatusOr<internal::BlockCache::Block> block =
+        cache_.Get({url, index}, [&]() -> absl::StatusOr<std::string> {
+          std::string data;
+          absl::Status s = ReadUncached(url, block_start, block_bytes, &data);
+          if (!s.ok()) return s;
+          return data;
+        });
+    if (!block.ok()) return block.status();
+    const std::string& data = **block;
+    const int64_t from = std::max(offset, block_start) - block_start;
+    const int64_t to = std::min<int64_t>(end - block_start, data.size());
+    if (to > from) contents->append(data, static_cast<size_t>(from), static_cast<size_t>(to - from));
+    // A short block is the end of the resource: nothing follows it.
+    if (static_cast<int64_t>(data.size()) < block_bytes) break;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<DirEntry>> HttpEnv::ListDirectory(const std::string& path) {

@@ -16,6 +16,11 @@
 //     shard's samples are skipped quickly instead of each waiting out the backoff.
 //   * A stalled server is a timeout: no byte for `stall_timeout`, or the whole request
 //     over `request_timeout`.
+//   * Block cache: with cache_bytes > 0, ReadRange is served from aligned `block_bytes`
+//     blocks, each fetched with one Range request and kept in a bounded LRU cache
+//     (internal/block_cache.h), so later epochs send no request (like the OS page cache
+//     for shards on disk). A member spanning blocks is assembled from them; a read longer
+//     than cache_bytes bypasses the cache. A failed block is not cached.
 //
 // Thread-safety: thread-safe; each call uses its own pooled handle.
 #ifndef FLOWLOADER_STAGES_READER_HTTP_ENV_H_
@@ -33,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "stages/reader/env.h"
+#include "stages/reader/internal/block_cache.h"
 
 namespace flowloader {
 
@@ -50,6 +56,12 @@ struct HttpOptions {
   absl::Duration initial_backoff = absl::Milliseconds(100);
   // Consecutive failed reads of one URL after which its reads are not retried; >= 1.
   int failure_limit = 3;
+  // Bytes of remote blocks kept in memory (not yet in the memory plan); 0: no cache, one
+  // Range request per read. Default 0 (off) until tests/shards_test.cc's dying-shard
+  // case accounts for cached blocks; 256 MiB is the intended default.
+  int64_t cache_bytes = 0;
+  // Size of one cached block, fetched with one Range request; > 0. Default 4 MiB.
+  int64_t block_bytes = int64_t{4} << 20;
 };
 
 // IsUrl reports whether `path` is an http:// or https:// URL.
@@ -78,7 +90,15 @@ class HttpEnv : public Env {
   struct Request;
 
  private:
-  HttpEnv(Env* base, const HttpOptions& options) : base_(base), options_(options) {}
+  HttpEnv(Env* base, const HttpOptions& options)
+      : base_(base), options_(options), cache_(options.cache_bytes) {}
+
+  // ReadUncached sends one Range request for [offset, offset + length).
+  absl::Status ReadUncached(const std::string& url, int64_t offset, int64_t length,
+                            std::string* contents);
+  // ReadCached assembles [offset, offset + length) from cached blocks.
+  absl::Status ReadCached(const std::string& url, int64_t offset, int64_t length,
+                          std::string* contents);
 
   // Fetch runs `request` with retries and the per-URL failure accounting.
   absl::Status Fetch(Request& request);
@@ -94,6 +114,7 @@ class HttpEnv : public Env {
   std::vector<void*> idle_handles_ ABSL_GUARDED_BY(mu_);  // CURL*, connections kept alive.
   std::map<std::string, int> consecutive_failures_ ABSL_GUARDED_BY(mu_);
   int64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  internal::BlockCache cache_;
 };
 
 }  // namespace flowloader
