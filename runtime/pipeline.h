@@ -105,12 +105,13 @@ struct PipelineOptions {
   // pipeline runs (README "Autotune"): the fewest workers and buffers that keep Next
   // waiting under 5% of the time, within cpu_budget and ram_budget_bytes.
   static constexpr int kAuto = 0;
-  // Threads, and the concurrency of decode/augment; >= 1, or kAuto. Default 2.
-  int num_workers = 2;
+  // Threads, and the concurrency of decode/augment; >= 1, or kAuto. Default kAuto: it
+  // starts at 1 and grows while Next waits and a CPU of cpu_budget is free.
+  int num_workers = kAuto;
   // Batch buffers, the bound on batches in flight (memory = prefetch_batches × batch
-  // bytes); >= 1, or kAuto. Default 3: on 2 cores 2, 3 and 4 gave the same images/s
-  // (±2%), and each buffer is 38.5 MB at batch 64 × 3×224² float32.
-  int prefetch_batches = 3;
+  // bytes; 38.5 MB each at batch 64 × 3×224² float32); >= 1, or kAuto. Default kAuto: it
+  // starts at 2 and grows only within ram_budget_bytes.
+  int prefetch_batches = kAuto;
   // CPUs the autotuner may give the workers (num_workers: auto grows to at most this);
   // 0 = what the process may use (affinity mask ∩ cgroup quota). Default 0.
   int cpu_budget = 0;

@@ -327,11 +327,11 @@ const std::vector<Key>& Keys() {
        [](R r, F f, O o) { return r.String(f, &o->name); }},
       {"batch_size", "64", "samples per batch; >= 1",
        [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->batch_size); }},
-      {"num_workers", "2",
+      {"num_workers", "auto",
        "threads, the concurrency of decode/augment; >= 1, or auto (the autotuner's, "
        "within cpu_budget)",
        [](R r, F f, O o) { return ApplyAutoCount(r, f, &o->num_workers); }},
-      {"prefetch_batches", "3",
+      {"prefetch_batches", "auto",
        "batch buffers (memory = this x batch bytes); >= 1, or auto (the autotuner's, "
        "within ram_budget)",
        [](R r, F f, O o) { return ApplyAutoCount(r, f, &o->prefetch_batches); }},

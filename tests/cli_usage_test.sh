@@ -50,7 +50,8 @@ grep -Eq '^flowloader [0-9a-z.]+-g[0-9a-f]{7,}|^flowloader [A-Za-z0-9.]+' "$TMP/
 import re, sys
 flags = set(re.findall(r"^  --([a-z_]+)=", open(sys.argv[1]).read(), re.M))
 readme = open(sys.argv[2]).read()
-section = readme[readme.index("## The command line"):readme.index("## Bad input")]
+start = readme.index("## The command line")
+section = readme[start:readme.index("\n## ", start + 1)]
 documented = set(re.findall(r"--([a-z_]+)", section))
 missing = sorted(flags - documented)
 assert not missing, "README's command-line section does not name: %s" % missing

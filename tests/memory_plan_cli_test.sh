@@ -11,8 +11,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$FLOWLOADER" make-dataset --out="$DATA" --classes=3 --images_per_class=10 \
   --min_short_side=64 --max_short_side=128 >/dev/null
 
-# 1. batch_size 100000 over 30 images: one batch of 30, a pool of 3 × 30 rows.
-"$FLOWLOADER" run --data="$DATA" --batch_size=100000 --image_size=64 --metrics_address= \
+# 1. batch_size 100000 over 30 images: one batch of 30, a pool of 3 × 30 rows (a fixed
+# pool: prefetch_batches auto would start at 2 buffers and grow).
+"$FLOWLOADER" run --data="$DATA" --batch_size=100000 --image_size=64 --prefetch_batches=3 \
+  --metrics_address= \
   --progress=false --summary_json="$TMP/summary.json" >"$TMP/out.txt" 2>"$TMP/err.txt" \
   || fail "batch_size=100000 exited $?: $(cat "$TMP/err.txt")"
 /usr/bin/python3 - "$TMP/summary.json" <<'PYEOF'
@@ -27,7 +29,7 @@ PYEOF
 # 2. Above a memory limit: exit 2 with one line naming the bytes and the knobs.
 set +e
 "$FLOWLOADER" run --data="$DATA" --batch_size=100000 --image_size=512 --memory_limit_mb=100 \
-  --metrics_address= --progress=false >"$TMP/out2.txt" 2>"$TMP/err2.txt"
+  --prefetch_batches=3 --metrics_address= --progress=false >"$TMP/out2.txt" 2>"$TMP/err2.txt"
 rc=$?
 set -e
 [[ $rc -eq 2 ]] || fail "expected exit 2 above the limit, got $rc: $(cat "$TMP/err2.txt")"

@@ -37,6 +37,7 @@ class MemoryPlanTest : public ::testing::Test {
 
 TEST_F(MemoryPlanTest, BatchSizeAboveTheDatasetAllocatesOnlyTheEpochsRows) {
   PipelineOptions o = SmallCpuOptions(data_, /*batch_size=*/100000, nullptr);
+  o.prefetch_batches = 3;  // A fixed pool (auto would start at 2 buffers and grow).
   absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   const int64_t sample_bytes = static_cast<int64_t>((*pipeline)->output().sample_bytes);
@@ -50,8 +51,9 @@ TEST_F(MemoryPlanTest, BatchSizeAboveTheDatasetAllocatesOnlyTheEpochsRows) {
 }
 
 TEST_F(MemoryPlanTest, PlanIsInTheStatsWithItsParts) {
-  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline =
-      Pipeline::Create(SmallCpuOptions(data_, 4, nullptr));
+  PipelineOptions o = SmallCpuOptions(data_, /*batch_size=*/4, nullptr);
+  o.prefetch_batches = 3;
+  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   std::map<std::string, int64_t> plan = Plan(**pipeline);
   const int64_t sample_bytes = static_cast<int64_t>((*pipeline)->output().sample_bytes);
@@ -66,6 +68,7 @@ TEST_F(MemoryPlanTest, PlanIsInTheStatsWithItsParts) {
 TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
   PipelineOptions o = SmallCpuOptions(data_, /*batch_size=*/4, nullptr);
   o.image_size = 5000;
+  o.prefetch_batches = 3;
   o.memory_limit_mb = 1024;
   absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
   ASSERT_FALSE(pipeline.ok());

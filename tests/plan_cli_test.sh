@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # 1. The text table: a line per part with its formula, then the total.
 "$FLOWLOADER" plan --data="$DATA" --batch_size=8 --image_size=64 --num_workers=2 \
-  >"$TMP/plan.txt" 2>"$TMP/plan.err" || fail "plan exited $?: $(cat "$TMP/plan.err")"
+  --prefetch_batches=3 >"$TMP/plan.txt" 2>"$TMP/plan.err" || fail "plan exited $?: $(cat "$TMP/plan.err")"
 grep -qE '^  batch pool +1\.1 MiB  prefetch 3 × batch 8 × 3×64² float32$' "$TMP/plan.txt" ||
   fail "no batch pool line: $(cat "$TMP/plan.txt")"
 grep -qE '^  seek index +256\.0 MiB  decode seek_index_mb 256$' "$TMP/plan.txt" ||
@@ -50,7 +50,7 @@ PYEOF
 
 # 3. A plan that does not fit: printed anyway, then Create's refusal, exit 2.
 set +e
-"$FLOWLOADER" plan --data="$DATA" --image_size=2048 --memory_limit_mb=100 --json \
+"$FLOWLOADER" plan --data="$DATA" --image_size=2048 --memory_limit_mb=100 --prefetch_batches=3 --json \
   >"$TMP/big.json" 2>"$TMP/big.err"
 rc=$?
 set -e

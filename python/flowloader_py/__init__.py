@@ -61,8 +61,11 @@ class _Default:
 
 
 def _is_int_key(key):
+    default = _SPEC_KEYS[key]["default"]
+    if default == "auto":  # num_workers, prefetch_batches: a count or "auto".
+        return True
     try:
-        int(_SPEC_KEYS[key]["default"])
+        int(default)
         return True
     except ValueError:
         return False
@@ -157,6 +160,12 @@ class DataLoader:
         # epochs= is given (a spec's epochs key is for the CLI and is not used here).
         if "epochs" not in options:
             given["epochs"] = 0
+        # PyTorch-style num_workers=2, prefetch_batches=3 unless a spec says otherwise (the
+        # C++ and CLI default for both is "auto", the online autotuner's).
+        if spec is None:
+            for key in ("num_workers", "prefetch_batches"):
+                if isinstance(given[key], _Default):
+                    given[key] = given[key].value
         self._settings = [(k, _setting_text(k, v)) for k, v in given.items()
                           if not isinstance(v, _Default)]
         self._settings += self._shard_settings(rank, world_size)
