@@ -733,12 +733,17 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
     return absl::OkStatus();
   }
   const int64_t t0 = NowNanos();
-  // The next batch is the oldest ready one of the epoch being delivered: in order that is
-  // the queue's front; as completed, a batch of the next epoch waits until this epoch is
-  // complete, so epoch boundaries stay exact.
+  // In order, the next batch is the one numbered delivered_sequence_, wherever it sits in
+  // the queue: the sequencer orders batches, but the serial function_nodes after it
+  // (upload, deliver) do not promise FIFO order under oneTBB, and with the autotuner's
+  // gate parking threads two batches were seen to reach the queue swapped. As completed,
+  // it is the oldest ready one of the epoch being delivered: a batch of the next epoch
+  // waits until this epoch is complete, so epoch boundaries stay exact.
   auto next_of_epoch = [this] {
-    return std::find_if(queue_.begin(), queue_.end(),
-                        [this](BatchToken* t) { return t->batch.epoch == delivering_epoch_; });
+    return std::find_if(queue_.begin(), queue_.end(), [this](BatchToken* t) {
+      if (options_.in_order) return t->sequence == delivered_sequence_;
+      return t->batch.epoch == delivering_epoch_;
+    });
   };
   ready_.wait(lock, [&] { return next_of_epoch() != queue_.end() || !fatal_.ok() || stopped_; });
   if (!fatal_.ok()) return fatal_;
