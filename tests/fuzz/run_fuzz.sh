@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# run_fuzz.sh: build the decode+augment libFuzzer target with clang and fuzz for a bounded
-# time. Bazel's toolchain is gcc (no libFuzzer), so this compiles the fuzzer and the
-# decode/augment/core sources directly with clang++ -fsanitize=fuzzer,address,undefined,
-# against Debian's libjpeg-turbo, libpng, libwebp, libtiff, giflib, zlib and Abseil (not
-# instrumented: coverage
-# feedback comes from our code, the sanitizers check our code's accesses to their memory).
+# run_fuzz.sh: build the decode+augment libFuzzer target with clang
+# (-fsanitize=fuzzer,address,undefined; fuzz_common.sh says how) against Debian's
+# libjpeg-turbo, libpng, libwebp, libtiff, giflib, zlib and Abseil, and fuzz for a bounded
+# time.
 #
 #   tests/fuzz/run_fuzz.sh [SECONDS]        default 90 (env FUZZ_SECONDS also works)
 #   env: FUZZ_CORPUS=DIR   keep the growing corpus there (default: a fresh temp dir)
@@ -34,9 +32,9 @@ CORPUS="${FUZZ_CORPUS:-$WORK/corpus}"
 SEEDS="$WORK/seeds"
 ARTIFACTS="${FUZZ_ARTIFACTS:-${TEST_UNDECLARED_OUTPUTS_DIR:-$WORK}/artifacts}"
 mkdir -p "$WORK" "$CORPUS" "$SEEDS" "$ARTIFACTS"
-
-CXX="${CXX_FUZZ:-clang++}"
-command -v "$CXX" >/dev/null || { echo "run_fuzz.sh: $CXX not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+FUZZ_NAME=run_fuzz.sh
+# shellcheck source=tests/fuzz/fuzz_common.sh
+source "$HERE/fuzz_common.sh"
 
 # The library sources the body reaches, listed explicitly (stages/core, decode, augment).
 LIB_SRCS=(
@@ -72,66 +70,16 @@ SEED_SRCS=(
   tests/fuzz/seed_corpus.cc
   tests/fuzz/make_seeds.cc
 )
-ABSL_LIBS=(-labsl_status -labsl_statusor -labsl_cord -labsl_cord_internal
-  -labsl_cordz_info -labsl_cordz_handle -labsl_cordz_functions -labsl_str_format_internal
-  -labsl_strings -labsl_strings_internal -labsl_synchronization -labsl_time
-  -labsl_time_zone -labsl_int128 -labsl_raw_logging_internal -labsl_throw_delegate
-  -labsl_base -labsl_spinlock_wait -labsl_malloc_internal -labsl_exponential_biased
-  -labsl_stacktrace -labsl_symbolize -labsl_debugging_internal -labsl_demangle_internal
-  -labsl_graphcycles_internal -labsl_bad_optional_access -labsl_bad_variant_access
-  -labsl_hash -labsl_city -labsl_low_level_hash -labsl_raw_hash_set)
 SYS_LIBS=(-ljpeg -lpng16 -lz -lwebp -ltiff -lgif -lpthread)
-COMMON=(-std=c++17 -march=x86-64-v2 -g -O1 -I"$ROOT" -fno-omit-frame-pointer)
-SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
-
-# Build: one object per source, FUZZ_JOBS (2) at a time; with a reused FUZZ_WORK, an
-# object is rebuilt when its source or any header it could include is newer.
-NEWEST_HEADER="$(ls -t "$ROOT"/stages/*/*.h "$ROOT"/stages/*/internal/*.h "$ROOT"/tests/fuzz/*.h | head -1)"
-# The resampler's kernel files are compiled for their instruction sets, as in
-# stages/augment/BUILD (copts of :resample_avx2 and :resample_avx512).
-isa_flags() {  # src
-  case "$1" in
-    */resample_avx2.cc) echo "-mavx2 -ffp-contract=off" ;;
-    */resample_avx512.cc | */resample_ycc_avx512.cc)
-      echo "-mavx2 -mavx512f -mavx512bw -ffp-contract=off" ;;
-  esac
-}
-compile() {  # out src flags...
-  local out="$1" src="$2"; shift 2
-  if [[ ! -f "$out" || "$ROOT/$src" -nt "$out" || "$NEWEST_HEADER" -nt "$out" ]]; then
-    # shellcheck disable=SC2046  # isa_flags prints separate words on purpose.
-    "$CXX" "${COMMON[@]}" "$@" $(isa_flags "$src") -c "$ROOT/$src" -o "$out"
-  fi
-}
-build() {  # dir flags... -- srcs...
-  local dir="$1"; shift
-  local flags=()
-  while [[ "$1" != "--" ]]; do flags+=("$1"); shift; done
-  shift
-  mkdir -p "$dir"
-  local pids=() objs=() i=0
-  for src in "$@"; do
-    local obj="$dir/$(echo "$src" | tr / _).o"
-    objs+=("$obj")
-    compile "$obj" "$src" "${flags[@]}" &
-    pids+=($!)
-    if (( ++i % ${FUZZ_JOBS:-2} == 0 )); then
-      for p in "${pids[@]}"; do wait "$p"; done
-      pids=()
-    fi
-  done
-  for p in "${pids[@]}"; do wait "$p"; done
-  OBJS=("${objs[@]}")
-}
 
 t0=$(date +%s)
 # The fuzzer: sanitizers plus libFuzzer's coverage instrumentation on our sources.
-build "$WORK/obj_fuzz" "${SAN[@]}" -fsanitize=fuzzer-no-link -- "${LIB_SRCS[@]}" tests/fuzz/decode_augment_fuzzer.cc
-"$CXX" "${SAN[@]}" -fsanitize=fuzzer "${OBJS[@]}" -o "$WORK/decode_augment_fuzzer" \
-  "${ABSL_LIBS[@]}" "${SYS_LIBS[@]}"
+fuzz_build "$WORK/obj_fuzz" "${FUZZ_SAN[@]}" -fsanitize=fuzzer-no-link -- "${LIB_SRCS[@]}" tests/fuzz/decode_augment_fuzzer.cc
+"$CXX" "${FUZZ_SAN[@]}" -fsanitize=fuzzer "${OBJS[@]}" -o "$WORK/decode_augment_fuzzer" \
+  "${FUZZ_ABSL_LIBS[@]}" "${SYS_LIBS[@]}"
 # The seed writer (also sanitized: it runs the encoders).
-build "$WORK/obj_seed" "${SAN[@]}" -- "${SEED_SRCS[@]}"
-"$CXX" "${SAN[@]}" "${OBJS[@]}" -o "$WORK/make_seeds" "${ABSL_LIBS[@]}" "${SYS_LIBS[@]}"
+fuzz_build "$WORK/obj_seed" "${FUZZ_SAN[@]}" -- "${SEED_SRCS[@]}"
+"$CXX" "${FUZZ_SAN[@]}" "${OBJS[@]}" -o "$WORK/make_seeds" "${FUZZ_ABSL_LIBS[@]}" "${SYS_LIBS[@]}"
 echo "run_fuzz.sh: built in $(( $(date +%s) - t0 )) s"
 
 rm -f "$SEEDS"/*
@@ -155,34 +103,10 @@ if (( ${#REGRESSIONS[@]} > 0 )); then
   }
 fi
 
-LOG="$WORK/fuzz.log"
-set +e
-ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0" \
-UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-"$WORK/decode_augment_fuzzer" \
-  -max_total_time="$SECONDS_BUDGET" -rss_limit_mb=2048 -timeout=10 \
-  -max_len=262144 -print_final_stats=1 -dict="$HERE/jpeg_png.dict" \
-  -artifact_prefix="$ARTIFACTS/" "$CORPUS" "$SEEDS" "$FORMAT_SEEDS" >"$LOG" 2>&1
-rc=$?
-set -e
-execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -1)
-rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$LOG" | tail -1)
-peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$LOG" | tail -1)
-cov=$(grep -o 'cov: [0-9]*' "$LOG" | tail -1 || true)
-echo "run_fuzz.sh: ${SECONDS_BUDGET} s, rc=$rc, executions=${execs:-?}, exec/s=${rate:-?}, peak_rss_mb=${peak:-?}, ${cov:-cov: ?}, corpus=$(ls "$CORPUS" | wc -l) files"
-if (( rc != 0 )); then
-  tail -n 60 "$LOG" >&2
-  echo "run_fuzz.sh: FAIL: libFuzzer exited $rc; reproducers in $ARTIFACTS:" >&2
-  ls -l "$ARTIFACTS" >&2
-  echo "copy one into tests/fuzz/regressions/ to keep it as a regression test" >&2
-  exit 1
-fi
-if [[ -z "$execs" || "$execs" -lt 1000 ]]; then
-  tail -n 30 "$LOG" >&2
-  echo "run_fuzz.sh: FAIL: only ${execs:-0} executions (expected thousands)" >&2
-  exit 1
-fi
-echo "run_fuzz.sh: PASS"
+fuzz_run "$WORK/decode_augment_fuzzer" "$SECONDS_BUDGET" "$WORK/fuzz.log" "$ARTIFACTS" \
+  tests/fuzz/regressions/ -- -max_len=262144 -dict="$HERE/jpeg_png.dict" \
+  "$CORPUS" "$SEEDS" "$FORMAT_SEEDS"
+echo "$FUZZ_NAME: corpus=$(ls "$CORPUS" | wc -l) files"
 if (( OWN_WORK )) && [[ -z "${FUZZ_CORPUS:-}" && -z "${FUZZ_ARTIFACTS:-}" ]]; then
   rm -rf "$WORK"  # Nothing to keep: no crash, and the corpus was a temporary one.
 fi

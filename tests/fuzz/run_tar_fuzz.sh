@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# run_tar_fuzz.sh: build the tar-index libFuzzer target (tar_fuzz_body.h) with clang and
-# fuzz it for a bounded time; its share of CI's 90 s fuzz budget (run_fuzz.sh has the
-# rest). Seeds are archives GNU tar writes here (ustar, GNU long names, pax, members in
+# run_tar_fuzz.sh: build the tar-index libFuzzer target (tar_fuzz_body.h) with clang
+# (fuzz_common.sh) and fuzz it for a bounded time; its share of CI's 90 s fuzz budget
+# (run_fuzz.sh has the rest). Seeds are archives GNU tar writes here (ustar, GNU long names, pax, members in
 # sub-directories, webdataset samples) plus the checked-in tar_regressions/.
 #
 #   tests/fuzz/run_tar_fuzz.sh [SECONDS]     default 15 (env TAR_FUZZ_SECONDS also works)
@@ -20,10 +20,10 @@ WORK="${FUZZ_WORK:-$(mktemp -d "$TMP_BASE/tar_fuzz.XXXXXX")}/tar"
 ARTIFACTS="${FUZZ_ARTIFACTS:-${TEST_UNDECLARED_OUTPUTS_DIR:-$WORK}/artifacts}"
 CORPUS="$WORK/corpus"
 SEEDS="$WORK/seeds"
-mkdir -p "$WORK/obj" "$CORPUS" "$SEEDS" "$ARTIFACTS"
-
-CXX="${CXX_FUZZ:-clang++}"
-command -v "$CXX" >/dev/null || { echo "run_tar_fuzz.sh: $CXX not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+mkdir -p "$WORK" "$CORPUS" "$SEEDS" "$ARTIFACTS"
+FUZZ_NAME=run_tar_fuzz.sh
+# shellcheck source=tests/fuzz/fuzz_common.sh
+source "$HERE/fuzz_common.sh"
 
 SRCS=(
   stages/core/log.cc
@@ -33,26 +33,11 @@ SRCS=(
   tests/fuzz/tar_fuzz_body.cc
   tests/fuzz/tar_index_fuzzer.cc
 )
-ABSL_LIBS=(-labsl_status -labsl_statusor -labsl_cord -labsl_cord_internal
-  -labsl_cordz_info -labsl_cordz_handle -labsl_cordz_functions -labsl_str_format_internal
-  -labsl_strings -labsl_strings_internal -labsl_synchronization -labsl_time
-  -labsl_time_zone -labsl_int128 -labsl_raw_logging_internal -labsl_throw_delegate
-  -labsl_base -labsl_spinlock_wait -labsl_malloc_internal -labsl_exponential_biased
-  -labsl_stacktrace -labsl_symbolize -labsl_debugging_internal -labsl_demangle_internal
-  -labsl_graphcycles_internal -labsl_bad_optional_access -labsl_bad_variant_access)
-FLAGS=(-std=c++17 -g -O1 -I"$ROOT" -fno-omit-frame-pointer
-  -fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
 t0=$(date +%s)
-OBJS=()
-for src in "${SRCS[@]}"; do
-  obj="$WORK/obj/$(echo "$src" | tr / _).o"
-  OBJS+=("$obj")
-  if [[ ! -f "$obj" || "$ROOT/$src" -nt "$obj" ]]; then
-    "$CXX" "${FLAGS[@]}" -fsanitize=fuzzer-no-link -c "$ROOT/$src" -o "$obj"
-  fi
-done
-"$CXX" "${FLAGS[@]}" -fsanitize=fuzzer "${OBJS[@]}" -o "$WORK/tar_index_fuzzer" "${ABSL_LIBS[@]}" -lpthread
+fuzz_build "$WORK/obj" "${FUZZ_SAN[@]}" -fsanitize=fuzzer-no-link -- "${SRCS[@]}"
+"$CXX" "${FUZZ_SAN[@]}" -fsanitize=fuzzer "${OBJS[@]}" -o "$WORK/tar_index_fuzzer" \
+  "${FUZZ_ABSL_LIBS[@]}" -lpthread
 echo "run_tar_fuzz.sh: built in $(( $(date +%s) - t0 )) s"
 
 # Seeds: real archives from GNU tar in each format.
@@ -69,23 +54,5 @@ for f in "$HERE"/tar_regressions/*; do
   [[ -f "$f" && "$(basename "$f")" != README* ]] && cp "$f" "$SEEDS/"
 done
 
-LOG="$WORK/fuzz.log"
-set +e
-ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-"$WORK/tar_index_fuzzer" -max_total_time="$SECONDS_BUDGET" -rss_limit_mb=2048 -timeout=10 \
-  -max_len=65536 -print_final_stats=1 -artifact_prefix="$ARTIFACTS/" "$CORPUS" "$SEEDS" >"$LOG" 2>&1
-rc=$?
-set -e
-execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -1)
-cov=$(grep -o 'cov: [0-9]*' "$LOG" | tail -1 || true)
-echo "run_tar_fuzz.sh: ${SECONDS_BUDGET} s, rc=$rc, executions=${execs:-?}, ${cov:-cov: ?}, corpus=$(ls "$CORPUS" | wc -l) files"
-if (( rc != 0 )); then
-  tail -n 40 "$LOG" >&2
-  echo "run_tar_fuzz.sh: FAIL: libFuzzer exited $rc; reproducers in $ARTIFACTS" >&2
-  exit 1
-fi
-if [[ -z "$execs" || "$execs" -lt 1000 ]]; then
-  echo "run_tar_fuzz.sh: FAIL: only ${execs:-0} executions" >&2
-  exit 1
-fi
-echo "run_tar_fuzz.sh: PASS"
+fuzz_run "$WORK/tar_index_fuzzer" "$SECONDS_BUDGET" "$WORK/fuzz.log" "$ARTIFACTS" \
+  tests/fuzz/tar_regressions/ -- -max_len=65536 "$CORPUS" "$SEEDS"
