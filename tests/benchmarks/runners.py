@@ -23,7 +23,8 @@ import urllib.request
 
 import procmem
 
-PYTHON = "/usr/bin/python3"
+# Debian's torch here; the GPU machine has no /usr/bin/python3 torch, so the caller may override.
+PYTHON = os.environ.get("BENCH_PYTHON", "/usr/bin/python3")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Measured once by the benchmark: spawn→exit of `flowloader stages`, an upper bound on
@@ -33,6 +34,11 @@ FLOWLOADER_EXEC_SECONDS = 0.0
 
 class RunFailed(RuntimeError):
     pass
+
+
+def _pinned(cmd, taskset):
+    """cmd under `taskset -c CPUS` when taskset (a CPU list such as "0-7") is given."""
+    return ["taskset", "-c", taskset] + cmd if taskset else cmd
 
 
 def _spawn_and_wait(cmd, timeout, pss, env=None):
@@ -80,7 +86,7 @@ def _spawn_and_wait(cmd, timeout, pss, env=None):
 
 def run_flowloader(bins, data, transform="train", num_workers=2, batch_size=64, epochs=1,
                    shuffle=None, metrics_address="", pss=False, timeout=300, seed=0,
-                   prefetch_batches=None, layout="float_chw"):
+                   prefetch_batches=None, layout="float_chw", device="cpu", taskset=None):
     # prefetch_batches None: flowloader's default, as PyTorch runs with its own default.
     if shuffle is None:
         shuffle = transform == "train"
@@ -90,12 +96,12 @@ def run_flowloader(bins, data, transform="train", num_workers=2, batch_size=64, 
                f"--transform={transform}", f"--num_workers={num_workers}",
                f"--batch_size={batch_size}",
                f"--epochs={epochs}", f"--seed={seed}", f"--shuffle={str(shuffle).lower()}",
-               "--image_size=224", "--on_error=skip", f"--layout={layout}", "--device=cpu",
+               "--image_size=224", "--on_error=skip", f"--layout={layout}", f"--device={device}",
                f"--metrics_address={metrics_address}", "--progress=false",
                f"--summary_json={summary_path}"]
         if prefetch_batches is not None:
             cmd.append(f"--prefetch_batches={prefetch_batches}")
-        result, stdout, stderr = _spawn_and_wait(cmd, timeout, pss)
+        result, stdout, stderr = _spawn_and_wait(_pinned(cmd, taskset), timeout, pss)
         if result["rc"] != 0 or not os.path.exists(summary_path):
             raise RunFailed(f"flowloader rc={result['rc']}: {' '.join(cmd)}\n"
                             f"{stdout[-2000:]}\n{stderr[-2000:]}")
@@ -134,11 +140,12 @@ def run_flowloader(bins, data, transform="train", num_workers=2, batch_size=64, 
 
 
 def run_torch(data, transform="train", num_workers=2, batch_size=64, pss=False, timeout=600,
-              seed=0):
+              seed=0, device="cpu", taskset=None):
     cmd = [PYTHON, os.path.join(HERE, "torch_loader.py"), f"--data={data}",
            f"--transform={transform}", f"--num_workers={num_workers}",
-           f"--batch_size={batch_size}", f"--seed={seed}", "--image_size=224"]
-    result, stdout, stderr = _spawn_and_wait(cmd, timeout, pss)
+           f"--batch_size={batch_size}", f"--seed={seed}", "--image_size=224",
+           f"--device={device}"]
+    result, stdout, stderr = _spawn_and_wait(_pinned(cmd, taskset), timeout, pss)
     lines = [l for l in stdout.splitlines() if l.startswith("{")]
     if result["rc"] != 0 or not lines:
         raise RunFailed(f"torch rc={result['rc']}: {' '.join(cmd)}\n{stdout[-2000:]}\n"

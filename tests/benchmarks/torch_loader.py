@@ -2,14 +2,15 @@
 # torch_loader.py: the PyTorch side of the benchmark, one epoch of a standard DataLoader.
 #
 #   /usr/bin/python3 torch_loader.py --data=DIR --transform=train|eval \
-#       [--num_workers=2 --batch_size=64 --image_size=224 --seed=0]
+#       [--num_workers=2 --batch_size=64 --image_size=224 --seed=0 --device=cpu|cuda]
 #
 # torchvision ImageFolder with the reference ImageNet transforms
 #   train: RandomResizedCrop(224), RandomHorizontalFlip(), ToTensor(), Normalize(ImageNet)
 #   eval:  Resize(256), CenterCrop(224), ToTensor(), Normalize(ImageNet)
 # DataLoader(batch_size, num_workers, shuffle = train, pin_memory=False, default
 # prefetch_factor=2), torch.set_num_threads(1) in each worker as is typical. The consumer
-# only counts rows. Prints one JSON line with wall-clock timestamps (time.time()):
+# only counts rows; with --device=cuda it runs as a GPU training loop feeds itself:
+# pin_memory=True and each batch copied with .to("cuda", non_blocking=True). Prints one JSON line with wall-clock timestamps (time.time()):
 #   t_script (first line of this file, before `import torch`), t_imported, t_first (first
 #   batch in hand), t_end (last batch in hand) and, if the parent set BENCH_SPAWN_TIME
 #   (its time.time() just before spawning us), the figures measured from the spawn.
@@ -41,6 +42,7 @@ def main():
     p.add_argument("--batch_size", type=int, default=64)
     p.add_argument("--image_size", type=int, default=224)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = p.parse_args()
 
     import torch
@@ -70,7 +72,7 @@ def main():
         batch_size=a.batch_size,
         shuffle=(a.transform == "train"),
         num_workers=a.num_workers,
-        pin_memory=False,
+        pin_memory=(a.device == "cuda"),
         worker_init_fn=_worker_init if a.num_workers > 0 else None,
     )
     t_first = None
@@ -79,6 +81,9 @@ def main():
     batches = 0
     shape = None
     for images, labels in loader:
+        if a.device == "cuda":
+            images = images.to("cuda", non_blocking=True)
+            torch.cuda.synchronize()
         if t_first is None:
             t_first = time.time()
             first_rows = images.shape[0]
@@ -97,6 +102,7 @@ def main():
         "num_workers": a.num_workers,
         "batch_size": a.batch_size,
         "transform": a.transform,
+        "device": a.device,
         "torch": torch.__version__,
         "t_script": T_SCRIPT,
         "t_imported": t_imported,

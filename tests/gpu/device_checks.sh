@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# device_checks.sh: the CUDA path on a machine with a GPU, from what pack_for_device.sh
+# gathered in .gpu/. Run there from the repository root; results go to $OUT (or ./gpu_out).
+#   1. device_memory_test and cuda_upload_test with FLOWLOADER_EXPECT_CUDA=1: no host
+#      fallback allowed; every delivered batch read back from the device equals its host bytes;
+#   2. the CLI with --device=cuda and --device=cpu on the same data and seed: equal data_checksum;
+#   3. gpu_bench.py: flowloader vs PyTorch's DataLoader feeding the GPU, on 2 and 8 cores.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-gpu_out}; mkdir -p "$out"
+export LD_LIBRARY_PATH=$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export FLOWLOADER_EXPECT_CUDA=1 TEST_TMPDIR=/tmp/gpu_tests PYTHONUNBUFFERED=1
+mkdir -p "$TEST_TMPDIR"
+status=0
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+
+for t in device_memory_test cuda_upload_test; do
+  if .gpu/bin/$t > "$out/$t.log" 2>&1; then echo "PASS $t"; else echo "FAIL $t"; status=1; fi
+  grep -E '^\[  (SKIPPED|FAILED) ' "$out/$t.log"
+done
+
+fl=.gpu/bin/flowloader
+$fl make-dataset --out=/tmp/gpu_small --classes=10 --images_per_class=30 >/dev/null
+for device in cuda cpu; do
+  $fl run --data=/tmp/gpu_small --device=$device --epochs=2 --num_workers=4 --checksum \
+    --progress=false --metrics_address= --summary_json="$out/summary_$device.json" \
+    > "$out/run_$device.log" 2>&1 || { echo "FAIL run --device=$device"; status=1; }
+done
+python3 - "$out" <<'PY' || status=1
+import json, sys
+cuda, cpu = (json.load(open(f"{sys.argv[1]}/summary_{d}.json")) for d in ("cuda", "cpu"))
+same = cuda["data_checksum"] == cpu["data_checksum"]
+print(("PASS" if same else "FAIL"), "data_checksum cuda", cuda["data_checksum"], "cpu", cpu["data_checksum"])
+sys.exit(0 if same else 1)
+PY
+
+timeout 420 python3 tests/benchmarks/gpu_bench.py --bins=.gpu/bin --cores=2,8 --reps=3 \
+  --out="$out/gpu_bench.json" || { echo "FAIL gpu_bench"; status=1; }
+exit $status
