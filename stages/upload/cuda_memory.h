@@ -29,11 +29,17 @@ class CudaMemory : public DeviceMemory {
   const std::string& description() const override { return description_; }
 
  private:
-  CudaMemory(int device, bool pinned, void* stream, std::string description)
-      : device_(device), pinned_(pinned), stream_(stream), description_(std::move(description)) {}
+  CudaMemory(int device, bool pinned, void* stream, void* copied, std::string description)
+      : device_(device),
+        pinned_(pinned),
+        stream_(stream),
+        copied_(copied),
+        description_(std::move(description)) {}
   const int device_;
   const bool pinned_;
-  void* const stream_;  // cudaStream_t, kept opaque so this header needs no CUDA headers.
+  // cudaStream_t and cudaEvent_t, kept opaque so this header needs no CUDA headers.
+  void* const stream_;
+  void* const copied_;  // Recorded after each copy; a blocking-sync event (see Create).
   const std::string description_;
 };
 
