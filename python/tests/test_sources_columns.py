@@ -72,11 +72,20 @@ def test_columns_are_off_by_default_and_return_columns_then_gives_an_empty_dict(
         assert columns == {} and len(labels) == 36
 
 
-def test_a_missing_column_member_is_skipped_and_counted(column_shards):
-    with flowloader.DataLoader(column_shards, batch_size=36, image_size=16, columns=["seg"],
-                               epochs=1) as loader:
-        assert sum(len(labels) for _, labels in loader) == 0
-        assert loader.stats()["errors"] == {"missing_column": 36}
+def test_a_column_member_over_column_max_bytes_is_skipped_and_counted(column_shards):
+    # Captions are 15-16 bytes; sample 5's non-UTF-8 text is 10.
+    with flowloader.DataLoader(column_shards, batch_size=36, image_size=16, columns=["txt"],
+                               column_max_bytes=12, epochs=1, return_columns=True) as loader:
+        (_, labels, columns), = list(loader)
+        assert columns == {"txt": [NOT_UTF8]}
+        assert loader.stats()["errors"] == {"column_too_large": 35}
+
+
+def test_data_where_every_sample_lacks_a_column_is_refused_saying_so(column_shards):
+    with pytest.raises(ValueError, match=r"no sample with an image and a label and every "
+                                         r"column \(columns: seg\) in 2 shard\(s\) "
+                                         r"\(samples failed: 36 × missing_column\)"):
+        flowloader.DataLoader(column_shards, columns=["seg"])
 
 
 def test_sources_keyword_mixes_by_weight_and_names_each_rows_source(small_data, column_shards):

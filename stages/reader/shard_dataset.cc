@@ -238,7 +238,8 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
 
   const std::vector<TarIndex> indexes = IndexShards(dataset->shard_env(), shards, options);
   std::map<std::string, uint32_t> extension_ids;
-  std::map<std::string, int64_t> failed_shards;  // By reason.
+  std::map<std::string, int64_t> failed_shards;   // By reason.
+  std::map<std::string, int64_t> failed_samples;  // By reason, for the refusal below.
   int64_t good = 0;
 
   auto intern = [&](const std::string& extension) {
@@ -284,7 +285,11 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
         s.offset = image->offset;
         s.size = image->size;
       }
-      if (s.error.ok()) ++good;
+      if (s.error.ok()) {
+        ++good;
+      } else {
+        ++failed_samples[ErrorReason(s.error)];
+      }
       dataset->samples_.push_back(std::move(s));
     };
 
@@ -317,12 +322,21 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
     }
   }
   if (good == 0) {
-    std::vector<std::string> reasons;
-    for (const auto& [reason, n] : failed_shards) reasons.push_back(absl::StrCat(n, " × ", reason));
+    auto counted = [](const std::map<std::string, int64_t>& by_reason) {
+      std::vector<std::string> out;
+      for (const auto& [reason, n] : by_reason) out.push_back(absl::StrCat(n, " × ", reason));
+      return absl::StrJoin(out, ", ");
+    };
     return absl::InvalidArgumentError(absl::StrCat(
         shards.size() == 1 ? shards[0] : absl::StrCat(shards.front(), " … ", shards.back()),
-        ": no sample with an image and a label in ", shards.size(), " shard(s)",
-        reasons.empty() ? "" : absl::StrCat(" (shards failed: ", absl::StrJoin(reasons, ", "), ")"),
+        ": no sample with an image and a label",
+        options.columns.empty()
+            ? ""
+            : absl::StrCat(" and every column (columns: ", absl::StrJoin(options.columns, ","),
+                           ")"),
+        " in ", shards.size(), " shard(s)",
+        failed_samples.empty() ? "" : absl::StrCat(" (samples failed: ", counted(failed_samples), ")"),
+        failed_shards.empty() ? "" : absl::StrCat(" (shards failed: ", counted(failed_shards), ")"),
         indexes.front().damage.ok() ? "" : absl::StrCat("; first: ", indexes.front().damage.message())));
   }
   return dataset;
