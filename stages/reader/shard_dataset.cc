@@ -190,7 +190,9 @@ std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shar
         if (IsColumn(options.columns, extension)) return true;
         return options.label_key.empty() ? extension == "cls" : extension == "json";
       };
-      o.inline_max_bytes = std::max(o.inline_max_bytes, options.column_max_bytes);
+      if (!options.columns.empty()) {
+        o.inline_max_bytes = std::max(o.inline_max_bytes, options.column_max_bytes);
+      }
       absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env->NewRandomAccessFile(location);
       if (!file.ok()) {
         indexes[i].damage = file.status();
