@@ -218,6 +218,22 @@ TEST_F(ShardColumnsTest, ListFilesShareTheOptionToPickHeaderColumns) {
                               "header (caption url) does not have"));
 }
 
+TEST_F(ShardColumnsTest, InAMixtureAListSourceWithoutTheColumnGivesEmptyStrings) {
+  const std::string dir = TempDir("column_mix");
+  WriteFile(dir + "/a.jpg", testing::ValidJpeg(40, 32));
+  WriteFile(dir + "/list.tsv", "a.jpg\t1\n");
+  PipelineOptions o = ColumnOptions("");
+  // Weights as sizes: one pass over each source per epoch, so shard sample 2 comes.
+  o.sources = {{"shards", *pattern_, 12.0}, {"list", dir + "/list.tsv", 1.0}};
+  o.columns = {"txt"};
+  const Rows rows = RunEpoch(o);
+  ASSERT_TRUE(rows.status.ok()) << rows.status;
+  EXPECT_EQ(rows.names, std::vector<std::string>{"txt"});
+  EXPECT_EQ(rows.columns.at("a.jpg"), std::vector<std::string>{""});
+  EXPECT_EQ(rows.columns.at(absl::StrCat("train-000000.tar/", Name(2), ".jpg")),
+            std::vector<std::string>{Text(2)});
+}
+
 TEST_F(ShardColumnsTest, MemoryPlanHasAColumnsPart) {
   PipelineOptions o = ColumnOptions(*pattern_);
   o.prefetch_batches = 2;
