@@ -5,9 +5,13 @@
 //       spec: a spec file or None; settings: [(key, text)] applied in order through the
 //       spec's own key table (ApplySpecValue), so a bad value is the CLI's one-line
 //       message, raised as ValueError.
-//   _Loader.next(return_keys) -> None at an end of epoch, else
+//   _Loader.next(return_keys, return_sources=False, return_columns=False) -> None at an
+//       end of epoch, else
 //       (images: _TensorView, labels: _TensorView, keys or None, must_copy: bool,
-//        epoch, batch index)
+//        epoch, batch index, sources or None, columns or None)
+//       sources: each row's source name; columns: {name: [str, or bytes where the value
+//       is not valid UTF-8]}.
+//   _Loader.source_names: the sources by number ("default" for data).
 //   _TensorView: __dlpack__(stream=None) / __dlpack_device__(), for torch.from_dlpack.
 //   spec_keys(), shard_from_environment(), hold_limit(prefetch_batches).
 //
@@ -29,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -172,6 +177,47 @@ PyObject* CreationErrorType(const absl::Status& status) {
   }
 }
 
+// ApplySetting sets one keyword: `sources` arrives as JSON (YAML's flow style) for the
+// spec's own parser; any other key as a flag's text. A keyword replaces a spec's value, so
+// sources= drops a spec's data and data= a spec's sources.
+void ApplySetting(const std::string& key, const std::string& text, PipelineOptions* options) {
+  const absl::Status s = key == "sources" ? ApplySpecYamlValue(key, text, options)
+                                          : ApplySpecValue(key, text, options);
+  if (!s.ok()) Raise(PyExc_ValueError, s);
+  if (key == "sources") options->data.clear();
+  if (key == "data") options->sources.clear();
+}
+
+// SourceNames is each row's source name.
+py::list SourceNames(const Batch& batch, const std::vector<std::string>& names) {
+  py::list out;
+  for (int32_t source : batch.sources) out.append(py::str(names[static_cast<size_t>(source)]));
+  return out;
+}
+
+// ColumnValue is a column value as str, or bytes where it is not valid UTF-8 (a tar
+// member can hold anything).
+py::object ColumnValue(std::string_view value) {
+  PyObject* text = PyUnicode_DecodeUTF8(value.data(), static_cast<Py_ssize_t>(value.size()),
+                                        "strict");
+  if (text != nullptr) return py::reinterpret_steal<py::object>(text);
+  PyErr_Clear();
+  return py::bytes(value.data(), value.size());
+}
+
+// Columns is {name: [value per row]} of the batch's extra per-sample columns.
+py::dict Columns(const Batch& batch) {
+  py::dict out;
+  for (const BatchColumn& column : batch.columns) {
+    py::list values;
+    for (size_t r = 0; r + 1 < column.offsets.size(); ++r) {
+      values.append(ColumnValue(column.value(static_cast<int64_t>(r))));
+    }
+    out[py::str(column.name)] = values;
+  }
+  return out;
+}
+
 // PyLoader is the Python object `_Loader`.
 class PyLoader {
  public:
@@ -184,15 +230,11 @@ class PyLoader {
       if (!loaded.ok()) Raise(PyExc_ValueError, loaded.status());
       options.pipeline = *std::move(loaded);
     }
-    for (const auto& [key, text] : settings) {
-      if (absl::Status s = ApplySpecValue(key, text, &options.pipeline); !s.ok()) {
-        Raise(PyExc_ValueError, s);
-      }
-    }
-    if (options.pipeline.data.empty()) {
+    for (const auto& [key, text] : settings) ApplySetting(key, text, &options.pipeline);
+    if (options.pipeline.data.empty() && options.pipeline.sources.empty()) {
       Raise(PyExc_ValueError, absl::InvalidArgumentError(
-                                  "data is required (an ImageFolder directory or list file), "
-                                  "or data: in spec"));
+                                  "data is required (an ImageFolder directory, list file or "
+                                  "tar shards), or sources=, or data: or sources: in spec"));
     }
     if (resume.size() != 4) {
       Raise(PyExc_ValueError, absl::InvalidArgumentError(
@@ -212,9 +254,9 @@ class PyLoader {
     loader_ = *std::move(loader);
   }
 
-  // Next returns None at an end of epoch, else
-  // (images, labels, keys or None, must_copy, epoch, batch index).
-  py::object Next(bool return_keys) {
+  // Next returns None at an end of epoch, else (images, labels, keys or None, must_copy,
+  // epoch, batch index, sources or None, columns or None).
+  py::object Next(bool return_keys, bool return_sources, bool return_columns) {
     Loader& loader = Open();
     Fetched fetched;
     while (true) {
@@ -235,8 +277,12 @@ class PyLoader {
     if (return_keys) keys = py::cast(fetched.batch->keys);
     TensorView labels = LabelsView(*fetched.batch);
     TensorView images = ImagesView(fetched.batch, loader.live_views());
+    py::object sources = py::none();
+    if (return_sources) sources = SourceNames(*fetched.batch, loader.pipeline().source_names());
+    py::object columns = py::none();
+    if (return_columns) columns = Columns(*fetched.batch);
     return py::make_tuple(std::move(images), std::move(labels), keys, must_copy,
-                          fetched.batch->epoch, fetched.batch->index);
+                          fetched.batch->epoch, fetched.batch->index, sources, columns);
   }
 
   // Checkpoint is (epoch, batch, sample, batch_size) of the caller's next batch (Cursor).
@@ -274,6 +320,7 @@ class PyLoader {
   int live_views() { return Open().live_views()->load(); }
   std::string memory_description() { return Open().pipeline().memory_description(); }
   int effective_threads() { return Open().pipeline().effective_threads(); }
+  std::vector<std::string> source_names() { return Open().pipeline().source_names(); }
   py::dict Options() {
     const PipelineOptions& o = Open().pipeline().options();
     py::dict d;
@@ -355,7 +402,8 @@ PYBIND11_MODULE(_flowloader, m) {
                     const std::vector<std::pair<std::string, std::string>>&, const std::string&,
                     const std::vector<int64_t>&>(),
            py::arg("spec"), py::arg("settings"), py::arg("metrics_address"), py::arg("resume"))
-      .def("next", &pi::PyLoader::Next, py::arg("return_keys"))
+      .def("next", &pi::PyLoader::Next, py::arg("return_keys"),
+           py::arg("return_sources") = false, py::arg("return_columns") = false)
       .def("checkpoint", &pi::PyLoader::Checkpoint)
       .def("summary_json", &pi::PyLoader::Summary)
       .def("set_batch_size", &pi::PyLoader::SetBatchSize, py::arg("batch_size"))
@@ -368,6 +416,7 @@ PYBIND11_MODULE(_flowloader, m) {
       .def_property_readonly("live_views", &pi::PyLoader::live_views)
       .def_property_readonly("memory_description", &pi::PyLoader::memory_description)
       .def_property_readonly("effective_threads", &pi::PyLoader::effective_threads)
+      .def_property_readonly("source_names", &pi::PyLoader::source_names)
       .def_property_readonly("options", &pi::PyLoader::Options);
 
   m.def("spec_keys", &pi::SpecKeyList, "The spec's keys: name, default, doc, is_bool, is_scalar.");

@@ -75,6 +75,8 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const PipelineOptions& opti
   dataset_options.path = options.data;
   dataset_options.env = options.env;
   dataset_options.label_key = options.label_key;
+  dataset_options.columns = options.columns;
+  dataset_options.column_max_bytes = options.column_max_bytes;
   dataset_options.http = options.http;
   if (options.sources.empty()) return Dataset::Open(dataset_options);
   if (!options.data.empty()) {

@@ -95,6 +95,13 @@ struct PipelineOptions {
   // Tar shards: the `.json` member's integer field holding the label; empty (default) =
   // the `.cls` member.
   std::string label_key;
+  // Extra per-sample columns (Batch::columns): tar shards' member extensions to read as
+  // strings ("txt", "json"), or a list file's `#columns:` to keep. Empty (default): none
+  // from shards, every column of a list file (stages/reader/dataset.h).
+  std::vector<std::string> columns;
+  // Tar shards: the largest column member, bytes; a larger one is skipped as
+  // column_too_large. >= 1. Default 64 KiB.
+  int64_t column_max_bytes = 65536;
   // Tar shards over HTTP(S): timeouts, retries and backoff (stages/reader/http_env.h).
   HttpOptions http;
   // The `pipeline` label in metrics; several pipelines in a process need distinct names.

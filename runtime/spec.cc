@@ -22,11 +22,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "graph/stage.h"
 #include "runtime/internal/spec_reader.h"
 #include "runtime/internal/spec_sources.h"
 #include "stages/core/resources.h"
+#include "stages/reader/dataset.h"
 #include "yaml-cpp/yaml.h"
 
 namespace flowloader {
@@ -292,6 +294,26 @@ absl::Status ApplyRamBudget(const SpecReader& r, const Field& f, PipelineOptions
   return absl::OkStatus();
 }
 
+// ApplyColumns reads `columns`: "txt,json" (the flag's form) or a YAML list [txt, json].
+absl::Status ApplyColumns(const SpecReader& r, const Field& f, PipelineOptions* o) {
+  std::vector<std::string> names;
+  if (f.value.IsSequence()) {
+    for (const YAML::Node& item : f.value) {
+      if (!item.IsScalar()) return r.Expected(f, "column names: txt,json or [txt, json]");
+      names.push_back(item.Scalar());
+    }
+  } else {
+    std::string text;
+    if (absl::Status s = r.Scalar(f, "column names: txt,json", &text); !s.ok()) return s;
+    for (absl::string_view name : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+      names.emplace_back(absl::StripAsciiWhitespace(name));
+    }
+  }
+  if (absl::Status s = CheckColumnNames(names); !s.ok()) return r.ValueError(f, s.message());
+  o->columns = std::move(names);
+  return absl::OkStatus();
+}
+
 using Apply = absl::Status (*)(const SpecReader&, const Field&, PipelineOptions*);
 
 // Key is one pipeline key of a spec.
@@ -323,6 +345,15 @@ const std::vector<Key>& Keys() {
        "tar shards: the .json member's integer field holding the label; empty = the "
        ".cls member",
        [](R r, F f, O o) { return r.Scalar(f, "a .json field name", &o->label_key); }},
+      {"columns", "",
+       "extra per-sample string columns (Batch::columns): tar shards' member extensions "
+       "read when indexing (txt,json), or a list file's #columns: to keep; empty = none "
+       "from shards, all of a list file's",
+       ApplyColumns},
+      {"column_max_bytes", "65536",
+       "tar shards: the largest column member, bytes; a larger one is skipped as "
+       "column_too_large; >= 1",
+       [](R r, F f, O o) { return r.Int(f, 1, kInt64Max, &o->column_max_bytes); }},
       {"name", "default", "the `pipeline` label in metrics",
        [](R r, F f, O o) { return r.String(f, &o->name); }},
       {"batch_size", "64", "samples per batch; >= 1",
@@ -566,6 +597,8 @@ std::string SpecYaml(const PipelineOptions& o) {
       o.sources.empty() ? absl::StrCat("data: ", YamlScalar(o.data), "\n")
                         : spec_internal::SourcesYaml(o),
       "epoch_samples: ", o.epoch_samples, "\nlabel_key: ", YamlScalar(o.label_key),
+      "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
+      "\ncolumn_max_bytes: ", o.column_max_bytes,
       "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
       o.batch_size, "\nnum_workers: ", AutoCountText(o.num_workers), "\nprefetch_batches: ",
       AutoCountText(o.prefetch_batches), "\ncpu_budget: ", o.cpu_budget, "\nepochs: ", o.epochs,
@@ -602,6 +635,17 @@ absl::Status ApplySpecValue(const std::string& key, const std::string& text,
     }
   }
   return absl::InvalidArgumentError(absl::StrCat("--", key, " is not a pipeline setting"));
+}
+
+absl::Status ApplySpecYamlValue(const std::string& key, const std::string& yaml,
+                                PipelineOptions* options) {
+  const SpecReader r(key);  // Messages read "sources:1:12: ...", located in `yaml`.
+  absl::StatusOr<YAML::Node> value = r.Load(yaml);
+  if (!value.ok()) return value.status();
+  for (const Key& k : Keys()) {
+    if (key == k.name) return k.apply(r, Field{key, YAML::Node(), *value}, options);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(key, " is not a pipeline setting"));
 }
 
 std::string AutoCountText(int value) {

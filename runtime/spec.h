@@ -69,6 +69,13 @@ std::string SpecYaml(const PipelineOptions& options);
 absl::Status ApplySpecValue(const std::string& key, const std::string& text,
                             PipelineOptions* options);
 
+// ApplySpecYamlValue sets any pipeline key, a nested one too (`sources`), from `yaml`,
+// the value as a spec would write it: JSON is YAML's flow style, so Python's keywords
+// arrive this way and are checked by the spec's own code. Errors read "KEY:LINE:COLUMN:
+// ..." (located in `yaml`); a relative `data` of a source stays as given.
+absl::Status ApplySpecYamlValue(const std::string& key, const std::string& yaml,
+                                PipelineOptions* options);
+
 // The text forms of the options that the spec and the command-line flags share. Each
 // error message says what was wanted and what was given, without naming the option
 // ("must be skip or fail, got 'maybe'"): the caller prefixes the flag or key.

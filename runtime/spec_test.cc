@@ -24,6 +24,8 @@ namespace {
 void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.data, b.data);
   EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.columns, b.columns);
+  EXPECT_EQ(a.column_max_bytes, b.column_max_bytes);
   EXPECT_EQ(a.batch_size, b.batch_size);
   EXPECT_EQ(a.num_workers, b.num_workers);
   EXPECT_EQ(a.prefetch_batches, b.prefetch_batches);
@@ -175,6 +177,8 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.checksum = true;
   o.cpu_budget = 2;
   o.ram_budget_bytes = int64_t{3} << 30;
+  o.columns = {"txt", "seg.json"};
+  o.column_max_bytes = 1000;
   const std::string yaml = "\n" + SpecYaml(o);
   ExpectSameOptions(Parse(yaml), o);
   EXPECT_EQ(Parse(yaml).cpu_budget, 2);
@@ -187,6 +191,30 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.max_errors = 10;
   o.max_error_fraction = 1.0;
   ExpectSameOptions(Parse(SpecYaml(o)), o);
+}
+
+TEST(SpecTest, ColumnsReadsACommaListOrAYamlListAndRefusesABadName) {
+  EXPECT_EQ(Parse("data: d\ncolumns: txt, json\n").columns,
+            (std::vector<std::string>{"txt", "json"}));
+  EXPECT_EQ(Parse("data: d\ncolumns: [txt, seg.json]\n").columns,
+            (std::vector<std::string>{"txt", "seg.json"}));
+  PipelineOptions o;
+  EXPECT_EQ(ApplySpecValue("columns", "txt,..x", &o).message(),
+            "--columns has '..x', not a column name (letters, digits and _, dots only "
+            "between them, not starting with a digit) or a repeated one");
+  EXPECT_EQ(ApplySpecValue("column_max_bytes", "0", &o).message(),
+            "--column_max_bytes must be >= 1, got 0");
+}
+
+TEST(SpecTest, ApplySpecYamlValueParsesSourcesAsASpecDoes) {
+  PipelineOptions o;
+  ASSERT_TRUE(ApplySpecYamlValue("sources", R"([{"name": "a", "data": "x", "weight": 2}])", &o)
+                  .ok());
+  ASSERT_EQ(o.sources.size(), 1u);
+  EXPECT_EQ(o.sources[0].data, "x");
+  EXPECT_EQ(o.sources[0].weight, 2.0);
+  EXPECT_EQ(ApplySpecYamlValue("sources", R"([{"name": "a"}])", &o).message(),
+            "sources:1:2: a source needs a name and data ({name: a, data: DIR, weight: 1})");
 }
 
 TEST(SpecTest, SpecYamlWritesAnExplicitStagesList) {
@@ -364,7 +392,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyByContainment", "workers: 4\n",
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
-     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, label_key, name, batch_size, num_workers, "
+     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, name, batch_size, num_workers, "
      "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
      "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
@@ -466,7 +494,7 @@ const ErrorCase kErrorCases[] = {
      "replaces: set augment's mode option there instead"},
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
-     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, label_key, name, batch_size, "
+     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, name, batch_size, "
      "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},

@@ -163,6 +163,9 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
       options.start_batch_size > 0 ? options.start_batch_size : options.batch_size;
   plan.memory = PlanGraphMemory(options, plan.output, plan.pool_rows, memory.pinned(),
                                 memory.location() == MemoryLocation::kDevice, env.memory);
+  if (!dataset.column_names().empty()) {
+    plan.memory.Add(ColumnsMemoryPart(dataset, options.prefetch_batches, plan.pool_rows));
+  }
   return plan;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace flowloader {
 
@@ -60,6 +61,24 @@ MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output
               /*pinned=*/false, /*device=*/true});
   }
   return plan;
+}
+
+MemoryPart ColumnsMemoryPart(const Dataset& dataset, int prefetch_batches, int pool_rows) {
+  const std::vector<std::string>& names = dataset.column_names();
+  int64_t widest_row = 0;  // The longest value of each column, summed.
+  for (size_t c = 0; c < names.size(); ++c) {
+    size_t longest = 0;
+    for (int64_t i = 0; i < dataset.size(); ++i) {
+      longest = std::max(longest, dataset.column(i, c).size());
+    }
+    widest_row += static_cast<int64_t>(longest);
+  }
+  const int64_t batch_bytes = int64_t{prefetch_batches} * pool_rows * widest_row;
+  return {"columns", "columns", dataset.column_bytes() + batch_bytes,
+          absl::StrCat(FormatBytes(dataset.column_bytes()), " of ", dataset.size(), " samples' ",
+                       absl::StrJoin(names, ","), " + prefetch ", prefetch_batches, " × batch ",
+                       pool_rows, " × ", FormatBytes(widest_row), " longest row"),
+          {"columns", "column_max_bytes", "prefetch_batches"}};
 }
 
 MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes) {

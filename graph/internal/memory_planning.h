@@ -16,6 +16,7 @@
 #include "graph/stage.h"
 #include "stages/core/memory_plan.h"
 #include "stages/core/resources.h"
+#include "stages/reader/dataset.h"
 
 namespace flowloader {
 
@@ -37,6 +38,11 @@ std::string ShapeText(const OutputSpec& output);
 MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output,
                            int pool_rows, bool pinned, bool on_device,
                            const std::vector<MemoryPart>& stage_parts);
+
+// ColumnsMemoryPart is what the dataset's extra per-sample columns hold: every sample's
+// values (read when the dataset was opened), plus each batch buffer's strings, which grow
+// to at most pool_rows × the longest value of every column. Only for data with columns.
+MemoryPart ColumnsMemoryPart(const Dataset& dataset, int prefetch_batches, int pool_rows);
 
 // GraphMemoryBudget is what the process may use (AvailableMemory()), capped by
 // memory_limit_bytes when that is > 0 (then named "memory_limit_mb" where it binds).

@@ -32,6 +32,7 @@ batch; Ctrl-C raises KeyboardInterrupt within 50 ms; close() (or `del`, or leavi
 import difflib
 import json
 import operator
+import os
 import weakref
 
 import torch
@@ -44,7 +45,8 @@ __all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment"]
 
 _SPEC_KEYS = {k["name"]: k for k in _core.spec_keys() if k["is_scalar"]}
 # Keywords that are the DataLoader's own, not spec keys.
-_OWN_KEYWORDS = ("data", "spec", "rank", "world_size", "metrics_address", "return_keys")
+_OWN_KEYWORDS = ("data", "spec", "rank", "world_size", "metrics_address", "return_keys",
+                 "sources", "return_sources", "return_columns")
 _STATE_VERSION = 1
 
 
@@ -111,6 +113,30 @@ def _int_or_none(name, value):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
 
 
+def _sources_text(sources):
+    """sources= as JSON, YAML's flow style, for the spec's own parser (which checks the
+    names, paths and weights and words the messages as for a spec's sources:)."""
+    if not isinstance(sources, (list, tuple)):
+        raise TypeError(f"sources must be a list of {{'name', 'data', 'weight'}} dicts, "
+                        f"got {type(sources).__name__} {sources!r}")
+    items = []
+    for source in sources:
+        if not isinstance(source, dict):
+            raise TypeError(f"each source must be a dict {{'name', 'data', 'weight'}}, "
+                            f"got {type(source).__name__} {source!r}")
+        items.append({k: os.fspath(v) if hasattr(v, "__fspath__") else v
+                      for k, v in source.items()})
+    try:
+        return json.dumps(items)
+    except TypeError as e:
+        raise TypeError(f"sources: {e}") from None
+
+
+def _check_bool(name, value):
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
 def shard_from_environment():
     """(rank, world_size, source) from RANK/WORLD_SIZE, else SLURM_PROCID/SLURM_NTASKS,
     else an initialised torch.distributed group, else (0, 1, "default")."""
@@ -123,7 +149,12 @@ def shard_from_environment():
 
 
 class DataLoader:
-    """Batches of (images, labels[, keys]) from an ImageFolder root or a list file.
+    """Batches of (images, labels[, keys][, sources][, columns]) from an ImageFolder root,
+    a list file, tar shards, or weighted sources=[{"name", "data", "weight"}, ...].
+
+    return_sources=True adds each row's source name (a list of str); return_columns=True
+    adds the extra per-sample columns (columns= for tar shards, or a list file's
+    #columns:) as {name: [str, or bytes where a value is not valid UTF-8]}.
 
     One iter() is one epoch; len() is batches per epoch. See the module's docstring for
     the hold rule and the rank sources.
@@ -135,7 +166,7 @@ class DataLoader:
                  image_size=_Default(224), layout=_Default("float_chw"),
                  on_error=_Default("skip"), spec=None, rank=None, world_size=None,
                  metrics_address=None, return_keys=False, device=_Default("auto"),
-                 **options):
+                 sources=None, return_sources=False, return_columns=False, **options):
         for key in options:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
@@ -151,8 +182,14 @@ class DataLoader:
             given["data"] = str(data.__fspath__() if hasattr(data, "__fspath__") else data)
         if spec is not None and not isinstance(spec, str) and not hasattr(spec, "__fspath__"):
             raise TypeError(f"spec must be a path, got {type(spec).__name__} {spec!r}")
-        if not isinstance(return_keys, bool):
-            raise TypeError(f"return_keys must be True or False, got {return_keys!r}")
+        _check_bool("return_keys", return_keys)
+        _check_bool("return_sources", return_sources)
+        _check_bool("return_columns", return_columns)
+        if sources is not None:
+            if "data" in given:
+                raise ValueError(f"data ('{given['data']}') and sources are both set: "
+                                 "give one of them")
+            given["sources"] = _sources_text(sources)
         if metrics_address is not None and not isinstance(metrics_address, str):
             raise TypeError(f"metrics_address must be a str like '127.0.0.1:9464', "
                             f"got {metrics_address!r}")
@@ -166,12 +203,14 @@ class DataLoader:
             for key in ("num_workers", "prefetch_batches"):
                 if isinstance(given[key], _Default):
                     given[key] = given[key].value
-        self._settings = [(k, _setting_text(k, v)) for k, v in given.items()
-                          if not isinstance(v, _Default)]
+        self._settings = [(k, v if k == "sources" else _setting_text(k, v))
+                          for k, v in given.items() if not isinstance(v, _Default)]
         self._settings += self._shard_settings(rank, world_size)
         self._spec = None if spec is None else str(getattr(spec, "__fspath__", lambda: spec)())
         self._metrics_address = metrics_address or ""
         self._return_keys = return_keys
+        self._return_sources = return_sources
+        self._return_columns = return_columns
         self._core = None
         self._core = self._create_core((0, 0, -1, 0))
         options_now = self._core.options
@@ -289,6 +328,11 @@ class DataLoader:
         return json.loads(self._open_core().summary_json())
 
     @property
+    def source_names(self):
+        """The sources by number: their names from sources=, or ["default"] for data."""
+        return list(self._open_core().source_names)
+
+    @property
     def memory_description(self):
         return self._open_core().memory_description
 
@@ -342,11 +386,14 @@ class _EpochIterator:
         if self._retired:
             raise RuntimeError("this iterator was replaced by a newer iter(loader)")
         while not self._finished:
-            got = self._core.next(self._loader._return_keys)
+            loader = self._loader
+            got = self._core.next(loader._return_keys, loader._return_sources,
+                                  loader._return_columns)
             if got is None:
                 self._finish()
                 break
-            images_view, labels_view, keys, must_copy, _, _ = got
+            images_view, labels_view, keys, must_copy = got[:4]
+            sources, columns = got[6], got[7]
             self._delivered += 1
             images = from_dlpack(images_view)
             del images_view
@@ -355,9 +402,11 @@ class _EpochIterator:
             if must_copy:
                 images = images.clone()  # The zero-copy view dies here: buffer returned.
             labels = from_dlpack(labels_view)
-            if self._loader._return_keys:
-                return images, labels, keys
-            return images, labels
+            # Optional elements only ever go at the end, in this order.
+            extras = ((keys,) if loader._return_keys else ()) + (
+                (sources,) if loader._return_sources else ()) + (
+                (columns,) if loader._return_columns else ())
+            return (images, labels) + extras
         raise StopIteration
 
     def __len__(self):

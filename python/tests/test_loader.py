@@ -221,7 +221,7 @@ def test_host_batches_are_dlpack_cpu_tensors(small_data):
     from flowloader import _flowloader
     core = _flowloader._Loader(None, [("data", small_data), ("image_size", "16"),
                                       ("device", "cpu")], "", [0, 0, -1, 0])
-    images, labels, _, _, epoch, index = core.next(False)
+    images, labels, _, _, epoch, index = core.next(False)[:6]  # Then sources, columns.
     assert images.__dlpack_device__() == (1, 0)  # kDLCPU
     assert labels.__dlpack_device__() == (1, 0)
     assert (epoch, index) == (0, 0)

@@ -34,6 +34,10 @@ inline constexpr absl::string_view kCudaError = "cuda_error";  // Upload to the 
 // label (.cls, or the .json field named by label_key).
 inline constexpr absl::string_view kMissingImage = "missing_image";
 inline constexpr absl::string_view kMissingLabel = "missing_label";
+// Tar shards with the columns option: a sample without a member of a named column, or
+// with one larger than column_max_bytes.
+inline constexpr absl::string_view kMissingColumn = "missing_column";
+inline constexpr absl::string_view kColumnTooLarge = "column_too_large";
 // Shards over HTTP (stages/reader/http_env.h), after the bounded retries.
 inline constexpr absl::string_view kHttp404 = "http_404";
 inline constexpr absl::string_view kHttp4xx = "http_4xx";  // Any other 4xx status.
@@ -51,7 +55,7 @@ inline constexpr absl::string_view kHttpBadResponse = "http_bad_response";
 inline constexpr absl::string_view kBuiltin[] = {
     kEmptyFile, kReadError, kNotFound,      kPermissionDenied, kNotAFile,   kUnknownFormat,
     kTruncated, kCorrupt,   kTooManyPixels, kUnsupported,      kStageError, kCudaError,
-    kMissingImage, kMissingLabel, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
+    kMissingImage, kMissingLabel, kMissingColumn, kColumnTooLarge, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
     kHttpPartial, kHttpBadResponse,
 };
 }  // namespace reason

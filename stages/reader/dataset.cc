@@ -76,7 +76,19 @@ bool HasImageExtension(const std::string& name) {
 }
 
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) {
+  return OpenOne(options, /*in_mixture=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& options,
+                                                          bool in_mixture) {
   if (options.path.empty()) return absl::InvalidArgumentError("dataset path is empty");
+  if (absl::Status s = CheckColumnNames(options.columns); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("columns ", s.message()));
+  }
+  if (options.column_max_bytes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("column_max_bytes must be >= 1, got ",
+                                                   options.column_max_bytes));
+  }
   Env* env = options.env != nullptr ? options.env : Env::Default();
   const std::string path = StripTrailingSlashes(options.path);
   // A URL or a brace pattern names shards that need not exist as one file.
@@ -127,6 +139,10 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
     if (dataset->samples_.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": no image files found"));
     }
+    if (!options.columns.empty()) {
+      absl::Status s = dataset->SelectColumns(path, options.columns, in_mixture);
+      if (!s.ok()) return s;
+    }
     return dataset;
   }
 
@@ -170,6 +186,10 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& opt
   }
   if (dataset->samples_.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": the list file has no samples"));
+  }
+  if (!options.columns.empty()) {
+    absl::Status s = dataset->SelectColumns(path, options.columns, in_mixture);
+    if (!s.ok()) return s;
   }
   return dataset;
 }

@@ -11,7 +11,8 @@
 //    are ignored. Extra per-sample columns: a header line `#columns: path label NAME...`
 //    (before the first sample; names are letters, digits and _) makes every line carry
 //    that many tab-separated fields; the fields after the label are the sample's column
-//    values (strings, any bytes but tab and newline), column(i, c).
+//    values (strings, any bytes but tab and newline), column(i, c). The `columns` option,
+//    when set, keeps only the columns it names (each must be in the header).
 // A sample's key is its path relative to the root (for a list file: the path as written);
 // that is what logs and --keys_out name.
 //
@@ -25,7 +26,11 @@
 //    and members without an extension are ignored. The image is the sample's first
 //    member with an image extension; the label is the integer in its `.cls` member, or
 //    the `label_key` field of its `.json` member. Every member stays recorded (offset,
-//    size, extension) as per-sample data.
+//    size, extension) as per-sample data. The `columns` option names extensions
+//    (`txt,json`) whose members become the sample's column values, read while indexing
+//    (they sit beside the headers, so over HTTP they come in the index's own range
+//    requests, never one more request per sample): a sample without one fails as
+//    missing_column, one larger than column_max_bytes as column_too_large.
 //  * Each shard is indexed once, in memory, when the dataset is opened: only the tar
 //    headers are read (and the small label members beside them); images are then read
 //    with one positioned read (pread, or an HTTP range request) per sample, so the sampler,
@@ -50,6 +55,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -57,6 +63,7 @@
 #include "absl/types/span.h"
 #include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
+#include "stages/reader/tar_index.h"
 
 namespace flowloader {
 
@@ -93,6 +100,14 @@ struct DatasetOptions {
   // Tar shards: the `.json` member's top-level integer field that holds the label; empty
   // (default) reads the label from the `.cls` member.
   std::string label_key;
+  // Extra per-sample columns: for tar shards, the member extensions to read as columns
+  // ("txt", "json", "seg.txt"); for a list file, the `#columns:` header's columns to
+  // keep. Empty (default): none from shards, every header column from a list file. Names
+  // follow CheckColumnNames.
+  std::vector<std::string> columns;
+  // Tar shards: the largest column member read, bytes; a larger one makes its sample
+  // fail as column_too_large. >= 1. Default 64 KiB.
+  int64_t column_max_bytes = 65536;
   // Tar shards over HTTP(S): timeouts, retries, backoff (see http_env.h).
   HttpOptions http;
   // Tar shards indexed at once when opening (for HTTP, requests in flight); >= 1.
@@ -140,13 +155,18 @@ class Dataset {
   absl::Span<const SampleMember> members(int64_t i) const;
   const std::vector<std::string>& extensions() const { return extensions_; }
 
-  // Extra per-sample columns (list files' `#columns:` header): their names, and sample
-  // i's value of column c ("" where its source has no such column).
+  // Extra per-sample columns (list files' `#columns:` header, tar shards' members named
+  // by DatasetOptions::columns): their names, and sample i's value of column c ("" where
+  // its source has no such column, or the sample failed).
   const std::vector<std::string>& column_names() const { return column_names_; }
   absl::string_view column(int64_t i, size_t c) const {
     const size_t k = static_cast<size_t>(i) * column_names_.size() + c;
     const uint64_t begin = k == 0 ? 0 : column_ends_[k - 1];
     return absl::string_view(column_text_).substr(begin, column_ends_[k] - begin);
+  }
+  // column_bytes is the memory the column values take (text and offsets).
+  int64_t column_bytes() const {
+    return static_cast<int64_t>(column_text_.size() + column_ends_.size() * sizeof(uint64_t));
   }
   // shard_env reads the shards (an HttpEnv for URLs, wrapping DatasetOptions::env);
   // valid while the Dataset lives.
@@ -154,6 +174,10 @@ class Dataset {
 
  private:
   Dataset() = default;
+  // OpenOne is Open; with `in_mixture`, a list file or ImageFolder that lacks a column
+  // the columns option names gives "" for it (another source has it) instead of failing.
+  static absl::StatusOr<std::unique_ptr<Dataset>> OpenOne(const DatasetOptions& options,
+                                                         bool in_mixture);
   // OpenShards lists and indexes tar shards (shard_dataset.cc).
   static absl::StatusOr<std::unique_ptr<Dataset>> OpenShards(
       const DatasetOptions& options, Env* env, const std::vector<std::string>& shards,
@@ -166,6 +190,15 @@ class Dataset {
   // AddColumnsLine adds the sample of list-file line `line` (`path<TAB>label<TAB>values`,
   // one per column_names_) with its column values (list_columns.cc).
   absl::Status AddColumnsLine(const std::string& path, int line_number, absl::string_view line);
+  // SelectColumns keeps the list-file (or ImageFolder) columns `wanted`, in that order; a
+  // name not in the header is refused, naming `path`, unless `absent_is_empty`, when its
+  // values are "" (list_columns.cc).
+  absl::Status SelectColumns(const std::string& path, const std::vector<std::string>& wanted,
+                             bool absent_is_empty);
+  // AddShardColumns appends a tar-shard sample's column values, from its (extension,
+  // member) list; "" for each when `ok` is false (a failed sample is never delivered).
+  void AddShardColumns(const std::vector<std::pair<std::string, const TarMember*>>& members,
+                       bool ok);
   // Append moves `other`'s samples (and shards, members, extensions) after this one's,
   // as source number `source` (dataset_sources.cc).
   void Append(Dataset&& other, int32_t source);
@@ -190,6 +223,11 @@ class Dataset {
   Env* env_ = nullptr;
   std::unique_ptr<Env> shard_env_;
 };
+
+// CheckColumnNames refuses a `columns` option with a name that is not letters, digits and
+// _ with dots only between them (not starting with a digit), or a repeated name; the
+// message names the value and reads after the option's name ("has 'a b', not a ...").
+absl::Status CheckColumnNames(const std::vector<std::string>& names);
 
 // HasImageExtension reports whether `name` ends in one of ImageFolder's extensions.
 bool HasImageExtension(const std::string& name);

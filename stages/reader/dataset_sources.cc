@@ -48,7 +48,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenSources(
       return absl::InvalidArgumentError(
           absl::StrCat("two sources are named '", source.name, "' (names must be unique)"));
     }
-    absl::StatusOr<std::unique_ptr<Dataset>> d = Open(source.options);
+    absl::StatusOr<std::unique_ptr<Dataset>> d = OpenOne(source.options, /*in_mixture=*/true);
     if (!d.ok()) {
       return absl::Status(d.status().code(),
                           absl::StrCat("source ", source.name, ": ", d.status().message()));

@@ -1,8 +1,11 @@
 // list_columns.cc: list files with extra per-sample columns (dataset.h), and the header
 // that names them.
+#include <algorithm>
 #include <set>
+#include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,17 +16,17 @@
 
 namespace flowloader {
 namespace reader_internal {
-namespace {
 
 bool IsColumnName(absl::string_view name) {
   if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  if (name.front() == '.' || name.back() == '.' || absl::StrContains(name, "..")) return false;
   for (char c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') {
+      return false;
+    }
   }
   return true;
 }
-
-}  // namespace
 
 absl::Status ParseColumnsHeader(const std::string& path, int line_number, absl::string_view line,
                                 std::vector<std::string>* names) {
@@ -43,7 +46,8 @@ absl::Status ParseColumnsHeader(const std::string& path, int line_number, absl::
     if (!IsColumnName(name) || !seen.insert(name).second) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, "column name '", name.substr(0, 40),
-          "' is not letters, digits and _ (not starting with a digit), or is repeated"));
+          "' is not letters, digits and _ (dots only between them, not starting with a "
+                 "digit), or is repeated"));
     }
     names->push_back(name);
   }
@@ -51,6 +55,59 @@ absl::Status ParseColumnsHeader(const std::string& path, int line_number, absl::
 }
 
 }  // namespace reader_internal
+
+absl::Status CheckColumnNames(const std::vector<std::string>& names) {
+  std::set<std::string> seen;
+  for (const std::string& name : names) {
+    if (!reader_internal::IsColumnName(name) || !seen.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "has '", name.substr(0, 40), "', not a column name (letters, digits and _, dots "
+          "only between them, not starting with a digit) or a repeated one"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Dataset::SelectColumns(const std::string& path,
+                                    const std::vector<std::string>& wanted,
+                                    bool absent_is_empty) {
+  // Where each wanted column is in the header (npos: absent). Alone, an unknown name is a
+  // typo, never "": in a mixture another source may have it.
+  std::vector<size_t> from;
+  for (const std::string& name : wanted) {
+    auto it = std::find(column_names_.begin(), column_names_.end(), name);
+    if (it == column_names_.end() && absent_is_empty) {
+      from.push_back(std::string::npos);
+      continue;
+    }
+    if (it == column_names_.end()) {
+      return absl::InvalidArgumentError(
+          column_names_.empty()
+              ? absl::StrCat(path, ": the columns option names '", name.substr(0, 40),
+                             "', but this data has no columns (a list file's #columns: "
+                             "header or tar shards' members give them)")
+              : absl::StrCat(path, ": the columns option names '", name.substr(0, 40),
+                             "', which its #columns: header (",
+                             absl::StrJoin(column_names_, " "), ") does not have"));
+    }
+    from.push_back(static_cast<size_t>(it - column_names_.begin()));
+  }
+  std::string text;
+  std::vector<uint64_t> ends;
+  for (int64_t i = 0; i < size(); ++i) {
+    for (size_t c : from) {
+      if (c != std::string::npos) {
+        const absl::string_view value = column(i, c);
+        text.append(value.data(), value.size());
+      }
+      ends.push_back(text.size());
+    }
+  }
+  column_names_ = wanted;
+  column_text_ = std::move(text);
+  column_ends_ = std::move(ends);
+  return absl::OkStatus();
+}
 
 absl::Status Dataset::AddColumnsLine(const std::string& path, int line_number,
                                      absl::string_view line) {

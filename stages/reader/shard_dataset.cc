@@ -81,6 +81,43 @@ absl::Status ParseLabel(const TarMember& m, const std::string& label_key, int64_
   return absl::OkStatus();
 }
 
+bool IsColumn(const std::vector<std::string>& columns, const std::string& extension) {
+  return std::find(columns.begin(), columns.end(), extension) != columns.end();
+}
+
+// ColumnMember finds column `name` among a sample's members; nullptr when it has none.
+const TarMember* ColumnMember(
+    const std::vector<std::pair<std::string, const TarMember*>>& members,
+    const std::string& name) {
+  for (const auto& [extension, m] : members) {
+    if (extension == name) return m;
+  }
+  return nullptr;
+}
+
+// CheckColumns is OK when the sample has every column, each at most max_bytes; else the
+// skip (missing_column, column_too_large) naming the shard, the sample and the knob.
+absl::Status CheckColumns(const std::vector<std::pair<std::string, const TarMember*>>& members,
+                          const DatasetOptions& options, const std::string& shard,
+                          const std::string& key) {
+  for (const std::string& name : options.columns) {
+    const TarMember* m = ColumnMember(members, name);
+    if (m == nullptr) {
+      return SampleError(absl::StatusCode::kNotFound, reason::kMissingColumn,
+                         absl::StrCat(shard, ": sample ", key, " has no .", name,
+                                      " member (the columns option names it)"));
+    }
+    if (m->size > options.column_max_bytes ||
+        static_cast<int64_t>(m->inline_payload.size()) != m->size) {
+      return SampleError(absl::StatusCode::kResourceExhausted, reason::kColumnTooLarge,
+                         absl::StrCat(shard, ": ", m->name, " is ", m->size,
+                                      " bytes, over column_max_bytes ",
+                                      options.column_max_bytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Group is one webdataset sample being collected: consecutive members sharing a key.
 struct Group {
   std::string key;
@@ -93,6 +130,15 @@ absl::Span<const SampleMember> Dataset::members(int64_t i) const {
   const SampleSource& s = samples_[static_cast<size_t>(i)];
   if (s.member_count == 0) return {};
   return absl::Span<const SampleMember>(members_.data() + s.first_member, s.member_count);
+}
+
+void Dataset::AddShardColumns(
+    const std::vector<std::pair<std::string, const TarMember*>>& members, bool ok) {
+  for (const std::string& name : column_names_) {
+    const TarMember* m = ok ? ColumnMember(members, name) : nullptr;
+    if (m != nullptr) column_text_.append(m->inline_payload);
+    column_ends_.push_back(column_text_.size());
+  }
 }
 
 absl::StatusOr<std::vector<std::string>> Dataset::ShardPaths(Env* env, const std::string& path,
@@ -135,12 +181,18 @@ std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shar
       const std::string& location = shards[i];
       TarIndexOptions o;
       o.read_ahead_bytes = IsUrl(location) ? options.http_index_window_bytes : 0;
+      // Labels and column members sit right after their headers: reading them here costs
+      // no request of its own (for HTTP they come inside the index's range windows).
       o.want_payload = [&options](const std::string& name) {
         std::string key, extension;
         if (!SplitKey(name, &key, &extension)) return false;
         extension = absl::AsciiStrToLower(extension);
+        if (IsColumn(options.columns, extension)) return true;
         return options.label_key.empty() ? extension == "cls" : extension == "json";
       };
+      if (!options.columns.empty()) {
+        o.inline_max_bytes = std::max(o.inline_max_bytes, options.column_max_bytes);
+      }
       absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env->NewRandomAccessFile(location);
       if (!file.ok()) {
         indexes[i].damage = file.status();
@@ -184,10 +236,12 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
   dataset->env_ = env;
   dataset->shard_env_ = std::move(*http);
   dataset->shards_ = shards;
+  dataset->column_names_ = options.columns;
 
   const std::vector<TarIndex> indexes = IndexShards(dataset->shard_env(), shards, options);
   std::map<std::string, uint32_t> extension_ids;
-  std::map<std::string, int64_t> failed_shards;  // By reason.
+  std::map<std::string, int64_t> failed_shards;   // By reason.
+  std::map<std::string, int64_t> failed_samples;  // By reason, for the refusal below.
   int64_t good = 0;
 
   auto intern = [&](const std::string& extension) {
@@ -225,12 +279,19 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
       } else if (absl::Status l = ParseLabel(*label, options.label_key, &s.label); !l.ok()) {
         s.error = SampleError(absl::StatusCode::kInvalidArgument, reason::kMissingLabel,
                               absl::StrCat(shards[shard], ": ", l.message()));
+      } else {
+        s.error = CheckColumns(g.members, options, shards[shard], g.key);
       }
+      dataset->AddShardColumns(g.members, s.error.ok());
       if (image != nullptr) {
         s.offset = image->offset;
         s.size = image->size;
       }
-      if (s.error.ok()) ++good;
+      if (s.error.ok()) {
+        ++good;
+      } else {
+        ++failed_samples[ErrorReason(s.error)];
+      }
       dataset->samples_.push_back(std::move(s));
     };
 
@@ -258,16 +319,26 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
       SampleSource s;
       s.key = shard_name;
       s.error = damage;
+      dataset->AddShardColumns({}, /*ok=*/false);
       dataset->samples_.push_back(std::move(s));
     }
   }
   if (good == 0) {
-    std::vector<std::string> reasons;
-    for (const auto& [reason, n] : failed_shards) reasons.push_back(absl::StrCat(n, " × ", reason));
+    auto counted = [](const std::map<std::string, int64_t>& by_reason) {
+      std::vector<std::string> out;
+      for (const auto& [reason, n] : by_reason) out.push_back(absl::StrCat(n, " × ", reason));
+      return absl::StrJoin(out, ", ");
+    };
     return absl::InvalidArgumentError(absl::StrCat(
         shards.size() == 1 ? shards[0] : absl::StrCat(shards.front(), " … ", shards.back()),
-        ": no sample with an image and a label in ", shards.size(), " shard(s)",
-        reasons.empty() ? "" : absl::StrCat(" (shards failed: ", absl::StrJoin(reasons, ", "), ")"),
+        ": no sample with an image and a label",
+        options.columns.empty()
+            ? ""
+            : absl::StrCat(" and every column (columns: ", absl::StrJoin(options.columns, ","),
+                           ")"),
+        " in ", shards.size(), " shard(s)",
+        failed_samples.empty() ? "" : absl::StrCat(" (samples failed: ", counted(failed_samples), ")"),
+        failed_shards.empty() ? "" : absl::StrCat(" (shards failed: ", counted(failed_shards), ")"),
         indexes.front().damage.ok() ? "" : absl::StrCat("; first: ", indexes.front().damage.message())));
   }
   return dataset;

@@ -15,6 +15,11 @@ namespace reader_internal {
 
 inline constexpr char kColumnsHeader[] = "#columns:";
 
+// IsColumnName: letters, digits and _, with dots only between them (a tar member's
+// extension such as `seg.txt` is a column name too), not starting with a digit. One rule
+// for list-file headers and the `columns` option, so a name means the same in both.
+bool IsColumnName(absl::string_view name);
+
 // ParseColumnsHeader reads `line` (starting with kColumnsHeader): whitespace-separated
 // names, the first two `path` and `label`, then at least one extra column, each a name of
 // letters, digits and _ not starting with a digit, all distinct. Sets *names to the extra
