@@ -76,6 +76,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const PipelineOptions& opti
   dataset_options.env = options.env;
   dataset_options.label_key = options.label_key;
   dataset_options.http = options.http;
+  dataset_options.http.cache_bytes = options.http_cache_mb << 20;
   if (options.sources.empty()) return Dataset::Open(dataset_options);
   if (!options.data.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -105,7 +105,8 @@ Server Server::Nginx(const std::string& root, const std::string& work_dir) {
                       "daemon off;\nmaster_process on;\nworker_processes 1;\n"
                       "pid ", work_dir, "/nginx.pid;\nerror_log ", work_dir, "/error.log;\n"
                       "events { worker_connections 512; }\n"
-                      "http {\n  access_log off;\n  sendfile on;\n  keepalive_requests 100000;\n"
+                      "http {\n  log_format request '$request';\n  access_log ", work_dir,
+                      "/access.log request;\n  sendfile on;\n  keepalive_requests 100000;\n"
                       "  client_body_temp_path ", work_dir, "/tmp;\n  proxy_temp_path ", work_dir,
                       "/tmp;\n  fastcgi_temp_path ", work_dir, "/tmp;\n  uwsgi_temp_path ",
                       work_dir, "/tmp;\n  scgi_temp_path ", work_dir, "/tmp;\n"
