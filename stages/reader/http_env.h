@@ -26,7 +26,7 @@
 //     epoch. A failed block is not cached, so a shard that dies keeps serving the blocks
 //     already fetched and fails the reads that need others.
 //   * Index reads are never cached: NewRandomAccessFile reads each range with its own
-//     request (the tar index is read once; caching it would fill the cache with headers).
+//     request (indexing reads every shard, admitted or not, before admission decides).
 //
 // Thread-safety: thread-safe; each call uses its own pooled handle.
 #ifndef FLOWLOADER_STAGES_READER_HTTP_ENV_H_
@@ -102,7 +102,8 @@ class HttpEnv : public Env {
   };
   // AdmitShards admits `shards` to the block cache in the order given, while the sum of
   // their sizes fits cache_bytes (it stops at the first that does not fit), and returns
-  // the admitted bytes. Call it once, before the reads the cache should serve.
+  // the admitted bytes. Call it before the reads the cache should serve; a later call
+  // (a mixture's next source) adds to what was admitted, within the same budget.
   int64_t AdmitShards(const std::vector<ShardSize>& shards);
   // admitted lists the admitted shards (by URL); admitted_bytes and admitted_shards sum
   // them up.
