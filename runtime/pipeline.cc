@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const PipelineOptions& opti
   dataset_options.columns = options.columns;
   dataset_options.column_max_bytes = options.column_max_bytes;
   dataset_options.http = options.http;
+  dataset_options.http.cache_bytes = options.http_cache_mb << 20;
   if (options.sources.empty()) return Dataset::Open(dataset_options);
   if (!options.data.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

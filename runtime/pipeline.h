@@ -103,7 +103,13 @@ struct PipelineOptions {
   // column_too_large. >= 1. Default 64 KiB.
   int64_t column_max_bytes = 65536;
   // Tar shards over HTTP(S): timeouts, retries and backoff (stages/reader/http_env.h).
+  // Its cache_bytes is not read: http_cache_mb sets it.
   HttpOptions http;
+  // Tar shards over HTTP(S): MiB of whole shards, admitted in listing order while they
+  // fit, whose reads are served from 1 MiB blocks kept in memory (one request per block
+  // instead of one per member; counted in the memory plan as `http_cache`); shards past
+  // it are read one request per member. >= 0; 0 = off. Default 256.
+  int64_t http_cache_mb = 256;
   // The `pipeline` label in metrics; several pipelines in a process need distinct names.
   std::string name = "default";
   // Samples per batch; >= 1. Default 64.

@@ -354,6 +354,10 @@ const std::vector<Key>& Keys() {
        "tar shards: the largest column member, bytes; a larger one is skipped as "
        "column_too_large; >= 1",
        [](R r, F f, O o) { return r.Int(f, 1, kInt64Max, &o->column_max_bytes); }},
+      {"http_cache_mb", "256",
+       "tar shards over HTTP: MiB of whole shards (in listing order, while they fit) read "
+       "as cached 1 MiB blocks instead of a request per member; in the memory plan; 0 = off",
+       [](R r, F f, O o) { return r.Int(f, 0, kInt64Max >> 20, &o->http_cache_mb); }},
       {"name", "default", "the `pipeline` label in metrics",
        [](R r, F f, O o) { return r.String(f, &o->name); }},
       {"batch_size", "64", "samples per batch; >= 1",
@@ -599,6 +603,7 @@ std::string SpecYaml(const PipelineOptions& o) {
       "epoch_samples: ", o.epoch_samples, "\nlabel_key: ", YamlScalar(o.label_key),
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
       "\ncolumn_max_bytes: ", o.column_max_bytes,
+      "\nhttp_cache_mb: ", o.http_cache_mb,
       "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
       o.batch_size, "\nnum_workers: ", AutoCountText(o.num_workers), "\nprefetch_batches: ",
       AutoCountText(o.prefetch_batches), "\ncpu_budget: ", o.cpu_budget, "\nepochs: ", o.epochs,

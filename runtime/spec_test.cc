@@ -47,6 +47,7 @@ void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.device, b.device);
   EXPECT_EQ(a.pin_memory, b.pin_memory);
   EXPECT_EQ(a.memory_limit_mb, b.memory_limit_mb);
+  EXPECT_EQ(a.http_cache_mb, b.http_cache_mb);
   EXPECT_EQ(a.checksum, b.checksum);
 }
 
@@ -174,6 +175,7 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.device = DeviceChoice::kCpu;
   o.pin_memory = false;
   o.memory_limit_mb = 512;
+  o.http_cache_mb = 64;
   o.checksum = true;
   o.cpu_budget = 2;
   o.ram_budget_bytes = int64_t{3} << 30;
@@ -392,7 +394,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyByContainment", "workers: 4\n",
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
-     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, name, batch_size, num_workers, "
+     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, name, batch_size, num_workers, "
      "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
      "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
@@ -494,7 +496,7 @@ const ErrorCase kErrorCases[] = {
      "replaces: set augment's mode option there instead"},
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
-     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, name, batch_size, "
+     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, name, batch_size, "
      "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},

@@ -2,6 +2,7 @@
 // 127.0.0.1, and a Python server that stalls, closes and lies): the same batches as the
 // ImageFolder they were made from, every sample once per epoch per rank, resume, and bad
 // shards counted by reason without stopping the run.
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -9,9 +10,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
 #include "stages/core/sample_error.h"
+#include "stages/reader/dataset.h"
 #include "stages/reader/http_env.h"
 #include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/shard_data.h"
@@ -34,6 +37,7 @@ struct Delivered {
   std::vector<std::string> batches;  // Tensor bytes, labels and dataset indices per batch.
   std::vector<std::string> keys;
   std::map<std::string, int> skipped;  // By reason.
+  std::map<std::string, int> skipped_keys;  // Times each key was skipped.
 };
 
 Delivered RunAll(const PipelineOptions& o) {
@@ -55,7 +59,10 @@ Delivered RunAll(const PipelineOptions& o) {
     }
     run.batches.push_back(std::move(b));
     run.keys.insert(run.keys.end(), batch->keys.begin(), batch->keys.end());
-    for (const SkippedSample& s : batch->skipped) ++run.skipped[s.reason];
+    for (const SkippedSample& s : batch->skipped) {
+      ++run.skipped[s.reason];
+      ++run.skipped_keys[s.key];
+    }
   }
   return run;
 }
@@ -145,6 +152,183 @@ TEST_F(ShardsTest, FailingAndMissingShardsOverHttpAreCountedNotFatal) {
   EXPECT_EQ(r.skipped, (std::map<std::string, int>{{"http_5xx", 1}, {"http_404", 1}}));
 }
 
+// RequestsLogged is how many requests nginx logged in `work_dir` (Server::Nginx).
+int64_t RequestsLogged(const std::string& work_dir) {
+  const std::string log = testing::ReadFile(work_dir + "/access.log");
+  return static_cast<int64_t>(std::count(log.begin(), log.end(), '\n'));
+}
+
+// IndexRequests is what opening the dataset at `data` alone costs in requests.
+int64_t IndexRequests(const std::string& data, const std::string& nginx_dir) {
+  const int64_t before = RequestsLogged(nginx_dir);
+  EXPECT_TRUE(Dataset::Open({data}).ok());
+  return RequestsLogged(nginx_dir) - before;
+}
+
+int64_t FileBytes(const std::string& path) {
+  return static_cast<int64_t>(testing::ReadFile(path).size());
+}
+
+TEST_F(ShardsTest, CachedShardsCostOneRequestPerBlockInsteadOfOnePerMember) {
+  const std::string nginx_dir = TempDirForTest("nginx_");
+  Server nginx = Server::Nginx(*shard_dir_, nginx_dir);
+  ASSERT_TRUE(nginx.running());
+  const std::string data = nginx.Url("/train-{000000..000004}.tar");
+  const int64_t index_requests = IndexRequests(data, nginx_dir);
+  EXPECT_EQ(index_requests, 5);  // One 1 MiB header window per small shard.
+  int64_t blocks = 0;  // 1 MiB blocks over all shards.
+  for (int i = 0; i < 5; ++i) {
+    blocks += (FileBytes(absl::StrFormat("%s/train-%06d.tar", *shard_dir_, i)) + (1 << 20) - 1) >>
+              20;
+  }
+
+  PipelineOptions cached = Options(data);  // http_cache_mb 256 (default): all admitted.
+  int64_t before = RequestsLogged(nginx_dir);
+  const Delivered on = RunAll(cached);
+  ASSERT_TRUE(on.status.ok()) << on.status;
+  EXPECT_EQ(RequestsLogged(nginx_dir) - before, index_requests + blocks)
+      << "2 epochs: each block once, the second epoch from memory";
+
+  PipelineOptions uncached = Options(data);
+  uncached.http_cache_mb = 0;
+  before = RequestsLogged(nginx_dir);
+  const Delivered off = RunAll(uncached);
+  ASSERT_TRUE(off.status.ok()) << off.status;
+  EXPECT_EQ(RequestsLogged(nginx_dir) - before, index_requests + 2 * 36)
+      << "one request per image member, every epoch";
+  EXPECT_EQ(on.batches, off.batches);
+}
+
+TEST_F(ShardsTest, TheMemoryPlanCountsTheAdmittedShards) {
+  Server nginx = Server::Nginx(*shard_dir_, TempDirForTest("nginx_"));
+  ASSERT_TRUE(nginx.running());
+  int64_t shard_bytes = 0;
+  for (int i = 0; i < 5; ++i) {
+    shard_bytes += FileBytes(absl::StrFormat("%s/train-%06d.tar", *shard_dir_, i));
+  }
+  PipelineOptions o = Options(nginx.Url("/train-{000000..000004}.tar"));
+  absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const MemoryPart* cache = nullptr;
+  for (const MemoryPart& part : plan->parts()) {
+    if (part.key == "http_cache") cache = &part;
+  }
+  ASSERT_NE(cache, nullptr) << plan->Describe();
+  EXPECT_GT(cache->bytes, shard_bytes / 2);  // What the headers account for: nearly all.
+  EXPECT_LE(cache->bytes, shard_bytes);
+  EXPECT_EQ(cache->formula, "http_cache_mb 256: 5 of 5 HTTP shards admitted");
+  EXPECT_EQ(cache->knobs, std::vector<std::string>{"http_cache_mb"});
+
+  o.http_cache_mb = 0;
+  plan = Pipeline::PlanMemory(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const MemoryPart& part : plan->parts()) EXPECT_NE(part.key, "http_cache");
+  // Shards on disk have no HTTP cache.
+  plan = Pipeline::PlanMemory(Options(*pattern_));
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const MemoryPart& part : plan->parts()) EXPECT_NE(part.key, "http_cache");
+}
+
+TEST_F(ShardsTest, ShardsAreAdmittedInListingOrderWhileTheyFit) {
+  Server nginx = Server::Nginx(*shard_dir_, TempDirForTest("nginx_"));
+  ASSERT_TRUE(nginx.running());
+  HttpOptions o;
+  o.cache_bytes = 100;
+  auto env = HttpEnv::Create(nullptr, o);
+  ASSERT_TRUE(env.ok()) << env.status();
+  const std::string a = nginx.Url("/train-000000.tar");
+  const std::string b = nginx.Url("/train-000001.tar");
+  const std::string c = nginx.Url("/train-000002.tar");
+  const std::string d = nginx.Url("/train-000003.tar");
+  // c does not fit after a and b: admission stops there, d is not considered.
+  EXPECT_EQ((*env)->AdmitShards({{a, 60}, {b, 30}, {c, 20}, {d, 5}}), 90);
+  EXPECT_EQ((*env)->admitted_shards(), 2);
+  // Two reads inside the first 60 bytes (a's admitted size, so its block stops there).
+  auto requests_for_two_reads = [&](const std::string& url) {
+    const std::string bytes = testing::ReadFile(*shard_dir_ + url.substr(url.rfind('/')));
+    const int64_t before = (*env)->requests();
+    std::string first, second;
+    EXPECT_TRUE((*env)->ReadRange(url, 10, 20, &first).ok());
+    EXPECT_TRUE((*env)->ReadRange(url, 40, 20, &second).ok());
+    EXPECT_EQ(first, bytes.substr(10, 20));
+    EXPECT_EQ(second, bytes.substr(40, 20));
+    return (*env)->requests() - before;
+  };
+  EXPECT_EQ(requests_for_two_reads(a), 1);  // One block, then memory.
+  EXPECT_EQ(requests_for_two_reads(c), 2);  // Not admitted: a request per read.
+  // Index reads never go through the cache.
+  auto file = (*env)->NewRandomAccessFile(b);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const int64_t before = (*env)->requests();
+  std::string header;
+  ASSERT_TRUE((*file)->Read(0, 512, &header).ok());
+  ASSERT_TRUE((*file)->Read(0, 512, &header).ok());
+  EXPECT_EQ((*env)->requests() - before, 2);
+}
+
+// A shard that dies mid-run with the cache on keeps serving the blocks already fetched:
+// its samples inside them are delivered every epoch; the others are skipped and counted.
+TEST_F(ShardsTest, ADyingShardWhollyCachedDeliversEverySample) {
+  Server bad = Server::Misbehaving(*shard_dir_);
+  ASSERT_TRUE(bad.running());
+  // Shard 2 answers its index window and one block (the whole shard), then 500.
+  const std::string list = TempDirForTest("list_") + "/shards.txt";
+  testing::WriteFile(list, absl::StrCat(bad.Url("/ok/train-{000000..000001}.tar"), "\n",
+                                        bad.Url("/die_after/2/train-000002.tar"), "\n",
+                                        bad.Url("/ok/train-{000003..000004}.tar"), "\n"));
+  PipelineOptions o = Options(list);
+  o.http.max_retries = 2;
+  o.http.initial_backoff = absl::Milliseconds(1);
+  const Delivered r = RunAll(o);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.keys.size(), 2u * 36u);
+  EXPECT_TRUE(r.skipped.empty());
+}
+
+TEST_F(ShardsTest, ADyingShardPartlyCachedSkipsTheSamplesOutsideItsCachedBlock) {
+  // Two blocks: samples 0-3's images in the first, sample 7's in the second (whose
+  // block starts at or after half its image's end, so the image lies inside it).
+  const std::string shard = *shard_dir_ + "/train-000002.tar";
+  absl::StatusOr<std::unique_ptr<Dataset>> local = Dataset::Open({shard});
+  ASSERT_TRUE(local.ok()) << local.status();
+  ASSERT_EQ((*local)->size(), 8);
+  const int64_t sample4_header = (*local)->sample(4).offset - 512;
+  const int64_t last_image_end = (*local)->sample(7).offset + (*local)->sample(7).size;
+  const int64_t block = std::max(sample4_header, (last_image_end + 1) / 2);
+
+  Server bad = Server::Misbehaving(*shard_dir_);
+  ASSERT_TRUE(bad.running());
+  // Shard 2 answers its index window and the first block asked for, then 500.
+  const std::string list = TempDirForTest("list_") + "/shards.txt";
+  testing::WriteFile(list, absl::StrCat(bad.Url("/ok/train-{000000..000001}.tar"), "\n",
+                                        bad.Url("/die_after/2/train-000002.tar"), "\n",
+                                        bad.Url("/ok/train-{000003..000004}.tar"), "\n"));
+  PipelineOptions o = Options(list);
+  o.http.max_retries = 2;
+  o.http.initial_backoff = absl::Milliseconds(1);
+  o.http.block_bytes = block;
+  const Delivered r = RunAll(o);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  std::map<std::string, int> delivered;
+  for (const std::string& k : r.keys) ++delivered[k];
+  int shard2_delivered = 0;
+  for (const auto& [key, times] : delivered) {
+    EXPECT_EQ(times, 2) << key << ": once an epoch";
+    if (absl::StartsWith(key, "train-000002")) ++shard2_delivered;
+  }
+  // Each of shard 2's samples is either delivered or skipped, the same in both epochs.
+  EXPECT_EQ(delivered.size() + r.skipped_keys.size(), 36u);
+  for (const auto& [key, times] : r.skipped_keys) {
+    EXPECT_TRUE(absl::StartsWith(key, "train-000002")) << key;
+    EXPECT_EQ(times, 2) << key << ": once an epoch";
+  }
+  EXPECT_GE(shard2_delivered, 1);
+  EXPECT_LE(shard2_delivered, 7);
+  EXPECT_EQ(r.skipped, (std::map<std::string, int>{
+                           {"http_5xx", 2 * (8 - shard2_delivered)}}));
+}
+
+// Without the cache's blocks (they failed), a dying shard loses all of its samples.
 TEST_F(ShardsTest, AShardThatDiesMidRunLosesOnlyItsOwnSamples) {
   Server bad = Server::Misbehaving(*shard_dir_);
   ASSERT_TRUE(bad.running());

@@ -145,6 +145,7 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   env.num_workers = options.num_workers;
   if (absl::Status s = CreateStages(options, env, &plan.stages); !s.ok()) return s;
   plan.output = env.output;
+  AddHttpCachePart(dataset, &env.memory);
 
   const int64_t samples = sampler.samples_per_rank();
   plan.batches_per_epoch = NumBatches(samples, options.batch_size, options.drop_last);

@@ -81,6 +81,18 @@ MemoryPart ColumnsMemoryPart(const Dataset& dataset, int prefetch_batches, int p
           {"columns", "column_max_bytes", "prefetch_batches"}};
 }
 
+void AddHttpCachePart(const Dataset& dataset, std::vector<MemoryPart>* parts) {
+  const HttpEnv* http = dataset.http_env();
+  if (http == nullptr || http->admitted_shards() == 0) return;
+  int http_shards = 0;
+  for (const std::string& shard : dataset.shards()) http_shards += IsUrl(shard) ? 1 : 0;
+  parts->push_back({"http cache", "http_cache", http->admitted_bytes(),
+                    absl::StrCat("http_cache_mb ", http->cache_budget_bytes() >> 20, ": ",
+                                 http->admitted_shards(), " of ", http_shards,
+                                 " HTTP shards admitted"),
+                    {"http_cache_mb"}});
+}
+
 MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes) {
   MemoryBudget budget = AvailableMemory();
   if (memory_limit_bytes > 0 && (!budget.known() || memory_limit_bytes < budget.bytes)) {

@@ -1,5 +1,5 @@
 // memory_planning.h: the pipeline graph's memory plan (the batch pool, then what the
-// stages declared in StageEnv::memory, and the device buffers where a device is used)
+// stages declared in StageEnv::memory and the dataset's HTTP block cache, and the device buffers where a device is used)
 // and the budget it must fit, made by PlanGraph (graph_plan.h) before the pool is
 // allocated.
 //
@@ -43,6 +43,11 @@ MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output
 // values (read when the dataset was opened), plus each batch buffer's strings, which grow
 // to at most pool_rows × the longest value of every column. Only for data with columns.
 MemoryPart ColumnsMemoryPart(const Dataset& dataset, int prefetch_batches, int pool_rows);
+
+// AddHttpCachePart adds the HTTP block cache to `parts` at the bytes of the shards
+// admitted to it (stages/reader/http_env.h): what it holds once every admitted block was
+// read, not its budget. Nothing when no shard was admitted.
+void AddHttpCachePart(const Dataset& dataset, std::vector<MemoryPart>* parts);
 
 // GraphMemoryBudget is what the process may use (AvailableMemory()), capped by
 // memory_limit_bytes when that is > 0 (then named "memory_limit_mb" where it binds).

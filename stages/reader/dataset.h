@@ -171,6 +171,9 @@ class Dataset {
   // shard_env reads the shards (an HttpEnv for URLs, wrapping DatasetOptions::env);
   // valid while the Dataset lives.
   Env* shard_env() const { return shard_env_ != nullptr ? shard_env_.get() : env_; }
+  // http_env is shard_env as an HttpEnv (its block cache's admission), or nullptr when
+  // the dataset has no tar shards.
+  const HttpEnv* http_env() const { return dynamic_cast<const HttpEnv*>(shard_env_.get()); }
 
  private:
   Dataset() = default;

@@ -103,6 +103,11 @@ void Dataset::Append(Dataset&& other, int32_t source) {
   // one, the first made, reads the shards of all.
   if (shard_env_ == nullptr && other.shard_env_ != nullptr) {
     shard_env_ = std::move(other.shard_env_);
+  } else if (auto* mine = dynamic_cast<HttpEnv*>(shard_env_.get()); mine != nullptr) {
+    // The other source's admitted shards join this cache while they fit its budget.
+    if (const HttpEnv* theirs = other.http_env(); theirs != nullptr) {
+      mine->AdmitShards(theirs->admitted());
+    }
   }
 }
 

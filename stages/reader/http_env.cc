@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -322,9 +323,70 @@ absl::Status HttpEnv::ReadRange(const std::string& path, int64_t offset, int64_t
   if (offset < 0 || length < 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": bad range ", offset, "+", length));
   }
-  const bool cacheable = options_.cache_bytes > 0 && length <= options_.cache_bytes;
-  return cacheable ? ReadCached(path, offset, length, contents)
-                   : ReadUncached(path, offset, length, contents);
+  const int64_t shard_bytes = AdmittedSize(path);
+  return shard_bytes >= 0 ? ReadCached(path, shard_bytes, offset, length, contents)
+                          : ReadUncached(path, offset, length, contents);
+}
+
+namespace {
+
+// UncachedUrlFile reads one URL's ranges with a request each (the tar index's reads).
+class UncachedUrlFile : public RandomAccessFile {
+ public:
+  using ReadFn = std::function<absl::Status(int64_t, int64_t, std::string*)>;
+  explicit UncachedUrlFile(ReadFn read) : read_(std::move(read)) {}
+  absl::Status Read(int64_t offset, int64_t length, std::string* contents) override {
+    return read_(offset, length, contents);
+  }
+
+ private:
+  ReadFn read_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> HttpEnv::NewRandomAccessFile(
+    const std::string& path) {
+  if (!IsUrl(path)) return base_->NewRandomAccessFile(path);
+  return std::unique_ptr<RandomAccessFile>(
+      new UncachedUrlFile([this, path](int64_t offset, int64_t length, std::string* out) {
+        if (offset < 0 || length < 0) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ": bad range ", offset, "+", length));
+        }
+        return ReadUncached(path, offset, length, out);
+      }));
+}
+
+int64_t HttpEnv::AdmitShards(const std::vector<ShardSize>& shards) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ShardSize& shard : shards) {
+    if (admitted_bytes_ + shard.bytes > options_.cache_bytes) break;
+    if (admitted_.emplace(shard.url, shard.bytes).second) admitted_bytes_ += shard.bytes;
+  }
+  return admitted_bytes_;
+}
+
+int64_t HttpEnv::AdmittedSize(const std::string& url) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = admitted_.find(url);
+  return it == admitted_.end() ? -1 : it->second;
+}
+
+std::vector<HttpEnv::ShardSize> HttpEnv::admitted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ShardSize> shards;
+  for (const auto& [url, bytes] : admitted_) shards.push_back({url, bytes});
+  return shards;
+}
+
+int64_t HttpEnv::admitted_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return admitted_bytes_;
+}
+
+int HttpEnv::admitted_shards() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(admitted_.size());
 }
 
 absl::Status HttpEnv::ReadUncached(const std::string& url, int64_t offset, int64_t length,
@@ -337,8 +399,8 @@ absl::Status HttpEnv::ReadUncached(const std::string& url, int64_t offset, int64
   return Fetch(r);
 }
 
-absl::Status HttpEnv::ReadCached(const std::string& url, int64_t offset, int64_t length,
-                                 std::string* contents) {
+absl::Status HttpEnv::ReadCached(const std::string& url, int64_t shard_bytes, int64_t offset,
+                                 int64_t length, std::string* contents) {
   contents->clear();
   const int64_t block_bytes = options_.block_bytes;
   const int64_t end = offset + length;
@@ -347,7 +409,9 @@ absl::Status HttpEnv::ReadCached(const std::string& url, int64_t offset, int64_t
     absl::StatusOr<internal::BlockCache::Block> block =
         cache_.Get({url, index}, [&]() -> absl::StatusOr<std::string> {
           std::string data;
-          absl::Status s = ReadUncached(url, block_start, block_bytes, &data);
+          // Clipped to the admitted size: the cache never holds more than was admitted.
+          const int64_t want = std::clamp<int64_t>(shard_bytes - block_start, 0, block_bytes);
+          absl::Status s = ReadUncached(url, block_start, want, &data);
           if (!s.ok()) return s;
           return data;
         });

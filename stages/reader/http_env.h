@@ -16,11 +16,17 @@
 //     shard's samples are skipped quickly instead of each waiting out the backoff.
 //   * A stalled server is a timeout: no byte for `stall_timeout`, or the whole request
 //     over `request_timeout`.
-//   * Block cache: with cache_bytes > 0, ReadRange is served from aligned `block_bytes`
-//     blocks, each fetched with one Range request and kept in a bounded LRU cache
-//     (internal/block_cache.h), so later epochs send no request (like the OS page cache
-//     for shards on disk). A member spanning blocks is assembled from them; a read longer
-//     than cache_bytes bypasses the cache. A failed block is not cached.
+//   * Block cache for admitted shards: AdmitShards takes whole shards, in the order
+//     given, while their sizes fit cache_bytes. Reads of an admitted shard are served
+//     from aligned `block_bytes` blocks, each fetched with one Range request and kept
+//     (internal/block_cache.h), so an epoch costs one request per block instead of one
+//     per member, and later epochs none (like the OS page cache for shards on disk).
+//     Shards not admitted are read one Range request per member: an LRU over a working
+//     set larger than the cache would evict every block before its reuse on a shuffled
+//     epoch. A failed block is not cached, so a shard that dies keeps serving the blocks
+//     already fetched and fails the reads that need others.
+//   * Index reads are never cached: NewRandomAccessFile reads each range with its own
+//     request (indexing reads every shard, admitted or not, before admission decides).
 //
 // Thread-safety: thread-safe; each call uses its own pooled handle.
 #ifndef FLOWLOADER_STAGES_READER_HTTP_ENV_H_
@@ -56,12 +62,14 @@ struct HttpOptions {
   absl::Duration initial_backoff = absl::Milliseconds(100);
   // Consecutive failed reads of one URL after which its reads are not retried; >= 1.
   int failure_limit = 3;
-  // Bytes of remote blocks kept in memory (not yet in the memory plan); 0: no cache, one
-  // Range request per read. Default 0 (off) until tests/shards_test.cc's dying-shard
-  // case accounts for cached blocks; 256 MiB is the intended default.
-  int64_t cache_bytes = 0;
-  // Size of one cached block, fetched with one Range request; > 0. Default 4 MiB.
-  int64_t block_bytes = int64_t{4} << 20;
+  // Budget for AdmitShards: whole shards whose sizes fit it are cached (the pipeline's
+  // memory plan counts the admitted bytes as its `http_cache` part); >= 0, 0 = no cache,
+  // one Range request per read. Default 256 MiB (PipelineOptions::http_cache_mb sets it).
+  int64_t cache_bytes = int64_t{256} << 20;
+  // Size of one cached block, fetched with one Range request; > 0. Default 1 MiB: large
+  // enough that a request's cost is spread over many members, small enough that the
+  // first batch does not wait for a whole shard.
+  int64_t block_bytes = int64_t{1} << 20;
 };
 
 // IsUrl reports whether `path` is an http:// or https:// URL.
@@ -83,6 +91,27 @@ class HttpEnv : public Env {
   absl::StatusOr<bool> IsDirectory(const std::string& path) override;
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
 
+  // NewRandomAccessFile reads a URL one Range request per Read, never through the cache.
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override;
+
+  // ShardSize is one shard's URL and its bytes, for AdmitShards.
+  struct ShardSize {
+    std::string url;
+    int64_t bytes = 0;
+  };
+  // AdmitShards admits `shards` to the block cache in the order given, while the sum of
+  // their sizes fits cache_bytes (it stops at the first that does not fit), and returns
+  // the admitted bytes. Call it before the reads the cache should serve; a later call
+  // (a mixture's next source) adds to what was admitted, within the same budget.
+  int64_t AdmitShards(const std::vector<ShardSize>& shards);
+  // admitted lists the admitted shards (by URL); admitted_bytes and admitted_shards sum
+  // them up.
+  std::vector<ShardSize> admitted() const;
+  int64_t admitted_bytes() const;
+  int admitted_shards() const;
+  int64_t cache_budget_bytes() const { return options_.cache_bytes; }
+
   // requests is how many HTTP requests were sent (attempts, retries included).
   int64_t requests() const;
 
@@ -97,8 +126,8 @@ class HttpEnv : public Env {
   absl::Status ReadUncached(const std::string& url, int64_t offset, int64_t length,
                             std::string* contents);
   // ReadCached assembles [offset, offset + length) from cached blocks.
-  absl::Status ReadCached(const std::string& url, int64_t offset, int64_t length,
-                          std::string* contents);
+  absl::Status ReadCached(const std::string& url, int64_t shard_bytes, int64_t offset,
+                          int64_t length, std::string* contents);
 
   // Fetch runs `request` with retries and the per-URL failure accounting.
   absl::Status Fetch(Request& request);
@@ -107,6 +136,8 @@ class HttpEnv : public Env {
   void ReleaseHandle(void* handle);
   bool RecordResult(const std::string& url, bool ok);
   bool Failing(const std::string& url);
+  // AdmittedSize is the admitted shard's size, or -1 for a URL not admitted.
+  int64_t AdmittedSize(const std::string& url) const;
 
   Env* const base_;
   const HttpOptions options_;
@@ -114,6 +145,10 @@ class HttpEnv : public Env {
   std::vector<void*> idle_handles_ ABSL_GUARDED_BY(mu_);  // CURL*, connections kept alive.
   std::map<std::string, int> consecutive_failures_ ABSL_GUARDED_BY(mu_);
   int64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  // Shards whose reads are cached, with their sizes (blocks never reach past them, so the
+  // cache holds at most admitted_bytes_).
+  std::map<std::string, int64_t> admitted_ ABSL_GUARDED_BY(mu_);
+  int64_t admitted_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   internal::BlockCache cache_;
 };
 

@@ -213,6 +213,19 @@ std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shar
   return indexes;
 }
 
+// AdmitHttpShards offers the indexed HTTP shards to `http`'s block cache in listing order
+// (sized by what their headers account for: every member lies inside it).
+void AdmitHttpShards(HttpEnv& http, const std::vector<std::string>& shards,
+                     const std::vector<TarIndex>& indexes) {
+  std::vector<HttpEnv::ShardSize> sizes;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (IsUrl(shards[i]) && !indexes[i].members.empty()) {
+      sizes.push_back({shards[i], indexes[i].indexed_bytes});
+    }
+  }
+  if (!sizes.empty()) http.AdmitShards(sizes);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
@@ -231,6 +244,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
   }
   absl::StatusOr<std::unique_ptr<HttpEnv>> http = HttpEnv::Create(env, options.http);
   if (!http.ok()) return http.status();
+  HttpEnv& http_env = **http;
   std::unique_ptr<Dataset> dataset(new Dataset());
   dataset->root_ = std::move(root);
   dataset->env_ = env;
@@ -238,7 +252,10 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
   dataset->shards_ = shards;
   dataset->column_names_ = options.columns;
 
+  // Indexing reads through NewRandomAccessFile, which never fills the cache; admission
+  // needs the sizes the index found.
   const std::vector<TarIndex> indexes = IndexShards(dataset->shard_env(), shards, options);
+  AdmitHttpShards(http_env, shards, indexes);
   std::map<std::string, uint32_t> extension_ids;
   std::map<std::string, int64_t> failed_shards;   // By reason.
   std::map<std::string, int64_t> failed_samples;  // By reason, for the refusal below.

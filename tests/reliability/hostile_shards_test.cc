@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>  // NOLINT(build/c++11)
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "runtime/pipeline.h"
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
+#include "stages/reader/env.h"
 #include "stages/reader/tar_writer.h"
 #include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/test_data.h"
@@ -30,6 +33,42 @@ using testing::SmallCpuOptions;
 using testing::TempDirForTest;
 using testing::ValidJpeg;
 using testing::WriteFile;
+
+// BeforeFirstMemberRead is the real file system, running `change` once just before the
+// first member read (ReadRange; indexing reads through NewRandomAccessFile). Changing the
+// shards after Pipeline::Create returned would race its prefetching, which may already
+// have read them (then a vanished shard's samples are delivered in the first epoch).
+class BeforeFirstMemberRead : public Env {
+ public:
+  explicit BeforeFirstMemberRead(std::function<void()> change) : change_(std::move(change)) {}
+  absl::Status ReadFile(const std::string& path, int64_t max_bytes,
+                        std::string* contents) override {
+    return base_->ReadFile(path, max_bytes, contents);
+  }
+  absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
+                         std::string* contents) override {
+    std::call_once(once_, change_);
+    return base_->ReadRange(path, offset, length, contents);
+  }
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override {
+    return base_->NewRandomAccessFile(path);
+  }
+  absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override {
+    return base_->ListDirectory(path);
+  }
+  absl::StatusOr<bool> IsDirectory(const std::string& path) override {
+    return base_->IsDirectory(path);
+  }
+  absl::StatusOr<std::string> CanonicalPath(const std::string& path) override {
+    return base_->CanonicalPath(path);
+  }
+
+ private:
+  Env* const base_ = Env::Default();
+  std::function<void()> change_;
+  std::once_flag once_;
+};
 
 class HostileShardsTest : public ::testing::Test {
  protected:
@@ -120,12 +159,14 @@ TEST_F(HostileShardsTest, EveryKindOfBadShardIsCountedAndEveryGoodSampleDelivere
   const std::string shrinks = Shard("shrinks.tar", GoodSamples("h", 3));
   const int64_t h0_middle = MemberOffset(shrinks, 0) + 100;  // Inside h0's image.
 
-  PipelineOptions o = SmallCpuOptions(ListFile(), /*batch_size=*/4, nullptr);
+  BeforeFirstMemberRead env([&] {
+    EXPECT_EQ(::unlink(vanishes.c_str()), 0);
+    EXPECT_EQ(::truncate(shrinks.c_str(), h0_middle), 0);
+  });
+  PipelineOptions o = SmallCpuOptions(ListFile(), /*batch_size=*/4, &env);
   o.epochs = 2;
   auto p = Pipeline::Create(o);
   ASSERT_TRUE(p.ok()) << p.status();
-  ASSERT_EQ(::unlink(vanishes.c_str()), 0);
-  ASSERT_EQ(::truncate(shrinks.c_str(), h0_middle), 0);
   const Drained run = Drain(p->get());
   ASSERT_TRUE(run.status.ok()) << run.status;
   EXPECT_EQ(run.epochs, 2);

@@ -95,7 +95,7 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
-Server Server::Nginx(const std::string& root, const std::string& work_dir, bool access_log) {
+Server Server::Nginx(const std::string& root, const std::string& work_dir) {
   const int port = FreePort();
   EXPECT_EQ(std::system(absl::StrCat("mkdir -p ", work_dir, "/tmp").c_str()), 0);
   const std::string conf = work_dir + "/nginx.conf";
@@ -105,8 +105,8 @@ Server Server::Nginx(const std::string& root, const std::string& work_dir, bool 
                       "daemon off;\nmaster_process on;\nworker_processes 1;\n"
                       "pid ", work_dir, "/nginx.pid;\nerror_log ", work_dir, "/error.log;\n"
                       "events { worker_connections 512; }\n"
-                      "http {\n  access_log ", access_log ? work_dir + "/access.log" : "off",
-                      ";\n  sendfile on;\n  keepalive_requests 100000;\n"
+                      "http {\n  log_format request '$request';\n  access_log ", work_dir,
+                      "/access.log request;\n  sendfile on;\n  keepalive_requests 100000;\n"
                       "  client_body_temp_path ", work_dir, "/tmp;\n  proxy_temp_path ", work_dir,
                       "/tmp;\n  fastcgi_temp_path ", work_dir, "/tmp;\n  uwsgi_temp_path ",
                       work_dir, "/tmp;\n  scgi_temp_path ", work_dir, "/tmp;\n"

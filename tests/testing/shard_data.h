@@ -25,10 +25,9 @@ std::string MakeShards(const std::string& image_folder, const std::string& out_d
 class Server {
  public:
   // Nginx serves `root` (ranges, keep-alive) on a free port; every path under
-  // /fail/ answers 500 (`return 500`). Its temp files go to `work_dir`; with
-  // `access_log`, one line per request to `work_dir/access.log` (tests count requests).
-  static Server Nginx(const std::string& root, const std::string& work_dir,
-                      bool access_log = false);
+  // /fail/ answers 500 (`return 500`). Its temp files go to `work_dir`, and one line per
+  // request (`GET /path HTTP/1.1`, as each is served) to `work_dir`/access.log.
+  static Server Nginx(const std::string& root, const std::string& work_dir);
   // Misbehaving runs tests/testing/misbehaving_http_server.py over `root` (see the
   // script for its path prefixes: /ok/, /stall/, /close/, /lie/, /flaky/, /die_after/N/).
   static Server Misbehaving(const std::string& root);
