@@ -216,7 +216,7 @@ absl::Status Planner::CheckOutputs(size_t i) const {
                       absl::StrCat("stages ", it->second.writer, " and ", Label(spec),
                                    " both write ", FieldName(name, kind),
                                    ": each batch tensor has one writer; bind one of them to "
-                                   "another name (`outputs: [view1]`)"));
+                                   "another name (`outputs: [", name, "_2]`)"));
     }
     if (it != fields_.end()) {
       return RefuseAt(OutputWhere(spec, j),
