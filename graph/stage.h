@@ -155,7 +155,9 @@ struct StageSchema {
   std::vector<FieldSchema> inputs;
   std::vector<FieldSchema> outputs;
   // Inputs whose buffers the stage frees once done (the built-ins recycle buffers: decode
-  // frees bytes, augment the image), so no later stage may read them.
+  // frees bytes, augment the image). A field is freed after its last reader: the graph
+  // lists in StageEnv::may_free the ones this stage may free (where no later stage reads
+  // them, e.g. the first of two augment branches must keep the image); its factory checks.
   std::vector<std::string> frees;
   // The (single) tensor output port may be bound to several field names (`outputs: [a,
   // b]`): the stage then writes one independent view into each (augment does).
