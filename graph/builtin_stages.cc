@@ -323,7 +323,8 @@ StageSchema AugmentSchema() {
   return StageSchema{
       "augment",
       "torchvision transforms in one pass into the batch slot: train = RandomResizedCrop + "
-      "RandomHorizontalFlip + Normalize; eval = Resize + CenterCrop + Normalize",
+      "RandomHorizontalFlip + Normalize; eval = Resize + CenterCrop + Normalize. `outputs: "
+      "[a, b]` writes an independent random view into each",
       {{"mode", OptionType::kString, "train", "train or eval", {"train", "eval"}},
        {"image_size", OptionType::kInt, "224", "output side in pixels"},
        {"resize_size", OptionType::kInt, "0",
