@@ -199,11 +199,27 @@ TEST_F(MultiViewTest, SkippedSamplesAreCountedOnceAndDropTheirRowInEveryView) {
   testing::WriteFile(root + "/class_000/zz_broken.jpg", "not a jpeg");
   PipelineOptions o = ViewOptions(root, 2);
   o.epochs = 1;
-  const Delivered d = Drain(*MustCreate(o));
+  auto p = MustCreate(o);
+  ASSERT_NE(p, nullptr);
+  const Delivered d = Drain(*p);
   EXPECT_EQ(d.rows, 12);
+  EXPECT_EQ(p->stats()->skipped.load(), 1u);
   ASSERT_EQ(d.skipped.size(), 1u);
   EXPECT_TRUE(absl::StrContains(d.skipped[0], "zz_broken")) << d.skipped[0];
   EXPECT_EQ(d.bytes[1].size(), size_t{12} * 3 * 32 * 32 * 4);
+}
+
+TEST_F(MultiViewTest, EachSampleIsReadAndDecodedOnceForAllItsViews) {
+  PipelineOptions o = ViewOptions(*data_, 2);
+  o.epochs = 1;
+  auto p = MustCreate(o);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(Drain(*p).rows, 30);
+  for (const auto& stage : p->stats()->stages()) {
+    if (stage->name() != "read" && stage->name() != "decode") continue;
+    EXPECT_EQ(stage->items_in.load(), 30) << stage->name();
+  }
+  EXPECT_EQ(p->stats()->skipped.load(), 0u);
 }
 
 TEST_F(MultiViewTest, ABatchTensorWithTwoWritersIsRefusedNamingBoth) {
