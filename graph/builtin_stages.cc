@@ -1,6 +1,7 @@
 // builtin_stages.cc: the read, decode and augment stage types, adapting the stage
 // libraries in stages/ to the SampleStage interface and declaring their options.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <utility>
 
@@ -13,9 +14,6 @@
 
 namespace flowloader {
 namespace {
-
-// The random stream of a sample's augmentation draws (the sampler uses another).
-constexpr uint64_t kAugmentStream = 1;
 
 // Working buffers move between samples through one spare per thread: a sample borrows a
 // buffer when a stage needs one and gives it back when the next stage is done with it.
@@ -65,15 +63,49 @@ class ReadStage : public SampleStage {
   std::unique_ptr<FileReader> shard_reader_;
 };
 
+// UnionRequest is one decode request that serves every view: the bounding box of their
+// regions, at the finest scale any of them needs (each view's region keeps at least its
+// target's pixels), in YCbCr only when every view takes it.
+decode::RegionRequest UnionRequest(const std::vector<augment::CropPlan>& plans) {
+  const decode::RegionRequest& first = plans.front().decode_request;
+  double x0 = first.region.x, y0 = first.region.y;
+  double x1 = x0 + first.region.w, y1 = y0 + first.region.h;
+  double per_x = 0, per_y = 0;  // Target pixels per original pixel, the finest asked.
+  bool accept_ycc = true;
+  for (const augment::CropPlan& plan : plans) {
+    const decode::RegionRequest& r = plan.decode_request;
+    x0 = std::min(x0, r.region.x);
+    y0 = std::min(y0, r.region.y);
+    x1 = std::max(x1, r.region.x + r.region.w);
+    y1 = std::max(y1, r.region.y + r.region.h);
+    if (r.region.w > 0) per_x = std::max(per_x, r.target_width / r.region.w);
+    if (r.region.h > 0) per_y = std::max(per_y, r.target_height / r.region.h);
+    accept_ycc = accept_ycc && r.accept_ycc;
+  }
+  decode::RegionRequest out;
+  out.region = RectF{x0, y0, x1 - x0, y1 - y0};
+  out.target_width = static_cast<int>(std::ceil(out.region.w * per_x));
+  out.target_height = static_cast<int>(std::ceil(out.region.h * per_y));
+  out.accept_ycc = accept_ycc;
+  return out;
+}
+
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// DecodeStage decodes once per sample. When augment branches read its image, it plans
+// every branch's crop from the header first and decodes only what they need together.
 class DecodeStage : public SampleStage {
  public:
-  DecodeStage(std::unique_ptr<decode::Decoder> decoder, const augment::Transform* planner)
-      : decoder_(std::move(decoder)), planner_(planner) {}
+  DecodeStage(std::unique_ptr<decode::Decoder> decoder, std::vector<ViewPlanner> planners,
+              bool frees_bytes)
+      : decoder_(std::move(decoder)), planners_(std::move(planners)), frees_bytes_(frees_bytes) {}
 
   absl::Status Process(SampleContext& sample) const override {
     absl::Status status = DecodeBytes(sample);
-    // The file's bytes are not needed past decoding.
-    GiveBack(sample.bytes);
+    // The file's bytes are not needed past decoding, unless a later stage reads them.
+    if (frees_bytes_) GiveBack(sample.bytes);
     return status;
   }
   size_t BytesProduced(const SampleContext& sample) const override {
@@ -85,46 +117,78 @@ class DecodeStage : public SampleStage {
     absl::StatusOr<decode::ImageInfo> info = decoder_->ReadInfo(sample.bytes);
     if (!info.ok()) return info.status();
     sample.info = *info;
-    const decode::RegionRequest* request = nullptr;
-    if (planner_ != nullptr) {
-      // Plan the crop from the header so only what it needs is decoded.
-      SampleRng rng = sample.Rng(kAugmentStream);
-      sample.plan = planner_->Plan(info->width, info->height, rng);
+    // Plan the crops from the header so only what they need is decoded.
+    for (const ViewPlanner& p : planners_) {
+      SampleRng rng = sample.Rng(ViewStream(p.view));
+      sample.plans[p.view] = p.planner->Plan(info->width, info->height, rng);
+      sample.planned[p.view] = 1;
+    }
+    if (!planners_.empty()) {
+      sample.plan = sample.plans[planners_.front().view];
       sample.has_plan = true;
-      request = &sample.plan.decode_request;
+    }
+    decode::RegionRequest request;
+    if (planners_.size() == 1) {
+      request = sample.plan.decode_request;  // One view: exactly its request, as always.
+    } else if (planners_.size() > 1) {
+      request_scratch_.clear();
+      for (const ViewPlanner& p : planners_) request_scratch_.push_back(sample.plans[p.view]);
+      request = UnionRequest(request_scratch_);
     }
     Borrow(sample.decoded.image.pixels);
-    return decoder_->Decode(sample.bytes, *info, request, &sample.decoded);
+    return decoder_->Decode(sample.bytes, *info, planners_.empty() ? nullptr : &request,
+                            &sample.decoded);
   }
 
   std::unique_ptr<decode::Decoder> decoder_;
-  const augment::Transform* planner_;
+  const std::vector<ViewPlanner> planners_;
+  const bool frees_bytes_;
+  // Per thread (Process runs concurrently): the views' plans, without allocating.
+  static thread_local std::vector<augment::CropPlan> request_scratch_;
 };
 
+thread_local std::vector<augment::CropPlan> DecodeStage::request_scratch_;
+
+// AugmentStage writes one view per batch tensor it is bound to, each with its own
+// random crop and flip (stream ViewStream(view)).
 class AugmentStage : public SampleStage {
  public:
-  explicit AugmentStage(std::shared_ptr<const augment::Transform> transform)
-      : transform_(std::move(transform)) {}
+  AugmentStage(std::shared_ptr<const augment::Transform> transform, std::vector<int> views,
+               bool frees_image)
+      : transform_(std::move(transform)), views_(std::move(views)), frees_image_(frees_image) {}
 
   absl::Status Process(SampleContext& sample) const override {
-    if (!sample.has_plan) {
-      // Decoded without a plan (a user stage decoded it): plan on the full image.
-      SampleRng rng = sample.Rng(kAugmentStream);
-      sample.decoded.covered = RectF{0, 0, static_cast<double>(sample.decoded.image.width),
-                                     static_cast<double>(sample.decoded.image.height)};
-      sample.plan = transform_->Plan(sample.decoded.image.width, sample.decoded.image.height, rng);
-      sample.has_plan = true;
+    absl::Status status;
+    for (int view : views_) {
+      status = ApplyView(sample, view);
+      if (!status.ok()) break;
     }
-    absl::Status status = transform_->Apply(sample.decoded, sample.plan, sample.output);
-    GiveBack(sample.decoded.image.pixels);  // Pixels are in the batch slot now.
+    if (frees_image_) GiveBack(sample.decoded.image.pixels);  // Pixels are in the batch now.
     return status;
   }
   size_t BytesProduced(const SampleContext& sample) const override {
-    return sample.output_bytes;
+    size_t bytes = 0;
+    for (int view : views_) bytes += sample.outputs[view].bytes;
+    return bytes;
   }
 
  private:
+  absl::Status ApplyView(SampleContext& sample, int view) const {
+    if (!sample.planned[view]) {
+      // Decoded without a plan (a user stage decoded it): plan on the full image.
+      SampleRng rng = sample.Rng(ViewStream(view));
+      sample.decoded.covered = RectF{0, 0, static_cast<double>(sample.decoded.image.width),
+                                     static_cast<double>(sample.decoded.image.height)};
+      sample.plans[view] =
+          transform_->Plan(sample.decoded.image.width, sample.decoded.image.height, rng);
+      sample.planned[view] = 1;
+    }
+    return transform_->Apply(sample.decoded, sample.plans[view], sample.outputs[view].data);
+  }
+
   std::shared_ptr<const augment::Transform> transform_;
+  const std::vector<int> views_;
+  const bool frees_image_;
 };
 
 absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
@@ -149,22 +213,70 @@ absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
 // seek index cache at its budget, and per worker the decoded-pixel buffer each thread
 // keeps (ThreadSpare). A region decode at DCT scale k/8 comes out at most twice the
 // output's side (unless the crop is over 16 times larger), hence 2×2 output pixels × 3
-// bytes a worker. Without a crop planner (full decodes) the size depends on the images, so
-// nothing is counted; nor is the file-bytes spare, about one compressed file a worker.
-void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb, StageEnv& env) {
+// bytes a worker. With several views the decode covers the union of their crops at the
+// finest scale: counted as each view's bound times the number of views (an estimate: the
+// box between the crops is decoded too). Without a crop planner (full decodes) the size
+// depends on the images, so nothing is counted; nor is the file-bytes spare, about one
+// compressed file a worker.
+void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
+                         const std::vector<ViewPlanner>& planners, StageEnv& env) {
   if (o.seek_index_bytes > 0) {
     env.memory.push_back({"seek index", "seek_index", o.seek_index_bytes,
                           absl::StrCat("decode seek_index_mb ", seek_index_mb),
                           {"seek_index_mb"}});
   }
-  if (env.crop_planner == nullptr) return;
-  const std::array<int, 3> shape = env.crop_planner->OutputShape();  // 3 channels.
-  const int64_t output_pixels = int64_t{shape[0]} * shape[1] * shape[2] / 3;
-  const int64_t per_worker = 2 * 2 * output_pixels * 3;
+  if (planners.empty()) return;
+  int64_t output_pixels = 0;
+  for (const ViewPlanner& p : planners) {
+    const std::array<int, 3> shape = p.planner->OutputShape();  // 3 channels.
+    output_pixels += int64_t{shape[0]} * shape[1] * shape[2] / 3;
+  }
+  const int64_t views = static_cast<int64_t>(planners.size());
+  const int64_t per_worker = 2 * 2 * output_pixels * 3 * views;
   env.memory.push_back({"decode scratch", "decode_scratch", per_worker * env.num_workers,
                         absl::StrCat("num_workers ", env.num_workers, " × ",
-                                     FormatBytes(per_worker), " decoded pixels"),
+                                     FormatBytes(per_worker), " decoded pixels",
+                                     views > 1 ? absl::StrCat(" (", views, " views)") : ""),
                         {"num_workers", "image_size"}});
+}
+
+// PlannersFor are the crop planners of the branches reading decode's image `field`; a
+// factory called outside a planned graph (no bound names) gets augment's legacy planner.
+std::vector<ViewPlanner> PlannersFor(const StageEnv& env) {
+  const std::string field = env.outputs.empty() ? kImageField : env.outputs.front();
+  auto it = env.view_planners.find(field);
+  if (it != env.view_planners.end()) return it->second;
+  if (env.outputs.empty() && env.crop_planner != nullptr) return {{env.crop_planner, 0}};
+  return {};
+}
+
+// MayFree says whether the stage may free its input `port` (a built-in's own name): it
+// is the field's last reader, or the factory runs outside a planned graph.
+bool MayFree(const StageEnv& env, size_t port) {
+  if (env.inputs.empty()) return true;
+  return port < env.inputs.size() && Contains(env.may_free, env.inputs[port]);
+}
+
+// DeclareViews declares augment's output tensor under each name it is bound to and
+// offers its planner to the decode of the image it reads; returns the views' indexes.
+std::vector<int> DeclareViews(const augment::Transform* transform, const OutputSpec& spec,
+                              StageEnv& env) {
+  std::vector<int> views;
+  const std::vector<std::string> names =
+      env.outputs.empty() ? std::vector<std::string>{kOutputField} : env.outputs;
+  for (const std::string& name : names) {
+    int view = env.DeclareOutput(name, spec);
+    if (view < 0) {  // Outside a planned graph (flowloader graph's shape query).
+      env.output = spec;
+      env.output_declared = true;
+      view = 0;
+    }
+    views.push_back(view);
+  }
+  const std::string image = env.inputs.empty() ? kImageField : env.inputs.front();
+  for (int view : views) env.view_planners[image].push_back({transform, view});
+  env.crop_planner = transform;
+  return views;
 }
 
 StageSchema ReadSchema() {
@@ -211,7 +323,8 @@ StageSchema AugmentSchema() {
   return StageSchema{
       "augment",
       "torchvision transforms in one pass into the batch slot: train = RandomResizedCrop + "
-      "RandomHorizontalFlip + Normalize; eval = Resize + CenterCrop + Normalize",
+      "RandomHorizontalFlip + Normalize; eval = Resize + CenterCrop + Normalize. `outputs: "
+      "[a, b]` writes an independent random view into each",
       {{"mode", OptionType::kString, "train", "train or eval", {"train", "eval"}},
        {"image_size", OptionType::kInt, "224", "output side in pixels"},
        {"resize_size", OptionType::kInt, "0",
@@ -230,7 +343,8 @@ StageSchema AugmentSchema() {
       0,
       {{kImageField, FieldKind::kImage}},
       {{kOutputField, FieldKind::kTensor}},
-      {kImageField}};
+      {kImageField},
+      /*output_repeats=*/true};
 }
 
 }  // namespace
@@ -268,9 +382,10 @@ void RegisterBuiltinStages(StageRegistry& registry) {
             std::min<int64_t>(args.GetInt("seek_index_mb"), int64_t{1} << 30) * (int64_t{1} << 20);
         absl::StatusOr<std::unique_ptr<decode::Decoder>> decoder = decode::Decoder::Create(o);
         if (!decoder.ok()) return decoder.status();
-        DeclareDecodeMemory(o, args.GetInt("seek_index_mb"), env);
+        std::vector<ViewPlanner> planners = PlannersFor(env);
+        DeclareDecodeMemory(o, args.GetInt("seek_index_mb"), planners, env);
         return std::unique_ptr<SampleStage>(
-            new DecodeStage(std::move(*decoder), env.crop_planner));
+            new DecodeStage(std::move(*decoder), std::move(planners), MayFree(env, 0)));
       });
 
   (void)registry.Register(
@@ -312,12 +427,12 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         if (!t.ok()) return t.status();
         std::shared_ptr<const augment::Transform> transform = std::move(*t);
         const std::array<int, 3> shape = transform->OutputShape();
-        env.output = OutputSpec{{shape[0], shape[1], shape[2]},
-                                o.layout == augment::Layout::kFloatCHW,
-                                transform->OutputBytes()};
-        env.output_declared = true;
-        env.crop_planner = transform.get();
-        return std::unique_ptr<SampleStage>(new AugmentStage(std::move(transform)));
+        const OutputSpec spec{{shape[0], shape[1], shape[2]},
+                              o.layout == augment::Layout::kFloatCHW,
+                              transform->OutputBytes()};
+        std::vector<int> views = DeclareViews(transform.get(), spec, env);
+        return std::unique_ptr<SampleStage>(
+            new AugmentStage(std::move(transform), std::move(views), MayFree(env, 0)));
       });
 }
 

@@ -154,9 +154,12 @@ class PipelineGraph::Impl {
   void Dispatch(const BatchPlan& plan, BatchToken* token,
                 flow::multifunction_node<std::tuple<BatchPlan, BatchToken*>,
                                          std::tuple<SampleContext*>>::output_ports_type& out);
+  void SetOutputSlots(void* buffer, int slot, SampleContext& s) const;
+  void FillTensors(BatchToken* token);
   SampleContext* RunGroup(NodeGroup& group, EdgeStats* out_edge, SampleContext* s);
   void RunStage(StageRunner& runner, SampleContext* s);
   void Collect(BatchToken* token);
+  absl::Status UploadTensors(BatchToken* token, size_t* bytes);
   BatchToken* Upload(BatchToken* token);
   void Deliver(BatchToken* token);
   void ApplyErrorPolicy(BatchToken* token, int64_t failed_in_batch, SampleContext* first_failed,
@@ -183,7 +186,9 @@ class PipelineGraph::Impl {
   std::vector<MemoryPart> stage_memory_;
   std::mutex resize_mu_;  // One pool resize at a time.
 
-  OutputSpec output_;
+  OutputSpec output_;                 // outputs_[0].
+  std::vector<OutputSpec> outputs_;   // Every batch tensor, in the plan's order.
+  std::vector<TensorRegion> regions_;  // Their parts of each batch buffer.
   std::vector<StageRunner> runners_;
   std::vector<NodeGroup> groups_;
   std::shared_ptr<TokenPool> pool_;
@@ -283,6 +288,8 @@ void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStag
 
 absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   output_ = plan.output;
+  outputs_ = plan.outputs;
+  regions_ = LayOutTensors(outputs_, plan.pool_rows);
   samples_per_epoch_ = sampler_->samples_per_rank();
   pool_rows_ = plan.pool_rows;
   batch_size_.store(plan.start_batch_size);
@@ -297,7 +304,7 @@ absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   }
   RegisterStages(std::move(plan.stages));
 
-  const size_t buffer_bytes = output_.sample_bytes * static_cast<size_t>(plan.pool_rows);
+  const size_t buffer_bytes = LayoutBytes(regions_);
   absl::StatusOr<std::shared_ptr<TokenPool>> pool = TokenPool::Create(
       memory_, options_.prefetch_batches, buffer_bytes, plan.pool_rows, stats_);
   if (!pool.ok()) return pool.status();
@@ -391,7 +398,7 @@ bool PipelineGraph::Impl::FollowsNumWorkers(size_t stage) const {
 MemoryPlan PipelineGraph::Impl::PlanForBuffers(int count) const {
   GraphOptions options = options_;
   options.prefetch_batches = count;
-  return PlanGraphMemory(options, output_, planned_rows_, memory_->pinned(),
+  return PlanGraphMemory(options, outputs_, planned_rows_, memory_->pinned(),
                          memory_->location() == MemoryLocation::kDevice, stage_memory_);
 }
 
@@ -495,6 +502,26 @@ bool PipelineGraph::Impl::EndsEpoch(int64_t end, int64_t batch_size) const {
   return left == 0 || (options_.drop_last && left < batch_size);
 }
 
+// SetOutputSlots points sample `s` at row `slot` of each tensor's region of `buffer`.
+// The vectors are sized on a slot's first use only: no allocation per sample once warm.
+void PipelineGraph::Impl::SetOutputSlots(void* buffer, int slot, SampleContext& s) const {
+  const size_t views = regions_.size();
+  if (s.outputs.size() != views) {
+    s.outputs.resize(views);
+    s.plans.resize(views);
+    s.planned.resize(views);
+  }
+  for (size_t k = 0; k < views; ++k) {
+    const size_t row_bytes = regions_[k].spec.sample_bytes;
+    s.outputs[k].data =
+        static_cast<uint8_t*>(buffer) + regions_[k].offset + static_cast<size_t>(slot) * row_bytes;
+    s.outputs[k].bytes = row_bytes;
+  }
+  std::fill(s.planned.begin(), s.planned.end(), 0);
+  s.output = s.outputs[0].data;
+  s.output_bytes = s.outputs[0].bytes;
+}
+
 void PipelineGraph::Impl::Dispatch(
     const BatchPlan& plan, BatchToken* token,
     flow::multifunction_node<std::tuple<BatchPlan, BatchToken*>,
@@ -524,8 +551,7 @@ void PipelineGraph::Impl::Dispatch(
     s.seed = options_.seed;
     s.source = &dataset_->sample(s.index);
     s.path = dataset_->FullPath(s.index);
-    s.output = static_cast<uint8_t*>(token->buffer.host) + slot * output_.sample_bytes;
-    s.output_bytes = output_.sample_bytes;
+    SetOutputSlots(token->buffer.host, slot, s);
     s.has_plan = false;
     s.status = absl::OkStatus();
     s.failed_stage.clear();
@@ -616,24 +642,63 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
                                             std::string(s.status.message())});
     }
   }
-  const int64_t kept = CompactSlots(token->buffer.host, output_.sample_bytes, token->keep);
-  batch.shape.clear();
-  batch.shape.push_back(kept);
-  for (int64_t d : output_.sample_shape) batch.shape.push_back(d);
-  batch.dtype = output_.is_float ? DType::kFloat32 : DType::kUint8;
-  batch.host_data = token->buffer.host;
-  batch.device_data = nullptr;
+  FillTensors(token);
   batch.location = memory_->pinned() ? MemoryLocation::kPinnedHost : MemoryLocation::kHost;
   token->fatal = absl::OkStatus();
   if (failed > 0) ApplyErrorPolicy(token, failed, first_failed, last_failed);
   processed_.fetch_add(token->size, std::memory_order_relaxed);
   collate_stats_->items_in.fetch_add(token->size, std::memory_order_relaxed);
   collate_stats_->items_out.fetch_add(1, std::memory_order_relaxed);
-  collate_stats_->bytes.fetch_add(batch.bytes(), std::memory_order_relaxed);
+  size_t bytes = 0;
+  for (const BatchTensor& t : batch.tensors) bytes += t.bytes();
+  collate_stats_->bytes.fetch_add(bytes, std::memory_order_relaxed);
   const int64_t dt = NowNanos() - t0;
   collate_stats_->busy_nanos.fetch_add(dt, std::memory_order_relaxed);
   collate_stats_->latency.Observe(dt);
   Trace(collate_stats_, t0, dt, token->sequence);
+}
+
+// FillTensors compacts each tensor's region (skipped rows removed, the same rows in
+// each) and describes it in batch.tensors; the first tensor is also the batch's own.
+void PipelineGraph::Impl::FillTensors(BatchToken* token) {
+  Batch& batch = token->batch;
+  batch.tensors.resize(regions_.size());  // Within capacity after the first batch.
+  for (size_t k = 0; k < regions_.size(); ++k) {
+    const TensorRegion& region = regions_[k];
+    void* host = static_cast<uint8_t*>(token->buffer.host) + region.offset;
+    const int64_t kept = CompactSlots(host, region.spec.sample_bytes, token->keep);
+    BatchTensor& t = batch.tensors[k];
+    t.name = region.spec.name;
+    t.shape.clear();
+    t.shape.push_back(kept);
+    for (int64_t d : region.spec.sample_shape) t.shape.push_back(d);
+    t.dtype = region.spec.is_float ? DType::kFloat32 : DType::kUint8;
+    t.host_data = host;
+    t.device_data = nullptr;
+  }
+  const BatchTensor& first = batch.tensors.front();
+  batch.shape = first.shape;
+  batch.dtype = first.dtype;
+  batch.host_data = first.host_data;
+  batch.device_data = nullptr;
+}
+
+// UploadTensors copies each tensor's rows to its region of the device buffer. (Not run
+// here: no CUDA device on the machines this was written on.)
+absl::Status PipelineGraph::Impl::UploadTensors(BatchToken* token, size_t* bytes) {
+  *bytes = 0;
+  Batch& batch = token->batch;
+  for (size_t k = 0; k < regions_.size(); ++k) {
+    BatchTensor& t = batch.tensors[k];
+    const BatchBuffer region{static_cast<uint8_t*>(token->buffer.host) + regions_[k].offset,
+                             static_cast<uint8_t*>(token->buffer.device) + regions_[k].offset,
+                             regions_[k].bytes};
+    if (absl::Status s = memory_->Upload(region, t.bytes()); !s.ok()) return s;
+    t.device_data = region.device;
+    *bytes += t.bytes();
+  }
+  batch.device_data = batch.tensors.front().device_data;
+  return absl::OkStatus();
 }
 
 void PipelineGraph::Impl::ApplyErrorPolicy(BatchToken* token, int64_t failed_in_batch,
@@ -688,8 +753,8 @@ BatchToken* PipelineGraph::Impl::Upload(BatchToken* token) {
   st.items_in.fetch_add(1, std::memory_order_relaxed);
   if (memory_->location() == MemoryLocation::kDevice && !stopping_.load()) {
     const int64_t t0 = NowNanos();
-    const size_t bytes = token->batch.bytes();
-    absl::Status status = memory_->Upload(token->buffer, bytes);
+    size_t bytes = 0;
+    absl::Status status = UploadTensors(token, &bytes);
     const int64_t dt = NowNanos() - t0;
     st.busy_nanos.fetch_add(dt, std::memory_order_relaxed);
     st.latency.Observe(dt);
@@ -699,7 +764,6 @@ BatchToken* PipelineGraph::Impl::Upload(BatchToken* token) {
       Fail(WithContext(status, "upload to the device"));
     } else {
       st.bytes.fetch_add(bytes, std::memory_order_relaxed);
-      token->batch.device_data = token->buffer.device;
       token->batch.location = MemoryLocation::kDevice;
     }
   }
@@ -850,8 +914,11 @@ void PipelineGraph::Impl::Stop() {
 }
 
 PipelineGraph::PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& options,
-                             OutputSpec output)
-    : impl_(std::move(impl)), options_(options), output_(std::move(output)) {}
+                             std::vector<OutputSpec> outputs)
+    : impl_(std::move(impl)),
+      options_(options),
+      output_(outputs.front()),
+      outputs_(std::move(outputs)) {}
 
 PipelineGraph::~PipelineGraph() = default;
 
@@ -894,9 +961,10 @@ absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
 
   auto impl = std::make_unique<Impl>(options, std::move(dataset), std::move(sampler),
                                      std::move(memory), std::move(stats));
-  const OutputSpec output = plan->output;
+  std::vector<OutputSpec> outputs = plan->outputs;
   if (absl::Status s = impl->Build(*std::move(plan)); !s.ok()) return s;
-  return std::unique_ptr<PipelineGraph>(new PipelineGraph(std::move(impl), options, output));
+  return std::unique_ptr<PipelineGraph>(
+      new PipelineGraph(std::move(impl), options, std::move(outputs)));
 }
 
 void PipelineGraph::Start() { impl_->Start(); }

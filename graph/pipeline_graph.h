@@ -191,7 +191,10 @@ class PipelineGraph {
   // prefetch_batches is the pool size it is heading for (pending shrinks counted).
   int prefetch_batches() const;
 
+  // output is the first batch tensor's per-sample shape; outputs lists every batch tensor
+  // (a graph with several augment views has several), in Batch::tensors' order.
   const OutputSpec& output() const { return output_; }
+  const std::vector<OutputSpec>& outputs() const { return outputs_; }
   // batches_per_epoch is the batches of an epoch at the current batch_size(): exact
   // until SetBatchSize; after a change, an estimate for the epoch under way.
   int64_t batches_per_epoch() const;
@@ -202,10 +205,11 @@ class PipelineGraph {
  private:
   class Impl;
   explicit PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& options,
-                         OutputSpec output);
+                         std::vector<OutputSpec> outputs);
   std::unique_ptr<Impl> impl_;
   const GraphOptions options_;
   const OutputSpec output_;
+  const std::vector<OutputSpec> outputs_;
 };
 
 }  // namespace flowloader

@@ -364,3 +364,23 @@ std::string StageRegistry::Help() const {
 }
 
 }  // namespace flowloader
+
+namespace flowloader {
+
+int StageEnv::DeclareOutput(const std::string& field, const OutputSpec& spec) {
+  for (size_t i = 0; i < batch_tensors.size(); ++i) {
+    if (batch_tensors[i] != field) continue;
+    OutputSpec named = spec;
+    named.name = field;
+    declared_outputs[field] = named;
+    if (i == 0) {
+      // The first tensor is also the legacy single output.
+      output = named;
+      output_declared = true;
+    }
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace flowloader

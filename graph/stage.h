@@ -45,16 +45,29 @@ struct SampleContext {
   const SampleSource* source = nullptr;  // key and label.
   std::string path;                      // Full path of the file.
 
-  // The batch slot the sample's final tensor goes to (output_bytes bytes).
+  // The batch slot the sample's first batch tensor goes to (output_bytes bytes): the
+  // same as outputs[0], kept for stages written before a sample had several outputs.
   void* output = nullptr;
   size_t output_bytes = 0;
+  // One slot per batch tensor, in the plan's order (StageEnv::batch_tensors): the
+  // sample's row in each of the batch buffer's per-tensor regions. Sized once per batch
+  // slot when the graph is built, so there is no allocation per sample.
+  struct OutputSlot {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  std::vector<OutputSlot> outputs;
 
   // Working data, filled by the built-in stages (read: bytes; decode: info, plan,
   // decoded; augment: writes `output`).
   std::string bytes;
   decode::ImageInfo info;
-  augment::CropPlan plan;
+  augment::CropPlan plan;  // View 0's crop (also plans[0] when views > 1).
   bool has_plan = false;
+  // One crop per view when several augment branches read the decoded image (decode plans
+  // them all from the header, so that it decodes once, the union of their boxes).
+  std::vector<augment::CropPlan> plans;
+  std::vector<uint8_t> planned;  // planned[v]: plans[v] was drawn for this sample.
   decode::DecodedImage decoded;
 
   // The first error, if any; later stages are not run for a failed sample.
@@ -142,8 +155,13 @@ struct StageSchema {
   std::vector<FieldSchema> inputs;
   std::vector<FieldSchema> outputs;
   // Inputs whose buffers the stage frees once done (the built-ins recycle buffers: decode
-  // frees bytes, augment the image), so no later stage may read them.
+  // frees bytes, augment the image). A field is freed after its last reader: the graph
+  // lists in StageEnv::may_free the ones this stage may free (where no later stage reads
+  // them, e.g. the first of two augment branches must keep the image); its factory checks.
   std::vector<std::string> frees;
+  // The (single) tensor output port may be bound to several field names (`outputs: [a,
+  // b]`): the stage then writes one independent view into each (augment does).
+  bool output_repeats = false;
 };
 
 // StageArgs are one stage instance's option values, validated against its schema.
@@ -171,7 +189,20 @@ struct OutputSpec {
   std::vector<int64_t> sample_shape;  // [C, H, W] or [H, W, C].
   bool is_float = true;               // float32 when true, uint8 otherwise.
   size_t sample_bytes = 0;
+  std::string name;                   // The batch tensor's field name (set by the graph).
 };
+
+// ViewPlanner is one augment branch's crop planner, offered to the decode stage that
+// writes the image it reads: `view` is the branch's batch tensor index, and so its
+// random stream (ViewStream).
+struct ViewPlanner {
+  const augment::Transform* planner = nullptr;
+  int view = 0;
+};
+
+// ViewStream is view `view`'s random stream: view 0 keeps stream 1, the stream a
+// single-view pipeline always used (so its output is unchanged); others are 256 apart.
+inline uint64_t ViewStream(int view) { return 1 + 256 * static_cast<uint64_t>(view); }
 
 // StageEnv is what a stage factory may use. Factories run last stage first, so a stage
 // can offer a service to the stages before it (augment offers its crop planner to decode
@@ -184,8 +215,25 @@ struct StageEnv {
   // `output` among its outputs); required by the graph.
   OutputSpec output;
   bool output_declared = false;
-  // Set by augment: plans each sample's crop from its header, before decoding.
+  // Set by augment: plans each sample's crop from its header, before decoding (view 0's
+  // planner when several branches exist; decode uses view_planners).
   const augment::Transform* crop_planner = nullptr;
+  // The stage being created: its ports' bound field names (StageSpec::inputs/outputs, or
+  // the ports' own names), and the inputs it may free because no later stage reads them
+  // (a field is freed after its last reader). Set by the graph before each factory.
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::vector<std::string> may_free;
+  // Every batch tensor field, in the plan's order (index = view = SampleContext::outputs).
+  std::vector<std::string> batch_tensors;
+  // DeclareOutput records the per-sample shape of batch tensor `field` and returns its
+  // index, or -1 when `field` is not a batch tensor of this graph.
+  int DeclareOutput(const std::string& field, const OutputSpec& spec);
+  // The declared tensors by field name (DeclareOutput, or `output` for a one-tensor graph).
+  std::map<std::string, OutputSpec> declared_outputs;
+  // Crop planners by the image field they read: decode plans every branch reading its
+  // output so that it decodes once, the union of their boxes.
+  std::map<std::string, std::vector<ViewPlanner>> view_planners;
   // What a stage keeps in memory besides the batch slots (a cache at its budget, per-worker
   // scratch), added by its factory: the graph checks the pipeline's memory plan, these
   // parts and the batch pool, against what the process may use before allocating the pool.

@@ -126,24 +126,42 @@ py::capsule ToDlpack(const TensorView& view) {
   return py::reinterpret_steal<py::capsule>(capsule);
 }
 
-TensorView ImagesView(const std::shared_ptr<const Batch>& batch,
-                      const std::shared_ptr<std::atomic<int>>& live) {
+DLDataType DlType(DType dtype) {
+  return dtype == DType::kUint8 ? DLDataType{kDLUInt, 8, 1} : DLDataType{kDLFloat, 32, 1};
+}
+
+// TensorViewOf is batch tensor `k` of `batch`, kept alive by `hold`: one hold per batch,
+// shared by all its tensors, so a batch of several views counts once in live_views.
+TensorView TensorViewOf(const Batch& batch, size_t k, const std::shared_ptr<BatchHold>& hold) {
+  const BatchTensor& tensor = batch.tensors[k];
   TensorView view;
-  view.owner = std::make_shared<BatchHold>(batch, live);
-  view.shape = batch->shape;
-  view.dtype = batch->dtype == DType::kUint8 ? DLDataType{kDLUInt, 8, 1}
-                                             : DLDataType{kDLFloat, 32, 1};
-  if (batch->location == MemoryLocation::kDevice) {
+  view.owner = hold;
+  view.shape = tensor.shape;
+  view.dtype = DlType(tensor.dtype);
+  if (batch.location == MemoryLocation::kDevice) {
     // Upload waited for its stream before the batch was handed out (device_memory.h), so
     // the data is complete before any work the consumer queues on any stream: torch's
-    // current stream needs no extra wait.
-    view.data = batch->device_data;
+    // current stream needs no extra wait. (Several tensors: not run here, no GPU.)
+    view.data = tensor.device_data;
     view.device = DLDevice{kDLCUDA, 0};  // DeviceOptions::cuda_device, always 0 here.
   } else {
-    view.data = const_cast<void*>(batch->host_data);
+    view.data = const_cast<void*>(tensor.host_data);
     view.device = DLDevice{kDLCPU, 0};  // Pinned or not, torch reads it as CPU memory.
   }
   return view;
+}
+
+// ImagesObject is the batch's images: its one tensor's view, or with several batch
+// tensors (views) a dict of name → view, in the graph's order.
+py::object ImagesObject(const std::shared_ptr<const Batch>& batch,
+                        const std::shared_ptr<std::atomic<int>>& live) {
+  auto hold = std::make_shared<BatchHold>(batch, live);
+  if (batch->tensors.size() <= 1) return py::cast(TensorViewOf(*batch, 0, hold));
+  py::dict views;
+  for (size_t k = 0; k < batch->tensors.size(); ++k) {
+    views[py::str(batch->tensors[k].name)] = py::cast(TensorViewOf(*batch, k, hold));
+  }
+  return views;
 }
 
 TensorView LabelsView(const Batch& batch) {
@@ -276,7 +294,7 @@ class PyLoader {
     py::object keys = py::none();
     if (return_keys) keys = py::cast(fetched.batch->keys);
     TensorView labels = LabelsView(*fetched.batch);
-    TensorView images = ImagesView(fetched.batch, loader.live_views());
+    py::object images = ImagesObject(fetched.batch, loader.live_views());
     py::object sources = py::none();
     if (return_sources) sources = SourceNames(*fetched.batch, loader.pipeline().source_names());
     py::object columns = py::none();
@@ -303,6 +321,15 @@ class PyLoader {
   }
 
   std::string Summary() { return Open().SummaryJson(); }
+
+  // Outputs lists every batch tensor as (name, per-sample shape, dtype name).
+  std::vector<py::tuple> Outputs() {
+    std::vector<py::tuple> out;
+    for (const OutputSpec& o : Open().pipeline().outputs()) {
+      out.push_back(py::make_tuple(o.name, o.sample_shape, o.is_float ? "float32" : "uint8"));
+    }
+    return out;
+  }
 
   // Close stops the pipeline and waits for its threads; buffers still viewed by tensors
   // go back when those tensors are freed.
@@ -406,6 +433,7 @@ PYBIND11_MODULE(_flowloader, m) {
            py::arg("return_sources") = false, py::arg("return_columns") = false)
       .def("checkpoint", &pi::PyLoader::Checkpoint)
       .def("summary_json", &pi::PyLoader::Summary)
+      .def_property_readonly("outputs", &pi::PyLoader::Outputs)
       .def("set_batch_size", &pi::PyLoader::SetBatchSize, py::arg("batch_size"))
       .def_property_readonly("batch_size", &pi::PyLoader::batch_size)
       .def_property_readonly("prefetch_batches", &pi::PyLoader::prefetch_batches)

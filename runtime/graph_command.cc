@@ -19,8 +19,8 @@ using graph_internal::FieldFlow;
 using graph_internal::StagePlan;
 using graph_internal::StagePorts;
 
-// BatchTensor is one field that becomes a batch tensor, with its per-sample layout.
-struct BatchTensor {
+// PlannedTensor is one field that becomes a batch tensor, with its per-sample layout.
+struct PlannedTensor {
   std::string name;
   std::string writer;
   OutputSpec spec;
@@ -29,7 +29,7 @@ struct BatchTensor {
 // Planned is a stage list's plan and its batch tensors' shapes.
 struct Planned {
   StagePlan plan;
-  std::vector<BatchTensor> tensors;
+  std::vector<PlannedTensor> tensors;
 };
 
 // TensorLayout runs the factory of the stage that writes a batch tensor, which declares
@@ -59,7 +59,7 @@ absl::StatusOr<Planned> Plan(const std::vector<StageSpec>& stages) {
     absl::StatusOr<OutputSpec> spec = TensorLayout(stages[field.writer]);
     if (!spec.ok()) return spec.status();
     planned.tensors.push_back(
-        BatchTensor{field.name, planned.plan.stages[field.writer].name, *spec});
+        PlannedTensor{field.name, planned.plan.stages[field.writer].name, *spec});
   }
   return planned;
 }
@@ -121,7 +121,7 @@ absl::StatusOr<std::string> GraphText(const std::vector<StageSpec>& stages,
   absl::StrAppend(&out, StageLine(source));
   for (const StagePorts& stage : planned->plan.stages) absl::StrAppend(&out, StageLine(stage));
   absl::StrAppend(&out, "batch tensors:\n");
-  for (const BatchTensor& t : planned->tensors) {
+  for (const PlannedTensor& t : planned->tensors) {
     absl::StrAppend(&out, "  ", t.name, "  ", ShapeOf(t.spec), "  (written by ", t.writer, ")\n");
   }
   return out;
@@ -152,7 +152,7 @@ absl::StatusOr<std::string> GraphDot(const std::vector<StageSpec>& stages,
                       ";\n");
     }
   }
-  for (const BatchTensor& t : planned->tensors) {
+  for (const PlannedTensor& t : planned->tensors) {
     absl::StrAppend(&out, "  ", FieldNode(t.name), " -> batch [label=",
                     DotQuoted(ShapeOf(t.spec)), "];\n");
   }

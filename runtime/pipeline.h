@@ -255,6 +255,8 @@ class Pipeline {
   // memory_description says where batches live and, for the host fallback, why.
   const std::string& memory_description() const { return memory_->description(); }
   const OutputSpec& output() const { return graph_->output(); }
+  // outputs lists every batch tensor's name and per-sample shape (Batch::tensors' order).
+  const std::vector<OutputSpec>& outputs() const { return graph_->outputs(); }
   const PipelineOptions& options() const { return options_; }
   int effective_threads() const { return graph_->effective_threads(); }
   // num_workers / prefetch_batches are the values in effect now: the autotuner's

@@ -42,12 +42,27 @@ std::string RunSummaryJson(const RunSnapshot& snapshot, const Cursor& checkpoint
   return json;
 }
 
+std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs) {
+  if (json.empty() || json.back() != '}') return json;
+  json.pop_back();
+  absl::StrAppend(&json, ", \"outputs\": {");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const OutputSpec& o = outputs[i];
+    absl::StrAppend(&json, i == 0 ? "" : ", ", "\"", o.name, "\": {\"shape\": [",
+                    absl::StrJoin(o.sample_shape, ", "), "], \"dtype\": \"",
+                    o.is_float ? "float32" : "uint8", "\"}");
+  }
+  return json + "}}";
+}
+
 std::string PipelineSummaryJson(const Pipeline& pipeline, double wall, int64_t epochs,
                                 double startup, double first_batch_seconds,
                                 const std::vector<double>& epoch_end_seconds) {
   const RunSnapshot snapshot =
       Snapshot(*pipeline.stats(), RunFactsFor(pipeline.options(), wall, epochs, startup));
-  return RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds, epoch_end_seconds);
+  return WithOutputs(
+      RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds, epoch_end_seconds),
+      pipeline.outputs());
 }
 
 }  // namespace flowloader

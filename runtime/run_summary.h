@@ -28,8 +28,14 @@ std::string RunSummaryJson(const RunSnapshot& snapshot, const Cursor& checkpoint
                            double first_batch_seconds,
                            const std::vector<double>& epoch_end_seconds);
 
+// WithOutputs adds to the summary object `json` its "outputs": {"NAME": {"shape":
+// [per-sample shape], "dtype": "float32" or "uint8"}, ...}, one per batch tensor, in
+// Batch::tensors' order.
+std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs);
+
 // PipelineSummaryJson is RunSummaryJson of `pipeline`'s counters now (it may be running)
-// with RunFactsFor(pipeline.options(), wall, epochs, startup) and its Checkpoint().
+// with RunFactsFor(pipeline.options(), wall, epochs, startup), its Checkpoint() and its
+// outputs (WithOutputs).
 std::string PipelineSummaryJson(const Pipeline& pipeline, double wall, int64_t epochs,
                                 double startup, double first_batch_seconds,
                                 const std::vector<double>& epoch_end_seconds);

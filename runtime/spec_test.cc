@@ -609,7 +609,7 @@ TEST(SpecTest, ExampleSpecsParse) {
     EXPECT_EQ(o->data, "runtime/specs/../../.sample_data");
     ++parsed;
   }
-  EXPECT_EQ(parsed, 2);
+  EXPECT_EQ(parsed, 3);
 
   const PipelineOptions train = LoadSpecFile("runtime/specs/train.yaml").value();
   EXPECT_EQ(train.name, "train");
@@ -624,6 +624,11 @@ TEST(SpecTest, ExampleSpecsParse) {
   EXPECT_EQ(custom.on_error, ErrorPolicy::kFail);
   EXPECT_EQ(custom.max_errors, 0);
   EXPECT_FALSE(custom.pin_memory);
+
+  const PipelineOptions views = LoadSpecFile("runtime/specs/views.yaml").value();
+  ASSERT_EQ(views.stages.size(), 4u);
+  EXPECT_EQ(views.stages[2].outputs, (std::vector<std::string>{"view0", "view1"}));
+  EXPECT_EQ(views.stages[3].outputs, std::vector<std::string>{"small"});
 }
 
 TEST(SpecTest, StageItemsBindPortsToFieldsWithTheirLocations) {

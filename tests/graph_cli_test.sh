@@ -48,7 +48,31 @@ for edge in '"stage:jpeg" -> "field:pixels";' '"field:pixels" -> "stage:augment"
 done
 if command -v dot >/dev/null; then dot -Tsvg "$TMP/views.dot" >/dev/null || fail "dot refused it"; fi
 
-# 4. Refusals: one line at the binding's location, exit 2, nothing on stdout.
+# 4. Several views: one decode, an augment bound to two views and a second augment
+# branch; one batch tensor per view, in order.
+cat >"$TMP/multi.yaml" <<'YAML'
+stages:
+  - type: read
+  - type: decode
+  - type: augment
+    outputs: [view0, view1]
+  - type: augment
+    name: small
+    outputs: [small]
+    options: {image_size: 96, layout: uint8_hwc}
+YAML
+"$FLOWLOADER" graph --spec="$TMP/multi.yaml" >"$TMP/multi.txt" 2>"$TMP/multi.err" ||
+  fail "graph of two views exited $?: $(cat "$TMP/multi.err")"
+grep -qE '^  augment +reads image \(image\); writes view0 \(tensor\), view1 \(tensor\)$' \
+  "$TMP/multi.txt" || fail "no two-view augment line: $(cat "$TMP/multi.txt")"
+grep -qE '^  small \(augment\) +reads image \(image\); writes small \(tensor\)$' \
+  "$TMP/multi.txt" || fail "no second branch: $(cat "$TMP/multi.txt")"
+[[ "$(sed -n '/^batch tensors:/,$p' "$TMP/multi.txt")" == "batch tensors:
+  view0  [3, 224, 224] float32  (written by augment)
+  view1  [3, 224, 224] float32  (written by augment)
+  small  [96, 96, 3] uint8  (written by small)" ]] || fail "batch tensors: $(cat "$TMP/multi.txt")"
+
+# 5. Refusals: one line at the binding's location, exit 2, nothing on stdout.
 expect_refusal() {  # NAME EXPECTED_LINE, the spec on stdin
   cat >"$TMP/$1.yaml"
   local rc=0
@@ -74,7 +98,8 @@ stages:
     inputs: [bytes]
 YAML
 expect_refusal twice "6:15: stages 'a' (augment) and 'b' (augment) both write the batch \
-tensor 'view': a pipeline has one batch output today; keep one of them" <<'YAML'
+tensor 'view': each batch tensor has one writer; bind one of them to another name \
+(\`outputs: [view_2]\`)" <<'YAML'
 stages:
   - {type: read}
   - {type: decode}

@@ -123,7 +123,7 @@ TEST_F(StageListTest, TwoAugmentStagesAreRefusedAtCreateNamingBoth) {
   EXPECT_TRUE(absl::StartsWith(message, "t.yaml:12:")) << message;
   EXPECT_TRUE(absl::StrContains(
       message, "stages 'view_a' (augment) and 'view_b' (augment) both write the batch tensor "
-               "'output': a pipeline has one batch output today"))
+               "'output': each batch tensor has one writer"))
       << message;
 }
 

@@ -36,20 +36,64 @@ absl::Status CheckOptions(const GraphOptions& options) {
   return absl::OkStatus();
 }
 
+std::vector<std::string> FieldNames(const std::vector<FieldSchema>& fields) {
+  std::vector<std::string> names;
+  for (const FieldSchema& f : fields) names.push_back(f.name);
+  return names;
+}
+
+// BindEnv tells the factory about to run which fields its stage is bound to.
+void BindEnv(const StagePorts& ports, StageEnv& env) {
+  env.inputs = FieldNames(ports.inputs);
+  env.outputs = FieldNames(ports.outputs);
+  env.may_free = ports.frees;
+  env.output_declared = false;
+}
+
+// AdoptLegacyOutput takes StageEnv::output, set by a factory written before
+// DeclareOutput, as the shape of the first tensor its stage writes.
+void AdoptLegacyOutput(const StagePorts& ports, StageEnv& env) {
+  if (!env.output_declared) return;
+  for (const FieldSchema& f : ports.outputs) {
+    if (f.kind != FieldKind::kTensor || env.declared_outputs.count(f.name) > 0) continue;
+    OutputSpec named = env.output;
+    named.name = f.name;
+    env.declared_outputs[f.name] = named;
+    return;
+  }
+}
+
+// CollectOutputs lists every batch tensor's declared shape, in the plan's order.
+absl::Status CollectOutputs(const StagePlan& plan, const StageEnv& env,
+                            std::vector<OutputSpec>* outputs) {
+  for (const std::string& name : plan.batch_tensors) {
+    auto it = env.declared_outputs.find(name);
+    if (it == env.declared_outputs.end() || it->second.sample_bytes == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "no stage declares the shape of the batch tensor '", name,
+          "': the stage writing it must call StageEnv::DeclareOutput (or set "
+          "StageEnv::output) in its factory"));
+    }
+    outputs->push_back(it->second);
+  }
+  return absl::OkStatus();
+}
+
 // CreateStages runs the stage factories, last first: a stage can offer services (the crop
-// planner) to the stages before it, and each adds what it keeps to env.memory.
+// planners) to the stages before it, and each adds what it keeps to env.memory.
 absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
-                          std::vector<PlannedStage>* out) {
+                          std::vector<PlannedStage>* out, std::vector<OutputSpec>* outputs) {
   if (options.stages.empty()) return absl::InvalidArgumentError("the pipeline has no stages");
   // The list's fields first: a list that cannot make a batch is refused before any factory.
-  if (absl::Status s = CheckStagePlan(options.stages, StageRegistry::Global()); !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<StagePlan> plan = PlanStages(options.stages, StageRegistry::Global());
+  if (!plan.ok()) return plan.status();
+  env.batch_tensors = plan->batch_tensors;
   std::vector<PlannedStage> stages(options.stages.size());
   for (size_t i = options.stages.size(); i-- > 0;) {
     const StageSpec& spec = options.stages[i];
     absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
     if (!schema.ok()) return schema.status();
+    BindEnv(plan->stages[i], env);
     absl::StatusOr<std::unique_ptr<SampleStage>> stage =
         StageRegistry::Global().Create(spec.type, spec.args, env);
     if (!stage.ok()) {
@@ -59,17 +103,14 @@ absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
                                              ? stage_name
                                              : absl::StrCat(spec.where, ": ", stage_name));
     }
+    AdoptLegacyOutput(plan->stages[i], env);
     stages[i].stage = std::move(*stage);
     stages[i].name = spec.name.empty() ? spec.type : spec.name;
     const int concurrency =
         spec.concurrency > 0 ? spec.concurrency : schema->default_concurrency;
     stages[i].concurrency = concurrency > 0 ? concurrency : options.num_workers;
   }
-  if (!env.output_declared || env.output.sample_bytes == 0) {
-    return absl::InvalidArgumentError(
-        "no stage writes the batch slot: the pipeline needs an 'augment' stage (or a user "
-        "stage that declares the output tensor)");
-  }
+  if (absl::Status s = CollectOutputs(*plan, env, outputs); !s.ok()) return s;
   for (size_t i = 0; i < stages.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (stages[j].name == stages[i].name) {
@@ -143,8 +184,10 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   env.dataset = &dataset;
   env.env = options.env != nullptr ? options.env : Env::Default();
   env.num_workers = options.num_workers;
-  if (absl::Status s = CreateStages(options, env, &plan.stages); !s.ok()) return s;
-  plan.output = env.output;
+  if (absl::Status s = CreateStages(options, env, &plan.stages, &plan.outputs); !s.ok()) {
+    return s;
+  }
+  plan.output = plan.outputs.front();
   AddHttpCachePart(dataset, &env.memory);
 
   const int64_t samples = sampler.samples_per_rank();
@@ -162,7 +205,7 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   plan.start_sample = StartSample(options);
   plan.start_batch_size =
       options.start_batch_size > 0 ? options.start_batch_size : options.batch_size;
-  plan.memory = PlanGraphMemory(options, plan.output, plan.pool_rows, memory.pinned(),
+  plan.memory = PlanGraphMemory(options, plan.outputs, plan.pool_rows, memory.pinned(),
                                 memory.location() == MemoryLocation::kDevice, env.memory);
   if (!dataset.column_names().empty()) {
     plan.memory.Add(ColumnsMemoryPart(dataset, options.prefetch_batches, plan.pool_rows));

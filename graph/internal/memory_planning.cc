@@ -38,7 +38,32 @@ std::string ShapeText(const OutputSpec& output) {
   return absl::StrCat(text, output.is_float ? " float32" : " uint8");
 }
 
-MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output,
+std::vector<TensorRegion> LayOutTensors(const std::vector<OutputSpec>& outputs, int rows) {
+  constexpr size_t kAlign = 64;
+  std::vector<TensorRegion> regions;
+  size_t offset = 0;
+  for (const OutputSpec& spec : outputs) {
+    offset = (offset + kAlign - 1) / kAlign * kAlign;
+    const size_t bytes = spec.sample_bytes * static_cast<size_t>(rows);
+    regions.push_back(TensorRegion{spec, offset, bytes});
+    offset += bytes;
+  }
+  return regions;
+}
+
+size_t LayoutBytes(const std::vector<TensorRegion>& regions) {
+  return regions.empty() ? 0 : regions.back().offset + regions.back().bytes;
+}
+
+// OutputsText is "3×224² float32", or "(3×224² float32 + 3×96² float32)" for several.
+std::string OutputsText(const std::vector<OutputSpec>& outputs) {
+  if (outputs.size() == 1) return ShapeText(outputs.front());
+  std::string text;
+  for (const OutputSpec& o : outputs) absl::StrAppend(&text, text.empty() ? "(" : " + ", ShapeText(o));
+  return text + ")";
+}
+
+MemoryPlan PlanGraphMemory(const GraphOptions& options, const std::vector<OutputSpec>& outputs,
                            int pool_rows, bool pinned, bool on_device,
                            const std::vector<MemoryPart>& stage_parts) {
   const std::string rows =
@@ -46,10 +71,10 @@ MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output
           ? absl::StrCat("batch ", pool_rows, " (an epoch's samples; batch_size ",
                          options.batch_size, ")")
           : absl::StrCat("batch ", pool_rows);
-  const int64_t pool_bytes =
-      int64_t{options.prefetch_batches} * pool_rows * static_cast<int64_t>(output.sample_bytes);
-  const std::string pool_formula =
-      absl::StrCat("prefetch ", options.prefetch_batches, " × ", rows, " × ", ShapeText(output));
+  const int64_t pool_bytes = int64_t{options.prefetch_batches} *
+                             static_cast<int64_t>(LayoutBytes(LayOutTensors(outputs, pool_rows)));
+  const std::string pool_formula = absl::StrCat("prefetch ", options.prefetch_batches, " × ",
+                                                rows, " × ", OutputsText(outputs));
   const std::vector<std::string> knobs = {"batch_size", "image_size", "prefetch_batches"};
   MemoryPlan plan;
   plan.Add({"batch pool", "batch_pool", pool_bytes, pool_formula, knobs, pinned});

@@ -31,11 +31,26 @@ bool BatchFitsPool(int64_t batch_size, int pool_rows, int64_t samples_per_epoch)
 // ShapeText writes a sample's shape for messages: [3, 224, 224] float as "3×224² float32".
 std::string ShapeText(const OutputSpec& output);
 
-// PlanGraphMemory is the batch pool (prefetch_batches × pool_rows × sample bytes; pinned
-// when the buffers are page-locked) followed by `stage_parts`, then, when batches go to
-// a device, the device buffers: one per batch buffer, of the same size (a device part,
-// outside the host total).
-MemoryPlan PlanGraphMemory(const GraphOptions& options, const OutputSpec& output,
+// TensorRegion is one batch tensor's part of a batch buffer: `rows` samples of
+// spec.sample_bytes each, from `offset`.
+struct TensorRegion {
+  OutputSpec spec;
+  size_t offset = 0;
+  size_t bytes = 0;  // rows × spec.sample_bytes.
+};
+
+// LayOutTensors splits a batch buffer of `rows` rows into one region per output, in
+// order; each region after the first starts on a 64-byte boundary (the resize's
+// streaming stores want aligned rows). One output: one region of rows × sample bytes.
+std::vector<TensorRegion> LayOutTensors(const std::vector<OutputSpec>& outputs, int rows);
+// LayoutBytes is the buffer size that holds `regions`.
+size_t LayoutBytes(const std::vector<TensorRegion>& regions);
+
+// PlanGraphMemory is the batch pool (prefetch_batches × a buffer holding pool_rows rows of
+// every output, each output's bytes counted; pinned when the buffers are page-locked)
+// followed by `stage_parts`, then, when batches go to a device, the device buffers: one
+// per batch buffer, of the same size (a device part, outside the host total).
+MemoryPlan PlanGraphMemory(const GraphOptions& options, const std::vector<OutputSpec>& outputs,
                            int pool_rows, bool pinned, bool on_device,
                            const std::vector<MemoryPart>& stage_parts);
 

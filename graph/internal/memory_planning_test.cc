@@ -32,7 +32,7 @@ const std::vector<MemoryPart> kSeekIndex = {
     {"seek index", "seek_index", int64_t{4} << 20, "decode seek_index_mb 4", {"seek_index_mb"}}};
 
 TEST(MemoryPlanningTest, HostPlanIsThePoolThenTheStageParts) {
-  const MemoryPlan plan = PlanGraphMemory(Prefetch3Batch32(), FloatOutput224(), 32,
+  const MemoryPlan plan = PlanGraphMemory(Prefetch3Batch32(), {FloatOutput224()}, 32,
                                           /*pinned=*/false, /*on_device=*/false, kSeekIndex);
   ASSERT_EQ(plan.parts().size(), 2u);
   EXPECT_EQ(plan.parts()[0].key, "batch_pool");
@@ -44,7 +44,7 @@ TEST(MemoryPlanningTest, HostPlanIsThePoolThenTheStageParts) {
 }
 
 TEST(MemoryPlanningTest, OnADeviceEachBatchBufferHasADeviceTwin) {
-  const MemoryPlan plan = PlanGraphMemory(Prefetch3Batch32(), FloatOutput224(), 32,
+  const MemoryPlan plan = PlanGraphMemory(Prefetch3Batch32(), {FloatOutput224()}, 32,
                                           /*pinned=*/true, /*on_device=*/true, kSeekIndex);
   ASSERT_EQ(plan.parts().size(), 3u);
   const MemoryPart& device = plan.parts()[2];
@@ -67,7 +67,7 @@ TEST(MemoryPlanningTest, DeviceBuffersHaveTheEpochsRowsToo) {
   const int rows = PoolRows(options.batch_size, /*samples_per_epoch=*/10);
   ASSERT_EQ(rows, 10);
   const MemoryPlan plan =
-      PlanGraphMemory(options, FloatOutput224(), rows, true, true, /*stage_parts=*/{});
+      PlanGraphMemory(options, {FloatOutput224()}, rows, true, true, /*stage_parts=*/{});
   EXPECT_EQ(plan.parts()[1].bytes, 3 * 10 * kSampleBytes);
   EXPECT_EQ(plan.parts()[1].formula,
             "prefetch 3 × batch 10 (an epoch's samples; batch_size 64) × 3×224² float32, a "

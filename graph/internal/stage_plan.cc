@@ -29,7 +29,6 @@ struct BoundStage {
 // FieldState is what the walk knows of one field at the current stage.
 struct FieldState {
   std::string writer;    // Label of the stage that wrote it, or "the source".
-  std::string freed_by;  // Label of the stage that freed it; empty while readable.
   FieldKind kind = FieldKind::kMetadata;
 };
 
@@ -87,13 +86,16 @@ std::string PortList(const std::vector<FieldSchema>& ports) {
 absl::StatusOr<std::vector<std::string>> Bind(const StageSpec& stage,
                                               const std::vector<FieldSchema>& ports,
                                               const std::vector<std::string>& given,
-                                              const char* which) {
+                                              const char* which, bool repeats = false) {
   std::vector<std::string> bound;
   if (given.empty()) {
     for (const FieldSchema& p : ports) bound.push_back(p.name);
     return bound;
   }
-  if (given.size() != ports.size()) {
+  // A repeating port (augment's views) takes the names left after the other ports.
+  const bool fits = given.size() == ports.size() ||
+                    (repeats && !ports.empty() && given.size() > ports.size());
+  if (!fits) {
     return Refuse(stage, absl::StrCat("stage ", Label(stage), " has ", ports.size(), " ", which,
                                       " (", PortList(ports), "), but `", which, ": [",
                                       absl::StrJoin(given, ", "), "]` names ", given.size(),
@@ -116,10 +118,14 @@ absl::StatusOr<BoundStage> BindStage(const StageSpec& spec, const StageRegistry&
       Bind(spec, stage.schema.inputs, spec.inputs, "inputs");
   if (!inputs.ok()) return inputs.status();
   absl::StatusOr<std::vector<std::string>> outputs =
-      Bind(spec, stage.schema.outputs, spec.outputs, "outputs");
+      Bind(spec, stage.schema.outputs, spec.outputs, "outputs", stage.schema.output_repeats);
   if (!outputs.ok()) return outputs.status();
   stage.inputs = *std::move(inputs);
   stage.outputs = *std::move(outputs);
+  // Each extra view is one more port of the repeated (last) output's kind.
+  while (stage.schema.outputs.size() < stage.outputs.size()) {
+    stage.schema.outputs.push_back(stage.schema.outputs.back());
+  }
   for (const std::string& port : stage.schema.frees) {
     for (size_t i = 0; i < stage.schema.inputs.size(); ++i) {
       if (stage.schema.inputs[i].name == port) stage.frees.push_back(stage.inputs[i]);
@@ -166,6 +172,7 @@ class Planner {
       for (size_t j = 0; j < stages_[i].outputs.size(); ++j) {
         if (WritesNew(stages_[i], j)) producers_.emplace(stages_[i].outputs[j], i);
       }
+      for (const std::string& input : stages_[i].inputs) last_reader_[input] = i;
     }
   }
 
@@ -185,6 +192,7 @@ class Planner {
   std::map<std::string, size_t> producers_;  // First writer in the whole list, by field.
   std::map<std::string, FieldState> fields_;  // Written so far, by name.
   std::map<std::string, size_t> field_index_;  // Into StagePlan::fields.
+  std::map<std::string, size_t> last_reader_;  // The last stage reading each field.
 };
 
 absl::Status Planner::CheckOutputs(size_t i) const {
@@ -207,7 +215,8 @@ absl::Status Planner::CheckOutputs(size_t i) const {
       return RefuseAt(OutputWhere(spec, j),
                       absl::StrCat("stages ", it->second.writer, " and ", Label(spec),
                                    " both write ", FieldName(name, kind),
-                                   ": a pipeline has one batch output today; keep one of them"));
+                                   ": each batch tensor has one writer; bind one of them to "
+                                   "another name (`outputs: [", name, "_2]`)"));
     }
     if (it != fields_.end()) {
       return RefuseAt(OutputWhere(spec, j),
@@ -216,9 +225,10 @@ absl::Status Planner::CheckOutputs(size_t i) const {
                                    ": a field has one writer; remove one, or declare it as an "
                                    "input of the second too to modify it in place"));
     }
-    // A sample holds one field of each kind that has storage (SampleContext's bytes,
-    // decoded image and batch slot), so a second name of such a kind cannot run yet.
-    if (kind == FieldKind::kBytes || kind == FieldKind::kImage || kind == FieldKind::kTensor) {
+    // A sample holds one bytes and one image field (SampleContext's bytes and decoded
+    // image), so a second name of such a kind cannot run yet. Tensors are batch slots:
+    // each tensor field gets its own region of the batch buffer.
+    if (kind == FieldKind::kBytes || kind == FieldKind::kImage) {
       for (const auto& [other, state] : fields_) {
         if (state.kind != kind) continue;
         return RefuseAt(
@@ -309,20 +319,13 @@ absl::Status Planner::CheckInputs(size_t i) const {
                                    it->second.writer, ") is ", FieldKindName(it->second.kind),
                                    " (", Written(kind), ")"));
     }
-    if (!it->second.freed_by.empty()) {
-      return RefuseAt(InputWhere(spec, port),
-                      absl::StrCat("stage ", Label(spec), " reads ", FieldName(name, kind),
-                                   ", which stage ", it->second.freed_by,
-                                   " frees before it: put ", Label(spec), " before ",
-                                   it->second.freed_by));
-    }
   }
   return absl::OkStatus();
 }
 
 void Planner::Record(size_t i, StagePlan& plan) {
   const BoundStage& stage = stages_[i];
-  StagePorts planned{NameOf(*stage.spec), stage.spec->type, {}, {}};
+  StagePorts planned{NameOf(*stage.spec), stage.spec->type, {}, {}, {}};
   for (size_t port = 0; port < stage.inputs.size(); ++port) {
     planned.inputs.push_back({stage.inputs[port], stage.schema.inputs[port].kind});
     plan.fields[field_index_.at(stage.inputs[port])].readers.push_back(static_cast<int>(i));
@@ -331,13 +334,17 @@ void Planner::Record(size_t i, StagePlan& plan) {
     const FieldKind kind = stage.schema.outputs[j].kind;
     planned.outputs.push_back({stage.outputs[j], kind});
     if (!WritesNew(stage, j)) continue;
-    fields_[stage.outputs[j]] = FieldState{Label(*stage.spec), "", kind};
+    fields_[stage.outputs[j]] = FieldState{Label(*stage.spec), kind};
     field_index_[stage.outputs[j]] = plan.fields.size();
     plan.fields.push_back(FieldFlow{stage.outputs[j], kind, static_cast<int>(i), {},
                                        kind == FieldKind::kTensor});
     if (kind == FieldKind::kTensor) plan.batch_tensors.push_back(stage.outputs[j]);
   }
-  for (const std::string& freed : stage.frees) fields_[freed].freed_by = Label(*stage.spec);
+  // A field is freed after its last reader: a stage declaring `frees` frees only what no
+  // later stage reads (two augment branches share one decoded image).
+  for (const std::string& freed : stage.frees) {
+    if (last_reader_.at(freed) == i) planned.frees.push_back(freed);
+  }
   plan.stages.push_back(std::move(planned));
 }
 
@@ -345,7 +352,7 @@ absl::StatusOr<StagePlan> Planner::Plan() {
   StagePlan plan;
   for (const FieldSchema& f : SampleFields()) {
     if (!IsSourceField(f.name)) continue;
-    fields_[f.name] = FieldState{"the source", "", f.kind};
+    fields_[f.name] = FieldState{"the source", f.kind};
     field_index_[f.name] = plan.fields.size();
     plan.fields.push_back(FieldFlow{f.name, f.kind, -1, {}, false});
   }

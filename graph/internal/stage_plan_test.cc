@@ -77,7 +77,8 @@ TEST(StagePlanTest, TwoWritersOfTheBatchTensorAreNamedBoth) {
   EXPECT_EQ(Refusal({Stage("read"), Stage("decode"), Stage("augment", "view_a"),
                      Stage("augment", "view_b")}),
             "stages 'view_a' (augment) and 'view_b' (augment) both write the batch tensor "
-            "'output': a pipeline has one batch output today; keep one of them");
+            "'output': each batch tensor has one writer; bind one of them to another name "
+            "(`outputs: [output_2]`)");
 }
 
 TEST(StagePlanTest, SecondWriterOfAnyFieldIsRefused) {
@@ -94,12 +95,20 @@ TEST(StagePlanTest, NoWriterOfTheBatchTensorIsRefused) {
             "made: end the list with a stage that writes it ('augment' does)");
 }
 
-TEST(StagePlanTest, ReadingAFreedFieldIsRefused) {
-  // augment frees the decoded image: a stage after it would see an empty one.
-  EXPECT_EQ(Refusal({Stage("read"), Stage("decode"), Stage("augment"),
-                     Stage("plan_test_image_stats", "stats")}),
-            "stage 'stats' (plan_test_image_stats) reads 'image', which stage 'augment' frees "
-            "before it: put 'stats' (plan_test_image_stats) before 'augment'");
+TEST(StagePlanTest, AFieldIsFreedAfterItsLastReader) {
+  // augment declares that it frees the image, but a stage after it reads the image: the
+  // image is freed by that last reader's turn instead (augment is told not to free it).
+  absl::StatusOr<StagePlan> plan =
+      PlanStages({Stage("read"), Stage("decode"), Stage("augment"),
+                  Stage("plan_test_image_stats", "stats")},
+                 StageRegistry::Global());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->stages[1].frees, std::vector<std::string>{"bytes"});  // decode, last reader.
+  EXPECT_TRUE(plan->stages[2].frees.empty());                           // augment is not.
+  absl::StatusOr<StagePlan> alone =
+      PlanStages({Stage("read"), Stage("decode"), Stage("augment")}, StageRegistry::Global());
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->stages[2].frees, std::vector<std::string>{"image"});
 }
 
 TEST(StagePlanTest, InPlaceStageNeedsTheWriterBeforeIt) {
@@ -229,20 +238,41 @@ TEST(StagePlanTest, AFieldWrittenByALaterStageNamesThatStage) {
             "put stage 'decode' before it");
 }
 
-TEST(StagePlanTest, TwoBatchTensorsUnderOtherNamesAreRefused) {
+TEST(StagePlanTest, TwoAugmentBranchesMakeTwoBatchTensorsInOrder) {
+  absl::StatusOr<StagePlan> plan =
+      PlanStages({Stage("read"), Stage("decode"),
+                  Bound(Stage("augment", "view_a"), {}, {"view0"}, 4),
+                  Bound(Stage("augment", "view_b"), {}, {"view1"}, 5)},
+                 StageRegistry::Global());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->batch_tensors, (std::vector<std::string>{"view0", "view1"}));
+  // Both branches read the one decoded image; the last of them frees it.
+  EXPECT_TRUE(plan->stages[2].frees.empty());
+  EXPECT_EQ(plan->stages[3].frees, std::vector<std::string>{"image"});
+}
+
+TEST(StagePlanTest, AugmentsRepeatingOutputTakesOneNamePerView) {
+  absl::StatusOr<StagePlan> plan =
+      PlanStages({Stage("read"), Stage("decode"),
+                  Bound(Stage("augment"), {}, {"view0", "view1", "view2"}, 4)},
+                 StageRegistry::Global());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->batch_tensors, (std::vector<std::string>{"view0", "view1", "view2"}));
+  ASSERT_EQ(plan->stages[2].outputs.size(), 3u);
+  EXPECT_EQ(plan->stages[2].outputs[2].kind, FieldKind::kTensor);
+}
+
+TEST(StagePlanTest, AViewNamedTwiceIsRefused) {
   EXPECT_EQ(Refusal({Stage("read"), Stage("decode"),
-                     Bound(Stage("augment", "view_a"), {}, {"view0"}, 4),
-                     Bound(Stage("augment", "view_b"), {}, {"view1"}, 5)}),
-            "train.yaml:5:15: stage 'view_b' (augment) writes the batch tensor 'view1' and "
-            "stage 'view_a' (augment) writes the batch tensor 'view0': a sample holds one "
-            "tensor field today; keep one of them");
+                     Bound(Stage("augment"), {}, {"view0", "view0"}, 4)}),
+            "train.yaml:4:15: stage 'augment' writes the batch tensor 'view0' twice: give each "
+            "of its outputs its own name");
 }
 
 TEST(StagePlanTest, ABindingNeedsOneNamePerPort) {
-  EXPECT_EQ(Refusal({Stage("read"), Stage("decode"),
-                     Bound(Stage("augment"), {}, {"view0", "view1"}, 4)}),
-            "train.yaml:4:5: stage 'augment' has 1 outputs (output), but `outputs: [view0, "
-            "view1]` names 2: give one field name per port");
+  EXPECT_EQ(Refusal({Stage("read"), Bound(Stage("decode"), {}, {"a", "b"}, 3)}),
+            "train.yaml:3:5: stage 'decode' has 1 outputs (image), but `outputs: [a, b]` names "
+            "2: give one field name per port");
 }
 
 }  // namespace

@@ -333,6 +333,12 @@ class DataLoader:
         return list(self._open_core().source_names)
 
     @property
+    def outputs(self):
+        """Every batch tensor as (name, per-sample shape, dtype): one per augment view.
+        With more than one, a batch's images element is a dict name -> tensor."""
+        return [(name, tuple(shape), dtype) for name, shape, dtype in self._open_core().outputs]
+
+    @property
     def memory_description(self):
         return self._open_core().memory_description
 
@@ -368,6 +374,24 @@ class DataLoader:
                 f"({self.shard_source}), {self._core.memory_description})")
 
 
+def _images(view):
+    """One tensor, or with several views a dict name -> tensor (the graph's order)."""
+    if isinstance(view, dict):
+        return {name: from_dlpack(v) for name, v in view.items()}
+    return from_dlpack(view)
+
+
+def _rows(images):
+    first = next(iter(images.values())) if isinstance(images, dict) else images
+    return first.shape[0]
+
+
+def _clone(images):
+    if isinstance(images, dict):
+        return {name: t.clone() for name, t in images.items()}
+    return images.clone()
+
+
 class _EpochIterator:
     """One epoch of a DataLoader (iter(loader))."""
 
@@ -395,12 +419,12 @@ class _EpochIterator:
             images_view, labels_view, keys, must_copy = got[:4]
             sources, columns = got[6], got[7]
             self._delivered += 1
-            images = from_dlpack(images_view)
+            images = _images(images_view)
             del images_view
-            if images.shape[0] == 0:
+            if _rows(images) == 0:
                 continue  # An epoch's last batch whose every sample was skipped.
             if must_copy:
-                images = images.clone()  # The zero-copy view dies here: buffer returned.
+                images = _clone(images)  # The zero-copy views die here: buffer returned.
             labels = from_dlpack(labels_view)
             # Optional elements only ever go at the end, in this order.
             extras = ((keys,) if loader._return_keys else ()) + (

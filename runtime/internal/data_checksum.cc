@@ -23,13 +23,33 @@ class DataChecksum::Stream {
   Stream& operator=(const Stream&) = delete;
 
   void Update(const unsigned char* data, size_t size) { XXH3_64bits_update(state_, data, size); }
+  void Reset() { XXH3_64bits_reset(state_); }
   uint64_t Digest() const { return XXH3_64bits_digest(state_); }
 
  private:
   XXH3_state_t* const state_;
 };
 
-DataChecksum::DataChecksum() : total_(std::make_unique<Stream>()) {}
+DataChecksum::DataChecksum()
+    : total_(std::make_unique<Stream>()), row_(std::make_unique<Stream>()) {}
+
+// RowHash is the hash of row `row`'s bytes: XXH3 of the one tensor's row, or of its rows
+// in every tensor, one after the other (streamed, so several tensors cost no copy).
+uint64_t DataChecksum::RowHash(const Batch& batch, int64_t row) {
+  const int64_t rows = batch.size();
+  if (batch.tensors.size() <= 1) {
+    const size_t row_bytes = batch.bytes() / static_cast<size_t>(rows);
+    const auto* data = static_cast<const unsigned char*>(batch.host_data);
+    return XXH3_64bits(data + static_cast<size_t>(row) * row_bytes, row_bytes);
+  }
+  row_->Reset();
+  for (const BatchTensor& t : batch.tensors) {
+    const size_t row_bytes = t.bytes() / static_cast<size_t>(rows);
+    const auto* data = static_cast<const unsigned char*>(t.host_data);
+    row_->Update(data + static_cast<size_t>(row) * row_bytes, row_bytes);
+  }
+  return row_->Digest();
+}
 DataChecksum::~DataChecksum() = default;
 
 void DataChecksum::Add(const Batch& batch) {
@@ -40,11 +60,9 @@ void DataChecksum::Add(const Batch& batch) {
   }
   const int64_t rows = batch.size();
   if (rows == 0) return;
-  const size_t row_bytes = batch.bytes() / static_cast<size_t>(rows);
-  const auto* data = static_cast<const unsigned char*>(batch.host_data);
   for (int64_t row = 0; row < rows; ++row) {
     unsigned char record[16];
-    PutLittleEndian(XXH3_64bits(data + static_cast<size_t>(row) * row_bytes, row_bytes), record);
+    PutLittleEndian(RowHash(batch, row), record);
     PutLittleEndian(static_cast<uint64_t>(batch.labels[static_cast<size_t>(row)]), record + 8);
     total_->Update(record, sizeof(record));
     epoch_->Update(record, sizeof(record));

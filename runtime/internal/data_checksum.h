@@ -32,7 +32,9 @@ class DataChecksum {
   DataChecksum(const DataChecksum&) = delete;
   DataChecksum& operator=(const DataChecksum&) = delete;
 
-  // Add hashes `batch`'s rows, in order, into the total and into its epoch's checksum.
+  // Add hashes `batch`'s rows, in order, into the total and into its epoch's checksum. A
+  // row's hash covers its bytes in every tensor of the batch (Batch::tensors, in order);
+  // with one tensor it is that tensor's row, as it always was.
   void Add(const Batch& batch);
 
   // Text is "xxh3:XXXXXXXXXXXXXXXX" (16 lowercase hex digits) over everything added.
@@ -47,8 +49,10 @@ class DataChecksum {
 
  private:
   class Stream;  // XXH3's streaming state.
+  uint64_t RowHash(const Batch& batch, int64_t row);
   std::unique_ptr<Stream> total_;
   std::unique_ptr<Stream> epoch_;  // The epoch of the last batch added.
+  std::unique_ptr<Stream> row_;    // One row's bytes across several tensors.
   int64_t epoch_number_ = -1;
   std::vector<std::pair<int64_t, std::string>> finished_epochs_;
   uint64_t rows_ = 0;

@@ -27,6 +27,13 @@ size_t Batch::bytes() const {
   return n;
 }
 
+size_t BatchTensor::bytes() const {
+  if (shape.empty()) return 0;
+  size_t n = dtype == DType::kFloat32 ? 4 : 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
 int64_t NumBatches(int64_t num_samples, int64_t batch_size, bool drop_last) {
   if (num_samples <= 0 || batch_size <= 0) return 0;
   return drop_last ? num_samples / batch_size : (num_samples + batch_size - 1) / batch_size;

@@ -58,6 +58,17 @@ struct BatchColumn {
 // capacity the strings and vectors already have.
 void StartColumns(const std::vector<std::string>& names, std::vector<BatchColumn>* columns);
 
+// BatchTensor is one named tensor of a batch: a batch tensor field of the graph (an
+// augment view), N rows of the field's per-sample shape.
+struct BatchTensor {
+  std::string name;
+  std::vector<int64_t> shape;  // [N, ...per-sample shape].
+  DType dtype = DType::kFloat32;
+  const void* host_data = nullptr;  // Always set (pinned when a CUDA device is used).
+  void* device_data = nullptr;      // Set when the batch's location is kDevice.
+  size_t bytes() const;
+};
+
 // Batch is one collated batch. Its memory belongs to the pipeline's buffer pool and is
 // recycled when the user releases the batch.
 struct Batch {
@@ -82,6 +93,10 @@ struct Batch {
   // Extra per-sample columns (list files' `#columns:` header), each one value per row.
   std::vector<BatchColumn> columns;
   std::vector<SkippedSample> skipped;
+  // Every batch tensor, in the graph's order: one per tensor field (a graph with several
+  // augment views has several). tensors[0] is the tensor that shape, dtype, host_data and
+  // device_data above describe.
+  std::vector<BatchTensor> tensors;
 
   int64_t size() const { return shape.empty() ? 0 : shape[0]; }
   size_t bytes() const;
