@@ -41,6 +41,6 @@ sys.exit(0 if same else 1)
 PY
 done
 
-timeout 420 python3 tests/benchmarks/gpu_bench.py --bins=.gpu/bin --cores=2,8 --reps=3 \
+timeout 420 python3 tests/benchmarks/gpu_bench.py --bins=.gpu/bin --cores=2,8 --reps="${GPU_BENCH_REPS:-3}" \
   --out="$out/gpu_bench.json" || { echo "FAIL gpu_bench"; status=1; }
 exit $status
