@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "examples/internal/example_support.h"
 
 // [readme:custom_stages]
 #include "graph/stage.h"       // deps = ["//graph:stage"]
@@ -53,20 +54,9 @@ absl::Status AddInvert(flowloader::PipelineOptions* options) {
 namespace {
 
 using flowloader::Batch;
+using flowloader::examples::NextBatch;
 using flowloader::Pipeline;
 using flowloader::PipelineOptions;
-
-// NextBatch returns the pipeline's next batch, or nullptr once every epoch is delivered.
-absl::StatusOr<std::shared_ptr<const Batch>> NextBatch(Pipeline& pipeline) {
-  while (true) {
-    std::shared_ptr<const Batch> batch;
-    bool end_of_epoch = false;
-    absl::Status s = pipeline.Next(&batch, &end_of_epoch);
-    if (!s.ok()) return s;
-    if (!end_of_epoch) return batch;
-    if (pipeline.done()) return nullptr;
-  }
-}
 
 // CheckInverted says where `inverted` is not `plain` with every byte x as 255 - x.
 absl::Status CheckInverted(const Batch& plain, const Batch& inverted) {
@@ -128,14 +118,6 @@ absl::Status CompareWithAndWithoutInvert(const std::string& data) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: custom_stage DATA\n";
-    return 2;
-  }
-  absl::Status status = CompareWithAndWithoutInvert(argv[1]);
-  if (!status.ok()) {
-    std::cerr << "custom_stage: " << status.message() << "\n";
-    return 1;
-  }
-  return 0;
+  return flowloader::examples::RunOnData(argc, argv, "custom_stage",
+                                         CompareWithAndWithoutInvert);
 }

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "examples/internal/example_support.h"
 
 // [readme:graph_builder]
 #include "graph/graph_builder.h"  // deps = ["//graph:graph_builder"]
@@ -48,20 +49,9 @@ absl::Status UseNamedViews(flowloader::PipelineOptions* options) {
 namespace {
 
 using flowloader::Batch;
+using flowloader::examples::NextBatch;
 using flowloader::Pipeline;
 using flowloader::PipelineOptions;
-
-// NextBatch returns the pipeline's next batch, or nullptr once every epoch is delivered.
-absl::StatusOr<std::shared_ptr<const Batch>> NextBatch(Pipeline& pipeline) {
-  while (true) {
-    std::shared_ptr<const Batch> batch;
-    bool end_of_epoch = false;
-    absl::Status s = pipeline.Next(&batch, &end_of_epoch);
-    if (!s.ok()) return s;
-    if (!end_of_epoch) return batch;
-    if (pipeline.done()) return nullptr;
-  }
-}
 
 // SameBatch says where `named` differs from `builtin` (rows, shape or any byte).
 absl::Status SameBatch(const Batch& builtin, const Batch& named) {
@@ -115,14 +105,6 @@ absl::Status CompareWithTheBuiltinGraph(const std::string& data) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: graph_builder DATA\n";
-    return 2;
-  }
-  absl::Status status = CompareWithTheBuiltinGraph(argv[1]);
-  if (!status.ok()) {
-    std::cerr << "graph_builder: " << status.message() << "\n";
-    return 1;
-  }
-  return 0;
+  return flowloader::examples::RunOnData(argc, argv, "graph_builder",
+                                         CompareWithTheBuiltinGraph);
 }

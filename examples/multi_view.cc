@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "examples/internal/example_support.h"
 
 // [readme:multi_view]
 #include "graph/graph_builder.h"  // deps = ["//graph:graph_builder"]
@@ -51,6 +52,7 @@ absl::Status UseThreeViews(flowloader::PipelineOptions* options) {
 namespace {
 
 using flowloader::Batch;
+using flowloader::examples::NextBatch;
 using flowloader::BatchTensor;
 using flowloader::Pipeline;
 using flowloader::PipelineOptions;
@@ -88,13 +90,10 @@ absl::Status RunThreeViews(const std::string& data) {
   int64_t rows = 0;
   std::string names;
   while (true) {
-    std::shared_ptr<const Batch> batch;
-    bool end_of_epoch = false;
-    if (absl::Status s = (*pipeline)->Next(&batch, &end_of_epoch); !s.ok()) return s;
-    if (end_of_epoch) {
-      if ((*pipeline)->done()) break;
-      continue;
-    }
+    absl::StatusOr<std::shared_ptr<const Batch>> next = NextBatch(**pipeline);
+    if (!next.ok()) return next.status();
+    const std::shared_ptr<const Batch>& batch = *next;
+    if (batch == nullptr) break;
     if (absl::Status s = CheckBatch(*batch); !s.ok()) return s;
     if (names.empty()) {
       for (const BatchTensor& t : batch->tensors) absl::StrAppend(&names, " ", t.name);
@@ -109,14 +108,5 @@ absl::Status RunThreeViews(const std::string& data) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: multi_view DATA\n";
-    return 2;
-  }
-  absl::Status status = RunThreeViews(argv[1]);
-  if (!status.ok()) {
-    std::cerr << "multi_view: " << status.message() << "\n";
-    return 1;
-  }
-  return 0;
+  return flowloader::examples::RunOnData(argc, argv, "multi_view", RunThreeViews);
 }

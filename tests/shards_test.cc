@@ -80,6 +80,19 @@ class ShardsTest : public ::testing::Test {
     o.seed = 7;
     return o;
   }
+  // DyingShardOptions: shards 0, 1, 3 and 4 from `bad` as they are; shard 2 answers
+  // `answers` requests (its index window first), then 500 for every request; quick retries.
+  PipelineOptions DyingShardOptions(const Server& bad, int answers) {
+    const std::string list = TempDirForTest("list_") + "/shards.txt";
+    testing::WriteFile(
+        list, absl::StrCat(bad.Url("/ok/train-{000000..000001}.tar"), "\n",
+                           bad.Url(absl::StrCat("/die_after/", answers, "/train-000002.tar")),
+                           "\n", bad.Url("/ok/train-{000003..000004}.tar"), "\n"));
+    PipelineOptions o = Options(list);
+    o.http.max_retries = 2;
+    o.http.initial_backoff = absl::Milliseconds(1);
+    return o;
+  }
   static std::string* folder_;
   static std::string* shard_dir_;
   static std::string* pattern_;
@@ -272,13 +285,7 @@ TEST_F(ShardsTest, ADyingShardWhollyCachedDeliversEverySample) {
   Server bad = Server::Misbehaving(*shard_dir_);
   ASSERT_TRUE(bad.running());
   // Shard 2 answers its index window and one block (the whole shard), then 500.
-  const std::string list = TempDirForTest("list_") + "/shards.txt";
-  testing::WriteFile(list, absl::StrCat(bad.Url("/ok/train-{000000..000001}.tar"), "\n",
-                                        bad.Url("/die_after/2/train-000002.tar"), "\n",
-                                        bad.Url("/ok/train-{000003..000004}.tar"), "\n"));
-  PipelineOptions o = Options(list);
-  o.http.max_retries = 2;
-  o.http.initial_backoff = absl::Milliseconds(1);
+  PipelineOptions o = DyingShardOptions(bad, /*answers=*/2);
   const Delivered r = RunAll(o);
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.keys.size(), 2u * 36u);
@@ -299,13 +306,7 @@ TEST_F(ShardsTest, ADyingShardPartlyCachedSkipsTheSamplesOutsideItsCachedBlock) 
   Server bad = Server::Misbehaving(*shard_dir_);
   ASSERT_TRUE(bad.running());
   // Shard 2 answers its index window and the first block asked for, then 500.
-  const std::string list = TempDirForTest("list_") + "/shards.txt";
-  testing::WriteFile(list, absl::StrCat(bad.Url("/ok/train-{000000..000001}.tar"), "\n",
-                                        bad.Url("/die_after/2/train-000002.tar"), "\n",
-                                        bad.Url("/ok/train-{000003..000004}.tar"), "\n"));
-  PipelineOptions o = Options(list);
-  o.http.max_retries = 2;
-  o.http.initial_backoff = absl::Milliseconds(1);
+  PipelineOptions o = DyingShardOptions(bad, /*answers=*/2);
   o.http.block_bytes = block;
   const Delivered r = RunAll(o);
   ASSERT_TRUE(r.status.ok()) << r.status;
@@ -333,14 +334,7 @@ TEST_F(ShardsTest, AShardThatDiesMidRunLosesOnlyItsOwnSamples) {
   Server bad = Server::Misbehaving(*shard_dir_);
   ASSERT_TRUE(bad.running());
   // Shard 2 answers its index window, then 500 for every member read.
-  const std::string list = TempDirForTest("list_") + "/shards.txt";
-  testing::WriteFile(list, absl::StrCat(bad.Url("/ok/train-{000000..000001}.tar"), "\n",
-                                        bad.Url("/die_after/1/train-000002.tar"), "\n",
-                                        bad.Url("/ok/train-{000003..000004}.tar"), "\n"));
-  PipelineOptions o = Options(list);
-  o.epochs = 2;
-  o.http.max_retries = 2;
-  o.http.initial_backoff = absl::Milliseconds(1);
+  PipelineOptions o = DyingShardOptions(bad, /*answers=*/1);
   const Delivered r = RunAll(o);
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.keys.size(), 2u * 28u);

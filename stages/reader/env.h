@@ -74,6 +74,41 @@ class Env {
   virtual absl::StatusOr<std::string> CanonicalPath(const std::string& path);
 };
 
+// ForwardingEnv passes every call to `base`: an Env that changes one behaviour (a fault, a
+// hook before a read) derives from it and overrides only that.
+class ForwardingEnv : public Env {
+ public:
+  explicit ForwardingEnv(Env* base) : base_(base) {}
+
+  absl::Status ReadFile(const std::string& path, int64_t max_bytes,
+                        std::string* contents) override {
+    return base_->ReadFile(path, max_bytes, contents);
+  }
+  absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
+                         std::string* contents) override {
+    return base_->ReadRange(path, offset, length, contents);
+  }
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override {
+    return base_->NewRandomAccessFile(path);
+  }
+  absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override {
+    return base_->ListDirectory(path);
+  }
+  absl::StatusOr<bool> IsDirectory(const std::string& path) override {
+    return base_->IsDirectory(path);
+  }
+  absl::StatusOr<std::string> CanonicalPath(const std::string& path) override {
+    return base_->CanonicalPath(path);
+  }
+
+ protected:
+  Env* base() const { return base_; }
+
+ private:
+  Env* const base_;
+};
+
 // TooLarge is the error for a file of `size` bytes over the `max_bytes` limit.
 absl::Status TooLarge(const std::string& path, int64_t size, int64_t max_bytes);
 

@@ -35,13 +35,13 @@ absl::Status FaultEnv::ReadRange(const std::string& path, int64_t offset, int64_
                                  std::string* contents) {
   Fault fault;
   bool fail = false;
-  if (!Apply(path, &fault, &fail)) return base_->ReadRange(path, offset, length, contents);
+  if (!Apply(path, &fault, &fail)) return base()->ReadRange(path, offset, length, contents);
   if (fault.delay > absl::ZeroDuration()) absl::SleepFor(fault.delay);
   if (fail) return StatusFromErrno(fault.error_number, path);
   if (fault.truncate_to >= 0) {
     length = std::max<int64_t>(0, std::min(length, fault.truncate_to - offset));
   }
-  return base_->ReadRange(path, offset, length, contents);
+  return base()->ReadRange(path, offset, length, contents);
 }
 
 absl::Status FaultEnv::ReadFile(const std::string& path, int64_t max_bytes,
@@ -49,10 +49,10 @@ absl::Status FaultEnv::ReadFile(const std::string& path, int64_t max_bytes,
   Fault fault;
   bool fail = false;
   const bool matched = Apply(path, &fault, &fail);
-  if (!matched) return base_->ReadFile(path, max_bytes, contents);
+  if (!matched) return base()->ReadFile(path, max_bytes, contents);
   if (fault.delay > absl::ZeroDuration()) absl::SleepFor(fault.delay);
   if (fail) return StatusFromErrno(fault.error_number, path);
-  absl::Status status = base_->ReadFile(path, max_bytes, contents);
+  absl::Status status = base()->ReadFile(path, max_bytes, contents);
   if (status.ok() && fault.truncate_to >= 0 &&
       static_cast<int64_t>(contents->size()) > fault.truncate_to) {
     contents->resize(static_cast<size_t>(fault.truncate_to));

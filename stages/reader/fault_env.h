@@ -31,9 +31,9 @@ struct Fault {
   absl::Duration delay = absl::ZeroDuration();
 };
 
-class FaultEnv : public Env {
+class FaultEnv : public ForwardingEnv {
  public:
-  explicit FaultEnv(Env* base) : base_(base) {}
+  explicit FaultEnv(Env* base) : ForwardingEnv(base) {}
 
   // Inject applies `fault` to every path containing `path_substring`.
   void Inject(const std::string& path_substring, const Fault& fault);
@@ -46,14 +46,10 @@ class FaultEnv : public Env {
   // ends at truncate_to, so a range past it comes back short or empty.
   absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
                          std::string* contents) override;
-  absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override {
-    return base_->ListDirectory(path);
-  }
-  absl::StatusOr<bool> IsDirectory(const std::string& path) override {
-    return base_->IsDirectory(path);
-  }
-  absl::StatusOr<std::string> CanonicalPath(const std::string& path) override {
-    return base_->CanonicalPath(path);
+  // NewRandomAccessFile is Env's: every read goes through ReadRange and meets the faults.
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override {
+    return Env::NewRandomAccessFile(path);
   }
 
  private:
@@ -64,7 +60,6 @@ class FaultEnv : public Env {
     Fault fault;
     int attempts = 0;
   };
-  Env* const base_;
   mutable std::mutex mu_;
   std::map<std::string, Rule> rules_ ABSL_GUARDED_BY(mu_);
 };

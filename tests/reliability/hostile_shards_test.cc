@@ -38,34 +38,17 @@ using testing::WriteFile;
 // first member read (ReadRange; indexing reads through NewRandomAccessFile). Changing the
 // shards after Pipeline::Create returned would race its prefetching, which may already
 // have read them (then a vanished shard's samples are delivered in the first epoch).
-class BeforeFirstMemberRead : public Env {
+class BeforeFirstMemberRead : public ForwardingEnv {
  public:
-  explicit BeforeFirstMemberRead(std::function<void()> change) : change_(std::move(change)) {}
-  absl::Status ReadFile(const std::string& path, int64_t max_bytes,
-                        std::string* contents) override {
-    return base_->ReadFile(path, max_bytes, contents);
-  }
+  explicit BeforeFirstMemberRead(std::function<void()> change)
+      : ForwardingEnv(Env::Default()), change_(std::move(change)) {}
   absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
                          std::string* contents) override {
     std::call_once(once_, change_);
-    return base_->ReadRange(path, offset, length, contents);
-  }
-  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
-      const std::string& path) override {
-    return base_->NewRandomAccessFile(path);
-  }
-  absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override {
-    return base_->ListDirectory(path);
-  }
-  absl::StatusOr<bool> IsDirectory(const std::string& path) override {
-    return base_->IsDirectory(path);
-  }
-  absl::StatusOr<std::string> CanonicalPath(const std::string& path) override {
-    return base_->CanonicalPath(path);
+    return ForwardingEnv::ReadRange(path, offset, length, contents);
   }
 
  private:
-  Env* const base_ = Env::Default();
   std::function<void()> change_;
   std::once_flag once_;
 };
