@@ -11,6 +11,7 @@
 #include "stages/core/log.h"
 #include "stages/core/resources.h"
 #include "stages/reader/dataset.h"
+#include "stages/reader/http_env.h"
 #include "stages/reader/sampler.h"
 
 namespace flowloader {
@@ -105,6 +106,8 @@ std::vector<MixtureComponent> MixtureOf(const PipelineOptions& options, const Da
 
 absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
   if (options.name.empty()) return absl::InvalidArgumentError("pipeline name is empty");
+  // Checked whatever the data, so a typo is refused here, not on the first https shard.
+  if (absl::Status s = CheckCaFile(options.http.ca_file); !s.ok()) return s;
   PipelineParts parts;
   absl::StatusOr<std::unique_ptr<Dataset>> dataset = OpenDataset(options);
   if (!dataset.ok()) return dataset.status();

@@ -102,8 +102,9 @@ struct PipelineOptions {
   // Tar shards: the largest column member, bytes; a larger one is skipped as
   // column_too_large. >= 1. Default 64 KiB.
   int64_t column_max_bytes = 65536;
-  // Tar shards over HTTP(S): timeouts, retries and backoff (stages/reader/http_env.h).
-  // Its cache_bytes is not read: http_cache_mb sets it.
+  // Tar shards over HTTP(S): timeouts, retries and backoff, and ca_file (the spec key
+  // http_ca_file: a PEM bundle of CAs to trust for https://, checked at Create whatever
+  // the data) (stages/reader/http_env.h). Its cache_bytes is not read: http_cache_mb sets it.
   HttpOptions http;
   // Tar shards over HTTP(S): MiB of whole shards, admitted in listing order while they
   // fit, whose reads are served from 1 MiB blocks kept in memory (one request per block

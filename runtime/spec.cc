@@ -358,6 +358,10 @@ const std::vector<Key>& Keys() {
        "tar shards over HTTP: MiB of whole shards (in listing order, while they fit) read "
        "as cached 1 MiB blocks instead of a request per member; in the memory plan; 0 = off",
        [](R r, F f, O o) { return r.Int(f, 0, kInt64Max >> 20, &o->http_cache_mb); }},
+      {"http_ca_file", "",
+       "tar shards over https: a PEM bundle of the CAs to trust (a private CA) instead of "
+       "the system's; certificates are always verified; relative to the spec's directory",
+       [](R r, F f, O o) { return r.Scalar(f, "a file path", &o->http.ca_file); }},
       {"name", "default", "the `pipeline` label in metrics",
        [](R r, F f, O o) { return r.String(f, &o->name); }},
       {"batch_size", "64", "samples per batch; >= 1",
@@ -515,6 +519,11 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
           absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", source.data);
     }
   }
+  // The CA file travels with the spec, like its data.
+  std::string& ca_file = options.http.ca_file;
+  if (!ca_file.empty() && ca_file[0] != '/' && !base_dir.empty()) {
+    ca_file = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", ca_file);
+  }
   return options;
 }
 
@@ -603,7 +612,7 @@ std::string SpecYaml(const PipelineOptions& o) {
       "epoch_samples: ", o.epoch_samples, "\nlabel_key: ", YamlScalar(o.label_key),
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
       "\ncolumn_max_bytes: ", o.column_max_bytes,
-      "\nhttp_cache_mb: ", o.http_cache_mb,
+      "\nhttp_cache_mb: ", o.http_cache_mb, "\nhttp_ca_file: ", YamlScalar(o.http.ca_file),
       "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
       o.batch_size, "\nnum_workers: ", AutoCountText(o.num_workers), "\nprefetch_batches: ",
       AutoCountText(o.prefetch_batches), "\ncpu_budget: ", o.cpu_budget, "\nepochs: ", o.epochs,

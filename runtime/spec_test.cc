@@ -48,6 +48,7 @@ void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.pin_memory, b.pin_memory);
   EXPECT_EQ(a.memory_limit_mb, b.memory_limit_mb);
   EXPECT_EQ(a.http_cache_mb, b.http_cache_mb);
+  EXPECT_EQ(a.http.ca_file, b.http.ca_file);
   EXPECT_EQ(a.checksum, b.checksum);
 }
 
@@ -176,6 +177,7 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.pin_memory = false;
   o.memory_limit_mb = 512;
   o.http_cache_mb = 64;
+  o.http.ca_file = "/etc/flowloader/ca.pem";
   o.checksum = true;
   o.cpu_budget = 2;
   o.ram_budget_bytes = int64_t{3} << 30;
@@ -394,7 +396,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyByContainment", "workers: 4\n",
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
-     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, name, batch_size, num_workers, "
+     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, num_workers, "
      "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
      "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
@@ -496,7 +498,7 @@ const ErrorCase kErrorCases[] = {
      "replaces: set augment's mode option there instead"},
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
-     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, name, batch_size, "
+     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, "
      "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},
@@ -568,6 +570,14 @@ TEST(SpecTest, RelativeDataResolvesAgainstTheBaseDirectory) {
   EXPECT_EQ(ParseSpec("data: /abs/imgs", "/srv/specs", "t").value().data, "/abs/imgs");
   EXPECT_EQ(ParseSpec("data: imgs", "", "t").value().data, "imgs");
   EXPECT_EQ(ParseSpec("batch_size: 2", "/srv", "t").value().data, "");  // Left for --data.
+}
+
+TEST(SpecTest, RelativeHttpCaFileResolvesAgainstTheBaseDirectory) {
+  EXPECT_EQ(ParseSpec("http_ca_file: ca.pem", "/srv/specs", "t").value().http.ca_file,
+            "/srv/specs/ca.pem");
+  EXPECT_EQ(ParseSpec("http_ca_file: /etc/ca.pem", "/srv/specs", "t").value().http.ca_file,
+            "/etc/ca.pem");
+  EXPECT_EQ(ParseSpec("batch_size: 2", "/srv", "t").value().http.ca_file, "");
 }
 
 TEST(SpecTest, LoadSpecFileResolvesDataAgainstTheFilesDirectory) {

@@ -1,7 +1,7 @@
 // Tar shards through the whole pipeline, on disk and over HTTP (a real nginx on
-// 127.0.0.1, and a Python server that stalls, closes and lies): the same batches as the
-// ImageFolder they were made from, every sample once per epoch per rank, resume, and bad
-// shards counted by reason without stopping the run.
+// 127.0.0.1, the same over TLS with a test CA, and a Python server that stalls, closes
+// and lies): the same batches as the ImageFolder they were made from, every sample once
+// per epoch per rank, resume, and bad shards counted by reason without stopping the run.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
 #include "stages/core/sample_error.h"
@@ -145,6 +146,57 @@ TEST_F(ShardsTest, NginxServesTheSameBatchesAsTheDisk) {
   ASSERT_TRUE(http.status.ok()) << http.status;
   EXPECT_EQ(http.batches, disk.batches);
   EXPECT_EQ(http.keys, disk.keys);
+}
+
+TEST_F(ShardsTest, HttpsWithItsCaFileServesTheSameBatchesAsTheDisk) {
+  Server nginx = Server::NginxTls(*shard_dir_, TempDirForTest("nginx_tls_"));
+  ASSERT_TRUE(nginx.running());
+  const Delivered disk = RunAll(Options(*pattern_));
+  PipelineOptions o = Options(nginx.Url("/train-{000000..000004}.tar"));
+  ASSERT_TRUE(absl::StartsWith(o.data, "https://")) << o.data;
+  o.http.ca_file = nginx.ca_file();
+  const Delivered https = RunAll(o);
+  ASSERT_TRUE(https.status.ok()) << https.status;
+  EXPECT_EQ(https.batches, disk.batches);
+  EXPECT_EQ(https.keys, disk.keys);
+}
+
+// ExpectRefusedForTheCertificate: every shard failed verification at index time, so Create
+// refuses the data, counting the shards as `tls` and quoting OpenSSL's reason.
+void ExpectRefusedForTheCertificate(const Delivered& run) {
+  EXPECT_EQ(run.status.code(), absl::StatusCode::kInvalidArgument) << run.status;
+  EXPECT_TRUE(run.batches.empty());
+  EXPECT_TRUE(absl::StrContains(run.status.message(), "(shards failed: 5 × tls)"))
+      << run.status;
+  EXPECT_TRUE(absl::StrContains(run.status.message(), "SSL certificate problem")) << run.status;
+  EXPECT_EQ(run.status.message().find('\n'), absl::string_view::npos) << run.status;
+}
+
+TEST_F(ShardsTest, HttpsSignedByAnUnknownCaIsRefusedNamingTheCertificate) {
+  Server nginx = Server::NginxTls(*shard_dir_, TempDirForTest("nginx_tls_"));
+  ASSERT_TRUE(nginx.running());
+  PipelineOptions o = Options(nginx.Url("/train-{000000..000004}.tar"));
+  o.http.initial_backoff = absl::Seconds(5);  // A retried certificate error would show.
+  const absl::Time start = absl::Now();
+  ExpectRefusedForTheCertificate(RunAll(o));  // The system's CAs do not know the test CA.
+  o.http.ca_file = testing::MakeTestCa(TempDirForTest("other_ca_"));  // Nor does another CA.
+  ExpectRefusedForTheCertificate(RunAll(o));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));  // Not retried: verification fails alike.
+}
+
+TEST_F(ShardsTest, AnUnreadableOrEmptyCaFileIsRefusedAtCreate) {
+  PipelineOptions o = Options(*pattern_);  // Checked whatever the data.
+  o.http.ca_file = "/nonexistent/ca.pem";
+  EXPECT_EQ(Pipeline::Create(o).status().message(),
+            "http_ca_file '/nonexistent/ca.pem' cannot be read: No such file or directory");
+  o.http.ca_file = TempDirForTest("ca_") + "/not_a_ca.pem";
+  testing::WriteFile(o.http.ca_file, "hello\n");
+  EXPECT_EQ(Pipeline::Create(o).status().message(),
+            absl::StrCat("http_ca_file '", o.http.ca_file,
+                         "' holds no PEM certificate (-----BEGIN CERTIFICATE-----)"));
+  o.http.ca_file = TempDirForTest("ca_dir_");
+  EXPECT_EQ(Pipeline::Create(o).status().message(),
+            absl::StrCat("http_ca_file '", o.http.ca_file, "' cannot be read: Is a directory"));
 }
 
 TEST_F(ShardsTest, FailingAndMissingShardsOverHttpAreCountedNotFatal) {

@@ -163,6 +163,8 @@ def test_bad_sources_raise_the_spec_parsers_message(sources, message, tmp_path):
     ({"columns": "txt,a b"}, ValueError,
      r"--columns has 'a b', not a column name \(letters, digits and _"),
     ({"column_max_bytes": 0}, ValueError, "--column_max_bytes must be >= 1, got 0"),
+    ({"http_ca_file": "/nonexistent/ca.pem"}, ValueError,
+     "http_ca_file '/nonexistent/ca.pem' cannot be read: No such file or directory"),
 ])
 def test_bad_keywords_raise(small_data, kwargs, error, pattern):
     if "sources" not in kwargs:

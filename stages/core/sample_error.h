@@ -48,6 +48,9 @@ inline constexpr absl::string_view kConnectionError = "connection_error";
 inline constexpr absl::string_view kHttpPartial = "http_partial";
 // A response that does not answer the request (wrong range, longer than asked).
 inline constexpr absl::string_view kHttpBadResponse = "http_bad_response";
+// https:// whose certificate does not verify (unknown CA, wrong host, expired) or a CA
+// file libcurl cannot use; not retried, the next attempt would fail the same way.
+inline constexpr absl::string_view kTls = "tls";
 
 // kBuiltin is every reason above, the known set: exporters publish each one at 0 for every
 // stage from the first scrape, so a clean run's error panels read 0 instead of "no data"
@@ -56,7 +59,7 @@ inline constexpr absl::string_view kBuiltin[] = {
     kEmptyFile, kReadError, kNotFound,      kPermissionDenied, kNotAFile,   kUnknownFormat,
     kTruncated, kCorrupt,   kTooManyPixels, kUnsupported,      kStageError, kCudaError,
     kMissingImage, kMissingLabel, kMissingColumn, kColumnTooLarge, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
-    kHttpPartial, kHttpBadResponse,
+    kHttpPartial, kHttpBadResponse, kTls,
 };
 }  // namespace reason
 

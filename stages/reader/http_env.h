@@ -9,8 +9,10 @@
 //     retried `max_retries` times with exponential backoff; 404 and other 4xx are not.
 //   * Errors carry a reason: http_404, http_4xx, http_5xx, timeout, connection_error,
 //     http_partial (fewer bytes than Content-Length), http_bad_response (not the range
-//     asked for, or more bytes than asked). After the retries the error is permanent
-//     (not IsTransient), so FileReader does not multiply the attempts.
+//     asked for, or more bytes than asked), tls (the server's certificate does not verify
+//     against ca_file or the system's CAs; libcurl's reason, never retried). After the
+//     retries the error is permanent (not IsTransient), so FileReader does not multiply
+//     the attempts.
 //   * A failing shard costs little: once `failure_limit` reads of one URL in a row failed,
 //     its reads get one attempt each (no retries or backoff) until one succeeds, so a dead
 //     shard's samples are skipped quickly instead of each waiting out the backoff.
@@ -70,7 +72,17 @@ struct HttpOptions {
   // enough that a request's cost is spread over many members, small enough that the
   // first batch does not wait for a whole shard.
   int64_t block_bytes = int64_t{1} << 20;
+  // https://: a PEM bundle of the CAs to trust instead of the system's (a private CA);
+  // empty = libcurl's default bundle. Certificates are always verified, host included:
+  // there is no option to turn that off. Create refuses a file that cannot be read or
+  // holds no certificate.
+  std::string ca_file;
 };
+
+// CheckCaFile refuses a non-empty `ca_file` that cannot be read or holds no PEM
+// certificate, in one line naming the knob (http_ca_file), so a typo fails at Create
+// instead of as a certificate error on every shard.
+absl::Status CheckCaFile(const std::string& ca_file);
 
 // IsUrl reports whether `path` is an http:// or https:// URL.
 bool IsUrl(const std::string& path);

@@ -95,24 +95,86 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
+namespace {
+
+// NginxConf is the configuration of Server::Nginx: `root` on 127.0.0.1:`port`, /fail/
+// answering 500, with `listen_options` after the port and `server_extra` in the server.
+std::string NginxConf(const std::string& root, const std::string& work_dir, int port,
+                      const std::string& listen_options, const std::string& server_extra) {
+  // `user root`: the test's files are under root's 0700 home; only used when run as root.
+  return absl::StrCat(
+      ::getuid() == 0 ? "user root root;\n" : "",
+      "daemon off;\nmaster_process on;\nworker_processes 1;\n"
+      "pid ", work_dir, "/nginx.pid;\nerror_log ", work_dir, "/error.log;\n"
+      "events { worker_connections 512; }\n"
+      "http {\n  log_format request '$request';\n  access_log ", work_dir,
+      "/access.log request;\n  sendfile on;\n  keepalive_requests 100000;\n"
+      "  client_body_temp_path ", work_dir, "/tmp;\n  proxy_temp_path ", work_dir,
+      "/tmp;\n  fastcgi_temp_path ", work_dir, "/tmp;\n  uwsgi_temp_path ",
+      work_dir, "/tmp;\n  scgi_temp_path ", work_dir, "/tmp;\n"
+      "  server {\n    listen 127.0.0.1:", port, listen_options, ";\n", server_extra,
+      "    root ", root, ";\n"
+      "    location /fail/ { return 500; }\n    location / { }\n  }\n}\n");
+}
+
+// StartNginx writes `conf` to work_dir/nginx.conf and starts nginx with it.
+pid_t StartNginx(const std::string& work_dir, const std::string& conf, int port) {
+  EXPECT_EQ(std::system(absl::StrCat("mkdir -p ", work_dir, "/tmp").c_str()), 0);
+  const std::string conf_file = work_dir + "/nginx.conf";
+  WriteFile(conf_file, conf);
+  return Spawn({"/usr/sbin/nginx", "-c", conf_file, "-p", work_dir}, port);
+}
+
+// Openssl runs the openssl CLI with `args` in `dir`, quietly; false (and a test failure)
+// if it fails.
+bool Openssl(const std::string& dir, const std::string& args) {
+  const int rc = std::system(
+      absl::StrCat("cd ", dir, " && /usr/bin/openssl ", args, " >openssl.log 2>&1").c_str());
+  EXPECT_EQ(rc, 0) << "openssl " << args << " (see " << dir << "/openssl.log)";
+  return rc == 0;
+}
+
+// EC P-256 keys: generated in milliseconds, where RSA takes a noticeable fraction of a second.
+constexpr char kNewKey[] = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+
+// MakeServerCert writes `dir`/server.pem and server.key: a certificate for 127.0.0.1 signed
+// by the CA in `dir` (MakeTestCa).
+void MakeServerCert(const std::string& dir) {
+  WriteFile(dir + "/server_ext.cnf",
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+            "extendedKeyUsage=serverAuth\n");
+  if (!Openssl(dir, absl::StrCat("req -new ", kNewKey,
+                                 " -keyout server.key -out server.csr -subj /CN=127.0.0.1"))) {
+    return;
+  }
+  Openssl(dir, "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+               "-days 2 -extfile server_ext.cnf -out server.pem");
+}
+
+}  // namespace
+
+std::string MakeTestCa(const std::string& dir) {
+  EXPECT_EQ(std::system(absl::StrCat("mkdir -p ", dir).c_str()), 0);
+  Openssl(dir, absl::StrCat("req -x509 ", kNewKey,
+                            " -keyout ca.key -out ca.pem -days 2 -subj /CN=flowloader-test-ca"
+                            " -addext basicConstraints=critical,CA:TRUE"
+                            " -addext keyUsage=critical,keyCertSign,cRLSign"));
+  return dir + "/ca.pem";
+}
+
 Server Server::Nginx(const std::string& root, const std::string& work_dir) {
   const int port = FreePort();
-  EXPECT_EQ(std::system(absl::StrCat("mkdir -p ", work_dir, "/tmp").c_str()), 0);
-  const std::string conf = work_dir + "/nginx.conf";
-  // `user root`: the test's files are under root's 0700 home; only used when run as root.
-  WriteFile(conf, absl::StrCat(
-                      ::getuid() == 0 ? "user root root;\n" : "",
-                      "daemon off;\nmaster_process on;\nworker_processes 1;\n"
-                      "pid ", work_dir, "/nginx.pid;\nerror_log ", work_dir, "/error.log;\n"
-                      "events { worker_connections 512; }\n"
-                      "http {\n  log_format request '$request';\n  access_log ", work_dir,
-                      "/access.log request;\n  sendfile on;\n  keepalive_requests 100000;\n"
-                      "  client_body_temp_path ", work_dir, "/tmp;\n  proxy_temp_path ", work_dir,
-                      "/tmp;\n  fastcgi_temp_path ", work_dir, "/tmp;\n  uwsgi_temp_path ",
-                      work_dir, "/tmp;\n  scgi_temp_path ", work_dir, "/tmp;\n"
-                      "  server {\n    listen 127.0.0.1:", port, ";\n    root ", root, ";\n"
-                      "    location /fail/ { return 500; }\n    location / { }\n  }\n}\n"));
-  return Server(Spawn({"/usr/sbin/nginx", "-c", conf, "-p", work_dir}, port), port);
+  return Server(StartNginx(work_dir, NginxConf(root, work_dir, port, "", ""), port), port);
+}
+
+Server Server::NginxTls(const std::string& root, const std::string& work_dir) {
+  const int port = FreePort();
+  const std::string ca_file = MakeTestCa(work_dir);
+  MakeServerCert(work_dir);
+  const std::string tls = absl::StrCat("    ssl_certificate ", work_dir, "/server.pem;\n",
+                                       "    ssl_certificate_key ", work_dir, "/server.key;\n");
+  return Server(StartNginx(work_dir, NginxConf(root, work_dir, port, " ssl", tls), port), port,
+                "https", ca_file);
 }
 
 Server Server::Misbehaving(const std::string& root) {
@@ -129,7 +191,7 @@ Server::~Server() {
 }
 
 std::string Server::Url(const std::string& path) const {
-  return absl::StrCat("http://127.0.0.1:", port_, path);
+  return absl::StrCat(scheme_, "://127.0.0.1:", port_, path);
 }
 
 }  // namespace flowloader::testing
