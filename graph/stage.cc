@@ -363,10 +363,6 @@ std::string StageRegistry::Help() const {
   return out;
 }
 
-}  // namespace flowloader
-
-namespace flowloader {
-
 int StageEnv::DeclareOutput(const std::string& field, const OutputSpec& spec) {
   for (size_t i = 0; i < batch_tensors.size(); ++i) {
     if (batch_tensors[i] != field) continue;

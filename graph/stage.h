@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "stages/augment/transform.h"
+#include "stages/collate/batch.h"
 #include "stages/core/memory_plan.h"
 #include "stages/core/rng.h"
 #include "stages/decode/decoder.h"
@@ -190,6 +191,8 @@ struct OutputSpec {
   bool is_float = true;               // float32 when true, uint8 otherwise.
   size_t sample_bytes = 0;
   std::string name;                   // The batch tensor's field name (set by the graph).
+
+  DType dtype() const { return is_float ? DType::kFloat32 : DType::kUint8; }
 };
 
 // ViewPlanner is one augment branch's crop planner, offered to the decode stage that

@@ -141,7 +141,8 @@ TensorView TensorViewOf(const Batch& batch, size_t k, const std::shared_ptr<Batc
   if (batch.location == MemoryLocation::kDevice) {
     // Upload waited for its stream before the batch was handed out (device_memory.h), so
     // the data is complete before any work the consumer queues on any stream: torch's
-    // current stream needs no extra wait. (Several tensors: not run here, no GPU.)
+    // current stream needs no extra wait. (The device copy of every tensor is checked in
+    // C++ on a GPU, tests:cuda_upload_test; this DLPack hand-over has not run on one.)
     view.data = tensor.device_data;
     view.device = DLDevice{kDLCUDA, 0};  // DeviceOptions::cuda_device, always 0 here.
   } else {
@@ -326,7 +327,7 @@ class PyLoader {
   std::vector<py::tuple> Outputs() {
     std::vector<py::tuple> out;
     for (const OutputSpec& o : Open().pipeline().outputs()) {
-      out.push_back(py::make_tuple(o.name, o.sample_shape, o.is_float ? "float32" : "uint8"));
+      out.push_back(py::make_tuple(o.name, o.sample_shape, DTypeName(o.dtype())));
     }
     return out;
   }

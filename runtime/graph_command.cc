@@ -85,7 +85,7 @@ std::string StageLine(const StagePorts& stage) {
 
 std::string ShapeOf(const OutputSpec& spec) {
   return absl::StrCat("[", absl::StrJoin(spec.sample_shape, ", "), "] ",
-                      spec.is_float ? "float32" : "uint8");
+                      DTypeName(spec.dtype()));
 }
 
 // DotQuoted quotes a DOT node id or label line (stage names are free text).

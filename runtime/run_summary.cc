@@ -50,7 +50,7 @@ std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs
     const OutputSpec& o = outputs[i];
     absl::StrAppend(&json, i == 0 ? "" : ", ", "\"", o.name, "\": {\"shape\": [",
                     absl::StrJoin(o.sample_shape, ", "), "], \"dtype\": \"",
-                    o.is_float ? "float32" : "uint8", "\"}");
+                    DTypeName(o.dtype()), "\"}");
   }
   return json + "}}";
 }

@@ -187,7 +187,6 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   if (absl::Status s = CreateStages(options, env, &plan.stages, &plan.outputs); !s.ok()) {
     return s;
   }
-  plan.output = plan.outputs.front();
   AddHttpCachePart(dataset, &env.memory);
 
   const int64_t samples = sampler.samples_per_rank();

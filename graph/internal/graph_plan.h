@@ -36,7 +36,6 @@ struct PlannedStage {
 // GraphPlan is everything decided before allocation.
 struct GraphPlan {
   std::vector<PlannedStage> stages;  // In flow order.
-  OutputSpec output;                 // One sample's slot of the first batch tensor.
   std::vector<OutputSpec> outputs;   // Every batch tensor's, in the plan's order.
   int64_t batches_per_epoch = 0;
   int pool_rows = 0;           // Rows of each batch buffer (PoolRows).

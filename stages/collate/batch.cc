@@ -20,19 +20,21 @@ const char* LocationName(MemoryLocation location) {
   return "unknown";
 }
 
-size_t Batch::bytes() const {
+namespace {
+
+// TensorBytes is the size of a dense tensor of `shape` and `dtype`; 0 for no shape.
+size_t TensorBytes(const std::vector<int64_t>& shape, DType dtype) {
   if (shape.empty()) return 0;
   size_t n = dtype == DType::kFloat32 ? 4 : 1;
   for (int64_t d : shape) n *= static_cast<size_t>(d);
   return n;
 }
 
-size_t BatchTensor::bytes() const {
-  if (shape.empty()) return 0;
-  size_t n = dtype == DType::kFloat32 ? 4 : 1;
-  for (int64_t d : shape) n *= static_cast<size_t>(d);
-  return n;
-}
+}  // namespace
+
+size_t Batch::bytes() const { return TensorBytes(shape, dtype); }
+
+size_t BatchTensor::bytes() const { return TensorBytes(shape, dtype); }
 
 int64_t NumBatches(int64_t num_samples, int64_t batch_size, bool drop_last) {
   if (num_samples <= 0 || batch_size <= 0) return 0;
