@@ -139,6 +139,12 @@ int ReadBundle(const std::string& path, std::string* text) {
   return error;
 }
 
+// CheckRange refuses a range no read could mean.
+absl::Status CheckRange(const std::string& path, int64_t offset, int64_t length) {
+  if (offset >= 0 && length >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(path, ": bad range ", offset, "+", length));
+}
+
 long Millis(absl::Duration d) {  // NOLINT(runtime/int): curl's type.
   return static_cast<long>(absl::ToInt64Milliseconds(d));  // NOLINT(runtime/int)
 }
@@ -373,9 +379,7 @@ absl::Status HttpEnv::ReadFile(const std::string& path, int64_t max_bytes,
 absl::Status HttpEnv::ReadRange(const std::string& path, int64_t offset, int64_t length,
                                 std::string* contents) {
   if (!IsUrl(path)) return base_->ReadRange(path, offset, length, contents);
-  if (offset < 0 || length < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": bad range ", offset, "+", length));
-  }
+  if (absl::Status s = CheckRange(path, offset, length); !s.ok()) return s;
   const int64_t shard_bytes = AdmittedSize(path);
   return shard_bytes >= 0 ? ReadCached(path, shard_bytes, offset, length, contents)
                           : ReadUncached(path, offset, length, contents);
@@ -403,9 +407,7 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> HttpEnv::NewRandomAccessFile(
   if (!IsUrl(path)) return base_->NewRandomAccessFile(path);
   return std::unique_ptr<RandomAccessFile>(
       new UncachedUrlFile([this, path](int64_t offset, int64_t length, std::string* out) {
-        if (offset < 0 || length < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(path, ": bad range ", offset, "+", length));
-        }
+        if (absl::Status s = CheckRange(path, offset, length); !s.ok()) return s;
         return ReadUncached(path, offset, length, out);
       }));
 }

@@ -39,31 +39,32 @@ absl::Status ParseColumnsHeader(const std::string& path, int line_number, absl::
         where, "a #columns: header names path, label, then the extra columns "
                "(#columns: path label caption), got \"", line.substr(0, 200), "\""));
   }
-  std::set<std::string> seen = {"path", "label"};
-  names->clear();
-  for (size_t i = 2; i < words.size(); ++i) {
-    const std::string name(words[i]);
-    if (!IsColumnName(name) || !seen.insert(name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, "column name '", name.substr(0, 40),
-          "' is not letters, digits and _ (dots only between them, not starting with a "
-                 "digit), or is repeated"));
-    }
-    names->push_back(name);
+  std::vector<std::string> extra(words.begin() + 2, words.end());
+  if (const std::string* bad = FirstBadColumnName(extra, {"path", "label"}); bad != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "column name '", bad->substr(0, 40),
+        "' is not letters, digits and _ (dots only between them, not starting with a "
+               "digit), or is repeated"));
   }
+  *names = std::move(extra);
   return absl::OkStatus();
+}
+
+const std::string* FirstBadColumnName(const std::vector<std::string>& names,
+                                      std::set<std::string> taken) {
+  for (const std::string& name : names) {
+    if (!IsColumnName(name) || !taken.insert(name).second) return &name;
+  }
+  return nullptr;
 }
 
 }  // namespace reader_internal
 
 absl::Status CheckColumnNames(const std::vector<std::string>& names) {
-  std::set<std::string> seen;
-  for (const std::string& name : names) {
-    if (!reader_internal::IsColumnName(name) || !seen.insert(name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "has '", name.substr(0, 40), "', not a column name (letters, digits and _, dots "
-          "only between them, not starting with a digit) or a repeated one"));
-    }
+  if (const std::string* bad = reader_internal::FirstBadColumnName(names, {}); bad != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "has '", bad->substr(0, 40), "', not a column name (letters, digits and _, dots "
+        "only between them, not starting with a digit) or a repeated one"));
   }
   return absl::OkStatus();
 }

@@ -4,6 +4,7 @@
 #ifndef FLOWLOADER_STAGES_READER_INTERNAL_LIST_COLUMNS_H_
 #define FLOWLOADER_STAGES_READER_INTERNAL_LIST_COLUMNS_H_
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ inline constexpr char kColumnsHeader[] = "#columns:";
 // extension such as `seg.txt` is a column name too), not starting with a digit. One rule
 // for list-file headers and the `columns` option, so a name means the same in both.
 bool IsColumnName(absl::string_view name);
+
+// FirstBadColumnName is the first of `names` that is not a column name or repeats an
+// earlier one or one of `taken`; nullptr when every name is good.
+const std::string* FirstBadColumnName(const std::vector<std::string>& names,
+                                      std::set<std::string> taken);
 
 // ParseColumnsHeader reads `line` (starting with kColumnsHeader): whitespace-separated
 // names, the first two `path` and `label`, then at least one extra column, each a name of
