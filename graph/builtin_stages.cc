@@ -9,34 +9,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "graph/internal/sample_buffers.h"
+#include "graph/internal/view_planning.h"
 #include "graph/stage.h"
 #include "stages/reader/file_reader.h"
 
 namespace flowloader {
 namespace {
 
-// Working buffers move between samples through one spare per thread: a sample borrows a
-// buffer when a stage needs one and gives it back when the next stage is done with it.
-// Samples in flight (prefetch_batches × batch_size of them) then hold no file bytes or
-// decoded pixels between batches, and memory stays at about one buffer of each kind per
-// worker instead of one per slot (measured: 138 MB of decoded pixels at 4 × 64 slots).
-template <typename Buffer>
-Buffer& ThreadSpare() {
-  thread_local Buffer spare;
-  return spare;
-}
-
-template <typename Buffer>
-void Borrow(Buffer& buffer) {
-  if (buffer.capacity() == 0) buffer.swap(ThreadSpare<Buffer>());
-}
-
-template <typename Buffer>
-void GiveBack(Buffer& buffer) {
-  Buffer& spare = ThreadSpare<Buffer>();
-  if (spare.capacity() < buffer.capacity()) spare.swap(buffer);
-  Buffer().swap(buffer);  // Frees whatever the sample still holds.
-}
+using graph_internal::Borrow;
+using graph_internal::GiveBack;
 
 // ReadStage reads a sample's file, or its image member from a tar shard with one
 // positioned read (through the dataset's shard Env: pread, or an HTTP range request).
@@ -90,9 +72,6 @@ decode::RegionRequest UnionRequest(const std::vector<augment::CropPlan>& plans) 
   return out;
 }
 
-bool Contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
 
 // DecodeStage decodes once per sample. When augment branches read its image, it plans
 // every branch's crop from the header first and decodes only what they need together.
@@ -100,7 +79,11 @@ class DecodeStage : public SampleStage {
  public:
   DecodeStage(std::unique_ptr<decode::Decoder> decoder, std::vector<ViewPlanner> planners,
               bool frees_bytes)
-      : decoder_(std::move(decoder)), planners_(std::move(planners)), frees_bytes_(frees_bytes) {}
+      : decoder_(std::move(decoder)),
+        planners_(std::move(planners)),
+        frees_bytes_(frees_bytes),
+        whole_image_(std::any_of(planners_.begin(), planners_.end(),
+                                 [](const ViewPlanner& p) { return p.planner == nullptr; })) {}
 
   absl::Status Process(SampleContext& sample) const override {
     absl::Status status = DecodeBytes(sample);
@@ -117,17 +100,23 @@ class DecodeStage : public SampleStage {
     absl::StatusOr<decode::ImageInfo> info = decoder_->ReadInfo(sample.bytes);
     if (!info.ok()) return info.status();
     sample.info = *info;
-    // Plan the crops from the header so only what they need is decoded.
+    // Plan the crops from the header so only what they need is decoded. A reader
+    // without a planner needs the whole image: then everything is decoded.
     for (const ViewPlanner& p : planners_) {
+      if (p.planner == nullptr) continue;
       SampleRng rng = sample.Rng(ViewStream(p.view));
       sample.plans[p.view] = p.planner->Plan(info->width, info->height, rng);
       sample.planned[p.view] = 1;
     }
-    if (!planners_.empty()) {
+    if (!planners_.empty() && planners_.front().planner != nullptr) {
       sample.plan = sample.plans[planners_.front().view];
       sample.has_plan = true;
     }
     decode::RegionRequest request;
+    if (whole_image_) {
+      Borrow(sample.decoded.image.pixels);
+      return decoder_->Decode(sample.bytes, *info, nullptr, &sample.decoded);
+    }
     if (planners_.size() == 1) {
       request = sample.plan.decode_request;  // One view: exactly its request, as always.
     } else if (planners_.size() > 1) {
@@ -143,6 +132,7 @@ class DecodeStage : public SampleStage {
   std::unique_ptr<decode::Decoder> decoder_;
   const std::vector<ViewPlanner> planners_;
   const bool frees_bytes_;
+  const bool whole_image_;  // A reader without a planner: decode everything.
   // Per thread (Process runs concurrently): the views' plans, without allocating.
   static thread_local std::vector<augment::CropPlan> request_scratch_;
 };
@@ -228,6 +218,7 @@ void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
   if (planners.empty()) return;
   int64_t output_pixels = 0;
   for (const ViewPlanner& p : planners) {
+    if (p.planner == nullptr) return;  // A whole-image decode: its size is the images'.
     const std::array<int, 3> shape = p.planner->OutputShape();  // 3 channels.
     output_pixels += int64_t{shape[0]} * shape[1] * shape[2] / 3;
   }
@@ -248,35 +239,6 @@ std::vector<ViewPlanner> PlannersFor(const StageEnv& env) {
   if (it != env.view_planners.end()) return it->second;
   if (env.outputs.empty() && env.crop_planner != nullptr) return {{env.crop_planner, 0}};
   return {};
-}
-
-// MayFree says whether the stage may free its input `port` (a built-in's own name): it
-// is the field's last reader, or the factory runs outside a planned graph.
-bool MayFree(const StageEnv& env, size_t port) {
-  if (env.inputs.empty()) return true;
-  return port < env.inputs.size() && Contains(env.may_free, env.inputs[port]);
-}
-
-// DeclareViews declares augment's output tensor under each name it is bound to and
-// offers its planner to the decode of the image it reads; returns the views' indexes.
-std::vector<int> DeclareViews(const augment::Transform* transform, const OutputSpec& spec,
-                              StageEnv& env) {
-  std::vector<int> views;
-  const std::vector<std::string> names =
-      env.outputs.empty() ? std::vector<std::string>{kOutputField} : env.outputs;
-  for (const std::string& name : names) {
-    int view = env.DeclareOutput(name, spec);
-    if (view < 0) {  // Outside a planned graph (flowloader graph's shape query).
-      env.output = spec;
-      env.output_declared = true;
-      view = 0;
-    }
-    views.push_back(view);
-  }
-  const std::string image = env.inputs.empty() ? kImageField : env.inputs.front();
-  for (int view : views) env.view_planners[image].push_back({transform, view});
-  env.crop_planner = transform;
-  return views;
 }
 
 StageSchema ReadSchema() {
@@ -349,6 +311,39 @@ StageSchema AugmentSchema() {
 
 }  // namespace
 
+namespace graph_internal {
+
+bool Contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool MayFree(const StageEnv& env, size_t port) {
+  if (env.inputs.empty()) return true;
+  return port < env.inputs.size() && Contains(env.may_free, env.inputs[port]);
+}
+
+std::vector<int> DeclareViews(const augment::Transform* transform, const OutputSpec& spec,
+                              StageEnv& env) {
+  std::vector<int> views;
+  const std::vector<std::string> names =
+      env.outputs.empty() ? std::vector<std::string>{kOutputField} : env.outputs;
+  for (const std::string& name : names) {
+    int view = env.DeclareOutput(name, spec);
+    if (view < 0) {  // Outside a planned graph (flowloader graph's shape query).
+      env.output = spec;
+      env.output_declared = true;
+      view = 0;
+    }
+    views.push_back(view);
+  }
+  const std::string image = env.inputs.empty() ? kImageField : env.inputs.front();
+  for (int view : views) env.view_planners[image].push_back({transform, view});
+  if (transform != nullptr) env.crop_planner = transform;
+  return views;
+}
+
+}  // namespace graph_internal
+
 void RegisterBuiltinStages(StageRegistry& registry) {
   (void)registry.Register(
       ReadSchema(),
@@ -385,7 +380,7 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         std::vector<ViewPlanner> planners = PlannersFor(env);
         DeclareDecodeMemory(o, args.GetInt("seek_index_mb"), planners, env);
         return std::unique_ptr<SampleStage>(
-            new DecodeStage(std::move(*decoder), std::move(planners), MayFree(env, 0)));
+            new DecodeStage(std::move(*decoder), std::move(planners), graph_internal::MayFree(env, 0)));
       });
 
   (void)registry.Register(
@@ -430,10 +425,11 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         const OutputSpec spec{{shape[0], shape[1], shape[2]},
                               o.layout == augment::Layout::kFloatCHW,
                               transform->OutputBytes()};
-        std::vector<int> views = DeclareViews(transform.get(), spec, env);
+        std::vector<int> views = graph_internal::DeclareViews(transform.get(), spec, env);
         return std::unique_ptr<SampleStage>(
-            new AugmentStage(std::move(transform), std::move(views), MayFree(env, 0)));
+            new AugmentStage(std::move(transform), std::move(views), graph_internal::MayFree(env, 0)));
       });
+  RegisterTransformsStage(registry);
 }
 
 }  // namespace flowloader

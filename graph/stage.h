@@ -195,9 +195,11 @@ struct OutputSpec {
   DType dtype() const { return is_float ? DType::kFloat32 : DType::kUint8; }
 };
 
-// ViewPlanner is one augment branch's crop planner, offered to the decode stage that
-// writes the image it reads: `view` is the branch's batch tensor index, and so its
-// random stream (ViewStream).
+// ViewPlanner is one view's crop planner (augment's, or a transforms list's head),
+// offered to the decode stage that writes the image it reads: `view` is the view's batch
+// tensor index, and so its random stream (ViewStream). A null planner is a view that
+// needs the whole image (an op list without a crop-and-resize head): decode then decodes
+// everything, in RGB, and the planned views crop from that.
 struct ViewPlanner {
   const augment::Transform* planner = nullptr;
   int view = 0;

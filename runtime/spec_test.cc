@@ -456,12 +456,12 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:2:5: a stage must be a mapping {type, name, concurrency, options}, got 'read'"},
     {"StageWithoutType", "stages:\n  - name: x\n",
      "t.yaml:2:5: a stage needs a type (one of: augment, decode, read, spec_test_blur, "
-     "spec_test_noop)"},
+     "spec_test_noop, transforms)"},
     {"UnknownStageType", "stages:\n  - type: decod\n",
      "t.yaml:2:11: unknown stage type 'decod' (did you mean 'decode'?)"},
     {"UnknownStageTypeListsTheKnown", "stages:\n  - type: sharpen\n",
      "t.yaml:2:11: unknown stage type 'sharpen' (known: augment, decode, read, spec_test_blur, "
-     "spec_test_noop)"},
+     "spec_test_noop, transforms)"},
     {"UnknownStageKey", "stages:\n  - type: read\n    option: {}\n",
      "t.yaml:3:5: unknown key 'option' in stage 'read' (did you mean 'options'?)"},
     {"PortsNotAList", "stages:\n  - type: augment\n    outputs: view0\n",

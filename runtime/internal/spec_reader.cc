@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "stages/core/bool_text.h"
+#include "stages/core/suggest.h"
 #include "yaml-cpp/depthguard.h"
 #include "yaml-cpp/eventhandler.h"
 
@@ -49,22 +50,6 @@ bool IsDecimal(absl::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
     return absl::ascii_isdigit(static_cast<unsigned char>(c));
   });
-}
-
-// EditDistance is the Levenshtein distance of two short names.
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
 }
 
 }  // namespace
@@ -280,29 +265,6 @@ std::string Describe(const YAML::Node& node) {
   return "nothing";
 }
 
-std::string Suggestion(absl::string_view name, const std::vector<std::string>& known) {
-  if (known.empty()) return "(there are none)";
-  // A likely typo: a few edits away (case aside), or a known name containing it
-  // ("workers" for num_workers). Fewest edits wins.
-  const std::string lower = absl::AsciiStrToLower(name);
-  const size_t max_edits = lower.size() <= 4 ? 1 : 2;
-  const std::string* best = nullptr;
-  size_t best_score = std::numeric_limits<size_t>::max();
-  for (const std::string& k : known) {
-    const std::string candidate = absl::AsciiStrToLower(k);
-    size_t score = EditDistance(lower, candidate);
-    if (score > max_edits) {
-      if (lower.size() < 4 || !absl::StrContains(candidate, lower)) continue;
-      score = max_edits + 1;
-    }
-    if (score < best_score) {
-      best_score = score;
-      best = &k;
-    }
-  }
-  if (best != nullptr) return absl::StrCat("(did you mean '", *best, "'?)");
-  return absl::StrCat("(known: ", absl::StrJoin(known, ", "), ")");
-}
 
 }  // namespace spec_internal
 }  // namespace flowloader

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "stages/core/suggest.h"
 #include "yaml-cpp/yaml.h"
 
 namespace flowloader {
@@ -101,9 +102,8 @@ std::string Quote(absl::string_view text);
 // or nothing.
 std::string Describe(const YAML::Node& node);
 
-// Suggestion is the parenthesis that ends an unknown-name message: "(did you mean 'x'?)"
-// when `name` is a likely typo of a known name, else "(known: a, b, c)".
-std::string Suggestion(absl::string_view name, const std::vector<std::string>& known);
+// Suggestion (stages/core/suggest.h) ends an unknown-name message.
+using ::flowloader::Suggestion;
 
 }  // namespace spec_internal
 }  // namespace flowloader

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "stages/augment/internal/crop_math.h"
+#include "stages/augment/internal/pillow_resample.h"
 #include "stages/augment/internal/resample.h"
 #include "stages/augment/internal/resample_ycc.h"
 
@@ -118,7 +119,50 @@ internal::YccSpec YccSpecFor(const decode::DecodedImage& decoded, const RectF& b
   return spec;
 }
 
+// FilterSupport is the filter's reach in output pixels (Pillow's support).
+double FilterSupport(Interpolation interpolation) {
+  return interpolation == Interpolation::kBicubic ? 2.0 : 1.0;
+}
+
+// AcceptsYcc: only the bilinear pass resizes YCbCr planes.
+bool AcceptsYcc(const TransformOptions& o) {
+  return o.interpolation == Interpolation::kBilinear && internal::YccResampleIsFast();
+}
+
 }  // namespace
+
+// ApplyPillow is Apply for bicubic and nearest: Pillow's exact resize of the box (train:
+// of the crop alone, as F.resized_crop; eval: reading around it, as Resize then
+// CenterCrop), then the flip and the layout.
+void Transform::ApplyPillow(const Image& img, const RectF& box, const CropPlan& plan,
+                            void* dst) const {
+  thread_local Image resized;
+  const int n = options_.image_size;
+  if (plan.clamp_to_region) {
+    const Window wx = ClampWindow(box.x, box.x + box.w, img.width);
+    const Window wy = ClampWindow(box.y, box.y + box.h, img.height);
+    const ImageView window{img.pixels.data() + wy.lo * img.stride() + wx.lo * 3, wx.hi - wx.lo,
+                           wy.hi - wy.lo, 3, img.stride()};
+    internal::PillowResample(window, RectF{box.x - wx.lo, box.y - wy.lo, box.w, box.h}, n, n,
+                             options_.interpolation, plan.flip, &resized);
+  } else {
+    internal::PillowResample(img.view(), box, n, n, options_.interpolation, plan.flip, &resized);
+  }
+  const size_t plane = static_cast<size_t>(n) * n;
+  if (options_.layout == Layout::kUint8HWC) {
+    std::copy(resized.pixels.begin(), resized.pixels.begin() + plane * 3,
+              static_cast<uint8_t*>(dst));
+    return;
+  }
+  const internal::OutputSpec out = OutputSpecFor(options_, dst);
+  float* chw = static_cast<float*>(dst);
+  for (int c = 0; c < 3; ++c) {
+    for (size_t i = 0; i < plane; ++i) {
+      chw[c * plane + i] = static_cast<float>(resized.pixels[3 * i + c]) * out.scale[c] +
+                           out.offset[c];
+    }
+  }
+}
 
 absl::StatusOr<std::unique_ptr<Transform>> Transform::Create(const TransformOptions& o) {
   if (o.mode != Mode::kTrain && o.mode != Mode::kEval) return Invalid("unknown mode");
@@ -180,7 +224,7 @@ CropPlan Transform::Plan(int width, int height, SampleRng& rng) const {
     plan.decode_request.region = plan.region;
     plan.decode_request.target_width = n;
     plan.decode_request.target_height = n;
-    plan.decode_request.accept_ycc = internal::YccResampleIsFast();
+    plan.decode_request.accept_ycc = AcceptsYcc(options_);
     return plan;
   }
 
@@ -195,9 +239,10 @@ CropPlan Transform::Plan(int width, int height, SampleRng& rng) const {
   plan.region = RectF{left * sx, top * sy, n * sx, n * sy};
   plan.clamp_to_region = false;
   plan.flip = false;
-  // The filter reaches max(scale, 1) original pixels beyond the box (bilinear support 1).
-  const double reach_x = std::max(sx, 1.0);
-  const double reach_y = std::max(sy, 1.0);
+  // The filter reaches support × max(scale, 1) original pixels beyond the box.
+  const double support = FilterSupport(options_.interpolation);
+  const double reach_x = support * std::max(sx, 1.0);
+  const double reach_y = support * std::max(sy, 1.0);
   const double x0 = std::max(0.0, plan.region.x - reach_x);
   const double y0 = std::max(0.0, plan.region.y - reach_y);
   const double x1 = std::min<double>(width, plan.region.x + plan.region.w + reach_x);
@@ -210,7 +255,7 @@ CropPlan Transform::Plan(int width, int height, SampleRng& rng) const {
       static_cast<int>(std::ceil(n * (x1 - x0) / plan.region.w - 1e-9));
   plan.decode_request.target_height =
       static_cast<int>(std::ceil(n * (y1 - y0) / plan.region.h - 1e-9));
-  plan.decode_request.accept_ycc = internal::YccResampleIsFast();
+  plan.decode_request.accept_ycc = AcceptsYcc(options_);
   return plan;
 }
 
@@ -267,6 +312,11 @@ absl::Status Transform::Apply(const decode::DecodedImage& decoded, const CropPla
   x1 = std::min<double>(x1, img.width);
   y1 = std::min<double>(y1, img.height);
 
+  if (options_.interpolation != Interpolation::kBilinear) {
+    if (ycc) return absl::InvalidArgumentError("Apply: bicubic/nearest need RGB pixels");
+    ApplyPillow(img, RectF{x0, y0, x1 - x0, y1 - y0}, plan, dst);
+    return absl::OkStatus();
+  }
   const internal::OutputSpec out = OutputSpecFor(options_, dst);
   if (ycc) {
     internal::ResampleYcc(

@@ -40,6 +40,10 @@ enum class Layout {
   kUint8HWC,  // uint8, [H, W, 3], no normalization (for GPU-side normalization).
 };
 
+// Interpolation is the resize filter, as torchvision's InterpolationMode on PIL images
+// (Pillow's ImagingResample filters; nearest is Pillow's nearest-neighbour resize).
+enum class Interpolation { kBilinear, kBicubic, kNearest };
+
 struct TransformOptions {
   Mode mode = Mode::kTrain;
   // Output side length in pixels (square output). Must be in [1, 16384].
@@ -59,6 +63,9 @@ struct TransformOptions {
   std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
   std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
   Layout layout = Layout::kFloatCHW;
+  // The resize filter. Bilinear is the fused SIMD pass (and may take YCbCr planes);
+  // bicubic and nearest resize RGB with Pillow's exact arithmetic.
+  Interpolation interpolation = Interpolation::kBilinear;
 };
 
 // CropPlan is everything random about one sample, drawn before decoding.
@@ -96,6 +103,7 @@ class Transform {
 
  private:
   explicit Transform(const TransformOptions& options) : options_(options) {}
+  void ApplyPillow(const Image& img, const RectF& box, const CropPlan& plan, void* dst) const;
   TransformOptions options_;
 };
 

@@ -1,0 +1,108 @@
+// transforms_stage.cc: the `transforms` stage type: one view's op list (torchvision's
+// Compose, stages/augment/ops/view_program.h) per batch tensor it writes.
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "graph/internal/sample_buffers.h"
+#include "graph/internal/view_planning.h"
+#include "graph/stage.h"
+#include "stages/augment/ops/view_program.h"
+
+namespace flowloader {
+namespace {
+
+// The list `augment`'s train mode stands for: the default of `ops`.
+constexpr char kDefaultOps[] =
+    "random_resized_crop(size=224); random_horizontal_flip(); normalize()";
+
+// TransformsStage runs its program once per view it is bound to; view v's head draws from
+// ViewStream(v), as augment's view v does, so the same list gives the same pixels.
+class TransformsStage : public SampleStage {
+ public:
+  TransformsStage(std::shared_ptr<const augment::ViewProgram> program, std::vector<int> views,
+                  bool frees_image)
+      : program_(std::move(program)), views_(std::move(views)), frees_image_(frees_image) {}
+
+  absl::Status Process(SampleContext& sample) const override {
+    absl::Status status;
+    const augment::ViewProgram::SampleKey key{sample.seed, static_cast<uint64_t>(sample.epoch),
+                                              static_cast<uint64_t>(sample.index)};
+    for (int view : views_) {
+      const augment::CropPlan* plan = sample.planned[view] ? &sample.plans[view] : nullptr;
+      if (plan == nullptr && program_->head() != nullptr) {
+        // Decoded without a plan (a user stage decoded it): the head plans on all of it.
+        sample.decoded.covered =
+            RectF{0, 0, static_cast<double>(sample.decoded.image.width),
+                  static_cast<double>(sample.decoded.image.height)};
+      }
+      status = program_->Run(sample.decoded, plan, key, ViewStream(view),
+                             sample.outputs[view].data);
+      if (!status.ok()) break;
+    }
+    if (frees_image_) graph_internal::GiveBack(sample.decoded.image.pixels);
+    return status;
+  }
+  size_t BytesProduced(const SampleContext& sample) const override {
+    size_t bytes = 0;
+    for (int view : views_) bytes += sample.outputs[view].bytes;
+    return bytes;
+  }
+
+ private:
+  std::shared_ptr<const augment::ViewProgram> program_;
+  const std::vector<int> views_;
+  const bool frees_image_;
+};
+
+StageSchema TransformsSchema() {
+  return StageSchema{
+      "transforms",
+      "one view's op list, torchvision's Compose (`ops:`, run in order; `flowloader stages` "
+      "lists the ops): the crop-and-resize at its head is planned before decoding, "
+      "normalize writes the float tensor (without it the view is uint8 [H, W, 3]). "
+      "`outputs: [a, b]` writes an independent random view into each",
+      {{"ops", OptionType::kString, kDefaultOps,
+        "the op list: `name(arg=value, ...)` separated by ';' (a spec writes it as an `ops:` "
+        "list)"}},
+      0,
+      {{kImageField, FieldKind::kImage}},
+      {{kOutputField, FieldKind::kTensor}},
+      {kImageField},
+      /*output_repeats=*/true};
+}
+
+absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& args,
+                                                              StageEnv& env) {
+  absl::StatusOr<std::vector<augment::OpText>> ops =
+      augment::ParseOpListText(args.GetString("ops"));
+  if (!ops.ok()) return absl::InvalidArgumentError(absl::StrCat("transforms: ", ops.status().message()));
+  absl::StatusOr<std::unique_ptr<augment::ViewProgram>> made = augment::ViewProgram::Create(*ops);
+  if (!made.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("transforms: ", made.status().message()));
+  }
+  std::shared_ptr<const augment::ViewProgram> program = std::move(*made);
+  const std::array<int64_t, 3> shape = program->shape();
+  const OutputSpec spec{{shape[0], shape[1], shape[2]}, program->is_float(),
+                        program->output_bytes()};
+  std::vector<int> views = graph_internal::DeclareViews(program->head(), spec, env);
+  if (program->scratch_bytes() > 0) {
+    const int64_t per_worker = static_cast<int64_t>(program->scratch_bytes());
+    env.memory.push_back({"transforms scratch", "transforms_scratch",
+                          per_worker * env.num_workers,
+                          absl::StrCat("num_workers ", env.num_workers, " × ",
+                                       FormatBytes(per_worker), " working pixels"),
+                          {"num_workers"}});
+  }
+  return std::unique_ptr<SampleStage>(
+      new TransformsStage(std::move(program), std::move(views), graph_internal::MayFree(env, 0)));
+}
+
+}  // namespace
+
+void RegisterTransformsStage(StageRegistry& registry) {
+  (void)registry.Register(TransformsSchema(), CreateTransforms);
+}
+
+}  // namespace flowloader

@@ -1,0 +1,178 @@
+// pillow_resample.cc: Pillow 9's Resample.c (ImagingResample) and ImagingScaleAffine,
+// restated for interleaved RGB.
+#include "stages/augment/internal/pillow_resample.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace flowloader::augment::internal {
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+double BilinearFilter(double x) {
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return 1.0 - x;
+  return 0.0;
+}
+
+double BicubicFilter(double x) {
+  constexpr double a = -0.5;  // Pillow's (and torchvision's PIL path) cubic constant.
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+// Taps is precompute_coeffs + normalize_coeffs_8bpc for one axis.
+struct Taps {
+  int ksize = 0;
+  std::vector<int> bounds;  // xmin, count per output.
+  std::vector<int> k;       // Fixed-point weights, ksize per output.
+};
+
+Taps PrecomputeTaps(int in_size, double in0, double in1, int out_size, bool bicubic) {
+  const double support_base = bicubic ? 2.0 : 1.0;
+  const double scale = (in1 - in0) / out_size;
+  const double filterscale = std::max(scale, 1.0);
+  const double support = support_base * filterscale;
+  Taps t;
+  t.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  t.bounds.resize(2 * out_size);
+  t.k.assign(static_cast<size_t>(out_size) * t.ksize, 0);
+  std::vector<double> w(t.ksize);
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = in0 + (xx + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    int xmin = static_cast<int>(center - support + 0.5);
+    if (xmin < 0) xmin = 0;
+    int xmax = static_cast<int>(center + support + 0.5);
+    if (xmax > in_size) xmax = in_size;
+    xmax -= xmin;
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      const double v = bicubic ? BicubicFilter((x + xmin - center + 0.5) * ss)
+                               : BilinearFilter((x + xmin - center + 0.5) * ss);
+      w[x] = v;
+      ww += v;
+    }
+    for (int x = 0; x < xmax; ++x) {
+      double v = ww != 0.0 ? w[x] / ww : w[x];
+      v *= (1 << kPrecisionBits);
+      t.k[static_cast<size_t>(xx) * t.ksize + x] =
+          static_cast<int>(v < 0 ? std::trunc(-0.5 + v) : std::trunc(0.5 + v));
+    }
+    t.bounds[2 * xx] = xmin;
+    t.bounds[2 * xx + 1] = xmax;
+  }
+  return t;
+}
+
+inline uint8_t Clip8(int64_t v) {
+  v >>= kPrecisionBits;
+  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+void ResampleInner(const ImageView& src, const RectF& box, int out_w, int out_h, bool bicubic,
+                   Image* dst) {
+  const bool need_h = out_w != src.width || box.x != 0 || box.w != out_w;
+  const bool need_v = out_h != src.height || box.y != 0 || box.h != out_h;
+  const Taps th = PrecomputeTaps(src.width, box.x, box.x + box.w, out_w, bicubic);
+  Taps tv = PrecomputeTaps(src.height, box.y, box.y + box.h, out_h, bicubic);
+  const int ybox_first = tv.bounds[0];
+  const int ybox_last = tv.bounds[2 * out_h - 2] + tv.bounds[2 * out_h - 1];
+
+  // The horizontal pass, over the rows the vertical pass reads.
+  Image temp;
+  ImageView mid = src;
+  if (need_h) {
+    for (int i = 0; i < out_h; ++i) tv.bounds[2 * i] -= ybox_first;
+    temp.Resize(out_w, ybox_last - ybox_first, 3);
+    for (int y = 0; y < temp.height; ++y) {
+      const uint8_t* in = src.Row(y + ybox_first);
+      uint8_t* out = temp.Row(y);
+      for (int xx = 0; xx < out_w; ++xx) {
+        const int xmin = th.bounds[2 * xx];
+        const int xmax = th.bounds[2 * xx + 1];
+        const int* k = &th.k[static_cast<size_t>(xx) * th.ksize];
+        for (int c = 0; c < 3; ++c) {
+          int64_t ss = int64_t{1} << (kPrecisionBits - 1);
+          for (int x = 0; x < xmax; ++x) ss += int64_t{in[(x + xmin) * 3 + c]} * k[x];
+          out[xx * 3 + c] = Clip8(ss);
+        }
+      }
+    }
+    mid = temp.view();
+  } else {
+    // No horizontal pass: the vertical pass reads the source rows directly.
+  }
+  if (need_v) {
+    dst->Resize(out_w, out_h, 3);
+    for (int yy = 0; yy < out_h; ++yy) {
+      const int ymin = tv.bounds[2 * yy];
+      const int ymax = tv.bounds[2 * yy + 1];
+      const int* k = &tv.k[static_cast<size_t>(yy) * tv.ksize];
+      uint8_t* out = dst->Row(yy);
+      for (int x = 0; x < out_w * 3; ++x) {
+        int64_t ss = int64_t{1} << (kPrecisionBits - 1);
+        for (int y = 0; y < ymax; ++y) ss += int64_t{mid.Row(y + ymin)[x]} * k[y];
+        out[x] = Clip8(ss);
+      }
+    }
+  } else {
+    dst->Resize(out_w, out_h, 3);
+    for (int y = 0; y < out_h; ++y) {
+      std::copy(mid.Row(y), mid.Row(y) + out_w * 3, dst->Row(y));
+    }
+  }
+}
+
+// Nearest: Pillow's ImagingScaleAffine for a = [box.w / out_w, 0, box.x, 0, box.h / out_h,
+// box.y].
+void ResampleNearest(const ImageView& src, const RectF& box, int out_w, int out_h, Image* dst) {
+  const double a0 = box.w / out_w;
+  const double a4 = box.h / out_h;
+  auto coord = [](double v) { return v < 0.0 ? -1 : static_cast<int>(v); };
+  std::vector<int> xin(out_w, -1);
+  double xo = box.x + a0 * 0.5;
+  for (int x = 0; x < out_w; ++x) {
+    const int xi = coord(xo);
+    if (xi >= 0 && xi < src.width) xin[x] = xi;
+    xo += a0;
+  }
+  dst->Resize(out_w, out_h, 3);
+  double yo = box.y + a4 * 0.5;
+  for (int y = 0; y < out_h; ++y) {
+    const int yi = coord(yo);
+    uint8_t* out = dst->Row(y);
+    for (int x = 0; x < out_w; ++x) {
+      const bool inside = yi >= 0 && yi < src.height && xin[x] >= 0;
+      for (int c = 0; c < 3; ++c) out[x * 3 + c] = inside ? src.Row(yi)[xin[x] * 3 + c] : 0;
+    }
+    yo += a4;
+  }
+}
+
+void FlipColumns(Image* img) {
+  for (int y = 0; y < img->height; ++y) {
+    uint8_t* row = img->Row(y);
+    for (int l = 0, r = img->width - 1; l < r; ++l, --r) {
+      for (int c = 0; c < 3; ++c) std::swap(row[l * 3 + c], row[r * 3 + c]);
+    }
+  }
+}
+
+}  // namespace
+
+void PillowResample(const ImageView& src, const RectF& box, int out_width, int out_height,
+                    Interpolation filter, bool flip, Image* dst) {
+  if (filter == Interpolation::kNearest) {
+    ResampleNearest(src, box, out_width, out_height, dst);
+  } else {
+    ResampleInner(src, box, out_width, out_height, filter == Interpolation::kBicubic, dst);
+  }
+  if (flip) FlipColumns(dst);
+}
+
+}  // namespace flowloader::augment::internal

@@ -1,0 +1,32 @@
+// pillow_resample.h: Pillow 9's Image.resize on 8-bit RGB, with its exact arithmetic,
+// for every filter torchvision's InterpolationMode names on PIL images.
+//
+// Bilinear and bicubic are ImagingResample: per axis, taps from the filter centred at
+// box0 + (i + 0.5) * scale with support × max(scale, 1), normalized to sum 1 in double,
+// then 22-bit fixed point (PRECISION_BITS = 32 - 8 - 2); the horizontal pass runs first
+// over the rows the vertical pass reads and rounds to 8 bits, then the vertical pass.
+// Nearest is Pillow's affine nearest (ImagingScaleAffine): source column
+// int(box0 + scale * 0.5 + i * scale), accumulated in double as Pillow does.
+// The filter reads pixels outside `box` up to the image's edge, as Pillow's resize with a
+// box does; torchvision crops first (F.resized_crop), so callers pass the crop itself.
+//
+// This is the exact, plain path (no SIMD): the fused head's bilinear resize
+// (internal/resample.h) is the fast one.
+//
+// Thread-safety: pure function; allocates its tap tables and one intermediate image.
+#ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_
+#define FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_
+
+#include "stages/augment/transform.h"
+#include "stages/core/image.h"
+
+namespace flowloader::augment::internal {
+
+// PillowResample resizes `box` of `src` (3 channels) to out_width × out_height into
+// `dst` (resized to fit), mirrored horizontally when `flip`.
+void PillowResample(const ImageView& src, const RectF& box, int out_width, int out_height,
+                    Interpolation filter, bool flip, Image* dst);
+
+}  // namespace flowloader::augment::internal
+
+#endif  // FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_

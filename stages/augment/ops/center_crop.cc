@@ -1,0 +1,67 @@
+// center_crop.cc: torchvision's CenterCrop(size): the central box of size, the image
+// padded with zeros first where it is smaller (F.center_crop).
+#include <algorithm>
+#include <cstring>
+
+#include "stages/augment/internal/crop_math.h"
+#include "stages/augment/ops/op.h"
+
+namespace flowloader::augment {
+namespace {
+
+class CenterCrop : public Op {
+ public:
+  CenterCrop(int height, int width) : height_(height), width_(width) {}
+
+  OpSize OutputSize(OpSize) const override { return {width_, height_}; }
+
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
+    const Image& src = *image.rgb;
+    // F.center_crop pads (ltrb: (cw - w) // 2, (ch - h) // 2, rounded up on the right
+    // and bottom) when the crop is larger, then crops at round((h - ch) / 2).
+    const int pad_left = std::max(0, (width_ - src.width) / 2);
+    const int pad_top = std::max(0, (height_ - src.height) / 2);
+    const int padded_w = std::max(src.width, width_);
+    const int padded_h = std::max(src.height, height_);
+    const int top = internal::CenterCropOffset(padded_h, height_) - pad_top;
+    const int left = internal::CenterCropOffset(padded_w, width_) - pad_left;
+    Image& dst = *image.spare;
+    dst.Resize(width_, height_, 3);
+    for (int y = 0; y < height_; ++y) {
+      uint8_t* out = dst.Row(y);
+      const int sy = top + y;
+      if (sy < 0 || sy >= src.height) {
+        std::memset(out, 0, dst.stride());
+        continue;
+      }
+      for (int x = 0; x < width_; ++x) {
+        const int sx = left + x;
+        const bool inside = sx >= 0 && sx < src.width;
+        for (int c = 0; c < 3; ++c) {
+          out[3 * x + c] = inside ? src.pixels[sy * src.stride() + 3 * sx + c] : 0;
+        }
+      }
+    }
+    std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+ private:
+  const int height_, width_;
+};
+
+FLOWLOADER_REGISTER_OP((OpSchema{"center_crop",
+                                 "crops the central box of size (zero-padded where larger)",
+                                 {{"size", "224", "an integer or [height, width]",
+                                   "output size"}}}),
+                       [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+                         int h = 0, w = 0;
+                         if (absl::Status s = ReadSize("center_crop", args, "size", true, &h, &w);
+                             !s.ok()) {
+                           return s;
+                         }
+                         return std::unique_ptr<Op>(new CenterCrop(h, w));
+                       });
+
+}  // namespace
+}  // namespace flowloader::augment

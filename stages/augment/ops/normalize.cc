@@ -1,0 +1,86 @@
+// normalize.cc: torchvision's ToTensor + Normalize(mean, std): uint8 RGB pixels become
+// the float32 [3, H, W] tensor (q / 255 - mean) / std, written into the batch slot.
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "stages/augment/ops/op.h"
+
+namespace flowloader::augment {
+namespace {
+
+class Normalize : public Op {
+ public:
+  Normalize(const std::array<float, 3>& mean, const std::array<float, 3>& std)
+      : mean_(mean), std_(std) {
+    for (int c = 0; c < 3; ++c) {
+      // As the fused head computes it (transform.cc): one multiply-add per value.
+      scale_[c] = static_cast<float>(1.0 / (255.0 * std[c]));
+      offset_[c] = static_cast<float>(-static_cast<double>(mean[c]) / std[c]);
+    }
+  }
+  PixelForm Output() const override { return PixelForm::kFloatCHW; }
+  bool Normalization(std::array<float, 3>* mean, std::array<float, 3>* std) const override {
+    *mean = mean_;
+    *std = std_;
+    return true;
+  }
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
+    const Image& img = *image.rgb;
+    if (img.width != image.width || img.height != image.height) {
+      return absl::InternalError(absl::StrCat("normalize: pixels are ", img.width, "x",
+                                              img.height, ", the slot ", image.width, "x",
+                                              image.height));
+    }
+    const size_t plane = static_cast<size_t>(img.width) * img.height;
+    const uint8_t* src = img.pixels.data();
+    for (int c = 0; c < 3; ++c) {
+      float* out = image.chw + c * plane;
+      const float scale = scale_[c];
+      const float offset = offset_[c];
+      for (size_t i = 0; i < plane; ++i) out[i] = static_cast<float>(src[3 * i + c]) * scale + offset;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::array<float, 3> mean_;
+  std::array<float, 3> std_;
+  float scale_[3];
+  float offset_[3];
+};
+
+absl::StatusOr<std::array<float, 3>> ReadTriple(const OpArgs& args, const std::string& arg,
+                                                bool positive) {
+  const OpValue& v = args.Get(arg);
+  std::array<float, 3> out{};
+  if (v.numbers.size() != 1 && v.numbers.size() != 3) {
+    return ArgError("normalize", arg, "a number or [r, g, b]", v);
+  }
+  for (int c = 0; c < 3; ++c) {
+    out[c] = static_cast<float>(v.numbers[v.numbers.size() == 1 ? 0 : c]);
+    if (positive && !(out[c] > 0)) return ArgError("normalize", arg, "> 0 in every channel", v);
+  }
+  return out;
+}
+
+FLOWLOADER_REGISTER_OP(
+    (OpSchema{"normalize",
+              "ToTensor + Normalize: uint8 pixels to float32 [3, H, W], (x / 255 - mean) / std; "
+              "pixel ops come before it, tensor ops (random_erasing) after",
+              {{"mean", "[0.485, 0.456, 0.406]", "[r, g, b] or a number",
+                "per-channel mean on the 0..1 scale (torchvision requires it; the default is "
+                "ImageNet's)"},
+               {"std", "[0.229, 0.224, 0.225]", "[r, g, b] or a number > 0",
+                "per-channel standard deviation (default ImageNet's)"},
+               {"inplace", "false", "true or false", "accepted for torchvision's signature; "
+                                                     "flowloader always writes the slot"}}}),
+    [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+      absl::StatusOr<std::array<float, 3>> mean = ReadTriple(args, "mean", false);
+      if (!mean.ok()) return mean.status();
+      absl::StatusOr<std::array<float, 3>> std = ReadTriple(args, "std", true);
+      if (!std.ok()) return std.status();
+      return std::unique_ptr<Op>(new Normalize(*mean, *std));
+    });
+
+}  // namespace
+}  // namespace flowloader::augment

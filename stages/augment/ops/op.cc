@@ -1,0 +1,241 @@
+// op.cc: the op registry, argument texts and the range checks the ops share.
+#include "stages/augment/ops/op.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "stages/core/suggest.h"
+
+namespace flowloader::augment {
+namespace {
+
+bool ParseNumber(absl::string_view text, double* out) {
+  text = absl::StripAsciiWhitespace(text);
+  if (text == "true" || text == "True") {
+    *out = 1;
+    return true;
+  }
+  if (text == "false" || text == "False") {
+    *out = 0;
+    return true;
+  }
+  return absl::SimpleAtod(text, out) && std::isfinite(*out);
+}
+
+bool IsWord(absl::string_view text) {
+  if (text.empty() || !absl::ascii_isalpha(static_cast<unsigned char>(text[0]))) return false;
+  for (char c : text) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string NumberText(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrCat(static_cast<int64_t>(v));
+  return absl::StrCat(v);
+}
+
+}  // namespace
+
+const OpValue& OpArgs::Get(const std::string& name) const {
+  static const OpValue* const kNone = new OpValue{{}, "", false, true};
+  auto it = values_.find(name);
+  return it == values_.end() ? *kNone : it->second;
+}
+
+void OpArgs::Set(const std::string& name, OpValue value, bool given) {
+  values_[name] = std::move(value);
+  if (given) given_[name] = true;
+}
+
+absl::StatusOr<OpValue> ParseOpValue(const std::string& raw) {
+  absl::string_view text = absl::StripAsciiWhitespace(raw);
+  OpValue value;
+  if (text == "null" || text == "none" || text == "None" || text == "~") {
+    value.is_none = true;
+    return value;
+  }
+  if (absl::ConsumePrefix(&text, "[") || absl::ConsumePrefix(&text, "(")) {
+    if (!absl::ConsumeSuffix(&text, "]") && !absl::ConsumeSuffix(&text, ")")) {
+      return absl::InvalidArgumentError(absl::StrCat("unclosed list '", raw, "'"));
+    }
+    value.is_list = true;
+    if (absl::StripAsciiWhitespace(text).empty()) return value;
+    for (absl::string_view part : absl::StrSplit(text, ',')) {
+      double v = 0;
+      if (!ParseNumber(part, &v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", absl::StripAsciiWhitespace(part), "' in '", raw,
+                         "' is not a number"));
+      }
+      value.numbers.push_back(v);
+    }
+    return value;
+  }
+  double v = 0;
+  if (ParseNumber(text, &v)) {
+    value.numbers.push_back(v);
+    return value;
+  }
+  if (IsWord(text)) {
+    value.word = absl::AsciiStrToLower(text);
+    return value;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", raw, "' is not a number, a word or a list [a, b]"));
+}
+
+std::string OpValueText(const OpValue& value) {
+  if (value.is_none) return "null";
+  if (!value.word.empty()) return value.word;
+  std::vector<std::string> parts;
+  for (double v : value.numbers) parts.push_back(NumberText(v));
+  if (value.is_list) return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+  return parts.empty() ? "" : parts[0];
+}
+
+absl::Status ArgError(const std::string& op, const std::string& arg, const std::string& what,
+                      const OpValue& got) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, ": ", arg, " must be ", what, ", got ", OpValueText(got)));
+}
+
+absl::Status CheckNumberIn(const std::string& op, const OpArgs& args, const std::string& arg,
+                           double lo, double hi) {
+  const OpValue& v = args.Get(arg);
+  if (!v.IsNumber() || !(v.numbers[0] >= lo && v.numbers[0] <= hi)) {
+    return ArgError(op, arg, absl::StrCat("a number in [", NumberText(lo), ", ",
+                                          NumberText(hi), "]"),
+                    v);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<double, double>> ReadRange(const std::string& op, const OpArgs& args,
+                                                    const std::string& arg, double center,
+                                                    double lo, double hi, bool clamp) {
+  const OpValue& v = args.Get(arg);
+  const std::string what = absl::StrCat("a number or [min, max] within [", NumberText(lo), ", ",
+                                        NumberText(hi), "]");
+  std::pair<double, double> range;
+  if (v.IsNumber()) {
+    if (v.numbers[0] < 0) return ArgError(op, arg, "a non-negative number or [min, max]", v);
+    range = {center - v.numbers[0], center + v.numbers[0]};
+    if (clamp) range.first = std::max(range.first, 0.0);
+  } else if (v.is_list && v.numbers.size() == 2) {
+    range = {v.numbers[0], v.numbers[1]};
+  } else {
+    return ArgError(op, arg, what, v);
+  }
+  if (!(range.first >= lo && range.second <= hi && range.first <= range.second)) {
+    return ArgError(op, arg, what, v);
+  }
+  return range;
+}
+
+absl::Status ReadSize(const std::string& op, const OpArgs& args, const std::string& arg,
+                      bool square, int* height, int* width) {
+  const OpValue& v = args.Get(arg);
+  auto ok_side = [](double s) { return s >= 1 && s <= 16384 && s == std::floor(s); };
+  if (v.IsNumber() || (v.is_list && v.numbers.size() == 1)) {
+    if (!ok_side(v.numbers[0])) return ArgError(op, arg, "an integer in [1, 16384]", v);
+    *height = static_cast<int>(v.numbers[0]);
+    *width = square ? *height : 0;
+    return absl::OkStatus();
+  }
+  if (v.is_list && v.numbers.size() == 2 && ok_side(v.numbers[0]) && ok_side(v.numbers[1])) {
+    *height = static_cast<int>(v.numbers[0]);
+    *width = static_cast<int>(v.numbers[1]);
+    return absl::OkStatus();
+  }
+  return ArgError(op, arg, "an integer or [height, width], each in [1, 16384]", v);
+}
+
+absl::Status ReadInterpolation(const std::string& op, const OpArgs& args, const std::string& arg,
+                               Interpolation* out) {
+  const std::string& word = args.Word(arg);
+  if (word == "bilinear") {
+    *out = Interpolation::kBilinear;
+  } else if (word == "bicubic") {
+    *out = Interpolation::kBicubic;
+  } else if (word == "nearest") {
+    *out = Interpolation::kNearest;
+  } else {
+    return ArgError(op, arg, "bilinear, bicubic or nearest", args.Get(arg));
+  }
+  return absl::OkStatus();
+}
+
+OpRegistry& OpRegistry::Global() {
+  static OpRegistry* const registry = new OpRegistry;
+  return *registry;
+}
+
+bool OpRegistry::Register(OpSchema schema, OpFactory factory) {
+  if (entries_.count(schema.name) > 0) return false;
+  for (const ArgSchema& a : schema.args) {
+    if (a.name == "p" || !ParseOpValue(a.default_text).ok()) return false;
+  }
+  std::string name = schema.name;
+  entries_.emplace(std::move(name), Entry{std::move(schema), std::move(factory)});
+  return true;
+}
+
+const OpSchema* OpRegistry::Find(const std::string& name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : &it->second.schema;
+}
+
+std::vector<std::string> OpRegistry::Names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : entries_) names.push_back(name);
+  return names;
+}
+
+absl::StatusOr<std::unique_ptr<Op>> OpRegistry::Create(
+    const std::string& name, const std::map<std::string, std::string>& given) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown op '", name, "' ", Suggestion(name, Names())));
+  }
+  const OpSchema& schema = it->second.schema;
+  std::vector<std::string> known;
+  for (const ArgSchema& a : schema.args) known.push_back(a.name);
+  known.push_back("p");
+  for (const auto& [arg, text] : given) {
+    if (std::find(known.begin(), known.end(), arg) == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " has no argument '", arg, "' ",
+                                                     Suggestion(arg, known)));
+    }
+  }
+  OpArgs args;
+  auto set = [&](const std::string& arg, const std::string& default_text) -> absl::Status {
+    auto g = given.find(arg);
+    absl::StatusOr<OpValue> value = ParseOpValue(g == given.end() ? default_text : g->second);
+    if (!value.ok()) return absl::InvalidArgumentError(absl::StrCat(name, ": ", arg, ": ",
+                                                                    value.status().message()));
+    args.Set(arg, *std::move(value), g != given.end());
+    return absl::OkStatus();
+  };
+  for (const ArgSchema& a : schema.args) {
+    if (absl::Status s = set(a.name, a.default_text); !s.ok()) return s;
+  }
+  if (absl::Status s = set("p", NumberText(schema.default_p)); !s.ok()) return s;
+  if (absl::Status s = CheckNumberIn(name, args, "p", 0, 1); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<Op>> op = it->second.factory(args);
+  if (!op.ok()) return op.status();
+  (*op)->name_ = name;
+  (*op)->p_ = args.Number("p");
+  return op;
+}
+
+}  // namespace flowloader::augment

@@ -1,0 +1,236 @@
+// op.h: one image transform of a view's op list (torchvision's transform classes, by
+// their snake_case names and arguments), its declared schema, and the op registry.
+//
+// An op is two pure pieces: Draw, which draws the op's random parameters (torchvision's
+// get_params, in the same order) from the sample's stream, and Apply, which runs the op
+// with given parameters. Keeping them apart lets the parity tests hand Apply torchvision's
+// parameters, and the distribution tests compare Draw's output with torchvision's.
+//
+// Adding an op is one file in stages/augment/ops/ that declares its schema and a factory
+// and registers them with FLOWLOADER_REGISTER_OP (the library is alwayslink, so the
+// registration runs at start-up), plus its parity and distribution cases in
+// ops/testdata/parity_cases.py and its line in docs/specs.md.
+//
+// Thread-safety: an Op is immutable after its factory returns; Draw and Apply may run on
+// any number of threads at once. The registry is filled during static initialization and
+// read-only afterwards.
+#ifndef FLOWLOADER_STAGES_AUGMENT_OPS_OP_H_
+#define FLOWLOADER_STAGES_AUGMENT_OPS_OP_H_
+
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "stages/augment/transform.h"
+#include "stages/core/image.h"
+#include "stages/core/rng.h"
+
+namespace flowloader::augment {
+
+
+// PixelForm is what an op reads and writes: uint8 RGB pixels (interleaved, the form of
+// PIL images), or the normalized float32 tensor [3, H, W] that `normalize` writes.
+enum class PixelForm { kUint8HWC, kFloatCHW };
+
+// OpValue is one argument's value: numbers (a scalar is a list of one), or a word.
+struct OpValue {
+  std::vector<double> numbers;
+  std::string word;     // Non-empty for a word (`bicubic`, `random`, `imagenet`).
+  bool is_list = false;  // Written as [a, b, ...].
+  bool is_none = false;  // Written as null / none.
+
+  bool IsNumber() const { return word.empty() && !is_none && !is_list && numbers.size() == 1; }
+};
+
+// OpArgs are one op instance's argument values, every declared argument present (given
+// or defaulted). The accessors CHECK nothing: the schema's defaults guarantee presence,
+// and each factory validates values with torchvision's ranges.
+class OpArgs {
+ public:
+  const OpValue& Get(const std::string& name) const;
+  // Number is a scalar argument; Int one rounded toward zero.
+  double Number(const std::string& name) const { return Get(name).numbers.at(0); }
+  int Int(const std::string& name) const { return static_cast<int>(Number(name)); }
+  bool Bool(const std::string& name) const { return Number(name) != 0; }
+  const std::string& Word(const std::string& name) const { return Get(name).word; }
+  const std::vector<double>& Numbers(const std::string& name) const {
+    return Get(name).numbers;
+  }
+  bool IsSet(const std::string& name) const { return given_.count(name) > 0; }
+
+  void Set(const std::string& name, OpValue value, bool given);
+
+ private:
+  std::map<std::string, OpValue> values_;
+  std::map<std::string, bool> given_;
+};
+
+// ArgSchema declares one argument: its name, its default as the op-list text writes it,
+// what it accepts (for `flowloader stages`) and what it does.
+struct ArgSchema {
+  std::string name;
+  std::string default_text;  // "0.5", "[0.08, 1.0]", "bilinear", "null".
+  std::string accepts;       // "a number in [0, 1]", "a number or [min, max]".
+  std::string doc;
+};
+
+// OpSchema declares an op type.
+struct OpSchema {
+  std::string name;  // torchvision's class name in snake_case.
+  std::string doc;   // One line: what it does, as torchvision's docstring says.
+  std::vector<ArgSchema> args;
+  // Every op takes `p`, the probability that it applies (torchvision's RandomApply). Ops
+  // whose torchvision class has its own p (RandomHorizontalFlip, RandomGrayscale, ...)
+  // default to torchvision's value (0.5, 0.1, ...); the others to 1.
+  double default_p = 1.0;
+};
+
+// OpSize is a view's image size at a point of its list; 0 × 0 = it depends on the image.
+struct OpSize {
+  int width = 0;
+  int height = 0;
+  bool Known() const { return width > 0 && height > 0; }
+  bool operator==(const OpSize& o) const { return width == o.width && height == o.height; }
+};
+
+// OpParams is one draw of an op's random parameters, in torchvision's get_params order
+// (the parity tests pass torchvision's values in the same order).
+struct OpParams {
+  static constexpr int kMax = 24;
+  double v[kMax] = {};
+  int n = 0;
+  void Push(double value) {
+    if (n < kMax) v[n++] = value;
+  }
+};
+
+// OpImage is the pixels an op works on. kUint8HWC: `rgb` (3 channels, tightly packed);
+// an op that cannot work in place writes `spare` and swaps the two (both keep their
+// capacity across samples, so nothing allocates once warm). kFloatCHW: `chw`, the
+// normalized tensor of 3 × height × width floats, in the batch slot.
+struct OpImage {
+  Image* rgb = nullptr;
+  Image* spare = nullptr;
+  float* chw = nullptr;
+  int width = 0;   // The tensor's size (kFloatCHW).
+  int height = 0;
+};
+
+class Op {
+ public:
+  virtual ~Op() = default;
+
+  // The pixel form the op reads; it writes Output() (only normalize changes the form).
+  virtual PixelForm Input() const { return PixelForm::kUint8HWC; }
+  virtual PixelForm Output() const { return Input(); }
+  // OutputSize is the image size after the op, given the size before (either may be
+  // unknown: 0 × 0).
+  virtual OpSize OutputSize(OpSize in) const { return in; }
+  // Draw draws the op's random parameters for a width × height image. Ops without
+  // randomness draw nothing.
+  virtual void Draw(int width, int height, SampleRng& rng, OpParams* params) const {}
+  // Apply runs the op with `params` (what Draw drew, or a test's).
+  virtual absl::Status Apply(const OpParams& params, OpImage& image) const = 0;
+  // PlanHead: an op that can be planned from the header, before decoding, fills `o`
+  // (the fused crop-and-resize of transform.h) and returns true; `next` is the op after
+  // it, which the head may absorb (a resize absorbs a center_crop; a crop, a horizontal
+  // flip), setting *absorbed_next. Such an op's Draw/Apply still work on pixels, for
+  // when it is not at the head of its list.
+  virtual bool PlanHead(const Op* next, double next_p, TransformOptions* o,
+                        bool* absorbed_next) const {
+    return false;
+  }
+
+  // Normalization: normalize gives its mean and std (on the [0, 1] scale), so that a
+  // bilinear head followed by it is one fused pass.
+  virtual bool Normalization(std::array<float, 3>* mean, std::array<float, 3>* std) const {
+    return false;
+  }
+
+  const std::string& name() const { return name_; }
+  double p() const { return p_; }
+
+ private:
+  friend class OpRegistry;
+  std::string name_;
+  double p_ = 1.0;
+};
+
+using OpFactory = std::function<absl::StatusOr<std::unique_ptr<Op>>(const OpArgs&)>;
+
+// OpRegistry maps op names to schemas and factories.
+class OpRegistry {
+ public:
+  static OpRegistry& Global();
+
+  // Register adds an op type (at static initialization, FLOWLOADER_REGISTER_OP). Returns
+  // false when the name is taken or a default does not parse (a programming error, also
+  // caught by ops_test).
+  bool Register(OpSchema schema, OpFactory factory);
+
+  // Create makes one op from its argument texts (name → value text as the op list writes
+  // it). Errors are one line naming the op and the argument: an unknown op (with the
+  // closest name), an unknown argument, a value of the wrong form or out of
+  // torchvision's range.
+  absl::StatusOr<std::unique_ptr<Op>> Create(
+      const std::string& name, const std::map<std::string, std::string>& args) const;
+
+  // Find is the schema of `name`, or nullptr.
+  const OpSchema* Find(const std::string& name) const;
+  // Names lists every op, sorted.
+  std::vector<std::string> Names() const;
+
+ private:
+  struct Entry {
+    OpSchema schema;
+    OpFactory factory;
+  };
+  std::map<std::string, Entry> entries_;
+};
+
+// ParseOpValue reads an argument's text: a number, a word, true/false, null/none, or a
+// flat list [a, b, ...] of numbers.
+absl::StatusOr<OpValue> ParseOpValue(const std::string& text);
+// OpValueText writes a value back as ParseOpValue reads it.
+std::string OpValueText(const OpValue& value);
+
+// ArgError is the one-line refusal "OP: ARG must be WHAT, got VALUE".
+absl::Status ArgError(const std::string& op, const std::string& arg, const std::string& what,
+                      const OpValue& got);
+
+// Range checks shared by the ops' factories; each returns ArgError on failure.
+// CheckProbability: a number in [0, 1].
+absl::Status CheckNumberIn(const std::string& op, const OpArgs& args, const std::string& arg,
+                           double lo, double hi);
+// ReadRange reads "a number or [min, max]": a number v gives [center - v, center + v]
+// (clamped below at `floor` when clamp is set, as ColorJitter does), a list its two
+// values; both must lie in [lo, hi] with min <= max.
+absl::StatusOr<std::pair<double, double>> ReadRange(const std::string& op, const OpArgs& args,
+                                                    const std::string& arg, double center,
+                                                    double lo, double hi, bool clamp);
+// ReadSize reads "an integer or [h, w]" (torchvision's size) into height, width; a
+// single number gives both when `square`, else width = 0 (Resize's shorter side).
+absl::Status ReadSize(const std::string& op, const OpArgs& args, const std::string& arg,
+                      bool square, int* height, int* width);
+
+// ReadInterpolation reads torchvision's InterpolationMode by its value's name: bilinear,
+// bicubic or nearest (the modes PIL images support that flowloader implements).
+absl::Status ReadInterpolation(const std::string& op, const OpArgs& args, const std::string& arg,
+                               Interpolation* out);
+
+}  // namespace flowloader::augment
+
+// FLOWLOADER_REGISTER_OP(Schema(), Factory) registers an op at start-up, from its file.
+#define FLOWLOADER_OP_CONCAT_INNER(a, b) a##b
+#define FLOWLOADER_OP_CONCAT(a, b) FLOWLOADER_OP_CONCAT_INNER(a, b)
+// (Variadic so that a factory lambda's commas need no parentheses.)
+#define FLOWLOADER_REGISTER_OP(schema, ...)                                  \
+  static const bool FLOWLOADER_OP_CONCAT(kOpRegistered_, __LINE__) =         \
+      ::flowloader::augment::OpRegistry::Global().Register((schema), (__VA_ARGS__))
+
+#endif  // FLOWLOADER_STAGES_AUGMENT_OPS_OP_H_

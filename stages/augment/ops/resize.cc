@@ -1,0 +1,110 @@
+// resize.cc: torchvision's Resize(size, interpolation=bilinear, max_size=None): an
+// integer size sets the shorter side (the longer one keeps the aspect ratio, truncated),
+// [height, width] both. Followed by center_crop at the head of a list, the two are
+// planned before decoding as one fused resize-and-crop (transform.h's eval mode).
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "stages/augment/internal/crop_math.h"
+#include "stages/augment/internal/pillow_resample.h"
+#include "stages/augment/ops/op.h"
+
+namespace flowloader::augment {
+namespace {
+
+class Resize : public Op {
+ public:
+  Resize(int height, int width, int max_size, Interpolation interpolation)
+      : height_(height), width_(width), max_size_(max_size), interpolation_(interpolation) {}
+
+  OpSize OutputSize(OpSize in) const override {
+    if (width_ > 0) return {width_, height_};
+    if (!in.Known()) return {};
+    OpSize out;
+    OutputFor(in.width, in.height, &out.width, &out.height);
+    return out;
+  }
+
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
+    const Image& src = *image.rgb;
+    int w = width_, h = height_;
+    if (width_ == 0) OutputFor(src.width, src.height, &w, &h);
+    internal::PillowResample(src.view(), RectF{0, 0, static_cast<double>(src.width),
+                                               static_cast<double>(src.height)},
+                             w, h, interpolation_, false, image.spare);
+    std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+  bool PlanHead(const Op* next, double next_p, TransformOptions* o,
+                bool* absorbed_next) const override {
+    // Resize(shorter side) + CenterCrop(square, not larger): transform.h's eval pass.
+    OpSize crop = next != nullptr && next->name() == "center_crop" && next_p == 1
+                      ? next->OutputSize({})
+                      : OpSize{};
+    if (width_ != 0 || max_size_ > 0 || !crop.Known() || crop.width != crop.height ||
+        crop.width > height_) {
+      return false;
+    }
+    o->mode = Mode::kEval;
+    o->image_size = crop.width;
+    o->resize_size = height_;
+    o->interpolation = interpolation_;
+    *absorbed_next = true;
+    return true;
+  }
+
+ private:
+  // OutputFor is torchvision's _compute_resized_output_size for an integer size.
+  void OutputFor(int w, int h, int* out_w, int* out_h) const {
+    const int short_side = std::min(w, h), long_side = std::max(w, h);
+    int new_short = height_;
+    int new_long = static_cast<int>(static_cast<double>(height_) * long_side / short_side);
+    if (max_size_ > 0 && new_long > max_size_) {
+      new_short = static_cast<int>(static_cast<double>(max_size_) * new_short / new_long);
+      new_long = max_size_;
+    }
+    *out_w = w <= h ? new_short : new_long;
+    *out_h = w <= h ? new_long : new_short;
+  }
+
+  const int height_, width_;  // width_ 0: height_ is the shorter side.
+  const int max_size_;
+  const Interpolation interpolation_;
+};
+
+FLOWLOADER_REGISTER_OP(
+    (OpSchema{"resize",
+              "resizes to size: an integer sets the shorter side, [height, width] both",
+              {{"size", "256", "an integer or [height, width]", "output size"},
+               {"interpolation", "bilinear", "bilinear, bicubic or nearest",
+                "the resize filter (PIL's)"},
+               {"max_size", "null", "null or an integer > size",
+                "caps the longer side (integer size only)"},
+               {"antialias", "null", "null or true", "accepted for torchvision's signature: "
+                                                     "PIL images are always antialiased"}}}),
+    [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+      const std::string op = "resize";
+      int h = 0, w = 0;
+      if (absl::Status s = ReadSize(op, args, "size", false, &h, &w); !s.ok()) return s;
+      int max_size = 0;
+      const OpValue& m = args.Get("max_size");
+      if (!m.is_none) {
+        if (w != 0) return ArgError(op, "max_size", "null when size is [height, width]", m);
+        if (!(m.IsNumber() && m.numbers[0] > h && m.numbers[0] <= 16384 &&
+              m.numbers[0] == std::floor(m.numbers[0]))) {
+          return ArgError(op, "max_size", absl::StrCat("an integer in (size=", h, ", 16384]"),
+                          m);
+        }
+        max_size = static_cast<int>(m.numbers[0]);
+      }
+      Interpolation interpolation;
+      if (absl::Status s = ReadInterpolation(op, args, "interpolation", &interpolation);
+          !s.ok()) {
+        return s;
+      }
+      return std::unique_ptr<Op>(new Resize(h, w, max_size, interpolation));
+    });
+
+}  // namespace
+}  // namespace flowloader::augment

@@ -1,0 +1,22 @@
+"""harness: the case records of ops_parity_test (see its docstring)."""
+
+
+class Parity:
+    def __init__(self, op_text, params, reference, max_diff=1, min_psnr=None,
+                 tensor_input=False):
+        self.op_text = op_text
+        self.params = params  # A list, or a function of the PIL image giving one.
+        self.reference = reference
+        self.max_diff = max_diff
+        self.min_psnr = min_psnr
+        self.tensor_input = tensor_input  # The op reads the normalized tensor.
+
+
+class Distribution:
+    def __init__(self, op_text, width, height, reference, columns=None, applied=None):
+        self.op_text = op_text
+        self.width = width
+        self.height = height
+        self.reference = reference  # (width, height, n) -> array [n, k], or None.
+        self.columns = columns
+        self.applied = applied

@@ -1,0 +1,307 @@
+// view_program.cc: parsing a list's text, checking it, and running it per sample.
+#include "stages/augment/ops/view_program.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+
+namespace flowloader::augment {
+namespace {
+
+// SplitTopLevel splits `text` at `sep` outside brackets and parentheses.
+std::vector<std::string> SplitTopLevel(absl::string_view text, char sep) {
+  std::vector<std::string> parts;
+  int depth = 0;
+  std::string current;
+  for (char c : text) {
+    if (c == '[' || c == '(') ++depth;
+    if (c == ']' || c == ')') --depth;
+    if (c == sep && depth == 0) {
+      parts.push_back(current);
+      current.clear();
+      continue;
+    }
+    current += c;
+  }
+  parts.push_back(current);
+  return parts;
+}
+
+absl::StatusOr<OpText> ParseOneOp(absl::string_view text) {
+  text = absl::StripAsciiWhitespace(text);
+  OpText op;
+  const size_t open = text.find('(');
+  if (open == absl::string_view::npos) {
+    op.name = std::string(text);
+    return op;
+  }
+  if (text.back() != ')') {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' lacks its closing ')'"));
+  }
+  op.name = std::string(absl::StripAsciiWhitespace(text.substr(0, open)));
+  const absl::string_view inner = text.substr(open + 1, text.size() - open - 2);
+  if (absl::StripAsciiWhitespace(inner).empty()) return op;
+  for (const std::string& arg : SplitTopLevel(inner, ',')) {
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(op.name, ": '", absl::StripAsciiWhitespace(arg), "' is not name=value"));
+    }
+    const std::string name(absl::StripAsciiWhitespace(absl::string_view(arg).substr(0, eq)));
+    op.args[name] = std::string(absl::StripAsciiWhitespace(absl::string_view(arg).substr(eq + 1)));
+  }
+  return op;
+}
+
+bool IsIdentifier(const std::string& name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+// Thread-local working images of the pixel passes: capacity kept across samples.
+struct WorkingImages {
+  Image rgb;
+  Image spare;
+};
+
+WorkingImages& ThreadWorkingImages() {
+  thread_local WorkingImages images;
+  return images;
+}
+
+// CopyWholeImage copies a full RGB decode into the working image.
+absl::Status CopyWholeImage(const decode::DecodedImage& decoded, Image* out) {
+  const Image& in = decoded.image;
+  if (decoded.format != decode::PixelFormat::kRgb || in.channels != 3 || in.width <= 0 ||
+      in.height <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transforms: a list without a crop-and-resize head needs the whole RGB image, got ",
+        in.width, "x", in.height, "x", in.channels));
+  }
+  out->Resize(in.width, in.height, 3);
+  std::memcpy(out->pixels.data(), in.pixels.data(), out->pixels.size());
+  return absl::OkStatus();
+}
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+uint64_t OpStream(uint64_t view_stream, size_t op) {
+  return Mix64(Mix64(view_stream) ^ (0x6F70ULL << 48) ^ static_cast<uint64_t>(op));
+}
+
+bool ShouldApply(const Op& op, SampleRng& rng) {
+  // RandomApply and the Random* classes: applied when a uniform draw falls below p.
+  return op.p() >= 1 || rng.Uniform(0, 1) < op.p();
+}
+
+absl::StatusOr<std::vector<OpText>> ParseOpListText(const std::string& text) {
+  std::vector<OpText> ops;
+  for (const std::string& part : SplitTopLevel(text, ';')) {
+    if (absl::StripAsciiWhitespace(part).empty()) continue;
+    absl::StatusOr<OpText> op = ParseOneOp(part);
+    if (!op.ok()) return op.status();
+    if (!IsIdentifier(op->name)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", op->name, "' is not an op name"));
+    }
+    ops.push_back(*std::move(op));
+  }
+  return ops;
+}
+
+std::string OpListText(const std::vector<OpText>& ops) {
+  std::vector<std::string> parts;
+  for (const OpText& op : ops) {
+    std::vector<std::string> args;
+    for (const auto& [name, value] : op.args) args.push_back(absl::StrCat(name, "=", value));
+    parts.push_back(absl::StrCat(op.name, "(", absl::StrJoin(args, ", "), ")"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
+    const std::vector<OpText>& ops, int* failed_op) {
+  if (failed_op != nullptr) *failed_op = -1;
+  auto fail = [&](size_t i, const std::string& message) {
+    if (failed_op != nullptr) *failed_op = static_cast<int>(i);
+    return absl::InvalidArgumentError(
+        absl::StrCat("op ", i + 1, " (", ops[i].name, "): ", message));
+  };
+  if (ops.empty()) {
+    return absl::InvalidArgumentError(
+        "a view needs at least one op (e.g. random_resized_crop(size=224); normalize())");
+  }
+  std::unique_ptr<ViewProgram> program(new ViewProgram);
+  program->text_ = OpListText(ops);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    absl::StatusOr<std::unique_ptr<Op>> op = OpRegistry::Global().Create(ops[i].name, ops[i].args);
+    if (!op.ok()) return fail(i, std::string(op.status().message()));
+    program->ops_.push_back(*std::move(op));
+  }
+  program->costs_.reset(new OpCost[ops.size()]);
+
+  // Forms and sizes, in order.
+  OpSize size;  // Unknown: the decoded image's.
+  size_t largest_pixels = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = *program->ops_[i];
+    const bool after_normalize = program->normalize_index_ >= 0;
+    if (op.Input() == PixelForm::kUint8HWC && after_normalize) {
+      return fail(i, absl::StrCat("works on uint8 pixels, so it must come before normalize (op ",
+                                  program->normalize_index_ + 1, ")"));
+    }
+    if (op.Input() == PixelForm::kFloatCHW && !after_normalize) {
+      return fail(i, "works on the normalized tensor, so it must come after normalize");
+    }
+    if (op.Output() == PixelForm::kFloatCHW && op.Input() == PixelForm::kUint8HWC) {
+      if (op.p() < 1) return fail(i, "normalize cannot be random (p must be 1)");
+      program->normalize_index_ = static_cast<int>(i);
+    }
+    OpSize next = op.OutputSize(size);
+    if (op.p() < 1 && !(next == size)) next = OpSize{};  // Applied or not: either size.
+    size = next;
+    if (size.Known() && op.Input() == PixelForm::kUint8HWC) {
+      largest_pixels = std::max(largest_pixels, static_cast<size_t>(size.width) * size.height);
+    }
+  }
+  if (!size.Known()) {
+    return fail(ops.size() - 1,
+                "the view's output size depends on the image: batch tensors need a fixed "
+                "size, so end the geometry with random_resized_crop, center_crop, random_crop "
+                "or resize to [height, width]");
+  }
+  program->output_size_ = size;
+
+  // The head: planned from the header, before decoding.
+  TransformOptions head;
+  bool absorbed = false;
+  const Op* first = program->ops_[0].get();
+  const Op* second = ops.size() > 1 ? program->ops_[1].get() : nullptr;
+  if (first->p() == 1 &&
+      first->PlanHead(second, second != nullptr ? second->p() : 0, &head, &absorbed)) {
+    program->head_ops_ = absorbed ? 2 : 1;
+    std::array<float, 3> mean{}, stddev{};
+    const size_t after = program->head_ops_;
+    program->fused_ = after < ops.size() && head.interpolation == Interpolation::kBilinear &&
+                      static_cast<int>(after) == program->normalize_index_ &&
+                      program->ops_[after]->Normalization(&mean, &stddev);
+    if (program->fused_) {
+      head.layout = Layout::kFloatCHW;
+      head.mean = mean;
+      head.std = stddev;
+    } else {
+      head.layout = Layout::kUint8HWC;
+    }
+    absl::StatusOr<std::unique_ptr<Transform>> t = Transform::Create(head);
+    if (!t.ok()) return fail(0, std::string(t.status().message()));
+    program->head_ = *std::move(t);
+  }
+  const bool has_pixel_ops =
+      !program->fused_ &&
+      (program->normalize_index_ < 0 ? ops.size() : static_cast<size_t>(program->normalize_index_)) >
+          program->head_ops_;
+  program->scratch_bytes_ =
+      program->head_ != nullptr && (has_pixel_ops || !program->fused_) ? 2 * 3 * largest_pixels : 0;
+  return program;
+}
+
+std::array<int64_t, 3> ViewProgram::shape() const {
+  if (is_float()) return {3, output_size_.height, output_size_.width};
+  return {output_size_.height, output_size_.width, 3};
+}
+
+size_t ViewProgram::output_bytes() const {
+  return static_cast<size_t>(output_size_.width) * output_size_.height * 3 *
+         (is_float() ? sizeof(float) : 1);
+}
+
+absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
+                                      size_t end, OpImage& image) const {
+  for (size_t i = begin; i < end; ++i) {
+    const Op& op = *ops_[i];
+    const int64_t start = NowNanos();
+    SampleRng rng(key.seed, key.epoch, key.index, OpStream(view_stream, i));
+    const int w = image.rgb != nullptr && op.Input() == PixelForm::kUint8HWC ? image.rgb->width
+                                                                              : image.width;
+    const int h = image.rgb != nullptr && op.Input() == PixelForm::kUint8HWC ? image.rgb->height
+                                                                              : image.height;
+    if (ShouldApply(op, rng)) {
+      OpParams params;
+      op.Draw(w, h, rng, &params);
+      if (absl::Status s = op.Apply(params, image); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(op.name(), ": ", s.message()));
+      }
+      costs_[i].runs.fetch_add(1, std::memory_order_relaxed);
+    }
+    costs_[i].busy_ns.fetch_add(NowNanos() - start, std::memory_order_relaxed);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPlan* plan,
+                              const SampleKey& key, uint64_t view_stream, void* dst) const {
+  WorkingImages& work = ThreadWorkingImages();
+  OpImage image;
+  image.rgb = &work.rgb;
+  image.spare = &work.spare;
+  size_t next = 0;
+  if (head_ != nullptr) {
+    const int64_t start = NowNanos();
+    CropPlan local;
+    if (plan == nullptr) {  // Decoded without a plan: plan on the whole image.
+      SampleRng rng(key.seed, key.epoch, key.index, view_stream);
+      local = head_->Plan(decoded.image.width, decoded.image.height, rng);
+      plan = &local;
+    }
+    const int n = head_->options().image_size;
+    void* head_dst = dst;
+    if (!fused_) {
+      work.rgb.Resize(n, n, 3);
+      head_dst = work.rgb.pixels.data();
+    }
+    if (absl::Status s = head_->Apply(decoded, *plan, head_dst); !s.ok()) return s;
+    next = head_ops_ + (fused_ ? 1 : 0);
+    costs_[0].busy_ns.fetch_add(NowNanos() - start, std::memory_order_relaxed);
+    costs_[0].runs.fetch_add(1, std::memory_order_relaxed);
+  } else if (absl::Status s = CopyWholeImage(decoded, &work.rgb); !s.ok()) {
+    return s;
+  }
+
+  image.chw = static_cast<float*>(dst);
+  image.width = output_size_.width;
+  image.height = output_size_.height;
+  if (!fused_) {
+    const size_t pixel_end = normalize_index_ >= 0 ? static_cast<size_t>(normalize_index_) + 1
+                                                   : ops_.size();
+    if (absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image); !s.ok()) {
+      return s;
+    }
+    next = pixel_end;
+    if (normalize_index_ < 0) {  // A uint8 view: its pixels are the batch tensor.
+      if (work.rgb.width != output_size_.width || work.rgb.height != output_size_.height) {
+        return absl::InternalError(absl::StrCat("transforms: the list made ", work.rgb.width,
+                                                "x", work.rgb.height, ", planned ",
+                                                output_size_.width, "x", output_size_.height));
+      }
+      std::memcpy(dst, work.rgb.pixels.data(), output_bytes());
+      return absl::OkStatus();
+    }
+  }
+  return RunPixelOps(key, view_stream, next, ops_.size(), image);
+}
+
+}  // namespace flowloader::augment

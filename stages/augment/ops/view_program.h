@@ -1,0 +1,132 @@
+// view_program.h: one view's op list (torchvision's Compose), parsed, checked and
+// compiled into the passes that run per sample.
+//
+// The list's text is what `flowloader graph` prints and the `transforms` stage's `ops`
+// option holds: ops separated by ';', each `name(arg=value, ...)`, a value a number, a
+// word or a flat list:
+//
+//   random_resized_crop(size=224, scale=[0.4, 1.0], interpolation=bicubic);
+//   random_horizontal_flip(); color_jitter(brightness=0.4, p=0.8); normalize()
+//
+// How a list runs:
+// - The head. A list that starts with a crop-and-resize (random_resized_crop, or resize
+//   then center_crop), optionally followed by random_horizontal_flip, is planned from
+//   the image header before decoding (transform.h's Transform): decode then decodes only
+//   that box, DCT-scaled, as YCbCr planes where faster. The head hands the rest of the list
+//   RGB pixels at its output size on every machine: the decoder's shortcuts stay between
+//   the head and the decoder. A list without such a head sees the whole image, decoded
+//   at full scale in RGB.
+// - The fused head. A bilinear head followed directly by normalize is one pass straight
+//   into the batch slot (the `augment` stage's pass, byte for byte).
+// - Otherwise the head writes a small uint8 RGB image (224² × 3 = 150 KB, in L2), the
+//   pixel ops run on it in place or through one spare buffer, normalize writes the
+//   float tensor into the batch slot (without normalize the view is uint8 [H, W, 3]),
+//   and tensor ops (random_erasing) then work in the slot.
+// - Randomness: the head draws from the view's stream (what `augment` draws for the same
+//   view); op i draws from a stream derived from (view stream, i). Every draw is a pure
+//   function of (seed, epoch, sample, view, op position), whatever the thread count.
+//
+// Thread-safety: a ViewProgram is immutable after Create; Run may be called from any
+// number of threads at once (its working images are thread-local). Costs are atomics.
+#ifndef FLOWLOADER_STAGES_AUGMENT_OPS_VIEW_PROGRAM_H_
+#define FLOWLOADER_STAGES_AUGMENT_OPS_VIEW_PROGRAM_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "stages/augment/ops/op.h"
+#include "stages/augment/transform.h"
+#include "stages/decode/decoder.h"
+
+namespace flowloader::augment {
+
+// OpText is one op as the list's text writes it: its name and its arguments' texts.
+struct OpText {
+  std::string name;
+  std::map<std::string, std::string> args;
+};
+
+// ParseOpListText splits a list's text into its ops (no check of names or values).
+absl::StatusOr<std::vector<OpText>> ParseOpListText(const std::string& text);
+// OpListText writes ops back as ParseOpListText reads them.
+std::string OpListText(const std::vector<OpText>& ops);
+
+// OpCost is one op's accumulated busy time and applications, across threads.
+struct OpCost {
+  std::atomic<int64_t> busy_ns{0};
+  std::atomic<int64_t> runs{0};
+};
+
+class ViewProgram {
+ public:
+  // Create checks the list: every op known and its arguments valid; pixel ops before
+  // normalize, tensor ops after it, at most one normalize; a fixed output size. A failure
+  // is one line starting "op N (NAME): " (N from 1), with *failed_op set to N - 1 (-1 for
+  // a failure of the whole list), so a spec can point at the op.
+  static absl::StatusOr<std::unique_ptr<ViewProgram>> Create(const std::vector<OpText>& ops,
+                                                            int* failed_op = nullptr);
+
+  // head is the planned crop-and-resize (nullptr for a list that needs the whole image).
+  const Transform* head() const { return head_.get(); }
+
+  // The batch tensor one sample of this view writes: float32 [3, H, W] after normalize,
+  // else uint8 [H, W, 3].
+  bool is_float() const { return normalize_index_ >= 0; }
+  std::array<int64_t, 3> shape() const;
+  size_t output_bytes() const;
+  // Working memory per thread besides the slot (two uint8 images at the largest size a
+  // pixel op sees; 0 where the list's sizes depend on the image or nothing is kept).
+  size_t scratch_bytes() const { return scratch_bytes_; }
+
+  // Run writes one sample's view to `dst` (output_bytes() bytes). `plan` is the head's
+  // crop drawn from the header (nullptr: the head is planned here, on the whole decoded
+  // image); `decoded` must then be what decode made for it. `key` identifies the
+  // sample; view_stream is the view's random stream (the head's).
+  struct SampleKey {
+    uint64_t seed = 0;
+    uint64_t epoch = 0;
+    uint64_t index = 0;
+  };
+  absl::Status Run(const decode::DecodedImage& decoded, const CropPlan* plan,
+                   const SampleKey& key, uint64_t view_stream, void* dst) const;
+
+  // The ops, in order (a head counts as its first op), their names and their costs.
+  size_t size() const { return ops_.size(); }
+  const std::string& op_name(size_t i) const { return ops_[i]->name(); }
+  const OpCost& cost(size_t i) const { return costs_[i]; }
+  // text is the list as given, canonical (OpListText).
+  const std::string& text() const { return text_; }
+
+ private:
+  ViewProgram() = default;
+  absl::Status RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
+                           size_t end, OpImage& image) const;
+
+  std::vector<std::unique_ptr<Op>> ops_;
+  std::unique_ptr<OpCost[]> costs_;
+  std::unique_ptr<Transform> head_;
+  size_t head_ops_ = 0;          // Ops the head runs (1 or 2).
+  bool fused_ = false;           // The head writes the normalized slot itself.
+  int normalize_index_ = -1;     // Position of normalize, or -1.
+  OpSize output_size_;
+  size_t scratch_bytes_ = 0;
+  std::string text_;
+};
+
+// ShouldApply draws whether `op` applies to this sample (its p; RandomApply's draw).
+bool ShouldApply(const Op& op, SampleRng& rng);
+
+// OpStream is op `op`'s random stream in a view whose stream is view_stream: derived by
+// mixing, so neither the op nor the view numbers streams by hand.
+uint64_t OpStream(uint64_t view_stream, size_t op);
+
+}  // namespace flowloader::augment
+
+#endif  // FLOWLOADER_STAGES_AUGMENT_OPS_VIEW_PROGRAM_H_
