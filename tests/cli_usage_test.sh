@@ -64,8 +64,9 @@ section = doc[start:doc.index("\n## ", start + 1)]
 documented = set(re.findall(r"--([a-z_]+)", section))
 missing = sorted(flags - documented)
 assert not missing, "docs/cli.md's prose does not name: %s" % missing
-make_dataset = {"out", "classes", "images_per_class", "overwrite", "help", "version", "spec"}
-stale = sorted(documented - flags - make_dataset)
+other_commands = {"out", "classes", "images_per_class", "overwrite", "help", "version", "spec",
+                  "dot"}
+stale = sorted(documented - flags - other_commands)
 assert not stale, "docs/cli.md names flags run does not have: %s" % stale
 PYEOF
 
