@@ -28,6 +28,25 @@ setup() {
   fi
 }
 
+# demo_next SUMMARY_JSON: after the demo's run, each change autotune made (from the summary
+# JSON) and what to try next.
+demo_next() {
+  python3 - "$1" <<'PYEOF'
+import json, sys
+autotune = json.load(open(sys.argv[1])).get("autotune", {})
+for d in autotune.get("decisions", []):
+    print(f"autotune: at {d['seconds']:.1f} s {d['knob']} {d['from']} -> {d['to']}: {d['reason']}")
+PYEOF
+  cat <<'EOF'
+
+next: the diagnosis above is this run's verdict; the autotune lines say what it chose and why.
+  ./dev.sh demo --consumer_ms=0 --epochs=60   the loader alone, as fast as it goes (or --consumer_ms=N: your step)
+  ./dev.sh demo --transform=eval              eval preprocessing instead of train
+  bazel-bin/runtime/flowloader tune --data=.sample_data --out=/tmp/tune   measure the knobs, write best.yaml
+  docs/metrics.md reads the table and the diagnosis; docs/tuning.md explains autotune.
+EOF
+}
+
 case "${1:-}" in
   setup)
     setup
@@ -36,8 +55,12 @@ case "${1:-}" in
     setup
     bazel build //runtime:flowloader
     ./bazel-bin/runtime/flowloader make-dataset --out=.sample_data --classes=10 --images_per_class=30
-    ./bazel-bin/runtime/flowloader run --data=.sample_data --batch_size=64 --num_workers=2 \
-      --epochs=2 --summary_json=.sample_data.summary.json "${@:2}"
+    # 20 epochs with a simulated 40 ms training step per batch: over 3 s of steady state, so
+    # the diagnosis gives a verdict, and num_workers/prefetch_batches left to autotune, so
+    # the run shows what it chose. Flags given to the demo come last and override these.
+    ./bazel-bin/runtime/flowloader run --data=.sample_data --batch_size=64 --epochs=20 \
+      --consumer_ms=40 --summary_json=.sample_data.summary.json "${@:2}"
+    demo_next .sample_data.summary.json
     ;;
   test)
     setup

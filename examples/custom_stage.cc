@@ -1,11 +1,11 @@
-// custom_stage.cc: README "Custom stages" as a program. Registers the stage type
-// "invert", runs the built-in uint8 pipeline with it appended and, on the same seed,
+// custom_stage.cc: docs/extending.md "Adding a stage" as a program. Registers the stage
+// type "invert", runs the built-in uint8 pipeline with it appended and, on the same seed,
 // without it, and checks that every delivered byte of the first is 255 minus the
 // second's: the stage ran on every sample, after augment, on the batch memory.
 //
 //   bazel run //examples:custom_stage -- DATA
 //
-// The text between the [readme:custom_stages] markers is README's snippet, character
+// The text between the [readme:custom_stages] markers is the docs' snippet, character
 // for character (readme_snippets_test checks it; custom_stage_test runs this program).
 //
 // Thread-safety: one thread drives both pipelines.

@@ -1,10 +1,10 @@
-// embedding.cc: README "Embedding" as a program. A pipeline over an ImageFolder whose
+// embedding.cc: docs/embedding.md as a program. A pipeline over an ImageFolder whose
 // metrics are served on /metrics while it delivers its epochs.
 //
 //   bazel run //examples:embedding -- DATA EPOCHS METRICS_ADDRESS
 //   e.g. DATA=.sample_data EPOCHS=2 METRICS_ADDRESS=127.0.0.1:9464
 //
-// The text between the [readme:embedding] markers is README's snippet, character for
+// The text between the [readme:embedding] markers is the docs' snippet, character for
 // character (readme_snippets_test checks it; embedding_test runs this program). What is
 // around it makes it a program: a TrainStep that prints one line per batch, and main.
 //

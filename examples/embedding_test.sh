@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# embedding_test.sh: runs examples/embedding (README "Embedding") on a dataset it makes.
+# embedding_test.sh: runs examples/embedding (docs/embedding.md) on a dataset it makes.
 # Checks what the snippet promises: every sample once per epoch, in float32 [N,3,224,224]
 # batches with the ImageFolder labels, the metrics server started (an ephemeral port
 # here), and a metrics port in use reported as one line by the snippet's status return.

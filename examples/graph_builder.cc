@@ -1,11 +1,12 @@
-// graph_builder.cc: README "Graphs in C++" as a program. Builds, with GraphBuilder, the
-// graph of a spec that binds decode's output to `pixels` and augment's to `view0`, runs
-// it and, on the same seed, the built-in read → decode → augment, and checks that every
-// delivered byte is the same: naming the fields changes the graph's words, not its data.
+// graph_builder.cc: docs/embedding.md "Graphs in C++" as a program. Builds, with
+// GraphBuilder, the graph of a spec that binds decode's output to `pixels` and augment's to
+// `view0`, runs it and, on the same seed, the built-in read → decode → augment, and checks
+// that every delivered byte is the same: naming the fields changes the graph's words, not
+// its data.
 //
 //   bazel run //examples:graph_builder -- DATA
 //
-// The text between the [readme:graph_builder] markers is README's snippet, character for
+// The text between the [readme:graph_builder] markers is the docs' snippet, character for
 // character (readme_snippets_test checks it; graph_builder_test runs this program).
 //
 // Thread-safety: one thread drives both pipelines.

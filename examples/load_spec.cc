@@ -1,9 +1,9 @@
-// load_spec.cc: README "Writing a spec", the C++ side: a pipeline from a spec file.
+// load_spec.cc: docs/specs.md "Writing a spec", the C++ side: a pipeline from a spec file.
 // Prints one line per batch and a total.
 //
 //   bazel run //examples:load_spec -- SPEC.yaml
 //
-// The text between the [readme:load_spec] markers is README's snippet, character for
+// The text between the [readme:load_spec] markers is the docs' snippet, character for
 // character (readme_snippets_test checks it; load_spec_test runs this program).
 //
 // Thread-safety: one thread calls Next.

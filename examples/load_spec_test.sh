@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# load_spec_test.sh: runs examples/load_spec (README "Writing a spec") on a spec and a
+# load_spec_test.sh: runs examples/load_spec (docs/specs.md) on a spec and a
 # dataset it makes: the spec's values reach the pipeline (batch size, image size, a data
 # path relative to the spec's directory), and a spec error is the one-line
 # FILE:LINE:COLUMN message the snippet passes through.

@@ -1,4 +1,4 @@
-// multi_view.cc: README "Several views per sample" as a program. Builds, with
+// multi_view.cc: docs/embedding.md "Several views in C++" as a program. Builds, with
 // GraphBuilder, one decode feeding two augment branches: one bound to two 224² views
 // (independent random crops and flips), one making a 96² uint8 view. Runs it over DATA
 // and checks each batch has the three named tensors, with the same rows, and that the two
@@ -6,7 +6,7 @@
 //
 //   bazel run //examples:multi_view -- DATA
 //
-// The text between the [readme:multi_view] markers is README's snippet, character for
+// The text between the [readme:multi_view] markers is the docs' snippet, character for
 // character (readme_snippets_test checks it; multi_view_test runs this program).
 //
 // Thread-safety: one thread drives the pipeline.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# prints_line_test.sh PROGRAM FLOWLOADER WANT: runs an example program (README's custom
+# prints_line_test.sh PROGRAM FLOWLOADER WANT: runs an example program (the docs' custom
 # stage, GraphBuilder and several-views snippets) on a dataset made here, 10 samples of 2
 # classes, and passes when it exits 0 having printed the line WANT. The programs check the
 # data themselves (byte for byte against a second pipeline, or view against view); the

@@ -1,14 +1,14 @@
 #!/usr/bin/python3
-"""readme_snippets_test: README.md's C++ snippets are the example programs' text.
+"""readme_snippets_test: the docs' C++ snippets are the example programs' text.
 
-Every ```cpp block of README.md must be, character for character, the text between
-`// [readme:NAME]` and `// [/readme:NAME]` in one of the example files (which Bazel
-compiles with -Werror=unused-result and the *_test scripts run), and every such region
-must appear in README. Every `deps = ["//pkg:target"]` a snippet names must be a dep of
-the examples/BUILD target whose srcs hold the file, so the README names what a user
-really has to depend on.
+Every ```cpp block of README.md and docs/*.md must be, character for character, the text
+between `// [readme:NAME]` and `// [/readme:NAME]` in one of the example files (which
+Bazel compiles with -Werror=unused-result and the *_test scripts run), and every such
+region must appear in one of those pages. Every `deps = ["//pkg:target"]` a snippet names
+must be a dep of the examples/BUILD target whose srcs hold the file, so the docs name what
+a user really has to depend on.
 
-Usage: readme_snippets_test.py README.md examples/BUILD examples/*.cc
+Usage: readme_snippets_test.py examples/BUILD README.md docs/*.md examples/*.cc
 """
 import difflib
 import os
@@ -51,14 +51,25 @@ def target_deps(build_text, file_name):
     return None
 
 
+def page_name(path):
+    """README.md, or docs/NAME.md for a page under docs/."""
+    base = os.path.basename(path)
+    return base if base == "README.md" else f"docs/{base}"
+
+
 def main(argv):
-    readme_path, build_path, sources = argv[1], argv[2], argv[3:]
-    blocks = readme_blocks(open(readme_path).read())
+    build_path = argv[1]
+    pages = [p for p in argv[2:] if p.endswith(".md")]
+    sources = [p for p in argv[2:] if p.endswith(".cc")]
+    blocks = []
+    for path in pages:
+        blocks += [(f"{page_name(path)}:{line}", block)
+                   for line, block in readme_blocks(open(path).read())]
     regions = example_regions(sources)
     build_text = open(build_path).read()
     failures = []
     if not blocks:
-        failures.append(f"{readme_path} has no ```cpp block")
+        failures.append(f"no ```cpp block in {[page_name(p) for p in pages]}")
     used = set()
     for line, block in blocks:
         match = [key for key, text in regions.items() if text == block]
@@ -67,8 +78,8 @@ def main(argv):
                 None, regions[k], block).ratio(), default=None)
             diff = "" if nearest is None else "".join(difflib.unified_diff(
                 regions[nearest].splitlines(True), block.splitlines(True),
-                f"examples/{nearest[0]} [readme:{nearest[1]}]", f"README.md:{line}"))
-            failures.append(f"README.md:{line}: this ```cpp block is no example's "
+                f"examples/{nearest[0]} [readme:{nearest[1]}]", line))
+            failures.append(f"{line}: this ```cpp block is no example's "
                             f"[readme:NAME] region (edit the example, then copy it)\n{diff}")
             continue
         used.update(match)
@@ -80,17 +91,17 @@ def main(argv):
         for named in NAMED_DEPS.findall(block):
             for label in LABEL.findall(named):
                 if label not in deps:
-                    failures.append(f"README.md:{line}: names deps {label}, which the "
+                    failures.append(f"{line}: names deps {label}, which the "
                                     f"target compiling {file_name} does not depend on "
                                     f"(its deps: {sorted(deps)})")
     for file_name, name in sorted(set(regions) - used):
-        failures.append(f"examples/{file_name}: region [readme:{name}] is not in README.md "
+        failures.append(f"examples/{file_name}: region [readme:{name}] is in no page "
                         f"(paste it into a ```cpp block, or drop the markers)")
     for failure in failures:
         print("FAIL:", failure)
     if failures:
         return 1
-    print(f"PASS: {len(blocks)} README snippets are example regions")
+    print(f"PASS: {len(blocks)} snippets in {len(pages)} pages are example regions")
     return 0
 
 

@@ -1,18 +1,11 @@
 // pipeline_graph.h: the oneTBB flow graph that runs a pipeline.
 //
-// Wiring (all in PipelineGraph::Wire, pipeline_graph.cc):
-//
-//   batch plans ─┐
-//   (input_node) ├─ join (reserving) ─► dispatch ─► stage 1 ─► … ─► stage k ─► collect
-//   free buffers ┘    one batch buffer     (serial)   (×concurrency each)      (last sample
-//   (buffer_node) ◄────────────┐          fans out its                           of a batch
-//                              │          samples                                 emits it)
-//                   consumer releases ◄── deliver ◄── upload ◄── order (sequencer_node)
-//
-// A batch plan enters only with a free batch buffer, so at most prefetch_batches batches
-// (and their samples) are in flight and memory is fixed before the first sample: a slow
-// consumer stalls the source, never grows a queue. Samples write straight into their slot
-// of the buffer; collect removes skipped slots; the sequencer restores sampler order.
+// Wiring, all in PipelineGraph::Wire (pipeline_graph.cc; the diagram is in
+// docs/architecture.md, "Data flow"): batch plans joined with free batch buffers → dispatch
+// → the per-sample stages → collect → order (sequencer) → upload → deliver; the consumer's
+// release returns the buffer. A batch plan enters only with a free buffer, so at most
+// prefetch_batches batches are in flight and memory is fixed before the first sample: a
+// slow consumer stalls the source, never grows a queue.
 //
 // The graph is built and runs inside a task_arena of num_workers threads, so the loader
 // never takes more cores than asked.

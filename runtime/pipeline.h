@@ -116,7 +116,7 @@ struct PipelineOptions {
   // Samples per batch; >= 1. Default 64.
   int batch_size = 64;
   // kAuto for num_workers or prefetch_batches: the online autotuner sets it while the
-  // pipeline runs (README "Autotune"): the fewest workers and buffers that keep Next
+  // pipeline runs (docs/tuning.md): the fewest workers and buffers that keep Next
   // waiting under 5% of the time, within cpu_budget and ram_budget_bytes.
   static constexpr int kAuto = 0;
   // Threads, and the concurrency of decode/augment; >= 1, or kAuto. Default kAuto: it

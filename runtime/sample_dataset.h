@@ -1,6 +1,6 @@
 // sample_dataset.h: generates a synthetic ImageFolder dataset of real JPEG files.
 //
-// Used for the built-in sample dataset (README's first command), the test suites and the
+// Used for the built-in sample dataset (`./dev.sh demo`), the test suites and the
 // benchmark. Images are "photo-like" for a JPEG codec: smooth low-frequency structure
 // (gradients, blobs), edges, and sensor-like noise, so file sizes and decode cost are in
 // ImageNet's range (shorter side 256–512 px, ~40–80 KB at quality 90) rather than the

@@ -11,7 +11,7 @@
 //     - type: augment
 //       options: {mode: train, image_size: 224}
 //
-// Every key, its default and its constraint: SpecKeysHelp() (README.md, "Writing a
+// Every key, its default and its constraint: SpecKeysHelp() (docs/specs.md, "Writing a
 // spec", shows a full example). Stage items are checked against the schemas declared in
 // the StageRegistry (graph/stage.h): register custom stage types before parsing a spec
 // that names them. Anything wrong is one line, "FILE:LINE:COLUMN: what (why)"; a spec

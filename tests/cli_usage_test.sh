@@ -2,11 +2,12 @@
 # cli_usage_test.sh: the command line's habits (issue "a new user's first hour"): --help
 # and --version, per-subcommand flags, values refused before the run, exit code 3 for a
 # run that delivers nothing, --samples_out with escaped keys, and resuming an interrupted
-# run from the checkpoint it printed. README_FILE is README.md, whose flag list must name
-# every flag `run --help` lists (and no flag run does not have).
+# run from the checkpoint it printed. CLI_DOC is docs/cli.md: its flag reference must be
+# exactly `run --help`, and its prose must name every flag `run --help` lists (and no flag
+# run does not have).
 set -euo pipefail
 FLOWLOADER="$1"
-README_FILE="$2"
+CLI_DOC="$2"
 PY=/usr/bin/python3
 TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 DATA="$TMP/data"
@@ -45,19 +46,28 @@ grep -q -- "--pin_memory=true" "$TMP/run_help.txt" && grep -q -- "--name=default
 grep -Eq '^flowloader [0-9a-z.]+-g[0-9a-f]{7,}|^flowloader [A-Za-z0-9.]+' "$TMP/version.txt" &&
   ! grep -q "unknown" "$TMP/version.txt" || fail "--version: $(cat "$TMP/version.txt")"
 
-# README's flag list is the same set as run --help's.
-"$PY" - "$TMP/run_help.txt" "$README_FILE" <<'PYEOF'
-import re, sys
-flags = set(re.findall(r"^  --([a-z_]+)=", open(sys.argv[1]).read(), re.M))
-readme = open(sys.argv[2]).read()
-start = readme.index("## The command line")
-section = readme[start:readme.index("\n## ", start + 1)]
+# docs/cli.md's flag reference is run --help, byte for byte; its prose names the same flags.
+"$PY" - "$TMP/run_help.txt" "$CLI_DOC" <<'PYEOF'
+import difflib, re, sys
+help_text = open(sys.argv[1]).read()
+flags = set(re.findall(r"^  --([a-z_]+)=", help_text, re.M))
+doc = open(sys.argv[2]).read()
+begin, end = "<!-- BEGIN run --help -->\n```text\n", "```\n<!-- END run --help -->"
+assert begin in doc and end in doc, "docs/cli.md has no generated flag reference markers"
+reference = doc[doc.index(begin) + len(begin):doc.index(end)]
+diff = "".join(difflib.unified_diff(reference.splitlines(True), help_text.splitlines(True),
+                                    "docs/cli.md", "flowloader run --help"))
+assert not diff, ("docs/cli.md's flag reference differs from `flowloader run --help`: paste "
+                  "`bazel-bin/runtime/flowloader run --help` between its markers\n" + diff)
+start = doc.index("## Commands and flags")
+section = doc[start:doc.index("\n## ", start + 1)]
 documented = set(re.findall(r"--([a-z_]+)", section))
 missing = sorted(flags - documented)
-assert not missing, "README's command-line section does not name: %s" % missing
-make_dataset = {"out", "classes", "images_per_class", "overwrite", "help", "version", "spec"}
-stale = sorted(documented - flags - make_dataset)
-assert not stale, "README names flags run does not have: %s" % stale
+assert not missing, "docs/cli.md's prose does not name: %s" % missing
+other_commands = {"out", "classes", "images_per_class", "overwrite", "help", "version", "spec",
+                  "dot"}
+stale = sorted(documented - flags - other_commands)
+assert not stale, "docs/cli.md names flags run does not have: %s" % stale
 PYEOF
 
 # Refused before the run, exit 2, one line naming the flag.

@@ -71,7 +71,7 @@ Delivered Drain(Pipeline& p, int max_batches = 1 << 30) {
 
 // ViewStages is read → decode → augment with outputs [view0, view1] (32 px float) and a
 // second augment `small` (16 px uint8), built with GraphBuilder. `dct_scaling` off makes
-// view0 independent of the other views' crops (see README "Several views").
+// view0 independent of the other views' crops (docs/specs.md).
 std::vector<StageSpec> ViewStages(bool dct_scaling = true) {
   GraphBuilder graph;
   graph.Add("read");

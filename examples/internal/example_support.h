@@ -1,4 +1,4 @@
-// example_support.h: what the example programs share outside their README snippets: the
+// example_support.h: what the example programs share outside their docs snippets: the
 // batch loop over every epoch and the `PROGRAM DATA` main() with its exit codes.
 #ifndef FLOWLOADER_EXAMPLES_INTERNAL_EXAMPLE_SUPPORT_H_
 #define FLOWLOADER_EXAMPLES_INTERNAL_EXAMPLE_SUPPORT_H_

@@ -8,7 +8,7 @@
                 train_step(images, labels)
 
 PyTorch's DataLoader names and defaults wherever one exists; every other pipeline
-setting (README "Writing a spec") is a keyword too, or comes from `spec=FILE.yaml`
+setting (docs/specs.md, "Writing a spec") is a keyword too, or comes from `spec=FILE.yaml`
 (keywords given override it). Values go through the same parser as the command line's
 flags, so a bad one raises ValueError with the CLI's one-line message; a value of the
 wrong Python type raises TypeError.

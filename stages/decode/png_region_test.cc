@@ -288,10 +288,10 @@ RegionRequest WholeImageTo224(int width, int height) {
                        224, 224};
 }
 
-// The bound the README states: the output stays under 2 x 224 per side (plus one block
-// of alignment), and besides it a decode holds a few rows of the file's width (libpng's
-// two rows at up to 8 bytes per pixel, our one RGB row and one row of block sums) and
-// libpng's fixed state (structs, the 32 KB inflate window, the IDAT read buffer).
+// The bound docs/reliability.md states: the output stays under 2 x 224 per side (plus one
+// block of alignment), and besides it a decode holds a few rows of the file's width
+// (libpng's two rows at up to 8 bytes per pixel, our one RGB row and one row of block sums)
+// and libpng's fixed state (structs, the 32 KB inflate window, the IDAT read buffer).
 constexpr size_t kMaxOutputBytes = size_t{3} * (2 * 224 + 2) * (2 * 224 + 2);
 constexpr size_t kFixedLibpngBytes = 128 << 10;
 size_t MaxRowBytes(int width) { return size_t{4} * 8 * static_cast<size_t>(width); }

@@ -1,11 +1,12 @@
 // huffman_scan.h: a fast decoder for the entropy-coded data of one baseline JPEG scan
 // (sequential, Huffman, all components interleaved), the part of decoding that dominates
-// the loader's CPU time (about 60% of a train run, measured with perf; see README).
+// the loader's CPU time (about 60% of a train run, measured with perf;
+// see docs/performance.md).
 //
 // It differs from libjpeg-turbo's decode_mcu_fast in these ways, which together make
 // whole decodes of the benchmark's files 1.40x (full) and 1.45x (crop regions) faster
 // than with libjpeg-turbo's own (decode_bench --compare-huffman; huffman_bench times
-// the entropy decoder alone; README "Performance"):
+// the entropy decoder alone; docs/performance.md):
 //   - the scan is unstuffed once up front (0xFF00 -> 0xFF, restart markers cut out), so
 //     reading bits is one unaligned 64-bit load at a bit position: no per-byte marker
 //     checks in the inner loop;
