@@ -1,0 +1,42 @@
+// geometry.h: torchvision 0.14's geometric functionals on PIL RGB images, restated on
+// interleaved uint8 RGB with PIL's own arithmetic (Image.transform's affine sampling).
+//
+// Shared by the geometry ops (ops/random_affine.cc, ...) and the augment policies
+// (ops/trivial_augment_wide.cc, ...).
+//
+// Thread-safety: pure functions of their arguments.
+#ifndef FLOWLOADER_STAGES_AUGMENT_OPS_KERNELS_GEOMETRY_H_
+#define FLOWLOADER_STAGES_AUGMENT_OPS_KERNELS_GEOMETRY_H_
+
+#include <array>
+#include <cstdint>
+
+#include "stages/augment/transform.h"
+#include "stages/core/image.h"
+
+namespace flowloader::augment::kernels {
+
+// F.affine(img, angle, [translate_x, translate_y], scale, [shear_x, shear_y],
+// interpolation, fill) about the image centre: PIL's Image.transform(AFFINE) with the
+// inverse matrix torchvision computes (_get_inverse_affine_matrix). Writes `dst` at the
+// size of `src`; pixels from outside are `fill`.
+void Affine(const Image& src, double angle, double translate_x, double translate_y,
+            double scale, double shear_x, double shear_y, Interpolation interpolation,
+            const std::array<uint8_t, 3>& fill, Image* dst);
+
+// F.rotate(img, angle, interpolation, expand, center=None, fill): PIL's Image.rotate.
+// With `expand` the output grows to hold the whole rotated image.
+void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
+            const std::array<uint8_t, 3>& fill, Image* dst);
+
+// F.vflip: mirrors the rows, in place.
+void VerticalFlip(Image& img);
+
+// F.gaussian_blur(img, [kernel_x, kernel_y], [sigma_x, sigma_y]) on a PIL image: the
+// tensor path torchvision takes (float kernel, reflect padding, rounded back to uint8).
+void GaussianBlur(const Image& src, int kernel_x, int kernel_y, double sigma_x,
+                  double sigma_y, Image* dst);
+
+}  // namespace flowloader::augment::kernels
+
+#endif  // FLOWLOADER_STAGES_AUGMENT_OPS_KERNELS_GEOMETRY_H_
