@@ -349,9 +349,14 @@ void Rotate(const Image& src, double angle, Interpolation interpolation, bool ex
 }
 
 void VerticalFlip(Image& img) {
+  // Rows swapped through one thread-local row (memcpy: whole-row block moves).
+  thread_local std::vector<uint8_t> tmp;
   const size_t stride = img.stride();
+  tmp.resize(stride);
   for (int top = 0, bottom = img.height - 1; top < bottom; ++top, --bottom) {
-    std::swap_ranges(img.Row(top), img.Row(top) + stride, img.Row(bottom));
+    std::memcpy(tmp.data(), img.Row(top), stride);
+    std::memcpy(img.Row(top), img.Row(bottom), stride);
+    std::memcpy(img.Row(bottom), tmp.data(), stride);
   }
 }
 
