@@ -4,7 +4,8 @@
 // for byte; resize + center_crop, planned as one resize of the crop's box, matches
 // F.center_crop(F.resize(...)) within 1 level (the box's filter centres are the whole
 // resize's, up to float rounding). PillowResample is Pillow's exact resize
-// (resize_pil_test checks it against PIL itself).
+// (resize_pil_test checks it against PIL itself). Also: a geometry op whose size
+// depends on the image (random_rotation with expand) between a head and a fixed size.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -188,6 +189,28 @@ TEST(HeadTest, EvalHeadIsResizeThenCenterCrop) {
     }
     EXPECT_LE(worst, 1) << list << " on " << c.width << "x" << c.height << " (" << off
                         << " values off)";
+  }
+}
+
+// random_rotation with expand makes the size depend on the angle: a list needs a
+// fixed-size op after it, and with one it runs (after a planned head).
+TEST(HeadTest, RotationWithExpandNeedsAFixedSizeAfterIt) {
+  absl::StatusOr<std::vector<OpText>> alone =
+      ParseOpListText("random_resized_crop(size=48); random_rotation(degrees=30, expand=true)");
+  ASSERT_TRUE(alone.ok());
+  absl::StatusOr<std::unique_ptr<ViewProgram>> refused = ViewProgram::Create(*alone);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("depends on the image"), std::string::npos)
+      << refused.status();
+  std::unique_ptr<ViewProgram> view = Program(
+      "random_resized_crop(size=48); random_rotation(degrees=30, expand=true); "
+      "center_crop(size=40); gaussian_blur(kernel_size=9); normalize()");
+  ASSERT_NE(view, nullptr);
+  EXPECT_EQ(view->shape(), (std::array<int64_t, 3>{3, 40, 40}));
+  const decode::DecodedImage img = FullDecode(120, 90);
+  std::vector<float> out(3 * 40 * 40);
+  for (uint64_t index = 0; index < 4; ++index) {
+    EXPECT_TRUE(view->Run(img, nullptr, {kSeed, 0, index}, kViewStream, out.data()).ok());
   }
 }
 
