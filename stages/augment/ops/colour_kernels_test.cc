@@ -1,0 +1,125 @@
+// colour_kernels_test: the fast forms of the colour kernels against their
+// literal restatements of PIL's C code, over every input that can differ (part
+// of ops_test; the comparison with PIL itself is ops_parity_test's).
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "stages/augment/ops/kernels/colour.h"
+#include "stages/augment/ops/kernels/colour_hue.h"
+#include "stages/augment/ops/kernels/colour_internal.h"
+#include "stages/augment/ops/kernels/colour_sharpness.h"
+
+namespace flowloader::augment::kernels {
+namespace {
+
+TEST(ColourKernelsTest, HsvTablesMatchPilForEveryColour) {
+  for (int r = 0; r < 256; ++r) {
+    for (int g = 0; g < 256; ++g) {
+      for (int b = 0; b < 256; ++b) {
+        const uint8_t rgb[3] = {uint8_t(r), uint8_t(g), uint8_t(b)};
+        uint8_t want[3], got[3];
+        internal::RgbToHsvLiteral(rgb, want);
+        internal::RgbToHsvFast(rgb, got);
+        ASSERT_TRUE(want[0] == got[0] && want[1] == got[1] && want[2] == got[2])
+            << r << "," << g << "," << b;
+      }
+    }
+  }
+}
+
+TEST(ColourKernelsTest, AdjustHueIsPilsRoundTrip) {
+  // Every red and green, every third blue: 22 million pixels over the shifts.
+  Image img;
+  img.Resize(256 * 86, 256, 3);
+  for (double hue : {0.0, 0.004, -0.004, 0.1, -0.1, 0.25, -0.37, 0.5, -0.5}) {
+    const int shift = internal::HueShift(hue);
+    size_t k = 0;
+    for (int g = 0; g < 256; ++g) {
+      for (int r = 0; r < 256; ++r) {
+        for (int b = 0; b < 256; b += 3, k += 3) {
+          img.pixels[k] = uint8_t(r), img.pixels[k + 1] = uint8_t(g),
+          img.pixels[k + 2] = uint8_t(b);
+        }
+      }
+    }
+    const std::vector<uint8_t> before = img.pixels;
+    AdjustHue(img, hue);
+    for (size_t i = 0; i < before.size(); i += 3) {
+      uint8_t hsv[3], want[3];
+      internal::RgbToHsvLiteral(&before[i], hsv);
+      hsv[0] = static_cast<uint8_t>(hsv[0] + shift);
+      internal::HsvToRgbLiteral(hsv, want);
+      ASSERT_TRUE(want[0] == img.pixels[i] && want[1] == img.pixels[i + 1] &&
+                  want[2] == img.pixels[i + 2])
+          << "hue " << hue << " pixel " << int(before[i]) << "," << int(before[i + 1]) << ","
+          << int(before[i + 2]);
+    }
+  }
+}
+
+TEST(ColourKernelsTest, HueShiftIsNumpysUint8) {
+  // np.uint8(h * 255): truncation toward zero, then modulo 256.
+  EXPECT_EQ(internal::HueShift(0.5), 127);
+  EXPECT_EQ(internal::HueShift(-0.5), 129);
+  EXPECT_EQ(internal::HueShift(-0.1), 231);
+  EXPECT_EQ(internal::HueShift(-0.0039), 0);
+  EXPECT_EQ(internal::HueShift(-0.004), 255);
+}
+
+TEST(ColourKernelsTest, IntegerSmoothIsPilsFloatSmooth) {
+  std::mt19937 gen(3);
+  uint8_t w[9];
+  auto check = [&] {
+    const unsigned sum = w[0] + w[1] + w[2] + w[3] + 5u * w[4] + w[5] + w[6] + w[7] + w[8];
+    ASSERT_EQ(internal::SmoothValue(sum), internal::SmoothLiteral(w));
+  };
+  for (int i = 0; i < 2000000; ++i) {
+    // Mostly random windows, some with few distinct values (flat and edge
+    // regions).
+    const int levels = i % 3 == 0 ? 256 : 2 + i % 7;
+    const int base = static_cast<int>(gen() % 256);
+    for (uint8_t &v : w) {
+      v = levels == 256 ? gen() % 256 : std::min(255, base + static_cast<int>(gen() % levels));
+    }
+    check();
+  }
+  for (int v = 0; v < 256; ++v) {  // Every flat window, and each with a stepped centre.
+    for (int c = 0; c < 256; c += 5) {
+      std::fill(std::begin(w), std::end(w), uint8_t(v));
+      w[4] = uint8_t(c);
+      check();
+    }
+  }
+}
+
+TEST(ColourKernelsTest, BlendSpanIsBlendValue) {
+  std::vector<uint8_t> a, b, out;
+  for (int x = 0; x < 256; ++x) {
+    for (int y = 0; y < 256; ++y) a.push_back(uint8_t(x)), b.push_back(uint8_t(y));
+  }
+  a.push_back(7), b.push_back(200);  // An odd length: the scalar tail runs too.
+  out.resize(a.size());
+  for (float alpha : {0.0f, 1.0f, 0.5f, 0.6f, 0.123456f, 1.4f, 2.0f, 7.5f, -0.3f, 1e9f}) {
+    internal::BlendSpan(a.data(), b.data(), out.data(), a.size(), alpha);
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(out[i], internal::BlendValue(a[i], b[i], alpha))
+          << "alpha " << alpha << " " << int(a[i]) << " " << int(b[i]);
+    }
+  }
+}
+
+// Blend.c's formula itself, on values PIL gives (checked in Python with
+// Pillow 9.4): Image.blend of 10 and 200 at 0.7 is 143; at 1.5, 295 clipped to
+// 255; at -0.5, 0.
+TEST(ColourKernelsTest, BlendValueIsBlendC) {
+  EXPECT_EQ(internal::BlendValue(10, 200, 0.7f), 143);
+  EXPECT_EQ(internal::BlendValue(10, 200, 1.5f), 255);
+  EXPECT_EQ(internal::BlendValue(10, 200, -0.5f), 0);
+  EXPECT_EQ(internal::BlendValue(200, 10, 0.3f), 143);
+}
+
+}  // namespace
+}  // namespace flowloader::augment::kernels

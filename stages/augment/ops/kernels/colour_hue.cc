@@ -1,0 +1,248 @@
+// colour_hue.cc: F.adjust_hue on a PIL image (torchvision's
+// functional_pil.adjust_hue): img.convert("HSV"), H += uint8(hue_factor * 255)
+// wrapping, convert back to RGB. Both conversions restate PIL 9.4's
+// libImaging/Convert.c (rgb2hsv_row, hsv2rgb) with its C types (float
+// variables, double constants), so the bytes are PIL's; the round trip is lossy
+// even for a zero shift, as in PIL.
+//
+// Speed: RGB -> HSV is two table lookups per pixel. H depends only on which
+// channel is the largest and which the smallest (six forms), the spread cr =
+// max - min and the middle channel's distance from the max; S only on cr and
+// max. The tables are built once per process by running the literal conversion
+// (RgbToHsvLiteral). HSV -> RGB keeps PIL's double arithmetic per pixel, with
+// H's sector and fraction and S's fraction from 256-entry tables.
+#include "stages/augment/ops/kernels/colour_hue.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "stages/augment/ops/kernels/colour.h"
+
+namespace flowloader::augment::kernels {
+namespace internal {
+namespace {
+
+inline uint8_t Clip8(int v) { return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v); }
+
+}  // namespace
+
+// Convert.c rgb2hsv_row, line for line ("following colorsys.py").
+void RgbToHsvLiteral(const uint8_t *in, uint8_t *out) {
+  float h, s, rc, gc, bc, cr;
+  const uint8_t r = in[0], g = in[1], b = in[2];
+  const uint8_t maxc = std::max(r, std::max(g, b));
+  const uint8_t minc = std::min(r, std::min(g, b));
+  uint8_t uh, us;
+  const uint8_t uv = maxc;
+  if (minc == maxc) {
+    uh = 0;
+    us = 0;
+  } else {
+    cr = static_cast<float>(maxc - minc);
+    s = cr / static_cast<float>(maxc);
+    rc = static_cast<float>(maxc - r) / cr;
+    gc = static_cast<float>(maxc - g) / cr;
+    bc = static_cast<float>(maxc - b) / cr;
+    if (r == maxc) {
+      h = bc - gc;
+    } else if (g == maxc) {
+      h = 2.0 + rc - bc;  // In double, as C promotes it, then stored as float.
+    } else {
+      h = 4.0 + gc - rc;
+    }
+    h = std::fmod((h / 6.0 + 1.0), 1.0);
+    uh = Clip8(static_cast<int>(h * 255.0));
+    us = Clip8(static_cast<int>(s * 255.0));
+  }
+  out[0] = uh;
+  out[1] = us;
+  out[2] = uv;
+}
+
+// Convert.c hsv2rgb, line for line.
+void HsvToRgbLiteral(const uint8_t *in, uint8_t *out) {
+  const uint8_t h = in[0], s = in[1], v = in[2];
+  if (s == 0) {
+    out[0] = out[1] = out[2] = v;
+    return;
+  }
+  const int i = static_cast<int>(std::floor(static_cast<float>(h) * 6.0 / 255.0));
+  const float f = static_cast<float>(h) * 6.0 / 255.0 - static_cast<float>(i);
+  const float fs = static_cast<float>(s) / 255.0;
+  const uint8_t up = Clip8(static_cast<int>(std::round(static_cast<float>(v) * (1.0 - fs))));
+  const uint8_t uq = Clip8(static_cast<int>(std::round(static_cast<float>(v) * (1.0 - fs * f))));
+  const uint8_t ut =
+      Clip8(static_cast<int>(std::round(static_cast<float>(v) * (1.0 - fs * (1.0 - f)))));
+  switch (i % 6) {
+    case 0:
+      out[0] = v, out[1] = ut, out[2] = up;
+      break;
+    case 1:
+      out[0] = uq, out[1] = v, out[2] = up;
+      break;
+    case 2:
+      out[0] = up, out[1] = v, out[2] = ut;
+      break;
+    case 3:
+      out[0] = up, out[1] = uq, out[2] = v;
+      break;
+    case 4:
+      out[0] = ut, out[1] = up, out[2] = v;
+      break;
+    default:
+      out[0] = v, out[1] = up, out[2] = uq;
+      break;
+  }
+}
+
+int HueShift(double hue_factor) {
+  // np.uint8(hue_factor * 255): truncated toward zero, then wrapped modulo 256.
+  return static_cast<int>(hue_factor * 255.0) & 255;
+}
+
+namespace {
+
+// HueTables: what the per-pixel conversions look up.
+struct HueTables {
+  // hue[form][cr * 256 + d]: RGB -> HSV's H for a pixel of that form whose
+  // largest and smallest channels differ by cr and whose middle channel is d
+  // below the largest.
+  uint8_t hue[6][256 * 256];
+  // sat[cr * 256 + max]: RGB -> HSV's S.
+  uint8_t sat[256 * 256];
+  // HSV -> RGB: H's sector (i % 6) and fraction f, S's fraction fs.
+  uint8_t sector[256];
+  float frac[256];
+  float sfrac[256];
+};
+
+// The form's channel roles, as PIL's branches take them: the largest channel is
+// the first of r, g, b equal to the max; the smallest as below (ties go where
+// PIL's quotients make them equal, so either choice gives the same H).
+//   0: r max, b min   1: r max, g min   2: g max, r min
+//   3: g max, b min   4: b max, g min   5: b max, r min
+inline int Form(int r, int g, int b, int maxc, int *d) {
+  if (r == maxc) {
+    if (g >= b) return *d = maxc - g, 0;
+    return *d = maxc - b, 1;
+  }
+  if (g == maxc) {
+    if (r <= b) return *d = maxc - b, 2;
+    return *d = maxc - r, 3;
+  }
+  if (g <= r) return *d = maxc - r, 4;
+  return *d = maxc - g, 5;
+}
+
+const HueTables &Tables() {
+  static const HueTables *const tables = [] {
+    auto *t = new HueTables();
+    for (int cr = 1; cr < 256; ++cr) {
+      const int maxc = 255, minc = 255 - cr;
+      for (int d = 0; d <= cr; ++d) {
+        const int mid = 255 - d;
+        const uint8_t px[6][3] = {
+            {uint8_t(maxc), uint8_t(mid), uint8_t(minc)},
+            {uint8_t(maxc), uint8_t(minc), uint8_t(mid)},
+            {uint8_t(minc), uint8_t(maxc), uint8_t(mid)},
+            {uint8_t(mid), uint8_t(maxc), uint8_t(minc)},
+            {uint8_t(mid), uint8_t(minc), uint8_t(maxc)},
+            {uint8_t(minc), uint8_t(mid), uint8_t(maxc)},
+        };
+        for (int form = 0; form < 6; ++form) {
+          uint8_t hsv[3];
+          RgbToHsvLiteral(px[form], hsv);
+          t->hue[form][cr * 256 + d] = hsv[0];
+        }
+      }
+      for (int m = cr; m < 256; ++m) {
+        const uint8_t px[3] = {uint8_t(m), uint8_t(m - cr), uint8_t(m - cr)};
+        uint8_t hsv[3];
+        RgbToHsvLiteral(px, hsv);
+        t->sat[cr * 256 + m] = hsv[1];
+      }
+    }
+    for (int h = 0; h < 256; ++h) {
+      const int i = static_cast<int>(std::floor(static_cast<float>(h) * 6.0 / 255.0));
+      t->sector[h] = static_cast<uint8_t>(i % 6);
+      t->frac[h] = static_cast<float>(h) * 6.0 / 255.0 - static_cast<float>(i);
+      t->sfrac[h] = static_cast<float>(h) / 255.0;
+    }
+    return t;
+  }();
+  return *tables;
+}
+
+inline uint8_t RoundToByte(double x) { return Clip8(static_cast<int>(std::round(x))); }
+
+}  // namespace
+
+void RgbToHsvFast(const uint8_t *in, uint8_t *out) {
+  const HueTables &t = Tables();
+  const int r = in[0], g = in[1], b = in[2];
+  const int maxc = std::max(r, std::max(g, b));
+  const int minc = std::min(r, std::min(g, b));
+  out[2] = static_cast<uint8_t>(maxc);
+  if (maxc == minc) {
+    out[0] = out[1] = 0;
+    return;
+  }
+  const int cr = maxc - minc;
+  int d = 0;
+  const int form = Form(r, g, b, maxc, &d);
+  out[0] = t.hue[form][cr * 256 + d];
+  out[1] = t.sat[cr * 256 + maxc];
+}
+
+}  // namespace internal
+
+void AdjustHue(Image &img, double hue_factor) {
+  const internal::HueTables &t = internal::Tables();
+  const int shift = internal::HueShift(hue_factor);
+  uint8_t *p = img.pixels.data();
+  const size_t n = static_cast<size_t>(img.width) * img.height;
+  for (size_t k = 0; k < n; ++k, p += 3) {
+    const int r = p[0], g = p[1], b = p[2];
+    const int maxc = std::max(r, std::max(g, b));
+    const int minc = std::min(r, std::min(g, b));
+    if (maxc == minc) continue;  // S = 0: HSV -> RGB gives (V, V, V) back.
+    const int cr = maxc - minc;
+    const uint8_t s = t.sat[cr * 256 + maxc];
+    if (s == 0) {
+      p[0] = p[1] = p[2] = static_cast<uint8_t>(maxc);
+      continue;
+    }
+    int d = 0;
+    const int form = internal::Form(r, g, b, maxc, &d);
+    const uint8_t h = static_cast<uint8_t>(t.hue[form][cr * 256 + d] + shift);
+    // hsv2rgb's arithmetic, with v = maxc.
+    const float f = t.frac[h];
+    const float fs = t.sfrac[s];
+    const float vf = static_cast<float>(maxc);
+    const uint8_t v = static_cast<uint8_t>(maxc);
+    const uint8_t up = internal::RoundToByte(vf * (1.0 - fs));
+    switch (t.sector[h]) {
+      case 0:
+        p[0] = v, p[1] = internal::RoundToByte(vf * (1.0 - fs * (1.0 - f))), p[2] = up;
+        break;
+      case 1:
+        p[0] = internal::RoundToByte(vf * (1.0 - fs * f)), p[1] = v, p[2] = up;
+        break;
+      case 2:
+        p[0] = up, p[1] = v, p[2] = internal::RoundToByte(vf * (1.0 - fs * (1.0 - f)));
+        break;
+      case 3:
+        p[0] = up, p[1] = internal::RoundToByte(vf * (1.0 - fs * f)), p[2] = v;
+        break;
+      case 4:
+        p[0] = internal::RoundToByte(vf * (1.0 - fs * (1.0 - f))), p[1] = up, p[2] = v;
+        break;
+      default:
+        p[0] = v, p[1] = up, p[2] = internal::RoundToByte(vf * (1.0 - fs * f));
+        break;
+    }
+  }
+}
+
+}  // namespace flowloader::augment::kernels
