@@ -28,7 +28,7 @@ class ColorJitter : public Op {
     for (int k = 0; k < 4; ++k) ranges_[k] = ranges[k];
   }
 
-  void Draw(int, int, SampleRng &rng, OpParams *params) const override {
+  void Draw(int, int, SampleRng& rng, OpParams* params) const override {
     // torch.randperm(4): a uniform permutation (Fisher-Yates).
     int perm[4] = {0, 1, 2, 3};
     for (int i = 3; i > 0; --i) std::swap(perm[i], perm[rng.UniformInt(0, i + 1)]);
@@ -39,9 +39,9 @@ class ColorJitter : public Op {
     }
   }
 
-  absl::Status Apply(const OpParams &p, OpImage &image) const override {
+  absl::Status Apply(const OpParams& p, OpImage& image) const override {
     if (p.n != 8) return absl::InvalidArgumentError(absl::StrCat("needs 8 params, got ", p.n));
-    Image &img = *image.rgb;
+    Image& img = *image.rgb;
     for (int k = 0; k < 4; ++k) {
       const double fn = p.v[k];
       if (!(fn == 0 || fn == 1 || fn == 2 || fn == 3)) {
@@ -74,7 +74,7 @@ class ColorJitter : public Op {
 // ColorJitter._check_input: a number v >= 0 gives [center - v, center + v] (the
 // low end clamped at 0 for the factors), a list [min, max] must lie within the
 // bound; a range that is just the center leaves the image unchanged (None).
-absl::StatusOr<Range> ReadJitter(const OpArgs &args, const std::string &arg, double center,
+absl::StatusOr<Range> ReadJitter(const OpArgs& args, const std::string& arg, double center,
                                  double lo, double hi, bool clamp) {
   absl::StatusOr<std::pair<double, double>> r =
       ReadRange("color_jitter", args, arg, center, lo, hi, clamp);
@@ -103,9 +103,9 @@ FLOWLOADER_REGISTER_OP((OpSchema{
                             {"hue", "0", "a number in [0, 0.5] or [min, max] within [-0.5, 0.5]",
                              "shift drawn from [-h, h] or [min, max], in turns of PIL's 8-bit HSV "
                              "hue"}}}),
-                       [](const OpArgs &args) -> absl::StatusOr<std::unique_ptr<Op>> {
+                       [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
                          Range ranges[4];
-                         const char *names[3] = {"brightness", "contrast", "saturation"};
+                         const char* names[3] = {"brightness", "contrast", "saturation"};
                          for (int k = 0; k < 3; ++k) {
                            absl::StatusOr<Range> r = ReadJitter(args, names[k], 1, 0, kInf, true);
                            if (!r.ok()) return r.status();

@@ -81,7 +81,7 @@ TEST(ColourKernelsTest, IntegerSmoothIsPilsFloatSmooth) {
     // regions).
     const int levels = i % 3 == 0 ? 256 : 2 + i % 7;
     const int base = static_cast<int>(gen() % 256);
-    for (uint8_t &v : w) {
+    for (uint8_t& v : w) {
       v = levels == 256 ? gen() % 256 : std::min(255, base + static_cast<int>(gen() % levels));
     }
     check();

@@ -12,7 +12,7 @@ namespace {
 
 class Grayscale : public Op {
  public:
-  absl::Status Apply(const OpParams &, OpImage &image) const override {
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::Grayscale(*image.rgb);
     return absl::OkStatus();
   }
@@ -25,8 +25,8 @@ FLOWLOADER_REGISTER_OP((OpSchema{"grayscale",
                                    "channels of the output; a view stays RGB, so 3 (torchvision's "
                                    "default 1 is "
                                    "not supported)"}}}),
-                       [](const OpArgs &args) -> absl::StatusOr<std::unique_ptr<Op>> {
-                         const OpValue &v = args.Get("num_output_channels");
+                       [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+                         const OpValue& v = args.Get("num_output_channels");
                          if (!v.IsNumber() || v.numbers[0] != 3) {
                            return ArgError(
                                "grayscale", "num_output_channels",

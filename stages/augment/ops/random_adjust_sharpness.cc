@@ -13,7 +13,7 @@ namespace {
 class RandomAdjustSharpness : public Op {
  public:
   explicit RandomAdjustSharpness(double factor) : factor_(factor) {}
-  absl::Status Apply(const OpParams &, OpImage &image) const override {
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::AdjustSharpness(*image.rgb, factor_);
     return absl::OkStatus();
   }
@@ -31,7 +31,7 @@ FLOWLOADER_REGISTER_OP(
                 "(torchvision requires it; F.adjust_sharpness refuses negative "
                 "factors)"}},
               0.5}),
-    [](const OpArgs &args) -> absl::StatusOr<std::unique_ptr<Op>> {
+    [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
       if (absl::Status s = CheckNumberIn("random_adjust_sharpness", args, "sharpness_factor", 0,
                                          std::numeric_limits<double>::infinity());
           !s.ok()) {

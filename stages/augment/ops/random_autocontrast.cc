@@ -8,7 +8,7 @@ namespace {
 
 class RandomAutocontrast : public Op {
  public:
-  absl::Status Apply(const OpParams &, OpImage &image) const override {
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::Autocontrast(*image.rgb);
     return absl::OkStatus();
   }
@@ -19,7 +19,7 @@ FLOWLOADER_REGISTER_OP((OpSchema{"random_autocontrast",
                                  "(ImageOps.autocontrast) with probability p",
                                  {},
                                  0.5}),
-                       [](const OpArgs &) -> absl::StatusOr<std::unique_ptr<Op>> {
+                       [](const OpArgs&) -> absl::StatusOr<std::unique_ptr<Op>> {
                          return std::unique_ptr<Op>(new RandomAutocontrast);
                        });
 

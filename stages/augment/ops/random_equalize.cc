@@ -8,7 +8,7 @@ namespace {
 
 class RandomEqualize : public Op {
  public:
-  absl::Status Apply(const OpParams &, OpImage &image) const override {
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::Equalize(*image.rgb);
     return absl::OkStatus();
   }
@@ -19,7 +19,7 @@ FLOWLOADER_REGISTER_OP((OpSchema{"random_equalize",
                                  "(ImageOps.equalize) with probability p",
                                  {},
                                  0.5}),
-                       [](const OpArgs &) -> absl::StatusOr<std::unique_ptr<Op>> {
+                       [](const OpArgs&) -> absl::StatusOr<std::unique_ptr<Op>> {
                          return std::unique_ptr<Op>(new RandomEqualize);
                        });
 

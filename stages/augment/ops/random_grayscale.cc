@@ -9,7 +9,7 @@ namespace {
 
 class RandomGrayscale : public Op {
  public:
-  absl::Status Apply(const OpParams &, OpImage &image) const override {
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::Grayscale(*image.rgb);
     return absl::OkStatus();
   }
@@ -20,7 +20,7 @@ FLOWLOADER_REGISTER_OP((OpSchema{"random_grayscale",
                                  "channels) with probability p",
                                  {},
                                  0.1}),
-                       [](const OpArgs &) -> absl::StatusOr<std::unique_ptr<Op>> {
+                       [](const OpArgs&) -> absl::StatusOr<std::unique_ptr<Op>> {
                          return std::unique_ptr<Op>(new RandomGrayscale);
                        });
 

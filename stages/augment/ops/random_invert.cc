@@ -8,7 +8,7 @@ namespace {
 
 class RandomInvert : public Op {
  public:
-  absl::Status Apply(const OpParams &, OpImage &image) const override {
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::Invert(*image.rgb);
     return absl::OkStatus();
   }
@@ -16,7 +16,7 @@ class RandomInvert : public Op {
 
 FLOWLOADER_REGISTER_OP(
     (OpSchema{"random_invert", "inverts the colours (255 - value) with probability p", {}, 0.5}),
-    [](const OpArgs &) -> absl::StatusOr<std::unique_ptr<Op>> {
+    [](const OpArgs&) -> absl::StatusOr<std::unique_ptr<Op>> {
       return std::unique_ptr<Op>(new RandomInvert);
     });
 

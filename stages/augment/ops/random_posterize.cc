@@ -12,7 +12,7 @@ namespace {
 class RandomPosterize : public Op {
  public:
   explicit RandomPosterize(int bits) : bits_(bits) {}
-  absl::Status Apply(const OpParams &, OpImage &image) const override {
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::Posterize(*image.rgb, bits_);
     return absl::OkStatus();
   }
@@ -28,8 +28,8 @@ FLOWLOADER_REGISTER_OP((OpSchema{"random_posterize",
                                    "bits kept per channel (torchvision requires it; F.posterize's "
                                    "range 0..8)"}},
                                  0.5}),
-                       [](const OpArgs &args) -> absl::StatusOr<std::unique_ptr<Op>> {
-                         const OpValue &v = args.Get("bits");
+                       [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+                         const OpValue& v = args.Get("bits");
                          if (!v.IsNumber() || !(v.numbers[0] >= 0 && v.numbers[0] <= 8) ||
                              v.numbers[0] != std::floor(v.numbers[0])) {
                            return ArgError("random_posterize", "bits", "an integer in [0, 8]", v);

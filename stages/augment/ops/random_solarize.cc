@@ -9,7 +9,7 @@ namespace {
 class RandomSolarize : public Op {
  public:
   explicit RandomSolarize(double threshold) : threshold_(threshold) {}
-  absl::Status Apply(const OpParams &, OpImage &image) const override {
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::Solarize(*image.rgb, threshold_);
     return absl::OkStatus();
   }
@@ -27,7 +27,7 @@ FLOWLOADER_REGISTER_OP((OpSchema{"random_solarize",
                                    "ImageOps.solarize's; above 255 torchvision's uint8 path "
                                    "refuses it)"}},
                                  0.5}),
-                       [](const OpArgs &args) -> absl::StatusOr<std::unique_ptr<Op>> {
+                       [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
                          if (absl::Status s =
                                  CheckNumberIn("random_solarize", args, "threshold", 0, 255);
                              !s.ok()) {

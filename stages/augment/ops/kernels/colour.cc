@@ -20,7 +20,7 @@
 namespace flowloader::augment::kernels {
 namespace internal {
 
-void BlendSpan(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n, float alpha) {
+void BlendSpan(const uint8_t* a, const uint8_t* b, uint8_t* out, size_t n, float alpha) {
   size_t i = 0;
 #if defined(__SSE4_1__)
   // The float operations of BlendValue, four lanes at a time. Clipping to [0,
@@ -31,8 +31,8 @@ void BlendSpan(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n, float
   const __m128 lo = _mm_setzero_ps();
   const __m128 hi = _mm_set1_ps(255.0f);
   for (; i + 16 <= n; i += 16) {
-    const __m128i a8 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(a + i));
-    const __m128i b8 = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + i));
+    const __m128i a8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+    const __m128i b8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
     // The four groups of four values, widened to int32 (the shift is an immediate).
     const __m128i a32[4] = {_mm_cvtepu8_epi32(a8), _mm_cvtepu8_epi32(_mm_srli_si128(a8, 4)),
                             _mm_cvtepu8_epi32(_mm_srli_si128(a8, 8)),
@@ -49,14 +49,14 @@ void BlendSpan(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n, float
     }
     const __m128i packed =
         _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i), packed);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), packed);
   }
 #endif
   for (; i < n; ++i) out[i] = BlendValue(a[i], b[i], alpha);
 }
 
-void ApplyLuts(Image &img, const uint8_t (&lut)[3][256]) {
-  uint8_t *p = img.pixels.data();
+void ApplyLuts(Image& img, const uint8_t (&lut)[3][256]) {
+  uint8_t* p = img.pixels.data();
   const size_t n = static_cast<size_t>(img.width) * img.height;
   for (size_t i = 0; i < n; ++i, p += 3) {
     p[0] = lut[0][p[0]];
@@ -65,15 +65,15 @@ void ApplyLuts(Image &img, const uint8_t (&lut)[3][256]) {
   }
 }
 
-void ApplyLut(Image &img, const uint8_t (&lut)[256]) {
-  uint8_t *p = img.pixels.data();
+void ApplyLut(Image& img, const uint8_t (&lut)[256]) {
+  uint8_t* p = img.pixels.data();
   const size_t n = img.pixels.size();
   for (size_t i = 0; i < n; ++i) p[i] = lut[p[i]];
 }
 
-uint8_t *RowBuffer(int which, size_t n) {
+uint8_t* RowBuffer(int which, size_t n) {
   thread_local std::vector<uint8_t> buffers[3];
-  std::vector<uint8_t> &b = buffers[which];
+  std::vector<uint8_t>& b = buffers[which];
   if (b.size() < n) b.resize(n);
   return b.data();
 }
@@ -92,9 +92,9 @@ void BlendLut(int constant, double factor, uint8_t (&lut)[256]) {
 }
 
 // Histograms counts each channel's values (Image.histogram on an RGB image).
-void Histograms(const Image &img, uint32_t (&h)[3][256]) {
+void Histograms(const Image& img, uint32_t (&h)[3][256]) {
   std::memset(h, 0, sizeof(h));
-  const uint8_t *p = img.pixels.data();
+  const uint8_t* p = img.pixels.data();
   const size_t n = static_cast<size_t>(img.width) * img.height;
   for (size_t i = 0; i < n; ++i, p += 3) {
     ++h[0][p[0]];
@@ -107,7 +107,7 @@ void Histograms(const Image &img, uint32_t (&h)[3][256]) {
 
 // ImageEnhance.Brightness: Image.blend(black, image, factor): out = 0 + factor
 // * v.
-void AdjustBrightness(Image &img, double factor) {
+void AdjustBrightness(Image& img, double factor) {
   if (static_cast<float>(factor) == 1.0f) return;  // Blend.c's copy shortcut.
   uint8_t lut[256];
   BlendLut(0, factor, lut);
@@ -116,11 +116,11 @@ void AdjustBrightness(Image &img, double factor) {
 
 // ImageEnhance.Contrast: the degenerate image is the constant int(mean(L) +
 // 0.5), the mean as ImageStat computes it (sum of L values / count, in double).
-void AdjustContrast(Image &img, double factor) {
+void AdjustContrast(Image& img, double factor) {
   const size_t n = static_cast<size_t>(img.width) * img.height;
   if (n == 0 || static_cast<float>(factor) == 1.0f) return;
   uint64_t sum = 0;
-  const uint8_t *p = img.pixels.data();
+  const uint8_t* p = img.pixels.data();
   for (size_t i = 0; i < n; ++i, p += 3) sum += internal::GreyValue(p);
   const double mean = static_cast<double>(sum) / static_cast<double>(n);
   const int degenerate = static_cast<int>(mean + 0.5);
@@ -132,7 +132,7 @@ void AdjustContrast(Image &img, double factor) {
 // ImageEnhance.Color: the degenerate image is
 // image.convert("L").convert("RGB"), each pixel's grey value in all three
 // channels, blended per value.
-void AdjustSaturation(Image &img, double factor) {
+void AdjustSaturation(Image& img, double factor) {
   const float alpha = static_cast<float>(factor);
   if (alpha == 1.0f) return;
   if (alpha == 0.0f) {  // Blend.c's shortcut: the degenerate image itself.
@@ -140,9 +140,9 @@ void AdjustSaturation(Image &img, double factor) {
     return;
   }
   const size_t row_bytes = img.stride();
-  uint8_t *grey = internal::RowBuffer(0, row_bytes);
+  uint8_t* grey = internal::RowBuffer(0, row_bytes);
   for (int y = 0; y < img.height; ++y) {
-    uint8_t *row = img.Row(y);
+    uint8_t* row = img.Row(y);
     for (int x = 0; x < img.width; ++x) {
       const uint8_t l = internal::GreyValue(row + 3 * x);
       grey[3 * x] = grey[3 * x + 1] = grey[3 * x + 2] = l;
@@ -152,14 +152,14 @@ void AdjustSaturation(Image &img, double factor) {
 }
 
 // F.rgb_to_grayscale(img, 3) on PIL: img.convert("L"), stacked three times.
-void Grayscale(Image &img) {
-  uint8_t *p = img.pixels.data();
+void Grayscale(Image& img) {
+  uint8_t* p = img.pixels.data();
   const size_t n = static_cast<size_t>(img.width) * img.height;
   for (size_t i = 0; i < n; ++i, p += 3) p[0] = p[1] = p[2] = internal::GreyValue(p);
 }
 
 // ImageOps.posterize: i & ~(2 ** (8 - bits) - 1), for bits in 0..8.
-void Posterize(Image &img, int bits) {
+void Posterize(Image& img, int bits) {
   if (bits >= 8) return;
   const int mask = bits <= 0 ? 0 : ~((1 << (8 - bits)) - 1);
   uint8_t lut[256];
@@ -168,14 +168,14 @@ void Posterize(Image &img, int bits) {
 }
 
 // ImageOps.solarize: i if i < threshold else 255 - i.
-void Solarize(Image &img, double threshold) {
+void Solarize(Image& img, double threshold) {
   uint8_t lut[256];
   for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(v < threshold ? v : 255 - v);
   internal::ApplyLut(img, lut);
 }
 
 // ImageOps.invert: 255 - i.
-void Invert(Image &img) {
+void Invert(Image& img) {
   uint8_t lut[256];
   for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(255 - v);
   internal::ApplyLut(img, lut);
@@ -185,7 +185,7 @@ void Invert(Image &img) {
 // lowest and highest values present; where hi > lo, lut[i] = int(i * scale +
 // offset) clipped to 0..255 with scale = 255 / (hi - lo), offset = -lo * scale
 // (Python doubles); else the identity.
-void Autocontrast(Image &img) {
+void Autocontrast(Image& img) {
   uint32_t h[3][256];
   Histograms(img, h);
   uint8_t lut[3][256];
@@ -211,7 +211,7 @@ void Autocontrast(Image &img) {
 // = (sum(histo) - histo[-1]) // 255; where there is more than one bin and step
 // > 0, lut[i] = (step // 2 + sum(h[:i])) // step, which Image.point clips to
 // 255 (CLIP8); else the identity.
-void Equalize(Image &img) {
+void Equalize(Image& img) {
   uint32_t h[3][256];
   Histograms(img, h);
   uint8_t lut[3][256];

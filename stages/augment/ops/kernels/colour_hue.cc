@@ -28,7 +28,7 @@ inline uint8_t Clip8(int v) { return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 
 }  // namespace
 
 // Convert.c rgb2hsv_row, line for line ("following colorsys.py").
-void RgbToHsvLiteral(const uint8_t *in, uint8_t *out) {
+void RgbToHsvLiteral(const uint8_t* in, uint8_t* out) {
   float h, s, rc, gc, bc, cr;
   const uint8_t r = in[0], g = in[1], b = in[2];
   const uint8_t maxc = std::max(r, std::max(g, b));
@@ -61,7 +61,7 @@ void RgbToHsvLiteral(const uint8_t *in, uint8_t *out) {
 }
 
 // Convert.c hsv2rgb, line for line.
-void HsvToRgbLiteral(const uint8_t *in, uint8_t *out) {
+void HsvToRgbLiteral(const uint8_t* in, uint8_t* out) {
   const uint8_t h = in[0], s = in[1], v = in[2];
   if (s == 0) {
     out[0] = out[1] = out[2] = v;
@@ -109,7 +109,7 @@ struct HueTables {
   // largest and smallest channels differ by cr and whose middle channel is d
   // below the largest.
   uint8_t hue[6][256 * 256];
-  // sat[cr * 256 + max]: RGB -> HSV's S.
+  // sat[cr * 256 + max]: RGB -> HSV's S (0 for cr = 0, a grey pixel).
   uint8_t sat[256 * 256];
   // HSV -> RGB: H's sector (i % 6) and fraction f, S's fraction fs.
   uint8_t sector[256];
@@ -122,7 +122,7 @@ struct HueTables {
 // PIL's quotients make them equal, so either choice gives the same H).
 //   0: r max, b min   1: r max, g min   2: g max, r min
 //   3: g max, b min   4: b max, g min   5: b max, r min
-inline int Form(int r, int g, int b, int maxc, int *d) {
+inline int Form(int r, int g, int b, int maxc, int* d) {
   if (r == maxc) {
     if (g >= b) return *d = maxc - g, 0;
     return *d = maxc - b, 1;
@@ -135,9 +135,9 @@ inline int Form(int r, int g, int b, int maxc, int *d) {
   return *d = maxc - g, 5;
 }
 
-const HueTables &Tables() {
-  static const HueTables *const tables = [] {
-    auto *t = new HueTables();
+const HueTables& Tables() {
+  static const HueTables* const tables = [] {
+    auto* t = new HueTables();
     for (int cr = 1; cr < 256; ++cr) {
       const int maxc = 255, minc = 255 - cr;
       for (int d = 0; d <= cr; ++d) {
@@ -174,12 +174,17 @@ const HueTables &Tables() {
   return *tables;
 }
 
-inline uint8_t RoundToByte(double x) { return Clip8(static_cast<int>(std::round(x))); }
+// RoundToByte is C's round() (half away from zero) for hsv2rgb's values, which lie in
+// [0, 255]: floor and the exact remainder, without a libm call.
+inline uint8_t RoundToByte(double x) {
+  const double whole = std::floor(x);
+  return static_cast<uint8_t>(static_cast<int>(whole) + (x - whole >= 0.5));
+}
 
 }  // namespace
 
-void RgbToHsvFast(const uint8_t *in, uint8_t *out) {
-  const HueTables &t = Tables();
+void RgbToHsvFast(const uint8_t* in, uint8_t* out) {
+  const HueTables& t = Tables();
   const int r = in[0], g = in[1], b = in[2];
   const int maxc = std::max(r, std::max(g, b));
   const int minc = std::min(r, std::min(g, b));
@@ -197,51 +202,40 @@ void RgbToHsvFast(const uint8_t *in, uint8_t *out) {
 
 }  // namespace internal
 
-void AdjustHue(Image &img, double hue_factor) {
-  const internal::HueTables &t = internal::Tables();
+void AdjustHue(Image& img, double hue_factor) {
+  const internal::HueTables& t = internal::Tables();
   const int shift = internal::HueShift(hue_factor);
-  uint8_t *p = img.pixels.data();
+  // The form from three comparisons (r >= g, r >= b, g >= b), without branches: a
+  // colour's channel order is unpredictable. Where two channels tie, either form gives
+  // PIL's H (colour_kernels_test checks every colour).
+  static constexpr uint8_t kForm[8] = {5, 4, 5, 1, 2, 2, 3, 0};
+  // hsv2rgb's six sectors, as indices into {v, p, q, t}.
+  static constexpr uint8_t kPick[6][3] = {{0, 3, 1}, {2, 0, 1}, {1, 0, 3},
+                                          {1, 2, 0}, {3, 1, 0}, {0, 1, 2}};
+  uint8_t* p = img.pixels.data();
   const size_t n = static_cast<size_t>(img.width) * img.height;
   for (size_t k = 0; k < n; ++k, p += 3) {
     const int r = p[0], g = p[1], b = p[2];
     const int maxc = std::max(r, std::max(g, b));
     const int minc = std::min(r, std::min(g, b));
-    if (maxc == minc) continue;  // S = 0: HSV -> RGB gives (V, V, V) back.
+    // A grey pixel (cr = 0) and S = 0 need no branch: sat[] is 0 there, so fs = 0 and
+    // p = q = t = v, hsv2rgb's (V, V, V).
     const int cr = maxc - minc;
     const uint8_t s = t.sat[cr * 256 + maxc];
-    if (s == 0) {
-      p[0] = p[1] = p[2] = static_cast<uint8_t>(maxc);
-      continue;
-    }
-    int d = 0;
-    const int form = internal::Form(r, g, b, maxc, &d);
+    const int form = kForm[(r >= g) | (r >= b) << 1 | (g >= b) << 2];
+    const int d = maxc - (r + g + b - maxc - minc);  // How far the middle is below the max.
     const uint8_t h = static_cast<uint8_t>(t.hue[form][cr * 256 + d] + shift);
-    // hsv2rgb's arithmetic, with v = maxc.
+    // hsv2rgb with v = maxc, its float and double steps as Convert.c has them.
     const float f = t.frac[h];
     const float fs = t.sfrac[s];
     const float vf = static_cast<float>(maxc);
-    const uint8_t v = static_cast<uint8_t>(maxc);
-    const uint8_t up = internal::RoundToByte(vf * (1.0 - fs));
-    switch (t.sector[h]) {
-      case 0:
-        p[0] = v, p[1] = internal::RoundToByte(vf * (1.0 - fs * (1.0 - f))), p[2] = up;
-        break;
-      case 1:
-        p[0] = internal::RoundToByte(vf * (1.0 - fs * f)), p[1] = v, p[2] = up;
-        break;
-      case 2:
-        p[0] = up, p[1] = v, p[2] = internal::RoundToByte(vf * (1.0 - fs * (1.0 - f)));
-        break;
-      case 3:
-        p[0] = up, p[1] = internal::RoundToByte(vf * (1.0 - fs * f)), p[2] = v;
-        break;
-      case 4:
-        p[0] = internal::RoundToByte(vf * (1.0 - fs * (1.0 - f))), p[1] = up, p[2] = v;
-        break;
-      default:
-        p[0] = v, p[1] = up, p[2] = internal::RoundToByte(vf * (1.0 - fs * f));
-        break;
-    }
+    const uint8_t vals[4] = {static_cast<uint8_t>(maxc), internal::RoundToByte(vf * (1.0 - fs)),
+                             internal::RoundToByte(vf * (1.0 - fs * f)),
+                             internal::RoundToByte(vf * (1.0 - fs * (1.0 - f)))};
+    const uint8_t* pick = kPick[t.sector[h]];
+    p[0] = vals[pick[0]];
+    p[1] = vals[pick[1]];
+    p[2] = vals[pick[2]];
   }
 }
 

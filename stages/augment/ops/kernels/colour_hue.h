@@ -12,11 +12,11 @@ namespace flowloader::augment::kernels::internal {
 
 // RgbToHsvLiteral is PIL 9.4's rgb2hsv_row (libImaging/Convert.c) line for
 // line: one RGB pixel to PIL's 8-bit H, S, V.
-void RgbToHsvLiteral(const uint8_t *rgb, uint8_t *hsv);
+void RgbToHsvLiteral(const uint8_t* rgb, uint8_t* hsv);
 // HsvToRgbLiteral is PIL 9.4's hsv2rgb for one pixel.
-void HsvToRgbLiteral(const uint8_t *hsv, uint8_t *rgb);
+void HsvToRgbLiteral(const uint8_t* hsv, uint8_t* rgb);
 // RgbToHsvFast is RgbToHsvLiteral by table lookups (what AdjustHue uses).
-void RgbToHsvFast(const uint8_t *rgb, uint8_t *hsv);
+void RgbToHsvFast(const uint8_t* rgb, uint8_t* hsv);
 // HueShift is torchvision's np.uint8(hue_factor * 255): the value added to H,
 // mod 256.
 int HueShift(double hue_factor);

@@ -29,25 +29,25 @@ inline uint8_t BlendValue(int a, int b, float alpha) {
 // BlendSpan writes out[i] = BlendValue(a[i], b[i], alpha) for n values (SSE4.1
 // where compiled for it: the same float operations, 16 values at a time). `out`
 // may be `b`.
-void BlendSpan(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n, float alpha);
+void BlendSpan(const uint8_t* a, const uint8_t* b, uint8_t* out, size_t n, float alpha);
 
 // ApplyLuts maps every value of the 3-channel image through its channel's table
 // (PIL's Image.point with a 768-entry table, as ImageOps._lut builds it).
-void ApplyLuts(Image &img, const uint8_t (&lut)[3][256]);
+void ApplyLuts(Image& img, const uint8_t (&lut)[3][256]);
 // ApplyLut maps every value through one table (the same for the three
 // channels).
-void ApplyLut(Image &img, const uint8_t (&lut)[256]);
+void ApplyLut(Image& img, const uint8_t (&lut)[256]);
 
 // GreyValue is PIL's RGB -> L (libImaging/Convert.c, rgb2l: ITU-R 601-2 luma in
 // 16-bit fixed point, rounded).
-inline uint8_t GreyValue(const uint8_t *rgb) {
+inline uint8_t GreyValue(const uint8_t* rgb) {
   return static_cast<uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 0x8000) >> 16);
 }
 
 // RowBuffer is a per-thread scratch buffer of at least n bytes: it grows to the
 // largest row seen and is then reused, so the kernels allocate nothing once
 // warm.
-uint8_t *RowBuffer(int which, size_t n);
+uint8_t* RowBuffer(int which, size_t n);
 
 }  // namespace flowloader::augment::kernels::internal
 

@@ -26,7 +26,7 @@ uint8_t SmoothLiteral(const uint8_t (&w)[9]) {
   // row, the row above.
   const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
   const float kernel[9] = {k1, k1, k1, k1, k5, k1, k1, k1, k1};
-  auto row = [&](int r, const float *k) {
+  auto row = [&](int r, const float* k) {
     return static_cast<float>(w[3 * r]) * k[0] + static_cast<float>(w[3 * r + 1]) * k[1] +
            static_cast<float>(w[3 * r + 2]) * k[2];
   };
@@ -41,19 +41,19 @@ uint8_t SmoothLiteral(const uint8_t (&w)[9]) {
 
 }  // namespace internal
 
-void AdjustSharpness(Image &img, double factor) {
+void AdjustSharpness(Image& img, double factor) {
   const float alpha = static_cast<float>(factor);
   // Blend.c copies image 2 at alpha 1; an image under 3 × 3 is its own SMOOTH
   // image, and blending an image with itself gives it back.
   if (alpha == 1.0f || img.width < 3 || img.height < 3) return;
   const size_t n = img.stride();
-  uint8_t *above = internal::RowBuffer(0, n);  // Original row y - 1.
-  uint8_t *here = internal::RowBuffer(1, n);   // Original row y.
-  uint8_t *smooth = internal::RowBuffer(2, n);
+  uint8_t* above = internal::RowBuffer(0, n);  // Original row y - 1.
+  uint8_t* here = internal::RowBuffer(1, n);   // Original row y.
+  uint8_t* smooth = internal::RowBuffer(2, n);
   std::memcpy(above, img.Row(0), n);
   for (int y = 1; y + 1 < img.height; ++y) {
-    uint8_t *row = img.Row(y);
-    const uint8_t *below = img.Row(y + 1);  // Not yet written: still original.
+    uint8_t* row = img.Row(y);
+    const uint8_t* below = img.Row(y + 1);  // Not yet written: still original.
     std::memcpy(here, row, n);
     std::memcpy(smooth, here, 3);  // The first and last columns stay unfiltered.
     std::memcpy(smooth + n - 3, here + n - 3, 3);
