@@ -46,7 +46,10 @@ TEST(ColourKernelsTest, AdjustHueIsPilsRoundTrip) {
       }
     }
     const std::vector<uint8_t> before = img.pixels;
-    AdjustHue(img, hue);
+    Image portable = img;
+    internal::AdjustHuePortable(portable, hue);
+    AdjustHue(img, hue);  // The AVX2 path where the CPU has it.
+    ASSERT_TRUE(portable.pixels == img.pixels) << "hue " << hue << ": the two paths differ";
     for (size_t i = 0; i < before.size(); i += 3) {
       uint8_t hsv[3], want[3];
       internal::RgbToHsvLiteral(&before[i], hsv);
@@ -57,6 +60,20 @@ TEST(ColourKernelsTest, AdjustHueIsPilsRoundTrip) {
           << "hue " << hue << " pixel " << int(before[i]) << "," << int(before[i + 1]) << ","
           << int(before[i + 2]);
     }
+  }
+}
+
+TEST(ColourKernelsTest, AdjustHueTailsMatchThePortablePath) {
+  // Pixel counts that are not a multiple of the AVX2 path's eight.
+  std::mt19937 gen(5);
+  for (int w : {1, 3, 7, 9, 13, 31}) {
+    Image img;
+    img.Resize(w, 3, 3);
+    for (uint8_t& v : img.pixels) v = static_cast<uint8_t>(gen());
+    Image portable = img;
+    internal::AdjustHuePortable(portable, 0.3);
+    AdjustHue(img, 0.3);
+    EXPECT_TRUE(portable.pixels == img.pixels) << w;
   }
 }
 

@@ -16,6 +16,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "stages/augment/ops/kernels/colour.h"
 
@@ -202,18 +207,18 @@ void RgbToHsvFast(const uint8_t* in, uint8_t* out) {
 
 }  // namespace internal
 
-void AdjustHue(Image& img, double hue_factor) {
-  const internal::HueTables& t = internal::Tables();
-  const int shift = internal::HueShift(hue_factor);
-  // The form from three comparisons (r >= g, r >= b, g >= b), without branches: a
-  // colour's channel order is unpredictable. Where two channels tie, either form gives
-  // PIL's H (colour_kernels_test checks every colour).
-  static constexpr uint8_t kForm[8] = {5, 4, 5, 1, 2, 2, 3, 0};
-  // hsv2rgb's six sectors, as indices into {v, p, q, t}.
-  static constexpr uint8_t kPick[6][3] = {{0, 3, 1}, {2, 0, 1}, {1, 0, 3},
-                                          {1, 2, 0}, {3, 1, 0}, {0, 1, 2}};
-  uint8_t* p = img.pixels.data();
-  const size_t n = static_cast<size_t>(img.width) * img.height;
+namespace internal {
+namespace {
+
+// The form from three comparisons (r >= g, r >= b, g >= b), without branches: a colour's
+// channel order is unpredictable. Where two channels tie, either form gives PIL's H
+// (colour_kernels_test checks every colour).
+constexpr uint8_t kForm[8] = {5, 4, 5, 1, 2, 2, 3, 0};
+// hsv2rgb's six sectors: which of {v, p, q, t} each output channel takes.
+constexpr uint8_t kPick[6][3] = {{0, 3, 1}, {2, 0, 1}, {1, 0, 3}, {1, 2, 0}, {3, 1, 0}, {0, 1, 2}};
+
+// HuePixels converts n pixels one at a time.
+void HuePixels(const HueTables& t, int shift, uint8_t* p, size_t n) {
   for (size_t k = 0; k < n; ++k, p += 3) {
     const int r = p[0], g = p[1], b = p[2];
     const int maxc = std::max(r, std::max(g, b));
@@ -229,14 +234,155 @@ void AdjustHue(Image& img, double hue_factor) {
     const float f = t.frac[h];
     const float fs = t.sfrac[s];
     const float vf = static_cast<float>(maxc);
-    const uint8_t vals[4] = {static_cast<uint8_t>(maxc), internal::RoundToByte(vf * (1.0 - fs)),
-                             internal::RoundToByte(vf * (1.0 - fs * f)),
-                             internal::RoundToByte(vf * (1.0 - fs * (1.0 - f)))};
+    const uint8_t vals[4] = {static_cast<uint8_t>(maxc), RoundToByte(vf * (1.0 - fs)),
+                             RoundToByte(vf * (1.0 - fs * f)),
+                             RoundToByte(vf * (1.0 - fs * (1.0 - f)))};
     const uint8_t* pick = kPick[t.sector[h]];
     p[0] = vals[pick[0]];
     p[1] = vals[pick[1]];
     p[2] = vals[pick[2]];
   }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FLOWLOADER_HUE_AVX2 1
+
+// RoundPd is RoundToByte on four doubles: floor, plus one where the remainder >= 0.5.
+__attribute__((target("avx2"))) inline __m128i RoundPd(__m256d x) {
+  const __m256d whole = _mm256_round_pd(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m256d up = _mm256_and_pd(
+      _mm256_cmp_pd(_mm256_sub_pd(x, whole), _mm256_set1_pd(0.5), _CMP_GE_OQ),
+      _mm256_set1_pd(1.0));
+  return _mm256_cvttpd_epi32(_mm256_add_pd(whole, up));
+}
+
+// HuePixelsAvx2 is HuePixels eight pixels at a time (n a multiple of 8): the same
+// lookups as gathers, the same float and double operations per lane (no FMA: the
+// target is avx2 alone), the sector's picks as per-lane shifts of {v, p, q, t} packed
+// in one word. Byte gathers read 4 bytes; the 3 past a table's end stay inside
+// HueTables (the next member).
+__attribute__((target("avx2"))) void HuePixelsAvx2(const HueTables& t, int shift, uint8_t* p,
+                                                   size_t n) {
+  const __m256i form_table = _mm256_setr_epi32(kForm[0], kForm[1], kForm[2], kForm[3], kForm[4],
+                                               kForm[5], kForm[6], kForm[7]);
+  // Shift of each output channel's value in the packed word, per sector (kPick * 8).
+  const __m256i shift_r = _mm256_setr_epi32(0, 16, 8, 8, 24, 0, 0, 0);
+  const __m256i shift_g = _mm256_setr_epi32(24, 0, 0, 16, 8, 8, 0, 0);
+  const __m256i shift_b = _mm256_setr_epi32(8, 8, 24, 0, 0, 16, 0, 0);
+  const __m256i byte = _mm256_set1_epi32(0xFF);
+  const __m256i hue_shift = _mm256_set1_epi32(shift);
+  const __m256d one = _mm256_set1_pd(1.0);
+  // Deinterleave 24 bytes (8 pixels) into R, G and B: pshufb on bytes 0..15 and 16..23.
+  const __m128i r_lo = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i r_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i g_lo = _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i g_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i b_lo = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m128i b_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, -1, -1, -1, -1, -1, -1, -1, -1);
+  // Back: each 128-bit lane's four words [r g b 0] to 12 packed bytes.
+  const __m256i pack = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0,
+                                        1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const int* sat = reinterpret_cast<const int*>(t.sat);
+  const int* hue = reinterpret_cast<const int*>(&t.hue[0][0]);
+  const int* sector = reinterpret_cast<const int*>(t.sector);
+  for (size_t k = 0; k < n; k += 8, p += 24) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));
+    const __m256i r = _mm256_cvtepu8_epi32(
+        _mm_or_si128(_mm_shuffle_epi8(lo, r_lo), _mm_shuffle_epi8(hi, r_hi)));
+    const __m256i g = _mm256_cvtepu8_epi32(
+        _mm_or_si128(_mm_shuffle_epi8(lo, g_lo), _mm_shuffle_epi8(hi, g_hi)));
+    const __m256i b = _mm256_cvtepu8_epi32(
+        _mm_or_si128(_mm_shuffle_epi8(lo, b_lo), _mm_shuffle_epi8(hi, b_hi)));
+    const __m256i maxc = _mm256_max_epi32(r, _mm256_max_epi32(g, b));
+    const __m256i minc = _mm256_min_epi32(r, _mm256_min_epi32(g, b));
+    const __m256i cr = _mm256_sub_epi32(maxc, minc);
+    const __m256i s = _mm256_and_si256(
+        _mm256_i32gather_epi32(sat, _mm256_add_epi32(_mm256_slli_epi32(cr, 8), maxc), 1), byte);
+    // bits = (r >= g) | (r >= b) << 1 | (g >= b) << 2.
+    const __m256i bits = _mm256_or_si256(
+        _mm256_andnot_si256(_mm256_cmpgt_epi32(g, r), _mm256_set1_epi32(1)),
+        _mm256_or_si256(_mm256_andnot_si256(_mm256_cmpgt_epi32(b, r), _mm256_set1_epi32(2)),
+                        _mm256_andnot_si256(_mm256_cmpgt_epi32(b, g), _mm256_set1_epi32(4))));
+    const __m256i form = _mm256_permutevar8x32_epi32(form_table, bits);
+    const __m256i mid = _mm256_sub_epi32(
+        _mm256_add_epi32(r, _mm256_add_epi32(g, b)), _mm256_add_epi32(maxc, minc));
+    const __m256i d = _mm256_sub_epi32(maxc, mid);
+    const __m256i hue_index = _mm256_or_si256(
+        _mm256_slli_epi32(form, 16), _mm256_or_si256(_mm256_slli_epi32(cr, 8), d));
+    const __m256i h = _mm256_and_si256(
+        _mm256_add_epi32(_mm256_i32gather_epi32(hue, hue_index, 1), hue_shift), byte);
+    const __m256 f = _mm256_i32gather_ps(t.frac, h, 4);
+    const __m256 fs = _mm256_i32gather_ps(t.sfrac, s, 4);
+    const __m256i sec = _mm256_and_si256(_mm256_i32gather_epi32(sector, h, 1), byte);
+    const __m256 fs_f = _mm256_mul_ps(fs, f);  // fs * f: a float product in Convert.c.
+    const __m256 vf = _mm256_cvtepi32_ps(maxc);
+    __m128i pv[2], qv[2], tv[2];
+    for (int half = 0; half < 2; ++half) {
+      const __m128 vf4 = half ? _mm256_extractf128_ps(vf, 1) : _mm256_castps256_ps128(vf);
+      const __m128 fs4 = half ? _mm256_extractf128_ps(fs, 1) : _mm256_castps256_ps128(fs);
+      const __m128 f4 = half ? _mm256_extractf128_ps(f, 1) : _mm256_castps256_ps128(f);
+      const __m128 fsf4 = half ? _mm256_extractf128_ps(fs_f, 1) : _mm256_castps256_ps128(fs_f);
+      const __m256d vd = _mm256_cvtps_pd(vf4);
+      const __m256d fsd = _mm256_cvtps_pd(fs4);
+      pv[half] = RoundPd(_mm256_mul_pd(vd, _mm256_sub_pd(one, fsd)));
+      qv[half] = RoundPd(_mm256_mul_pd(vd, _mm256_sub_pd(one, _mm256_cvtps_pd(fsf4))));
+      tv[half] = RoundPd(_mm256_mul_pd(
+          vd, _mm256_sub_pd(one, _mm256_mul_pd(fsd, _mm256_sub_pd(one, _mm256_cvtps_pd(f4))))));
+    }
+    const __m256i pq = _mm256_or_si256(_mm256_slli_epi32(_mm256_set_m128i(pv[1], pv[0]), 8),
+                                       _mm256_slli_epi32(_mm256_set_m128i(qv[1], qv[0]), 16));
+    const __m256i word = _mm256_or_si256(
+        _mm256_or_si256(maxc, pq), _mm256_slli_epi32(_mm256_set_m128i(tv[1], tv[0]), 24));
+    const __m256i out_r =
+        _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_permutevar8x32_epi32(shift_r, sec)), byte);
+    const __m256i out_g =
+        _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_permutevar8x32_epi32(shift_g, sec)), byte);
+    const __m256i out_b =
+        _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_permutevar8x32_epi32(shift_b, sec)), byte);
+    const __m256i rgb = _mm256_shuffle_epi8(
+        _mm256_or_si256(out_r, _mm256_or_si256(_mm256_slli_epi32(out_g, 8),
+                                               _mm256_slli_epi32(out_b, 16))),
+        pack);
+    // Pixels 0..3 (12 bytes, then 4 that the next store overwrites), pixels 4..7.
+    const __m128i first = _mm256_castsi256_si128(rgb);
+    const __m128i second = _mm256_extracti128_si256(rgb, 1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), first);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p + 12), second);
+    const int last = _mm_extract_epi32(second, 2);
+    std::memcpy(p + 20, &last, 4);
+  }
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
+}  // namespace
+
+void AdjustHuePortable(Image& img, double hue_factor) {
+  HuePixels(Tables(), HueShift(hue_factor), img.pixels.data(),
+            static_cast<size_t>(img.width) * img.height);
+}
+
+}  // namespace internal
+
+void AdjustHue(Image& img, double hue_factor) {
+  const internal::HueTables& t = internal::Tables();
+  const int shift = internal::HueShift(hue_factor);
+  uint8_t* p = img.pixels.data();
+  size_t n = static_cast<size_t>(img.width) * img.height;
+#if defined(FLOWLOADER_HUE_AVX2)
+  if (internal::HasAvx2()) {
+    const size_t bulk = n & ~static_cast<size_t>(7);
+    internal::HuePixelsAvx2(t, shift, p, bulk);
+    p += 3 * bulk;
+    n -= bulk;
+  }
+#endif
+  internal::HuePixels(t, shift, p, n);
 }
 
 }  // namespace flowloader::augment::kernels

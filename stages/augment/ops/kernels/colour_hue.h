@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "stages/core/image.h"
+
 namespace flowloader::augment::kernels::internal {
 
 // RgbToHsvLiteral is PIL 9.4's rgb2hsv_row (libImaging/Convert.c) line for
@@ -17,6 +19,8 @@ void RgbToHsvLiteral(const uint8_t* rgb, uint8_t* hsv);
 void HsvToRgbLiteral(const uint8_t* hsv, uint8_t* rgb);
 // RgbToHsvFast is RgbToHsvLiteral by table lookups (what AdjustHue uses).
 void RgbToHsvFast(const uint8_t* rgb, uint8_t* hsv);
+// AdjustHuePortable is AdjustHue without the AVX2 path (for the test of both paths).
+void AdjustHuePortable(Image& img, double hue_factor);
 // HueShift is torchvision's np.uint8(hue_factor * 255): the value added to H,
 // mod 256.
 int HueShift(double hue_factor);
