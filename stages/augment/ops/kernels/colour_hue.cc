@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "stages/augment/ops/kernels/colour_internal.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -244,15 +246,12 @@ void HuePixels(const HueTables& t, int shift, uint8_t* p, size_t n) {
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define FLOWLOADER_HUE_AVX2 1
-
+#if defined(FLOWLOADER_COLOUR_AVX2)
 // RoundPd is RoundToByte on four doubles: floor, plus one where the remainder >= 0.5.
 __attribute__((target("avx2"))) inline __m128i RoundPd(__m256d x) {
   const __m256d whole = _mm256_round_pd(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   const __m256d up = _mm256_and_pd(
-      _mm256_cmp_pd(_mm256_sub_pd(x, whole), _mm256_set1_pd(0.5), _CMP_GE_OQ),
-      _mm256_set1_pd(1.0));
+      _mm256_cmp_pd(_mm256_sub_pd(x, whole), _mm256_set1_pd(0.5), _CMP_GE_OQ), _mm256_set1_pd(1.0));
   return _mm256_cvttpd_epi32(_mm256_add_pd(whole, up));
 }
 
@@ -272,28 +271,12 @@ __attribute__((target("avx2"))) void HuePixelsAvx2(const HueTables& t, int shift
   const __m256i byte = _mm256_set1_epi32(0xFF);
   const __m256i hue_shift = _mm256_set1_epi32(shift);
   const __m256d one = _mm256_set1_pd(1.0);
-  // Deinterleave 24 bytes (8 pixels) into R, G and B: pshufb on bytes 0..15 and 16..23.
-  const __m128i r_lo = _mm_setr_epi8(0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i r_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, 2, 5, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i g_lo = _mm_setr_epi8(1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i g_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, 0, 3, 6, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i b_lo = _mm_setr_epi8(2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-  const __m128i b_hi = _mm_setr_epi8(-1, -1, -1, -1, -1, 1, 4, 7, -1, -1, -1, -1, -1, -1, -1, -1);
-  // Back: each 128-bit lane's four words [r g b 0] to 12 packed bytes.
-  const __m256i pack = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0,
-                                        1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
   const int* sat = reinterpret_cast<const int*>(t.sat);
   const int* hue = reinterpret_cast<const int*>(&t.hue[0][0]);
   const int* sector = reinterpret_cast<const int*>(t.sector);
   for (size_t k = 0; k < n; k += 8, p += 24) {
-    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i hi = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 16));
-    const __m256i r = _mm256_cvtepu8_epi32(
-        _mm_or_si128(_mm_shuffle_epi8(lo, r_lo), _mm_shuffle_epi8(hi, r_hi)));
-    const __m256i g = _mm256_cvtepu8_epi32(
-        _mm_or_si128(_mm_shuffle_epi8(lo, g_lo), _mm_shuffle_epi8(hi, g_hi)));
-    const __m256i b = _mm256_cvtepu8_epi32(
-        _mm_or_si128(_mm_shuffle_epi8(lo, b_lo), _mm_shuffle_epi8(hi, b_hi)));
+    __m256i r, g, b;
+    LoadRgb8(p, &r, &g, &b);
     const __m256i maxc = _mm256_max_epi32(r, _mm256_max_epi32(g, b));
     const __m256i minc = _mm256_min_epi32(r, _mm256_min_epi32(g, b));
     const __m256i cr = _mm256_sub_epi32(maxc, minc);
@@ -305,11 +288,11 @@ __attribute__((target("avx2"))) void HuePixelsAvx2(const HueTables& t, int shift
         _mm256_or_si256(_mm256_andnot_si256(_mm256_cmpgt_epi32(b, r), _mm256_set1_epi32(2)),
                         _mm256_andnot_si256(_mm256_cmpgt_epi32(b, g), _mm256_set1_epi32(4))));
     const __m256i form = _mm256_permutevar8x32_epi32(form_table, bits);
-    const __m256i mid = _mm256_sub_epi32(
-        _mm256_add_epi32(r, _mm256_add_epi32(g, b)), _mm256_add_epi32(maxc, minc));
+    const __m256i mid =
+        _mm256_sub_epi32(_mm256_add_epi32(r, _mm256_add_epi32(g, b)), _mm256_add_epi32(maxc, minc));
     const __m256i d = _mm256_sub_epi32(maxc, mid);
-    const __m256i hue_index = _mm256_or_si256(
-        _mm256_slli_epi32(form, 16), _mm256_or_si256(_mm256_slli_epi32(cr, 8), d));
+    const __m256i hue_index =
+        _mm256_or_si256(_mm256_slli_epi32(form, 16), _mm256_or_si256(_mm256_slli_epi32(cr, 8), d));
     const __m256i h = _mm256_and_si256(
         _mm256_add_epi32(_mm256_i32gather_epi32(hue, hue_index, 1), hue_shift), byte);
     const __m256 f = _mm256_i32gather_ps(t.frac, h, 4);
@@ -332,31 +315,16 @@ __attribute__((target("avx2"))) void HuePixelsAvx2(const HueTables& t, int shift
     }
     const __m256i pq = _mm256_or_si256(_mm256_slli_epi32(_mm256_set_m128i(pv[1], pv[0]), 8),
                                        _mm256_slli_epi32(_mm256_set_m128i(qv[1], qv[0]), 16));
-    const __m256i word = _mm256_or_si256(
-        _mm256_or_si256(maxc, pq), _mm256_slli_epi32(_mm256_set_m128i(tv[1], tv[0]), 24));
+    const __m256i word = _mm256_or_si256(_mm256_or_si256(maxc, pq),
+                                         _mm256_slli_epi32(_mm256_set_m128i(tv[1], tv[0]), 24));
     const __m256i out_r =
         _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_permutevar8x32_epi32(shift_r, sec)), byte);
     const __m256i out_g =
         _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_permutevar8x32_epi32(shift_g, sec)), byte);
     const __m256i out_b =
         _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_permutevar8x32_epi32(shift_b, sec)), byte);
-    const __m256i rgb = _mm256_shuffle_epi8(
-        _mm256_or_si256(out_r, _mm256_or_si256(_mm256_slli_epi32(out_g, 8),
-                                               _mm256_slli_epi32(out_b, 16))),
-        pack);
-    // Pixels 0..3 (12 bytes, then 4 that the next store overwrites), pixels 4..7.
-    const __m128i first = _mm256_castsi256_si128(rgb);
-    const __m128i second = _mm256_extracti128_si256(rgb, 1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), first);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(p + 12), second);
-    const int last = _mm_extract_epi32(second, 2);
-    std::memcpy(p + 20, &last, 4);
+    StoreRgb8(p, out_r, out_g, out_b);
   }
-}
-
-bool HasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
 }
 #endif
 
@@ -374,7 +342,7 @@ void AdjustHue(Image& img, double hue_factor) {
   const int shift = internal::HueShift(hue_factor);
   uint8_t* p = img.pixels.data();
   size_t n = static_cast<size_t>(img.width) * img.height;
-#if defined(FLOWLOADER_HUE_AVX2)
+#if defined(FLOWLOADER_COLOUR_AVX2)
   if (internal::HasAvx2()) {
     const size_t bulk = n & ~static_cast<size_t>(7);
     internal::HuePixelsAvx2(t, shift, p, bulk);
