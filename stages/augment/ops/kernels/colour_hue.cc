@@ -124,23 +124,16 @@ struct HueTables {
   float sfrac[256];
 };
 
-// The form's channel roles, as PIL's branches take them: the largest channel is
-// the first of r, g, b equal to the max; the smallest as below (ties go where
-// PIL's quotients make them equal, so either choice gives the same H).
+// The form's channel roles (which channel is the largest, which the smallest), as
+// PIL's branches take them; hue[form] is built from a pixel of each form:
 //   0: r max, b min   1: r max, g min   2: g max, r min
 //   3: g max, b min   4: b max, g min   5: b max, r min
-inline int Form(int r, int g, int b, int maxc, int* d) {
-  if (r == maxc) {
-    if (g >= b) return *d = maxc - g, 0;
-    return *d = maxc - b, 1;
-  }
-  if (g == maxc) {
-    if (r <= b) return *d = maxc - b, 2;
-    return *d = maxc - r, 3;
-  }
-  if (g <= r) return *d = maxc - r, 4;
-  return *d = maxc - g, 5;
-}
+// FormOf picks it from three comparisons (r >= g, r >= b, g >= b) by table, without
+// branches (a colour's channel order is unpredictable). Where two channels tie, the
+// forms it may pick give the same H (PIL's quotient for the tied channels is equal), so
+// any tie-break matches; colour_kernels_test checks every colour.
+constexpr uint8_t kForm[8] = {5, 4, 5, 1, 2, 2, 3, 0};
+inline int FormOf(int r, int g, int b) { return kForm[(r >= g) | (r >= b) << 1 | (g >= b) << 2]; }
 
 const HueTables& Tables() {
   static const HueTables* const tables = [] {
@@ -201,9 +194,8 @@ void RgbToHsvFast(const uint8_t* in, uint8_t* out) {
     return;
   }
   const int cr = maxc - minc;
-  int d = 0;
-  const int form = Form(r, g, b, maxc, &d);
-  out[0] = t.hue[form][cr * 256 + d];
+  const int d = maxc - (r + g + b - maxc - minc);  // How far the middle is below the max.
+  out[0] = t.hue[FormOf(r, g, b)][cr * 256 + d];
   out[1] = t.sat[cr * 256 + maxc];
 }
 
@@ -212,10 +204,6 @@ void RgbToHsvFast(const uint8_t* in, uint8_t* out) {
 namespace internal {
 namespace {
 
-// The form from three comparisons (r >= g, r >= b, g >= b), without branches: a colour's
-// channel order is unpredictable. Where two channels tie, either form gives PIL's H
-// (colour_kernels_test checks every colour).
-constexpr uint8_t kForm[8] = {5, 4, 5, 1, 2, 2, 3, 0};
 // hsv2rgb's six sectors: which of {v, p, q, t} each output channel takes.
 constexpr uint8_t kPick[6][3] = {{0, 3, 1}, {2, 0, 1}, {1, 0, 3}, {1, 2, 0}, {3, 1, 0}, {0, 1, 2}};
 
@@ -229,7 +217,7 @@ void HuePixels(const HueTables& t, int shift, uint8_t* p, size_t n) {
     // p = q = t = v, hsv2rgb's (V, V, V).
     const int cr = maxc - minc;
     const uint8_t s = t.sat[cr * 256 + maxc];
-    const int form = kForm[(r >= g) | (r >= b) << 1 | (g >= b) << 2];
+    const int form = FormOf(r, g, b);
     const int d = maxc - (r + g + b - maxc - minc);  // How far the middle is below the max.
     const uint8_t h = static_cast<uint8_t>(t.hue[form][cr * 256 + d] + shift);
     // hsv2rgb with v = maxc, its float and double steps as Convert.c has them.
