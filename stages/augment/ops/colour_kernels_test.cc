@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -12,9 +14,14 @@
 #include "stages/augment/ops/kernels/colour_hue.h"
 #include "stages/augment/ops/kernels/colour_internal.h"
 #include "stages/augment/ops/kernels/colour_sharpness.h"
+#include "stages/augment/ops/view_program.h"
 
 namespace flowloader::augment::kernels {
 namespace {
+
+using ::flowloader::augment::OpText;
+using ::flowloader::augment::ParseOpListText;
+using ::flowloader::augment::ViewProgram;
 
 TEST(ColourKernelsTest, HsvTablesMatchPilForEveryColour) {
   for (int r = 0; r < 256; ++r) {
@@ -173,6 +180,40 @@ TEST(ColourKernelsTest, BlendValueIsBlendC) {
   EXPECT_EQ(internal::BlendValue(10, 200, 1.5f), 255);
   EXPECT_EQ(internal::BlendValue(10, 200, -0.5f), 0);
   EXPECT_EQ(internal::BlendValue(200, 10, 0.3f), 143);
+}
+
+// DINO's colour ops in a view's list: they run after the planned head, change the pixels,
+// and give the same bytes for the same sample.
+TEST(ColourOpsInAViewTest, DinoListIsDeterministicAndChangesPixels) {
+  auto program = [](const std::string& text) {
+    absl::StatusOr<std::vector<OpText>> ops = ParseOpListText(text);
+    EXPECT_TRUE(ops.ok()) << ops.status();
+    absl::StatusOr<std::unique_ptr<ViewProgram>> p = ViewProgram::Create(*ops);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return *std::move(p);
+  };
+  const std::string head =
+      "random_resized_crop(size=40, scale=[0.4, 1.0]); random_horizontal_flip()";
+  const std::unique_ptr<ViewProgram> plain = program(head);
+  const std::unique_ptr<ViewProgram> dino =
+      program(head +
+              "; color_jitter(brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1, p=0.8); "
+              "random_grayscale(p=0.2); random_solarize(threshold=128, p=0.2)");
+  decode::DecodedImage img;
+  img.image.Resize(90, 70, 3);
+  std::mt19937 gen(2);
+  for (uint8_t& v : img.image.pixels) v = static_cast<uint8_t>(gen());
+  img.covered = RectF{0, 0, 90, 70};
+  int changed = 0;
+  for (uint64_t index = 0; index < 20; ++index) {
+    std::vector<uint8_t> a(dino->output_bytes()), b(dino->output_bytes()), c(a.size());
+    ASSERT_TRUE(dino->Run(img, nullptr, {4, 0, index}, 1, a.data()).ok());
+    ASSERT_TRUE(dino->Run(img, nullptr, {4, 0, index}, 1, b.data()).ok());
+    ASSERT_TRUE(plain->Run(img, nullptr, {4, 0, index}, 1, c.data()).ok());
+    EXPECT_EQ(a, b) << index;
+    changed += a != c;
+  }
+  EXPECT_GE(changed, 14);  // color_jitter applies to ~80% of samples.
 }
 
 }  // namespace
