@@ -156,8 +156,12 @@ class DataLoader:
     adds the extra per-sample columns (columns= for tar shards, or a list file's
     #columns:) as {name: [str, or bytes where a value is not valid UTF-8]}.
 
-    One iter() is one epoch; len() is batches per epoch. See the module's docstring for
-    the hold rule and the rank sources.
+    iter() delivers the rest of the current epoch: a loop that runs to its end takes one
+    whole epoch, and the next iter() the next epoch. After a loop left mid-epoch (break,
+    an exception, islice), the next iter() continues that epoch from the batch after the
+    last one handed out, which is also what state_dict() saves; set_epoch(e) (or
+    load_state_dict) starts elsewhere instead. len() is batches per epoch. See the
+    module's docstring for the hold rule and the rank sources.
     """
 
     def __init__(self, data=None, batch_size=_Default(64), num_workers=_Default(2),
@@ -219,6 +223,9 @@ class DataLoader:
         self.world_size = options_now["world_size"]
         self._next_epoch = 0       # The epoch the next iter() delivers.
         self._resume = None        # (epoch, batch, sample, batch_size) from load_state_dict.
+        # The epoch under way on self._core. The loader holds it, not the iterator, so
+        # that it outlives a loop left with `break` (state_dict, and the next iter()).
+        self._run = None
         self._active = None        # weakref to the live _EpochIterator.
 
     def _shard_settings(self, rank, world_size):
@@ -248,11 +255,18 @@ class DataLoader:
         core = self._open_core()
         previous = self._active() if self._active is not None else None
         if previous is not None:
-            if previous._end_pending():
-                # Every batch of that epoch was taken (zip, islice): it is complete.
-                core.next(False)
-                previous._finish()
-            previous._retire()
+            previous._retire()  # One iterator drives the pipeline at a time.
+        run = self._run
+        if run is not None and not run.finished and self._resume is None:
+            if core.checkpoint()[0] == run.epoch:
+                # A loop left mid-epoch (break, islice): continue where it stopped.
+                iterator = _EpochIterator(self, core, run)
+                self._active = weakref.ref(iterator)
+                return iterator
+            # Every batch of that epoch was taken (zip, islice): read its end, it is
+            # complete, and this iter() is the next epoch.
+            core.next(False)
+            self._finish(run)
         target = self._resume or (self._next_epoch, 0, -1, 0)
         here = core.checkpoint()
         # The batch sizes and sample positions matter only for a loaded state.
@@ -261,9 +275,14 @@ class DataLoader:
             core.close()
             self._core = core = self._create_core(target)
         self._resume = None
-        iterator = _EpochIterator(self, core, target[0], target[1])
+        self._run = _Epoch(target[0], target[1])
+        iterator = _EpochIterator(self, core, self._run)
         self._active = weakref.ref(iterator)
         return iterator
+
+    def _finish(self, run):
+        run.finished = True
+        self._next_epoch = run.epoch + 1
 
     def __len__(self):
         return self._open_core().batches_per_epoch
@@ -272,6 +291,7 @@ class DataLoader:
         """The epoch the next iter() delivers (its shuffle and random crops)."""
         self._next_epoch = operator.index(epoch)
         self._resume = None
+        self._run = None  # An epoch left mid-way is abandoned: epoch `epoch` starts anew.
 
     def set_batch_size(self, batch_size):
         """Batches from the next one the pipeline plans get `batch_size` rows (at most the
@@ -286,12 +306,13 @@ class DataLoader:
 
     # -- checkpoints (torchdata StatefulDataLoader's convention) -------------------------
     def state_dict(self):
-        """Where to resume: the next batch this loader would deliver, and the options that
-        must match for load_state_dict to resume exactly."""
-        active = self._active() if self._active is not None else None
+        """Where to resume: the next batch this loader would deliver (the one after the
+        last batch handed out, whether or not the loop's iterator still lives), and the
+        options that must match for load_state_dict to resume exactly. It is always
+        where the next iter() starts."""
         if self._resume is not None:
             epoch, batch, sample, batch_size = self._resume
-        elif active is not None and not active._finished:
+        elif self._run is not None and not self._run.finished:
             epoch, batch, sample, batch_size = self._open_core().checkpoint()
         else:
             epoch, batch, sample, batch_size = self._next_epoch, 0, -1, 0
@@ -312,6 +333,7 @@ class DataLoader:
                 raise ValueError(f"state_dict was saved with {key}={state.get(key)!r} but this "
                                  f"loader has {key}={value!r}: resume with the same options")
         self._next_epoch = operator.index(state["epoch"])
+        self._run = None
         self._resume = (self._next_epoch, operator.index(state["batch"]),
                         operator.index(state.get("sample", -1)),
                         operator.index(state.get("current_batch_size", 0)))
@@ -392,15 +414,24 @@ def _clone(images):
     return images.clone()
 
 
-class _EpochIterator:
-    """One epoch of a DataLoader (iter(loader))."""
+class _Epoch:
+    """One epoch's progress on a loader's pipeline, shared by the iterators over it."""
 
-    def __init__(self, loader, core, epoch, first_batch):
+    __slots__ = ("epoch", "delivered", "finished")
+
+    def __init__(self, epoch, first_batch):
+        self.epoch = epoch
+        self.delivered = first_batch  # Batches of this epoch handed out (or skipped).
+        self.finished = False         # Its end of epoch was read.
+
+
+class _EpochIterator:
+    """The rest of one epoch of a DataLoader (iter(loader))."""
+
+    def __init__(self, loader, core, run):
         self._loader = loader
         self._core = core
-        self._epoch = epoch
-        self._delivered = first_batch   # Batches of this epoch handed out (or skipped).
-        self._finished = False
+        self._run = run
         self._retired = False
 
     def __iter__(self):
@@ -409,16 +440,17 @@ class _EpochIterator:
     def __next__(self):
         if self._retired:
             raise RuntimeError("this iterator was replaced by a newer iter(loader)")
-        while not self._finished:
+        run = self._run
+        while not run.finished:
             loader = self._loader
             got = self._core.next(loader._return_keys, loader._return_sources,
                                   loader._return_columns)
             if got is None:
-                self._finish()
+                loader._finish(run)
                 break
             images_view, labels_view, keys, must_copy = got[:4]
             sources, columns = got[6], got[7]
-            self._delivered += 1
+            run.delivered += 1
             images = _images(images_view)
             del images_view
             if _rows(images) == 0:
@@ -434,15 +466,7 @@ class _EpochIterator:
         raise StopIteration
 
     def __len__(self):
-        return max(0, self._core.batches_per_epoch - self._delivered)
-
-    def _finish(self):
-        self._finished = True
-        self._loader._next_epoch = self._epoch + 1
-
-    def _end_pending(self):
-        """The epoch's batches are all out but its end marker was not read."""
-        return not self._finished and self._delivered >= self._core.batches_per_epoch
+        return max(0, self._core.batches_per_epoch - self._run.delivered)
 
     def _retire(self):
         self._retired = True
