@@ -29,6 +29,7 @@ batch; Ctrl-C raises KeyboardInterrupt within 50 ms; close() (or `del`, or leavi
 `with`) stops the pipeline's threads.
 """
 
+import atexit
 import difflib
 import json
 import operator
@@ -45,7 +46,7 @@ __all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment"]
 
 _SPEC_KEYS = {k["name"]: k for k in _core.spec_keys() if k["is_scalar"]}
 # Keywords that are the DataLoader's own, not spec keys.
-_OWN_KEYWORDS = ("data", "spec", "rank", "world_size", "metrics_address", "return_keys",
+_OWN_KEYWORDS = ("data", "dataset", "spec", "rank", "world_size", "metrics_address", "return_keys",
                  "sources", "return_sources", "return_columns")
 _STATE_VERSION = 1
 
@@ -149,8 +150,20 @@ def shard_from_environment():
 
 
 class DataLoader:
-    """Batches of (images, labels[, keys][, sources][, columns]) from an ImageFolder root,
-    a list file, tar shards, or weighted sources=[{"name", "data", "weight"}, ...].
+    """Batches of (images, labels[, extras][, keys][, sources][, columns]) from an
+    ImageFolder root, a list file, tar shards, weighted sources=[{"name", "data",
+    "weight"}, ...], or your own dataset=.
+
+    dataset=obj: obj has __len__ and __getitem__(i) returning (sample, label) or (sample,
+    label, extras), as a map-style torch Dataset. sample is encoded bytes (JPEG, PNG, ...:
+    decoded natively), a uint8 H×W×3 (or grey H×W) numpy array, or a PIL image (its pixels
+    are used as they are). flowloader's sampler picks the indices (shuffle, ranks, resume,
+    exactly once per epoch) and its worker threads call __getitem__, holding the GIL only
+    for that call; then decode and the transform run natively. An exception in
+    __getitem__ skips the sample, counted with reason python_error and logged as the
+    exception's one line (on_error="fail" raises DataError instead). When items have
+    extras, the batch has an `extras` element after labels: a list, one per row. With
+    return_keys, a row's key is its index as text.
 
     return_sources=True adds each row's source name (a list of str); return_columns=True
     adds the extra per-sample columns (columns= for tar shards, or a list file's
@@ -170,7 +183,8 @@ class DataLoader:
                  image_size=_Default(224), layout=_Default("float_chw"),
                  on_error=_Default("skip"), spec=None, rank=None, world_size=None,
                  metrics_address=None, return_keys=False, device=_Default("auto"),
-                 sources=None, return_sources=False, return_columns=False, **options):
+                 sources=None, return_sources=False, return_columns=False, dataset=None,
+                 **options):
         for key in options:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
@@ -194,6 +208,13 @@ class DataLoader:
                 raise ValueError(f"data ('{given['data']}') and sources are both set: "
                                  "give one of them")
             given["sources"] = _sources_text(sources)
+        if dataset is not None:
+            for name in ("__len__", "__getitem__"):
+                if not hasattr(dataset, name):
+                    raise TypeError(f"dataset must have __len__ and __getitem__ (a map-style "
+                                    f"torch Dataset), {type(dataset).__name__} has no {name}")
+            if "data" in given or sources is not None:
+                raise ValueError("dataset and data (or sources) are both set: give one of them")
         if metrics_address is not None and not isinstance(metrics_address, str):
             raise TypeError(f"metrics_address must be a str like '127.0.0.1:9464', "
                             f"got {metrics_address!r}")
@@ -215,6 +236,7 @@ class DataLoader:
         self._return_keys = return_keys
         self._return_sources = return_sources
         self._return_columns = return_columns
+        self._dataset = dataset
         self._core = None
         self._core = self._create_core((0, 0, -1, 0))
         options_now = self._core.options
@@ -243,7 +265,10 @@ class DataLoader:
         return settings
 
     def _create_core(self, cursor):
-        return _core._Loader(self._spec, self._settings, self._metrics_address, list(cursor))
+        core = _core._Loader(self._spec, self._settings, self._metrics_address, list(cursor),
+                             self._dataset)
+        _open_cores.add(core)
+        return core
 
     def _open_core(self):
         if self._core is None or self._core.closed:
@@ -391,9 +416,22 @@ class DataLoader:
         if self._core is None or self._core.closed:
             return "flowloader.DataLoader(closed)"
         o = self._core.options
-        return (f"flowloader.DataLoader({o['data']!r}, batch_size={o['batch_size']}, "
+        data = (f"dataset={type(self._dataset).__name__} of {self._core.samples_per_epoch}"
+                if self._dataset is not None else repr(o["data"]))
+        return (f"flowloader.DataLoader({data}, batch_size={o['batch_size']}, "
                 f"num_workers={o['num_workers']}, rank={o['rank']}/{o['world_size']} "
                 f"({self.shard_source}), {self._core.memory_description})")
+
+
+# Every pipeline not yet closed. Closed at exit, before the interpreter finalizes: a
+# dataset='s worker threads call into Python and must stop while it still runs.
+_open_cores = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    for core in list(_open_cores):
+        core.close()
 
 
 def _images(view):
@@ -458,11 +496,13 @@ class _EpochIterator:
             if must_copy:
                 images = _clone(images)  # The zero-copy views die here: buffer returned.
             labels = from_dlpack(labels_view)
+            # dataset= items' third elements, when they have one, as torch collates them.
+            items = (got[8],) if got[8] is not None else ()
             # Optional elements only ever go at the end, in this order.
             extras = ((keys,) if loader._return_keys else ()) + (
                 (sources,) if loader._return_sources else ()) + (
                 (columns,) if loader._return_columns else ())
-            return (images, labels) + extras
+            return (images, labels) + items + extras
         raise StopIteration
 
     def __len__(self):
