@@ -269,7 +269,9 @@ absl::Status PyDatasetSource::Convert(int64_t index, PyObject* got, std::string*
   if (absl::Status s = SampleBytes(item, sample.ptr(), bytes); !s.ok()) return s;
   if (n == 3) {
     record->extras = PySequence_GetItem(got, 2);
-    if (record->extras == nullptr) return PythonError(absl::StrCat(item, ": ", TakeExceptionLine()));
+    if (record->extras == nullptr) {
+      return PythonError(absl::StrCat(item, ": ", TakeExceptionLine()));
+    }
   }
   return absl::OkStatus();
 }

@@ -10,7 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import files_of
+from conftest import files_of, run_python
 
 import flowloader
 
@@ -233,3 +233,32 @@ def test_dataset_arguments_are_checked(small_data):
         flowloader.DataLoader(small_data, dataset=Items([]))
     with pytest.raises(ValueError, match="at least one sample"):
         flowloader.DataLoader(dataset=Items([]))
+
+
+LEFT_OPEN = """
+import os
+import flowloader
+
+class Same:
+    def __len__(self):
+        return 4096
+    def __getitem__(self, i):
+        return DATA, i % 3
+
+with open(os.environ["JPEG"], "rb") as f:
+    DATA = f.read()
+dropped = flowloader.DataLoader(dataset=Same(), batch_size=8, image_size=16, num_workers=2)
+next(iter(dropped))
+del dropped  # Mid-epoch, its workers busy calling __getitem__.
+kept = flowloader.DataLoader(dataset=Same(), batch_size=8, image_size=16, num_workers=2)
+next(iter(kept))
+print("exiting", flush=True)
+# The interpreter exits with `kept` open: atexit closes it before finalizing.
+"""
+
+
+def test_dropping_a_loader_and_exiting_with_one_open_end_cleanly(small_data):
+    jpeg = os.path.join(small_data, files_of(small_data)[0])
+    done = run_python(LEFT_OPEN, env={"JPEG": jpeg}, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "exiting\n"
