@@ -12,6 +12,7 @@ PACKAGES=(
   python3-yaml python3-torch python3-torchvision clang libclang-rt-14-dev wrk
   libcurl4-openssl-dev libwebp-dev libtiff-dev libgif-dev nginx python3-dev pybind11-dev
   python3-pytest libtorch-dev libxxhash-dev
+  python3-venv python3-setuptools python3-wheel python3-numpy  # pip install . (pyproject.toml)
 )
 
 setup() {

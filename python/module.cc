@@ -1,16 +1,19 @@
 // module.cc: the `flowloader._flowloader` extension (pybind11): the C++ half of the
 // Python module. flowloader/__init__.py builds DataLoader on top of it.
 //
-//   _Loader(spec, settings, metrics_address, resume=[epoch, batch, sample, batch_size])
+//   _Loader(spec, settings, metrics_address, resume=[epoch, batch, sample, batch_size],
+//           dataset=None)
 //       spec: a spec file or None; settings: [(key, text)] applied in order through the
 //       spec's own key table (ApplySpecValue), so a bad value is the CLI's one-line
-//       message, raised as ValueError.
+//       message, raised as ValueError. dataset: an object with __len__ and __getitem__
+//       read in place of data or sources (python/internal/py_dataset.h).
 //   _Loader.next(return_keys, return_sources=False, return_columns=False) -> None at an
 //       end of epoch, else
 //       (images: _TensorView, labels: _TensorView, keys or None, must_copy: bool,
-//        epoch, batch index, sources or None, columns or None)
+//        epoch, batch index, sources or None, columns or None, extras or None)
 //       sources: each row's source name; columns: {name: [str, or bytes where the value
-//       is not valid UTF-8]}.
+//       is not valid UTF-8]}; extras (dataset= only): each row's third item element, or
+//       None when no row's item had one.
 //   _Loader.source_names: the sources by number ("default" for data).
 //   _TensorView: __dlpack__(stream=None) / __dlpack_device__(), for torch.from_dlpack.
 //   spec_keys(), shard_from_environment(), hold_limit(prefetch_batches).
@@ -24,7 +27,10 @@
 //
 // Threads and the GIL: next() waits in 50 ms slices with the GIL released and runs
 // PyErr_CheckSignals between them, so Ctrl-C raises KeyboardInterrupt within a slice
-// even while no batch comes. Nothing in the pipeline's threads touches Python.
+// even while no batch comes. Nothing in the pipeline's threads touches Python, except
+// the python_dataset stage of dataset=, which takes the GIL for each __getitem__: so
+// everything here that waits for the pipeline's threads (creating, closing, destroying
+// a loader) releases the GIL first.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -42,6 +48,7 @@
 #include "absl/time/time.h"
 #include "python/internal/dlpack.h"
 #include "python/internal/loader.h"
+#include "python/internal/py_dataset.h"
 #include "runtime/shard_env.h"
 #include "runtime/spec.h"
 
@@ -165,8 +172,9 @@ py::object ImagesObject(const std::shared_ptr<const Batch>& batch,
   return views;
 }
 
-TensorView LabelsView(const Batch& batch) {
-  auto labels = std::make_shared<std::vector<int64_t>>(batch.labels);
+// LabelsView is `labels` (the batch's, or a dataset='s from PyDatasetSource::TakeRows).
+TensorView LabelsView(std::vector<int64_t> labels_in) {
+  auto labels = std::make_shared<std::vector<int64_t>>(std::move(labels_in));
   TensorView view;
   view.data = labels->data();
   view.owner = labels;
@@ -242,7 +250,8 @@ class PyLoader {
  public:
   PyLoader(const std::optional<std::string>& spec,
            const std::vector<std::pair<std::string, std::string>>& settings,
-           const std::string& metrics_address, const std::vector<int64_t>& resume) {
+           const std::string& metrics_address, const std::vector<int64_t>& resume,
+           const py::object& dataset) {
     LoaderOptions options;
     if (spec.has_value()) {
       absl::StatusOr<PipelineOptions> loaded = LoadSpecFile(*spec);
@@ -250,7 +259,9 @@ class PyLoader {
       options.pipeline = *std::move(loaded);
     }
     for (const auto& [key, text] : settings) ApplySetting(key, text, &options.pipeline);
-    if (options.pipeline.data.empty() && options.pipeline.sources.empty()) {
+    if (!dataset.is_none()) UseDataset(dataset, &options.pipeline);
+    if (options.pipeline.data.empty() && options.pipeline.sources.empty() &&
+        options.pipeline.dataset == nullptr) {
       Raise(PyExc_ValueError, absl::InvalidArgumentError(
                                   "data is required (an ImageFolder directory, list file or "
                                   "tar shards), or sources=, or data: or sources: in spec"));
@@ -289,19 +300,22 @@ class PyLoader {
     }
     if (!fetched.status.ok()) Raise(g_data_error, fetched.status);
     if (fetched.end_of_epoch || fetched.batch == nullptr) return py::none();
+    std::vector<int64_t> labels_of_rows = fetched.batch->labels;
+    py::object extras = py::none();
+    if (source_ != nullptr) source_->TakeRows(*fetched.batch, &labels_of_rows, &extras);
     // The buffers in effect now: the autotuner (prefetch_batches: auto) may have added some.
     const bool must_copy =
         loader.live_views()->load() >= HoldLimit(loader.pipeline().prefetch_batches());
     py::object keys = py::none();
     if (return_keys) keys = py::cast(fetched.batch->keys);
-    TensorView labels = LabelsView(*fetched.batch);
+    TensorView labels = LabelsView(std::move(labels_of_rows));
     py::object images = ImagesObject(fetched.batch, loader.live_views());
     py::object sources = py::none();
     if (return_sources) sources = SourceNames(*fetched.batch, loader.pipeline().source_names());
     py::object columns = py::none();
     if (return_columns) columns = Columns(*fetched.batch);
     return py::make_tuple(std::move(images), std::move(labels), keys, must_copy,
-                          fetched.batch->epoch, fetched.batch->index, sources, columns);
+                          fetched.batch->epoch, fetched.batch->index, sources, columns, extras);
   }
 
   // Checkpoint is (epoch, batch, sample, batch_size) of the caller's next batch (Cursor).
@@ -336,9 +350,14 @@ class PyLoader {
   // go back when those tensors are freed.
   void Close() {
     std::unique_ptr<Loader> loader = std::move(loader_);
-    py::gil_scoped_release release;
-    loader.reset();
+    {
+      py::gil_scoped_release release;  // The workers may be waiting for the GIL.
+      loader.reset();
+    }
+    source_.reset();  // With the GIL: it holds Python objects.
   }
+
+  ~PyLoader() { Close(); }
 
   bool closed() const { return loader_ == nullptr; }
   int64_t batches_per_epoch() { return Open().pipeline().batches_per_epoch(); }
@@ -377,7 +396,27 @@ class PyLoader {
     return *loader_;
   }
 
+  // UseDataset makes `dataset` the pipeline's data: Dataset::OfSize(len(dataset)), and
+  // the python_dataset stage in place of read (python/internal/py_dataset.h). It
+  // replaces a spec's data or sources, as a keyword does.
+  void UseDataset(const py::object& dataset, PipelineOptions* options) {
+    const int64_t size = static_cast<int64_t>(py::len(dataset));
+    absl::StatusOr<std::unique_ptr<Dataset>> indexed = Dataset::OfSize(size, "dataset");
+    if (!indexed.ok()) Raise(PyExc_ValueError, indexed.status());
+    options->dataset = *std::move(indexed);
+    options->data.clear();
+    options->sources.clear();
+    if (options->stages.empty()) {
+      absl::StatusOr<std::vector<StageSpec>> stages = DefaultStages(*options);
+      if (!stages.ok()) Raise(PyExc_ValueError, stages.status());
+      options->stages = *std::move(stages);
+    }
+    source_ = PyDatasetSource::Create(dataset);
+    if (absl::Status s = source_->UseIn(&options->stages); !s.ok()) Raise(PyExc_ValueError, s);
+  }
+
   std::unique_ptr<Loader> loader_;
+  std::shared_ptr<PyDatasetSource> source_;  // dataset= only.
 };
 
 py::list SpecKeyList() {
@@ -407,6 +446,7 @@ py::tuple ShardFromEnv() {
 PYBIND11_MODULE(_flowloader, m) {
   namespace pi = flowloader::python_internal;
   m.doc() = "flowloader's C++ core; use flowloader.DataLoader.";
+  pi::RegisterPythonDatasetStage();
   pi::g_data_error =
       PyErr_NewExceptionWithDoc("flowloader.DataError",
                                 "A fatal data error (on_error='fail', too many errors, a device "
@@ -428,8 +468,9 @@ PYBIND11_MODULE(_flowloader, m) {
   py::class_<pi::PyLoader>(m, "_Loader")
       .def(py::init<const std::optional<std::string>&,
                     const std::vector<std::pair<std::string, std::string>>&, const std::string&,
-                    const std::vector<int64_t>&>(),
-           py::arg("spec"), py::arg("settings"), py::arg("metrics_address"), py::arg("resume"))
+                    const std::vector<int64_t>&, const py::object&>(),
+           py::arg("spec"), py::arg("settings"), py::arg("metrics_address"), py::arg("resume"),
+           py::arg("dataset") = py::none())
       .def("next", &pi::PyLoader::Next, py::arg("return_keys"),
            py::arg("return_sources") = false, py::arg("return_columns") = false)
       .def("checkpoint", &pi::PyLoader::Checkpoint)

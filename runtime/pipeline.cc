@@ -109,9 +109,16 @@ absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
   // Checked whatever the data, so a typo is refused here, not on the first https shard.
   if (absl::Status s = CheckCaFile(options.http.ca_file); !s.ok()) return s;
   PipelineParts parts;
-  absl::StatusOr<std::unique_ptr<Dataset>> dataset = OpenDataset(options);
-  if (!dataset.ok()) return dataset.status();
-  parts.dataset = std::move(*dataset);
+  if (options.dataset != nullptr) {
+    if (!options.data.empty() || !options.sources.empty()) {
+      return absl::InvalidArgumentError("a dataset is given: data and sources must be empty");
+    }
+    parts.dataset = options.dataset;
+  } else {
+    absl::StatusOr<std::unique_ptr<Dataset>> dataset = OpenDataset(options);
+    if (!dataset.ok()) return dataset.status();
+    parts.dataset = std::move(*dataset);
+  }
 
   SamplerOptions sampler_options;
   sampler_options.shuffle = options.shuffle;

@@ -41,6 +41,7 @@
 #include "graph/stage_stats.h"
 #include "stages/collate/batch.h"
 #include "stages/core/memory_plan.h"
+#include "stages/reader/dataset.h"
 #include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
 #include "stages/upload/device_memory.h"
@@ -89,6 +90,11 @@ struct PipelineOptions {
   // ImageFolder sources share one class map by class name; list files and tar shards
   // keep their label numbers. Empty = the single source `data`.
   std::vector<WeightedSource> sources;
+  // An already-open dataset instead of `data` or `sources` (Dataset::OfSize for the
+  // Python module's dataset=, whose read stage in `stages` fetches each sample); the
+  // sampler, ranks, resume and skip accounting treat it as any other. Null (default) =
+  // open `data` or `sources`.
+  std::shared_ptr<const Dataset> dataset;
   // Samples per epoch (before sharding by rank); 0 = the sum of the sources' sizes (the
   // dataset's). Default 0.
   int64_t epoch_samples = 0;

@@ -29,6 +29,7 @@ batch; Ctrl-C raises KeyboardInterrupt within 50 ms; close() (or `del`, or leavi
 `with`) stops the pipeline's threads.
 """
 
+import atexit
 import difflib
 import json
 import operator
@@ -45,7 +46,7 @@ __all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment"]
 
 _SPEC_KEYS = {k["name"]: k for k in _core.spec_keys() if k["is_scalar"]}
 # Keywords that are the DataLoader's own, not spec keys.
-_OWN_KEYWORDS = ("data", "spec", "rank", "world_size", "metrics_address", "return_keys",
+_OWN_KEYWORDS = ("data", "dataset", "spec", "rank", "world_size", "metrics_address", "return_keys",
                  "sources", "return_sources", "return_columns")
 _STATE_VERSION = 1
 
@@ -149,15 +150,31 @@ def shard_from_environment():
 
 
 class DataLoader:
-    """Batches of (images, labels[, keys][, sources][, columns]) from an ImageFolder root,
-    a list file, tar shards, or weighted sources=[{"name", "data", "weight"}, ...].
+    """Batches of (images, labels[, extras][, keys][, sources][, columns]) from an
+    ImageFolder root, a list file, tar shards, weighted sources=[{"name", "data",
+    "weight"}, ...], or your own dataset=.
+
+    dataset=obj: obj has __len__ and __getitem__(i) returning (sample, label) or (sample,
+    label, extras), as a map-style torch Dataset. sample is encoded bytes (JPEG, PNG, ...:
+    decoded natively), a uint8 H×W×3 (or grey H×W) numpy array, or a PIL image (its pixels
+    are used as they are). flowloader's sampler picks the indices (shuffle, ranks, resume,
+    exactly once per epoch) and its worker threads call __getitem__, holding the GIL only
+    for that call; then decode and the transform run natively. An exception in
+    __getitem__ skips the sample, counted with reason python_error and logged as the
+    exception's one line (on_error="fail" raises DataError instead). When items have
+    extras, the batch has an `extras` element after labels: a list, one per row. With
+    return_keys, a row's key is its index as text.
 
     return_sources=True adds each row's source name (a list of str); return_columns=True
     adds the extra per-sample columns (columns= for tar shards, or a list file's
     #columns:) as {name: [str, or bytes where a value is not valid UTF-8]}.
 
-    One iter() is one epoch; len() is batches per epoch. See the module's docstring for
-    the hold rule and the rank sources.
+    iter() delivers the rest of the current epoch: a loop that runs to its end takes one
+    whole epoch, and the next iter() the next epoch. After a loop left mid-epoch (break,
+    an exception, islice), the next iter() continues that epoch from the batch after the
+    last one handed out, which is also what state_dict() saves; set_epoch(e) (or
+    load_state_dict) starts elsewhere instead. len() is batches per epoch. See the
+    module's docstring for the hold rule and the rank sources.
     """
 
     def __init__(self, data=None, batch_size=_Default(64), num_workers=_Default(2),
@@ -166,7 +183,8 @@ class DataLoader:
                  image_size=_Default(224), layout=_Default("float_chw"),
                  on_error=_Default("skip"), spec=None, rank=None, world_size=None,
                  metrics_address=None, return_keys=False, device=_Default("auto"),
-                 sources=None, return_sources=False, return_columns=False, **options):
+                 sources=None, return_sources=False, return_columns=False, dataset=None,
+                 **options):
         for key in options:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
@@ -190,6 +208,13 @@ class DataLoader:
                 raise ValueError(f"data ('{given['data']}') and sources are both set: "
                                  "give one of them")
             given["sources"] = _sources_text(sources)
+        if dataset is not None:
+            for name in ("__len__", "__getitem__"):
+                if not hasattr(dataset, name):
+                    raise TypeError(f"dataset must have __len__ and __getitem__ (a map-style "
+                                    f"torch Dataset), {type(dataset).__name__} has no {name}")
+            if "data" in given or sources is not None:
+                raise ValueError("dataset and data (or sources) are both set: give one of them")
         if metrics_address is not None and not isinstance(metrics_address, str):
             raise TypeError(f"metrics_address must be a str like '127.0.0.1:9464', "
                             f"got {metrics_address!r}")
@@ -211,6 +236,7 @@ class DataLoader:
         self._return_keys = return_keys
         self._return_sources = return_sources
         self._return_columns = return_columns
+        self._dataset = dataset
         self._core = None
         self._core = self._create_core((0, 0, -1, 0))
         options_now = self._core.options
@@ -219,6 +245,9 @@ class DataLoader:
         self.world_size = options_now["world_size"]
         self._next_epoch = 0       # The epoch the next iter() delivers.
         self._resume = None        # (epoch, batch, sample, batch_size) from load_state_dict.
+        # The epoch under way on self._core. The loader holds it, not the iterator, so
+        # that it outlives a loop left with `break` (state_dict, and the next iter()).
+        self._run = None
         self._active = None        # weakref to the live _EpochIterator.
 
     def _shard_settings(self, rank, world_size):
@@ -236,7 +265,10 @@ class DataLoader:
         return settings
 
     def _create_core(self, cursor):
-        return _core._Loader(self._spec, self._settings, self._metrics_address, list(cursor))
+        core = _core._Loader(self._spec, self._settings, self._metrics_address, list(cursor),
+                             self._dataset)
+        _open_cores.add(core)
+        return core
 
     def _open_core(self):
         if self._core is None or self._core.closed:
@@ -248,11 +280,18 @@ class DataLoader:
         core = self._open_core()
         previous = self._active() if self._active is not None else None
         if previous is not None:
-            if previous._end_pending():
-                # Every batch of that epoch was taken (zip, islice): it is complete.
-                core.next(False)
-                previous._finish()
-            previous._retire()
+            previous._retire()  # One iterator drives the pipeline at a time.
+        run = self._run
+        if run is not None and not run.finished and self._resume is None:
+            if core.checkpoint()[0] == run.epoch:
+                # A loop left mid-epoch (break, islice): continue where it stopped.
+                iterator = _EpochIterator(self, core, run)
+                self._active = weakref.ref(iterator)
+                return iterator
+            # Every batch of that epoch was taken (zip, islice): read its end, it is
+            # complete, and this iter() is the next epoch.
+            core.next(False)
+            self._finish(run)
         target = self._resume or (self._next_epoch, 0, -1, 0)
         here = core.checkpoint()
         # The batch sizes and sample positions matter only for a loaded state.
@@ -261,9 +300,14 @@ class DataLoader:
             core.close()
             self._core = core = self._create_core(target)
         self._resume = None
-        iterator = _EpochIterator(self, core, target[0], target[1])
+        self._run = _Epoch(target[0], target[1])
+        iterator = _EpochIterator(self, core, self._run)
         self._active = weakref.ref(iterator)
         return iterator
+
+    def _finish(self, run):
+        run.finished = True
+        self._next_epoch = run.epoch + 1
 
     def __len__(self):
         return self._open_core().batches_per_epoch
@@ -272,6 +316,7 @@ class DataLoader:
         """The epoch the next iter() delivers (its shuffle and random crops)."""
         self._next_epoch = operator.index(epoch)
         self._resume = None
+        self._run = None  # An epoch left mid-way is abandoned: epoch `epoch` starts anew.
 
     def set_batch_size(self, batch_size):
         """Batches from the next one the pipeline plans get `batch_size` rows (at most the
@@ -286,12 +331,13 @@ class DataLoader:
 
     # -- checkpoints (torchdata StatefulDataLoader's convention) -------------------------
     def state_dict(self):
-        """Where to resume: the next batch this loader would deliver, and the options that
-        must match for load_state_dict to resume exactly."""
-        active = self._active() if self._active is not None else None
+        """Where to resume: the next batch this loader would deliver (the one after the
+        last batch handed out, whether or not the loop's iterator still lives), and the
+        options that must match for load_state_dict to resume exactly. It is always
+        where the next iter() starts."""
         if self._resume is not None:
             epoch, batch, sample, batch_size = self._resume
-        elif active is not None and not active._finished:
+        elif self._run is not None and not self._run.finished:
             epoch, batch, sample, batch_size = self._open_core().checkpoint()
         else:
             epoch, batch, sample, batch_size = self._next_epoch, 0, -1, 0
@@ -312,6 +358,7 @@ class DataLoader:
                 raise ValueError(f"state_dict was saved with {key}={state.get(key)!r} but this "
                                  f"loader has {key}={value!r}: resume with the same options")
         self._next_epoch = operator.index(state["epoch"])
+        self._run = None
         self._resume = (self._next_epoch, operator.index(state["batch"]),
                         operator.index(state.get("sample", -1)),
                         operator.index(state.get("current_batch_size", 0)))
@@ -369,9 +416,22 @@ class DataLoader:
         if self._core is None or self._core.closed:
             return "flowloader.DataLoader(closed)"
         o = self._core.options
-        return (f"flowloader.DataLoader({o['data']!r}, batch_size={o['batch_size']}, "
+        data = (f"dataset={type(self._dataset).__name__} of {self._core.samples_per_epoch}"
+                if self._dataset is not None else repr(o["data"]))
+        return (f"flowloader.DataLoader({data}, batch_size={o['batch_size']}, "
                 f"num_workers={o['num_workers']}, rank={o['rank']}/{o['world_size']} "
                 f"({self.shard_source}), {self._core.memory_description})")
+
+
+# Every pipeline not yet closed. Closed at exit, before the interpreter finalizes: a
+# dataset='s worker threads call into Python and must stop while it still runs.
+_open_cores = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    for core in list(_open_cores):
+        core.close()
 
 
 def _images(view):
@@ -392,15 +452,24 @@ def _clone(images):
     return images.clone()
 
 
-class _EpochIterator:
-    """One epoch of a DataLoader (iter(loader))."""
+class _Epoch:
+    """One epoch's progress on a loader's pipeline, shared by the iterators over it."""
 
-    def __init__(self, loader, core, epoch, first_batch):
+    __slots__ = ("epoch", "delivered", "finished")
+
+    def __init__(self, epoch, first_batch):
+        self.epoch = epoch
+        self.delivered = first_batch  # Batches of this epoch handed out (or skipped).
+        self.finished = False         # Its end of epoch was read.
+
+
+class _EpochIterator:
+    """The rest of one epoch of a DataLoader (iter(loader))."""
+
+    def __init__(self, loader, core, run):
         self._loader = loader
         self._core = core
-        self._epoch = epoch
-        self._delivered = first_batch   # Batches of this epoch handed out (or skipped).
-        self._finished = False
+        self._run = run
         self._retired = False
 
     def __iter__(self):
@@ -409,16 +478,17 @@ class _EpochIterator:
     def __next__(self):
         if self._retired:
             raise RuntimeError("this iterator was replaced by a newer iter(loader)")
-        while not self._finished:
+        run = self._run
+        while not run.finished:
             loader = self._loader
             got = self._core.next(loader._return_keys, loader._return_sources,
                                   loader._return_columns)
             if got is None:
-                self._finish()
+                loader._finish(run)
                 break
             images_view, labels_view, keys, must_copy = got[:4]
             sources, columns = got[6], got[7]
-            self._delivered += 1
+            run.delivered += 1
             images = _images(images_view)
             del images_view
             if _rows(images) == 0:
@@ -426,23 +496,17 @@ class _EpochIterator:
             if must_copy:
                 images = _clone(images)  # The zero-copy views die here: buffer returned.
             labels = from_dlpack(labels_view)
+            # dataset= items' third elements, when they have one, as torch collates them.
+            items = (got[8],) if got[8] is not None else ()
             # Optional elements only ever go at the end, in this order.
             extras = ((keys,) if loader._return_keys else ()) + (
                 (sources,) if loader._return_sources else ()) + (
                 (columns,) if loader._return_columns else ())
-            return (images, labels) + extras
+            return (images, labels) + items + extras
         raise StopIteration
 
     def __len__(self):
-        return max(0, self._core.batches_per_epoch - self._delivered)
-
-    def _finish(self):
-        self._finished = True
-        self._loader._next_epoch = self._epoch + 1
-
-    def _end_pending(self):
-        """The epoch's batches are all out but its end marker was not read."""
-        return not self._finished and self._delivered >= self._core.batches_per_epoch
+        return max(0, self._core.batches_per_epoch - self._run.delivered)
 
     def _retire(self):
         self._retired = True

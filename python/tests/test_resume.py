@@ -73,3 +73,71 @@ def test_set_batch_size_mid_epoch_keeps_every_sample_once_and_resumes(small_data
     with flowloader.DataLoader(small_data, **options) as loader:
         with pytest.raises(ValueError, match="3"):
             loader.set_batch_size(3)  # Above the buffers' 2 rows.
+
+
+def batches_of(loader):
+    return [(images.clone(), labels.clone(), keys) for images, labels, keys in loader]
+
+
+def assert_same_batches(got, expected):
+    assert len(got) == len(expected)
+    for (gi, gl, gk), (ei, el, ek) in zip(got, expected):
+        assert gk == ek and torch.equal(gl, el) and torch.equal(gi, ei)
+
+
+@pytest.mark.parametrize("stop_after", [1, 4, 8])
+def test_state_dict_after_break_resumes_the_rest_of_the_epoch(small_data, stop_after):
+    options = dict(batch_size=4, image_size=24, seed=3, return_keys=True)
+    with flowloader.DataLoader(small_data, **options) as whole:
+        expected = batches_of(whole)  # 9 batches.
+    got = []
+    with flowloader.DataLoader(small_data, **options) as first:
+        for i, (images, labels, keys) in enumerate(first):
+            got.append((images.clone(), labels.clone(), keys))
+            if i == stop_after - 1:
+                break
+        # The loop's iterator is gone: the state is still the batch after the last one.
+        state = first.state_dict()
+    assert (state["epoch"], state["batch"]) == (0, stop_after)
+    with flowloader.DataLoader(small_data, **options) as second:
+        second.load_state_dict(state)
+        got += batches_of(second)
+    assert_same_batches(got, expected)
+
+
+def test_a_new_iter_after_break_continues_the_epoch_then_goes_on(small_data):
+    options = dict(batch_size=4, image_size=24, seed=5, return_keys=True)
+    with flowloader.DataLoader(small_data, **options) as whole:
+        expected = batches_of(whole) + batches_of(whole)  # Epochs 0 and 1.
+    with flowloader.DataLoader(small_data, **options) as loader:
+        got = []
+        for batch in loader:
+            got.append((batch[0].clone(), batch[1].clone(), batch[2]))
+            break
+        assert loader.state_dict()["batch"] == 1
+        got += batches_of(loader)  # The rest of epoch 0, where state_dict pointed.
+        assert (loader.state_dict()["epoch"], loader.state_dict()["batch"]) == (1, 0)
+        got += batches_of(loader)  # Epoch 1.
+    assert_same_batches(got, expected)
+
+
+def test_a_new_iter_after_every_batch_was_taken_starts_the_next_epoch(small_data):
+    with flowloader.DataLoader(small_data, batch_size=12, image_size=16,
+                               return_keys=True) as loader:
+        it = iter(loader)
+        first = [next(it)[2] for _ in range(3)]  # All 3 batches; the end not read.
+        assert loader.state_dict()["epoch"] == 1
+        second = [keys for _, _, keys in loader]
+    assert len(second) == 3 and second != first
+
+
+def test_set_epoch_after_break_starts_that_epoch_from_its_beginning(small_data):
+    options = dict(batch_size=4, image_size=16, seed=2, return_keys=True)
+    with flowloader.DataLoader(small_data, **options) as loader:
+        epoch0 = [keys for _, _, keys in loader]
+        loader.set_epoch(0)
+        for _ in loader:
+            break
+        loader.set_epoch(0)
+        assert (loader.state_dict()["epoch"], loader.state_dict()["batch"]) == (0, 0)
+        assert [keys for _, _, keys in loader] == epoch0

@@ -75,6 +75,20 @@ bool HasImageExtension(const std::string& name) {
   return false;
 }
 
+absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OfSize(int64_t size, std::string root) {
+  if (size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a dataset needs at least one sample, got size ", size));
+  }
+  std::unique_ptr<Dataset> dataset(new Dataset());
+  dataset->root_ = std::move(root);
+  dataset->samples_.resize(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i) {
+    dataset->samples_[static_cast<size_t>(i)].key = absl::StrCat(i);
+  }
+  return dataset;
+}
+
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) {
   return OpenOne(options, /*in_mixture=*/false);
 }

@@ -135,6 +135,12 @@ class Dataset {
   static absl::StatusOr<std::unique_ptr<Dataset>> OpenSources(
       const std::vector<DatasetSource>& sources);
 
+  // OfSize is `size` samples with no file behind them, for a read stage that fetches
+  // sample i itself (the Python module's dataset=, python/internal/py_dataset.h): keys
+  // "0".."size-1", label 0 (that read stage supplies the labels), FullPath "ROOT/KEY"
+  // with `root` naming where they come from. InvalidArgument unless size >= 1.
+  static absl::StatusOr<std::unique_ptr<Dataset>> OfSize(int64_t size, std::string root);
+
   int64_t size() const { return static_cast<int64_t>(samples_.size()); }
   // The sources, by number: one named "default" for a Dataset opened with Open.
   const std::vector<std::string>& source_names() const { return source_names_; }

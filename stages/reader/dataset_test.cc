@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -112,6 +114,18 @@ TEST_F(DatasetTest, MissingOrEmptyDatasetsAreClearErrors) {
   EXPECT_EQ(Dataset::Open({root_}).status().code(), absl::StatusCode::kInvalidArgument);
   MakeDir("empty_class");
   EXPECT_EQ(Dataset::Open({root_}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(DatasetOfSizeTest, KeysAreIndexesWithoutFilesAndEmptyIsRefused) {
+  absl::StatusOr<std::unique_ptr<Dataset>> d = Dataset::OfSize(3, "dataset");
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ((*d)->size(), 3);
+  EXPECT_EQ((*d)->sample(2).key, "2");
+  EXPECT_EQ((*d)->sample(2).label, 0);
+  EXPECT_EQ((*d)->FullPath(1), "dataset/1");
+  EXPECT_EQ((*d)->source_names(), std::vector<std::string>{"default"});
+  EXPECT_EQ((*d)->source_size(0), 3);
+  EXPECT_EQ(Dataset::OfSize(0, "dataset").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
