@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "stages/augment/ops/kernels/policy_ops.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
 #include "stages/augment/transform.h"
@@ -136,6 +137,113 @@ TEST(OpStreamTest, DerivedPerViewAndOp) {
   EXPECT_NE(OpStream(1, 0), OpStream(1, 1));
   EXPECT_NE(OpStream(1, 0), OpStream(257, 0));
   EXPECT_EQ(OpStream(257, 3), OpStream(257, 3));
+}
+
+// The policies' magnitudes are torch.linspace's float32 values to the bit (these are
+// torch 1.13's, printed by torch.linspace(start, end, steps)[index].item()): a translate
+// of int(16.0) and one of int(15.999999) differ by a pixel.
+TEST(PolicyOpsTest, LinspaceRoundsAsTorch) {
+  struct Case {
+    double start, end;
+    int steps, index;
+    double want;
+  };
+  const Case cases[] = {
+      {0.0, 32.0, 31, 15, 16.0},
+      {0.0, 32.0, 31, 13, 13.866666793823242},
+      {0.0, 0.3, 16, 9, 0.17999999225139618},
+      {0.0, 0.3, 16, 13, 0.25999999046325684},
+      {0.0, 0.99, 31, 19, 0.6270000338554382},
+      {0.0, 0.99, 31, 25, 0.824999988079071},
+      {255.0, 0.0, 126, 65, 122.39999389648438},
+      {255.0, 0.0, 31, 7, 195.5},
+      {0.0, 150.0 / 331.0 * 224, 31, 9, 30.45317268371582},
+      {0.0, 135.0, 31, 30, 135.0},
+      {0.0, 0.9, 10, 9, 0.8999999761581421},
+      {0.0, 30.0, 10, 3, 10.0},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(policy::TorchLinspace(c.start, c.end, c.steps, c.index), c.want)
+        << c.end << " " << c.steps << " " << c.index;
+  }
+}
+
+TEST(PolicyOpsTest, PosterizeBitsRoundAsTorch) {
+  // 8 - (torch.arange(bins) / ((bins - 1) / divisions)).round().int(), from torch.
+  const int want31_4[] = {8, 8, 8, 8, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6,
+                          6, 6, 6, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4};
+  const int want31_6[] = {8, 8, 8, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 5, 5, 5,
+                          5, 5, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 2, 2, 2};
+  const int want10_4[] = {8, 8, 7, 7, 6, 6, 5, 5, 4, 4};
+  for (int i = 0; i < 31; ++i) {
+    EXPECT_EQ(policy::TorchPosterizeBits(8, 4, 31, i), want31_4[i]) << i;
+    EXPECT_EQ(policy::TorchPosterizeBits(8, 6, 31, i), want31_6[i]) << i;
+  }
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(policy::TorchPosterizeBits(8, 4, 10, i), want10_4[i]);
+}
+
+// random_erasing's noise (value=random, timm's pixel and rand modes) cannot match torch's
+// generator; it must be N(0, 1), inside the box only, and a function of the seed.
+class RandomErasingNoiseTest : public ::testing::Test {
+ protected:
+  static constexpr int kW = 96, kH = 80;
+  std::vector<float> Erase(const std::string& args, double seed) {
+    absl::StatusOr<std::vector<OpText>> text = ParseOpListText("random_erasing(" + args + ")");
+    EXPECT_TRUE(text.ok());
+    absl::StatusOr<std::unique_ptr<Op>> op =
+        OpRegistry::Global().Create((*text)[0].name, (*text)[0].args);
+    EXPECT_TRUE(op.ok()) << op.status();
+    std::vector<float> chw(3 * kW * kH, 7.0f);
+    OpImage image;
+    image.chw = chw.data();
+    image.width = kW;
+    image.height = kH;
+    OpParams p;
+    for (double v : {10.0, 12.0, 50.0, 60.0, seed}) p.Push(v);
+    EXPECT_TRUE((*op)->Apply(p, image).ok());
+    return chw;
+  }
+  static bool Inside(int y, int x) { return y >= 10 && y < 60 && x >= 12 && x < 72; }
+};
+
+TEST_F(RandomErasingNoiseTest, RandomValueIsStandardNormalInTheBoxOnly) {
+  const std::vector<float> out = Erase("value=random", 99);
+  double sum = 0, sum2 = 0;
+  int n = 0;
+  for (int c = 0; c < 3; ++c) {
+    for (int y = 0; y < kH; ++y) {
+      for (int x = 0; x < kW; ++x) {
+        const float v = out[(c * kH + y) * kW + x];
+        if (!Inside(y, x)) {
+          ASSERT_EQ(v, 7.0f) << c << " " << y << " " << x;
+          continue;
+        }
+        sum += v;
+        sum2 += static_cast<double>(v) * v;
+        ++n;
+      }
+    }
+  }
+  ASSERT_EQ(n, 3 * 50 * 60);
+  const double mean = sum / n, var = sum2 / n - mean * mean;
+  // 9000 draws: the mean's standard error is 0.011, the variance's 0.015.
+  EXPECT_NEAR(mean, 0.0, 0.05);
+  EXPECT_NEAR(var, 1.0, 0.075);
+  EXPECT_EQ(Erase("value=random", 99), out);  // The seed decides the noise...
+  EXPECT_NE(Erase("value=random", 100), out);  // ...and another seed changes it.
+  EXPECT_EQ(Erase("mode=pixel", 99), out);     // timm's pixel mode is value=random.
+}
+
+TEST_F(RandomErasingNoiseTest, RandModeIsOneColourPerChannel) {
+  const std::vector<float> out = Erase("mode=rand", 5);
+  for (int c = 0; c < 3; ++c) {
+    const float colour = out[(c * kH + 10) * kW + 12];
+    EXPECT_NE(colour, 7.0f);
+    for (int y = 10; y < 60; ++y) {
+      for (int x = 12; x < 72; ++x) ASSERT_EQ(out[(c * kH + y) * kW + x], colour);
+    }
+  }
+  EXPECT_NE(out[(0 * kH + 10) * kW + 12], out[(1 * kH + 10) * kW + 12]);
 }
 
 }  // namespace
