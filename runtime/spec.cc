@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "graph/stage.h"
+#include "runtime/internal/spec_ops.h"
 #include "runtime/internal/spec_reader.h"
 #include "runtime/internal/spec_sources.h"
 #include "stages/core/resources.h"
@@ -173,6 +174,13 @@ absl::Status ParsePorts(const SpecReader& r, const Field& f, std::vector<std::st
   return absl::OkStatus();
 }
 
+bool HasOption(const StageSchema& schema, const std::string& name) {
+  for (const OptionSchema& o : schema.options) {
+    if (o.name == name) return true;
+  }
+  return false;
+}
+
 // ParseStage reads one item of `stages:`; *name_at is the node its metrics name comes
 // from (its name, else its type), for the duplicate-name error.
 absl::Status ParseStage(const SpecReader& r, const YAML::Node& item, StageSpec* spec,
@@ -216,9 +224,15 @@ absl::Status ParseStage(const SpecReader& r, const YAML::Node& item, StageSpec* 
       s = ParsePorts(r, f, &spec->inputs, &spec->inputs_where);
     } else if (f.key == "outputs") {
       s = ParsePorts(r, f, &spec->outputs, &spec->outputs_where);
+    } else if (f.key == "ops" && HasOption(*schema, "ops")) {
+      std::string text;
+      s = spec_internal::ParseOps(r, f, &text);
+      spec->args["ops"] = text;
     } else {
-      s = r.UnknownKey(f, what,
-                       {"type", "name", "concurrency", "options", "inputs", "outputs"});
+      std::vector<std::string> keys = {"type", "name", "concurrency", "options", "inputs",
+                                       "outputs"};
+      if (HasOption(*schema, "ops")) keys.push_back("ops");
+      s = r.UnknownKey(f, what, keys);
     }
     if (!s.ok()) return s;
   }
@@ -236,6 +250,12 @@ absl::Status ParseStages(const SpecReader& r, const Field& stages, PipelineOptio
     StageSpec spec;
     YAML::Node name_at;
     if (absl::Status s = ParseStage(r, item, &spec, &name_at); !s.ok()) return s;
+    // An unnamed view's op list is named after its view, so that several can sit in
+    // one list (each stage's name is its metrics label).
+    if (spec.name.empty() && HasOption(*StageRegistry::Global().Find(spec.type), "ops") &&
+        !spec.outputs.empty()) {
+      spec.name = absl::StrCat(spec.type, "_", spec.outputs.front());
+    }
     const std::string name = spec.name.empty() ? spec.type : spec.name;
     if (ReservedStageName(name)) {
       return r.Error(name_at, absl::StrCat("stage name ", Quote(name),

@@ -464,6 +464,27 @@ const ErrorCase kErrorCases[] = {
      "spec_test_noop, transforms)"},
     {"UnknownStageKey", "stages:\n  - type: read\n    option: {}\n",
      "t.yaml:3:5: unknown key 'option' in stage 'read' (did you mean 'options'?)"},
+    {"UnknownOp",
+     "stages:\n  - type: transforms\n    ops:\n      - random_resized_crop: {size: 64}\n"
+     "      - random_horizntal_flip\n",
+     "t.yaml:5:9: unknown op 'random_horizntal_flip' (did you mean "
+     "'random_horizontal_flip'?)"},
+    {"OpArgumentOutOfRange",
+     "stages:\n  - type: transforms\n    ops:\n      - random_resized_crop: {size: 64, p: 1.5}\n",
+     "t.yaml:4:44: random_resized_crop: p must be a number in [0, 1], got 1.5"},
+    {"OpArgumentUnknown",
+     "stages:\n  - type: transforms\n    ops:\n      - center_crop: {sise: 64}\n",
+     "t.yaml:4:23: center_crop has no argument 'sise' (did you mean 'size'?)"},
+    {"PixelOpAfterNormalize",
+     "stages:\n  - type: transforms\n    ops:\n      - center_crop: {size: 8}\n"
+     "      - normalize\n      - random_horizontal_flip\n",
+     "t.yaml:6:9: op 3 (random_horizontal_flip): works on uint8 pixels, so it must come "
+     "before normalize (op 2)"},
+    {"EmptyOps", "stages:\n  - type: transforms\n    ops: []\n",
+     "t.yaml:3:10: ops is empty: a view needs at least one op (flowloader stages lists them)"},
+    {"OpsOnAStageWithoutThem", "stages:\n  - type: read\n    ops: [normalize]\n",
+     "t.yaml:3:5: unknown key 'ops' in stage 'read' (known: type, name, concurrency, "
+     "options, inputs, outputs)"},
     {"PortsNotAList", "stages:\n  - type: augment\n    outputs: view0\n",
      "t.yaml:3:14: outputs must be a non-empty list of field names ([image], [view0, view1]), "
      "got 'view0'"},

@@ -13,7 +13,8 @@
 // This is the exact, plain path (no SIMD): the fused head's bilinear resize
 // (internal/resample.h) is the fast one.
 //
-// Thread-safety: pure function; allocates its tap tables and one intermediate image.
+// Thread-safety: safe from any number of threads (its intermediate image and row
+// accumulator are thread-local); allocates its tap tables per call.
 #ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_
 #define FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_
 

@@ -1,0 +1,118 @@
+// spec_ops.cc: reading and checking an `ops:` list.
+#include "runtime/internal/spec_ops.h"
+
+#include <map>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "stages/augment/ops/op.h"
+#include "stages/augment/ops/view_program.h"
+
+namespace flowloader {
+namespace spec_internal {
+namespace {
+
+// ArgText is an argument's value as the op list writes it: a scalar, or [a, b, ...].
+absl::Status ArgText(const SpecReader& r, const Field& f, std::string* text) {
+  if (f.value.IsScalar()) {
+    *text = f.value.Scalar();
+    return absl::OkStatus();
+  }
+  if (f.value.IsNull()) {
+    *text = "null";
+    return absl::OkStatus();
+  }
+  if (!f.value.IsSequence()) return r.Expected(f, "a value or a list of numbers");
+  std::vector<std::string> parts;
+  for (const YAML::Node& item : f.value) {
+    if (!item.IsScalar()) {
+      return r.Error(item, absl::StrCat(f.key, ": items must be numbers, got ", Describe(item)));
+    }
+    parts.push_back(item.Scalar());
+  }
+  *text = absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+  return absl::OkStatus();
+}
+
+// ParseOne reads one item of the list (`name` or `name: {arg: value}`), checking the op
+// and each argument where it was written.
+absl::Status ParseOne(const SpecReader& r, const YAML::Node& item, augment::OpText* op,
+                      YAML::Node* at) {
+  *at = item;
+  YAML::Node args;
+  if (item.IsScalar()) {
+    op->name = item.Scalar();
+  } else if (item.IsMap() && item.size() == 1) {
+    absl::StatusOr<std::vector<Field>> fields = r.Fields(item, "an op");
+    if (!fields.ok()) return fields.status();
+    op->name = (*fields)[0].key;
+    *at = (*fields)[0].key_node;
+    args = (*fields)[0].value;
+  } else {
+    return r.Error(item, absl::StrCat("an op is its name, or `name: {argument: value}`, got ",
+                                      Describe(item)));
+  }
+  const augment::OpRegistry& registry = augment::OpRegistry::Global();
+  if (registry.Find(op->name) == nullptr) {
+    return r.Error(*at, absl::StrCat("unknown op ", Quote(op->name), " ",
+                                     Suggestion(op->name, registry.Names())));
+  }
+  if (args.IsDefined() && !args.IsNull()) {
+    if (!args.IsMap()) {
+      return r.Error(args, absl::StrCat("the arguments of ", op->name,
+                                        " must be a mapping {name: value}, got ",
+                                        Describe(args)));
+    }
+    absl::StatusOr<std::vector<Field>> fields =
+        r.Fields(args, absl::StrCat("the arguments of ", op->name));
+    if (!fields.ok()) return fields.status();
+    for (const Field& f : *fields) {
+      std::string text;
+      if (absl::Status s = ArgText(r, f, &text); !s.ok()) return s;
+      // Each argument alone first, so a refusal points at the value it is about.
+      absl::StatusOr<std::unique_ptr<augment::Op>> alone = registry.Create(op->name, {{f.key, text}});
+      if (!alone.ok()) {
+        const bool unknown = absl::StrContains(alone.status().message(), "has no argument");
+        return r.Error(unknown ? f.key_node : f.value, alone.status().message());
+      }
+      op->args[f.key] = text;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<augment::Op>> made = registry.Create(op->name, op->args);
+  if (!made.ok()) return r.Error(*at, made.status().message());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ParseOps(const SpecReader& r, const Field& ops, std::string* text) {
+  if (!ops.value.IsSequence()) return r.Expected(ops, "a list of ops");
+  if (ops.value.size() == 0) {
+    return r.ValueError(ops, "is empty: a view needs at least one op (flowloader stages "
+                             "lists them)");
+  }
+  std::vector<augment::OpText> list;
+  std::vector<YAML::Node> where;
+  for (const YAML::Node& item : ops.value) {
+    augment::OpText op;
+    YAML::Node at;
+    if (absl::Status s = ParseOne(r, item, &op, &at); !s.ok()) return s;
+    list.push_back(std::move(op));
+    where.push_back(at);
+  }
+  // The list as a whole: forms in order (pixel ops before normalize), a fixed size.
+  int failed = -1;
+  absl::StatusOr<std::unique_ptr<augment::ViewProgram>> program =
+      augment::ViewProgram::Create(list, &failed);
+  if (!program.ok()) {
+    return failed >= 0 ? r.Error(where[failed], program.status().message())
+                       : r.ValueError(ops, program.status().message());
+  }
+  *text = augment::OpListText(list);
+  return absl::OkStatus();
+}
+
+}  // namespace spec_internal
+}  // namespace flowloader
