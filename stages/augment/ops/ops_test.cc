@@ -1,6 +1,8 @@
 // ops_test: the op registry, the list text, and what ViewProgram::Create accepts and
 // refuses; the default list runs the fused head byte for byte.
+#include <cmath>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -232,6 +234,47 @@ TEST_F(RandomErasingNoiseTest, RandomValueIsStandardNormalInTheBoxOnly) {
   EXPECT_EQ(Erase("value=random", 99), out);  // The seed decides the noise...
   EXPECT_NE(Erase("value=random", 100), out);  // ...and another seed changes it.
   EXPECT_EQ(Erase("mode=pixel", 99), out);     // timm's pixel mode is value=random.
+}
+
+// The noise's tails: 456 300 draws in bands whose normal probabilities are known,
+// each within 5 standard errors (the ziggurat's layers, wedges and its tail beyond 3.44).
+TEST(RandomErasingNoiseTailsTest, FrequenciesFollowTheNormal) {
+  absl::StatusOr<std::unique_ptr<Op>> op =
+      OpRegistry::Global().Create("random_erasing", {{"value", "random"}});
+  ASSERT_TRUE(op.ok()) << op.status();
+  constexpr int kN = 400, kBox = 390;
+  std::vector<float> chw(3 * kN * kN, 0.0f);
+  OpImage image;
+  image.chw = chw.data();
+  image.width = kN;
+  image.height = kN;
+  OpParams p;
+  for (double v : {0.0, 0.0, double{kBox}, double{kBox}, 4242.0}) p.Push(v);
+  ASSERT_TRUE((*op)->Apply(p, image).ok());
+  struct Band {
+    double above;  // P(|z| > above), or P(z > 0) for -1.
+    double want;
+  };
+  const Band bands[] = {{-1, 0.5},           {0.25, 0.8025873486},  {1, 0.3173105079},
+                        {2, 0.0455002639},   {3, 0.0026997961},     {3.5, 0.0004652582},
+                        {4, 0.0000633425}};
+  int64_t n = 0;
+  std::vector<int64_t> counts(std::size(bands), 0);
+  for (int c = 0; c < 3; ++c) {
+    for (int y = 0; y < kBox; ++y) {
+      for (int x = 0; x < kBox; ++x) {
+        const float z = chw[(c * kN + y) * kN + x];
+        ++n;
+        for (size_t b = 0; b < std::size(bands); ++b) {
+          counts[b] += bands[b].above < 0 ? z > 0 : std::fabs(z) > bands[b].above;
+        }
+      }
+    }
+  }
+  for (size_t b = 0; b < std::size(bands); ++b) {
+    const double freq = static_cast<double>(counts[b]) / n, want = bands[b].want;
+    EXPECT_NEAR(freq, want, 5 * std::sqrt(want * (1 - want) / n)) << "band " << bands[b].above;
+  }
 }
 
 TEST_F(RandomErasingNoiseTest, RandModeIsOneColourPerChannel) {

@@ -9,6 +9,8 @@
 // `random`/pixel/rand comes from the seed, so it is the sample's stream as every draw.
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "stages/augment/internal/crop_math.h"
@@ -25,18 +27,78 @@ constexpr int kMaxCount = 5;  // 5 + 4 * 4 = 21 params, within OpParams::kMax.
 // (one normal colour per box).
 enum class Fill { kConstant, kPixelNoise, kBoxColour };
 
-// Normals fills out[0..n) with standard normal draws from rng (Box–Muller: two per
-// uniform pair; torch's normal_ uses Box–Muller too, with its own generator).
-void Normals(SampleRng& rng, float* out, size_t n) {
-  constexpr double kTwoPi = 6.283185307179586;
-  size_t i = 0;
-  while (i < n) {
-    const double u1 = 1.0 - rng.Uniform(0, 1);  // (0, 1]: log(u1) is finite.
-    const double u2 = rng.Uniform(0, 1);
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    out[i++] = static_cast<float>(r * std::cos(kTwoPi * u2));
-    if (i < n) out[i++] = static_cast<float>(r * std::sin(kTwoPi * u2));
+// Ziggurat is Marsaglia and Tsang's ziggurat for N(0, 1) (J. Stat. Software 5(8), 2000),
+// 128 layers: one 64-bit draw per normal in 98.8% of cases, against a log, a square root
+// and a sine per normal for Box-Muller (a 224² box of noise is 50 000 normals). The
+// layer comes from the low 7 bits and the value from the high 32, so that the two are
+// independent (the flaw of the original's shared bits).
+class Ziggurat {
+ public:
+  static const Ziggurat& Get() {
+    static const Ziggurat* const tables = new Ziggurat;
+    return *tables;
   }
+
+  float Next(SampleRng& rng) const {
+    for (;;) {
+      const uint64_t bits = rng.NextU64();
+      const int layer = static_cast<int>(bits & 127);
+      const int32_t hz = static_cast<int32_t>(bits >> 32);
+      const double x = hz * w_[layer];
+      if (static_cast<uint32_t>(std::abs(static_cast<int64_t>(hz))) < k_[layer]) {
+        return static_cast<float>(x);  // Inside the layer's rectangle.
+      }
+      if (layer == 0) return static_cast<float>(Tail(rng, hz > 0));
+      // The wedge: accept under the density.
+      if (f_[layer] + rng.Uniform(0, 1) * (f_[layer - 1] - f_[layer]) < std::exp(-0.5 * x * x)) {
+        return static_cast<float>(x);
+      }
+    }
+  }
+
+ private:
+  static constexpr double kR = 3.442619855899;  // The base layer's right edge.
+  static constexpr double kV = 9.91256303526217e-3;  // Each layer's area.
+
+  Ziggurat() {
+    const double m1 = 2147483648.0;  // 2^31: hz is a signed 32-bit draw.
+    double dn = kR, tn = kR;
+    const double q = kV / std::exp(-0.5 * dn * dn);
+    k_[0] = static_cast<uint32_t>((dn / q) * m1);
+    k_[1] = 0;
+    w_[0] = q / m1;
+    w_[127] = dn / m1;
+    f_[0] = 1.0;
+    f_[127] = std::exp(-0.5 * dn * dn);
+    for (int i = 126; i >= 1; --i) {
+      dn = std::sqrt(-2.0 * std::log(kV / dn + std::exp(-0.5 * dn * dn)));
+      k_[i + 1] = static_cast<uint32_t>((dn / tn) * m1);
+      tn = dn;
+      f_[i] = std::exp(-0.5 * dn * dn);
+      w_[i] = dn / m1;
+    }
+  }
+
+  // Tail draws from beyond kR (Marsaglia's method for the tail).
+  static double Tail(SampleRng& rng, bool positive) {
+    double x, y;
+    do {
+      x = -std::log(1.0 - rng.Uniform(0, 1)) / kR;
+      y = -std::log(1.0 - rng.Uniform(0, 1));
+    } while (y + y < x * x);
+    return positive ? kR + x : -kR - x;
+  }
+
+  uint32_t k_[128];
+  double w_[128];
+  double f_[128];
+};
+
+// Normals fills out[0..n) with standard normal draws from rng. (torch's normal_ uses its
+// own generator: the values differ from torchvision's, the distribution does not.)
+void Normals(SampleRng& rng, float* out, size_t n) {
+  const Ziggurat& z = Ziggurat::Get();
+  for (size_t i = 0; i < n; ++i) out[i] = z.Next(rng);
 }
 
 class RandomErasing : public Op {
