@@ -1,8 +1,12 @@
 // ops_test: the op registry, the list text, and what ViewProgram::Create accepts and
 // refuses; the default list runs the fused head byte for byte.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <iterator>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -11,6 +15,18 @@
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
 #include "stages/augment/transform.h"
+
+// Allocations made by this thread (the global operator new counts them), for the
+// tests that check that an op allocates nothing once its buffers are warm.
+thread_local int64_t g_allocations = 0;
+
+void* operator new(size_t size) {
+  ++g_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace flowloader::augment {
 namespace {
@@ -287,6 +303,80 @@ TEST_F(RandomErasingNoiseTest, RandModeIsOneColourPerChannel) {
     }
   }
   EXPECT_NE(out[(0 * kH + 10) * kW + 12], out[(1 * kH + 10) * kW + 12]);
+}
+
+// The policies run per sample on small images: once the working image and its spare
+// have grown, no sub-op may allocate (the spare holds what the geometry writes).
+TEST(PolicyAllocationTest, EverySubOpRunsWithoutAllocatingOnceWarm) {
+  struct Policy {
+    std::string name;
+    std::map<std::string, std::string> args;
+    int ops;
+    std::vector<double> params;  // After [op, level, negate]: the rest of a sub-op's.
+  };
+  const Policy policies[] = {
+      {"trivial_augment_wide", {{"interpolation", "bilinear"}}, 14, {}},
+      {"rand_augment", {{"num_ops", "1"}}, 14, {1}},
+      {"rand_augment",
+       {{"num_ops", "1"}, {"increasing", "true"}, {"num_magnitude_bins", "11"},
+        {"interpolation", "bicubic"}, {"fill", "[124, 116, 104]"}},
+       15,
+       {1}},
+  };
+  Image source;
+  source.Resize(176, 176, 3);
+  for (size_t i = 0; i < source.pixels.size(); ++i) source.pixels[i] = (i * 7 + i / 531) & 255;
+  for (const Policy& policy : policies) {
+    absl::StatusOr<std::unique_ptr<Op>> op = OpRegistry::Global().Create(policy.name, policy.args);
+    ASSERT_TRUE(op.ok()) << op.status();
+    Image rgb = source, spare;
+    OpImage image;
+    image.rgb = &rgb;
+    image.spare = &spare;
+    for (int round = 0; round < 2; ++round) {  // Round 0 warms the buffers.
+      for (int k = 0; k < policy.ops; ++k) {
+        OpParams p;
+        for (double v : {static_cast<double>(k), 7.0, 1.0}) p.Push(v);
+        for (double v : policy.params) p.Push(v);
+        std::memcpy(rgb.pixels.data(), source.pixels.data(), source.pixels.size());
+        const int64_t before = g_allocations;
+        ASSERT_TRUE((*op)->Apply(p, image).ok()) << policy.name << " " << k;
+        if (round == 1) {
+          EXPECT_EQ(g_allocations - before, 0) << policy.name << " sub-op " << k;
+        }
+      }
+    }
+  }
+}
+
+TEST(PolicyAllocationTest, AutoAugmentAndRandomErasingDoNotAllocate) {
+  absl::StatusOr<std::unique_ptr<Op>> aa = OpRegistry::Global().Create("auto_augment", {});
+  absl::StatusOr<std::unique_ptr<Op>> re =
+      OpRegistry::Global().Create("random_erasing", {{"value", "random"}, {"max_count", "3"}});
+  ASSERT_TRUE(aa.ok() && re.ok());
+  Image rgb, spare;
+  rgb.Resize(64, 64, 3);
+  std::vector<float> chw(3 * 64 * 64);
+  OpImage image;
+  image.rgb = &rgb;
+  image.spare = &spare;
+  image.chw = chw.data();
+  image.width = 64;
+  image.height = 64;
+  for (int round = 0; round < 2; ++round) {
+    for (uint64_t i = 0; i < 50; ++i) {
+      SampleRng rng(1, 0, i, 3);
+      OpParams a, r;
+      (*aa)->Draw(64, 64, rng, &a);
+      (*re)->Draw(64, 64, rng, &r);
+      const int64_t before = g_allocations;
+      ASSERT_TRUE((*aa)->Apply(a, image).ok());
+      ASSERT_TRUE((*re)->Apply(r, image).ok());
+      if (round == 1) {
+        EXPECT_EQ(g_allocations - before, 0) << i;
+      }
+    }
+  }
 }
 
 }  // namespace
