@@ -151,6 +151,43 @@ TEST(ViewProgramTest, UnfusedPathMatchesFusedWhereTheMiddleOpIsIdentity) {
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 
+// torchvision's v2 recipe and timm's RandAugment recipe as lists: they plan a head, run
+// the policy on pixels and random_erasing on the slot, and repeat byte for byte.
+TEST(ViewProgramTest, PolicyRecipesRunAndRepeat) {
+  const char* lists[] = {
+      "random_resized_crop(size=48); random_horizontal_flip(); trivial_augment_wide(); "
+      "normalize(); random_erasing(p=0.1)",
+      "random_resized_crop(size=48, interpolation=bicubic); random_horizontal_flip(); "
+      "rand_augment(magnitude=9, num_magnitude_bins=11, magnitude_std=0.5, increasing=true, "
+      "op_p=0.5, interpolation=bicubic, fill=[124, 116, 104]); normalize(); "
+      "random_erasing(p=0.25, mode=pixel)",
+      "resize(size=[40, 40]); auto_augment(policy=svhn); normalize()",
+  };
+  const decode::DecodedImage img = Gradient(90, 70);
+  for (const char* list : lists) {
+    absl::StatusOr<std::unique_ptr<ViewProgram>> p = Program(list);
+    ASSERT_TRUE(p.ok()) << list << ": " << p.status();
+    const size_t n = (*p)->output_bytes() / sizeof(float);
+    int changed = 0;
+    for (uint64_t index = 0; index < 8; ++index) {
+      std::vector<float> a(n), b(n);
+      ASSERT_TRUE((*p)->Run(img, nullptr, {4, 1, index}, 1, a.data()).ok()) << list;
+      ASSERT_TRUE((*p)->Run(img, nullptr, {4, 1, index}, 1, b.data()).ok()) << list;
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), n * sizeof(float)), 0) << list << " " << index;
+      std::vector<float> c(n);
+      ASSERT_TRUE((*p)->Run(img, nullptr, {4, 1, index + 100}, 1, c.data()).ok());
+      changed += std::memcmp(a.data(), c.data(), n * sizeof(float)) != 0;
+    }
+    EXPECT_GT(changed, 0) << list;  // Other samples draw other augmentations.
+    for (size_t i = 0; i < (*p)->size(); ++i) {  // The policy ran, and was timed.
+      if (absl::StrContains((*p)->op_name(i), "augment")) {
+        EXPECT_GT((*p)->cost(i).runs.load(), 0) << list;
+        EXPECT_GT((*p)->cost(i).busy_ns.load(), 0) << list;
+      }
+    }
+  }
+}
+
 TEST(OpStreamTest, DerivedPerViewAndOp) {
   EXPECT_NE(OpStream(1, 0), OpStream(1, 1));
   EXPECT_NE(OpStream(1, 0), OpStream(257, 0));
