@@ -111,7 +111,8 @@ def timm_cases(interpolation, max_diff):
     out = []
     for op, name in enumerate(TIMM):
         for negate in ((0, 1) if name in TIMM_SIGNED else (0,)):
-            for level in (9, 10):
+            # 8.37: a level between bins, as magnitude_std draws them.
+            for level in (9, 10, 8.37):
                 out.append(Parity(text, [op, level, negate, 1],
                                   timm_reference(11, interpolation, [124, 116, 104]),
                                   max_diff=max_diff))
