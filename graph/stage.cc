@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "stages/augment/ops/op.h"
 #include "stages/core/bool_text.h"
 
 namespace flowloader {
@@ -332,7 +333,8 @@ std::string StageRegistry::Help() const {
       "# writer, and one stage must write the batch output (`output`). An item may also\n"
       "# bind its fields to other names, one per field in the order shown:\n"
       "# `inputs: [pixels]`, `outputs: [view0]` (`flowloader graph --spec=FILE` shows\n"
-      "# the planned graph).\n";
+      "# the planned graph). augment and transforms both write `output`: keep one\n"
+      "# (transforms is the op-list form; its ops are listed after the stages).\n";
   std::vector<const Entry*> ordered;
   for (const auto& [name, entry] : entries_) ordered.push_back(&entry);
   // Stable: the map's alphabetical order stays within a rank.
@@ -360,6 +362,10 @@ std::string StageRegistry::Help() const {
       absl::StrAppend(&out, line, "# ", kind, ": ", o.doc, "\n");
     }
   }
+  absl::StrAppend(&out,
+                  "# Ops for a transforms stage's `ops:` list (torchvision's transforms by "
+                  "their\n# snake_case names), each with every argument at its default:\n",
+                  augment::OpRegistry::Global().Help());
   return out;
 }
 

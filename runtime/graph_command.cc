@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "graph/internal/stage_plan.h"
+#include "graph/stage.h"
+#include "stages/augment/ops/view_program.h"
 #include "runtime/spec.h"
 
 namespace flowloader {
@@ -106,6 +108,28 @@ std::string DotLabel(const std::vector<std::string>& lines) {
 std::string StageNode(const StagePorts& stage) { return DotQuoted("stage:" + stage.name); }
 std::string FieldNode(const std::string& field) { return DotQuoted("field:" + field); }
 
+// OpListsText lists each op-list stage's ops in order (the view's Compose), one line
+// per op, or "" when no stage has an op list.
+std::string OpListsText(const std::vector<StageSpec>& stages) {
+  std::string out;
+  for (const StageSpec& stage : stages) {
+    absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(stage.type);
+    if (!schema.ok()) continue;
+    for (const OptionSchema& option : schema->options) {
+      if (option.name != "ops") continue;
+      auto given = stage.args.find("ops");
+      const std::string text = given != stage.args.end() ? given->second : option.default_value;
+      absl::StatusOr<std::vector<augment::OpText>> ops = augment::ParseOpListText(text);
+      if (!ops.ok()) continue;
+      absl::StrAppend(&out, "  ", stage.name.empty() ? stage.type : stage.name, " ops:\n");
+      for (size_t i = 0; i < ops->size(); ++i) {
+        absl::StrAppend(&out, "    ", i + 1, ". ", augment::OpListText({(*ops)[i]}), "\n");
+      }
+    }
+  }
+  return out.empty() ? out : absl::StrCat("op lists (in order):\n", out);
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> GraphText(const std::vector<StageSpec>& stages,
@@ -120,6 +144,7 @@ absl::StatusOr<std::string> GraphText(const std::vector<StageSpec>& stages,
   }
   absl::StrAppend(&out, StageLine(source));
   for (const StagePorts& stage : planned->plan.stages) absl::StrAppend(&out, StageLine(stage));
+  absl::StrAppend(&out, OpListsText(stages));
   absl::StrAppend(&out, "batch tensors:\n");
   for (const PlannedTensor& t : planned->tensors) {
     absl::StrAppend(&out, "  ", t.name, "  ", ShapeOf(t.spec), "  (written by ", t.writer, ")\n");

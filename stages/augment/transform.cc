@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "stages/augment/internal/crop_math.h"
@@ -129,16 +130,68 @@ bool AcceptsYcc(const TransformOptions& o) {
   return o.interpolation == Interpolation::kBilinear && internal::YccResampleIsFast();
 }
 
+// NearestAxis is one axis of F.resize(NEAREST) then the crop: Pillow resizes with
+// ImagingScaleAffine, whose source position starts at scale / 2 and accumulates `scale`
+// per output pixel in double, truncated; an output pixel exactly between two sources
+// (integer ratios) goes the way that accumulation rounds, so positions are accumulated
+// from the image's edge (offset + count steps), not from the crop's. Each is then mapped
+// into the decoded pixels (the identity for a full-scale decode).
+void NearestAxis(int in_size, int out_size, int offset, int count, double covered_origin,
+                 double decoded_scale, int decoded_size, int* index) {
+  const double scale = static_cast<double>(in_size) / out_size;
+  double pos = scale * 0.5;
+  for (int k = 0; k < offset + count; ++k, pos += scale) {
+    if (k < offset) continue;
+    const int source = pos < 0.0 ? -1 : static_cast<int>(pos);
+    const int decoded =
+        static_cast<int>(std::floor((source + 0.5 - covered_origin) * decoded_scale));
+    index[k - offset] = std::clamp(decoded, 0, decoded_size - 1);
+  }
+}
+
+// NearestResizeThenCrop is eval's Resize(NEAREST) + CenterCrop: the crop's pixels of
+// F.resize's output, from the source rows and columns F.resize picks.
+void NearestResizeThenCrop(const decode::DecodedImage& decoded, const CropPlan& plan, int n,
+                           Image* out) {
+  const Image& img = decoded.image;
+  // The original size: what `covered` and the scale say the decode spans, for a full
+  // decode the image itself.
+  const int width = static_cast<int>(std::lround(plan.region.w * plan.resized_width / n));
+  const int height = static_cast<int>(std::lround(plan.region.h * plan.resized_height / n));
+  thread_local std::vector<int> cols, rows;
+  cols.resize(n);
+  rows.resize(n);
+  NearestAxis(width, plan.resized_width, plan.crop_left, n, decoded.covered.x,
+              decoded.scale_x, img.width, cols.data());
+  NearestAxis(height, plan.resized_height, plan.crop_top, n, decoded.covered.y,
+              decoded.scale_y, img.height, rows.data());
+  out->Resize(n, n, 3);
+  for (int y = 0; y < n; ++y) {
+    const uint8_t* in = img.pixels.data() + static_cast<size_t>(rows[y]) * img.stride();
+    uint8_t* o = out->Row(y);
+    for (int x = 0; x < n; ++x) {
+      const uint8_t* px = in + 3 * cols[plan.flip ? n - 1 - x : x];
+      o[3 * x] = px[0];
+      o[3 * x + 1] = px[1];
+      o[3 * x + 2] = px[2];
+    }
+  }
+}
+
 }  // namespace
 
 // ApplyPillow is Apply for bicubic and nearest: Pillow's exact resize of the box (train:
 // of the crop alone, as F.resized_crop; eval: reading around it, as Resize then
 // CenterCrop), then the flip and the layout.
-void Transform::ApplyPillow(const Image& img, const RectF& box, const CropPlan& plan,
-                            void* dst) const {
+void Transform::ApplyPillow(const decode::DecodedImage& decoded, const RectF& box,
+                            const CropPlan& plan, void* dst) const {
   thread_local Image resized;
+  const Image& img = decoded.image;
   const int n = options_.image_size;
-  if (plan.clamp_to_region) {
+  if (!plan.clamp_to_region && options_.interpolation == Interpolation::kNearest &&
+      plan.resized_width > 0) {
+    NearestResizeThenCrop(decoded, plan, n, &resized);
+  } else if (plan.clamp_to_region) {
     const Window wx = ClampWindow(box.x, box.x + box.w, img.width);
     const Window wy = ClampWindow(box.y, box.y + box.h, img.height);
     const ImageView window{img.pixels.data() + wy.lo * img.stride() + wx.lo * 3, wx.hi - wx.lo,
@@ -239,6 +292,10 @@ CropPlan Transform::Plan(int width, int height, SampleRng& rng) const {
   plan.region = RectF{left * sx, top * sy, n * sx, n * sy};
   plan.clamp_to_region = false;
   plan.flip = false;
+  plan.resized_width = new_w;
+  plan.resized_height = new_h;
+  plan.crop_left = left;
+  plan.crop_top = top;
   // The filter reaches support × max(scale, 1) original pixels beyond the box.
   const double support = FilterSupport(options_.interpolation);
   const double reach_x = support * std::max(sx, 1.0);
@@ -314,7 +371,7 @@ absl::Status Transform::Apply(const decode::DecodedImage& decoded, const CropPla
 
   if (options_.interpolation != Interpolation::kBilinear) {
     if (ycc) return absl::InvalidArgumentError("Apply: bicubic/nearest need RGB pixels");
-    ApplyPillow(img, RectF{x0, y0, x1 - x0, y1 - y0}, plan, dst);
+    ApplyPillow(decoded, RectF{x0, y0, x1 - x0, y1 - y0}, plan, dst);
     return absl::OkStatus();
   }
   const internal::OutputSpec out = OutputSpecFor(options_, dst);

@@ -76,6 +76,13 @@ struct CropPlan {
   // Eval (resize then crop): it may see pixels around it, up to the image edge.
   bool clamp_to_region = true;
   bool flip = false;
+  // Eval only: Resize's output size and the crop's offset in it (resized pixels). The
+  // nearest filter uses them to pick F.resize's own source rows and columns (its
+  // positions accumulate from the image's edge, so a box's own would round differently).
+  int resized_width = 0;
+  int resized_height = 0;
+  int crop_left = 0;
+  int crop_top = 0;
   // What to ask the decoder for: `region` plus the filter's support where it may read.
   decode::RegionRequest decode_request;
 };
@@ -103,7 +110,8 @@ class Transform {
 
  private:
   explicit Transform(const TransformOptions& options) : options_(options) {}
-  void ApplyPillow(const Image& img, const RectF& box, const CropPlan& plan, void* dst) const;
+  void ApplyPillow(const decode::DecodedImage& decoded, const RectF& box, const CropPlan& plan,
+                   void* dst) const;
   TransformOptions options_;
 };
 

@@ -200,6 +200,23 @@ std::vector<std::string> OpRegistry::Names() const {
   return names;
 }
 
+std::string OpRegistry::Help() const {
+  std::string out;
+  for (const auto& [name, entry] : entries_) {
+    const OpSchema& schema = entry.schema;
+    std::vector<std::string> args;
+    for (const ArgSchema& a : schema.args) args.push_back(absl::StrCat(a.name, ": ", a.default_text));
+    args.push_back(absl::StrCat("p: ", NumberText(schema.default_p)));
+    absl::StrAppend(&out, "#   - ", name, ": {", absl::StrJoin(args, ", "), "}\n#       ",
+                    schema.doc, "\n");
+    for (const ArgSchema& a : schema.args) {
+      absl::StrAppend(&out, "#       ", a.name, ": ", a.accepts, "; ", a.doc, "\n");
+    }
+    absl::StrAppend(&out, "#       p: a number in [0, 1]; the probability that it applies\n");
+  }
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<Op>> OpRegistry::Create(
     const std::string& name, const std::map<std::string, std::string>& given) const {
   auto it = entries_.find(name);

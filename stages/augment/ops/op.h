@@ -184,6 +184,10 @@ class OpRegistry {
   const OpSchema* Find(const std::string& name) const;
   // Names lists every op, sorted.
   std::vector<std::string> Names() const;
+  // Help describes every op as YAML comment lines an `ops:` list can copy: the op with
+  // every argument at its default, then one line per argument (what it accepts, what it
+  // does), `p` included.
+  std::string Help() const;
 
  private:
   struct Entry {

@@ -1,0 +1,66 @@
+// geometry_bench: per-image time of the geometry kernels on one core, at the sizes the
+// recipes use (224² global crops, 96² local crops):
+//   bazel run //stages/augment:geometry_bench -- [rounds]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+#include "stages/augment/ops/kernels/geometry.h"
+#include "stages/core/image.h"
+
+namespace flowloader::augment {
+namespace {
+
+Image Noise(int w, int h) {
+  Image img;
+  img.Resize(w, h, 3);
+  uint32_t s = 1;
+  for (uint8_t& v : img.pixels) {
+    s = s * 1664525u + 1013904223u;
+    v = static_cast<uint8_t>(s >> 24);
+  }
+  return img;
+}
+
+void Time(const char* name, int rounds, const std::function<void(int)>& body) {
+  body(0);  // Warm: scratch sized.
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < rounds; ++i) body(i);
+  const double us = std::chrono::duration<double, std::micro>(
+                        std::chrono::steady_clock::now() - start).count() / rounds;
+  std::printf("%-44s %8.1f us/image\n", name, us);
+}
+
+}  // namespace
+}  // namespace flowloader::augment
+
+int main(int argc, char** argv) {
+  using namespace flowloader;
+  using namespace flowloader::augment;
+  const int rounds = argc > 1 ? std::atoi(argv[1]) : 500;
+  const Image big = Noise(224, 224), small = Noise(96, 96);
+  Image out;
+  const std::array<uint8_t, 3> fill{0, 0, 0};
+  Time("gaussian_blur 224x224 k=23", rounds, [&](int i) {
+    kernels::GaussianBlur(big, 23, 23, 0.1 + (i % 19) * 0.1, 0.1 + (i % 19) * 0.1, &out);
+  });
+  Time("gaussian_blur 96x96 k=23", rounds, [&](int i) {
+    kernels::GaussianBlur(small, 23, 23, 0.1 + (i % 19) * 0.1, 0.1 + (i % 19) * 0.1, &out);
+  });
+  Time("affine 224x224 nearest (rotate+shear)", rounds, [&](int i) {
+    kernels::Affine(big, 10 + i % 7, 3, -2, 1.1, 5, 0, Interpolation::kNearest, fill, &out);
+  });
+  Time("affine 224x224 bilinear", rounds, [&](int i) {
+    kernels::Affine(big, 10 + i % 7, 3, -2, 1.1, 5, 0, Interpolation::kBilinear, fill, &out);
+  });
+  Time("rotate 224x224 nearest", rounds, [&](int i) {
+    kernels::Rotate(big, 13 + i % 7, Interpolation::kNearest, false, fill, &out);
+  });
+  Time("rotate 224x224 bilinear, expand", rounds, [&](int i) {
+    kernels::Rotate(big, 13 + i % 7, Interpolation::kBilinear, true, fill, &out);
+  });
+  Image flip = big;
+  Time("vflip 224x224", rounds, [&](int) { kernels::VerticalFlip(flip); });
+  return 0;
+}

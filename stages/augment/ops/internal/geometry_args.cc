@@ -1,0 +1,58 @@
+// geometry_args.cc: the shared argument checks of the geometry ops.
+#include "stages/augment/ops/internal/geometry_args.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace flowloader::augment::internal {
+
+absl::Status ReadFill(const std::string& op, const OpArgs& args, const std::string& arg,
+                      std::array<uint8_t, 3>* fill) {
+  const OpValue& v = args.Get(arg);
+  const bool one = v.IsNumber() || (v.is_list && v.numbers.size() == 1);
+  if (!(one || (v.is_list && v.numbers.size() == 3))) {
+    return ArgError(op, arg, "a number or [r, g, b], each in [0, 255]", v);
+  }
+  for (int c = 0; c < 3; ++c) {
+    const double x = v.numbers[one ? 0 : c];
+    if (!(x >= 0 && x < 256)) {
+      return ArgError(op, arg, "a number or [r, g, b], each in [0, 255]", v);
+    }
+    (*fill)[c] = static_cast<uint8_t>(x);  // int(x), as _parse_fill.
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<double, double>> ReadDegrees(const std::string& op,
+                                                      const OpArgs& args,
+                                                      const std::string& arg) {
+  const OpValue& v = args.Get(arg);
+  if (v.IsNumber()) {
+    if (!(v.numbers[0] >= 0)) return ArgError(op, arg, "a number >= 0 or [min, max]", v);
+    return std::make_pair(-v.numbers[0], v.numbers[0]);
+  }
+  if (v.is_list && v.numbers.size() == 2 && v.numbers[0] <= v.numbers[1]) {
+    return std::make_pair(v.numbers[0], v.numbers[1]);
+  }
+  return ArgError(op, arg, "a number >= 0 or [min, max] with min <= max", v);
+}
+
+absl::Status ReadBool(const std::string& op, const OpArgs& args, const std::string& arg,
+                      bool* out) {
+  const OpValue& v = args.Get(arg);
+  if (!v.IsNumber() || (v.numbers[0] != 0 && v.numbers[0] != 1)) {
+    return ArgError(op, arg, "true or false", v);
+  }
+  *out = v.numbers[0] != 0;
+  return absl::OkStatus();
+}
+
+absl::Status RequireNull(const std::string& op, const OpArgs& args, const std::string& arg,
+                         const std::string& why) {
+  const OpValue& v = args.Get(arg);
+  if (!v.is_none) return ArgError(op, arg, absl::StrCat("null (", why, ")"), v);
+  return absl::OkStatus();
+}
+
+}  // namespace flowloader::augment::internal

@@ -1,0 +1,363 @@
+// geometry.cc: F.affine, F.rotate and F.vflip on interleaved uint8 RGB, restating PIL 9.4's
+// Image.transform(AFFINE) (libImaging/Geometry.c: ImagingTransformAffine and the filters
+// it picks) and Image.rotate, with torchvision 0.14's matrices
+// (functional._get_inverse_affine_matrix). Every step keeps PIL's double arithmetic in
+// PIL's order (no FMA: the build's -march=x86-64-v2 has none), so the outputs are PIL's
+// bytes.
+//
+// Thread-safety: pure functions; ScaleAffine's column table is thread-local.
+#include "stages/augment/ops/kernels/geometry.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace flowloader::augment::kernels {
+namespace {
+
+// Python's math.radians: x * (pi / 180), the constant rounded first.
+constexpr double kDegToRad = 3.14159265358979323846 / 180.0;
+double Radians(double degrees) { return degrees * kDegToRad; }
+
+// Geometry.c's COORD and FLOOR: truncation with the negative side sent below zero.
+inline int Coord(double v) { return v < 0.0 ? -1 : static_cast<int>(v); }
+inline int Floor(double v) { return v < 0.0 ? static_cast<int>(std::floor(v)) : static_cast<int>(v); }
+
+// Python's round(x, 15): the correctly rounded 15-decimal string, read back (glibc's
+// printf rounds the exact binary value, as CPython's dtoa does).
+double Round15(double x) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.15f", x);
+  return std::strtod(text, nullptr);
+}
+
+// Python's float %: the result takes the divisor's sign.
+double PyMod(double x, double m) {
+  double r = std::fmod(x, m);
+  if (r != 0) {
+    if ((m < 0) != (r < 0)) r += m;
+  } else {
+    r = std::copysign(0.0, m);
+  }
+  return r;
+}
+
+// Image.new(mode, size, fillcolor): the output starts as the fill colour; a transform
+// writes only the pixels it maps inside the source (torchvision always passes a
+// fillcolor, so PIL's own `fill` flag, which would zero them, is off).
+void FillImage(int width, int height, const std::array<uint8_t, 3>& fill, Image* dst) {
+  dst->Resize(width, height, 3);
+  uint8_t* p = dst->pixels.data();
+  const size_t n = static_cast<size_t>(width) * height;
+  if (fill[0] == fill[1] && fill[1] == fill[2]) {
+    std::memset(p, fill[0], 3 * n);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    p[3 * i] = fill[0];
+    p[3 * i + 1] = fill[1];
+    p[3 * i + 2] = fill[2];
+  }
+}
+
+inline void CopyPixel(const Image& src, int x, int y, uint8_t* out) {
+  const uint8_t* in = src.pixels.data() + static_cast<size_t>(y) * src.stride() + 3 * x;
+  out[0] = in[0];
+  out[1] = in[1];
+  out[2] = in[2];
+}
+
+// ImagingScaleAffine: nearest neighbour when the matrix has no rotation or shear terms;
+// column positions tabulated once, both axes accumulated in double as PIL does.
+void ScaleAffine(const Image& src, const double a[6], Image* dst) {
+  const int w = dst->width, h = dst->height;
+  thread_local std::vector<int> xintab;
+  xintab.assign(w, 0);  // PIL callocs it.
+  double xo = a[2] + a[0] * 0.5;
+  double yo = a[5] + a[4] * 0.5;
+  int xmin = w, xmax = 0;
+  for (int x = 0; x < w; ++x) {
+    const int xin = Coord(xo);
+    if (xin >= 0 && xin < src.width) {
+      xmax = x + 1;
+      if (x < xmin) xmin = x;
+      xintab[x] = xin;
+    }
+    xo += a[0];
+  }
+  for (int y = 0; y < h; ++y) {
+    const int yi = Coord(yo);
+    if (yi >= 0 && yi < src.height) {
+      uint8_t* out = dst->Row(y);
+      for (int x = xmin; x < xmax; ++x) CopyPixel(src, xintab[x], yi, out + 3 * x);
+    }
+    yo += a[4];
+  }
+}
+
+// check_fixed: whether a point maps within 16.16 fixed point's range.
+bool CheckFixed(const double a[6], int x, int y) {
+  return std::fabs(x * a[0] + y * a[1] + a[2]) < 32768.0 &&
+         std::fabs(x * a[3] + y * a[4] + a[5]) < 32768.0;
+}
+
+// affine_fixed: nearest neighbour in 16.16 fixed point, PIL's usual rotate/shear path.
+// (PIL accumulates in int; int64 here gives the same values without PIL's overflow.)
+void AffineFixed(const Image& src, const double a[6], Image* dst) {
+  auto fix = [](double v) -> int64_t { return Floor(v * 65536.0 + 0.5); };
+  const int64_t a0 = fix(a[0]), a1 = fix(a[1]), a3 = fix(a[3]), a4 = fix(a[4]);
+  int64_t a2 = fix(a[2] + a[0] * 0.5 + a[1] * 0.5);
+  int64_t a5 = fix(a[5] + a[3] * 0.5 + a[4] * 0.5);
+  for (int y = 0; y < dst->height; ++y) {
+    int64_t xx = a2, yy = a5;
+    uint8_t* out = dst->Row(y);
+    for (int x = 0; x < dst->width; ++x) {
+      const int64_t xin = xx >> 16;
+      if (xin >= 0 && xin < src.width) {
+        const int64_t yin = yy >> 16;
+        if (yin >= 0 && yin < src.height) {
+          CopyPixel(src, static_cast<int>(xin), static_cast<int>(yin), out + 3 * x);
+        }
+      }
+      xx += a0;
+      yy += a3;
+    }
+    a2 += a1;
+    a5 += a4;
+  }
+}
+
+// ImagingTransformAffine's floating-point nearest path, for maps beyond fixed point.
+void AffineFloat(const Image& src, const double a[6], Image* dst) {
+  double xo = a[2] + a[1] * 0.5 + a[0] * 0.5;
+  double yo = a[5] + a[4] * 0.5 + a[3] * 0.5;
+  for (int y = 0; y < dst->height; ++y) {
+    double xx = xo, yy = yo;
+    uint8_t* out = dst->Row(y);
+    for (int x = 0; x < dst->width; ++x) {
+      const int xin = Coord(xx);
+      if (xin >= 0 && xin < src.width) {
+        const int yin = Coord(yy);
+        if (yin >= 0 && yin < src.height) CopyPixel(src, xin, yin, out + 3 * x);
+      }
+      xx += a[0];
+      yy += a[3];
+    }
+    xo += a[1];
+    yo += a[4];
+  }
+}
+
+inline int XClip(const Image& im, int x) { return x < 0 ? 0 : x < im.width ? x : im.width - 1; }
+inline int YClip(const Image& im, int y) { return y < 0 ? 0 : y < im.height ? y : im.height - 1; }
+inline const uint8_t* SrcRow(const Image& im, int y) {
+  return im.pixels.data() + static_cast<size_t>(y) * im.stride();
+}
+
+// bilinear_filter32RGB: 2×2 linear interpolation in double, truncated to uint8. Returns
+// false (the pixel keeps the fill) when (xin, yin) is outside the source.
+bool BilinearFilter(const Image& im, double xin, double yin, uint8_t* out) {
+  if (xin < 0.0 || xin >= im.width || yin < 0.0 || yin >= im.height) return false;
+  xin -= 0.5;
+  yin -= 0.5;
+  const int x = Floor(xin), y = Floor(yin);
+  const double dx = xin - x, dy = yin - y;
+  const int x0 = 3 * XClip(im, x), x1 = 3 * XClip(im, x + 1);
+  const uint8_t* r0 = SrcRow(im, YClip(im, y));
+  const bool has_r1 = y + 1 >= 0 && y + 1 < im.height;
+  const uint8_t* r1 = has_r1 ? SrcRow(im, y + 1) : nullptr;
+  for (int b = 0; b < 3; ++b) {
+    double v1 = r0[x0 + b] + (r0[x1 + b] - r0[x0 + b]) * dx;
+    double v2 = has_r1 ? r1[x0 + b] + (r1[x1 + b] - r1[x0 + b]) * dx : v1;
+    v1 = v1 + (v2 - v1) * dy;
+    out[b] = static_cast<uint8_t>(static_cast<int>(v1));
+  }
+  return true;
+}
+
+// Geometry.c's BICUBIC macro (its cubic with a = -1), in double.
+inline double Cubic(double v1, double v2, double v3, double v4, double d) {
+  const double p1 = v2;
+  const double p2 = -v1 + v3;
+  const double p3 = 2 * (v1 - v2) + v3 - v4;
+  const double p4 = -v1 + v2 - v3 + v4;
+  return p1 + d * (p2 + d * (p3 + d * p4));
+}
+
+// bicubic_filter32RGB: 4×4 cubic interpolation, rows past the edge repeating the last
+// one read, clamped to [0, 255] and truncated.
+bool BicubicFilter(const Image& im, double xin, double yin, uint8_t* out) {
+  if (xin < 0.0 || xin >= im.width || yin < 0.0 || yin >= im.height) return false;
+  xin -= 0.5;
+  yin -= 0.5;
+  int x = Floor(xin), y = Floor(yin);
+  const double dx = xin - x, dy = yin - y;
+  --x;
+  --y;
+  int xs[4];
+  for (int k = 0; k < 4; ++k) xs[k] = 3 * XClip(im, x + k);
+  const uint8_t* rows[4];
+  rows[0] = SrcRow(im, YClip(im, y));
+  for (int k = 1; k < 4; ++k) {
+    rows[k] = y + k >= 0 && y + k < im.height ? SrcRow(im, y + k) : nullptr;
+  }
+  for (int b = 0; b < 3; ++b) {
+    double v[4];
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* r = rows[k];
+      v[k] = r != nullptr ? Cubic(r[xs[0] + b], r[xs[1] + b], r[xs[2] + b], r[xs[3] + b], dx)
+                          : v[k - 1];
+    }
+    const double c = Cubic(v[0], v[1], v[2], v[3], dy);
+    out[b] = c <= 0.0 ? 0 : c >= 255.0 ? 255 : static_cast<uint8_t>(static_cast<int>(c));
+  }
+  return true;
+}
+
+// ImagingGenericTransform with affine_transform: each output pixel's centre mapped
+// through `a`, then the filter.
+template <bool (*Filter)(const Image&, double, double, uint8_t*)>
+void GenericAffine(const Image& src, const double a[6], Image* dst) {
+  for (int y = 0; y < dst->height; ++y) {
+    uint8_t* out = dst->Row(y);
+    const double yin = y + 0.5;
+    for (int x = 0; x < dst->width; ++x) {
+      const double xin = x + 0.5;
+      Filter(src, a[0] * xin + a[1] * yin + a[2], a[3] * xin + a[4] * yin + a[5], out + 3 * x);
+    }
+  }
+}
+
+// TransformAffine is Image.transform(size, AFFINE, a, resample, fillcolor=fill) into
+// `dst` of width × height: ImagingTransformAffine's choice of engine.
+void TransformAffine(const Image& src, const double a[6], int width, int height,
+                     Interpolation interpolation, const std::array<uint8_t, 3>& fill,
+                     Image* dst) {
+  FillImage(width, height, fill, dst);
+  if (interpolation == Interpolation::kBilinear) {
+    GenericAffine<BilinearFilter>(src, a, dst);
+  } else if (interpolation == Interpolation::kBicubic) {
+    GenericAffine<BicubicFilter>(src, a, dst);
+  } else if (a[1] == 0 && a[3] == 0) {
+    ScaleAffine(src, a, dst);
+  } else if (CheckFixed(a, 0, 0) && CheckFixed(a, width, height) && CheckFixed(a, 0, height) &&
+             CheckFixed(a, width, 0)) {
+    AffineFixed(src, a, dst);
+  } else {
+    AffineFloat(src, a, dst);
+  }
+}
+
+// Transposes (Image.transpose), the fast paths Image.rotate takes for multiples of 90°.
+// ROTATE_90 turns counter-clockwise: out(x, y) = in(w - 1 - y, x).
+void Rotate90(const Image& src, bool counter_clockwise, Image* dst) {
+  const int w = src.width, h = src.height;
+  dst->Resize(h, w, 3);
+  for (int y = 0; y < w; ++y) {
+    uint8_t* out = dst->Row(y);
+    for (int x = 0; x < h; ++x) {
+      if (counter_clockwise) {
+        CopyPixel(src, w - 1 - y, x, out + 3 * x);
+      } else {
+        CopyPixel(src, y, h - 1 - x, out + 3 * x);
+      }
+    }
+  }
+}
+
+void Rotate180(const Image& src, Image* dst) {
+  const int w = src.width, h = src.height;
+  dst->Resize(w, h, 3);
+  for (int y = 0; y < h; ++y) {
+    uint8_t* out = dst->Row(y);
+    for (int x = 0; x < w; ++x) CopyPixel(src, w - 1 - x, h - 1 - y, out + 3 * x);
+  }
+}
+
+}  // namespace
+
+void Affine(const Image& src, double angle, double translate_x, double translate_y,
+            double scale, double shear_x, double shear_y, Interpolation interpolation,
+            const std::array<uint8_t, 3>& fill, Image* dst) {
+  // F.affine on a PIL image: centre (w * 0.5, h * 0.5), then
+  // _get_inverse_affine_matrix(center, angle, translate, scale, shear), term by term.
+  const double cx = src.width * 0.5, cy = src.height * 0.5;
+  const double rot = Radians(angle);
+  const double sx = Radians(shear_x);
+  const double sy = Radians(shear_y);
+  const double a = std::cos(rot - sy) / std::cos(sy);
+  const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
+  const double c = std::sin(rot - sy) / std::cos(sy);
+  const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
+  double m[6] = {d, -b, 0.0, -c, a, 0.0};
+  for (double& v : m) v = v / scale;
+  m[2] += m[0] * (-cx - translate_x) + m[1] * (-cy - translate_y);
+  m[5] += m[3] * (-cx - translate_x) + m[4] * (-cy - translate_y);
+  m[2] += cx;
+  m[5] += cy;
+  TransformAffine(src, m, src.width, src.height, interpolation, fill, dst);
+}
+
+void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
+            const std::array<uint8_t, 3>& fill, Image* dst) {
+  // Image.rotate(angle, resample, expand, center=None, translate=None, fillcolor).
+  angle = PyMod(angle, 360.0);
+  int w = src.width, h = src.height;
+  if (angle == 0) {
+    *dst = src;
+    return;
+  }
+  if (angle == 180) {
+    Rotate180(src, dst);
+    return;
+  }
+  if ((angle == 90 || angle == 270) && (expand || w == h)) {
+    Rotate90(src, angle == 90, dst);
+    return;
+  }
+  // The inverse map (output to source) about the centre (w / 2, h / 2), its entries
+  // rounded to 15 decimals as PIL does.
+  const double r = -Radians(angle);
+  double m[6] = {Round15(std::cos(r)), Round15(std::sin(r)),  0.0,
+                 Round15(-std::sin(r)), Round15(std::cos(r)), 0.0};
+  auto map = [&m](double x, double y, double* ox, double* oy) {
+    *ox = m[0] * x + m[1] * y + m[2];
+    *oy = m[3] * x + m[4] * y + m[5];
+  };
+  const double cx = w / 2.0, cy = h / 2.0;
+  map(-cx, -cy, &m[2], &m[5]);
+  m[2] += cx;
+  m[5] += cy;
+  if (expand) {
+    // The output grows to the rotated corners' bounding box, re-centred.
+    double xs[4], ys[4];
+    const double cx4[4] = {0, static_cast<double>(w), static_cast<double>(w), 0};
+    const double cy4[4] = {0, 0, static_cast<double>(h), static_cast<double>(h)};
+    for (int k = 0; k < 4; ++k) map(cx4[k], cy4[k], &xs[k], &ys[k]);
+    const int nw = static_cast<int>(std::ceil(*std::max_element(xs, xs + 4)) -
+                                    std::floor(*std::min_element(xs, xs + 4)));
+    const int nh = static_cast<int>(std::ceil(*std::max_element(ys, ys + 4)) -
+                                    std::floor(*std::min_element(ys, ys + 4)));
+    map(-(nw - w) / 2.0, -(nh - h) / 2.0, &m[2], &m[5]);
+    w = nw;
+    h = nh;
+  }
+  TransformAffine(src, m, w, h, interpolation, fill, dst);
+}
+
+void VerticalFlip(Image& img) {
+  // Rows swapped through one thread-local row (memcpy: whole-row block moves).
+  thread_local std::vector<uint8_t> tmp;
+  const size_t stride = img.stride();
+  tmp.resize(stride);
+  for (int top = 0, bottom = img.height - 1; top < bottom; ++top, --bottom) {
+    std::memcpy(tmp.data(), img.Row(top), stride);
+    std::memcpy(img.Row(top), img.Row(bottom), stride);
+    std::memcpy(img.Row(bottom), tmp.data(), stride);
+  }
+}
+
+}  // namespace flowloader::augment::kernels

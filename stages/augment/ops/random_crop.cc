@@ -1,0 +1,235 @@
+// random_crop.cc: torchvision's RandomCrop(size, padding=None, pad_if_needed=False, fill=0,
+// padding_mode=constant). As RandomCrop.forward: pad by `padding` (F.pad), then, with
+// pad_if_needed, pad left and right each by size_w - width where narrower, then top and
+// bottom each by size_h - height where shorter; then crop at a position drawn uniformly
+// (RandomCrop.get_params: top, left, height, width).
+//
+// Nothing is padded in memory: each output row and column is mapped back through the pads
+// to a source index (or to the fill), reproducing np.pad's index pattern, which
+// functional_pil.pad uses for edge/reflect/symmetric, including its iterated reflections
+// where a pad is wider than the image.
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "stages/augment/ops/internal/geometry_args.h"
+#include "stages/augment/ops/op.h"
+
+namespace flowloader::augment {
+namespace {
+
+enum class PadMode { kConstant, kEdge, kReflect, kSymmetric };
+
+// NumpyPad sets map[c] for c in [0, n + before + after) to the index in [0, n) that
+// np.pad(range(n), (before, after), mode) puts there, or -1 for the constant fill.
+void NumpyPad(int n, int before, int after, PadMode mode, std::vector<int>* map) {
+  std::vector<int>& p = *map;
+  const int total = n + before + after;
+  p.resize(total);
+  for (int c = 0; c < total; ++c) {
+    const int i = c - before;
+    if (i >= 0 && i < n) {
+      p[c] = i;
+    } else if (mode == PadMode::kConstant) {
+      p[c] = -1;
+    } else {
+      p[c] = i < 0 ? 0 : n - 1;  // Edge; also np.pad's reflection of a single value.
+    }
+  }
+  if (n == 1 || mode == PadMode::kConstant || mode == PadMode::kEdge) return;
+  // numpy.lib.arraypad._set_reflect_both, repeated until both pads are filled: each round
+  // reflects at most the valid length so far (one less without the edge, for reflect).
+  const bool include_edge = mode == PadMode::kSymmetric;
+  const int edge_offset = include_edge ? 1 : 0;
+  int left = before, right = after;
+  while (left > 0 || right > 0) {
+    const int old_length = total - right - left - (include_edge ? 0 : 1);
+    if (left > 0) {
+      const int chunk = std::min(old_length, left);
+      const int start = left - edge_offset + chunk;  // Read start, start - 1, ..., down.
+      for (int k = 0; k < chunk; ++k) p[left - chunk + k] = p[start - k];
+      left -= chunk;
+    }
+    if (right > 0) {
+      const int chunk = std::min(old_length, right);
+      const int start = total - right + edge_offset - 2;
+      for (int k = 0; k < chunk; ++k) p[total - right + k] = p[start - k];
+      right -= chunk;
+    }
+  }
+}
+
+struct Padding {
+  int left = 0, top = 0, right = 0, bottom = 0;
+};
+
+class RandomCrop : public Op {
+ public:
+  RandomCrop(int height, int width, Padding padding, bool pad_if_needed,
+             std::array<uint8_t, 3> fill, PadMode mode)
+      : height_(height), width_(width), padding_(padding), pad_if_needed_(pad_if_needed),
+        fill_(fill), mode_(mode) {}
+
+  OpSize OutputSize(OpSize) const override { return {width_, height_}; }
+
+  // Params: top, left, height, width (RandomCrop.get_params on the padded image).
+  void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {
+    const Axis x = XAxis(width), y = YAxis(height);
+    int top = 0, left = 0;
+    if (y.padded >= height_ && x.padded >= width_ &&
+        !(x.padded == width_ && y.padded == height_)) {
+      top = static_cast<int>(rng.UniformInt(0, y.padded - height_ + 1));
+      left = static_cast<int>(rng.UniformInt(0, x.padded - width_ + 1));
+    }
+    params->Push(top);
+    params->Push(left);
+    params->Push(height_);
+    params->Push(width_);
+  }
+
+  absl::Status Apply(const OpParams& p, OpImage& image) const override {
+    const Image& src = *image.rgb;
+    const Axis x = XAxis(src.width), y = YAxis(src.height);
+    if (x.padded < width_ || y.padded < height_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the image is ", x.padded, "x", y.padded, " after padding, smaller than size [",
+          height_, ", ", width_, "] (set pad_if_needed=true or pad more)"));
+    }
+    const int top = p.n >= 2 ? static_cast<int>(p.v[0]) : -1;
+    const int left = p.n >= 2 ? static_cast<int>(p.v[1]) : -1;
+    if (top < 0 || left < 0 || top > y.padded - height_ || left > x.padded - width_) {
+      return absl::InvalidArgumentError("crop position outside the padded image");
+    }
+    thread_local std::vector<int> map_x, map_y, stage1, stage2;
+    Map(src.width, x, left, width_, &stage1, &stage2, &map_x);
+    Map(src.height, y, top, height_, &stage1, &stage2, &map_y);
+    Image& dst = *image.spare;
+    dst.Resize(width_, height_, 3);
+    for (int oy = 0; oy < height_; ++oy) {
+      uint8_t* out = dst.Row(oy);
+      const int sy = map_y[oy];
+      const uint8_t* in = sy >= 0 ? src.pixels.data() + static_cast<size_t>(sy) * src.stride()
+                                  : nullptr;
+      for (int ox = 0; ox < width_; ++ox, out += 3) {
+        const int sx = map_x[ox];
+        const uint8_t* px = in != nullptr && sx >= 0 ? in + 3 * sx : fill_.data();
+        out[0] = px[0];
+        out[1] = px[1];
+        out[2] = px[2];
+      }
+    }
+    std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+ private:
+  // Axis is one axis's two pads: `padding` (before, after), then pad_if_needed's
+  // (extra, extra); `padded` the size after both.
+  struct Axis {
+    int before = 0, after = 0, extra = 0, padded = 0;
+  };
+  Axis XAxis(int width) const { return MakeAxis(width, padding_.left, padding_.right, width_); }
+  Axis YAxis(int height) const {
+    return MakeAxis(height, padding_.top, padding_.bottom, height_);
+  }
+  Axis MakeAxis(int n, int before, int after, int want) const {
+    Axis a{before, after, 0, n + before + after};
+    if (pad_if_needed_ && a.padded < want) a.extra = want - a.padded;
+    a.padded += 2 * a.extra;
+    return a;
+  }
+  // Map sets out[k] for k in [0, count) to the source index of padded coordinate
+  // start + k along an axis of n pixels, or -1 for the fill.
+  void Map(int n, const Axis& a, int start, int count, std::vector<int>* stage1,
+           std::vector<int>* stage2, std::vector<int>* out) const {
+    NumpyPad(n, a.before, a.after, mode_, stage1);
+    NumpyPad(n + a.before + a.after, a.extra, a.extra, mode_, stage2);
+    out->resize(count);
+    for (int k = 0; k < count; ++k) {
+      const int c = (*stage2)[start + k];
+      (*out)[k] = c < 0 ? -1 : (*stage1)[c];
+    }
+  }
+
+  const int height_, width_;
+  const Padding padding_;
+  const bool pad_if_needed_;
+  const std::array<uint8_t, 3> fill_;
+  const PadMode mode_;
+};
+
+// ReadPadding: F.pad's padding: an integer (every side), [left/right, top/bottom] or
+// [left, top, right, bottom]; here each in [0, 16384] (negative pads, which crop, are
+// not supported).
+absl::Status ReadPadding(const std::string& op, const OpArgs& args, Padding* pad) {
+  const OpValue& v = args.Get("padding");
+  if (v.is_none) return absl::OkStatus();
+  const char* what = "null, an integer, [left/right, top/bottom] or [left, top, right, bottom], "
+                     "each in [0, 16384]";
+  for (double n : v.numbers) {
+    if (!(n >= 0 && n <= 16384 && n == std::floor(n))) return ArgError(op, "padding", what, v);
+  }
+  const std::vector<double>& n = v.numbers;
+  if (v.IsNumber() || (v.is_list && n.size() == 1)) {
+    *pad = {static_cast<int>(n[0]), static_cast<int>(n[0]), static_cast<int>(n[0]),
+            static_cast<int>(n[0])};
+  } else if (v.is_list && n.size() == 2) {
+    *pad = {static_cast<int>(n[0]), static_cast<int>(n[1]), static_cast<int>(n[0]),
+            static_cast<int>(n[1])};
+  } else if (v.is_list && n.size() == 4) {
+    *pad = {static_cast<int>(n[0]), static_cast<int>(n[1]), static_cast<int>(n[2]),
+            static_cast<int>(n[3])};
+  } else {
+    return ArgError(op, "padding", what, v);
+  }
+  return absl::OkStatus();
+}
+
+FLOWLOADER_REGISTER_OP(
+    (OpSchema{"random_crop",
+              "crops a box of size at a uniformly drawn position, after optional padding",
+              {{"size", "224", "an integer or [height, width]",
+                "output size (required in torchvision)"},
+               {"padding", "null",
+                "null, an integer, [left/right, top/bottom] or [left, top, right, bottom]",
+                "pixels added on each border first"},
+               {"pad_if_needed", "false", "true or false",
+                "pad an image smaller than size (each side by the shortfall, as torchvision)"},
+               {"fill", "0", "a number or [r, g, b] in [0, 255]",
+                "the padding's colour in constant mode"},
+               {"padding_mode", "constant", "constant, edge, reflect or symmetric",
+                "how padding is filled (np.pad's modes)"}}}),
+    [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+      const std::string op = "random_crop";
+      int h = 0, w = 0;
+      if (absl::Status s = ReadSize(op, args, "size", true, &h, &w); !s.ok()) return s;
+      Padding padding;
+      if (absl::Status s = ReadPadding(op, args, &padding); !s.ok()) return s;
+      bool pad_if_needed = false;
+      if (absl::Status s = internal::ReadBool(op, args, "pad_if_needed", &pad_if_needed);
+          !s.ok()) {
+        return s;
+      }
+      std::array<uint8_t, 3> fill{};
+      if (absl::Status s = internal::ReadFill(op, args, "fill", &fill); !s.ok()) return s;
+      const std::string& m = args.Word("padding_mode");
+      PadMode mode;
+      if (m == "constant") {
+        mode = PadMode::kConstant;
+      } else if (m == "edge") {
+        mode = PadMode::kEdge;
+      } else if (m == "reflect") {
+        mode = PadMode::kReflect;
+      } else if (m == "symmetric") {
+        mode = PadMode::kSymmetric;
+      } else {
+        return ArgError(op, "padding_mode", "constant, edge, reflect or symmetric",
+                        args.Get("padding_mode"));
+      }
+      return std::unique_ptr<Op>(new RandomCrop(h, w, padding, pad_if_needed, fill, mode));
+    });
+
+}  // namespace
+}  // namespace flowloader::augment

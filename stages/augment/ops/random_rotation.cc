@@ -1,0 +1,78 @@
+// random_rotation.cc: torchvision's RandomRotation(degrees, interpolation=nearest,
+// expand=False, center=None, fill=0): an angle drawn uniformly from [min, max]
+// (RandomRotation.get_params), then F.rotate, which is PIL's Image.rotate
+// (kernels/geometry.cc, PIL's bytes). With expand the output's size depends on the
+// angle, so a list must end its geometry with a fixed-size op after it.
+#include <utility>
+
+#include "stages/augment/ops/internal/geometry_args.h"
+#include "stages/augment/ops/kernels/geometry.h"
+#include "stages/augment/ops/op.h"
+
+namespace flowloader::augment {
+namespace {
+
+class RandomRotation : public Op {
+ public:
+  RandomRotation(std::pair<double, double> degrees, Interpolation interpolation, bool expand,
+                 std::array<uint8_t, 3> fill)
+      : degrees_(degrees), interpolation_(interpolation), expand_(expand), fill_(fill) {}
+
+  OpSize OutputSize(OpSize in) const override { return expand_ ? OpSize{} : in; }
+
+  // Params: angle (RandomRotation.get_params).
+  void Draw(int, int, SampleRng& rng, OpParams* params) const override {
+    params->Push(rng.Uniform(degrees_.first, degrees_.second));
+  }
+
+  absl::Status Apply(const OpParams& p, OpImage& image) const override {
+    if (p.n < 1) return absl::InvalidArgumentError("needs its angle");
+    kernels::Rotate(*image.rgb, p.v[0], interpolation_, expand_, fill_, image.spare);
+    std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::pair<double, double> degrees_;
+  const Interpolation interpolation_;
+  const bool expand_;
+  const std::array<uint8_t, 3> fill_;
+};
+
+FLOWLOADER_REGISTER_OP(
+    (OpSchema{"random_rotation",
+              "rotates by an angle drawn uniformly from degrees, counter-clockwise, about the "
+              "centre",
+              {{"degrees", "0", "a number d >= 0 (giving [-d, d]) or [min, max]",
+                "the angle's range in degrees (required in torchvision)"},
+               {"interpolation", "nearest", "nearest, bilinear or bicubic",
+                "PIL's transform filter"},
+               {"expand", "false", "true or false",
+                "grow the output to hold the whole rotated image"},
+               {"center", "null", "null", "the image centre (others not supported)"},
+               {"fill", "0", "a number or [r, g, b] in [0, 255]",
+                "the colour of pixels from outside the image"}}}),
+    [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+      const std::string op = "random_rotation";
+      absl::StatusOr<std::pair<double, double>> degrees =
+          internal::ReadDegrees(op, args, "degrees");
+      if (!degrees.ok()) return degrees.status();
+      Interpolation interpolation;
+      if (absl::Status s = ReadInterpolation(op, args, "interpolation", &interpolation);
+          !s.ok()) {
+        return s;
+      }
+      bool expand = false;
+      if (absl::Status s = internal::ReadBool(op, args, "expand", &expand); !s.ok()) return s;
+      if (absl::Status s = internal::RequireNull(op, args, "center",
+                                                 "rotation about the image centre only");
+          !s.ok()) {
+        return s;
+      }
+      std::array<uint8_t, 3> fill{};
+      if (absl::Status s = internal::ReadFill(op, args, "fill", &fill); !s.ok()) return s;
+      return std::unique_ptr<Op>(new RandomRotation(*degrees, interpolation, expand, fill));
+    });
+
+}  // namespace
+}  // namespace flowloader::augment

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""recipes_torch.py: the PyTorch side of recipes_bench.py: one epoch of a standard
+DataLoader running one of today's training recipes, written as its upstream source
+writes it in torchvision 0.14.
+
+    /usr/bin/python3 recipes_torch.py --recipe=torchvision_v2|timm_randaugment|dino|simclr \
+        --data=DIR [--num_workers=2 --batch_size=64 --seed=0]
+
+Recipes (runtime/specs/<recipe>.yaml is flowloader's form of each):
+  torchvision_v2    references/classification/presets.py ClassificationPresetTrain(176,
+                    ta_wide, random_erase 0.1), without its batch-level Mixup/CutMix
+  timm_randaugment  timm's rand-m9-mstd0.5-inc1 train transform; timm is not installed
+                    here, so torchvision's RandAugment(2, 9) stands in (the issue's choice)
+                    with timm's bicubic crop and RandomErasing(0.25, random values)
+  dino              DataAugmentationDINO: 2 x 224 + 8 x 96 crops, with DINO's own PIL
+                    GaussianBlur and Solarization classes
+  simclr            MoCo v3's two augmentations (BYOL's asymmetric blur/solarize), its
+                    own PIL GaussianBlur and Solarize classes
+DataLoader(batch_size, num_workers, shuffle=True), torch.set_num_threads(1) per worker.
+Prints one JSON line: samples, seconds from the first batch to the last, images/s after
+the first batch.
+"""
+import argparse
+import json
+import random
+import time
+
+import torch
+from PIL import ImageFilter, ImageOps
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms as T
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+class PilGaussianBlur:
+    """DINO's utils.GaussianBlur / MoCo v3's moco.loader.GaussianBlur (PIL radius)."""
+
+    def __init__(self, p=0.5, radius_min=0.1, radius_max=2.0):
+        self.p, self.radius_min, self.radius_max = p, radius_min, radius_max
+
+    def __call__(self, img):
+        if random.random() > self.p:
+            return img
+        return img.filter(ImageFilter.GaussianBlur(
+            radius=random.uniform(self.radius_min, self.radius_max)))
+
+
+class PilSolarization:
+    """DINO's utils.Solarization / MoCo v3's Solarize."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def __call__(self, img):
+        return ImageOps.solarize(img) if random.random() < self.p else img
+
+
+def normalize():
+    return T.Compose([T.ToTensor(), T.Normalize(MEAN, STD)])
+
+
+def torchvision_v2():
+    return T.Compose([
+        T.RandomResizedCrop(176, interpolation=T.InterpolationMode.BILINEAR),
+        T.RandomHorizontalFlip(0.5),
+        T.TrivialAugmentWide(interpolation=T.InterpolationMode.BILINEAR),
+        T.PILToTensor(), T.ConvertImageDtype(torch.float), T.Normalize(MEAN, STD),
+        T.RandomErasing(p=0.1),
+    ])
+
+
+def timm_randaugment():
+    return T.Compose([
+        T.RandomResizedCrop(224, interpolation=T.InterpolationMode.BICUBIC),
+        T.RandomHorizontalFlip(0.5),
+        T.RandAugment(2, 9),
+        T.ToTensor(), T.Normalize(MEAN, STD),
+        T.RandomErasing(p=0.25, value="random"),
+    ])
+
+
+class Dino:
+    """DINO's DataAugmentationDINO((0.4, 1.), (0.05, 0.4), 8)."""
+
+    def __init__(self):
+        flip_and_color_jitter = T.Compose([
+            T.RandomHorizontalFlip(p=0.5),
+            T.RandomApply([T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.2,
+                                         hue=0.1)], p=0.8),
+            T.RandomGrayscale(p=0.2),
+        ])
+        bicubic = T.InterpolationMode.BICUBIC
+        self.global1 = T.Compose([T.RandomResizedCrop(224, scale=(0.4, 1.), interpolation=bicubic),
+                                  flip_and_color_jitter, PilGaussianBlur(1.0), normalize()])
+        self.global2 = T.Compose([T.RandomResizedCrop(224, scale=(0.4, 1.), interpolation=bicubic),
+                                  flip_and_color_jitter, PilGaussianBlur(0.1),
+                                  PilSolarization(0.2), normalize()])
+        self.local = T.Compose([T.RandomResizedCrop(96, scale=(0.05, 0.4), interpolation=bicubic),
+                                flip_and_color_jitter, PilGaussianBlur(p=0.5), normalize()])
+
+    def __call__(self, image):
+        return [self.global1(image), self.global2(image)] + [self.local(image) for _ in range(8)]
+
+
+class SimClr:
+    """MoCo v3's augmentation1 / augmentation2 as TwoCropsTransform."""
+
+    def __init__(self):
+        def aug(blur, solarize):
+            ops = [T.RandomResizedCrop(224, scale=(0.08, 1.)),
+                   T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
+                   T.RandomGrayscale(p=0.2),
+                   T.RandomApply([PilGaussianBlur(1.0)], p=blur)]
+            if solarize:
+                ops.append(T.RandomApply([PilSolarization(1.0)], p=solarize))
+            return T.Compose(ops + [T.RandomHorizontalFlip(), normalize()])
+        self.a, self.b = aug(1.0, 0), aug(0.1, 0.2)
+
+    def __call__(self, image):
+        return [self.a(image), self.b(image)]
+
+
+RECIPES = {"torchvision_v2": torchvision_v2, "timm_randaugment": timm_randaugment,
+           "dino": Dino, "simclr": SimClr}
+
+
+def _worker_init(_):
+    torch.set_num_threads(1)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--recipe", choices=sorted(RECIPES), required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--num_workers", type=int, default=2)
+    p.add_argument("--batch_size", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    torch.manual_seed(a.seed)
+    dataset = datasets.ImageFolder(a.data, transform=RECIPES[a.recipe]())
+    loader = DataLoader(dataset, batch_size=a.batch_size, shuffle=True,
+                        num_workers=a.num_workers, worker_init_fn=_worker_init)
+    samples, t_first = 0, None
+    for images, labels in loader:
+        if t_first is None:
+            t_first = time.time()
+            first_rows = len(labels)
+        samples += len(labels)
+    t_end = time.time()
+    print(json.dumps({"recipe": a.recipe, "samples": samples, "seconds": t_end - t_first,
+                      "images_per_second_after_first_batch":
+                          (samples - first_rows) / (t_end - t_first)}))
+
+
+if __name__ == "__main__":
+    main()
