@@ -251,7 +251,10 @@ FLOWLOADER_REGISTER_OP(
       if (absl::Status s = CheckNumberIn(kName, args, "magnitude", 0, bins - 1); !s.ok()) return s;
       if (absl::Status s = CheckNumberIn(kName, args, "magnitude_std", 0, 1e9); !s.ok()) return s;
       if (absl::Status s = CheckNumberIn(kName, args, "op_p", 0, 1); !s.ok()) return s;
-      if (absl::Status s = CheckNumberIn(kName, args, "increasing", 0, 1); !s.ok()) return s;
+      const OpValue& increasing = args.Get("increasing");
+      if (!increasing.IsNumber() || (increasing.numbers[0] != 0 && increasing.numbers[0] != 1)) {
+        return ArgError(kName, "increasing", "true or false", increasing);
+      }
       policy::Geometry geometry;
       if (absl::Status s = policy::ReadGeometry(kName, args, &geometry); !s.ok()) return s;
       return std::unique_ptr<Op>(new RandAugment(num_ops, args.Number("magnitude"), bins,

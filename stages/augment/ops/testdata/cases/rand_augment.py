@@ -182,4 +182,6 @@ REFUSED = [
     ("rand_augment(op_p=1.5)", "op_p must be a number in [0, 1]"),
     ("rand_augment(p=1.5)", "p must be a number in [0, 1]"),
     ("rand_augment(interpolation=box)", "interpolation must be"),
+    ("rand_augment(increasing=0.5)", "increasing must be true or false"),
+    ("rand_augment(fill=[1, 2])", "fill must be"),
 ]
