@@ -3,8 +3,9 @@
 
 class Parity:
     def __init__(self, op_text, params, reference, max_diff=1, min_psnr=None,
-                 tensor_input=False):
+                 tensor_input=False, images=None):
         self.op_text = op_text
+        self.images = images  # Optional: () -> more PIL RGB images, for edge cases.
         self.params = params  # A list, or a function of the PIL image giving one.
         self.reference = reference
         self.max_diff = max_diff
@@ -13,8 +14,12 @@ class Parity:
 
 
 class Distribution:
-    def __init__(self, op_text, width, height, reference, columns=None, applied=None):
+    def __init__(self, op_text, width, height, reference, columns=None, applied=None,
+                 joint=None):
         self.op_text = op_text
+        # Optional: tuples of column indices whose values are compared jointly, as one
+        # categorical value per draw (a permutation's 24 orders).
+        self.joint = joint
         self.width = width
         self.height = height
         self.reference = reference  # (width, height, n) -> array [n, k], or None.

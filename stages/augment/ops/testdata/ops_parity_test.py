@@ -16,7 +16,10 @@ op (one op, one file) with two lists:
       1 + i of ours (column 0 is whether p applied) must follow the same distribution as
       column i of theirs (two-sample Kolmogorov-Smirnov at alpha 0.001, or the same
       frequencies within 5 standard errors for a discrete column). `applied` (optional)
-      is the expected frequency of column 0.
+      is the expected frequency of column 0; `joint` (optional) lists tuples of columns
+      compared as one categorical value per draw.
+  Parity's optional `images` adds edge-case images (flat channels, tiny sizes) to the
+  shared test images for that case.
 
 Fails, never skips, when python3-pil, torch or torchvision are missing.
 """
@@ -184,7 +187,8 @@ class OpsParityTest(unittest.TestCase):
     def test_parity(self):
         for name, module in self.cases.items():
             for k, case in enumerate(module.PARITY):
-                for i, pil in enumerate(self.images):
+                images = self.images + (case.images() if case.images else [])
+                for i, pil in enumerate(images):
                     with self.subTest(op=case.op_text, params=case.params, image=i):
                         self.check_parity(case, pil, f"{name}_{k}_{i}")
 
@@ -242,6 +246,12 @@ class OpsParityTest(unittest.TestCase):
             b = theirs[:, col]
             why = same_distribution(a[~np.isnan(a)], b[~np.isnan(b)])
             self.assertIsNone(why, f"{case.op_text}: parameter {col}: {why}")
+        for cols in case.joint or []:
+            a = [tuple(r) for r in ours[:, [1 + c for c in cols]]]
+            b = [tuple(r) for r in theirs[:, list(cols)]]
+            codes = {t: k for k, t in enumerate(sorted(set(a) | set(b)))}
+            why = same_distribution([codes[t] for t in a], [codes[t] for t in b])
+            self.assertIsNone(why, f"{case.op_text}: parameters {cols} jointly: {why}")
 
     def test_refusals(self):
         for name, module in self.cases.items():

@@ -1,0 +1,220 @@
+// colour_kernels_test: the fast forms of the colour kernels against their
+// literal restatements of PIL's C code, over every input that can differ (part
+// of ops_test; the comparison with PIL itself is ops_parity_test's).
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "stages/augment/ops/kernels/colour.h"
+#include "stages/augment/ops/kernels/colour_hue.h"
+#include "stages/augment/ops/kernels/colour_internal.h"
+#include "stages/augment/ops/kernels/colour_sharpness.h"
+#include "stages/augment/ops/view_program.h"
+
+namespace flowloader::augment::kernels {
+namespace {
+
+using ::flowloader::augment::OpText;
+using ::flowloader::augment::ParseOpListText;
+using ::flowloader::augment::ViewProgram;
+
+TEST(ColourKernelsTest, HsvTablesMatchPilForEveryColour) {
+  for (int r = 0; r < 256; ++r) {
+    for (int g = 0; g < 256; ++g) {
+      for (int b = 0; b < 256; ++b) {
+        const uint8_t rgb[3] = {uint8_t(r), uint8_t(g), uint8_t(b)};
+        uint8_t want[3], got[3];
+        internal::RgbToHsvLiteral(rgb, want);
+        internal::RgbToHsvFast(rgb, got);
+        ASSERT_TRUE(want[0] == got[0] && want[1] == got[1] && want[2] == got[2])
+            << r << "," << g << "," << b;
+      }
+    }
+  }
+}
+
+TEST(ColourKernelsTest, AdjustHueIsPilsRoundTrip) {
+  // Every red and green, every third blue: 22 million pixels over the shifts.
+  Image img;
+  img.Resize(256 * 86, 256, 3);
+  for (double hue : {0.0, 0.004, -0.004, 0.1, -0.1, 0.25, -0.37, 0.5, -0.5}) {
+    const int shift = internal::HueShift(hue);
+    size_t k = 0;
+    for (int g = 0; g < 256; ++g) {
+      for (int r = 0; r < 256; ++r) {
+        for (int b = 0; b < 256; b += 3, k += 3) {
+          img.pixels[k] = uint8_t(r), img.pixels[k + 1] = uint8_t(g),
+          img.pixels[k + 2] = uint8_t(b);
+        }
+      }
+    }
+    const std::vector<uint8_t> before = img.pixels;
+    Image portable = img;
+    internal::AdjustHuePortable(portable, hue);
+    AdjustHue(img, hue);  // The AVX2 path where the CPU has it.
+    ASSERT_TRUE(portable.pixels == img.pixels) << "hue " << hue << ": the two paths differ";
+    for (size_t i = 0; i < before.size(); i += 3) {
+      uint8_t hsv[3], want[3];
+      internal::RgbToHsvLiteral(&before[i], hsv);
+      hsv[0] = static_cast<uint8_t>(hsv[0] + shift);
+      internal::HsvToRgbLiteral(hsv, want);
+      ASSERT_TRUE(want[0] == img.pixels[i] && want[1] == img.pixels[i + 1] &&
+                  want[2] == img.pixels[i + 2])
+          << "hue " << hue << " pixel " << int(before[i]) << "," << int(before[i + 1]) << ","
+          << int(before[i + 2]);
+    }
+  }
+}
+
+TEST(ColourKernelsTest, AdjustHueTailsMatchThePortablePath) {
+  // Pixel counts that are not a multiple of the AVX2 path's eight.
+  std::mt19937 gen(5);
+  for (int w : {1, 3, 7, 9, 13, 31}) {
+    Image img;
+    img.Resize(w, 3, 3);
+    for (uint8_t& v : img.pixels) v = static_cast<uint8_t>(gen());
+    Image portable = img;
+    internal::AdjustHuePortable(portable, 0.3);
+    AdjustHue(img, 0.3);
+    EXPECT_TRUE(portable.pixels == img.pixels) << w;
+  }
+}
+
+// Every kernel's AVX2 path (where this CPU has one) against its portable path, on
+// pixel counts around the vector widths (ops_parity_test compares the path this CPU
+// takes with PIL).
+TEST(ColourKernelsTest, FastPathsMatchPortablePaths) {
+  std::mt19937 gen(11);
+  const std::vector<std::function<void(Image&)>> kernels = {
+      [](Image& i) { AdjustBrightness(i, 1.37); },
+      [](Image& i) { AdjustBrightness(i, 0.61); },
+      [](Image& i) { AdjustContrast(i, 0.45); },
+      [](Image& i) { AdjustContrast(i, 2.2); },
+      [](Image& i) { AdjustSaturation(i, 0.3); },
+      [](Image& i) { AdjustSaturation(i, 1.9); },
+      [](Image& i) { AdjustHue(i, -0.27); },
+      [](Image& i) { AdjustSharpness(i, 0.4); },
+      [](Image& i) { AdjustSharpness(i, 2.6); },
+      [](Image& i) { Grayscale(i); },
+      [](Image& i) { Posterize(i, 3); },
+      [](Image& i) { Solarize(i, 99.5); },
+      [](Image& i) { Autocontrast(i); },
+      [](Image& i) { Equalize(i); },
+      [](Image& i) { Invert(i); }};
+  for (int w : {1, 5, 8, 11, 16, 37, 224}) {
+    Image src;
+    src.Resize(w, 9, 3);
+    for (uint8_t& v : src.pixels) v = static_cast<uint8_t>(gen() % 200 + 20);
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      Image fast = src, portable = src;
+      kernels[k](fast);
+      internal::SetPortableForTesting(true);
+      kernels[k](portable);
+      internal::SetPortableForTesting(false);
+      EXPECT_TRUE(fast.pixels == portable.pixels) << "kernel " << k << ", width " << w;
+    }
+  }
+}
+
+TEST(ColourKernelsTest, HueShiftIsNumpysUint8) {
+  // np.uint8(h * 255): truncation toward zero, then modulo 256.
+  EXPECT_EQ(internal::HueShift(0.5), 127);
+  EXPECT_EQ(internal::HueShift(-0.5), 129);
+  EXPECT_EQ(internal::HueShift(-0.1), 231);
+  EXPECT_EQ(internal::HueShift(-0.0039), 0);
+  EXPECT_EQ(internal::HueShift(-0.004), 255);
+}
+
+TEST(ColourKernelsTest, IntegerSmoothIsPilsFloatSmooth) {
+  std::mt19937 gen(3);
+  uint8_t w[9];
+  auto check = [&] {
+    const unsigned sum = w[0] + w[1] + w[2] + w[3] + 5u * w[4] + w[5] + w[6] + w[7] + w[8];
+    ASSERT_EQ(internal::SmoothValue(sum), internal::SmoothLiteral(w));
+  };
+  for (int i = 0; i < 2000000; ++i) {
+    // Mostly random windows, some with few distinct values (flat and edge
+    // regions).
+    const int levels = i % 3 == 0 ? 256 : 2 + i % 7;
+    const int base = static_cast<int>(gen() % 256);
+    for (uint8_t& v : w) {
+      v = levels == 256 ? gen() % 256 : std::min(255, base + static_cast<int>(gen() % levels));
+    }
+    check();
+  }
+  for (int v = 0; v < 256; ++v) {  // Every flat window, and each with a stepped centre.
+    for (int c = 0; c < 256; c += 5) {
+      std::fill(std::begin(w), std::end(w), uint8_t(v));
+      w[4] = uint8_t(c);
+      check();
+    }
+  }
+}
+
+TEST(ColourKernelsTest, BlendSpanIsBlendValue) {
+  std::vector<uint8_t> a, b, out;
+  for (int x = 0; x < 256; ++x) {
+    for (int y = 0; y < 256; ++y) a.push_back(uint8_t(x)), b.push_back(uint8_t(y));
+  }
+  a.push_back(7), b.push_back(200);  // An odd length: the scalar tail runs too.
+  out.resize(a.size());
+  for (float alpha : {0.0f, 1.0f, 0.5f, 0.6f, 0.123456f, 1.4f, 2.0f, 7.5f, -0.3f, 1e9f}) {
+    internal::BlendSpan(a.data(), b.data(), out.data(), a.size(), alpha);
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(out[i], internal::BlendValue(a[i], b[i], alpha))
+          << "alpha " << alpha << " " << int(a[i]) << " " << int(b[i]);
+    }
+  }
+}
+
+// Blend.c's formula itself, on values PIL gives (checked in Python with
+// Pillow 9.4): Image.blend of 10 and 200 at 0.7 is 143; at 1.5, 295 clipped to
+// 255; at -0.5, 0.
+TEST(ColourKernelsTest, BlendValueIsBlendC) {
+  EXPECT_EQ(internal::BlendValue(10, 200, 0.7f), 143);
+  EXPECT_EQ(internal::BlendValue(10, 200, 1.5f), 255);
+  EXPECT_EQ(internal::BlendValue(10, 200, -0.5f), 0);
+  EXPECT_EQ(internal::BlendValue(200, 10, 0.3f), 143);
+}
+
+// DINO's colour ops in a view's list: they run after the planned head, change the pixels,
+// and give the same bytes for the same sample.
+TEST(ColourOpsInAViewTest, DinoListIsDeterministicAndChangesPixels) {
+  auto program = [](const std::string& text) {
+    absl::StatusOr<std::vector<OpText>> ops = ParseOpListText(text);
+    EXPECT_TRUE(ops.ok()) << ops.status();
+    absl::StatusOr<std::unique_ptr<ViewProgram>> p = ViewProgram::Create(*ops);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return *std::move(p);
+  };
+  const std::string head =
+      "random_resized_crop(size=40, scale=[0.4, 1.0]); random_horizontal_flip()";
+  const std::unique_ptr<ViewProgram> plain = program(head);
+  const std::unique_ptr<ViewProgram> dino =
+      program(head +
+              "; color_jitter(brightness=0.4, contrast=0.4, saturation=0.2, hue=0.1, p=0.8); "
+              "random_grayscale(p=0.2); random_solarize(threshold=128, p=0.2)");
+  decode::DecodedImage img;
+  img.image.Resize(90, 70, 3);
+  std::mt19937 gen(2);
+  for (uint8_t& v : img.image.pixels) v = static_cast<uint8_t>(gen());
+  img.covered = RectF{0, 0, 90, 70};
+  int changed = 0;
+  for (uint64_t index = 0; index < 20; ++index) {
+    std::vector<uint8_t> a(dino->output_bytes()), b(dino->output_bytes()), c(a.size());
+    ASSERT_TRUE(dino->Run(img, nullptr, {4, 0, index}, 1, a.data()).ok());
+    ASSERT_TRUE(dino->Run(img, nullptr, {4, 0, index}, 1, b.data()).ok());
+    ASSERT_TRUE(plain->Run(img, nullptr, {4, 0, index}, 1, c.data()).ok());
+    EXPECT_EQ(a, b) << index;
+    changed += a != c;
+  }
+  EXPECT_GE(changed, 14);  // color_jitter applies to ~80% of samples.
+}
+
+}  // namespace
+}  // namespace flowloader::augment::kernels

@@ -1,0 +1,407 @@
+// colour.cc: the colour kernels of colour.h that are a table or a blend per
+// value (PIL 9.4's ImageEnhance and ImageOps, restated on interleaved uint8
+// RGB, same bytes). AdjustHue is in colour_hue.cc, AdjustSharpness in
+// colour_sharpness.cc.
+//
+// Speed: a table per call (256 entries, or 3 × 256 from per-channel histograms)
+// and one pass over the pixels, or for saturation one float blend per value
+// over a row; nothing allocates once a thread's row buffer is warm.
+#include "stages/augment/ops/kernels/colour.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "stages/augment/ops/kernels/colour_internal.h"
+
+#if defined(__SSE4_1__)
+#include <smmintrin.h>
+#endif
+
+namespace flowloader::augment::kernels {
+namespace internal {
+
+void BlendSpan(const uint8_t* a, const uint8_t* b, uint8_t* out, size_t n, float alpha) {
+  size_t i = 0;
+#if defined(__SSE4_1__)
+  // The float operations of BlendValue, four lanes at a time. Clipping to [0,
+  // 255] before truncating gives Blend.c's extrapolation branch (<= 0 -> 0, >=
+  // 255 -> 255) and changes nothing inside [0, 1], where the result already
+  // lies in 0..255.
+  const __m128 va = _mm_set1_ps(alpha);
+  const __m128 lo = _mm_setzero_ps();
+  const __m128 hi = _mm_set1_ps(255.0f);
+  for (; i + 16 <= n; i += 16) {
+    const __m128i a8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+    const __m128i b8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    // The four groups of four values, widened to int32 (the shift is an immediate).
+    const __m128i a32[4] = {_mm_cvtepu8_epi32(a8), _mm_cvtepu8_epi32(_mm_srli_si128(a8, 4)),
+                            _mm_cvtepu8_epi32(_mm_srli_si128(a8, 8)),
+                            _mm_cvtepu8_epi32(_mm_srli_si128(a8, 12))};
+    const __m128i b32[4] = {_mm_cvtepu8_epi32(b8), _mm_cvtepu8_epi32(_mm_srli_si128(b8, 4)),
+                            _mm_cvtepu8_epi32(_mm_srli_si128(b8, 8)),
+                            _mm_cvtepu8_epi32(_mm_srli_si128(b8, 12))};
+    __m128i q[4];
+    for (int k = 0; k < 4; ++k) {
+      __m128 v = _mm_add_ps(_mm_cvtepi32_ps(a32[k]),
+                            _mm_mul_ps(va, _mm_cvtepi32_ps(_mm_sub_epi32(b32[k], a32[k]))));
+      v = _mm_min_ps(_mm_max_ps(v, lo), hi);
+      q[k] = _mm_cvttps_epi32(v);
+    }
+    const __m128i packed =
+        _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), packed);
+  }
+#endif
+  for (; i < n; ++i) out[i] = BlendValue(a[i], b[i], alpha);
+}
+
+void ApplyLuts(Image& img, const uint8_t (&lut)[3][256]) {
+  uint8_t* p = img.pixels.data();
+  const size_t n = static_cast<size_t>(img.width) * img.height;
+  for (size_t i = 0; i < n; ++i, p += 3) {
+    p[0] = lut[0][p[0]];
+    p[1] = lut[1][p[1]];
+    p[2] = lut[2][p[2]];
+  }
+}
+
+void ApplyLut(Image& img, const uint8_t (&lut)[256]) {
+  uint8_t* p = img.pixels.data();
+  const size_t n = img.pixels.size();
+  for (size_t i = 0; i < n; ++i) p[i] = lut[p[i]];
+}
+
+namespace {
+std::atomic<bool> portable_for_testing{false};
+}  // namespace
+
+void SetPortableForTesting(bool portable) { portable_for_testing.store(portable); }
+
+#if defined(FLOWLOADER_COLOUR_AVX2)
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has && !portable_for_testing.load(std::memory_order_relaxed);
+}
+#endif
+
+uint8_t* RowBuffer(int which, size_t n) {
+  thread_local std::vector<uint8_t> buffers[3];
+  std::vector<uint8_t>& b = buffers[which];
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::BlendValue;
+
+// BlendLut is ImageEnhance's blend of a constant degenerate value with the
+// image, as a table: out[v] = Blend(constant, v, factor).
+void BlendLut(int constant, double factor, uint8_t (&lut)[256]) {
+  const float alpha = static_cast<float>(factor);
+  for (int v = 0; v < 256; ++v) lut[v] = BlendValue(constant, v, alpha);
+}
+
+// Histograms counts each channel's values (Image.histogram on an RGB image).
+void Histograms(const Image& img, uint32_t (&h)[3][256]) {
+  std::memset(h, 0, sizeof(h));
+  const uint8_t* p = img.pixels.data();
+  const size_t n = static_cast<size_t>(img.width) * img.height;
+  for (size_t i = 0; i < n; ++i, p += 3) {
+    ++h[0][p[0]];
+    ++h[1][p[1]];
+    ++h[2][p[2]];
+  }
+}
+
+// The AVX2 paths below do, per pixel, what the portable loops after them do; each
+// handles a multiple of 8 pixels and returns how many.
+#if defined(FLOWLOADER_COLOUR_AVX2)
+// GreySumAvx2 adds GreyValue over the first n & ~7 pixels.
+__attribute__((target("avx2"))) size_t GreySumAvx2(const uint8_t* p, size_t n, uint64_t* sum) {
+  const size_t bulk = n & ~static_cast<size_t>(7);
+  uint64_t total = 0;
+  for (size_t k = 0; k < bulk;) {
+    // int32 lanes hold at most 2^20 * 255 before they are added up.
+    const size_t end = std::min(bulk, k + (static_cast<size_t>(8) << 20));
+    __m256i acc = _mm256_setzero_si256();
+    for (; k < end; k += 8, p += 24) {
+      __m256i r, g, b;
+      internal::LoadRgb8(p, &r, &g, &b);
+      acc = _mm256_add_epi32(acc, internal::Grey8(r, g, b));
+    }
+    alignas(32) uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
+    for (uint32_t v : lanes) total += v;
+  }
+  *sum = total;
+  return bulk;
+}
+
+// SaturationAvx2 blends the first n & ~7 pixels with their grey value.
+__attribute__((target("avx2"))) size_t SaturationAvx2(uint8_t* p, size_t n, float alpha) {
+  const size_t bulk = n & ~static_cast<size_t>(7);
+  const __m256 a = _mm256_set1_ps(alpha);
+  for (size_t k = 0; k < bulk; k += 8, p += 24) {
+    __m256i r, g, b;
+    internal::LoadRgb8(p, &r, &g, &b);
+    const __m256i l = internal::Grey8(r, g, b);
+    internal::StoreRgb8(p, internal::Blend8(l, r, a), internal::Blend8(l, g, a),
+                        internal::Blend8(l, b, a));
+  }
+  return bulk;
+}
+
+// GrayscaleAvx2 writes the first n & ~7 pixels' grey value to their three channels.
+__attribute__((target("avx2"))) size_t GrayscaleAvx2(uint8_t* p, size_t n) {
+  const size_t bulk = n & ~static_cast<size_t>(7);
+  for (size_t k = 0; k < bulk; k += 8, p += 24) {
+    __m256i r, g, b;
+    internal::LoadRgb8(p, &r, &g, &b);
+    const __m256i l = internal::Grey8(r, g, b);
+    internal::StoreRgb8(p, l, l, l);
+  }
+  return bulk;
+}
+#endif
+
+#if defined(FLOWLOADER_COLOUR_AVX2)
+// BlendConstAvx2 is BlendValue(constant, v, alpha) over the first n & ~31 values.
+__attribute__((target("avx2"))) size_t BlendConstAvx2(uint8_t* p, size_t n, int constant,
+                                                      float alpha) {
+  const size_t bulk = n & ~static_cast<size_t>(31);
+  const __m256 a = _mm256_set1_ps(alpha);
+  const __m256i c = _mm256_set1_epi32(constant);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (size_t i = 0; i < bulk; i += 32) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+    const __m128i lo = _mm256_castsi256_si128(x), hi = _mm256_extracti128_si256(x, 1);
+    const __m256i q0 = internal::Blend8(c, _mm256_cvtepu8_epi32(lo), a);
+    const __m256i q1 = internal::Blend8(c, _mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), a);
+    const __m256i q2 = internal::Blend8(c, _mm256_cvtepu8_epi32(hi), a);
+    const __m256i q3 = internal::Blend8(c, _mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), a);
+    // packus works within 128-bit lanes; the permute puts the four groups back in order.
+    const __m256i packed = _mm256_permutevar8x32_epi32(
+        _mm256_packus_epi16(_mm256_packus_epi32(q0, q1), _mm256_packus_epi32(q2, q3)), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + i), packed);
+  }
+  return bulk;
+}
+#endif
+
+// BlendConstant is ImageEnhance's blend of a constant degenerate image with the image:
+// AVX2 arithmetic where the CPU has it, else a table.
+void BlendConstant(Image& img, int constant, double factor) {
+  const float alpha = static_cast<float>(factor);
+  uint8_t* p = img.pixels.data();
+  const size_t n = img.pixels.size();
+  size_t done = 0;
+#if defined(FLOWLOADER_COLOUR_AVX2)
+  if (internal::HasAvx2()) done = BlendConstAvx2(p, n, constant, alpha);
+#endif
+  if (done == 0) {
+    uint8_t lut[256];
+    BlendLut(constant, factor, lut);
+    internal::ApplyLut(img, lut);
+    return;
+  }
+  for (size_t i = done; i < n; ++i) p[i] = BlendValue(constant, p[i], alpha);
+}
+
+// Each kernel's AVX2 part where the CPU has it (0 pixels done otherwise).
+size_t GreySumFast(const uint8_t* p, size_t n, uint64_t* sum) {
+  *sum = 0;
+#if defined(FLOWLOADER_COLOUR_AVX2)
+  if (internal::HasAvx2()) return GreySumAvx2(p, n, sum);
+#endif
+  return 0;
+}
+size_t SaturationFast(uint8_t* p, size_t n, float alpha) {
+#if defined(FLOWLOADER_COLOUR_AVX2)
+  if (internal::HasAvx2()) return SaturationAvx2(p, n, alpha);
+#endif
+  return 0;
+}
+size_t GrayscaleFast(uint8_t* p, size_t n) {
+#if defined(FLOWLOADER_COLOUR_AVX2)
+  if (internal::HasAvx2()) return GrayscaleAvx2(p, n);
+#endif
+  return 0;
+}
+
+}  // namespace
+
+// ImageEnhance.Brightness: Image.blend(black, image, factor): out = 0 + factor
+// * v.
+void AdjustBrightness(Image& img, double factor) {
+  if (static_cast<float>(factor) == 1.0f) return;  // Blend.c's copy shortcut.
+  BlendConstant(img, 0, factor);
+}
+
+// ImageEnhance.Contrast: the degenerate image is the constant int(mean(L) +
+// 0.5), the mean as ImageStat computes it (sum of L values / count, in double).
+void AdjustContrast(Image& img, double factor) {
+  const size_t n = static_cast<size_t>(img.width) * img.height;
+  if (n == 0 || static_cast<float>(factor) == 1.0f) return;
+  uint64_t sum = 0;
+  const size_t done = GreySumFast(img.pixels.data(), n, &sum);
+  const uint8_t* p = img.pixels.data() + 3 * done;
+  for (size_t i = done; i < n; ++i, p += 3) sum += internal::GreyValue(p);
+  const double mean = static_cast<double>(sum) / static_cast<double>(n);
+  BlendConstant(img, static_cast<int>(mean + 0.5), factor);
+}
+
+// ImageEnhance.Color: the degenerate image is
+// image.convert("L").convert("RGB"), each pixel's grey value in all three
+// channels, blended per value.
+void AdjustSaturation(Image& img, double factor) {
+  const float alpha = static_cast<float>(factor);
+  if (alpha == 1.0f) return;
+  if (alpha == 0.0f) {  // Blend.c's shortcut: the degenerate image itself.
+    Grayscale(img);
+    return;
+  }
+  const size_t n = static_cast<size_t>(img.width) * img.height;
+  const size_t done = SaturationFast(img.pixels.data(), n, alpha);
+  if (done == n) return;
+  if (done > 0) {  // The few pixels the AVX2 part left, per value.
+    for (uint8_t* p = img.pixels.data() + 3 * done; p < img.pixels.data() + 3 * n; p += 3) {
+      const uint8_t l = internal::GreyValue(p);
+      for (int c = 0; c < 3; ++c) p[c] = BlendValue(l, p[c], alpha);
+    }
+    return;
+  }
+  const size_t row_bytes = img.stride();
+  uint8_t* grey = internal::RowBuffer(0, row_bytes);
+  for (int y = 0; y < img.height; ++y) {
+    uint8_t* row = img.Row(y);
+    for (int x = 0; x < img.width; ++x) {
+      const uint8_t l = internal::GreyValue(row + 3 * x);
+      grey[3 * x] = grey[3 * x + 1] = grey[3 * x + 2] = l;
+    }
+    internal::BlendSpan(grey, row, row, row_bytes, alpha);
+  }
+}
+
+// F.rgb_to_grayscale(img, 3) on PIL: img.convert("L"), stacked three times.
+void Grayscale(Image& img) {
+  const size_t n = static_cast<size_t>(img.width) * img.height;
+  const size_t done = GrayscaleFast(img.pixels.data(), n);
+  uint8_t* p = img.pixels.data() + 3 * done;
+  for (size_t i = done; i < n; ++i, p += 3) p[0] = p[1] = p[2] = internal::GreyValue(p);
+}
+
+// ForEachValue applies `vec` to 16 values at a time (SSE4.1 builds) and `one` to the
+// rest: Posterize, Solarize and Invert restate their ImageOps tables as arithmetic.
+template <typename Vec, typename One>
+void ForEachValue(Image& img, Vec vec, One one) {
+  uint8_t* p = img.pixels.data();
+  const size_t n = img.pixels.size();
+  size_t i = 0;
+#if defined(__SSE4_1__)
+  for (; i + 16 <= n; i += 16) {
+    __m128i* at = reinterpret_cast<__m128i*>(p + i);
+    _mm_storeu_si128(at, vec(_mm_loadu_si128(at)));
+  }
+#endif
+  for (; i < n; ++i) p[i] = one(p[i]);
+}
+
+// ImageOps.posterize: i & ~(2 ** (8 - bits) - 1), for bits in 0..8.
+void Posterize(Image& img, int bits) {
+  if (bits >= 8) return;
+  const uint8_t mask = static_cast<uint8_t>(bits <= 0 ? 0 : ~((1 << (8 - bits)) - 1));
+#if defined(__SSE4_1__)
+  const __m128i m = _mm_set1_epi8(static_cast<char>(mask));
+#endif
+  ForEachValue(
+      img, [&](auto v) { return _mm_and_si128(v, m); },
+      [&](uint8_t v) { return static_cast<uint8_t>(v & mask); });
+}
+
+// ImageOps.solarize: i if i < threshold else 255 - i; for whole i, i < threshold is
+// i < ceil(threshold), and 255 - i is i ^ 255.
+void Solarize(Image& img, double threshold) {
+  if (threshold > 255) return;
+  const int t = threshold <= 0 ? 0 : static_cast<int>(std::ceil(threshold));
+#if defined(__SSE4_1__)
+  const __m128i tv = _mm_set1_epi8(static_cast<char>(t));
+#endif
+  ForEachValue(
+      img,
+      [&](auto v) {  // v >= t where max(v, t) == v.
+        return _mm_xor_si128(v, _mm_cmpeq_epi8(_mm_max_epu8(v, tv), v));
+      },
+      [&](uint8_t v) { return static_cast<uint8_t>(v < t ? v : 255 - v); });
+}
+
+// ImageOps.invert: 255 - i.
+void Invert(Image& img) {
+  ForEachValue(
+      img, [](auto v) { return _mm_xor_si128(v, _mm_set1_epi8(-1)); },
+      [](uint8_t v) { return static_cast<uint8_t>(255 - v); });
+}
+
+// ImageOps.autocontrast(cutoff=0, ignore=None): per channel, lo and hi are the
+// lowest and highest values present; where hi > lo, lut[i] = int(i * scale +
+// offset) clipped to 0..255 with scale = 255 / (hi - lo), offset = -lo * scale
+// (Python doubles); else the identity.
+void Autocontrast(Image& img) {
+  uint32_t h[3][256];
+  Histograms(img, h);
+  uint8_t lut[3][256];
+  for (int c = 0; c < 3; ++c) {
+    int lo = 0, hi = 255;
+    while (lo < 255 && h[c][lo] == 0) ++lo;
+    while (hi > 0 && h[c][hi] == 0) --hi;
+    if (hi <= lo) {
+      for (int i = 0; i < 256; ++i) lut[c][i] = static_cast<uint8_t>(i);
+      continue;
+    }
+    const double scale = 255.0 / (hi - lo);
+    const double offset = -lo * scale;
+    for (int i = 0; i < 256; ++i) {
+      const int v = static_cast<int>(i * scale + offset);  // int(): toward zero.
+      lut[c][i] = static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+    }
+  }
+  internal::ApplyLuts(img, lut);
+}
+
+// ImageOps.equalize: per channel, with the non-zero bins' counts `histo`, step
+// = (sum(histo) - histo[-1]) // 255; where there is more than one bin and step
+// > 0, lut[i] = (step // 2 + sum(h[:i])) // step, which Image.point clips to
+// 255 (CLIP8); else the identity.
+void Equalize(Image& img) {
+  uint32_t h[3][256];
+  Histograms(img, h);
+  uint8_t lut[3][256];
+  for (int c = 0; c < 3; ++c) {
+    int64_t total = 0, last = 0, bins = 0;
+    for (int i = 0; i < 256; ++i) {
+      if (h[c][i] == 0) continue;
+      total += h[c][i];
+      last = h[c][i];
+      ++bins;
+    }
+    const int64_t step = bins <= 1 ? 0 : (total - last) / 255;
+    if (step == 0) {
+      for (int i = 0; i < 256; ++i) lut[c][i] = static_cast<uint8_t>(i);
+      continue;
+    }
+    int64_t n = step / 2;
+    for (int i = 0; i < 256; ++i) {
+      const int64_t v = n / step;
+      lut[c][i] = static_cast<uint8_t>(v > 255 ? 255 : v);
+      n += h[c][i];
+    }
+  }
+  internal::ApplyLuts(img, lut);
+}
+
+}  // namespace flowloader::augment::kernels

@@ -1,0 +1,27 @@
+// random_equalize.cc: torchvision's RandomEqualize(p=0.5): ImageOps.equalize
+// (each channel's histogram equalized), with probability p.
+#include "stages/augment/ops/kernels/colour.h"
+#include "stages/augment/ops/op.h"
+
+namespace flowloader::augment {
+namespace {
+
+class RandomEqualize : public Op {
+ public:
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
+    kernels::Equalize(*image.rgb);
+    return absl::OkStatus();
+  }
+};
+
+FLOWLOADER_REGISTER_OP((OpSchema{"random_equalize",
+                                 "equalizes each channel's histogram "
+                                 "(ImageOps.equalize) with probability p",
+                                 {},
+                                 0.5}),
+                       [](const OpArgs&) -> absl::StatusOr<std::unique_ptr<Op>> {
+                         return std::unique_ptr<Op>(new RandomEqualize);
+                       });
+
+}  // namespace
+}  // namespace flowloader::augment

@@ -1,0 +1,40 @@
+// random_solarize.cc: torchvision's RandomSolarize(threshold, p=0.5):
+// ImageOps.solarize, every value >= threshold inverted, with probability p.
+#include "stages/augment/ops/kernels/colour.h"
+#include "stages/augment/ops/op.h"
+
+namespace flowloader::augment {
+namespace {
+
+class RandomSolarize : public Op {
+ public:
+  explicit RandomSolarize(double threshold) : threshold_(threshold) {}
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
+    kernels::Solarize(*image.rgb, threshold_);
+    return absl::OkStatus();
+  }
+
+ private:
+  const double threshold_;
+};
+
+FLOWLOADER_REGISTER_OP((OpSchema{"random_solarize",
+                                 "inverts every value >= threshold (ImageOps.solarize) with "
+                                 "probability p",
+                                 {{"threshold", "128", "a number in [0, 255]",
+                                   "values at or above it are inverted (torchvision requires it; "
+                                   "the default is "
+                                   "ImageOps.solarize's; above 255 torchvision's uint8 path "
+                                   "refuses it)"}},
+                                 0.5}),
+                       [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+                         if (absl::Status s =
+                                 CheckNumberIn("random_solarize", args, "threshold", 0, 255);
+                             !s.ok()) {
+                           return s;
+                         }
+                         return std::unique_ptr<Op>(new RandomSolarize(args.Number("threshold")));
+                       });
+
+}  // namespace
+}  // namespace flowloader::augment
