@@ -1,13 +1,32 @@
 // ops_test: the op registry, the list text, and what ViewProgram::Create accepts and
 // refuses; the default list runs the fused head byte for byte.
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
+#include <iterator>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "stages/augment/ops/kernels/policy_ops.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
 #include "stages/augment/transform.h"
+
+// Allocations made by this thread (the global operator new counts them), for the
+// tests that check that an op allocates nothing once its buffers are warm.
+thread_local int64_t g_allocations = 0;
+
+void* operator new(size_t size) {
+  ++g_allocations;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace flowloader::augment {
 namespace {
@@ -132,10 +151,269 @@ TEST(ViewProgramTest, UnfusedPathMatchesFusedWhereTheMiddleOpIsIdentity) {
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 
+// torchvision's v2 recipe and timm's RandAugment recipe as lists: they plan a head, run
+// the policy on pixels and random_erasing on the slot, and repeat byte for byte.
+TEST(ViewProgramTest, PolicyRecipesRunAndRepeat) {
+  const char* lists[] = {
+      "random_resized_crop(size=48); random_horizontal_flip(); trivial_augment_wide(); "
+      "normalize(); random_erasing(p=0.1)",
+      "random_resized_crop(size=48, interpolation=bicubic); random_horizontal_flip(); "
+      "rand_augment(magnitude=9, num_magnitude_bins=11, magnitude_std=0.5, increasing=true, "
+      "op_p=0.5, interpolation=bicubic, fill=[124, 116, 104]); normalize(); "
+      "random_erasing(p=0.25, mode=pixel)",
+      "resize(size=[40, 40]); auto_augment(policy=svhn); normalize()",
+  };
+  const decode::DecodedImage img = Gradient(90, 70);
+  for (const char* list : lists) {
+    absl::StatusOr<std::unique_ptr<ViewProgram>> p = Program(list);
+    ASSERT_TRUE(p.ok()) << list << ": " << p.status();
+    const size_t n = (*p)->output_bytes() / sizeof(float);
+    int changed = 0;
+    for (uint64_t index = 0; index < 8; ++index) {
+      std::vector<float> a(n), b(n);
+      ASSERT_TRUE((*p)->Run(img, nullptr, {4, 1, index}, 1, a.data()).ok()) << list;
+      ASSERT_TRUE((*p)->Run(img, nullptr, {4, 1, index}, 1, b.data()).ok()) << list;
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), n * sizeof(float)), 0) << list << " " << index;
+      std::vector<float> c(n);
+      ASSERT_TRUE((*p)->Run(img, nullptr, {4, 1, index + 100}, 1, c.data()).ok());
+      changed += std::memcmp(a.data(), c.data(), n * sizeof(float)) != 0;
+    }
+    EXPECT_GT(changed, 0) << list;  // Other samples draw other augmentations.
+    for (size_t i = 0; i < (*p)->size(); ++i) {  // The policy ran, and was timed.
+      if (absl::StrContains((*p)->op_name(i), "augment")) {
+        EXPECT_GT((*p)->cost(i).runs.load(), 0) << list;
+        EXPECT_GT((*p)->cost(i).busy_ns.load(), 0) << list;
+      }
+    }
+  }
+}
+
 TEST(OpStreamTest, DerivedPerViewAndOp) {
   EXPECT_NE(OpStream(1, 0), OpStream(1, 1));
   EXPECT_NE(OpStream(1, 0), OpStream(257, 0));
   EXPECT_EQ(OpStream(257, 3), OpStream(257, 3));
+}
+
+// The policies' magnitudes are torch.linspace's float32 values to the bit (these are
+// torch 1.13's, printed by torch.linspace(start, end, steps)[index].item()): a translate
+// of int(16.0) and one of int(15.999999) differ by a pixel.
+TEST(PolicyOpsTest, LinspaceRoundsAsTorch) {
+  struct Case {
+    double start, end;
+    int steps, index;
+    double want;
+  };
+  const Case cases[] = {
+      {0.0, 32.0, 31, 15, 16.0},
+      {0.0, 32.0, 31, 13, 13.866666793823242},
+      {0.0, 0.3, 16, 9, 0.17999999225139618},
+      {0.0, 0.3, 16, 13, 0.25999999046325684},
+      {0.0, 0.99, 31, 19, 0.6270000338554382},
+      {0.0, 0.99, 31, 25, 0.824999988079071},
+      {255.0, 0.0, 126, 65, 122.39999389648438},
+      {255.0, 0.0, 31, 7, 195.5},
+      {0.0, 150.0 / 331.0 * 224, 31, 9, 30.45317268371582},
+      {0.0, 135.0, 31, 30, 135.0},
+      {0.0, 0.9, 10, 9, 0.8999999761581421},
+      {0.0, 30.0, 10, 3, 10.0},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(policy::TorchLinspace(c.start, c.end, c.steps, c.index), c.want)
+        << c.end << " " << c.steps << " " << c.index;
+  }
+}
+
+TEST(PolicyOpsTest, PosterizeBitsRoundAsTorch) {
+  // 8 - (torch.arange(bins) / ((bins - 1) / divisions)).round().int(), from torch.
+  const int want31_4[] = {8, 8, 8, 8, 7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6,
+                          6, 6, 6, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4};
+  const int want31_6[] = {8, 8, 8, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 5, 5, 5,
+                          5, 5, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 2, 2, 2};
+  const int want10_4[] = {8, 8, 7, 7, 6, 6, 5, 5, 4, 4};
+  for (int i = 0; i < 31; ++i) {
+    EXPECT_EQ(policy::TorchPosterizeBits(8, 4, 31, i), want31_4[i]) << i;
+    EXPECT_EQ(policy::TorchPosterizeBits(8, 6, 31, i), want31_6[i]) << i;
+  }
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(policy::TorchPosterizeBits(8, 4, 10, i), want10_4[i]);
+}
+
+// random_erasing's noise (value=random, timm's pixel and rand modes) cannot match torch's
+// generator; it must be N(0, 1), inside the box only, and a function of the seed.
+class RandomErasingNoiseTest : public ::testing::Test {
+ protected:
+  static constexpr int kW = 96, kH = 80;
+  std::vector<float> Erase(const std::string& args, double seed) {
+    absl::StatusOr<std::vector<OpText>> text = ParseOpListText("random_erasing(" + args + ")");
+    EXPECT_TRUE(text.ok());
+    absl::StatusOr<std::unique_ptr<Op>> op =
+        OpRegistry::Global().Create((*text)[0].name, (*text)[0].args);
+    EXPECT_TRUE(op.ok()) << op.status();
+    std::vector<float> chw(3 * kW * kH, 7.0f);
+    OpImage image;
+    image.chw = chw.data();
+    image.width = kW;
+    image.height = kH;
+    OpParams p;
+    for (double v : {10.0, 12.0, 50.0, 60.0, seed}) p.Push(v);
+    EXPECT_TRUE((*op)->Apply(p, image).ok());
+    return chw;
+  }
+  static bool Inside(int y, int x) { return y >= 10 && y < 60 && x >= 12 && x < 72; }
+};
+
+TEST_F(RandomErasingNoiseTest, RandomValueIsStandardNormalInTheBoxOnly) {
+  const std::vector<float> out = Erase("value=random", 99);
+  double sum = 0, sum2 = 0;
+  int n = 0;
+  for (int c = 0; c < 3; ++c) {
+    for (int y = 0; y < kH; ++y) {
+      for (int x = 0; x < kW; ++x) {
+        const float v = out[(c * kH + y) * kW + x];
+        if (!Inside(y, x)) {
+          ASSERT_EQ(v, 7.0f) << c << " " << y << " " << x;
+          continue;
+        }
+        sum += v;
+        sum2 += static_cast<double>(v) * v;
+        ++n;
+      }
+    }
+  }
+  ASSERT_EQ(n, 3 * 50 * 60);
+  const double mean = sum / n, var = sum2 / n - mean * mean;
+  // 9000 draws: the mean's standard error is 0.011, the variance's 0.015.
+  EXPECT_NEAR(mean, 0.0, 0.05);
+  EXPECT_NEAR(var, 1.0, 0.075);
+  EXPECT_EQ(Erase("value=random", 99), out);  // The seed decides the noise...
+  EXPECT_NE(Erase("value=random", 100), out);  // ...and another seed changes it.
+  EXPECT_EQ(Erase("mode=pixel", 99), out);     // timm's pixel mode is value=random.
+}
+
+// The noise's tails: 456 300 draws in bands whose normal probabilities are known,
+// each within 5 standard errors (the ziggurat's layers, wedges and its tail beyond 3.44).
+TEST(RandomErasingNoiseTailsTest, FrequenciesFollowTheNormal) {
+  absl::StatusOr<std::unique_ptr<Op>> op =
+      OpRegistry::Global().Create("random_erasing", {{"value", "random"}});
+  ASSERT_TRUE(op.ok()) << op.status();
+  constexpr int kN = 400, kBox = 390;
+  std::vector<float> chw(3 * kN * kN, 0.0f);
+  OpImage image;
+  image.chw = chw.data();
+  image.width = kN;
+  image.height = kN;
+  OpParams p;
+  for (double v : {0.0, 0.0, double{kBox}, double{kBox}, 4242.0}) p.Push(v);
+  ASSERT_TRUE((*op)->Apply(p, image).ok());
+  struct Band {
+    double above;  // P(|z| > above), or P(z > 0) for -1.
+    double want;
+  };
+  const Band bands[] = {{-1, 0.5},           {0.25, 0.8025873486},  {1, 0.3173105079},
+                        {2, 0.0455002639},   {3, 0.0026997961},     {3.5, 0.0004652582},
+                        {4, 0.0000633425}};
+  int64_t n = 0;
+  std::vector<int64_t> counts(std::size(bands), 0);
+  for (int c = 0; c < 3; ++c) {
+    for (int y = 0; y < kBox; ++y) {
+      for (int x = 0; x < kBox; ++x) {
+        const float z = chw[(c * kN + y) * kN + x];
+        ++n;
+        for (size_t b = 0; b < std::size(bands); ++b) {
+          counts[b] += bands[b].above < 0 ? z > 0 : std::fabs(z) > bands[b].above;
+        }
+      }
+    }
+  }
+  for (size_t b = 0; b < std::size(bands); ++b) {
+    const double freq = static_cast<double>(counts[b]) / n, want = bands[b].want;
+    EXPECT_NEAR(freq, want, 5 * std::sqrt(want * (1 - want) / n)) << "band " << bands[b].above;
+  }
+}
+
+TEST_F(RandomErasingNoiseTest, RandModeIsOneColourPerChannel) {
+  const std::vector<float> out = Erase("mode=rand", 5);
+  for (int c = 0; c < 3; ++c) {
+    const float colour = out[(c * kH + 10) * kW + 12];
+    EXPECT_NE(colour, 7.0f);
+    for (int y = 10; y < 60; ++y) {
+      for (int x = 12; x < 72; ++x) ASSERT_EQ(out[(c * kH + y) * kW + x], colour);
+    }
+  }
+  EXPECT_NE(out[(0 * kH + 10) * kW + 12], out[(1 * kH + 10) * kW + 12]);
+}
+
+// The policies run per sample on small images: once the working image and its spare
+// have grown, no sub-op may allocate (the spare holds what the geometry writes).
+TEST(PolicyAllocationTest, EverySubOpRunsWithoutAllocatingOnceWarm) {
+  struct Policy {
+    std::string name;
+    std::map<std::string, std::string> args;
+    int ops;
+    std::vector<double> params;  // After [op, level, negate]: the rest of a sub-op's.
+  };
+  const Policy policies[] = {
+      {"trivial_augment_wide", {{"interpolation", "bilinear"}}, 14, {}},
+      {"rand_augment", {{"num_ops", "1"}}, 14, {1}},
+      {"rand_augment",
+       {{"num_ops", "1"}, {"increasing", "true"}, {"num_magnitude_bins", "11"},
+        {"interpolation", "bicubic"}, {"fill", "[124, 116, 104]"}},
+       15,
+       {1}},
+  };
+  Image source;
+  source.Resize(176, 176, 3);
+  for (size_t i = 0; i < source.pixels.size(); ++i) source.pixels[i] = (i * 7 + i / 531) & 255;
+  for (const Policy& policy : policies) {
+    absl::StatusOr<std::unique_ptr<Op>> op = OpRegistry::Global().Create(policy.name, policy.args);
+    ASSERT_TRUE(op.ok()) << op.status();
+    Image rgb = source, spare;
+    OpImage image;
+    image.rgb = &rgb;
+    image.spare = &spare;
+    for (int round = 0; round < 2; ++round) {  // Round 0 warms the buffers.
+      for (int k = 0; k < policy.ops; ++k) {
+        OpParams p;
+        for (double v : {static_cast<double>(k), 7.0, 1.0}) p.Push(v);
+        for (double v : policy.params) p.Push(v);
+        std::memcpy(rgb.pixels.data(), source.pixels.data(), source.pixels.size());
+        const int64_t before = g_allocations;
+        ASSERT_TRUE((*op)->Apply(p, image).ok()) << policy.name << " " << k;
+        if (round == 1) {
+          EXPECT_EQ(g_allocations - before, 0) << policy.name << " sub-op " << k;
+        }
+      }
+    }
+  }
+}
+
+TEST(PolicyAllocationTest, AutoAugmentAndRandomErasingDoNotAllocate) {
+  absl::StatusOr<std::unique_ptr<Op>> aa = OpRegistry::Global().Create("auto_augment", {});
+  absl::StatusOr<std::unique_ptr<Op>> re =
+      OpRegistry::Global().Create("random_erasing", {{"value", "random"}, {"max_count", "3"}});
+  ASSERT_TRUE(aa.ok() && re.ok());
+  Image rgb, spare;
+  rgb.Resize(64, 64, 3);
+  std::vector<float> chw(3 * 64 * 64);
+  OpImage image;
+  image.rgb = &rgb;
+  image.spare = &spare;
+  image.chw = chw.data();
+  image.width = 64;
+  image.height = 64;
+  for (int round = 0; round < 2; ++round) {
+    for (uint64_t i = 0; i < 50; ++i) {
+      SampleRng rng(1, 0, i, 3);
+      OpParams a, r;
+      (*aa)->Draw(64, 64, rng, &a);
+      (*re)->Draw(64, 64, rng, &r);
+      const int64_t before = g_allocations;
+      ASSERT_TRUE((*aa)->Apply(a, image).ok());
+      ASSERT_TRUE((*re)->Apply(r, image).ok());
+      if (round == 1) {
+        EXPECT_EQ(g_allocations - before, 0) << i;
+      }
+    }
+  }
 }
 
 }  // namespace
