@@ -640,7 +640,14 @@ TEST(SpecTest, ExampleSpecsParse) {
     EXPECT_EQ(o->data, "runtime/specs/../../.sample_data");
     ++parsed;
   }
-  EXPECT_EQ(parsed, 3);
+  EXPECT_EQ(parsed, 7);
+
+  // The recipes: one transforms item per view list, named after its view.
+  const PipelineOptions dino = LoadSpecFile("runtime/specs/dino.yaml").value();
+  ASSERT_EQ(dino.stages.size(), 5u);
+  EXPECT_EQ(dino.stages[2].name, "transforms_global1");
+  EXPECT_EQ(dino.stages[4].outputs.size(), 8u);
+  EXPECT_TRUE(absl::StrContains(dino.stages[3].args.at("ops"), "random_solarize("));
 
   const PipelineOptions train = LoadSpecFile("runtime/specs/train.yaml").value();
   EXPECT_EQ(train.name, "train");

@@ -8,6 +8,7 @@
 #include "graph/graph_builder.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
+#include "runtime/spec.h"
 #include "stages/core/log.h"
 #include "tests/testing/test_data.h"
 
@@ -146,6 +147,42 @@ TEST_F(TransformsTest, ResumeMidEpochDeliversTheSameBytes) {
   const Delivered tail = Drain(*MustCreate(o));
   for (size_t k = 0; k < whole.bytes.size(); ++k) {
     EXPECT_TRUE(head.bytes[k] + tail.bytes[k] == whole.bytes[k]) << k;
+  }
+}
+
+// The four recipes of runtime/specs run from their specs, with one tensor per view.
+TEST_F(TransformsTest, RecipeSpecsRun) {
+  const struct {
+    const char* spec;
+    std::vector<std::string> tensors;
+    std::vector<int64_t> first_shape;
+  } kRecipes[] = {
+      {"torchvision_v2", {"output"}, {3, 176, 176}},
+      {"timm_randaugment", {"output"}, {3, 224, 224}},
+      {"simclr", {"view1", "view2"}, {3, 224, 224}},
+      {"dino",
+       {"global1", "global2", "local1", "local2", "local3", "local4", "local5", "local6",
+        "local7", "local8"},
+       {3, 224, 224}},
+  };
+  for (const auto& recipe : kRecipes) {
+    SCOPED_TRACE(recipe.spec);
+    absl::StatusOr<PipelineOptions> o =
+        LoadSpecFile(std::string("runtime/specs/") + recipe.spec + ".yaml");
+    ASSERT_TRUE(o.ok()) << o.status();
+    o->data = *data_;
+    o->batch_size = 4;
+    o->num_workers = 2;
+    o->device = DeviceChoice::kCpu;
+    auto p = MustCreate(*o);
+    ASSERT_NE(p, nullptr);
+    std::vector<std::string> names;
+    for (const auto& t : p->outputs()) names.push_back(t.name);
+    EXPECT_EQ(names, recipe.tensors);
+    EXPECT_EQ(p->outputs()[0].sample_shape, recipe.first_shape);
+    const Delivered d = Drain(*p, 2);
+    EXPECT_EQ(d.rows, 8);
+    EXPECT_EQ(d.bytes.size(), recipe.tensors.size());
   }
 }
 
