@@ -112,11 +112,9 @@ std::string FieldsComment(const StageSchema& schema) {
 
 // PipelineRank orders Help's list: the built-ins as a pipeline runs them, then the rest.
 int PipelineRank(const std::string& type) {
-  static const char* const kBuiltinOrder[] = {"read", "decode", "augment"};
-  for (int i = 0; i < 3; ++i) {
-    if (type == kBuiltinOrder[i]) return i;
-  }
-  return 3;
+  const std::vector<std::string>& order = BuiltinStageOrder();
+  const auto it = std::find(order.begin(), order.end(), type);
+  return static_cast<int>(it - order.begin());
 }
 
 // FunctionStage adapts a plain function to SampleStage.
@@ -333,8 +331,8 @@ std::string StageRegistry::Help() const {
       "# writer, and one stage must write the batch output (`output`). An item may also\n"
       "# bind its fields to other names, one per field in the order shown:\n"
       "# `inputs: [pixels]`, `outputs: [view0]` (`flowloader graph --spec=FILE` shows\n"
-      "# the planned graph). augment and transforms both write `output`: keep one\n"
-      "# (transforms is the op-list form; its ops are listed after the stages).\n";
+      "# the planned graph). transforms is augment's op-list form (its ops are listed\n"
+      "# after the stages); here it writes a second view, `view1`.\n";
   std::vector<const Entry*> ordered;
   for (const auto& [name, entry] : entries_) ordered.push_back(&entry);
   // Stable: the map's alphabetical order stays within a rank.
@@ -345,6 +343,10 @@ std::string StageRegistry::Help() const {
     const StageSchema& schema = entry->schema;
     absl::StrAppend(&out, "- type: ", schema.type, "\n  # ", schema.doc, "\n",
                     FieldsComment(schema));
+    if (!schema.help_outputs.empty()) {
+      absl::StrAppend(&out, "  outputs: [", absl::StrJoin(schema.help_outputs, ", "),
+                      "]  # its own batch tensor\n");
+    }
     absl::StrAppend(&out, "  concurrency: ", schema.default_concurrency, "  # ",
                     schema.default_concurrency == 0 ? "0 = num_workers"
                                                     : "fixed parallel bodies",
@@ -367,6 +369,12 @@ std::string StageRegistry::Help() const {
                   "their\n# snake_case names), each with every argument at its default:\n",
                   augment::OpRegistry::Global().Help());
   return out;
+}
+
+const std::vector<std::string>& BuiltinStageOrder() {
+  static const std::vector<std::string>* const order =
+      new std::vector<std::string>{"read", "decode", "augment"};
+  return *order;
 }
 
 int StageEnv::DeclareOutput(const std::string& field, const OutputSpec& spec) {

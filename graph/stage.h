@@ -174,6 +174,10 @@ struct StageSchema {
   // The (single) tensor output port may be bound to several field names (`outputs: [a,
   // b]`): the stage then writes one independent view into each (augment does).
   bool output_repeats = false;
+  // The names Help binds the outputs to (`outputs: [...]`), where the ports' own names
+  // would clash with a built-in's: transforms writes `view1` beside augment's `output`,
+  // so that Help's list, pasted as is, runs. Empty: the ports' own names.
+  std::vector<std::string> help_outputs;
 };
 
 // StageArgs are one stage instance's option values, validated against its schema.
@@ -317,6 +321,10 @@ class StageRegistry {
 // number, so that a YAML reader gives back the same text (Help, and specs written by
 // `flowloader tune`).
 std::string YamlScalar(const std::string& text);
+
+// BuiltinStageOrder lists the built-in stage types in the order a pipeline runs them
+// (read, decode, augment): Help's order, and the writer the stage-list check suggests.
+const std::vector<std::string>& BuiltinStageOrder();
 
 // RegisterBuiltinStages adds read, decode and augment (called by Global()).
 void RegisterBuiltinStages(StageRegistry& registry);

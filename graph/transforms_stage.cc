@@ -125,7 +125,8 @@ StageSchema TransformsSchema() {
       {{kImageField, FieldKind::kImage}},
       {{kOutputField, FieldKind::kTensor}},
       {kImageField},
-      /*output_repeats=*/true};
+      /*output_repeats=*/true,
+      /*help_outputs=*/{"view1"}};
 }
 
 absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& args,

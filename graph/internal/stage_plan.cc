@@ -13,10 +13,6 @@ namespace flowloader {
 namespace graph_internal {
 namespace {
 
-// The built-in types in the order a pipeline runs them: the first one writing a field is
-// the fix suggested for a stage that reads it too early.
-constexpr const char* kBuiltinOrder[] = {"read", "decode", "augment"};
-
 // BoundStage is one stage of the list with its ports bound to field names.
 struct BoundStage {
   const StageSpec* spec = nullptr;
@@ -139,9 +135,10 @@ bool WritesNew(const BoundStage& stage, size_t i) {
   return !Contains(stage.inputs, stage.outputs[i]);
 }
 
-// WriterOf is a registered type that writes `field` (a built-in first), or "".
+// WriterOf is a registered type that writes `field` (a built-in first, in pipeline
+// order: the fix suggested for a stage that reads it too early), or "".
 std::string WriterOf(const std::string& field, const StageRegistry& registry) {
-  std::vector<std::string> types(std::begin(kBuiltinOrder), std::end(kBuiltinOrder));
+  std::vector<std::string> types = BuiltinStageOrder();
   for (const std::string& t : registry.Types()) types.push_back(t);
   for (const std::string& type : types) {
     absl::StatusOr<StageSchema> schema = registry.Find(type);
