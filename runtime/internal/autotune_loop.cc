@@ -73,7 +73,7 @@ absl::StatusOr<AutotunePlan> PlanAutotune(const PipelineOptions& options,
   policy.tune_buffers = auto_buffers;
   policy.cpu_budget = options.cpu_budget > 0 ? options.cpu_budget : UsableCpus();
   if (auto_workers) {
-    policy.max_workers = policy.cpu_budget;
+    policy.max_workers = std::min(policy.cpu_budget, GraphOptions::kMaxWorkers);
     graph->num_workers = 1;  // The fewest; the policy grows while the consumer waits.
     graph->max_workers = policy.max_workers;
   } else {
