@@ -38,6 +38,9 @@ inline constexpr absl::string_view kMissingLabel = "missing_label";
 // with one larger than column_max_bytes.
 inline constexpr absl::string_view kMissingColumn = "missing_column";
 inline constexpr absl::string_view kColumnTooLarge = "column_too_large";
+// A shard member repeats the extension of the sample before it under the same key
+// (`dup.jpg dup.cls dup.jpg dup.cls`): the second sample is skipped as this.
+inline constexpr absl::string_view kDuplicateKey = "duplicate_key";
 // Shards over HTTP (stages/reader/http_env.h), after the bounded retries.
 inline constexpr absl::string_view kHttp404 = "http_404";
 inline constexpr absl::string_view kHttp4xx = "http_4xx";  // Any other 4xx status.
@@ -58,7 +61,7 @@ inline constexpr absl::string_view kTls = "tls";
 inline constexpr absl::string_view kBuiltin[] = {
     kEmptyFile, kReadError, kNotFound,      kPermissionDenied, kNotAFile,   kUnknownFormat,
     kTruncated, kCorrupt,   kTooManyPixels, kUnsupported,      kStageError, kCudaError,
-    kMissingImage, kMissingLabel, kMissingColumn, kColumnTooLarge, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
+    kMissingImage, kMissingLabel, kMissingColumn, kColumnTooLarge, kDuplicateKey, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
     kHttpPartial, kHttpBadResponse, kTls,
 };
 }  // namespace reason
