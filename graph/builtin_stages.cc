@@ -199,6 +199,17 @@ absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
   return out;
 }
 
+// kSeekIndexBytesPerFile is what the seek index plans per file: 16 seek points of 12 B
+// per MCU row, so about 12 B a pixel row at 4:2:0 (a 451×379 photo takes ~4.6 KB); 8 KiB
+// covers files up to ~680 rows. Taller files are indexed while the budget lasts.
+constexpr int64_t kSeekIndexBytesPerFile = 8 << 10;
+
+// SeekIndexFiles is how many files decode may index: the dataset's samples (1 without a
+// dataset, as in a stage built alone).
+int64_t SeekIndexFiles(const StageEnv& env) {
+  return env.dataset != nullptr ? std::max<int64_t>(env.dataset->size(), 1) : 1;
+}
+
 // DeclareDecodeMemory adds what a decode stage keeps to the pipeline's memory plan: the
 // seek index cache at its budget, and per worker the decoded-pixel buffer each thread
 // keeps (ThreadSpare). A region decode at DCT scale k/8 comes out at most twice the
@@ -211,9 +222,14 @@ absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
 void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
                          const std::vector<ViewPlanner>& planners, StageEnv& env) {
   if (o.seek_index_bytes > 0) {
-    env.memory.push_back({"seek index", "seek_index", o.seek_index_bytes,
-                          absl::StrCat("decode seek_index_mb ", seek_index_mb),
-                          {"seek_index_mb"}});
+    const int64_t files = SeekIndexFiles(env);
+    env.memory.push_back(
+        {"seek index", "seek_index", o.seek_index_bytes,
+         o.seek_index_bytes < (seek_index_mb << 20)
+             ? absl::StrCat(files, " files × ", FormatBytes(kSeekIndexBytesPerFile),
+                            ", within decode seek_index_mb ", seek_index_mb)
+             : absl::StrCat("decode seek_index_mb ", seek_index_mb),
+         {"seek_index_mb"}});
   }
   if (planners.empty()) return;
   int64_t output_pixels = 0;
@@ -375,6 +391,12 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         // Negative stays negative (Decoder::Create refuses it); huge is capped at 1 PiB.
         o.seek_index_bytes =
             std::min<int64_t>(args.GetInt("seek_index_mb"), int64_t{1} << 30) * (int64_t{1} << 20);
+        // A dataset can only fill so much of it: the budget is what its files can use
+        // (the cache never grows past it, so the plan stays an upper bound).
+        if (o.seek_index_bytes > 0) {
+          o.seek_index_bytes =
+              std::min(o.seek_index_bytes, SeekIndexFiles(env) * kSeekIndexBytesPerFile);
+        }
         absl::StatusOr<std::unique_ptr<decode::Decoder>> decoder = decode::Decoder::Create(o);
         if (!decoder.ok()) return decoder.status();
         std::vector<ViewPlanner> planners = PlannersFor(env);
