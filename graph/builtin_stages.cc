@@ -231,6 +231,14 @@ void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
              : absl::StrCat("decode seek_index_mb ", seek_index_mb),
          {"seek_index_mb"}});
   }
+  // What a codec may hold beyond the output (max_decode_mb), once per worker: bounded
+  // per file from its header, so a worker never holds more.
+  env.memory.push_back(
+      {"codec memory", "decode_codec", int64_t{env.num_workers} * o.max_decode_bytes,
+       absl::StrCat("num_workers ", env.num_workers, " × decode max_decode_mb ",
+                    o.max_decode_bytes >> 20,
+                    " (progressive JPEG coefficients, lossless WebP ARGB)"),
+       {"max_decode_mb", "num_workers"}});
   if (planners.empty()) return;
   int64_t output_pixels = 0;
   for (const ViewPlanner& p : planners) {
@@ -288,6 +296,11 @@ StageSchema DecodeSchema() {
         "hand crops to augment as JPEG's own Y, Cb, Cr planes (chroma resized from its "
         "stored resolution, colour converted at the output size) where that is faster "
         "(AVX-512); false = always RGB"},
+       {"max_decode_mb", OptionType::kInt, "16",
+        "working memory one decode may hold beyond its output, read from the header (a "
+        "progressive JPEG's coefficients, ~3 B a pixel at 4:2:0; a lossless WebP's ARGB "
+        "image, 4 B a pixel); a file over it is skipped as decode_memory; counted per "
+        "worker in the memory plan; >= 1"},
        {"seek_index_mb", OptionType::kInt, "256",
         "memory for per-file seek indexes, so later epochs start decoding near the crop "
         "(about 2.4 KB per ImageNet-sized file); 0 = off"}},
@@ -383,6 +396,9 @@ void RegisterBuiltinStages(StageRegistry& registry) {
       [](const StageArgs& args, StageEnv& env) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
         decode::DecoderOptions o;
         o.max_pixels = args.GetInt("max_pixels");
+        // Below 1 stays non-positive (Decoder::Create refuses it); huge is capped at 1 PiB.
+        o.max_decode_bytes =
+            std::min<int64_t>(args.GetInt("max_decode_mb"), int64_t{1} << 30) * (int64_t{1} << 20);
         o.fast_idct = args.GetBool("fast_idct");
         o.fancy_upsampling = args.GetBool("fancy_upsampling");
         o.dct_scaling = args.GetBool("dct_scaling");

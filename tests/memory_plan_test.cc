@@ -61,8 +61,10 @@ TEST_F(MemoryPlanTest, PlanIsInTheStatsWithItsParts) {
   // decode's budget as the dataset can use it: 10 files × 8 KiB, within the 256 MiB.
   EXPECT_EQ(plan["seek_index_bytes"], 10 * (8 << 10));
   EXPECT_EQ(plan["decode_scratch_bytes"], 2 * (2 * 2 * 16 * 16 * 3));  // 2 workers.
+  // decode's per-decode codec budget (max_decode_mb 16), once per worker.
+  EXPECT_EQ(plan["decode_codec_bytes"], 2 * (16 << 20));
   EXPECT_EQ(plan["total_bytes"], plan["batch_pool_bytes"] + plan["seek_index_bytes"] +
-                                     plan["decode_scratch_bytes"]);
+                                     plan["decode_codec_bytes"] + plan["decode_scratch_bytes"]);
   EXPECT_GT(plan["available_bytes"], 0);  // MemAvailable is always readable on Linux.
 }
 
@@ -84,7 +86,8 @@ TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
 // refused under any limit below 257 MiB.
 TEST_F(MemoryPlanTest, TheSeekIndexIsPlannedFromTheDatasetsSize) {
   PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
-  o.memory_limit_mb = 1;  // Pool 36 KiB + seek index 80 KiB + scratch 6 KiB.
+  // Codec memory 2 × 16 MiB + pool 36 KiB + seek index 80 KiB + scratch 6 KiB.
+  o.memory_limit_mb = 33;
   absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_NE(plan->Describe().find("seek index 80.0 KiB (10 files × 8.0 KiB, within decode "
