@@ -199,6 +199,17 @@ absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
   return out;
 }
 
+// kSeekIndexBytesPerFile is what the seek index plans per file: 16 seek points of 12 B
+// per MCU row, so about 12 B a pixel row at 4:2:0 (a 451×379 photo takes ~4.6 KB); 8 KiB
+// covers files up to ~680 rows. Taller files are indexed while the budget lasts.
+constexpr int64_t kSeekIndexBytesPerFile = 8 << 10;
+
+// SeekIndexFiles is how many files decode may index: the dataset's samples (1 without a
+// dataset, as in a stage built alone).
+int64_t SeekIndexFiles(const StageEnv& env) {
+  return env.dataset != nullptr ? std::max<int64_t>(env.dataset->size(), 1) : 1;
+}
+
 // DeclareDecodeMemory adds what a decode stage keeps to the pipeline's memory plan: the
 // seek index cache at its budget, and per worker the decoded-pixel buffer each thread
 // keeps (ThreadSpare). A region decode at DCT scale k/8 comes out at most twice the
@@ -211,10 +222,23 @@ absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
 void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
                          const std::vector<ViewPlanner>& planners, StageEnv& env) {
   if (o.seek_index_bytes > 0) {
-    env.memory.push_back({"seek index", "seek_index", o.seek_index_bytes,
-                          absl::StrCat("decode seek_index_mb ", seek_index_mb),
-                          {"seek_index_mb"}});
+    const int64_t files = SeekIndexFiles(env);
+    env.memory.push_back(
+        {"seek index", "seek_index", o.seek_index_bytes,
+         o.seek_index_bytes < (seek_index_mb << 20)
+             ? absl::StrCat(files, " files × ", FormatBytes(kSeekIndexBytesPerFile),
+                            ", within decode seek_index_mb ", seek_index_mb)
+             : absl::StrCat("decode seek_index_mb ", seek_index_mb),
+         {"seek_index_mb"}});
   }
+  // What a codec may hold beyond the output (max_decode_mb), once per worker: bounded
+  // per file from its header, so a worker never holds more.
+  env.memory.push_back(
+      {"codec memory", "decode_codec", int64_t{env.num_workers} * o.max_decode_bytes,
+       absl::StrCat("num_workers ", env.num_workers, " × decode max_decode_mb ",
+                    o.max_decode_bytes >> 20,
+                    " (progressive JPEG coefficients, lossless WebP ARGB)"),
+       {"max_decode_mb", "num_workers"}});
   if (planners.empty()) return;
   int64_t output_pixels = 0;
   for (const ViewPlanner& p : planners) {
@@ -272,6 +296,11 @@ StageSchema DecodeSchema() {
         "hand crops to augment as JPEG's own Y, Cb, Cr planes (chroma resized from its "
         "stored resolution, colour converted at the output size) where that is faster "
         "(AVX-512); false = always RGB"},
+       {"max_decode_mb", OptionType::kInt, "16",
+        "working memory one decode may hold beyond its output, read from the header (a "
+        "progressive JPEG's coefficients, ~3 B a pixel at 4:2:0; a lossless WebP's ARGB "
+        "image, 4 B a pixel); a file over it is skipped as decode_memory; counted per "
+        "worker in the memory plan; >= 1"},
        {"seek_index_mb", OptionType::kInt, "256",
         "memory for per-file seek indexes, so later epochs start decoding near the crop "
         "(about 2.4 KB per ImageNet-sized file); 0 = off"}},
@@ -367,6 +396,9 @@ void RegisterBuiltinStages(StageRegistry& registry) {
       [](const StageArgs& args, StageEnv& env) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
         decode::DecoderOptions o;
         o.max_pixels = args.GetInt("max_pixels");
+        // Below 1 stays non-positive (Decoder::Create refuses it); huge is capped at 1 PiB.
+        o.max_decode_bytes =
+            std::min<int64_t>(args.GetInt("max_decode_mb"), int64_t{1} << 30) * (int64_t{1} << 20);
         o.fast_idct = args.GetBool("fast_idct");
         o.fancy_upsampling = args.GetBool("fancy_upsampling");
         o.dct_scaling = args.GetBool("dct_scaling");
@@ -375,6 +407,12 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         // Negative stays negative (Decoder::Create refuses it); huge is capped at 1 PiB.
         o.seek_index_bytes =
             std::min<int64_t>(args.GetInt("seek_index_mb"), int64_t{1} << 30) * (int64_t{1} << 20);
+        // A dataset can only fill so much of it: the budget is what its files can use
+        // (the cache never grows past it, so the plan stays an upper bound).
+        if (o.seek_index_bytes > 0) {
+          o.seek_index_bytes =
+              std::min(o.seek_index_bytes, SeekIndexFiles(env) * kSeekIndexBytesPerFile);
+        }
         absl::StatusOr<std::unique_ptr<decode::Decoder>> decoder = decode::Decoder::Create(o);
         if (!decoder.ok()) return decoder.status();
         std::vector<ViewPlanner> planners = PlannersFor(env);

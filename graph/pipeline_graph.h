@@ -63,8 +63,12 @@ enum class ErrorPolicy {
 struct GraphOptions {
   // Per-sample stages in order; must include one that writes the batch slot (augment).
   std::vector<StageSpec> stages;
-  // Threads of the graph's arena, and the concurrency of CPU-heavy stages. >= 1.
+  // Threads of the graph's arena, and the concurrency of CPU-heavy stages. In
+  // [1, kMaxWorkers].
   int num_workers = 2;
+  // kMaxWorkers bounds num_workers and max_workers: a thread each, far past any machine's
+  // cores and below where thread creation starts failing in a default container.
+  static constexpr int kMaxWorkers = 1024;
   // The most workers SetWorkers may allow (online autotune): the arena and the stages
   // that follow num_workers are built this wide, and num_workers is how many of them run
   // at first. 0 = num_workers (fixed); else >= num_workers.

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "exporters/internal/json.h"
 #include "stages/core/log.h"
 #include "stages/core/sample_error.h"
@@ -238,7 +239,9 @@ absl::StatusOr<PackResult> Pack(const PackOptions& o) {
   }
   if (!(*ds)->class_names().empty()) {
     std::string classes;
-    for (const std::string& c : (*ds)->class_names()) absl::StrAppend(&classes, c, "\n");
+    for (const std::string& c : (*ds)->class_names()) {
+      absl::StrAppend(&classes, EscapeClassName(c), "\n");
+    }
     std::FILE* f = std::fopen((o.out + "/classes.txt").c_str(), "w");
     if (f == nullptr) return StatusFromErrno(errno, o.out + "/classes.txt");
     std::fwrite(classes.data(), 1, classes.size(), f);
@@ -249,6 +252,52 @@ absl::StatusOr<PackResult> Pack(const PackOptions& o) {
                        : absl::StrFormat("%s/%s-{000000..%06d}.tar", o.out, o.prefix,
                                          result.shards.size() - 1);
   return result;
+}
+
+std::string EscapeClassName(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ReadClassNames(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return StatusFromErrno(errno, path);
+  std::string text;
+  char chunk[1 << 16];
+  size_t got = 0;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0) text.append(chunk, got);
+  std::fclose(f);
+  std::vector<std::string> names;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::string name;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] != '\\') {
+        name += line[i];
+        continue;
+      }
+      const char next = i + 1 < line.size() ? line[++i] : '\0';
+      switch (next) {
+        case '\\': name += '\\'; break;
+        case 't': name += '\t'; break;
+        case 'n': name += '\n'; break;
+        case 'r': name += '\r'; break;
+        default:
+          return absl::InvalidArgumentError(absl::StrCat(
+              path, ": line ", names.size() + 1, " has a bad escape (\\ \\t \\n \\r only)"));
+      }
+    }
+    names.push_back(std::move(name));
+  }
+  return names;
 }
 
 int PackCommand(const PackOptions& options) {

@@ -12,7 +12,10 @@
 //             fewer pixels;
 //   KEY.cls   the label, as decimal text;
 //   KEY.json  {"key": the source key, "label": N}.
-// OUT/classes.txt lists the ImageFolder's class names, one per line, by label. A file
+// OUT/classes.txt lists the ImageFolder's class names, one per line, by label, each
+// escaped as --samples_out escapes keys (backslash, tab, newline, CR as \\ \t \n \r),
+// so a class directory whose name holds a newline cannot shift the labels after it;
+// ReadClassNames reads it back. A file
 // that cannot be read is left out (named, counted); a file that cannot be decoded for
 // re-encoding is packed unchanged, so a run skips it exactly as it skips it in the
 // ImageFolder.
@@ -56,6 +59,11 @@ struct PackResult {
 
 // Pack writes the shards.
 absl::StatusOr<PackResult> Pack(const PackOptions& options);
+
+// EscapeClassName is one class name as classes.txt holds it (see above).
+std::string EscapeClassName(const std::string& name);
+// ReadClassNames reads a classes.txt written by Pack: the class names by label.
+absl::StatusOr<std::vector<std::string>> ReadClassNames(const std::string& path);
 
 // PackCommand runs Pack, prints what it wrote and returns the exit code (0, or 2 with a
 // one-line error).

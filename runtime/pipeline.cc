@@ -220,6 +220,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
   }
   std::unique_ptr<Pipeline> pipeline(new Pipeline(options, std::move(stats), memory,
                                                   std::move(*graph), samples_per_epoch));
+  pipeline->dataset_ = parts->dataset;
   pipeline->graph_->Start();
   if (autotune->enabled) {
     pipeline->autotune_ = std::make_unique<AutotuneLoop>(
@@ -334,6 +335,8 @@ std::vector<std::pair<int64_t, std::string>> Pipeline::epoch_checksums() const {
 
 void Pipeline::Stop() {
   if (autotune_ != nullptr) autotune_->Stop();  // No resize of a graph being stopped.
+  // First, so the graph's drain below never waits on a server.
+  if (dataset_ != nullptr && dataset_->http_env() != nullptr) dataset_->http_env()->Cancel();
   graph_->Stop();
 }
 

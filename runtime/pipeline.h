@@ -283,6 +283,10 @@ class Pipeline {
   const int64_t samples_per_epoch_;
   // The autotuner's thread when a knob is auto, else nullptr; set once by Create.
   std::unique_ptr<AutotuneLoop> autotune_;
+  // The dataset the graph reads, kept so Stop can cancel its HTTP reads in flight (a
+  // worker inside a transfer would otherwise hold Stop until the network lets go); set
+  // once by Create.
+  std::shared_ptr<const Dataset> dataset_;
 
   // std::mutex rather than absl::Mutex throughout: Debian's Abseil is not built for
   // ThreadSanitizer, which then cannot see its locking.

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -29,10 +32,12 @@ namespace flowloader {
 namespace {
 
 // SignalWatcher turns SIGINT/SIGTERM into Pipeline::Stop from a dedicated thread
-// (sigwait), so no work happens in a signal handler.
+// (sigwait), so no work happens in a signal handler. It starts before Pipeline::Create:
+// a signal then sets `cancel` (HttpOptions::cancel), which ends the HTTP reads that
+// opening the dataset makes, so Ctrl-C during a slow index ends the process at once.
 class SignalWatcher {
  public:
-  explicit SignalWatcher(Pipeline* pipeline) : pipeline_(pipeline) {
+  explicit SignalWatcher(std::shared_ptr<std::atomic<bool>> cancel) : cancel_(std::move(cancel)) {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
@@ -43,7 +48,9 @@ class SignalWatcher {
         if (signo == SIGUSR1 && done_.load()) return;
         if (signo == SIGINT || signo == SIGTERM) {
           received_.store(signo);
-          pipeline_->Stop();
+          cancel_->store(true);
+          std::lock_guard<std::mutex> lock(mu_);
+          if (pipeline_ != nullptr) pipeline_->Stop();
         }
       }
     });
@@ -54,6 +61,13 @@ class SignalWatcher {
     thread_.join();
   }
   int received() const { return received_.load(); }
+  // Watch makes a signal stop `pipeline` (which must outlive the watcher), at once if
+  // one came already.
+  void Watch(Pipeline* pipeline) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pipeline_ = pipeline;
+    if (received_.load() != 0) pipeline_->Stop();
+  }
 
   // BlockInThisThread must run before any other thread starts, so every thread inherits
   // the mask and the signals reach only sigwait.
@@ -67,7 +81,9 @@ class SignalWatcher {
   }
 
  private:
-  Pipeline* const pipeline_;
+  const std::shared_ptr<std::atomic<bool>> cancel_;
+  std::mutex mu_;
+  Pipeline* pipeline_ ABSL_GUARDED_BY(mu_) = nullptr;
   sigset_t set_;
   std::atomic<bool> done_{false};
   std::atomic<int> received_{0};
@@ -191,12 +207,22 @@ int RunCommand(const RunConfig& config) {
     }
   }
 
-  absl::StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::Create(config.pipeline);
+  std::unique_ptr<Pipeline> pipeline;  // Declared first: the watcher below goes first.
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  SignalWatcher signals(cancel);
+  PipelineOptions options = config.pipeline;
+  options.http.cancel = cancel;
+  absl::StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::Create(options);
+  if (signals.received() != 0) {
+    std::fprintf(stderr, "flowloader: interrupted (signal %d) while opening the data\n",
+                 signals.received());
+    return 128 + signals.received();
+  }
   if (!created.ok()) {
     std::fprintf(stderr, "flowloader: %s\n", std::string(created.status().message()).c_str());
     return 2;
   }
-  std::unique_ptr<Pipeline> pipeline = std::move(*created);
+  pipeline = std::move(*created);
   if (const std::string w = OversubscribedWorkers(Facts(config, 0, 0, -1)); !w.empty()) {
     LogWarning(w);
   }
@@ -239,7 +265,7 @@ int RunCommand(const RunConfig& config) {
     samples << "epoch\tbatch\tkey\tlabel\tsource\n";
   }
 
-  SignalWatcher signals(pipeline.get());
+  signals.Watch(pipeline.get());
   const bool tty = isatty(STDERR_FILENO);
   absl::Time last_progress = absl::Now();
   absl::Time last_report = absl::Now();

@@ -65,7 +65,7 @@ WANT="--num_workers must be an integer, got 'lots'" expect2 run "${R[@]}" --num_
 WANT="--prefetch_batches must be >= 1, got 0" expect2 run "${R[@]}" --prefetch_batches=0
 WANT="--cpu_budget" expect2 run "${R[@]}" --num_workers=auto --cpu_budget=-1
 WANT="--ram_budget must be bytes" expect2 run "${R[@]}" --prefetch_batches=auto --ram_budget=lots
-WANT="ram_budget 1.0 MiB is below one batch buffer's plan (.*): raise ram_budget or lower seek_index_mb" expect2 run "${R[@]}" \
+WANT="ram_budget 1.0 MiB is below one batch buffer's plan (.*): raise ram_budget or lower max_decode_mb" expect2 run "${R[@]}" \
   --prefetch_batches=auto --ram_budget=1MiB
 printf 'data: %s\nnum_workers: many\n' "$DATA" >"$TMP/bad.yaml"
 WANT="bad.yaml:2:14: num_workers must be an integer, got 'many'" expect2 run --spec="$TMP/bad.yaml"

@@ -298,6 +298,33 @@ TEST_F(GraphResizeTest, AutoKnobsDeliverWhatAFixedRunDelivers) {
   EXPECT_FALSE((*fixed)->stats()->autotune.enabled.load());
 }
 
+// num_workers: auto starts at the CPU budget (starting at 1 made the first batch 2×
+// later than the best fixed setting), and shrinks to 1 while the consumer is the
+// bottleneck (calm windows: it never waits).
+TEST_F(GraphResizeTest, AutoWorkersStartAtTheCpuBudgetAndShrinkForASlowConsumer) {
+  PipelineOptions p;
+  p.data = *data_;
+  p.image_size = 24;
+  p.batch_size = 2;
+  p.epochs = 0;  // Until stopped.
+  p.device = DeviceChoice::kCpu;
+  p.num_workers = PipelineOptions::kAuto;
+  p.prefetch_batches = 3;
+  p.cpu_budget = 2;
+  auto tuned = Pipeline::Create(p);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_EQ((*tuned)->num_workers(), 2);
+  // A consumer far slower than decoding: the workers idle, the consumer never waits.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while ((*tuned)->num_workers() > 1 && absl::Now() < deadline) {
+    std::shared_ptr<const Batch> batch;
+    bool end = false;
+    ASSERT_TRUE((*tuned)->Next(&batch, &end).ok());
+    absl::SleepFor(absl::Milliseconds(30));
+  }
+  EXPECT_EQ((*tuned)->num_workers(), 1);
+}
+
 TEST_F(GraphResizeTest, ARamBudgetBelowOneBufferIsRefusedNamingIt) {
   PipelineOptions p;
   p.data = *data_;

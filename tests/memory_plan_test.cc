@@ -58,10 +58,13 @@ TEST_F(MemoryPlanTest, PlanIsInTheStatsWithItsParts) {
   std::map<std::string, int64_t> plan = Plan(**pipeline);
   const int64_t sample_bytes = static_cast<int64_t>((*pipeline)->output().sample_bytes);
   EXPECT_EQ(plan["batch_pool_bytes"], 3 * 4 * sample_bytes);
-  EXPECT_EQ(plan["seek_index_bytes"], int64_t{256} << 20);  // decode's default budget.
+  // decode's budget as the dataset can use it: 10 files × 8 KiB, within the 256 MiB.
+  EXPECT_EQ(plan["seek_index_bytes"], 10 * (8 << 10));
   EXPECT_EQ(plan["decode_scratch_bytes"], 2 * (2 * 2 * 16 * 16 * 3));  // 2 workers.
+  // decode's per-decode codec budget (max_decode_mb 16), once per worker.
+  EXPECT_EQ(plan["decode_codec_bytes"], 2 * (16 << 20));
   EXPECT_EQ(plan["total_bytes"], plan["batch_pool_bytes"] + plan["seek_index_bytes"] +
-                                     plan["decode_scratch_bytes"]);
+                                     plan["decode_codec_bytes"] + plan["decode_scratch_bytes"]);
   EXPECT_GT(plan["available_bytes"], 0);  // MemAvailable is always readable on Linux.
 }
 
@@ -78,17 +81,26 @@ TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
             "is available (memory_limit_mb): lower batch_size, image_size or prefetch_batches");
 }
 
-TEST_F(MemoryPlanTest, StagePartsCountTowardsTheLimit) {
-  // A small pool, but decode's seek index budget alone is above the limit.
+// The seek index is planned from the dataset (files × 8 KiB, within seek_index_mb), not
+// at its whole 256 MiB budget: a small dataset runs in a small container. It used to be
+// refused under any limit below 257 MiB.
+TEST_F(MemoryPlanTest, TheSeekIndexIsPlannedFromTheDatasetsSize) {
   PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
-  o.memory_limit_mb = 200;
-  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
-  ASSERT_FALSE(pipeline.ok());
-  EXPECT_EQ(pipeline.status().message(),
-            "the seek index needs 256.0 MiB (decode seek_index_mb 256) but 200.0 MiB is "
-            "available (memory_limit_mb): lower seek_index_mb");
-  o.memory_limit_mb = 257;  // Fits with the pool (36 KiB) and scratch (6 KiB).
+  // Codec memory 2 × 16 MiB + pool 36 KiB + seek index 80 KiB + scratch 6 KiB.
+  o.memory_limit_mb = 33;
+  absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_NE(plan->Describe().find("seek index 80.0 KiB (10 files × 8.0 KiB, within decode "
+                                  "seek_index_mb 256)"),
+            std::string::npos)
+      << plan->Describe();
   EXPECT_TRUE(Pipeline::Create(o).ok());
+  // A budget below what the files could use is the budget.
+  o.stages = *DefaultStages(o);
+  o.stages[1].args["seek_index_mb"] = "0";
+  plan = Pipeline::PlanMemory(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const MemoryPart& part : plan->parts()) EXPECT_NE(part.key, "seek_index");
 }
 
 }  // namespace

@@ -18,11 +18,13 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
   --prefetch_batches=3 >"$TMP/plan.txt" 2>"$TMP/plan.err" || fail "plan exited $?: $(cat "$TMP/plan.err")"
 grep -qE '^  batch pool +1\.1 MiB  prefetch 3 × batch 8 × 3×64² float32$' "$TMP/plan.txt" ||
   fail "no batch pool line: $(cat "$TMP/plan.txt")"
-grep -qE '^  seek index +256\.0 MiB  decode seek_index_mb 256$' "$TMP/plan.txt" ||
+grep -qE '^  seek index +240\.0 KiB  30 files × 8\.0 KiB, within decode seek_index_mb 256$' "$TMP/plan.txt" ||
   fail "no seek index line: $(cat "$TMP/plan.txt")"
 grep -qE '^  decode scratch +96\.0 KiB  num_workers 2 × 48\.0 KiB decoded pixels$' "$TMP/plan.txt" ||
   fail "no decode scratch line: $(cat "$TMP/plan.txt")"
-grep -qE '^  total +257\.2 MiB  of .* available \(.*\): fits$' "$TMP/plan.txt" ||
+grep -qE '^  codec memory +32\.0 MiB  num_workers 2 × decode max_decode_mb 16 \(progressive JPEG coefficients, lossless WebP ARGB\)$' "$TMP/plan.txt" ||
+  fail "no codec memory line: $(cat "$TMP/plan.txt")"
+grep -qE '^  total +33\.5 MiB  of .* available \(.*\): fits$' "$TMP/plan.txt" ||
   fail "no total line: $(cat "$TMP/plan.txt")"
 ! grep -q "device batches" "$TMP/plan.txt" || fail "a device part without a device"
 
@@ -37,12 +39,12 @@ text = open(sys.argv[1]).read()
 assert text.count("\n") == 1, "not one line: %r" % text
 p = json.loads(text)
 items = p["items"]
-assert list(items) == ["batch_pool", "seek_index", "decode_scratch"], list(items)
+assert list(items) == ["batch_pool", "seek_index", "decode_codec", "decode_scratch"], list(items)
 pool = items["batch_pool"]
 assert pool == {"bytes": 5 * 4 * 3 * 64 * 64 * 4,
                 "formula": "prefetch 5 × batch 4 × 3×64² float32",
                 "pinned": False, "device": False}, pool
-assert items["seek_index"]["bytes"] == 256 << 20, items["seek_index"]
+assert items["seek_index"]["bytes"] == 30 * 8 << 10, items["seek_index"]  # 30 files.
 assert p["total_bytes"] == sum(i["bytes"] for i in items.values()), p
 assert p["available_bytes"] > 0 and p["available_source"], p
 assert p["device_bytes"] == 0 and p["fits"] is True, p

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <thread>  // NOLINT(build/c++11)
 #include <string>
 #include <vector>
 
@@ -416,13 +417,17 @@ TEST_F(ShardsTest, HttpEnvNamesEachMisbehaviourByReason) {
       {"/close/train-000001.tar", reason::kHttpPartial},
       {"/lie/train-000001.tar", reason::kHttpPartial},
       {"/short/train-000001.tar", reason::kHttpPartial},
+      {"/drip/train-000001.tar", reason::kTimeout},  // Under 1 KiB/s for the 1 s window.
       {"/ok/train-000099.tar", reason::kHttp404},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.path);
     std::string bytes;
+    const absl::Time start = absl::Now();
     const absl::Status s = (*env)->ReadRange(bad.Url(c.path), 1000, 5000, &bytes);
     EXPECT_EQ(ErrorReason(s), c.reason) << s;
+    // Two attempts of at most a 1 s window each, whatever the server does.
+    EXPECT_LT(absl::Now() - start, absl::Seconds(4));
     if (c.reason.empty()) {
       EXPECT_EQ(bytes, good.substr(1000, 5000));
     }
@@ -433,6 +438,60 @@ TEST_F(ShardsTest, HttpEnvNamesEachMisbehaviourByReason) {
   EXPECT_EQ(tail, good.substr(good.size() - 10));
   ASSERT_TRUE((*env)->ReadRange(bad.Url("/ok/train-000001.tar"), good.size() + 5, 100, &tail).ok());
   EXPECT_EQ(tail, "");
+}
+
+// A shard whose server answers its index, then sends every body a byte at a time: its
+// reads fail as `timeout` (the low-speed limit, retried, counted), and the other shards'
+// samples are all delivered, within seconds.
+TEST_F(ShardsTest, ADrippingShardTimesOutAndTheOthersDeliver) {
+  Server bad = Server::Misbehaving(*shard_dir_);
+  ASSERT_TRUE(bad.running());
+  const std::string list = TempDirForTest("list_") + "/shards.txt";
+  testing::WriteFile(
+      list, absl::StrCat(bad.Url("/ok/train-{000000..000001}.tar"), "\n",
+                         bad.Url("/drip_after/1/train-000002.tar"), "\n",
+                         bad.Url("/ok/train-{000003..000004}.tar"), "\n"));
+  PipelineOptions o = Options(list);
+  o.epochs = 1;
+  o.http.max_retries = 1;
+  o.http.initial_backoff = absl::Milliseconds(1);
+  o.http.stall_timeout = absl::Milliseconds(500);
+  const absl::Time start = absl::Now();
+  const Delivered r = RunAll(o);
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.keys.size(), 28u);
+  for (const std::string& k : r.keys) EXPECT_FALSE(absl::StartsWith(k, "train-000002")) << k;
+  EXPECT_EQ(r.skipped, (std::map<std::string, int>{{"timeout", 8}}));
+  EXPECT_LT(took, absl::Seconds(15));
+}
+
+// Stop ends a run within a second whatever the network does: workers inside transfers
+// that never answer (or drip) are cancelled, not waited for.
+TEST_F(ShardsTest, StopEndsARunWithinASecondWhateverTheServerDoes) {
+  Server bad = Server::Misbehaving(*shard_dir_);
+  ASSERT_TRUE(bad.running());
+  for (const char* mode : {"silent", "drip"}) {
+    SCOPED_TRACE(mode);
+    const std::string list = TempDirForTest("list_") + "/shards.txt";
+    // Every shard answers its index window, then hangs on every member read.
+    testing::WriteFile(list, absl::StrCat(bad.Url(absl::StrCat("/", mode, "_after/1/train-{000000..000004}.tar")), "\n"));
+    PipelineOptions o = Options(list);  // Default timeouts: 10 s stall, 120 s a request.
+    auto p = Pipeline::Create(o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    std::thread consumer([&p] {
+      std::shared_ptr<const Batch> batch;
+      bool end_of_epoch = false;
+      const absl::Status s = (*p)->Next(&batch, &end_of_epoch);
+      EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
+    });
+    absl::SleepFor(absl::Milliseconds(500));  // Workers are inside their transfers now.
+    const absl::Time start = absl::Now();
+    (*p)->Stop();
+    consumer.join();
+    p->reset();
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  }
 }
 
 }  // namespace

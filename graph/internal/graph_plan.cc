@@ -1,6 +1,7 @@
 // graph_plan.cc: PlanGraph (see graph_plan.h).
 #include "graph/internal/graph_plan.h"
 
+#include <thread>  // NOLINT(build/c++11): hardware_concurrency.
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +18,14 @@ absl::Status CheckOptions(const GraphOptions& options) {
   if (options.num_workers < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
+  }
+  if (options.num_workers > GraphOptions::kMaxWorkers) {
+    // A thread each: far more than any machine's cores, and past what a process may
+    // create (pthread_create fails, and oneTBB then terminates the process).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_workers ", options.num_workers, " is over the limit of ", GraphOptions::kMaxWorkers,
+        " (a thread each; this machine has ", std::thread::hardware_concurrency(),
+        " CPUs): lower num_workers"));
   }
   if (options.batch_size < 1) {
     return absl::InvalidArgumentError(
@@ -188,6 +197,7 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
     return s;
   }
   AddHttpCachePart(dataset, &env.memory);
+  AddSamplerPart(sampler, &env.memory);
 
   const int64_t samples = sampler.samples_per_rank();
   plan.batches_per_epoch = NumBatches(samples, options.batch_size, options.drop_last);

@@ -118,6 +118,17 @@ void AddHttpCachePart(const Dataset& dataset, std::vector<MemoryPart>* parts) {
                     {"http_cache_mb"}});
 }
 
+void AddSamplerPart(const Sampler& sampler, std::vector<MemoryPart>* parts) {
+  // Under 1 MiB (~60 k samples) it is noise beside the batch pool: left out, so the
+  // plans of ordinary datasets read as they did.
+  if (sampler.order_bytes() < (int64_t{1} << 20)) return;
+  parts->push_back({"sampler order", "sampler_order", sampler.order_bytes(),
+                    absl::StrCat("an epoch of ", sampler.samples_per_rank(), " samples × ",
+                                 sampler.order_bytes() / sampler.samples_per_rank(),
+                                 " B of order"),
+                    {"epoch_samples"}});
+}
+
 MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes) {
   MemoryBudget budget = AvailableMemory();
   if (memory_limit_bytes > 0 && (!budget.known() || memory_limit_bytes < budget.bytes)) {

@@ -64,6 +64,10 @@ MemoryPart ColumnsMemoryPart(const Dataset& dataset, int prefetch_batches, int p
 // read, not its budget. Nothing when no shard was admitted.
 void AddHttpCachePart(const Dataset& dataset, std::vector<MemoryPart>* parts);
 
+// AddSamplerPart adds the epoch order's peak (Sampler::order_bytes) to `parts` when it is
+// 1 MiB or more, naming epoch_samples as its knob.
+void AddSamplerPart(const Sampler& sampler, std::vector<MemoryPart>* parts);
+
 // GraphMemoryBudget is what the process may use (AvailableMemory()), capped by
 // memory_limit_bytes when that is > 0 (then named "memory_limit_mb" where it binds).
 MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes);

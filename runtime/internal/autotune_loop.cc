@@ -73,8 +73,10 @@ absl::StatusOr<AutotunePlan> PlanAutotune(const PipelineOptions& options,
   policy.tune_buffers = auto_buffers;
   policy.cpu_budget = options.cpu_budget > 0 ? options.cpu_budget : UsableCpus();
   if (auto_workers) {
-    policy.max_workers = policy.cpu_budget;
-    graph->num_workers = 1;  // The fewest; the policy grows while the consumer waits.
+    policy.max_workers = std::min(policy.cpu_budget, GraphOptions::kMaxWorkers);
+    // Start at the CPU budget (the fewest workers made the first batch 2× later than
+    // the best fixed setting); the policy shrinks when the consumer is the bottleneck.
+    graph->num_workers = policy.max_workers;
     graph->max_workers = policy.max_workers;
   } else {
     policy.max_workers = options.num_workers;

@@ -27,6 +27,10 @@ inline constexpr absl::string_view kUnknownFormat = "unknown_format";
 inline constexpr absl::string_view kTruncated = "truncated";
 inline constexpr absl::string_view kCorrupt = "corrupt";
 inline constexpr absl::string_view kTooManyPixels = "too_many_pixels";
+// A valid image whose codec needs more working memory than the per-decode budget
+// (max_decode_mb), read from its header: a progressive JPEG's coefficients, a lossless
+// WebP's ARGB image.
+inline constexpr absl::string_view kDecodeMemory = "decode_memory";
 inline constexpr absl::string_view kUnsupported = "unsupported";
 inline constexpr absl::string_view kStageError = "stage_error";
 inline constexpr absl::string_view kCudaError = "cuda_error";  // Upload to the device failed.
@@ -38,6 +42,9 @@ inline constexpr absl::string_view kMissingLabel = "missing_label";
 // with one larger than column_max_bytes.
 inline constexpr absl::string_view kMissingColumn = "missing_column";
 inline constexpr absl::string_view kColumnTooLarge = "column_too_large";
+// A shard member repeats the extension of the sample before it under the same key
+// (`dup.jpg dup.cls dup.jpg dup.cls`): the second sample is skipped as this.
+inline constexpr absl::string_view kDuplicateKey = "duplicate_key";
 // Shards over HTTP (stages/reader/http_env.h), after the bounded retries.
 inline constexpr absl::string_view kHttp404 = "http_404";
 inline constexpr absl::string_view kHttp4xx = "http_4xx";  // Any other 4xx status.
@@ -57,8 +64,8 @@ inline constexpr absl::string_view kTls = "tls";
 // and increase() sees the first error. Add a new reason here as well as above.
 inline constexpr absl::string_view kBuiltin[] = {
     kEmptyFile, kReadError, kNotFound,      kPermissionDenied, kNotAFile,   kUnknownFormat,
-    kTruncated, kCorrupt,   kTooManyPixels, kUnsupported,      kStageError, kCudaError,
-    kMissingImage, kMissingLabel, kMissingColumn, kColumnTooLarge, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
+    kTruncated, kCorrupt,   kTooManyPixels, kDecodeMemory, kUnsupported,      kStageError, kCudaError,
+    kMissingImage, kMissingLabel, kMissingColumn, kColumnTooLarge, kDuplicateKey, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
     kHttpPartial, kHttpBadResponse, kTls,
 };
 }  // namespace reason

@@ -77,6 +77,10 @@ absl::StatusOr<std::unique_ptr<Decoder>> Decoder::Create(const DecoderOptions& o
     return absl::InvalidArgumentError(
         absl::StrFormat("max_pixels must be > 0, got %d", options.max_pixels));
   }
+  if (options.max_decode_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "max_decode_bytes must be > 0, got %d", options.max_decode_bytes));
+  }
   if (options.seek_index_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "seek_index_bytes must be >= 0, got %d", options.seek_index_bytes));

@@ -33,11 +33,19 @@ struct HttpEnv::Request {
   int64_t content_range_first = -1;  // From Content-Range: bytes FIRST-LAST/TOTAL.
   int64_t content_range_last = -1;
   CURL* curl = nullptr;
+  const HttpEnv* env = nullptr;  // For cancelled().
   // Stall detection: when the byte count last moved.
   absl::Duration stall_timeout;
   int64_t last_bytes = -1;
   absl::Time last_progress;
   bool stalled = false;
+  // Low-speed detection: the window's start and the byte count then; the bytes a window
+  // must bring (min_bytes_per_second × stall_timeout).
+  absl::Time window_start;
+  int64_t window_bytes = 0;
+  int64_t window_min_bytes = 0;
+  bool slow = false;
+  bool cancelled = false;
   char curl_error[CURL_ERROR_SIZE] = {};  // libcurl's detail, e.g. why a certificate failed.
 };
 
@@ -86,12 +94,26 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
-// Progress aborts a transfer that received no byte for stall_timeout (libcurl calls it
-// at least once a second, so a stall is noticed within about a second of the limit).
+// Progress aborts a transfer that was cancelled, received no byte for stall_timeout, or
+// fewer than window_min_bytes in a stall_timeout window (a drip). Perform runs libcurl at
+// least every 100 ms, and libcurl calls this each time, so each limit is noticed within
+// about 100 ms.
 int Progress(void* user, curl_off_t, curl_off_t now_down, curl_off_t, curl_off_t now_up) {
   auto* r = static_cast<HttpEnv::Request*>(user);
+  if (r->env->cancelled()) {
+    r->cancelled = true;
+    return 1;  // Abort: CURLE_ABORTED_BY_CALLBACK.
+  }
   const absl::Time now = absl::Now();
   const int64_t moved = static_cast<int64_t>(now_down + now_up);
+  if (now - r->window_start >= r->stall_timeout) {
+    if (moved - r->window_bytes < r->window_min_bytes) {
+      r->slow = true;
+      return 1;
+    }
+    r->window_start = now;
+    r->window_bytes = moved;
+  }
   if (moved != r->last_bytes) {
     r->last_bytes = moved;
     r->last_progress = now;
@@ -99,7 +121,38 @@ int Progress(void* user, curl_off_t, curl_off_t now_down, curl_off_t, curl_off_t
   }
   if (now - r->last_progress < r->stall_timeout) return 0;
   r->stalled = true;
-  return 1;  // Abort: CURLE_ABORTED_BY_CALLBACK.
+  return 1;
+}
+
+// Perform runs `easy` on its own `multi` handle to the end, polling at most 100 ms at a
+// time so a cancel is seen within that whatever the network does (curl_easy_perform
+// waits up to a second between progress calls). The multi handle's connection cache is
+// what keeps connections alive between requests.
+CURLcode Perform(CURLM* multi, CURL* easy, HttpEnv::Request& r) {
+  if (curl_multi_add_handle(multi, easy) != CURLM_OK) return CURLE_FAILED_INIT;
+  CURLcode rc = CURLE_OK;
+  int running = 1;
+  while (true) {
+    if (curl_multi_perform(multi, &running) != CURLM_OK) {
+      rc = CURLE_FAILED_INIT;
+      break;
+    }
+    if (running == 0) {
+      int left = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy) rc = msg->data.result;
+      }
+      break;
+    }
+    if (r.env->cancelled()) {  // Between progress calls (e.g. while resolving).
+      r.cancelled = true;
+      rc = CURLE_ABORTED_BY_CALLBACK;
+      break;
+    }
+    curl_multi_poll(multi, nullptr, 0, 100, nullptr);
+  }
+  curl_multi_remove_handle(multi, easy);
+  return rc;
 }
 
 absl::Status HttpError(absl::string_view reason, const std::string& url,
@@ -111,6 +164,7 @@ absl::Status HttpError(absl::string_view reason, const std::string& url,
 }
 
 bool Retryable(const absl::Status& s) {
+  if (s.code() == absl::StatusCode::kCancelled) return false;
   const std::string r = ErrorReason(s);
   return r == reason::kHttp5xx || r == reason::kTimeout || r == reason::kConnectionError ||
          r == reason::kHttpPartial;
@@ -181,6 +235,10 @@ absl::StatusOr<std::unique_ptr<HttpEnv>> HttpEnv::Create(Env* base,
     return absl::InvalidArgumentError(absl::StrCat(
         "http stall_timeout must be > 0, got ", absl::FormatDuration(options.stall_timeout)));
   }
+  if (options.min_bytes_per_second < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "http min_bytes_per_second must be >= 0, got ", options.min_bytes_per_second));
+  }
   if (options.max_retries < 0 || options.initial_backoff < absl::ZeroDuration() ||
       options.failure_limit < 1) {
     return absl::InvalidArgumentError(
@@ -198,25 +256,45 @@ absl::StatusOr<std::unique_ptr<HttpEnv>> HttpEnv::Create(Env* base,
   return std::unique_ptr<HttpEnv>(new HttpEnv(base != nullptr ? base : Env::Default(), options));
 }
 
+struct HttpEnv::Handle {
+  CURL* easy = nullptr;
+  CURLM* multi = nullptr;
+  ~Handle() {
+    if (easy != nullptr) curl_easy_cleanup(easy);
+    if (multi != nullptr) curl_multi_cleanup(multi);
+  }
+};
+
 HttpEnv::~HttpEnv() {
   std::lock_guard<std::mutex> lock(mu_);
-  for (void* h : idle_handles_) curl_easy_cleanup(static_cast<CURL*>(h));
+  for (Handle* h : idle_handles_) delete h;
 }
 
-void* HttpEnv::AcquireHandle() {
+HttpEnv::Handle* HttpEnv::AcquireHandle() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++requests_;
     if (!idle_handles_.empty()) {
-      void* h = idle_handles_.back();
+      Handle* h = idle_handles_.back();
       idle_handles_.pop_back();
       return h;
     }
   }
-  return curl_easy_init();
+  auto h = std::make_unique<Handle>();
+  h->easy = curl_easy_init();
+  h->multi = curl_multi_init();
+  return h->easy != nullptr && h->multi != nullptr ? h.release() : nullptr;
 }
 
-void HttpEnv::ReleaseHandle(void* handle) {
+bool HttpEnv::SleepUnlessCancelled(absl::Duration d) const {
+  const absl::Time end = absl::Now() + d;
+  for (absl::Time now = absl::Now(); now < end && !cancelled(); now = absl::Now()) {
+    absl::SleepFor(std::min(end - now, absl::Milliseconds(20)));
+  }
+  return !cancelled();
+}
+
+void HttpEnv::ReleaseHandle(Handle* handle) {
   std::lock_guard<std::mutex> lock(mu_);
   idle_handles_.push_back(handle);
 }
@@ -242,8 +320,10 @@ bool HttpEnv::RecordResult(const std::string& url, bool ok) {
 }
 
 absl::Status HttpEnv::Attempt(Request& r) {
-  CURL* curl = static_cast<CURL*>(AcquireHandle());
-  if (curl == nullptr) return HttpError(reason::kConnectionError, r.url, "curl_easy_init failed");
+  if (cancelled()) return absl::CancelledError(absl::StrCat(r.url, ": read cancelled (Stop)"));
+  Handle* handle = AcquireHandle();
+  if (handle == nullptr) return HttpError(reason::kConnectionError, r.url, "curl_easy_init failed");
+  CURL* curl = handle->easy;
   // reset keeps the handle's live connections: that is the connection reuse.
   curl_easy_reset(curl);
   r.out->clear();
@@ -270,10 +350,14 @@ absl::Status HttpEnv::Attempt(Request& r) {
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, r.curl_error);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, Millis(options_.connect_timeout));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, Millis(options_.request_timeout));
+  r.env = this;
   r.stall_timeout = options_.stall_timeout;
   r.last_bytes = -1;
-  r.last_progress = absl::Now();
-  r.stalled = false;
+  r.last_progress = r.window_start = absl::Now();
+  r.window_bytes = 0;
+  r.window_min_bytes = static_cast<int64_t>(static_cast<double>(options_.min_bytes_per_second) *
+                                            absl::ToDoubleSeconds(options_.stall_timeout));
+  r.stalled = r.slow = r.cancelled = false;
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Progress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &r);
@@ -282,11 +366,12 @@ absl::Status HttpEnv::Attempt(Request& r) {
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, ReadHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
   if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
-  const CURLcode rc = r.length == 0 ? CURLE_OK : curl_easy_perform(curl);
+  const CURLcode rc = r.length == 0 ? CURLE_OK : Perform(handle->multi, curl, r);
   if (r.status == 0) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // r dies before the handle does.
-  ReleaseHandle(curl);
+  ReleaseHandle(handle);
   if (r.length == 0) return absl::OkStatus();
+  if (r.cancelled) return absl::CancelledError(absl::StrCat(r.url, ": read cancelled (Stop)"));
 
   if (rc == CURLE_WRITE_ERROR && r.done_early) return absl::OkStatus();
   if (r.too_long) {
@@ -298,8 +383,19 @@ absl::Status HttpEnv::Attempt(Request& r) {
     case CURLE_OK:
       break;
     case CURLE_OPERATION_TIMEDOUT:
-      return HttpError(reason::kTimeout, r.url, curl_easy_strerror(rc));
+      return HttpError(reason::kTimeout, r.url,
+                       absl::StrCat(curl_easy_strerror(rc), " (http connect_timeout ",
+                                    absl::FormatDuration(options_.connect_timeout),
+                                    ", request_timeout ",
+                                    absl::FormatDuration(options_.request_timeout), ")"));
     case CURLE_ABORTED_BY_CALLBACK:
+      if (r.slow) {
+        return HttpError(
+            reason::kTimeout, r.url,
+            absl::StrCat("under http min_bytes_per_second ", options_.min_bytes_per_second,
+                         " for ", absl::FormatDuration(options_.stall_timeout),
+                         " (the stall_timeout window), after ", r.out->size(), " bytes"));
+      }
       return HttpError(reason::kTimeout, r.url,
                        absl::StrCat("no byte received for ",
                                     absl::FormatDuration(options_.stall_timeout),
@@ -347,13 +443,14 @@ absl::Status HttpEnv::Fetch(Request& r) {
   absl::Status status;
   for (int attempt = 0; attempt <= retries; ++attempt) {
     if (attempt > 0) {
-      absl::SleepFor(backoff);
+      if (!SleepUnlessCancelled(backoff)) break;
       backoff *= 2;
     }
     status = Attempt(r);
     if (status.ok() || !Retryable(status)) break;
   }
   // A 404 is a fact about the URL, not a failing server: it does not count.
+  if (cancelled()) return absl::CancelledError(absl::StrCat(r.url, ": read cancelled (Stop)"));
   if (status.ok() || ErrorReason(status) != reason::kHttp404) RecordResult(r.url, status.ok());
   if (!status.ok() && retries > 0 && Retryable(status)) {
     return WithContext(status, absl::StrCat("after ", retries + 1, " attempts"));

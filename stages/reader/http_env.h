@@ -16,8 +16,14 @@
 //   * A failing shard costs little: once `failure_limit` reads of one URL in a row failed,
 //     its reads get one attempt each (no retries or backoff) until one succeeds, so a dead
 //     shard's samples are skipped quickly instead of each waiting out the backoff.
-//   * A stalled server is a timeout: no byte for `stall_timeout`, or the whole request
-//     over `request_timeout`.
+//   * A stalled or dripping server is a timeout: no byte for `stall_timeout`, fewer than
+//     `min_bytes_per_second` × stall_timeout bytes in any stall_timeout window (a body sent
+//     a byte a second), or the whole attempt over `request_timeout`. Retried and counted
+//     like any timeout.
+//   * Cancel() (and HttpOptions::cancel) end every transfer in flight within ~100 ms and
+//     fail every later read at once (absl::Cancelled): transfers run on a multi handle
+//     polled every 100 ms, so no network state (a server that never answers, a drip) can
+//     hold Pipeline::Stop or a signal.
 //   * Block cache for admitted shards: AdmitShards takes whole shards, in the order
 //     given, while their sizes fit cache_bytes. Reads of an admitted shard are served
 //     from aligned `block_bytes` blocks, each fetched with one Range request and kept
@@ -34,6 +40,7 @@
 #ifndef FLOWLOADER_STAGES_READER_HTTP_ENV_H_
 #define FLOWLOADER_STAGES_READER_HTTP_ENV_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -56,7 +63,12 @@ struct HttpOptions {
   // No byte received for this long is a timeout (checked about once a second); > 0.
   // Default 10 s.
   absl::Duration stall_timeout = absl::Seconds(10);
-  // Limit on one whole request; > 0. Default 120 s.
+  // Slowest transfer accepted: fewer bytes than this × stall_timeout in a stall_timeout
+  // window is a timeout (curl's low-speed limit); >= 0, 0 = only stalls count. Default
+  // 1 KiB/s: a 1 MiB block must come within ~17 min, a drip fails within one window.
+  int64_t min_bytes_per_second = 1024;
+  // Limit on one whole attempt (the total deadline, however fast bytes arrive); > 0.
+  // Default 120 s.
   absl::Duration request_timeout = absl::Seconds(120);
   // Retries after a failed attempt (5xx, timeout, connection error); >= 0. Default 3.
   int max_retries = 3;
@@ -77,6 +89,10 @@ struct HttpOptions {
   // there is no option to turn that off. Create refuses a file that cannot be read or
   // holds no certificate.
   std::string ca_file;
+  // When set, *cancel becoming true cancels every read as Cancel() does (lets a caller
+  // such as the CLI's signal thread cancel reads before it holds the Env, e.g. while the
+  // dataset's shards are being indexed). Not owned beyond the shared_ptr.
+  std::shared_ptr<const std::atomic<bool>> cancel;
 };
 
 // CheckCaFile refuses a non-empty `ca_file` that cannot be read or holds no PEM
@@ -127,8 +143,18 @@ class HttpEnv : public Env {
   // requests is how many HTTP requests were sent (attempts, retries included).
   int64_t requests() const;
 
+  // Cancel aborts every transfer in flight within ~100 ms and makes every later read fail
+  // at once with absl::Cancelled (retry backoffs end too). Irreversible; thread-safe;
+  // const so a const Dataset can cancel its reads on Stop.
+  void Cancel() const { cancelled_.store(true); }
+  bool cancelled() const {
+    return cancelled_.load() || (options_.cancel != nullptr && options_.cancel->load());
+  }
+
   // Request is one read's state, shared with libcurl's callbacks (internal).
   struct Request;
+  // Handle is a pooled easy handle and the multi handle it runs on (internal).
+  struct Handle;
 
  private:
   HttpEnv(Env* base, const HttpOptions& options)
@@ -144,8 +170,10 @@ class HttpEnv : public Env {
   // Fetch runs `request` with retries and the per-URL failure accounting.
   absl::Status Fetch(Request& request);
   absl::Status Attempt(Request& request);
-  void* AcquireHandle();
-  void ReleaseHandle(void* handle);
+  Handle* AcquireHandle();
+  void ReleaseHandle(Handle* handle);
+  // SleepUnlessCancelled sleeps for `d`, or less once cancelled; returns !cancelled().
+  bool SleepUnlessCancelled(absl::Duration d) const;
   bool RecordResult(const std::string& url, bool ok);
   bool Failing(const std::string& url);
   // AdmittedSize is the admitted shard's size, or -1 for a URL not admitted.
@@ -154,7 +182,9 @@ class HttpEnv : public Env {
   Env* const base_;
   const HttpOptions options_;
   mutable std::mutex mu_;
-  std::vector<void*> idle_handles_ ABSL_GUARDED_BY(mu_);  // CURL*, connections kept alive.
+  // Each keeps its connections alive (in its multi handle's connection cache).
+  std::vector<Handle*> idle_handles_ ABSL_GUARDED_BY(mu_);
+  mutable std::atomic<bool> cancelled_{false};
   std::map<std::string, int> consecutive_failures_ ABSL_GUARDED_BY(mu_);
   int64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
   // Shards whose reads are cached, with their sizes (blocks never reach past them, so the

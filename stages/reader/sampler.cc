@@ -45,6 +45,11 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(int64_t dataset_size,
     return absl::InvalidArgumentError(absl::StrCat(
         "rank must be in [0, ", options.world_size, "), got ", options.rank));
   }
+  if (options.epoch_samples > kMaxEpochSamples) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "epoch_samples ", options.epoch_samples, " is over the limit of ", kMaxEpochSamples,
+        " (2^40; an epoch's order is held in memory, 8-36 B a sample): lower epoch_samples"));
+  }
   std::unique_ptr<MixtureSchedule> mixture;
   int64_t epoch_size = dataset_size;
   if (!options.mixture.empty() || options.epoch_samples != 0) {
@@ -61,6 +66,11 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(int64_t dataset_size,
   }
   return std::unique_ptr<Sampler>(
       new Sampler(epoch_size, options, per_rank, std::move(mixture)));
+}
+
+int64_t Sampler::order_bytes() const {
+  const int64_t build = mixture_ != nullptr ? 36 : 8;
+  return epoch_size_ * build + 2 * per_rank_ * int64_t{8};
 }
 
 std::vector<int64_t> Sampler::EpochOrder(int64_t epoch) const {

@@ -53,6 +53,14 @@ class Sampler {
   std::vector<int64_t> EpochIndices(int64_t epoch) const;
   // samples_per_rank is EpochIndices(e).size() for every epoch e.
   int64_t samples_per_rank() const { return per_rank_; }
+  // order_bytes is the memory an epoch's order takes at its peak: building it (8 B a
+  // position, 36 B for a mixture's draws, source order and merge) plus the rank's indices
+  // that the graph holds while the next epoch's are built (2 × 8 B a sample). Counted in
+  // the memory plan (`sampler_order`), so a huge epoch_samples is refused up front.
+  int64_t order_bytes() const;
+  // kMaxEpochSamples bounds epoch_samples (2^40, ~36 TiB of order): above it the order's
+  // size does not fit the arithmetic that plans it, and no machine holds it anyway.
+  static constexpr int64_t kMaxEpochSamples = int64_t{1} << 40;
 
  private:
   Sampler(int64_t epoch_size, const SamplerOptions& options, int64_t per_rank,

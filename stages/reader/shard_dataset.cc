@@ -122,6 +122,9 @@ absl::Status CheckColumns(const std::vector<std::pair<std::string, const TarMemb
 struct Group {
   std::string key;
   std::vector<std::pair<std::string, const TarMember*>> members;  // (extension, member)
+  // It began with a member whose extension the group before it, of the same key, had
+  // already: a second sample under one key, skipped as duplicate_key.
+  bool duplicate = false;
 };
 
 }  // namespace
@@ -147,9 +150,25 @@ absl::StatusOr<std::vector<std::string>> Dataset::ShardPaths(Env* env, const std
     absl::StatusOr<std::vector<DirEntry>> entries = env->ListDirectory(path);
     if (!entries.ok()) return entries.status();
     std::vector<std::string> shards;
+    std::vector<std::string> others;
     for (const DirEntry& e : *entries) {
-      if (e.is_directory) return std::vector<std::string>();  // Class directories: ImageFolder.
-      if (EndsWithTar(e.name)) shards.push_back(absl::StrCat(path, "/", e.name));
+      if (!e.is_directory && EndsWithTar(e.name)) {
+        shards.push_back(absl::StrCat(path, "/", e.name));
+      } else {
+        others.push_back(e.is_directory ? e.name + "/" : e.name);
+      }
+    }
+    // No .tar: class directories (ImageFolder). With some, whatever else is there
+    // (logs/, .cache/, a README) is not data: ignored, and said once.
+    if (shards.empty()) return shards;
+    if (!others.empty()) {
+      std::sort(others.begin(), others.end());
+      const size_t shown = std::min<size_t>(others.size(), 5);
+      LogWarning(absl::StrCat(
+          "dataset: ", path, ": reading its ", shards.size(), " .tar shards; ignoring ",
+          others.size(), " other entr", others.size() == 1 ? "y" : "ies", " (",
+          absl::StrJoin(others.begin(), others.begin() + shown, ", "),
+          others.size() > shown ? ", ..." : "", ")"));
     }
     std::sort(shards.begin(), shards.end());
     return shards;
@@ -285,7 +304,13 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
         if (label == nullptr && extension == label_extension) label = m;
       }
       s.key = absl::StrCat(shard_name, "/", image != nullptr ? image->name : g.key);
-      if (image == nullptr) {
+      if (g.duplicate) {
+        s.error = SampleError(
+            absl::StatusCode::kInvalidArgument, reason::kDuplicateKey,
+            absl::StrCat(shards[shard], ": key ", g.key, " again (", g.members.front().second->name,
+                         " at byte ", g.members.front().second->offset,
+                         " follows a sample with that key and extension): skipped"));
+      } else if (image == nullptr) {
         s.error = SampleError(absl::StatusCode::kNotFound, reason::kMissingImage,
                               absl::StrCat(shards[shard], ": sample ", g.key,
                                            " has no image member"));
@@ -324,9 +349,21 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
       const bool repeated =
           std::any_of(group.members.begin(), group.members.end(),
                       [&](const auto& e) { return e.first == extension; });
-      if (!repeated) group.members.emplace_back(extension, &m);  // The first one counts.
+      if (repeated) {  // A second sample under the same key: counted, never merged.
+        flush(group);
+        group = Group{key, {}, /*duplicate=*/true};
+      }
+      group.members.emplace_back(extension, &m);
     }
     flush(group);
+    for (const absl::Status& skipped : indexes[shard].skipped) {
+      ++failed_samples[ErrorReason(skipped)];
+      SampleSource s;
+      s.key = absl::StrCat(shard_name, "/(member skipped while indexing)");
+      s.error = skipped;
+      dataset->AddShardColumns({}, /*ok=*/false);
+      dataset->samples_.push_back(std::move(s));
+    }
 
     const absl::Status& damage = indexes[shard].damage;
     if (!damage.ok()) {

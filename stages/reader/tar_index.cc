@@ -215,8 +215,10 @@ class Indexer {
       case 'x': {  // pax extended header: records for the next member.
         std::string payload;
         if (size > options_.max_name_bytes) {
-          return Damage(reason::kCorrupt, what_, offset_,
-                        absl::StrCat("a ", size, "-byte extended header"));
+          // Not read: the member it describes is skipped, the archive read on.
+          long_record_bytes_ = size;
+          long_record_type_ = type;
+          break;
         }
         if (absl::Status s = reader_.Read(data_offset, size, &payload); !s.ok()) return s;
         if (static_cast<int64_t>(payload.size()) < size) {
@@ -251,6 +253,16 @@ class Indexer {
       return Damage(reason::kCorrupt, what_, offset_,
                     absl::StrCat("more than ", options_.max_members, " members"));
     }
+    if (long_record_bytes_ > 0) {
+      index_.skipped.push_back(SampleError(
+          absl::StatusCode::kInvalidArgument, reason::kUnsupported,
+          absl::StrCat(what_, ": the member at byte ", offset_, " has a ", long_record_bytes_,
+                       "-byte ", long_record_type_ == 'L' ? "GNU long name" : "pax header",
+                       ", over the ", options_.max_name_bytes,
+                       " bytes read for a name: skipped")));
+      ResetPending();
+      return absl::OkStatus();
+    }
     TarMember m;
     m.name = long_name_.empty() ? HeaderName(header) : long_name_;
     m.offset = data_offset;
@@ -281,6 +293,7 @@ class Indexer {
   void ResetPending() {
     long_name_.clear();
     pax_size_ = -1;
+    long_record_bytes_ = 0;
   }
 
   WindowReader reader_;
@@ -292,6 +305,8 @@ class Indexer {
   bool last_is_member_ = false;
   std::string long_name_;  // From a preceding 'L' or pax header.
   int64_t pax_size_ = -1;
+  int64_t long_record_bytes_ = 0;  // A pending 'L' or 'x' record too long to read.
+  char long_record_type_ = 0;
 };
 
 }  // namespace

@@ -39,6 +39,9 @@ struct TarMember {
 
 struct TarIndex {
   std::vector<TarMember> members;  // Regular files, in archive order.
+  // Members left out, each with its reason and what was wrong (a name longer than
+  // max_name_bytes); indexing went on after each.
+  std::vector<absl::Status> skipped;
   // OK, or why indexing stopped before the end of the archive (with a reason tag).
   absl::Status damage;
   // Bytes the headers account for up to the end (or the damage).
@@ -61,7 +64,9 @@ struct TarIndexOptions {
   int64_t inline_max_bytes = 4096;
   // Stop (damage corrupt) past this many members: a guard against hostile headers.
   int64_t max_members = int64_t{1} << 24;
-  // Longest member name accepted from a GNU long-name or pax record.
+  // Longest GNU long-name or pax record read. A longer one (valid for tar, useless as a
+  // sample key) is not read: the member it names goes to `skipped` (reason unsupported)
+  // and indexing continues with the next one.
   int64_t max_name_bytes = 65536;
 };
 

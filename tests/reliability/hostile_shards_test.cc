@@ -192,6 +192,56 @@ TEST_F(HostileShardsTest, EveryKindOfBadShardIsCountedAndEveryGoodSampleDelivere
   for (const auto& [key, n] : times) EXPECT_EQ(n, 2) << key << " is skipped once an epoch";
 }
 
+// A shard directory with other things in it (logs/, a note) is still read as shards, and
+// says so once; a member whose GNU long name or pax path is over 64 KiB (valid for GNU
+// tar) is skipped alone and counted, its shard's later members kept; a second sample
+// under the key of the one before it is counted as duplicate_key, never merged away.
+TEST_F(HostileShardsTest, OddEntriesLongNamesAndDuplicateKeysSkipOnlyThemselves) {
+  const std::string huge(70000, 'n');
+  std::vector<std::pair<std::string, std::string>> gnu = GoodSamples("g", 1);
+  gnu.insert(gnu.end(), {{huge + ".jpg", ValidJpeg(20, 20, 6)}, {huge + ".cls", "1"}});
+  const auto g1 = GoodSamples("h", 1);
+  gnu.insert(gnu.end(), g1.begin(), g1.end());
+  Shard("gnu_long.tar", gnu);
+  Shard("dup.tar", {{"dup.jpg", ValidJpeg(20, 20, 7)}, {"dup.cls", "0"},
+                    {"dup.jpg", ValidJpeg(22, 20, 8)}, {"dup.cls", "1"},
+                    {"d1.jpg", ValidJpeg(20, 22, 9)}, {"d1.cls", "2"}});
+  // pax: Python's tarfile writes a 70 000-byte path record for the middle member.
+  WriteFile(dir_ + "/x.jpg", ValidJpeg(20, 20, 10));
+  const std::string py = absl::StrCat(
+      "import tarfile\n"
+      "with tarfile.open('", dir_, "/pax_long.tar', 'w', format=tarfile.PAX_FORMAT) as t:\n"
+      "  for name in ['a0.jpg', 'p' * 70000 + '.jpg', 'a1.jpg']:\n"
+      "    t.add('", dir_, "/x.jpg', arcname=name)\n"
+      "    i = tarfile.TarInfo(name[:-4] + '.cls'); i.size = 1\n"
+      "    import io; t.addfile(i, io.BytesIO(b'1'))\n");
+  WriteFile(dir_ + "/pax.py", py);
+  ASSERT_EQ(std::system(absl::StrCat("python3 ", dir_, "/pax.py").c_str()), 0);
+  ASSERT_EQ(::unlink((dir_ + "/x.jpg").c_str()), 0);
+  ASSERT_EQ(::mkdir((dir_ + "/logs").c_str(), 0755), 0);  // Beside the shards.
+
+  PipelineOptions o = SmallCpuOptions(dir_, /*batch_size=*/4, nullptr);
+  o.epochs = 2;
+  auto p = Pipeline::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const Drained run = Drain(p->get());
+  ASSERT_TRUE(run.status.ok()) << run.status;
+  std::map<std::string, int> delivered;
+  for (const std::string& k : run.keys) ++delivered[k];
+  EXPECT_EQ(delivered, (std::map<std::string, int>{{"dup.tar/d1.jpg", 2},
+                                                   {"dup.tar/dup.jpg", 2},
+                                                   {"gnu_long.tar/g0.jpg", 2},
+                                                   {"gnu_long.tar/h0.jpg", 2},
+                                                   {"pax_long.tar/a0.jpg", 2},
+                                                   {"pax_long.tar/a1.jpg", 2}}));
+  std::map<std::string, int> by_reason;
+  for (const SkippedSample& s : run.skipped) ++by_reason[s.reason];
+  // Per epoch: the two long-named members of each long shard, and dup's second sample.
+  EXPECT_EQ(by_reason, (std::map<std::string, int>{{"unsupported", 2 * 4},
+                                                   {"duplicate_key", 2 * 1}}));
+  EXPECT_EQ(log_.LinesNaming("ignoring 2 other entries (logs/, pax.py)"), 1);
+}
+
 TEST_F(HostileShardsTest, FailPolicyNamesTheShardAndTheReason) {
   Shard("good.tar", GoodSamples("g", 3));
   const std::string cut = Shard("cut.tar", GoodSamples("c", 2));

@@ -12,6 +12,10 @@ segment picks the behaviour for the file named by the rest:
   /short/F       a Content-Range naming more bytes than the body it sends (keep-alive)
   /flaky/F       503 to every odd-numbered request for F, correct answers otherwise
   /die_after/N/F correct for the first N requests for F, 500 for every one after
+  /drip/F        correct headers (Content-Length too), then the body a byte every 0.2 s
+  /drip_after/N/F correct for the first N requests for F, then /drip/ for every one after
+  /silent/F      reads the request, then never answers (the connection stays open)
+  /silent_after/N/F correct for the first N requests for F, then /silent/ for the rest
 """
 import collections
 import http.server
@@ -36,13 +40,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         parts = self.path.lstrip("/").split("/")
         mode, rest = parts[0], parts[1:]
         limit = 0
-        if mode == "die_after":
+        if mode in ("die_after", "drip_after", "silent_after"):
             limit, rest = int(rest[0]), rest[1:]
         name = "/".join(rest)
         with LOCK:
             COUNTS[self.path] += 1
             count = COUNTS[self.path]
         path = os.path.join(ROOT, name)
+        if mode == "silent" or (mode == "silent_after" and count > limit):
+            time.sleep(600)
+            self.close_connection = True
+            return
+        drip = mode == "drip" or (mode == "drip_after" and count > limit)
         if not os.path.isfile(path):
             return self.status_only(404)
         if (mode == "flaky" and count % 2 == 1) or (mode == "die_after" and count > limit):
@@ -70,6 +79,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if mode == "stall":
                 time.sleep(60)
             self.close_connection = True
+            return
+        if drip:
+            for i in range(len(body)):
+                self.wfile.write(body[i:i + 1])
+                self.wfile.flush()
+                time.sleep(0.2)
             return
         self.wfile.write(body)
         if mode == "lie":

@@ -52,6 +52,21 @@ inline absl::string_view SizeProblem(int64_t width, int64_t height,
                                    : flowloader::reason::kTooManyPixels;
 }
 
+// MemoryProblem returns reason::kDecodeMemory when a codec's working memory `need` (bytes,
+// from the header) is over options.max_decode_bytes, and then writes to `message` what
+// needs it and the knob; else empty. Plain C, like SizeProblem.
+inline absl::string_view MemoryProblem(int64_t need, const char* what, int64_t width,
+                                       int64_t height, const DecoderOptions& options,
+                                       char* message, size_t capacity) {
+  if (need <= options.max_decode_bytes) return absl::string_view();
+  std::snprintf(message, capacity,
+                "%s of %lldx%lld needs %lld MiB to decode, over decode max_decode_mb %lld",
+                what, static_cast<long long>(width), static_cast<long long>(height),
+                static_cast<long long>((need + (1 << 20) - 1) >> 20),
+                static_cast<long long>(options.max_decode_bytes >> 20));
+  return flowloader::reason::kDecodeMemory;
+}
+
 }  // namespace flowloader::decode::internal
 
 #endif  // FLOWLOADER_STAGES_DECODE_INTERNAL_COMMON_H_

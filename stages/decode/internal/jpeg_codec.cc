@@ -137,6 +137,23 @@ void CheckHeader(Session* s, const DecoderOptions& options) {
   const absl::string_view why = SizeProblem(s->cinfo.image_width, s->cinfo.image_height,
                                             options, text, sizeof(text));
   if (!why.empty()) FailWith(reinterpret_cast<j_common_ptr>(&s->cinfo), why, text);
+  if (!s->cinfo.progressive_mode) return;
+  // A progressive file is decoded through a coefficient image of the whole file (libjpeg's
+  // jdcoefct.c: per component, its blocks rounded up to its sampling factors, 128 B each);
+  // jpeg_read_header has sized every component.
+  int64_t need = 0;
+  for (int c = 0; c < s->cinfo.num_components; ++c) {
+    const jpeg_component_info& comp = s->cinfo.comp_info[c];
+    const int64_t w = (int64_t{comp.width_in_blocks} + comp.h_samp_factor - 1) /
+                      comp.h_samp_factor * comp.h_samp_factor;
+    const int64_t h = (int64_t{comp.height_in_blocks} + comp.v_samp_factor - 1) /
+                      comp.v_samp_factor * comp.v_samp_factor;
+    need += w * h * static_cast<int64_t>(sizeof(JBLOCK));
+  }
+  const absl::string_view over =
+      MemoryProblem(need, "progressive JPEG", s->cinfo.image_width, s->cinfo.image_height,
+                    options, text, sizeof(text));
+  if (!over.empty()) FailWith(reinterpret_cast<j_common_ptr>(&s->cinfo), over, text);
 }
 
 uint8_t MulDiv255(int a, int b) {

@@ -60,6 +60,15 @@ absl::Status ReadFeatures(absl::string_view bytes, const DecoderOptions& options
   const absl::string_view problem =
       SizeProblem(features->width, features->height, options, message, sizeof(message));
   if (!problem.empty()) return DecodeError(problem, absl::StrCat("WebP: ", message));
+  // A lossless (VP8L) file is decoded through an ARGB image of the whole file, 4 B a
+  // pixel, whatever the crop or target size.
+  if (features->format == 2) {
+    const int64_t need = int64_t{features->width} * features->height * 4;
+    const absl::string_view over = MemoryProblem(need, "lossless WebP", features->width,
+                                                 features->height, options, message,
+                                                 sizeof(message));
+    if (!over.empty()) return DecodeError(over, absl::StrCat("WebP: ", message));
+  }
   return absl::OkStatus();
 }
 

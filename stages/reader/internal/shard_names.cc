@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <regex>  // NOLINT(build/c++11): only for names the fast path cannot decide.
 
 #include "absl/strings/ascii.h"
@@ -49,11 +50,18 @@ bool HasLeadingZero(absl::string_view n) {
 }
 
 // Range expands `A..B` or `A..B..STEP` (integers or single letters); false if not one.
-bool Range(absl::string_view body, std::vector<std::string>* out) {
+// A numeric range of more than `max_names` values is not expanded: *count says how many
+// it names (counted before anything is allocated), so {000000..999999999} is refused in
+// microseconds instead of after 10 M strings.
+bool Range(absl::string_view body, size_t max_names, std::vector<std::string>* out,
+           uint64_t* count) {
   std::vector<absl::string_view> parts = absl::StrSplit(body, "..");
   if (parts.size() != 2 && parts.size() != 3) return false;
   int64_t step = 1;
-  if (parts.size() == 3 && (!absl::SimpleAtoi(parts[2], &step) || step == 0)) return false;
+  if (parts.size() == 3 && (!absl::SimpleAtoi(parts[2], &step) || step == 0 ||
+                              step == std::numeric_limits<int64_t>::min())) {
+    return false;
+  }
   step = std::llabs(step);
   int64_t a = 0;
   int64_t b = 0;
@@ -61,10 +69,13 @@ bool Range(absl::string_view body, std::vector<std::string>* out) {
     const int width = (HasLeadingZero(parts[0]) || HasLeadingZero(parts[1]))
                           ? static_cast<int>(std::max(parts[0].size(), parts[1].size()))
                           : 0;
+    const uint64_t span = a <= b ? static_cast<uint64_t>(b) - static_cast<uint64_t>(a)
+                                 : static_cast<uint64_t>(a) - static_cast<uint64_t>(b);
+    *count = span / static_cast<uint64_t>(step) + 1;
+    if (*count > max_names) return true;
     const int64_t dir = a <= b ? step : -step;
-    for (int64_t v = a; dir > 0 ? v <= b : v >= b; v += dir) {
-      out->push_back(absl::StrFormat("%0*d", width, v));
-      if (out->size() > 10000000) return false;
+    for (uint64_t i = 0; i < *count; ++i) {
+      out->push_back(absl::StrFormat("%0*d", width, a + static_cast<int64_t>(i) * dir));
     }
     return true;
   }
@@ -87,7 +98,15 @@ absl::Status Expand(const std::string& s, size_t max_names, std::vector<std::str
     }
     const absl::string_view body = absl::string_view(s).substr(open + 1, close - open - 1);
     std::vector<std::string> alternatives;
-    if (!Range(body, &alternatives)) {
+    uint64_t count = 0;
+    const bool range = Range(body, max_names, &alternatives, &count);
+    if (count > max_names) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the brace range {", body, "} in \"", s, "\" names ", count,
+          " shards, over the limit of ", max_names,
+          "; name fewer in data, or list the shards in a file (one a line)"));
+    }
+    if (!range) {
       alternatives = TopLevelCommas(body);
       if (alternatives.size() < 2) continue;  // "{x}" stays literal, as in braceexpand.
     }

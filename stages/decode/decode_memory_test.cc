@@ -1,0 +1,85 @@
+// decode_memory_test: a valid image whose codec must hold more than the output (a
+// progressive JPEG's coefficients, a lossless WebP's ARGB image) is refused from its
+// header as decode_memory when that need is over max_decode_bytes, naming the knob; the
+// same pixels in a form that streams (baseline JPEG, lossy WebP) or a smaller need
+// decode as before.
+#include <webp/encode.h>
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "stages/core/sample_error.h"
+#include "stages/decode/decoder.h"
+#include "stages/decode/encoder.h"
+#include "stages/decode/internal/test_images.h"
+
+namespace flowloader::decode {
+namespace {
+
+std::string Jpeg(const Image& image, bool progressive, ChromaSubsampling subsampling) {
+  JpegEncodeOptions o;
+  o.progressive = progressive;
+  o.subsampling = subsampling;
+  absl::StatusOr<std::string> bytes = EncodeJpeg(image.view(), o);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  return bytes.ok() ? *bytes : std::string();
+}
+
+std::string Webp(const Image& image, bool lossless) {
+  uint8_t* out = nullptr;
+  const size_t size =
+      lossless ? WebPEncodeLosslessRGB(image.pixels.data(), image.width, image.height,
+                                       image.width * 3, &out)
+               : WebPEncodeRGB(image.pixels.data(), image.width, image.height, image.width * 3,
+                               80, &out);
+  std::string bytes(reinterpret_cast<const char*>(out), size);
+  WebPFree(out);
+  return bytes;
+}
+
+struct Case {
+  const char* name;
+  std::string bytes;
+  bool refused;
+};
+
+TEST(DecodeMemoryTest, CodecsThatHoldTheWholeImageAreRefusedOverTheBudget) {
+  DecoderOptions options;
+  options.max_decode_bytes = 1 << 20;
+  absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(options);
+  ASSERT_TRUE(decoder.ok()) << decoder.status();
+  const Image big = testing::PhotoLike(512, 512, 3);
+  const Image wide = testing::PhotoLike(550, 500, 3);
+  const Image small = testing::PhotoLike(450, 500, 3);
+  const Case cases[] = {
+      // 3 × 64² blocks × 128 B = 1.5 MiB of coefficients.
+      {"progressive 4:4:4", Jpeg(big, true, ChromaSubsampling::k444), true},
+      // 64² + 2 × 32² blocks × 128 B = 768 KiB.
+      {"progressive 4:2:0", Jpeg(big, true, ChromaSubsampling::k420), false},
+      {"baseline 4:4:4", Jpeg(big, false, ChromaSubsampling::k444), false},
+      {"lossless WebP 550×500", Webp(wide, true), true},    // 1.05 MiB of ARGB.
+      {"lossless WebP 450×500", Webp(small, true), false},  // 0.86 MiB.
+      {"lossy WebP 550×500", Webp(wide, false), false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ASSERT_FALSE(c.bytes.empty());
+    DecodedImage out;
+    const absl::Status s = (*decoder)->Decode(c.bytes, {}, nullptr, &out);
+    const absl::StatusOr<ImageInfo> info = (*decoder)->ReadInfo(c.bytes);
+    if (c.refused) {
+      EXPECT_EQ(ErrorReason(s), reason::kDecodeMemory) << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), "max_decode_mb 1")) << s;
+      EXPECT_EQ(ErrorReason(info.status()), reason::kDecodeMemory) << info.status();
+    } else {
+      EXPECT_TRUE(s.ok()) << s;
+      EXPECT_TRUE(info.ok()) << info.status();
+    }
+  }
+  options.max_decode_bytes = 0;
+  EXPECT_FALSE(Decoder::Create(options).ok());
+}
+
+}  // namespace
+}  // namespace flowloader::decode
