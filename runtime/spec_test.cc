@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -629,6 +630,21 @@ TEST(SpecTest, LoadSpecFileErrorsNameTheFile) {
   WriteFile(dir + "/huge.yaml", std::string((1 << 20) + 1, '#'));
   EXPECT_EQ(std::string(LoadSpecFile(dir + "/huge.yaml").status().message()),
             dir + "/huge.yaml: over 1 MiB, too large for a spec (the wrong file?)");
+}
+
+// README's op-list example (the ```yaml block starting with `stages:`) is a spec that
+// parses, so it cannot drift from the op names and arguments.
+TEST(SpecTest, ReadmeOpListBlockParses) {
+  std::ifstream in("README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t start = readme.find("```yaml\nstages:\n");
+  ASSERT_NE(start, std::string::npos);
+  const size_t body = start + std::string("```yaml\n").size();
+  const std::string block = readme.substr(body, readme.find("```", body) - body);
+  absl::StatusOr<PipelineOptions> o = ParseSpec(block, "", "README.md");
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->stages.size(), 3u);
+  EXPECT_TRUE(absl::StrContains(o->stages[2].args.at("ops"), "trivial_augment_wide()"));
 }
 
 TEST(SpecTest, ExampleSpecsParse) {
