@@ -228,6 +228,12 @@ class DataLoader:
     extras, the batch has an `extras` element after labels: a list, one per row. With
     return_keys, a row's key is its index as text.
 
+    transform: "train" or "eval" (the built-in stages, with image_size and layout), or a
+    flowloader.transforms.Compose (torchvision's classes as a native op list: one view,
+    images a tensor), or a list of them (views view0, view1, ...) or a dict {name:
+    Compose} (images a dict name -> tensor). stages=[{"type": ...}, ...] sets the stages
+    as a spec's stages: does (a transforms item's "ops" may be a Compose).
+
     return_sources=True adds each row's source name (a list of str); return_columns=True
     adds the extra per-sample columns (columns= for tar shards, or a list file's
     #columns:) as {name: [str, or bytes where a value is not valid UTF-8]}.
@@ -312,6 +318,9 @@ class DataLoader:
         self._return_sources = return_sources
         self._return_columns = return_columns
         self._dataset = dataset
+        # The Compose objects stay alive with the loader: a T.Lambda's function is found by
+        # its id whenever the pipeline is made anew (set_epoch, load_state_dict).
+        self._transform = (transform, stages)
         self._core = None
         self._core = self._create_core((0, 0, -1, 0))
         options_now = self._core.options

@@ -1,6 +1,7 @@
 """transforms.Lambda(fn): a Python function in a view's op list (the python_lambda op):
 reproducible for any num_workers, in place or replacing, a raise counted as a skip."""
 
+import gc
 import threading
 
 import numpy as np
@@ -88,3 +89,13 @@ def test_a_raising_lambda_fails_with_on_error_fail(small_data):
 def test_lambda_needs_a_callable():
     with pytest.raises(TypeError, match="callable"):
         T.Lambda(3)
+
+
+def test_the_loader_keeps_its_lambdas_for_a_new_pipeline(small_data):
+    loader = flowloader.DataLoader(small_data, batch_size=8, transform=T.Compose(
+        [T.CenterCrop(8), T.Lambda(lambda image: 255 - image)]))
+    gc.collect()  # The Compose above has no other owner.
+    with loader:
+        loader.set_epoch(1)  # Makes the pipeline anew, finding the Lambda by its id.
+        images, _ = next(iter(loader))
+    assert images.shape == (8, 8, 8, 3)
