@@ -13,11 +13,12 @@ where a comment says otherwise.
 import argparse
 import time
 
+from PIL import Image
+
 import flowloader
 import flowloader.transforms as transforms
-# Upstream: `from PIL import Image` for Image.BICUBIC, and `import utils` for DINO's own
-# GaussianBlur and Solarization (PIL classes). See the differences below.
-BICUBIC = transforms.InterpolationMode.BICUBIC
+# Difference: upstream also has `import utils` for DINO's own GaussianBlur and
+# Solarization (PIL classes); see below.
 
 
 class DataAugmentationDINO(object):
@@ -37,9 +38,7 @@ class DataAugmentationDINO(object):
 
         # first global crop
         self.global_transfo1 = transforms.Compose([
-            # Difference: interpolation=Image.BICUBIC (PIL's constant) is
-            # InterpolationMode.BICUBIC, torchvision's own name for it.
-            transforms.RandomResizedCrop(224, scale=global_crops_scale, interpolation=BICUBIC),
+            transforms.RandomResizedCrop(224, scale=global_crops_scale, interpolation=Image.BICUBIC),
             flip_and_color_jitter,
             # Difference: utils.GaussianBlur(1.0) (PIL ImageFilter.GaussianBlur, radius
             # uniform in [0.1, 2]) is torchvision's GaussianBlur(23, (0.1, 2.0)) under
@@ -49,7 +48,7 @@ class DataAugmentationDINO(object):
         ])
         # second global crop
         self.global_transfo2 = transforms.Compose([
-            transforms.RandomResizedCrop(224, scale=global_crops_scale, interpolation=BICUBIC),
+            transforms.RandomResizedCrop(224, scale=global_crops_scale, interpolation=Image.BICUBIC),
             flip_and_color_jitter,
             transforms.RandomApply([transforms.GaussianBlur(23, (0.1, 2.0))], p=0.1),
             # Difference: utils.Solarization(0.2) (PIL ImageOps.solarize, threshold 128)
@@ -60,7 +59,7 @@ class DataAugmentationDINO(object):
         # transformation for the local small crops
         self.local_crops_number = local_crops_number
         self.local_transfo = transforms.Compose([
-            transforms.RandomResizedCrop(96, scale=local_crops_scale, interpolation=BICUBIC),
+            transforms.RandomResizedCrop(96, scale=local_crops_scale, interpolation=Image.BICUBIC),
             flip_and_color_jitter,
             transforms.RandomApply([transforms.GaussianBlur(23, (0.1, 2.0))], p=0.5),
             normalize,

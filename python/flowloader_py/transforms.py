@@ -59,6 +59,10 @@ class AutoAugmentPolicy(enum.Enum):
 
 
 _INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
+# PIL's resampling constants, which torchvision 0.14 still takes (with a warning) for
+# interpolation: Image.BICUBIC is 3 (DINO writes it so).
+_PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming",
+                1: "lanczos"}
 
 
 def _supported():
@@ -72,8 +76,11 @@ def _refuse(what, why=""):
 
 
 def _interpolation(cls, value):
-    """InterpolationMode (ours or torchvision's) or its name -> the op's word."""
+    """InterpolationMode (ours or torchvision's), its name, or a PIL filter constant ->
+    the op's word."""
     name = getattr(value, "value", value)
+    if isinstance(name, numbers.Integral) and not isinstance(name, bool):
+        name = _PIL_FILTERS.get(int(name), name)
     if isinstance(name, str) and name.lower() in _INTERPOLATIONS:
         return name.lower()
     _refuse(f"{cls}(interpolation={value!r})", "flowloader implements NEAREST, BILINEAR "
@@ -89,7 +96,10 @@ def _size(value):
 
 
 def _seq(value):
-    """A tuple or list as a list (the op text's [a, b]); anything else as it is."""
+    """A tuple, list or array (numpy, torch) as a list (the op text's [a, b]); anything
+    else as it is."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
     return list(value) if isinstance(value, (tuple, list)) else value
 
 

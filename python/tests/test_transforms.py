@@ -18,6 +18,8 @@ CASES = [
                                                interpolation=T.InterpolationMode.BICUBIC)],
      ["random_resized_crop: {size: 24, scale: [0.4, 1.0], interpolation: bicubic}"]),
     ("RandomResizedCrop_defaults", [T.RandomResizedCrop(24)], ["random_resized_crop: {size: 24}"]),
+    ("RandomResizedCrop_PIL_constant", [T.RandomResizedCrop(24, interpolation=3)],
+     ["random_resized_crop: {size: 24, interpolation: bicubic}"]),  # PIL's Image.BICUBIC.
     ("Resize", [T.Resize([20, 24])], ["resize: {size: [20, 24]}"]),
     ("Resize_nearest", [T.Resize(24, interpolation=T.InterpolationMode.NEAREST),
                         T.CenterCrop(24)],
@@ -51,6 +53,9 @@ CASES = [
     ("AutoAugment", [T.AutoAugment(T.AutoAugmentPolicy.IMAGENET)],
      ["auto_augment: {policy: imagenet}"]),
     ("ToTensor_Normalize", [T.ToTensor(), T.Normalize(*IMAGENET)], [NORM_YAML]),
+    ("ToTensor_Normalize_tensors", [T.ToTensor(), T.Normalize(torch.tensor(IMAGENET[0]),
+                                                              torch.tensor(IMAGENET[1]))],
+     ["normalize: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}"]),
     ("ToTensor_alone", [T.ToTensor()], ["normalize: {mean: 0, std: 1}"]),
     ("PILToTensor_ConvertImageDtype", [T.PILToTensor(), T.ConvertImageDtype(torch.float)],
      ["normalize: {mean: 0, std: 1}"]),
@@ -156,6 +161,7 @@ class FiveCrop:  # A torchvision class flowloader does not have (by its name).
     (lambda: T.Compose([T.CenterCrop(32), FiveCrop(24)]), "FiveCrop"),
     (lambda: T.RandomApply([FiveCrop(24)]), "FiveCrop"),
     (lambda: T.Resize(32, interpolation=T.InterpolationMode.LANCZOS), "lanczos"),
+    (lambda: T.Resize(32, interpolation=1), "interpolation=1"),  # PIL's LANCZOS.
     (lambda: T.Resize(32, antialias=False), "antialias=False"),
     (lambda: T.Grayscale(), "num_output_channels=1"),
     (lambda: T.RandomRotation(10, center=(3, 3)), "center=(3, 3)"),
