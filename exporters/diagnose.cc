@@ -252,6 +252,18 @@ std::vector<WorkerLoad> WorkerLoads(const RunSnapshot& run, double wall) {
   return loads;
 }
 
+// CostliestOpNote names the op that costs `s` most ("make transforms_a cheaper: its
+// gaussian_blur takes 61% of it"), or "" for a stage without ops or busy time.
+std::string CostliestOpNote(const StageLoad& s) {
+  const OpLoad* costliest = nullptr;
+  for (const OpLoad& op : s.ops) {
+    if (costliest == nullptr || op.busy_seconds > costliest->busy_seconds) costliest = &op;
+  }
+  if (costliest == nullptr || costliest->busy_seconds <= 0 || s.busy_seconds <= 0) return "";
+  return absl::StrCat("make ", s.name, " cheaper: its ", costliest->name, " takes ",
+                      Percent(OpShare(s, *costliest)), " of it");
+}
+
 // ConsumerBound: the loader keeps up; note workers far more than it needs.
 void ConsumerBound(const WorkerLoad& busiest, const DiagnoseOptions& o, Diagnosis* d) {
   d->bottleneck = "consumer";
@@ -286,6 +298,11 @@ StageKind StageKindFromName(absl::string_view name) {
 double Utilization(const StageLoad& stage, double wall_seconds) {
   if (wall_seconds <= 0 || stage.concurrency <= 0) return 0;
   return stage.busy_seconds / (stage.concurrency * wall_seconds);
+}
+
+double OpShare(const StageLoad& stage, const OpLoad& op) {
+  if (stage.busy_seconds <= 0) return 0;
+  return std::clamp(op.busy_seconds / stage.busy_seconds, 0.0, 1.0);
 }
 
 double GroupUtilization(const RunSnapshot& run, const std::string& group) {
@@ -349,6 +366,12 @@ Diagnosis Diagnose(const RunSnapshot& run, const DiagnoseOptions& options) {
   } else if (d.loader_bound) {
     d.bottleneck = busiest->heaviest.name;
     d.advice = LoaderBoundAdvice(*busiest, d.consumer_wait_share, run, options, !memory.empty());
+    // Saturated workers running an op list: which op to make cheaper (or drop).
+    if (busiest->utilization >= options.saturated &&
+        busiest->heaviest.kind == StageKind::kCompute) {
+      std::string op = CostliestOpNote(busiest->heaviest);
+      if (!op.empty()) d.notes.push_back(std::move(op));
+    }
     std::string fluctuation = FluctuationNote(run, d.wait_cv, options);
     if (!fluctuation.empty()) d.notes.push_back(std::move(fluctuation));
   } else {

@@ -6,6 +6,7 @@
 // the busiest share is the table's, and num_workers far over the CPUs.
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -79,6 +80,33 @@ TEST(DiagnoseTest, StagesSharingWorkersAreJudgedTogetherAndNamedByTheHeaviest) {
                                    "workers would not help: make decode cheaper"));
   EXPECT_THAT(d.notes, ElementsAre("the 2 workers running read+decode+augment are 100% busy: "
                                    "decode 67% + augment 22% + read 11%"));
+}
+
+// WithOps gives `s` op rows taking these shares of its busy time.
+StageLoad WithOps(StageLoad s, std::vector<std::pair<std::string, double>> shares) {
+  for (const auto& [name, share] : shares) s.ops.push_back({name, share * s.busy_seconds, 100});
+  return s;
+}
+
+TEST(DiagnoseTest, SaturatedTransformsNamesItsCostliestOp) {
+  const std::string g = "read+decode+transforms_a";
+  const Diagnosis d = Diagnose(MakeRun(
+      {Grouped("read", 2, 0.05, g), Grouped("decode", 2, 0.30, g),
+       WithOps(Grouped("transforms_a", 2, 0.60, g),
+               {{"random_resized_crop+random_horizontal_flip", 0.20},
+                {"gaussian_blur", 0.61},
+                {"normalize", 0.12}})},
+      0.5));
+  EXPECT_EQ(d.bottleneck, "transforms_a");
+  EXPECT_THAT(d.notes, Contains("make transforms_a cheaper: its gaussian_blur takes 61% of it"));
+}
+
+TEST(DiagnoseTest, OpsAreNotNamedWhenTheirStageIsNotTheLimit) {
+  // The consumer is the bottleneck; and, starving but unsaturated, no op is to blame.
+  const StageLoad t = WithOps(Stage("transforms", 2, 0.5), {{"gaussian_blur", 0.9}});
+  for (const Diagnosis& d : {Diagnose(MakeRun({t}, 0.01)), Diagnose(MakeRun({t}, 0.5))}) {
+    for (const std::string& n : d.notes) EXPECT_THAT(n, Not(HasSubstr("gaussian_blur")));
+  }
 }
 
 TEST(DiagnoseTest, SlowReaderInsideAWorkerGroupIsStillStorage) {

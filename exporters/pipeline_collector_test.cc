@@ -243,6 +243,29 @@ TEST_F(PipelineCollectorTest, EveryFamilyHasSeriesBeforeAnyItem) {
   EXPECT_EQ(collector_.Collect().size(), 25u);
 }
 
+// A stage with op rows (a transforms stage) adds one series per op to two families,
+// labelled by pipeline, stage and op; stages without ops add none.
+TEST_F(PipelineCollectorTest, OpCostsAreLabelledByOp) {
+  auto busy = std::make_shared<std::atomic<int64_t>>(750'000'000);
+  auto applied = std::make_shared<std::atomic<int64_t>>(12);
+  decode_->set_op_costs({{"gaussian_blur", busy, applied},
+                         {"gaussian_blur#2", std::make_shared<std::atomic<int64_t>>(0),
+                          std::make_shared<std::atomic<int64_t>>(0)}});
+  ASSERT_TRUE(collector_.Register(stats_).ok());
+  const Labels blur = {{"pipeline", "p"}, {"stage", "decode"}, {"op", "gaussian_blur"}};
+  EXPECT_DOUBLE_EQ(Counter("flowloader_op_busy_seconds_total", blur), 0.75);
+  EXPECT_EQ(Counter("flowloader_op_applied_total", blur), 12);
+  busy->fetch_add(250'000'000);  // The stage keeps counting after registration.
+  EXPECT_DOUBLE_EQ(Counter("flowloader_op_busy_seconds_total", blur), 1.0);
+  const std::vector<MetricFamily> families = collector_.Collect();
+  const MetricFamily* f = FindFamily(families, "flowloader_op_applied_total");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->type, MetricType::Counter);
+  ASSERT_EQ(f->metric.size(), 2u);  // Only decode's two ops; reader has none.
+  EXPECT_EQ(LabelsOf(f->metric[1]).at("op"), "gaussian_blur#2");
+  EXPECT_EQ(families.size(), 27u);  // EveryFamilyHasSeriesBeforeAnyItem's 25, and these.
+}
+
 TEST_F(PipelineCollectorTest, PipelineCountersAndGauges) {
   ASSERT_TRUE(collector_.Register(stats_).ok());
   stats_->batches = 7;

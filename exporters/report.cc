@@ -33,6 +33,19 @@ uint64_t StageErrors(const StageLoad& s) {
   return n;
 }
 
+// OpsJson is a stage's ", \"ops\": [...]" member, or "" for a stage without ops.
+std::string OpsJson(const StageLoad& s) {
+  if (s.ops.empty()) return "";
+  std::vector<std::string> ops;
+  for (const OpLoad& op : s.ops) {
+    ops.push_back(absl::StrCat("{\"op\": ", JsonString(op.name),
+                               ", \"busy_seconds\": ", JsonFloat(op.busy_seconds),
+                               ", \"share\": ", JsonFloat(OpShare(s, op)),
+                               ", \"applied\": ", op.applied, "}"));
+  }
+  return absl::StrCat(", \"ops\": [", absl::StrJoin(ops, ", "), "]");
+}
+
 std::string DiagnosisJson(const Diagnosis& d) {
   std::vector<std::string> notes;
   for (const std::string& n : d.notes) notes.push_back(JsonString(n));
@@ -89,6 +102,10 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
     load.blocked_seconds = Seconds(s->blocked_nanos.load(std::memory_order_relaxed));
     load.errors = s->Errors();
     load.worker_group = s->worker_group();
+    for (const OpCostRow& row : s->op_costs()) {
+      load.ops.push_back({row.name, Seconds(row.busy_nanos->load(std::memory_order_relaxed)),
+                          static_cast<uint64_t>(row.applied->load(std::memory_order_relaxed))});
+    }
     run.stages.push_back(std::move(load));
   }
   return run;
@@ -126,7 +143,8 @@ std::string SummaryJson(const RunSnapshot& run) {
         JsonString(s.name), ": {\"items\": ", s.items,
         ", \"busy_seconds\": ", JsonFloat(s.busy_seconds),
         ", \"utilization\": ", JsonFloat(Utilization(s, f.wall_seconds)),
-        ", \"concurrency\": ", s.concurrency, ", \"errors\": ", StageErrors(s), "}"));
+        ", \"concurrency\": ", s.concurrency, ", \"errors\": ", StageErrors(s), OpsJson(s),
+        "}"));
   }
   std::vector<std::string> memory_plan;
   for (const auto& [key, bytes] : run.memory_plan) {
@@ -159,6 +177,7 @@ std::string StageTable(const RunSnapshot& run) {
   size_t width = 5;  // "stage"
   for (const StageLoad& s : run.stages) {
     width = std::max({width, s.name.size(), s.worker_group.size()});
+    for (const OpLoad& op : s.ops) width = std::max(width, 2 + op.name.size());
   }
   const int w = static_cast<int>(width);
   std::string out = absl::StrFormat("%-*s %7s %10s %9s %5s %7s\n", w, "stage", "workers",
@@ -167,6 +186,10 @@ std::string StageTable(const RunSnapshot& run) {
     const StageLoad& s = run.stages[i];
     absl::StrAppendFormat(&out, "%-*s %7d %10d %9.2f %4.0f%% %7d\n", w, s.name, s.concurrency,
                           s.items, s.busy_seconds, 100 * Utilization(s, wall), StageErrors(s));
+    for (const OpLoad& op : s.ops) {  // Indented under their stage; % of the stage's busy.
+      absl::StrAppendFormat(&out, "  %-*s %7s %10d %9.2f %4.0f%% of stage\n", w - 2, op.name,
+                            "", op.applied, op.busy_seconds, 100 * OpShare(s, op));
+    }
     const bool ends_group = !s.worker_group.empty() &&
                             (i + 1 == run.stages.size() ||
                              run.stages[i + 1].worker_group != s.worker_group);

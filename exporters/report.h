@@ -10,7 +10,8 @@
 //     verdict, say so;
 //   - consumer starving + saturated workers → more workers while under the usable CPUs,
 //     else the CPUs are the limit; a saturated serial stage (fixed at 1 worker whatever
-//     num_workers) → make it cheaper; a saturated reader → storage;
+//     num_workers) → make it cheaper; a saturated reader → storage; a saturated stage
+//     with ops (transforms) → a note naming its costliest op and that op's share;
 //   - consumer starving, nothing saturated → more prefetch only when the source waited
 //     for free batch buffers and prefetch is under a cap, else `flowloader tune`;
 //   - the consumer's per-batch wait fluctuating (CV > 0.5) → a note naming the usual
@@ -72,6 +73,14 @@ enum class ConcurrencySource {
   kFixed,       // Set by the graph (source, collate, upload) or by the stage's spec.
 };
 
+// OpLoad is one op's totals over the run (a transforms stage's op, or its fused head:
+// StageStats::op_costs).
+struct OpLoad {
+  std::string name;
+  double busy_seconds = 0;  // Summed over threads; part of its stage's busy_seconds.
+  uint64_t applied = 0;     // Samples the op ran on (fewer than items when its p < 1).
+};
+
 // StageLoad is one stage's totals over the run.
 struct StageLoad {
   std::string name;
@@ -85,7 +94,12 @@ struct StageLoad {
   // worker_group: stages with the same non-empty group share one set of workers (one
   // graph node), so their busy times add up against one concurrency × wall.
   std::string worker_group;
+  // The stage's ops, in run order; empty for a stage without per-op counters.
+  std::vector<OpLoad> ops;
 };
+
+// OpShare is `op`'s share of `stage`'s busy time, in [0, 1] (0 when the stage was idle).
+double OpShare(const StageLoad& stage, const OpLoad& op);
 
 // RunSnapshot is everything a report reads: counters copied at one moment, and facts.
 struct RunSnapshot {
@@ -192,7 +206,9 @@ std::string OversubscribedWorkers(const RunFacts& facts, const DiagnoseOptions& 
 //    "images_per_second": float, "skipped": int, "errors": {"<reason>": int},
 //    "num_workers": int, "batch_size": int,
 //    "stages": {"<stage>": {"items": int, "busy_seconds": float, "utilization": float,
-//                           "concurrency": int, "errors": int}},
+//                           "concurrency": int, "errors": int,
+//                           "ops": [{"op": str, "busy_seconds": float,   (only for a stage
+//                                    "share": float, "applied": int}]}}, with op rows)
 //    "consumer_wait_seconds": float, "bottleneck": str,
 //    "diagnosis": {"bottleneck": str, "busiest_stage": str, "busiest_utilization": float,
 //                  "consumer_wait_share": float, "loader_bound": bool, "too_short": bool,
@@ -207,10 +223,12 @@ std::string SummaryJson(const RunSnapshot& run);
 std::string SummaryJson(const PipelineStats& stats, const RunFacts& facts);
 
 // StageTable renders a header, one aligned line per stage (stage, workers, items, busy
-// seconds, busy share of the stage's worker time, errors), after each worker group's
-// last stage a line for the group (named "a+b+c": summed busy, GroupUtilization), and
-// a footer line with the consumer's wait and the bottleneck; lines end in '\n'. The advice sentence is not
-// included: print Diagnose(run).advice where you want it.
+// seconds, busy share of the stage's worker time, errors), under a stage with ops one
+// indented line per op (its name, the samples it ran on, its busy seconds and its share
+// of the stage's busy seconds, marked "of stage"), after each worker group's last stage
+// a line for the group (named "a+b+c": summed busy, GroupUtilization), and a footer line
+// with the consumer's wait and the bottleneck; lines end in '\n'. The advice sentence is
+// not included: print Diagnose(run).advice where you want it.
 std::string StageTable(const RunSnapshot& run);
 std::string StageTable(const PipelineStats& stats, const RunFacts& facts);
 

@@ -2,6 +2,8 @@
 // the schema), Snapshot, and StageTable.
 #include "exporters/report.h"
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -87,6 +89,24 @@ std::shared_ptr<PipelineStats> TenSecondRun() {
 const RunFacts kFacts = {/*wall_seconds=*/10, /*epochs=*/1, /*num_workers=*/2,
                          /*batch_size=*/64, /*cores_available=*/2};
 
+OpCostRow OpRow(const std::string& name, int64_t busy_nanos, int64_t applied) {
+  return {name, std::make_shared<std::atomic<int64_t>>(busy_nanos),
+          std::make_shared<std::atomic<int64_t>>(applied)};
+}
+
+// WithTransforms adds a transforms stage, busy 10 s on 2 workers, with three ops; its
+// gaussian_blur (p=0.5) takes 61% of it.
+std::shared_ptr<PipelineStats> WithTransforms() {
+  auto stats = TenSecondRun();
+  StageStats* t = stats->AddStage("transforms", 2);
+  t->items_out = 960;
+  t->busy_nanos = 10'000'000'000;
+  t->set_op_costs({OpRow("random_resized_crop", 2'000'000'000, 960),
+                   OpRow("gaussian_blur", 6'100'000'000, 480),
+                   OpRow("normalize", 1'000'000'000, 960)});
+  return stats;
+}
+
 TEST(SummaryJsonTest, ParsesBackWithTheDocumentedSchema) {
   const std::string json = SummaryJson(*TenSecondRun(), kFacts);
   EXPECT_EQ(ParseWithPython(json),
@@ -103,6 +123,21 @@ TEST(SummaryJsonTest, StartsWithTheSchemaKeysInOrder) {
                         "{\"not_found\": 2, \"truncated\": 30}, \"num_workers\": 2, "
                         "\"batch_size\": 64, \"stages\": {\"reader\": {\"items\": 1000, "
                         "\"busy_seconds\": 3.0, \"utilization\": 0.3"));
+}
+
+TEST(SummaryJsonTest, AStageWithOpsListsThemWithTheirShares) {
+  const std::string json = SummaryJson(*WithTransforms(), kFacts);
+  EXPECT_THAT(json, HasSubstr("\"transforms\": {\"items\": 960, \"busy_seconds\": 10.0, "
+                              "\"utilization\": 0.5, \"concurrency\": 2, \"errors\": 0, "
+                              "\"ops\": [{\"op\": \"random_resized_crop\", "
+                              "\"busy_seconds\": 2.0, \"share\": 0.2, \"applied\": 960}, "
+                              "{\"op\": \"gaussian_blur\", \"busy_seconds\": 6.1, "
+                              "\"share\": 0.61, \"applied\": 480}, {\"op\": \"normalize\""))
+      << json;
+  EXPECT_THAT(json, HasSubstr("\"decode\": {\"items\": 970, \"busy_seconds\": 19.0, "
+                              "\"utilization\": 0.95, \"concurrency\": 2, \"errors\": 31}"))
+      << "a stage without ops has no \"ops\" key";
+  EXPECT_NE(ParseWithPython(json), "");
 }
 
 TEST(SummaryJsonTest, CountsSamplesPerSource) {
@@ -148,6 +183,17 @@ TEST(SnapshotTest, CopiesCountersAndGuessesKinds) {
   EXPECT_DOUBLE_EQ(Utilization(run.stages[1], 10), 0.95);
 }
 
+TEST(SnapshotTest, CopiesOpCostsInRunOrder) {
+  const RunSnapshot run = Snapshot(*WithTransforms(), kFacts);
+  ASSERT_EQ(run.stages.size(), 3u);
+  EXPECT_TRUE(run.stages[1].ops.empty());
+  ASSERT_EQ(run.stages[2].ops.size(), 3u);
+  EXPECT_EQ(run.stages[2].ops[1].name, "gaussian_blur");
+  EXPECT_DOUBLE_EQ(run.stages[2].ops[1].busy_seconds, 6.1);
+  EXPECT_EQ(run.stages[2].ops[1].applied, 480u);
+  EXPECT_DOUBLE_EQ(OpShare(run.stages[2], run.stages[2].ops[1]), 0.61);
+}
+
 TEST(SnapshotTest, CopiesTheWaitSpreadAndWhatSetsConcurrency) {
   auto stats = TenSecondRun();
   stats->Stage("decode")->set_follows_num_workers(true);
@@ -190,6 +236,18 @@ TEST(StageTableTest, OneAlignedRowPerStageAndAVerdict) {
   EXPECT_EQ(lines[1], "reader       1       1000      3.00   30%       1");
   EXPECT_EQ(lines[2], "decode       2        970     19.00   95%      31");
   EXPECT_EQ(lines[3], "consumer waited 4.00 s of 10.00 s (40%); bottleneck: decode");
+}
+
+TEST(StageTableTest, OpsAreIndentedUnderTheirStageWithTheirShare) {
+  const std::string table = StageTable(*WithTransforms(), kFacts);
+  std::vector<std::string> lines = absl::StrSplit(table, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 8u) << table;  // Header, 3 stages, 3 ops, footer.
+  // The name column widens to the indented op names.
+  EXPECT_EQ(lines[0], "stage                 workers      items    busy_s busy%  errors");
+  EXPECT_EQ(lines[3], "transforms                  2        960     10.00   50%       0");
+  EXPECT_EQ(lines[4], "  random_resized_crop                960      2.00   20% of stage");
+  EXPECT_EQ(lines[5], "  gaussian_blur                      480      6.10   61% of stage");
+  EXPECT_EQ(lines[6], "  normalize                          960      1.00   10% of stage");
 }
 
 TEST(StageTableTest, EmptyPipelineStillRenders) {

@@ -27,17 +27,27 @@ std::string ChromeTraceJson(const PipelineStats& stats) {
   bool first = true;
   for (const TraceBuffer::Span& s : spans) {
     const bool consumer = s.stage < 0 || s.stage >= static_cast<int32_t>(stats.stages().size());
-    const std::string name = consumer ? "consumer wait" : stats.stages()[s.stage]->name();
+    const StageStats* stage = consumer ? nullptr : stats.stages()[s.stage].get();
+    // An op's span (a row of its stage's op_costs) nests inside the stage's span: same
+    // thread, within its times, so the viewers draw it one level down.
+    const bool op = stage != nullptr && s.op >= 0 &&
+                    s.op < static_cast<int32_t>(stage->op_costs().size());
+    const std::string name = consumer ? "consumer wait"
+                             : op     ? stage->op_costs()[s.op].name
+                                      : stage->name();
+    const std::string args = op ? absl::StrFormat("{\"item\": %d, \"stage\": %s}", s.item,
+                                                  JsonString(stage->name()))
+                                : absl::StrFormat("{\"item\": %d}", s.item);
     // The consumer gets its own row (tid 0): its waits overlap the workers' spans.
     const uint32_t tid = consumer ? 0 : s.thread;
     threads.insert(tid);
     absl::StrAppend(&out, first ? "" : ",\n",
                     absl::StrFormat("{\"name\": %s, \"cat\": \"%s\", \"ph\": \"X\", \"pid\": 1, "
                                     "\"tid\": %u, \"ts\": %.3f, \"dur\": %.3f, "
-                                    "\"args\": {\"item\": %d}}",
-                                    JsonString(name), consumer ? "consumer" : "stage", tid,
-                                    (s.start_nanos - origin) / 1e3, s.duration_nanos / 1e3,
-                                    s.item));
+                                    "\"args\": %s}",
+                                    JsonString(name), consumer ? "consumer" : op ? "op" : "stage",
+                                    tid, (s.start_nanos - origin) / 1e3, s.duration_nanos / 1e3,
+                                    args));
     first = false;
   }
   for (uint32_t tid : threads) {

@@ -267,6 +267,7 @@ void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStag
       groups_.back().gate.reset();  // A fixed-concurrency stage shares the node: no gate.
     }
     runner.stats = stats_->AddStage(name, runner.concurrency);
+    runner.stats->set_op_costs(runner.stage->OpCosts());  // Per-op rows (transforms).
     runner.trace_index = static_cast<int32_t>(stats_->stages().size()) - 1;
     previous = name;
   }
@@ -580,6 +581,10 @@ void PipelineGraph::Impl::RunStage(StageRunner& runner, SampleContext* s) {
   StageStats& st = *runner.stats;
   st.items_in.fetch_add(1, std::memory_order_relaxed);
   st.in_flight.fetch_add(1, std::memory_order_relaxed);
+  if (stats_->trace != nullptr) {  // Lets the stage nest its ops' spans in its own.
+    s->trace = stats_->trace.get();
+    s->trace_stage = runner.trace_index;
+  }
   const int64_t t0 = NowNanos();
   absl::Status status;
   try {

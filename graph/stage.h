@@ -23,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "graph/stage_stats.h"
 #include "stages/augment/transform.h"
 #include "stages/collate/batch.h"
 #include "stages/core/memory_plan.h"
@@ -78,6 +79,12 @@ struct SampleContext {
   // owner is the graph's batch record this sample belongs to (opaque to stages).
   void* owner = nullptr;
 
+  // When the pipeline is traced, the graph sets these before each stage's Process so a
+  // stage can record spans of its parts (its OpCosts() rows) inside its own span:
+  // trace->Record(trace_stage, start, duration, index, row). Null when not traced.
+  TraceBuffer* trace = nullptr;
+  int32_t trace_stage = -1;
+
   // Rng returns this sample's random stream `stream` (deterministic in seed/epoch/index).
   SampleRng Rng(uint64_t stream) const { return SampleRng(seed, epoch, index, stream); }
   const std::string& key() const { return source->key; }
@@ -92,6 +99,10 @@ class SampleStage {
   // BytesProduced is what the stage made for `sample` after a successful Process (for
   // the bytes metric): read counts file bytes, decode pixels, augment the output tensor.
   virtual size_t BytesProduced(const SampleContext& sample) const { return 0; }
+  // OpCosts lists the parts of the stage's work it counts on its own (a transforms
+  // stage's ops), with counters it updates while processing: the stage table, metrics
+  // and trace show them under the stage. Called once, when the graph is built.
+  virtual std::vector<OpCostRow> OpCosts() const { return {}; }
 };
 
 enum class OptionType { kInt, kFloat, kBool, kString };

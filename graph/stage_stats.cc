@@ -58,13 +58,13 @@ uint64_t StageStats::TotalErrors() const {
 }
 
 void TraceBuffer::Record(int32_t stage, int64_t start_nanos, int64_t duration_nanos,
-                         int64_t item) {
+                         int64_t item, int32_t op) {
   if (next_.load(std::memory_order_relaxed) >= spans_.size()) return;  // Window is over.
   const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
   if (i >= spans_.size()) return;
   static std::atomic<uint32_t> thread_counter{0};
   thread_local const uint32_t thread = thread_counter.fetch_add(1) + 1;
-  spans_[i] = Span{stage, thread, start_nanos, duration_nanos, item};
+  spans_[i] = Span{stage, thread, start_nanos, duration_nanos, item, op};
   done_.fetch_add(1, std::memory_order_release);
 }
 

@@ -69,6 +69,16 @@ class WaitSpread {
   std::atomic<uint64_t> sum_squared_micros_{0};
 };
 
+// OpCostRow is one part of a stage's work counted on its own: an op of a `transforms`
+// stage's list, or the fused head that runs several ops in one pass (named "a+b+c").
+// The stage updates the counters on its hot path (relaxed adds); the pointers share
+// ownership of them with the stage, so a report may outlive the stage that counted.
+struct OpCostRow {
+  std::string name;  // The op, unique within its stage ("color_jitter#2" for a repeat).
+  std::shared_ptr<const std::atomic<int64_t>> busy_nanos;  // Summed over threads.
+  std::shared_ptr<const std::atomic<int64_t>> applied;     // Samples the op changed.
+};
+
 // StageStats is one stage's counters.
 class StageStats {
  public:
@@ -88,6 +98,10 @@ class StageStats {
   // serial stages (source, collate, upload). Set while building.
   bool follows_num_workers() const { return follows_num_workers_; }
   void set_follows_num_workers(bool follows) { follows_num_workers_ = follows; }
+  // op_costs are the stage's parts with their own counters (SampleStage::OpCosts), in
+  // run order; empty for a stage without parts. Set while building.
+  const std::vector<OpCostRow>& op_costs() const { return op_costs_; }
+  void set_op_costs(std::vector<OpCostRow> rows) { op_costs_ = std::move(rows); }
 
   std::atomic<uint64_t> items_in{0};
   std::atomic<uint64_t> items_out{0};
@@ -107,6 +121,7 @@ class StageStats {
   const int concurrency_;
   std::string worker_group_;
   bool follows_num_workers_ = false;
+  std::vector<OpCostRow> op_costs_;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> errors_ ABSL_GUARDED_BY(mu_);
 };
@@ -132,10 +147,13 @@ class TraceBuffer {
     int64_t start_nanos = 0;  // steady_clock.
     int64_t duration_nanos = 0;
     int64_t item = 0;      // Sample index, or batch sequence for batch stages.
+    int32_t op = -1;       // Index into the stage's op_costs() for an op's span, or -1.
   };
   explicit TraceBuffer(size_t capacity) : spans_(capacity) {}
 
-  void Record(int32_t stage, int64_t start_nanos, int64_t duration_nanos, int64_t item);
+  // op >= 0 records one op's span inside the stage's (the stage's op_costs()[op]).
+  void Record(int32_t stage, int64_t start_nanos, int64_t duration_nanos, int64_t item,
+              int32_t op = -1);
   // Spans returns the recorded spans (call after the pipeline stopped, or accept that the
   // last few may be half-written).
   std::vector<Span> Spans() const;

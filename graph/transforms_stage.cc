@@ -1,6 +1,9 @@
 // transforms_stage.cc: the `transforms` stage type: one view's op list (torchvision's
 // Compose, stages/augment/ops/view_program.h) per batch tensor it writes.
+#include <atomic>
+#include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,18 +20,47 @@ namespace {
 constexpr char kDefaultOps[] =
     "random_resized_crop(size=224); random_horizontal_flip(); normalize()";
 
+// CostRows maps each op position of `program` to its row in the stage's OpCosts(): the
+// head's ops share row 0 (one pass, one counter); the ops after it get a row each.
+std::vector<int32_t> CostRows(const augment::ViewProgram& program) {
+  std::vector<int32_t> rows(program.size(), 0);
+  int32_t row = 0;
+  for (size_t i = program.cost_span(0); i < program.size(); ++i) rows[i] = ++row;
+  return rows;
+}
+
+// TraceOps records each op the program ran as a span inside the stage's span.
+class TraceOps : public augment::OpObserver {
+ public:
+  TraceOps(const SampleContext& sample, const std::vector<int32_t>& rows)
+      : sample_(sample), rows_(rows) {}
+  void OpRan(size_t op, int64_t start_nanos, int64_t duration_nanos) const override {
+    sample_.trace->Record(sample_.trace_stage, start_nanos, duration_nanos, sample_.index,
+                          rows_[op]);
+  }
+
+ private:
+  const SampleContext& sample_;
+  const std::vector<int32_t>& rows_;
+};
+
 // TransformsStage runs its program once per view it is bound to; view v's head draws from
 // ViewStream(v), as augment's view v does, so the same list gives the same pixels.
 class TransformsStage : public SampleStage {
  public:
   TransformsStage(std::shared_ptr<const augment::ViewProgram> program, std::vector<int> views,
                   bool frees_image)
-      : program_(std::move(program)), views_(std::move(views)), frees_image_(frees_image) {}
+      : program_(std::move(program)),
+        views_(std::move(views)),
+        frees_image_(frees_image),
+        rows_(CostRows(*program_)) {}
 
   absl::Status Process(SampleContext& sample) const override {
     absl::Status status;
     const augment::ViewProgram::SampleKey key{sample.seed, static_cast<uint64_t>(sample.epoch),
                                               static_cast<uint64_t>(sample.index)};
+    const TraceOps trace_ops(sample, rows_);
+    const augment::OpObserver* observer = sample.trace != nullptr ? &trace_ops : nullptr;
     for (int view : views_) {
       const augment::CropPlan* plan = sample.planned[view] ? &sample.plans[view] : nullptr;
       if (plan == nullptr && program_->head() != nullptr) {
@@ -38,7 +70,7 @@ class TransformsStage : public SampleStage {
                   static_cast<double>(sample.decoded.image.height)};
       }
       status = program_->Run(sample.decoded, plan, key, ViewStream(view),
-                             sample.outputs[view].data);
+                             sample.outputs[view].data, observer);
       if (!status.ok()) break;
     }
     if (frees_image_) graph_internal::GiveBack(sample.decoded.image.pixels);
@@ -50,10 +82,33 @@ class TransformsStage : public SampleStage {
     return bytes;
   }
 
+  // OpCosts: one row per op, named by the op, the head's fused ops as one row
+  // ("random_resized_crop+random_horizontal_flip+normalize"), a repeated name numbered
+  // from its second use ("color_jitter#2"). The views of a stage bound to several share
+  // one program, so each row sums that op over all of them (they run the same list).
+  std::vector<OpCostRow> OpCosts() const override {
+    std::vector<OpCostRow> rows;
+    std::map<std::string, int> uses;
+    for (size_t i = 0; i < program_->size(); i += program_->cost_span(i)) {
+      std::string name = program_->op_name(i);
+      for (size_t j = 1; j < program_->cost_span(i); ++j) {
+        absl::StrAppend(&name, "+", program_->op_name(i + j));
+      }
+      if (const int n = ++uses[name]; n > 1) absl::StrAppend(&name, "#", n);
+      // Aliasing pointers: they own the program, so the counters outlive the stage.
+      const augment::OpCost& cost = program_->cost(i);
+      rows.push_back({std::move(name),
+                      std::shared_ptr<const std::atomic<int64_t>>(program_, &cost.busy_ns),
+                      std::shared_ptr<const std::atomic<int64_t>>(program_, &cost.runs)});
+    }
+    return rows;
+  }
+
  private:
   std::shared_ptr<const augment::ViewProgram> program_;
   const std::vector<int> views_;
   const bool frees_image_;
+  const std::vector<int32_t> rows_;  // CostRows(*program_).
 };
 
 StageSchema TransformsSchema() {

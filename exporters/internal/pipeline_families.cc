@@ -34,6 +34,8 @@ enum Family : int {
   kStageConcurrency,
   kStageErrors,
   kStageLatency,
+  kOpBusy,
+  kOpApplied,
   kBatches,
   kSamples,
   kSkipped,
@@ -86,6 +88,12 @@ constexpr FamilySpec kSpecs[] = {
      "Items the stage failed, by reason."},
     {kStageLatency, "flowloader_stage_latency_seconds", MetricType::Histogram,
      "Seconds one item spent in the stage's body."},
+    {kOpBusy, "flowloader_op_busy_seconds_total", MetricType::Counter,
+     "Seconds one op of a stage's op list spent working, summed over workers; part of the "
+     "stage's busy seconds (a fused head's ops are one op named a+b+c)."},
+    {kOpApplied, "flowloader_op_applied_total", MetricType::Counter,
+     "Samples one op of a stage's op list ran on (fewer than the stage's items when the "
+     "op's p is under 1)."},
     {kBatches, "flowloader_batches_total", MetricType::Counter,
      "Batches delivered to the consumer."},
     {kSamples, "flowloader_samples_total", MetricType::Counter,
@@ -206,6 +214,14 @@ void AppendStages(const PipelineStats& stats, double uptime_seconds, MonotonicSt
     AddGauge(&f[kStageConcurrency], labels, s.concurrency());
     AddErrors(pipeline, s, &f[kStageErrors]);
     AddLatency(&f[kStageLatency], labels, s.latency.Read());
+    for (const OpCostRow& op : s.op_costs()) {
+      const std::vector<ClientMetric::Label> op_labels = {
+          {"pipeline", pipeline}, {"stage", s.name()}, {"op", op.name}};
+      AddCounter(&f[kOpBusy], op_labels,
+                 Seconds(op.busy_nanos->load(std::memory_order_relaxed)));
+      AddCounter(&f[kOpApplied], op_labels,
+                 static_cast<double>(op.applied->load(std::memory_order_relaxed)));
+    }
   }
 }
 

@@ -76,6 +76,7 @@ class DashboardTest(unittest.TestCase):
             "histogram_quantile(0.99, sum by (stage, le) "
             "(rate(flowloader_stage_latency_seconds_bucket",
             "flowloader_autotune_value", "flowloader_autotune_decisions_total",
+            "sum by (stage, op) (rate(flowloader_op_busy_seconds_total",  # per-op cost
         ]:
             self.assertIn(needle, exprs)
 

@@ -15,7 +15,8 @@ for family in \
     flowloader_stage_bytes_total flowloader_stage_busy_seconds_total \
     flowloader_stage_idle_seconds_total flowloader_stage_blocked_seconds_total \
     flowloader_stage_in_flight flowloader_stage_concurrency flowloader_stage_errors_total \
-    flowloader_stage_latency_seconds flowloader_batches_total flowloader_samples_total \
+    flowloader_stage_latency_seconds flowloader_op_busy_seconds_total \
+    flowloader_op_applied_total flowloader_batches_total flowloader_samples_total \
     flowloader_samples_skipped_total flowloader_epoch flowloader_consumer_wait_seconds_total \
     flowloader_start_time_seconds flowloader_uptime_seconds \
     flowloader_last_batch_timestamp_seconds flowloader_host_bytes_in_flight \
@@ -42,6 +43,14 @@ for series in 'flowloader_autotune_value{pipeline="train",knob="num_workers"} 2'
     'flowloader_autotune_decisions_total{pipeline="train",knob="num_workers",direction="up"} 1'; do
   if ! grep -qxF "${series}" "$out"; then
     echo "FAIL: no ${series} in the scrape" >&2
+    exit 1
+  fi
+done
+# Per-op cost: the augment stage's ops, labelled by pipeline, stage and op.
+for series in 'flowloader_op_busy_seconds_total{pipeline="train",stage="augment",op="color_jitter"} ' \
+    'flowloader_op_applied_total{pipeline="train",stage="augment",op="normalize"} '; do
+  if ! grep -qF "${series}" "$out"; then
+    echo "FAIL: no ${series}in the scrape" >&2
     exit 1
   fi
 done

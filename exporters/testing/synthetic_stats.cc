@@ -2,8 +2,11 @@
 #include "exporters/testing/synthetic_stats.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/time/clock.h"
 
@@ -32,6 +35,34 @@ void Work(StageStats* s, uint64_t items_in, uint64_t items_out, int64_t bytes_pe
   for (uint64_t i = 0; i < items_in; ++i) s->latency.Observe(per_item);
 }
 
+// kAugmentOps are the synthetic augment stage's ops and their shares of its busy time.
+constexpr struct {
+  const char* name;
+  double share;
+} kAugmentOps[] = {{"random_resized_crop", 0.50}, {"color_jitter", 0.35}, {"normalize", 0.10}};
+
+// AddAugmentOps gives `augment` op rows, as a transforms stage's OpCosts() would.
+void AddAugmentOps(StageStats* augment) {
+  std::vector<OpCostRow> rows;
+  for (const auto& op : kAugmentOps) {
+    rows.push_back({op.name, std::make_shared<std::atomic<int64_t>>(0),
+                    std::make_shared<std::atomic<int64_t>>(0)});
+  }
+  augment->set_op_costs(std::move(rows));
+}
+
+// WorkOps adds `items` applications and their share of `busy_seconds` to each op row.
+// The synthetic pipeline plays the stage that owns these counters, hence the casts.
+void WorkOps(StageStats* augment, uint64_t items, double busy_seconds) {
+  const std::vector<OpCostRow>& rows = augment->op_costs();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const_cast<std::atomic<int64_t>*>(rows[i].busy_nanos.get())
+        ->fetch_add(Nanos(kAugmentOps[i].share * busy_seconds), std::memory_order_relaxed);
+    const_cast<std::atomic<int64_t>*>(rows[i].applied.get())
+        ->fetch_add(static_cast<int64_t>(items), std::memory_order_relaxed);
+  }
+}
+
 void SetBuildInfo(PipelineStats* stats) {
   stats->build_info = {{"version", "0.1.0-synthetic"}, {"compiler", "gcc"}, {"cuda", "none"}};
 }
@@ -42,7 +73,7 @@ std::shared_ptr<PipelineStats> MakeTrainStats(absl::string_view name, absl::Time
   auto stats = std::make_shared<PipelineStats>(std::string(name));
   stats->AddStage("reader", 1);
   stats->AddStage("decode", 2);
-  stats->AddStage("augment", 2);
+  AddAugmentOps(stats->AddStage("augment", 2));
   stats->AddStage("collate", 1);
   stats->AddStage("upload", 1);
   stats->AddEdge("reader", "decode", kEdgeCapacity);
@@ -76,6 +107,7 @@ void AdvanceTrain(PipelineStats& stats, int samples, double seconds, absl::Time 
   decode->blocked_nanos.fetch_add(Nanos(2 * 0.02 * seconds), std::memory_order_relaxed);
   for (uint64_t i = 0; i < errors; ++i) decode->CountError("truncated");
   Work(stats.Stage("augment"), good, good, kCroppedBytes, 2 * 0.55 * seconds);
+  WorkOps(stats.Stage("augment"), good, 2 * 0.55 * seconds);
   Work(stats.Stage("collate"), good, good, kCroppedBytes, 0.20 * seconds);
   Work(stats.Stage("upload"), good, good, kCroppedBytes, 0.10 * seconds);
   decode->in_flight.store(2, std::memory_order_relaxed);

@@ -36,7 +36,8 @@ inline constexpr double kTrainConsumerWaitShare = 0.75;
 inline constexpr double kTrainDecodeUtilization = 0.95;    // On 2 workers: the bottleneck.
 
 // MakeTrainStats builds reader(1) → decode(2) → augment(2) → collate(1) → upload(1),
-// with the edges between them, started at `start`.
+// with the edges between them, started at `start`; augment has three op rows
+// (random_resized_crop, color_jitter, normalize: 50%, 35% and 10% of its busy time).
 std::shared_ptr<PipelineStats> MakeTrainStats(absl::string_view name, absl::Time start);
 
 // AdvanceTrain simulates `samples` more samples taking `seconds` of wall time, ending

@@ -59,6 +59,12 @@ int main(int argc, char** argv) {
   o.prefetch_batches = fl::PipelineOptions::kAuto;
   o.epochs = 0;
   o.device = fl::DeviceChoice::kCpu;
+  // The train recipe as an op list with a pass after its head, so the per-op panel has
+  // several ops to show: read → decode → transforms.
+  o.stages = {fl::StageSpec{"read"}, fl::StageSpec{"decode"},
+              fl::StageSpec{"transforms", "",
+                            {{"ops", "random_resized_crop(size=72); random_horizontal_flip(); "
+                                     "center_crop(size=64); normalize()"}}}};
   auto pipeline = fl::Pipeline::Create(o);
   if (!pipeline.ok()) {
     std::fprintf(stderr, "real_pipeline_server: %s\n", std::string(pipeline.status().message()).c_str());

@@ -231,7 +231,8 @@ size_t ViewProgram::output_bytes() const {
 }
 
 absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
-                                      size_t end, OpImage& image) const {
+                                      size_t end, OpImage& image,
+                                      const OpObserver* observer) const {
   for (size_t i = begin; i < end; ++i) {
     const Op& op = *ops_[i];
     const int64_t start = NowNanos();
@@ -252,6 +253,10 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
         return out;
       }
       costs_[i].runs.fetch_add(1, std::memory_order_relaxed);
+      const int64_t took = NowNanos() - start;
+      costs_[i].busy_ns.fetch_add(took, std::memory_order_relaxed);
+      if (observer != nullptr) observer->OpRan(i, start, took);
+      continue;
     }
     costs_[i].busy_ns.fetch_add(NowNanos() - start, std::memory_order_relaxed);
   }
@@ -259,7 +264,8 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
 }
 
 absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPlan* plan,
-                              const SampleKey& key, uint64_t view_stream, void* dst) const {
+                              const SampleKey& key, uint64_t view_stream, void* dst,
+                              const OpObserver* observer) const {
   WorkingImages& work = ThreadWorkingImages();
   OpImage image;
   image.rgb = &work.rgb;
@@ -281,8 +287,10 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
     }
     if (absl::Status s = head_->Apply(decoded, *plan, head_dst); !s.ok()) return s;
     next = head_ops_ + (fused_ ? 1 : 0);
-    costs_[0].busy_ns.fetch_add(NowNanos() - start, std::memory_order_relaxed);
+    const int64_t took = NowNanos() - start;
+    costs_[0].busy_ns.fetch_add(took, std::memory_order_relaxed);
     costs_[0].runs.fetch_add(1, std::memory_order_relaxed);
+    if (observer != nullptr) observer->OpRan(0, start, took);
   } else if (absl::Status s = CopyWholeImage(decoded, &work.rgb); !s.ok()) {
     return s;
   }
@@ -293,9 +301,8 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
   if (!fused_) {
     const size_t pixel_end = normalize_index_ >= 0 ? static_cast<size_t>(normalize_index_) + 1
                                                    : ops_.size();
-    if (absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image); !s.ok()) {
-      return s;
-    }
+    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, observer);
+    if (!s.ok()) return s;
     next = pixel_end;
     if (normalize_index_ < 0) {  // A uint8 view: its pixels are the batch tensor.
       if (work.rgb.width != output_size_.width || work.rgb.height != output_size_.height) {
@@ -307,7 +314,7 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
       return absl::OkStatus();
     }
   }
-  return RunPixelOps(key, view_stream, next, ops_.size(), image);
+  return RunPixelOps(key, view_stream, next, ops_.size(), image, observer);
 }
 
 }  // namespace flowloader::augment

@@ -64,6 +64,14 @@ struct OpCost {
   std::atomic<int64_t> runs{0};
 };
 
+// OpObserver, given to ViewProgram::Run, hears of every op applied to the sample (for
+// a trace): its position (0 for the head, which covers cost_span(0) ops) and its times.
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void OpRan(size_t op, int64_t start_nanos, int64_t duration_nanos) const = 0;
+};
+
 class ViewProgram {
  public:
   // Create checks the list: every op known and its arguments valid; pixel ops before
@@ -94,20 +102,27 @@ class ViewProgram {
     uint64_t epoch = 0;
     uint64_t index = 0;
   };
+  // `observer`, when not null, hears of each op applied (see OpObserver).
   absl::Status Run(const decode::DecodedImage& decoded, const CropPlan* plan,
-                   const SampleKey& key, uint64_t view_stream, void* dst) const;
+                   const SampleKey& key, uint64_t view_stream, void* dst,
+                   const OpObserver* observer = nullptr) const;
 
   // The ops, in order (a head counts as its first op), their names and their costs.
   size_t size() const { return ops_.size(); }
   const std::string& op_name(size_t i) const { return ops_[i]->name(); }
   const OpCost& cost(size_t i) const { return costs_[i]; }
+  // cost_span is how many ops cost(i) covers: the head's ops (with normalize when fused)
+  // for op 0 of a list with a head, else 1. The ops it absorbs count nothing themselves.
+  size_t cost_span(size_t i) const {
+    return i == 0 && head_ != nullptr ? head_ops_ + (fused_ ? 1 : 0) : 1;
+  }
   // text is the list as given, canonical (OpListText).
   const std::string& text() const { return text_; }
 
  private:
   ViewProgram() = default;
   absl::Status RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
-                           size_t end, OpImage& image) const;
+                           size_t end, OpImage& image, const OpObserver* observer) const;
 
   std::vector<std::unique_ptr<Op>> ops_;
   std::unique_ptr<OpCost[]> costs_;
