@@ -3,6 +3,7 @@ reproducible for any num_workers, in place or replacing, a raise counted as a sk
 
 import gc
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -99,3 +100,14 @@ def test_the_loader_keeps_its_lambdas_for_a_new_pipeline(small_data):
         loader.set_epoch(1)  # Makes the pipeline anew, finding the Lambda by its id.
         images, _ = next(iter(loader))
     assert images.shape == (8, 8, 8, 3)
+
+
+def test_lambda_cost_is_its_own_op_row(small_data):
+    def slow(image):
+        time.sleep(0.002)
+    _, stats = _epoch(small_data, T.Compose([T.CenterCrop(16), T.Lambda(slow)]))
+    rows = {row["op"]: row for row in stats["stages"]["transforms"]["ops"]}
+    assert list(rows) == ["center_crop", "python_lambda"]
+    assert rows["python_lambda"]["applied"] == 36
+    assert rows["python_lambda"]["busy_seconds"] >= 36 * 0.002
+    assert rows["python_lambda"]["share"] > rows["center_crop"]["share"]
