@@ -9,7 +9,8 @@ Both are flowloader.DataLoader(batch_size=64, num_workers=2, prefetch_batches=3,
 drop_last=True) in this one process over the same ImageFolder; they should be the same
 pipeline (the transforms module only writes the op lists, and a test checks that the
 bytes are equal), so the target is images/s within 5%. Each round makes each loader anew
-and times --batches batches after its first; the two alternate within a round (which
+and times --batches batches after its first (and reads the stages' busy time per
+image, summed over threads, from stats()); the two alternate within a round (which
 goes first alternates too), and the result is the median of the rounds' ratios, because
 this shared VM moves run to run. Data: <repo>/.bench_data/recipes_20x100
 (recipes_bench.py's 2000 JPEGs, 256-512 px), made here with `flowloader make-dataset`
@@ -38,8 +39,10 @@ def dataset(bin_path):
     return root
 
 
-def images_per_second(loader, batches):
-    """images/s over `batches` batches after the first (start-up excluded)."""
+def measure(loader, batches):
+    """(images/s over `batches` batches after the first, start-up excluded; the stages'
+    busy milliseconds per sample, summed over threads: the CPU each image costs, which a
+    loaded machine disturbs less than the wall clock)."""
     with loader:
         it = iter(loader)
         next(it)
@@ -47,7 +50,10 @@ def images_per_second(loader, batches):
         for _ in range(batches):
             _, labels = next(it)
             images += labels.shape[0]
-        return images / (time.perf_counter() - start)
+        ips = images / (time.perf_counter() - start)
+        stats = loader.stats()
+    busy = sum(stage["busy_seconds"] for stage in stats["stages"].values())
+    return ips, 1000 * busy / max(1, stats["samples"])
 
 
 def main():
@@ -72,20 +78,28 @@ def main():
             num_workers=2, prefetch_batches=3, drop_last=True),
     }
     results = {name: [] for name in makers}
+    busy = {name: [] for name in makers}
     for r in range(args.rounds):
         order = list(makers) if r % 2 == 0 else list(reversed(makers))
         for name in order:
-            results[name].append(images_per_second(makers[name](), args.batches))
-        print(f"round {r + 1}: " + ", ".join(f"{n} {results[n][-1]:.1f}" for n in makers) +
-              f" images/s (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+            ips, ms = measure(makers[name](), args.batches)
+            results[name].append(ips)
+            busy[name].append(ms)
+        print(f"round {r + 1}: " + ", ".join(
+            f"{n} {results[n][-1]:.1f} images/s ({busy[n][-1]:.1f} busy ms/image)"
+            for n in makers) + f", load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
     medians = {n: statistics.median(v) for n, v in results.items()}
+    busy_medians = {n: statistics.median(v) for n, v in busy.items()}
     # The ratio within each round (its two runs sat side by side, under the same load),
     # then their median: steadier than the ratio of medians on a machine whose load moves.
     ratio = statistics.median(a / b for a, b in zip(results["transforms"], results["spec"]))
     print(f"DINO, batch 64, 2 workers, {args.rounds} rounds x {args.batches} batches: "
           f"flowloader.transforms {medians['transforms']:.1f} images/s, dino.yaml "
           f"{medians['spec']:.1f} images/s (medians); median per-round ratio {ratio:.3f} "
-          f"(target 0.95-1.05: {'pass' if abs(ratio - 1) <= 0.05 else 'FAIL'})")
+          f"(target 0.95-1.05: {'pass' if abs(ratio - 1) <= 0.05 else 'FAIL'}); busy ms per "
+          f"image {busy_medians['transforms']:.2f} against {busy_medians['spec']:.2f} "
+          f"(ratio {busy_medians['transforms'] / busy_medians['spec']:.3f}); load "
+          f"{os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
