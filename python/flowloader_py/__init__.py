@@ -177,7 +177,8 @@ def _transform_stages(transform):
         composes = list(transform)
     else:
         raise TypeError(f"transform must be 'train', 'eval', a flowloader.transforms.Compose, "
-                        f"or a list or dict of them, got {type(transform).__name__}")
+                        f"or a list or dict of them, got {type(transform).__name__} "
+                        f"{transform!r}")
     if not composes:
         raise ValueError("transform: no views given")
     for c in composes:
