@@ -49,8 +49,10 @@
 #include "python/internal/dlpack.h"
 #include "python/internal/loader.h"
 #include "python/internal/py_dataset.h"
+#include "python/internal/py_lambda.h"
 #include "runtime/shard_env.h"
 #include "runtime/spec.h"
+#include "stages/augment/ops/view_program.h"
 
 namespace py = pybind11;
 
@@ -204,12 +206,14 @@ PyObject* CreationErrorType(const absl::Status& status) {
   }
 }
 
-// ApplySetting sets one keyword: `sources` arrives as JSON (YAML's flow style) for the
-// spec's own parser; any other key as a flag's text. A keyword replaces a spec's value, so
-// sources= drops a spec's data and data= a spec's sources.
+// ApplySetting sets one keyword: `sources` and `stages` (the views of transform=) arrive
+// as JSON (YAML's flow style) for the spec's own parser; any other key as a flag's text. A
+// keyword replaces a spec's value, so sources= drops a spec's data and data= a spec's
+// sources.
 void ApplySetting(const std::string& key, const std::string& text, PipelineOptions* options) {
-  const absl::Status s = key == "sources" ? ApplySpecYamlValue(key, text, options)
-                                          : ApplySpecValue(key, text, options);
+  const bool structured = key == "sources" || key == "stages";
+  const absl::Status s = structured ? ApplySpecYamlValue(key, text, options)
+                                    : ApplySpecValue(key, text, options);
   if (!s.ok()) Raise(PyExc_ValueError, s);
   if (key == "sources") options->data.clear();
   if (key == "data") options->sources.clear();
@@ -433,6 +437,16 @@ py::list SpecKeyList() {
   return out;
 }
 
+// CheckOps parses and checks an op list's text (Compose.to_ops()) as the transforms
+// stage's Create does, raising ValueError with its one line.
+void CheckOps(const std::string& text) {
+  absl::StatusOr<std::vector<augment::OpText>> ops = augment::ParseOpListText(text);
+  if (!ops.ok()) Raise(PyExc_ValueError, ops.status());
+  absl::StatusOr<std::unique_ptr<augment::ViewProgram>> program =
+      augment::ViewProgram::Create(*ops);
+  if (!program.ok()) Raise(PyExc_ValueError, program.status());
+}
+
 py::tuple ShardFromEnv() {
   absl::StatusOr<EnvironmentShard> shard = ShardFromEnvironment();
   if (!shard.ok()) Raise(PyExc_ValueError, shard.status());
@@ -447,6 +461,7 @@ PYBIND11_MODULE(_flowloader, m) {
   namespace pi = flowloader::python_internal;
   m.doc() = "flowloader's C++ core; use flowloader.DataLoader.";
   pi::RegisterPythonDatasetStage();
+  pi::RegisterPythonLambdaOp();
   pi::g_data_error =
       PyErr_NewExceptionWithDoc("flowloader.DataError",
                                 "A fatal data error (on_error='fail', too many errors, a device "
@@ -489,6 +504,14 @@ PYBIND11_MODULE(_flowloader, m) {
       .def_property_readonly("source_names", &pi::PyLoader::source_names)
       .def_property_readonly("options", &pi::PyLoader::Options);
 
+  // transforms.Lambda: the handle keeps fn findable by its id (the op text's) while alive.
+  py::class_<pi::LambdaHandle>(m, "_LambdaHandle")
+      .def_property_readonly("id", &pi::LambdaHandle::id);
+  m.def("_register_lambda", &pi::RegisterLambda, py::arg("fn"), py::arg("wants_rng"),
+        py::return_value_policy::take_ownership,
+        "Registers a transforms.Lambda's function; returns its handle (with its id).");
+  m.def("check_ops", &pi::CheckOps, py::arg("ops"),
+        "Checks an op list's text as the transforms stage does; ValueError with its line.");
   m.def("spec_keys", &pi::SpecKeyList, "The spec's keys: name, default, doc, is_bool, is_scalar.");
   m.def("shard_from_environment", &pi::ShardFromEnv,
         "(rank, world_size, source) from RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS.");

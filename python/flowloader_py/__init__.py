@@ -40,14 +40,19 @@ import torch
 from torch.utils.dlpack import from_dlpack
 
 from . import _flowloader as _core
+from . import transforms
 from ._flowloader import DataError, hold_limit
 
-__all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment"]
+__all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment", "transforms"]
 
 _SPEC_KEYS = {k["name"]: k for k in _core.spec_keys() if k["is_scalar"]}
 # Keywords that are the DataLoader's own, not spec keys.
 _OWN_KEYWORDS = ("data", "dataset", "spec", "rank", "world_size", "metrics_address", "return_keys",
-                 "sources", "return_sources", "return_columns")
+                 "sources", "return_sources", "return_columns", "stages")
+# Keys set from JSON through the spec's own parser (ApplySpecYamlValue), not flag text.
+_STRUCTURED_KEYS = ("sources", "stages")
+# Keywords that configure the built-in stages, which transform=Compose or stages= replace.
+_BUILTIN_STAGE_KEYWORDS = ("transform", "image_size", "layout")
 _STATE_VERSION = 1
 
 
@@ -133,6 +138,65 @@ def _sources_text(sources):
         raise TypeError(f"sources: {e}") from None
 
 
+def _stage_item(item):
+    """One stages= item with a Compose as its ops turned into the spec's ops list."""
+    if not isinstance(item, dict):
+        raise TypeError(f"each stage must be a dict like {{'type': 'decode'}}, "
+                        f"got {type(item).__name__} {item!r}")
+    item = dict(item)
+    ops = item.get("ops")
+    if isinstance(ops, transforms.Transform):
+        ops = ops if isinstance(ops, transforms.Compose) else transforms.Compose([ops])
+        item["ops"] = ops.to_spec()
+    return item
+
+
+def _stages_text(stages):
+    """stages= as JSON, YAML's flow style, for the spec's own stages: parser."""
+    if not isinstance(stages, (list, tuple)):
+        raise TypeError(f"stages must be a list of stage dicts, got {type(stages).__name__}")
+    try:
+        return json.dumps([_stage_item(item) for item in stages])
+    except TypeError as e:
+        raise TypeError(f"stages: {e}") from None
+
+
+def _transform_stages(transform):
+    """transform= as stages: read, decode, then one transforms item per view. A Compose
+    is one view (a tensor); a list gives views view0, view1, ...; a dict {name: Compose}
+    names them. Consecutive views holding the same Compose object share one item (one
+    list, an independent random draw per view), as a spec's `outputs: [a, b]` does."""
+    if isinstance(transform, transforms.Transform):
+        views = None
+        composes = [transform]
+    elif isinstance(transform, dict):
+        views = [str(name) for name in transform]
+        composes = list(transform.values())
+    elif isinstance(transform, (list, tuple)):
+        views = [f"view{i}" for i in range(len(transform))]
+        composes = list(transform)
+    else:
+        raise TypeError(f"transform must be 'train', 'eval', a flowloader.transforms.Compose, "
+                        f"or a list or dict of them, got {type(transform).__name__} "
+                        f"{transform!r}")
+    if not composes:
+        raise ValueError("transform: no views given")
+    for c in composes:
+        if not isinstance(c, transforms.Transform):
+            transforms._check(c)  # TypeError naming the class and the supported ones.
+    stages = [{"type": "read"}, {"type": "decode"}]
+    for i, c in enumerate(composes):
+        item = {"type": "transforms", "ops": c}
+        if views is None:
+            stages.append(item)
+        elif i > 0 and composes[i - 1] is c:
+            stages[-1]["outputs"].append(views[i])
+        else:
+            item["outputs"] = [views[i]]
+            stages.append(item)
+    return stages
+
+
 def _check_bool(name, value):
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {value!r}")
@@ -165,6 +229,12 @@ class DataLoader:
     extras, the batch has an `extras` element after labels: a list, one per row. With
     return_keys, a row's key is its index as text.
 
+    transform: "train" or "eval" (the built-in stages, with image_size and layout), or a
+    flowloader.transforms.Compose (torchvision's classes as a native op list: one view,
+    images a tensor), or a list of them (views view0, view1, ...) or a dict {name:
+    Compose} (images a dict name -> tensor). stages=[{"type": ...}, ...] sets the stages
+    as a spec's stages: does (a transforms item's "ops" may be a Compose).
+
     return_sources=True adds each row's source name (a list of str); return_columns=True
     adds the extra per-sample columns (columns= for tar shards, or a list file's
     #columns:) as {name: [str, or bytes where a value is not valid UTF-8]}.
@@ -184,7 +254,7 @@ class DataLoader:
                  on_error=_Default("skip"), spec=None, rank=None, world_size=None,
                  metrics_address=None, return_keys=False, device=_Default("auto"),
                  sources=None, return_sources=False, return_columns=False, dataset=None,
-                 **options):
+                 stages=None, **options):
         for key in options:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
@@ -208,6 +278,18 @@ class DataLoader:
                 raise ValueError(f"data ('{given['data']}') and sources are both set: "
                                  "give one of them")
             given["sources"] = _sources_text(sources)
+        if not isinstance(transform, (str, _Default)):
+            if stages is not None:
+                raise ValueError("transform (a Compose) and stages are both set: give one")
+            stages = _transform_stages(transform)
+            given["transform"] = _Default("train")
+        if stages is not None:
+            for key in _BUILTIN_STAGE_KEYWORDS:
+                if not isinstance(given[key], _Default):
+                    raise ValueError(f"{key}={given[key]!r} configures the built-in stages, "
+                                     "which transform= (a Compose) or stages= replace: write "
+                                     "it in the ops instead (a crop's size, Normalize)")
+            given["stages"] = _stages_text(stages)
         if dataset is not None:
             for name in ("__len__", "__getitem__"):
                 if not hasattr(dataset, name):
@@ -228,7 +310,7 @@ class DataLoader:
             for key in ("num_workers", "prefetch_batches"):
                 if isinstance(given[key], _Default):
                     given[key] = given[key].value
-        self._settings = [(k, v if k == "sources" else _setting_text(k, v))
+        self._settings = [(k, v if k in _STRUCTURED_KEYS else _setting_text(k, v))
                           for k, v in given.items() if not isinstance(v, _Default)]
         self._settings += self._shard_settings(rank, world_size)
         self._spec = None if spec is None else str(getattr(spec, "__fspath__", lambda: spec)())
@@ -237,6 +319,9 @@ class DataLoader:
         self._return_sources = return_sources
         self._return_columns = return_columns
         self._dataset = dataset
+        # The Compose objects stay alive with the loader: a T.Lambda's function is found by
+        # its id whenever the pipeline is made anew (set_epoch, load_state_dict).
+        self._transform = (transform, stages)
         self._core = None
         self._core = self._create_core((0, 0, -1, 0))
         options_now = self._core.options

@@ -33,8 +33,8 @@ absl::Status PythonError(std::string message) {
 
 std::string TypeName(PyObject* object) { return Py_TYPE(object)->tp_name; }
 
-// TakeExceptionLine clears the pending Python exception and returns its one line,
-// "ValueError: bad row" (the first line of its text), as traceback's last line says it.
+}  // namespace
+
 std::string TakeExceptionLine() {
   PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
   PyErr_Fetch(&type, &value, &traceback);
@@ -57,6 +57,8 @@ std::string TakeExceptionLine() {
   Py_XDECREF(traceback);
   return line;
 }
+
+namespace {
 
 // PnmHeader starts a binary PGM (1 channel) or PPM (3 channels) of width × height.
 std::string PnmHeader(int64_t width, int64_t height, int64_t channels) {

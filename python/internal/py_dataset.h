@@ -97,6 +97,11 @@ class PyDatasetSource {
   std::map<std::pair<int64_t, int64_t>, std::deque<Record>> records_ ABSL_GUARDED_BY(mu_);
 };
 
+// TakeExceptionLine clears the pending Python exception and returns its one line,
+// "ValueError: bad row" (the first line of its text), as traceback's last line says it.
+// GIL held.
+std::string TakeExceptionLine();
+
 // FindSource is the live source registered under `id`, or NotFound.
 absl::StatusOr<std::shared_ptr<PyDatasetSource>> FindSource(int64_t id);
 

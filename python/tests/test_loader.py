@@ -155,7 +155,8 @@ def test_a_missing_data_path_raises_the_clis_message(tmp_path):
     ({"shuffle": "yes"}, "shuffle must be True or False, got str 'yes'"),
     ({"batch_size": 1.5}, "batch_size must be an int, got float 1.5"),
     ({"batch_size": True}, "batch_size must be an int, got bool True"),
-    ({"transform": 3}, "transform must be a str, got int 3"),
+    ({"transform": 3}, "transform must be 'train', 'eval', a flowloader.transforms.Compose, "
+                       "or a list or dict of them, got int 3"),
     ({"batchsize": 3}, "unexpected keyword argument 'batchsize' \\(did you mean 'batch_size'\\?\\)"),
     ({"rank": "0"}, "rank must be an int, got str '0'"),
     ({"return_keys": 1}, "return_keys must be True or False"),

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -244,7 +245,12 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
       OpParams params;
       op.Draw(w, h, rng, &params);
       if (absl::Status s = op.Apply(params, image); !s.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(op.name(), ": ", s.message()));
+        // The op's reason payload (python_error from a Lambda) stays, for the skip count.
+        absl::Status out = absl::InvalidArgumentError(absl::StrCat(op.name(), ": ", s.message()));
+        s.ForEachPayload([&out](absl::string_view url, const absl::Cord& payload) {
+          out.SetPayload(url, payload);
+        });
+        return out;
       }
       costs_[i].runs.fetch_add(1, std::memory_order_relaxed);
       const int64_t took = NowNanos() - start;

@@ -1,0 +1,250 @@
+"""flowloader.transforms: each torchvision class gives the same batch bytes as a YAML spec
+with the op it maps to (the spec written by hand here, so the mapping is checked, not
+re-derived), unsupported classes and arguments raise TypeError, several views."""
+
+import pytest
+import torch
+
+import flowloader
+import flowloader.transforms as T
+
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+NORM_YAML = "normalize: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}"
+
+# (id, the transforms after a CenterCrop(32), the spec's ops after center_crop: {size: 32}).
+# The YAML leaves out what torchvision's defaults give, so a wrong default fails too.
+CASES = [
+    ("RandomResizedCrop", [T.RandomResizedCrop(24, scale=(0.4, 1.0),
+                                               interpolation=T.InterpolationMode.BICUBIC)],
+     ["random_resized_crop: {size: 24, scale: [0.4, 1.0], interpolation: bicubic}"]),
+    ("RandomResizedCrop_defaults", [T.RandomResizedCrop(24)], ["random_resized_crop: {size: 24}"]),
+    ("RandomResizedCrop_PIL_constant", [T.RandomResizedCrop(24, interpolation=3)],
+     ["random_resized_crop: {size: 24, interpolation: bicubic}"]),  # PIL's Image.BICUBIC.
+    ("Resize", [T.Resize([20, 24])], ["resize: {size: [20, 24]}"]),
+    ("Resize_nearest", [T.Resize(24, interpolation=T.InterpolationMode.NEAREST),
+                        T.CenterCrop(24)],
+     ["resize: {size: 24, interpolation: nearest}", "center_crop: {size: 24}"]),
+    ("RandomCrop", [T.RandomCrop(28, padding=4, padding_mode="reflect")],
+     ["random_crop: {size: 28, padding: 4, padding_mode: reflect}"]),
+    ("RandomHorizontalFlip", [T.RandomHorizontalFlip()], ["random_horizontal_flip: {p: 0.5}"]),
+    ("RandomVerticalFlip", [T.RandomVerticalFlip()], ["random_vertical_flip: {p: 0.5}"]),
+    ("ColorJitter", [T.ColorJitter(0.4, 0.4, 0.2, 0.1)],
+     ["color_jitter: {brightness: 0.4, contrast: 0.4, saturation: 0.2, hue: 0.1}"]),
+    ("ColorJitter_ranges", [T.ColorJitter(brightness=(0.5, 1.5), hue=(-0.2, 0.1))],
+     ["color_jitter: {brightness: [0.5, 1.5], hue: [-0.2, 0.1]}"]),
+    ("Grayscale", [T.Grayscale(num_output_channels=3)], ["grayscale: {}"]),
+    ("RandomGrayscale", [T.RandomGrayscale()], ["random_grayscale: {p: 0.1}"]),
+    ("GaussianBlur", [T.GaussianBlur(5)], ["gaussian_blur: {kernel_size: 5, sigma: [0.1, 2.0]}"]),
+    ("RandomSolarize", [T.RandomSolarize(128)], ["random_solarize: {threshold: 128, p: 0.5}"]),
+    ("RandomPosterize", [T.RandomPosterize(3)], ["random_posterize: {bits: 3, p: 0.5}"]),
+    ("RandomEqualize", [T.RandomEqualize()], ["random_equalize: {p: 0.5}"]),
+    ("RandomAutocontrast", [T.RandomAutocontrast()], ["random_autocontrast: {p: 0.5}"]),
+    ("RandomAdjustSharpness", [T.RandomAdjustSharpness(3)],
+     ["random_adjust_sharpness: {sharpness_factor: 3, p: 0.5}"]),
+    ("RandomInvert", [T.RandomInvert()], ["random_invert: {p: 0.5}"]),
+    ("RandomAffine", [T.RandomAffine(15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=5)],
+     ["random_affine: {degrees: 15, translate: [0.1, 0.1], scale: [0.9, 1.1], shear: 5, "
+      "interpolation: nearest, fill: 0}"]),
+    ("RandomRotation", [T.RandomRotation(20, interpolation=T.InterpolationMode.BILINEAR)],
+     ["random_rotation: {degrees: 20, interpolation: bilinear}"]),
+    ("TrivialAugmentWide", [T.TrivialAugmentWide()], ["trivial_augment_wide: {}"]),
+    ("RandAugment", [T.RandAugment()],
+     ["rand_augment: {num_ops: 2, magnitude: 9, num_magnitude_bins: 31}"]),
+    ("AutoAugment", [T.AutoAugment(T.AutoAugmentPolicy.IMAGENET)],
+     ["auto_augment: {policy: imagenet}"]),
+    ("ToTensor_Normalize", [T.ToTensor(), T.Normalize(*IMAGENET)], [NORM_YAML]),
+    ("ToTensor_Normalize_tensors", [T.ToTensor(), T.Normalize(torch.tensor(IMAGENET[0]),
+                                                              torch.tensor(IMAGENET[1]))],
+     ["normalize: {mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]}"]),
+    ("ToTensor_alone", [T.ToTensor()], ["normalize: {mean: 0, std: 1}"]),
+    ("PILToTensor_ConvertImageDtype", [T.PILToTensor(), T.ConvertImageDtype(torch.float)],
+     ["normalize: {mean: 0, std: 1}"]),
+    ("RandomErasing", [T.ToTensor(), T.Normalize(*IMAGENET), T.RandomErasing()],
+     [NORM_YAML, "random_erasing: {p: 0.5, scale: [0.02, 0.33], ratio: [0.3, 3.3], value: 0}"]),
+    ("RandomErasing_random", [T.ToTensor(), T.Normalize(*IMAGENET),
+                              T.RandomErasing(p=1.0, value="random")],
+     [NORM_YAML, "random_erasing: {p: 1.0, value: random}"]),
+    ("RandomApply", [T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8)],
+     ["color_jitter: {brightness: 0.4, contrast: 0.4, saturation: 0.2, hue: 0.1, p: 0.8}"]),
+    ("RandomApply_of_Random", [T.RandomApply([T.RandomInvert(p=0.5)], p=0.5)],
+     ["random_invert: {p: 0.25}"]),
+    ("Compose_nested", [T.Compose([T.RandomHorizontalFlip(), T.Compose([T.RandomInvert()])])],
+     ["random_horizontal_flip: {}", "random_invert: {}"]),
+]
+
+
+def _spec(tmp_path, data, ops_yaml, name="spec"):
+    """A spec file: read, decode, one transforms item with `ops_yaml` (list of YAML
+    items), or several items given as {outputs: [...]: ops_yaml}."""
+    items = ops_yaml if isinstance(ops_yaml, dict) else {None: ops_yaml}
+    lines = [f"data: {data}", "stages:", "  - type: read", "  - type: decode"]
+    for outputs, ops in items.items():
+        lines.append("  - type: transforms")
+        if outputs is not None:
+            lines.append(f"    outputs: [{outputs}]")
+        lines.append("    ops:")
+        lines += [f"      - {op}" for op in ops]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def _epoch(**kwargs):
+    kwargs.setdefault("batch_size", 12)
+    kwargs.setdefault("seed", 7)
+    with flowloader.DataLoader(**kwargs) as loader:
+        batches = []
+        for images, labels in loader:
+            if isinstance(images, dict):
+                batches.append(({k: v.clone() for k, v in images.items()}, labels.clone()))
+            else:
+                batches.append((images.clone(), labels.clone()))
+        stats = loader.stats()
+    return batches, stats
+
+
+def _same(a, b):
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)
+    return a.dtype == b.dtype and torch.equal(a, b)
+
+
+@pytest.mark.parametrize("transforms,ops_yaml", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_class_gives_the_spec_ops_bytes(small_data, tmp_path, transforms, ops_yaml):
+    compose = T.Compose([T.CenterCrop(32)] + transforms)
+    ours, _ = _epoch(data=small_data, transform=compose)
+    spec = _spec(tmp_path, small_data, ["center_crop: {size: 32}"] + ops_yaml)
+    theirs, _ = _epoch(spec=spec)
+    assert len(ours) == len(theirs) == 3
+    for (a, la), (b, lb) in zip(ours, theirs):
+        assert _same(a, b)
+        assert torch.equal(la, lb)
+    # Not vacuous: the op changes the plain crop's output (the RandomApply of a
+    # RandomInvert too), so a dropped op would fail the comparison above.
+    plain, _ = _epoch(spec=_spec(tmp_path, small_data, ["center_crop: {size: 32}"], "plain"))
+    if not transforms[-1].__class__.__name__ in ("ToTensor", "ConvertImageDtype", "Normalize"):
+        assert not all(_same(a, b) for (a, _), (b, _) in zip(ours, plain))
+
+
+def test_every_class_has_a_case():
+    covered = set()
+
+    def walk(t):
+        covered.add(type(t).__name__)
+        for inner in getattr(t, "transforms", []):
+            walk(inner)
+    for _, transforms, _ in CASES:
+        for t in transforms:
+            walk(t)
+    exported = {n for n in T.__all__ if n not in ("InterpolationMode", "AutoAugmentPolicy")}
+    # Compose and Lambda have tests of their own below.
+    assert exported - covered - {"Compose", "Lambda"} == set()
+
+
+def test_to_ops_is_the_native_text():
+    compose = T.Compose([T.RandomResizedCrop(224, scale=(0.4, 1.0),
+                                             interpolation=T.InterpolationMode.BICUBIC),
+                         T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize(*IMAGENET)])
+    assert compose.to_ops() == (
+        "random_resized_crop(size=224, scale=[0.4, 1.0], ratio=[0.75, 1.3333333333333333], "
+        "interpolation=bicubic); random_horizontal_flip(p=0.5); "
+        "normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225], inplace=false)")
+    flowloader._flowloader.check_ops(compose.to_ops())  # The stage's own parser accepts it.
+
+
+class FiveCrop:  # A torchvision class flowloader does not have (by its name).
+    def __init__(self, size):
+        self.size = size
+
+
+@pytest.mark.parametrize("make,names", [
+    (lambda: T.Compose([T.CenterCrop(32), FiveCrop(24)]), "FiveCrop"),
+    (lambda: T.RandomApply([FiveCrop(24)]), "FiveCrop"),
+    (lambda: T.Resize(32, interpolation=T.InterpolationMode.LANCZOS), "lanczos"),
+    (lambda: T.Resize(32, interpolation=1), "interpolation=1"),  # PIL's LANCZOS.
+    (lambda: T.Resize(32, antialias=False), "antialias=False"),
+    (lambda: T.Grayscale(), "num_output_channels=1"),
+    (lambda: T.RandomRotation(10, center=(3, 3)), "center=(3, 3)"),
+    (lambda: T.RandomAffine(10, center=(3, 3)), "center=(3, 3)"),
+    (lambda: T.ConvertImageDtype(torch.uint8), "ConvertImageDtype(torch.uint8)"),
+    (lambda: T.Compose([T.CenterCrop(32), T.PILToTensor()]).to_ops(), "PILToTensor"),
+    (lambda: T.Compose([T.CenterCrop(32), T.ToTensor(), T.RandomErasing(),
+                        T.Normalize(*IMAGENET)]).to_ops(), "between ToTensor and Normalize"),
+])
+def test_unsupported_class_or_argument_is_a_type_error(make, names):
+    with pytest.raises(TypeError) as e:
+        make()
+    assert names in str(e.value)
+    assert "supported: AutoAugment, CenterCrop" in str(e.value)  # The list of classes.
+
+
+def test_random_apply_of_several_is_a_type_error():
+    with pytest.raises(TypeError, match="RandomApply takes one transform, got 2"):
+        T.RandomApply([T.ColorJitter(0.4), T.RandomGrayscale()], p=0.8)
+
+
+def test_a_non_transform_view_is_a_type_error(small_data):
+    with pytest.raises(TypeError, match="FiveCrop.*supported"):
+        flowloader.DataLoader(small_data, transform=[T.Compose([T.CenterCrop(8)]), FiveCrop(3)])
+
+
+def test_out_of_range_value_is_the_parsers_value_error(small_data):
+    with pytest.raises(ValueError, match="hue"):
+        flowloader.DataLoader(small_data, transform=T.Compose([T.CenterCrop(8),
+                                                               T.ColorJitter(hue=0.7)]))
+
+
+def test_builtin_keywords_conflict_with_a_compose(small_data):
+    with pytest.raises(ValueError, match="image_size"):
+        flowloader.DataLoader(small_data, transform=T.Compose([T.CenterCrop(8)]), image_size=64)
+
+
+def test_objects_only_describe():
+    with pytest.raises(TypeError, match="not called on images"):
+        T.CenterCrop(8)(object())
+
+
+GLOBAL = T.Compose([T.RandomResizedCrop(24, scale=(0.4, 1.0)), T.RandomHorizontalFlip(),
+                    T.ToTensor(), T.Normalize(*IMAGENET)])
+LOCAL = T.Compose([T.RandomResizedCrop(12, scale=(0.05, 0.4)), T.RandomGrayscale(0.2)])
+GLOBAL_YAML = ["random_resized_crop: {size: 24, scale: [0.4, 1.0]}",
+               "random_horizontal_flip: {}", NORM_YAML]
+LOCAL_YAML = ["random_resized_crop: {size: 12, scale: [0.05, 0.4]}",
+              "random_grayscale: {p: 0.2}"]
+
+
+def test_views_from_a_list(small_data, tmp_path):
+    ours, _ = _epoch(data=small_data, transform=[GLOBAL, LOCAL])
+    spec = _spec(tmp_path, small_data, {"view0": GLOBAL_YAML, "view1": LOCAL_YAML})
+    theirs, _ = _epoch(spec=spec)
+    assert list(ours[0][0]) == ["view0", "view1"]
+    assert ours[0][0]["view1"].shape == (12, 12, 12, 3)
+    assert all(_same(a, b) for (a, _), (b, _) in zip(ours, theirs))
+
+
+def test_views_from_a_dict_share_one_list_per_compose(small_data, tmp_path):
+    views = {"global1": GLOBAL, "local1": LOCAL, "local2": LOCAL}
+    ours, _ = _epoch(data=small_data, transform=views)
+    # The two locals are one item with two outputs, as dino.yaml writes them.
+    spec = _spec(tmp_path, small_data, {"global1": GLOBAL_YAML, "local1, local2": LOCAL_YAML})
+    theirs, _ = _epoch(spec=spec)
+    assert list(ours[0][0]) == ["global1", "local1", "local2"]
+    assert all(_same(a, b) for (a, _), (b, _) in zip(ours, theirs))
+    assert not torch.equal(ours[0][0]["local1"], ours[0][0]["local2"])  # Independent draws.
+
+
+def test_stages_keyword_takes_a_compose_or_spec_ops(small_data, tmp_path):
+    stages = [{"type": "read"}, {"type": "decode"},
+              {"type": "transforms", "outputs": ["a"], "ops": GLOBAL},
+              {"type": "transforms", "outputs": ["b"],
+               "ops": [{"random_resized_crop": {"size": 12, "scale": [0.05, 0.4]}},
+                       {"random_grayscale": {"p": 0.2}}]}]
+    ours, _ = _epoch(data=small_data, stages=stages)
+    theirs, _ = _epoch(spec=_spec(tmp_path, small_data, {"a": GLOBAL_YAML, "b": LOCAL_YAML}))
+    assert all(_same(a, b) for (a, _), (b, _) in zip(ours, theirs))
+
+
+def test_train_and_eval_names_still_work(small_data):
+    for name in ("train", "eval"):
+        batches, _ = _epoch(data=small_data, transform=name, image_size=16)
+        assert batches[0][0].shape == (12, 3, 16, 16)
