@@ -24,3 +24,20 @@ def test_readme_python_quickstart_trains(small_data):
     exec(compile(code, "README.md (Python quickstart)", "exec"), scope)
     assert math.isfinite(scope["loss"].item())
     assert scope["epoch"] == 1
+
+
+def test_readme_transforms_snippet_delivers_a_batch(small_data):
+    """The second block: a torchvision recipe moved over by changing its import."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    section = readme[readme.index("## Python quickstart"):readme.index("## CLI quickstart")]
+    blocks = re.findall(r"^```python\n(.*?)^```$", section, re.M | re.S)
+    assert len(blocks) == 2, blocks
+    code = blocks[1].replace('".sample_data"', repr(small_data))
+    import flowloader  # The quickstart block above it imports it.
+    scope = {"flowloader": flowloader, "mean": [0.485, 0.456, 0.406],
+             "std": [0.229, 0.224, 0.225]}
+    exec(compile(code, "README.md (transforms snippet)", "exec"), scope)
+    with scope["loader"] as loader:
+        images, labels = next(iter(loader))
+    assert tuple(images.shape[1:]) == (3, 176, 176)
+    assert len(labels) == images.shape[0]
