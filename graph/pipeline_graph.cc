@@ -5,6 +5,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
 #include <algorithm>
 #include <deque>
@@ -156,6 +157,7 @@ class PipelineGraph::Impl {
                                          std::tuple<SampleContext*>>::output_ports_type& out);
   void SetOutputSlots(void* buffer, int slot, SampleContext& s) const;
   void FillTensors(BatchToken* token);
+  void FillLabel(BatchToken* token);
   SampleContext* RunGroup(NodeGroup& group, EdgeStats* out_edge, SampleContext* s);
   void RunStage(StageRunner& runner, SampleContext* s);
   void Collect(BatchToken* token);
@@ -188,6 +190,8 @@ class PipelineGraph::Impl {
 
   std::vector<OutputSpec> outputs_;   // Every batch tensor, in the plan's order.
   std::vector<TensorRegion> regions_;  // Their parts of each batch buffer.
+  LabelSpec label_;                    // The label tensor's shape (constant after Build).
+  TensorRegion label_region_;          // Its part of each batch buffer, after the tensors.
   std::vector<StageRunner> runners_;
   std::vector<NodeGroup> groups_;
   std::shared_ptr<TokenPool> pool_;
@@ -289,6 +293,8 @@ void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStag
 absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   outputs_ = plan.outputs;
   regions_ = LayOutTensors(outputs_, plan.pool_rows);
+  label_ = plan.label;
+  label_region_ = LabelRegion(regions_, label_, plan.pool_rows);
   samples_per_epoch_ = sampler_->samples_per_rank();
   pool_rows_ = plan.pool_rows;
   batch_size_.store(plan.start_batch_size);
@@ -299,11 +305,13 @@ absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   epoch_first_index_ = options_.start_batch;
   planned_rows_ = plan.pool_rows;
   for (const MemoryPart& part : plan.memory.parts()) {
-    if (part.key != "batch_pool" && part.key != "device_batches") stage_memory_.push_back(part);
+    if (part.key != "batch_pool" && part.key != "batch_labels" && part.key != "device_batches") {
+      stage_memory_.push_back(part);
+    }
   }
   RegisterStages(std::move(plan.stages));
 
-  const size_t buffer_bytes = LayoutBytes(regions_);
+  const size_t buffer_bytes = label_region_.offset + label_region_.bytes;
   absl::StatusOr<std::shared_ptr<TokenPool>> pool = TokenPool::Create(
       memory_, options_.prefetch_batches, buffer_bytes, plan.pool_rows, stats_);
   if (!pool.ok()) return pool.status();
@@ -398,7 +406,7 @@ MemoryPlan PipelineGraph::Impl::PlanForBuffers(int count) const {
   GraphOptions options = options_;
   options.prefetch_batches = count;
   return PlanGraphMemory(options, outputs_, planned_rows_, memory_->pinned(),
-                         memory_->location() == MemoryLocation::kDevice, stage_memory_);
+                         memory_->location() == MemoryLocation::kDevice, stage_memory_, label_);
 }
 
 absl::Status PipelineGraph::Impl::SetWorkers(int workers) {
@@ -679,11 +687,38 @@ void PipelineGraph::Impl::FillTensors(BatchToken* token) {
     t.host_data = host;
     t.device_data = nullptr;
   }
+  FillLabel(token);
   const BatchTensor& first = batch.tensors.front();
   batch.shape = first.shape;
   batch.dtype = first.dtype;
   batch.host_data = first.host_data;
   batch.device_data = nullptr;
+}
+
+// FillLabel writes the label tensor into its region of the buffer: each kept row's class
+// index (int64), or its one-hot target (float32 [N, C]) for the batch stages to soften
+// and mix in place. batch.labels is already compacted, so this needs no compaction.
+void PipelineGraph::Impl::FillLabel(BatchToken* token) {
+  Batch& batch = token->batch;
+  void* host = static_cast<uint8_t*>(token->buffer.host) + label_region_.offset;
+  const size_t rows = batch.labels.size();
+  if (label_.soft()) {
+    float* target = static_cast<float*>(host);
+    const size_t classes = static_cast<size_t>(label_.num_classes);
+    std::fill(target, target + rows * classes, 0.0f);
+    for (size_t r = 0; r < rows; ++r) {
+      target[r * classes + static_cast<size_t>(batch.labels[r])] = 1.0f;  // In range: Collect.
+    }
+  } else if (rows > 0) {
+    std::memcpy(host, batch.labels.data(), rows * sizeof(int64_t));
+  }
+  BatchTensor& t = batch.label;
+  t.name = "label";
+  t.shape.assign(1, static_cast<int64_t>(rows));
+  if (label_.soft()) t.shape.push_back(label_.num_classes);
+  t.dtype = label_.dtype();
+  t.host_data = host;
+  t.device_data = nullptr;
 }
 
 // UploadTensors copies each tensor's rows to its region of the device buffer
@@ -700,6 +735,14 @@ absl::Status PipelineGraph::Impl::UploadTensors(BatchToken* token, size_t* bytes
     t.device_data = region.device;
     *bytes += t.bytes();
   }
+  // The label tensor goes with them (its region follows theirs in the buffer).
+  BatchTensor& label = batch.label;
+  const BatchBuffer label_region{
+      static_cast<uint8_t*>(token->buffer.host) + label_region_.offset,
+      static_cast<uint8_t*>(token->buffer.device) + label_region_.offset, label_region_.bytes};
+  if (absl::Status s = memory_->Upload(label_region, label.bytes()); !s.ok()) return s;
+  label.device_data = label_region.device;
+  *bytes += label.bytes();
   batch.device_data = batch.tensors.front().device_data;
   return absl::OkStatus();
 }
@@ -917,10 +960,11 @@ void PipelineGraph::Impl::Stop() {
 }
 
 PipelineGraph::PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& options,
-                             std::vector<OutputSpec> outputs)
+                             std::vector<OutputSpec> outputs, LabelSpec label)
     : impl_(std::move(impl)),
       options_(options),
-      outputs_(std::move(outputs)) {}
+      outputs_(std::move(outputs)),
+      label_(label) {}
 
 PipelineGraph::~PipelineGraph() = default;
 
@@ -964,9 +1008,10 @@ absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
   auto impl = std::make_unique<Impl>(options, std::move(dataset), std::move(sampler),
                                      std::move(memory), std::move(stats));
   std::vector<OutputSpec> outputs = plan->outputs;
+  const LabelSpec label = plan->label;
   if (absl::Status s = impl->Build(*std::move(plan)); !s.ok()) return s;
   return std::unique_ptr<PipelineGraph>(
-      new PipelineGraph(std::move(impl), options, std::move(outputs)));
+      new PipelineGraph(std::move(impl), options, std::move(outputs), label));
 }
 
 void PipelineGraph::Start() { impl_->Start(); }

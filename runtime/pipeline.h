@@ -264,6 +264,8 @@ class Pipeline {
   const OutputSpec& output() const { return graph_->output(); }
   // outputs lists every batch tensor's name and per-sample shape (Batch::tensors' order).
   const std::vector<OutputSpec>& outputs() const { return graph_->outputs(); }
+  // label is the label tensor's shape (Batch::label): int64 [N], or float32 [N, C].
+  const LabelSpec& label() const { return graph_->label(); }
   const PipelineOptions& options() const { return options_; }
   int effective_threads() const { return graph_->effective_threads(); }
   // num_workers / prefetch_batches are the values in effect now: the autotuner's

@@ -370,7 +370,7 @@ int RunCommand(const RunConfig& config) {
   if (!config.summary_json.empty()) {
     std::string json =
         RunSummaryJson(snapshot, checkpoint, first_batch_seconds, epoch_end_seconds);
-    json = WithOutputs(std::move(json), pipeline->outputs());
+    json = WithOutputs(std::move(json), pipeline->outputs(), pipeline->label());
     if (config.pipeline.checksum) json = WithChecksums(std::move(json), *pipeline);
     if (!WriteFile(config.summary_json, json + "\n")) {
       std::fprintf(stderr, "flowloader: cannot write --summary_json=%s\n",

@@ -215,7 +215,8 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   plan.start_batch_size =
       options.start_batch_size > 0 ? options.start_batch_size : options.batch_size;
   plan.memory = PlanGraphMemory(options, plan.outputs, plan.pool_rows, memory.pinned(),
-                                memory.location() == MemoryLocation::kDevice, env.memory);
+                                memory.location() == MemoryLocation::kDevice, env.memory,
+                                plan.label);
   if (!dataset.column_names().empty()) {
     plan.memory.Add(ColumnsMemoryPart(dataset, options.prefetch_batches, plan.pool_rows));
   }

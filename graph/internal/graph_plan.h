@@ -37,6 +37,7 @@ struct PlannedStage {
 struct GraphPlan {
   std::vector<PlannedStage> stages;  // In flow order.
   std::vector<OutputSpec> outputs;   // Every batch tensor's, in the plan's order.
+  LabelSpec label;                   // The label tensor: int64 [N] unless soft targets.
   int64_t batches_per_epoch = 0;
   int pool_rows = 0;           // Rows of each batch buffer (PoolRows).
   int64_t start_sample = 0;    // The resume cursor's position in its epoch (CheckCursor).
