@@ -116,6 +116,13 @@ class PipelineGraph::Impl {
   int prefetch_batches() const { return pool_->Count(); }
 
  private:
+  // BatchRunner is one batch stage (graph/batch_stage.h) with its statistics row.
+  struct BatchRunner {
+    std::unique_ptr<BatchStage> stage;
+    StageStats* stats = nullptr;
+    EdgeStats* in_edge = nullptr;  // Batches waiting for it.
+  };
+
   struct StageRunner {
     std::unique_ptr<SampleStage> stage;
     StageStats* stats = nullptr;
@@ -145,7 +152,8 @@ class PipelineGraph::Impl {
     }
   }
 
-  void RegisterStages(std::vector<graph_internal::PlannedStage> stages);
+  void RegisterStages(std::vector<graph_internal::PlannedStage> stages,
+                      std::vector<graph_internal::PlannedBatchStage> batch_stages);
   bool FollowsNumWorkers(size_t stage) const;
   MemoryPlan PlanForBuffers(int count) const;
   void Wire();
@@ -161,6 +169,9 @@ class PipelineGraph::Impl {
   SampleContext* RunGroup(NodeGroup& group, EdgeStats* out_edge, SampleContext* s);
   void RunStage(StageRunner& runner, SampleContext* s);
   void Collect(BatchToken* token);
+  bool LabelInRange(SampleContext& s);
+  BatchToken* RunBatchStages(BatchToken* token);
+  void RunBatchStage(BatchRunner& runner, BatchToken* token);
   absl::Status UploadTensors(BatchToken* token, size_t* bytes);
   BatchToken* Upload(BatchToken* token);
   void Deliver(BatchToken* token);
@@ -194,12 +205,15 @@ class PipelineGraph::Impl {
   TensorRegion label_region_;          // Its part of each batch buffer, after the tensors.
   std::vector<StageRunner> runners_;
   std::vector<NodeGroup> groups_;
+  std::vector<BatchRunner> batch_runners_;  // In list order; run serially after collate.
   std::shared_ptr<TokenPool> pool_;
   StageStats* source_stats_ = nullptr;
   StageStats* collate_stats_ = nullptr;
   StageStats* upload_stats_ = nullptr;
   EdgeStats* collate_edge_ = nullptr;   // Samples waiting for collect.
   EdgeStats* upload_edge_ = nullptr;    // Batches waiting for order/upload.
+  EdgeStats* collated_edge_ = nullptr;  // Where collect puts batches: the first batch
+                                        // stage's queue, else upload_edge_.
   EdgeStats* consumer_edge_ = nullptr;  // Batches ready for Next().
 
   // The graph and its nodes; built in Wire, inside the arena.
@@ -249,7 +263,9 @@ class PipelineGraph::Impl {
 
 // RegisterStages takes the planned stages, groups consecutive ones of equal concurrency
 // into one node each, and registers their stats and edges in flow order.
-void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStage> stages) {
+void PipelineGraph::Impl::RegisterStages(
+    std::vector<graph_internal::PlannedStage> stages,
+    std::vector<graph_internal::PlannedBatchStage> batch_stages) {
   const int64_t sample_capacity =
       static_cast<int64_t>(options_.prefetch_batches) * options_.batch_size;
   source_stats_ = stats_->AddStage("source", 1);
@@ -285,7 +301,18 @@ void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStag
   }
   collate_edge_ = stats_->AddEdge(previous, "collate", sample_capacity);
   collate_stats_ = stats_->AddStage("collate", 1);
-  upload_edge_ = stats_->AddEdge("collate", "upload", options_.prefetch_batches);
+  // Batch stages: one statistics row each, serial, between collate and upload.
+  previous = "collate";
+  for (graph_internal::PlannedBatchStage& planned : batch_stages) {
+    BatchRunner runner;
+    runner.stage = std::move(planned.stage);
+    runner.in_edge = stats_->AddEdge(previous, planned.name, options_.prefetch_batches);
+    runner.stats = stats_->AddStage(planned.name, 1);
+    previous = planned.name;
+    batch_runners_.push_back(std::move(runner));
+  }
+  upload_edge_ = stats_->AddEdge(previous, "upload", options_.prefetch_batches);
+  collated_edge_ = batch_runners_.empty() ? upload_edge_ : batch_runners_.front().in_edge;
   upload_stats_ = stats_->AddStage("upload", 1);
   consumer_edge_ = stats_->AddEdge("upload", "consumer", options_.prefetch_batches);
 }
@@ -309,7 +336,7 @@ absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
       stage_memory_.push_back(part);
     }
   }
-  RegisterStages(std::move(plan.stages));
+  RegisterStages(std::move(plan.stages), std::move(plan.batch_stages));
 
   const size_t buffer_bytes = label_region_.offset + label_region_.bytes;
   absl::StatusOr<std::shared_ptr<TokenPool>> pool = TokenPool::Create(
@@ -364,11 +391,20 @@ void PipelineGraph::Impl::Wire() {
         BatchToken* token = TokenOf(s);
         if (token->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
         Collect(token);
-        upload_edge_->depth.fetch_add(1, std::memory_order_relaxed);
+        collated_edge_->depth.fetch_add(1, std::memory_order_relaxed);
         std::get<0>(out).try_put(token);
       }));
   auto* upload = keep(std::make_shared<flow::function_node<BatchToken*, BatchToken*>>(
       g, flow::serial, [this](BatchToken* t) { return Upload(t); }));
+  // The batch stages, when there are any: one serial node in front of upload, after the
+  // sequencer, so they see batches in order (their RNG does not depend on it).
+  flow::receiver<BatchToken*>* after_collate = upload;
+  if (!batch_runners_.empty()) {
+    auto* batch_ops = keep(std::make_shared<flow::function_node<BatchToken*, BatchToken*>>(
+        g, flow::serial, [this](BatchToken* t) { return RunBatchStages(t); }));
+    flow::make_edge(*batch_ops, *upload);
+    after_collate = batch_ops;
+  }
   auto* deliver = keep(std::make_shared<flow::function_node<BatchToken*>>(
       g, flow::serial, [this](BatchToken* t) { Deliver(t); }));
 
@@ -385,9 +421,9 @@ void PipelineGraph::Impl::Wire() {
     auto* order = keep(std::make_shared<flow::sequencer_node<BatchToken*>>(
         g, [](BatchToken* t) { return static_cast<size_t>(t->sequence); }));
     flow::make_edge(flow::output_port<0>(*collect), *order);
-    flow::make_edge(*order, *upload);
+    flow::make_edge(*order, *after_collate);
   } else {
-    flow::make_edge(flow::output_port<0>(*collect), *upload);
+    flow::make_edge(flow::output_port<0>(*collect), *after_collate);
   }
   flow::make_edge(*upload, *deliver);
 }
@@ -635,8 +671,8 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   token->keep.assign(static_cast<size_t>(token->size), false);  // Within capacity.
   for (int slot = 0; slot < token->size; ++slot) {
     SampleContext& s = token->samples[slot];
-    token->keep[slot] = s.status.ok();
-    if (s.status.ok()) {
+    token->keep[slot] = s.status.ok() && LabelInRange(s);
+    if (token->keep[slot]) {
       batch.labels.push_back(s.source->label);
       batch.indices.push_back(s.index);
       batch.keys.push_back(s.source->key);
@@ -667,6 +703,72 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   collate_stats_->busy_nanos.fetch_add(dt, std::memory_order_relaxed);
   collate_stats_->latency.Observe(dt);
   Trace(collate_stats_, t0, dt, token->sequence);
+}
+
+// LabelInRange says whether sample `s`'s label fits the soft targets' columns; one that
+// does not is failed (skipped and counted as label_out_of_range on the collate row), so
+// that no wrong one-hot row is made. Always true for int64 labels.
+bool PipelineGraph::Impl::LabelInRange(SampleContext& s) {
+  const int64_t label = s.source->label;
+  if (!label_.soft() || (label >= 0 && label < label_.num_classes)) return true;
+  s.status = SampleError(
+      absl::StatusCode::kOutOfRange, reason::kLabelOutOfRange,
+      absl::StrCat(s.key(), ": label ", label, " is outside [0, ", label_.num_classes,
+                   "), the soft targets' num_classes"));
+  s.failed_stage = "collate";
+  collate_stats_->CountError(std::string(reason::kLabelOutOfRange));
+  return false;
+}
+
+// RunBatchStages runs every batch stage on `token`'s batch in list order (serial node).
+BatchToken* PipelineGraph::Impl::RunBatchStages(BatchToken* token) {
+  for (BatchRunner& runner : batch_runners_) {
+    runner.in_edge->depth.fetch_sub(1, std::memory_order_relaxed);
+    RunBatchStage(runner, token);
+  }
+  upload_edge_->depth.fetch_add(1, std::memory_order_relaxed);
+  return token;
+}
+
+void PipelineGraph::Impl::RunBatchStage(BatchRunner& runner, BatchToken* token) {
+  // A batch that will stop the pipeline, or any once stopping, passes through untouched.
+  if (!token->fatal.ok() || stopping_.load(std::memory_order_relaxed)) return;
+  StageStats& st = *runner.stats;
+  Batch& batch = token->batch;
+  st.items_in.fetch_add(1, std::memory_order_relaxed);
+  st.in_flight.fetch_add(1, std::memory_order_relaxed);
+  const int64_t t0 = NowNanos();
+  BatchContext ctx;
+  ctx.batch = &batch;
+  ctx.data.reserve(regions_.size());
+  for (const TensorRegion& region : regions_) {
+    ctx.data.push_back(static_cast<uint8_t*>(token->buffer.host) + region.offset);
+  }
+  ctx.label_data = static_cast<uint8_t*>(token->buffer.host) + label_region_.offset;
+  ctx.seed = options_.seed;
+  ctx.epoch = batch.epoch;
+  ctx.index = batch.index;
+  absl::Status status;
+  try {
+    status = runner.stage->Process(ctx);
+  } catch (const std::exception& e) {
+    status = absl::InternalError(absl::StrCat("threw: ", e.what()));
+  }
+  const int64_t dt = NowNanos() - t0;
+  st.busy_nanos.fetch_add(dt, std::memory_order_relaxed);
+  st.latency.Observe(dt);
+  st.in_flight.fetch_sub(1, std::memory_order_relaxed);
+  Trace(runner.stats, t0, dt, token->sequence);
+  if (!status.ok()) {
+    st.CountError(std::string(reason::kStageError));
+    Fail(WithContext(status, absl::StrCat("batch op ", st.name(), " on epoch ", batch.epoch,
+                                          " batch ", batch.index)));
+    return;
+  }
+  st.items_out.fetch_add(1, std::memory_order_relaxed);
+  size_t bytes = batch.label.bytes();
+  for (const BatchTensor& t : batch.tensors) bytes += t.bytes();
+  st.bytes.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 // FillTensors compacts each tensor's region (skipped rows removed, the same rows in

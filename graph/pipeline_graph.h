@@ -63,6 +63,10 @@ enum class ErrorPolicy {
 struct GraphOptions {
   // Per-sample stages in order; must include one that writes the batch slot (augment).
   std::vector<StageSpec> stages;
+  // Batch stages in order (graph/batch_stage.h: a spec's `batch_ops:`), each run once per
+  // collated batch, serially, after the sequencer and before upload. Their `inputs` and
+  // `outputs` are unused (a batch stage sees the whole batch).
+  std::vector<StageSpec> batch_stages;
   // Threads of the graph's arena, and the concurrency of CPU-heavy stages. In
   // [1, kMaxWorkers].
   int num_workers = 2;

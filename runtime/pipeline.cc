@@ -67,6 +67,7 @@ GraphOptions GraphOptionsFor(const PipelineOptions& options) {
   graph_options.max_error_fraction = options.max_error_fraction;
   graph_options.env = options.env;
   graph_options.memory_limit_bytes = MemoryLimitBytes(options);
+  graph_options.batch_stages = options.batch_ops;
   return graph_options;
 }
 

@@ -168,6 +168,9 @@ struct PipelineOptions {
   // Custom per-sample stages; empty means read → decode → augment configured from the
   // fields above. See graph/stage.h for registering your own stage types.
   std::vector<StageSpec> stages;
+  // Batch stages (a spec's `batch_ops:`; graph/batch_stage.h), run in order on each
+  // collated batch: mixup_cutmix, label_smoothing, or a registered type. Empty = none.
+  std::vector<StageSpec> batch_ops;
   // skip (count, name and drop bad samples) or fail (stop with the file and reason).
   ErrorPolicy on_error = ErrorPolicy::kSkip;
   // Stop once more than this many samples failed; < 0 = no limit. Default -1.

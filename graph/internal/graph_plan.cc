@@ -93,6 +93,7 @@ absl::Status CollectOutputs(const StagePlan& plan, const StageEnv& env,
 absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
                           std::vector<PlannedStage>* out, std::vector<OutputSpec>* outputs) {
   if (options.stages.empty()) return absl::InvalidArgumentError("the pipeline has no stages");
+  if (absl::Status s = RefuseBatchTypesInStages(options.stages); !s.ok()) return s;
   // The list's fields first: a list that cannot make a batch is refused before any factory.
   absl::StatusOr<StagePlan> plan = PlanStages(options.stages, StageRegistry::Global());
   if (!plan.ok()) return plan.status();
@@ -194,6 +195,11 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   env.env = options.env != nullptr ? options.env : Env::Default();
   env.num_workers = options.num_workers;
   if (absl::Status s = CreateStages(options, env, &plan.stages, &plan.outputs); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = PlanBatchStages(options, dataset, plan.outputs, &plan.batch_stages,
+                                      &plan.label, &env.memory);
+      !s.ok()) {
     return s;
   }
   AddHttpCachePart(dataset, &env.memory);
