@@ -227,12 +227,13 @@ PyObject* CreationErrorType(const absl::Status& status) {
   }
 }
 
-// ApplySetting sets one keyword: `sources` arrives as JSON (YAML's flow style) for the
-// spec's own parser; any other key as a flag's text. A keyword replaces a spec's value, so
+// ApplySetting sets one keyword: `sources` and `batch_ops` arrive as JSON (YAML's flow
+// style) for the spec's own parser; any other key as a flag's text. A keyword replaces a spec's value, so
 // sources= drops a spec's data and data= a spec's sources.
 void ApplySetting(const std::string& key, const std::string& text, PipelineOptions* options) {
-  const absl::Status s = key == "sources" ? ApplySpecYamlValue(key, text, options)
-                                          : ApplySpecValue(key, text, options);
+  const absl::Status s = key == "sources" || key == "batch_ops"
+                             ? ApplySpecYamlValue(key, text, options)
+                             : ApplySpecValue(key, text, options);
   if (!s.ok()) Raise(PyExc_ValueError, s);
   if (key == "sources") options->data.clear();
   if (key == "data") options->sources.clear();
@@ -423,6 +424,13 @@ class PyLoader {
   // the python_dataset stage in place of read (python/internal/py_dataset.h). It
   // replaces a spec's data or sources, as a keyword does.
   void UseDataset(const py::object& dataset, PipelineOptions* options) {
+    // A dataset='s labels are known only once __getitem__ has run, after the graph made
+    // the batch: batch ops that build targets from them cannot run on it.
+    if (!options->batch_ops.empty()) {
+      Raise(PyExc_ValueError, absl::InvalidArgumentError(
+                                  "batch_ops need the data's labels in the graph: they work "
+                                  "with data= or sources=, not with dataset="));
+    }
     const int64_t size = static_cast<int64_t>(py::len(dataset));
     absl::StatusOr<std::unique_ptr<Dataset>> indexed = Dataset::OfSize(size, "dataset");
     if (!indexed.ok()) Raise(PyExc_ValueError, indexed.status());

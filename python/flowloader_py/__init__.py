@@ -47,7 +47,7 @@ __all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment"]
 _SPEC_KEYS = {k["name"]: k for k in _core.spec_keys() if k["is_scalar"]}
 # Keywords that are the DataLoader's own, not spec keys.
 _OWN_KEYWORDS = ("data", "dataset", "spec", "rank", "world_size", "metrics_address", "return_keys",
-                 "sources", "return_sources", "return_columns")
+                 "sources", "return_sources", "return_columns", "batch_ops")
 _STATE_VERSION = 1
 
 
@@ -114,6 +114,19 @@ def _int_or_none(name, value):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
 
 
+def _batch_ops_text(batch_ops):
+    """batch_ops= as JSON, YAML's flow style, for the spec's own parser: a list of
+    {"type": ..., "name": ..., "options": {...}} dicts, as a spec's batch_ops: items."""
+    if not isinstance(batch_ops, (list, tuple)) or not all(isinstance(op, dict)
+                                                           for op in batch_ops):
+        raise TypeError(f"batch_ops must be a list of {{'type', 'options'}} dicts, "
+                        f"got {type(batch_ops).__name__} {batch_ops!r}")
+    try:
+        return json.dumps(list(batch_ops))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"batch_ops: {e}") from None
+
+
 def _sources_text(sources):
     """sources= as JSON, YAML's flow style, for the spec's own parser (which checks the
     names, paths and weights and words the messages as for a spec's sources:)."""
@@ -165,6 +178,10 @@ class DataLoader:
     extras, the batch has an `extras` element after labels: a list, one per row. With
     return_keys, a row's key is its index as text.
 
+    batch_ops=[{"type": "mixup_cutmix", "options": {"mixup_alpha": 0.8, ...}}] runs batch
+    stages on each batch (a spec's batch_ops:); with mixup_cutmix or label_smoothing the
+    labels are float32 [N, num_classes] soft targets instead of int64 [N].
+
     return_sources=True adds each row's source name (a list of str); return_columns=True
     adds the extra per-sample columns (columns= for tar shards, or a list file's
     #columns:) as {name: [str, or bytes where a value is not valid UTF-8]}.
@@ -184,7 +201,7 @@ class DataLoader:
                  on_error=_Default("skip"), spec=None, rank=None, world_size=None,
                  metrics_address=None, return_keys=False, device=_Default("auto"),
                  sources=None, return_sources=False, return_columns=False, dataset=None,
-                 **options):
+                 batch_ops=None, **options):
         for key in options:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
@@ -215,6 +232,8 @@ class DataLoader:
                                     f"torch Dataset), {type(dataset).__name__} has no {name}")
             if "data" in given or sources is not None:
                 raise ValueError("dataset and data (or sources) are both set: give one of them")
+        if batch_ops is not None:
+            given["batch_ops"] = _batch_ops_text(batch_ops)
         if metrics_address is not None and not isinstance(metrics_address, str):
             raise TypeError(f"metrics_address must be a str like '127.0.0.1:9464', "
                             f"got {metrics_address!r}")
@@ -228,7 +247,7 @@ class DataLoader:
             for key in ("num_workers", "prefetch_batches"):
                 if isinstance(given[key], _Default):
                     given[key] = given[key].value
-        self._settings = [(k, v if k == "sources" else _setting_text(k, v))
+        self._settings = [(k, v if k in ("sources", "batch_ops") else _setting_text(k, v))
                           for k, v in given.items() if not isinstance(v, _Default)]
         self._settings += self._shard_settings(rank, world_size)
         self._spec = None if spec is None else str(getattr(spec, "__fspath__", lambda: spec)())
