@@ -202,6 +202,7 @@ class PipelineGraph::Impl {
   std::vector<OutputSpec> outputs_;   // Every batch tensor, in the plan's order.
   std::vector<TensorRegion> regions_;  // Their parts of each batch buffer.
   LabelSpec label_;                    // The label tensor's shape (constant after Build).
+  bool repeats_ = false;               // The sampler repeats samples (Batch::copies).
   TensorRegion label_region_;          // Its part of each batch buffer, after the tensors.
   std::vector<StageRunner> runners_;
   std::vector<NodeGroup> groups_;
@@ -321,6 +322,7 @@ absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   outputs_ = plan.outputs;
   regions_ = LayOutTensors(outputs_, plan.pool_rows);
   label_ = plan.label;
+  repeats_ = sampler_->repeated_augment() > 1;
   label_region_ = LabelRegion(regions_, label_, plan.pool_rows);
   samples_per_epoch_ = sampler_->samples_per_rank();
   pool_rows_ = plan.pool_rows;
@@ -590,6 +592,8 @@ void PipelineGraph::Impl::Dispatch(
     s.epoch = plan.epoch;
     s.position = begin + slot;
     s.index = order_[static_cast<size_t>(begin + slot)];
+    s.rng_key = sampler_->RngKey(s.position, s.index);
+    s.copy = sampler_->Copy(s.position);
     s.slot = slot;
     s.seed = options_.seed;
     s.source = &dataset_->sample(s.index);
@@ -663,6 +667,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.indices.clear();
   batch.keys.clear();
   batch.sources.clear();
+  batch.copies.clear();
   batch.skipped.clear();
   StartColumns(dataset_->column_names(), &batch.columns);
   int64_t failed = 0;
@@ -677,6 +682,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
       batch.indices.push_back(s.index);
       batch.keys.push_back(s.source->key);
       batch.sources.push_back(s.source->source);
+      if (repeats_) batch.copies.push_back(s.copy);
       for (size_t c = 0; c < batch.columns.size(); ++c) {
         const absl::string_view value = dataset_->column(s.index, c);
         batch.columns[c].Append(std::string_view(value.data(), value.size()));

@@ -44,6 +44,10 @@ struct SampleContext {
   int64_t index = 0;     // Dataset index.
   int slot = 0;          // Row in the batch.
   uint64_t seed = 0;
+  // The key of the sample's random draws: its dataset index, or with repeated
+  // augmentation the copy's position (Sampler::RngKey), so copies differ.
+  uint64_t rng_key = 0;
+  int copy = 0;  // Which copy of its sample this is (repeated augmentation); else 0.
   const SampleSource* source = nullptr;  // key and label.
   std::string path;                      // Full path of the file.
 
@@ -85,8 +89,9 @@ struct SampleContext {
   TraceBuffer* trace = nullptr;
   int32_t trace_stage = -1;
 
-  // Rng returns this sample's random stream `stream` (deterministic in seed/epoch/index).
-  SampleRng Rng(uint64_t stream) const { return SampleRng(seed, epoch, index, stream); }
+  // Rng returns this sample's random stream `stream` (deterministic in seed, epoch and
+  // rng_key: the index, or the copy's position under repeated augmentation).
+  SampleRng Rng(uint64_t stream) const { return SampleRng(seed, epoch, rng_key, stream); }
   const std::string& key() const { return source->key; }
 };
 

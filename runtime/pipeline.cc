@@ -133,6 +133,7 @@ absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
   sampler_options.drop_remainder = options.even_shards == "trim";
   sampler_options.mixture = MixtureOf(options, *parts.dataset);
   sampler_options.epoch_samples = options.epoch_samples;
+  sampler_options.repeated_augment = options.repeated_augment;
   absl::StatusOr<std::unique_ptr<Sampler>> sampler =
       Sampler::Create(parts.dataset->size(), sampler_options);
   if (!sampler.ok()) return sampler.status();

@@ -98,6 +98,11 @@ struct PipelineOptions {
   // Samples per epoch (before sharding by rank); 0 = the sum of the sources' sizes (the
   // dataset's). Default 0.
   int64_t epoch_samples = 0;
+  // Repeated augmentation (torchvision's/DeiT's RASampler, timm's --aug-repeats): each
+  // epoch's order with every sample k times in a row, spread over ranks, each rank's
+  // epoch cut to floor(n // 256 * 256 / world_size) (stages/reader/sampler.h); every copy
+  // a different random view. >= 1; default 1 (off).
+  int repeated_augment = 1;
   // Tar shards: the `.json` member's integer field holding the label; empty (default) =
   // the `.cls` member.
   std::string label_key;

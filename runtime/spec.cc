@@ -425,6 +425,10 @@ const std::vector<Key>& Keys() {
       {"epoch_samples", "0",
        "samples per epoch before sharding; 0 = the sum of the sources' sizes",
        [](R r, F f, O o) { return r.Int(f, 0, kInt64Max, &o->epoch_samples); }},
+      {"repeated_augment", "1",
+       "copies of each sample in a row, each a different view (RASampler; timm's "
+       "--aug-repeats): an epoch keeps floor(n // 256 * 256 / world_size) a rank; >= 1",
+       [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->repeated_augment); }},
       {"label_key", "",
        "tar shards: the .json member's integer field holding the label; empty = the "
        ".cls member",
@@ -698,7 +702,8 @@ std::string SpecYaml(const PipelineOptions& o) {
   std::string out = absl::StrCat(
       o.sources.empty() ? absl::StrCat("data: ", YamlScalar(o.data), "\n")
                         : spec_internal::SourcesYaml(o),
-      "epoch_samples: ", o.epoch_samples, "\nlabel_key: ", YamlScalar(o.label_key),
+      "epoch_samples: ", o.epoch_samples, "\nrepeated_augment: ", o.repeated_augment,
+      "\nlabel_key: ", YamlScalar(o.label_key),
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
       "\ncolumn_max_bytes: ", o.column_max_bytes,
       "\nhttp_cache_mb: ", o.http_cache_mb, "\nhttp_ca_file: ", YamlScalar(o.http.ca_file),

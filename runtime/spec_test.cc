@@ -50,6 +50,8 @@ void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.http_cache_mb, b.http_cache_mb);
   EXPECT_EQ(a.http.ca_file, b.http.ca_file);
   EXPECT_EQ(a.checksum, b.checksum);
+  EXPECT_EQ(a.repeated_augment, b.repeated_augment);
+  EXPECT_EQ(a.batch_ops.size(), b.batch_ops.size());
 }
 
 PipelineOptions Parse(const std::string& text) {
@@ -183,6 +185,7 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.ram_budget_bytes = int64_t{3} << 30;
   o.columns = {"txt", "seg.json"};
   o.column_max_bytes = 1000;
+  o.repeated_augment = 3;
   const std::string yaml = "\n" + SpecYaml(o);
   ExpectSameOptions(Parse(yaml), o);
   EXPECT_EQ(Parse(yaml).cpu_budget, 2);
@@ -416,7 +419,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyByContainment", "workers: 4\n",
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
-     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, num_workers, "
+     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, num_workers, "
      "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
      "stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
@@ -550,9 +553,11 @@ const ErrorCase kErrorCases[] = {
     {"BatchOpUnknownKey", "batch_ops:\n  - type: label_smoothing\n    concurrency: 2\n",
      "t.yaml:3:5: unknown key 'concurrency' in batch op 'label_smoothing' (known: type, name, "
      "options)"},
+    {"RepeatedAugmentZero", "repeated_augment: 0\n",
+     "t.yaml:1:19: repeated_augment must be >= 1, got 0"},
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
-     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, "
+     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, "
      "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},

@@ -66,4 +66,21 @@ printf 'data: %s\nbatch_ops:\n  - type: mixup_cutmix\n    options: {mixup_alpha:
 refused alpha "alpha.yaml:3:5: batch op 'mixup_cutmix': option 'mixup_alpha' must be >= 0, got -1"
 printf 'data: %s\nbatch_ops:\n  - type: augment\n' "$DATA" >"$TMP/per_sample.yaml"
 refused per_sample "per_sample.yaml:3:11: 'augment' is a per-sample stage"
+
+# 5. repeated_augment: --samples_out has a copy column, each key three times in a row.
+"$FLOWLOADER" make-dataset --out="$TMP/many" --classes=2 --images_per_class=130 \
+  --min_short_side=32 --max_short_side=40 >/dev/null
+"$FLOWLOADER" run --data="$TMP/many" --repeated_augment=3 --batch_size=16 --image_size=16 \
+  --epochs=1 --metrics_address= --progress=false --samples_out="$TMP/samples.tsv" \
+  >/dev/null 2>"$TMP/ra.err" || fail "repeated_augment run: $(cat "$TMP/ra.err")"
+[ "$(head -1 "$TMP/samples.tsv")" = "$(printf 'epoch\tbatch\tkey\tlabel\tsource\tcopy')" ] ||
+  fail "samples_out header: $(head -1 "$TMP/samples.tsv")"
+"$PY" - "$TMP/samples.tsv" <<'PY' || fail "samples_out copies"
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
+assert len(rows) == 256, len(rows)  # floor(260 // 256 * 256).
+for i, r in enumerate(rows):
+    assert r[5] == str(i % 3), (i, r)
+    assert r[2] == rows[i - i % 3][2], (i, r)
+PY
 echo PASS

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -120,6 +122,7 @@ class BatchOpsTest : public ::testing::Test {
     SetMinLogLevel(LogLevel::kError);
     data_ = new std::string(MakeImageFolder(TempDir("batch_ops"), kClasses, 10));
   }
+  static void TearDownTestSuite() { delete data_; }
   static std::string* data_;
 };
 std::string* BatchOpsTest::data_ = nullptr;
@@ -201,33 +204,81 @@ TEST_F(BatchOpsTest, ResumeMidEpochIsByteIdentical) {
   EXPECT_TRUE(head.labels + tail.labels == whole.labels);
 }
 
+// Batches is each delivered batch's rows and bytes by (epoch, batch number).
+using Batches = std::map<std::pair<int64_t, int64_t>, std::pair<std::vector<std::string>, std::string>>;
+
+// DrainHalving pulls up to `max_batches` batches, halving the batch size before the third;
+// it returns each batch's keys and mixed bytes (images then targets).
+Batches DrainHalving(Pipeline& p, int max_batches = 1 << 30) {
+  Batches out;
+  for (int n = 0; n < max_batches;) {
+    if (n == 2) {
+      EXPECT_TRUE(p.SetBatchSize(4).ok());
+    }
+    std::shared_ptr<const Batch> b;
+    bool end = false;
+    const absl::Status s = p.Next(&b, &end);
+    EXPECT_TRUE(s.ok()) << s;
+    if (!s.ok() || (end && p.done())) break;
+    if (end) continue;
+    std::string bytes(static_cast<const char*>(b->host_data), b->bytes());
+    bytes.append(static_cast<const char*>(b->label.host_data), b->label.bytes());
+    out[{b->epoch, b->index}] = {b->keys, bytes};
+    ++n;
+  }
+  return out;
+}
+
+// SameWhereTheRowsAgree checks that batches holding the same rows hold the same bytes,
+// and returns how many were compared. Which batches the size change reaches first depends
+// on how far the source had planned ahead (timing), so only batches of equal rows compare.
+int SameWhereTheRowsAgree(const Batches& a, const Batches& b) {
+  int compared = 0;
+  for (const auto& [at, rows] : a) {
+    auto it = b.find(at);
+    if (it == b.end() || it->second.first != rows.first) continue;
+    EXPECT_TRUE(it->second.second == rows.second) << "epoch " << at.first << " batch " << at.second;
+    ++compared;
+  }
+  return compared;
+}
+
 TEST_F(BatchOpsTest, AfterSetBatchSizeTheSameForAnyWorkersAndOnResume) {
-  // Halve the batch before the third batch: the mixing follows (seed, epoch, batch
-  // number), so 1 and 2 workers agree, and a resume after the change continues exactly.
-  auto run = [&](int workers, int max_batches, Pipeline** keep,
-                 std::unique_ptr<Pipeline>* owner) {
-    *owner = MustCreate(Options(*data_, workers));
-    *keep = owner->get();
-    return Drain(**owner, [&](int n) {
-      if (n == 2) {
-        EXPECT_TRUE((*owner)->SetBatchSize(4).ok());
-      }
-    }, max_batches);
-  };
-  std::unique_ptr<Pipeline> a, b, c;
-  Pipeline* raw = nullptr;
-  const Delivered one = run(1, 1 << 30, &raw, &a);
-  const Delivered two = run(2, 1 << 30, &raw, &b);
-  EXPECT_TRUE(one.tensors[0] == two.tensors[0]);
-  EXPECT_TRUE(one.labels == two.labels);
-  const Delivered head = run(2, 5, &raw, &c);
+  // The mixing is a function of (seed, epoch, batch number) and the batch's rows: after
+  // the batch size changes, 1 and 2 workers agree on every batch of the same rows, and a
+  // checkpoint taken after the change resumes to exactly what the run went on to deliver.
+  const Batches one = DrainHalving(*MustCreate(Options(*data_, 1)));
+  const Batches two = DrainHalving(*MustCreate(Options(*data_, 2)));
+  int halved = 0;  // Batches of 4 compared: the change is covered.
+  for (const auto& [at, rows] : one) {
+    auto it = two.find(at);
+    halved += rows.first.size() == 4 && it != two.end() && it->second.first == rows.first;
+  }
+  EXPECT_GT(SameWhereTheRowsAgree(one, two), 0);
+  EXPECT_GT(halved, 4);
+
+  auto first = MustCreate(Options(*data_, 2));
+  ASSERT_NE(first, nullptr);
+  DrainHalving(*first, 5);
   PipelineOptions o = Options(*data_, 2);
   o.batch_size = 4;  // The size the trainer had moved to.
-  o.resume = c->Checkpoint();
-  c.reset();
-  const Delivered tail = Drain(*MustCreate(o));
-  EXPECT_TRUE(head.tensors[0] + tail.tensors[0] == one.tensors[0]);
-  EXPECT_TRUE(head.labels + tail.labels == one.labels);
+  o.resume = first->Checkpoint();
+  ASSERT_EQ(o.resume.batch_size, 4);
+  Batches rest;  // What the checkpointed run delivers next.
+  for (;;) {
+    std::shared_ptr<const Batch> b;
+    bool end = false;
+    ASSERT_TRUE(first->Next(&b, &end).ok());
+    if (end && first->done()) break;
+    if (end) continue;
+    std::string bytes(static_cast<const char*>(b->host_data), b->bytes());
+    bytes.append(static_cast<const char*>(b->label.host_data), b->label.bytes());
+    rest[{b->epoch, b->index}] = {b->keys, bytes};
+  }
+  first.reset();
+  const Batches resumed = DrainHalving(*MustCreate(o), 1 << 30);
+  EXPECT_EQ(resumed.size(), rest.size());
+  EXPECT_EQ(SameWhereTheRowsAgree(rest, resumed), static_cast<int>(rest.size()));
 }
 
 TEST_F(BatchOpsTest, EveryViewIsMixedWithTheSameDraw) {
@@ -258,6 +309,107 @@ TEST_F(BatchOpsTest, ALabelOutsideNumClassesIsSkippedAndCounted) {
   ASSERT_EQ(d.skip_reasons.size(), size_t{2} * 10);
   for (const std::string& r : d.skip_reasons) EXPECT_EQ(r, "label_out_of_range");
   EXPECT_EQ(p->stats()->Stage("collate")->Errors().at("label_out_of_range"), 20u);
+}
+
+// Repeated augmentation (RASampler): 260 images, so that the cut floor(n // 256 * 256 /
+// world_size) keeps 256 a rank (128 with two ranks).
+class RepeatedAugmentTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    SetMinLogLevel(LogLevel::kError);
+    data_ = new std::string(MakeImageFolder(TempDir("repeated"), 2, 130));
+  }
+  static void TearDownTestSuite() { delete data_; }
+  static PipelineOptions Repeats(int workers, int rank = 0, int world_size = 1) {
+    PipelineOptions o = Options(*data_, workers, {Mixup()});
+    o.repeated_augment = 3;
+    o.batch_size = 16;
+    o.rank = rank;
+    o.world_size = world_size;
+    return o;
+  }
+  static std::string* data_;
+};
+std::string* RepeatedAugmentTest::data_ = nullptr;
+
+TEST_F(RepeatedAugmentTest, EachSampleComesThreeTimesInARowEachADifferentView) {
+  PipelineOptions o = Repeats(2);
+  o.batch_ops.clear();  // Unmixed, to compare the copies' own pixels.
+  o.epochs = 1;
+  auto p = MustCreate(o);
+  ASSERT_NE(p, nullptr);
+  Delivered d = Drain(*p);
+  ASSERT_EQ(d.keys.size(), 256u);  // floor(260 // 256 * 256 / 1).
+  const size_t row = 3 * 16 * 16 * 4;
+  for (size_t i = 0; i + 2 < d.keys.size(); i += 3) {
+    EXPECT_EQ(d.keys[i], d.keys[i + 1]);
+    EXPECT_EQ(d.keys[i], d.keys[i + 2]);
+    if (i + 3 < d.keys.size()) {
+      EXPECT_NE(d.keys[i], d.keys[i + 3]);
+    }
+    const std::string a = d.tensors[0].substr(i * row, row);
+    const std::string b = d.tensors[0].substr((i + 1) * row, row);
+    const std::string c = d.tensors[0].substr((i + 2) * row, row);
+    EXPECT_TRUE(a != b && b != c && a != c) << "copies of " << d.keys[i] << " are one view";
+  }
+}
+
+TEST_F(RepeatedAugmentTest, BatchesSayWhichCopyEachRowIs) {
+  auto p = MustCreate(Repeats(2));
+  ASSERT_NE(p, nullptr);
+  std::shared_ptr<const Batch> b;
+  bool end = false;
+  ASSERT_TRUE(p->Next(&b, &end).ok());
+  ASSERT_EQ(b->copies.size(), 16u);
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ(b->copies[i], static_cast<int32_t>(i % 3));
+}
+
+TEST_F(RepeatedAugmentTest, TwoRanksInterleavedAreTheOneRankSequenceCut) {
+  // RASampler spreads the repeated order round-robin: rank 0 takes even positions, rank 1
+  // odd ones, each cut to 128; interleaved they are the first 256 of the repeated order.
+  PipelineOptions o0 = Repeats(2, 0, 2), o1 = Repeats(2, 1, 2), one = Repeats(2);
+  for (PipelineOptions* o : {&o0, &o1, &one}) o->epochs = 1;
+  const Delivered r0 = Drain(*MustCreate(o0));
+  const Delivered r1 = Drain(*MustCreate(o1));
+  const Delivered all = Drain(*MustCreate(one));
+  ASSERT_EQ(r0.keys.size(), 128u);
+  ASSERT_EQ(r1.keys.size(), 128u);
+  for (size_t m = 0; m < 128; ++m) {
+    EXPECT_EQ(r0.keys[m], all.keys[2 * m]) << m;
+    EXPECT_EQ(r1.keys[m], all.keys[2 * m + 1]) << m;
+  }
+}
+
+TEST_F(RepeatedAugmentTest, ResumeMidEpochWithMixupAndRepeatsIsByteIdentical) {
+  const Delivered whole = Drain(*MustCreate(Repeats(2)));
+  auto first = MustCreate(Repeats(1));
+  ASSERT_NE(first, nullptr);
+  const Delivered head = Drain(*first, 21);  // Epoch 0's 16 batches and 5 of epoch 1.
+  PipelineOptions o = Repeats(2);
+  o.resume = first->Checkpoint();
+  first.reset();
+  const Delivered tail = Drain(*MustCreate(o));
+  EXPECT_EQ(head.keys.size() + tail.keys.size(), 512u);
+  EXPECT_TRUE(head.tensors[0] + tail.tensors[0] == whole.tensors[0]);
+  EXPECT_TRUE(head.labels + tail.labels == whole.labels);
+}
+
+TEST_F(RepeatedAugmentTest, WithoutRepeatsEverySampleOnceAndNoCopies) {
+  PipelineOptions o = Repeats(2);
+  o.repeated_augment = 1;
+  o.epochs = 1;
+  o.batch_ops.clear();
+  auto p = MustCreate(o);
+  ASSERT_NE(p, nullptr);
+  std::shared_ptr<const Batch> b;
+  bool end = false;
+  ASSERT_TRUE(p->Next(&b, &end).ok());
+  EXPECT_TRUE(b->copies.empty());
+  b.reset();
+  Delivered d = Drain(*p);
+  std::set<std::string> distinct(d.keys.begin(), d.keys.end());
+  EXPECT_EQ(distinct.size(), d.keys.size());
+  EXPECT_EQ(d.keys.size(), 260u - 16u);  // The first batch was taken above.
 }
 
 struct Refusal {

@@ -114,6 +114,9 @@ struct Batch {
   std::vector<std::string> keys; // Relative path of each row.
   // The source of each row (index into Pipeline::source_names(); 0 for one source).
   std::vector<int32_t> sources;
+  // With repeated augmentation (a sampler's repeated_augment k > 1), which copy of its
+  // sample each row is, 0..k-1 (each copy a different random view); empty otherwise.
+  std::vector<int32_t> copies;
   // Extra per-sample columns (list files' `#columns:` header), each one value per row.
   std::vector<BatchColumn> columns;
   std::vector<SkippedSample> skipped;
