@@ -17,6 +17,7 @@
 #include "graph/graph_builder.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
+#include "runtime/spec.h"
 #include "stages/core/log.h"
 #include "tests/testing/test_data.h"
 
@@ -351,6 +352,29 @@ TEST_F(RepeatedAugmentTest, EachSampleComesThreeTimesInARowEachADifferentView) {
     const std::string b = d.tensors[0].substr((i + 1) * row, row);
     const std::string c = d.tensors[0].substr((i + 2) * row, row);
     EXPECT_TRUE(a != b && b != c && a != c) << "copies of " << d.keys[i] << " are one view";
+  }
+}
+
+TEST_F(RepeatedAugmentTest, ATransformsStagesCopiesAreDifferentViewsToo) {
+  // The op-list stage keys its draws by SampleContext::rng_key as augment does: a fixed
+  // resize, then a random brightness, which alone tells the copies apart.
+  absl::StatusOr<PipelineOptions> o = ParseSpec(
+      absl::StrCat("data: ", *data_,
+                   "\nbatch_size: 16\nepochs: 1\nrepeated_augment: 3\ndevice: cpu\n"
+                   "stages:\n  - type: read\n  - type: decode\n  - type: transforms\n"
+                   "    ops:\n      - resize: {size: [16, 16]}\n"
+                   "      - color_jitter: {brightness: 0.8}\n"
+                   "      - normalize: {mean: [0.5, 0.5, 0.5], std: [0.2, 0.2, 0.2]}\n"),
+      "", "t.yaml");
+  ASSERT_TRUE(o.ok()) << o.status();
+  auto p = MustCreate(*o);
+  ASSERT_NE(p, nullptr);
+  const Delivered d = Drain(*p, 2);
+  const size_t row = 3 * 16 * 16 * 4;
+  ASSERT_EQ(d.keys.size(), 32u);
+  for (size_t i = 0; i + 2 < d.keys.size(); i += 3) {
+    ASSERT_EQ(d.keys[i], d.keys[i + 1]);
+    EXPECT_NE(d.tensors[0].substr(i * row, row), d.tensors[0].substr((i + 1) * row, row));
   }
 }
 
