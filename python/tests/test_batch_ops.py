@@ -43,3 +43,15 @@ def test_a_per_sample_stage_in_batch_ops_is_a_value_error(small_data):
         flowloader.DataLoader(small_data, batch_ops=[{"type": "augment"}])
     with pytest.raises(TypeError, match="batch_ops must be a list"):
         flowloader.DataLoader(small_data, batch_ops="mixup_cutmix")
+
+
+def test_batch_ops_with_a_python_dataset_are_refused():
+    class Items:
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return b"", 0
+
+    with pytest.raises(ValueError, match="not with dataset="):
+        flowloader.DataLoader(dataset=Items(), batch_ops=MIXUP)
