@@ -5,6 +5,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
 #include <algorithm>
 #include <deque>
@@ -115,6 +116,13 @@ class PipelineGraph::Impl {
   int prefetch_batches() const { return pool_->Count(); }
 
  private:
+  // BatchRunner is one batch stage (graph/batch_stage.h) with its statistics row.
+  struct BatchRunner {
+    std::unique_ptr<BatchStage> stage;
+    StageStats* stats = nullptr;
+    EdgeStats* in_edge = nullptr;  // Batches waiting for it.
+  };
+
   struct StageRunner {
     std::unique_ptr<SampleStage> stage;
     StageStats* stats = nullptr;
@@ -144,7 +152,8 @@ class PipelineGraph::Impl {
     }
   }
 
-  void RegisterStages(std::vector<graph_internal::PlannedStage> stages);
+  void RegisterStages(std::vector<graph_internal::PlannedStage> stages,
+                      std::vector<graph_internal::PlannedBatchStage> batch_stages);
   bool FollowsNumWorkers(size_t stage) const;
   MemoryPlan PlanForBuffers(int count) const;
   void Wire();
@@ -156,9 +165,13 @@ class PipelineGraph::Impl {
                                          std::tuple<SampleContext*>>::output_ports_type& out);
   void SetOutputSlots(void* buffer, int slot, SampleContext& s) const;
   void FillTensors(BatchToken* token);
+  void FillLabel(BatchToken* token);
   SampleContext* RunGroup(NodeGroup& group, EdgeStats* out_edge, SampleContext* s);
   void RunStage(StageRunner& runner, SampleContext* s);
   void Collect(BatchToken* token);
+  bool LabelInRange(SampleContext& s);
+  BatchToken* RunBatchStages(BatchToken* token);
+  void RunBatchStage(BatchRunner& runner, BatchToken* token);
   absl::Status UploadTensors(BatchToken* token, size_t* bytes);
   BatchToken* Upload(BatchToken* token);
   void Deliver(BatchToken* token);
@@ -188,14 +201,20 @@ class PipelineGraph::Impl {
 
   std::vector<OutputSpec> outputs_;   // Every batch tensor, in the plan's order.
   std::vector<TensorRegion> regions_;  // Their parts of each batch buffer.
+  LabelSpec label_;                    // The label tensor's shape (constant after Build).
+  bool repeats_ = false;               // The sampler repeats samples (Batch::copies).
+  TensorRegion label_region_;          // Its part of each batch buffer, after the tensors.
   std::vector<StageRunner> runners_;
   std::vector<NodeGroup> groups_;
+  std::vector<BatchRunner> batch_runners_;  // In list order; run serially after collate.
   std::shared_ptr<TokenPool> pool_;
   StageStats* source_stats_ = nullptr;
   StageStats* collate_stats_ = nullptr;
   StageStats* upload_stats_ = nullptr;
   EdgeStats* collate_edge_ = nullptr;   // Samples waiting for collect.
   EdgeStats* upload_edge_ = nullptr;    // Batches waiting for order/upload.
+  EdgeStats* collated_edge_ = nullptr;  // Where collect puts batches: the first batch
+                                        // stage's queue, else upload_edge_.
   EdgeStats* consumer_edge_ = nullptr;  // Batches ready for Next().
 
   // The graph and its nodes; built in Wire, inside the arena.
@@ -245,7 +264,9 @@ class PipelineGraph::Impl {
 
 // RegisterStages takes the planned stages, groups consecutive ones of equal concurrency
 // into one node each, and registers their stats and edges in flow order.
-void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStage> stages) {
+void PipelineGraph::Impl::RegisterStages(
+    std::vector<graph_internal::PlannedStage> stages,
+    std::vector<graph_internal::PlannedBatchStage> batch_stages) {
   const int64_t sample_capacity =
       static_cast<int64_t>(options_.prefetch_batches) * options_.batch_size;
   source_stats_ = stats_->AddStage("source", 1);
@@ -281,7 +302,18 @@ void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStag
   }
   collate_edge_ = stats_->AddEdge(previous, "collate", sample_capacity);
   collate_stats_ = stats_->AddStage("collate", 1);
-  upload_edge_ = stats_->AddEdge("collate", "upload", options_.prefetch_batches);
+  // Batch stages: one statistics row each, serial, between collate and upload.
+  previous = "collate";
+  for (graph_internal::PlannedBatchStage& planned : batch_stages) {
+    BatchRunner runner;
+    runner.stage = std::move(planned.stage);
+    runner.in_edge = stats_->AddEdge(previous, planned.name, options_.prefetch_batches);
+    runner.stats = stats_->AddStage(planned.name, 1);
+    previous = planned.name;
+    batch_runners_.push_back(std::move(runner));
+  }
+  upload_edge_ = stats_->AddEdge(previous, "upload", options_.prefetch_batches);
+  collated_edge_ = batch_runners_.empty() ? upload_edge_ : batch_runners_.front().in_edge;
   upload_stats_ = stats_->AddStage("upload", 1);
   consumer_edge_ = stats_->AddEdge("upload", "consumer", options_.prefetch_batches);
 }
@@ -289,6 +321,9 @@ void PipelineGraph::Impl::RegisterStages(std::vector<graph_internal::PlannedStag
 absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   outputs_ = plan.outputs;
   regions_ = LayOutTensors(outputs_, plan.pool_rows);
+  label_ = plan.label;
+  repeats_ = sampler_->repeated_augment() > 1;
+  label_region_ = LabelRegion(regions_, label_, plan.pool_rows);
   samples_per_epoch_ = sampler_->samples_per_rank();
   pool_rows_ = plan.pool_rows;
   batch_size_.store(plan.start_batch_size);
@@ -299,11 +334,13 @@ absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   epoch_first_index_ = options_.start_batch;
   planned_rows_ = plan.pool_rows;
   for (const MemoryPart& part : plan.memory.parts()) {
-    if (part.key != "batch_pool" && part.key != "device_batches") stage_memory_.push_back(part);
+    if (part.key != "batch_pool" && part.key != "batch_labels" && part.key != "device_batches") {
+      stage_memory_.push_back(part);
+    }
   }
-  RegisterStages(std::move(plan.stages));
+  RegisterStages(std::move(plan.stages), std::move(plan.batch_stages));
 
-  const size_t buffer_bytes = LayoutBytes(regions_);
+  const size_t buffer_bytes = label_region_.offset + label_region_.bytes;
   absl::StatusOr<std::shared_ptr<TokenPool>> pool = TokenPool::Create(
       memory_, options_.prefetch_batches, buffer_bytes, plan.pool_rows, stats_);
   if (!pool.ok()) return pool.status();
@@ -356,11 +393,20 @@ void PipelineGraph::Impl::Wire() {
         BatchToken* token = TokenOf(s);
         if (token->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
         Collect(token);
-        upload_edge_->depth.fetch_add(1, std::memory_order_relaxed);
+        collated_edge_->depth.fetch_add(1, std::memory_order_relaxed);
         std::get<0>(out).try_put(token);
       }));
   auto* upload = keep(std::make_shared<flow::function_node<BatchToken*, BatchToken*>>(
       g, flow::serial, [this](BatchToken* t) { return Upload(t); }));
+  // The batch stages, when there are any: one serial node in front of upload, after the
+  // sequencer, so they see batches in order (their RNG does not depend on it).
+  flow::receiver<BatchToken*>* after_collate = upload;
+  if (!batch_runners_.empty()) {
+    auto* batch_ops = keep(std::make_shared<flow::function_node<BatchToken*, BatchToken*>>(
+        g, flow::serial, [this](BatchToken* t) { return RunBatchStages(t); }));
+    flow::make_edge(*batch_ops, *upload);
+    after_collate = batch_ops;
+  }
   auto* deliver = keep(std::make_shared<flow::function_node<BatchToken*>>(
       g, flow::serial, [this](BatchToken* t) { Deliver(t); }));
 
@@ -377,9 +423,9 @@ void PipelineGraph::Impl::Wire() {
     auto* order = keep(std::make_shared<flow::sequencer_node<BatchToken*>>(
         g, [](BatchToken* t) { return static_cast<size_t>(t->sequence); }));
     flow::make_edge(flow::output_port<0>(*collect), *order);
-    flow::make_edge(*order, *upload);
+    flow::make_edge(*order, *after_collate);
   } else {
-    flow::make_edge(flow::output_port<0>(*collect), *upload);
+    flow::make_edge(flow::output_port<0>(*collect), *after_collate);
   }
   flow::make_edge(*upload, *deliver);
 }
@@ -398,7 +444,7 @@ MemoryPlan PipelineGraph::Impl::PlanForBuffers(int count) const {
   GraphOptions options = options_;
   options.prefetch_batches = count;
   return PlanGraphMemory(options, outputs_, planned_rows_, memory_->pinned(),
-                         memory_->location() == MemoryLocation::kDevice, stage_memory_);
+                         memory_->location() == MemoryLocation::kDevice, stage_memory_, label_);
 }
 
 absl::Status PipelineGraph::Impl::SetWorkers(int workers) {
@@ -546,6 +592,8 @@ void PipelineGraph::Impl::Dispatch(
     s.epoch = plan.epoch;
     s.position = begin + slot;
     s.index = order_[static_cast<size_t>(begin + slot)];
+    s.rng_key = sampler_->RngKey(s.position, s.index);
+    s.copy = sampler_->Copy(s.position);
     s.slot = slot;
     s.seed = options_.seed;
     s.source = &dataset_->sample(s.index);
@@ -619,6 +667,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.indices.clear();
   batch.keys.clear();
   batch.sources.clear();
+  batch.copies.clear();
   batch.skipped.clear();
   StartColumns(dataset_->column_names(), &batch.columns);
   int64_t failed = 0;
@@ -627,12 +676,13 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   token->keep.assign(static_cast<size_t>(token->size), false);  // Within capacity.
   for (int slot = 0; slot < token->size; ++slot) {
     SampleContext& s = token->samples[slot];
-    token->keep[slot] = s.status.ok();
-    if (s.status.ok()) {
+    token->keep[slot] = s.status.ok() && LabelInRange(s);
+    if (token->keep[slot]) {
       batch.labels.push_back(s.source->label);
       batch.indices.push_back(s.index);
       batch.keys.push_back(s.source->key);
       batch.sources.push_back(s.source->source);
+      if (repeats_) batch.copies.push_back(s.copy);
       for (size_t c = 0; c < batch.columns.size(); ++c) {
         const absl::string_view value = dataset_->column(s.index, c);
         batch.columns[c].Append(std::string_view(value.data(), value.size()));
@@ -661,6 +711,72 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   Trace(collate_stats_, t0, dt, token->sequence);
 }
 
+// LabelInRange says whether sample `s`'s label fits the soft targets' columns; one that
+// does not is failed (skipped and counted as label_out_of_range on the collate row), so
+// that no wrong one-hot row is made. Always true for int64 labels.
+bool PipelineGraph::Impl::LabelInRange(SampleContext& s) {
+  const int64_t label = s.source->label;
+  if (!label_.soft() || (label >= 0 && label < label_.num_classes)) return true;
+  s.status = SampleError(
+      absl::StatusCode::kOutOfRange, reason::kLabelOutOfRange,
+      absl::StrCat(s.key(), ": label ", label, " is outside [0, ", label_.num_classes,
+                   "), the soft targets' num_classes"));
+  s.failed_stage = "collate";
+  collate_stats_->CountError(std::string(reason::kLabelOutOfRange));
+  return false;
+}
+
+// RunBatchStages runs every batch stage on `token`'s batch in list order (serial node).
+BatchToken* PipelineGraph::Impl::RunBatchStages(BatchToken* token) {
+  for (BatchRunner& runner : batch_runners_) {
+    runner.in_edge->depth.fetch_sub(1, std::memory_order_relaxed);
+    RunBatchStage(runner, token);
+  }
+  upload_edge_->depth.fetch_add(1, std::memory_order_relaxed);
+  return token;
+}
+
+void PipelineGraph::Impl::RunBatchStage(BatchRunner& runner, BatchToken* token) {
+  // A batch that will stop the pipeline, or any once stopping, passes through untouched.
+  if (!token->fatal.ok() || stopping_.load(std::memory_order_relaxed)) return;
+  StageStats& st = *runner.stats;
+  Batch& batch = token->batch;
+  st.items_in.fetch_add(1, std::memory_order_relaxed);
+  st.in_flight.fetch_add(1, std::memory_order_relaxed);
+  const int64_t t0 = NowNanos();
+  BatchContext ctx;
+  ctx.batch = &batch;
+  ctx.data.reserve(regions_.size());
+  for (const TensorRegion& region : regions_) {
+    ctx.data.push_back(static_cast<uint8_t*>(token->buffer.host) + region.offset);
+  }
+  ctx.label_data = static_cast<uint8_t*>(token->buffer.host) + label_region_.offset;
+  ctx.seed = options_.seed;
+  ctx.epoch = batch.epoch;
+  ctx.index = batch.index;
+  absl::Status status;
+  try {
+    status = runner.stage->Process(ctx);
+  } catch (const std::exception& e) {
+    status = absl::InternalError(absl::StrCat("threw: ", e.what()));
+  }
+  const int64_t dt = NowNanos() - t0;
+  st.busy_nanos.fetch_add(dt, std::memory_order_relaxed);
+  st.latency.Observe(dt);
+  st.in_flight.fetch_sub(1, std::memory_order_relaxed);
+  Trace(runner.stats, t0, dt, token->sequence);
+  if (!status.ok()) {
+    st.CountError(std::string(reason::kStageError));
+    Fail(WithContext(status, absl::StrCat("batch op ", st.name(), " on epoch ", batch.epoch,
+                                          " batch ", batch.index)));
+    return;
+  }
+  st.items_out.fetch_add(1, std::memory_order_relaxed);
+  size_t bytes = batch.label.bytes();
+  for (const BatchTensor& t : batch.tensors) bytes += t.bytes();
+  st.bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 // FillTensors compacts each tensor's region (skipped rows removed, the same rows in
 // each) and describes it in batch.tensors; the first tensor is also the batch's own.
 void PipelineGraph::Impl::FillTensors(BatchToken* token) {
@@ -679,11 +795,38 @@ void PipelineGraph::Impl::FillTensors(BatchToken* token) {
     t.host_data = host;
     t.device_data = nullptr;
   }
+  FillLabel(token);
   const BatchTensor& first = batch.tensors.front();
   batch.shape = first.shape;
   batch.dtype = first.dtype;
   batch.host_data = first.host_data;
   batch.device_data = nullptr;
+}
+
+// FillLabel writes the label tensor into its region of the buffer: each kept row's class
+// index (int64), or its one-hot target (float32 [N, C]) for the batch stages to soften
+// and mix in place. batch.labels is already compacted, so this needs no compaction.
+void PipelineGraph::Impl::FillLabel(BatchToken* token) {
+  Batch& batch = token->batch;
+  void* host = static_cast<uint8_t*>(token->buffer.host) + label_region_.offset;
+  const size_t rows = batch.labels.size();
+  if (label_.soft()) {
+    float* target = static_cast<float*>(host);
+    const size_t classes = static_cast<size_t>(label_.num_classes);
+    std::fill(target, target + rows * classes, 0.0f);
+    for (size_t r = 0; r < rows; ++r) {
+      target[r * classes + static_cast<size_t>(batch.labels[r])] = 1.0f;  // In range: Collect.
+    }
+  } else if (rows > 0) {
+    std::memcpy(host, batch.labels.data(), rows * sizeof(int64_t));
+  }
+  BatchTensor& t = batch.label;
+  t.name = "label";
+  t.shape.assign(1, static_cast<int64_t>(rows));
+  if (label_.soft()) t.shape.push_back(label_.num_classes);
+  t.dtype = label_.dtype();
+  t.host_data = host;
+  t.device_data = nullptr;
 }
 
 // UploadTensors copies each tensor's rows to its region of the device buffer
@@ -700,6 +843,14 @@ absl::Status PipelineGraph::Impl::UploadTensors(BatchToken* token, size_t* bytes
     t.device_data = region.device;
     *bytes += t.bytes();
   }
+  // The label tensor goes with them (its region follows theirs in the buffer).
+  BatchTensor& label = batch.label;
+  const BatchBuffer label_region{
+      static_cast<uint8_t*>(token->buffer.host) + label_region_.offset,
+      static_cast<uint8_t*>(token->buffer.device) + label_region_.offset, label_region_.bytes};
+  if (absl::Status s = memory_->Upload(label_region, label.bytes()); !s.ok()) return s;
+  label.device_data = label_region.device;
+  *bytes += label.bytes();
   batch.device_data = batch.tensors.front().device_data;
   return absl::OkStatus();
 }
@@ -917,10 +1068,11 @@ void PipelineGraph::Impl::Stop() {
 }
 
 PipelineGraph::PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& options,
-                             std::vector<OutputSpec> outputs)
+                             std::vector<OutputSpec> outputs, LabelSpec label)
     : impl_(std::move(impl)),
       options_(options),
-      outputs_(std::move(outputs)) {}
+      outputs_(std::move(outputs)),
+      label_(label) {}
 
 PipelineGraph::~PipelineGraph() = default;
 
@@ -964,9 +1116,10 @@ absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
   auto impl = std::make_unique<Impl>(options, std::move(dataset), std::move(sampler),
                                      std::move(memory), std::move(stats));
   std::vector<OutputSpec> outputs = plan->outputs;
+  const LabelSpec label = plan->label;
   if (absl::Status s = impl->Build(*std::move(plan)); !s.ok()) return s;
   return std::unique_ptr<PipelineGraph>(
-      new PipelineGraph(std::move(impl), options, std::move(outputs)));
+      new PipelineGraph(std::move(impl), options, std::move(outputs), label));
 }
 
 void PipelineGraph::Start() { impl_->Start(); }

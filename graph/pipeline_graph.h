@@ -63,6 +63,10 @@ enum class ErrorPolicy {
 struct GraphOptions {
   // Per-sample stages in order; must include one that writes the batch slot (augment).
   std::vector<StageSpec> stages;
+  // Batch stages in order (graph/batch_stage.h: a spec's `batch_ops:`), each run once per
+  // collated batch, serially, after the sequencer and before upload. Their `inputs` and
+  // `outputs` are unused (a batch stage sees the whole batch).
+  std::vector<StageSpec> batch_stages;
   // Threads of the graph's arena, and the concurrency of CPU-heavy stages. In
   // [1, kMaxWorkers].
   int num_workers = 2;
@@ -192,6 +196,9 @@ class PipelineGraph {
   // (a graph with several augment views has several), in Batch::tensors' order.
   const OutputSpec& output() const { return outputs_.front(); }
   const std::vector<OutputSpec>& outputs() const { return outputs_; }
+  // label is the label tensor's shape (Batch::label): int64 [N] unless a batch stage
+  // makes float32 [N, num_classes] soft targets.
+  const LabelSpec& label() const { return label_; }
   // batches_per_epoch is the batches of an epoch at the current batch_size(): exact
   // until SetBatchSize; after a change, an estimate for the epoch under way.
   int64_t batches_per_epoch() const;
@@ -202,10 +209,11 @@ class PipelineGraph {
  private:
   class Impl;
   explicit PipelineGraph(std::unique_ptr<Impl> impl, const GraphOptions& options,
-                         std::vector<OutputSpec> outputs);
+                         std::vector<OutputSpec> outputs, LabelSpec label);
   std::unique_ptr<Impl> impl_;
   const GraphOptions options_;
   const std::vector<OutputSpec> outputs_;
+  const LabelSpec label_;
 };
 
 }  // namespace flowloader

@@ -1,5 +1,7 @@
 #include "graph/stage.h"
 
+#include "graph/batch_stage.h"
+
 #include <algorithm>
 #include <mutex>
 #include <utility>
@@ -233,6 +235,7 @@ StageRegistry& StageRegistry::Global() {
   static StageRegistry* registry = [] {
     auto* r = new StageRegistry();
     RegisterBuiltinStages(*r);
+    RegisterBuiltinBatchStages(*r);
     return r;
   }();
   return *registry;
@@ -306,6 +309,45 @@ absl::StatusOr<std::unique_ptr<SampleStage>> StageRegistry::Create(
     schema = it->second.schema;
     factory = it->second.factory;
   }
+  if (schema.batch_stage) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", type, "' is a batch stage: list it under batch_ops:, not stages:"));
+  }
+  absl::StatusOr<StageArgs> args = StageArgs::Parse(schema, given);
+  if (!args.ok()) return args.status();
+  return factory(*args, env);
+}
+
+absl::Status StageRegistry::RegisterBatch(StageSchema schema, BatchStageFactory factory) {
+  schema.batch_stage = true;
+  schema.default_concurrency = 1;
+  if (!schema.inputs.empty() || !schema.outputs.empty() || !schema.frees.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch stage '", schema.type, "' declares per-sample fields; it sees the whole batch"));
+  }
+  const std::string type = schema.type;
+  if (absl::Status s = Register(std::move(schema), nullptr); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.at(type).batch_factory = std::move(factory);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<BatchStage>> StageRegistry::CreateBatch(
+    const std::string& type, const std::map<std::string, std::string>& given,
+    BatchStageEnv& env) const {
+  BatchStageFactory factory;
+  StageSchema schema;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(type);
+    if (it == entries_.end()) return Find(type).status();
+    schema = it->second.schema;
+    factory = it->second.batch_factory;
+  }
+  if (!schema.batch_stage) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", type, "' is a per-sample stage: list it under stages:, not batch_ops:"));
+  }
   absl::StatusOr<StageArgs> args = StageArgs::Parse(schema, given);
   if (!args.ok()) return args.status();
   return factory(*args, env);
@@ -316,6 +358,33 @@ std::vector<std::string> StageRegistry::Types() const {
   std::vector<std::string> types;
   for (const auto& [name, entry] : entries_) types.push_back(name);
   return types;
+}
+
+// AppendBatchOpsHelp lists the batch stage types as a commented `batch_ops:` list (a
+// spec's key beside `stages:`), so that Help pasted as is still runs the built-ins only.
+void StageRegistry::AppendBatchOpsHelp(const std::vector<const Entry*>& entries,
+                                       std::string* out) {
+  bool any = false;
+  for (const Entry* entry : entries) {
+    const StageSchema& schema = entry->schema;
+    if (!schema.batch_stage) continue;
+    if (!any) {
+      absl::StrAppend(out,
+                      "# Batch stages, for a spec's `batch_ops:` list (a top-level key): each "
+                      "runs once per\n# collated batch, in list order, serially, after the "
+                      "per-sample stages and before upload.\n# batch_ops:\n");
+      any = true;
+    }
+    absl::StrAppend(out, "# - type: ", schema.type, "\n#   # ", schema.doc, "\n");
+    absl::StrAppend(out, "#   options:\n");
+    for (const OptionSchema& o : schema.options) {
+      std::string kind = TypeName(o.type);
+      if (!o.choices.empty()) absl::StrAppend(&kind, ", one of ", absl::StrJoin(o.choices, "|"));
+      std::string line = absl::StrCat("#     ", o.name, ": ", YamlScalar(o.default_value));
+      line.resize(std::max<size_t>(line.size() + 2, 34), ' ');
+      absl::StrAppend(out, line, "# ", kind, ": ", o.doc, "\n");
+    }
+  }
 }
 
 std::string StageRegistry::Help() const {
@@ -341,6 +410,7 @@ std::string StageRegistry::Help() const {
   });
   for (const Entry* entry : ordered) {
     const StageSchema& schema = entry->schema;
+    if (schema.batch_stage) continue;  // Listed below, under batch_ops:.
     absl::StrAppend(&out, "- type: ", schema.type, "\n  # ", schema.doc, "\n",
                     FieldsComment(schema));
     if (!schema.help_outputs.empty()) {
@@ -368,6 +438,7 @@ std::string StageRegistry::Help() const {
                   "# Ops for a transforms stage's `ops:` list (torchvision's transforms by "
                   "their\n# snake_case names), each with every argument at its default:\n",
                   augment::OpRegistry::Global().Help());
+  AppendBatchOpsHelp(ordered, &out);
   return out;
 }
 

@@ -44,6 +44,10 @@ struct SampleContext {
   int64_t index = 0;     // Dataset index.
   int slot = 0;          // Row in the batch.
   uint64_t seed = 0;
+  // The key of the sample's random draws: its dataset index, or with repeated
+  // augmentation the copy's position (Sampler::RngKey), so copies differ.
+  uint64_t rng_key = 0;
+  int copy = 0;  // Which copy of its sample this is (repeated augmentation); else 0.
   const SampleSource* source = nullptr;  // key and label.
   std::string path;                      // Full path of the file.
 
@@ -85,8 +89,9 @@ struct SampleContext {
   TraceBuffer* trace = nullptr;
   int32_t trace_stage = -1;
 
-  // Rng returns this sample's random stream `stream` (deterministic in seed/epoch/index).
-  SampleRng Rng(uint64_t stream) const { return SampleRng(seed, epoch, index, stream); }
+  // Rng returns this sample's random stream `stream` (deterministic in seed, epoch and
+  // rng_key: the index, or the copy's position under repeated augmentation).
+  SampleRng Rng(uint64_t stream) const { return SampleRng(seed, epoch, rng_key, stream); }
   const std::string& key() const { return source->key; }
 };
 
@@ -178,6 +183,10 @@ struct StageSchema {
   // would clash with a built-in's: transforms writes `view1` beside augment's `output`,
   // so that Help's list, pasted as is, runs. Empty: the ports' own names.
   std::vector<std::string> help_outputs;
+  // A batch stage (graph/batch_stage.h): runs once per collated batch, listed under a
+  // spec's `batch_ops:`, registered with RegisterBatch and made by CreateBatch. Its
+  // concurrency is 1 and it declares no per-sample fields.
+  bool batch_stage = false;
 };
 
 // StageArgs are one stage instance's option values, validated against its schema.
@@ -263,6 +272,12 @@ struct StageEnv {
 using StageFactory =
     std::function<absl::StatusOr<std::unique_ptr<SampleStage>>(const StageArgs&, StageEnv&)>;
 
+// Batch stages (graph/batch_stage.h) share the registry.
+class BatchStage;
+struct BatchStageEnv;
+using BatchStageFactory =
+    std::function<absl::StatusOr<std::unique_ptr<BatchStage>>(const StageArgs&, BatchStageEnv&)>;
+
 // FunctionStageOptions are a function stage's concurrency and declared fields (see
 // StageSchema).
 struct FunctionStageOptions {
@@ -300,19 +315,30 @@ class StageRegistry {
       const std::string& type, const std::map<std::string, std::string>& given,
       StageEnv& env) const;
 
+  // RegisterBatch adds a batch stage type (schema.batch_stage is set for it).
+  absl::Status RegisterBatch(StageSchema schema, BatchStageFactory factory);
+  // CreateBatch parses `given` against the schema of batch stage `type` and runs its
+  // factory; a per-sample type is InvalidArgument (and Create refuses a batch type).
+  absl::StatusOr<std::unique_ptr<BatchStage>> CreateBatch(
+      const std::string& type, const std::map<std::string, std::string>& given,
+      BatchStageEnv& env) const;
+
   // Types lists every registered type, sorted.
   std::vector<std::string> Types() const;
   // Help describes every stage type, its options and its fields (for the CLI and the spec
   // docs) as a YAML `stages:` list with every option at its default, so it can be pasted
   // into a spec. The list is in pipeline order, built-ins first (read, decode, augment),
   // then user types alphabetically: with the built-ins only, pasted as is, it runs.
+  // Batch stage types follow, as a commented `batch_ops:` list.
   std::string Help() const;
 
  private:
   struct Entry {
     StageSchema schema;
-    StageFactory factory;
+    StageFactory factory;              // Per-sample types.
+    BatchStageFactory batch_factory;  // Batch types (schema.batch_stage).
   };
+  static void AppendBatchOpsHelp(const std::vector<const Entry*>& entries, std::string* out);
   mutable std::mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };

@@ -58,7 +58,7 @@ class TransformsStage : public SampleStage {
   absl::Status Process(SampleContext& sample) const override {
     absl::Status status;
     const augment::ViewProgram::SampleKey key{sample.seed, static_cast<uint64_t>(sample.epoch),
-                                              static_cast<uint64_t>(sample.index)};
+                                              sample.rng_key};  // Index, or the copy.
     const TraceOps trace_ops(sample, rows_);
     const augment::OpObserver* observer = sample.trace != nullptr ? &trace_ops : nullptr;
     for (int view : views_) {

@@ -36,6 +36,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -136,7 +137,15 @@ py::capsule ToDlpack(const TensorView& view) {
 }
 
 DLDataType DlType(DType dtype) {
-  return dtype == DType::kUint8 ? DLDataType{kDLUInt, 8, 1} : DLDataType{kDLFloat, 32, 1};
+  switch (dtype) {
+    case DType::kUint8:
+      return DLDataType{kDLUInt, 8, 1};
+    case DType::kInt64:
+      return DLDataType{kDLInt, 64, 1};
+    case DType::kFloat32:
+      break;
+  }
+  return DLDataType{kDLFloat, 32, 1};
 }
 
 // TensorViewOf is batch tensor `k` of `batch`, kept alive by `hold`: one hold per batch,
@@ -174,14 +183,28 @@ py::object ImagesObject(const std::shared_ptr<const Batch>& batch,
   return views;
 }
 
-// LabelsView is `labels` (the batch's, or a dataset='s from PyDatasetSource::TakeRows).
-TensorView LabelsView(std::vector<int64_t> labels_in) {
-  auto labels = std::make_shared<std::vector<int64_t>>(std::move(labels_in));
+// LabelsView is a copy of the batch's label tensor, so it outlives the batch buffer
+// (labels are small): `labels` (the batch's class indices, or a dataset='s from
+// PyDatasetSource::TakeRows) as int64 [N], or, where a batch op made soft targets
+// (Batch::label float32 [N, C]), those.
+TensorView LabelsView(const Batch& batch, std::vector<int64_t> labels) {
+  const BatchTensor& label = batch.label;
+  std::vector<uint8_t> copy;
+  if (label.dtype == DType::kFloat32) {
+    copy.resize(label.bytes());
+    if (!copy.empty()) std::memcpy(copy.data(), label.host_data, copy.size());
+  } else {
+    copy.resize(labels.size() * sizeof(int64_t));
+    if (!copy.empty()) std::memcpy(copy.data(), labels.data(), copy.size());
+  }
+  auto bytes = std::make_shared<std::vector<uint8_t>>(std::move(copy));
   TensorView view;
-  view.data = labels->data();
-  view.owner = labels;
-  view.shape = {static_cast<int64_t>(labels->size())};
-  view.dtype = DLDataType{kDLInt, 64, 1};
+  view.data = bytes->data();
+  view.owner = bytes;
+  view.shape = label.dtype == DType::kFloat32
+                   ? label.shape
+                   : std::vector<int64_t>{static_cast<int64_t>(labels.size())};
+  view.dtype = DlType(label.dtype == DType::kFloat32 ? DType::kFloat32 : DType::kInt64);
   return view;
 }
 
@@ -206,12 +229,12 @@ PyObject* CreationErrorType(const absl::Status& status) {
   }
 }
 
-// ApplySetting sets one keyword: `sources` and `stages` (the views of transform=) arrive
-// as JSON (YAML's flow style) for the spec's own parser; any other key as a flag's text. A
-// keyword replaces a spec's value, so sources= drops a spec's data and data= a spec's
-// sources.
+// ApplySetting sets one keyword: `sources`, `stages` (the views of transform=) and
+// `batch_ops` arrive as JSON (YAML's flow style) for the spec's own parser; any other key
+// as a flag's text. A keyword replaces a spec's value, so sources= drops a spec's data and
+// data= a spec's sources.
 void ApplySetting(const std::string& key, const std::string& text, PipelineOptions* options) {
-  const bool structured = key == "sources" || key == "stages";
+  const bool structured = key == "sources" || key == "stages" || key == "batch_ops";
   const absl::Status s = structured ? ApplySpecYamlValue(key, text, options)
                                     : ApplySpecValue(key, text, options);
   if (!s.ok()) Raise(PyExc_ValueError, s);
@@ -312,7 +335,7 @@ class PyLoader {
         loader.live_views()->load() >= HoldLimit(loader.pipeline().prefetch_batches());
     py::object keys = py::none();
     if (return_keys) keys = py::cast(fetched.batch->keys);
-    TensorView labels = LabelsView(std::move(labels_of_rows));
+    TensorView labels = LabelsView(*fetched.batch, std::move(labels_of_rows));
     py::object images = ImagesObject(fetched.batch, loader.live_views());
     py::object sources = py::none();
     if (return_sources) sources = SourceNames(*fetched.batch, loader.pipeline().source_names());
@@ -404,6 +427,13 @@ class PyLoader {
   // the python_dataset stage in place of read (python/internal/py_dataset.h). It
   // replaces a spec's data or sources, as a keyword does.
   void UseDataset(const py::object& dataset, PipelineOptions* options) {
+    // A dataset='s labels are known only once __getitem__ has run, after the graph made
+    // the batch: batch ops that build targets from them cannot run on it.
+    if (!options->batch_ops.empty()) {
+      Raise(PyExc_ValueError, absl::InvalidArgumentError(
+                                  "batch_ops need the data's labels in the graph: they work "
+                                  "with data= or sources=, not with dataset="));
+    }
     const int64_t size = static_cast<int64_t>(py::len(dataset));
     absl::StatusOr<std::unique_ptr<Dataset>> indexed = Dataset::OfSize(size, "dataset");
     if (!indexed.ok()) Raise(PyExc_ValueError, indexed.status());

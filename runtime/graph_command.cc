@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "graph/batch_stage.h"
 #include "graph/internal/stage_plan.h"
 #include "graph/stage.h"
 #include "stages/augment/ops/view_program.h"
@@ -130,10 +131,65 @@ std::string OpListsText(const std::vector<StageSpec>& stages) {
   return out.empty() ? out : absl::StrCat("op lists (in order):\n", out);
 }
 
+// BatchOpsLabel checks each batch op as Create does (its factory, over the batch tensors
+// planned here; the data is not opened, so its classes count as unknown) and returns the
+// label tensor's description: "int64 [N]", or "float32 [N, C]" with C the num_classes
+// option or "the data's classes".
+absl::StatusOr<std::string> BatchOpsLabel(const std::vector<StageSpec>& ops,
+                                          const std::vector<PlannedTensor>& tensors) {
+  BatchStageEnv env;
+  for (const PlannedTensor& t : tensors) {
+    env.outputs.push_back(t.spec);
+    env.outputs.back().name = t.name;
+  }
+  env.batch_size = 2;    // Any even size: the spec's is checked when it runs.
+  env.data_classes = 1;  // Stands for the data's classes.
+  std::string classes = "the data's classes";
+  for (const StageSpec& op : ops) {
+    absl::StatusOr<std::unique_ptr<BatchStage>> stage =
+        StageRegistry::Global().CreateBatch(op.type, op.args, env);
+    if (!stage.ok()) {
+      const std::string what = absl::StrCat("batch op '", op.type, "': ");
+      return absl::InvalidArgumentError(absl::StrCat(op.where.empty() ? "" : op.where + ": ",
+                                                     what, stage.status().message()));
+    }
+    auto it = op.args.find("num_classes");
+    if (it != op.args.end() && it->second != "0") classes = it->second;
+  }
+  if (!env.label.soft()) return std::string("int64 [N]");
+  return absl::StrCat("float32 [N, ", classes, "] soft targets");
+}
+
+// BatchOpsText lists the batch ops, then the label tensor; nothing without batch ops (the
+// graph's text is then what it was before batch ops existed).
+absl::StatusOr<std::string> BatchOpsText(const std::vector<StageSpec>& ops,
+                                         const std::vector<PlannedTensor>& tensors) {
+  absl::StatusOr<std::string> label = BatchOpsLabel(ops, tensors);
+  if (!label.ok()) return label.status();
+  std::string out;
+  if (ops.empty()) return out;
+  {
+    absl::StrAppend(&out, "batch ops (each batch, in order, serial, before upload):\n");
+    for (const StageSpec& op : ops) {
+      std::vector<std::string> args;
+      for (const auto& [k, v] : op.args) args.push_back(absl::StrCat(k, "=", v));
+      std::string name = op.name.empty() || op.name == op.type
+                             ? op.type
+                             : absl::StrCat(op.name, " (", op.type, ")");
+      name.resize(std::max<size_t>(name.size() + 2, 24), ' ');
+      absl::StrAppend(&out, "  ", name,
+                      args.empty() ? "defaults" : absl::StrJoin(args, ", "), "\n");
+    }
+  }
+  absl::StrAppend(&out, "label: ", *label, "\n");
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> GraphText(const std::vector<StageSpec>& stages,
-                                      const std::string& title) {
+                                      const std::string& title,
+                                      const std::vector<StageSpec>& batch_ops) {
   absl::StatusOr<Planned> planned = Plan(stages);
   if (!planned.ok()) return planned.status();
   std::string out = absl::StrCat("graph of ", title, ": ", planned->plan.stages.size(),
@@ -149,11 +205,14 @@ absl::StatusOr<std::string> GraphText(const std::vector<StageSpec>& stages,
   for (const PlannedTensor& t : planned->tensors) {
     absl::StrAppend(&out, "  ", t.name, "  ", ShapeOf(t.spec), "  (written by ", t.writer, ")\n");
   }
-  return out;
+  absl::StatusOr<std::string> ops = BatchOpsText(batch_ops, planned->tensors);
+  if (!ops.ok()) return ops.status();
+  return out + *ops;
 }
 
 absl::StatusOr<std::string> GraphDot(const std::vector<StageSpec>& stages,
-                                     const std::string& title) {
+                                     const std::string& title,
+                                     const std::vector<StageSpec>& batch_ops) {
   absl::StatusOr<Planned> planned = Plan(stages);
   if (!planned.ok()) return planned.status();
   const StagePlan& plan = planned->plan;
@@ -181,11 +240,29 @@ absl::StatusOr<std::string> GraphDot(const std::vector<StageSpec>& stages,
     absl::StrAppend(&out, "  ", FieldNode(t.name), " -> batch [label=",
                     DotQuoted(ShapeOf(t.spec)), "];\n");
   }
+  // The batch ops, a chain after the batch: each runs on the whole batch.
+  absl::StatusOr<std::string> label = BatchOpsLabel(batch_ops, planned->tensors);
+  if (!label.ok()) return label.status();
+  std::string previous = "batch";
+  for (const StageSpec& op : batch_ops) {
+    const std::string name = op.name.empty() ? op.type : op.name;
+    const std::string node = DotQuoted("batch_op:" + name);
+    absl::StrAppend(&out, "  ", node, " [shape=box3d, label=",
+                    name == op.type ? DotLabel({name})
+                                    : DotLabel({name, absl::StrCat("(", op.type, ")")}),
+                    "];\n  ", previous, " -> ", node, ";\n");
+    previous = node;
+  }
+  if (!batch_ops.empty()) {
+    absl::StrAppend(&out, "  ", previous, " -> upload [label=", DotQuoted("label " + *label),
+                    "];\n  upload [shape=box, label=\"upload\"];\n");
+  }
   return out + "}\n";
 }
 
 int GraphCommand(const GraphCommandOptions& options) {
   std::vector<StageSpec> stages;
+  std::vector<StageSpec> batch_ops;
   std::string title = options.spec;
   if (!options.spec.empty()) {
     absl::StatusOr<PipelineOptions> spec = LoadSpecFile(options.spec);
@@ -194,6 +271,7 @@ int GraphCommand(const GraphCommandOptions& options) {
       return 2;
     }
     stages = spec->stages;
+    batch_ops = spec->batch_ops;
     if (stages.empty()) {
       absl::StatusOr<std::vector<StageSpec>> builtin = DefaultStages(*spec);
       if (!builtin.ok()) {
@@ -207,7 +285,7 @@ int GraphCommand(const GraphCommandOptions& options) {
     stages = DefaultStages(PipelineOptions()).value();
   }
   absl::StatusOr<std::string> text =
-      options.dot ? GraphDot(stages, title) : GraphText(stages, title);
+      options.dot ? GraphDot(stages, title, batch_ops) : GraphText(stages, title, batch_ops);
   if (!text.ok()) {
     std::fprintf(stderr, "flowloader: %s\n", std::string(text.status().message()).c_str());
     return 2;

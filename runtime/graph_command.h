@@ -13,6 +13,11 @@
 //     augment (augment)      reads image (image); writes output (tensor)
 //   batch tensors:
 //     output  [3, 224, 224] float32  (written by augment)
+//   batch ops (each batch, in order, serial, before upload):
+//     mixup_cutmix            cutmix_alpha=1.0, mixup_alpha=0.8
+//   label: float32 [N, the data's classes] soft targets
+//
+// (The batch ops' and the label's lines appear when the spec has `batch_ops:`.)
 //
 // --dot prints the same graph as Graphviz DOT instead (stages as boxes, fields as ellipses,
 // the batch as the sink of its tensors): `flowloader graph --spec=F --dot | dot -Tsvg`.
@@ -42,11 +47,13 @@ int GraphCommand(const GraphCommandOptions& options);
 // GraphText is the text form of the graph of `stages` (titled by `title`), or the
 // planner's refusal.
 absl::StatusOr<std::string> GraphText(const std::vector<StageSpec>& stages,
-                                      const std::string& title);
+                                      const std::string& title,
+                                      const std::vector<StageSpec>& batch_ops = {});
 
 // GraphDot is the DOT form of the same graph.
 absl::StatusOr<std::string> GraphDot(const std::vector<StageSpec>& stages,
-                                     const std::string& title);
+                                     const std::string& title,
+                                     const std::vector<StageSpec>& batch_ops = {});
 
 }  // namespace flowloader
 

@@ -67,6 +67,7 @@ GraphOptions GraphOptionsFor(const PipelineOptions& options) {
   graph_options.max_error_fraction = options.max_error_fraction;
   graph_options.env = options.env;
   graph_options.memory_limit_bytes = MemoryLimitBytes(options);
+  graph_options.batch_stages = options.batch_ops;
   return graph_options;
 }
 
@@ -132,6 +133,7 @@ absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
   sampler_options.drop_remainder = options.even_shards == "trim";
   sampler_options.mixture = MixtureOf(options, *parts.dataset);
   sampler_options.epoch_samples = options.epoch_samples;
+  sampler_options.repeated_augment = options.repeated_augment;
   absl::StatusOr<std::unique_ptr<Sampler>> sampler =
       Sampler::Create(parts.dataset->size(), sampler_options);
   if (!sampler.ok()) return sampler.status();

@@ -98,6 +98,11 @@ struct PipelineOptions {
   // Samples per epoch (before sharding by rank); 0 = the sum of the sources' sizes (the
   // dataset's). Default 0.
   int64_t epoch_samples = 0;
+  // Repeated augmentation (torchvision's/DeiT's RASampler, timm's --aug-repeats): each
+  // epoch's order with every sample k times in a row, spread over ranks, each rank's
+  // epoch cut to floor(n // 256 * 256 / world_size) (stages/reader/sampler.h); every copy
+  // a different random view. >= 1; default 1 (off).
+  int repeated_augment = 1;
   // Tar shards: the `.json` member's integer field holding the label; empty (default) =
   // the `.cls` member.
   std::string label_key;
@@ -168,6 +173,9 @@ struct PipelineOptions {
   // Custom per-sample stages; empty means read → decode → augment configured from the
   // fields above. See graph/stage.h for registering your own stage types.
   std::vector<StageSpec> stages;
+  // Batch stages (a spec's `batch_ops:`; graph/batch_stage.h), run in order on each
+  // collated batch: mixup_cutmix, label_smoothing, or a registered type. Empty = none.
+  std::vector<StageSpec> batch_ops;
   // skip (count, name and drop bad samples) or fail (stop with the file and reason).
   ErrorPolicy on_error = ErrorPolicy::kSkip;
   // Stop once more than this many samples failed; < 0 = no limit. Default -1.
@@ -264,6 +272,8 @@ class Pipeline {
   const OutputSpec& output() const { return graph_->output(); }
   // outputs lists every batch tensor's name and per-sample shape (Batch::tensors' order).
   const std::vector<OutputSpec>& outputs() const { return graph_->outputs(); }
+  // label is the label tensor's shape (Batch::label): int64 [N], or float32 [N, C].
+  const LabelSpec& label() const { return graph_->label(); }
   const PipelineOptions& options() const { return options_; }
   int effective_threads() const { return graph_->effective_threads(); }
   // num_workers / prefetch_batches are the values in effect now: the autotuner's

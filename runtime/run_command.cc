@@ -262,7 +262,9 @@ int RunCommand(const RunConfig& config) {
                    config.samples_out.c_str());
       return 2;
     }
-    samples << "epoch\tbatch\tkey\tlabel\tsource\n";
+    // With repeated augmentation a sixth column says which copy of its sample a row is.
+    samples << "epoch\tbatch\tkey\tlabel\tsource"
+            << (pipeline->options().repeated_augment > 1 ? "\tcopy\n" : "\n");
   }
 
   signals.Watch(pipeline.get());
@@ -299,8 +301,9 @@ int RunCommand(const RunConfig& config) {
       for (size_t i = 0; i < batch->keys.size(); ++i) {
         samples << batch->epoch << '\t' << batch->index << '\t' << EscapeKey(batch->keys[i])
                 << '\t' << batch->labels[i] << '\t'
-                << EscapeKey(pipeline->source_names()[static_cast<size_t>(batch->sources[i])])
-                << '\n';
+                << EscapeKey(pipeline->source_names()[static_cast<size_t>(batch->sources[i])]);
+        if (!batch->copies.empty()) samples << '\t' << batch->copies[i];
+        samples << '\n';
       }
       samples.flush();  // A killed run's file still holds every batch it delivered.
     }
@@ -370,7 +373,7 @@ int RunCommand(const RunConfig& config) {
   if (!config.summary_json.empty()) {
     std::string json =
         RunSummaryJson(snapshot, checkpoint, first_batch_seconds, epoch_end_seconds);
-    json = WithOutputs(std::move(json), pipeline->outputs());
+    json = WithOutputs(std::move(json), pipeline->outputs(), pipeline->label());
     if (config.pipeline.checksum) json = WithChecksums(std::move(json), *pipeline);
     if (!WriteFile(config.summary_json, json + "\n")) {
       std::fprintf(stderr, "flowloader: cannot write --summary_json=%s\n",

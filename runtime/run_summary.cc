@@ -42,7 +42,8 @@ std::string RunSummaryJson(const RunSnapshot& snapshot, const Cursor& checkpoint
   return json;
 }
 
-std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs) {
+std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs,
+                        const LabelSpec& label) {
   if (json.empty() || json.back() != '}') return json;
   json.pop_back();
   absl::StrAppend(&json, ", \"outputs\": {");
@@ -52,6 +53,9 @@ std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs
                     absl::StrJoin(o.sample_shape, ", "), "], \"dtype\": \"",
                     DTypeName(o.dtype()), "\"}");
   }
+  absl::StrAppend(&json, outputs.empty() ? "" : ", ", "\"label\": {\"shape\": [",
+                  absl::StrJoin(label.sample_shape(), ", "), "], \"dtype\": \"",
+                  DTypeName(label.dtype()), "\"}");
   return json + "}}";
 }
 
@@ -62,7 +66,7 @@ std::string PipelineSummaryJson(const Pipeline& pipeline, double wall, int64_t e
       Snapshot(*pipeline.stats(), RunFactsFor(pipeline.options(), wall, epochs, startup));
   return WithOutputs(
       RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds, epoch_end_seconds),
-      pipeline.outputs());
+      pipeline.outputs(), pipeline.label());
 }
 
 }  // namespace flowloader

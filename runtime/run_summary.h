@@ -30,8 +30,10 @@ std::string RunSummaryJson(const RunSnapshot& snapshot, const Cursor& checkpoint
 
 // WithOutputs adds to the summary object `json` its "outputs": {"NAME": {"shape":
 // [per-sample shape], "dtype": "float32" or "uint8"}, ...}, one per batch tensor, in
-// Batch::tensors' order.
-std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs);
+// Batch::tensors' order, then the label tensor as "label": {"shape": [] or [C],
+// "dtype": "int64" or "float32"} (Batch::label).
+std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs,
+                        const LabelSpec& label = LabelSpec{});
 
 // PipelineSummaryJson is RunSummaryJson of `pipeline`'s counters now (it may be running)
 // with RunFactsFor(pipeline.options(), wall, epochs, startup), its Checkpoint() and its

@@ -181,6 +181,17 @@ bool HasOption(const StageSchema& schema, const std::string& name) {
   return false;
 }
 
+// TypesOf lists the registered stage types of one kind: batch stages (batch_ops:) or
+// per-sample ones (stages:), sorted.
+std::vector<std::string> TypesOf(bool batch) {
+  std::vector<std::string> out;
+  for (const std::string& type : StageRegistry::Global().Types()) {
+    absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(type);
+    if (schema.ok() && schema->batch_stage == batch) out.push_back(type);
+  }
+  return out;
+}
+
 // ParseStage reads one item of `stages:`; *name_at is the node its metrics name comes
 // from (its name, else its type), for the duplicate-name error.
 absl::Status ParseStage(const SpecReader& r, const YAML::Node& item, StageSpec* spec,
@@ -192,7 +203,7 @@ absl::Status ParseStage(const SpecReader& r, const YAML::Node& item, StageSpec* 
   }
   absl::StatusOr<std::vector<Field>> fields = r.Fields(item, "a stage");
   if (!fields.ok()) return fields.status();
-  const std::vector<std::string> types = StageRegistry::Global().Types();
+  const std::vector<std::string> types = TypesOf(/*batch=*/false);
   const Field* type = nullptr;
   for (const Field& f : *fields) {
     if (f.key == "type") type = &f;
@@ -206,6 +217,10 @@ absl::Status ParseStage(const SpecReader& r, const YAML::Node& item, StageSpec* 
   if (!schema.ok()) {
     return r.Error(type->value, absl::StrCat("unknown stage type ", Quote(spec->type), " ",
                                              Suggestion(spec->type, types)));
+  }
+  if (schema->batch_stage) {
+    return r.Error(type->value, absl::StrCat(Quote(spec->type), " is a batch stage: list it "
+                                             "under batch_ops:, not stages:"));
   }
   *name_at = type->value;
   const std::string what = absl::StrCat("stage '", spec->type, "'");
@@ -271,6 +286,55 @@ absl::Status ParseStages(const SpecReader& r, const Field& stages, PipelineOptio
     specs.push_back(std::move(spec));
   }
   o->stages = std::move(specs);
+  return absl::OkStatus();
+}
+
+// ParseBatchOps reads `batch_ops:`, a list of {type, name, options} items naming batch
+// stage types (graph/batch_stage.h); a per-sample type is refused where it is written.
+absl::Status ParseBatchOps(const SpecReader& r, const Field& ops, PipelineOptions* o) {
+  if (!ops.value.IsSequence()) return r.Expected(ops, "a list of batch ops");
+  std::vector<StageSpec> specs;
+  for (const YAML::Node& item : ops.value) {
+    if (!item.IsMap()) {
+      return r.Error(item, absl::StrCat("a batch op must be a mapping {type, name, options}, "
+                                        "got ", spec_internal::Describe(item)));
+    }
+    absl::StatusOr<std::vector<Field>> fields = r.Fields(item, "a batch op");
+    if (!fields.ok()) return fields.status();
+    StageSpec spec;
+    const Field* type = nullptr;
+    for (const Field& f : *fields) {
+      if (f.key == "type") type = &f;
+    }
+    if (type == nullptr) return r.Error(item, "a batch op needs a type (mixup_cutmix, ...)");
+    if (absl::Status s = r.String(*type, &spec.type); !s.ok()) return s;
+    absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
+    if (!schema.ok()) {
+      return r.Error(type->value,
+                     absl::StrCat("unknown batch op type ", Quote(spec.type), " ",
+                                  Suggestion(spec.type, TypesOf(/*batch=*/true))));
+    }
+    if (!schema->batch_stage) {
+      return r.Error(type->value, absl::StrCat(Quote(spec.type), " is a per-sample stage: "
+                                               "list it under stages:, not batch_ops:"));
+    }
+    for (const Field& f : *fields) {
+      absl::Status s;
+      if (f.key == "type") continue;
+      if (f.key == "name") {
+        s = r.String(f, &spec.name);
+      } else if (f.key == "options") {
+        s = ParseStageOptions(r, f, *schema, &spec.args);
+      } else {
+        s = r.UnknownKey(f, absl::StrCat("batch op '", spec.type, "'"),
+                         {"type", "name", "options"});
+      }
+      if (!s.ok()) return s;
+    }
+    spec.where = r.Location(item);  // Leads Create's errors about it (range checks).
+    specs.push_back(std::move(spec));
+  }
+  o->batch_ops = std::move(specs);
   return absl::OkStatus();
 }
 
@@ -361,6 +425,10 @@ const std::vector<Key>& Keys() {
       {"epoch_samples", "0",
        "samples per epoch before sharding; 0 = the sum of the sources' sizes",
        [](R r, F f, O o) { return r.Int(f, 0, kInt64Max, &o->epoch_samples); }},
+      {"repeated_augment", "1",
+       "copies of each sample in a row, each a different view (RASampler; timm's "
+       "--aug-repeats): an epoch keeps floor(n // 256 * 256 / world_size) a rank; >= 1",
+       [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->repeated_augment); }},
       {"label_key", "",
        "tar shards: the .json member's integer field holding the label; empty = the "
        ".cls member",
@@ -430,6 +498,10 @@ const std::vector<Key>& Keys() {
        "explicit stages replacing the built-in read, decode, augment "
        "(flowloader stages lists them)",
        ParseStages},
+      {"batch_ops", "",
+       "batch stages run on each collated batch, in order: mixup_cutmix, label_smoothing "
+       "(flowloader stages lists them)",
+       ParseBatchOps},
       {"on_error", "skip", "skip (count and drop a bad sample) or fail", ApplyErrorPolicy},
       {"max_errors", "",
        "stop past this many failed samples: a count (100) or a fraction "
@@ -573,7 +645,8 @@ std::vector<SpecKey> SpecKeys() {
     const std::string default_text = k.default_text;
     const std::string name = k.name;
     out.push_back({name, default_text, k.doc, default_text == "true" || default_text == "false",
-                   name != "stages" && name != "shard" && name != "sources"});
+                   name != "stages" && name != "batch_ops" && name != "shard" &&
+                       name != "sources"});
   }
   return out;
 }
@@ -629,7 +702,8 @@ std::string SpecYaml(const PipelineOptions& o) {
   std::string out = absl::StrCat(
       o.sources.empty() ? absl::StrCat("data: ", YamlScalar(o.data), "\n")
                         : spec_internal::SourcesYaml(o),
-      "epoch_samples: ", o.epoch_samples, "\nlabel_key: ", YamlScalar(o.label_key),
+      "epoch_samples: ", o.epoch_samples, "\nrepeated_augment: ", o.repeated_augment,
+      "\nlabel_key: ", YamlScalar(o.label_key),
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
       "\ncolumn_max_bytes: ", o.column_max_bytes,
       "\nhttp_cache_mb: ", o.http_cache_mb, "\nhttp_ca_file: ", YamlScalar(o.http.ca_file),
@@ -644,6 +718,10 @@ std::string SpecYaml(const PipelineOptions& o) {
                     o.image_size, "\nlayout: ", YamlScalar(o.layout), "\n");
   } else {
     absl::StrAppend(&out, StagesYaml(o.stages));
+  }
+  if (!o.batch_ops.empty()) {
+    std::string ops = StagesYaml(o.batch_ops);  // The same item form, another key.
+    absl::StrAppend(&out, "batch_ops:", ops.substr(ops.find('\n')));
   }
   const std::string max_errors = MaxErrorsText(o);
   absl::StrAppend(&out, "on_error: ", ErrorPolicyText(o.on_error), "\n");
@@ -664,7 +742,8 @@ absl::Status ApplySpecValue(const std::string& key, const std::string& text,
   if (key == "rank") return r.Int(field, 0, kIntMax, &options->rank);
   if (key == "world_size") return r.Int(field, 1, kIntMax, &options->world_size);
   for (const Key& k : Keys()) {
-    if (key == k.name && key != "stages" && key != "shard" && key != "sources") {
+    if (key == k.name && key != "stages" && key != "batch_ops" && key != "shard" &&
+        key != "sources") {
       return k.apply(r, field, options);
     }
   }

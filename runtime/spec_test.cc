@@ -51,6 +51,8 @@ void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.http_cache_mb, b.http_cache_mb);
   EXPECT_EQ(a.http.ca_file, b.http.ca_file);
   EXPECT_EQ(a.checksum, b.checksum);
+  EXPECT_EQ(a.repeated_augment, b.repeated_augment);
+  EXPECT_EQ(a.batch_ops.size(), b.batch_ops.size());
 }
 
 PipelineOptions Parse(const std::string& text) {
@@ -184,12 +186,14 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.ram_budget_bytes = int64_t{3} << 30;
   o.columns = {"txt", "seg.json"};
   o.column_max_bytes = 1000;
+  o.repeated_augment = 3;
   const std::string yaml = "\n" + SpecYaml(o);
   ExpectSameOptions(Parse(yaml), o);
   EXPECT_EQ(Parse(yaml).cpu_budget, 2);
   EXPECT_EQ(Parse(yaml).ram_budget_bytes, int64_t{3} << 30);
   for (const SpecKey& key : SpecKeys()) {
     if (key.name == "stages") continue;  // Written instead of the built-in stages' keys.
+    if (key.name == "batch_ops") continue;  // Written when set (SpecTest.BatchOps...).
     if (key.name == "sources") continue;  // Written instead of data (SpecTest.Sources...).
     EXPECT_NE(yaml.find("\n" + key.name + ":"), std::string::npos) << key.name << " in\n" << yaml;
   }
@@ -347,6 +351,25 @@ TEST(SpecTest, ValidatesCustomStageTypesAgainstTheirSchema) {
   }
 }
 
+TEST(SpecTest, BatchOpsReadsAListOfBatchStagesAndSpecYamlWritesItBack) {
+  const std::string text =
+      "data: d\nbatch_ops:\n  - type: mixup_cutmix\n    options:\n      mixup_alpha: 0.8\n"
+      "      mode: elem\n  - type: label_smoothing\n    name: smooth\n";
+  absl::StatusOr<PipelineOptions> o = ParseSpec(text, "", "t.yaml");
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->batch_ops.size(), 2u);
+  EXPECT_EQ(o->batch_ops[0].type, "mixup_cutmix");
+  EXPECT_EQ(o->batch_ops[0].args.at("mixup_alpha"), "0.8");
+  EXPECT_EQ(o->batch_ops[0].args.at("mode"), "elem");
+  EXPECT_EQ(o->batch_ops[0].where, "t.yaml:3:5");  // Leads Create's range errors.
+  EXPECT_EQ(o->batch_ops[1].name, "smooth");
+  absl::StatusOr<PipelineOptions> back = ParseSpec(SpecYaml(*o), "", "u.yaml");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << SpecYaml(*o);
+  ASSERT_EQ(back->batch_ops.size(), 2u);
+  EXPECT_EQ(back->batch_ops[0].args, o->batch_ops[0].args);
+  EXPECT_EQ(back->batch_ops[1].name, "smooth");
+}
+
 // ErrorCase is one mistake and the exact message it must produce.
 struct ErrorCase {
   std::string name;
@@ -397,9 +420,9 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyByContainment", "workers: 4\n",
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
-     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, num_workers, "
+     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, num_workers, "
      "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
-     "stages, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
+     "stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
      "t.yaml:3:1: duplicate key 'batch_size' in pipeline (first at line 1)"},
     // Wrong types.
@@ -518,11 +541,26 @@ const ErrorCase kErrorCases[] = {
     {"StagesWithTransform", "stages:\n  - type: read\ntransform: eval\n",
      "t.yaml:3:1: transform configures the built-in stages, which the stages list at line 1 "
      "replaces: set augment's mode option there instead"},
+    // batch_ops: batch stage types only, their options typed and chosen as stages' are.
+    {"PerSampleStageInBatchOps", "batch_ops:\n  - type: augment\n",
+     "t.yaml:2:11: 'augment' is a per-sample stage: list it under stages:, not batch_ops:"},
+    {"BatchStageInStages", "stages:\n  - type: read\n  - type: mixup_cutmix\n",
+     "t.yaml:3:11: 'mixup_cutmix' is a batch stage: list it under batch_ops:, not stages:"},
+    {"BatchOpModeFoo", "batch_ops:\n  - type: mixup_cutmix\n    options: {mode: foo}\n",
+     "t.yaml:3:21: stage 'mixup_cutmix' option 'mode' must be one of batch, pair, elem, got "
+     "'foo'"},
+    {"BatchOpsNotAList", "batch_ops: mixup_cutmix\n",
+     "t.yaml:1:12: batch_ops must be a list of batch ops, got 'mixup_cutmix'"},
+    {"BatchOpUnknownKey", "batch_ops:\n  - type: label_smoothing\n    concurrency: 2\n",
+     "t.yaml:3:5: unknown key 'concurrency' in batch op 'label_smoothing' (known: type, name, "
+     "options)"},
+    {"RepeatedAugmentZero", "repeated_augment: 0\n",
+     "t.yaml:1:19: repeated_augment must be >= 1, got 0"},
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
-     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, "
+     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, name, batch_size, "
      "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
-     "image_size, layout, stages, on_error, max_errors, in_order, device, pin_memory, "
+     "image_size, layout, stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},
     {"LongValueIsShortened", "batch_size: " + std::string(100, 'x') + "\n",
      "t.yaml:1:13: batch_size must be an integer, got '" + std::string(40, 'x') + "...'"},
@@ -720,9 +758,22 @@ TEST(SpecTest, StageHelpIsAStagesListTheParserAccepts) {
   // Every type once (in pipeline order, not the sorted order of Types()).
   std::vector<std::string> listed;
   for (const StageSpec& stage : o->stages) listed.push_back(stage.type);
+  // The batch stage types follow as a commented `batch_ops:` list: uncommented, a
+  // spec accepts that too.
+  const size_t ops_at = help.find("# batch_ops:\n");
+  ASSERT_NE(ops_at, std::string::npos) << help;
+  std::string ops = "batch_ops:\n";
+  for (absl::string_view line : absl::StrSplit(help.substr(ops_at + 13), '\n')) {
+    if (!line.empty()) absl::StrAppend(&ops, line.substr(1), "\n");  // Drop the '#'.
+  }
+  absl::StatusOr<PipelineOptions> batch = ParseSpec(ops, "", "help");
+  ASSERT_TRUE(batch.ok()) << batch.status() << "\n" << ops;
+  for (const StageSpec& op : batch->batch_ops) listed.push_back(op.type);
   std::sort(listed.begin(), listed.end());
   ASSERT_EQ(listed, StageRegistry::Global().Types());
-  for (const StageSpec& stage : o->stages) {
+  std::vector<StageSpec> all = o->stages;
+  all.insert(all.end(), batch->batch_ops.begin(), batch->batch_ops.end());
+  for (const StageSpec& stage : all) {
     const StageSchema schema = StageRegistry::Global().Find(stage.type).value();
     ASSERT_EQ(stage.args.size(), schema.options.size()) << stage.type;
     for (const OptionSchema& option : schema.options) {

@@ -219,8 +219,9 @@ TEST_F(GraphResizeTest, ABufferThePlanCannotHoldIsRefusedBeforeAllocating) {
   two.max_prefetch_batches = 0;
   auto plan = PipelineGraph::Plan(two, *dataset_, *sampler_, *memory_);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  // Room for two buffers and half of a third.
-  const int64_t buffer = 4 * 3 * 24 * 24 * 4;
+  // Room for two buffers and half of a third; a buffer is 4 rows of 3×24² float32 and
+  // their int64 labels.
+  const int64_t buffer = 4 * 3 * 24 * 24 * 4 + 4 * 8;
   o.memory_limit_bytes = plan->total_bytes() + buffer / 2;
   auto stats = std::make_shared<PipelineStats>("tight");
   auto graph = PipelineGraph::Create(o, dataset_, sampler_, memory_, stats);

@@ -42,9 +42,11 @@ TEST_F(MemoryPlanTest, BatchSizeAboveTheDatasetAllocatesOnlyTheEpochsRows) {
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
   const int64_t sample_bytes = static_cast<int64_t>((*pipeline)->output().sample_bytes);
   const int64_t pool = int64_t{o.prefetch_batches} * kImages * sample_bytes;
+  const int64_t labels = int64_t{o.prefetch_batches} * kImages * 8;  // int64 labels.
   // The gauge of what the pool holds, and the plan, both count 10 rows, not 100000.
-  EXPECT_EQ((*pipeline)->stats()->host_bytes_budget.load(), pool);
+  EXPECT_EQ((*pipeline)->stats()->host_bytes_budget.load(), pool + labels);
   EXPECT_EQ(Plan(**pipeline)["batch_pool_bytes"], pool);
+  EXPECT_EQ(Plan(**pipeline)["batch_labels_bytes"], labels);
   const testing::Drained d = Drain(pipeline->get());
   ASSERT_TRUE(d.status.ok()) << d.status;
   EXPECT_EQ(d.samples, kImages);
@@ -63,8 +65,10 @@ TEST_F(MemoryPlanTest, PlanIsInTheStatsWithItsParts) {
   EXPECT_EQ(plan["decode_scratch_bytes"], 2 * (2 * 2 * 16 * 16 * 3));  // 2 workers.
   // decode's per-decode codec budget (max_decode_mb 16), once per worker.
   EXPECT_EQ(plan["decode_codec_bytes"], 2 * (16 << 20));
-  EXPECT_EQ(plan["total_bytes"], plan["batch_pool_bytes"] + plan["seek_index_bytes"] +
-                                     plan["decode_codec_bytes"] + plan["decode_scratch_bytes"]);
+  EXPECT_EQ(plan["batch_labels_bytes"], 3 * 4 * 8);  // int64 labels in each buffer.
+  EXPECT_EQ(plan["total_bytes"], plan["batch_pool_bytes"] + plan["batch_labels_bytes"] +
+                                     plan["seek_index_bytes"] + plan["decode_codec_bytes"] +
+                                     plan["decode_scratch_bytes"]);
   EXPECT_GT(plan["available_bytes"], 0);  // MemAvailable is always readable on Linux.
 }
 

@@ -355,7 +355,7 @@ TEST_F(PipelineTest, SlowConsumerKeepsBatchesInFlightWithinBudget) {
   ASSERT_TRUE(p.ok());
   const auto& stats = (*p)->stats();
   const int64_t budget = stats->host_bytes_budget.load();
-  ASSERT_EQ(budget, 2 * 8 * 3 * 32 * 32 * 4);
+  ASSERT_EQ(budget, 2 * 8 * (3 * 32 * 32 * 4 + 8));  // Images and their int64 labels.
   int64_t peak = 0;
   while (true) {
     std::shared_ptr<const Batch> batch;

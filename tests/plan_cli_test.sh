@@ -39,11 +39,15 @@ text = open(sys.argv[1]).read()
 assert text.count("\n") == 1, "not one line: %r" % text
 p = json.loads(text)
 items = p["items"]
-assert list(items) == ["batch_pool", "seek_index", "decode_codec", "decode_scratch"], list(items)
+assert list(items) == ["batch_pool", "batch_labels", "seek_index", "decode_codec",
+                       "decode_scratch"], list(items)
 pool = items["batch_pool"]
 assert pool == {"bytes": 5 * 4 * 3 * 64 * 64 * 4,
                 "formula": "prefetch 5 × batch 4 × 3×64² float32",
                 "pinned": False, "device": False}, pool
+assert items["batch_labels"] == {"bytes": 5 * 4 * 8,  # The int64 labels in each buffer.
+                                 "formula": "prefetch 5 × batch 4 × int64 label",
+                                 "pinned": False, "device": False}, items["batch_labels"]
 assert items["seek_index"]["bytes"] == 30 * 8 << 10, items["seek_index"]  # 30 files.
 assert p["total_bytes"] == sum(i["bytes"] for i in items.values()), p
 assert p["available_bytes"] > 0 and p["available_source"], p

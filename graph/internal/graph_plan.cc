@@ -93,6 +93,7 @@ absl::Status CollectOutputs(const StagePlan& plan, const StageEnv& env,
 absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
                           std::vector<PlannedStage>* out, std::vector<OutputSpec>* outputs) {
   if (options.stages.empty()) return absl::InvalidArgumentError("the pipeline has no stages");
+  if (absl::Status s = RefuseBatchTypesInStages(options.stages); !s.ok()) return s;
   // The list's fields first: a list that cannot make a batch is refused before any factory.
   absl::StatusOr<StagePlan> plan = PlanStages(options.stages, StageRegistry::Global());
   if (!plan.ok()) return plan.status();
@@ -196,6 +197,11 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   if (absl::Status s = CreateStages(options, env, &plan.stages, &plan.outputs); !s.ok()) {
     return s;
   }
+  if (absl::Status s = PlanBatchStages(options, dataset, plan.outputs, &plan.batch_stages,
+                                      &plan.label, &env.memory);
+      !s.ok()) {
+    return s;
+  }
   AddHttpCachePart(dataset, &env.memory);
   AddSamplerPart(sampler, &env.memory);
 
@@ -215,7 +221,8 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   plan.start_batch_size =
       options.start_batch_size > 0 ? options.start_batch_size : options.batch_size;
   plan.memory = PlanGraphMemory(options, plan.outputs, plan.pool_rows, memory.pinned(),
-                                memory.location() == MemoryLocation::kDevice, env.memory);
+                                memory.location() == MemoryLocation::kDevice, env.memory,
+                                plan.label);
   if (!dataset.column_names().empty()) {
     plan.memory.Add(ColumnsMemoryPart(dataset, options.prefetch_batches, plan.pool_rows));
   }

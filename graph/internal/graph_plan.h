@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "graph/internal/batch_plan.h"
 #include "graph/pipeline_graph.h"
 #include "graph/stage.h"
 #include "stages/core/memory_plan.h"
@@ -36,7 +37,9 @@ struct PlannedStage {
 // GraphPlan is everything decided before allocation.
 struct GraphPlan {
   std::vector<PlannedStage> stages;  // In flow order.
+  std::vector<PlannedBatchStage> batch_stages;  // In list order, after collate.
   std::vector<OutputSpec> outputs;   // Every batch tensor's, in the plan's order.
+  LabelSpec label;                   // The label tensor: int64 [N] unless soft targets.
   int64_t batches_per_epoch = 0;
   int pool_rows = 0;           // Rows of each batch buffer (PoolRows).
   int64_t start_sample = 0;    // The resume cursor's position in its epoch (CheckCursor).

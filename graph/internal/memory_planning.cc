@@ -55,6 +55,22 @@ size_t LayoutBytes(const std::vector<TensorRegion>& regions) {
   return regions.empty() ? 0 : regions.back().offset + regions.back().bytes;
 }
 
+TensorRegion LabelRegion(const std::vector<TensorRegion>& tensors, const LabelSpec& label,
+                         int rows) {
+  constexpr size_t kAlign = 64;
+  const size_t offset = (LayoutBytes(tensors) + kAlign - 1) / kAlign * kAlign;
+  OutputSpec spec;
+  spec.name = "label";
+  spec.sample_shape = label.sample_shape();
+  spec.is_float = label.soft();
+  spec.sample_bytes = label.row_bytes();
+  return TensorRegion{spec, offset, label.row_bytes() * static_cast<size_t>(rows)};
+}
+
+std::string LabelText(const LabelSpec& label) {
+  return label.soft() ? absl::StrCat(label.num_classes, " float32 soft label") : "int64 label";
+}
+
 // OutputsText is "3×224² float32", or "(3×224² float32 + 3×96² float32)" for several.
 std::string OutputsText(const std::vector<OutputSpec>& outputs) {
   if (outputs.size() == 1) return ShapeText(outputs.front());
@@ -65,7 +81,8 @@ std::string OutputsText(const std::vector<OutputSpec>& outputs) {
 
 MemoryPlan PlanGraphMemory(const GraphOptions& options, const std::vector<OutputSpec>& outputs,
                            int pool_rows, bool pinned, bool on_device,
-                           const std::vector<MemoryPart>& stage_parts) {
+                           const std::vector<MemoryPart>& stage_parts,
+                           const LabelSpec& label) {
   const std::string rows =
       pool_rows < options.batch_size
           ? absl::StrCat("batch ", pool_rows, " (an epoch's samples; batch_size ",
@@ -73,16 +90,28 @@ MemoryPlan PlanGraphMemory(const GraphOptions& options, const std::vector<Output
           : absl::StrCat("batch ", pool_rows);
   const int64_t pool_bytes = int64_t{options.prefetch_batches} *
                              static_cast<int64_t>(LayoutBytes(LayOutTensors(outputs, pool_rows)));
+  // The label tensor shares each batch buffer (so it is pinned and uploaded with it); its
+  // rows are a part of their own so that soft targets' size is visible.
   const std::string pool_formula = absl::StrCat("prefetch ", options.prefetch_batches, " × ",
                                                 rows, " × ", OutputsText(outputs));
   const std::vector<std::string> knobs = {"batch_size", "image_size", "prefetch_batches"};
   MemoryPlan plan;
   plan.Add({"batch pool", "batch_pool", pool_bytes, pool_formula, knobs, pinned});
+  // (Counted from the tensors' end: the up to 63 bytes aligning it are its own.)
+  const std::vector<TensorRegion> regions = LayOutTensors(outputs, pool_rows);
+  const TensorRegion label_region = LabelRegion(regions, label, pool_rows);
+  const int64_t label_bytes =
+      int64_t{options.prefetch_batches} *
+      static_cast<int64_t>(label_region.offset + label_region.bytes - LayoutBytes(regions));
+  plan.Add({"batch labels", "batch_labels", label_bytes,
+            absl::StrCat("prefetch ", options.prefetch_batches, " × ", rows, " × ",
+                         LabelText(label)),
+            {"batch_size", "prefetch_batches", "num_classes"}, pinned});
   for (const MemoryPart& part : stage_parts) plan.Add(part);
   if (on_device) {
     // DeviceMemory::Allocate pairs each host batch buffer with a device buffer.
-    plan.Add({"device batches", "device_batches", pool_bytes,
-              absl::StrCat(pool_formula, ", a device buffer per batch buffer"), knobs,
+    plan.Add({"device batches", "device_batches", pool_bytes + label_bytes,
+              absl::StrCat(pool_formula, " + labels, a device buffer per batch buffer"), knobs,
               /*pinned=*/false, /*device=*/true});
   }
   return plan;

@@ -46,13 +46,23 @@ std::vector<TensorRegion> LayOutTensors(const std::vector<OutputSpec>& outputs, 
 // LayoutBytes is the buffer size that holds `regions`.
 size_t LayoutBytes(const std::vector<TensorRegion>& regions);
 
+// LabelRegion is the label tensor's part of a batch buffer: `rows` rows of
+// label.row_bytes(), on a 64-byte boundary after the tensors' regions.
+TensorRegion LabelRegion(const std::vector<TensorRegion>& tensors, const LabelSpec& label,
+                         int rows);
+// LabelText is "int64 label" or "1000 float32 soft label".
+std::string LabelText(const LabelSpec& label);
+
 // PlanGraphMemory is the batch pool (prefetch_batches × a buffer holding pool_rows rows of
-// every output, each output's bytes counted; pinned when the buffers are page-locked)
-// followed by `stage_parts`, then, when batches go to a device, the device buffers: one
-// per batch buffer, of the same size (a device part, outside the host total).
+// every output, each output's bytes counted; pinned when the buffers are page-locked), the
+// label tensor's rows in those buffers (`labels`: int64 class indices, or float32 soft
+// targets), followed by `stage_parts`, then, when batches go to a device, the device
+// buffers: one per batch buffer, of the same size, labels included (a device part,
+// outside the host total).
 MemoryPlan PlanGraphMemory(const GraphOptions& options, const std::vector<OutputSpec>& outputs,
                            int pool_rows, bool pinned, bool on_device,
-                           const std::vector<MemoryPart>& stage_parts);
+                           const std::vector<MemoryPart>& stage_parts,
+                           const LabelSpec& label = LabelSpec{});
 
 // ColumnsMemoryPart is what the dataset's extra per-sample columns hold: every sample's
 // values (read when the dataset was opened), plus each batch buffer's strings, which grow

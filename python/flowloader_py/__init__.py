@@ -48,9 +48,9 @@ __all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment", "t
 _SPEC_KEYS = {k["name"]: k for k in _core.spec_keys() if k["is_scalar"]}
 # Keywords that are the DataLoader's own, not spec keys.
 _OWN_KEYWORDS = ("data", "dataset", "spec", "rank", "world_size", "metrics_address", "return_keys",
-                 "sources", "return_sources", "return_columns", "stages")
+                 "sources", "return_sources", "return_columns", "stages", "batch_ops")
 # Keys set from JSON through the spec's own parser (ApplySpecYamlValue), not flag text.
-_STRUCTURED_KEYS = ("sources", "stages")
+_STRUCTURED_KEYS = ("sources", "stages", "batch_ops")
 # Keywords that configure the built-in stages, which transform=Compose or stages= replace.
 _BUILTIN_STAGE_KEYWORDS = ("transform", "image_size", "layout")
 _STATE_VERSION = 1
@@ -117,6 +117,19 @@ def _int_or_none(name, value):
         return operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+
+
+def _batch_ops_text(batch_ops):
+    """batch_ops= as JSON, YAML's flow style, for the spec's own parser: a list of
+    {"type": ..., "name": ..., "options": {...}} dicts, as a spec's batch_ops: items."""
+    if not isinstance(batch_ops, (list, tuple)) or not all(isinstance(op, dict)
+                                                           for op in batch_ops):
+        raise TypeError(f"batch_ops must be a list of {{'type', 'options'}} dicts, "
+                        f"got {type(batch_ops).__name__} {batch_ops!r}")
+    try:
+        return json.dumps(list(batch_ops))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"batch_ops: {e}") from None
 
 
 def _sources_text(sources):
@@ -234,6 +247,9 @@ class DataLoader:
     images a tensor), or a list of them (views view0, view1, ...) or a dict {name:
     Compose} (images a dict name -> tensor). stages=[{"type": ...}, ...] sets the stages
     as a spec's stages: does (a transforms item's "ops" may be a Compose).
+    batch_ops=[{"type": "mixup_cutmix", "options": {"mixup_alpha": 0.8, ...}}] runs batch
+    stages on each batch (a spec's batch_ops:); with mixup_cutmix or label_smoothing the
+    labels are float32 [N, num_classes] soft targets instead of int64 [N].
 
     return_sources=True adds each row's source name (a list of str); return_columns=True
     adds the extra per-sample columns (columns= for tar shards, or a list file's
@@ -254,7 +270,7 @@ class DataLoader:
                  on_error=_Default("skip"), spec=None, rank=None, world_size=None,
                  metrics_address=None, return_keys=False, device=_Default("auto"),
                  sources=None, return_sources=False, return_columns=False, dataset=None,
-                 stages=None, **options):
+                 stages=None, batch_ops=None, **options):
         for key in options:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
@@ -297,6 +313,8 @@ class DataLoader:
                                     f"torch Dataset), {type(dataset).__name__} has no {name}")
             if "data" in given or sources is not None:
                 raise ValueError("dataset and data (or sources) are both set: give one of them")
+        if batch_ops is not None:
+            given["batch_ops"] = _batch_ops_text(batch_ops)
         if metrics_address is not None and not isinstance(metrics_address, str):
             raise TypeError(f"metrics_address must be a str like '127.0.0.1:9464', "
                             f"got {metrics_address!r}")

@@ -52,6 +52,19 @@ uint64_t DataChecksum::RowHash(const Batch& batch, int64_t row) {
 }
 DataChecksum::~DataChecksum() = default;
 
+// LabelWord is row `row`'s label as 8 bytes of the record: the class index itself for
+// int64 labels (so checksums made before the label tensor existed are unchanged), else
+// XXH3 of the row's float32 soft targets, every byte counted.
+uint64_t DataChecksum::LabelWord(const Batch& batch, int64_t row) {
+  const BatchTensor& label = batch.label;
+  if (label.dtype != DType::kFloat32 || label.host_data == nullptr) {
+    return static_cast<uint64_t>(batch.labels[static_cast<size_t>(row)]);
+  }
+  const size_t row_bytes = label.bytes() / static_cast<size_t>(batch.size());
+  const auto* data = static_cast<const unsigned char*>(label.host_data);
+  return XXH3_64bits(data + static_cast<size_t>(row) * row_bytes, row_bytes);
+}
+
 void DataChecksum::Add(const Batch& batch) {
   if (epoch_ == nullptr || batch.epoch != epoch_number_) {
     if (epoch_ != nullptr) finished_epochs_.emplace_back(epoch_number_, Format(epoch_->Digest()));
@@ -63,7 +76,7 @@ void DataChecksum::Add(const Batch& batch) {
   for (int64_t row = 0; row < rows; ++row) {
     unsigned char record[16];
     PutLittleEndian(RowHash(batch, row), record);
-    PutLittleEndian(static_cast<uint64_t>(batch.labels[static_cast<size_t>(row)]), record + 8);
+    PutLittleEndian(LabelWord(batch, row), record + 8);
     total_->Update(record, sizeof(record));
     epoch_->Update(record, sizeof(record));
   }

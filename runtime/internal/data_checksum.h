@@ -3,7 +3,8 @@
 //
 // The hash is xxHash's XXH3 (64-bit, seed 0), from Debian's libxxhash: each delivered row's
 // tensor bytes are hashed alone, and the checksum is XXH3 over the stream of 16-byte
-// records (row hash, label), both little-endian, row after row in delivery order. The
+// records (row hash, label), both little-endian, row after row in delivery order; with
+// float32 soft targets (Batch::label [N, C]) the label word is XXH3 of the row's C floats. The
 // stream is per row, not per batch, so the value depends only on which samples came out,
 // in which order and with which bytes: not on num_workers, on completion order, or on how
 // rows were grouped into batches (SetBatchSize mid-run gives the same checksum). XXH3 is
@@ -50,6 +51,7 @@ class DataChecksum {
  private:
   class Stream;  // XXH3's streaming state.
   uint64_t RowHash(const Batch& batch, int64_t row);
+  static uint64_t LabelWord(const Batch& batch, int64_t row);
   std::unique_ptr<Stream> total_;
   std::unique_ptr<Stream> epoch_;  // The epoch of the last batch added.
   std::unique_ptr<Stream> row_;    // One row's bytes across several tensors.

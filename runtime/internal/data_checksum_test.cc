@@ -94,6 +94,38 @@ TEST(DataChecksumTest, AByteALabelOrTheOrderChangesIt) {
   EXPECT_NE(swapped.Text(), base.Text());
 }
 
+TEST(DataChecksumTest, SoftTargetsAreHashedByTheirBytesNotTheClassIndex) {
+  // Two rows with float32 [2, 3] soft targets: the record's label word is XXH3 of the
+  // row's three floats; the class index (labels) no longer enters.
+  Rows r;
+  r.data = {'a', 'b', 'c', 'd', 'e', 'f'};
+  r.labels = {7, 8};
+  const float targets[6] = {0.8f, 0.1f, 0.1f, 0.05f, 0.05f, 0.9f};
+  Batch b = BatchOf(r, 3, 0, 2);
+  b.label.shape = {2, 3};
+  b.label.dtype = DType::kFloat32;
+  b.label.host_data = targets;
+  unsigned char stream[32];
+  auto put = [](uint64_t v, unsigned char* out) {
+    for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+  };
+  put(XXH3_64bits("abc", 3), stream);
+  put(XXH3_64bits(targets, 12), stream + 8);
+  put(XXH3_64bits("def", 3), stream + 16);
+  put(XXH3_64bits(targets + 3, 12), stream + 24);
+  DataChecksum sum;
+  sum.Add(b);
+  EXPECT_EQ(sum.Text(), DataChecksum::Format(XXH3_64bits(stream, sizeof(stream))));
+
+  float changed[6];
+  std::memcpy(changed, targets, sizeof(changed));
+  changed[4] = 0.06f;  // One target's last bits differ: the checksum does.
+  b.label.host_data = changed;
+  DataChecksum other;
+  other.Add(b);
+  EXPECT_NE(other.Text(), sum.Text());
+}
+
 TEST(DataChecksumTest, EachEpochHasItsOwnChecksumAndTheTotalCoversAll) {
   const Rows r = SixRows();
   DataChecksum sum;

@@ -5,7 +5,27 @@
 namespace flowloader {
 
 const char* DTypeName(DType dtype) {
-  return dtype == DType::kFloat32 ? "float32" : "uint8";
+  switch (dtype) {
+    case DType::kFloat32:
+      return "float32";
+    case DType::kUint8:
+      return "uint8";
+    case DType::kInt64:
+      return "int64";
+  }
+  return "unknown";
+}
+
+size_t DTypeBytes(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return 4;
+    case DType::kUint8:
+      return 1;
+    case DType::kInt64:
+      return 8;
+  }
+  return 1;
 }
 
 const char* LocationName(MemoryLocation location) {
@@ -25,7 +45,7 @@ namespace {
 // TensorBytes is the size of a dense tensor of `shape` and `dtype`; 0 for no shape.
 size_t TensorBytes(const std::vector<int64_t>& shape, DType dtype) {
   if (shape.empty()) return 0;
-  size_t n = dtype == DType::kFloat32 ? 4 : 1;
+  size_t n = DTypeBytes(dtype);
   for (int64_t d : shape) n *= static_cast<size_t>(d);
   return n;
 }

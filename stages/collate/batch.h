@@ -16,7 +16,11 @@
 
 namespace flowloader {
 
-enum class DType { kFloat32, kUint8 };
+// DType is a batch tensor's element type; kInt64 only for class-index labels.
+enum class DType { kFloat32, kUint8, kInt64 };
+
+// DTypeBytes is one element's size: 4, 1 or 8.
+size_t DTypeBytes(DType dtype);
 
 // MemoryLocation says where a batch's tensor lives.
 enum class MemoryLocation {
@@ -69,6 +73,20 @@ struct BatchTensor {
   size_t bytes() const;
 };
 
+// LabelSpec is the shape of a pipeline's label tensor: int64 [N] class indices when
+// num_classes is 0, else float32 [N, num_classes] soft targets.
+struct LabelSpec {
+  int num_classes = 0;
+  bool soft() const { return num_classes > 0; }
+  DType dtype() const { return soft() ? DType::kFloat32 : DType::kInt64; }
+  // row_bytes is one row's size: 8, or 4 × num_classes.
+  size_t row_bytes() const { return soft() ? 4 * static_cast<size_t>(num_classes) : 8; }
+  // sample_shape is [] for class indices, [num_classes] for soft targets.
+  std::vector<int64_t> sample_shape() const {
+    return soft() ? std::vector<int64_t>{num_classes} : std::vector<int64_t>{};
+  }
+};
+
 // Batch is one collated batch. Its memory belongs to the pipeline's buffer pool and is
 // recycled when the user releases the batch.
 struct Batch {
@@ -85,11 +103,20 @@ struct Batch {
   // device_data is the batch on the CUDA device when location == kDevice, else nullptr.
   void* device_data = nullptr;
   MemoryLocation location = MemoryLocation::kHost;
-  std::vector<int64_t> labels;   // One per row.
+  // labels is each row's class index (the dataset's label), always int64, one per row.
+  std::vector<int64_t> labels;
+  // label is the label tensor the model trains on, named "label": int64 [N] pointing at
+  // `labels` by default, or float32 [N, num_classes] soft targets in the batch buffer
+  // when a batch stage makes them (mixup_cutmix, label smoothing; graph/batch_stage.h),
+  // then also on the device when the batch's location is kDevice.
+  BatchTensor label;
   std::vector<int64_t> indices;  // Dataset index of each row.
   std::vector<std::string> keys; // Relative path of each row.
   // The source of each row (index into Pipeline::source_names(); 0 for one source).
   std::vector<int32_t> sources;
+  // With repeated augmentation (a sampler's repeated_augment k > 1), which copy of its
+  // sample each row is, 0..k-1 (each copy a different random view); empty otherwise.
+  std::vector<int32_t> copies;
   // Extra per-sample columns (list files' `#columns:` header), each one value per row.
   std::vector<BatchColumn> columns;
   std::vector<SkippedSample> skipped;

@@ -58,6 +58,9 @@ inline constexpr absl::string_view kHttpBadResponse = "http_bad_response";
 // https:// whose certificate does not verify (unknown CA, wrong host, expired) or a CA
 // file libcurl cannot use; not retried, the next attempt would fail the same way.
 inline constexpr absl::string_view kTls = "tls";
+// A label outside [0, num_classes) where soft targets are made (graph/batch_stage.h): a
+// one-hot row for it would be wrong, so the sample is skipped.
+inline constexpr absl::string_view kLabelOutOfRange = "label_out_of_range";
 
 // kBuiltin is every reason above, the known set: exporters publish each one at 0 for every
 // stage from the first scrape, so a clean run's error panels read 0 instead of "no data"
@@ -66,7 +69,7 @@ inline constexpr absl::string_view kBuiltin[] = {
     kEmptyFile, kReadError, kNotFound,      kPermissionDenied, kNotAFile,   kUnknownFormat,
     kTruncated, kCorrupt,   kTooManyPixels, kDecodeMemory, kUnsupported,      kStageError, kCudaError,
     kMissingImage, kMissingLabel, kMissingColumn, kColumnTooLarge, kDuplicateKey, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
-    kHttpPartial, kHttpBadResponse, kTls,
+    kHttpPartial, kHttpBadResponse, kTls, kLabelOutOfRange,
 };
 }  // namespace reason
 

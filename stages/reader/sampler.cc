@@ -59,7 +59,21 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(int64_t dataset_size,
     epoch_size = mixture->epoch_samples();
   }
   const int64_t ws = options.world_size;
-  const int64_t per_rank = options.drop_remainder ? epoch_size / ws : (epoch_size + ws - 1) / ws;
+  int64_t per_rank = options.drop_remainder ? epoch_size / ws : (epoch_size + ws - 1) / ws;
+  if (options.repeated_augment < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "repeated_augment must be >= 1 (1 = off), got ", options.repeated_augment));
+  }
+  if (options.repeated_augment > 1) {
+    // RASampler's cut: num_selected_samples = floor(len // 256 * 256 / num_replicas).
+    per_rank = epoch_size / 256 * 256 / ws;
+    if (per_rank == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "repeated_augment ", options.repeated_augment, " keeps floor(", epoch_size,
+          " // 256 * 256 / ", ws, ") = 0 samples a rank (RASampler's cut): it needs an "
+          "epoch of at least ", 256, " samples"));
+    }
+  }
   if (per_rank == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "an epoch has ", epoch_size, " samples, fewer than world_size ", ws));
@@ -88,9 +102,34 @@ std::vector<int64_t> Sampler::EpochOrder(int64_t epoch) const {
   return order;
 }
 
+uint64_t Sampler::RngKey(int64_t position, int64_t index) const {
+  if (options_.repeated_augment <= 1) return static_cast<uint64_t>(index);
+  return static_cast<uint64_t>(position * options_.world_size + options_.rank);
+}
+
+int Sampler::Copy(int64_t position) const {
+  const int64_t k = options_.repeated_augment;
+  if (k <= 1) return 0;
+  const int64_t global = position * options_.world_size + options_.rank;
+  return static_cast<int>(global % (epoch_size_ * k) % k);
+}
+
 std::vector<int64_t> Sampler::EpochIndices(int64_t epoch) const {
   const std::vector<int64_t> order = EpochOrder(epoch);
   const int64_t ws = options_.world_size;
+  if (options_.repeated_augment > 1) {
+    // RASampler: order repeated k times in a row, padded by wrapping (positions past
+    // n·k take the repeated order from its start), rank r every ws-th from r, cut.
+    const int64_t k = options_.repeated_augment;
+    const int64_t repeated = epoch_size_ * k;
+    std::vector<int64_t> mine;
+    mine.reserve(static_cast<size_t>(per_rank_));
+    for (int64_t m = 0; m < per_rank_; ++m) {
+      const int64_t global = (m * ws + options_.rank) % repeated;
+      mine.push_back(order[static_cast<size_t>(global / k)]);
+    }
+    return mine;
+  }
   std::vector<int64_t> mine;
   mine.reserve(static_cast<size_t>(per_rank_));
   for (int64_t k = 0; k < per_rank_; ++k) {

@@ -9,6 +9,16 @@
 // With `mixture` (weighted sources, mixture_sampler.h) or `epoch_samples`, the epoch's
 // order is a MixtureSchedule's instead, sharded the same way.
 //
+// With `repeated_augment` k > 1, torchvision's/DeiT's RASampler: the epoch's order with
+// every index repeated k times in a row, padded by wrapping to a multiple of world_size,
+// rank r taking positions r, r + world_size, ..., and each rank's epoch cut to
+// ⌊⌊n/256⌋·256 / world_size⌋ samples (n the epoch's order's length): an epoch sees about
+// 1/k of the data, each sample k times, its copies on different ranks when world_size
+// > 1. Differences from RASampler: the shuffle is this sampler's (SampleRng), not
+// torch.randperm seeded with seed + epoch, and even_shards does not apply (RASampler
+// always pads; the cut drops the padding anyway). Each copy is told apart by RngKey, so
+// its random crop and flip differ.
+//
 // Thread-safety: immutable after Create.
 #ifndef FLOWLOADER_STAGES_READER_SAMPLER_H_
 #define FLOWLOADER_STAGES_READER_SAMPLER_H_
@@ -41,6 +51,9 @@ struct SamplerOptions {
   // Positions per epoch before sharding; 0 = the dataset's size. Any other value, or a
   // mixture, draws the epoch from a MixtureSchedule.
   int64_t epoch_samples = 0;
+  // Copies of each sample in a row (RASampler, timm's --aug-repeats); >= 1. Default 1
+  // (off).
+  int repeated_augment = 1;
 };
 
 class Sampler {
@@ -61,6 +74,15 @@ class Sampler {
   // kMaxEpochSamples bounds epoch_samples (2^40, ~36 TiB of order): above it the order's
   // size does not fit the arithmetic that plans it, and no machine holds it anyway.
   static constexpr int64_t kMaxEpochSamples = int64_t{1} << 40;
+
+  // RngKey is the key of the random draws of the sample at this rank's `position` in an
+  // epoch, whose dataset index is `index`: the index itself (as always), or with
+  // repeated_augment the copy's position in the epoch's repeated order before sharding,
+  // so that every copy gets its own crop and flip, the same for any world_size.
+  uint64_t RngKey(int64_t position, int64_t index) const;
+  // Copy is which copy (0..k-1) of its sample `position` is; 0 without repeats.
+  int Copy(int64_t position) const;
+  int repeated_augment() const { return options_.repeated_augment; }
 
  private:
   Sampler(int64_t epoch_size, const SamplerOptions& options, int64_t per_rank,
