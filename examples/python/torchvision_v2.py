@@ -70,14 +70,24 @@ class ClassificationPresetTrain:
     # the Compose is handed to flowloader.DataLoader(transform=...), which runs it natively.
 
 
+# train.py's collate_fn: RandomChoice([RandomMixup(num_classes, alpha=0.2),
+# RandomCutmix(num_classes, alpha=1.0)]). Difference: flowloader runs it as the batch op
+# mixup_cutmix with the same alphas (switch_prob 0.5 is the RandomChoice), in place in
+# the batch buffer; labels arrive as float32 [N, num_classes] soft targets.
+MIXUP_CUTMIX = [{"type": "mixup_cutmix",
+                 "options": {"mixup_alpha": 0.2, "cutmix_alpha": 1.0, "switch_prob": 0.5,
+                             "prob": 1.0}}]
+
+
 def make_loader(data, batch_size=64, num_workers=2, **kwargs):
     """train.py's loader: upstream wraps ImageFolder(traindir, preset) in a torch
-    DataLoader (and adds Mixup/CutMix in its collate_fn and, optionally, the
-    repeated-augmentation sampler: batch-level, left out here)."""
+    DataLoader with Mixup/CutMix in its collate_fn (here batch_ops) and, optionally, the
+    repeated-augmentation sampler (repeated_augment=4; it needs epochs of >= 256
+    samples, so it is left to the caller)."""
     preset = ClassificationPresetTrain(crop_size=176, auto_augment_policy="ta_wide",
                                        random_erase_prob=0.1)
     return flowloader.DataLoader(data, transform=preset.transforms, batch_size=batch_size,
-                                 num_workers=num_workers, **kwargs)
+                                 num_workers=num_workers, batch_ops=MIXUP_CUTMIX, **kwargs)
 
 
 def main():
