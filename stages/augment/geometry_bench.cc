@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "stages/augment/ops/kernels/colour_internal.h"
 #include "stages/augment/ops/kernels/geometry.h"
 #include "stages/core/image.h"
 
@@ -53,6 +54,17 @@ int main(int argc, char** argv) {
   });
   Time("affine 224x224 bilinear", rounds, [&](int i) {
     kernels::Affine(big, 10 + i % 7, 3, -2, 1.1, 5, 0, Interpolation::kBilinear, fill, &out);
+  });
+  kernels::internal::SetPortableForTesting(true);
+  Time("affine 224x224 bilinear, portable path", rounds, [&](int i) {
+    kernels::Affine(big, 10 + i % 7, 3, -2, 1.1, 5, 0, Interpolation::kBilinear, fill, &out);
+  });
+  Time("affine 224x224 bicubic, portable path", rounds, [&](int i) {
+    kernels::Affine(big, 10 + i % 7, 3, -2, 1.1, 5, 0, Interpolation::kBicubic, fill, &out);
+  });
+  kernels::internal::SetPortableForTesting(false);
+  Time("affine 224x224 bicubic", rounds, [&](int i) {
+    kernels::Affine(big, 10 + i % 7, 3, -2, 1.1, 5, 0, Interpolation::kBicubic, fill, &out);
   });
   Time("rotate 224x224 nearest", rounds, [&](int i) {
     kernels::Rotate(big, 13 + i % 7, Interpolation::kNearest, false, fill, &out);

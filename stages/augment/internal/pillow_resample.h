@@ -10,11 +10,11 @@
 // The filter reads pixels outside `box` up to the image's edge, as Pillow's resize with a
 // box does; torchvision crops first (F.resized_crop), so callers pass the crop itself.
 //
-// This is the exact, plain path (no SIMD): the fused head's bilinear resize
-// (internal/resample.h) is the fast one.
+// Where the CPU has AVX2, both passes run pillow_kernels.h's SIMD kernels, with the same
+// integer sums (so the same bytes) as the plain passes, which run elsewhere.
 //
 // Thread-safety: safe from any number of threads (its intermediate image and row
-// accumulator are thread-local); allocates its tap tables per call.
+// buffers are thread-local); allocates its tap tables per call.
 #ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_
 #define FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_
 
@@ -27,6 +27,10 @@ namespace flowloader::augment::internal {
 // `dst` (resized to fit), mirrored horizontally when `flip`.
 void PillowResample(const ImageView& src, const RectF& box, int out_width, int out_height,
                     Interpolation filter, bool flip, Image* dst);
+
+// SetPillowScalarForTesting(true) makes every later call, in every thread, take the
+// plain passes (what the SIMD ones are compared with); false goes back.
+void SetPillowScalarForTesting(bool scalar);
 
 }  // namespace flowloader::augment::internal
 

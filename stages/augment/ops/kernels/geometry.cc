@@ -8,6 +8,8 @@
 // Thread-safety: pure functions; ScaleAffine's column table is thread-local.
 #include "stages/augment/ops/kernels/geometry.h"
 
+#include "stages/augment/ops/kernels/colour_internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -217,6 +219,109 @@ bool BicubicFilter(const Image& im, double xin, double yin, uint8_t* out) {
   return true;
 }
 
+#if defined(FLOWLOADER_COLOUR_AVX2)
+// BicubicFilterAvx2 is BicubicFilter with a pixel's three channels (and a don't-care
+// lane) in one register of four doubles: the same double operations in the same order
+// per channel (target avx2 alone: no FMA; -v1 is a sign flip as in C), so the same bytes.
+// Each tap reads four bytes, so a pixel whose taps touch the image's very last pixel
+// takes BicubicFilter. Measured (geometry_bench, 224² affine, wall clock on a loaded
+// 2-core VM, so the ratio is what counts): bicubic 5.0 -> 2.2 ms, bilinear 1.0 -> 0.68 ms
+// per call; timm's recipe 1.52 -> 1.13 ms of CPU per sample.
+__attribute__((target("avx2"))) inline __m256d PixelPd(const uint8_t* p) {
+  int32_t word;
+  std::memcpy(&word, p, 4);
+  return _mm256_cvtepi32_pd(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(word)));
+}
+
+__attribute__((target("avx2"))) inline __m256d CubicPd(__m256d v1, __m256d v2, __m256d v3,
+                                                       __m256d v4, __m256d d) {
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  const __m256d neg_v1 = _mm256_xor_pd(v1, sign);
+  const __m256d p1 = v2;
+  const __m256d p2 = _mm256_add_pd(neg_v1, v3);
+  const __m256d p3 = _mm256_sub_pd(
+      _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(2.0), _mm256_sub_pd(v1, v2)), v3), v4);
+  const __m256d p4 = _mm256_add_pd(_mm256_sub_pd(_mm256_add_pd(neg_v1, v2), v3), v4);
+  return _mm256_add_pd(
+      p1, _mm256_mul_pd(d, _mm256_add_pd(p2, _mm256_mul_pd(d, _mm256_add_pd(p3, _mm256_mul_pd(d, p4))))));
+}
+
+__attribute__((target("avx2"))) bool BicubicFilterAvx2(const Image& im, double xin0,
+                                                       double yin0, uint8_t* out) {
+  double xin = xin0, yin = yin0;
+  if (xin < 0.0 || xin >= im.width || yin < 0.0 || yin >= im.height) return false;
+  xin -= 0.5;
+  yin -= 0.5;
+  int x = Floor(xin), y = Floor(yin);
+  const double dx = xin - x, dy = yin - y;
+  --x;
+  --y;
+  int xs[4];
+  for (int k = 0; k < 4; ++k) xs[k] = 3 * XClip(im, x + k);
+  const uint8_t* rows[4];
+  rows[0] = SrcRow(im, YClip(im, y));
+  int last_row = YClip(im, y);
+  for (int k = 1; k < 4; ++k) {
+    const bool inside = y + k >= 0 && y + k < im.height;
+    rows[k] = inside ? SrcRow(im, y + k) : nullptr;
+    if (inside) last_row = y + k;
+  }
+  if (last_row == im.height - 1 && xs[3] == 3 * (im.width - 1)) {
+    return BicubicFilter(im, xin0, yin0, out);
+  }
+  const __m256d dxv = _mm256_set1_pd(dx);
+  __m256d v[4];
+  for (int k = 0; k < 4; ++k) {
+    const uint8_t* r = rows[k];
+    v[k] = r != nullptr ? CubicPd(PixelPd(r + xs[0]), PixelPd(r + xs[1]), PixelPd(r + xs[2]),
+                                  PixelPd(r + xs[3]), dxv)
+                        : v[k - 1];
+  }
+  __m256d c = CubicPd(v[0], v[1], v[2], v[3], _mm256_set1_pd(dy));
+  c = _mm256_min_pd(_mm256_max_pd(c, _mm256_setzero_pd()), _mm256_set1_pd(255.0));
+  const __m128i q = _mm256_cvttpd_epi32(c);
+  out[0] = static_cast<uint8_t>(_mm_cvtsi128_si32(q));
+  out[1] = static_cast<uint8_t>(_mm_extract_epi32(q, 1));
+  out[2] = static_cast<uint8_t>(_mm_extract_epi32(q, 2));
+  return true;
+}
+
+// BilinearFilterAvx2 is BilinearFilter likewise, the channels in one register (the
+// difference of two bytes is exact in double, so subtracting them as doubles is C's int
+// subtraction then conversion).
+__attribute__((target("avx2"))) bool BilinearFilterAvx2(const Image& im, double xin0,
+                                                        double yin0, uint8_t* out) {
+  double xin = xin0, yin = yin0;
+  if (xin < 0.0 || xin >= im.width || yin < 0.0 || yin >= im.height) return false;
+  xin -= 0.5;
+  yin -= 0.5;
+  const int x = Floor(xin), y = Floor(yin);
+  const double dx = xin - x, dy = yin - y;
+  const int x0 = 3 * XClip(im, x), x1 = 3 * XClip(im, x + 1);
+  const bool has_r1 = y + 1 >= 0 && y + 1 < im.height;
+  const int last_row = has_r1 ? y + 1 : YClip(im, y);
+  if (last_row == im.height - 1 && x1 == 3 * (im.width - 1)) {
+    return BilinearFilter(im, xin0, yin0, out);
+  }
+  const uint8_t* r0 = SrcRow(im, YClip(im, y));
+  const __m256d dxv = _mm256_set1_pd(dx);
+  const __m256d a0 = PixelPd(r0 + x0);
+  __m256d v1 = _mm256_add_pd(a0, _mm256_mul_pd(_mm256_sub_pd(PixelPd(r0 + x1), a0), dxv));
+  __m256d v2 = v1;
+  if (has_r1) {
+    const uint8_t* r1 = SrcRow(im, y + 1);
+    const __m256d b0 = PixelPd(r1 + x0);
+    v2 = _mm256_add_pd(b0, _mm256_mul_pd(_mm256_sub_pd(PixelPd(r1 + x1), b0), dxv));
+  }
+  v1 = _mm256_add_pd(v1, _mm256_mul_pd(_mm256_sub_pd(v2, v1), _mm256_set1_pd(dy)));
+  const __m128i q = _mm256_cvttpd_epi32(v1);
+  out[0] = static_cast<uint8_t>(_mm_cvtsi128_si32(q));
+  out[1] = static_cast<uint8_t>(_mm_extract_epi32(q, 1));
+  out[2] = static_cast<uint8_t>(_mm_extract_epi32(q, 2));
+  return true;
+}
+#endif
+
 // ImagingGenericTransform with affine_transform: each output pixel's centre mapped
 // through `a`, then the filter.
 template <bool (*Filter)(const Image&, double, double, uint8_t*)>
@@ -238,8 +343,20 @@ void TransformAffine(const Image& src, const double a[6], int width, int height,
                      Image* dst) {
   FillImage(width, height, fill, dst);
   if (interpolation == Interpolation::kBilinear) {
+#if defined(FLOWLOADER_COLOUR_AVX2)
+    if (internal::HasAvx2()) {
+      GenericAffine<BilinearFilterAvx2>(src, a, dst);
+      return;
+    }
+#endif
     GenericAffine<BilinearFilter>(src, a, dst);
   } else if (interpolation == Interpolation::kBicubic) {
+#if defined(FLOWLOADER_COLOUR_AVX2)
+    if (internal::HasAvx2()) {
+      GenericAffine<BicubicFilterAvx2>(src, a, dst);
+      return;
+    }
+#endif
     GenericAffine<BicubicFilter>(src, a, dst);
   } else if (a[1] == 0 && a[3] == 0) {
     ScaleAffine(src, a, dst);
