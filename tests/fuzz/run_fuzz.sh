@@ -56,6 +56,7 @@ LIB_SRCS=(
   stages/decode/internal/webp_codec.cc
   stages/augment/transform.cc
   stages/augment/internal/crop_math.cc
+  stages/augment/internal/pillow_avx2.cc
   stages/augment/internal/pillow_resample.cc
   stages/augment/internal/resample.cc
   stages/augment/internal/resample_avx2.cc
