@@ -53,6 +53,19 @@ def dataset(bin_path):
     return root
 
 
+def run_measured(cmd):
+    """Runs cmd; returns (stdout, stderr, CPU seconds of it and its reaped children)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {stderr[-2000:]}")
+    return stdout, stderr, usage.ru_utime + usage.ru_stime
+
+
 def run_flowloader(bin_path, data, spec=None, extra=()):
     with tempfile.TemporaryDirectory() as tmp:
         summary = os.path.join(tmp, "s.json")
@@ -60,25 +73,24 @@ def run_flowloader(bin_path, data, spec=None, extra=()):
                "--epochs=1", "--progress=false", f"--summary_json={summary}", *extra]
         if spec:
             cmd.append(f"--spec={spec}")
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)}: {out.stderr[-2000:]}")
+        stdout, stderr, cpu = run_measured(cmd)
         with open(summary) as f:
             s = json.load(f)
     first_rows = min(64, s["samples"])
     window = s["seconds"] - s["first_batch_seconds"]
-    checksum = next((l.split()[2] for l in out.stdout.splitlines() + out.stderr.splitlines()
+    checksum = next((l.split()[2] for l in stdout.splitlines() + stderr.splitlines()
                      if l.startswith("data checksum")), None)
-    return {"ips": (s["samples"] - first_rows) / window, "checksum": checksum}
+    return {"ips": (s["samples"] - first_rows) / window, "checksum": checksum,
+            "cpu_ms": 1e3 * cpu / s["samples"]}
 
 
 def run_torch(recipe, data):
     cmd = [PYTHON, os.path.join(HERE, "recipes_torch.py"), f"--recipe={recipe}",
            f"--data={data}", "--num_workers=2", "--batch_size=64"]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])["images_per_second_after_first_batch"]
+    stdout, _, cpu = run_measured(cmd)
+    report = json.loads(stdout.strip().splitlines()[-1])
+    return {"ips": report["images_per_second_after_first_batch"],
+            "cpu_ms": 1e3 * cpu / report["samples"]}
 
 
 def main():
@@ -92,13 +104,18 @@ def main():
     a = p.parse_args()
     data = a.data or dataset(a.bin)
     recipes = [r for r in a.recipes.split(",") if r]
-    runs = {r: {"torch": [], "flowloader": []} for r in recipes}
+    runs = {r: {"torch": [], "flowloader": [], "torch_cpu": [], "flowloader_cpu": []}
+            for r in recipes}
     default = {"base": [], "new": [], "checksums": set()}
     for rep in range(a.reps):
         for r in recipes:
             spec = os.path.join(REPO, "runtime", "specs", f"{r}.yaml")
-            runs[r]["torch"].append(run_torch(r, data))
-            runs[r]["flowloader"].append(run_flowloader(a.bin, data, spec)["ips"])
+            t = run_torch(r, data)
+            f = run_flowloader(a.bin, data, spec)
+            runs[r]["torch"].append(t["ips"])
+            runs[r]["torch_cpu"].append(t["cpu_ms"])
+            runs[r]["flowloader"].append(f["ips"])
+            runs[r]["flowloader_cpu"].append(f["cpu_ms"])
             log(f"rep {rep} {r}: torch {runs[r]['torch'][-1]:.0f} img/s, "
                 f"flowloader {runs[r]['flowloader'][-1]:.0f} img/s")
         if a.base_bin:
@@ -113,9 +130,12 @@ def main():
     for r in recipes:
         t = statistics.median(runs[r]["torch"])
         f = statistics.median(runs[r]["flowloader"])
+        tc = statistics.median(runs[r]["torch_cpu"])
+        fc = statistics.median(runs[r]["flowloader_cpu"])
         rows.append({"recipe": r, "torch_ips": round(t, 1), "flowloader_ips": round(f, 1),
-                     "ratio": round(f / t, 2), "target": TARGETS.get(r),
-                     "pass": f / t >= TARGETS.get(r, 0)})
+                     "ratio": round(f / t, 2), "torch_cpu_ms": round(tc, 2),
+                     "flowloader_cpu_ms": round(fc, 2), "cpu_ratio": round(tc / fc, 2),
+                     "target": TARGETS.get(r), "pass": f / t >= TARGETS.get(r, 0)})
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out + ".csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -123,19 +143,28 @@ def main():
         w.writerows(rows)
     lines = ["# Recipes: flowloader vs PyTorch DataLoader (2 workers, batch 64)", "",
              f"Command: `/usr/bin/python3 tests/benchmarks/recipes_bench.py --reps={a.reps}`"
-             f" on {os.cpu_count()} cores; medians of {a.reps} alternating runs, images/s"
-             " after the first batch of one epoch over 2000 JPEGs.", "",
-             "| recipe | torch img/s | flowloader img/s | ratio | target |",
-             "|---|---:|---:|---:|---:|"]
+             f" on {os.cpu_count()} cores (load average {os.getloadavg()[0]:.1f} at the end);"
+             f" medians of {a.reps} alternating runs, images/s after the first batch of one"
+             " epoch over 2000 JPEGs, and CPU ms per image (user+sys of the whole process"
+             " tree, workers included).", "",
+             "| recipe | torch img/s | flowloader img/s | ratio | target | torch CPU ms/img |"
+             " flowloader CPU ms/img | CPU ratio |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         lines.append(f"| {row['recipe']} | {row['torch_ips']} | {row['flowloader_ips']} | "
-                     f"{row['ratio']}x | {row['target']}x {'PASS' if row['pass'] else 'FAIL'} |")
+                     f"{row['ratio']}x | {row['target']}x {'PASS' if row['pass'] else 'FAIL'} | "
+                     f"{row['torch_cpu_ms']} | {row['flowloader_cpu_ms']} | "
+                     f"{row['cpu_ratio']}x |")
     if a.base_bin:
         b, n = statistics.median(default["base"]), statistics.median(default["new"])
         sums = {c for _, c in default["checksums"]}
         lines += ["", f"Default graph (train, no spec): base {b:.0f} img/s, this build "
                       f"{n:.0f} img/s ({100 * (n / b - 1):+.1f}%); checksums "
                       f"{'identical' if len(sums) == 1 else 'DIFFER: ' + str(sums)}."]
+    with open(a.out + ".json", "w") as fh:
+        json.dump({"rows": rows, "runs": runs,
+                   "default": {k: v for k, v in default.items() if k != "checksums"}},
+                  fh, indent=1)
     with open(a.out + ".md", "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))
