@@ -10,6 +10,10 @@ SERVER="$2"
 PY=/usr/bin/python3
 TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# The promise is 1 s. ThreadSanitizer runs the binary several times slower (CI's TSan step
+# runs this test too), so there the bound is 5 s; the plain and ASan runs check 1 s.
+LIMIT=1.0
+[ -n "${TSAN_OPTIONS:-}" ] && LIMIT=5.0
 
 "$FLOWLOADER" make-dataset --out="$TMP/folder" --classes=2 --images_per_class=8 \
   --min_short_side=48 --max_short_side=64 >/dev/null
@@ -45,7 +49,7 @@ interrupt() {
   local took
   took=$("$PY" -c "print(round($end - $start, 2))")
   echo "$name: exit $rc ${took} s after SIG$sig"
-  "$PY" -c "import sys; sys.exit(0 if $end - $start < 1.0 else 1)" ||
+  "$PY" -c "import sys; sys.exit(0 if $end - $start < $LIMIT else 1)" ||
     fail "$name: took ${took} s after SIG$sig: $(tail -3 "$TMP/$name.err")"
   local want=130
   [ "$sig" = TERM ] && want=143
