@@ -29,6 +29,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import runners  # noqa: E402  (the benchmarks' shared spawner: timeout, CPU of the tree)
+
 REPO = os.path.dirname(os.path.dirname(HERE))
 PYTHON = "/usr/bin/python3"
 RECIPES = ["torchvision_v2", "timm_randaugment", "dino", "simclr"]
@@ -53,17 +56,13 @@ def dataset(bin_path):
     return root
 
 
-def run_measured(cmd):
-    """Runs cmd; returns (stdout, stderr, CPU seconds of it and its reaped children)."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if os.waitstatus_to_exitcode(status) != 0:
+def run_measured(cmd, timeout=1200):
+    """Runs cmd through runners.py's spawner (its own process group, killed at `timeout`);
+    returns (stdout, stderr, CPU seconds of it and its reaped children)."""
+    result, stdout, stderr = runners._spawn_and_wait(cmd, timeout, pss=False)
+    if result["rc"] != 0:
         raise RuntimeError(f"{' '.join(cmd)}: {stderr[-2000:]}")
-    return stdout, stderr, usage.ru_utime + usage.ru_stime
+    return stdout, stderr, result["cpu_seconds"]
 
 
 def run_flowloader(bin_path, data, spec=None, extra=()):
