@@ -19,24 +19,8 @@ using policy::SubOp;
 constexpr char kName[] = "auto_augment";
 constexpr int kBins = 10;  // forward(): self._augmentation_space(10, (height, width)).
 
-// AutoAugment._augmentation_space, by sub-op.
-constexpr Space kSpace[] = {
-    {SubOp::kIdentity, Space::kNone, 0, false},
-    {SubOp::kShearX, Space::kLinear, 0.3, true},
-    {SubOp::kShearY, Space::kLinear, 0.3, true},
-    {SubOp::kTranslateX, Space::kWidth, 150.0 / 331.0, true},
-    {SubOp::kTranslateY, Space::kHeight, 150.0 / 331.0, true},
-    {SubOp::kRotate, Space::kLinear, 30.0, true},
-    {SubOp::kBrightness, Space::kLinear, 0.9, true},
-    {SubOp::kColor, Space::kLinear, 0.9, true},
-    {SubOp::kContrast, Space::kLinear, 0.9, true},
-    {SubOp::kSharpness, Space::kLinear, 0.9, true},
-    {SubOp::kPosterize, Space::kPosterize, 4, false},
-    {SubOp::kSolarize, Space::kSolarize, 0, false},
-    {SubOp::kAutoContrast, Space::kNone, 0, false},
-    {SubOp::kEqualize, Space::kNone, 0, false},
-    {SubOp::kInvert, Space::kNone, 0, false},
-};
+// AutoAugment._augmentation_space, by sub-op: policy_ops.h's kTorchvisionSpace.
+constexpr const Space* kSpace = policy::kTorchvisionSpace;
 
 // Step is one (op_name, p, magnitude_id) of a sub-policy; magnitude -1 is None.
 struct Step {

@@ -45,24 +45,10 @@ using policy::SubOp;
 constexpr char kName[] = "rand_augment";
 constexpr int kMaxOps = OpParams::kMax / 4;
 
-// RandAugment._augmentation_space, in its order.
-constexpr Space kSpace[] = {
-    {SubOp::kIdentity, Space::kNone, 0, false},
-    {SubOp::kShearX, Space::kLinear, 0.3, true},
-    {SubOp::kShearY, Space::kLinear, 0.3, true},
-    {SubOp::kTranslateX, Space::kWidth, 150.0 / 331.0, true},
-    {SubOp::kTranslateY, Space::kHeight, 150.0 / 331.0, true},
-    {SubOp::kRotate, Space::kLinear, 30.0, true},
-    {SubOp::kBrightness, Space::kLinear, 0.9, true},
-    {SubOp::kColor, Space::kLinear, 0.9, true},
-    {SubOp::kContrast, Space::kLinear, 0.9, true},
-    {SubOp::kSharpness, Space::kLinear, 0.9, true},
-    {SubOp::kPosterize, Space::kPosterize, 4, false},
-    {SubOp::kSolarize, Space::kSolarize, 0, false},
-    {SubOp::kAutoContrast, Space::kNone, 0, false},
-    {SubOp::kEqualize, Space::kNone, 0, false},
-};
-constexpr int kOps = sizeof(kSpace) / sizeof(kSpace[0]);
+// RandAugment._augmentation_space, in its order: AutoAugment's without Invert, its last.
+constexpr const Space* kSpace = policy::kTorchvisionSpace;
+constexpr int kOps = policy::kTorchvisionSpaceSize - 1;
+static_assert(policy::kTorchvisionSpace[kOps].op == SubOp::kInvert);
 
 // timm's _RAND_INCREASING_TRANSFORMS, in its order.
 enum class Timm {

@@ -86,6 +86,29 @@ struct Space {
   bool is_signed;
 };
 
+// kTorchvisionSpace is AutoAugment._augmentation_space, indexed by SubOp (Invert last);
+// RandAugment's is the same without Invert.
+inline constexpr Space kTorchvisionSpace[] = {
+    {SubOp::kIdentity, Space::kNone, 0, false},
+    {SubOp::kShearX, Space::kLinear, 0.3, true},
+    {SubOp::kShearY, Space::kLinear, 0.3, true},
+    {SubOp::kTranslateX, Space::kWidth, 150.0 / 331.0, true},
+    {SubOp::kTranslateY, Space::kHeight, 150.0 / 331.0, true},
+    {SubOp::kRotate, Space::kLinear, 30.0, true},
+    {SubOp::kBrightness, Space::kLinear, 0.9, true},
+    {SubOp::kColor, Space::kLinear, 0.9, true},
+    {SubOp::kContrast, Space::kLinear, 0.9, true},
+    {SubOp::kSharpness, Space::kLinear, 0.9, true},
+    {SubOp::kPosterize, Space::kPosterize, 4, false},
+    {SubOp::kSolarize, Space::kSolarize, 0, false},
+    {SubOp::kAutoContrast, Space::kNone, 0, false},
+    {SubOp::kEqualize, Space::kNone, 0, false},
+    {SubOp::kInvert, Space::kNone, 0, false},
+};
+inline constexpr int kTorchvisionSpaceSize =
+    sizeof(kTorchvisionSpace) / sizeof(kTorchvisionSpace[0]);
+static_assert(kTorchvisionSpaceSize == static_cast<int>(SubOp::kInvert) + 1);
+
 // SpaceMagnitude is the entry's magnitude at `level` for a width x height image:
 // torchvision's magnitudes[level] for an integer level; between bins (rand_augment's
 // magnitude_std) the same line, evaluated there.
