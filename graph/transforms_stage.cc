@@ -1,5 +1,7 @@
 // transforms_stage.cc: the `transforms` stage type: one view's op list (torchvision's
 // Compose, stages/augment/ops/view_program.h) per batch tensor it writes.
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -12,6 +14,7 @@
 #include "graph/internal/view_planning.h"
 #include "graph/stage.h"
 #include "stages/augment/ops/view_program.h"
+#include "stages/decode/coarser.h"
 
 namespace flowloader {
 namespace {
@@ -44,6 +47,37 @@ class TraceOps : public augment::OpObserver {
   const std::vector<int32_t>& rows_;
 };
 
+// CoarserDecodes hands each view the decode it needs: the sample's own, or, where the
+// decode serves several views and this one needs a half or a quarter of its pixels per
+// side, a halved copy (stages/decode/coarser.h), made once per sample and level.
+class CoarserDecodes {
+ public:
+  explicit CoarserDecodes(const SampleContext& sample)
+      : decoded_(sample.decoded),
+        shared_(std::count(sample.planned.begin(), sample.planned.end(), 1) > 1) {}
+
+  const decode::DecodedImage& For(const augment::CropPlan* plan) {
+    if (plan == nullptr || !shared_) return decoded_;
+    const int halvings = decode::HalvingsFor(decoded_, plan->decode_request);
+    for (int level = built_; level < halvings; ++level) {
+      decode::HalveDecoded(level == 0 ? decoded_ : Levels()[level - 1], &Levels()[level]);
+      built_ = level + 1;
+    }
+    return halvings == 0 ? decoded_ : Levels()[halvings - 1];
+  }
+
+ private:
+  // Per thread, reused across samples (Process runs concurrently).
+  static std::array<decode::DecodedImage, decode::kMaxHalvings>& Levels() {
+    thread_local std::array<decode::DecodedImage, decode::kMaxHalvings> levels;
+    return levels;
+  }
+
+  const decode::DecodedImage& decoded_;
+  const bool shared_;  // Decoded once for several views' crops (their union).
+  int built_ = 0;      // Levels()[0, built_) hold this sample's halvings.
+};
+
 // TransformsStage runs its program once per view it is bound to; view v's head draws from
 // ViewStream(v), as augment's view v does, so the same list gives the same pixels.
 class TransformsStage : public SampleStage {
@@ -61,6 +95,7 @@ class TransformsStage : public SampleStage {
                                               sample.rng_key};  // Index, or the copy.
     const TraceOps trace_ops(sample, rows_);
     const augment::OpObserver* observer = sample.trace != nullptr ? &trace_ops : nullptr;
+    CoarserDecodes coarser(sample);
     for (int view : views_) {
       const augment::CropPlan* plan = sample.planned[view] ? &sample.plans[view] : nullptr;
       if (plan == nullptr && program_->head() != nullptr) {
@@ -69,7 +104,7 @@ class TransformsStage : public SampleStage {
             RectF{0, 0, static_cast<double>(sample.decoded.image.width),
                   static_cast<double>(sample.decoded.image.height)};
       }
-      status = program_->Run(sample.decoded, plan, key, ViewStream(view),
+      status = program_->Run(coarser.For(plan), plan, key, ViewStream(view),
                              sample.outputs[view].data, observer);
       if (!status.ok()) break;
     }
