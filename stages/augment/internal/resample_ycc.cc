@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 // Compiled here for the SSE4.1 baseline (ColourFloat<Sse41>); VerticalRow and the
@@ -164,40 +163,10 @@ void ColourToFloat(const ColourJob& j, bool avx512) {
   }
 }
 
-// ColourToUint8 writes one output row as interleaved RGB bytes: four pixels per SSE
-// register with ToRgbOne's operations in the same order per lane (so the same bytes),
-// the last n % 4 one at a time. Measured (torchvision_v2 spec, whose head writes uint8
-// for TrivialAugmentWide): ResampleYcc's own share of the run's CPU fell from 21% to
-// 4% against the one-pixel-at-a-time loop.
+// ColourToUint8 writes one output row as interleaved RGB bytes.
 void ColourToUint8(const float* y, const float* cb, const float* cr, int n, bool flip,
                    uint8_t* d) {
-  const __m128 minus128 = _mm_set1_ps(-128.0f);
-  // packus(packs(R, G), packs(B, B)) holds R0..R3 G0..G3 B0..B3 B0..B3; pick pixel
-  // i's bytes (i, 4 + i, 8 + i), in order or, for a flip, pixels reversed.
-  const __m128i order =
-      flip ? _mm_setr_epi8(3, 7, 11, 2, 6, 10, 1, 5, 9, 0, 4, 8, -1, -1, -1, -1)
-           : _mm_setr_epi8(0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, -1, -1, -1, -1);
-  int x = 0;
-  for (; x + 4 <= n; x += 4) {
-    const __m128 yv = _mm_loadu_ps(y + x);
-    const __m128 b = _mm_add_ps(_mm_loadu_ps(cb + x), minus128);
-    const __m128 r = _mm_add_ps(_mm_loadu_ps(cr + x), minus128);
-    const __m128i red =
-        _mm_cvttps_epi32(Quantize<Sse41>(_mm_add_ps(yv, _mm_mul_ps(r, _mm_set1_ps(kCrToR)))));
-    const __m128i green = _mm_cvttps_epi32(Quantize<Sse41>(
-        _mm_add_ps(_mm_add_ps(yv, _mm_mul_ps(b, _mm_set1_ps(kCbToG))),
-                   _mm_mul_ps(r, _mm_set1_ps(kCrToG)))));
-    const __m128i blue =
-        _mm_cvttps_epi32(Quantize<Sse41>(_mm_add_ps(yv, _mm_mul_ps(b, _mm_set1_ps(kCbToB)))));
-    const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(red, green),
-                                           _mm_packs_epi32(blue, blue));
-    const __m128i rgb = _mm_shuffle_epi8(bytes, order);
-    uint8_t* o = d + 3 * (flip ? n - 4 - x : x);
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(o), rgb);
-    const int last4 = _mm_extract_epi32(rgb, 2);
-    std::memcpy(o + 8, &last4, 4);
-  }
-  for (; x < n; ++x) {
+  for (int x = 0; x < n; ++x) {
     float rgb[3];
     ToRgbOne(y[x], cb[x], cr[x], rgb);
     uint8_t* o = d + 3 * (flip ? n - 1 - x : x);
