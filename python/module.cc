@@ -540,6 +540,8 @@ PYBIND11_MODULE(_flowloader, m) {
   m.def("_register_lambda", &pi::RegisterLambda, py::arg("fn"), py::arg("wants_rng"),
         py::return_value_policy::take_ownership,
         "Registers a transforms.Lambda's function; returns its handle (with its id).");
+  m.def("_lambda_generator_state", &pi::LambdaGeneratorState, py::arg("seed"),
+        "The state of the Generator a Lambda gets for a seed (for the tests).");
   m.def("check_ops", &pi::CheckOps, py::arg("ops"),
         "Checks an op list's text as the transforms stage does; ValueError with its line.");
   m.def("spec_keys", &pi::SpecKeyList, "The spec's keys: name, default, doc, is_bool, is_scalar.");

@@ -6,13 +6,18 @@
 // takes its own reference to the callable, so a loader keeps working after the Lambda
 // object is gone; an id whose Lambda is gone is refused at Create.
 //
-// Per sample, on the worker thread (taking the GIL for the call): the view's uint8 pixels
-// are copied into a new numpy array [H, W, 3] and fn(array) — or fn(array, rng) when fn
-// takes two positional arguments — is called. rng is a numpy.random.Generator seeded from
-// the op's draw, a pure function of (seed, epoch, sample, view, op position), so the
-// output is the same for any num_workers and across resume. fn may change the array in
-// place (returning None) or return a uint8 array [H', W', 3] (any strides; a new size is
-// allowed where later ops give the list its fixed size). An exception, or a result of
+// Per sample, on the worker thread (taking the GIL for the call, with a Python thread
+// state kept per worker thread): the view's uint8 pixels are lent to fn as a numpy array
+// [H, W, 3] over the op's own buffer, without a copy, and fn(array) — or fn(array, rng)
+// when fn takes two positional arguments — is called. rng is a numpy.random.Generator
+// whose state equals numpy.random.default_rng(s)'s, s drawn from the op's stream, a pure
+// function of (seed, epoch, sample, view, op position), so the output is the same for any
+// num_workers and across resume; it is the worker thread's one Generator, reseeded per
+// call (made anew when fn kept a reference to it). fn may change the array in place
+// (returning None or the array) or return a uint8 array [H', W', 3] (any strides; a new
+// size is allowed where later ops give the list its fixed size), which is copied. An
+// array fn keeps past the call keeps the pixels it had at the call's end (the op then
+// copies them back instead of taking its buffer back). An exception, or a result of
 // another kind, fails the sample with reason python_error and the exception's one line,
 // which the graph's error policy counts as a skip (or raises, on_error=fail).
 //
@@ -48,6 +53,11 @@ class LambdaHandle {
 
 // RegisterLambda registers `fn` (GIL held); wants_rng: call it as fn(image, rng).
 LambdaHandle* RegisterLambda(pybind11::object fn, bool wants_rng);
+
+// LambdaGeneratorState is the state (PCG64.state's dict) of the Generator a Lambda on
+// this thread gets for `seed`, read after reseeding it: the same as
+// numpy.random.default_rng(seed).bit_generator.state (the tests compare). GIL held.
+pybind11::dict LambdaGeneratorState(uint64_t seed);
 
 // RegisterPythonLambdaOp adds the python_lambda op to the op registry (once).
 void RegisterPythonLambdaOp();

@@ -111,3 +111,45 @@ def test_lambda_cost_is_its_own_op_row(small_data):
     assert rows["python_lambda"]["applied"] == 36
     assert rows["python_lambda"]["busy_seconds"] >= 36 * 0.002
     assert rows["python_lambda"]["share"] > rows["center_crop"]["share"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**63,
+                                  2**64 - 1, 0x9E3779B97F4A7C15, 123456789012345])
+def test_the_generator_is_default_rng_of_the_seed(seed):
+    # A worker reseeds its one Generator per call; its state must be default_rng(seed)'s
+    # (the same draws as making the Generator anew).
+    from flowloader import _flowloader
+    assert _flowloader._lambda_generator_state(seed) == \
+        np.random.default_rng(seed).bit_generator.state
+
+
+def test_a_kept_generator_or_image_changes_nothing(small_data):
+    kept_images, kept_rngs = [], []
+
+    def keeps(image, rng):  # Keeps what it was given past the call.
+        noise(image, rng)
+        kept_images.append(image)
+        kept_rngs.append(rng)
+
+    compose = T.Compose([T.CenterCrop(16), T.Lambda(noise)])
+    plain, _ = _epoch(small_data, compose, num_workers=2)
+    keeping, _ = _epoch(small_data, T.Compose([T.CenterCrop(16), T.Lambda(keeps)]),
+                        num_workers=2)
+    assert all(torch.equal(a, b) for a, b in zip(plain, keeping))
+    # A kept array holds its sample's pixels as the call left them (its own memory now).
+    rows = {bytes(row.numpy()) for batch in plain for row in batch}
+    assert len(kept_images) == 36 and all(bytes(image) in rows for image in kept_images)
+    assert len({id(rng) for rng in kept_rngs}) == 36  # A new Generator after each kept one.
+
+
+def test_a_returned_view_of_the_image_is_taken(small_data):
+    plain, _ = _epoch(small_data, T.Compose([T.CenterCrop(16)]))
+    flipped, _ = _epoch(small_data, T.Compose([T.CenterCrop(16),
+                                               T.Lambda(lambda image: image[:, ::-1])]))
+    assert all(torch.equal(a.flip(2), b) for a, b in zip(plain, flipped))
+    same, _ = _epoch(small_data, T.Compose([T.CenterCrop(16), T.Lambda(lambda image: image)]))
+    assert all(torch.equal(a, b) for a, b in zip(plain, same))
+    rows, _ = _epoch(small_data, T.Compose([T.CenterCrop(16),
+                                            T.Lambda(lambda image: image[4:12]),
+                                            T.CenterCrop([8, 16])]))
+    assert all(torch.equal(a[:, 4:12], b) for a, b in zip(plain, rows))

@@ -9,6 +9,9 @@
 #ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_COLOUR_KERNELS_H_
 #define FLOWLOADER_STAGES_AUGMENT_INTERNAL_COLOUR_KERNELS_H_
 
+#include <cstddef>
+#include <cstdint>
+
 #include "stages/augment/internal/resample_kernels.h"
 
 namespace flowloader::augment::internal {
@@ -38,7 +41,56 @@ constexpr float kCbToB = 1.77200f;
 // the CPU runs AVX-512.
 int ColourFloatAvx512(const ColourJob& j);
 
+// ColourUint8Avx512 is ColourRowToUint8's (resample_ycc.h) AVX-512 loop: it converts the
+// row's pixels 16 at a time with ColourFloat's arithmetic, writes them as interleaved
+// RGB bytes (mirrored when j.flip; j.scale, offset and d0..d2 unused), and returns how
+// many it did (the rest, fewer than 16, are the caller's). Only where the CPU runs
+// AVX-512.
+int ColourUint8Avx512(const ColourJob& j, uint8_t* d);
+
 namespace {
+
+// kRgbInterleave: pshufb masks that interleave 16 pixels' R, G and B bytes (a register
+// each) into 48 bytes; output register v takes byte i from channel c's register at
+// pixel (16v + i) / 3 when (16v + i) % 3 == c, else zero (-128 = 0x80).
+struct RgbInterleave {
+  int8_t m[3][3][16];  // [v][c][i]
+};
+constexpr RgbInterleave MakeRgbInterleave() {
+  RgbInterleave t{};
+  for (int v = 0; v < 3; ++v) {
+    for (int c = 0; c < 3; ++c) {
+      for (int i = 0; i < 16; ++i) {
+        const int k = 16 * v + i;
+        t.m[v][c][i] = static_cast<int8_t>(k % 3 == c ? k / 3 : -128);
+      }
+    }
+  }
+  return t;
+}
+constexpr RgbInterleave kRgbInterleave = MakeRgbInterleave();
+
+// StoreRgb16 writes pixels x .. x + 15 of an n-pixel row, given as R, G and B bytes, to
+// interleaved RGB at d: mirrored (at n - 16 - x .. n - 1 - x, reversed) when flip.
+inline void StoreRgb16(__m128i r, __m128i g, __m128i b, int x, int n, bool flip, uint8_t* d) {
+  uint8_t* out = d + 3 * static_cast<size_t>(x);
+  if (flip) {
+    const __m128i reverse = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    r = _mm_shuffle_epi8(r, reverse);
+    g = _mm_shuffle_epi8(g, reverse);
+    b = _mm_shuffle_epi8(b, reverse);
+    out = d + 3 * static_cast<size_t>(n - 16 - x);
+  }
+  for (int v = 0; v < 3; ++v) {
+    const auto mask = [v](int c) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(kRgbInterleave.m[v][c]));
+    };
+    const __m128i o = _mm_or_si128(
+        _mm_or_si128(_mm_shuffle_epi8(r, mask(0)), _mm_shuffle_epi8(g, mask(1))),
+        _mm_shuffle_epi8(b, mask(2)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16 * v), o);
+  }
+}
 
 // Quantize rounds half up and clamps to [0, 255].
 template <class Isa>

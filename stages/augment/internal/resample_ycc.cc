@@ -163,18 +163,44 @@ void ColourToFloat(const ColourJob& j, bool avx512) {
   }
 }
 
-// ColourToUint8 writes one output row as interleaved RGB bytes.
-void ColourToUint8(const float* y, const float* cb, const float* cr, int n, bool flip,
-                   uint8_t* d) {
-  for (int x = 0; x < n; ++x) {
+// QuantizeToInt is Quantize<Sse41> (colour_kernels.h) as 32-bit integers: exact, the
+// values being whole numbers in [0, 255].
+inline __m128i QuantizeToInt(__m128 v) { return _mm_cvttps_epi32(Quantize<Sse41>(v)); }
+
+}  // namespace
+
+void ColourRowToUint8(const float* y, const float* cb, const float* cr, int n, bool flip,
+                      bool avx512, uint8_t* d) {
+  int x = 0;
+  if (avx512) {
+    x = ColourUint8Avx512(ColourJob{y, cb, cr, n, flip, nullptr, nullptr, nullptr, nullptr,
+                                    nullptr},
+                          d);
+  }
+  const __m128 minus128 = _mm_set1_ps(-128.0f);
+  for (; x + 16 <= n; x += 16) {
+    __m128i ri[4], gi[4], bi[4];
+    for (int q = 0; q < 4; ++q) {  // ToRgbOne's operations, 4 pixels at a time.
+      const __m128 yv = _mm_loadu_ps(y + x + 4 * q);
+      const __m128 b = _mm_add_ps(_mm_loadu_ps(cb + x + 4 * q), minus128);
+      const __m128 r = _mm_add_ps(_mm_loadu_ps(cr + x + 4 * q), minus128);
+      ri[q] = QuantizeToInt(_mm_add_ps(yv, _mm_mul_ps(r, _mm_set1_ps(kCrToR))));
+      gi[q] = QuantizeToInt(_mm_add_ps(_mm_add_ps(yv, _mm_mul_ps(b, _mm_set1_ps(kCbToG))),
+                                       _mm_mul_ps(r, _mm_set1_ps(kCrToG))));
+      bi[q] = QuantizeToInt(_mm_add_ps(yv, _mm_mul_ps(b, _mm_set1_ps(kCbToB))));
+    }
+    const auto pack = [](const __m128i* v) {
+      return _mm_packus_epi16(_mm_packs_epi32(v[0], v[1]), _mm_packs_epi32(v[2], v[3]));
+    };
+    StoreRgb16(pack(ri), pack(gi), pack(bi), x, n, flip, d);
+  }
+  for (; x < n; ++x) {
     float rgb[3];
     ToRgbOne(y[x], cb[x], cr[x], rgb);
     uint8_t* o = d + 3 * (flip ? n - 1 - x : x);
     for (int c = 0; c < 3; ++c) o[c] = static_cast<uint8_t>(rgb[c]);
   }
 }
-
-}  // namespace
 
 bool YccResampleIsFast() { return ActiveResampleIsa() == ResampleIsa::kAvx512; }
 
@@ -222,7 +248,7 @@ void ResampleYcc(const YccSpec& spec, const OutputSpec& out) {
                               d0 + plane_size, d0 + 2 * plane_size},
                     avx512);
     } else {
-      ColourToUint8(yr, cb, cr, n, spec.flip,
+      ColourRowToUint8(yr, cb, cr, n, spec.flip, avx512,
                     static_cast<uint8_t*>(out.dst) + static_cast<size_t>(y) * n * 3);
     }
   }

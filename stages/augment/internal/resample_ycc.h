@@ -21,11 +21,14 @@
 // resize_bench, train, float CHW, 450x380: AVX-512 100 µs per image against ResampleRgb's
 // 114 µs; the scalar loop ~350 µs against 132 µs for ResampleRgb with AVX2. The decoder's
 // saving (no chroma upsampling or per-pixel colour conversion, ~10% of a loader's CPU)
-// comes on top.
+// comes on top. The colour conversion runs 16 pixels per step for both layouts; uint8
+// HWC is what a list with pixel ops (a T.Lambda) between the crop and normalize gets.
 //
 // Thread-safety: thread-local scratch, as ResampleRgb.
 #ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_RESAMPLE_YCC_H_
 #define FLOWLOADER_STAGES_AUGMENT_INTERNAL_RESAMPLE_YCC_H_
+
+#include <cstdint>
 
 #include "stages/augment/internal/resample.h"
 #include "stages/core/image.h"
@@ -58,6 +61,13 @@ bool YccResampleIsFast();
 // ResampleYcc runs the resize and writes the output as ResampleRgb does. The spec must
 // be valid (boxes inside their windows up to rounding, windows inside the planes).
 void ResampleYcc(const YccSpec& spec, const OutputSpec& out);
+
+// ColourRowToUint8 is ResampleYcc's uint8 output of one row: the filtered Y, Cb and Cr
+// values (n each) to n interleaved RGB pixels at d (mirrored when flip), with
+// ColourFloat's arithmetic (colour_kernels.h), 16 pixels per step with AVX-512 (when
+// avx512: only where the CPU runs it) or SSE4.1, the same bits either way.
+void ColourRowToUint8(const float* y, const float* cb, const float* cr, int n, bool flip,
+                      bool avx512, uint8_t* d);
 
 }  // namespace flowloader::augment::internal
 

@@ -66,6 +66,24 @@ inline __m512 Group64(const float* r, __m512i index, const float* w, int taps) {
 
 int ColourFloatAvx512(const ColourJob& j) { return ColourFloat<Avx512>(j); }
 
+int ColourUint8Avx512(const ColourJob& j, uint8_t* d) {
+  using Isa = Avx512;
+  const __m512 minus128 = Isa::Set1(-128.0f);
+  const auto bytes = [](__m512 v) { return _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)); };
+  int x = 0;
+  for (; x + 16 <= j.n; x += 16) {  // ColourFloat<Avx512>'s operations, then to bytes.
+    const __m512 y = Isa::Load(j.y + x);
+    const __m512 cb = Isa::Add(Isa::Load(j.cb + x), minus128);
+    const __m512 cr = Isa::Add(Isa::Load(j.cr + x), minus128);
+    const __m512 r = Quantize<Isa>(Isa::Add(y, Isa::Mul(cr, Isa::Set1(kCrToR))));
+    const __m512 g = Quantize<Isa>(Isa::Add(Isa::Add(y, Isa::Mul(cb, Isa::Set1(kCbToG))),
+                                            Isa::Mul(cr, Isa::Set1(kCrToG))));
+    const __m512 b = Quantize<Isa>(Isa::Add(y, Isa::Mul(cb, Isa::Set1(kCbToB))));
+    StoreRgb16(bytes(r), bytes(g), bytes(b), x, j.n, j.flip, d);
+  }
+  return x;
+}
+
 void HorizontalPlaneAvx512(const float* row, const PlaneTaps& t, float* out) {
   const int groups = t.n / kPlaneGroup;
   const int taps = t.taps;
