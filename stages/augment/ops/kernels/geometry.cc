@@ -368,16 +368,22 @@ void ShiftCopy(const Image& src, int tx, int ty, Image* dst) {
 // each channel in its own register. Per lane they make the same double operations in
 // the same order as BilinearFilter / BicubicFilter (target avx2 alone: no FMA), so the
 // same bytes. A step whose four pixels all have every tap inside the image (no clipped
-// columns, no missing rows, and no 4-byte tap read running past the buffer's end) takes
-// the vector kernel; any other step, and a row's last width % 4 pixels, take the
-// per-pixel filter. Each tap is one gathered 32-bit word, RGBx at row + 3 * x.
+// columns, no missing rows, and no load running past the buffer's end) takes the vector
+// kernel; any other step, and a row's last width % 4 pixels, take the per-pixel filter.
+//
+// Taps: each lane's window row is one unaligned load (its taps are adjacent bytes), the
+// bytes shuffled channel-major and the four lanes transposed, so that byte 4 * lane + k
+// of a channel's register is that lane's tap k. (Four _mm_i32gather_epi32 per window row
+// instead were a quarter of the bicubic kernel's time.) The filters' integer parts (tap
+// differences, the cubic's p1..p4: small sums of bytes, exact in double) are then dot
+// products of those four bytes (_mm_maddubs_epi16 + _mm_madd_epi16), exact in int32.
 
 // AffineLanes: the four pixels' source positions, (a0 * xin + a1 * yin) + a2 per lane
 // as GenericAffine evaluates it, less 0.5, split into floor and fraction (Floor is
 // floor for every value that fits an int; the others fail the inside test).
 struct AffineLanes {
-  __m256d dx, dy;   // Fractions.
-  __m128i x, y;     // Floors.
+  __m256d dx, dy;  // Fractions.
+  __m128i x, y;    // Floors.
 };
 
 __attribute__((target("avx2"))) inline AffineLanes MapLanes(const double a[6], __m256d xin,
@@ -397,36 +403,51 @@ __attribute__((target("avx2"))) inline AffineLanes MapLanes(const double a[6], _
 }
 
 // TapsInside: whether every lane's tap window [x, x + span) × [y, y + span) lies inside
-// the image and its last 4-byte read (row y + span - 1, column x + span - 1) ends within
-// the buffer. `off` gets each lane's byte offset of its window's top-left tap.
+// the image and the `read` bytes loaded from its last row's start end within the
+// buffer. `off` gets each lane's byte offset of its window's top-left tap.
 __attribute__((target("avx2"))) inline bool TapsInside(const Image& im, const AffineLanes& l,
-                                                       int span, __m128i* off) {
-  const __m128i stride = _mm_set1_epi32(static_cast<int>(im.stride()));
+                                                       int span, int read, __m128i* off) {
+  const int stride = static_cast<int>(im.stride());
   const __m128i ok = _mm_and_si128(
       _mm_and_si128(_mm_cmpgt_epi32(l.x, _mm_set1_epi32(-1)),
                     _mm_cmpgt_epi32(_mm_set1_epi32(im.width - span + 1), l.x)),
       _mm_and_si128(_mm_cmpgt_epi32(l.y, _mm_set1_epi32(-1)),
                     _mm_cmpgt_epi32(_mm_set1_epi32(im.height - span + 1), l.y)));
-  *off = _mm_add_epi32(_mm_mullo_epi32(l.y, stride), _mm_mullo_epi32(l.x, _mm_set1_epi32(3)));
-  // The last read's end: off + (span - 1) * (stride + 3) + 4 <= size (only where `ok`,
-  // so the int32 arithmetic cannot wrap).
-  const __m128i end = _mm_add_epi32(
-      *off, _mm_set1_epi32((span - 1) * (static_cast<int>(im.stride()) + 3) + 4));
+  const __m128i offv =
+      _mm_add_epi32(_mm_mullo_epi32(l.y, _mm_set1_epi32(stride)),
+                    _mm_mullo_epi32(l.x, _mm_set1_epi32(3)));
+  // The last load's end (only where `ok`, so the int32 arithmetic cannot wrap).
+  const __m128i end = _mm_add_epi32(offv, _mm_set1_epi32((span - 1) * stride + read));
   const __m128i fits =
       _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(im.pixels.size()) + 1), end);
+  *off = offv;
   return _mm_movemask_ps(_mm_castsi128_ps(_mm_and_si128(ok, fits))) == 0xF;
 }
 
-// Gather4 reads the four lanes' RGBx words at base + off.
-__attribute__((target("avx2"))) inline __m128i Gather4(const uint8_t* base, __m128i off) {
-  return _mm_i32gather_epi32(reinterpret_cast<const int*>(base), off, 1);
+// ByChannel transposes four lanes' windows, each a register whose dword c holds channel
+// c's four taps, into one register per channel: byte 4 * lane + k is lane's tap k.
+__attribute__((target("avx2"))) inline void ByChannel(const __m128i w[4], __m128i t[3]) {
+  const __m128i lo01 = _mm_unpacklo_epi32(w[0], w[1]), lo23 = _mm_unpacklo_epi32(w[2], w[3]);
+  const __m128i hi01 = _mm_unpackhi_epi32(w[0], w[1]), hi23 = _mm_unpackhi_epi32(w[2], w[3]);
+  t[0] = _mm_unpacklo_epi64(lo01, lo23);
+  t[1] = _mm_unpackhi_epi64(lo01, lo23);
+  t[2] = _mm_unpacklo_epi64(hi01, hi23);
 }
 
-// Channel: byte `c` of each lane's word, zero-extended to int32.
-template <int c>
-__attribute__((target("avx2"))) inline __m128i Channel(__m128i words) {
-  return _mm_shuffle_epi8(words, _mm_setr_epi8(c, -1, -1, -1, 4 + c, -1, -1, -1, 8 + c, -1, -1,
-                                               -1, 12 + c, -1, -1, -1));
+// Tap: tap k of each lane, zero-extended to int32.
+template <int k>
+__attribute__((target("avx2"))) inline __m128i Tap(__m128i t) {
+  return _mm_shuffle_epi8(t, _mm_setr_epi8(k, -1, -1, -1, 4 + k, -1, -1, -1, 8 + k, -1, -1, -1,
+                                           12 + k, -1, -1, -1));
+}
+
+// Dot: w0 * tap0 + w1 * tap1 + w2 * tap2 + w3 * tap3 per lane, in int32 (|sum| <= 1530:
+// no saturation in the int16 step).
+template <int w0, int w1, int w2, int w3>
+__attribute__((target("avx2"))) inline __m128i Dot(__m128i t) {
+  const __m128i w = _mm_set1_epi32(static_cast<int32_t>(
+      (w0 & 0xFF) | (w1 & 0xFF) << 8 | (w2 & 0xFF) << 16 | static_cast<uint32_t>(w3 & 0xFF) << 24));
+  return _mm_madd_epi16(_mm_maddubs_epi16(t, w), _mm_set1_epi16(1));
 }
 
 __attribute__((target("avx2"))) inline __m256d ToPd(__m128i v) { return _mm256_cvtepi32_pd(v); }
@@ -436,9 +457,9 @@ __attribute__((target("avx2"))) inline __m256d ToPd(__m128i v) { return _mm256_c
 __attribute__((target("avx2"))) inline void StoreRgb4(__m128i r, __m128i g, __m128i b,
                                                       uint8_t* out) {
   const __m128i lo = _mm_set1_epi32(0xFF);
-  const __m128i rgbx = _mm_or_si128(
-      _mm_and_si128(r, lo),
-      _mm_or_si128(_mm_slli_epi32(_mm_and_si128(g, lo), 8), _mm_slli_epi32(_mm_and_si128(b, lo), 16)));
+  const __m128i rgbx =
+      _mm_or_si128(_mm_and_si128(r, lo), _mm_or_si128(_mm_slli_epi32(_mm_and_si128(g, lo), 8),
+                                                      _mm_slli_epi32(_mm_and_si128(b, lo), 16)));
   const __m128i packed = _mm_shuffle_epi8(
       rgbx, _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), packed);
@@ -446,21 +467,34 @@ __attribute__((target("avx2"))) inline void StoreRgb4(__m128i r, __m128i g, __m1
   std::memcpy(out + 8, &last, 4);
 }
 
-// BilinearChannel4: BilinearFilter's three lines for channel c of four lanes (the
-// difference of two bytes is exact, so subtracting them as doubles is C's int
-// subtraction then conversion).
+// Gather4 reads the four lanes' RGBx words at base + off.
+__attribute__((target("avx2"))) inline __m128i Gather4(const uint8_t* base, __m128i off) {
+  return _mm_i32gather_epi32(reinterpret_cast<const int*>(base), off, 1);
+}
+
+// Channel: byte c of each lane's RGBx word, zero-extended to int32.
+template <int c>
+__attribute__((target("avx2"))) inline __m256d Channel(__m128i words) {
+  return ToPd(Tap<c>(words));
+}
+
+// BilinearChannel4: BilinearFilter's three lines for channel c of four lanes, from the
+// taps' RGBx words (row 0: 0, 1; row 1: 2, 3). The difference of two bytes is exact in
+// double, so subtracting them as doubles is C's int subtraction then conversion.
 template <int c>
 __attribute__((target("avx2"))) inline __m128i BilinearChannel4(const __m128i taps[4],
                                                                  __m256d dx, __m256d dy) {
-  const __m256d a = ToPd(Channel<c>(taps[0])), b = ToPd(Channel<c>(taps[1]));
-  const __m256d e = ToPd(Channel<c>(taps[2])), f = ToPd(Channel<c>(taps[3]));
+  const __m256d a = Channel<c>(taps[0]), b = Channel<c>(taps[1]);
+  const __m256d e = Channel<c>(taps[2]), f = Channel<c>(taps[3]);
   const __m256d v1 = _mm256_add_pd(a, _mm256_mul_pd(_mm256_sub_pd(b, a), dx));
   const __m256d v2 = _mm256_add_pd(e, _mm256_mul_pd(_mm256_sub_pd(f, e), dx));
   return _mm256_cvttpd_epi32(_mm256_add_pd(v1, _mm256_mul_pd(_mm256_sub_pd(v2, v1), dy)));
 }
 
-// AffineBilinearAvx2 is GenericAffine<BilinearFilterAvx2>, four pixels a step.
-// geometry_bench (224², 2-core VM shared with other jobs, medians): 0.76 -> 0.XX ms.
+// AffineBilinearAvx2 is GenericAffine<BilinearFilterAvx2>, four pixels a step. Its four
+// taps a lane are gathered as RGBx words, one _mm_i32gather_epi32 per tap: here that
+// beat loading and transposing the windows as AffineBicubicAvx2 does (0.29 vs 0.32 ms).
+// geometry_bench (224², 2-core VM shared with other jobs, medians): 0.44 -> 0.XX ms.
 __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const double a[6],
                                                         Image* dst) {
   const uint8_t* base = src.pixels.data();
@@ -474,7 +508,8 @@ __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const 
       const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
       const AffineLanes l = MapLanes(a, xin, a1y, a4y);
       __m128i off;
-      if (!TapsInside(src, l, 2, &off)) {
+      // The last word read starts at tap (1, 1): stride + 3 + 4 bytes from the window.
+      if (!TapsInside(src, l, 2, 7, &off)) {
         for (int k = x; k < x + 4; ++k) {
           const double xk = k + 0.5;
           BilinearFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
@@ -497,40 +532,35 @@ __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const 
   }
 }
 
-// CubicRow4: Cubic over one row's four taps of channel c, four lanes. The taps are bytes,
-// so p1..p4 (sums and doubles of them) are exact integers in double: computing them in
-// int32 gives the same values; only d's Horner steps round, and they stay in double.
-template <int c>
-__attribute__((target("avx2"))) inline __m256d CubicRow4(const __m128i taps[4], __m256d d) {
-  const __m128i v1 = Channel<c>(taps[0]), v2 = Channel<c>(taps[1]);
-  const __m128i v3 = Channel<c>(taps[2]), v4 = Channel<c>(taps[3]);
-  const __m128i p2 = _mm_sub_epi32(v3, v1);
-  const __m128i p3 =
-      _mm_sub_epi32(_mm_add_epi32(_mm_slli_epi32(_mm_sub_epi32(v1, v2), 1), v3), v4);
-  const __m128i p4 = _mm_add_epi32(_mm_sub_epi32(_mm_sub_epi32(v2, v1), v3), v4);
+// CubicRow4: Cubic over one window row's four taps (one channel, four lanes): p1..p4 as
+// dot products of the bytes, then d's Horner steps in double as Cubic orders them.
+__attribute__((target("avx2"))) inline __m256d CubicRow4(__m128i t, __m256d d) {
+  const __m256d p1 = ToPd(Tap<1>(t));
+  const __m256d p2 = ToPd(Dot<-1, 0, 1, 0>(t));
+  const __m256d p3 = ToPd(Dot<2, -2, 1, -1>(t));
+  const __m256d p4 = ToPd(Dot<-1, 1, -1, 1>(t));
   return _mm256_add_pd(
-      ToPd(v2),
-      _mm256_mul_pd(d, _mm256_add_pd(ToPd(p2),
-                                     _mm256_mul_pd(d, _mm256_add_pd(ToPd(p3),
-                                                                    _mm256_mul_pd(d, ToPd(p4)))))));
+      p1, _mm256_mul_pd(d, _mm256_add_pd(p2, _mm256_mul_pd(d, _mm256_add_pd(p3, _mm256_mul_pd(d, p4))))));
 }
 
-// BicubicChannel4: BicubicFilter's two passes and clamp for channel c of four lanes.
-template <int c>
-__attribute__((target("avx2"))) inline __m128i BicubicChannel4(const __m128i taps[4][4],
+// BicubicChannel4: BicubicFilter's two passes and clamp for one channel of four lanes
+// (rows[r] its window rows).
+__attribute__((target("avx2"))) inline __m128i BicubicChannel4(const __m128i rows[4],
                                                                 __m256d dx, __m256d dy) {
-  __m256d col = CubicPd(CubicRow4<c>(taps[0], dx), CubicRow4<c>(taps[1], dx),
-                        CubicRow4<c>(taps[2], dx), CubicRow4<c>(taps[3], dx), dy);
+  __m256d col = CubicPd(CubicRow4(rows[0], dx), CubicRow4(rows[1], dx), CubicRow4(rows[2], dx),
+                        CubicRow4(rows[3], dx), dy);
   col = _mm256_min_pd(_mm256_max_pd(col, _mm256_setzero_pd()), _mm256_set1_pd(255.0));
   return _mm256_cvttpd_epi32(col);
 }
 
-// AffineBicubicAvx2 is GenericAffine<BicubicFilterAvx2>, four pixels a step.
-// geometry_bench (224², 2-core VM shared with other jobs, medians): 2.1 -> 0.XX ms.
+// AffineBicubicAvx2 is GenericAffine<BicubicFilterAvx2>, four pixels a step: each lane's
+// window row is one 16-byte load (12 used).
+// geometry_bench (224², 2-core VM shared with other jobs, medians): 1.4 -> 0.XX ms.
 __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const double a[6],
                                                        Image* dst) {
   const uint8_t* base = src.pixels.data();
-  const int stride = static_cast<int>(src.stride());
+  const size_t stride = src.stride();
+  const __m128i window = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
   for (int y = 0; y < dst->height; ++y) {
     uint8_t* out = dst->Row(y);
     const double yin = y + 0.5;
@@ -542,8 +572,8 @@ __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const d
       // The window starts one column and one row before the floor.
       l.x = _mm_sub_epi32(l.x, _mm_set1_epi32(1));
       l.y = _mm_sub_epi32(l.y, _mm_set1_epi32(1));
-      __m128i off;
-      if (!TapsInside(src, l, 4, &off)) {
+      __m128i offv;
+      if (!TapsInside(src, l, 4, 16, &offv)) {
         for (int k = x; k < x + 4; ++k) {
           const double xk = k + 0.5;
           BicubicFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
@@ -551,15 +581,21 @@ __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const d
         }
         continue;
       }
-      __m128i taps[4][4];
+      int32_t off[4];
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(off), offv);
+      __m128i t[3][4];  // [channel][window row]
       for (int r = 0; r < 4; ++r) {
-        const __m128i row = _mm_add_epi32(off, _mm_set1_epi32(r * stride));
-        for (int k = 0; k < 4; ++k) {
-          taps[r][k] = Gather4(base, _mm_add_epi32(row, _mm_set1_epi32(3 * k)));
+        __m128i w[4], row[3];
+        for (int j = 0; j < 4; ++j) {
+          w[j] = _mm_shuffle_epi8(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + off[j] + r * stride)),
+              window);
         }
+        ByChannel(w, row);
+        for (int c = 0; c < 3; ++c) t[c][r] = row[c];
       }
-      StoreRgb4(BicubicChannel4<0>(taps, l.dx, l.dy), BicubicChannel4<1>(taps, l.dx, l.dy),
-                BicubicChannel4<2>(taps, l.dx, l.dy), out + 3 * x);
+      StoreRgb4(BicubicChannel4(t[0], l.dx, l.dy), BicubicChannel4(t[1], l.dx, l.dy),
+                BicubicChannel4(t[2], l.dx, l.dy), out + 3 * x);
     }
     for (; x < dst->width; ++x) {
       const double xin = x + 0.5;
