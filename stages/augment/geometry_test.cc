@@ -152,6 +152,38 @@ TEST_P(GeometryFastPathTest, MildWarps) {
   }
 }
 
+// Warps along one axis (ShearX/Y and TranslateX/Y, as the policies call them): every
+// pixel's dy (or dx) is 0, which the kernels' one-pass steps take.
+TEST_P(GeometryFastPathTest, AxisWarps) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> shear(-45, 45), unit(-0.5, 0.5);
+  constexpr double kRad = 3.141592653589793 / 180.0;
+  for (int i = 0; i < 400; ++i) {
+    const int width = i % 4 == 0 ? 224 : 1 + i % 37, height = i % 4 == 0 ? 200 : 1 + i % 29;
+    const Image src = RandomImage(width, height, i % 2 == 0, rng);
+    Warp w;
+    const double cx = width * 0.5, cy = height * 0.5;
+    switch (i % 4) {
+      case 0:  // ShearX about the top-left corner (policy_ops' Shear).
+        w.shear_x = shear(rng);
+        w.tx = -std::tan(w.shear_x * kRad) * cy;
+        break;
+      case 1:  // ShearY likewise.
+        w.shear_y = shear(rng);
+        w.ty = -(std::sin(w.shear_y * kRad) / std::cos(w.shear_y * kRad)) * cx;
+        break;
+      case 2:  // timm's TranslateXRel: fractional pixels.
+        w.tx = unit(rng) * width;
+        break;
+      default:
+        w.ty = unit(rng) * height;
+        break;
+    }
+    ExpectSame(src, w, GetParam(), {9, 8, 7});
+    if (HasFatalFailure()) return;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Filters, GeometryFastPathTest,
                          ::testing::Values(Interpolation::kBilinear, Interpolation::kBicubic));
 

@@ -478,6 +478,11 @@ __attribute__((target("avx2"))) inline __m256d Channel(__m128i words) {
   return ToPd(Tap<c>(words));
 }
 
+// AllZero: whether the four lanes' fractions are all exactly 0.
+__attribute__((target("avx2"))) inline bool AllZero(__m256d d) {
+  return _mm256_movemask_pd(_mm256_cmp_pd(d, _mm256_setzero_pd(), _CMP_EQ_OQ)) == 0xF;
+}
+
 // BilinearChannel4: BilinearFilter's three lines for channel c of four lanes, from the
 // taps' RGBx words (row 0: 0, 1; row 1: 2, 3). The difference of two bytes is exact in
 // double, so subtracting them as doubles is C's int subtraction then conversion.
@@ -491,9 +496,43 @@ __attribute__((target("avx2"))) inline __m128i BilinearChannel4(const __m128i ta
   return _mm256_cvttpd_epi32(_mm256_add_pd(v1, _mm256_mul_pd(_mm256_sub_pd(v2, v1), dy)));
 }
 
-// AffineBilinearAvx2 is GenericAffine<BilinearFilterAvx2>, four pixels a step. Its four
-// taps a lane are gathered as RGBx words, one _mm_i32gather_epi32 per tap: here that
-// beat loading and transposing the windows as AffineBicubicAvx2 does (0.29 vs 0.32 ms).
+// BilinearStep4: BilinearFilter on four lanes whose 2×2 windows (top-left taps at
+// base + off) are inside the image.
+__attribute__((target("avx2"))) inline void BilinearStep4(const uint8_t* base, int stride,
+                                                          __m128i off, const AffineLanes& l,
+                                                          uint8_t* out) {
+  const __m128i below = _mm_add_epi32(off, _mm_set1_epi32(stride));
+  const __m128i three = _mm_set1_epi32(3);
+  const __m128i taps[4] = {Gather4(base, off), Gather4(base, _mm_add_epi32(off, three)),
+                           Gather4(base, below), Gather4(base, _mm_add_epi32(below, three))};
+  StoreRgb4(BilinearChannel4<0>(taps, l.dx, l.dy), BilinearChannel4<1>(taps, l.dx, l.dy),
+            BilinearChannel4<2>(taps, l.dx, l.dy), out);
+}
+
+// LerpChannel4: a + (b - a) * d for channel c of two taps' RGBx words, truncated.
+template <int c>
+__attribute__((target("avx2"))) inline __m128i LerpChannel4(__m128i a_words, __m128i b_words,
+                                                             __m256d d) {
+  const __m256d a = Channel<c>(a_words), b = Channel<c>(b_words);
+  return _mm256_cvttpd_epi32(_mm256_add_pd(a, _mm256_mul_pd(_mm256_sub_pd(b, a), d)));
+}
+
+// BilinearLineStep4 is BilinearStep4 where every lane's dy is 0 (ShearX, TranslateX) or
+// every lane's dx is 0 (ShearY, TranslateY). dy = 0: v1 + (v2 - v1) * 0 is v1 exactly
+// (v1 >= 0 is finite; +0 + -0 is +0), the row's lerp between taps 0 and 1. dx = 0: each
+// row's r[x0] + (r[x1] - r[x0]) * 0 is r[x0], so the lerp between the rows' taps 0.
+// Two gathers instead of four.
+__attribute__((target("avx2"))) inline void BilinearLineStep4(const uint8_t* base,
+                                                              __m128i off, __m128i next,
+                                                              __m256d d, uint8_t* out) {
+  const __m128i a = Gather4(base, off), b = Gather4(base, _mm_add_epi32(off, next));
+  StoreRgb4(LerpChannel4<0>(a, b, d), LerpChannel4<1>(a, b, d), LerpChannel4<2>(a, b, d), out);
+}
+
+// AffineBilinearAvx2 is GenericAffine<BilinearFilterAvx2>, four pixels a step, each step
+// by the cheaper of the kernels above that is exact for it. The taps are gathered as
+// RGBx words, one _mm_i32gather_epi32 per tap: here that beat loading and transposing
+// the windows as AffineBicubicAvx2 does (0.29 vs 0.32 ms).
 // geometry_bench (224², 2-core VM shared with other jobs, medians): 0.44 -> 0.XX ms.
 __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const double a[6],
                                                         Image* dst) {
@@ -517,12 +556,13 @@ __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const 
         }
         continue;
       }
-      const __m128i below = _mm_add_epi32(off, _mm_set1_epi32(stride));
-      const __m128i three = _mm_set1_epi32(3);
-      const __m128i taps[4] = {Gather4(base, off), Gather4(base, _mm_add_epi32(off, three)),
-                               Gather4(base, below), Gather4(base, _mm_add_epi32(below, three))};
-      StoreRgb4(BilinearChannel4<0>(taps, l.dx, l.dy), BilinearChannel4<1>(taps, l.dx, l.dy),
-                BilinearChannel4<2>(taps, l.dx, l.dy), out + 3 * x);
+      if (AllZero(l.dy)) {
+        BilinearLineStep4(base, off, _mm_set1_epi32(3), l.dx, out + 3 * x);
+      } else if (AllZero(l.dx)) {
+        BilinearLineStep4(base, off, _mm_set1_epi32(stride), l.dy, out + 3 * x);
+      } else {
+        BilinearStep4(base, stride, off, l, out + 3 * x);
+      }
     }
     for (; x < dst->width; ++x) {
       const double xin = x + 0.5;
@@ -543,24 +583,80 @@ __attribute__((target("avx2"))) inline __m256d CubicRow4(__m128i t, __m256d d) {
       p1, _mm256_mul_pd(d, _mm256_add_pd(p2, _mm256_mul_pd(d, _mm256_add_pd(p3, _mm256_mul_pd(d, p4))))));
 }
 
-// BicubicChannel4: BicubicFilter's two passes and clamp for one channel of four lanes
-// (rows[r] its window rows).
-__attribute__((target("avx2"))) inline __m128i BicubicChannel4(const __m128i rows[4],
-                                                                __m256d dx, __m256d dy) {
-  __m256d col = CubicPd(CubicRow4(rows[0], dx), CubicRow4(rows[1], dx), CubicRow4(rows[2], dx),
-                        CubicRow4(rows[3], dx), dy);
-  col = _mm256_min_pd(_mm256_max_pd(col, _mm256_setzero_pd()), _mm256_set1_pd(255.0));
-  return _mm256_cvttpd_epi32(col);
+// ClampToInt: BicubicFilter's clamp to [0, 255], truncated.
+__attribute__((target("avx2"))) inline __m128i ClampToInt(__m256d v) {
+  return _mm256_cvttpd_epi32(
+      _mm256_min_pd(_mm256_max_pd(v, _mm256_setzero_pd()), _mm256_set1_pd(255.0)));
 }
 
-// AffineBicubicAvx2 is GenericAffine<BicubicFilterAvx2>, four pixels a step: each lane's
-// window row is one 16-byte load (12 used).
+// WindowRow loads four lanes' window rows at base + off[lane] + row (12 bytes used of
+// 16) into one register per channel (ByChannel's layout).
+__attribute__((target("avx2"))) inline void WindowRow(const uint8_t* base, const int32_t off[4],
+                                                      size_t row, __m128i t[3]) {
+  const __m128i window = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
+  __m128i w[4];
+  for (int j = 0; j < 4; ++j) {
+    w[j] = _mm_shuffle_epi8(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + off[j] + row)), window);
+  }
+  ByChannel(w, t);
+}
+
+// BicubicStep4: BicubicFilter on four lanes whose 4×4 windows (top-left taps at
+// base + off) are inside the image.
+__attribute__((target("avx2"))) inline void BicubicStep4(const uint8_t* base, size_t stride,
+                                                         const int32_t off[4],
+                                                         const AffineLanes& l, uint8_t* out) {
+  __m256d v[3][4];  // [channel][window row]: the rows' horizontal pass.
+  for (int r = 0; r < 4; ++r) {
+    __m128i t[3];
+    WindowRow(base, off, r * stride, t);
+    for (int c = 0; c < 3; ++c) v[c][r] = CubicRow4(t[c], l.dx);
+  }
+  __m128i q[3];
+  for (int c = 0; c < 3; ++c) q[c] = ClampToInt(CubicPd(v[c][0], v[c][1], v[c][2], v[c][3], l.dy));
+  StoreRgb4(q[0], q[1], q[2], out);
+}
+
+// BicubicRowStep4 is BicubicStep4 where every lane's dy is 0 (ShearX, TranslateX: the
+// source row is the output row): the vertical pass Cubic(v0, v1, v2, v3, 0) is
+// v1 + 0 * (finite) = v1 exactly (a ±0 only where v1 is 0, which clamps alike), so only
+// window row 1's horizontal pass is made. 4.0x fewer operations than BicubicStep4.
+__attribute__((target("avx2"))) inline void BicubicRowStep4(const uint8_t* base, size_t stride,
+                                                            const int32_t off[4],
+                                                            const AffineLanes& l, uint8_t* out) {
+  __m128i t[3];
+  WindowRow(base, off, stride, t);
+  StoreRgb4(ClampToInt(CubicRow4(t[0], l.dx)), ClampToInt(CubicRow4(t[1], l.dx)),
+            ClampToInt(CubicRow4(t[2], l.dx)), out);
+}
+
+// BicubicColumnStep4 is BicubicStep4 where every lane's dx is 0 (ShearY, TranslateY):
+// each row's Cubic(t0, t1, t2, t3, 0) is t1 + 0 * (finite) = t1, its tap 1, exactly, so
+// only the vertical pass is made, on those taps.
+__attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* base,
+                                                               size_t stride,
+                                                               const int32_t off[4],
+                                                               const AffineLanes& l,
+                                                               uint8_t* out) {
+  __m256d v[3][4];  // [channel][window row]
+  for (int r = 0; r < 4; ++r) {
+    __m128i t[3];
+    WindowRow(base, off, r * stride, t);
+    for (int c = 0; c < 3; ++c) v[c][r] = ToPd(Tap<1>(t[c]));
+  }
+  __m128i q[3];
+  for (int c = 0; c < 3; ++c) q[c] = ClampToInt(CubicPd(v[c][0], v[c][1], v[c][2], v[c][3], l.dy));
+  StoreRgb4(q[0], q[1], q[2], out);
+}
+
+// AffineBicubicAvx2 is GenericAffine<BicubicFilterAvx2>, four pixels a step, each step
+// by the cheapest of the three kernels above that is exact for it.
 // geometry_bench (224², 2-core VM shared with other jobs, medians): 1.4 -> 0.XX ms.
 __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const double a[6],
                                                        Image* dst) {
   const uint8_t* base = src.pixels.data();
   const size_t stride = src.stride();
-  const __m128i window = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
   for (int y = 0; y < dst->height; ++y) {
     uint8_t* out = dst->Row(y);
     const double yin = y + 0.5;
@@ -583,19 +679,13 @@ __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const d
       }
       int32_t off[4];
       _mm_storeu_si128(reinterpret_cast<__m128i*>(off), offv);
-      __m128i t[3][4];  // [channel][window row]
-      for (int r = 0; r < 4; ++r) {
-        __m128i w[4], row[3];
-        for (int j = 0; j < 4; ++j) {
-          w[j] = _mm_shuffle_epi8(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + off[j] + r * stride)),
-              window);
-        }
-        ByChannel(w, row);
-        for (int c = 0; c < 3; ++c) t[c][r] = row[c];
+      if (AllZero(l.dy)) {
+        BicubicRowStep4(base, stride, off, l, out + 3 * x);
+      } else if (AllZero(l.dx)) {
+        BicubicColumnStep4(base, stride, off, l, out + 3 * x);
+      } else {
+        BicubicStep4(base, stride, off, l, out + 3 * x);
       }
-      StoreRgb4(BicubicChannel4(t[0], l.dx, l.dy), BicubicChannel4(t[1], l.dx, l.dy),
-                BicubicChannel4(t[2], l.dx, l.dy), out + 3 * x);
     }
     for (; x < dst->width; ++x) {
       const double xin = x + 0.5;
