@@ -613,12 +613,15 @@ __attribute__((target("avx2"))) inline void BicubicStep4(const uint8_t* base, si
                                                          const int32_t off[4],
                                                          const AffineLanes& l, uint8_t* out) {
   __m256d v[3][4];  // [channel][window row]: the rows' horizontal pass.
+  #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
     __m128i t[3];
     WindowRow(base, off, r * stride, t);
+    #pragma GCC unroll 4
     for (int c = 0; c < 3; ++c) v[c][r] = CubicRow4(t[c], l.dx);
   }
   __m128i q[3];
+  #pragma GCC unroll 4
   for (int c = 0; c < 3; ++c) q[c] = ClampToInt(CubicPd(v[c][0], v[c][1], v[c][2], v[c][3], l.dy));
   StoreRgb4(q[0], q[1], q[2], out);
 }
@@ -645,12 +648,15 @@ __attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* ba
                                                                const AffineLanes& l,
                                                                uint8_t* out) {
   __m256d v[3][4];  // [channel][window row]
+  #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
     __m128i t[3];
     WindowRow(base, off, r * stride, t);
+    #pragma GCC unroll 4
     for (int c = 0; c < 3; ++c) v[c][r] = ToPd(Tap<1>(t[c]));
   }
   __m128i q[3];
+  #pragma GCC unroll 4
   for (int c = 0; c < 3; ++c) q[c] = ClampToInt(CubicPd(v[c][0], v[c][1], v[c][2], v[c][3], l.dy));
   StoreRgb4(q[0], q[1], q[2], out);
 }
