@@ -405,22 +405,23 @@ __attribute__((target("avx2"))) inline AffineLanes MapLanes(const double a[6], _
           _mm256_cvttpd_epi32(fy)};
 }
 
-// TapsInside: whether every lane's tap window [x, x + span) × [y, y + span) lies inside
-// the image and the `read` bytes loaded from its last row's start end within the
-// buffer. `off` gets each lane's byte offset of its window's top-left tap.
-__attribute__((target("avx2"))) inline bool TapsInside(const Image& im, const AffineLanes& l,
-                                                       int span, int read, __m128i* off) {
+// TapsInside: whether every lane's tap window, columns [x, x + span_x) × rows
+// [y, y + span_y), lies inside the image, and the `read` bytes a kernel loads from its
+// last row's first tap end within the buffer. `off` gets each lane's byte offset of its
+// window's first tap.
+__attribute__((target("avx2"))) inline bool TapsInside(const Image& im, __m128i x, __m128i y,
+                                                       int span_x, int span_y, int read,
+                                                       __m128i* off) {
   const int stride = static_cast<int>(im.stride());
   const __m128i ok = _mm_and_si128(
-      _mm_and_si128(_mm_cmpgt_epi32(l.x, _mm_set1_epi32(-1)),
-                    _mm_cmpgt_epi32(_mm_set1_epi32(im.width - span + 1), l.x)),
-      _mm_and_si128(_mm_cmpgt_epi32(l.y, _mm_set1_epi32(-1)),
-                    _mm_cmpgt_epi32(_mm_set1_epi32(im.height - span + 1), l.y)));
-  const __m128i offv =
-      _mm_add_epi32(_mm_mullo_epi32(l.y, _mm_set1_epi32(stride)),
-                    _mm_mullo_epi32(l.x, _mm_set1_epi32(3)));
+      _mm_and_si128(_mm_cmpgt_epi32(x, _mm_set1_epi32(-1)),
+                    _mm_cmpgt_epi32(_mm_set1_epi32(im.width - span_x + 1), x)),
+      _mm_and_si128(_mm_cmpgt_epi32(y, _mm_set1_epi32(-1)),
+                    _mm_cmpgt_epi32(_mm_set1_epi32(im.height - span_y + 1), y)));
+  const __m128i offv = _mm_add_epi32(_mm_mullo_epi32(y, _mm_set1_epi32(stride)),
+                                     _mm_mullo_epi32(x, _mm_set1_epi32(3)));
   // The last load's end (only where `ok`, so the int32 arithmetic cannot wrap).
-  const __m128i end = _mm_add_epi32(offv, _mm_set1_epi32((span - 1) * stride + read));
+  const __m128i end = _mm_add_epi32(offv, _mm_set1_epi32((span_y - 1) * stride + read));
   const __m128i fits =
       _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(im.pixels.size()) + 1), end);
   *off = offv;
@@ -549,22 +550,21 @@ __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const 
     for (; x + 4 <= dst->width; x += 4) {
       const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
       const AffineLanes l = MapLanes(a, xin, a1y, a4y);
+      // The windows each step reads: its last RGBx word starts 3 bytes after its last
+      // row's first tap, or 0 where it reads one column.
       __m128i off;
-      // The last word read starts at tap (1, 1): stride + 3 + 4 bytes from the window.
-      if (!TapsInside(src, l, 2, 7, &off)) {
+      if (AllZero(l.dy) && TapsInside(src, l.x, l.y, 2, 1, 7, &off)) {
+        BilinearLineStep4(base, off, _mm_set1_epi32(3), l.dx, out + 3 * x);
+      } else if (AllZero(l.dx) && TapsInside(src, l.x, l.y, 1, 2, 4, &off)) {
+        BilinearLineStep4(base, off, _mm_set1_epi32(stride), l.dy, out + 3 * x);
+      } else if (TapsInside(src, l.x, l.y, 2, 2, 7, &off)) {
+        BilinearStep4(base, stride, off, l, out + 3 * x);
+      } else {
         for (int k = x; k < x + 4; ++k) {
           const double xk = k + 0.5;
           BilinearFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
                              out + 3 * k);
         }
-        continue;
-      }
-      if (AllZero(l.dy)) {
-        BilinearLineStep4(base, off, _mm_set1_epi32(3), l.dx, out + 3 * x);
-      } else if (AllZero(l.dx)) {
-        BilinearLineStep4(base, off, _mm_set1_epi32(stride), l.dy, out + 3 * x);
-      } else {
-        BilinearStep4(base, stride, off, l, out + 3 * x);
       }
     }
     for (; x < dst->width; ++x) {
@@ -596,67 +596,68 @@ __attribute__((target("avx2"))) inline __m128i ClampToInt(__m256d v) {
 
 // WindowRow loads four lanes' window rows at base + off[lane] + row (12 bytes used of
 // 16) into one register per channel (ByChannel's layout).
-__attribute__((target("avx2"))) inline void WindowRow(const uint8_t* base, const int32_t off[4],
+__attribute__((target("avx2"))) inline void WindowRow(const uint8_t* base, __m128i off,
                                                       size_t row, __m128i t[3]) {
   const __m128i window = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
-  __m128i w[4];
-  for (int j = 0; j < 4; ++j) {
-    w[j] = _mm_shuffle_epi8(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + off[j] + row)), window);
-  }
+  const uint8_t* p = base + row;
+  const __m128i w[4] = {
+      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + _mm_cvtsi128_si32(off))), window),
+      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + _mm_extract_epi32(off, 1))), window),
+      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + _mm_extract_epi32(off, 2))), window),
+      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + _mm_extract_epi32(off, 3))), window)};
   ByChannel(w, t);
 }
 
-// BicubicStep4: BicubicFilter on four lanes whose 4×4 windows (top-left taps at
-// base + off) are inside the image.
+// BicubicStep4: BicubicFilter on four lanes whose 4×4 windows (first taps at base + off)
+// are inside the image.
 __attribute__((target("avx2"))) inline void BicubicStep4(const uint8_t* base, size_t stride,
-                                                         const int32_t off[4],
-                                                         const AffineLanes& l, uint8_t* out) {
+                                                         __m128i off, const AffineLanes& l,
+                                                         uint8_t* out) {
   __m256d v[3][4];  // [channel][window row]: the rows' horizontal pass.
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
     __m128i t[3];
     WindowRow(base, off, r * stride, t);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int c = 0; c < 3; ++c) v[c][r] = CubicRow4(t[c], l.dx);
   }
   __m128i q[3];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int c = 0; c < 3; ++c) q[c] = ClampToInt(CubicPd(v[c][0], v[c][1], v[c][2], v[c][3], l.dy));
   StoreRgb4(q[0], q[1], q[2], out);
 }
 
-// BicubicRowStep4 is BicubicStep4 where every lane's dy is 0 (ShearX, TranslateX: the
+// BicubicRowStep4 is BicubicFilter where every lane's dy is 0 (ShearX, TranslateX: the
 // source row is the output row): the vertical pass Cubic(v0, v1, v2, v3, 0) is
 // v1 + 0 * (finite) = v1 exactly (a ±0 only where v1 is 0, which clamps alike), so only
-// window row 1's horizontal pass is made. 4.0x fewer operations than BicubicStep4.
-__attribute__((target("avx2"))) inline void BicubicRowStep4(const uint8_t* base, size_t stride,
-                                                            const int32_t off[4],
+// window row 1's horizontal pass is made; `off` is that row's first tap. The other rows
+// need not exist. A quarter of BicubicStep4's operations.
+__attribute__((target("avx2"))) inline void BicubicRowStep4(const uint8_t* base, __m128i off,
                                                             const AffineLanes& l, uint8_t* out) {
   __m128i t[3];
-  WindowRow(base, off, stride, t);
+  WindowRow(base, off, 0, t);
   StoreRgb4(ClampToInt(CubicRow4(t[0], l.dx)), ClampToInt(CubicRow4(t[1], l.dx)),
             ClampToInt(CubicRow4(t[2], l.dx)), out);
 }
 
-// BicubicColumnStep4 is BicubicStep4 where every lane's dx is 0 (ShearY, TranslateY):
+// BicubicColumnStep4 is BicubicFilter where every lane's dx is 0 (ShearY, TranslateY):
 // each row's Cubic(t0, t1, t2, t3, 0) is t1 + 0 * (finite) = t1, its tap 1, exactly, so
-// only the vertical pass is made, on those taps.
+// only the vertical pass is made, on the window's column 1 (`off`: its top tap, read as
+// RGBx words). The other columns need not exist.
 __attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* base,
-                                                               size_t stride,
-                                                               const int32_t off[4],
+                                                               size_t stride, __m128i off,
                                                                const AffineLanes& l,
                                                                uint8_t* out) {
   __m256d v[3][4];  // [channel][window row]
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
-    __m128i t[3];
-    WindowRow(base, off, r * stride, t);
-    #pragma GCC unroll 4
-    for (int c = 0; c < 3; ++c) v[c][r] = ToPd(Tap<1>(t[c]));
+    const __m128i words = Gather4(base, _mm_add_epi32(off, _mm_set1_epi32(r * static_cast<int>(stride))));
+    v[0][r] = Channel<0>(words);
+    v[1][r] = Channel<1>(words);
+    v[2][r] = Channel<2>(words);
   }
   __m128i q[3];
-  #pragma GCC unroll 4
+#pragma GCC unroll 4
   for (int c = 0; c < 3; ++c) q[c] = ClampToInt(CubicPd(v[c][0], v[c][1], v[c][2], v[c][3], l.dy));
   StoreRgb4(q[0], q[1], q[2], out);
 }
@@ -675,27 +676,24 @@ __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const d
     int x = 0;
     for (; x + 4 <= dst->width; x += 4) {
       const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
-      AffineLanes l = MapLanes(a, xin, a1y, a4y);
-      // The window starts one column and one row before the floor.
-      l.x = _mm_sub_epi32(l.x, _mm_set1_epi32(1));
-      l.y = _mm_sub_epi32(l.y, _mm_set1_epi32(1));
-      __m128i offv;
-      if (!TapsInside(src, l, 4, 16, &offv)) {
+      const AffineLanes l = MapLanes(a, xin, a1y, a4y);
+      // The 4×4 window starts one column and one row before the floor; a one-pass step
+      // reads only its row (16 bytes from its first tap) or column (one RGBx word).
+      const __m128i one = _mm_set1_epi32(1);
+      const __m128i x0 = _mm_sub_epi32(l.x, one), y0 = _mm_sub_epi32(l.y, one);
+      __m128i off;
+      if (AllZero(l.dy) && TapsInside(src, x0, l.y, 4, 1, 16, &off)) {
+        BicubicRowStep4(base, off, l, out + 3 * x);
+      } else if (AllZero(l.dx) && TapsInside(src, l.x, y0, 1, 4, 4, &off)) {
+        BicubicColumnStep4(base, stride, off, l, out + 3 * x);
+      } else if (TapsInside(src, x0, y0, 4, 4, 16, &off)) {
+        BicubicStep4(base, stride, off, l, out + 3 * x);
+      } else {
         for (int k = x; k < x + 4; ++k) {
           const double xk = k + 0.5;
           BicubicFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
                             out + 3 * k);
         }
-        continue;
-      }
-      int32_t off[4];
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(off), offv);
-      if (AllZero(l.dy)) {
-        BicubicRowStep4(base, stride, off, l, out + 3 * x);
-      } else if (AllZero(l.dx)) {
-        BicubicColumnStep4(base, stride, off, l, out + 3 * x);
-      } else {
-        BicubicStep4(base, stride, off, l, out + 3 * x);
       }
     }
     for (; x < dst->width; ++x) {
