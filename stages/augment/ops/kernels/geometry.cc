@@ -405,27 +405,35 @@ __attribute__((target("avx2"))) inline AffineLanes MapLanes(const double a[6], _
           _mm256_cvttpd_epi32(fy)};
 }
 
-// TapsInside: whether every lane's tap window, columns [x, x + span_x) × rows
-// [y, y + span_y), lies inside the image, and the `read` bytes a kernel loads from its
-// last row's first tap end within the buffer. `off` gets each lane's byte offset of its
-// window's first tap.
-__attribute__((target("avx2"))) inline bool TapsInside(const Image& im, __m128i x, __m128i y,
-                                                       int span_x, int span_y, int read,
-                                                       __m128i* off) {
+// TapsInside: the lanes (bit j: lane j) whose tap window, columns [x, x + span_x) ×
+// rows [y, y + span_y), lies inside the image, with the `read` bytes a kernel loads from
+// its last row's first tap ending within the buffer; `keep` gets them as a mask vector.
+// `off` gets each lane's byte offset of its window's first tap; the other lanes get the
+// first inside lane's, so that a step may load all four lanes.
+__attribute__((target("avx2"))) inline int TapsInside(const Image& im, __m128i x, __m128i y,
+                                                      int span_x, int span_y, int read,
+                                                      __m128i* off, __m128i* keep) {
   const int stride = static_cast<int>(im.stride());
   const __m128i ok = _mm_and_si128(
       _mm_and_si128(_mm_cmpgt_epi32(x, _mm_set1_epi32(-1)),
                     _mm_cmpgt_epi32(_mm_set1_epi32(im.width - span_x + 1), x)),
       _mm_and_si128(_mm_cmpgt_epi32(y, _mm_set1_epi32(-1)),
                     _mm_cmpgt_epi32(_mm_set1_epi32(im.height - span_y + 1), y)));
-  const __m128i offv = _mm_add_epi32(_mm_mullo_epi32(y, _mm_set1_epi32(stride)),
-                                     _mm_mullo_epi32(x, _mm_set1_epi32(3)));
+  __m128i offv = _mm_add_epi32(_mm_mullo_epi32(y, _mm_set1_epi32(stride)),
+                               _mm_mullo_epi32(x, _mm_set1_epi32(3)));
   // The last load's end (only where `ok`, so the int32 arithmetic cannot wrap).
   const __m128i end = _mm_add_epi32(offv, _mm_set1_epi32((span_y - 1) * stride + read));
   const __m128i fits =
       _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(im.pixels.size()) + 1), end);
+  *keep = _mm_and_si128(ok, fits);
+  const int mask = _mm_movemask_ps(_mm_castsi128_ps(*keep));
+  if (mask != 0 && mask != 0xF) {
+    const __m128i first = _mm_castps_si128(
+        _mm_permutevar_ps(_mm_castsi128_ps(offv), _mm_set1_epi32(__builtin_ctz(mask))));
+    offv = _mm_blendv_epi8(first, offv, *keep);
+  }
   *off = offv;
-  return _mm_movemask_ps(_mm_castsi128_ps(_mm_and_si128(ok, fits))) == 0xF;
+  return mask;
 }
 
 // ByChannel transposes four lanes' windows, each a register whose dword c holds channel
@@ -457,15 +465,24 @@ __attribute__((target("avx2"))) inline __m128i Dot(__m128i t) {
 __attribute__((target("avx2"))) inline __m256d ToPd(__m128i v) { return _mm256_cvtepi32_pd(v); }
 
 // StoreRgb4 writes the low bytes of four lanes' r, g, b ints (C's uint8_t cast) as 12
-// interleaved bytes.
+// interleaved bytes, for the lanes set in `keep` (the others' 3 bytes stay).
 __attribute__((target("avx2"))) inline void StoreRgb4(__m128i r, __m128i g, __m128i b,
-                                                      uint8_t* out) {
+                                                      __m128i keep, uint8_t* out) {
   const __m128i lo = _mm_set1_epi32(0xFF);
   const __m128i rgbx =
       _mm_or_si128(_mm_and_si128(r, lo), _mm_or_si128(_mm_slli_epi32(_mm_and_si128(g, lo), 8),
                                                       _mm_slli_epi32(_mm_and_si128(b, lo), 16)));
-  const __m128i packed = _mm_shuffle_epi8(
+  __m128i packed = _mm_shuffle_epi8(
       rgbx, _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1));
+  if (_mm_movemask_ps(_mm_castsi128_ps(keep)) != 0xF) {
+    int32_t tail;
+    std::memcpy(&tail, out + 8, 4);
+    const __m128i old =
+        _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(out)), tail, 2);
+    const __m128i bytes = _mm_shuffle_epi8(
+        keep, _mm_setr_epi8(0, 0, 0, 4, 4, 4, 8, 8, 8, 12, 12, 12, -1, -1, -1, -1));
+    packed = _mm_blendv_epi8(old, packed, bytes);
+  }
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), packed);
   const int32_t last = _mm_extract_epi32(packed, 2);
   std::memcpy(out + 8, &last, 4);
@@ -504,13 +521,13 @@ __attribute__((target("avx2"))) inline __m128i BilinearChannel4(const __m128i ta
 // base + off) are inside the image.
 __attribute__((target("avx2"))) inline void BilinearStep4(const uint8_t* base, int stride,
                                                           __m128i off, const AffineLanes& l,
-                                                          uint8_t* out) {
+                                                          __m128i keep, uint8_t* out) {
   const __m128i below = _mm_add_epi32(off, _mm_set1_epi32(stride));
   const __m128i three = _mm_set1_epi32(3);
   const __m128i taps[4] = {Gather4(base, off), Gather4(base, _mm_add_epi32(off, three)),
                            Gather4(base, below), Gather4(base, _mm_add_epi32(below, three))};
   StoreRgb4(BilinearChannel4<0>(taps, l.dx, l.dy), BilinearChannel4<1>(taps, l.dx, l.dy),
-            BilinearChannel4<2>(taps, l.dx, l.dy), out);
+            BilinearChannel4<2>(taps, l.dx, l.dy), keep, out);
 }
 
 // LerpChannel4: a + (b - a) * d for channel c of two taps' RGBx words, truncated.
@@ -528,9 +545,11 @@ __attribute__((target("avx2"))) inline __m128i LerpChannel4(__m128i a_words, __m
 // Two gathers instead of four.
 __attribute__((target("avx2"))) inline void BilinearLineStep4(const uint8_t* base,
                                                               __m128i off, __m128i next,
-                                                              __m256d d, uint8_t* out) {
+                                                              __m256d d, __m128i keep,
+                                                              uint8_t* out) {
   const __m128i a = Gather4(base, off), b = Gather4(base, _mm_add_epi32(off, next));
-  StoreRgb4(LerpChannel4<0>(a, b, d), LerpChannel4<1>(a, b, d), LerpChannel4<2>(a, b, d), out);
+  StoreRgb4(LerpChannel4<0>(a, b, d), LerpChannel4<1>(a, b, d), LerpChannel4<2>(a, b, d), keep,
+            out);
 }
 
 // AffineBilinearAvx2 is GenericAffine<BilinearFilterAvx2>, four pixels a step, each step
@@ -551,20 +570,23 @@ __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const 
       const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
       const AffineLanes l = MapLanes(a, xin, a1y, a4y);
       // The windows each step reads: its last RGBx word starts 3 bytes after its last
-      // row's first tap, or 0 where it reads one column.
-      __m128i off;
-      if (AllZero(l.dy) && TapsInside(src, l.x, l.y, 2, 1, 7, &off)) {
-        BilinearLineStep4(base, off, _mm_set1_epi32(3), l.dx, out + 3 * x);
-      } else if (AllZero(l.dx) && TapsInside(src, l.x, l.y, 1, 2, 4, &off)) {
-        BilinearLineStep4(base, off, _mm_set1_epi32(stride), l.dy, out + 3 * x);
-      } else if (TapsInside(src, l.x, l.y, 2, 2, 7, &off)) {
-        BilinearStep4(base, stride, off, l, out + 3 * x);
-      } else {
-        for (int k = x; k < x + 4; ++k) {
-          const double xk = k + 0.5;
-          BilinearFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
-                             out + 3 * k);
-        }
+      // row's first tap, or 0 where it reads one column. Lanes outside the step's
+      // window take the per-pixel filter after it.
+      __m128i off, keep;
+      int inside = 0;
+      if (AllZero(l.dy) && (inside = TapsInside(src, l.x, l.y, 2, 1, 7, &off, &keep)) != 0) {
+        BilinearLineStep4(base, off, _mm_set1_epi32(3), l.dx, keep, out + 3 * x);
+      } else if (AllZero(l.dx) &&
+                 (inside = TapsInside(src, l.x, l.y, 1, 2, 4, &off, &keep)) != 0) {
+        BilinearLineStep4(base, off, _mm_set1_epi32(stride), l.dy, keep, out + 3 * x);
+      } else if ((inside = TapsInside(src, l.x, l.y, 2, 2, 7, &off, &keep)) != 0) {
+        BilinearStep4(base, stride, off, l, keep, out + 3 * x);
+      }
+      for (int k = 0; k < 4; ++k) {
+        if (inside & (1 << k)) continue;
+        const double xk = x + k + 0.5;
+        BilinearFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
+                           out + 3 * (x + k));
       }
     }
     for (; x < dst->width; ++x) {
@@ -612,7 +634,7 @@ __attribute__((target("avx2"))) inline void WindowRow(const uint8_t* base, __m12
 // are inside the image.
 __attribute__((target("avx2"))) inline void BicubicStep4(const uint8_t* base, size_t stride,
                                                          __m128i off, const AffineLanes& l,
-                                                         uint8_t* out) {
+                                                         __m128i keep, uint8_t* out) {
   __m256d v[3][4];  // [channel][window row]: the rows' horizontal pass.
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
@@ -624,7 +646,7 @@ __attribute__((target("avx2"))) inline void BicubicStep4(const uint8_t* base, si
   __m128i q[3];
 #pragma GCC unroll 4
   for (int c = 0; c < 3; ++c) q[c] = ClampToInt(CubicPd(v[c][0], v[c][1], v[c][2], v[c][3], l.dy));
-  StoreRgb4(q[0], q[1], q[2], out);
+  StoreRgb4(q[0], q[1], q[2], keep, out);
 }
 
 // BicubicRowStep4 is BicubicFilter where every lane's dy is 0 (ShearX, TranslateX: the
@@ -633,11 +655,12 @@ __attribute__((target("avx2"))) inline void BicubicStep4(const uint8_t* base, si
 // window row 1's horizontal pass is made; `off` is that row's first tap. The other rows
 // need not exist. A quarter of BicubicStep4's operations.
 __attribute__((target("avx2"))) inline void BicubicRowStep4(const uint8_t* base, __m128i off,
-                                                            const AffineLanes& l, uint8_t* out) {
+                                                            const AffineLanes& l, __m128i keep,
+                                                            uint8_t* out) {
   __m128i t[3];
   WindowRow(base, off, 0, t);
   StoreRgb4(ClampToInt(CubicRow4(t[0], l.dx)), ClampToInt(CubicRow4(t[1], l.dx)),
-            ClampToInt(CubicRow4(t[2], l.dx)), out);
+            ClampToInt(CubicRow4(t[2], l.dx)), keep, out);
 }
 
 // BicubicColumnStep4 is BicubicFilter where every lane's dx is 0 (ShearY, TranslateY):
@@ -647,7 +670,7 @@ __attribute__((target("avx2"))) inline void BicubicRowStep4(const uint8_t* base,
 __attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* base,
                                                                size_t stride, __m128i off,
                                                                const AffineLanes& l,
-                                                               uint8_t* out) {
+                                                               __m128i keep, uint8_t* out) {
   __m256d v[3][4];  // [channel][window row]
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
@@ -659,7 +682,7 @@ __attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* ba
   __m128i q[3];
 #pragma GCC unroll 4
   for (int c = 0; c < 3; ++c) q[c] = ClampToInt(CubicPd(v[c][0], v[c][1], v[c][2], v[c][3], l.dy));
-  StoreRgb4(q[0], q[1], q[2], out);
+  StoreRgb4(q[0], q[1], q[2], keep, out);
 }
 
 // AffineBicubicAvx2 is GenericAffine<BicubicFilterAvx2>, four pixels a step, each step
@@ -681,19 +704,21 @@ __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const d
       // reads only its row (16 bytes from its first tap) or column (one RGBx word).
       const __m128i one = _mm_set1_epi32(1);
       const __m128i x0 = _mm_sub_epi32(l.x, one), y0 = _mm_sub_epi32(l.y, one);
-      __m128i off;
-      if (AllZero(l.dy) && TapsInside(src, x0, l.y, 4, 1, 16, &off)) {
-        BicubicRowStep4(base, off, l, out + 3 * x);
-      } else if (AllZero(l.dx) && TapsInside(src, l.x, y0, 1, 4, 4, &off)) {
-        BicubicColumnStep4(base, stride, off, l, out + 3 * x);
-      } else if (TapsInside(src, x0, y0, 4, 4, 16, &off)) {
-        BicubicStep4(base, stride, off, l, out + 3 * x);
-      } else {
-        for (int k = x; k < x + 4; ++k) {
-          const double xk = k + 0.5;
-          BicubicFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
-                            out + 3 * k);
-        }
+      __m128i off, keep;
+      int inside = 0;
+      if (AllZero(l.dy) && (inside = TapsInside(src, x0, l.y, 4, 1, 16, &off, &keep)) != 0) {
+        BicubicRowStep4(base, off, l, keep, out + 3 * x);
+      } else if (AllZero(l.dx) &&
+                 (inside = TapsInside(src, l.x, y0, 1, 4, 4, &off, &keep)) != 0) {
+        BicubicColumnStep4(base, stride, off, l, keep, out + 3 * x);
+      } else if ((inside = TapsInside(src, x0, y0, 4, 4, 16, &off, &keep)) != 0) {
+        BicubicStep4(base, stride, off, l, keep, out + 3 * x);
+      }
+      for (int k = 0; k < 4; ++k) {
+        if (inside & (1 << k)) continue;
+        const double xk = x + k + 0.5;
+        BicubicFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
+                          out + 3 * (x + k));
       }
     }
     for (; x < dst->width; ++x) {
