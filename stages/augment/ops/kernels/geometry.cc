@@ -387,24 +387,34 @@ void ShiftCopy(const Image& src, int tx, int ty, Image* dst) {
 struct AffineLanes {
   __m256d dx, dy;  // Fractions.
   __m128i x, y;    // Floors.
+  int outside;     // Lanes (bit j: lane j) the filters leave as fill: the position is
+                   // outside [0, width) × [0, height) (NaN is not, as in C).
 };
 
-__attribute__((target("avx2"))) inline AffineLanes MapLanes(const double a[6], __m256d xin,
-                                                            __m256d a1y, __m256d a4y) {
+__attribute__((target("avx2"))) inline AffineLanes MapLanes(const Image& im, const double a[6],
+                                                            __m256d xin, __m256d a1y,
+                                                            __m256d a4y) {
+  const __m256d xs = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(a[0]), xin), a1y),
+                                   _mm256_set1_pd(a[2]));
+  const __m256d ys = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(a[3]), xin), a4y),
+                                   _mm256_set1_pd(a[5]));
+  const __m256d zero = _mm256_setzero_pd();
+  const __m256d out = _mm256_or_pd(
+      _mm256_or_pd(_mm256_cmp_pd(xs, zero, _CMP_LT_OQ),
+                   _mm256_cmp_pd(xs, _mm256_set1_pd(im.width), _CMP_GE_OQ)),
+      _mm256_or_pd(_mm256_cmp_pd(ys, zero, _CMP_LT_OQ),
+                   _mm256_cmp_pd(ys, _mm256_set1_pd(im.height), _CMP_GE_OQ)));
   const __m256d half = _mm256_set1_pd(0.5);
-  const __m256d sx = _mm256_sub_pd(
-      _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(a[0]), xin), a1y),
-                    _mm256_set1_pd(a[2])),
-      half);
-  const __m256d sy = _mm256_sub_pd(
-      _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(a[3]), xin), a4y),
-                    _mm256_set1_pd(a[5])),
-      half);
+  const __m256d sx = _mm256_sub_pd(xs, half), sy = _mm256_sub_pd(ys, half);
   const __m256d fx = _mm256_floor_pd(sx), fy = _mm256_floor_pd(sy);
   return {_mm256_sub_pd(sx, fx), _mm256_sub_pd(sy, fy), _mm256_cvttpd_epi32(fx),
-          _mm256_cvttpd_epi32(fy)};
+          _mm256_cvttpd_epi32(fy), _mm256_movemask_pd(out)};
 }
 
+// Every window a step tests keeps the filter's own bounds test (0 <= xin < width, ...)
+// true: 4×4 and 2×2 windows inside need xin - 0.5 in [0, width - 1) at least; a
+// one-pass step's single row (column) is whole, its xin - 0.5 (yin - 0.5) an integer.
+//
 // TapsInside: the lanes (bit j: lane j) whose tap window, columns [x, x + span_x) ×
 // rows [y, y + span_y), lies inside the image, with the `read` bytes a kernel loads from
 // its last row's first tap ending within the buffer; `keep` gets them as a mask vector.
@@ -568,10 +578,11 @@ __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const 
     int x = 0;
     for (; x + 4 <= dst->width; x += 4) {
       const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
-      const AffineLanes l = MapLanes(a, xin, a1y, a4y);
+      const AffineLanes l = MapLanes(src, a, xin, a1y, a4y);
+      if (l.outside == 0xF) continue;  // All fill.
       // The windows each step reads: its last RGBx word starts 3 bytes after its last
       // row's first tap, or 0 where it reads one column. Lanes outside the step's
-      // window take the per-pixel filter after it.
+      // window (and inside the source) take the per-pixel filter after it.
       __m128i off, keep;
       int inside = 0;
       if (AllZero(l.dy) && (inside = TapsInside(src, l.x, l.y, 2, 1, 7, &off, &keep)) != 0) {
@@ -583,7 +594,7 @@ __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const 
         BilinearStep4(base, stride, off, l, keep, out + 3 * x);
       }
       for (int k = 0; k < 4; ++k) {
-        if (inside & (1 << k)) continue;
+        if ((inside | l.outside) & (1 << k)) continue;
         const double xk = x + k + 0.5;
         BilinearFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
                            out + 3 * (x + k));
@@ -699,7 +710,8 @@ __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const d
     int x = 0;
     for (; x + 4 <= dst->width; x += 4) {
       const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
-      const AffineLanes l = MapLanes(a, xin, a1y, a4y);
+      const AffineLanes l = MapLanes(src, a, xin, a1y, a4y);
+      if (l.outside == 0xF) continue;  // All fill.
       // The 4×4 window starts one column and one row before the floor; a one-pass step
       // reads only its row (16 bytes from its first tap) or column (one RGBx word).
       const __m128i one = _mm_set1_epi32(1);
@@ -715,7 +727,7 @@ __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const d
         BicubicStep4(base, stride, off, l, keep, out + 3 * x);
       }
       for (int k = 0; k < 4; ++k) {
-        if (inside & (1 << k)) continue;
+        if ((inside | l.outside) & (1 << k)) continue;
         const double xk = x + k + 0.5;
         BicubicFilterAvx2(src, a[0] * xk + a[1] * yin + a[2], a[3] * xk + a[4] * yin + a[5],
                           out + 3 * (x + k));
