@@ -2,6 +2,7 @@
 // recipes use (224² global crops, 96² local crops):
 //   bazel run //stages/augment:geometry_bench -- [rounds]
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -65,6 +66,21 @@ int main(int argc, char** argv) {
   kernels::internal::SetPortableForTesting(false);
   Time("affine 224x224 bicubic", rounds, [&](int i) {
     kernels::Affine(big, 10 + i % 7, 3, -2, 1.1, 5, 0, Interpolation::kBicubic, fill, &out);
+  });
+  // The policies' one-axis warps (policy_ops' Shear about the top-left, timm's fractional
+  // and torchvision's whole-pixel translations).
+  const double shear_tx = -std::tan(0.3) * 112;
+  Time("affine 224x224 bicubic, shear x", rounds, [&](int i) {
+    kernels::Affine(big, 0, shear_tx, 0, 1, 17.19 + i % 3, 0, Interpolation::kBicubic, fill, &out);
+  });
+  Time("affine 224x224 bicubic, translate y 10.3 px", rounds, [&](int i) {
+    kernels::Affine(big, 0, 0, 10.3 + i % 3, 1, 0, 0, Interpolation::kBicubic, fill, &out);
+  });
+  Time("affine 224x224 bilinear, shear x", rounds, [&](int i) {
+    kernels::Affine(big, 0, shear_tx, 0, 1, 17.19 + i % 3, 0, Interpolation::kBilinear, fill, &out);
+  });
+  Time("affine 224x224 bilinear, translate x 12 px", rounds, [&](int i) {
+    kernels::Affine(big, 0, 12 + i % 3, 0, 1, 0, 0, Interpolation::kBilinear, fill, &out);
   });
   Time("rotate 224x224 nearest", rounds, [&](int i) {
     kernels::Rotate(big, 13 + i % 7, Interpolation::kNearest, false, fill, &out);

@@ -1,0 +1,191 @@
+// geometry_test: the affine warp's fast paths (the four-pixel AVX2 kernels, the
+// whole-pixel shift copy) against PIL's per-pixel filters restated in geometry.cc (the
+// portable path, which ops_parity_test checks against PIL itself), byte for byte, on
+// random matrices and images, edges and tiny images included.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "stages/augment/ops/kernels/colour_internal.h"
+#include "stages/augment/ops/kernels/geometry.h"
+#include "stages/core/image.h"
+
+namespace flowloader::augment {
+namespace {
+
+using kernels::internal::SetPortableForTesting;
+
+// Noise, or (smooth) a gradient with noise: the filters' overshoot and clamping on one,
+// their near-integer sums on the other.
+Image RandomImage(int w, int h, bool smooth, std::mt19937& rng) {
+  Image img;
+  img.Resize(w, h, 3);
+  std::uniform_int_distribution<int> byte(0, 255), jitter(-2, 2);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        const int v = smooth ? (x * 7 + y * 3 + c * 50) % 256 + jitter(rng) : byte(rng);
+        img.Row(y)[3 * x + c] = static_cast<uint8_t>(std::clamp(v, 0, 255));
+      }
+    }
+  }
+  return img;
+}
+
+bool CpuHasAvx2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
+// Params of one F.affine call, or of F.rotate when `rotate`.
+struct Warp {
+  bool rotate = false, expand = false;
+  double angle = 0, tx = 0, ty = 0, scale = 1, shear_x = 0, shear_y = 0;
+};
+
+void Run(const Image& src, const Warp& w, Interpolation interpolation,
+         const std::array<uint8_t, 3>& fill, Image* out) {
+  if (w.rotate) {
+    kernels::Rotate(src, w.angle, interpolation, w.expand, fill, out);
+  } else {
+    kernels::Affine(src, w.angle, w.tx, w.ty, w.scale, w.shear_x, w.shear_y, interpolation,
+                    fill, out);
+  }
+}
+
+// Expects the fast and portable paths to agree on `src` under `w`.
+void ExpectSame(const Image& src, const Warp& w, Interpolation interpolation,
+                const std::array<uint8_t, 3>& fill) {
+  Image fast, plain;
+  SetPortableForTesting(false);
+  Run(src, w, interpolation, fill, &fast);
+  SetPortableForTesting(true);
+  Run(src, w, interpolation, fill, &plain);
+  SetPortableForTesting(false);
+  ASSERT_EQ(fast.width, plain.width);
+  ASSERT_EQ(fast.height, plain.height);
+  for (int y = 0; y < fast.height; ++y) {
+    for (int x = 0; x < 3 * fast.width; ++x) {
+      ASSERT_EQ(fast.Row(y)[x], plain.Row(y)[x])
+          << "pixel (" << x / 3 << ", " << y << ") channel " << x % 3 << " of "
+          << fast.width << "x" << fast.height << " from " << src.width << "x" << src.height
+          << (interpolation == Interpolation::kBicubic ? " bicubic" : " bilinear")
+          << (w.rotate ? " rotate" : " affine") << " angle " << w.angle << " t " << w.tx
+          << "," << w.ty << " scale " << w.scale << " shear " << w.shear_x << ","
+          << w.shear_y << " expand " << w.expand;
+    }
+  }
+}
+
+class GeometryFastPathTest : public ::testing::TestWithParam<Interpolation> {
+ protected:
+  void SetUp() override {
+    if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2: the fast paths are the portable ones here";
+  }
+};
+
+TEST_P(GeometryFastPathTest, RandomWarps) {
+  std::mt19937 rng(20261205);
+  std::uniform_real_distribution<double> angle(-180, 180), shear(-40, 40), unit(0, 1);
+  std::uniform_int_distribution<int> side(1, 40), coin(0, 1);
+  for (int i = 0; i < 600; ++i) {
+    const bool big = i % 10 == 0;
+    const int width = big ? 224 : side(rng), height = big ? 176 + i % 48 : side(rng);
+    const Image src = RandomImage(width, height, coin(rng) == 1, rng);
+    Warp w;
+    w.rotate = i % 3 == 0;
+    w.expand = coin(rng) == 1;
+    w.angle = angle(rng);
+    w.tx = (unit(rng) - 0.5) * width;
+    w.ty = (unit(rng) - 0.5) * height;
+    w.scale = 0.3 + 2.7 * unit(rng);
+    w.shear_x = coin(rng) ? shear(rng) : 0.0;
+    w.shear_y = coin(rng) ? shear(rng) : 0.0;
+    const std::array<uint8_t, 3> fill{static_cast<uint8_t>(i), 7, 200};
+    ExpectSame(src, w, GetParam(), fill);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Whole-pixel translations (ShiftCopy), and near-whole ones that must not take it.
+TEST_P(GeometryFastPathTest, Translations) {
+  std::mt19937 rng(7);
+  const double shifts[] = {0, 1, -1, 3, -17, 0.5, -0.25, 1e-9, 2 - 1e-12, 250, -250};
+  for (const int width : {1, 2, 5, 33, 224}) {
+    for (const int height : {1, 3, 31, 176}) {
+      const Image src = RandomImage(width, height, false, rng);
+      for (const double tx : shifts) {
+        for (const double ty : shifts) {
+          Warp w;
+          w.tx = tx;
+          w.ty = ty;
+          ExpectSame(src, w, GetParam(), {1, 2, 3});
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+// Mild warps of a large image: most four-pixel steps take the vector kernel, with
+// borders where they give way to the per-pixel filter.
+TEST_P(GeometryFastPathTest, MildWarps) {
+  std::mt19937 rng(11);
+  const Image src = RandomImage(224, 224, false, rng);
+  for (double angle = -30; angle <= 30; angle += 7.5) {
+    for (const double shear : {-17.0, 0.0, 5.0}) {
+      Warp w;
+      w.angle = angle;
+      w.shear_x = shear;
+      w.tx = 3.3;
+      w.ty = -2;
+      w.scale = 1.1;
+      ExpectSame(src, w, GetParam(), {0, 0, 0});
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Warps along one axis (ShearX/Y and TranslateX/Y, as the policies call them): every
+// pixel's dy (or dx) is 0, which the kernels' one-pass steps take.
+TEST_P(GeometryFastPathTest, AxisWarps) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> shear(-45, 45), unit(-0.5, 0.5);
+  constexpr double kRad = 3.141592653589793 / 180.0;
+  for (int i = 0; i < 400; ++i) {
+    const int width = i % 4 == 0 ? 224 : 1 + i % 37, height = i % 4 == 0 ? 200 : 1 + i % 29;
+    const Image src = RandomImage(width, height, i % 2 == 0, rng);
+    Warp w;
+    const double cx = width * 0.5, cy = height * 0.5;
+    switch (i % 4) {
+      case 0:  // ShearX about the top-left corner (policy_ops' Shear).
+        w.shear_x = shear(rng);
+        w.tx = -std::tan(w.shear_x * kRad) * cy;
+        break;
+      case 1:  // ShearY likewise.
+        w.shear_y = shear(rng);
+        w.ty = -(std::sin(w.shear_y * kRad) / std::cos(w.shear_y * kRad)) * cx;
+        break;
+      case 2:  // timm's TranslateXRel: fractional pixels.
+        w.tx = unit(rng) * width;
+        break;
+      default:
+        w.ty = unit(rng) * height;
+        break;
+    }
+    ExpectSame(src, w, GetParam(), {9, 8, 7});
+    if (HasFatalFailure()) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Filters, GeometryFastPathTest,
+                         ::testing::Values(Interpolation::kBilinear, Interpolation::kBicubic));
+
+}  // namespace
+}  // namespace flowloader::augment
