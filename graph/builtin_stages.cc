@@ -296,7 +296,7 @@ StageSchema DecodeSchema() {
         "hand crops to augment as JPEG's own Y, Cb, Cr planes (chroma resized from its "
         "stored resolution, colour converted at the output size) where that is faster "
         "(AVX-512); false = always RGB"},
-       {"max_decode_mb", OptionType::kInt, "16",
+       {"max_decode_mb", OptionType::kInt, "8",
         "working memory one decode may hold beyond its output, read from the header (a "
         "progressive or multi-scan JPEG's coefficients, ~3 B a pixel at 4:2:0; a lossless "
         "WebP's ARGB image, 4 B a pixel); a file over it is skipped as decode_memory; "

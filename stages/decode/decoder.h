@@ -69,11 +69,12 @@ struct DecoderOptions {
   // anything is allocated: a progressive (or multi-scan) JPEG's coefficients (128 B per
   // 8×8 block of each component: ~3 B a pixel at 4:2:0, 6 at 4:4:4, 2 for gray), a
   // lossless WebP's ARGB image (4 B a pixel). A file over it is refused as
-  // decode_memory. Counted per worker in the memory plan. > 0. Default 16 MiB: a
-  // progressive 4:2:0 photo up to ~5.5 Mpx, 4:4:4 ~2.8 Mpx, gray ~8 Mpx, a lossless WebP
-  // ~4 Mpx (web-sized images; larger ones need the knob, and the plan then says what
-  // that costs per worker).
-  int64_t max_decode_bytes = int64_t{16} << 20;
+  // decode_memory. Counted per worker in the memory plan: glibc keeps a freed block of
+  // this size in the freeing thread's arena (its mmap threshold rises to it), so each
+  // worker may hold one. > 0. Default 8 MiB: a progressive 4:2:0 photo up to ~2.7 Mpx,
+  // 4:4:4 ~1.4 Mpx, gray ~4 Mpx, a lossless WebP ~2 Mpx (web-sized images; larger ones
+  // need the knob, and the plan then says what that costs per worker).
+  int64_t max_decode_bytes = int64_t{8} << 20;
   // Use libjpeg's fast integer IDCT (JDCT_IFAST) instead of the accurate one (JDCT_ISLOW).
   // Faster, slightly less exact. Default false.
   bool fast_idct = false;
