@@ -296,11 +296,11 @@ StageSchema DecodeSchema() {
         "hand crops to augment as JPEG's own Y, Cb, Cr planes (chroma resized from its "
         "stored resolution, colour converted at the output size) where that is faster "
         "(AVX-512); false = always RGB"},
-       {"max_decode_mb", OptionType::kInt, "16",
+       {"max_decode_mb", OptionType::kInt, "8",
         "working memory one decode may hold beyond its output, read from the header (a "
-        "progressive JPEG's coefficients, ~3 B a pixel at 4:2:0; a lossless WebP's ARGB "
-        "image, 4 B a pixel); a file over it is skipped as decode_memory; counted per "
-        "worker in the memory plan; >= 1"},
+        "progressive or multi-scan JPEG's coefficients, ~3 B a pixel at 4:2:0; a lossless "
+        "WebP's ARGB image, 4 B a pixel); a file over it is skipped as decode_memory; "
+        "counted per worker in the memory plan; >= 1"},
        {"seek_index_mb", OptionType::kInt, "256",
         "memory for per-file seek indexes, so later epochs start decoding near the crop "
         "(about 2.4 KB per ImageNet-sized file); 0 = off"}},

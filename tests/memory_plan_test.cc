@@ -63,8 +63,8 @@ TEST_F(MemoryPlanTest, PlanIsInTheStatsWithItsParts) {
   // decode's budget as the dataset can use it: 10 files × 8 KiB, within the 256 MiB.
   EXPECT_EQ(plan["seek_index_bytes"], 10 * (8 << 10));
   EXPECT_EQ(plan["decode_scratch_bytes"], 2 * (2 * 2 * 16 * 16 * 3));  // 2 workers.
-  // decode's per-decode codec budget (max_decode_mb 16), once per worker.
-  EXPECT_EQ(plan["decode_codec_bytes"], 2 * (16 << 20));
+  // decode's per-decode codec budget (max_decode_mb 8), once per worker.
+  EXPECT_EQ(plan["decode_codec_bytes"], 2 * (8 << 20));
   EXPECT_EQ(plan["batch_labels_bytes"], 3 * 4 * 8);  // int64 labels in each buffer.
   EXPECT_EQ(plan["total_bytes"], plan["batch_pool_bytes"] + plan["batch_labels_bytes"] +
                                      plan["seek_index_bytes"] + plan["decode_codec_bytes"] +

@@ -22,9 +22,9 @@ grep -qE '^  seek index +240\.0 KiB  30 files × 8\.0 KiB, within decode seek_in
   fail "no seek index line: $(cat "$TMP/plan.txt")"
 grep -qE '^  decode scratch +96\.0 KiB  num_workers 2 × 48\.0 KiB decoded pixels$' "$TMP/plan.txt" ||
   fail "no decode scratch line: $(cat "$TMP/plan.txt")"
-grep -qE '^  codec memory +32\.0 MiB  num_workers 2 × decode max_decode_mb 16 \(progressive JPEG coefficients, lossless WebP ARGB\)$' "$TMP/plan.txt" ||
+grep -qE '^  codec memory +16\.0 MiB  num_workers 2 × decode max_decode_mb 8 \(progressive JPEG coefficients, lossless WebP ARGB\)$' "$TMP/plan.txt" ||
   fail "no codec memory line: $(cat "$TMP/plan.txt")"
-grep -qE '^  total +33\.5 MiB  of .* available \(.*\): fits$' "$TMP/plan.txt" ||
+grep -qE '^  total +17\.5 MiB  of .* available \(.*\): fits$' "$TMP/plan.txt" ||
   fail "no total line: $(cat "$TMP/plan.txt")"
 ! grep -q "device batches" "$TMP/plan.txt" || fail "a device part without a device"
 

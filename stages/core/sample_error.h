@@ -28,8 +28,8 @@ inline constexpr absl::string_view kTruncated = "truncated";
 inline constexpr absl::string_view kCorrupt = "corrupt";
 inline constexpr absl::string_view kTooManyPixels = "too_many_pixels";
 // A valid image whose codec needs more working memory than the per-decode budget
-// (max_decode_mb), read from its header: a progressive JPEG's coefficients, a lossless
-// WebP's ARGB image.
+// (max_decode_mb), read from its header: a progressive or multi-scan JPEG's
+// coefficients, a lossless WebP's ARGB image.
 inline constexpr absl::string_view kDecodeMemory = "decode_memory";
 inline constexpr absl::string_view kUnsupported = "unsupported";
 inline constexpr absl::string_view kStageError = "stage_error";

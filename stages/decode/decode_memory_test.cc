@@ -1,5 +1,5 @@
 // decode_memory_test: a valid image whose codec must hold more than the output (a
-// progressive JPEG's coefficients, a lossless WebP's ARGB image) is refused from its
+// progressive or multi-scan JPEG's coefficients, a lossless WebP's ARGB image) is refused from its
 // header as decode_memory when that need is over max_decode_bytes, naming the knob; the
 // same pixels in a form that streams (baseline JPEG, lossy WebP) or a smaller need
 // decode as before.
@@ -17,9 +17,11 @@
 namespace flowloader::decode {
 namespace {
 
-std::string Jpeg(const Image& image, bool progressive, ChromaSubsampling subsampling) {
+std::string Jpeg(const Image& image, bool progressive, ChromaSubsampling subsampling,
+                 bool multi_scan = false) {
   JpegEncodeOptions o;
   o.progressive = progressive;
+  o.multi_scan = multi_scan;
   o.subsampling = subsampling;
   absl::StatusOr<std::string> bytes = EncodeJpeg(image.view(), o);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
@@ -58,6 +60,9 @@ TEST(DecodeMemoryTest, CodecsThatHoldTheWholeImageAreRefusedOverTheBudget) {
       // 64² + 2 × 32² blocks × 128 B = 768 KiB.
       {"progressive 4:2:0", Jpeg(big, true, ChromaSubsampling::k420), false},
       {"baseline 4:4:4", Jpeg(big, false, ChromaSubsampling::k444), false},
+      // One scan per component: the same 1.5 MiB of coefficients as progressive 4:4:4.
+      {"multi-scan 4:4:4", Jpeg(big, false, ChromaSubsampling::k444, true), true},
+      {"multi-scan 4:2:0", Jpeg(big, false, ChromaSubsampling::k420, true), false},
       {"lossless WebP 550×500", Webp(wide, true), true},    // 1.05 MiB of ARGB.
       {"lossless WebP 450×500", Webp(small, true), false},  // 0.86 MiB.
       {"lossy WebP 550×500", Webp(wide, false), false},

@@ -28,10 +28,10 @@
 // allocated, so a decompression bomb costs nothing. Beyond that a decode's memory follows
 // its output, not its header: the region's decoded pixels (for a PNG, TIFF, GIF, BMP,
 // PPM or WebP with a target size, under 2 × target per side), a few rows of the file's
-// width and the codec's fixed state. The exceptions, a progressive JPEG (libjpeg holds
-// every coefficient of the file) and a lossless WebP (libwebp decodes through a
-// 4-byte-per-pixel image of the whole file), are sized from the header and refused as
-// decode_memory over max_decode_bytes before anything is allocated
+// width and the codec's fixed state. The exceptions, a progressive or multi-scan JPEG
+// (libjpeg holds every coefficient of the file) and a lossless WebP (libwebp decodes
+// through a 4-byte-per-pixel image of the whole file), are sized from the header and
+// refused as decode_memory over max_decode_bytes before anything is allocated
 // (internal/more_codecs.h states each format's bound).
 //
 // Thread-safety: a Decoder is immutable after Create; its methods may be called from any
@@ -66,13 +66,15 @@ struct DecoderOptions {
   // Must be > 0.
   int64_t max_pixels = 178956970;
   // Working memory a codec may hold beyond the output, read from the header before
-  // anything is allocated: a progressive JPEG's coefficients (128 B per 8×8 block of
-  // each component: ~3 B a pixel at 4:2:0, 6 at 4:4:4, 2 for gray), a lossless WebP's
-  // ARGB image (4 B a pixel). A file over it is refused as decode_memory. Counted per
-  // worker in the memory plan. > 0. Default 16 MiB: a progressive 4:2:0 photo up to
-  // ~5.5 Mpx, 4:4:4 ~2.8 Mpx, gray ~8 Mpx, a lossless WebP ~4 Mpx (web-sized images;
-  // larger ones need the knob, and the plan then says what that costs per worker).
-  int64_t max_decode_bytes = int64_t{16} << 20;
+  // anything is allocated: a progressive (or multi-scan) JPEG's coefficients (128 B per
+  // 8×8 block of each component: ~3 B a pixel at 4:2:0, 6 at 4:4:4, 2 for gray), a
+  // lossless WebP's ARGB image (4 B a pixel). A file over it is refused as
+  // decode_memory. Counted per worker in the memory plan: glibc keeps a freed block of
+  // this size in the freeing thread's arena (its mmap threshold rises to it), so each
+  // worker may hold one. > 0. Default 8 MiB: a progressive 4:2:0 photo up to ~2.7 Mpx,
+  // 4:4:4 ~1.4 Mpx, gray ~4 Mpx, a lossless WebP ~2 Mpx (web-sized images; larger ones
+  // need the knob, and the plan then says what that costs per worker).
+  int64_t max_decode_bytes = int64_t{8} << 20;
   // Use libjpeg's fast integer IDCT (JDCT_IFAST) instead of the accurate one (JDCT_ISLOW).
   // Faster, slightly less exact. Default false.
   bool fast_idct = false;

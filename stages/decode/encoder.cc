@@ -171,6 +171,7 @@ absl::StatusOr<std::string> EncodeJpeg(const ImageView& image,
   std::string out;
   std::vector<uint8_t> cmyk_row(cmyk ? static_cast<size_t>(image.width) * 4 : 0);
   jpeg_compress_struct cinfo;
+  jpeg_scan_info scans[MAX_COMPONENTS];  // options.multi_scan's script.
   JpegErrorMgr err;
   StringDest dest;
   cinfo.err = jpeg_std_error(&err.pub);
@@ -201,7 +202,15 @@ absl::StatusOr<std::string> EncodeJpeg(const ImageView& image,
       cinfo.comp_info[c].v_samp_factor = luma_like ? v : 1;
     }
   }
-  if (options.progressive) jpeg_simple_progression(&cinfo);
+  if (options.progressive) {
+    jpeg_simple_progression(&cinfo);
+  } else if (options.multi_scan) {
+    for (int c = 0; c < cinfo.num_components; ++c) {
+      scans[c] = jpeg_scan_info{1, {c, 0, 0, 0}, 0, 63, 0, 0};
+    }
+    cinfo.scan_info = scans;
+    cinfo.num_scans = cinfo.num_components;
+  }
   cinfo.optimize_coding = options.optimize_coding ? TRUE : FALSE;
   cinfo.restart_interval = static_cast<unsigned int>(options.restart_interval);
 

@@ -40,6 +40,10 @@ struct JpegEncodeOptions {
   ChromaSubsampling subsampling = ChromaSubsampling::k420;
   // Write a progressive JPEG (jpeg_simple_progression). Default false (baseline).
   bool progressive = false;
+  // Write a sequential JPEG with one scan per component (non-interleaved), which a
+  // decoder, as for a progressive file, decodes through the whole image's coefficients.
+  // Ignored when progressive. Default false (one interleaved scan).
+  bool multi_scan = false;
   // Compute optimal Huffman tables (a second pass). Default false.
   bool optimize_coding = false;
   // Restart marker every this many MCUs; 0 writes none. 0..65535. Default 0.

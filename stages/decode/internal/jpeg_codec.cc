@@ -137,10 +137,11 @@ void CheckHeader(Session* s, const DecoderOptions& options) {
   const absl::string_view why = SizeProblem(s->cinfo.image_width, s->cinfo.image_height,
                                             options, text, sizeof(text));
   if (!why.empty()) FailWith(reinterpret_cast<j_common_ptr>(&s->cinfo), why, text);
-  if (!s->cinfo.progressive_mode) return;
-  // A progressive file is decoded through a coefficient image of the whole file (libjpeg's
-  // jdcoefct.c: per component, its blocks rounded up to its sampling factors, 128 B each);
-  // jpeg_read_header has sized every component.
+  // A progressive file, or a sequential one whose first scan lacks a component (more
+  // scans follow), is decoded through a coefficient image of the whole file (libjpeg's
+  // jdinput.c has_multiple_scans, jdcoefct.c: per component, its blocks rounded up to its
+  // sampling factors, 128 B each); jpeg_read_header has sized every component.
+  if (!s->cinfo.progressive_mode && s->cinfo.comps_in_scan >= s->cinfo.num_components) return;
   int64_t need = 0;
   for (int c = 0; c < s->cinfo.num_components; ++c) {
     const jpeg_component_info& comp = s->cinfo.comp_info[c];
@@ -151,8 +152,8 @@ void CheckHeader(Session* s, const DecoderOptions& options) {
     need += w * h * static_cast<int64_t>(sizeof(JBLOCK));
   }
   const absl::string_view over =
-      MemoryProblem(need, "progressive JPEG", s->cinfo.image_width, s->cinfo.image_height,
-                    options, text, sizeof(text));
+      MemoryProblem(need, s->cinfo.progressive_mode ? "progressive JPEG" : "multi-scan JPEG",
+                    s->cinfo.image_width, s->cinfo.image_height, options, text, sizeof(text));
   if (!over.empty()) FailWith(reinterpret_cast<j_common_ptr>(&s->cinfo), over, text);
 }
 
