@@ -5,17 +5,20 @@
 // variables, double constants), so the bytes are PIL's; the round trip is lossy
 // even for a zero shift, as in PIL.
 //
-// Speed: RGB -> HSV is two table lookups per pixel. H depends only on which
-// channel is the largest and which the smallest (six forms), the spread cr =
-// max - min and the middle channel's distance from the max; S only on cr and
-// max. The tables are built once per process by running the literal conversion
-// (RgbToHsvLiteral). HSV -> RGB keeps PIL's double arithmetic per pixel, with
-// H's sector and fraction and S's fraction from 256-entry tables.
+// Speed: the portable path (HuePixels) takes RGB -> HSV from two tables. H depends
+// only on which channel is the largest and which the smallest (six forms), the
+// spread cr = max - min and the middle channel's distance from the max; S only on
+// cr and max. The tables are built once per process by running the literal
+// conversion (RgbToHsvLiteral). Its HSV -> RGB keeps PIL's double arithmetic. The
+// AVX2 path (HuePixelsAvx2) uses no large table: float estimates of exact rationals,
+// exact corrections where the estimate cannot decide PIL's rounding.
 #include "stages/augment/ops/kernels/colour_hue.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "stages/augment/ops/kernels/colour_internal.h"
@@ -122,6 +125,10 @@ struct HueTables {
   uint8_t sector[256];
   float frac[256];
   float sfrac[256];
+  // HuePixelsAvx2's corrections where the exact H (or S) is an integer k: bit k set
+  // where Convert.c's float steps give k - 1 (none for S; the table build checks).
+  uint32_t hue_dec[8];
+  uint32_t sat_dec[8];
 };
 
 // The form's channel roles (which channel is the largest, which the smallest), as
@@ -135,9 +142,24 @@ struct HueTables {
 constexpr uint8_t kForm[8] = {5, 4, 5, 1, 2, 2, 3, 0};
 inline int FormOf(int r, int g, int b) { return kForm[(r >= g) | (r >= b) << 1 | (g >= b) << 2]; }
 
+// MarkCorrection records PIL's value got for an exact integer k in bits (see
+// HuePixelsAvx2): k, or k - 1 (bit k set), or 0 for k = 255 (H's fmod wrap). Aborts on
+// anything else or on two answers for one k, which would make the fast path wrong.
+void MarkCorrection(uint32_t* bits, uint32_t* kept, int k, int got) {
+  const bool dec = got == k - 1;
+  const uint32_t bit = 1u << (k & 31);
+  if (!(got == k || dec || (k == 255 && got == 0)) || (bits[k >> 5] & bit && !dec) ||
+      (kept[k >> 5] & bit && dec)) {
+    std::fprintf(stderr, "colour_hue: no correction bit fits k=%d got=%d\n", k, got);
+    std::abort();
+  }
+  (dec ? bits : kept)[k >> 5] |= bit;
+}
+
 const HueTables& Tables() {
   static const HueTables* const tables = [] {
     auto* t = new HueTables();
+    uint32_t hue_kept[8] = {}, sat_kept[8] = {};  // k where PIL gives k (MarkCorrection).
     for (int cr = 1; cr < 256; ++cr) {
       const int maxc = 255, minc = 255 - cr;
       for (int d = 0; d <= cr; ++d) {
@@ -154,6 +176,11 @@ const HueTables& Tables() {
           uint8_t hsv[3];
           RgbToHsvLiteral(px[form], hsv);
           t->hue[form][cr * 256 + d] = hsv[0];
+          // X = 42.5 * (a * cr + sign * d) / cr (HuePixelsAvx2); where it is an integer k,
+          // record whether PIL gives k - 1.
+          constexpr int kA[6] = {1, 5, 3, 1, 5, 3}, kSign[6] = {-1, 1, -1, 1, -1, 1};
+          const int num = 85 * (kA[form] * cr + kSign[form] * d);
+          if (num % (2 * cr) == 0) MarkCorrection(t->hue_dec, hue_kept, num / (2 * cr), hsv[0]);
         }
       }
       for (int m = cr; m < 256; ++m) {
@@ -161,6 +188,13 @@ const HueTables& Tables() {
         uint8_t hsv[3];
         RgbToHsvLiteral(px, hsv);
         t->sat[cr * 256 + m] = hsv[1];
+        if (255 * cr % m == 0) MarkCorrection(t->sat_dec, sat_kept, 255 * cr / m, hsv[1]);
+      }
+    }
+    for (const uint32_t word : t->sat_dec) {
+      if (word != 0) {  // HuePixelsAvx2 takes S without corrections.
+        std::fprintf(stderr, "colour_hue: S needs a correction\n");
+        std::abort();
       }
     }
     for (int h = 0; h < 256; ++h) {
@@ -235,76 +269,147 @@ void HuePixels(const HueTables& t, int shift, uint8_t* p, size_t n) {
 }
 
 #if defined(FLOWLOADER_COLOUR_AVX2)
-// RoundPd is RoundToByte on four doubles: floor, plus one where the remainder >= 0.5.
-__attribute__((target("avx2"))) inline __m128i RoundPd(__m256d x) {
-  const __m256d whole = _mm256_round_pd(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  const __m256d up = _mm256_and_pd(
-      _mm256_cmp_pd(_mm256_sub_pd(x, whole), _mm256_set1_pd(0.5), _CMP_GE_OQ), _mm256_set1_pd(1.0));
-  return _mm256_cvttpd_epi32(_mm256_add_pd(whole, up));
+constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+// TruncateNear is PIL's H from x, an estimate of the exact X (HuePixelsAvx2; x >= 0,
+// within 1.2e-4 of X): where x is within 2^-10 of an integer k, X = k and PIL gives k
+// less k's bit in dec; elsewhere trunc(x).
+__attribute__((target("avx2"))) inline __m256i TruncateNear(__m256 x, __m256i dec) {
+  const __m256 kf = _mm256_round_ps(x, kNearest);
+  const __m256i k = _mm256_cvttps_epi32(kf);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 on_int = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(x, kf), abs_mask),
+                                      _mm256_set1_ps(0x1p-10f), _CMP_LT_OQ);
+  const __m256i bit = _mm256_and_si256(
+      _mm256_srlv_epi32(_mm256_permutevar8x32_epi32(dec, _mm256_srli_epi32(k, 5)),
+                        _mm256_and_si256(k, _mm256_set1_epi32(31))),
+      _mm256_set1_epi32(1));
+  return _mm256_blendv_epi8(_mm256_cvttps_epi32(x), _mm256_sub_epi32(k, bit),
+                            _mm256_castps_si256(on_int));
 }
 
-// HuePixelsAvx2 is HuePixels eight pixels at a time (n a multiple of 8): the same
-// lookups as gathers, the same float and double operations per lane (no FMA: the
-// target is avx2 alone), the sector's picks as per-lane shifts of {v, p, q, t} packed
-// in one word. Byte gathers read 4 bytes; the 3 past a table's end stay inside
-// HueTables (the next member).
+// Recip is 1 / b within a relative 2^-21: rcp_ps (documented error <= 1.5 * 2^-12 on
+// Intel and AMD; the bound below holds up to 2^-11) and one Newton step (error e^2 plus
+// three float roundings). Measured 3% faster than two vdivps in HuePixelsAvx2
+// (colour_bench 138 vs 142 us, alternating runs).
+__attribute__((target("avx2"))) inline __m256 Recip(__m256 b) {
+  const __m256 r = _mm256_rcp_ps(b);
+  return _mm256_mul_ps(r, _mm256_sub_ps(_mm256_set1_ps(2.0f), _mm256_mul_ps(b, r)));
+}
+
+// HuePixelsAvx2 is HuePixels eight pixels at a time (n a multiple of 8), with no large
+// tables: each value PIL computes is near an exact small rational, and a float estimate
+// of that rational decides PIL's rounding except where the rational lies on (or, for
+// hsv2rgb, within 2^-12 of) the rounding boundary; those cases are handled exactly.
+//
+// RGB -> HSV. With d = how far the middle channel is below the max, PIL's H is
+// trunc(X) of its float/double value of X = 42.5 * (a * cr + sign * d) / cr, a and sign
+// per form (form 0, r max b min: 42.5 * (cr - d) / cr), within 2e-5 of X (float d / cr,
+// float h: |h - exact| <= 2^-22 + 2^-23, times 42.5). The numerator (<= 65025) is exact
+// in float, so X_est = num * Recip(cr) is within 255 * 2^-21 = 1.2e-4 of X. Where X is
+// not an integer it is at least 1 / (2 * cr) >= 1 / 510 = 1.96e-3 from one, so
+// trunc(X_est) is PIL's H, and X_est is more than 2^-10 from an integer. Where X is an
+// integer k (X_est within 2^-10 of k), PIL's float steps give k or k - 1 (0 for k = 255,
+// fmod's wrap), a function of k alone (k fixes the rational d / cr and the form's
+// formula): one bit per k (TruncateNear), found at table build from the literal
+// conversion (MarkCorrection aborts if a k had two answers). S = trunc of PIL's
+// value of Y = 255 * cr / max, likewise: Y is at least 1 / 255 from an integer unless it
+// is one, and PIL never gives k - 1 for an integer Y = k (checked at table build), so
+// S = trunc(Y_est + 2^-10).
+//
+// HSV -> RGB. With i = floor(6h / 255), g = 6h - 255i (f = g / 255), p, q, t are
+// v (255 - s) / 255, v (65025 - s g) / 65025 and v (65025 - s (255 - g)) / 65025;
+// every numerator is an integer below 2^24, so the estimates (numerator * fl(1/den))
+// are within 255 * 2^-23 = 3.1e-5 of the rationals. Convert.c's float fs and f are
+// within 2^-25 (+ 2^-52) of s / 255 and g / 255 and fs * f is a float product, so its
+// doubles are within 255 * 3 * 2^-25 = 2.3e-5 of the rationals: estimate and PIL's
+// double differ by under 5.4e-5 < 2^-12. Where the estimate is 2^-12 or more from a
+// half-integer, both round to the same integer (PIL's round() and round-to-nearest
+// agree away from halves). p's rational is never nearer a half than 1 / 510, so p needs
+// no check; for q and t, a group of eight with any lane within 2^-12 of a half (about
+// 2 * 2^-11 per pixel, under 1% of groups) is redone by the scalar path. The test
+// AdjustHueFastPathMatchesOnEveryColour checks all 16M colours (all 256 shifts were
+// checked once while developing).
+//
+// Measured (colour_bench, thread CPU per 224x224 call, Zen 4, alternating runs): the
+// previous kernel (gathers from the 384 KB H and 64 KB S tables, double p, q, t per
+// lane) 258-262 us, this one 137-140 us (0.53x); CPU per image -10% (DINO), -13% (SimCLR).
 __attribute__((target("avx2"))) void HuePixelsAvx2(const HueTables& t, int shift, uint8_t* p,
                                                    size_t n) {
-  const __m256i form_table = _mm256_setr_epi32(kForm[0], kForm[1], kForm[2], kForm[3], kForm[4],
-                                               kForm[5], kForm[6], kForm[7]);
+  // Per comparison bits (r >= g) | (r >= b) << 1 | (g >= b) << 2, the form's a and sign.
+  const __m256 form_a = _mm256_setr_ps(3, 5, 3, 5, 3, 3, 1, 1);      // kForm -> a.
+  const __m256 form_sign = _mm256_setr_ps(1, -1, 1, 1, -1, -1, 1, -1);  // kForm -> sign.
+  const __m256i hue_dec = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.hue_dec));
   // Shift of each output channel's value in the packed word, per sector (kPick * 8).
   const __m256i shift_r = _mm256_setr_epi32(0, 16, 8, 8, 24, 0, 0, 0);
   const __m256i shift_g = _mm256_setr_epi32(24, 0, 0, 16, 8, 8, 0, 0);
   const __m256i shift_b = _mm256_setr_epi32(8, 8, 24, 0, 0, 16, 0, 0);
   const __m256i byte = _mm256_set1_epi32(0xFF);
+  const __m256i one_i = _mm256_set1_epi32(1);
   const __m256i hue_shift = _mm256_set1_epi32(shift);
-  const __m256d one = _mm256_set1_pd(1.0);
-  const int* sat = reinterpret_cast<const int*>(t.sat);
-  const int* hue = reinterpret_cast<const int*>(&t.hue[0][0]);
-  const int* sector = reinterpret_cast<const int*>(t.sector);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 half_tol = _mm256_set1_ps(0.5f - 0x1p-12f);
+  const __m256 one_f = _mm256_set1_ps(1.0f);
+  const __m256 c42_5 = _mm256_set1_ps(42.5f);
+  const __m256 c255 = _mm256_set1_ps(255.0f);
+  const __m256 c65025 = _mm256_set1_ps(65025.0f);
+  const __m256 inv255 = _mm256_set1_ps(1.0f / 255.0f);
+  const __m256 inv65025 = _mm256_set1_ps(1.0f / 65025.0f);
   for (size_t k = 0; k < n; k += 8, p += 24) {
     __m256i r, g, b;
     LoadRgb8(p, &r, &g, &b);
     const __m256i maxc = _mm256_max_epi32(r, _mm256_max_epi32(g, b));
     const __m256i minc = _mm256_min_epi32(r, _mm256_min_epi32(g, b));
     const __m256i cr = _mm256_sub_epi32(maxc, minc);
-    const __m256i s = _mm256_and_si256(
-        _mm256_i32gather_epi32(sat, _mm256_add_epi32(_mm256_slli_epi32(cr, 8), maxc), 1), byte);
-    // bits = (r >= g) | (r >= b) << 1 | (g >= b) << 2.
     const __m256i bits = _mm256_or_si256(
-        _mm256_andnot_si256(_mm256_cmpgt_epi32(g, r), _mm256_set1_epi32(1)),
+        _mm256_andnot_si256(_mm256_cmpgt_epi32(g, r), one_i),
         _mm256_or_si256(_mm256_andnot_si256(_mm256_cmpgt_epi32(b, r), _mm256_set1_epi32(2)),
                         _mm256_andnot_si256(_mm256_cmpgt_epi32(b, g), _mm256_set1_epi32(4))));
-    const __m256i form = _mm256_permutevar8x32_epi32(form_table, bits);
     const __m256i mid =
         _mm256_sub_epi32(_mm256_add_epi32(r, _mm256_add_epi32(g, b)), _mm256_add_epi32(maxc, minc));
-    const __m256i d = _mm256_sub_epi32(maxc, mid);
-    const __m256i hue_index =
-        _mm256_or_si256(_mm256_slli_epi32(form, 16), _mm256_or_si256(_mm256_slli_epi32(cr, 8), d));
-    const __m256i h = _mm256_and_si256(
-        _mm256_add_epi32(_mm256_i32gather_epi32(hue, hue_index, 1), hue_shift), byte);
-    const __m256 f = _mm256_i32gather_ps(t.frac, h, 4);
-    const __m256 fs = _mm256_i32gather_ps(t.sfrac, s, 4);
-    const __m256i sec = _mm256_and_si256(_mm256_i32gather_epi32(sector, h, 1), byte);
-    const __m256 fs_f = _mm256_mul_ps(fs, f);  // fs * f: a float product in Convert.c.
+    const __m256 crf = _mm256_cvtepi32_ps(cr);
+    const __m256 df = _mm256_cvtepi32_ps(_mm256_sub_epi32(maxc, mid));
     const __m256 vf = _mm256_cvtepi32_ps(maxc);
-    __m128i pv[2], qv[2], tv[2];
-    for (int half = 0; half < 2; ++half) {
-      const __m128 vf4 = half ? _mm256_extractf128_ps(vf, 1) : _mm256_castps256_ps128(vf);
-      const __m128 fs4 = half ? _mm256_extractf128_ps(fs, 1) : _mm256_castps256_ps128(fs);
-      const __m128 f4 = half ? _mm256_extractf128_ps(f, 1) : _mm256_castps256_ps128(f);
-      const __m128 fsf4 = half ? _mm256_extractf128_ps(fs_f, 1) : _mm256_castps256_ps128(fs_f);
-      const __m256d vd = _mm256_cvtps_pd(vf4);
-      const __m256d fsd = _mm256_cvtps_pd(fs4);
-      pv[half] = RoundPd(_mm256_mul_pd(vd, _mm256_sub_pd(one, fsd)));
-      qv[half] = RoundPd(_mm256_mul_pd(vd, _mm256_sub_pd(one, _mm256_cvtps_pd(fsf4))));
-      tv[half] = RoundPd(_mm256_mul_pd(
-          vd, _mm256_sub_pd(one, _mm256_mul_pd(fsd, _mm256_sub_pd(one, _mm256_cvtps_pd(f4))))));
+    // A grey pixel (cr = 0): num = 0 and cr := 1 give X = 0, Y = 0 (S = 0: p = q = t = v).
+    const __m256 num = _mm256_add_ps(_mm256_mul_ps(_mm256_permutevar8x32_ps(form_a, bits), crf),
+                                     _mm256_mul_ps(_mm256_permutevar8x32_ps(form_sign, bits), df));
+    const __m256 x = _mm256_mul_ps(_mm256_mul_ps(num, c42_5), Recip(_mm256_max_ps(crf, one_f)));
+    const __m256 y = _mm256_mul_ps(_mm256_mul_ps(crf, c255), Recip(_mm256_max_ps(vf, one_f)));
+    __m256i hk = TruncateNear(x, hue_dec);
+    // X = 255 (PIL: fmod to 0) wraps with the & 255 below.
+    hk = _mm256_sub_epi32(hk, _mm256_cmpeq_epi32(hk, byte));
+    const __m256i h = _mm256_and_si256(_mm256_add_epi32(hk, hue_shift), byte);
+    // S's corrections are all zero (checked at table build), so trunc(y + 2^-10) is
+    // TruncateNear's value: k for an integer Y = k, trunc(Y) elsewhere (saves ~10 ops).
+    const __m256i s = _mm256_cvttps_epi32(_mm256_add_ps(y, _mm256_set1_ps(0x1p-10f)));
+    // i = floor(6h / 255) ((x + (x >> 8) + 1) >> 8 is x / 255 for x < 65535), g = 6h - 255i.
+    const __m256i h6 = _mm256_add_epi32(_mm256_slli_epi32(h, 2), _mm256_slli_epi32(h, 1));
+    const __m256i i = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(h6, _mm256_srli_epi32(h6, 8)), one_i), 8);
+    const __m256i gi = _mm256_sub_epi32(h6, _mm256_sub_epi32(_mm256_slli_epi32(i, 8), i));
+    const __m256i sec = _mm256_andnot_si256(_mm256_cmpeq_epi32(i, _mm256_set1_epi32(6)), i);
+    const __m256 sf = _mm256_cvtepi32_ps(s);
+    const __m256 gf = _mm256_cvtepi32_ps(gi);
+    const __m256 pe = _mm256_mul_ps(_mm256_mul_ps(vf, _mm256_sub_ps(c255, sf)), inv255);
+    const __m256 qe =
+        _mm256_mul_ps(_mm256_mul_ps(vf, _mm256_sub_ps(c65025, _mm256_mul_ps(sf, gf))), inv65025);
+    const __m256 te = _mm256_mul_ps(
+        _mm256_mul_ps(vf, _mm256_sub_ps(c65025, _mm256_mul_ps(sf, _mm256_sub_ps(c255, gf)))),
+        inv65025);
+    const __m256 pr = _mm256_round_ps(pe, kNearest);
+    const __m256 qr = _mm256_round_ps(qe, kNearest);
+    const __m256 tr = _mm256_round_ps(te, kNearest);
+    const __m256 near_half = _mm256_or_ps(
+        _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(qe, qr), abs_mask), half_tol, _CMP_GT_OQ),
+        _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(te, tr), abs_mask), half_tol, _CMP_GT_OQ));
+    if (__builtin_expect(_mm256_movemask_ps(near_half) != 0, 0)) {
+      HuePixels(t, shift, p, 8);
+      continue;
     }
-    const __m256i pq = _mm256_or_si256(_mm256_slli_epi32(_mm256_set_m128i(pv[1], pv[0]), 8),
-                                       _mm256_slli_epi32(_mm256_set_m128i(qv[1], qv[0]), 16));
+    const __m256i pq = _mm256_or_si256(_mm256_slli_epi32(_mm256_cvttps_epi32(pr), 8),
+                                       _mm256_slli_epi32(_mm256_cvttps_epi32(qr), 16));
     const __m256i word = _mm256_or_si256(_mm256_or_si256(maxc, pq),
-                                         _mm256_slli_epi32(_mm256_set_m128i(tv[1], tv[0]), 24));
+                                         _mm256_slli_epi32(_mm256_cvttps_epi32(tr), 24));
     const __m256i out_r =
         _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_permutevar8x32_epi32(shift_r, sec)), byte);
     const __m256i out_g =
