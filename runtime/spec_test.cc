@@ -670,8 +670,8 @@ TEST(SpecTest, LoadSpecFileErrorsNameTheFile) {
             dir + "/huge.yaml: over 1 MiB, too large for a spec (the wrong file?)");
 }
 
-// README's op-list example (the ```yaml block starting with `stages:`) is a spec that
-// parses, so it cannot drift from the op names and arguments.
+// README's op-list example (the ```yaml block starting with `stages:`, with its
+// `batch_ops:`) is a spec that parses, so it cannot drift from the op names and arguments.
 TEST(SpecTest, ReadmeOpListBlockParses) {
   std::ifstream in("README.md");
   const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -683,6 +683,9 @@ TEST(SpecTest, ReadmeOpListBlockParses) {
   ASSERT_TRUE(o.ok()) << o.status();
   ASSERT_EQ(o->stages.size(), 3u);
   EXPECT_TRUE(absl::StrContains(o->stages[2].args.at("ops"), "trivial_augment_wide()"));
+  ASSERT_EQ(o->batch_ops.size(), 1u);  // And its batch op.
+  EXPECT_EQ(o->batch_ops[0].type, "mixup_cutmix");
+  EXPECT_EQ(o->batch_ops[0].args.at("mixup_alpha"), "0.2");
 }
 
 TEST(SpecTest, ExampleSpecsParse) {

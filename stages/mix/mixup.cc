@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "stages/mix/beta.h"
+#include "stages/mix/internal/blend.h"
 
 namespace flowloader {
 namespace mix {
@@ -69,14 +71,21 @@ void Span(const LineOp& op, int w, int* lo, int* hi) {
   }
 }
 
-// MixLine rewrites one scanline of rows i and j (distinct) from both originals.
+// MixLine rewrites one scanline of rows i and j (distinct) from both originals, where at
+// least one of them cuts (whole-row blends go to internal::BlendPair).
 void MixLine(float* pi, float* pj, int w, const LineOp& oi, const LineOp& oj) {
-  if (oi.kind == LineOp::kBlend && oj.kind == LineOp::kBlend) {
-    for (int x = 0; x < w; ++x) {  // The common case: a straight, vectorizable loop.
-      const float a = pi[x], b = pj[x];
-      pi[x] = a * oi.lf + b * oi.of;
-      pj[x] = b * oj.lf + a * oj.of;
-    }
+  // CutMix's usual lines only move bytes: one box on both rows (batch and pair mode)
+  // swaps the span, a box on one row only copies the partner's span.
+  if (oi.kind == LineOp::kCut && oj.kind == LineOp::kCut && oi.xl == oj.xl && oi.xh == oj.xh) {
+    internal::SwapSpan(pi + oi.xl, pj + oi.xl, static_cast<size_t>(oi.xh - oi.xl));
+    return;
+  }
+  if (oi.kind == LineOp::kCut && oj.kind == LineOp::kKeep) {
+    std::memcpy(pi + oi.xl, pj + oi.xl, sizeof(float) * static_cast<size_t>(oi.xh - oi.xl));
+    return;
+  }
+  if (oi.kind == LineOp::kKeep && oj.kind == LineOp::kCut) {
+    std::memcpy(pj + oj.xl, pi + oj.xl, sizeof(float) * static_cast<size_t>(oj.xh - oj.xl));
     return;
   }
   int lo = w, hi = 0;
@@ -188,10 +197,18 @@ void MixImages(const std::vector<RowMix>& mix, int ref_h, int ref_w, float* x, i
     const RowMix& mi = mix[static_cast<size_t>(i)];
     const RowMix& mj = mix[static_cast<size_t>(j)];
     if (Idle(mi) && Idle(mj)) continue;
-    const Box bi = ScaleBox(mi.box, ref_h, ref_w, h, w);
-    const Box bj = ScaleBox(mj.box, ref_h, ref_w, h, w);
     float* xi = x + static_cast<size_t>(i) * row_elems;
     float* xj = x + static_cast<size_t>(j) * row_elems;
+    if (i != j && !mi.cutmix && !mj.cutmix && !Idle(mi) && !Idle(mj)) {
+      // Mixup on both rows (every pair in batch mode): one pass over the whole rows, every
+      // channel and line, in the vector kernel; the factors are LineOp's.
+      internal::BlendPair(xi, xj, row_elems, static_cast<float>(mi.lam),
+                          static_cast<float>(1.0 - mi.lam), static_cast<float>(mj.lam),
+                          static_cast<float>(1.0 - mj.lam));
+      continue;
+    }
+    const Box bi = ScaleBox(mi.box, ref_h, ref_w, h, w);
+    const Box bj = ScaleBox(mj.box, ref_h, ref_w, h, w);
     for (int ch = 0; ch < c; ++ch) {
       for (int y = 0; y < h; ++y) {
         const size_t at = static_cast<size_t>(ch) * plane + static_cast<size_t>(y) * w;

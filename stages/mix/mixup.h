@@ -88,7 +88,9 @@ std::vector<RowMix> DrawMix(const MixupOptions& o, int64_t rows, int h, int w, S
 Box ScaleBox(const Box& box, int ref_h, int ref_w, int h, int w);
 
 // MixImages applies `mix` (drawn on ref_h × ref_w) to float32 [n, c, h, w] images at `x`,
-// in place.
+// in place. A pair that both blend is one vector pass over the two whole rows (SSE, or
+// AVX2 where the CPU has it; internal/blend.h); CutMix lines are span swaps and copies.
+// Every path gives the scalar formula's bytes.
 void MixImages(const std::vector<RowMix>& mix, int ref_h, int ref_w, float* x, int64_t n,
                int c, int h, int w);
 

@@ -4,14 +4,17 @@
 // does, on a fixed λ and box; torchvision's references/classification/transforms.py
 // (RandomMixup, RandomCutmix: partner = roll(1), which equals flip for two rows); and the
 // draws: λ ~ Beta(α, α) over 10 000 batches, CutMix boxes inside the image with λ from
-// their area.
+// their area. The mixup kernel's SSE and AVX2 forms against its scalar formula, byte for
+// byte.
 #include "stages/mix/mixup.h"
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "stages/core/rng.h"
+#include "stages/mix/internal/blend.h"
 
 namespace flowloader {
 namespace mix {
@@ -102,6 +105,8 @@ TEST_P(TimmKernelTest, InPlaceImagesAndTargetsEqualTimmOnAClonedBatch) {
   const std::vector<float> want = TimmImages(x, mix);
   MixImages(mix, kH, kW, x.data(), n, kC, kH, kW);  // One buffer: in place.
   ExpectClose(x, want);
+  // The same float operations in the same order: the same bytes, whichever kernel ran.
+  EXPECT_EQ(0, std::memcmp(x.data(), want.data(), x.size() * sizeof(float)));
 
   std::vector<int64_t> labels;
   for (int64_t i = 0; i < n; ++i) labels.push_back((i * 7 + 3) % 5);
@@ -136,6 +141,96 @@ INSTANTIATE_TEST_SUITE_P(
         KernelCase{"odd", {Blend(0.6), Cut(0.5, kBox), Blend(0.1), Cut(0.3, kOther),
                            Blend(0.6)}}),
     [](const ::testing::TestParamInfo<KernelCase>& info) { return info.param.name; });
+
+// The blend kernel's vector forms round every element as the scalar formula does, over
+// lengths that leave every possible tail, and every swap kernel exchanges whole spans.
+TEST(BlendKernelTest, EveryIsaGivesTheScalarKernelsBytes) {
+  for (size_t n : {0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 1027, 3 * 176 * 176}) {
+    SCOPED_TRACE(n);
+    SampleRng rng(n, 1, 2);
+    std::vector<float> a(n), b(n);
+    for (size_t k = 0; k < n; ++k) {
+      a[k] = static_cast<float>(rng.Uniform(-2.5, 2.7));
+      b[k] = static_cast<float>(rng.Uniform(-2.5, 2.7));
+    }
+    const float la = 0.8173f, oa = static_cast<float>(1.0 - 0.8173), lb = 0.31f, ob = 0.69f;
+    std::vector<float> want_a = a, want_b = b;
+    internal::BlendPairScalar(want_a.data(), want_b.data(), n, la, oa, lb, ob);
+    using Kernel = void (*)(float*, float*, size_t, float, float, float, float);
+    std::vector<std::pair<const char*, Kernel>> kernels = {{"sse", internal::BlendPairSse},
+                                                           {"dispatch", internal::BlendPair}};
+    if (internal::HasAvx2()) kernels.push_back({"avx2", internal::BlendPairAvx2});
+    for (const auto& [name, kernel] : kernels) {
+      std::vector<float> got_a = a, got_b = b;
+      kernel(got_a.data(), got_b.data(), n, la, oa, lb, ob);
+      if (n == 0) continue;  // memcmp may not be given an empty vector's null data().
+      EXPECT_EQ(0, std::memcmp(got_a.data(), want_a.data(), n * sizeof(float))) << name;
+      EXPECT_EQ(0, std::memcmp(got_b.data(), want_b.data(), n * sizeof(float))) << name;
+    }
+    if (n > 0) {  // And the scalar kernel is the formula.
+      EXPECT_EQ(want_a[n - 1], a[n - 1] * la + b[n - 1] * oa);
+      EXPECT_EQ(want_b[0], b[0] * lb + a[0] * ob);
+    }
+  }
+}
+
+TEST(BlendKernelTest, SwapSpanExchangesTheSpans) {
+  for (size_t n : {0, 5, 8, 17, 2500}) {
+    std::vector<float> a(n), b(n);
+    for (size_t k = 0; k < n; ++k) {
+      a[k] = static_cast<float>(k);
+      b[k] = -static_cast<float>(k) - 0.5f;
+    }
+    const std::vector<float> a0 = a, b0 = b;
+    using Kernel = void (*)(float*, float*, size_t);
+    std::vector<Kernel> kernels = {internal::SwapSpan, internal::SwapSpanSse};
+    if (internal::HasAvx2()) kernels.push_back(internal::SwapSpanAvx2);
+    for (Kernel kernel : kernels) {
+      std::vector<float> x = a, y = b;
+      kernel(x.data(), y.data(), n);
+      EXPECT_EQ(x, b0);
+      EXPECT_EQ(y, a0);
+    }
+  }
+}
+
+// A wide image (vector bodies and tails on every line and row): MixImages gives the
+// reference's bytes in each mode's mix of kinds, and another view's scaled box.
+TEST(TimmKernelWideTest, WideRowsGiveTimmsBytes) {
+  constexpr int kWc = 3, kWh = 11, kWw = 37;
+  const Box box{3, 9, 5, 30};
+  const std::vector<std::vector<RowMix>> cases = {
+      std::vector<RowMix>(6, Blend(0.3)),
+      std::vector<RowMix>(6, Cut(0.5, box)),
+      {Blend(0.25), Cut(0.4, box), RowMix{}, Cut(0.7, Box{0, 4, 0, 37}), Blend(0.9)},
+  };
+  for (const std::vector<RowMix>& mix : cases) {
+    const int64_t n = static_cast<int64_t>(mix.size());
+    std::vector<float> x(static_cast<size_t>(n) * kWc * kWh * kWw);
+    SampleRng rng(9, 0, 0);
+    for (float& v : x) v = static_cast<float>(rng.Uniform(-2.0, 2.0));
+    std::vector<float> want = x;
+    const size_t row = static_cast<size_t>(kWc) * kWh * kWw;
+    for (int64_t i = 0; i < n; ++i) {
+      const RowMix& m = mix[static_cast<size_t>(i)];
+      const size_t a0 = static_cast<size_t>(i) * row, b0 = static_cast<size_t>(n - 1 - i) * row;
+      for (int c = 0; c < kWc; ++c)
+        for (int y = 0; y < kWh; ++y)
+          for (int xx = 0; xx < kWw; ++xx) {
+            const size_t off = (static_cast<size_t>(c) * kWh + y) * kWw + xx;
+            if (m.cutmix) {
+              if (y >= m.box.yl && y < m.box.yh && xx >= m.box.xl && xx < m.box.xh)
+                want[a0 + off] = x[b0 + off];
+            } else if (m.lam != 1.0) {
+              want[a0 + off] = x[a0 + off] * static_cast<float>(m.lam) +
+                               x[b0 + off] * static_cast<float>(1.0 - m.lam);
+            }
+          }
+    }
+    MixImages(mix, kWh, kWw, x.data(), n, kWc, kWh, kWw);
+    EXPECT_EQ(0, std::memcmp(x.data(), want.data(), x.size() * sizeof(float)));
+  }
+}
 
 TEST(TorchvisionReferenceTest, TwoRowsMatchRandomMixupAndRandomCutmix) {
   // torchvision rolls the batch by one: for two rows roll(1) is flip, so its RandomMixup

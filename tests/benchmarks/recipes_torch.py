@@ -4,11 +4,13 @@ DataLoader running one of today's training recipes, written as its upstream sour
 writes it in torchvision 0.14.
 
     /usr/bin/python3 recipes_torch.py --recipe=torchvision_v2|timm_randaugment|dino|simclr \
-        --data=DIR [--num_workers=2 --batch_size=64 --seed=0]
+        --data=DIR [--num_workers=2 --batch_size=64 --seed=0] \
+        [--mixup_alpha=0.2 --cutmix_alpha=1.0]
 
 Recipes (runtime/specs/<recipe>.yaml is flowloader's form of each):
   torchvision_v2    references/classification/presets.py ClassificationPresetTrain(176,
-                    ta_wide, random_erase 0.1), without its batch-level Mixup/CutMix
+                    ta_wide, random_erase 0.1); its batch-level Mixup/CutMix with
+                    --mixup_alpha/--cutmix_alpha (below)
   timm_randaugment  timm's rand-m9-mstd0.5-inc1 train transform; timm is not installed
                     here, so torchvision's RandAugment(2, 9) stands in (the issue's choice)
                     with timm's bicubic crop and RandomErasing(0.25, random values)
@@ -17,17 +19,23 @@ Recipes (runtime/specs/<recipe>.yaml is flowloader's form of each):
   simclr            MoCo v3's two augmentations (BYOL's asymmetric blur/solarize), its
                     own PIL GaussianBlur and Solarize classes
 DataLoader(batch_size, num_workers, shuffle=True), torch.set_num_threads(1) per worker.
+With --mixup_alpha and/or --cutmix_alpha > 0, the DataLoader's collate_fn is the one of
+torchvision's references/classification/train.py: default_collate, then
+RandomChoice([RandomMixup(num_classes, p=1.0, alpha=mixup_alpha),
+RandomCutmix(num_classes, p=1.0, alpha=cutmix_alpha)]) (either alone when the other is 0),
+num_classes = the ImageFolder's classes; it runs in the workers, as there.
 Prints one JSON line: samples, seconds from the first batch to the last, images/s after
 the first batch.
 """
 import argparse
 import json
+import math
 import random
 import time
 
 import torch
 from PIL import ImageFilter, ImageOps
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, default_collate
 from torchvision import datasets, transforms as T
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -121,6 +129,73 @@ class SimClr:
         return [self.a(image), self.b(image)]
 
 
+class RandomMixup:
+    """torchvision's references/classification/transforms.py RandomMixup (the package has
+    none in 0.14), written from its behaviour: one-hot float targets; with probability p
+    the batch is mixed with itself rolled by one row, λ ~ Beta(α, α) drawn as
+    torch._sample_dirichlet([α, α])[0]; inplace=False, so batch and target are cloned."""
+
+    def __init__(self, num_classes, p=0.5, alpha=1.0):
+        self.num_classes, self.p, self.alpha = num_classes, p, alpha
+
+    def _prepare(self, batch, target):
+        target = torch.nn.functional.one_hot(target, num_classes=self.num_classes)
+        return batch.clone(), target.to(dtype=batch.dtype)
+
+    def _lam(self):
+        return float(torch._sample_dirichlet(torch.tensor([self.alpha, self.alpha]))[0])
+
+    def __call__(self, batch, target):
+        batch, target = self._prepare(batch, target)
+        if torch.rand(1).item() >= self.p:
+            return batch, target
+        batch_rolled, target_rolled = batch.roll(1, 0), target.roll(1, 0)
+        lam = self._lam()
+        batch_rolled.mul_(1.0 - lam)
+        batch.mul_(lam).add_(batch_rolled)
+        target_rolled.mul_(1.0 - lam)
+        target.mul_(lam).add_(target_rolled)
+        return batch, target
+
+
+class RandomCutmix(RandomMixup):
+    """The same file's RandomCutmix: with probability p, a box centred at a uniform pixel
+    with half-sides int(0.5·√(1-λ)·side), clamped to the image, takes the rolled batch's
+    pixels; λ is then 1 - the box's share of the image."""
+
+    def __call__(self, batch, target):
+        batch, target = self._prepare(batch, target)
+        if torch.rand(1).item() >= self.p:
+            return batch, target
+        batch_rolled, target_rolled = batch.roll(1, 0), target.roll(1, 0)
+        lam = self._lam()
+        h, w = batch.shape[-2:]
+        r_x, r_y = torch.randint(w, (1,)), torch.randint(h, (1,))
+        r = 0.5 * math.sqrt(1.0 - lam)
+        r_w_half, r_h_half = int(r * w), int(r * h)
+        x1, y1 = int(torch.clamp(r_x - r_w_half, min=0)), int(torch.clamp(r_y - r_h_half, min=0))
+        x2, y2 = int(torch.clamp(r_x + r_w_half, max=w)), int(torch.clamp(r_y + r_h_half, max=h))
+        batch[:, :, y1:y2, x1:x2] = batch_rolled[:, :, y1:y2, x1:x2]
+        lam = float(1.0 - (x2 - x1) * (y2 - y1) / (w * h))
+        target_rolled.mul_(1.0 - lam)
+        target.mul_(lam).add_(target_rolled)
+        return batch, target
+
+
+def mixup_collate(num_classes, mixup_alpha, cutmix_alpha):
+    """train.py's collate_fn: default_collate, then RandomChoice of the mixes that are on."""
+    mixes = []
+    if mixup_alpha > 0:
+        mixes.append(RandomMixup(num_classes, p=1.0, alpha=mixup_alpha))
+    if cutmix_alpha > 0:
+        mixes.append(RandomCutmix(num_classes, p=1.0, alpha=cutmix_alpha))
+    choice = T.RandomChoice(mixes)
+
+    def collate_fn(batch):
+        return choice(*default_collate(batch))
+    return collate_fn
+
+
 RECIPES = {"torchvision_v2": torchvision_v2, "timm_randaugment": timm_randaugment,
            "dino": Dino, "simclr": SimClr}
 
@@ -136,11 +211,17 @@ def main():
     p.add_argument("--num_workers", type=int, default=2)
     p.add_argument("--batch_size", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mixup_alpha", type=float, default=0.0)
+    p.add_argument("--cutmix_alpha", type=float, default=0.0)
     a = p.parse_args()
     torch.manual_seed(a.seed)
     dataset = datasets.ImageFolder(a.data, transform=RECIPES[a.recipe]())
+    collate_fn = None
+    if a.mixup_alpha > 0 or a.cutmix_alpha > 0:
+        collate_fn = mixup_collate(len(dataset.classes), a.mixup_alpha, a.cutmix_alpha)
     loader = DataLoader(dataset, batch_size=a.batch_size, shuffle=True,
-                        num_workers=a.num_workers, worker_init_fn=_worker_init)
+                        num_workers=a.num_workers, worker_init_fn=_worker_init,
+                        collate_fn=collate_fn)
     samples, t_first = 0, None
     for images, labels in loader:
         if t_first is None:
@@ -148,7 +229,8 @@ def main():
             first_rows = len(labels)
         samples += len(labels)
     t_end = time.time()
-    print(json.dumps({"recipe": a.recipe, "samples": samples, "seconds": t_end - t_first,
+    print(json.dumps({"recipe": a.recipe, "mixup_alpha": a.mixup_alpha,
+                      "cutmix_alpha": a.cutmix_alpha, "samples": samples, "seconds": t_end - t_first,
                       "images_per_second_after_first_batch":
                           (samples - first_rows) / (t_end - t_first)}))
 
