@@ -1,12 +1,13 @@
 // pillow_bench: PillowResample's time per crop (thread CPU time), plain passes against
 // the SIMD ones, for DINO's bicubic heads (a 366² crop to 224², a 207² crop to 96²) and
 // timm's (a 300x280 crop to 224²):
-//   bazel run //stages/augment:pillow_bench -- [rounds]
+//   bazel run -c opt //stages/augment:pillow_bench -- [rounds [simd]]
 #include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 
 #include "stages/augment/internal/pillow_resample.h"
 #include "stages/augment/transform.h"
@@ -21,12 +22,13 @@ double ThreadSeconds() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-void Time(const Image& img, int side_w, int side_h, int n, int rounds) {
+void Time(const Image& img, int side_w, int side_h, int n, int rounds, bool simd_only) {
   const ImageView crop{img.pixels.data() + 20 * img.stride() + 30 * 3, side_w, side_h, 3,
                        img.stride()};
   const RectF box{0, 0, static_cast<double>(side_w), static_cast<double>(side_h)};
   Image out;
   for (const bool scalar : {true, false}) {
+    if (scalar && simd_only) continue;
     internal::SetPillowScalarForTesting(scalar);
     internal::PillowResample(crop, box, n, n, Interpolation::kBicubic, true, &out);
     const double t0 = ThreadSeconds();
@@ -44,12 +46,14 @@ void Time(const Image& img, int side_w, int side_h, int n, int rounds) {
 
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 200;
+  // A second argument "simd" times the SIMD passes only (for perf).
+  const bool simd_only = argc > 2 && std::string(argv[2]) == "simd";
   flowloader::Image img;
   img.Resize(500, 420, 3);
   std::mt19937 rng(1);
   for (uint8_t& v : img.pixels) v = static_cast<uint8_t>(rng());
-  flowloader::augment::Time(img, 366, 366, 224, rounds);
-  flowloader::augment::Time(img, 207, 207, 96, rounds);
-  flowloader::augment::Time(img, 300, 280, 224, rounds);
+  flowloader::augment::Time(img, 366, 366, 224, rounds, simd_only);
+  flowloader::augment::Time(img, 207, 207, 96, rounds, simd_only);
+  flowloader::augment::Time(img, 300, 280, 224, rounds, simd_only);
   return 0;
 }

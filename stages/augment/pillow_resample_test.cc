@@ -76,6 +76,39 @@ TEST(PillowResampleTest, SimdMatchesPlainPasses) {
   }
 }
 
+// Each SIMD kernel variant against the plain passes: the horizontal kernel unrolled for
+// 1 to 4 tap groups and the generic loop for more, its eight-output blocks (a 32-byte
+// store over the next outputs' bytes) and four- and one-output tails (every out_w from 1
+// to 41), the vertical pass's 32-value blocks, 8-value and byte tails, with the source
+// row's end at the image's last byte or inside a wider window.
+TEST(PillowResampleTest, FastPathsEveryGroupCountAndTail) {
+  std::mt19937 rng(17);
+  // Scales whose bicubic tap counts (about 4 x scale + 1) span 1 to 7 groups of four.
+  const double scales[] = {0.6, 0.9, 1.3, 1.8, 2.4, 3.3, 4.2, 5.6, 6.8};
+  int round = 0;
+  for (const double scale : scales) {
+    for (int ow = 1; ow <= 41; ++ow, ++round) {
+      const int ww = std::max(1, static_cast<int>(ow * scale + 0.5));
+      const int oh = std::uniform_int_distribution<int>(1, 13)(rng);
+      const int wh = std::max(1, static_cast<int>(oh * scale + 0.5));
+      const int pad = round % 2 ? 0 : 3;  // The window ends at the image's last byte or not.
+      const Image img = Noise(ww + pad, wh + pad, 100 + round);
+      const ImageView window{img.pixels.data(), ww, wh, 3, img.stride()};
+      RectF box{0, 0, static_cast<double>(ww), static_cast<double>(wh)};
+      if (round % 3 == 1) box = RectF{0.25, 0.5, ww - 0.5, wh - 0.75};
+      for (const Interpolation f : {Interpolation::kBicubic, Interpolation::kBilinear}) {
+        for (const bool flip : {false, true}) {
+          const Image want = Resample(window, box, ow, oh, f, flip, true);
+          const Image got = Resample(window, box, ow, oh, f, flip, false);
+          ASSERT_TRUE(got.pixels == want.pixels)
+              << "scale " << scale << ": " << ww << "x" << wh << " -> " << ow << "x" << oh
+              << " filter " << static_cast<int>(f) << " flip " << flip;
+        }
+      }
+    }
+  }
+}
+
 // DINO's geometries: 2 x 224 from 40-100% of the area, 8 x 96 from 5-40%.
 TEST(PillowResampleTest, MultiCropGeometries) {
   const Image img = Noise(500, 375, 9);
