@@ -167,7 +167,7 @@ void HorizontalSimd(const ImageView& src, int y0, const Taps& th, int out_w, boo
   thread_local std::vector<int> xmin;
   thread_local std::vector<int16_t> w;
   xmin.resize(out_w);
-  w.assign(static_cast<size_t>(out_w) * groups * pillow::kGroupWeights, 0);
+  w.resize(static_cast<size_t>(out_w) * groups * pillow::kGroupWeights);
   int max_rel = 0;
   for (int xx = 0; xx < out_w; ++xx) {
     const int pos = flip ? out_w - 1 - xx : xx;
@@ -177,14 +177,21 @@ void HorizontalSimd(const ImageView& src, int y0, const Taps& th, int out_w, boo
     xhi = std::max(xhi, x0 + count);
     const int* k = &th.k[static_cast<size_t>(xx) * th.ksize];
     int16_t* wp = &w[static_cast<size_t>(pos) * groups * pillow::kGroupWeights];
-    for (int t = 0; t < count; ++t) {
-      // Tap t's lane and pair slot within its group's lo and hi vectors.
-      int16_t* g = wp + (t / 4) * pillow::kGroupWeights + ((t % 4) / 2) * 8 + (t % 2);
-      const int16_t lo = static_cast<int16_t>(k[t] & 0x7FFF);
-      const int16_t hi = static_cast<int16_t>(k[t] >> 15);
-      for (int c = 0; c < 3; ++c) {
-        g[2 * c] = lo;
-        g[16 + 2 * c] = hi;
+    // Every weight written once, taps past `count` as 0 (a zero fill of the whole table
+    // first, then the taps, was 0.7% of DINO's CPU).
+    for (int g = 0; g < groups; ++g, wp += pillow::kGroupWeights) {
+      for (int lane = 0; lane < 2; ++lane) {
+        const int t0 = 4 * g + 2 * lane, t1 = t0 + 1;
+        const int k0 = t0 < count ? k[t0] : 0, k1 = t1 < count ? k[t1] : 0;
+        int16_t* lo = wp + 8 * lane;
+        int16_t* hi = lo + 16;
+        for (int c = 0; c < 3; ++c) {
+          lo[2 * c] = static_cast<int16_t>(k0 & 0x7FFF);
+          lo[2 * c + 1] = static_cast<int16_t>(k1 & 0x7FFF);
+          hi[2 * c] = static_cast<int16_t>(k0 >> 15);
+          hi[2 * c + 1] = static_cast<int16_t>(k1 >> 15);
+        }
+        lo[6] = lo[7] = hi[6] = hi[7] = 0;
       }
     }
   }
