@@ -56,18 +56,19 @@ inline void Pack4(__m256i a0, __m256i a1, __m256i a2, __m256i a3, uint8_t* out) 
   std::memcpy(out + 8, &tail, 4);
 }
 
-// Pack8 rounds eight outputs' sums to 24 RGB bytes, with 32-byte store when `wide` (the
+// Pack8 rounds eight outputs' sums to 24 RGB bytes, with a 32-byte store when `wide` (the
 // 8 bytes past them are the next outputs', written later). Pairing o_i with o_i+4 lets
 // the in-lane packs leave o0..o3 in lane 0 and o4..o7 in lane 1 in order; Pack4's
 // 128-bit tail and two stores per four outputs were 40% of the pass's samples.
-inline void Pack8(const __m256i* a, uint8_t* out, bool wide) {
-  __m256i v[4];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_srai_epi32(_mm256_add_epi32(_mm256_permute2x128_si256(a[i], a[i + 4], 0x20),
-                                              _mm256_permute2x128_si256(a[i], a[i + 4], 0x31)),
-                             kPrecisionBits);
-  }
+// Pair8 is Pack8's first step for outputs i and i + 4: [o_i | o_i+4], rounded.
+inline __m256i Pair8(__m256i ai, __m256i ai4) {
+  return _mm256_srai_epi32(_mm256_add_epi32(_mm256_permute2x128_si256(ai, ai4, 0x20),
+                                            _mm256_permute2x128_si256(ai, ai4, 0x31)),
+                           kPrecisionBits);
+}
+
+// Store8 is Pack8's second step, from Pair8's four results.
+inline void Store8(const __m256i* v, uint8_t* out, bool wide) {
   // Saturating packs clamp to [0, 255] as clip8.
   const __m256i b =
       _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
@@ -82,6 +83,13 @@ inline void Pack8(const __m256i* a, uint8_t* out, bool wide) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(rgb));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 16), _mm256_extracti128_si256(rgb, 1));
   }
+}
+
+inline void Pack8(const __m256i* a, uint8_t* out, bool wide) {
+  __m256i v[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) v[i] = Pair8(a[i], a[i + 4]);
+  Store8(v, out, wide);
 }
 
 // OutputN is Output for a fixed group count, unrolled (the loop over groups cost a
@@ -134,6 +142,63 @@ void HorizontalRowN(const uint8_t* row, const int* xmin, const int16_t* w, int g
   }
 }
 
+// Output2N is OutputN for the same output in two rows, each weight vector loaded once.
+template <int G>
+inline void Output2N(const uint8_t* p0, const uint8_t* p1, const int16_t* w, __m256i spread,
+                     __m256i* a0, __m256i* a1) {
+  __m256i lo0 = _mm256_setr_epi32(kHalf, kHalf, kHalf, 0, 0, 0, 0, 0), lo1 = lo0;
+  __m256i hi0 = _mm256_setzero_si256(), hi1 = hi0;
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const __m256i* wg = reinterpret_cast<const __m256i*>(w + g * kGroupWeights);
+    const __m256i wl = _mm256_loadu_si256(wg), wh = _mm256_loadu_si256(wg + 1);
+    const __m256i x0 = _mm256_shuffle_epi8(
+        _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + g * 3 * kGroupTaps))),
+        spread);
+    const __m256i x1 = _mm256_shuffle_epi8(
+        _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + g * 3 * kGroupTaps))),
+        spread);
+    lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(x0, wl));
+    hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(x0, wh));
+    lo1 = _mm256_add_epi32(lo1, _mm256_madd_epi16(x1, wl));
+    hi1 = _mm256_add_epi32(hi1, _mm256_madd_epi16(x1, wh));
+  }
+  *a0 = _mm256_add_epi32(lo0, _mm256_slli_epi32(hi0, 15));
+  *a1 = _mm256_add_epi32(lo1, _mm256_slli_epi32(hi1, 15));
+}
+
+// HorizontalRows2N: HorizontalRowN over two rows, eight outputs of each per step; the
+// rest (under 8) through HorizontalRowN.
+template <int G>
+void HorizontalRows2N(const uint8_t* row0, const uint8_t* row1, const int* xmin,
+                      const int16_t* w, int out_w, uint8_t* out0, uint8_t* out1,
+                      __m256i spread) {
+  constexpr ptrdiff_t step = static_cast<ptrdiff_t>(G) * kGroupWeights;
+  int x = 0;
+  for (; x + 8 <= out_w; x += 8) {
+    // Outputs i and i + 4 together, reduced at once: 8 registers live, not 16.
+    __m256i va[4], vb[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      __m256i a0, b0, a4, b4;
+      Output2N<G>(row0 + 3 * xmin[x + i], row1 + 3 * xmin[x + i], w + (x + i) * step, spread,
+                  &a0, &b0);
+      Output2N<G>(row0 + 3 * xmin[x + i + 4], row1 + 3 * xmin[x + i + 4],
+                  w + (x + i + 4) * step, spread, &a4, &b4);
+      va[i] = Pair8(a0, a4);
+      vb[i] = Pair8(b0, b4);
+    }
+    Store8(va, out0 + 3 * x, x + 11 <= out_w);
+    Store8(vb, out1 + 3 * x, x + 11 <= out_w);
+  }
+  if (x < out_w) {
+    HorizontalRowN<G>(row0, xmin + x, w + x * step, G, out_w - x, out0 + 3 * x, spread);
+    HorizontalRowN<G>(row1, xmin + x, w + x * step, G, out_w - x, out1 + 3 * x, spread);
+  }
+}
+
 // VerticalBlock writes 8 * B values of VerticalRowAvx2 (B a multiple of 4): B int32
 // accumulators of 8 values, each row's bytes widened by vpmovzxbd from memory (one
 // 32-byte load split in registers took 7 shuffles per 32 values where these take 4:
@@ -180,6 +245,19 @@ void HorizontalRowAvx2(const uint8_t* row, const int* xmin, const int16_t* w, in
     case 3: return HorizontalRowN<3>(row, xmin, w, groups, out_w, out, spread);
     case 4: return HorizontalRowN<4>(row, xmin, w, groups, out_w, out, spread);
     default: return HorizontalRowN<0>(row, xmin, w, groups, out_w, out, spread);
+  }
+}
+
+bool HorizontalRows2Avx2(const uint8_t* row0, const uint8_t* row1, const int* xmin,
+                         const int16_t* w, int groups, int out_w, uint8_t* out0, uint8_t* out1) {
+  const __m256i spread =
+      _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
+                       6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
+  switch (groups) {
+    case 1: HorizontalRows2N<1>(row0, row1, xmin, w, out_w, out0, out1, spread); return true;
+    case 2: HorizontalRows2N<2>(row0, row1, xmin, w, out_w, out0, out1, spread); return true;
+    case 3: HorizontalRows2N<3>(row0, row1, xmin, w, out_w, out0, out1, spread); return true;
+    default: return false;
   }
 }
 

@@ -47,6 +47,12 @@ constexpr int kRowSlack = 16;
 void HorizontalRowAvx2(const uint8_t* row, const int* xmin, const int16_t* w, int groups,
                        int out_w, uint8_t* out);
 
+// HorizontalRows2Avx2 is HorizontalRowAvx2 for two rows with the same taps (row0 ->
+// out0, row1 -> out1), each weight vector loaded once for both; for 1 to 3 groups only
+// (returns false, writing nothing, for more).
+bool HorizontalRows2Avx2(const uint8_t* row0, const uint8_t* row1, const int* xmin,
+                         const int16_t* w, int groups, int out_w, uint8_t* out0, uint8_t* out1);
+
 // VerticalRowAvx2 writes n bytes: out[x] = clip8(sum_t first[t * stride + x] * k[t]) for t
 // in [0, count).
 void VerticalRowAvx2(const uint8_t* first, size_t stride, const int32_t* k, int count, int n,

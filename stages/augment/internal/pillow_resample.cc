@@ -203,14 +203,27 @@ void HorizontalSimd(const ImageView& src, int y0, const Taps& th, int out_w, boo
   const bool in_place = static_cast<size_t>(xlo) * 3 + need <= src.stride + src.width * 3;
   thread_local std::vector<uint8_t> row;
   const size_t span = static_cast<size_t>(xhi - xlo) * 3;
-  row.assign(need, 0);
-  for (int y = 0; y < out->height; ++y) {
+  row.assign(2 * need, 0);
+  // Row y's pixels, in place or copied to copy slot `slot`.
+  auto source = [&](int y, int slot) {
     const uint8_t* in = src.Row(y + y0) + xlo * 3;
     if (!in_place || y + y0 + 1 >= src.height) {
-      std::memcpy(row.data(), in, span);
-      in = row.data();
+      uint8_t* copy = row.data() + slot * need;
+      std::memcpy(copy, in, span);
+      in = copy;
     }
-    pillow::HorizontalRowAvx2(in, xmin.data(), w.data(), groups, out_w, out->Row(y));
+    return in;
+  };
+  int y = 0;
+  // Two rows per call where the group count allows.
+  for (; y + 2 <= out->height; y += 2) {
+    if (!pillow::HorizontalRows2Avx2(source(y, 0), source(y + 1, 1), xmin.data(), w.data(),
+                                     groups, out_w, out->Row(y), out->Row(y + 1))) {
+      break;
+    }
+  }
+  for (; y < out->height; ++y) {
+    pillow::HorizontalRowAvx2(source(y, 0), xmin.data(), w.data(), groups, out_w, out->Row(y));
   }
 }
 
