@@ -1,5 +1,8 @@
 // pillow_avx2.cc: PillowResample's AVX2 passes (pillow_kernels.h). BUILD compiles this
 // file alone with -mavx2; PillowResample calls it only where the CPU has AVX2.
+// pillow_vnni.cc compiles its horizontal pass again with FLOWLOADER_PILLOW_VNNI (and
+// -mavx512vnni -mavx512vl): each pmaddwd + paddd becomes one vpdpwssd, the same wrapping
+// int32 sums (the pair products never overflow: weights are 15-bit halves, pixels 8-bit).
 //
 // Thread-safety: stateless.
 #include <immintrin.h>
@@ -12,8 +15,23 @@
 #error "pillow_avx2.cc must be compiled with -mavx2 (stages/augment/BUILD)"
 #endif
 
+#ifdef FLOWLOADER_PILLOW_VNNI
+#define PILLOW_ISA(name) name##Vnni
+#else
+#define PILLOW_ISA(name) name##Avx2
+#endif
+
 namespace flowloader::augment::internal::pillow {
 namespace {
+
+// MaddAdd is acc + pmaddwd(a, b), wrapping.
+inline __m256i MaddAdd(__m256i acc, __m256i a, __m256i b) {
+#ifdef FLOWLOADER_PILLOW_VNNI
+  return _mm256_dpwssd_epi32(acc, a, b);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
 
 // Pillow's rounding term, folded into the first lane of each output's lo sum.
 constexpr int kHalf = 1 << (kPrecisionBits - 1);
@@ -27,10 +45,8 @@ inline __m256i Output(const uint8_t* p, const int16_t* w, int groups, __m256i sp
   for (int g = 0; g < groups; ++g, p += 3 * kGroupTaps, w += kGroupWeights) {
     const __m256i px = _mm256_shuffle_epi8(
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), spread);
-    lo = _mm256_add_epi32(
-        lo, _mm256_madd_epi16(px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w))));
-    hi = _mm256_add_epi32(
-        hi, _mm256_madd_epi16(px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16))));
+    lo = MaddAdd(lo, px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w)));
+    hi = MaddAdd(hi, px, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16)));
   }
   return _mm256_add_epi32(lo, _mm256_slli_epi32(hi, 15));
 }
@@ -105,8 +121,8 @@ inline __m256i OutputN(const uint8_t* p, const int16_t* w, __m256i spread) {
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + g * 3 * kGroupTaps))),
         spread);
     const __m256i* wg = reinterpret_cast<const __m256i*>(w + g * kGroupWeights);
-    lo = _mm256_add_epi32(lo, _mm256_madd_epi16(px, _mm256_loadu_si256(wg)));
-    hi = _mm256_add_epi32(hi, _mm256_madd_epi16(px, _mm256_loadu_si256(wg + 1)));
+    lo = MaddAdd(lo, px, _mm256_loadu_si256(wg));
+    hi = MaddAdd(hi, px, _mm256_loadu_si256(wg + 1));
   }
   return _mm256_add_epi32(lo, _mm256_slli_epi32(hi, 15));
 }
@@ -160,10 +176,10 @@ inline void Output2N(const uint8_t* p0, const uint8_t* p1, const int16_t* w, __m
         _mm256_broadcastsi128_si256(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + g * 3 * kGroupTaps))),
         spread);
-    lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(x0, wl));
-    hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(x0, wh));
-    lo1 = _mm256_add_epi32(lo1, _mm256_madd_epi16(x1, wl));
-    hi1 = _mm256_add_epi32(hi1, _mm256_madd_epi16(x1, wh));
+    lo0 = MaddAdd(lo0, x0, wl);
+    hi0 = MaddAdd(hi0, x0, wh);
+    lo1 = MaddAdd(lo1, x1, wl);
+    hi1 = MaddAdd(hi1, x1, wh);
   }
   *a0 = _mm256_add_epi32(lo0, _mm256_slli_epi32(hi0, 15));
   *a1 = _mm256_add_epi32(lo1, _mm256_slli_epi32(hi1, 15));
@@ -199,6 +215,7 @@ void HorizontalRows2N(const uint8_t* row0, const uint8_t* row1, const int* xmin,
   }
 }
 
+#ifndef FLOWLOADER_PILLOW_VNNI
 // VerticalBlock writes 8 * B values of VerticalRowAvx2 (B a multiple of 4): B int32
 // accumulators of 8 values, each row's bytes widened by vpmovzxbd from memory (one
 // 32-byte load split in registers took 7 shuffles per 32 values where these take 4:
@@ -232,10 +249,12 @@ inline void VerticalBlock(const uint8_t* in, size_t stride, const int32_t* k, in
   }
 }
 
+#endif  // FLOWLOADER_PILLOW_VNNI
+
 }  // namespace
 
-void HorizontalRowAvx2(const uint8_t* row, const int* xmin, const int16_t* w, int groups,
-                       int out_w, uint8_t* out) {
+void PILLOW_ISA(HorizontalRow)(const uint8_t* row, const int* xmin, const int16_t* w,
+                               int groups, int out_w, uint8_t* out) {
   const __m256i spread =
       _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
                        6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
@@ -248,8 +267,9 @@ void HorizontalRowAvx2(const uint8_t* row, const int* xmin, const int16_t* w, in
   }
 }
 
-bool HorizontalRows2Avx2(const uint8_t* row0, const uint8_t* row1, const int* xmin,
-                         const int16_t* w, int groups, int out_w, uint8_t* out0, uint8_t* out1) {
+bool PILLOW_ISA(HorizontalRows2)(const uint8_t* row0, const uint8_t* row1, const int* xmin,
+                                 const int16_t* w, int groups, int out_w, uint8_t* out0,
+                                 uint8_t* out1) {
   const __m256i spread =
       _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
                        6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
@@ -261,6 +281,7 @@ bool HorizontalRows2Avx2(const uint8_t* row0, const uint8_t* row1, const int* xm
   }
 }
 
+#ifndef FLOWLOADER_PILLOW_VNNI
 void VerticalRowAvx2(const uint8_t* first, size_t stride, const int32_t* k, int count, int n,
                      uint8_t* out) {
   const __m256i half = _mm256_set1_epi32(kHalf);
@@ -288,5 +309,7 @@ void VerticalRowAvx2(const uint8_t* first, size_t stride, const int32_t* k, int 
     out[x] = static_cast<uint8_t>(s < 0 ? 0 : (s > 255 ? 255 : s));
   }
 }
+
+#endif  // FLOWLOADER_PILLOW_VNNI
 
 }  // namespace flowloader::augment::internal::pillow

@@ -53,6 +53,12 @@ void HorizontalRowAvx2(const uint8_t* row, const int* xmin, const int16_t* w, in
 bool HorizontalRows2Avx2(const uint8_t* row0, const uint8_t* row1, const int* xmin,
                          const int16_t* w, int groups, int out_w, uint8_t* out0, uint8_t* out1);
 
+// The same two passes with vpdpwssd (AVX-512 VNNI + VL, 256-bit), for CPUs that have it.
+void HorizontalRowVnni(const uint8_t* row, const int* xmin, const int16_t* w, int groups,
+                       int out_w, uint8_t* out);
+bool HorizontalRows2Vnni(const uint8_t* row0, const uint8_t* row1, const int* xmin,
+                         const int16_t* w, int groups, int out_w, uint8_t* out0, uint8_t* out1);
+
 // VerticalRowAvx2 writes n bytes: out[x] = clip8(sum_t first[t * stride + x] * k[t]) for t
 // in [0, count).
 void VerticalRowAvx2(const uint8_t* first, size_t stride, const int32_t* k, int count, int n,

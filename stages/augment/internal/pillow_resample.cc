@@ -19,6 +19,8 @@ constexpr int kPrecisionBits = pillow::kPrecisionBits;
 
 // Set by SetPillowScalarForTesting: every call takes the plain passes.
 std::atomic<bool> g_scalar_only{false};
+// Set by SetPillowNoVnniForTesting: the SIMD passes keep to AVX2.
+std::atomic<bool> g_no_vnni{false};
 
 double BilinearFilter(double x) {
   if (x < 0.0) x = -x;
@@ -154,6 +156,13 @@ bool SimdPasses() {
   return avx2 && !g_scalar_only.load(std::memory_order_relaxed);
 }
 
+// VnniPasses says whether the horizontal pass takes its vpdpwssd kernels.
+bool VnniPasses() {
+  static const bool vnni =
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+  return vnni && !g_no_vnni.load(std::memory_order_relaxed);
+}
+
 // HorizontalSimd is HorizontalPass with the AVX2 kernel, columns mirrored when `flip` (the
 // vertical pass treats columns alike, so mirroring here mirrors the output). A tap
 // group's load never leaves the view's rows (or a zero-padded copy of the last one).
@@ -214,16 +223,19 @@ void HorizontalSimd(const ImageView& src, int y0, const Taps& th, int out_w, boo
     }
     return in;
   };
+  const bool vnni = VnniPasses();
+  const auto rows2 = vnni ? pillow::HorizontalRows2Vnni : pillow::HorizontalRows2Avx2;
+  const auto row1 = vnni ? pillow::HorizontalRowVnni : pillow::HorizontalRowAvx2;
   int y = 0;
   // Two rows per call where the group count allows.
   for (; y + 2 <= out->height; y += 2) {
-    if (!pillow::HorizontalRows2Avx2(source(y, 0), source(y + 1, 1), xmin.data(), w.data(),
-                                     groups, out_w, out->Row(y), out->Row(y + 1))) {
+    if (!rows2(source(y, 0), source(y + 1, 1), xmin.data(), w.data(), groups, out_w,
+               out->Row(y), out->Row(y + 1))) {
       break;
     }
   }
   for (; y < out->height; ++y) {
-    pillow::HorizontalRowAvx2(source(y, 0), xmin.data(), w.data(), groups, out_w, out->Row(y));
+    row1(source(y, 0), xmin.data(), w.data(), groups, out_w, out->Row(y));
   }
 }
 
@@ -330,5 +342,7 @@ void PillowResample(const ImageView& src, const RectF& box, int out_width, int o
 }
 
 void SetPillowScalarForTesting(bool scalar) { g_scalar_only.store(scalar); }
+
+void SetPillowNoVnniForTesting(bool no_vnni) { g_no_vnni.store(no_vnni); }
 
 }  // namespace flowloader::augment::internal

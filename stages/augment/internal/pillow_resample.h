@@ -32,6 +32,10 @@ void PillowResample(const ImageView& src, const RectF& box, int out_width, int o
 // plain passes (what the SIMD ones are compared with); false goes back.
 void SetPillowScalarForTesting(bool scalar);
 
+// SetPillowNoVnniForTesting(true) keeps the SIMD passes to AVX2 where the CPU has AVX-512
+// VNNI (the horizontal pass's vpdpwssd kernels); false goes back.
+void SetPillowNoVnniForTesting(bool no_vnni);
+
 }  // namespace flowloader::augment::internal
 
 #endif  // FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_
