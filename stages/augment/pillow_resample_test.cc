@@ -1,7 +1,7 @@
-// pillow_resample_test: PillowResample's SIMD passes give the plain passes' bytes
-// (Pillow's, which resize_pil_test and head_test check against PIL) for random
-// geometries: crops of windows (a stride wider than the row), boxes with fractions,
-// down- and upscales, every filter, flipped or not.
+// pillow_resample_test: PillowResample's SIMD passes (AVX2, and AVX-512 VNNI where the
+// CPU has it) give the plain passes' bytes (Pillow's, which resize_pil_test and head_test
+// check against PIL) for random geometries: crops of windows (a stride wider than the
+// row), boxes with fractions, down- and upscales, every filter, flipped or not.
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -28,12 +28,18 @@ Image Noise(int w, int h, uint32_t seed) {
   return img;
 }
 
+// Passes: the plain ones, AVX2 only, or the best this CPU has (the horizontal pass's
+// AVX-512 VNNI kernels where present; AVX2 again elsewhere).
+enum class Passes { kPlain, kAvx2, kBest };
+
 Image Resample(const ImageView& src, const RectF& box, int w, int h, Interpolation f, bool flip,
-          bool scalar) {
-  internal::SetPillowScalarForTesting(scalar);
+               Passes passes) {
+  internal::SetPillowScalarForTesting(passes == Passes::kPlain);
+  internal::SetPillowNoVnniForTesting(passes == Passes::kAvx2);
   Image out;
   internal::PillowResample(src, box, w, h, f, flip, &out);
   internal::SetPillowScalarForTesting(false);
+  internal::SetPillowNoVnniForTesting(false);
   return out;
 }
 
@@ -65,14 +71,52 @@ TEST(PillowResampleTest, SimdMatchesPlainPasses) {
     const int oh = round % 11 == 0 ? wh : integer(1, 300);
     const Interpolation f = round % 5 == 0 ? Interpolation::kBilinear : Interpolation::kBicubic;
     const bool flip = round % 2 == 1;
-    const Image want = Resample(window, box, ow, oh, f, flip, true);
-    const Image got = Resample(window, box, ow, oh, f, flip, false);
-    ASSERT_EQ(got.width, want.width);
-    ASSERT_EQ(got.height, want.height);
-    ASSERT_TRUE(got.pixels == want.pixels)
-        << "round " << round << ": " << ww << "x" << wh << " box " << box.x << "," << box.y
-        << " " << box.w << "x" << box.h << " -> " << ow << "x" << oh << " filter "
-        << static_cast<int>(f) << " flip " << flip;
+    const Image want = Resample(window, box, ow, oh, f, flip, Passes::kPlain);
+    for (const Passes passes : {Passes::kAvx2, Passes::kBest}) {
+      const Image got = Resample(window, box, ow, oh, f, flip, passes);
+      ASSERT_EQ(got.width, want.width);
+      ASSERT_EQ(got.height, want.height);
+      ASSERT_TRUE(got.pixels == want.pixels)
+          << "round " << round << ": " << ww << "x" << wh << " box " << box.x << "," << box.y
+          << " " << box.w << "x" << box.h << " -> " << ow << "x" << oh << " filter "
+          << static_cast<int>(f) << " flip " << flip << " passes " << static_cast<int>(passes);
+    }
+  }
+}
+
+// Each SIMD kernel variant against the plain passes: the horizontal kernel unrolled for
+// 1 to 4 tap groups and the generic loop for more, its eight-output blocks (a 32-byte
+// store over the next outputs' bytes) and four- and one-output tails (every out_w from 1
+// to 41), the vertical pass's 32-value blocks, 8-value and byte tails, with the source
+// row's end at the image's last byte or inside a wider window.
+TEST(PillowResampleTest, FastPathsEveryGroupCountAndTail) {
+  std::mt19937 rng(17);
+  // Scales whose bicubic tap counts (about 4 x scale + 1) span 1 to 7 groups of four.
+  const double scales[] = {0.6, 0.9, 1.3, 1.8, 2.4, 3.3, 4.2, 5.6, 6.8};
+  int round = 0;
+  for (const double scale : scales) {
+    for (int ow = 1; ow <= 41; ++ow, ++round) {
+      const int ww = std::max(1, static_cast<int>(ow * scale + 0.5));
+      const int oh = std::uniform_int_distribution<int>(1, 13)(rng);
+      const int wh = std::max(1, static_cast<int>(oh * scale + 0.5));
+      const int pad = round % 2 ? 0 : 3;  // The window ends at the image's last byte or not.
+      const Image img = Noise(ww + pad, wh + pad, 100 + round);
+      const ImageView window{img.pixels.data(), ww, wh, 3, img.stride()};
+      RectF box{0, 0, static_cast<double>(ww), static_cast<double>(wh)};
+      if (round % 3 == 1) box = RectF{0.25, 0.5, ww - 0.5, wh - 0.75};
+      for (const Interpolation f : {Interpolation::kBicubic, Interpolation::kBilinear}) {
+        for (const bool flip : {false, true}) {
+          const Image want = Resample(window, box, ow, oh, f, flip, Passes::kPlain);
+          for (const Passes passes : {Passes::kAvx2, Passes::kBest}) {
+            const Image got = Resample(window, box, ow, oh, f, flip, passes);
+            ASSERT_TRUE(got.pixels == want.pixels)
+                << "scale " << scale << ": " << ww << "x" << wh << " -> " << ow << "x" << oh
+                << " filter " << static_cast<int>(f) << " flip " << flip << " passes "
+                << static_cast<int>(passes);
+          }
+        }
+      }
+    }
   }
 }
 
@@ -88,9 +132,13 @@ TEST(PillowResampleTest, MultiCropGeometries) {
     const ImageView crop{img.pixels.data() + y * img.stride() + x * 3, side, side, 3,
                          img.stride()};
     const RectF box{0, 0, static_cast<double>(side), static_cast<double>(side)};
-    const Image want = Resample(crop, box, n, n, Interpolation::kBicubic, i % 2, true);
-    const Image got = Resample(crop, box, n, n, Interpolation::kBicubic, i % 2, false);
-    ASSERT_TRUE(got.pixels == want.pixels) << "crop " << i << " side " << side << " -> " << n;
+    const Image want = Resample(crop, box, n, n, Interpolation::kBicubic, i % 2, Passes::kPlain);
+    for (const Passes passes : {Passes::kAvx2, Passes::kBest}) {
+      const Image got = Resample(crop, box, n, n, Interpolation::kBicubic, i % 2, passes);
+      ASSERT_TRUE(got.pixels == want.pixels)
+          << "crop " << i << " side " << side << " -> " << n << " passes "
+          << static_cast<int>(passes);
+    }
   }
 }
 

@@ -10,15 +10,25 @@
 // shuffle spreads them into word pairs (R0 R1 G0 G1 B0 B1 0 0 | R2 R3 G2 G3 B2 B3 0 0)
 // and two pmaddwd multiply them by the group's packed lo and hi weights. Weights past a
 // tap count are 0, so a group may read past the taps it uses (the caller pads the row).
+// The kernel is unrolled for 1 to 4 groups, takes two rows per call (1 to 3 groups) so
+// that each weight vector is loaded once for both, and packs eight outputs per 32-byte
+// store. Where the CPU has AVX-512 VNNI (and VL), pillow_vnni.cc's copy fuses each
+// pmaddwd + paddd into one 256-bit vpdpwssd.
 //
 // Vertical pass: one output row at a time, taps outer in registers, 32 values per step:
-// int32 multiply-adds of the 8-bit rows by each 22-bit weight, the same sums as Pillow.
+// int32 multiply-adds of the 8-bit rows (vpmovzxbd from memory) by each 22-bit weight,
+// the same sums as Pillow. (pmaddwd or vpdpwssd over pairs of rows with the 15-bit
+// weight halves measured no faster on Zen 4, whose vpmulld is one uop.)
 //
 // Both round as Pillow (start at 2^21, >> 22, clamp to [0, 255]).
 //
-// Measured (pillow_bench, one Zen 4 core, thread CPU time per crop, plain passes -> AVX2):
-// 366² -> 224² 910 -> 238 us, 207² -> 96² 227 -> 74 us, 300x280 -> 224² 713 -> 183 us;
-// DINO's recipe 6.47 -> 3.85 ms of CPU per sample.
+// Measured (pillow_bench -c opt, one Zen 4 core, thread CPU time per crop):
+//   plain passes -> first AVX2 passes: 366² -> 224² 910 -> 238 us, 207² -> 96² 227 ->
+//   74 us, 300x280 -> 224² 713 -> 183 us; DINO's recipe 6.47 -> 3.85 ms of CPU per sample.
+//   Then (unrolled groups, 8-output packs, two rows, weight table, vpmovzxbd) -> AVX2 now
+//   -> VNNI: 366² -> 224² 226 -> 172 -> 157 us, 207² -> 96² 71 -> 57 -> 50 us,
+//   300x280 -> 224² 176 -> 132 -> 123 us; DINO 3.23 -> 3.02 ms and timm's RandAugment
+//   0.93 -> 0.87 ms of CPU per sample.
 //
 // Thread-safety: stateless.
 #ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_KERNELS_H_
@@ -46,6 +56,18 @@ constexpr int kRowSlack = 16;
 // kGroupWeights. `row` must be readable to xmin[i] * 3 + groups * 12 + 4 for every i.
 void HorizontalRowAvx2(const uint8_t* row, const int* xmin, const int16_t* w, int groups,
                        int out_w, uint8_t* out);
+
+// HorizontalRows2Avx2 is HorizontalRowAvx2 for two rows with the same taps (row0 ->
+// out0, row1 -> out1), each weight vector loaded once for both; for 1 to 3 groups only
+// (returns false, writing nothing, for more).
+bool HorizontalRows2Avx2(const uint8_t* row0, const uint8_t* row1, const int* xmin,
+                         const int16_t* w, int groups, int out_w, uint8_t* out0, uint8_t* out1);
+
+// The same two passes with vpdpwssd (AVX-512 VNNI + VL, 256-bit), for CPUs that have it.
+void HorizontalRowVnni(const uint8_t* row, const int* xmin, const int16_t* w, int groups,
+                       int out_w, uint8_t* out);
+bool HorizontalRows2Vnni(const uint8_t* row0, const uint8_t* row1, const int* xmin,
+                         const int16_t* w, int groups, int out_w, uint8_t* out0, uint8_t* out1);
 
 // VerticalRowAvx2 writes n bytes: out[x] = clip8(sum_t first[t * stride + x] * k[t]) for t
 // in [0, count).

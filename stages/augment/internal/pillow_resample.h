@@ -10,8 +10,9 @@
 // The filter reads pixels outside `box` up to the image's edge, as Pillow's resize with a
 // box does; torchvision crops first (F.resized_crop), so callers pass the crop itself.
 //
-// Where the CPU has AVX2, both passes run pillow_kernels.h's SIMD kernels, with the same
-// integer sums (so the same bytes) as the plain passes, which run elsewhere.
+// Where the CPU has AVX2, both passes run pillow_kernels.h's SIMD kernels (the horizontal
+// one with vpdpwssd where it also has AVX-512 VNNI and VL), with the same integer sums
+// (so the same bytes) as the plain passes, which run elsewhere.
 //
 // Thread-safety: safe from any number of threads (its intermediate image and row
 // buffers are thread-local); allocates its tap tables per call.
@@ -31,6 +32,10 @@ void PillowResample(const ImageView& src, const RectF& box, int out_width, int o
 // SetPillowScalarForTesting(true) makes every later call, in every thread, take the
 // plain passes (what the SIMD ones are compared with); false goes back.
 void SetPillowScalarForTesting(bool scalar);
+
+// SetPillowNoVnniForTesting(true) keeps the SIMD passes to AVX2 where the CPU has AVX-512
+// VNNI (the horizontal pass's vpdpwssd kernels); false goes back.
+void SetPillowNoVnniForTesting(bool no_vnni);
 
 }  // namespace flowloader::augment::internal
 
