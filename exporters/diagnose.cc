@@ -282,19 +282,6 @@ void ConsumerBound(const WorkerLoad& busiest, const DiagnoseOptions& o, Diagnosi
 
 }  // namespace
 
-StageKind StageKindFromName(absl::string_view name) {
-  const std::string lower = absl::AsciiStrToLower(name);
-  // Transfer first: "upload" contains "load".
-  for (absl::string_view t : {"upload", "pin", "h2d", "copy", "transfer"}) {
-    if (absl::StrContains(lower, t)) return StageKind::kTransfer;
-  }
-  if (absl::StartsWith(lower, "read")) return StageKind::kStorage;
-  for (absl::string_view s : {"load", "fetch"}) {
-    if (absl::StrContains(lower, s)) return StageKind::kStorage;
-  }
-  return StageKind::kCompute;
-}
-
 double Utilization(const StageLoad& stage, double wall_seconds) {
   if (wall_seconds <= 0 || stage.concurrency <= 0) return 0;
   return stage.busy_seconds / (stage.concurrency * wall_seconds);

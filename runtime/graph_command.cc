@@ -35,22 +35,27 @@ struct Planned {
   std::vector<PlannedTensor> tensors;
 };
 
-// TensorLayout runs the factory of the stage that writes a batch tensor, which declares
-// the tensor's shape (StageEnv::output), as Pipeline::Create does.
-absl::StatusOr<OutputSpec> TensorLayout(const StageSpec& writer) {
+// TensorLayout runs the factory of the stage that writes batch tensor `field`, with its
+// ports bound as planned, and returns the shape it declares (StageEnv::DeclareOutput), as
+// Pipeline::Create does.
+absl::StatusOr<OutputSpec> TensorLayout(const StageSpec& writer, const StagePorts& ports,
+                                        const std::string& field) {
   StageEnv env;
+  for (const FieldSchema& f : ports.inputs) env.inputs.push_back(f.name);
+  for (const FieldSchema& f : ports.outputs) env.outputs.push_back(f.name);
   absl::StatusOr<std::unique_ptr<SampleStage>> stage =
       StageRegistry::Global().Create(writer.type, writer.args, env);
   if (!stage.ok()) {
     if (writer.where.empty()) return stage.status();
     return absl::InvalidArgumentError(absl::StrCat(writer.where, ": ", stage.status().message()));
   }
-  if (!env.output_declared) {
+  auto declared = env.declared_outputs.find(field);
+  if (declared == env.declared_outputs.end()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "stage '", writer.name.empty() ? writer.type : writer.name,
-        "' declares a tensor output but its factory set no StageEnv::output"));
+        "stage '", writer.name.empty() ? writer.type : writer.name, "' writes the tensor '",
+        field, "' but its factory declares no shape for it (StageEnv::DeclareOutput)"));
   }
-  return env.output;
+  return declared->second;
 }
 
 absl::StatusOr<Planned> Plan(const std::vector<StageSpec>& stages) {
@@ -59,7 +64,8 @@ absl::StatusOr<Planned> Plan(const std::vector<StageSpec>& stages) {
   Planned planned{*std::move(plan), {}};
   for (const FieldFlow& field : planned.plan.fields) {
     if (!field.batch_tensor) continue;
-    absl::StatusOr<OutputSpec> spec = TensorLayout(stages[field.writer]);
+    absl::StatusOr<OutputSpec> spec =
+        TensorLayout(stages[field.writer], planned.plan.stages[field.writer], field.name);
     if (!spec.ok()) return spec.status();
     planned.tensors.push_back(
         PlannedTensor{field.name, planned.plan.stages[field.writer].name, *spec});

@@ -17,9 +17,9 @@
 namespace flowloader {
 
 absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& options) {
-  if (options.transform != "train" && options.transform != "eval") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("transform must be train or eval, got '", options.transform, "'"));
+  if (absl::StatusOr<augment::Mode> mode = augment::ParseMode(options.transform, "transform");
+      !mode.ok()) {
+    return mode.status();
   }
   std::vector<StageSpec> stages(3);
   stages[0].type = "read";

@@ -56,20 +56,6 @@ void BindEnv(const StagePorts& ports, StageEnv& env) {
   env.inputs = FieldNames(ports.inputs);
   env.outputs = FieldNames(ports.outputs);
   env.may_free = ports.frees;
-  env.output_declared = false;
-}
-
-// AdoptLegacyOutput takes StageEnv::output, set by a factory written before
-// DeclareOutput, as the shape of the first tensor its stage writes.
-void AdoptLegacyOutput(const StagePorts& ports, StageEnv& env) {
-  if (!env.output_declared) return;
-  for (const FieldSchema& f : ports.outputs) {
-    if (f.kind != FieldKind::kTensor || env.declared_outputs.count(f.name) > 0) continue;
-    OutputSpec named = env.output;
-    named.name = f.name;
-    env.declared_outputs[f.name] = named;
-    return;
-  }
 }
 
 // CollectOutputs lists every batch tensor's declared shape, in the plan's order.
@@ -80,8 +66,7 @@ absl::Status CollectOutputs(const StagePlan& plan, const StageEnv& env,
     if (it == env.declared_outputs.end() || it->second.sample_bytes == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "no stage declares the shape of the batch tensor '", name,
-          "': the stage writing it must call StageEnv::DeclareOutput (or set "
-          "StageEnv::output) in its factory"));
+          "': the stage writing it must call StageEnv::DeclareOutput in its factory"));
     }
     outputs->push_back(it->second);
   }
@@ -113,7 +98,6 @@ absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
                                              ? stage_name
                                              : absl::StrCat(spec.where, ": ", stage_name));
     }
-    AdoptLegacyOutput(plan->stages[i], env);
     stages[i].stage = std::move(*stage);
     stages[i].name = spec.name.empty() ? spec.type : spec.name;
     const int concurrency =

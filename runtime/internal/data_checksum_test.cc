@@ -24,9 +24,10 @@ struct Rows {
 Batch BatchOf(const Rows& rows, size_t row_bytes, size_t begin, size_t end, int64_t epoch = 0) {
   Batch b;
   b.epoch = epoch;
-  b.dtype = DType::kUint8;
-  b.shape = {static_cast<int64_t>(end - begin), static_cast<int64_t>(row_bytes)};
-  b.host_data = rows.data.data() + begin * row_bytes;
+  b.tensors.resize(1);
+  b.tensors[0].dtype = DType::kUint8;
+  b.tensors[0].shape = {static_cast<int64_t>(end - begin), static_cast<int64_t>(row_bytes)};
+  b.tensors[0].host_data = rows.data.data() + begin * row_bytes;
   b.labels.assign(rows.labels.begin() + begin, rows.labels.begin() + end);
   return b;
 }
