@@ -112,6 +112,9 @@ struct GraphOptions {
   // Memory the graph may plan for (batch pool and the stages' declared parts); 0 = what
   // the process may use (resources.h AvailableMemory). Build refuses a plan above it.
   int64_t memory_limit_bytes = 0;
+  // What the data sources keep in memory (stages/reader/data_sources.h DataSources::
+  // memory: the HTTP block cache, the sampler's order), planned after the stages' parts.
+  std::vector<MemoryPart> source_memory;
 };
 
 class PipelineGraph {

@@ -156,7 +156,7 @@ bool IsSourceField(const std::string& name);
 const char* FieldKindName(FieldKind kind);
 
 // StageSchema declares a stage type: its name, what it does, its options, and the fields it
-// reads and writes (checked when a pipeline is created: graph/internal/stage_plan.h).
+// reads and writes (checked when a pipeline is created: graph/stage_plan.h).
 struct StageSchema {
   std::string type;
   std::string doc;

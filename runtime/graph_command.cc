@@ -10,17 +10,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "graph/batch_stage.h"
-#include "graph/internal/stage_plan.h"
+#include "graph/stage_plan.h"
 #include "graph/stage.h"
 #include "stages/augment/ops/view_program.h"
 #include "runtime/spec.h"
 
 namespace flowloader {
 namespace {
-
-using graph_internal::FieldFlow;
-using graph_internal::StagePlan;
-using graph_internal::StagePorts;
 
 // PlannedTensor is one field that becomes a batch tensor, with its per-sample layout.
 struct PlannedTensor {
@@ -59,7 +55,7 @@ absl::StatusOr<OutputSpec> TensorLayout(const StageSpec& writer, const StagePort
 }
 
 absl::StatusOr<Planned> Plan(const std::vector<StageSpec>& stages) {
-  absl::StatusOr<StagePlan> plan = graph_internal::PlanStages(stages, StageRegistry::Global());
+  absl::StatusOr<StagePlan> plan = PlanStages(stages, StageRegistry::Global());
   if (!plan.ok()) return plan.status();
   Planned planned{*std::move(plan), {}};
   for (const FieldFlow& field : planned.plan.fields) {

@@ -6,9 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/internal/memory_planning.h"
-#include "graph/internal/stage_plan.h"
+#include "graph/stage_plan.h"
 #include "stages/collate/batch.h"
 #include "stages/core/sample_error.h"
+#include "stages/reader/data_sources.h"
 
 namespace flowloader {
 namespace graph_internal {
@@ -186,8 +187,8 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
       !s.ok()) {
     return s;
   }
-  AddHttpCachePart(dataset, &env.memory);
-  AddSamplerPart(sampler, &env.memory);
+  env.memory.insert(env.memory.end(), options.source_memory.begin(),
+                    options.source_memory.end());
 
   const int64_t samples = sampler.samples_per_rank();
   plan.batches_per_epoch = NumBatches(samples, options.batch_size, options.drop_last);
