@@ -257,7 +257,8 @@ void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
 }
 
 // PlannersFor are the crop planners of the branches reading decode's image `field`; a
-// factory called outside a planned graph (no bound names) gets augment's legacy planner.
+// factory called outside a planned graph (no bound names) gets StageEnv::crop_planner
+// as view 0.
 std::vector<ViewPlanner> PlannersFor(const StageEnv& env) {
   const std::string field = env.outputs.empty() ? kImageField : env.outputs.front();
   auto it = env.view_planners.find(field);

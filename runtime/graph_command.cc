@@ -163,7 +163,7 @@ absl::StatusOr<std::string> BatchOpsLabel(const std::vector<StageSpec>& ops,
 }
 
 // BatchOpsText lists the batch ops, then the label tensor; nothing without batch ops (the
-// graph's text is then what it was before batch ops existed).
+// label is then the int64 class index every graph has).
 absl::StatusOr<std::string> BatchOpsText(const std::vector<StageSpec>& ops,
                                          const std::vector<PlannedTensor>& tensors) {
   absl::StatusOr<std::string> label = BatchOpsLabel(ops, tensors);

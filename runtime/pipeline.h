@@ -61,8 +61,8 @@ struct Cursor {
   // The next batch's number within the epoch (Batch::index).
   int64_t batch = 0;
   // Where the next batch begins in the epoch's sample order; -1 = batch × batch_size,
-  // which is what a cursor written as EPOCH:BATCH (or by a version before SetBatchSize)
-  // means, and is exact for a run whose batch size never changed.
+  // which is what a cursor written as EPOCH:BATCH means, and is exact for a run whose
+  // batch size never changed.
   int64_t sample = -1;
   // The size of the batches from the cursor on (SetBatchSize's); 0 = the options'
   // batch_size. At most that batch_size (the pool's rows), else Create refuses it.

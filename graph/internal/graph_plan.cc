@@ -119,8 +119,7 @@ absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
 }
 
 // StartSample is where in its epoch the resume cursor starts: start_sample, or for a
-// cursor that counts batches only (made before the batch size could change),
-// start_batch × batch_size.
+// cursor that counts batches only (EPOCH:BATCH), start_batch × batch_size.
 int64_t StartSample(const GraphOptions& options) {
   return options.start_sample >= 0 ? options.start_sample
                                    : options.start_batch * options.batch_size;

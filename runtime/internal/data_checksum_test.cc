@@ -97,7 +97,7 @@ TEST(DataChecksumTest, AByteALabelOrTheOrderChangesIt) {
 
 TEST(DataChecksumTest, SoftTargetsAreHashedByTheirBytesNotTheClassIndex) {
   // Two rows with float32 [2, 3] soft targets: the record's label word is XXH3 of the
-  // row's three floats; the class index (labels) no longer enters.
+  // row's three floats; the class index (labels) does not enter.
   Rows r;
   r.data = {'a', 'b', 'c', 'd', 'e', 'f'};
   r.labels = {7, 8};
