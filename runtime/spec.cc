@@ -485,13 +485,17 @@ const std::vector<Key>& Keys() {
        "equal shards when world_size does not divide the data: pad (repeat the first "
        "samples) or trim (drop the tail), as DistributedSampler(drop_last=False|True)",
        [](R r, F f, O o) { return r.Choice(f, {"pad", "trim"}, &o->even_shards); }},
-      {"transform", "train", "built-in stages: train or eval (torchvision's recipes)",
+      // The defaults and choices of transform and layout are augment's table
+      // (stages/augment/transform.h ModeNames, LayoutNames).
+      {"transform", augment::ModeName(augment::Mode::kTrain).c_str(),
+       "built-in stages: train or eval (torchvision's recipes)",
        [](R r, F f, O o) {
          return r.Choice(f, augment::ModeNames(), &o->transform);
        }},
       {"image_size", "224", "built-in stages: output side in pixels; >= 1",
        [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->image_size); }},
-      {"layout", "float_chw", "built-in stages: float_chw or uint8_hwc",
+      {"layout", augment::LayoutName(augment::Layout::kFloatCHW).c_str(),
+       "built-in stages: float_chw or uint8_hwc",
        [](R r, F f, O o) {
          return r.Choice(f, augment::LayoutNames(), &o->layout);
        }},
