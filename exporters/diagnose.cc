@@ -90,7 +90,7 @@ std::string SaturatedComputeAdvice(const WorkerLoad& l, double wait, const RunFa
                         "more workers would help; ", kTune);
   }
   if (s.concurrency >= cpus) {
-    const bool decode = absl::StrContains(absl::AsciiStrToLower(s.name), "decode");
+    const bool decode = s.type == "decode";  // The type, whatever the stage is named.
     return absl::StrCat(head, "the ", cpus, " CPUs this process may use are the limit (", knob,
                         "=", s.concurrency, "), so more workers would not help: make ",
                         s.name, " cheaper",

@@ -43,6 +43,7 @@ StageLoad Stage(const std::string& name, int concurrency, double utilization,
   StageLoad s;
   s.name = name;
   s.kind = KindOf(name);
+  s.type = name;
   s.concurrency = concurrency;
   s.items = 10000;
   s.busy_seconds = utilization * concurrency * wall;

@@ -91,6 +91,7 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
     StageLoad load;
     load.name = s->name();
     load.kind = s->kind();
+    load.type = s->type();
     load.concurrency = s->concurrency();
     // Under autotune a num_workers stage is built at the budget but runs at the tuned
     // count: judge its busy share against what runs.

@@ -74,6 +74,7 @@ struct OpLoad {
 struct StageLoad {
   std::string name;
   StageKind kind = StageKind::kCompute;
+  std::string type;  // The registered type (StageStats::type); empty for the graph's own.
   int concurrency = 1;        // Parallel bodies allowed (num_workers for decode).
   ConcurrencySource concurrency_source = ConcurrencySource::kUnknown;
   uint64_t items = 0;         // Items passed downstream.

@@ -491,6 +491,7 @@ void PipelineGraph::Impl::Start() {
     runners_[i].stats->set_follows_num_workers(spec.concurrency <= 0 && schema.ok() &&
                                                schema->default_concurrency <= 0);
     if (schema.ok()) runners_[i].stats->set_kind(schema->kind);
+    runners_[i].stats->set_type(spec.type);
   }
   pool_->SetRecycler([this](BatchToken* token) {
     // Back to the free buffers; count the source's blocked time if it was starved.

@@ -110,6 +110,11 @@ class StageStats {
   // transfer, the graph's other own stages compute). Set while building.
   StageKind kind() const { return kind_; }
   void set_kind(StageKind kind) { kind_ = kind; }
+  // type is the stage's registered type (StageSpec::type: "decode", a user's type), which
+  // its user-chosen name need not contain; empty for the graph's own stages. Set while
+  // building.
+  const std::string& type() const { return type_; }
+  void set_type(std::string type) { type_ = std::move(type); }
   // op_costs are the stage's parts with their own counters (SampleStage::OpCosts), in
   // run order; empty for a stage without parts. Set while building.
   const std::vector<OpCostRow>& op_costs() const { return op_costs_; }
@@ -134,6 +139,7 @@ class StageStats {
   std::string worker_group_;
   bool follows_num_workers_ = false;
   StageKind kind_ = StageKind::kCompute;
+  std::string type_;
   std::vector<OpCostRow> op_costs_;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> errors_ ABSL_GUARDED_BY(mu_);
