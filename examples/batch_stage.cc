@@ -67,12 +67,12 @@ using flowloader::PipelineOptions;
 
 // CheckBrightened says where `bright` is not `plain` with every float x as x + 0.5.
 absl::Status CheckBrightened(const Batch& plain, const Batch& bright) {
-  if (plain.shape != bright.shape || plain.keys != bright.keys) {
+  if (plain.shape() != bright.shape() || plain.keys != bright.keys) {
     return absl::InternalError(absl::StrCat("batch ", plain.index,
                                             ": the two pipelines delivered other samples"));
   }
-  const auto* x = static_cast<const float*>(plain.host_data);
-  const auto* y = static_cast<const float*>(bright.host_data);
+  const auto* x = static_cast<const float*>(plain.host_data());
+  const auto* y = static_cast<const float*>(bright.host_data());
   for (size_t i = 0; i < plain.bytes() / sizeof(float); ++i) {
     if (y[i] != x[i] + 0.5f) {
       return absl::InternalError(absl::StrCat("batch ", plain.index, " float ", i, ": ", y[i],

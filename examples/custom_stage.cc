@@ -33,8 +33,8 @@ absl::Status RegisterInvert() {
   return flowloader::StageRegistry::Global().RegisterFunction(
       "invert", "255 - x on the uint8 output",
       [](flowloader::SampleContext& s) {
-        auto* px = static_cast<uint8_t*>(s.output);
-        for (size_t i = 0; i < s.output_bytes; ++i) px[i] = 255 - px[i];
+        auto* px = static_cast<uint8_t*>(s.output());
+        for (size_t i = 0; i < s.output_bytes(); ++i) px[i] = 255 - px[i];
         return absl::OkStatus();                     // an error skips (or fails) the sample
       });
 }
@@ -60,12 +60,12 @@ using flowloader::PipelineOptions;
 
 // CheckInverted says where `inverted` is not `plain` with every byte x as 255 - x.
 absl::Status CheckInverted(const Batch& plain, const Batch& inverted) {
-  if (plain.shape != inverted.shape || plain.keys != inverted.keys) {
+  if (plain.shape() != inverted.shape() || plain.keys != inverted.keys) {
     return absl::InternalError(absl::StrCat("batch ", plain.index,
                                             ": the two pipelines delivered other samples"));
   }
-  const auto* x = static_cast<const uint8_t*>(plain.host_data);
-  const auto* y = static_cast<const uint8_t*>(inverted.host_data);
+  const auto* x = static_cast<const uint8_t*>(plain.host_data());
+  const auto* y = static_cast<const uint8_t*>(inverted.host_data());
   for (size_t i = 0; i < plain.bytes(); ++i) {
     if (y[i] != 255 - x[i]) {
       return absl::InternalError(absl::StrCat("batch ", plain.index, " byte ", i, ": ",

@@ -59,8 +59,8 @@ absl::Status Train(const std::string& data, int64_t epochs,
       if ((*pipeline)->done()) return absl::OkStatus();
       continue;
     }
-    // batch->shape = {N, 3, 224, 224}; batch->host_data (pinned when CUDA is present);
-    // batch->device_data when batch->location == MemoryLocation::kDevice;
+    // batch->shape() = {N, 3, 224, 224}; batch->host_data() (pinned when CUDA is present);
+    // batch->device_data() when batch->location == MemoryLocation::kDevice;
     // batch->labels, batch->indices, batch->keys, batch->skipped.
     TrainStep(*batch);
   }  // Dropping a batch returns its buffer; hold fewer than prefetch_batches at once.
@@ -71,7 +71,7 @@ absl::Status Train(const std::string& data, int64_t epochs,
 // what embedding_test checks.
 void TrainStep(const flowloader::Batch& batch) {
   std::cout << "batch " << batch.epoch << " " << batch.index << " shape=["
-            << absl::StrJoin(batch.shape, ",") << "] dtype=" << flowloader::DTypeName(batch.dtype)
+            << absl::StrJoin(batch.shape(), ",") << "] dtype=" << flowloader::DTypeName(batch.dtype())
             << " labels=" << absl::StrJoin(batch.labels, ",")
             << " keys=" << absl::StrJoin(batch.keys, ",") << "\n";
 }

@@ -56,11 +56,11 @@ using flowloader::PipelineOptions;
 
 // SameBatch says where `named` differs from `builtin` (rows, shape or any byte).
 absl::Status SameBatch(const Batch& builtin, const Batch& named) {
-  if (builtin.shape != named.shape || builtin.keys != named.keys) {
+  if (builtin.shape() != named.shape() || builtin.keys != named.keys) {
     return absl::InternalError(
         absl::StrCat("batch ", builtin.index, ": the two pipelines delivered other samples"));
   }
-  if (std::memcmp(builtin.host_data, named.host_data, builtin.bytes()) != 0) {
+  if (std::memcmp(builtin.host_data(), named.host_data(), builtin.bytes()) != 0) {
     return absl::InternalError(absl::StrCat("batch ", builtin.index, ": other bytes"));
   }
   return absl::OkStatus();

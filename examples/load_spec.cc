@@ -48,7 +48,7 @@ absl::Status RunSpec(const std::string& path) {
       continue;
     }
     std::cout << "batch " << batch->epoch << " " << batch->index << " shape=["
-              << absl::StrJoin(batch->shape, ",") << "]\n";
+              << absl::StrJoin(batch->shape(), ",") << "]\n";
     ++batches;
     samples += batch->size();
   }

@@ -31,7 +31,7 @@
 // UseThreeViews gives `options` a graph that decodes each sample once (the region that
 // covers every crop) and writes three batch tensors: two independent 224² train views
 // (`view0`, `view1`) and a 96² uint8 view (`small`). A batch has them, in this order, in
-// batch->tensors; batch->host_data and batch->shape are view0's.
+// batch->tensors; batch->host_data() and batch->shape() are view0's.
 absl::Status UseThreeViews(flowloader::PipelineOptions* options) {
   flowloader::GraphBuilder graph;
   graph.Add("read");

@@ -90,7 +90,7 @@ std::string SaturatedComputeAdvice(const WorkerLoad& l, double wait, const RunFa
                         "more workers would help; ", kTune);
   }
   if (s.concurrency >= cpus) {
-    const bool decode = absl::StrContains(absl::AsciiStrToLower(s.name), "decode");
+    const bool decode = s.type == "decode";  // The type, whatever the stage is named.
     return absl::StrCat(head, "the ", cpus, " CPUs this process may use are the limit (", knob,
                         "=", s.concurrency, "), so more workers would not help: make ",
                         s.name, " cheaper",
@@ -281,19 +281,6 @@ void ConsumerBound(const WorkerLoad& busiest, const DiagnoseOptions& o, Diagnosi
 }
 
 }  // namespace
-
-StageKind StageKindFromName(absl::string_view name) {
-  const std::string lower = absl::AsciiStrToLower(name);
-  // Transfer first: "upload" contains "load".
-  for (absl::string_view t : {"upload", "pin", "h2d", "copy", "transfer"}) {
-    if (absl::StrContains(lower, t)) return StageKind::kTransfer;
-  }
-  if (absl::StartsWith(lower, "read")) return StageKind::kStorage;
-  for (absl::string_view s : {"load", "fetch"}) {
-    if (absl::StrContains(lower, s)) return StageKind::kStorage;
-  }
-  return StageKind::kCompute;
-}
 
 double Utilization(const StageLoad& stage, double wall_seconds) {
   if (wall_seconds <= 0 || stage.concurrency <= 0) return 0;

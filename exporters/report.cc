@@ -90,7 +90,8 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
   for (const auto& s : stats.stages()) {
     StageLoad load;
     load.name = s->name();
-    load.kind = StageKindFromName(s->name());
+    load.kind = s->kind();
+    load.type = s->type();
     load.concurrency = s->concurrency();
     // Under autotune a num_workers stage is built at the budget but runs at the tuned
     // count: judge its busy share against what runs.

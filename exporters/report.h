@@ -54,17 +54,6 @@ struct RunFacts {
   double steady_seconds = -1;
 };
 
-// StageKind decides which advice fits a saturated stage.
-enum class StageKind {
-  kStorage,   // Reads bytes: saturation means the storage is the limit, not the CPU.
-  kCompute,   // Decode, augment, collate: CPU work.
-  kTransfer,  // Pinning and host-to-device copies.
-};
-
-// StageKindFromName guesses the kind from a stage name: "read*", "*load*", "*fetch*" →
-// storage; "*upload*", "*pin*", "*h2d*", "*copy*", "*transfer*" → transfer; else compute.
-StageKind StageKindFromName(absl::string_view name);
-
 // ConcurrencySource is what sets a stage's concurrency: it decides which knob raises it,
 // and whether a stage at 1 worker is serial or only limited by num_workers=1.
 enum class ConcurrencySource {
@@ -85,6 +74,7 @@ struct OpLoad {
 struct StageLoad {
   std::string name;
   StageKind kind = StageKind::kCompute;
+  std::string type;  // The registered type (StageStats::type); empty for the graph's own.
   int concurrency = 1;        // Parallel bodies allowed (num_workers for decode).
   ConcurrencySource concurrency_source = ConcurrencySource::kUnknown;
   uint64_t items = 0;         // Items passed downstream.
@@ -130,7 +120,8 @@ struct RunSnapshot {
   std::vector<AutotuneRecord> autotune_decisions;
 };
 
-// Snapshot copies `stats` (kinds from StageKindFromName) and attaches `facts`.
+// Snapshot copies `stats` (each stage's kind as its type declares it) and attaches
+// `facts`.
 RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts);
 
 // Utilization is busy / (concurrency × wall): the share of the stage's worker time spent

@@ -71,6 +71,7 @@ std::string ParseWithPython(const std::string& json) {
 std::shared_ptr<PipelineStats> TenSecondRun() {
   auto stats = std::make_shared<PipelineStats>("train");
   StageStats* reader = stats->AddStage("reader", 1);
+  reader->set_kind(StageKind::kStorage);
   StageStats* decode = stats->AddStage("decode", 2);
   reader->items_out = 1000;
   reader->busy_nanos = 3'000'000'000;
@@ -164,9 +165,9 @@ TEST(SummaryJsonTest, ZeroWallTimeGivesZeroRatesNotNaN) {
   EXPECT_NE(ParseWithPython(json), "");
 }
 
-TEST(SnapshotTest, CopiesCountersAndGuessesKinds) {
+TEST(SnapshotTest, CopiesCountersAndKinds) {
   auto stats = TenSecondRun();
-  stats->AddStage("upload", 1);
+  stats->AddStage("upload", 1)->set_kind(StageKind::kTransfer);
   stats->host_bytes_budget = 1000;
   stats->host_bytes_in_flight = 900;
   const RunSnapshot run = Snapshot(*stats, kFacts);
@@ -181,6 +182,18 @@ TEST(SnapshotTest, CopiesCountersAndGuessesKinds) {
   EXPECT_EQ(run.stages[1].items, 970u);
   EXPECT_DOUBLE_EQ(run.stages[1].busy_seconds, 19);
   EXPECT_DOUBLE_EQ(Utilization(run.stages[1], 10), 0.95);
+}
+
+// A stage's kind is what it declares, never a guess from the name its user chose: an op
+// named copy_paste is compute, not a host-to-device transfer.
+TEST(SnapshotTest, KindIsDeclaredNotGuessedFromTheName) {
+  auto stats = std::make_shared<PipelineStats>("train");
+  stats->AddStage("copy_paste", 2);
+  stats->AddStage("download", 2);
+  const RunSnapshot run = Snapshot(*stats, kFacts);
+  ASSERT_EQ(run.stages.size(), 2u);
+  EXPECT_EQ(run.stages[0].kind, StageKind::kCompute);
+  EXPECT_EQ(run.stages[1].kind, StageKind::kCompute);
 }
 
 TEST(SnapshotTest, CopiesOpCostsInRunOrder) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "graph/internal/sample_buffers.h"
@@ -256,7 +257,8 @@ void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
 }
 
 // PlannersFor are the crop planners of the branches reading decode's image `field`; a
-// factory called outside a planned graph (no bound names) gets augment's legacy planner.
+// factory called outside a planned graph (no bound names) gets StageEnv::crop_planner
+// as view 0.
 std::vector<ViewPlanner> PlannersFor(const StageEnv& env) {
   const std::string field = env.outputs.empty() ? kImageField : env.outputs.front();
   auto it = env.view_planners.find(field);
@@ -266,7 +268,7 @@ std::vector<ViewPlanner> PlannersFor(const StageEnv& env) {
 }
 
 StageSchema ReadSchema() {
-  return StageSchema{
+  StageSchema schema{
       "read",
       "reads each sample's file, retrying transient I/O errors with backoff",
       {{"max_retries", OptionType::kInt, "3", "retries of a transient read error (EIO)"},
@@ -275,6 +277,8 @@ StageSchema ReadSchema() {
       0,
       {{kPathField, FieldKind::kMetadata}},
       {{kBytesField, FieldKind::kBytes}}};
+  schema.kind = StageKind::kStorage;
+  return schema;
 }
 
 StageSchema DecodeSchema() {
@@ -316,7 +320,8 @@ StageSchema AugmentSchema() {
       "torchvision transforms in one pass into the batch slot: train = RandomResizedCrop + "
       "RandomHorizontalFlip + Normalize; eval = Resize + CenterCrop + Normalize. `outputs: "
       "[a, b]` writes an independent random view into each",
-      {{"mode", OptionType::kString, "train", "train or eval", {"train", "eval"}},
+      {{"mode", OptionType::kString, augment::ModeName(augment::Mode::kTrain),
+        absl::StrJoin(augment::ModeNames(), " or "), augment::ModeNames()},
        {"image_size", OptionType::kInt, "224", "output side in pixels"},
        {"resize_size", OptionType::kInt, "0",
         "eval: shorter side before the center crop; 0 = image_size*256/224"},
@@ -328,9 +333,9 @@ StageSchema AugmentSchema() {
        {"flip_p", OptionType::kFloat, "0.5", "train: horizontal flip probability"},
        {"mean", OptionType::kString, "0.485,0.456,0.406", "Normalize mean (RGB, 0..1 scale)"},
        {"std", OptionType::kString, "0.229,0.224,0.225", "Normalize std (RGB, 0..1 scale)"},
-       {"layout", OptionType::kString, "float_chw",
+       {"layout", OptionType::kString, augment::LayoutName(augment::Layout::kFloatCHW),
         "float_chw (normalized float32 [3,H,W]) or uint8_hwc (raw [H,W,3])",
-        {"float_chw", "uint8_hwc"}}},
+        augment::LayoutNames()}},
       0,
       {{kImageField, FieldKind::kImage}},
       {{kOutputField, FieldKind::kTensor}},
@@ -358,11 +363,7 @@ std::vector<int> DeclareViews(const augment::Transform* transform, const OutputS
       env.outputs.empty() ? std::vector<std::string>{kOutputField} : env.outputs;
   for (const std::string& name : names) {
     int view = env.DeclareOutput(name, spec);
-    if (view < 0) {  // Outside a planned graph (flowloader graph's shape query).
-      env.output = spec;
-      env.output_declared = true;
-      view = 0;
-    }
+    if (view < 0) view = 0;  // Outside a planned graph (flowloader graph's shape query).
     views.push_back(view);
   }
   const std::string image = env.inputs.empty() ? kImageField : env.inputs.front();
@@ -425,15 +426,10 @@ void RegisterBuiltinStages(StageRegistry& registry) {
       AugmentSchema(),
       [](const StageArgs& args, StageEnv& env) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
         augment::TransformOptions o;
-        const std::string& mode = args.GetString("mode");
-        if (mode == "train") {
-          o.mode = augment::Mode::kTrain;
-        } else if (mode == "eval") {
-          o.mode = augment::Mode::kEval;
-        } else {
-          return absl::InvalidArgumentError(
-              absl::StrCat("augment mode must be train or eval, got '", mode, "'"));
-        }
+        absl::StatusOr<augment::Mode> mode =
+            augment::ParseMode(args.GetString("mode"), "augment mode");
+        if (!mode.ok()) return mode.status();
+        o.mode = *mode;
         o.image_size = static_cast<int>(args.GetInt("image_size"));
         o.resize_size = static_cast<int>(args.GetInt("resize_size"));
         o.scale_min = args.GetFloat("scale_min");
@@ -447,15 +443,10 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         if (!stddev.ok()) return stddev.status();
         o.mean = *mean;
         o.std = *stddev;
-        const std::string& layout = args.GetString("layout");
-        if (layout == "float_chw") {
-          o.layout = augment::Layout::kFloatCHW;
-        } else if (layout == "uint8_hwc") {
-          o.layout = augment::Layout::kUint8HWC;
-        } else {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "augment layout must be float_chw or uint8_hwc, got '", layout, "'"));
-        }
+        absl::StatusOr<augment::Layout> layout =
+            augment::ParseLayout(args.GetString("layout"), "augment layout");
+        if (!layout.ok()) return layout.status();
+        o.layout = *layout;
         absl::StatusOr<std::unique_ptr<augment::Transform>> t = augment::Transform::Create(o);
         if (!t.ok()) return t.status();
         std::shared_ptr<const augment::Transform> transform = std::move(*t);

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "graph/internal/stage_plan.h"
+#include "graph/stage_plan.h"
 
 namespace flowloader {
 
@@ -40,7 +40,7 @@ GraphBuilder::StageRef GraphBuilder::Add(const std::string& type) {
 }
 
 absl::StatusOr<std::vector<StageSpec>> GraphBuilder::Build() const {
-  if (absl::Status s = graph_internal::CheckStagePlan(stages_, StageRegistry::Global());
+  if (absl::Status s = CheckStagePlan(stages_, StageRegistry::Global());
       !s.ok()) {
     return s;
   }

@@ -10,7 +10,7 @@
 //
 // Each Add is one item of the list, with the same fields a spec item has (type, name,
 // concurrency, options, inputs, outputs); Build plans the graph as Pipeline::Create does
-// (graph/internal/stage_plan.h) and returns its one-line refusal, so a graph built here
+// (graph/stage_plan.h) and returns its one-line refusal, so a graph built here
 // fails where the same spec would, and with the same words.
 //
 // Thread-safety: a GraphBuilder is a plain value; use one from one thread at a time.

@@ -315,6 +315,7 @@ void PipelineGraph::Impl::RegisterStages(
   upload_edge_ = stats_->AddEdge(previous, "upload", options_.prefetch_batches);
   collated_edge_ = batch_runners_.empty() ? upload_edge_ : batch_runners_.front().in_edge;
   upload_stats_ = stats_->AddStage("upload", 1);
+  upload_stats_->set_kind(StageKind::kTransfer);
   consumer_edge_ = stats_->AddEdge("upload", "consumer", options_.prefetch_batches);
 }
 
@@ -482,12 +483,15 @@ absl::Status PipelineGraph::Impl::SetPrefetchBatches(int count) {
 void PipelineGraph::Impl::Start() {
   // Label the stages that run on num_workers workers (neither their spec nor their type
   // fixes a concurrency; the planner's rule), so that the diagnosis tells a stage held to
-  // one worker by --num_workers=1 from a serial one.
+  // one worker by --num_workers=1 from a serial one, and each stage with the kind its
+  // type declares.
   for (size_t i = 0; i < runners_.size() && i < options_.stages.size(); ++i) {
     const StageSpec& spec = options_.stages[i];
     const absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
     runners_[i].stats->set_follows_num_workers(spec.concurrency <= 0 && schema.ok() &&
                                                schema->default_concurrency <= 0);
+    if (schema.ok()) runners_[i].stats->set_kind(schema->kind);
+    runners_[i].stats->set_type(spec.type);
   }
   pool_->SetRecycler([this](BatchToken* token) {
     // Back to the free buffers; count the source's blocked time if it was starved.
@@ -563,8 +567,6 @@ void PipelineGraph::Impl::SetOutputSlots(void* buffer, int slot, SampleContext& 
     s.outputs[k].bytes = row_bytes;
   }
   std::fill(s.planned.begin(), s.planned.end(), 0);
-  s.output = s.outputs[0].data;
-  s.output_bytes = s.outputs[0].bytes;
 }
 
 void PipelineGraph::Impl::Dispatch(
@@ -778,7 +780,7 @@ void PipelineGraph::Impl::RunBatchStage(BatchRunner& runner, BatchToken* token) 
 }
 
 // FillTensors compacts each tensor's region (skipped rows removed, the same rows in
-// each) and describes it in batch.tensors; the first tensor is also the batch's own.
+// each) and describes it in batch.tensors.
 void PipelineGraph::Impl::FillTensors(BatchToken* token) {
   Batch& batch = token->batch;
   batch.tensors.resize(regions_.size());  // Within capacity after the first batch.
@@ -796,11 +798,6 @@ void PipelineGraph::Impl::FillTensors(BatchToken* token) {
     t.device_data = nullptr;
   }
   FillLabel(token);
-  const BatchTensor& first = batch.tensors.front();
-  batch.shape = first.shape;
-  batch.dtype = first.dtype;
-  batch.host_data = first.host_data;
-  batch.device_data = nullptr;
 }
 
 // FillLabel writes the label tensor into its region of the buffer: each kept row's class
@@ -851,7 +848,6 @@ absl::Status PipelineGraph::Impl::UploadTensors(BatchToken* token, size_t* bytes
   if (absl::Status s = memory_->Upload(label_region, label.bytes()); !s.ok()) return s;
   label.device_data = label_region.device;
   *bytes += label.bytes();
-  batch.device_data = batch.tensors.front().device_data;
   return absl::OkStatus();
 }
 

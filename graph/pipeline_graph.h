@@ -47,7 +47,7 @@ struct StageSpec {
   std::string where;
   // The per-sample fields bound to the type's declared ports (StageSchema::inputs and
   // outputs, in their order): a spec item's `inputs: [image]` / `outputs: [view0]`. Empty
-  // = the ports' own names, which chain read → decode → augment as before.
+  // = the ports' own names, which chain read → decode → augment.
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
   // Where each bound name was written, parallel to inputs/outputs (empty in code).
@@ -93,8 +93,8 @@ struct GraphOptions {
   int64_t epochs = 1;
   // Where to start (resume): the first batch delivered is batch number start_batch of
   // start_epoch, beginning at sample position start_sample of that epoch's order
-  // (-1 = start_batch × batch_size, as in checkpoints made before the batch size could
-  // change) and holding start_batch_size samples (0 = batch_size; at most the pool's rows).
+  // (-1 = start_batch × batch_size, what a cursor of only EPOCH:BATCH means) and holding
+  // start_batch_size samples (0 = batch_size; at most the pool's rows).
   int64_t start_epoch = 0;
   int64_t start_batch = 0;
   int64_t start_sample = -1;
@@ -112,6 +112,9 @@ struct GraphOptions {
   // Memory the graph may plan for (batch pool and the stages' declared parts); 0 = what
   // the process may use (resources.h AvailableMemory). Build refuses a plan above it.
   int64_t memory_limit_bytes = 0;
+  // What the data sources keep in memory (stages/reader/data_sources.h DataSources::
+  // memory: the HTTP block cache, the sampler's order), planned after the stages' parts.
+  std::vector<MemoryPart> source_memory;
 };
 
 class PipelineGraph {

@@ -449,19 +449,17 @@ const std::vector<std::string>& BuiltinStageOrder() {
 }
 
 int StageEnv::DeclareOutput(const std::string& field, const OutputSpec& spec) {
+  OutputSpec named = spec;
+  named.name = field;
+  declared_outputs[field] = named;
   for (size_t i = 0; i < batch_tensors.size(); ++i) {
-    if (batch_tensors[i] != field) continue;
-    OutputSpec named = spec;
-    named.name = field;
-    declared_outputs[field] = named;
-    if (i == 0) {
-      // The first tensor is also the legacy single output.
-      output = named;
-      output_declared = true;
-    }
-    return static_cast<int>(i);
+    if (batch_tensors[i] == field) return static_cast<int>(i);
   }
   return -1;
+}
+
+int StageEnv::DeclareOutput(const OutputSpec& spec) {
+  return DeclareOutput(outputs.empty() ? std::string(kOutputField) : outputs.front(), spec);
 }
 
 }  // namespace flowloader

@@ -51,10 +51,6 @@ struct SampleContext {
   const SampleSource* source = nullptr;  // key and label.
   std::string path;                      // Full path of the file.
 
-  // The batch slot the sample's first batch tensor goes to (output_bytes bytes): the
-  // same as outputs[0], kept for stages written before a sample had several outputs.
-  void* output = nullptr;
-  size_t output_bytes = 0;
   // One slot per batch tensor, in the plan's order (StageEnv::batch_tensors): the
   // sample's row in each of the batch buffer's per-tensor regions. Sized once per batch
   // slot when the graph is built, so there is no allocation per sample.
@@ -63,9 +59,13 @@ struct SampleContext {
     size_t bytes = 0;
   };
   std::vector<OutputSlot> outputs;
+  // output is the batch slot of the sample's first batch tensor (outputs[0]), what a
+  // stage of a one-tensor graph writes; output_bytes is its size.
+  void* output() const { return outputs.empty() ? nullptr : outputs.front().data; }
+  size_t output_bytes() const { return outputs.empty() ? 0 : outputs.front().bytes; }
 
   // Working data, filled by the built-in stages (read: bytes; decode: info, plan,
-  // decoded; augment: writes `output`).
+  // decoded; augment: writes its view of `outputs`).
   std::string bytes;
   decode::ImageInfo info;
   augment::CropPlan plan;  // View 0's crop (also plans[0] when views > 1).
@@ -126,7 +126,7 @@ struct OptionSchema {
 enum class FieldKind {
   kBytes,     // A file's bytes (SampleContext::bytes).
   kImage,     // Decoded pixels (SampleContext::decoded).
-  kTensor,    // The sample's row of the batch output (SampleContext::output).
+  kTensor,    // The sample's row of a batch tensor (SampleContext::outputs).
   kLabel,     // The class index (SampleContext::source->label).
   kMetadata,  // Identity: the key and the full path.
 };
@@ -156,7 +156,7 @@ bool IsSourceField(const std::string& name);
 const char* FieldKindName(FieldKind kind);
 
 // StageSchema declares a stage type: its name, what it does, its options, and the fields it
-// reads and writes (checked when a pipeline is created: graph/internal/stage_plan.h).
+// reads and writes (checked when a pipeline is created: graph/stage_plan.h).
 struct StageSchema {
   std::string type;
   std::string doc;
@@ -167,7 +167,7 @@ struct StageSchema {
   // one writer). A field in both lists is modified in place: it needs an earlier writer
   // and is not a second one. A stage declaring neither touches no field the graph checks
   // and may sit anywhere in the list. A stage that writes the batch output declares
-  // `output` here and sets StageEnv::output in its factory. Register refuses a field that
+  // `output` here and calls StageEnv::DeclareOutput in its factory. Register refuses a field that
   // is not one of SampleFields() with its kind.
   std::vector<FieldSchema> inputs;
   std::vector<FieldSchema> outputs;
@@ -187,6 +187,9 @@ struct StageSchema {
   // spec's `batch_ops:`, registered with RegisterBatch and made by CreateBatch. Its
   // concurrency is 1 and it declares no per-sample fields.
   bool batch_stage = false;
+  // What the stage's work is (stage_stats.h): the diagnosis reads a saturated storage
+  // stage as the storage's limit, not the CPU's. Compute unless declared.
+  StageKind kind = StageKind::kCompute;
 };
 
 // StageArgs are one stage instance's option values, validated against its schema.
@@ -240,10 +243,6 @@ struct StageEnv {
   const Dataset* dataset = nullptr;
   Env* env = nullptr;  // File system.
   int num_workers = 1;
-  // Set by the stage that writes the batch slot (augment, or a user stage declaring
-  // `output` among its outputs); required by the graph.
-  OutputSpec output;
-  bool output_declared = false;
   // Set by augment: plans each sample's crop from its header, before decoding (view 0's
   // planner when several branches exist; decode uses view_planners).
   const augment::Transform* crop_planner = nullptr;
@@ -255,10 +254,16 @@ struct StageEnv {
   std::vector<std::string> may_free;
   // Every batch tensor field, in the plan's order (index = view = SampleContext::outputs).
   std::vector<std::string> batch_tensors;
-  // DeclareOutput records the per-sample shape of batch tensor `field` and returns its
-  // index, or -1 when `field` is not a batch tensor of this graph.
+  // DeclareOutput records the per-sample shape of tensor field `field` (in
+  // declared_outputs) and returns its index among batch_tensors, or -1 when it is not a
+  // batch tensor of this graph (outside a planned graph: `flowloader graph`'s shape query).
+  // Required of the stage that writes a batch tensor (augment, or a user stage declaring
+  // a tensor among its outputs).
   int DeclareOutput(const std::string& field, const OutputSpec& spec);
-  // The declared tensors by field name (DeclareOutput, or `output` for a one-tensor graph).
+  // DeclareOutput(spec) declares the field the stage's first output port is bound to
+  // (outputs.front(), or `output` outside a planned graph).
+  int DeclareOutput(const OutputSpec& spec);
+  // The declared tensors by field name.
   std::map<std::string, OutputSpec> declared_outputs;
   // Crop planners by the image field they read: decode plans every branch reading its
   // output so that it decodes once, the union of their boxes.

@@ -79,6 +79,14 @@ struct OpCostRow {
   std::shared_ptr<const std::atomic<int64_t>> applied;     // Samples the op changed.
 };
 
+// StageKind is what a stage's work is, as its type declares it (StageSchema::kind); it
+// decides which advice fits when the stage is saturated.
+enum class StageKind {
+  kStorage,   // Reads bytes: saturation means the storage is the limit, not the CPU.
+  kCompute,   // Decode, augment, collate: CPU work.
+  kTransfer,  // Pinning and host-to-device copies.
+};
+
 // StageStats is one stage's counters.
 class StageStats {
  public:
@@ -98,6 +106,15 @@ class StageStats {
   // serial stages (source, collate, upload). Set while building.
   bool follows_num_workers() const { return follows_num_workers_; }
   void set_follows_num_workers(bool follows) { follows_num_workers_ = follows; }
+  // kind is what the stage's work is (its type's StageSchema::kind; upload is a
+  // transfer, the graph's other own stages compute). Set while building.
+  StageKind kind() const { return kind_; }
+  void set_kind(StageKind kind) { kind_ = kind; }
+  // type is the stage's registered type (StageSpec::type: "decode", a user's type), which
+  // its user-chosen name need not contain; empty for the graph's own stages. Set while
+  // building.
+  const std::string& type() const { return type_; }
+  void set_type(std::string type) { type_ = std::move(type); }
   // op_costs are the stage's parts with their own counters (SampleStage::OpCosts), in
   // run order; empty for a stage without parts. Set while building.
   const std::vector<OpCostRow>& op_costs() const { return op_costs_; }
@@ -121,6 +138,8 @@ class StageStats {
   const int concurrency_;
   std::string worker_group_;
   bool follows_num_workers_ = false;
+  StageKind kind_ = StageKind::kCompute;
+  std::string type_;
   std::vector<OpCostRow> op_costs_;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> errors_ ABSL_GUARDED_BY(mu_);

@@ -10,17 +10,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "graph/batch_stage.h"
-#include "graph/internal/stage_plan.h"
+#include "graph/stage_plan.h"
 #include "graph/stage.h"
 #include "stages/augment/ops/view_program.h"
 #include "runtime/spec.h"
 
 namespace flowloader {
 namespace {
-
-using graph_internal::FieldFlow;
-using graph_internal::StagePlan;
-using graph_internal::StagePorts;
 
 // PlannedTensor is one field that becomes a batch tensor, with its per-sample layout.
 struct PlannedTensor {
@@ -35,31 +31,37 @@ struct Planned {
   std::vector<PlannedTensor> tensors;
 };
 
-// TensorLayout runs the factory of the stage that writes a batch tensor, which declares
-// the tensor's shape (StageEnv::output), as Pipeline::Create does.
-absl::StatusOr<OutputSpec> TensorLayout(const StageSpec& writer) {
+// TensorLayout runs the factory of the stage that writes batch tensor `field`, with its
+// ports bound as planned, and returns the shape it declares (StageEnv::DeclareOutput), as
+// Pipeline::Create does.
+absl::StatusOr<OutputSpec> TensorLayout(const StageSpec& writer, const StagePorts& ports,
+                                        const std::string& field) {
   StageEnv env;
+  for (const FieldSchema& f : ports.inputs) env.inputs.push_back(f.name);
+  for (const FieldSchema& f : ports.outputs) env.outputs.push_back(f.name);
   absl::StatusOr<std::unique_ptr<SampleStage>> stage =
       StageRegistry::Global().Create(writer.type, writer.args, env);
   if (!stage.ok()) {
     if (writer.where.empty()) return stage.status();
     return absl::InvalidArgumentError(absl::StrCat(writer.where, ": ", stage.status().message()));
   }
-  if (!env.output_declared) {
+  auto declared = env.declared_outputs.find(field);
+  if (declared == env.declared_outputs.end()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "stage '", writer.name.empty() ? writer.type : writer.name,
-        "' declares a tensor output but its factory set no StageEnv::output"));
+        "stage '", writer.name.empty() ? writer.type : writer.name, "' writes the tensor '",
+        field, "' but its factory declares no shape for it (StageEnv::DeclareOutput)"));
   }
-  return env.output;
+  return declared->second;
 }
 
 absl::StatusOr<Planned> Plan(const std::vector<StageSpec>& stages) {
-  absl::StatusOr<StagePlan> plan = graph_internal::PlanStages(stages, StageRegistry::Global());
+  absl::StatusOr<StagePlan> plan = PlanStages(stages, StageRegistry::Global());
   if (!plan.ok()) return plan.status();
   Planned planned{*std::move(plan), {}};
   for (const FieldFlow& field : planned.plan.fields) {
     if (!field.batch_tensor) continue;
-    absl::StatusOr<OutputSpec> spec = TensorLayout(stages[field.writer]);
+    absl::StatusOr<OutputSpec> spec =
+        TensorLayout(stages[field.writer], planned.plan.stages[field.writer], field.name);
     if (!spec.ok()) return spec.status();
     planned.tensors.push_back(
         PlannedTensor{field.name, planned.plan.stages[field.writer].name, *spec});
@@ -161,7 +163,7 @@ absl::StatusOr<std::string> BatchOpsLabel(const std::vector<StageSpec>& ops,
 }
 
 // BatchOpsText lists the batch ops, then the label tensor; nothing without batch ops (the
-// graph's text is then what it was before batch ops existed).
+// label is then the int64 class index every graph has).
 absl::StatusOr<std::string> BatchOpsText(const std::vector<StageSpec>& ops,
                                          const std::vector<PlannedTensor>& tensors) {
   absl::StatusOr<std::string> label = BatchOpsLabel(ops, tensors);

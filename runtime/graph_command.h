@@ -1,7 +1,7 @@
 // graph_command.h: `flowloader graph`: the planned per-sample graph of a spec, without
 // running it.
 //
-// The plan is Pipeline::Create's own (graph/internal/stage_plan.h PlanStages): each stage
+// The plan is Pipeline::Create's own (graph/stage_plan.h PlanStages): each stage
 // with the fields its ports are bound to, each field's kind, writer and readers, and which
 // fields become batch tensors (with their per-sample shape and dtype, from the stage that
 // writes them). The text form is one line per stage, then the batch:

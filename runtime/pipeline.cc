@@ -7,19 +7,19 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/internal/autotune_loop.h"
 #include "runtime/internal/data_checksum.h"
+#include "runtime/internal/options_check.h"
 #include "runtime/version.h"
 #include "stages/core/log.h"
 #include "stages/core/resources.h"
-#include "stages/reader/dataset.h"
+#include "stages/reader/data_sources.h"
 #include "stages/reader/http_env.h"
-#include "stages/reader/sampler.h"
 
 namespace flowloader {
 
 absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& options) {
-  if (options.transform != "train" && options.transform != "eval") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("transform must be train or eval, got '", options.transform, "'"));
+  if (absl::StatusOr<augment::Mode> mode = augment::ParseMode(options.transform, "transform");
+      !mode.ok()) {
+    return mode.status();
   }
   std::vector<StageSpec> stages(3);
   stages[0].type = "read";
@@ -41,15 +41,46 @@ int64_t MemoryLimitBytes(const PipelineOptions& options) {
   return options.memory_limit_mb * (int64_t{1} << 20);
 }
 
-// PipelineParts are what Create and PlanMemory make from the options before the graph.
-struct PipelineParts {
-  std::shared_ptr<const Dataset> dataset;
-  std::shared_ptr<const Sampler> sampler;
-  std::shared_ptr<DeviceMemory> memory;  // Where batches live.
-  GraphOptions graph;
-};
+// DataSourcesOptionsFor is what step 2 opens: `dataset`, the weighted `sources` or
+// `data`, read with the options' file system, columns and HTTP settings, and the sampler.
+DataSourcesOptions DataSourcesOptionsFor(const PipelineOptions& options) {
+  DataSourcesOptions data;
+  data.opened = options.dataset;
+  DatasetOptions& dataset_options = data.dataset;
+  dataset_options.path = options.data;
+  dataset_options.env = options.env;
+  dataset_options.label_key = options.label_key;
+  dataset_options.columns = options.columns;
+  dataset_options.column_max_bytes = options.column_max_bytes;
+  dataset_options.http = options.http;
+  dataset_options.http.cache_bytes = options.http_cache_mb << 20;
+  for (const WeightedSource& w : options.sources) {
+    DatasetSource source{w.name, dataset_options, w.weight};
+    source.options.path = w.data;
+    data.sources.push_back(std::move(source));
+  }
+  SamplerOptions& sampler_options = data.sampler;
+  sampler_options.shuffle = options.shuffle;
+  sampler_options.seed = options.seed;
+  sampler_options.rank = options.rank;
+  sampler_options.world_size = options.world_size;
+  sampler_options.drop_remainder = options.even_shards == "trim";
+  sampler_options.epoch_samples = options.epoch_samples;
+  sampler_options.repeated_augment = options.repeated_augment;
+  return data;
+}
 
-GraphOptions GraphOptionsFor(const PipelineOptions& options) {
+// BatchMemory is where batches live (the device and pinning options).
+absl::StatusOr<std::shared_ptr<DeviceMemory>> BatchMemory(const PipelineOptions& options) {
+  DeviceOptions device_options;
+  device_options.device = options.device;
+  device_options.pin_memory = options.pin_memory;
+  absl::StatusOr<std::unique_ptr<DeviceMemory>> memory = DeviceMemory::Create(device_options);
+  if (!memory.ok()) return memory.status();
+  return std::shared_ptr<DeviceMemory>(std::move(*memory));
+}
+
+GraphOptions GraphOptionsFor(const PipelineOptions& options, const DataSources& data) {
   GraphOptions graph_options;
   graph_options.num_workers = options.num_workers;
   graph_options.batch_size = options.batch_size;
@@ -68,116 +99,75 @@ GraphOptions GraphOptionsFor(const PipelineOptions& options) {
   graph_options.env = options.env;
   graph_options.memory_limit_bytes = MemoryLimitBytes(options);
   graph_options.batch_stages = options.batch_ops;
+  graph_options.source_memory = data.memory;
   return graph_options;
 }
 
-// OpenDataset opens `data`, or every one of `sources` as one dataset.
-absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const PipelineOptions& options) {
-  DatasetOptions dataset_options;
-  dataset_options.path = options.data;
-  dataset_options.env = options.env;
-  dataset_options.label_key = options.label_key;
-  dataset_options.columns = options.columns;
-  dataset_options.column_max_bytes = options.column_max_bytes;
-  dataset_options.http = options.http;
-  dataset_options.http.cache_bytes = options.http_cache_mb << 20;
-  if (options.sources.empty()) return Dataset::Open(dataset_options);
-  if (!options.data.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data ('", options.data, "') and sources are both set: give one of them"));
-  }
-  std::vector<DatasetSource> sources;
-  for (const WeightedSource& w : options.sources) {
-    DatasetSource source{w.name, dataset_options};
-    source.options.path = w.data;
-    sources.push_back(std::move(source));
-  }
-  return Dataset::OpenSources(sources);
-}
+// Planned is step 3's result: the graph's options with the stage list and every `auto`
+// knob resolved, and what autotune decided.
+struct Planned {
+  GraphOptions graph;
+  AutotunePlan autotune;
+};
 
-// MixtureOf is the sampler's view of the sources: each one's size and weight.
-std::vector<MixtureComponent> MixtureOf(const PipelineOptions& options, const Dataset& dataset) {
-  std::vector<MixtureComponent> mixture;
-  for (size_t i = 0; i < options.sources.size(); ++i) {
-    mixture.push_back(MixtureComponent{dataset.source_size(static_cast<int32_t>(i)),
-                                       options.sources[i].weight});
-  }
-  return mixture;
-}
-
-absl::StatusOr<PipelineParts> OpenParts(const PipelineOptions& options) {
-  if (options.name.empty()) return absl::InvalidArgumentError("pipeline name is empty");
-  // Checked whatever the data, so a typo is refused here, not on the first https shard.
-  if (absl::Status s = CheckCaFile(options.http.ca_file); !s.ok()) return s;
-  PipelineParts parts;
-  if (options.dataset != nullptr) {
-    if (!options.data.empty() || !options.sources.empty()) {
-      return absl::InvalidArgumentError("a dataset is given: data and sources must be empty");
-    }
-    parts.dataset = options.dataset;
-  } else {
-    absl::StatusOr<std::unique_ptr<Dataset>> dataset = OpenDataset(options);
-    if (!dataset.ok()) return dataset.status();
-    parts.dataset = std::move(*dataset);
-  }
-
-  SamplerOptions sampler_options;
-  sampler_options.shuffle = options.shuffle;
-  sampler_options.seed = options.seed;
-  sampler_options.rank = options.rank;
-  sampler_options.world_size = options.world_size;
-  if (options.even_shards != "pad" && options.even_shards != "trim") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("even_shards must be pad or trim, got '", options.even_shards, "'"));
-  }
-  sampler_options.drop_remainder = options.even_shards == "trim";
-  sampler_options.mixture = MixtureOf(options, *parts.dataset);
-  sampler_options.epoch_samples = options.epoch_samples;
-  sampler_options.repeated_augment = options.repeated_augment;
-  absl::StatusOr<std::unique_ptr<Sampler>> sampler =
-      Sampler::Create(parts.dataset->size(), sampler_options);
-  if (!sampler.ok()) return sampler.status();
-  parts.sampler = std::move(*sampler);
-
-  DeviceOptions device_options;
-  device_options.device = options.device;
-  device_options.pin_memory = options.pin_memory;
-  absl::StatusOr<std::unique_ptr<DeviceMemory>> memory = DeviceMemory::Create(device_options);
-  if (!memory.ok()) return memory.status();
-  parts.memory = std::move(*memory);
-
-  parts.graph = GraphOptionsFor(options);
+// Plan makes the graph's options for `data` with batches in `memory`: the stage list
+// (the built-in one unless options.stages), then the `auto` knobs resolved against the
+// memory plan (autotune_loop.h).
+absl::StatusOr<Planned> Plan(const PipelineOptions& options, const DataSources& data,
+                             const DeviceMemory& memory) {
+  Planned planned;
+  planned.graph = GraphOptionsFor(options, data);
   if (options.stages.empty()) {
     absl::StatusOr<std::vector<StageSpec>> stages = DefaultStages(options);
     if (!stages.ok()) return stages.status();
-    parts.graph.stages = std::move(*stages);
+    planned.graph.stages = std::move(*stages);
   } else {
-    parts.graph.stages = options.stages;
+    planned.graph.stages = options.stages;
   }
-  return parts;
+  absl::StatusOr<AutotunePlan> autotune = PlanAutotune(
+      options,
+      [&data, &memory](const GraphOptions& graph) {
+        return PipelineGraph::Plan(graph, *data.dataset, *data.sampler, memory);
+      },
+      std::max<int64_t>(0, ResidentBytes()), &planned.graph);
+  if (!autotune.ok()) return autotune.status();
+  planned.autotune = *autotune;
+  return planned;
 }
 
-// ResolveAutotune sets the graph options of the knobs that are auto (autotune_loop.h).
-absl::StatusOr<AutotunePlan> ResolveAutotune(const PipelineOptions& options,
-                                             PipelineParts* parts) {
-  const PipelineParts& p = *parts;
-  return PlanAutotune(
-      options,
-      [&p](const GraphOptions& graph) {
-        return PipelineGraph::Plan(graph, *p.dataset, *p.sampler, *p.memory);
-      },
-      std::max<int64_t>(0, ResidentBytes()), &parts->graph);
+// StatsFor is the statistics a pipeline's graph reports into, labelled with the build
+// and the knobs as given (`auto` where autotune sets them).
+std::shared_ptr<PipelineStats> StatsFor(const PipelineOptions& options, const DataSources& data,
+                                        const DeviceMemory& memory, const Planned& planned) {
+  auto knob_text = [](int value) {
+    return value == PipelineOptions::kAuto ? std::string("auto") : absl::StrCat(value);
+  };
+  auto stats = std::make_shared<PipelineStats>(options.name);
+  stats->SetSources(data.dataset->source_names());
+  stats->autotune.enabled = planned.autotune.enabled;
+  stats->autotune.num_workers = planned.graph.num_workers;
+  stats->autotune.prefetch_batches = planned.graph.prefetch_batches;
+  stats->build_info = {{"version", Version()},
+                       {"num_workers", knob_text(options.num_workers)},
+                       {"batch_size", absl::StrCat(options.batch_size)},
+                       {"prefetch_batches", knob_text(options.prefetch_batches)},
+                       {"decoder", "libjpeg-turbo"},
+                       {"memory", LocationName(memory.location())}};
+  if (options.trace_spans > 0) stats->trace = std::make_unique<TraceBuffer>(options.trace_spans);
+  return stats;
 }
 
 }  // namespace
 
 absl::StatusOr<MemoryPlan> Pipeline::PlanMemory(const PipelineOptions& options) {
-  absl::StatusOr<PipelineParts> parts = OpenParts(options);
-  if (!parts.ok()) return parts.status();
-  if (absl::StatusOr<AutotunePlan> a = ResolveAutotune(options, &*parts); !a.ok()) {
-    return a.status();
-  }
-  return PipelineGraph::Plan(parts->graph, *parts->dataset, *parts->sampler, *parts->memory);
+  if (absl::Status s = CheckPipelineOptions(options); !s.ok()) return s;
+  absl::StatusOr<DataSources> data = OpenDataSources(DataSourcesOptionsFor(options));
+  if (!data.ok()) return data.status();
+  absl::StatusOr<std::shared_ptr<DeviceMemory>> memory = BatchMemory(options);
+  if (!memory.ok()) return memory.status();
+  absl::StatusOr<Planned> planned = Plan(options, *data, **memory);
+  if (!planned.ok()) return planned.status();
+  return PipelineGraph::Plan(planned->graph, *data->dataset, *data->sampler, **memory);
 }
 
 MemoryBudget Pipeline::MemoryBudgetFor(const PipelineOptions& options) {
@@ -186,47 +176,42 @@ MemoryBudget Pipeline::MemoryBudgetFor(const PipelineOptions& options) {
   return PipelineGraph::Budget(graph_options);
 }
 
+// Create walks four steps, each on what the one before made: check the options, open the
+// data sources (each declaring its memory parts), plan (stages, fields, auto knobs,
+// memory), then build and start the graph.
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& options) {
-  absl::StatusOr<PipelineParts> parts = OpenParts(options);
-  if (!parts.ok()) return parts.status();
-  const int64_t samples_per_epoch = parts->sampler->samples_per_rank();
-  const std::shared_ptr<DeviceMemory>& memory = parts->memory;
+  // 1. Check the options.
+  if (absl::Status s = CheckPipelineOptions(options); !s.ok()) return s;
+  // 2. Open the data sources.
+  absl::StatusOr<DataSources> data = OpenDataSources(DataSourcesOptionsFor(options));
+  if (!data.ok()) return data.status();
+  // 3. Plan, with batches where the device options put them.
+  absl::StatusOr<std::shared_ptr<DeviceMemory>> memory = BatchMemory(options);
+  if (!memory.ok()) return memory.status();
   LogInfo(absl::StrCat("pipeline '", options.name, "': batches ",
-                       memory->location() == MemoryLocation::kHost ? "in " : "on ",
-                       memory->description()));
-
-  absl::StatusOr<AutotunePlan> autotune = ResolveAutotune(options, &*parts);
-  if (!autotune.ok()) return autotune.status();
-  auto knob_text = [](int value) {
-    return value == PipelineOptions::kAuto ? std::string("auto") : absl::StrCat(value);
-  };
-  auto stats = std::make_shared<PipelineStats>(options.name);
-  stats->SetSources(parts->dataset->source_names());
-  stats->autotune.enabled = autotune->enabled;
-  stats->autotune.num_workers = parts->graph.num_workers;
-  stats->autotune.prefetch_batches = parts->graph.prefetch_batches;
-  stats->build_info = {{"version", Version()},
-                       {"num_workers", knob_text(options.num_workers)},
-                       {"batch_size", absl::StrCat(options.batch_size)},
-                       {"prefetch_batches", knob_text(options.prefetch_batches)},
-                       {"decoder", "libjpeg-turbo"},
-                       {"memory", LocationName(memory->location())}};
-  if (options.trace_spans > 0) stats->trace = std::make_unique<TraceBuffer>(options.trace_spans);
+                       (*memory)->location() == MemoryLocation::kHost ? "in " : "on ",
+                       (*memory)->description()));
+  absl::StatusOr<Planned> planned = Plan(options, *data, **memory);
+  if (!planned.ok()) return planned.status();
+  // 4. Build the graph (PipelineGraph::Create checks the memory plan first) and start it.
+  std::shared_ptr<PipelineStats> stats = StatsFor(options, *data, **memory, *planned);
   absl::StatusOr<std::unique_ptr<PipelineGraph>> graph =
-      PipelineGraph::Create(parts->graph, parts->dataset, parts->sampler, memory, stats);
+      PipelineGraph::Create(planned->graph, data->dataset, data->sampler, *memory, stats);
   if (!graph.ok()) return graph.status();
-  const int arena_workers = std::max(parts->graph.num_workers, parts->graph.max_workers);
+  const int arena_workers = std::max(planned->graph.num_workers, planned->graph.max_workers);
   if ((*graph)->effective_threads() < arena_workers) {
     LogWarning(absl::StrCat("num_workers=", arena_workers, " but oneTBB grants ",
                             (*graph)->effective_threads(), " threads"));
   }
-  std::unique_ptr<Pipeline> pipeline(new Pipeline(options, std::move(stats), memory,
-                                                  std::move(*graph), samples_per_epoch));
-  pipeline->dataset_ = parts->dataset;
+  std::unique_ptr<Pipeline> pipeline(new Pipeline(options, std::move(stats), *memory,
+                                                  std::move(*graph),
+                                                  data->sampler->samples_per_rank()));
+  pipeline->dataset_ = data->dataset;
   pipeline->graph_->Start();
-  if (autotune->enabled) {
-    pipeline->autotune_ = std::make_unique<AutotuneLoop>(
-        pipeline->graph_.get(), pipeline->stats_, autotune->policy, kAutotuneWindowSeconds);
+  if (planned->autotune.enabled) {
+    pipeline->autotune_ = std::make_unique<AutotuneLoop>(pipeline->graph_.get(), pipeline->stats_,
+                                                         planned->autotune.policy,
+                                                         kAutotuneWindowSeconds);
   }
   return pipeline;
 }

@@ -12,7 +12,7 @@
 //     absl::Status s = (*pipeline)->Next(&batch, &end_of_epoch);
 //     if (!s.ok()) { /* fatal: names the file and the reason */ break; }
 //     if (end_of_epoch) { if ((*pipeline)->done()) break; continue; }
-//     train_step(batch->host_data, batch->shape, batch->labels);  // or device_data
+//     train_step(batch->host_data(), batch->shape(), batch->labels);  // or device_data
 //   }
 //
 // Batches arrive in sampler order; the pipeline keeps running across epochs without
@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "graph/pipeline_graph.h"
 #include "graph/stage_stats.h"
+#include "stages/augment/transform.h"
 #include "stages/collate/batch.h"
 #include "stages/core/memory_plan.h"
 #include "stages/reader/dataset.h"
@@ -60,8 +61,8 @@ struct Cursor {
   // The next batch's number within the epoch (Batch::index).
   int64_t batch = 0;
   // Where the next batch begins in the epoch's sample order; -1 = batch × batch_size,
-  // which is what a cursor written as EPOCH:BATCH (or by a version before SetBatchSize)
-  // means, and is exact for a run whose batch size never changed.
+  // which is what a cursor written as EPOCH:BATCH means, and is exact for a run whose
+  // batch size never changed.
   int64_t sample = -1;
   // The size of the batches from the cursor on (SetBatchSize's); 0 = the options'
   // batch_size. At most that batch_size (the pool's rows), else Create refuses it.
@@ -165,11 +166,11 @@ struct PipelineOptions {
   // Built-in stages (used when `stages` is empty): "train" = RandomResizedCrop +
   // horizontal flip + ImageNet Normalize; "eval" = Resize(image_size*256/224) +
   // CenterCrop + Normalize.
-  std::string transform = "train";
+  std::string transform = augment::ModeName(augment::Mode::kTrain);
   // Output side in pixels; > 0. Default 224.
   int image_size = 224;
   // "float_chw" (normalized float32 [N,3,H,W]) or "uint8_hwc" (raw [N,H,W,3]).
-  std::string layout = "float_chw";
+  std::string layout = augment::LayoutName(augment::Layout::kFloatCHW);
   // Custom per-sample stages; empty means read → decode → augment configured from the
   // fields above. See graph/stage.h for registering your own stage types.
   std::vector<StageSpec> stages;

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "exporters/metrics_exporter.h"
 #include "exporters/report.h"
@@ -193,19 +194,257 @@ std::string EscapeKey(const std::string& key) {
   return out;
 }
 
-int RunCommand(const RunConfig& config) {
-  SignalWatcher::BlockInThisThread();
-  const absl::Time start = absl::Now();
+namespace {
+
+// Fail prints `message` as the command's one-line error and returns exit code 2.
+int Fail(absl::string_view message) {
+  std::fprintf(stderr, "flowloader: %s\n", std::string(message).c_str());
+  return 2;
+}
+
+// CheckOutputPaths refuses, before anything runs, an output file the run could not write
+// at its end.
+absl::Status CheckOutputPaths(const RunConfig& config) {
   for (const auto& [flag, path] :
        {std::pair<const char*, const std::string&>{"summary_json", config.summary_json},
         {"keys_out", config.keys_out},
         {"samples_out", config.samples_out},
         {"trace_out", config.trace_out}}) {
-    if (absl::Status s = CheckWritable(flag, path); !s.ok()) {
-      std::fprintf(stderr, "flowloader: %s\n", std::string(s.message()).c_str());
-      return 2;
+    if (absl::Status s = CheckWritable(flag, path); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// MetricsEndpoint is the Prometheus endpoint of a run (--metrics_address) and the
+// pipeline's registration on it; both empty without one.
+struct MetricsEndpoint {
+  MetricsRegistration registration;
+  std::shared_ptr<MetricsServer> server;
+};
+
+// ServeMetrics registers `pipeline`'s statistics on the server at config.metrics_address.
+absl::Status ServeMetrics(const RunConfig& config, const Pipeline& pipeline,
+                          MetricsEndpoint* endpoint) {
+  if (config.metrics_address.empty()) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<MetricsServer>> s = MetricsServer::Shared(config.metrics_address);
+  if (!s.ok()) return s.status();
+  endpoint->server = *s;
+  absl::StatusOr<MetricsRegistration> r =
+      MetricsRegistration::Create(endpoint->server, pipeline.stats());
+  if (!r.ok()) return r.status();
+  endpoint->registration = std::move(*r);
+  LogInfo(absl::StrCat("metrics at ", endpoint->server->url()));
+  return absl::OkStatus();
+}
+
+// RowFiles are the per-row files a run writes as batches arrive (--keys_out,
+// --samples_out); a file not asked for stays closed.
+struct RowFiles {
+  std::ofstream keys;
+  std::ofstream samples;
+};
+
+// OpenRowFiles opens (truncates) the row files, writing --samples_out's header line.
+absl::Status OpenRowFiles(const RunConfig& config, const Pipeline& pipeline, RowFiles* files) {
+  if (!config.keys_out.empty()) {
+    files->keys.open(config.keys_out, std::ios::trunc);
+    if (!files->keys) return absl::InternalError("cannot write --keys_out=" + config.keys_out);
+  }
+  if (!config.samples_out.empty()) {
+    files->samples.open(config.samples_out, std::ios::trunc);
+    if (!files->samples) {
+      return absl::InternalError("cannot write --samples_out=" + config.samples_out);
+    }
+    // With repeated augmentation a sixth column says which copy of its sample a row is.
+    files->samples << "epoch\tbatch\tkey\tlabel\tsource"
+                   << (pipeline.options().repeated_augment > 1 ? "\tcopy\n" : "\n");
+  }
+  return absl::OkStatus();
+}
+
+// WriteRows appends `batch`'s rows to the open row files and flushes them, so a killed
+// run's files still hold every batch it delivered.
+void WriteRows(const Batch& batch, const Pipeline& pipeline, RowFiles* files) {
+  if (files->keys.is_open()) {
+    for (const std::string& k : batch.keys) files->keys << EscapeKey(k) << '\n';
+    files->keys.flush();
+  }
+  if (files->samples.is_open()) {
+    std::ofstream& samples = files->samples;
+    for (size_t i = 0; i < batch.keys.size(); ++i) {
+      samples << batch.epoch << '\t' << batch.index << '\t' << EscapeKey(batch.keys[i])
+              << '\t' << batch.labels[i] << '\t'
+              << EscapeKey(pipeline.source_names()[static_cast<size_t>(batch.sources[i])]);
+      if (!batch.copies.empty()) samples << '\t' << batch.copies[i];
+      samples << '\n';
+    }
+    samples.flush();
+  }
+}
+
+// CloseRowFiles closes the row files and says whether every write to them succeeded.
+bool CloseRowFiles(RowFiles* files) {
+  const bool keys_failed = files->keys.is_open() && (files->keys.close(), files->keys.fail());
+  const bool samples_failed =
+      files->samples.is_open() && (files->samples.close(), files->samples.fail());
+  return !keys_failed && !samples_failed;
+}
+
+// Consumed is what the consumer loop saw: how it ended and when things happened.
+struct Consumed {
+  absl::Status status;  // Next()'s error, if one ended the loop.
+  int64_t epochs_done = 0;
+  double first_batch_seconds = -1;        // Since config.process_start.
+  double startup_seconds = -1;            // Since the run's start, the facts' clock.
+  std::vector<double> epoch_end_seconds;  // Since the run's start, one per epoch.
+};
+
+// LiveOutput prints the progress line and the periodic diagnosis while the run goes.
+class LiveOutput {
+ public:
+  LiveOutput(const RunConfig& config, absl::Time start)
+      : config_(config),
+        start_(start),
+        tty_(isatty(STDERR_FILENO)),
+        last_progress_(absl::Now()),
+        last_report_(absl::Now()) {}
+
+  bool tty() const { return tty_; }
+
+  // AfterBatch prints what is due at `now` after a consumed batch.
+  void AfterBatch(const Pipeline& pipeline, const Consumed& consumed, absl::Time now) {
+    if (config_.progress && now - last_progress_ > absl::Milliseconds(tty_ ? 250 : 5000)) {
+      last_progress_ = now;
+      const double wall = absl::ToDoubleSeconds(now - start_);
+      const uint64_t samples = pipeline.stats()->samples.load();
+      std::fprintf(stderr, "%ssamples %llu  %.0f img/s  epoch %lld%s", tty_ ? "\r" : "",
+                   static_cast<unsigned long long>(samples), samples / wall,
+                   static_cast<long long>(pipeline.stats()->epoch.load()), tty_ ? "" : "\n");
+    }
+    if (config_.report_every_seconds > 0 &&
+        now - last_report_ > absl::Seconds(config_.report_every_seconds)) {
+      last_report_ = now;
+      const Diagnosis d = Diagnose(
+          Snapshot(*pipeline.stats(), Facts(config_, absl::ToDoubleSeconds(now - start_),
+                                            consumed.epochs_done, consumed.startup_seconds)));
+      std::fprintf(stderr, "%sdiagnosis: %s\n", tty_ ? "\n" : "", d.advice.c_str());
+      PrintNewAutotuneDecisions(*pipeline.stats(), &autotune_reported_);
     }
   }
+
+ private:
+  const RunConfig& config_;
+  const absl::Time start_;
+  const bool tty_;
+  absl::Time last_progress_;
+  absl::Time last_report_;
+  size_t autotune_reported_ = 0;  // Autotune decisions already named by --report_every.
+};
+
+// ConsumeBatches takes every batch from `pipeline` until it is done or fails, as a
+// training loop would: writes the row files, sleeps the simulated step, prints progress.
+Consumed ConsumeBatches(const RunConfig& config, Pipeline& pipeline, absl::Time start,
+                        RowFiles* files, LiveOutput* live) {
+  Consumed consumed;
+  while (true) {
+    std::shared_ptr<const Batch> batch;
+    bool end_of_epoch = false;
+    consumed.status = pipeline.Next(&batch, &end_of_epoch);
+    if (!consumed.status.ok()) break;
+    if (end_of_epoch) {
+      consumed.epoch_end_seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+      if (pipeline.done()) break;
+      ++consumed.epochs_done;
+      continue;
+    }
+    if (consumed.first_batch_seconds < 0 && batch->size() > 0) {
+      const absl::Time now = absl::Now();
+      consumed.first_batch_seconds = absl::ToDoubleSeconds(now - config.process_start);
+      consumed.startup_seconds = absl::ToDoubleSeconds(now - start);
+    }
+    WriteRows(*batch, pipeline, files);
+    if (config.consumer_ms > 0) absl::SleepFor(absl::Milliseconds(config.consumer_ms));
+    batch.reset();
+    live->AfterBatch(pipeline, consumed, absl::Now());
+  }
+  return consumed;
+}
+
+// PrintReport writes the end-of-run report to stdout: the stage table, the diagnosis,
+// the throughput line, autotune's settled values, the checksum and, after a signal, the
+// checkpoint to resume from.
+void PrintReport(const RunConfig& config, const Pipeline& pipeline,
+                 const RunSnapshot& snapshot, const Consumed& consumed, double wall,
+                 const Cursor& checkpoint, int signo) {
+  std::fprintf(stdout, "%s", StageTable(snapshot).c_str());
+  const Diagnosis diagnosis = Diagnose(snapshot);
+  std::fprintf(stdout, "diagnosis: %s\n", diagnosis.advice.c_str());
+  for (const std::string& note : diagnosis.notes) std::fprintf(stdout, "  %s\n", note.c_str());
+  std::fprintf(stdout, "%llu samples in %.2f s: %.0f images/s; %s\n",
+               static_cast<unsigned long long>(snapshot.samples), wall,
+               wall > 0 ? snapshot.samples / wall : 0.0,
+               consumed.first_batch_seconds < 0
+                   ? "no batch delivered"
+                   : absl::StrFormat("first batch after %.3f s", consumed.first_batch_seconds)
+                         .c_str());
+  if (pipeline.stats()->autotune.enabled.load()) {
+    std::fprintf(stdout, "autotune settled on num_workers %d, prefetch_batches %d (%zu changes)\n",
+                 pipeline.num_workers(), pipeline.prefetch_batches(),
+                 pipeline.stats()->autotune.Decisions().size());
+  }
+  if (config.pipeline.checksum) {
+    std::fprintf(stdout, "data checksum %s over what this run delivered\n",
+                 pipeline.data_checksum().c_str());
+  }
+  if (signo != 0) {
+    std::fprintf(stdout, "interrupted at checkpoint %lld:%lld: resume with --resume=%lld:%lld\n",
+                 static_cast<long long>(checkpoint.epoch), static_cast<long long>(checkpoint.batch),
+                 static_cast<long long>(checkpoint.epoch), static_cast<long long>(checkpoint.batch));
+  }
+  std::fflush(stdout);
+}
+
+// WriteRunFiles writes the files asked for at the run's end: --summary_json and
+// --trace_out.
+absl::Status WriteRunFiles(const RunConfig& config, const Pipeline& pipeline,
+                           const RunSnapshot& snapshot, const Consumed& consumed,
+                           const Cursor& checkpoint) {
+  if (!config.summary_json.empty()) {
+    std::string json = RunSummaryJson(snapshot, checkpoint, consumed.first_batch_seconds,
+                                      consumed.epoch_end_seconds);
+    json = WithOutputs(std::move(json), pipeline.outputs(), pipeline.label());
+    if (config.pipeline.checksum) json = WithChecksums(std::move(json), pipeline);
+    if (!WriteFile(config.summary_json, json + "\n")) {
+      return absl::InternalError("cannot write --summary_json=" + config.summary_json);
+    }
+  }
+  if (!config.trace_out.empty()) {
+    if (absl::Status s = WriteChromeTrace(*pipeline.stats(), config.trace_out); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// ExitCode is the run's exit status once everything is written: 128 + the signal that
+// stopped it, 1 for the error that ended it, 3 when nothing was delivered, else 0.
+int ExitCode(int signo, const absl::Status& status, const RunSnapshot& snapshot) {
+  if (signo != 0) return 128 + signo;
+  if (!status.ok()) {
+    std::fprintf(stderr, "flowloader: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  if (snapshot.samples == 0) {
+    std::fprintf(stderr, "flowloader: %s\n", NothingDelivered(snapshot).c_str());
+    return 3;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunCommand(const RunConfig& config) {
+  SignalWatcher::BlockInThisThread();
+  const absl::Time start = absl::Now();
+  if (absl::Status s = CheckOutputPaths(config); !s.ok()) return Fail(s.message());
 
   std::unique_ptr<Pipeline> pipeline;  // Declared first: the watcher below goes first.
   auto cancel = std::make_shared<std::atomic<bool>>(false);
@@ -218,188 +457,43 @@ int RunCommand(const RunConfig& config) {
                  signals.received());
     return 128 + signals.received();
   }
-  if (!created.ok()) {
-    std::fprintf(stderr, "flowloader: %s\n", std::string(created.status().message()).c_str());
-    return 2;
-  }
+  if (!created.ok()) return Fail(created.status().message());
   pipeline = std::move(*created);
   if (const std::string w = OversubscribedWorkers(Facts(config, 0, 0, -1)); !w.empty()) {
     LogWarning(w);
   }
-
-  MetricsRegistration metrics;
-  std::shared_ptr<MetricsServer> server;
-  if (!config.metrics_address.empty()) {
-    absl::StatusOr<std::shared_ptr<MetricsServer>> s = MetricsServer::Shared(config.metrics_address);
-    if (!s.ok()) {
-      std::fprintf(stderr, "flowloader: %s\n", std::string(s.status().message()).c_str());
-      return 2;
-    }
-    server = *s;
-    absl::StatusOr<MetricsRegistration> r = MetricsRegistration::Create(server, pipeline->stats());
-    if (!r.ok()) {
-      std::fprintf(stderr, "flowloader: %s\n", std::string(r.status().message()).c_str());
-      return 2;
-    }
-    metrics = std::move(*r);
-    LogInfo(absl::StrCat("metrics at ", server->url()));
+  MetricsEndpoint metrics;
+  if (absl::Status s = ServeMetrics(config, *pipeline, &metrics); !s.ok()) {
+    return Fail(s.message());
   }
-
-  std::ofstream keys;
-  if (!config.keys_out.empty()) {
-    keys.open(config.keys_out, std::ios::trunc);
-    if (!keys) {
-      std::fprintf(stderr, "flowloader: cannot write --keys_out=%s\n", config.keys_out.c_str());
-      return 2;
-    }
-  }
-
-  std::ofstream samples;
-  if (!config.samples_out.empty()) {
-    samples.open(config.samples_out, std::ios::trunc);
-    if (!samples) {
-      std::fprintf(stderr, "flowloader: cannot write --samples_out=%s\n",
-                   config.samples_out.c_str());
-      return 2;
-    }
-    // With repeated augmentation a sixth column says which copy of its sample a row is.
-    samples << "epoch\tbatch\tkey\tlabel\tsource"
-            << (pipeline->options().repeated_augment > 1 ? "\tcopy\n" : "\n");
-  }
+  RowFiles files;
+  if (absl::Status s = OpenRowFiles(config, *pipeline, &files); !s.ok()) return Fail(s.message());
 
   signals.Watch(pipeline.get());
-  const bool tty = isatty(STDERR_FILENO);
-  absl::Time last_progress = absl::Now();
-  absl::Time last_report = absl::Now();
-  double first_batch_seconds = -1;  // Since config.process_start.
-  double startup_seconds = -1;      // Since `start`, the clock of the facts' wall time.
-  std::vector<double> epoch_end_seconds;  // Since `start`, one per finished epoch.
-  int64_t epochs_done = 0;
-  size_t autotune_reported = 0;  // Autotune decisions already named by --report_every.
-  absl::Status status;
-  while (true) {
-    std::shared_ptr<const Batch> batch;
-    bool end_of_epoch = false;
-    status = pipeline->Next(&batch, &end_of_epoch);
-    if (!status.ok()) break;
-    if (end_of_epoch) {
-      epoch_end_seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
-      if (pipeline->done()) break;
-      ++epochs_done;
-      continue;
-    }
-    if (first_batch_seconds < 0 && batch->size() > 0) {
-      const absl::Time now = absl::Now();
-      first_batch_seconds = absl::ToDoubleSeconds(now - config.process_start);
-      startup_seconds = absl::ToDoubleSeconds(now - start);
-    }
-    if (keys.is_open()) {
-      for (const std::string& k : batch->keys) keys << EscapeKey(k) << '\n';
-      keys.flush();
-    }
-    if (samples.is_open()) {
-      for (size_t i = 0; i < batch->keys.size(); ++i) {
-        samples << batch->epoch << '\t' << batch->index << '\t' << EscapeKey(batch->keys[i])
-                << '\t' << batch->labels[i] << '\t'
-                << EscapeKey(pipeline->source_names()[static_cast<size_t>(batch->sources[i])]);
-        if (!batch->copies.empty()) samples << '\t' << batch->copies[i];
-        samples << '\n';
-      }
-      samples.flush();  // A killed run's file still holds every batch it delivered.
-    }
-    if (config.consumer_ms > 0) absl::SleepFor(absl::Milliseconds(config.consumer_ms));
-    batch.reset();
-    const absl::Time now = absl::Now();
-    if (config.progress && now - last_progress > absl::Milliseconds(tty ? 250 : 5000)) {
-      last_progress = now;
-      const double wall = absl::ToDoubleSeconds(now - start);
-      const uint64_t samples = pipeline->stats()->samples.load();
-      std::fprintf(stderr, "%ssamples %llu  %.0f img/s  epoch %lld%s", tty ? "\r" : "",
-                   static_cast<unsigned long long>(samples), samples / wall,
-                   static_cast<long long>(pipeline->stats()->epoch.load()), tty ? "" : "\n");
-    }
-    if (config.report_every_seconds > 0 &&
-        now - last_report > absl::Seconds(config.report_every_seconds)) {
-      last_report = now;
-      const Diagnosis d = Diagnose(
-          Snapshot(*pipeline->stats(), Facts(config, absl::ToDoubleSeconds(now - start),
-                                             epochs_done, startup_seconds)));
-      std::fprintf(stderr, "%sdiagnosis: %s\n", tty ? "\n" : "", d.advice.c_str());
-      PrintNewAutotuneDecisions(*pipeline->stats(), &autotune_reported);
-    }
-  }
+  LiveOutput live(config, start);
+  Consumed consumed = ConsumeBatches(config, *pipeline, start, &files, &live);
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
-  if (pipeline->done()) epochs_done = config.pipeline.epochs;
-  if (config.progress && tty) std::fprintf(stderr, "\n");
+  if (pipeline->done()) consumed.epochs_done = config.pipeline.epochs;
+  if (config.progress && live.tty()) std::fprintf(stderr, "\n");
   const int signo = signals.received();
 
   // Stop the graph before reading the final counters, so nothing moves under the report.
   pipeline->Stop();
-  const RunFacts facts = Facts(config, wall, epochs_done, startup_seconds);
-  const RunSnapshot snapshot = Snapshot(*pipeline->stats(), facts);
-  std::fprintf(stdout, "%s", StageTable(snapshot).c_str());
-  const Diagnosis diagnosis = Diagnose(snapshot);
-  std::fprintf(stdout, "diagnosis: %s\n", diagnosis.advice.c_str());
-  for (const std::string& note : diagnosis.notes) std::fprintf(stdout, "  %s\n", note.c_str());
-  std::fprintf(stdout, "%llu samples in %.2f s: %.0f images/s; %s\n",
-               static_cast<unsigned long long>(snapshot.samples), wall,
-               wall > 0 ? snapshot.samples / wall : 0.0,
-               first_batch_seconds < 0
-                   ? "no batch delivered"
-                   : absl::StrFormat("first batch after %.3f s", first_batch_seconds).c_str());
-  if (pipeline->stats()->autotune.enabled.load()) {
-    std::fprintf(stdout, "autotune settled on num_workers %d, prefetch_batches %d (%zu changes)\n",
-                 pipeline->num_workers(), pipeline->prefetch_batches(),
-                 pipeline->stats()->autotune.Decisions().size());
-  }
+  const RunSnapshot snapshot = Snapshot(
+      *pipeline->stats(), Facts(config, wall, consumed.epochs_done, consumed.startup_seconds));
   const Cursor checkpoint = pipeline->Checkpoint();
-  if (config.pipeline.checksum) {
-    std::fprintf(stdout, "data checksum %s over what this run delivered\n",
-                 pipeline->data_checksum().c_str());
+  PrintReport(config, *pipeline, snapshot, consumed, wall, checkpoint, signo);
+  if (!CloseRowFiles(&files)) {
+    return Fail("writing --keys_out or --samples_out failed (disk full?)");
   }
-  if (signo != 0) {
-    std::fprintf(stdout, "interrupted at checkpoint %lld:%lld: resume with --resume=%lld:%lld\n",
-                 static_cast<long long>(checkpoint.epoch), static_cast<long long>(checkpoint.batch),
-                 static_cast<long long>(checkpoint.epoch), static_cast<long long>(checkpoint.batch));
+  if (absl::Status s = WriteRunFiles(config, *pipeline, snapshot, consumed, checkpoint);
+      !s.ok()) {
+    return Fail(s.message());
   }
-  std::fflush(stdout);
-  const bool keys_failed = keys.is_open() && (keys.close(), keys.fail());
-  const bool samples_failed = samples.is_open() && (samples.close(), samples.fail());
-  if (keys_failed || samples_failed) {
-    std::fprintf(stderr, "flowloader: writing --keys_out or --samples_out failed (disk full?)\n");
-    return 2;
-  }
-
-  if (!config.summary_json.empty()) {
-    std::string json =
-        RunSummaryJson(snapshot, checkpoint, first_batch_seconds, epoch_end_seconds);
-    json = WithOutputs(std::move(json), pipeline->outputs(), pipeline->label());
-    if (config.pipeline.checksum) json = WithChecksums(std::move(json), *pipeline);
-    if (!WriteFile(config.summary_json, json + "\n")) {
-      std::fprintf(stderr, "flowloader: cannot write --summary_json=%s\n",
-                   config.summary_json.c_str());
-      return 2;
-    }
-  }
-  if (!config.trace_out.empty()) {
-    if (absl::Status s = WriteChromeTrace(*pipeline->stats(), config.trace_out); !s.ok()) {
-      std::fprintf(stderr, "flowloader: %s\n", std::string(s.message()).c_str());
-      return 2;
-    }
-  }
-  if (config.linger_seconds > 0 && server != nullptr && signo == 0) {
+  if (config.linger_seconds > 0 && metrics.server != nullptr && signo == 0) {
     absl::SleepFor(absl::Seconds(config.linger_seconds));
   }
-  if (signo != 0) return 128 + signo;
-  if (!status.ok()) {
-    std::fprintf(stderr, "flowloader: %s\n", std::string(status.message()).c_str());
-    return 1;
-  }
-  if (snapshot.samples == 0) {
-    std::fprintf(stderr, "flowloader: %s\n", NothingDelivered(snapshot).c_str());
-    return 3;
-  }
-  return 0;
+  return ExitCode(signo, consumed.status, snapshot);
 }
 
 }  // namespace flowloader

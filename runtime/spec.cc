@@ -28,6 +28,7 @@
 #include "runtime/internal/spec_ops.h"
 #include "runtime/internal/spec_reader.h"
 #include "runtime/internal/spec_sources.h"
+#include "stages/augment/transform.h"
 #include "stages/core/resources.h"
 #include "stages/reader/dataset.h"
 #include "yaml-cpp/yaml.h"
@@ -484,15 +485,19 @@ const std::vector<Key>& Keys() {
        "equal shards when world_size does not divide the data: pad (repeat the first "
        "samples) or trim (drop the tail), as DistributedSampler(drop_last=False|True)",
        [](R r, F f, O o) { return r.Choice(f, {"pad", "trim"}, &o->even_shards); }},
-      {"transform", "train", "built-in stages: train or eval (torchvision's recipes)",
+      // The defaults and choices of transform and layout are augment's table
+      // (stages/augment/transform.h ModeNames, LayoutNames).
+      {"transform", augment::ModeName(augment::Mode::kTrain).c_str(),
+       "built-in stages: train or eval (torchvision's recipes)",
        [](R r, F f, O o) {
-         return r.Choice(f, {"train", "eval"}, &o->transform);
+         return r.Choice(f, augment::ModeNames(), &o->transform);
        }},
       {"image_size", "224", "built-in stages: output side in pixels; >= 1",
        [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->image_size); }},
-      {"layout", "float_chw", "built-in stages: float_chw or uint8_hwc",
+      {"layout", augment::LayoutName(augment::Layout::kFloatCHW).c_str(),
+       "built-in stages: float_chw or uint8_hwc",
        [](R r, F f, O o) {
-         return r.Choice(f, {"float_chw", "uint8_hwc"}, &o->layout);
+         return r.Choice(f, augment::LayoutNames(), &o->layout);
        }},
       {"stages", "",
        "explicit stages replacing the built-in read, decode, augment "

@@ -123,7 +123,7 @@ class GraphResizeTest : public ::testing::Test {
       if (!s.ok() || popped.done) break;
       if (popped.batch == nullptr) continue;
       const Batch& b = *popped.batch;
-      const auto* bytes = static_cast<const uint8_t*>(b.host_data);
+      const auto* bytes = static_cast<const uint8_t*>(b.host_data());
       out.push_back({b.epoch, b.index, b.indices, {bytes, bytes + b.bytes()}});
       held.push_back(std::move(popped.batch));
       if (held.size() > hold) held.erase(held.begin());
@@ -276,7 +276,7 @@ TEST_F(GraphResizeTest, AutoKnobsDeliverWhatAFixedRunDelivers) {
       EXPECT_TRUE(s.ok()) << s;
       if (!s.ok() || (end && pipeline.done())) break;
       if (end) continue;
-      const auto* bytes = static_cast<const uint8_t*>(batch->host_data);
+      const auto* bytes = static_cast<const uint8_t*>(batch->host_data());
       out.emplace_back(bytes, bytes + batch->bytes());
     }
     return out;

@@ -222,7 +222,7 @@ Batches DrainHalving(Pipeline& p, int max_batches = 1 << 30) {
     EXPECT_TRUE(s.ok()) << s;
     if (!s.ok() || (end && p.done())) break;
     if (end) continue;
-    std::string bytes(static_cast<const char*>(b->host_data), b->bytes());
+    std::string bytes(static_cast<const char*>(b->host_data()), b->bytes());
     bytes.append(static_cast<const char*>(b->label.host_data), b->label.bytes());
     out[{b->epoch, b->index}] = {b->keys, bytes};
     ++n;
@@ -272,7 +272,7 @@ TEST_F(BatchOpsTest, AfterSetBatchSizeTheSameForAnyWorkersAndOnResume) {
     ASSERT_TRUE(first->Next(&b, &end).ok());
     if (end && first->done()) break;
     if (end) continue;
-    std::string bytes(static_cast<const char*>(b->host_data), b->bytes());
+    std::string bytes(static_cast<const char*>(b->host_data()), b->bytes());
     bytes.append(static_cast<const char*>(b->label.host_data), b->label.bytes());
     rest[{b->epoch, b->index}] = {b->keys, bytes};
   }

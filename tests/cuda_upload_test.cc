@@ -72,7 +72,7 @@ void DrainComparingDeviceCopies(Pipeline& pipeline, size_t tensors, int64_t expe
     }
     ASSERT_EQ(batch->location, MemoryLocation::kDevice);
     ASSERT_EQ(batch->tensors.size(), tensors);
-    EXPECT_EQ(batch->device_data, batch->tensors.front().device_data);
+    EXPECT_EQ(batch->device_data(), batch->tensors.front().device_data);
     for (const BatchTensor& tensor : batch->tensors) {
       ASSERT_NE(tensor.device_data, nullptr) << tensor.name;
       std::vector<uint8_t> device = DeviceBytes(tensor.device_data, tensor.bytes());

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <map>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -126,6 +127,42 @@ TEST_F(DiagnosisTest, SlowReaderIsNamedAsStorage) {
   EXPECT_EQ(d.bottleneck, "read");
   EXPECT_TRUE(d.loader_bound);
   EXPECT_TRUE(absl::StrContains(d.advice, "storage, not CPU")) << d.advice;
+}
+
+// A stage's kind and type come from its spec and schema, never from the name its user
+// chose: a read stage named "images" is storage, an op named copy_paste is CPU work (not
+// a host-to-device transfer), upload is the transfer, a decode named "jpeg" is decode.
+TEST_F(DiagnosisTest, StageKindsComeFromTheirSchemasNotTheirNames) {
+  static const bool registered =
+      StageRegistry::Global()
+          .RegisterFunction("copy_paste", "does nothing",
+                            [](SampleContext&) { return absl::OkStatus(); })
+          .ok();
+  ASSERT_TRUE(registered);
+  PipelineOptions o = Options();
+  auto stages = DefaultStages(o);
+  ASSERT_TRUE(stages.ok());
+  stages->front().name = "images";
+  (*stages)[1].name = "jpeg";
+  stages->push_back(StageSpec{"copy_paste", "", {}, 0});
+  o.stages = *stages;
+  auto p = Pipeline::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const RunSnapshot run = Snapshot(*(*p)->stats(), RunFacts{});
+  (*p)->Stop();
+  std::map<std::string, StageKind> kinds;
+  std::map<std::string, std::string> types;
+  for (const StageLoad& s : run.stages) {
+    kinds[s.name] = s.kind;
+    types[s.name] = s.type;
+  }
+  EXPECT_EQ(kinds.at("images"), StageKind::kStorage);
+  EXPECT_EQ(kinds.at("copy_paste"), StageKind::kCompute);
+  EXPECT_EQ(kinds.at("jpeg"), StageKind::kCompute);
+  EXPECT_EQ(kinds.at("upload"), StageKind::kTransfer);
+  // The advice fitting decode follows the type, not the name: "jpeg" is a decode stage.
+  EXPECT_EQ(types.at("jpeg"), "decode");
+  EXPECT_EQ(types.at("copy_paste"), "copy_paste");
 }
 
 TEST_F(DiagnosisTest, SlowCpuStageInTheWorkersIsNamedWithMoreWorkersAdvice) {

@@ -27,8 +27,9 @@ constexpr int kTokens = 8;  // The text stage's output: the file's first 8 bytes
 class TextStage : public SampleStage {
  public:
   absl::Status Process(SampleContext& sample) const override {
-    std::memset(sample.output, 0, sample.output_bytes);
-    std::memcpy(sample.output, sample.bytes.data(), std::min(sample.bytes.size(), sample.output_bytes));
+    std::memset(sample.output(), 0, sample.output_bytes());
+    std::memcpy(sample.output(), sample.bytes.data(),
+                std::min(sample.bytes.size(), sample.output_bytes()));
     return absl::OkStatus();
   }
 };
@@ -42,8 +43,7 @@ void RegisterTextStage() {
     schema.outputs = {{kOutputField, FieldKind::kTensor}};
     absl::Status s = StageRegistry::Global().Register(
         schema, [](const StageArgs&, StageEnv& env) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
-          env.output = OutputSpec{{kTokens}, /*is_float=*/false, kTokens};
-          env.output_declared = true;
+          env.DeclareOutput(OutputSpec{{kTokens}, /*is_float=*/false, kTokens});
           return std::unique_ptr<SampleStage>(new TextStage());
         });
     EXPECT_TRUE(s.ok()) << s;
@@ -100,7 +100,7 @@ TEST(ExtraColumnsTest, ListColumnsArriveWithEachRowAndTextNeedsNoImageStage) {
                 absl::StrCat("a caption, number ", i, i == 4 ? " (caf\xc3\xa9)" : ""));
       EXPECT_EQ(b->columns[1].value(r), i == 2 ? "" : absl::StrCat("u", i));
       EXPECT_EQ(b->labels[r], i % 3);
-      const char* row = static_cast<const char*>(b->host_data) + r * kTokens;
+      const char* row = static_cast<const char*>(b->host_data()) + r * kTokens;
       EXPECT_EQ(std::string(row, kTokens), absl::StrCat("text", i) + std::string(kTokens - 4 -
                                                                   absl::StrCat(i).size(), '\0'));
       ++rows;

@@ -86,8 +86,8 @@ TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
 }
 
 // The seek index is planned from the dataset (files × 8 KiB, within seek_index_mb), not
-// at its whole 256 MiB budget: a small dataset runs in a small container. It used to be
-// refused under any limit below 257 MiB.
+// at its whole 256 MiB budget: a small dataset runs in a small container, under a limit
+// far below 257 MiB.
 TEST_F(MemoryPlanTest, TheSeekIndexIsPlannedFromTheDatasetsSize) {
   PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
   // Codec memory 2 × 16 MiB + pool 36 KiB + seek index 80 KiB + scratch 6 KiB.

@@ -43,8 +43,8 @@ void Append(const Batch& batch, Delivered* out) {
     out->bytes[k].append(static_cast<const char*>(t.host_data), t.bytes());
   }
   // The batch's own fields are its first tensor.
-  EXPECT_EQ(batch.host_data, batch.tensors.front().host_data);
-  EXPECT_EQ(batch.shape, batch.tensors.front().shape);
+  EXPECT_EQ(batch.host_data(), batch.tensors.front().host_data);
+  EXPECT_EQ(batch.shape(), batch.tensors.front().shape);
   out->keys.insert(out->keys.end(), batch.keys.begin(), batch.keys.end());
   for (const SkippedSample& s : batch.skipped) out->skipped.push_back(s.key);
   out->rows += batch.size();

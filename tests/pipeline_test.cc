@@ -56,7 +56,7 @@ std::vector<Epoch> Drain(Pipeline& p, int max_epochs = 100, bool keep_data = fal
     e.keys.insert(e.keys.end(), batch->keys.begin(), batch->keys.end());
     e.batch_sizes.push_back(batch->size());
     if (keep_data) {
-      const auto* bytes = static_cast<const uint8_t*>(batch->host_data);
+      const auto* bytes = static_cast<const uint8_t*>(batch->host_data());
       e.data.emplace_back(bytes, bytes + batch->bytes());
     }
   }
@@ -232,10 +232,10 @@ TEST_F(PipelineTest, BatchTensorHasDeclaredShapeAndNormalizedValues) {
   bool end = false;
   ASSERT_TRUE((*p)->Next(&batch, &end).ok());
   ASSERT_NE(batch, nullptr);
-  EXPECT_EQ(batch->shape, (std::vector<int64_t>{8, 3, 32, 32}));
-  EXPECT_EQ(batch->dtype, DType::kFloat32);
+  EXPECT_EQ(batch->shape(), (std::vector<int64_t>{8, 3, 32, 32}));
+  EXPECT_EQ(batch->dtype(), DType::kFloat32);
   EXPECT_EQ(batch->location, MemoryLocation::kHost);
-  const auto* f = static_cast<const float*>(batch->host_data);
+  const auto* f = static_cast<const float*>(batch->host_data());
   float lo = 1e9, hi = -1e9;
   for (size_t i = 0; i < batch->bytes() / 4; ++i) {
     lo = std::min(lo, f[i]);
@@ -408,8 +408,8 @@ TEST_F(PipelineTest, CustomUserStageRunsOnEverySampleThroughThePublicApi) {
           .RegisterFunction("invert", "255 - x on the output tensor",
                             [](SampleContext& s) {
                               calls.fetch_add(1);
-                              auto* px = static_cast<uint8_t*>(s.output);
-                              for (size_t i = 0; i < s.output_bytes; ++i) px[i] = 255 - px[i];
+                              auto* px = static_cast<uint8_t*>(s.output());
+                              for (size_t i = 0; i < s.output_bytes(); ++i) px[i] = 255 - px[i];
                               return absl::OkStatus();
                             })
           .ok();

@@ -55,7 +55,7 @@ Delivered RunAll(const PipelineOptions& o) {
     run.status = (*p)->Next(&batch, &end_of_epoch);
     if (!run.status.ok() || (end_of_epoch && (*p)->done())) break;
     if (batch == nullptr) continue;
-    std::string b(static_cast<const char*>(batch->host_data), batch->bytes());
+    std::string b(static_cast<const char*>(batch->host_data()), batch->bytes());
     for (size_t i = 0; i < batch->labels.size(); ++i) {
       absl::StrAppend(&b, "|", batch->labels[i], ":", batch->indices[i]);
     }

@@ -32,8 +32,8 @@ const bool kUserStageRegistered =
     StageRegistry::Global()
         .RegisterFunction("brighten", "adds 1 to every uint8 of the output",
                           [](SampleContext& s) {
-                            auto* px = static_cast<uint8_t*>(s.output);
-                            for (size_t i = 0; i < s.output_bytes; ++i) ++px[i];
+                            auto* px = static_cast<uint8_t*>(s.output());
+                            for (size_t i = 0; i < s.output_bytes(); ++i) ++px[i];
                             return absl::OkStatus();
                           },
                           FunctionStageOptions{0,

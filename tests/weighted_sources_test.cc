@@ -71,7 +71,7 @@ class WeightedSourcesTest : public ::testing::Test {
       const size_t row_bytes = b->bytes() / static_cast<size_t>(b->size());
       EXPECT_EQ(b->sources.size(), static_cast<size_t>(b->size()));
       for (int64_t i = 0; i < b->size(); ++i) {
-        const char* data = static_cast<const char*>(b->host_data) + i * row_bytes;
+        const char* data = static_cast<const char*>(b->host_data()) + i * row_bytes;
         epochs.back().push_back(Row{b->sources[i], b->keys[i], b->labels[i],
                                     std::string(data, row_bytes)});
       }

@@ -52,7 +52,7 @@ TORCH_MODULE(SmallCnn);
 // each tensor's deleter keeps the batch (and so its pool buffer) alive.
 std::pair<torch::Tensor, torch::Tensor> TensorsOf(std::shared_ptr<const flowloader::Batch> batch) {
   auto keep = [batch](void*) mutable { batch.reset(); };
-  torch::Tensor images = torch::from_blob(const_cast<void*>(batch->host_data), batch->shape,
+  torch::Tensor images = torch::from_blob(const_cast<void*>(batch->host_data()), batch->shape(),
                                           keep, torch::TensorOptions().dtype(torch::kFloat32));
   torch::Tensor labels = torch::from_blob(const_cast<int64_t*>(batch->labels.data()),
                                           {static_cast<int64_t>(batch->labels.size())}, keep,

@@ -71,11 +71,11 @@ void SetBuildInfo(PipelineStats* stats) {
 
 std::shared_ptr<PipelineStats> MakeTrainStats(absl::string_view name, absl::Time start) {
   auto stats = std::make_shared<PipelineStats>(std::string(name));
-  stats->AddStage("reader", 1);
+  stats->AddStage("reader", 1)->set_kind(StageKind::kStorage);
   stats->AddStage("decode", 2);
   AddAugmentOps(stats->AddStage("augment", 2));
   stats->AddStage("collate", 1);
-  stats->AddStage("upload", 1);
+  stats->AddStage("upload", 1)->set_kind(StageKind::kTransfer);
   stats->AddEdge("reader", "decode", kEdgeCapacity);
   stats->AddEdge("augment", "collate", kEdgeCapacity);
   stats->AddEdge("collate", "upload", 4);
@@ -132,6 +132,7 @@ void AdvanceTrain(PipelineStats& stats, int samples, double seconds, absl::Time 
 std::shared_ptr<PipelineStats> MakeStuckStats(absl::string_view name, absl::Time now) {
   auto stats = std::make_shared<PipelineStats>(std::string(name));
   StageStats* reader = stats->AddStage("reader", 1);
+  reader->set_kind(StageKind::kStorage);
   StageStats* decode = stats->AddStage("decode", 2);
   StageStats* collate = stats->AddStage("collate", 1);
   stats->AddEdge("reader", "decode", 8)->depth = 8;  // Full: the reader waits on decode.

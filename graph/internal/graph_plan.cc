@@ -6,9 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "graph/internal/memory_planning.h"
-#include "graph/internal/stage_plan.h"
+#include "graph/stage_plan.h"
 #include "stages/collate/batch.h"
 #include "stages/core/sample_error.h"
+#include "stages/reader/data_sources.h"
 
 namespace flowloader {
 namespace graph_internal {
@@ -56,20 +57,6 @@ void BindEnv(const StagePorts& ports, StageEnv& env) {
   env.inputs = FieldNames(ports.inputs);
   env.outputs = FieldNames(ports.outputs);
   env.may_free = ports.frees;
-  env.output_declared = false;
-}
-
-// AdoptLegacyOutput takes StageEnv::output, set by a factory written before
-// DeclareOutput, as the shape of the first tensor its stage writes.
-void AdoptLegacyOutput(const StagePorts& ports, StageEnv& env) {
-  if (!env.output_declared) return;
-  for (const FieldSchema& f : ports.outputs) {
-    if (f.kind != FieldKind::kTensor || env.declared_outputs.count(f.name) > 0) continue;
-    OutputSpec named = env.output;
-    named.name = f.name;
-    env.declared_outputs[f.name] = named;
-    return;
-  }
 }
 
 // CollectOutputs lists every batch tensor's declared shape, in the plan's order.
@@ -80,8 +67,7 @@ absl::Status CollectOutputs(const StagePlan& plan, const StageEnv& env,
     if (it == env.declared_outputs.end() || it->second.sample_bytes == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "no stage declares the shape of the batch tensor '", name,
-          "': the stage writing it must call StageEnv::DeclareOutput (or set "
-          "StageEnv::output) in its factory"));
+          "': the stage writing it must call StageEnv::DeclareOutput in its factory"));
     }
     outputs->push_back(it->second);
   }
@@ -113,7 +99,6 @@ absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
                                              ? stage_name
                                              : absl::StrCat(spec.where, ": ", stage_name));
     }
-    AdoptLegacyOutput(plan->stages[i], env);
     stages[i].stage = std::move(*stage);
     stages[i].name = spec.name.empty() ? spec.type : spec.name;
     const int concurrency =
@@ -134,8 +119,7 @@ absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
 }
 
 // StartSample is where in its epoch the resume cursor starts: start_sample, or for a
-// cursor that counts batches only (made before the batch size could change),
-// start_batch × batch_size.
+// cursor that counts batches only (EPOCH:BATCH), start_batch × batch_size.
 int64_t StartSample(const GraphOptions& options) {
   return options.start_sample >= 0 ? options.start_sample
                                    : options.start_batch * options.batch_size;
@@ -202,8 +186,8 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
       !s.ok()) {
     return s;
   }
-  AddHttpCachePart(dataset, &env.memory);
-  AddSamplerPart(sampler, &env.memory);
+  env.memory.insert(env.memory.end(), options.source_memory.begin(),
+                    options.source_memory.end());
 
   const int64_t samples = sampler.samples_per_rank();
   plan.batches_per_epoch = NumBatches(samples, options.batch_size, options.drop_last);

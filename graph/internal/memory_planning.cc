@@ -117,47 +117,6 @@ MemoryPlan PlanGraphMemory(const GraphOptions& options, const std::vector<Output
   return plan;
 }
 
-MemoryPart ColumnsMemoryPart(const Dataset& dataset, int prefetch_batches, int pool_rows) {
-  const std::vector<std::string>& names = dataset.column_names();
-  int64_t widest_row = 0;  // The longest value of each column, summed.
-  for (size_t c = 0; c < names.size(); ++c) {
-    size_t longest = 0;
-    for (int64_t i = 0; i < dataset.size(); ++i) {
-      longest = std::max(longest, dataset.column(i, c).size());
-    }
-    widest_row += static_cast<int64_t>(longest);
-  }
-  const int64_t batch_bytes = int64_t{prefetch_batches} * pool_rows * widest_row;
-  return {"columns", "columns", dataset.column_bytes() + batch_bytes,
-          absl::StrCat(FormatBytes(dataset.column_bytes()), " of ", dataset.size(), " samples' ",
-                       absl::StrJoin(names, ","), " + prefetch ", prefetch_batches, " × batch ",
-                       pool_rows, " × ", FormatBytes(widest_row), " longest row"),
-          {"columns", "column_max_bytes", "prefetch_batches"}};
-}
-
-void AddHttpCachePart(const Dataset& dataset, std::vector<MemoryPart>* parts) {
-  const HttpEnv* http = dataset.http_env();
-  if (http == nullptr || http->admitted_shards() == 0) return;
-  int http_shards = 0;
-  for (const std::string& shard : dataset.shards()) http_shards += IsUrl(shard) ? 1 : 0;
-  parts->push_back({"http cache", "http_cache", http->admitted_bytes(),
-                    absl::StrCat("http_cache_mb ", http->cache_budget_bytes() >> 20, ": ",
-                                 http->admitted_shards(), " of ", http_shards,
-                                 " HTTP shards admitted"),
-                    {"http_cache_mb"}});
-}
-
-void AddSamplerPart(const Sampler& sampler, std::vector<MemoryPart>* parts) {
-  // Under 1 MiB (~60 k samples) it is noise beside the batch pool: left out, so the
-  // plans of ordinary datasets read as they did.
-  if (sampler.order_bytes() < (int64_t{1} << 20)) return;
-  parts->push_back({"sampler order", "sampler_order", sampler.order_bytes(),
-                    absl::StrCat("an epoch of ", sampler.samples_per_rank(), " samples × ",
-                                 sampler.order_bytes() / sampler.samples_per_rank(),
-                                 " B of order"),
-                    {"epoch_samples"}});
-}
-
 MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes) {
   MemoryBudget budget = AvailableMemory();
   if (memory_limit_bytes > 0 && (!budget.known() || memory_limit_bytes < budget.bytes)) {

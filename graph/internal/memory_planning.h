@@ -1,7 +1,7 @@
 // memory_planning.h: the pipeline graph's memory plan (the batch pool, then what the
-// stages declared in StageEnv::memory and the dataset's HTTP block cache, and the device buffers where a device is used)
-// and the budget it must fit, made by PlanGraph (graph_plan.h) before the pool is
-// allocated.
+// stages declared in StageEnv::memory and the data sources declared in
+// GraphOptions::source_memory, and the device buffers where a device is used) and the
+// budget it must fit, made by PlanGraph (graph_plan.h) before the pool is allocated.
 //
 // Thread-safety: pure functions, except GraphMemoryBudget, which reads /proc and
 // /sys/fs/cgroup (resources.h); all are safe from any thread.
@@ -16,7 +16,6 @@
 #include "graph/stage.h"
 #include "stages/core/memory_plan.h"
 #include "stages/core/resources.h"
-#include "stages/reader/dataset.h"
 
 namespace flowloader {
 
@@ -63,20 +62,6 @@ MemoryPlan PlanGraphMemory(const GraphOptions& options, const std::vector<Output
                            int pool_rows, bool pinned, bool on_device,
                            const std::vector<MemoryPart>& stage_parts,
                            const LabelSpec& label = LabelSpec{});
-
-// ColumnsMemoryPart is what the dataset's extra per-sample columns hold: every sample's
-// values (read when the dataset was opened), plus each batch buffer's strings, which grow
-// to at most pool_rows × the longest value of every column. Only for data with columns.
-MemoryPart ColumnsMemoryPart(const Dataset& dataset, int prefetch_batches, int pool_rows);
-
-// AddHttpCachePart adds the HTTP block cache to `parts` at the bytes of the shards
-// admitted to it (stages/reader/http_env.h): what it holds once every admitted block was
-// read, not its budget. Nothing when no shard was admitted.
-void AddHttpCachePart(const Dataset& dataset, std::vector<MemoryPart>* parts);
-
-// AddSamplerPart adds the epoch order's peak (Sampler::order_bytes) to `parts` when it is
-// 1 MiB or more, naming epoch_samples as its knob.
-void AddSamplerPart(const Sampler& sampler, std::vector<MemoryPart>* parts);
 
 // GraphMemoryBudget is what the process may use (AvailableMemory()), capped by
 // memory_limit_bytes when that is > 0 (then named "memory_limit_mb" where it binds).

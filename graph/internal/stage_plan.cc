@@ -1,4 +1,4 @@
-#include "graph/internal/stage_plan.h"
+#include "graph/stage_plan.h"
 
 #include <map>
 #include <set>
@@ -374,22 +374,22 @@ absl::StatusOr<StagePlan> Planner::Plan() {
 }
 
 }  // namespace
+}  // namespace graph_internal
 
 absl::StatusOr<StagePlan> PlanStages(const std::vector<StageSpec>& stages,
                                      const StageRegistry& registry) {
-  std::vector<BoundStage> bound;
+  std::vector<graph_internal::BoundStage> bound;
   // Bound in list order: the first item with a bad type, option or binding is refused.
   for (const StageSpec& spec : stages) {
-    absl::StatusOr<BoundStage> stage = BindStage(spec, registry);
+    absl::StatusOr<graph_internal::BoundStage> stage = graph_internal::BindStage(spec, registry);
     if (!stage.ok()) return stage.status();
     bound.push_back(*std::move(stage));
   }
-  return Planner(std::move(bound), registry).Plan();
+  return graph_internal::Planner(std::move(bound), registry).Plan();
 }
 
 absl::Status CheckStagePlan(const std::vector<StageSpec>& stages, const StageRegistry& registry) {
   return PlanStages(stages, registry).status();
 }
 
-}  // namespace graph_internal
 }  // namespace flowloader

@@ -1,7 +1,7 @@
 // CheckStagePlan on the built-in stage types and a few declared user stages: every list
 // that cannot make a batch is one line naming the stage, the field and the fix; every
 // list that can is accepted. Register's checks of the declared fields.
-#include "graph/internal/stage_plan.h"
+#include "graph/stage_plan.h"
 
 #include <string>
 #include <vector>

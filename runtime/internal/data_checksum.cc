@@ -39,7 +39,7 @@ uint64_t DataChecksum::RowHash(const Batch& batch, int64_t row) {
   const int64_t rows = batch.size();
   if (batch.tensors.size() <= 1) {
     const size_t row_bytes = batch.bytes() / static_cast<size_t>(rows);
-    const auto* data = static_cast<const unsigned char*>(batch.host_data);
+    const auto* data = static_cast<const unsigned char*>(batch.host_data());
     return XXH3_64bits(data + static_cast<size_t>(row) * row_bytes, row_bytes);
   }
   row_->Reset();

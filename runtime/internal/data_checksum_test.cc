@@ -24,9 +24,10 @@ struct Rows {
 Batch BatchOf(const Rows& rows, size_t row_bytes, size_t begin, size_t end, int64_t epoch = 0) {
   Batch b;
   b.epoch = epoch;
-  b.dtype = DType::kUint8;
-  b.shape = {static_cast<int64_t>(end - begin), static_cast<int64_t>(row_bytes)};
-  b.host_data = rows.data.data() + begin * row_bytes;
+  b.tensors.resize(1);
+  b.tensors[0].dtype = DType::kUint8;
+  b.tensors[0].shape = {static_cast<int64_t>(end - begin), static_cast<int64_t>(row_bytes)};
+  b.tensors[0].host_data = rows.data.data() + begin * row_bytes;
   b.labels.assign(rows.labels.begin() + begin, rows.labels.begin() + end);
   return b;
 }
@@ -96,7 +97,7 @@ TEST(DataChecksumTest, AByteALabelOrTheOrderChangesIt) {
 
 TEST(DataChecksumTest, SoftTargetsAreHashedByTheirBytesNotTheClassIndex) {
   // Two rows with float32 [2, 3] soft targets: the record's label word is XXH3 of the
-  // row's three floats; the class index (labels) no longer enters.
+  // row's three floats; the class index (labels) does not enter.
   Rows r;
   r.data = {'a', 'b', 'c', 'd', 'e', 'f'};
   r.labels = {7, 8};

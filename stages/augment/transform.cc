@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/internal/pillow_resample.h"
 #include "stages/augment/internal/resample.h"
@@ -404,6 +405,50 @@ std::array<int, 3> Transform::OutputShape() const {
   const int n = options_.image_size;
   if (options_.layout == Layout::kFloatCHW) return {3, n, n};
   return {n, n, 3};
+}
+
+const std::vector<std::string>& ModeNames() {
+  static const std::vector<std::string>* const names =
+      new std::vector<std::string>{"train", "eval"};
+  return *names;
+}
+
+const std::vector<std::string>& LayoutNames() {
+  static const std::vector<std::string>* const names =
+      new std::vector<std::string>{"float_chw", "uint8_hwc"};
+  return *names;
+}
+
+const std::string& ModeName(Mode mode) { return ModeNames()[static_cast<size_t>(mode)]; }
+
+const std::string& LayoutName(Layout layout) {
+  return LayoutNames()[static_cast<size_t>(layout)];
+}
+
+namespace {
+
+// ParseChoice is the index of `name` in `names`, or InvalidArgument naming `what`.
+absl::StatusOr<size_t> ParseChoice(const std::vector<std::string>& names,
+                                   const std::string& name, const std::string& what) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return i;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(what, " must be ", absl::StrJoin(names, " or "),
+                                                 ", got '", name, "'"));
+}
+
+}  // namespace
+
+absl::StatusOr<Mode> ParseMode(const std::string& name, const std::string& what) {
+  absl::StatusOr<size_t> i = ParseChoice(ModeNames(), name, what);
+  if (!i.ok()) return i.status();
+  return static_cast<Mode>(*i);
+}
+
+absl::StatusOr<Layout> ParseLayout(const std::string& name, const std::string& what) {
+  absl::StatusOr<size_t> i = ParseChoice(LayoutNames(), name, what);
+  if (!i.ok()) return i.status();
+  return static_cast<Layout>(*i);
 }
 
 }  // namespace flowloader::augment

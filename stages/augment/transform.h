@@ -21,6 +21,8 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -39,6 +41,18 @@ enum class Layout {
   kFloatCHW,  // float32, [3, H, W], normalized with mean/std.
   kUint8HWC,  // uint8, [H, W, 3], no normalization (for GPU-side normalization).
 };
+
+// ModeNames and LayoutNames are how options, specs and the CLI spell Mode and Layout, in
+// enum order: {"train", "eval"} and {"float_chw", "uint8_hwc"}. The one table of both.
+const std::vector<std::string>& ModeNames();
+const std::vector<std::string>& LayoutNames();
+// ModeName and LayoutName spell one value.
+const std::string& ModeName(Mode mode);
+const std::string& LayoutName(Layout layout);
+// ParseMode and ParseLayout read a spelling; InvalidArgument "WHAT must be train or eval,
+// got 'NAME'" (resp. float_chw or uint8_hwc) when it is none of them.
+absl::StatusOr<Mode> ParseMode(const std::string& name, const std::string& what);
+absl::StatusOr<Layout> ParseLayout(const std::string& name, const std::string& what);
 
 // Interpolation is the resize filter, as torchvision's InterpolationMode on PIL images
 // (Pillow's ImagingResample filters; nearest is Pillow's nearest-neighbour resize).

@@ -52,7 +52,22 @@ size_t TensorBytes(const std::vector<int64_t>& shape, DType dtype) {
 
 }  // namespace
 
-size_t Batch::bytes() const { return TensorBytes(shape, dtype); }
+const std::vector<int64_t>& Batch::shape() const {
+  static const std::vector<int64_t>* const kNoShape = new std::vector<int64_t>();
+  return tensors.empty() ? *kNoShape : tensors.front().shape;
+}
+
+DType Batch::dtype() const { return tensors.empty() ? DType::kFloat32 : tensors.front().dtype; }
+
+const void* Batch::host_data() const {
+  return tensors.empty() ? nullptr : tensors.front().host_data;
+}
+
+void* Batch::device_data() const {
+  return tensors.empty() ? nullptr : tensors.front().device_data;
+}
+
+size_t Batch::bytes() const { return tensors.empty() ? 0 : tensors.front().bytes(); }
 
 size_t BatchTensor::bytes() const { return TensorBytes(shape, dtype); }
 

@@ -92,16 +92,6 @@ struct LabelSpec {
 struct Batch {
   int64_t epoch = 0;
   int64_t index = 0;  // Batch number within the epoch (0-based, in sampler order).
-  // shape is [N, C, H, W] for float32 CHW output, [N, H, W, C] for uint8 HWC. N may be
-  // below batch_size for the last batch of an epoch and when samples were skipped; it is
-  // 0 only for an epoch's last batch when every one of its samples was skipped (the
-  // batch then exists to report them in `skipped`).
-  std::vector<int64_t> shape;
-  DType dtype = DType::kFloat32;
-  // host_data holds the batch on the host (pinned when a CUDA device is used), always.
-  const void* host_data = nullptr;
-  // device_data is the batch on the CUDA device when location == kDevice, else nullptr.
-  void* device_data = nullptr;
   MemoryLocation location = MemoryLocation::kHost;
   // labels is each row's class index (the dataset's label), always int64, one per row.
   std::vector<int64_t> labels;
@@ -121,12 +111,24 @@ struct Batch {
   std::vector<BatchColumn> columns;
   std::vector<SkippedSample> skipped;
   // Every batch tensor, in the graph's order: one per tensor field (a graph with several
-  // augment views has several). tensors[0] is the tensor that shape, dtype, host_data and
-  // device_data above describe.
+  // augment views has several).
   std::vector<BatchTensor> tensors;
 
-  int64_t size() const { return shape.empty() ? 0 : shape[0]; }
+  // shape, dtype, host_data, device_data and bytes are tensors[0]'s, the one tensor of a
+  // single-view pipeline (empty, float32, null and 0 without tensors). shape is
+  // [N, C, H, W] for float32 CHW output, [N, H, W, C] for uint8 HWC. N may be below
+  // batch_size for the last batch of an epoch and when samples were skipped; it is 0 only
+  // for an epoch's last batch when every one of its samples was skipped (the batch then
+  // exists to report them in `skipped`). host_data is on the host (pinned when a CUDA
+  // device is used), always; device_data on the CUDA device when location == kDevice,
+  // else nullptr.
+  const std::vector<int64_t>& shape() const;
+  DType dtype() const;
+  const void* host_data() const;
+  void* device_data() const;
   size_t bytes() const;
+  // size is the batch's rows, N.
+  int64_t size() const { return shape().empty() ? 0 : shape()[0]; }
 };
 
 // BatchRange is one batch's positions [begin, end) within an epoch's sample order.

@@ -47,11 +47,15 @@ TEST(CompactSlotsTest, RemovesSkippedSlotsKeepingOrder) {
 
 TEST(BatchTest, BytesFollowShapeAndDType) {
   Batch b;
-  b.shape = {3, 3, 4, 5};
+  EXPECT_EQ(b.bytes(), 0u);
+  EXPECT_EQ(b.size(), 0);
+  b.tensors.resize(1);
+  b.tensors[0].shape = {3, 3, 4, 5};
   EXPECT_EQ(b.bytes(), 3u * 3 * 4 * 5 * 4);
-  b.dtype = DType::kUint8;
+  b.tensors[0].dtype = DType::kUint8;
   EXPECT_EQ(b.bytes(), 3u * 3 * 4 * 5);
   EXPECT_EQ(b.size(), 3);
+  EXPECT_EQ(b.dtype(), DType::kUint8);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // progressive or multi-scan JPEG's coefficients, a lossless WebP's ARGB image) is refused from its
 // header as decode_memory when that need is over max_decode_bytes, naming the knob; the
 // same pixels in a form that streams (baseline JPEG, lossy WebP) or a smaller need
-// decode as before.
+// decode.
 #include <webp/encode.h>
 
 #include <string>

@@ -121,6 +121,8 @@ struct DatasetOptions {
 struct DatasetSource {
   std::string name;  // The `source` label in metrics and --samples_out; unique, not empty.
   DatasetOptions options;
+  // Relative share of each epoch's samples when mixed by weight (OpenDataSources); > 0.
+  double weight = 1.0;
 };
 
 class Dataset {

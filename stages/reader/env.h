@@ -51,8 +51,8 @@ class Env {
 
   // ReadRange replaces *contents with the `length` bytes of `path` starting at `offset`,
   // fewer only where the file ends (none at or past its end): one positioned read, for a
-  // member of a tar shard. The default reads the whole file and keeps the range, so an
-  // Env written before ReadRange existed still works (slowly); PosixEnv uses pread.
+  // member of a tar shard. The default reads the whole file and keeps the range (slow, but
+  // an Env that overrides only ReadFile works); PosixEnv uses pread.
   virtual absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
                                  std::string* contents);
 

@@ -89,12 +89,12 @@ int main(int argc, char** argv) {
       if (pipeline->done()) break;
       continue;
     }
-    if (batch->dtype != flowloader::DType::kUint8 || batch->shape.size() != 4) {
+    if (batch->dtype() != flowloader::DType::kUint8 || batch->shape().size() != 4) {
       std::fprintf(stderr, "dump_batches: expected a uint8 [N,H,W,C] batch\n");
       return 1;
     }
-    row_shape.assign(batch->shape.begin() + 1, batch->shape.end());
-    pixels.append(static_cast<const char*>(batch->host_data), batch->bytes());
+    row_shape.assign(batch->shape().begin() + 1, batch->shape().end());
+    pixels.append(static_cast<const char*>(batch->host_data()), batch->bytes());
     keys.insert(keys.end(), batch->keys.begin(), batch->keys.end());
   }
 

@@ -272,7 +272,7 @@ TEST_F(HostileFilesTest, OddButValidFilesAreDeliveredAndBadOnesSkippedWithTheirR
     }
     ASSERT_LT(epoch, 2);
     ASSERT_EQ(batch->keys.size(), static_cast<size_t>(batch->size()));
-    const float* px = static_cast<const float*>(batch->host_data);
+    const float* px = static_cast<const float*>(batch->host_data());
     for (int64_t i = 0; i < batch->size(); ++i) {
       delivered[epoch].insert(batch->keys[i]);
       double sum = 0;

@@ -174,7 +174,7 @@ TEST(MemorySoakTest, RssStaysWithinTheBatchBudgetAndDoesNotGrowOverTwentyEpochs)
       continue;
     }
     // Touch the batch like a training step would, then take a while over it.
-    const float* px = static_cast<const float*>(batch->host_data);
+    const float* px = static_cast<const float*>(batch->host_data());
     const int64_t n = batch->size() * 3 * kImageSize * kImageSize;
     for (int64_t i = 0; i < n; i += 1024) checksum += px[i];
     samples += batch->size();

@@ -12,8 +12,8 @@
 // from one. The plan is what `flowloader graph` prints; the graph runs the list in order.
 //
 // Thread-safety: thread-safe (reads the registry under its lock).
-#ifndef FLOWLOADER_GRAPH_INTERNAL_STAGE_PLAN_H_
-#define FLOWLOADER_GRAPH_INTERNAL_STAGE_PLAN_H_
+#ifndef FLOWLOADER_GRAPH_STAGE_PLAN_H_
+#define FLOWLOADER_GRAPH_STAGE_PLAN_H_
 
 #include <string>
 #include <vector>
@@ -24,7 +24,6 @@
 #include "graph/stage.h"
 
 namespace flowloader {
-namespace graph_internal {
 
 // StagePorts is one stage with its ports bound to field names.
 struct StagePorts {
@@ -66,7 +65,6 @@ absl::StatusOr<StagePlan> PlanStages(const std::vector<StageSpec>& stages,
 // CheckStagePlan is PlanStages' status.
 absl::Status CheckStagePlan(const std::vector<StageSpec>& stages, const StageRegistry& registry);
 
-}  // namespace graph_internal
 }  // namespace flowloader
 
-#endif  // FLOWLOADER_GRAPH_INTERNAL_STAGE_PLAN_H_
+#endif  // FLOWLOADER_GRAPH_STAGE_PLAN_H_
