@@ -266,7 +266,7 @@ TEST_F(LifecycleTest, ThousandCreateRunStopCyclesNeitherHangNorLeak) {
         stop_t[variant].Add(SecondsSince(t0));
         // The held batch's buffer belongs to the pool, which outlives the pipeline.
         ASSERT_NE(held, nullptr);
-        const float* px = static_cast<const float*>(held->host_data);
+        const float* px = static_cast<const float*>(held->host_data());
         double sum = 0;
         for (int64_t i = 0; i < held->size() * 3 * 24 * 24; ++i) sum += px[i];
         EXPECT_TRUE(std::isfinite(sum));
