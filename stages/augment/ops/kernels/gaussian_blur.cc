@@ -218,6 +218,28 @@ __attribute__((target("avx2"))) void ConvolveColumnAvx2(const float* centre,
 }
 #endif
 
+// BytesToFloats widens n bytes to floats: eight per AVX2 register where the CPU has it
+// (GCC's -O2 cost model leaves the plain loop scalar, measured at 7.5% of the DINO
+// recipe's CPU), the rest one at a time. Exact either way.
+#if defined(FLOWLOADER_COLOUR_AVX2)
+__attribute__((target("avx2"))) int BytesToFloatsAvx2(const uint8_t* in, int n, float* out) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + i));
+    _mm256_storeu_ps(out + i, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
+  }
+  return i;
+}
+#endif
+
+void BytesToFloats(const uint8_t* in, int n, float* out) {
+  int i = 0;
+#if defined(FLOWLOADER_COLOUR_AVX2)
+  if (internal::HasAvx2()) i = BytesToFloatsAvx2(in, n, out);
+#endif
+  for (; i < n; ++i) out[i] = in[i];
+}
+
 struct BlurScratch {
   std::vector<float> kx, ky;   // Half-kernels.
   std::vector<float> padded;   // One source row as floats, reflect-padded.
@@ -248,7 +270,7 @@ void GaussianBlur(const Image& src, int kernel_x, int kernel_y, double sigma_x,
   for (int y = 0; y < h; ++y) {
     const uint8_t* in = src.pixels.data() + static_cast<size_t>(y) * src.stride();
     float* p = s.padded.data();
-    for (int i = 0; i < row; ++i) p[3 * rx + i] = in[i];
+    BytesToFloats(in, row, p + 3 * rx);
     for (int x = 1; x <= rx; ++x) {
       const uint8_t* left = in + 3 * Reflect(-x, w);
       const uint8_t* right = in + 3 * Reflect(w - 1 + x, w);
