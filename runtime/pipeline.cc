@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "graph/stage.h"
 #include "runtime/internal/autotune_loop.h"
 #include "runtime/internal/data_checksum.h"
 #include "runtime/internal/options_check.h"
@@ -21,13 +22,13 @@ absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& opti
       !mode.ok()) {
     return mode.status();
   }
-  std::vector<StageSpec> stages(3);
-  stages[0].type = "read";
-  stages[1].type = "decode";
-  stages[2].type = "augment";
-  stages[2].args = {{"mode", options.transform},
-                    {"image_size", absl::StrCat(options.image_size)},
-                    {"layout", options.layout}};
+  // The built-in stages in their order (read, decode, augment); the last one, augment,
+  // takes the transform options.
+  std::vector<StageSpec> stages;
+  for (const std::string& type : BuiltinStageOrder()) stages.push_back(StageSpec{type});
+  stages.back().args = {{"mode", options.transform},
+                        {"image_size", absl::StrCat(options.image_size)},
+                        {"layout", options.layout}};
   return stages;
 }
 
