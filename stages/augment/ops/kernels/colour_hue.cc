@@ -15,6 +15,7 @@
 #include "stages/augment/ops/kernels/colour_hue.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -142,24 +143,37 @@ struct HueTables {
 constexpr uint8_t kForm[8] = {5, 4, 5, 1, 2, 2, 3, 0};
 inline int FormOf(int r, int g, int b) { return kForm[(r >= g) | (r >= b) << 1 | (g >= b) << 2]; }
 
-// MarkCorrection records PIL's value got for an exact integer k in bits (see
-// HuePixelsAvx2): k, or k - 1 (bit k set), or 0 for k = 255 (H's fmod wrap). Aborts on
-// anything else or on two answers for one k, which would make the fast path wrong.
-void MarkCorrection(uint32_t* bits, uint32_t* kept, int k, int got) {
-  const bool dec = got == k - 1;
-  const uint32_t bit = 1u << (k & 31);
-  if (!(got == k || dec || (k == 255 && got == 0)) || (bits[k >> 5] & bit && !dec) ||
-      (kept[k >> 5] & bit && dec)) {
-    std::fprintf(stderr, "colour_hue: no correction bit fits k=%d got=%d\n", k, got);
-    std::abort();
+// CorrectionMarks collects, for each exact integer k of H (or S), which value PIL gives
+// (see HuePixelsAvx2): k, or k - 1, or 0 for k = 255 (H's fmod wrap). Mark aborts on
+// anything else or on two answers for one k, which would make the fast path wrong;
+// Pack writes the k - 1 cases as bits (bit k of word k / 32).
+class CorrectionMarks {
+ public:
+  void Mark(int k, int got) {
+    const bool dec = got == k - 1;
+    const uint8_t answer = dec ? kDecrement : kSame;
+    if (!(got == k || dec || (k == 255 && got == 0)) ||
+        (answer_[k] != kUnseen && answer_[k] != answer)) {
+      std::fprintf(stderr, "colour_hue: no correction bit fits k=%d got=%d\n", k, got);
+      std::abort();
+    }
+    answer_[k] = answer;
   }
-  (dec ? bits : kept)[k >> 5] |= bit;
-}
+  void Pack(uint32_t words[8]) const {
+    for (int k = 0; k < 256; ++k) {
+      if (answer_[k] == kDecrement) words[k / 32] |= uint32_t{1} << (k % 32);
+    }
+  }
+
+ private:
+  static constexpr uint8_t kUnseen = 0, kSame = 1, kDecrement = 2;
+  std::array<uint8_t, 256> answer_{};
+};
 
 const HueTables& Tables() {
   static const HueTables* const tables = [] {
     auto* t = new HueTables();
-    uint32_t hue_kept[8] = {}, sat_kept[8] = {};  // k where PIL gives k (MarkCorrection).
+    CorrectionMarks hue_marks, sat_marks;
     for (int cr = 1; cr < 256; ++cr) {
       const int maxc = 255, minc = 255 - cr;
       for (int d = 0; d <= cr; ++d) {
@@ -180,7 +194,7 @@ const HueTables& Tables() {
           // record whether PIL gives k - 1.
           constexpr int kA[6] = {1, 5, 3, 1, 5, 3}, kSign[6] = {-1, 1, -1, 1, -1, 1};
           const int num = 85 * (kA[form] * cr + kSign[form] * d);
-          if (num % (2 * cr) == 0) MarkCorrection(t->hue_dec, hue_kept, num / (2 * cr), hsv[0]);
+          if (num % (2 * cr) == 0) hue_marks.Mark(num / (2 * cr), hsv[0]);
         }
       }
       for (int m = cr; m < 256; ++m) {
@@ -188,9 +202,11 @@ const HueTables& Tables() {
         uint8_t hsv[3];
         RgbToHsvLiteral(px, hsv);
         t->sat[cr * 256 + m] = hsv[1];
-        if (255 * cr % m == 0) MarkCorrection(t->sat_dec, sat_kept, 255 * cr / m, hsv[1]);
+        if (255 * cr % m == 0) sat_marks.Mark(255 * cr / m, hsv[1]);
       }
     }
+    hue_marks.Pack(t->hue_dec);
+    sat_marks.Pack(t->sat_dec);
     for (const uint32_t word : t->sat_dec) {
       if (word != 0) {  // HuePixelsAvx2 takes S without corrections.
         std::fprintf(stderr, "colour_hue: S needs a correction\n");
@@ -312,7 +328,7 @@ __attribute__((target("avx2"))) inline __m256 Recip(__m256 b) {
 // integer k (X_est within 2^-10 of k), PIL's float steps give k or k - 1 (0 for k = 255,
 // fmod's wrap), a function of k alone (k fixes the rational d / cr and the form's
 // formula): one bit per k (TruncateNear), found at table build from the literal
-// conversion (MarkCorrection aborts if a k had two answers). S = trunc of PIL's
+// conversion (CorrectionMarks aborts if a k had two answers). S = trunc of PIL's
 // value of Y = 255 * cr / max, likewise: Y is at least 1 / 255 from an integer unless it
 // is one, and PIL never gives k - 1 for an integer Y = k (checked at table build), so
 // S = trunc(Y_est + 2^-10).
