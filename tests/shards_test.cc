@@ -218,10 +218,25 @@ TEST_F(ShardsTest, FailingAndMissingShardsOverHttpAreCountedNotFatal) {
   EXPECT_EQ(r.skipped, (std::map<std::string, int>{{"http_5xx", 1}, {"http_404", 1}}));
 }
 
-// RequestsLogged is how many requests nginx logged in `work_dir` (Server::Nginx).
-int64_t RequestsLogged(const std::string& work_dir) {
+// LinesLogged is how many requests nginx's access.log in `work_dir` holds now.
+int64_t LinesLogged(const std::string& work_dir) {
   const std::string log = testing::ReadFile(work_dir + "/access.log");
   return static_cast<int64_t>(std::count(log.begin(), log.end(), '\n'));
+}
+
+// RequestsLogged is how many requests nginx logged in `work_dir` (Server::Nginx), once
+// the count holds still: nginx writes a request's line when it finalizes the request,
+// which may come just after the client has read the response (a count taken at once
+// missed one line under ASan's slowdown).
+int64_t RequestsLogged(const std::string& work_dir) {
+  int64_t count = LinesLogged(work_dir);
+  for (int i = 0; i < 40; ++i) {  // Up to 2 s.
+    absl::SleepFor(absl::Milliseconds(50));
+    const int64_t again = LinesLogged(work_dir);
+    if (again == count) break;
+    count = again;
+  }
+  return count;
 }
 
 // IndexRequests is what opening the dataset at `data` alone costs in requests.
