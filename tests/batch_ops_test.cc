@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -19,6 +20,7 @@
 #include "runtime/pipeline.h"
 #include "runtime/spec.h"
 #include "stages/core/log.h"
+#include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/test_data.h"
 
 namespace flowloader {
@@ -70,10 +72,7 @@ struct Delivered {
 };
 
 void Append(const Batch& b, Delivered* d) {
-  d->tensors.resize(b.tensors.size());
-  for (size_t k = 0; k < b.tensors.size(); ++k) {
-    d->tensors[k].append(static_cast<const char*>(b.tensors[k].host_data), b.tensors[k].bytes());
-  }
+  testing::AppendTensorBytes(b, &d->tensors);
   d->labels.append(static_cast<const char*>(b.label.host_data), b.label.bytes());
   d->classes.insert(d->classes.end(), b.labels.begin(), b.labels.end());
   d->keys.insert(d->keys.end(), b.keys.begin(), b.keys.end());
@@ -82,23 +81,12 @@ void Append(const Batch& b, Delivered* d) {
 }
 
 // Drain pulls up to `max_batches` batches, calling `before(n)` before the n-th.
-template <typename Hook>
-Delivered Drain(Pipeline& p, Hook before, int max_batches = 1 << 30) {
+Delivered Drain(Pipeline& p, const std::function<void(int)>& before,
+                int max_batches = 1 << 30) {
   Delivered d;
-  for (int n = 0; n < max_batches;) {
-    before(n);
-    std::shared_ptr<const Batch> batch;
-    bool end = false;
-    const absl::Status s = p.Next(&batch, &end);
-    EXPECT_TRUE(s.ok()) << s;
-    if (!s.ok()) break;
-    if (end) {
-      if (p.done()) break;
-      continue;
-    }
-    Append(*batch, &d);
-    ++n;
-  }
+  const absl::Status s = testing::EachBatch(
+      p, before, [&d](const Batch& batch) { Append(batch, &d); }, max_batches);
+  EXPECT_TRUE(s.ok()) << s;
   return d;
 }
 Delivered Drain(Pipeline& p, int max_batches = 1 << 30) {

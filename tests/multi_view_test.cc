@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
 #include "stages/core/log.h"
+#include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/test_data.h"
 
 namespace flowloader {
@@ -37,11 +38,10 @@ void Append(const Batch& batch, Delivered* out) {
     out->bytes.resize(batch.tensors.size());
   }
   ASSERT_EQ(batch.tensors.size(), out->names.size());
-  for (size_t k = 0; k < batch.tensors.size(); ++k) {
-    const BatchTensor& t = batch.tensors[k];
+  for (const BatchTensor& t : batch.tensors) {
     ASSERT_EQ(t.shape.front(), batch.size()) << t.name;  // Same rows in every tensor.
-    out->bytes[k].append(static_cast<const char*>(t.host_data), t.bytes());
   }
+  testing::AppendTensorBytes(batch, &out->bytes);
   // The batch's own fields are its first tensor.
   EXPECT_EQ(batch.host_data(), batch.tensors.front().host_data);
   EXPECT_EQ(batch.shape(), batch.tensors.front().shape);
@@ -53,19 +53,9 @@ void Append(const Batch& batch, Delivered* out) {
 // Drain delivers every batch left (at most `max_batches`).
 Delivered Drain(Pipeline& p, int max_batches = 1 << 30) {
   Delivered out;
-  for (int n = 0; n < max_batches;) {
-    std::shared_ptr<const Batch> batch;
-    bool end = false;
-    const absl::Status s = p.Next(&batch, &end);
-    EXPECT_TRUE(s.ok()) << s;
-    if (!s.ok()) break;
-    if (end) {
-      if (p.done()) break;
-      continue;
-    }
-    Append(*batch, &out);
-    ++n;
-  }
+  const absl::Status s = testing::EachBatch(
+      p, nullptr, [&out](const Batch& batch) { Append(batch, &out); }, max_batches);
+  EXPECT_TRUE(s.ok()) << s;
   return out;
 }
 

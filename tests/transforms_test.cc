@@ -10,6 +10,7 @@
 #include "runtime/pipeline.h"
 #include "runtime/spec.h"
 #include "stages/core/log.h"
+#include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/test_data.h"
 
 namespace flowloader {
@@ -26,24 +27,14 @@ struct Delivered {
 
 Delivered Drain(Pipeline& p, int max_batches = 1 << 30) {
   Delivered out;
-  for (int n = 0; n < max_batches;) {
-    std::shared_ptr<const Batch> batch;
-    bool end = false;
-    const absl::Status s = p.Next(&batch, &end);
-    EXPECT_TRUE(s.ok()) << s;
-    if (!s.ok()) break;
-    if (end) {
-      if (p.done()) break;
-      continue;
-    }
-    out.bytes.resize(batch->tensors.size());
-    for (size_t k = 0; k < batch->tensors.size(); ++k) {
-      const BatchTensor& t = batch->tensors[k];
-      out.bytes[k].append(static_cast<const char*>(t.host_data), t.bytes());
-    }
-    out.rows += batch->size();
-    ++n;
-  }
+  const absl::Status s = testing::EachBatch(
+      p, nullptr,
+      [&out](const Batch& batch) {
+        testing::AppendTensorBytes(batch, &out.bytes);
+        out.rows += batch.size();
+      },
+      max_batches);
+  EXPECT_TRUE(s.ok()) << s;
   return out;
 }
 

@@ -37,6 +37,31 @@ Drained Drain(Pipeline* pipeline, int max_calls) {
   return d;
 }
 
+absl::Status EachBatch(Pipeline& pipeline, const std::function<void(int)>& before,
+                       const std::function<void(const Batch&)>& on_batch, int max_batches) {
+  for (int n = 0; n < max_batches;) {
+    if (before) before(n);
+    std::shared_ptr<const Batch> batch;
+    bool end = false;
+    if (absl::Status s = pipeline.Next(&batch, &end); !s.ok()) return s;
+    if (end) {
+      if (pipeline.done()) break;
+      continue;
+    }
+    on_batch(*batch);
+    ++n;
+  }
+  return absl::OkStatus();
+}
+
+void AppendTensorBytes(const Batch& batch, std::vector<std::string>* bytes) {
+  if (bytes->size() < batch.tensors.size()) bytes->resize(batch.tensors.size());
+  for (size_t k = 0; k < batch.tensors.size(); ++k) {
+    const BatchTensor& t = batch.tensors[k];
+    (*bytes)[k].append(static_cast<const char*>(t.host_data), t.bytes());
+  }
+}
+
 LogCapture::LogCapture() {
   SetMinLogLevel(LogLevel::kInfo);
   SetLogSink([this](LogLevel, absl::string_view line) {

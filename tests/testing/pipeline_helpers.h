@@ -1,5 +1,6 @@
 // pipeline_helpers.h: running a real pipeline in tests: SmallCpuOptions, Drain (every
-// Next until an error or the last epoch) and LogCapture (the log lines a run wrote).
+// Next until an error or the last epoch), EachBatch (the same loop handing each batch to
+// the test), AppendTensorBytes and LogCapture (the log lines a run wrote).
 //
 // Thread-safety: Drain runs on the calling thread (the pipeline's own workers do the
 // rest); LogCapture may be written from any thread and read from any.
@@ -7,6 +8,7 @@
 #define FLOWLOADER_TESTS_TESTING_PIPELINE_HELPERS_H_
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -38,6 +40,17 @@ struct Drained {
 // Drain calls pipeline->Next until it returns an error or the pipeline is done (an end
 // of epoch with done() true), at most max_calls times, and returns what came out.
 Drained Drain(Pipeline* pipeline, int max_calls = std::numeric_limits<int>::max());
+
+// EachBatch calls pipeline.Next until it returns an error (returned) or the pipeline is
+// done, or `max_batches` batches came: `before(n)` runs before asking for the n-th batch
+// (from 0) and `on_batch` gets each one. Ends of epoch are passed over.
+absl::Status EachBatch(Pipeline& pipeline, const std::function<void(int)>& before,
+                       const std::function<void(const Batch&)>& on_batch,
+                       int max_batches = std::numeric_limits<int>::max());
+
+// AppendTensorBytes appends each of the batch's tensors' bytes to (*bytes)[k], k its
+// place among the batch's tensors (bytes grows to fit).
+void AppendTensorBytes(const Batch& batch, std::vector<std::string>* bytes);
 
 // LogCapture collects every log line from construction to destruction (it lowers the
 // minimum level to kInfo and replaces the log sink; the destructor restores stderr).
