@@ -42,7 +42,8 @@ class DataAugmentationDINO(object):
             flip_and_color_jitter,
             # Difference: utils.GaussianBlur(1.0) (PIL ImageFilter.GaussianBlur, radius
             # uniform in [0.1, 2]) is torchvision's GaussianBlur(23, (0.1, 2.0)) under
-            # RandomApply with the same p.
+            # RandomApply with the same p, as runtime/specs/dino.yaml writes it;
+            # transforms.PILGaussianBlur(1.0) would be upstream's blur byte for byte.
             transforms.RandomApply([transforms.GaussianBlur(23, (0.1, 2.0))], p=1.0),
             normalize,
         ])

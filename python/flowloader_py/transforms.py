@@ -33,7 +33,7 @@ import numbers
 __all__ = [
     "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ColorJitter", "Compose",
     "ConvertImageDtype", "GaussianBlur", "Grayscale", "InterpolationMode", "Lambda",
-    "Normalize", "PILToTensor", "RandAugment", "RandomAdjustSharpness", "RandomAffine",
+    "Normalize", "PILGaussianBlur", "PILToTensor", "RandAugment", "RandomAdjustSharpness", "RandomAffine",
     "RandomApply", "RandomAutocontrast", "RandomCrop", "RandomEqualize", "RandomErasing",
     "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert", "RandomPosterize",
     "RandomResizedCrop", "RandomRotation", "RandomSolarize", "RandomVerticalFlip", "Resize",
@@ -271,6 +271,17 @@ class GaussianBlur(Transform):
 
     def __init__(self, kernel_size, sigma=(0.1, 2.0)):
         super().__init__(kernel_size=_seq(kernel_size), sigma=_seq(sigma))
+
+
+class PILGaussianBlur(Transform):
+    """Not a torchvision class: PIL's ImageFilter.GaussianBlur(radius) with the radius
+    drawn uniformly from [radius_min, radius_max], applied with probability p, as DINO's
+    utils.GaussianBlur(p, radius_min, radius_max) (and MoCo v3's GaussianBlur inside a
+    RandomApply). The same bytes as upstream's class; op pil_gaussian_blur."""
+    op = "pil_gaussian_blur"
+
+    def __init__(self, p=0.5, radius_min=0.1, radius_max=2.0):
+        super().__init__(radius=[radius_min, radius_max], p=p)
 
 
 class RandomSolarize(Transform):

@@ -50,6 +50,12 @@ int main(int argc, char** argv) {
   Time("gaussian_blur 96x96 k=23", rounds, [&](int i) {
     kernels::GaussianBlur(small, 23, 23, 0.1 + (i % 19) * 0.1, 0.1 + (i % 19) * 0.1, &out);
   });
+  Time("pil_gaussian_blur 224x224 radius 0.1-2.0", rounds, [&](int i) {
+    kernels::PilGaussianBlur(big, 0.1f + (i % 19) * 0.1f, &out);
+  });
+  Time("pil_gaussian_blur 96x96 radius 0.1-2.0", rounds, [&](int i) {
+    kernels::PilGaussianBlur(small, 0.1f + (i % 19) * 0.1f, &out);
+  });
   Time("affine 224x224 nearest (rotate+shear)", rounds, [&](int i) {
     kernels::Affine(big, 10 + i % 7, 3, -2, 1.1, 5, 0, Interpolation::kNearest, fill, &out);
   });

@@ -5,7 +5,7 @@ writes it in torchvision 0.14.
 
     /usr/bin/python3 recipes_torch.py --recipe=torchvision_v2|timm_randaugment|dino|simclr \
         --data=DIR [--num_workers=2 --batch_size=64 --seed=0] \
-        [--mixup_alpha=0.2 --cutmix_alpha=1.0]
+        [--mixup_alpha=0.2 --cutmix_alpha=1.0] [--blur=torchvision|pil]
 
 Recipes (runtime/specs/<recipe>.yaml is flowloader's form of each):
   torchvision_v2    references/classification/presets.py ClassificationPresetTrain(176,
@@ -14,10 +14,13 @@ Recipes (runtime/specs/<recipe>.yaml is flowloader's form of each):
   timm_randaugment  timm's rand-m9-mstd0.5-inc1 train transform; timm is not installed
                     here, so torchvision's RandAugment(2, 9) stands in (the issue's choice)
                     with timm's bicubic crop and RandomErasing(0.25, random values)
-  dino              DataAugmentationDINO: 2 x 224 + 8 x 96 crops, with DINO's own PIL
-                    GaussianBlur and Solarization classes
-  simclr            MoCo v3's two augmentations (BYOL's asymmetric blur/solarize), its
-                    own PIL GaussianBlur and Solarize classes
+  dino              DataAugmentationDINO: 2 x 224 + 8 x 96 crops
+  simclr            MoCo v3's two augmentations (BYOL's asymmetric blur/solarize)
+DINO's and MoCo v3's blur and solarize are their own PIL classes. --blur=torchvision (the
+default) writes them in torchvision 0.14, as the specs do: RandomApply([GaussianBlur(23,
+(0.1, 2.0))], p) and RandomSolarize(128, p), the same ops as the specs' gaussian_blur and
+random_solarize. --blur=pil runs upstream's classes (ImageFilter.GaussianBlur with a
+uniform radius, ImageOps.solarize), the ops of a spec with pil_gaussian_blur.
 DataLoader(batch_size, num_workers, shuffle=True), torch.set_num_threads(1) per worker.
 With --mixup_alpha and/or --cutmix_alpha > 0, the DataLoader's collate_fn is the one of
 torchvision's references/classification/train.py: default_collate, then
@@ -64,6 +67,14 @@ class PilSolarization:
         return ImageOps.solarize(img) if random.random() < self.p else img
 
 
+def blur_and_solarize(kind):
+    """(blur(p), solarize(p)) factories: upstream's PIL classes, or torchvision's ops."""
+    if kind == "pil":
+        return PilGaussianBlur, PilSolarization
+    return (lambda p: T.RandomApply([T.GaussianBlur(23, (0.1, 2.0))], p=p),
+            lambda p: T.RandomSolarize(128, p=p))
+
+
 def normalize():
     return T.Compose([T.ToTensor(), T.Normalize(MEAN, STD)])
 
@@ -91,7 +102,8 @@ def timm_randaugment():
 class Dino:
     """DINO's DataAugmentationDINO((0.4, 1.), (0.05, 0.4), 8)."""
 
-    def __init__(self):
+    def __init__(self, blur_kind):
+        blur, solarize = blur_and_solarize(blur_kind)
         flip_and_color_jitter = T.Compose([
             T.RandomHorizontalFlip(p=0.5),
             T.RandomApply([T.ColorJitter(brightness=0.4, contrast=0.4, saturation=0.2,
@@ -100,12 +112,12 @@ class Dino:
         ])
         bicubic = T.InterpolationMode.BICUBIC
         self.global1 = T.Compose([T.RandomResizedCrop(224, scale=(0.4, 1.), interpolation=bicubic),
-                                  flip_and_color_jitter, PilGaussianBlur(1.0), normalize()])
+                                  flip_and_color_jitter, blur(1.0), normalize()])
         self.global2 = T.Compose([T.RandomResizedCrop(224, scale=(0.4, 1.), interpolation=bicubic),
-                                  flip_and_color_jitter, PilGaussianBlur(0.1),
-                                  PilSolarization(0.2), normalize()])
+                                  flip_and_color_jitter, blur(0.1), solarize(0.2),
+                                  normalize()])
         self.local = T.Compose([T.RandomResizedCrop(96, scale=(0.05, 0.4), interpolation=bicubic),
-                                flip_and_color_jitter, PilGaussianBlur(p=0.5), normalize()])
+                                flip_and_color_jitter, blur(0.5), normalize()])
 
     def __call__(self, image):
         return [self.global1(image), self.global2(image)] + [self.local(image) for _ in range(8)]
@@ -114,14 +126,17 @@ class Dino:
 class SimClr:
     """MoCo v3's augmentation1 / augmentation2 as TwoCropsTransform."""
 
-    def __init__(self):
-        def aug(blur, solarize):
+    def __init__(self, blur_kind):
+        blur, solarize = blur_and_solarize(blur_kind)
+
+        def aug(blur_p, solarize_p):
+            # Upstream: RandomApply([GaussianBlur([.1, 2.])], p=blur_p), and for the second
+            # view RandomApply([Solarize()], p=0.2).
             ops = [T.RandomResizedCrop(224, scale=(0.08, 1.)),
                    T.RandomApply([T.ColorJitter(0.4, 0.4, 0.2, 0.1)], p=0.8),
-                   T.RandomGrayscale(p=0.2),
-                   T.RandomApply([PilGaussianBlur(1.0)], p=blur)]
-            if solarize:
-                ops.append(T.RandomApply([PilSolarization(1.0)], p=solarize))
+                   T.RandomGrayscale(p=0.2), blur(blur_p)]
+            if solarize_p:
+                ops.append(solarize(solarize_p))
             return T.Compose(ops + [T.RandomHorizontalFlip(), normalize()])
         self.a, self.b = aug(1.0, 0), aug(0.1, 0.2)
 
@@ -196,8 +211,8 @@ def mixup_collate(num_classes, mixup_alpha, cutmix_alpha):
     return collate_fn
 
 
-RECIPES = {"torchvision_v2": torchvision_v2, "timm_randaugment": timm_randaugment,
-           "dino": Dino, "simclr": SimClr}
+RECIPES = {"torchvision_v2": lambda blur: torchvision_v2(),
+           "timm_randaugment": lambda blur: timm_randaugment(), "dino": Dino, "simclr": SimClr}
 
 
 def _worker_init(_):
@@ -213,9 +228,12 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--mixup_alpha", type=float, default=0.0)
     p.add_argument("--cutmix_alpha", type=float, default=0.0)
+    p.add_argument("--blur", choices=["torchvision", "pil"], default="torchvision",
+                   help="dino/simclr: blur and solarize as torchvision's ops or upstream's "
+                        "PIL classes")
     a = p.parse_args()
     torch.manual_seed(a.seed)
-    dataset = datasets.ImageFolder(a.data, transform=RECIPES[a.recipe]())
+    dataset = datasets.ImageFolder(a.data, transform=RECIPES[a.recipe](a.blur))
     collate_fn = None
     if a.mixup_alpha > 0 or a.cutmix_alpha > 0:
         collate_fn = mixup_collate(len(dataset.classes), a.mixup_alpha, a.cutmix_alpha)
@@ -229,7 +247,7 @@ def main():
             first_rows = len(labels)
         samples += len(labels)
     t_end = time.time()
-    print(json.dumps({"recipe": a.recipe, "mixup_alpha": a.mixup_alpha,
+    print(json.dumps({"recipe": a.recipe, "blur": a.blur, "mixup_alpha": a.mixup_alpha,
                       "cutmix_alpha": a.cutmix_alpha, "samples": samples, "seconds": t_end - t_first,
                       "images_per_second_after_first_batch":
                           (samples - first_rows) / (t_end - t_first)}))

@@ -9,7 +9,7 @@
 // Adding an op is one file in stages/augment/ops/ that declares its schema and a factory
 // and registers them with FLOWLOADER_REGISTER_OP (the library is alwayslink, so the
 // registration runs at start-up), plus its parity and distribution cases in
-// ops/testdata/parity_cases.py and its line in docs/specs.md.
+// ops/testdata/cases/<op>.py and its line in docs/specs.md.
 //
 // Thread-safety: an Op is immutable after its factory returns; Draw and Apply may run on
 // any number of threads at once. The registry is filled during static initialization and

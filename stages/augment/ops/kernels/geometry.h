@@ -37,6 +37,15 @@ void VerticalFlip(Image& img);
 void GaussianBlur(const Image& src, int kernel_x, int kernel_y, double sigma_x,
                   double sigma_y, Image* dst);
 
+// PIL's ImageFilter.GaussianBlur(radius) (Image.filter -> ImagingGaussianBlur, three box
+// passes along the rows, three along the columns), byte for byte as Pillow 9.4. `radius`
+// is the C float Pillow receives. Writes `dst` (not `src`) at the size of `src`.
+void PilGaussianBlur(const Image& src, float radius, Image* dst);
+
+// PilBoxRadius is Pillow's _gaussian_blur_radius(radius, 3): the box radius (with its
+// fractional part) of each of the three passes.
+float PilBoxRadius(float radius);
+
 }  // namespace flowloader::augment::kernels
 
 #endif  // FLOWLOADER_STAGES_AUGMENT_OPS_KERNELS_GEOMETRY_H_
