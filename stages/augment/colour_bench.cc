@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "stages/augment/ops/kernels/colour.h"
+#include "stages/augment/ops/kernels/colour_hue.h"
 #include "stages/augment/ops/op.h"
 #include "stages/core/image.h"
 #include "stages/core/rng.h"
@@ -72,6 +74,15 @@ int main(int argc, char** argv) {
   Time("adjust_contrast(0.7)", rounds, [](Image& i) { kernels::AdjustContrast(i, 0.7); });
   Time("adjust_saturation(1.15)", rounds, [](Image& i) { kernels::AdjustSaturation(i, 1.15); });
   Time("adjust_hue(0.08)", rounds, [](Image& i) { kernels::AdjustHue(i, 0.08); });
+  // Each of adjust_hue's paths that this CPU runs (AdjustHue takes the widest).
+  using kernels::internal::HuePath;
+  for (const auto& [path, name] :
+       {std::pair{HuePath::kAvx512, "avx512"}, std::pair{HuePath::kAvx2, "avx2"},
+        std::pair{HuePath::kPortable, "portable"}}) {
+    if (!kernels::internal::HuePathRuns(path)) continue;
+    Time(std::string("  adjust_hue(0.08), ") + name, rounds,
+         [path = path](Image& i) { kernels::internal::AdjustHueOn(path, i, 0.08); });
+  }
   Time("adjust_sharpness(2)", rounds, [](Image& i) { kernels::AdjustSharpness(i, 2.0); });
   Time("grayscale", rounds, [](Image& i) { kernels::Grayscale(i); });
   Time("posterize(4)", rounds, [](Image& i) { kernels::Posterize(i, 4); });

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -71,37 +72,93 @@ TEST(ColourKernelsTest, AdjustHueIsPilsRoundTrip) {
   }
 }
 
-TEST(ColourKernelsTest, AdjustHueFastPathMatchesOnEveryColour) {
-  // All 16M colours: the AVX2 path's estimates decide PIL's roundings except near
-  // boundaries it detects (colour_hue.cc); a wrong bound or correction bit shows here.
+// The vector paths AdjustHue may take that this CPU runs, with their names.
+std::vector<std::pair<internal::HuePath, std::string>> VectorHuePaths() {
+  std::vector<std::pair<internal::HuePath, std::string>> paths;
+  if (internal::HuePathRuns(internal::HuePath::kAvx2)) {
+    paths.emplace_back(internal::HuePath::kAvx2, "avx2");
+  }
+  if (internal::HuePathRuns(internal::HuePath::kAvx512)) {
+    paths.emplace_back(internal::HuePath::kAvx512, "avx512");
+  }
+  return paths;
+}
+
+// An image of all 16M colours, colour c at pixel c.
+Image EveryColour() {
   Image img;
   img.Resize(4096, 4096, 3);
+  for (size_t k = 0, c = 0; c < (1u << 24); ++c, k += 3) {
+    img.pixels[k] = uint8_t(c >> 16), img.pixels[k + 1] = uint8_t(c >> 8),
+    img.pixels[k + 2] = uint8_t(c);
+  }
+  return img;
+}
+
+// The index of the first pixel where a and b differ, or -1.
+int64_t FirstDifferentPixel(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  for (size_t k = 0; k < a.size(); k += 3) {
+    if (a[k] != b[k] || a[k + 1] != b[k + 1] || a[k + 2] != b[k + 2]) return int64_t(k / 3);
+  }
+  return -1;
+}
+
+TEST(ColourKernelsTest, AdjustHueFastPathMatchesOnEveryColour) {
+  // All 16M colours, every vector path this CPU runs: their estimates decide PIL's
+  // roundings except near boundaries they detect (colour_hue.cc); a wrong bound or
+  // correction bit shows here.
+  const Image colours = EveryColour();
   for (double hue : {0.0, 0.1, -0.37}) {
-    for (size_t k = 0, c = 0; c < (1u << 24); ++c, k += 3) {
-      img.pixels[k] = uint8_t(c >> 16), img.pixels[k + 1] = uint8_t(c >> 8),
-      img.pixels[k + 2] = uint8_t(c);
-    }
-    Image portable = img;
+    Image portable = colours;
     internal::AdjustHuePortable(portable, hue);
-    AdjustHue(img, hue);
-    for (size_t k = 0; k < img.pixels.size(); k += 3) {
-      ASSERT_TRUE(portable.pixels[k] == img.pixels[k] &&
-                  portable.pixels[k + 1] == img.pixels[k + 1] &&
-                  portable.pixels[k + 2] == img.pixels[k + 2])
-          << "hue " << hue << " colour " << k / 3;
+    for (const auto& [path, name] : VectorHuePaths()) {
+      Image img = colours;
+      internal::AdjustHueOn(path, img, hue);
+      EXPECT_EQ(FirstDifferentPixel(portable.pixels, img.pixels), -1)
+          << name << " hue " << hue << " (the colour, as r << 16 | g << 8 | b)";
+    }
+  }
+}
+
+TEST(ColourKernelsTest, AdjustHueIsPilsRoundTripOnEveryPath) {
+  // All 16M colours, each path this CPU runs against the literal restatement of PIL's
+  // two conversions (RgbToHsvLiteral, H + shift mod 256, HsvToRgbLiteral), for shifts
+  // over the whole range: every H and every sector of hsv2rgb.
+  const Image colours = EveryColour();
+  std::vector<uint8_t> hsv(colours.pixels.size());
+  for (size_t k = 0; k < hsv.size(); k += 3) internal::RgbToHsvLiteral(&colours.pixels[k], &hsv[k]);
+  auto paths = VectorHuePaths();
+  paths.emplace_back(internal::HuePath::kPortable, "portable");
+  std::vector<uint8_t> want(colours.pixels.size());
+  for (double hue : {0.0, 0.004, 0.1, -0.37, 0.5}) {
+    const int shift = internal::HueShift(hue);
+    for (size_t k = 0; k < hsv.size(); k += 3) {
+      const uint8_t shifted[3] = {static_cast<uint8_t>(hsv[k] + shift), hsv[k + 1], hsv[k + 2]};
+      internal::HsvToRgbLiteral(shifted, &want[k]);
+    }
+    for (const auto& [path, name] : paths) {
+      Image img = colours;
+      internal::AdjustHueOn(path, img, hue);
+      EXPECT_EQ(FirstDifferentPixel(want, img.pixels), -1)
+          << name << " hue " << hue << " (the colour, as r << 16 | g << 8 | b)";
     }
   }
 }
 
 TEST(ColourKernelsTest, AdjustHueTailsMatchThePortablePath) {
-  // Pixel counts that are not a multiple of the AVX2 path's eight.
+  // Pixel counts that are not a multiple of the vector paths' 8 and 16.
   std::mt19937 gen(5);
-  for (int w : {1, 3, 7, 9, 13, 31}) {
+  for (int w : {1, 3, 7, 9, 13, 15, 17, 31, 33, 47}) {
     Image img;
     img.Resize(w, 3, 3);
     for (uint8_t& v : img.pixels) v = static_cast<uint8_t>(gen());
     Image portable = img;
     internal::AdjustHuePortable(portable, 0.3);
+    for (const auto& [path, name] : VectorHuePaths()) {
+      Image fast = img;
+      internal::AdjustHueOn(path, fast, 0.3);
+      EXPECT_TRUE(portable.pixels == fast.pixels) << name << " width " << w;
+    }
     AdjustHue(img, 0.3);
     EXPECT_TRUE(portable.pixels == img.pixels) << w;
   }

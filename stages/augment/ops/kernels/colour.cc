@@ -85,6 +85,13 @@ bool HasAvx2() {
   static const bool has = __builtin_cpu_supports("avx2");
   return has && !portable_for_testing.load(std::memory_order_relaxed);
 }
+
+bool HasAvx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return has && !portable_for_testing.load(std::memory_order_relaxed);
+}
 #endif
 
 uint8_t* RowBuffer(int which, size_t n) {

@@ -19,8 +19,16 @@ void RgbToHsvLiteral(const uint8_t* rgb, uint8_t* hsv);
 void HsvToRgbLiteral(const uint8_t* hsv, uint8_t* rgb);
 // RgbToHsvFast is RgbToHsvLiteral by table lookups (what AdjustHue uses).
 void RgbToHsvFast(const uint8_t* rgb, uint8_t* hsv);
-// AdjustHuePortable is AdjustHue without the AVX2 path (for the test of both paths).
+// AdjustHuePortable is AdjustHue without the vector paths (for the tests of every path).
 void AdjustHuePortable(Image& img, double hue_factor);
+// HuePath names the paths AdjustHue may take (it takes the widest this CPU runs), so
+// that a test checks each one on one machine.
+enum class HuePath { kPortable, kAvx2, kAvx512 };
+// HuePathRuns: whether this build and CPU run `path` (kPortable always).
+bool HuePathRuns(HuePath path);
+// AdjustHueOn is AdjustHue by `path` (one that HuePathRuns): its whole groups of
+// pixels (8 for kAvx2, 16 for kAvx512), the rest by the portable path.
+void AdjustHueOn(HuePath path, Image& img, double hue_factor);
 // HueShift is torchvision's np.uint8(hue_factor * 255): the value added to H,
 // mod 256.
 int HueShift(double hue_factor);

@@ -55,6 +55,9 @@ inline uint8_t GreyValue(const uint8_t* rgb) {
 // HasAvx2: whether this CPU runs the AVX2 paths (functions with target("avx2"), called
 // only where it does; the build's baseline is x86-64-v2), and no test turned them off.
 bool HasAvx2();
+// HasAvx512: whether this CPU runs the AVX-512 paths (F, BW, VL and DQ; functions with
+// that target, called only where it does), and no test turned them off.
+bool HasAvx512();
 
 // PickBytes8 gathers 8 bytes from lo (16 bytes) and hi (8) by two shuffles, widened.
 __attribute__((target("avx2"))) inline __m256i PickBytes8(__m128i lo, __m128i hi, __m128i from_lo,
