@@ -56,6 +56,11 @@ int main(int argc, char** argv) {
   Time("pil_gaussian_blur 96x96 radius 0.1-2.0", rounds, [&](int i) {
     kernels::PilGaussianBlur(small, 0.1f + (i % 19) * 0.1f, &out);
   });
+  kernels::internal::SetPilBlurNoAvx512ForTesting(true);
+  Time("pil_gaussian_blur 224x224, AVX2 path", rounds, [&](int i) {
+    kernels::PilGaussianBlur(big, 0.1f + (i % 19) * 0.1f, &out);
+  });
+  kernels::internal::SetPilBlurNoAvx512ForTesting(false);
   Time("affine 224x224 nearest (rotate+shear)", rounds, [&](int i) {
     kernels::Affine(big, 10 + i % 7, 3, -2, 1.1, 5, 0, Interpolation::kNearest, fill, &out);
   });

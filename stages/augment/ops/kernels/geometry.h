@@ -46,6 +46,12 @@ void GaussianBlur(const Image& src, int kernel_x, int kernel_y, double sigma_x,
 // is the C float Pillow receives. Writes `dst` (not `src`) at the size of `src`.
 void PilGaussianBlur(const Image& src, float radius, Image* dst);
 
+namespace internal {
+// SetPilBlurNoAvx512ForTesting(true) keeps PilGaussianBlur on its AVX2 path where the CPU
+// has AVX-512 (with colour_internal.h's SetPortableForTesting, a test compares all three).
+void SetPilBlurNoAvx512ForTesting(bool no_avx512);
+}  // namespace internal
+
 // PilBoxRadius is Pillow's _gaussian_blur_radius(radius, 3): the box radius (with its
 // fractional part) of each of the three passes.
 float PilBoxRadius(float radius);

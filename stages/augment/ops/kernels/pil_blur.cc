@@ -18,9 +18,11 @@
 //
 // AVX2 path: 16 outputs per step; S and T as 16-bit lanes, the weights split in 12-bit
 // halves so that one pmaddwd gives S·w_hi + T·f_hi and another S·w_lo + T·f_lo, exactly.
+// AVX-512 path: the same, 32 per step.
 //
 // Thread-safety: pure function; its scratch is thread-local.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -111,14 +113,68 @@ __attribute__((target("avx2"))) int BoxSpanAvx2(const uint8_t* const* taps, int 
   }
   return i;
 }
+
+// The AVX-512 path: BoxSpanAvx2's operations on 32 values per step (F and BW; vpmovwb
+// packs the words in order). DINO's recipe with pil_gaussian_blur (perf samples, Zen 4,
+// which runs 512-bit operations as two halves): BoxSpan 2046 with AVX2, 1763 with this.
+#define FLOWLOADER_PIL_BLUR_AVX512 "avx512f,avx512bw"
+
+__attribute__((target(FLOWLOADER_PIL_BLUR_AVX512))) inline __m512i Widen32(const uint8_t* p) {
+  return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+__attribute__((target(FLOWLOADER_PIL_BLUR_AVX512))) inline __m512i Round24Pairs512(
+    __m512i pairs, __m512i weights_hi, __m512i weights_lo) {
+  const __m512i high = _mm512_slli_epi32(_mm512_madd_epi16(pairs, weights_hi), 12);
+  const __m512i low = _mm512_madd_epi16(pairs, weights_lo);
+  return _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(high, low),
+                                            _mm512_set1_epi32(1 << 23)), 24);
+}
+
+__attribute__((target(FLOWLOADER_PIL_BLUR_AVX512))) int BoxSpanAvx512(
+    const uint8_t* const* taps, int num_taps, const uint8_t* lo, const uint8_t* hi, int n,
+    const BoxWeights& w, uint8_t* out) {
+  const __m512i weights_hi =
+      _mm512_set1_epi32(static_cast<int>((w.ww >> 12) | (w.fw >> 12) << 16));
+  const __m512i weights_lo =
+      _mm512_set1_epi32(static_cast<int>((w.ww & 4095) | (w.fw & 4095) << 16));
+  int i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512i s = Widen32(taps[0] + i);
+    for (int t = 1; t < num_taps; ++t) s = _mm512_add_epi16(s, Widen32(taps[t] + i));
+    const __m512i far = _mm512_add_epi16(Widen32(lo + i), Widen32(hi + i));
+    const __m512i a = _mm512_unpacklo_epi16(s, far), b = _mm512_unpackhi_epi16(s, far);
+    const __m512i words = _mm512_packus_epi32(Round24Pairs512(a, weights_hi, weights_lo),
+                                              Round24Pairs512(b, weights_hi, weights_lo));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi16_epi8(words));
+  }
+  return i;
+}
+
+std::atomic<bool> no_avx512_for_testing{false};
+
+bool UseAvx512() {
+  static const bool has =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return has && internal::HasAvx2() && !no_avx512_for_testing.load(std::memory_order_relaxed);
+}
 #endif
 
-// BoxSpan: BoxSpanPortable, on AVX2 where the CPU has it.
+// BoxSpan: BoxSpanPortable, on AVX-512 or AVX2 where the CPU has it.
 void BoxSpan(const uint8_t* const* taps, int num_taps, const uint8_t* lo, const uint8_t* hi,
              int n, const BoxWeights& w, uint8_t* out) {
   int done = 0;
 #if defined(FLOWLOADER_COLOUR_AVX2)
-  if (internal::HasAvx2()) done = BoxSpanAvx2(taps, num_taps, lo, hi, n, w, out);
+  if (UseAvx512()) {
+    done = BoxSpanAvx512(taps, num_taps, lo, hi, n, w, out);
+  } else if (internal::HasAvx2()) {
+    done = BoxSpanAvx2(taps, num_taps, lo, hi, n, w, out);
+  }
+  if (done < n && n - done >= 16 && internal::HasAvx2()) {
+    const uint8_t* rest[2 * kMaxDirectRadius + 1];
+    for (int t = 0; t < num_taps; ++t) rest[t] = taps[t] + done;
+    done += BoxSpanAvx2(rest, num_taps, lo + done, hi + done, n - done, w, out + done);
+  }
 #endif
   if (done == n) return;
   const uint8_t* rest[2 * kMaxDirectRadius + 1];
@@ -191,6 +247,16 @@ PilBlurScratch& Scratch() {
 }
 
 }  // namespace
+
+namespace internal {
+void SetPilBlurNoAvx512ForTesting(bool no_avx512) {
+#if defined(FLOWLOADER_COLOUR_AVX2)
+  no_avx512_for_testing.store(no_avx512);
+#else
+  (void)no_avx512;
+#endif
+}
+}  // namespace internal
 
 float PilBoxRadius(float radius) {
   // _gaussian_blur_radius(radius, 3): C float variables, double literals.
