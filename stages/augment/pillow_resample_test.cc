@@ -1,7 +1,8 @@
 // pillow_resample_test: PillowResample's SIMD passes (AVX2, and AVX-512 VNNI's vpdpwssd
-// and vpdpbusd kernels where the CPU has them) give the plain passes' bytes (Pillow's, which resize_pil_test and head_test
-// check against PIL) for random geometries: crops of windows (a stride wider than the
-// row), boxes with fractions, down- and upscales, every filter, flipped or not.
+// and vpdpbusd kernels where the CPU has them) give the plain passes' bytes (Pillow's,
+// which resize_pil_test and head_test check against PIL) for random geometries: crops of
+// windows (a stride wider than the row), boxes with fractions, down- and upscales, every
+// filter, flipped or not.
 #include <algorithm>
 #include <cstdint>
 #include <random>

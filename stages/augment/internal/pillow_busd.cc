@@ -191,23 +191,26 @@ void Rows4(const uint8_t* const* rows, const int* xmin, const int8_t* w, int gro
   }
 }
 
-// Piece i of the signed-digit split of k (i = 0, 1, 2).
-inline int8_t Piece(int k, int i) {
-  for (int j = 0; j < i; ++j) k = (k - static_cast<int8_t>(k & 0xFF)) >> 8;
-  return static_cast<int8_t>(i == 2 ? k : static_cast<int8_t>(k & 0xFF));
-}
-
 }  // namespace
 
 void PackWeightsBusd(const int* k, int count, int groups, int8_t* w) {
   for (int g = 0; g < groups; ++g, w += kBusdGroupBytes) {
+    // Per piece, the group's four taps' bytes (tap t in byte t), signed-digit carries.
+    uint32_t piece[3] = {0, 0, 0};
     for (int t = 0; t < kGroupTaps; ++t) {
       const int tap = g * kGroupTaps + t;
       const int kt = tap < count ? k[tap] : 0;
-      for (int i = 0; i < 3; ++i) {
-        const int8_t piece = Piece(kt, i);
-        for (int c = 0; c < 4; ++c) w[16 * i + 4 * c + t] = piece;
-      }
+      const int k0 = static_cast<int8_t>(kt & 0xFF);
+      const int r = (kt - k0) >> 8;
+      const int k1 = static_cast<int8_t>(r & 0xFF);
+      const int k2 = (r - k1) >> 8;
+      piece[0] |= static_cast<uint32_t>(k0 & 0xFF) << (8 * t);
+      piece[1] |= static_cast<uint32_t>(k1 & 0xFF) << (8 * t);
+      piece[2] |= static_cast<uint32_t>(k2 & 0xFF) << (8 * t);
+    }
+    for (int i = 0; i < 3; ++i) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(w + 16 * i),
+                       _mm_set1_epi32(static_cast<int>(piece[i])));
     }
   }
 }

@@ -32,9 +32,14 @@
 //   Then (unrolled groups, 8-output packs, two rows, weight table, vpmovzxbd) -> AVX2 now
 //   -> VNNI: 366² -> 224² 226 -> 172 -> 157 us, 207² -> 96² 71 -> 57 -> 50 us,
 //   300x280 -> 224² 176 -> 132 -> 123 us; DINO 3.23 -> 3.02 ms and timm's RandAugment
-//   0.93 -> 0.87 ms of CPU per sample. vpdpwssd -> vpdpbusd, four rows: 366² -> 224²
-//   171 -> 134 us, 207² -> 96² 57 -> 44 us, 300x280 -> 224² 132 -> 102 us; DINO's recipe
-//   4.57 -> 4.36 s and timm's 1.66 -> 1.55 s of CPU for recipes_20x100 (noisy machine).
+//   0.93 -> 0.87 ms of CPU per sample. VNNI (vpdpwssd) -> vpdpbusd, four rows: 366² ->
+//   224² 157 -> 132 us, 207² -> 96² 51 -> 44 us, 300x280 -> 224² 120 -> 102 us; DINO's
+//   recipe 4.59 -> 4.29 s and timm's 1.64 -> 1.59 s of CPU over recipes_20x100 (medians
+//   of 8 alternating runs, a loaded machine). Tried and dropped: two rows per vpdpbusd
+//   call (load-bound: 148 us), four rows in one 512-bit register (Zen 4 splits it; slower
+//   than two 256-bit ones), and vpdpbusd for the vertical pass (four rows interleaved per
+//   lane: the unpacks and the three-piece recombination per 32 values made it slower than
+//   vpmulld).
 //
 // Thread-safety: stateless.
 #ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_KERNELS_H_
