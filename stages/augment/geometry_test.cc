@@ -1,12 +1,14 @@
 // geometry_test: the affine warp's fast paths (the four-pixel AVX2 kernels, the
 // whole-pixel shift copy) against PIL's per-pixel filters restated in geometry.cc (the
 // portable path, which ops_parity_test checks against PIL itself), byte for byte, on
-// random matrices and images, edges and tiny images included.
+// random matrices and images, edges and tiny images included; and the shuffled
+// horizontal flip against a per-pixel one.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "stages/augment/ops/kernels/colour_internal.h"
@@ -186,6 +188,31 @@ TEST_P(GeometryFastPathTest, AxisWarps) {
 
 INSTANTIATE_TEST_SUITE_P(Filters, GeometryFastPathTest,
                          ::testing::Values(Interpolation::kBilinear, Interpolation::kBicubic));
+
+// HorizontalFlip (16-pixel shuffles from both row ends, overlapping blocks in the
+// middle, single pixels for the rest) against the plain per-pixel reversal, for every
+// width 1..70 (none, one, two overlapping blocks and each remainder) and larger ones.
+TEST(HorizontalFlipTest, MatchesPixelLoop) {
+  std::mt19937 rng(4);
+  std::vector<int> widths;
+  for (int w = 1; w <= 70; ++w) widths.push_back(w);
+  for (int w : {95, 96, 97, 127, 128, 129, 223, 224, 225, 500}) widths.push_back(w);
+  for (int width : widths) {
+    for (int height : {1, 3}) {
+      Image img = RandomImage(width, height, false, rng);
+      Image want = img;
+      for (int y = 0; y < height; ++y) {
+        for (int x = 0; x < width; ++x) {
+          for (int c = 0; c < 3; ++c) {
+            want.Row(y)[3 * x + c] = img.Row(y)[3 * (width - 1 - x) + c];
+          }
+        }
+      }
+      kernels::HorizontalFlip(img);
+      ASSERT_EQ(img.pixels, want.pixels) << width << "x" << height;
+    }
+  }
+}
 
 }  // namespace
 }  // namespace flowloader::augment

@@ -2,8 +2,11 @@
 // and vpdpbusd kernels where the CPU has them) give the plain passes' bytes (Pillow's,
 // which resize_pil_test and head_test check against PIL) for random geometries: crops of
 // windows (a stride wider than the row), boxes with fractions, down- and upscales, every
-// filter, flipped or not.
+// filter, flipped or not. And its tap tables (PrecomputePillowTaps, several taps at a
+// time) against Pillow's precompute_coeffs + normalize_coeffs_8bpc as Resample.c writes
+// them.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -144,6 +147,81 @@ TEST(PillowResampleTest, MultiCropGeometries) {
           << static_cast<int>(passes);
     }
   }
+}
+
+// PillowTapsReference is Resample.c's precompute_coeffs + normalize_coeffs_8bpc, one
+// value at a time, as PillowResample computed them before its taps took SSE4.1.
+internal::PillowTaps PillowTapsReference(int in_size, double in0, double in1, int out_size,
+                                         bool bicubic) {
+  auto bilinear = [](double x) {
+    if (x < 0.0) x = -x;
+    return x < 1.0 ? 1.0 - x : 0.0;
+  };
+  auto bicubic_filter = [](double x) {
+    constexpr double a = -0.5;
+    if (x < 0.0) x = -x;
+    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+    if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+    return 0.0;
+  };
+  const double scale = (in1 - in0) / out_size;
+  const double filterscale = std::max(scale, 1.0);
+  const double support = (bicubic ? 2.0 : 1.0) * filterscale;
+  internal::PillowTaps t;
+  t.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  t.bounds.resize(2 * out_size);
+  t.k.assign(static_cast<size_t>(out_size) * t.ksize, 0);
+  std::vector<double> w(t.ksize);
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = in0 + (xx + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    const int xmin = std::max(0, static_cast<int>(center - support + 0.5));
+    const int xmax = std::min(in_size, static_cast<int>(center + support + 0.5)) - xmin;
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      const double arg = (x + xmin - center + 0.5) * ss;
+      w[x] = bicubic ? bicubic_filter(arg) : bilinear(arg);
+      ww += w[x];
+    }
+    for (int x = 0; x < xmax; ++x) {
+      double v = ww != 0.0 ? w[x] / ww : w[x];
+      v *= (1 << 22);
+      t.k[static_cast<size_t>(xx) * t.ksize + x] =
+          static_cast<int>(v < 0 ? std::trunc(-0.5 + v) : std::trunc(0.5 + v));
+    }
+    t.bounds[2 * xx] = xmin;
+    t.bounds[2 * xx + 1] = xmax;
+  }
+  return t;
+}
+
+// The taps of random spans (whole and fractional, inside and reaching past the edges),
+// down- and upscales to odd and even sizes, with one table reused throughout (stale
+// entries must all be rewritten); the AVX2 path (where the CPU has it), then the SSE4.1
+// one (which the plain passes take).
+TEST(PillowResampleTest, TapsMatchPillowCoefficients) {
+  std::mt19937 rng(11);
+  internal::PillowTaps taps;
+  for (int i = 0; i < 8000; ++i) {
+    internal::SetPillowScalarForTesting(i >= 4000);
+    const int in_size = 1 + static_cast<int>(rng() % (i % 3 == 0 ? 40 : 1200));
+    const int out_size = 1 + static_cast<int>(rng() % (i % 5 == 0 ? 9 : 300));
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    double in0 = unit(rng) * in_size * 0.5, in1 = in0 + unit(rng) * (in_size - in0);
+    if (i % 2 == 0) {  // RandomResizedCrop's integer boxes.
+      in0 = std::floor(in0);
+      in1 = std::max(in0 + 1, std::floor(in1));
+    }
+    if (in1 <= in0) in1 = in0 + 0.5;
+    const bool bicubic = i % 4 != 3;
+    internal::PrecomputePillowTaps(in_size, in0, in1, out_size, bicubic, &taps);
+    const internal::PillowTaps want = PillowTapsReference(in_size, in0, in1, out_size, bicubic);
+    ASSERT_EQ(taps.ksize, want.ksize) << i;
+    ASSERT_EQ(taps.bounds, want.bounds) << i;
+    ASSERT_EQ(taps.k, want.k) << i << ": " << in_size << " [" << in0 << ", " << in1 << ") -> "
+                              << out_size;
+  }
+  internal::SetPillowScalarForTesting(false);
 }
 
 }  // namespace

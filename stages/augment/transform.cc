@@ -186,9 +186,11 @@ void NearestResizeThenCrop(const decode::DecodedImage& decoded, const CropPlan& 
 // CenterCrop), then the flip and the layout.
 void Transform::ApplyPillow(const decode::DecodedImage& decoded, const RectF& box,
                             const CropPlan& plan, void* dst) const {
-  thread_local Image resized;
-  const Image& img = decoded.image;
+  // One n × n image per size a thread's transforms produce (PillowResample sizes it).
+  thread_local SizedSlots<Image> slots;
   const int n = options_.image_size;
+  Image& resized = slots.For(n, n);
+  const Image& img = decoded.image;
   if (!plan.clamp_to_region && options_.interpolation == Interpolation::kNearest &&
       plan.resized_width > 0) {
     NearestResizeThenCrop(decoded, plan, n, &resized);

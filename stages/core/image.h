@@ -4,6 +4,7 @@
 #ifndef FLOWLOADER_STAGES_CORE_IMAGE_H_
 #define FLOWLOADER_STAGES_CORE_IMAGE_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -39,6 +40,38 @@ struct Image {
   ImageView view() const {
     return ImageView{pixels.data(), width, height, channels, stride()};
   }
+};
+
+// SizedSlots holds up to kSlots values of T (an Image, or a set of working images), each
+// kept for one width × height. A thread's scratch image that alternates between sizes
+// (DINO's 224² global and 96² local views) would otherwise be grown again at every
+// switch, std::vector::resize zeroing bytes that are then all overwritten. A size not
+// held takes over the least recently used slot. Not thread-safe: one per thread.
+template <typename T, int kSlots = 4>
+class SizedSlots {
+ public:
+  T& For(int width, int height) {
+    const uint64_t key =
+        static_cast<uint64_t>(static_cast<uint32_t>(width)) << 32 | static_cast<uint32_t>(height);
+    ++clock_;
+    int oldest = 0;
+    for (int i = 0; i < kSlots; ++i) {
+      if (used_[i] != 0 && keys_[i] == key) {
+        used_[i] = clock_;
+        return values_[i];
+      }
+      if (used_[i] < used_[oldest]) oldest = i;
+    }
+    keys_[oldest] = key;
+    used_[oldest] = clock_;
+    return values_[oldest];
+  }
+
+ private:
+  std::array<T, kSlots> values_{};
+  std::array<uint64_t, kSlots> keys_{};
+  std::array<uint64_t, kSlots> used_{};  // When each was last taken (0: never).
+  uint64_t clock_ = 0;
 };
 
 // RectF is an axis-aligned box in pixel coordinates: [x, x + w) × [y, y + h).

@@ -2,7 +2,7 @@
 // restated for interleaved RGB.
 #include "stages/augment/internal/pillow_resample.h"
 
-#include <smmintrin.h>
+#include <immintrin.h>  // SSE4.1; AVX2 in target("avx2") functions.
 
 #include <algorithm>
 #include <atomic>
@@ -24,63 +24,239 @@ std::atomic<bool> g_no_vnni{false};
 // Set by SetPillowNoBusdForTesting: the VNNI horizontal pass keeps to vpdpwssd.
 std::atomic<bool> g_no_busd{false};
 
-double BilinearFilter(double x) {
-  if (x < 0.0) x = -x;
-  if (x < 1.0) return 1.0 - x;
-  return 0.0;
+// The filters, two arguments at a time (SSE4.1): Pillow's bilinear_filter and
+// bicubic_filter (a = -0.5, its and torchvision's PIL-path cubic constant) with each
+// branch's arithmetic as Pillow writes it, selected per lane, so the same doubles.
+// |x| stands for Pillow's `if (x < 0) x = -x` (they differ only at -0.0, where both
+// filters give the same value).
+__m128d BilinearFilter2(__m128d x) {
+  x = _mm_andnot_pd(_mm_set1_pd(-0.0), x);
+  const __m128d inside = _mm_cmplt_pd(x, _mm_set1_pd(1.0));
+  return _mm_and_pd(inside, _mm_sub_pd(_mm_set1_pd(1.0), x));
 }
 
-double BicubicFilter(double x) {
-  constexpr double a = -0.5;  // Pillow's (and torchvision's PIL path) cubic constant.
-  if (x < 0.0) x = -x;
-  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
-  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
-  return 0.0;
+__m128d BicubicFilter2(__m128d x) {
+  constexpr double a = -0.5;
+  x = _mm_andnot_pd(_mm_set1_pd(-0.0), x);
+  // ((a + 2) * x - (a + 3)) * x * x + 1 for |x| < 1.
+  const __m128d near = _mm_add_pd(
+      _mm_mul_pd(_mm_mul_pd(_mm_sub_pd(_mm_mul_pd(_mm_set1_pd(a + 2.0), x), _mm_set1_pd(a + 3.0)),
+                            x),
+                 x),
+      _mm_set1_pd(1.0));
+  // (((x - 5) * x + 8) * x - 4) * a for 1 <= |x| < 2.
+  const __m128d far = _mm_mul_pd(
+      _mm_sub_pd(
+          _mm_mul_pd(_mm_add_pd(_mm_mul_pd(_mm_sub_pd(x, _mm_set1_pd(5.0)), x), _mm_set1_pd(8.0)),
+                     x),
+          _mm_set1_pd(4.0)),
+      _mm_set1_pd(a));
+  const __m128d within2 = _mm_and_pd(_mm_cmplt_pd(x, _mm_set1_pd(2.0)), far);
+  return _mm_blendv_pd(within2, near, _mm_cmplt_pd(x, _mm_set1_pd(1.0)));
 }
 
-// Taps is precompute_coeffs + normalize_coeffs_8bpc for one axis.
-struct Taps {
-  int ksize = 0;
-  std::vector<int> bounds;  // xmin, count per output.
-  std::vector<int> k;       // Fixed-point weights, ksize per output.
+// TapWindow is one output's filter centre and source pixels [xmin, xmin + count)
+// (precompute_coeffs' center, xmin and xmax).
+struct TapWindow {
+  double center = 0;
+  int xmin = 0;
+  int count = 0;
 };
 
-Taps PrecomputeTaps(int in_size, double in0, double in1, int out_size, bool bicubic) {
+TapWindow WindowAt(int xx, double in0, double scale, double support, int in_size) {
+  TapWindow t;
+  t.center = in0 + (xx + 0.5) * scale;
+  t.xmin = static_cast<int>(t.center - support + 0.5);
+  if (t.xmin < 0) t.xmin = 0;
+  int xmax = static_cast<int>(t.center + support + 0.5);
+  if (xmax > in_size) xmax = in_size;
+  t.count = xmax - t.xmin;
+  return t;
+}
+
+// FilterPair writes the filter weights of two outputs' windows, lane by lane, into w0
+// and w1 (ksize each; 0 from a window's count on) and returns their sums. Each sum adds
+// its weights in tap order from 0.0, as Pillow's loop does; the zeros past a count
+// leave it unchanged.
+__m128d FilterPair(const TapWindow& a, const TapWindow& b, double ss, int ksize, bool bicubic,
+                   double* w0, double* w1) {
+  const __m128d center = _mm_setr_pd(a.center, b.center);
+  const __m128d count = _mm_setr_pd(a.count, b.count);
+  const __m128d half = _mm_set1_pd(0.5), vss = _mm_set1_pd(ss), one = _mm_set1_pd(1.0);
+  // x and x + xmin as doubles, stepped by 1.0 (exact: small integers).
+  __m128d tap = _mm_setzero_pd();
+  __m128d pos = _mm_setr_pd(a.xmin, b.xmin);
+  __m128d ww = _mm_setzero_pd();
+  for (int x = 0; x < ksize; ++x, tap = _mm_add_pd(tap, one), pos = _mm_add_pd(pos, one)) {
+    // (x + xmin - center + 0.5) * ss, x + xmin an int in Pillow (exact either way).
+    const __m128d arg = _mm_mul_pd(_mm_add_pd(_mm_sub_pd(pos, center), half), vss);
+    const __m128d in_window = _mm_cmplt_pd(tap, count);
+    const __m128d v =
+        _mm_and_pd(in_window, bicubic ? BicubicFilter2(arg) : BilinearFilter2(arg));
+    _mm_storel_pd(w0 + x, v);
+    _mm_storeh_pd(w1 + x, v);
+    ww = _mm_add_pd(ww, v);
+  }
+  return ww;
+}
+
+// NormalizeTaps is normalize_coeffs_8bpc for one output: each weight divided by the
+// sum (when it is not 0), scaled to 22-bit fixed point and rounded half away from zero,
+// two at a time (the same division and rounding per value).
+void NormalizeTaps(const double* w, double ww, int ksize, int* k) {
+  const __m128d div = _mm_set1_pd(ww);
+  const __m128d one = _mm_set1_pd(static_cast<double>(1 << kPrecisionBits));
+  int x = 0;
+  for (; x + 2 <= ksize; x += 2) {
+    __m128d v = _mm_loadu_pd(w + x);
+    if (ww != 0.0) v = _mm_div_pd(v, div);
+    v = _mm_mul_pd(v, one);
+    // (int) (v < 0 ? trunc(-0.5 + v) : trunc(0.5 + v)): cvttpd truncates.
+    const __m128d half =
+        _mm_blendv_pd(_mm_set1_pd(0.5), _mm_set1_pd(-0.5), _mm_cmplt_pd(v, _mm_setzero_pd()));
+    const __m128i q = _mm_cvttpd_epi32(_mm_add_pd(half, v));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(k + x), q);
+  }
+  for (; x < ksize; ++x) {
+    double v = ww != 0.0 ? w[x] / ww : w[x];
+    v *= (1 << kPrecisionBits);
+    k[x] = static_cast<int>(v < 0 ? std::trunc(-0.5 + v) : std::trunc(0.5 + v));
+  }
+}
+
+// The AVX2 form of FilterPair and NormalizeTaps: four outputs at a time, the same
+// arithmetic per lane (target avx2 alone: no FMA to contract it), called only where the
+// CPU has AVX2.
+__attribute__((target("avx2"))) __m256d BilinearFilter4(__m256d x) {
+  x = _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
+  const __m256d inside = _mm256_cmp_pd(x, _mm256_set1_pd(1.0), _CMP_LT_OQ);
+  return _mm256_and_pd(inside, _mm256_sub_pd(_mm256_set1_pd(1.0), x));
+}
+
+__attribute__((target("avx2"))) __m256d BicubicFilter4(__m256d x) {
+  constexpr double a = -0.5;
+  x = _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
+  const __m256d near = _mm256_add_pd(
+      _mm256_mul_pd(
+          _mm256_mul_pd(
+              _mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(a + 2.0), x), _mm256_set1_pd(a + 3.0)),
+              x),
+          x),
+      _mm256_set1_pd(1.0));
+  const __m256d far = _mm256_mul_pd(
+      _mm256_sub_pd(
+          _mm256_mul_pd(
+              _mm256_add_pd(_mm256_mul_pd(_mm256_sub_pd(x, _mm256_set1_pd(5.0)), x),
+                            _mm256_set1_pd(8.0)),
+              x),
+          _mm256_set1_pd(4.0)),
+      _mm256_set1_pd(a));
+  const __m256d within2 = _mm256_and_pd(_mm256_cmp_pd(x, _mm256_set1_pd(2.0), _CMP_LT_OQ), far);
+  return _mm256_blendv_pd(within2, near, _mm256_cmp_pd(x, _mm256_set1_pd(1.0), _CMP_LT_OQ));
+}
+
+// TapsQuadAvx2 writes the taps of outputs first .. first + 3 (windows win[0..3]; an
+// empty window for a lane past the last output, whose taps are not stored): weights per
+// tap for the four lanes, summed in tap order per lane, then normalized per lane.
+__attribute__((target("avx2"))) void TapsQuadAvx2(const TapWindow (&win)[4], double ss,
+                                                  bool bicubic, int first, int lanes,
+                                                  PillowTaps* t) {
+  const int ksize = t->ksize;
+  thread_local std::vector<double> wt;  // Tap x of lane l at wt[4 * x + l].
+  if (wt.size() < 4 * static_cast<size_t>(ksize)) wt.resize(4 * static_cast<size_t>(ksize));
+  const __m256d center = _mm256_setr_pd(win[0].center, win[1].center, win[2].center,
+                                        win[3].center);
+  const __m256d count = _mm256_setr_pd(win[0].count, win[1].count, win[2].count, win[3].count);
+  const __m256d half = _mm256_set1_pd(0.5), vss = _mm256_set1_pd(ss), one = _mm256_set1_pd(1.0);
+  __m256d tap = _mm256_setzero_pd();
+  __m256d pos = _mm256_setr_pd(win[0].xmin, win[1].xmin, win[2].xmin, win[3].xmin);
+  __m256d ww = _mm256_setzero_pd();
+  for (int x = 0; x < ksize;
+       ++x, tap = _mm256_add_pd(tap, one), pos = _mm256_add_pd(pos, one)) {
+    const __m256d arg = _mm256_mul_pd(_mm256_add_pd(_mm256_sub_pd(pos, center), half), vss);
+    const __m256d in_window = _mm256_cmp_pd(tap, count, _CMP_LT_OQ);
+    const __m256d v =
+        _mm256_and_pd(in_window, bicubic ? BicubicFilter4(arg) : BilinearFilter4(arg));
+    _mm256_storeu_pd(&wt[4 * static_cast<size_t>(x)], v);
+    ww = _mm256_add_pd(ww, v);
+  }
+  // normalize_coeffs_8bpc per lane: w / ww where ww != 0, else w; then as NormalizeTaps.
+  const __m256d zero_sum = _mm256_cmp_pd(ww, _mm256_setzero_pd(), _CMP_EQ_OQ);
+  const __m256d fixed = _mm256_set1_pd(static_cast<double>(1 << kPrecisionBits));
+  for (int x = 0; x < ksize; ++x) {
+    const __m256d w = _mm256_loadu_pd(&wt[4 * static_cast<size_t>(x)]);
+    // A lane with sum 0 divides by 0 here (masked, no trap) and keeps w instead.
+    __m256d v = _mm256_blendv_pd(_mm256_div_pd(w, ww), w, zero_sum);
+    v = _mm256_mul_pd(v, fixed);
+    const __m256d half_away = _mm256_blendv_pd(_mm256_set1_pd(0.5), _mm256_set1_pd(-0.5),
+                                               _mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ));
+    alignas(16) int32_t q[4];
+    const __m128i rounded = _mm256_cvttpd_epi32(_mm256_add_pd(half_away, v));
+    _mm_store_si128(reinterpret_cast<__m128i*>(q), rounded);
+    for (int lane = 0; lane < lanes; ++lane) {
+      t->k[static_cast<size_t>(first + lane) * ksize + x] = q[lane];
+    }
+  }
+}
+
+// TapsAvx2: whether PrecomputePillowTaps takes TapsQuadAvx2 (the CPU has AVX2 and no
+// test asked for the plain passes).
+bool TapsAvx2() {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 && !g_scalar_only.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// Pillow's precompute_coeffs + normalize_coeffs_8bpc: with AVX2, four outputs at a time
+// (TapsQuadAvx2); else two outputs at a time through the filter (each lane its own
+// window and sum) and two taps at a time through the normalization. Every tap of the
+// ksize is written (0 past an output's count).
+void PrecomputePillowTaps(int in_size, double in0, double in1, int out_size, bool bicubic,
+                          PillowTaps* t) {
   const double support_base = bicubic ? 2.0 : 1.0;
   const double scale = (in1 - in0) / out_size;
   const double filterscale = std::max(scale, 1.0);
   const double support = support_base * filterscale;
-  Taps t;
-  t.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
-  t.bounds.resize(2 * out_size);
-  t.k.assign(static_cast<size_t>(out_size) * t.ksize, 0);
-  std::vector<double> w(t.ksize);
-  for (int xx = 0; xx < out_size; ++xx) {
-    const double center = in0 + (xx + 0.5) * scale;
-    const double ss = 1.0 / filterscale;
-    int xmin = static_cast<int>(center - support + 0.5);
-    if (xmin < 0) xmin = 0;
-    int xmax = static_cast<int>(center + support + 0.5);
-    if (xmax > in_size) xmax = in_size;
-    xmax -= xmin;
-    double ww = 0.0;
-    for (int x = 0; x < xmax; ++x) {
-      const double v = bicubic ? BicubicFilter((x + xmin - center + 0.5) * ss)
-                               : BilinearFilter((x + xmin - center + 0.5) * ss);
-      w[x] = v;
-      ww += v;
+  const double ss = 1.0 / filterscale;
+  t->ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  t->bounds.resize(2 * out_size);
+  t->k.resize(static_cast<size_t>(out_size) * t->ksize);
+  if (TapsAvx2()) {
+    for (int xx = 0; xx < out_size; xx += 4) {
+      TapWindow win[4];
+      const int lanes = std::min(4, out_size - xx);
+      for (int lane = 0; lane < lanes; ++lane) {
+        win[lane] = WindowAt(xx + lane, in0, scale, support, in_size);
+        t->bounds[2 * (xx + lane)] = win[lane].xmin;
+        t->bounds[2 * (xx + lane) + 1] = win[lane].count;
+      }
+      TapsQuadAvx2(win, ss, bicubic, xx, lanes, t);
     }
-    for (int x = 0; x < xmax; ++x) {
-      double v = ww != 0.0 ? w[x] / ww : w[x];
-      v *= (1 << kPrecisionBits);
-      t.k[static_cast<size_t>(xx) * t.ksize + x] =
-          static_cast<int>(v < 0 ? std::trunc(-0.5 + v) : std::trunc(0.5 + v));
-    }
-    t.bounds[2 * xx] = xmin;
-    t.bounds[2 * xx + 1] = xmax;
+    return;
   }
-  return t;
+  thread_local std::vector<double> w;
+  w.resize(2 * static_cast<size_t>(t->ksize));
+  for (int xx = 0; xx < out_size; xx += 2) {
+    const TapWindow a = WindowAt(xx, in0, scale, support, in_size);
+    // An odd last output pairs with an empty window (no taps, sum 0, nothing stored).
+    const TapWindow b =
+        xx + 1 < out_size ? WindowAt(xx + 1, in0, scale, support, in_size) : TapWindow{};
+    alignas(16) double sums[2];
+    _mm_store_pd(sums, FilterPair(a, b, ss, t->ksize, bicubic, w.data(), w.data() + t->ksize));
+    for (int lane = 0; lane < 2 && xx + lane < out_size; ++lane) {
+      const TapWindow& win = lane == 0 ? a : b;
+      NormalizeTaps(w.data() + lane * t->ksize, sums[lane], t->ksize,
+                    &t->k[static_cast<size_t>(xx + lane) * t->ksize]);
+      t->bounds[2 * (xx + lane)] = win.xmin;
+      t->bounds[2 * (xx + lane) + 1] = win.count;
+    }
+  }
 }
+
+namespace {
+
+using Taps = PillowTaps;
 
 inline uint8_t Clip8(int32_t v) {
   v >>= kPrecisionBits;
@@ -231,9 +407,11 @@ void HorizontalSimd(const ImageView& src, int y0, const Taps& th, int out_w, boo
   const size_t need =
       (static_cast<size_t>(max_rel) + groups * pillow::kGroupTaps) * 3 + pillow::kRowSlack;
   const bool in_place = static_cast<size_t>(xlo) * 3 + need <= src.stride + src.width * 3;
+  // The copy slots are only grown: their bytes past a row's span are weighted 0, so
+  // what an earlier row left there does not matter.
   thread_local std::vector<uint8_t> row;
   const size_t span = static_cast<size_t>(xhi - xlo) * 3;
-  row.assign(4 * need, 0);
+  if (row.size() < 4 * need) row.resize(4 * need);  // Four slots: HorizontalRows4Busd.
   // Row y's pixels, in place or copied to copy slot `slot`.
   auto source = [&](int y, int slot) {
     const uint8_t* in = src.Row(y + y0) + xlo * 3;
@@ -287,14 +465,28 @@ void VerticalSimd(const ImageView& mid, const Taps& tv, int out_w, int out_h, Im
   }
 }
 
+// ResizeScratch sizes the horizontal pass's thread-local output, whose bytes the pass
+// all writes and which is read through Row() and view() only: its storage is grown,
+// never shrunk, so the next, larger crop does not zero it again (pixels may be longer
+// than width × height × 3).
+void ResizeScratch(int width, int height, Image* img) {
+  img->width = width;
+  img->height = height;
+  img->channels = 3;
+  const size_t bytes = static_cast<size_t>(width) * height * 3;
+  if (img->pixels.size() < bytes) img->pixels.resize(bytes);
+}
+
 // ResampleInner is ImagingResampleInner; `flip` mirrors the output (returns whether it
 // did: only the SIMD horizontal pass folds it in).
 bool ResampleInner(const ImageView& src, const RectF& box, int out_w, int out_h, bool bicubic,
                    bool flip, Image* dst) {
   const bool need_h = out_w != src.width || box.x != 0 || box.w != out_w;
   const bool need_v = out_h != src.height || box.y != 0 || box.h != out_h;
-  const Taps th = PrecomputeTaps(src.width, box.x, box.x + box.w, out_w, bicubic);
-  Taps tv = PrecomputeTaps(src.height, box.y, box.y + box.h, out_h, bicubic);
+  // The tables are thread-local: their storage is reused, and every entry rewritten.
+  thread_local Taps th, tv;
+  PrecomputePillowTaps(src.width, box.x, box.x + box.w, out_w, bicubic, &th);
+  PrecomputePillowTaps(src.height, box.y, box.y + box.h, out_h, bicubic, &tv);
   const int ybox_first = tv.bounds[0];
   const int ybox_last = tv.bounds[2 * out_h - 2] + tv.bounds[2 * out_h - 1];
   const bool simd = SimdPasses() && th.ksize <= pillow::kMaxSimdTaps &&
@@ -306,7 +498,7 @@ bool ResampleInner(const ImageView& src, const RectF& box, int out_w, int out_h,
   bool flipped = false;
   if (need_h) {
     for (int i = 0; i < out_h; ++i) tv.bounds[2 * i] -= ybox_first;
-    temp.Resize(out_w, ybox_last - ybox_first, 3);
+    ResizeScratch(out_w, ybox_last - ybox_first, &temp);
     if (simd) {
       HorizontalSimd(src, ybox_first, th, out_w, flip, &temp);
       flipped = flip;

@@ -15,10 +15,12 @@
 // has BW and VBMI), with the same integer sums
 // (so the same bytes) as the plain passes, which run elsewhere.
 //
-// Thread-safety: safe from any number of threads (its intermediate image and row
-// buffers are thread-local); allocates its tap tables per call.
+// Thread-safety: safe from any number of threads (its intermediate image, row buffers
+// and tap tables are thread-local).
 #ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_
 #define FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_RESAMPLE_H_
+
+#include <vector>
 
 #include "stages/augment/transform.h"
 #include "stages/core/image.h"
@@ -29,6 +31,21 @@ namespace flowloader::augment::internal {
 // `dst` (resized to fit), mirrored horizontally when `flip`.
 void PillowResample(const ImageView& src, const RectF& box, int out_width, int out_height,
                     Interpolation filter, bool flip, Image* dst);
+
+// PillowTaps is one axis's resampling taps: per output, the first source pixel and the
+// tap count (bounds: xmin, count), and ksize weights in 22-bit fixed point (k: ksize per
+// output, 0 past its count).
+struct PillowTaps {
+  int ksize = 0;
+  std::vector<int> bounds;
+  std::vector<int> k;
+};
+
+// PrecomputePillowTaps is Resample.c's precompute_coeffs + normalize_coeffs_8bpc for the
+// source span [in0, in1) of an axis of in_size pixels resized to out_size (bicubic, else
+// bilinear): the same weights (SSE4.1, several at a time). `t`'s storage is reused.
+void PrecomputePillowTaps(int in_size, double in0, double in1, int out_size, bool bicubic,
+                          PillowTaps* t);
 
 // SetPillowScalarForTesting(true) makes every later call, in every thread, take the
 // plain passes (what the SIMD ones are compared with); false goes back.

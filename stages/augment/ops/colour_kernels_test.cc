@@ -164,7 +164,7 @@ TEST(ColourKernelsTest, AdjustHueTailsMatchThePortablePath) {
   }
 }
 
-// Every kernel's AVX2 path (where this CPU has one) against its portable path, on
+// Every kernel's AVX2 and VBMI paths (where this CPU has them) against its portable path, on
 // pixel counts around the vector widths (ops_parity_test compares the path this CPU
 // takes with PIL).
 TEST(ColourKernelsTest, FastPathsMatchPortablePaths) {
@@ -185,19 +185,25 @@ TEST(ColourKernelsTest, FastPathsMatchPortablePaths) {
       [](Image& i) { Autocontrast(i); },
       [](Image& i) { Equalize(i); },
       [](Image& i) { Invert(i); }};
-  for (int w : {1, 5, 8, 11, 16, 37, 224}) {
-    Image src;
-    src.Resize(w, 9, 3);
-    for (uint8_t& v : src.pixels) v = static_cast<uint8_t>(gen() % 200 + 20);
-    for (size_t k = 0; k < kernels.size(); ++k) {
-      Image fast = src, portable = src;
-      kernels[k](fast);
-      internal::SetPortableForTesting(true);
-      kernels[k](portable);
-      internal::SetPortableForTesting(false);
-      EXPECT_TRUE(fast.pixels == portable.pixels) << "kernel " << k << ", width " << w;
+  // The fast paths with and without the VBMI table lookups (where the CPU has them).
+  for (bool no_vbmi : {false, true}) {
+    internal::SetNoVbmiForTesting(no_vbmi);
+    for (int w : {1, 5, 8, 11, 16, 37, 224}) {
+      Image src;
+      src.Resize(w, 9, 3);
+      for (uint8_t& v : src.pixels) v = static_cast<uint8_t>(gen() % 200 + 20);
+      for (size_t k = 0; k < kernels.size(); ++k) {
+        Image fast = src, portable = src;
+        kernels[k](fast);
+        internal::SetPortableForTesting(true);
+        kernels[k](portable);
+        internal::SetPortableForTesting(false);
+        EXPECT_TRUE(fast.pixels == portable.pixels)
+            << "kernel " << k << ", width " << w << ", no_vbmi " << no_vbmi;
+      }
     }
   }
+  internal::SetNoVbmiForTesting(false);
 }
 
 TEST(ColourKernelsTest, HueShiftIsNumpysUint8) {

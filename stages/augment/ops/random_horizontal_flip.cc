@@ -1,6 +1,6 @@
-// random_horizontal_flip.cc: torchvision's RandomHorizontalFlip(p=0.5).
-#include <utility>
-
+// random_horizontal_flip.cc: torchvision's RandomHorizontalFlip(p=0.5): F.hflip (PIL's
+// FLIP_LEFT_RIGHT) with probability p, in place.
+#include "stages/augment/ops/kernels/geometry.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -9,15 +9,7 @@ namespace {
 class RandomHorizontalFlip : public Op {
  public:
   absl::Status Apply(const OpParams&, OpImage& image) const override {
-    Image& img = *image.rgb;
-    for (int y = 0; y < img.height; ++y) {
-      uint8_t* row = img.Row(y);
-      for (int l = 0, r = img.width - 1; l < r; ++l, --r) {
-        std::swap(row[3 * l], row[3 * r]);
-        std::swap(row[3 * l + 1], row[3 * r + 1]);
-        std::swap(row[3 * l + 2], row[3 * r + 2]);
-      }
-    }
+    kernels::HorizontalFlip(*image.rgb);
     return absl::OkStatus();
   }
 };

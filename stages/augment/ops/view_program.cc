@@ -74,9 +74,12 @@ struct WorkingImages {
   Image spare;
 };
 
-WorkingImages& ThreadWorkingImages() {
-  thread_local WorkingImages images;
-  return images;
+// ThreadWorkingImages: a pair per head size (a list's ops mostly keep its head's size),
+// so that a thread running views of different sizes (DINO's 224² and 96²) does not grow
+// and zero-fill one pair again at every switch.
+WorkingImages& ThreadWorkingImages(int head_size) {
+  thread_local SizedSlots<WorkingImages> images;
+  return images.For(head_size, head_size);
 }
 
 // CopyWholeImage copies a full RGB decode into the working image.
@@ -266,7 +269,8 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
 absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPlan* plan,
                               const SampleKey& key, uint64_t view_stream, void* dst,
                               const OpObserver* observer) const {
-  WorkingImages& work = ThreadWorkingImages();
+  const int head_size = head_ != nullptr ? head_->options().image_size : 0;
+  WorkingImages& work = ThreadWorkingImages(head_size);
   OpImage image;
   image.rgb = &work.rgb;
   image.spare = &work.spare;

@@ -118,6 +118,9 @@ __attribute__((target("avx2"))) inline __m256i Blend8(__m256i a, __m256i b, __m2
 // SetPortableForTesting(true) makes every kernel take its portable path (the one CPUs
 // without AVX2 run), so that a test compares both paths on one machine.
 void SetPortableForTesting(bool portable);
+// SetNoVbmiForTesting(true) keeps the kernels off their AVX-512 VBMI table lookups (to
+// the AVX2 paths), so that a test compares those with the portable ones too.
+void SetNoVbmiForTesting(bool no_vbmi);
 
 // RowBuffer is a per-thread scratch buffer of at least n bytes: it grows to the
 // largest row seen and is then reused, so the kernels allocate nothing once

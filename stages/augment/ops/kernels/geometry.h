@@ -32,6 +32,10 @@ void Rotate(const Image& src, double angle, Interpolation interpolation, bool ex
 // F.vflip: mirrors the rows, in place.
 void VerticalFlip(Image& img);
 
+// F.hflip: mirrors each row's pixels, in place (flip.cc: SSSE3 shuffles, 16 pixels at a
+// time).
+void HorizontalFlip(Image& img);
+
 // F.gaussian_blur(img, [kernel_x, kernel_y], [sigma_x, sigma_y]) on a PIL image: the
 // tensor path torchvision takes (float kernel, reflect padding, rounded back to uint8).
 void GaussianBlur(const Image& src, int kernel_x, int kernel_y, double sigma_x,
