@@ -27,11 +27,13 @@ void Time(const Image& img, int side_w, int side_h, int n, int rounds, bool simd
                        img.stride()};
   const RectF box{0, 0, static_cast<double>(side_w), static_cast<double>(side_h)};
   Image out;
-  // Plain passes, AVX2 only, and the best this CPU has (AVX-512 VNNI where present).
-  const char* names[] = {"plain", "AVX2", "best"};
-  for (int mode = simd_only ? 1 : 0; mode < 3; ++mode) {
+  // Plain passes, AVX2 only, VNNI's vpdpwssd kernels, and the best this CPU has (the
+  // vpdpbusd kernel where present).
+  const char* names[] = {"plain", "AVX2", "dpwssd", "best"};
+  for (int mode = simd_only ? 1 : 0; mode < 4; ++mode) {
     internal::SetPillowScalarForTesting(mode == 0);
     internal::SetPillowNoVnniForTesting(mode == 1);
+    internal::SetPillowNoBusdForTesting(mode == 2);
     internal::PillowResample(crop, box, n, n, Interpolation::kBicubic, true, &out);
     const double t0 = ThreadSeconds();
     for (int r = 0; r < rounds; ++r) {
@@ -41,6 +43,7 @@ void Time(const Image& img, int side_w, int side_h, int n, int rounds, bool simd
                 (ThreadSeconds() - t0) * 1e6 / rounds);
   }
   internal::SetPillowNoVnniForTesting(false);
+  internal::SetPillowNoBusdForTesting(false);
   internal::SetPillowScalarForTesting(false);
 }
 

@@ -1,9 +1,10 @@
-// pillow_resample_test: PillowResample's SIMD passes (AVX2, and AVX-512 VNNI where the
-// CPU has it) give the plain passes' bytes (Pillow's, which resize_pil_test and head_test
-// check against PIL) for random geometries: crops of windows (a stride wider than the
-// row), boxes with fractions, down- and upscales, every filter, flipped or not. And its
-// tap tables (PrecomputePillowTaps, several taps at a time) against Pillow's
-// precompute_coeffs + normalize_coeffs_8bpc as Resample.c writes them.
+// pillow_resample_test: PillowResample's SIMD passes (AVX2, and AVX-512 VNNI's vpdpwssd
+// and vpdpbusd kernels where the CPU has them) give the plain passes' bytes (Pillow's,
+// which resize_pil_test and head_test check against PIL) for random geometries: crops of
+// windows (a stride wider than the row), boxes with fractions, down- and upscales, every
+// filter, flipped or not. And its tap tables (PrecomputePillowTaps, several taps at a
+// time) against Pillow's precompute_coeffs + normalize_coeffs_8bpc as Resample.c writes
+// them.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -33,16 +34,19 @@ Image Noise(int w, int h, uint32_t seed) {
 
 // Passes: the plain ones, AVX2 only, or the best this CPU has (the horizontal pass's
 // AVX-512 VNNI kernels where present; AVX2 again elsewhere).
-enum class Passes { kPlain, kAvx2, kBest };
+// The VNNI passes with vpdpwssd only (where the CPU has the vpdpbusd kernel too).
+enum class Passes { kPlain, kAvx2, kVnni, kBest };
 
 Image Resample(const ImageView& src, const RectF& box, int w, int h, Interpolation f, bool flip,
                Passes passes) {
   internal::SetPillowScalarForTesting(passes == Passes::kPlain);
   internal::SetPillowNoVnniForTesting(passes == Passes::kAvx2);
+  internal::SetPillowNoBusdForTesting(passes == Passes::kVnni);
   Image out;
   internal::PillowResample(src, box, w, h, f, flip, &out);
   internal::SetPillowScalarForTesting(false);
   internal::SetPillowNoVnniForTesting(false);
+  internal::SetPillowNoBusdForTesting(false);
   return out;
 }
 
@@ -75,7 +79,7 @@ TEST(PillowResampleTest, SimdMatchesPlainPasses) {
     const Interpolation f = round % 5 == 0 ? Interpolation::kBilinear : Interpolation::kBicubic;
     const bool flip = round % 2 == 1;
     const Image want = Resample(window, box, ow, oh, f, flip, Passes::kPlain);
-    for (const Passes passes : {Passes::kAvx2, Passes::kBest}) {
+    for (const Passes passes : {Passes::kAvx2, Passes::kVnni, Passes::kBest}) {
       const Image got = Resample(window, box, ow, oh, f, flip, passes);
       ASSERT_EQ(got.width, want.width);
       ASSERT_EQ(got.height, want.height);
@@ -110,7 +114,7 @@ TEST(PillowResampleTest, FastPathsEveryGroupCountAndTail) {
       for (const Interpolation f : {Interpolation::kBicubic, Interpolation::kBilinear}) {
         for (const bool flip : {false, true}) {
           const Image want = Resample(window, box, ow, oh, f, flip, Passes::kPlain);
-          for (const Passes passes : {Passes::kAvx2, Passes::kBest}) {
+          for (const Passes passes : {Passes::kAvx2, Passes::kVnni, Passes::kBest}) {
             const Image got = Resample(window, box, ow, oh, f, flip, passes);
             ASSERT_TRUE(got.pixels == want.pixels)
                 << "scale " << scale << ": " << ww << "x" << wh << " -> " << ow << "x" << oh
@@ -136,7 +140,7 @@ TEST(PillowResampleTest, MultiCropGeometries) {
                          img.stride()};
     const RectF box{0, 0, static_cast<double>(side), static_cast<double>(side)};
     const Image want = Resample(crop, box, n, n, Interpolation::kBicubic, i % 2, Passes::kPlain);
-    for (const Passes passes : {Passes::kAvx2, Passes::kBest}) {
+    for (const Passes passes : {Passes::kAvx2, Passes::kVnni, Passes::kBest}) {
       const Image got = Resample(crop, box, n, n, Interpolation::kBicubic, i % 2, passes);
       ASSERT_TRUE(got.pixels == want.pixels)
           << "crop " << i << " side " << side << " -> " << n << " passes "

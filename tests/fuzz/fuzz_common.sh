@@ -28,13 +28,15 @@ FUZZ_SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 FUZZ_NEWEST_HEADER="$(ls -t "$ROOT"/stages/*/*.h "$ROOT"/stages/*/internal/*.h "$ROOT"/tests/fuzz/*.h | head -1)"
 
 # fuzz_isa_flags: the resampler's kernel files are compiled for their instruction sets, as
-# in stages/augment/BUILD (copts of :resample_avx2, :pillow_avx2, :pillow_vnni and
-# :resample_avx512).
+# in stages/augment/BUILD (copts of :resample_avx2, :pillow_avx2, :pillow_vnni,
+# :pillow_busd and :resample_avx512).
 fuzz_isa_flags() {  # src
   case "$1" in
     */resample_avx2.cc) echo "-mavx2 -ffp-contract=off" ;;
     */pillow_avx2.cc) echo "-mavx2" ;;
     */pillow_vnni.cc) echo "-mavx2 -mavx512f -mavx512vl -mavx512vnni" ;;
+    */pillow_busd.cc)
+      echo "-mavx2 -mavx512f -mavx512vl -mavx512bw -mavx512vbmi -mavx512vnni" ;;
     */resample_avx512.cc | */resample_ycc_avx512.cc)
       echo "-mavx2 -mavx512f -mavx512bw -ffp-contract=off" ;;
   esac

@@ -57,6 +57,7 @@ LIB_SRCS=(
   stages/augment/transform.cc
   stages/augment/internal/crop_math.cc
   stages/augment/internal/pillow_avx2.cc
+  stages/augment/internal/pillow_busd.cc
   stages/augment/internal/pillow_vnni.cc
   stages/augment/internal/pillow_resample.cc
   stages/augment/internal/resample.cc

@@ -13,7 +13,11 @@
 // The kernel is unrolled for 1 to 4 groups, takes two rows per call (1 to 3 groups) so
 // that each weight vector is loaded once for both, and packs eight outputs per 32-byte
 // store. Where the CPU has AVX-512 VNNI (and VL), pillow_vnni.cc's copy fuses each
-// pmaddwd + paddd into one 256-bit vpdpwssd.
+// pmaddwd + paddd into one 256-bit vpdpwssd. Where it also has BW and VBMI,
+// pillow_busd.cc's kernel replaces both: weights split in three signed bytes, vpdpbusd
+// sums four taps of one channel per int32 lane (0.75 multiply lanes per tap, not 1), an
+// output's sums end in one 128-bit lane (no lane sums), the two lanes of a register are
+// two rows, and four rows share each weight load (two rows per call were load-bound).
 //
 // Vertical pass: one output row at a time, taps outer in registers, 32 values per step:
 // int32 multiply-adds of the 8-bit rows (vpmovzxbd from memory) by each 22-bit weight,
@@ -28,7 +32,14 @@
 //   Then (unrolled groups, 8-output packs, two rows, weight table, vpmovzxbd) -> AVX2 now
 //   -> VNNI: 366² -> 224² 226 -> 172 -> 157 us, 207² -> 96² 71 -> 57 -> 50 us,
 //   300x280 -> 224² 176 -> 132 -> 123 us; DINO 3.23 -> 3.02 ms and timm's RandAugment
-//   0.93 -> 0.87 ms of CPU per sample.
+//   0.93 -> 0.87 ms of CPU per sample. VNNI (vpdpwssd) -> vpdpbusd, four rows: 366² ->
+//   224² 157 -> 132 us, 207² -> 96² 51 -> 44 us, 300x280 -> 224² 120 -> 102 us; DINO's
+//   recipe 4.59 -> 4.29 s and timm's 1.64 -> 1.59 s of CPU over recipes_20x100 (medians
+//   of 8 alternating runs, a loaded machine). Tried and dropped: two rows per vpdpbusd
+//   call (load-bound: 148 us), four rows in one 512-bit register (Zen 4 splits it; slower
+//   than two 256-bit ones), and vpdpbusd for the vertical pass (four rows interleaved per
+//   lane: the unpacks and the three-piece recombination per 32 values made it slower than
+//   vpmulld).
 //
 // Thread-safety: stateless.
 #ifndef FLOWLOADER_STAGES_AUGMENT_INTERNAL_PILLOW_KERNELS_H_
@@ -68,6 +79,22 @@ void HorizontalRowVnni(const uint8_t* row, const int* xmin, const int16_t* w, in
                        int out_w, uint8_t* out);
 bool HorizontalRows2Vnni(const uint8_t* row0, const uint8_t* row1, const int* xmin,
                          const int16_t* w, int groups, int out_w, uint8_t* out0, uint8_t* out1);
+
+// The same pass with vpdpbusd (pillow_busd.cc: AVX-512 VNNI, VL, BW and VBMI, 256-bit),
+// from its own weight table: per output and group of four taps, kBusdGroupBytes int8
+// weights, three 16-byte vectors (one per signed byte piece of the 22-bit weights, k =
+// k0 + 2^8 k1 + 2^16 k2), each bytes 4c + t = piece of tap 4g + t for c in 0..3, written
+// by PackWeightsBusd from one output's `count` weights k (taps past it 0).
+constexpr int kBusdGroupBytes = 48;
+void PackWeightsBusd(const int* k, int count, int groups, int8_t* w);
+// HorizontalRows2Busd is HorizontalRows2Avx2 with that table, for any group count (the
+// rows may be the same, and the outputs too, for a single row).
+void HorizontalRows2Busd(const uint8_t* row0, const uint8_t* row1, const int* xmin,
+                         const int8_t* w, int groups, int out_w, uint8_t* out0, uint8_t* out1);
+// HorizontalRows4Busd is HorizontalRows2Busd for four rows (rows[r] -> outs[r]), each
+// weight vector loaded once for all four.
+void HorizontalRows4Busd(const uint8_t* const* rows, const int* xmin, const int8_t* w,
+                         int groups, int out_w, uint8_t* const* outs);
 
 // VerticalRowAvx2 writes n bytes: out[x] = clip8(sum_t first[t * stride + x] * k[t]) for t
 // in [0, count).

@@ -21,6 +21,8 @@ constexpr int kPrecisionBits = pillow::kPrecisionBits;
 std::atomic<bool> g_scalar_only{false};
 // Set by SetPillowNoVnniForTesting: the SIMD passes keep to AVX2.
 std::atomic<bool> g_no_vnni{false};
+// Set by SetPillowNoBusdForTesting: the VNNI horizontal pass keeps to vpdpwssd.
+std::atomic<bool> g_no_busd{false};
 
 // The filters, two arguments at a time (SSE4.1): Pillow's bilinear_filter and
 // bicubic_filter (a = -0.5, its and torchvision's PIL-path cubic constant) with each
@@ -339,6 +341,14 @@ bool VnniPasses() {
   return vnni && !g_no_vnni.load(std::memory_order_relaxed);
 }
 
+// BusdPasses says whether the horizontal pass takes its vpdpbusd kernel (pillow_busd.cc).
+bool BusdPasses() {
+  static const bool busd =
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+  return busd && VnniPasses() && !g_no_busd.load(std::memory_order_relaxed);
+}
+
 // HorizontalSimd is HorizontalPass with the AVX2 kernel, columns mirrored when `flip` (the
 // vertical pass treats columns alike, so mirroring here mirrors the output). A tap
 // group's load never leaves the view's rows (or a zero-padded copy of the last one).
@@ -351,8 +361,14 @@ void HorizontalSimd(const ImageView& src, int y0, const Taps& th, int out_w, boo
   int xhi = xlo;
   thread_local std::vector<int> xmin;
   thread_local std::vector<int16_t> w;
+  thread_local std::vector<int8_t> wb;
+  const bool busd = BusdPasses();
   xmin.resize(out_w);
-  w.resize(static_cast<size_t>(out_w) * groups * pillow::kGroupWeights);
+  if (busd) {
+    wb.resize(static_cast<size_t>(out_w) * groups * pillow::kBusdGroupBytes);
+  } else {
+    w.resize(static_cast<size_t>(out_w) * groups * pillow::kGroupWeights);
+  }
   int max_rel = 0;
   for (int xx = 0; xx < out_w; ++xx) {
     const int pos = flip ? out_w - 1 - xx : xx;
@@ -361,6 +377,11 @@ void HorizontalSimd(const ImageView& src, int y0, const Taps& th, int out_w, boo
     max_rel = std::max(max_rel, x0 - xlo);
     xhi = std::max(xhi, x0 + count);
     const int* k = &th.k[static_cast<size_t>(xx) * th.ksize];
+    if (busd) {
+      pillow::PackWeightsBusd(k, count, groups,
+                              &wb[static_cast<size_t>(pos) * groups * pillow::kBusdGroupBytes]);
+      continue;
+    }
     int16_t* wp = &w[static_cast<size_t>(pos) * groups * pillow::kGroupWeights];
     // Every weight written once, taps past `count` as 0 (a zero fill of the whole table
     // first, then the taps, was 0.7% of DINO's CPU).
@@ -390,7 +411,7 @@ void HorizontalSimd(const ImageView& src, int y0, const Taps& th, int out_w, boo
   // what an earlier row left there does not matter.
   thread_local std::vector<uint8_t> row;
   const size_t span = static_cast<size_t>(xhi - xlo) * 3;
-  if (row.size() < 2 * need) row.resize(2 * need);
+  if (row.size() < 4 * need) row.resize(4 * need);  // Four slots: HorizontalRows4Busd.
   // Row y's pixels, in place or copied to copy slot `slot`.
   auto source = [&](int y, int slot) {
     const uint8_t* in = src.Row(y + y0) + xlo * 3;
@@ -401,10 +422,28 @@ void HorizontalSimd(const ImageView& src, int y0, const Taps& th, int out_w, boo
     }
     return in;
   };
+  int y = 0;
+  if (busd) {
+    for (; y + 4 <= out->height; y += 4) {
+      const uint8_t* rows[4] = {source(y, 0), source(y + 1, 1), source(y + 2, 2),
+                                source(y + 3, 3)};
+      uint8_t* outs[4] = {out->Row(y), out->Row(y + 1), out->Row(y + 2), out->Row(y + 3)};
+      pillow::HorizontalRows4Busd(rows, xmin.data(), wb.data(), groups, out_w, outs);
+    }
+    for (; y + 2 <= out->height; y += 2) {
+      pillow::HorizontalRows2Busd(source(y, 0), source(y + 1, 1), xmin.data(), wb.data(), groups,
+                                  out_w, out->Row(y), out->Row(y + 1));
+    }
+    if (y < out->height) {
+      const uint8_t* in = source(y, 0);
+      pillow::HorizontalRows2Busd(in, in, xmin.data(), wb.data(), groups, out_w, out->Row(y),
+                                  out->Row(y));
+    }
+    return;
+  }
   const bool vnni = VnniPasses();
   const auto rows2 = vnni ? pillow::HorizontalRows2Vnni : pillow::HorizontalRows2Avx2;
   const auto row1 = vnni ? pillow::HorizontalRowVnni : pillow::HorizontalRowAvx2;
-  int y = 0;
   // Two rows per call where the group count allows.
   for (; y + 2 <= out->height; y += 2) {
     if (!rows2(source(y, 0), source(y + 1, 1), xmin.data(), w.data(), groups, out_w,
@@ -536,5 +575,7 @@ void PillowResample(const ImageView& src, const RectF& box, int out_width, int o
 void SetPillowScalarForTesting(bool scalar) { g_scalar_only.store(scalar); }
 
 void SetPillowNoVnniForTesting(bool no_vnni) { g_no_vnni.store(no_vnni); }
+
+void SetPillowNoBusdForTesting(bool no_busd) { g_no_busd.store(no_busd); }
 
 }  // namespace flowloader::augment::internal

@@ -11,7 +11,8 @@
 // box does; torchvision crops first (F.resized_crop), so callers pass the crop itself.
 //
 // Where the CPU has AVX2, both passes run pillow_kernels.h's SIMD kernels (the horizontal
-// one with vpdpwssd where it also has AVX-512 VNNI and VL), with the same integer sums
+// one with vpdpwssd where it also has AVX-512 VNNI and VL, with vpdpbusd where it also
+// has BW and VBMI), with the same integer sums
 // (so the same bytes) as the plain passes, which run elsewhere.
 //
 // Thread-safety: safe from any number of threads (its intermediate image, row buffers
@@ -53,6 +54,10 @@ void SetPillowScalarForTesting(bool scalar);
 // SetPillowNoVnniForTesting(true) keeps the SIMD passes to AVX2 where the CPU has AVX-512
 // VNNI (the horizontal pass's vpdpwssd kernels); false goes back.
 void SetPillowNoVnniForTesting(bool no_vnni);
+
+// SetPillowNoBusdForTesting(true) keeps the horizontal pass to its vpdpwssd kernels where
+// the CPU has its vpdpbusd one (AVX-512 VNNI, VL, BW and VBMI); false goes back.
+void SetPillowNoBusdForTesting(bool no_busd);
 
 }  // namespace flowloader::augment::internal
 
