@@ -1,10 +1,11 @@
 // geometry_bench: per-image time of the geometry kernels on one core, at the sizes the
 // recipes use (224² global crops, 96² local crops):
-//   bazel run //stages/augment:geometry_bench -- [rounds]
+//   bazel run //stages/augment:geometry_bench -- [rounds] [name substring]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include "stages/augment/ops/kernels/colour_internal.h"
@@ -25,7 +26,10 @@ Image Noise(int w, int h) {
   return img;
 }
 
+const char* g_only = nullptr;  // Runs only the cases whose name contains it.
+
 void Time(const char* name, int rounds, const std::function<void(int)>& body) {
+  if (g_only != nullptr && std::strstr(name, g_only) == nullptr) return;
   body(0);  // Warm: scratch sized.
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < rounds; ++i) body(i);
@@ -41,6 +45,7 @@ int main(int argc, char** argv) {
   using namespace flowloader;
   using namespace flowloader::augment;
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 500;
+  if (argc > 2) g_only = argv[2];
   const Image big = Noise(224, 224), small = Noise(96, 96);
   Image out;
   const std::array<uint8_t, 3> fill{0, 0, 0};

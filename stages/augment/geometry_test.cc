@@ -1,8 +1,9 @@
 // geometry_test: the affine warp's fast paths (the four-pixel AVX2 kernels, the
-// whole-pixel shift copy) against PIL's per-pixel filters restated in geometry.cc (the
-// portable path, which ops_parity_test checks against PIL itself), byte for byte, on
-// random matrices and images, edges and tiny images included; and the shuffled
-// horizontal flip against a per-pixel one.
+// eight-pixel AVX-512 bicubic step, the whole-pixel shift copy) against PIL's per-pixel
+// filters restated in geometry.cc (the portable path, which ops_parity_test checks
+// against PIL itself), byte for byte, on random matrices and images, edges and tiny
+// images included; the shuffled horizontal flip against a per-pixel one; and
+// PilGaussianBlur's vector paths against its portable one.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -61,12 +62,14 @@ void Run(const Image& src, const Warp& w, Interpolation interpolation,
   }
 }
 
-// Expects the fast and portable paths to agree on `src` under `w`.
-void ExpectSame(const Image& src, const Warp& w, Interpolation interpolation,
-                const std::array<uint8_t, 3>& fill) {
+// Expects the fast path (kept to AVX2 when `avx2_only`) and the portable path to agree.
+void ExpectSameOn(const Image& src, const Warp& w, Interpolation interpolation,
+                  const std::array<uint8_t, 3>& fill, bool avx2_only) {
   Image fast, plain;
   SetPortableForTesting(false);
+  kernels::SetAffineAvx2OnlyForTesting(avx2_only);
   Run(src, w, interpolation, fill, &fast);
+  kernels::SetAffineAvx2OnlyForTesting(false);
   SetPortableForTesting(true);
   Run(src, w, interpolation, fill, &plain);
   SetPortableForTesting(false);
@@ -75,13 +78,23 @@ void ExpectSame(const Image& src, const Warp& w, Interpolation interpolation,
   for (int y = 0; y < fast.height; ++y) {
     for (int x = 0; x < 3 * fast.width; ++x) {
       ASSERT_EQ(fast.Row(y)[x], plain.Row(y)[x])
-          << "pixel (" << x / 3 << ", " << y << ") channel " << x % 3 << " of "
-          << fast.width << "x" << fast.height << " from " << src.width << "x" << src.height
+          << "pixel (" << x / 3 << ", " << y << ") channel " << x % 3 << " of " << fast.width << "x"
+          << fast.height << " from " << src.width << "x" << src.height
           << (interpolation == Interpolation::kBicubic ? " bicubic" : " bilinear")
-          << (w.rotate ? " rotate" : " affine") << " angle " << w.angle << " t " << w.tx
-          << "," << w.ty << " scale " << w.scale << " shear " << w.shear_x << ","
-          << w.shear_y << " expand " << w.expand;
+          << (w.rotate ? " rotate" : " affine") << " angle " << w.angle << " t " << w.tx << ","
+          << w.ty << " scale " << w.scale << " shear " << w.shear_x << "," << w.shear_y
+          << " expand " << w.expand << (avx2_only ? " avx2 only" : "");
     }
+  }
+}
+
+// Expects the fast paths (AVX-512 where the CPU has it, and AVX2) and the portable path
+// to agree on `src` under `w`.
+void ExpectSame(const Image& src, const Warp& w, Interpolation interpolation,
+                const std::array<uint8_t, 3>& fill) {
+  for (const bool avx2_only : {false, true}) {
+    ExpectSameOn(src, w, interpolation, fill, avx2_only);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

@@ -3,8 +3,9 @@
 // it picks) and Image.rotate, with torchvision 0.14's matrices
 // (functional._get_inverse_affine_matrix). Every step keeps PIL's double arithmetic in
 // PIL's order (no FMA: the build's -march=x86-64-v2 has none), so the outputs are PIL's
-// bytes. The AVX2 affine kernels make four output pixels at once, per lane the same
-// operations as the per-pixel filters, which geometry_test checks byte for byte.
+// bytes. The AVX2 affine kernels make four output pixels at once (the AVX-512 bicubic
+// one eight), per lane the same operations as the per-pixel filters, which geometry_test
+// checks byte for byte.
 //
 // Thread-safety: pure functions; ScaleAffine's column table is thread-local.
 #include "stages/augment/ops/kernels/geometry.h"
@@ -12,6 +13,7 @@
 #include "stages/augment/ops/kernels/colour_internal.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -504,6 +506,33 @@ __attribute__((target("avx2"))) inline __m128i Gather4(const uint8_t* base, __m1
   return _mm_i32gather_epi32(reinterpret_cast<const int*>(base), off, 1);
 }
 
+// IsRun: whether the four lanes' taps are the consecutive pixels off[0] + 3 * lane (a
+// translation along one axis, most steps of a shear), with `rows` rows of 16 bytes from
+// off[0], `stride` apart, ending within the `size`-byte buffer. Then a one-pass step
+// reads each row's four taps by one load (Words4) instead of a gather: translate y
+// 10.3 px (bicubic) 0.35 -> 0.29 ms per 224² call. (The four-pass steps' lanes are
+// rarely a run: a rotation moves them across rows.)
+__attribute__((target("avx2"))) inline bool IsRun(__m128i off, int rows, size_t stride,
+                                                  size_t size) {
+  const int off0 = _mm_cvtsi128_si32(off);  // >= 0: a tap inside the image.
+  const __m128i run = _mm_add_epi32(_mm_set1_epi32(off0), _mm_setr_epi32(0, 3, 6, 9));
+  return _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(off, run))) == 0xF &&
+         static_cast<size_t>(off0) + (rows - 1) * stride + 16 <= size;
+}
+
+// Words4 is Gather4 on a run at p, from one 16-byte load: the pixels k..k+3 of it as
+// RGBx words (the x byte, which no Tap reads, zero), k = 0 or (Next) 1.
+template <int k>
+__attribute__((target("avx2"))) inline __m128i Words4(__m128i bytes) {
+  constexpr int b = 3 * k;
+  return _mm_shuffle_epi8(bytes, _mm_setr_epi8(b, b + 1, b + 2, -1, b + 3, b + 4, b + 5, -1, b + 6,
+                                               b + 7, b + 8, -1, b + 9, b + 10, b + 11, -1));
+}
+
+__attribute__((target("avx2"))) inline __m128i Load16(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
 // Channel: byte c of each lane's RGBx word, zero-extended to int32.
 template <int c>
 __attribute__((target("avx2"))) inline __m256d Channel(__m128i words) {
@@ -553,12 +582,24 @@ __attribute__((target("avx2"))) inline __m128i LerpChannel4(__m128i a_words, __m
 // every lane's dx is 0 (ShearY, TranslateY). dy = 0: v1 + (v2 - v1) * 0 is v1 exactly
 // (v1 >= 0 is finite; +0 + -0 is +0), the row's lerp between taps 0 and 1. dx = 0: each
 // row's r[x0] + (r[x1] - r[x0]) * 0 is r[x0], so the lerp between the rows' taps 0.
-// Two gathers instead of four.
-__attribute__((target("avx2"))) inline void BilinearLineStep4(const uint8_t* base,
-                                                              __m128i off, __m128i next,
-                                                              __m256d d, __m128i keep,
-                                                              uint8_t* out) {
-  const __m128i a = Gather4(base, off), b = Gather4(base, _mm_add_epi32(off, next));
+// Two gathers instead of four, or on a run (IsRun) one load (dy = 0: the row's taps 0
+// and 1 are pixels 0..3 and 1..4 of it) or two (dx = 0).
+__attribute__((target("avx2"))) inline void BilinearLineStep4(const uint8_t* base, size_t size,
+                                                              __m128i off, int next, __m256d d,
+                                                              __m128i keep, uint8_t* out) {
+  __m128i a, b;
+  if (next == 3 && IsRun(off, 1, 0, size)) {
+    const __m128i bytes = Load16(base + _mm_cvtsi128_si32(off));
+    a = Words4<0>(bytes);
+    b = Words4<1>(bytes);
+  } else if (next != 3 && IsRun(off, 2, next, size)) {
+    const uint8_t* p = base + _mm_cvtsi128_si32(off);
+    a = Words4<0>(Load16(p));
+    b = Words4<0>(Load16(p + next));
+  } else {
+    a = Gather4(base, off);
+    b = Gather4(base, _mm_add_epi32(off, _mm_set1_epi32(next)));
+  }
   StoreRgb4(LerpChannel4<0>(a, b, d), LerpChannel4<1>(a, b, d), LerpChannel4<2>(a, b, d), keep,
             out);
 }
@@ -588,6 +629,7 @@ __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const 
                                                         Image* dst) {
   const uint8_t* base = src.pixels.data();
   const int stride = static_cast<int>(src.stride());
+  const size_t size = src.pixels.size();
   for (int y = 0; y < dst->height; ++y) {
     uint8_t* out = dst->Row(y);
     const double yin = y + 0.5;
@@ -603,10 +645,10 @@ __attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const 
       __m128i off, keep;
       int inside = 0;
       if (AllZero(l.dy) && (inside = TapsInside(src, l.x, l.y, 2, 1, 7, &off, &keep)) != 0) {
-        BilinearLineStep4(base, off, _mm_set1_epi32(3), l.dx, keep, out + 3 * x);
+        BilinearLineStep4(base, size, off, 3, l.dx, keep, out + 3 * x);
       } else if (AllZero(l.dx) &&
                  (inside = TapsInside(src, l.x, l.y, 1, 2, 4, &off, &keep)) != 0) {
-        BilinearLineStep4(base, off, _mm_set1_epi32(stride), l.dy, keep, out + 3 * x);
+        BilinearLineStep4(base, size, off, stride, l.dy, keep, out + 3 * x);
       } else if ((inside = TapsInside(src, l.x, l.y, 2, 2, 7, &off, &keep)) != 0) {
         BilinearStep4(base, stride, off, l, keep, out + 3 * x);
       }
@@ -689,16 +731,19 @@ __attribute__((target("avx2"))) inline void BicubicRowStep4(const uint8_t* base,
 // BicubicColumnStep4 is BicubicFilter where every lane's dx is 0 (ShearY, TranslateY):
 // each row's Cubic(t0, t1, t2, t3, 0) is t1 + 0 * (finite) = t1, its tap 1, exactly, so
 // only the vertical pass is made, on the window's column 1 (`off`: its top tap, read as
-// RGBx words). The other columns need not exist.
-__attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* base,
-                                                               size_t stride, __m128i off,
-                                                               const AffineLanes& l,
-                                                               __m128i keep, uint8_t* out) {
+// RGBx words; on a run, IsRun, one load per row). The other columns need not exist.
+__attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* base, size_t stride,
+                                                               size_t size, __m128i off,
+                                                               const AffineLanes& l, __m128i keep,
+                                                               uint8_t* out) {
   __m256d v[3][4];  // [channel][window row]
+  const bool run = IsRun(off, 4, stride, size);
+  const uint8_t* p = base + _mm_cvtsi128_si32(off);
 #pragma GCC unroll 4
   for (int r = 0; r < 4; ++r) {
     const __m128i words =
-        Gather4(base, _mm_add_epi32(off, _mm_set1_epi32(r * static_cast<int>(stride))));
+        run ? Words4<0>(Load16(p + r * stride))
+            : Gather4(base, _mm_add_epi32(off, _mm_set1_epi32(r * static_cast<int>(stride))));
     v[0][r] = Channel<0>(words);
     v[1][r] = Channel<1>(words);
     v[2][r] = Channel<2>(words);
@@ -709,6 +754,34 @@ __attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* ba
   StoreRgb4(q[0], q[1], q[2], keep, out);
 }
 
+// BicubicQuad is one four-pixel step of AffineBicubicAvx2: output pixels x..x + 3 of
+// row `out` (centre row yin; a1y, a4y: a[1] * yin, a[4] * yin).
+__attribute__((target("avx2"), always_inline)) inline void BicubicQuad(const Image& src,
+                                                                       const double a[6], int x,
+                                                                       double yin, __m256d a1y,
+                                                                       __m256d a4y, uint8_t* out) {
+  const uint8_t* base = src.pixels.data();
+  const size_t stride = src.stride();
+  const size_t size = src.pixels.size();
+  const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
+  const AffineLanes l = MapLanes(src, a, xin, a1y, a4y);
+  if (l.outside == 0xF) return;  // All fill.
+  // The 4×4 window starts one column and one row before the floor; a one-pass step
+  // reads only its row (16 bytes from its first tap) or column (one RGBx word).
+  const __m128i one = _mm_set1_epi32(1);
+  const __m128i x0 = _mm_sub_epi32(l.x, one), y0 = _mm_sub_epi32(l.y, one);
+  __m128i off, keep;
+  int inside = 0;
+  if (AllZero(l.dy) && (inside = TapsInside(src, x0, l.y, 4, 1, 16, &off, &keep)) != 0) {
+    BicubicRowStep4(base, off, l, keep, out + 3 * x);
+  } else if (AllZero(l.dx) && (inside = TapsInside(src, l.x, y0, 1, 4, 4, &off, &keep)) != 0) {
+    BicubicColumnStep4(base, stride, size, off, l, keep, out + 3 * x);
+  } else if ((inside = TapsInside(src, x0, y0, 4, 4, 16, &off, &keep)) != 0) {
+    BicubicStep4(base, stride, off, l, keep, out + 3 * x);
+  }
+  FilterPixels<BicubicFilterAvx2>(src, a, x, x + 4, yin, inside | l.outside, out);
+}
+
 // AffineBicubicAvx2 is GenericAffine<BicubicFilterAvx2>, four pixels a step, each step
 // by the cheapest of the three kernels above that is exact for it.
 // geometry_bench, 224² per call, against GenericAffine<BicubicFilterAvx2> (best of 12
@@ -717,37 +790,263 @@ __attribute__((target("avx2"))) inline void BicubicColumnStep4(const uint8_t* ba
 // 1.17 -> 0.91 ms of CPU per sample (medians of 8).
 __attribute__((target("avx2"))) void AffineBicubicAvx2(const Image& src, const double a[6],
                                                        Image* dst) {
-  const uint8_t* base = src.pixels.data();
-  const size_t stride = src.stride();
   for (int y = 0; y < dst->height; ++y) {
     uint8_t* out = dst->Row(y);
     const double yin = y + 0.5;
     const __m256d a1y = _mm256_set1_pd(a[1] * yin), a4y = _mm256_set1_pd(a[4] * yin);
     int x = 0;
-    for (; x + 4 <= dst->width; x += 4) {
-      const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
-      const AffineLanes l = MapLanes(src, a, xin, a1y, a4y);
-      if (l.outside == 0xF) continue;  // All fill.
-      // The 4×4 window starts one column and one row before the floor; a one-pass step
-      // reads only its row (16 bytes from its first tap) or column (one RGBx word).
-      const __m128i one = _mm_set1_epi32(1);
-      const __m128i x0 = _mm_sub_epi32(l.x, one), y0 = _mm_sub_epi32(l.y, one);
-      __m128i off, keep;
-      int inside = 0;
-      if (AllZero(l.dy) && (inside = TapsInside(src, x0, l.y, 4, 1, 16, &off, &keep)) != 0) {
-        BicubicRowStep4(base, off, l, keep, out + 3 * x);
-      } else if (AllZero(l.dx) &&
-                 (inside = TapsInside(src, l.x, y0, 1, 4, 4, &off, &keep)) != 0) {
-        BicubicColumnStep4(base, stride, off, l, keep, out + 3 * x);
-      } else if ((inside = TapsInside(src, x0, y0, 4, 4, 16, &off, &keep)) != 0) {
-        BicubicStep4(base, stride, off, l, keep, out + 3 * x);
-      }
-      FilterPixels<BicubicFilterAvx2>(src, a, x, x + 4, yin, inside | l.outside, out);
+    for (; x + 4 <= dst->width; x += 4) BicubicQuad(src, a, x, yin, a1y, a4y, out);
+    FilterPixels<BicubicFilterAvx2>(src, a, x, dst->width, yin, 0, out);
+  }
+}
+
+// The AVX-512 bicubic kernel: BicubicStep4, and the one-pass BicubicRowStep4 and
+// BicubicColumnStep4 (OnePassOct), on eight lanes of zmm doubles (F, BW, VL, DQ; and
+// no FMA: AVX-512F brings FMA into the target, so fp-contract=off keeps GCC from fusing
+// the multiply-adds, here and in the AVX2 code it inlines; no vfmadd in its objdump),
+// so every lane's operations are BicubicFilter's. Zen 4 runs a 512-bit double
+// operation as two 256-bit halves, so this cannot pay in arithmetic; it pays
+// (presumably) in the steps in flight, half the instructions per pixel for the same
+// out-of-order window: the four-lane step's long chains (position, taps, two cubic
+// passes) kept its vector units half idle (with the FP work removed it still took half
+// its time). The same AVX2 kernel recompiled for AVX-512VL's 32 registers gained
+// nothing. Steps whose eight windows are not all inside take BicubicQuad twice.
+// geometry_bench, 224² per call (best of 4-6 alternating runs): rotate+shear 0.64 ->
+// 0.49 ms, shear x 0.26 -> 0.20 ms, translate y 10.3 px 0.32 -> 0.24 ms.
+#define FLOWLOADER_AFFINE_AVX512 \
+  __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512dq"), optimize("fp-contract=off")))
+
+// (The maskz forms with every lane set: GCC 12's plain ones warn of an uninitialized
+// source.)
+FLOWLOADER_AFFINE_AVX512 inline __m512d CubicPd8(__m512d v1, __m512d v2, __m512d v3, __m512d v4,
+                                                 __m512d d) {
+  const __m512d neg_v1 = _mm512_xor_pd(v1, _mm512_set1_pd(-0.0));
+  const __m512d p1 = v2;
+  const __m512d p2 = _mm512_add_pd(neg_v1, v3);
+  const __m512d p3 = _mm512_sub_pd(
+      _mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(2.0), _mm512_sub_pd(v1, v2)), v3), v4);
+  const __m512d p4 = _mm512_add_pd(_mm512_sub_pd(_mm512_add_pd(neg_v1, v2), v3), v4);
+  return _mm512_add_pd(
+      p1, _mm512_mul_pd(
+              d, _mm512_add_pd(p2, _mm512_mul_pd(d, _mm512_add_pd(p3, _mm512_mul_pd(d, p4))))));
+}
+
+// CubicRow8 is CubicRow4 on eight lanes (t: byte 4 * lane + k is lane's tap k).
+FLOWLOADER_AFFINE_AVX512 inline __m512d CubicRow8(__m256i t, __m512d d) {
+  const __m256i diffs = _mm256_maddubs_epi16(t, _mm256_set1_epi32(0x01FF01FF));
+  const __m512d p1 = _mm512_maskz_cvtepi32_pd(
+      0xFF, _mm256_shuffle_epi8(
+                t, _mm256_setr_epi8(1, -1, -1, -1, 5, -1, -1, -1, 9, -1, -1, -1, 13, -1, -1, -1, 1,
+                                    -1, -1, -1, 5, -1, -1, -1, 9, -1, -1, -1, 13, -1, -1, -1)));
+  const __m512d p2 = _mm512_maskz_cvtepi32_pd(
+      0xFF, _mm256_madd_epi16(_mm256_maddubs_epi16(t, _mm256_set1_epi32(0x000100FF)),
+                              _mm256_set1_epi16(1)));
+  const __m512d p3 = _mm512_maskz_cvtepi32_pd(
+      0xFF, _mm256_madd_epi16(diffs, _mm256_setr_epi16(-2, -1, -2, -1, -2, -1, -2, -1, -2, -1, -2,
+                                                       -1, -2, -1, -2, -1)));
+  const __m512d p4 = _mm512_maskz_cvtepi32_pd(0xFF, _mm256_madd_epi16(diffs, _mm256_set1_epi16(1)));
+  const __m512d inner = _mm512_add_pd(p3, _mm512_mul_pd(d, p4));
+  return _mm512_add_pd(p1, _mm512_mul_pd(d, _mm512_add_pd(p2, _mm512_mul_pd(d, inner))));
+}
+
+// WindowRow8 loads the eight lanes' 16-byte window rows at p + lane_off[lane] into
+// one register per channel: byte 4 * lane + k is lane's tap k.
+FLOWLOADER_AFFINE_AVX512 inline void WindowRow8(const uint8_t* p, const int32_t lane_off[8],
+                                                __m256i t[3]) {
+  const __m128i window = _mm_setr_epi8(0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, -1, -1, -1, -1);
+  __m256i w[4];  // Lanes j and j + 4, each's channel-major window row.
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + lane_off[j]));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + lane_off[j + 4]));
+    w[j] = _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1),
+                               _mm256_broadcastsi128_si256(window));
+  }
+  const __m256i lo01 = _mm256_unpacklo_epi32(w[0], w[1]), lo23 = _mm256_unpacklo_epi32(w[2], w[3]);
+  const __m256i hi01 = _mm256_unpackhi_epi32(w[0], w[1]), hi23 = _mm256_unpackhi_epi32(w[2], w[3]);
+  t[0] = _mm256_unpacklo_epi64(lo01, lo23);
+  t[1] = _mm256_unpackhi_epi64(lo01, lo23);
+  t[2] = _mm256_unpacklo_epi64(hi01, hi23);
+}
+
+// Channel8: byte c of each of eight RGBx words, as doubles.
+template <int c>
+FLOWLOADER_AFFINE_AVX512 inline __m512d Channel8(__m256i words) {
+  return _mm512_maskz_cvtepi32_pd(
+      0xFF, _mm256_shuffle_epi8(words, _mm256_broadcastsi128_si256(
+                                           _mm_setr_epi8(c, -1, -1, -1, 4 + c, -1, -1, -1, 8 + c,
+                                                         -1, -1, -1, 12 + c, -1, -1, -1))));
+}
+
+// OnePassOct is BicubicRowStep4 (`rows`: every dy 0) or BicubicColumnStep4 (every dx 0)
+// on eight lanes, where the eight windows (one row, or one column, of four taps) are
+// inside; false (nothing written) where not.
+FLOWLOADER_AFFINE_AVX512 inline bool OnePassOct(const uint8_t* base, int width, int height,
+                                                int stride, int size, __m512d fx, __m512d fy,
+                                                __m512d dx, __m512d dy, bool rows, uint8_t* out) {
+  const __m256i one = _mm256_set1_epi32(1);
+  __m256i x0 = _mm512_maskz_cvttpd_epi32(0xFF, fx), y0 = _mm512_maskz_cvttpd_epi32(0xFF, fy);
+  if (rows) {
+    x0 = _mm256_sub_epi32(x0, one);
+  } else {
+    y0 = _mm256_sub_epi32(y0, one);
+  }
+  const int span_x = rows ? 4 : 1, span_y = rows ? 1 : 4;
+  // The last load: 16 bytes from the row's first tap, or the column's last RGBx word.
+  const int last = rows ? 16 : 3 * stride + 4;
+  const __m256i off = _mm256_add_epi32(_mm256_mullo_epi32(y0, _mm256_set1_epi32(stride)),
+                                       _mm256_mullo_epi32(x0, _mm256_set1_epi32(3)));
+  const __mmask8 ok = _mm256_cmp_epu32_mask(x0, _mm256_set1_epi32(width - span_x), _MM_CMPINT_LE) &
+                      _mm256_cmp_epu32_mask(y0, _mm256_set1_epi32(height - span_y), _MM_CMPINT_LE) &
+                      _mm256_cmp_epi32_mask(off, _mm256_set1_epi32(size - last), _MM_CMPINT_LE);
+  if (ok != 0xFF) return false;
+  __m256i q[3];
+  if (rows) {
+    alignas(32) int32_t lane_off[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lane_off), off);
+    __m256i t[3];
+    WindowRow8(base, lane_off, t);
+#pragma GCC unroll 4
+    for (int c = 0; c < 3; ++c) {
+      q[c] = _mm512_maskz_cvttpd_epi32(
+          0xFF, _mm512_maskz_min_pd(
+                    0xFF, _mm512_maskz_max_pd(0xFF, CubicRow8(t[c], dx), _mm512_setzero_pd()),
+                    _mm512_set1_pd(255.0)));
     }
+  } else {
+    // A run (eight consecutive pixels, TranslateY) by two loads a row, else gathers.
+    const int off0 = _mm256_cvtsi256_si32(off);
+    const bool run =
+        _mm256_cmp_epi32_mask(off,
+                              _mm256_add_epi32(_mm256_set1_epi32(off0),
+                                               _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21)),
+                              _MM_CMPINT_EQ) == 0xFF &&
+        off0 + 3 * stride + 28 <= size;
+    __m512d v[3][4];  // [channel][window row]
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      __m256i words;
+      if (run) {
+        const uint8_t* p = base + off0 + r * stride;
+        words = _mm256_inserti128_si256(_mm256_castsi128_si256(Words4<0>(Load16(p))),
+                                        Words4<0>(Load16(p + 12)), 1);
+      } else {
+        words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(base),
+                                       _mm256_add_epi32(off, _mm256_set1_epi32(r * stride)), 1);
+      }
+      v[0][r] = Channel8<0>(words);
+      v[1][r] = Channel8<1>(words);
+      v[2][r] = Channel8<2>(words);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 3; ++c) {
+      q[c] = _mm512_maskz_cvttpd_epi32(
+          0xFF, _mm512_maskz_min_pd(
+                    0xFF,
+                    _mm512_maskz_max_pd(0xFF, CubicPd8(v[c][0], v[c][1], v[c][2], v[c][3], dy),
+                                        _mm512_setzero_pd()),
+                    _mm512_set1_pd(255.0)));
+    }
+  }
+  internal::StoreRgb8(out, q[0], q[1], q[2]);
+  return true;
+}
+
+// BicubicOct: output pixels x..x + 7 of row `out`, by an eight-lane step where one
+// applies, else two BicubicQuad.
+FLOWLOADER_AFFINE_AVX512 inline void BicubicOct(const Image& src, const double a[6], int x,
+                                                double yin, __m512d a1y8, __m512d a4y8, __m256d a1y,
+                                                __m256d a4y, uint8_t* out) {
+  // GenericAffine's (a0 * xin + a1 * yin) + a2 per lane, less 0.5, floor and fraction.
+  const __m512d xin =
+      _mm512_add_pd(_mm512_set1_pd(x), _mm512_setr_pd(0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5));
+  const __m512d half = _mm512_set1_pd(0.5);
+  const __m512d sx =
+      _mm512_sub_pd(_mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(a[0]), xin), a1y8),
+                                  _mm512_set1_pd(a[2])),
+                    half);
+  const __m512d sy =
+      _mm512_sub_pd(_mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(a[3]), xin), a4y8),
+                                  _mm512_set1_pd(a[5])),
+                    half);
+  const __m512d fx =
+      _mm512_maskz_roundscale_pd(0xFF, sx, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512d fy =
+      _mm512_maskz_roundscale_pd(0xFF, sy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512d dx = _mm512_sub_pd(sx, fx), dy = _mm512_sub_pd(sy, fy);
+  const uint8_t* base = src.pixels.data();
+  const int stride = static_cast<int>(src.stride());
+  const int size = static_cast<int>(src.pixels.size());
+  if (src.width < 4 || src.height < 4) {
+    BicubicQuad(src, a, x, yin, a1y, a4y, out);
+    BicubicQuad(src, a, x + 4, yin, a1y, a4y, out);
+    return;
+  }
+  const bool flat_x = _mm512_cmp_pd_mask(dx, _mm512_setzero_pd(), _CMP_EQ_OQ) == 0xFF;
+  const bool flat_y = _mm512_cmp_pd_mask(dy, _mm512_setzero_pd(), _CMP_EQ_OQ) == 0xFF;
+  if (flat_x || flat_y) {
+    if (!OnePassOct(base, src.width, src.height, stride, size, fx, fy, dx, dy, flat_y,
+                    out + 3 * x)) {
+      BicubicQuad(src, a, x, yin, a1y, a4y, out);
+      BicubicQuad(src, a, x + 4, yin, a1y, a4y, out);
+    }
+    return;
+  }
+  // Window columns [x0, x0 + 4) and rows [y0, y0 + 4) inside (which keeps the filter's
+  // bounds test true, see TapsInside; NaN and out-of-range floors convert to INT_MIN),
+  // and the last row's 16-byte load within the buffer.
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i x0 = _mm256_sub_epi32(_mm512_maskz_cvttpd_epi32(0xFF, fx), one);
+  const __m256i y0 = _mm256_sub_epi32(_mm512_maskz_cvttpd_epi32(0xFF, fy), one);
+  const __m256i off = _mm256_add_epi32(_mm256_mullo_epi32(y0, _mm256_set1_epi32(stride)),
+                                       _mm256_mullo_epi32(x0, _mm256_set1_epi32(3)));
+  const __mmask8 ok =
+      _mm256_cmp_epu32_mask(x0, _mm256_set1_epi32(src.width - 4), _MM_CMPINT_LE) &
+      _mm256_cmp_epu32_mask(y0, _mm256_set1_epi32(src.height - 4), _MM_CMPINT_LE) &
+      _mm256_cmp_epi32_mask(off, _mm256_set1_epi32(size - 3 * stride - 16), _MM_CMPINT_LE);
+  if (ok != 0xFF) {
+    BicubicQuad(src, a, x, yin, a1y, a4y, out);
+    BicubicQuad(src, a, x + 4, yin, a1y, a4y, out);
+    return;
+  }
+  alignas(32) int32_t lane_off[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lane_off), off);
+  __m512d v[3][4];  // [channel][window row]
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r) {
+    __m256i t[3];
+    WindowRow8(base + r * static_cast<size_t>(stride), lane_off, t);
+#pragma GCC unroll 4
+    for (int c = 0; c < 3; ++c) v[c][r] = CubicRow8(t[c], dx);
+  }
+  __m256i q[3];
+#pragma GCC unroll 4
+  for (int c = 0; c < 3; ++c) {
+    const __m512d cubic = CubicPd8(v[c][0], v[c][1], v[c][2], v[c][3], dy);
+    q[c] = _mm512_maskz_cvttpd_epi32(
+        0xFF, _mm512_maskz_min_pd(0xFF, _mm512_maskz_max_pd(0xFF, cubic, _mm512_setzero_pd()),
+                                  _mm512_set1_pd(255.0)));
+  }
+  internal::StoreRgb8(out + 3 * x, q[0], q[1], q[2]);
+}
+
+// AffineBicubicAvx512 is AffineBicubicAvx2 with BicubicOct: eight pixels a step, each
+// row's last width % 8 by BicubicQuad and the per-pixel filter.
+FLOWLOADER_AFFINE_AVX512 void AffineBicubicAvx512(const Image& src, const double a[6], Image* dst) {
+  for (int y = 0; y < dst->height; ++y) {
+    uint8_t* out = dst->Row(y);
+    const double yin = y + 0.5;
+    const __m256d a1y = _mm256_set1_pd(a[1] * yin), a4y = _mm256_set1_pd(a[4] * yin);
+    const __m512d a1y8 = _mm512_set1_pd(a[1] * yin), a4y8 = _mm512_set1_pd(a[4] * yin);
+    int x = 0;
+    for (; x + 8 <= dst->width; x += 8) BicubicOct(src, a, x, yin, a1y8, a4y8, a1y, a4y, out);
+    for (; x + 4 <= dst->width; x += 4) BicubicQuad(src, a, x, yin, a1y, a4y, out);
     FilterPixels<BicubicFilterAvx2>(src, a, x, dst->width, yin, 0, out);
   }
 }
 #endif
+
+std::atomic<bool> affine_avx2_only{false};
 
 // TransformAffine is Image.transform(size, AFFINE, a, resample, fillcolor=fill) into
 // `dst` of width × height: ImagingTransformAffine's choice of engine.
@@ -783,7 +1082,11 @@ void TransformAffine(const Image& src, const double a[6], int width, int height,
 #if defined(FLOWLOADER_COLOUR_AVX2)
     if (internal::HasAvx2()) {
       if (vector_ok) {
-        AffineBicubicAvx2(src, a, dst);
+        if (internal::HasAvx512() && !affine_avx2_only.load(std::memory_order_relaxed)) {
+          AffineBicubicAvx512(src, a, dst);
+        } else {
+          AffineBicubicAvx2(src, a, dst);
+        }
       } else {
         GenericAffine<BicubicFilterAvx2>(src, a, dst);
       }
@@ -897,6 +1200,8 @@ void Rotate(const Image& src, double angle, Interpolation interpolation, bool ex
   }
   TransformAffine(src, m, w, h, interpolation, fill, dst);
 }
+
+void SetAffineAvx2OnlyForTesting(bool avx2_only) { affine_avx2_only.store(avx2_only); }
 
 void VerticalFlip(Image& img) {
   // Rows swapped through one thread-local row (memcpy: whole-row block moves).

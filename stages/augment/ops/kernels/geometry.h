@@ -29,6 +29,10 @@ void Affine(const Image& src, double angle, double translate_x, double translate
 void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
             const std::array<uint8_t, 3>& fill, Image* dst);
 
+// SetAffineAvx2OnlyForTesting(true) keeps Affine and Rotate's bicubic warp to its AVX2
+// kernel where the CPU has AVX-512, so that a test compares both with the portable path.
+void SetAffineAvx2OnlyForTesting(bool avx2_only);
+
 // F.vflip: mirrors the rows, in place.
 void VerticalFlip(Image& img);
 
