@@ -3,7 +3,7 @@
 
     /usr/bin/python3 tests/benchmarks/recipes_bench.py --bin=bazel-bin/runtime/flowloader \
         [--base_bin=OLD/bazel-bin/runtime/flowloader] [--reps=3] [--recipes=dino,simclr] \
-        [--mix_pairs=0 --mix_epochs=1]
+        [--mix_pairs=0 --mix_epochs=1] [--warm_epochs=0]
 
 For each recipe in runtime/specs/ (torchvision_v2, timm_randaugment, dino, simclr):
 flowloader runs the spec (`flowloader run --spec=... --num_workers=2 --batch_size=64`,
@@ -31,6 +31,11 @@ default) write the recipe in torchvision's ops, GaussianBlur(23, (0.1, 2.0)); up
 DINO and MoCo v3 blur with their own PIL class instead, so this row runs that form on
 both sides: the spec with pil_gaussian_blur (made at run time) against
 recipes_torch.py --blur=pil.
+
+--warm_epochs=K adds, per rep, a run of each plain row's spec for 1 + K epochs and a
+table of flowloader's images/s over epochs 2..K+1, when its seek indexes (one per file,
+filled by the first epoch's decodes) let each decode skip to its crop, against the same
+torch medians (a training run's steady state; torch's rate is the same every epoch).
 
 With --base_bin (a build from before the op library), the default graph (no spec, train)
 is also run by both builds, alternating: images/s within 3% and `--checksum` identical.
@@ -117,7 +122,12 @@ def run_flowloader(bin_path, data, spec=None, extra=(), epochs=1):
     checksum = next((l.split()[2] for l in stdout.splitlines() + stderr.splitlines()
                      if l.startswith("data checksum")), None)
     mix = s.get("stages", {}).get("mixup_cutmix", {})
+    # Images/s over the epochs after the first (seek indexes warm), when there are any.
+    ends = s.get("epoch_end_seconds", [])
+    warm = (s["samples"] / s["epochs"] * (len(ends) - 1) / (ends[-1] - ends[0])
+            if len(ends) > 1 else None)
     return {"ips": (s["samples"] - first_rows) / window, "checksum": checksum,
+            "warm_ips": warm,
             "cpu_ms": 1e3 * cpu / s["samples"], "cpu_s": cpu,
             # The batch op's own time: busy seconds per batch, and its share of the
             # process's CPU (the steadier figure on a busy machine).
@@ -216,6 +226,9 @@ def main():
                    help="extra flowloader-only with/without batch ops pairs per mix recipe")
     p.add_argument("--mix_epochs", type=int, default=1,
                    help="epochs of each --mix_pairs run (longer runs average out load)")
+    p.add_argument("--warm_epochs", type=int, default=0,
+                   help="also run each plain row's spec for 1 + this many epochs per rep and "
+                        "report flowloader's images/s over the epochs after the first")
     p.add_argument("--recipes", default=",".join(RECIPES))
     p.add_argument("--data", default="")
     p.add_argument("--out", default=os.path.join(HERE, "results", "recipes"))
@@ -277,6 +290,14 @@ def main():
                 default["checksums"].add((key, res["checksum"]))
             log(f"rep {rep} default graph: base {default['base'][-1]:.0f}, "
                 f"new {default['new'][-1]:.0f} img/s")
+    warm = {c["name"]: [] for c in cases if "plain" not in c}
+    for rep in range(a.warm_epochs and a.reps):
+        for c in cases:
+            if c["name"] in warm:
+                res = run_flowloader(a.bin, data, c["spec"], epochs=1 + a.warm_epochs)
+                warm[c["name"]].append(res["warm_ips"])
+                log(f"rep {rep} {c['name']}: flowloader epochs 2-{1 + a.warm_epochs} "
+                    f"{res['warm_ips']:.0f} img/s")
     for k in range(a.mix_pairs):
         for name in pairs:
             c, plain = by_name[name], by_name[by_name[name]["plain"]]
@@ -368,6 +389,26 @@ def main():
                 f"{'PASS' if m['pass'] else 'FAIL'} | {m['cpu_ms_without']} / "
                 f"{m['cpu_ms_with']} | {m['mix_ms_per_batch']} | "
                 f"{100 * m['mix_cpu_share']:.1f}% | {m['torch_ratio']} |")
+    warm_rows = []
+    if a.warm_epochs:
+        lines += ["", f"Warm epochs: each plain row's spec run for {1 + a.warm_epochs} epochs,"
+                  f" flowloader's images/s over epochs 2–{1 + a.warm_epochs} (its seek indexes"
+                  " then take decoding straight to each crop's rows and columns), against the"
+                  " same torch runs as above (torch has no such state: its rate is the same"
+                  " every epoch):", "",
+                  "| recipe | torch img/s | flowloader img/s, warm epochs | ratio | target |",
+                  "|---|---:|---:|---:|---:|"]
+        for row in rows:
+            if row["recipe"] not in warm:
+                continue
+            f = statistics.median(warm[row["recipe"]])
+            wr = {"recipe": row["recipe"], "torch_ips": row["torch_ips"],
+                  "flowloader_warm_ips": round(f, 1), "ratio": round(f / row["torch_ips"], 2),
+                  "target": row["target"],
+                  "pass": f / row["torch_ips"] >= row["target"] if row["target"] else None}
+            warm_rows.append(wr)
+            lines.append(f"| {wr['recipe']} | {wr['torch_ips']} | {wr['flowloader_warm_ips']} |"
+                         f" {wr['ratio']}x | {verdict(wr)} |")
     if a.base_bin:
         b, n = statistics.median(default["base"]), statistics.median(default["new"])
         sums = {c for _, c in default["checksums"]}
@@ -375,7 +416,7 @@ def main():
                       f"{n:.0f} img/s ({100 * (n / b - 1):+.1f}%); checksums "
                       f"{'identical' if len(sums) == 1 else 'DIFFER: ' + str(sums)}."]
     with open(a.out + ".json", "w") as fh:
-        json.dump({"rows": rows, "mix": mix_rows, "runs": runs,
+        json.dump({"rows": rows, "mix": mix_rows, "warm": warm_rows, "runs": runs,
                    "mix_pairs": {n: [(wo, w) for wo, w in ps] for n, ps in pairs.items()},
                    "load_average": {"start": load_start, "end": load_end},
                    "default": {k: v for k, v in default.items() if k != "checksums"}},
