@@ -238,8 +238,11 @@ TEST(PilGaussianBlurTest, EveryPathGivesThePortableBytes) {
   for (float radius : {0.0f, 0.1f, 0.7f, 1.2f, 1.5f, 2.0f, 3.3f, 6.0f, 9.5f, 20.0f}) {
     for (const auto& [w, h] : sizes) {
       const Image img = RandomImage(w, h, /*smooth=*/(w + h) % 2 == 0, rng);
-      Image fast, avx2, portable;
+      Image fast, avx512, avx2, portable;
       kernels::PilGaussianBlur(img, radius, &fast);
+      kernels::internal::SetPilBlurNoVnniForTesting(true);
+      kernels::PilGaussianBlur(img, radius, &avx512);
+      kernels::internal::SetPilBlurNoVnniForTesting(false);
       kernels::internal::SetPilBlurNoAvx512ForTesting(true);
       kernels::PilGaussianBlur(img, radius, &avx2);
       kernels::internal::SetPilBlurNoAvx512ForTesting(false);
@@ -247,6 +250,7 @@ TEST(PilGaussianBlurTest, EveryPathGivesThePortableBytes) {
       kernels::PilGaussianBlur(img, radius, &portable);
       SetPortableForTesting(false);
       ASSERT_EQ(fast.pixels, portable.pixels) << "radius " << radius << ", " << w << "x" << h;
+      ASSERT_EQ(avx512.pixels, portable.pixels) << "radius " << radius << ", " << w << "x" << h;
       ASSERT_EQ(avx2.pixels, portable.pixels) << "radius " << radius << ", " << w << "x" << h;
     }
   }

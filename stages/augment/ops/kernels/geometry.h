@@ -54,6 +54,9 @@ namespace internal {
 // SetPilBlurNoAvx512ForTesting(true) keeps PilGaussianBlur on its AVX2 path where the CPU
 // has AVX-512 (with colour_internal.h's SetPortableForTesting, a test compares all three).
 void SetPilBlurNoAvx512ForTesting(bool no_avx512);
+// SetPilBlurNoVnniForTesting(true) keeps it off the AVX-512 path that needs VNNI and
+// VBMI (on the plain AVX-512 one where the CPU has AVX-512).
+void SetPilBlurNoVnniForTesting(bool no_vnni);
 }  // namespace internal
 
 // PilBoxRadius is Pillow's _gaussian_blur_radius(radius, 3): the box radius (with its

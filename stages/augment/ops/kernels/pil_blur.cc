@@ -18,7 +18,8 @@
 //
 // AVX2 path: 16 outputs per step; S and T as 16-bit lanes, the weights split in 12-bit
 // halves so that one pmaddwd gives S·w_hi + T·f_hi and another S·w_lo + T·f_lo, exactly.
-// AVX-512 path: the same, 32 per step.
+// AVX-512 path: the same, 32 per step; with VNNI and VBMI, vpdpwssd and one vpermt2b in
+// place of the adds, shifts and packs.
 //
 // Thread-safety: pure function; its scratch is thread-local.
 #include <algorithm>
@@ -151,12 +152,70 @@ __attribute__((target(FLOWLOADER_PIL_BLUR_AVX512))) int BoxSpanAvx512(
   return i;
 }
 
+// The AVX-512 path where the CPU has VNNI and VBMI too (Zen 4, Ice Lake on): vpdpwssd
+// folds the rounding constant and the sum of the two halves into the multiplies,
+// (S·w_hi + T·f_hi + 2^11)·2^12 + S·w_lo + T·f_lo, and one vpermt2b takes each sum's top
+// byte (bits 24-31, the rounded value; the sum wraps past 2^31 as an int32 but stays
+// below 2^32) from both halves in order, in place of two adds, two shifts and two packs.
+// geometry_bench on Zen 4, 224x224, radius 0.1-2.0: 118-142 us/image with the plain
+// AVX-512 path, 84-117 with this.
+#define FLOWLOADER_PIL_BLUR_VNNI "avx512f,avx512bw,avx512vnni,avx512vbmi"
+
+struct TopBytes {
+  alignas(64) uint8_t index[64] = {};
+  constexpr TopBytes() {
+    // Output j (of 32): 128-bit lane L = j / 8 of the unpacks; its values 0-3 are
+    // dwords 0-3 of that lane in `a` (bytes 0-63), 4-7 in `b` (bytes 64-127).
+    for (int j = 0; j < 32; ++j) {
+      const int lane = j / 8, k = j % 8;
+      index[j] = static_cast<uint8_t>((k < 4 ? 0 : 64) + 16 * lane + 4 * (k % 4) + 3);
+    }
+  }
+};
+constexpr TopBytes kTopBytes;
+
+// Sum24Vnni: S·ww + T·fw + 2^23 (mod 2^32) of sixteen (S, T) word pairs.
+__attribute__((target(FLOWLOADER_PIL_BLUR_VNNI))) inline __m512i Sum24Vnni(
+    __m512i pairs, __m512i half, __m512i weights_hi, __m512i weights_lo) {
+  const __m512i high = _mm512_slli_epi32(_mm512_dpwssd_epi32(half, pairs, weights_hi), 12);
+  return _mm512_dpwssd_epi32(high, pairs, weights_lo);
+}
+
+__attribute__((target(FLOWLOADER_PIL_BLUR_VNNI))) int BoxSpanAvx512Vnni(
+    const uint8_t* const* taps, int num_taps, const uint8_t* lo, const uint8_t* hi, int n,
+    const BoxWeights& w, uint8_t* out) {
+  const __m512i weights_hi =
+      _mm512_set1_epi32(static_cast<int>((w.ww >> 12) | (w.fw >> 12) << 16));
+  const __m512i weights_lo =
+      _mm512_set1_epi32(static_cast<int>((w.ww & 4095) | (w.fw & 4095) << 16));
+  const __m512i half = _mm512_set1_epi32(1 << 11);
+  const __m512i top = _mm512_load_si512(kTopBytes.index);
+  int i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512i s = Widen32(taps[0] + i);
+    for (int t = 1; t < num_taps; ++t) s = _mm512_add_epi16(s, Widen32(taps[t] + i));
+    const __m512i far = _mm512_add_epi16(Widen32(lo + i), Widen32(hi + i));
+    const __m512i a = _mm512_unpacklo_epi16(s, far), b = _mm512_unpackhi_epi16(s, far);
+    const __m512i bytes = _mm512_permutex2var_epi8(Sum24Vnni(a, half, weights_hi, weights_lo), top,
+                                                     Sum24Vnni(b, half, weights_hi, weights_lo));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_castsi512_si256(bytes));
+  }
+  return i;
+}
+
 std::atomic<bool> no_avx512_for_testing{false};
+std::atomic<bool> no_vnni_for_testing{false};
 
 bool UseAvx512() {
   static const bool has =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   return has && internal::HasAvx2() && !no_avx512_for_testing.load(std::memory_order_relaxed);
+}
+
+bool UseAvx512Vnni() {
+  static const bool has =
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+  return has && UseAvx512() && !no_vnni_for_testing.load(std::memory_order_relaxed);
 }
 #endif
 
@@ -165,7 +224,9 @@ void BoxSpan(const uint8_t* const* taps, int num_taps, const uint8_t* lo, const 
              int n, const BoxWeights& w, uint8_t* out) {
   int done = 0;
 #if defined(FLOWLOADER_COLOUR_AVX2)
-  if (UseAvx512()) {
+  if (UseAvx512Vnni()) {
+    done = BoxSpanAvx512Vnni(taps, num_taps, lo, hi, n, w, out);
+  } else if (UseAvx512()) {
     done = BoxSpanAvx512(taps, num_taps, lo, hi, n, w, out);
   } else if (internal::HasAvx2()) {
     done = BoxSpanAvx2(taps, num_taps, lo, hi, n, w, out);
@@ -254,6 +315,14 @@ void SetPilBlurNoAvx512ForTesting(bool no_avx512) {
   no_avx512_for_testing.store(no_avx512);
 #else
   (void)no_avx512;
+#endif
+}
+
+void SetPilBlurNoVnniForTesting(bool no_vnni) {
+#if defined(FLOWLOADER_COLOUR_AVX2)
+  no_vnni_for_testing.store(no_vnni);
+#else
+  (void)no_vnni;
 #endif
 }
 }  // namespace internal
