@@ -201,16 +201,16 @@ __attribute__((target("avx2"))) size_t SaturationAvx2(uint8_t* p, size_t n, floa
 }
 
 // The AVX-512 VBMI paths take 16 pixels (48 bytes) a step: vpermb with a zeroing mask
-// spreads them to int32 lanes (r | g << 16 for the grey sum, b alone), and one more
+// spreads them to int32 lanes (r | g << 16 and b | g << 16), and one more
 // vpermb packs the three blended channels back to 48 bytes.
 alignas(64) constexpr uint8_t kRgLanes[64] = {
     0,  0, 1,  0, 3,  0, 4,  0, 6,  0, 7,  0, 9,  0, 10, 0, 12, 0, 13, 0, 15, 0,
     16, 0, 18, 0, 19, 0, 21, 0, 22, 0, 24, 0, 25, 0, 27, 0, 28, 0, 30, 0, 31, 0,
     33, 0, 34, 0, 36, 0, 37, 0, 39, 0, 40, 0, 42, 0, 43, 0, 45, 0, 46, 0};
-alignas(64) constexpr uint8_t kBLanes[64] = {
-    2,  0, 0, 0, 5,  0, 0, 0, 8,  0, 0, 0, 11, 0, 0, 0, 14, 0, 0, 0, 17, 0,
-    0,  0, 20, 0, 0, 0, 23, 0, 0, 0, 26, 0, 0, 0, 29, 0, 0, 0, 32, 0, 0, 0,
-    35, 0, 0, 0, 38, 0, 0, 0, 41, 0, 0, 0, 44, 0, 0, 0, 47, 0, 0, 0};
+alignas(64) constexpr uint8_t kBgLanes[64] = {
+    2,  0, 1,  0, 5,  0, 4,  0, 8,  0, 7,  0, 11, 0, 10, 0, 14, 0, 13, 0, 17, 0,
+    16, 0, 20, 0, 19, 0, 23, 0, 22, 0, 26, 0, 25, 0, 29, 0, 28, 0, 32, 0, 31, 0,
+    35, 0, 34, 0, 38, 0, 37, 0, 41, 0, 40, 0, 44, 0, 43, 0, 47, 0, 46, 0};
 // Byte 3j + c of 16 pixels from int32 lane j's byte c; bytes 48..63 from the second
 // operand of vpermt2b (64 + 48..63).
 alignas(64) constexpr uint8_t kPackRgb[64] = {
@@ -220,15 +220,14 @@ alignas(64) constexpr uint8_t kPackRgb[64] = {
     126, 127};
 constexpr __mmask64 kRgbBytes = (static_cast<__mmask64>(1) << 48) - 1;
 
-// GreyRgb16 is GreyValue of 16 pixels, from lanes r | g << 16 and b: vpmaddwd's signed
-// words take 38470 as 38470 - 65536, and adding g << 16 restores it.
+// GreyRgb16 is GreyValue of 16 pixels, from lanes r | g << 16 and b | g << 16: two
+// vpmaddwd, g's weight 38470 split in two halves of 19235 (which fit signed words).
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i GreyRgb16(__m512i rg,
-                                                                                __m512i b) {
-  const __m512i wrg = _mm512_set1_epi32((38470 - 65536) * 65536 + 19595);
-  const __m512i g_high = _mm512_andnot_si512(_mm512_set1_epi32(0xffff), rg);  // g << 16.
+                                                                                __m512i bg) {
   const __m512i sum = _mm512_add_epi32(
-      _mm512_add_epi32(_mm512_madd_epi16(rg, wrg), g_high),
-      _mm512_add_epi32(_mm512_madd_epi16(b, _mm512_set1_epi32(7471)), _mm512_set1_epi32(0x8000)));
+      _mm512_madd_epi16(rg, _mm512_set1_epi32(19235 * 65536 + 19595)),
+      _mm512_add_epi32(_mm512_madd_epi16(bg, _mm512_set1_epi32(19235 * 65536 + 7471)),
+                       _mm512_set1_epi32(0x8000)));
   return _mm512_srli_epi32(sum, 16);
 }
 
@@ -252,7 +251,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t GreySumVbmi(const 
                                                                           size_t n,
                                                                           uint64_t* sum) {
   const size_t bulk = n & ~static_cast<size_t>(15);
-  const __m512i rg_lanes = _mm512_load_si512(kRgLanes), b_lanes = _mm512_load_si512(kBLanes);
+  const __m512i rg_lanes = _mm512_load_si512(kRgLanes), bg_lanes = _mm512_load_si512(kBgLanes);
   uint64_t total = 0;
   for (size_t k = 0; k < bulk;) {
     // Each int32 lane adds at most 2^18 values of 255, their sum stays below 2^31.
@@ -261,8 +260,8 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t GreySumVbmi(const 
     for (; k < end; k += 16, p += 48) {
       const __m512i x = _mm512_maskz_loadu_epi8(kRgbBytes, p);
       const __m512i rg = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, rg_lanes, x);
-      const __m512i b = _mm512_maskz_permutexvar_epi8(0x1111111111111111ull, b_lanes, x);
-      acc = _mm512_add_epi32(acc, GreyRgb16(rg, b));
+      const __m512i bg = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, bg_lanes, x);
+      acc = _mm512_add_epi32(acc, GreyRgb16(rg, bg));
     }
     total += static_cast<uint64_t>(_mm512_reduce_add_epi32(acc));
   }
@@ -274,14 +273,14 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t GreySumVbmi(const 
 // first 48 bytes; the other 16 are x's.
 template <bool kClamp>
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i SaturationStep16(
-    __m512i x, __m512 a, __m512i rg_lanes, __m512i b_lanes, __m512i pack) {
+    __m512i x, __m512 a, __m512i rg_lanes, __m512i bg_lanes, __m512i pack) {
   const __m512i rg = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, rg_lanes, x);
-  const __m512i b = _mm512_maskz_permutexvar_epi8(0x1111111111111111ull, b_lanes, x);
-  const __m512i l = GreyRgb16(rg, b);
+  const __m512i bg = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, bg_lanes, x);
+  const __m512i l = GreyRgb16(rg, bg);
   const __m512 lf = _mm512_cvtepi32_ps(l);
   const __m512i qr = Blend16<kClamp>(l, lf, _mm512_and_si512(rg, _mm512_set1_epi32(0xffff)), a);
   const __m512i qg = Blend16<kClamp>(l, lf, _mm512_srli_epi32(rg, 16), a);
-  const __m512i qb = Blend16<kClamp>(l, lf, b, a);
+  const __m512i qb = Blend16<kClamp>(l, lf, _mm512_and_si512(bg, _mm512_set1_epi32(0xffff)), a);
   // qr | qg << 8 | qb << 16 (vpternlogd 0xfe: a | b | c).
   const __m512i q =
       _mm512_ternarylogic_epi32(qr, _mm512_slli_epi32(qg, 8), _mm512_slli_epi32(qb, 16), 0xfe);
@@ -296,7 +295,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t SaturationVbmi(uin
                                                                              float alpha) {
   const size_t bulk = n & ~static_cast<size_t>(15);
   const __m512 a = _mm512_set1_ps(alpha);
-  const __m512i rg_lanes = _mm512_load_si512(kRgLanes), b_lanes = _mm512_load_si512(kBLanes);
+  const __m512i rg_lanes = _mm512_load_si512(kRgLanes), bg_lanes = _mm512_load_si512(kBgLanes);
   const __m512i pack = _mm512_load_si512(kPackRgb);
   size_t k = 0;
   if (bulk >= 16 && 3 * n >= 64) {
@@ -305,16 +304,16 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t SaturationVbmi(uin
     __m512i x = _mm512_loadu_si512(p);
     for (; k + 16 < bulk && 3 * k + 48 + 64 <= 3 * n; k += 16, p += 48) {
       const __m512i next = _mm512_loadu_si512(p + 48);
-      _mm512_storeu_si512(p, SaturationStep16<kClamp>(x, a, rg_lanes, b_lanes, pack));
+      _mm512_storeu_si512(p, SaturationStep16<kClamp>(x, a, rg_lanes, bg_lanes, pack));
       x = next;
     }
-    _mm512_storeu_si512(p, SaturationStep16<kClamp>(x, a, rg_lanes, b_lanes, pack));
+    _mm512_storeu_si512(p, SaturationStep16<kClamp>(x, a, rg_lanes, bg_lanes, pack));
     k += 16;
     p += 48;
   }
   for (; k < bulk; k += 16, p += 48) {
     const __m512i x = _mm512_maskz_loadu_epi8(kRgbBytes, p);
-    _mm512_mask_storeu_epi8(p, kRgbBytes, SaturationStep16<kClamp>(x, a, rg_lanes, b_lanes, pack));
+    _mm512_mask_storeu_epi8(p, kRgbBytes, SaturationStep16<kClamp>(x, a, rg_lanes, bg_lanes, pack));
   }
   return bulk;
 }
