@@ -220,7 +220,8 @@ TEST(ColourKernelsTest, SaturationAndContrastMatchPortableOnEveryTail) {
         src.Resize(n, h, 3);
         for (uint8_t& v : src.pixels) v = static_cast<uint8_t>(gen());
         if (n == 7) std::fill(src.pixels.begin(), src.pixels.end(), 255);
-        for (double factor : {0.8, 0.93, 1.0 / 3, 1.07, 1.2, 1.9, -0.4}) {
+        // Factors inside [0, 1], outside it, and beyond the VBMI path's packs (+-1000).
+        for (double factor : {0.8, 0.93, 1.0 / 3, 1.07, 1.2, 1.9, -0.4, 999.9, 1000.1, -2500.0}) {
           for (int op = 0; op < 2; ++op) {
             Image fast = src, portable = src;
             auto apply = [&](Image& i) {

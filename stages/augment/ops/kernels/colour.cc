@@ -218,6 +218,13 @@ alignas(64) constexpr uint8_t kPackRgb[64] = {
     29, 30, 32, 33, 34, 36, 37, 38, 40, 41, 42, 44, 45, 46, 48, 49, 50, 52, 53, 54, 56, 57,
     58, 60, 61, 62, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125,
     126, 127};
+// Byte 3j + c of 16 pixels from vpackuswb(vpackssdw(r, g), vpackssdw(b, b)), whose
+// 128-bit lane j / 4 holds r, g, b, b of pixels 4 (j / 4) .. + 3: byte 16 (j / 4) + 4c +
+// j % 4; bytes 48..63 from the second operand of vpermt2b (64 + 48..63).
+alignas(64) constexpr uint8_t kPackPacked[64] = {
+    0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, 16, 20, 24, 17, 21, 25, 18, 22, 26, 19, 23, 27, 32,
+    36, 40, 33, 37, 41, 34, 38, 42, 35, 39, 43, 48, 52, 56, 49, 53, 57, 50, 54, 58, 51, 55, 59,
+    112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127};
 constexpr __mmask64 kRgbBytes = (static_cast<__mmask64>(1) << 48) - 1;
 
 // GreyRgb16 is GreyValue of 16 pixels, from lanes r | g << 16 and b | g << 16: two
@@ -231,18 +238,25 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i GreyRgb16(
   return _mm512_srli_epi32(sum, 16);
 }
 
-// Blend16 is BlendValue on 16 values (l: the grey image's); kClamp where alpha is outside
-// [0, 1] (inside it the float result already lies in 0..255). The add with an explicit
-// rounding mode is a plain add that the compiler cannot fuse with the multiply (an FMA
-// rounds once, BlendValue twice).
-template <bool kClamp>
+// How SaturationVbmi keeps the blend in 0..255 (BlendValue's clamp, for factors outside
+// [0, 1]): kInside: no need, the float result of a factor in [0, 1] lies in 0..255;
+// kPacks: vpackssdw and vpackuswb saturate, where |factor| <= 1000 keeps the float result
+// well inside int32; kFloat: min and max in float, for larger factors.
+enum class Clamp { kInside, kPacks, kFloat };
+
+// Blend16 is BlendValue on 16 values (l: the grey image's), as int32, before any clamp
+// but kFloat's. The add with an explicit rounding mode is a plain add that the compiler
+// cannot fuse with the multiply (an FMA rounds once, BlendValue twice).
+template <Clamp kClamp>
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i Blend16(__m512i l,
                                                                               __m512 lf,
                                                                               __m512i c,
                                                                               __m512 alpha) {
   __m512 v = _mm512_mul_ps(alpha, _mm512_cvtepi32_ps(_mm512_sub_epi32(c, l)));
   v = _mm512_add_round_ps(lf, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  if (kClamp) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+  if (kClamp == Clamp::kFloat) {
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(255.0f));
+  }
   return _mm512_cvttps_epi32(v);
 }
 
@@ -271,7 +285,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t GreySumVbmi(const 
 
 // SaturationStep16 blends 16 pixels (the first 48 bytes of x) and returns them in the
 // first 48 bytes; the other 16 are x's.
-template <bool kClamp>
+template <Clamp kClamp>
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i SaturationStep16(
     __m512i x, __m512 a, __m512i rg_lanes, __m512i bg_lanes, __m512i pack) {
   const __m512i rg = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, rg_lanes, x);
@@ -281,7 +295,13 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i Saturation
   const __m512i qr = Blend16<kClamp>(l, lf, _mm512_and_si512(rg, _mm512_set1_epi32(0xffff)), a);
   const __m512i qg = Blend16<kClamp>(l, lf, _mm512_srli_epi32(rg, 16), a);
   const __m512i qb = Blend16<kClamp>(l, lf, _mm512_and_si512(bg, _mm512_set1_epi32(0xffff)), a);
-  // qr | qg << 8 | qb << 16 (vpternlogd 0xfe: a | b | c).
+  if (kClamp == Clamp::kPacks) {
+    // Signed saturation to int16, then unsigned to uint8: BlendValue's clamp to 0..255.
+    const __m512i q =
+        _mm512_packus_epi16(_mm512_packs_epi32(qr, qg), _mm512_packs_epi32(qb, qb));
+    return _mm512_permutex2var_epi8(q, pack, x);
+  }
+  // qr | qg << 8 | qb << 16 (vpternlogd 0xfe: a | b | c); cheaper than the packs.
   const __m512i q =
       _mm512_ternarylogic_epi32(qr, _mm512_slli_epi32(qg, 8), _mm512_slli_epi32(qb, 16), 0xfe);
   return _mm512_permutex2var_epi8(q, pack, x);
@@ -290,13 +310,13 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i Saturation
 // SaturationVbmi blends the first n & ~15 pixels with their grey value: 64-byte loads and
 // stores (the last 16 bytes rewritten unchanged, before the next step reads them; masked
 // stores are slow on Zen 4) while 64 bytes remain, masked ones for the last steps.
-template <bool kClamp>
+template <Clamp kClamp>
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t SaturationVbmi(uint8_t* p, size_t n,
                                                                              float alpha) {
   const size_t bulk = n & ~static_cast<size_t>(15);
   const __m512 a = _mm512_set1_ps(alpha);
   const __m512i rg_lanes = _mm512_load_si512(kRgLanes), bg_lanes = _mm512_load_si512(kBgLanes);
-  const __m512i pack = _mm512_load_si512(kPackRgb);
+  const __m512i pack = _mm512_load_si512(kClamp == Clamp::kPacks ? kPackPacked : kPackRgb);
   size_t k = 0;
   if (bulk >= 16 && 3 * n >= 64) {
     // Each step loads the next 64 bytes before it stores its own: the load would
@@ -388,8 +408,11 @@ size_t GreySumFast(const uint8_t* p, size_t n, uint64_t* sum) {
 size_t SaturationFast(uint8_t* p, size_t n, float alpha) {
 #if defined(FLOWLOADER_COLOUR_AVX2)
   if (internal::HasVbmi()) {
-    return alpha >= 0 && alpha <= 1 ? SaturationVbmi<false>(p, n, alpha)
-                                    : SaturationVbmi<true>(p, n, alpha);
+    if (alpha >= 0 && alpha <= 1) return SaturationVbmi<Clamp::kInside>(p, n, alpha);
+    if (alpha >= -1000 && alpha <= 1000) {
+      return SaturationVbmi<Clamp::kPacks>(p, n, alpha);
+    }
+    return SaturationVbmi<Clamp::kFloat>(p, n, alpha);
   }
   if (internal::HasAvx2()) return SaturationAvx2(p, n, alpha);
 #endif
