@@ -1,6 +1,7 @@
 // colour_kernels_test: the fast forms of the colour kernels against their
 // literal restatements of PIL's C code, over every input that can differ (part
 // of ops_test; the comparison with PIL itself is ops_parity_test's).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -204,6 +205,61 @@ TEST(ColourKernelsTest, FastPathsMatchPortablePaths) {
     }
   }
   internal::SetNoVbmiForTesting(false);
+}
+
+// Saturation and contrast (the grey sum) on full-range values, factors inside and outside
+// [0, 1], and every pixel count up to 100 (the VBMI paths' 16-pixel steps, their 64-byte
+// loads while 64 bytes remain and masked ones after, and the tails; the AVX2 paths' 8).
+TEST(ColourKernelsTest, SaturationAndContrastMatchPortableOnEveryTail) {
+  std::mt19937 gen(17);
+  for (bool no_vbmi : {false, true}) {
+    internal::SetNoVbmiForTesting(no_vbmi);
+    for (int n = 1; n <= 100; ++n) {
+      for (int h : {1, 3}) {
+        Image src;
+        src.Resize(n, h, 3);
+        for (uint8_t& v : src.pixels) v = static_cast<uint8_t>(gen());
+        if (n == 7) std::fill(src.pixels.begin(), src.pixels.end(), 255);
+        // Factors inside [0, 1], outside it, and beyond the VBMI path's packs (+-1000).
+        for (double factor : {0.8, 0.93, 1.0 / 3, 1.07, 1.2, 1.9, -0.4, 999.9, 1000.1, -2500.0}) {
+          for (int op = 0; op < 2; ++op) {
+            Image fast = src, portable = src;
+            auto apply = [&](Image& i) {
+              if (op == 0) AdjustSaturation(i, factor);
+              else AdjustContrast(i, factor);
+            };
+            apply(fast);
+            internal::SetPortableForTesting(true);
+            apply(portable);
+            internal::SetPortableForTesting(false);
+            EXPECT_TRUE(fast.pixels == portable.pixels)
+                << (op == 0 ? "saturation " : "contrast ") << factor << ", " << n << " x " << h
+                << ", no_vbmi " << no_vbmi;
+          }
+        }
+      }
+    }
+  }
+  internal::SetNoVbmiForTesting(false);
+}
+
+// Saturation on every RGB colour once (a 4096 x 4096 image), at factors either side of 1.
+TEST(ColourKernelsTest, SaturationMatchesPortableOnEveryColour) {
+  Image src;
+  src.Resize(4096, 4096, 3);
+  for (size_t i = 0; i < src.pixels.size() / 3; ++i) {
+    src.pixels[3 * i] = static_cast<uint8_t>(i);
+    src.pixels[3 * i + 1] = static_cast<uint8_t>(i >> 8);
+    src.pixels[3 * i + 2] = static_cast<uint8_t>(i >> 16);
+  }
+  for (double factor : {0.83, 1.17}) {
+    Image fast = src, portable = src;
+    AdjustSaturation(fast, factor);
+    internal::SetPortableForTesting(true);
+    AdjustSaturation(portable, factor);
+    internal::SetPortableForTesting(false);
+    EXPECT_TRUE(fast.pixels == portable.pixels) << factor;
+  }
 }
 
 TEST(ColourKernelsTest, HueShiftIsNumpysUint8) {
