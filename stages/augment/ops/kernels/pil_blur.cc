@@ -64,6 +64,30 @@ inline uint8_t Round24(uint32_t s, uint32_t t, const BoxWeights& w) {
 
 inline int Clamp(int i, int n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
 
+// PairWeights: ww and fw as the (w, f) word pairs that pmaddwd / vpdpwssd multiply (S, T)
+// word pairs by, split in their high and low 12 bits: ww, fw < 2^24, so each half is
+// below 2^12 and S·w + T·f stays far inside int32.
+struct PairWeights {
+  int hi = 0;
+  int lo = 0;
+};
+
+inline PairWeights PairWeightsOf(const BoxWeights& w) {
+  return {static_cast<int>((w.ww >> 12) | (w.fw >> 12) << 16),
+          static_cast<int>((w.ww & 4095) | (w.fw & 4095) << 16)};
+}
+
+// Taps is a span's tap pointers; TapsFrom advances them by `done` values.
+struct Taps {
+  const uint8_t* p[2 * kMaxDirectRadius + 1];
+};
+
+inline Taps TapsFrom(const uint8_t* const* taps, int num_taps, int done) {
+  Taps rest;
+  for (int t = 0; t < num_taps; ++t) rest.p[t] = taps[t] + done;
+  return rest;
+}
+
 // BoxSpanPortable writes n outputs: out[i] = Round24(Σ_t taps[t][i], lo[i] + hi[i]).
 void BoxSpanPortable(const uint8_t* const* taps, int num_taps, const uint8_t* lo,
                      const uint8_t* hi, int n, const BoxWeights& w, uint8_t* out) {
@@ -94,11 +118,8 @@ __attribute__((target("avx2"))) inline __m256i Round24Pairs(__m256i pairs, __m25
 __attribute__((target("avx2"))) int BoxSpanAvx2(const uint8_t* const* taps, int num_taps,
                                                 const uint8_t* lo, const uint8_t* hi, int n,
                                                 const BoxWeights& w, uint8_t* out) {
-  // Word pairs (S, T) times (w_hi, f_hi) and (w_lo, f_lo): ww, fw < 2^24, so each half
-  // is below 2^12 and S·w + T·f stays far inside int32.
-  const __m256i weights_hi = _mm256_set1_epi32(static_cast<int>((w.ww >> 12) | (w.fw >> 12) << 16));
-  const __m256i weights_lo =
-      _mm256_set1_epi32(static_cast<int>((w.ww & 4095) | (w.fw & 4095) << 16));
+  const PairWeights pw = PairWeightsOf(w);
+  const __m256i weights_hi = _mm256_set1_epi32(pw.hi), weights_lo = _mm256_set1_epi32(pw.lo);
   int i = 0;
   for (; i + 16 <= n; i += 16) {
     __m256i s = Widen16(taps[0] + i);
@@ -124,6 +145,18 @@ __attribute__((target(FLOWLOADER_PIL_BLUR_AVX512))) inline __m512i Widen32(const
   return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
+// StPairs512: values i..i+31's S (the taps' sum) and T (lo + hi) as word pairs, values
+// 0-3 | 8-11 | 16-19 | 24-27 in `a`, the others in `b` (unpacks work per 128-bit lane).
+__attribute__((target(FLOWLOADER_PIL_BLUR_AVX512))) inline void StPairs512(
+    const uint8_t* const* taps, int num_taps, const uint8_t* lo, const uint8_t* hi, int i,
+    __m512i* a, __m512i* b) {
+  __m512i s = Widen32(taps[0] + i);
+  for (int t = 1; t < num_taps; ++t) s = _mm512_add_epi16(s, Widen32(taps[t] + i));
+  const __m512i far = _mm512_add_epi16(Widen32(lo + i), Widen32(hi + i));
+  *a = _mm512_unpacklo_epi16(s, far);
+  *b = _mm512_unpackhi_epi16(s, far);
+}
+
 __attribute__((target(FLOWLOADER_PIL_BLUR_AVX512))) inline __m512i Round24Pairs512(
     __m512i pairs, __m512i weights_hi, __m512i weights_lo) {
   const __m512i high = _mm512_slli_epi32(_mm512_madd_epi16(pairs, weights_hi), 12);
@@ -135,16 +168,12 @@ __attribute__((target(FLOWLOADER_PIL_BLUR_AVX512))) inline __m512i Round24Pairs5
 __attribute__((target(FLOWLOADER_PIL_BLUR_AVX512))) int BoxSpanAvx512(
     const uint8_t* const* taps, int num_taps, const uint8_t* lo, const uint8_t* hi, int n,
     const BoxWeights& w, uint8_t* out) {
-  const __m512i weights_hi =
-      _mm512_set1_epi32(static_cast<int>((w.ww >> 12) | (w.fw >> 12) << 16));
-  const __m512i weights_lo =
-      _mm512_set1_epi32(static_cast<int>((w.ww & 4095) | (w.fw & 4095) << 16));
+  const PairWeights pw = PairWeightsOf(w);
+  const __m512i weights_hi = _mm512_set1_epi32(pw.hi), weights_lo = _mm512_set1_epi32(pw.lo);
   int i = 0;
   for (; i + 32 <= n; i += 32) {
-    __m512i s = Widen32(taps[0] + i);
-    for (int t = 1; t < num_taps; ++t) s = _mm512_add_epi16(s, Widen32(taps[t] + i));
-    const __m512i far = _mm512_add_epi16(Widen32(lo + i), Widen32(hi + i));
-    const __m512i a = _mm512_unpacklo_epi16(s, far), b = _mm512_unpackhi_epi16(s, far);
+    __m512i a, b;
+    StPairs512(taps, num_taps, lo, hi, i, &a, &b);
     const __m512i words = _mm512_packus_epi32(Round24Pairs512(a, weights_hi, weights_lo),
                                               Round24Pairs512(b, weights_hi, weights_lo));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi16_epi8(words));
@@ -184,18 +213,14 @@ __attribute__((target(FLOWLOADER_PIL_BLUR_VNNI))) inline __m512i Sum24Vnni(
 __attribute__((target(FLOWLOADER_PIL_BLUR_VNNI))) int BoxSpanAvx512Vnni(
     const uint8_t* const* taps, int num_taps, const uint8_t* lo, const uint8_t* hi, int n,
     const BoxWeights& w, uint8_t* out) {
-  const __m512i weights_hi =
-      _mm512_set1_epi32(static_cast<int>((w.ww >> 12) | (w.fw >> 12) << 16));
-  const __m512i weights_lo =
-      _mm512_set1_epi32(static_cast<int>((w.ww & 4095) | (w.fw & 4095) << 16));
+  const PairWeights pw = PairWeightsOf(w);
+  const __m512i weights_hi = _mm512_set1_epi32(pw.hi), weights_lo = _mm512_set1_epi32(pw.lo);
   const __m512i half = _mm512_set1_epi32(1 << 11);
   const __m512i top = _mm512_load_si512(kTopBytes.index);
   int i = 0;
   for (; i + 32 <= n; i += 32) {
-    __m512i s = Widen32(taps[0] + i);
-    for (int t = 1; t < num_taps; ++t) s = _mm512_add_epi16(s, Widen32(taps[t] + i));
-    const __m512i far = _mm512_add_epi16(Widen32(lo + i), Widen32(hi + i));
-    const __m512i a = _mm512_unpacklo_epi16(s, far), b = _mm512_unpackhi_epi16(s, far);
+    __m512i a, b;
+    StPairs512(taps, num_taps, lo, hi, i, &a, &b);
     const __m512i bytes = _mm512_permutex2var_epi8(Sum24Vnni(a, half, weights_hi, weights_lo), top,
                                                      Sum24Vnni(b, half, weights_hi, weights_lo));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_castsi512_si256(bytes));
@@ -228,19 +253,16 @@ void BoxSpan(const uint8_t* const* taps, int num_taps, const uint8_t* lo, const 
     done = BoxSpanAvx512Vnni(taps, num_taps, lo, hi, n, w, out);
   } else if (UseAvx512()) {
     done = BoxSpanAvx512(taps, num_taps, lo, hi, n, w, out);
-  } else if (internal::HasAvx2()) {
-    done = BoxSpanAvx2(taps, num_taps, lo, hi, n, w, out);
   }
-  if (done < n && n - done >= 16 && internal::HasAvx2()) {
-    const uint8_t* rest[2 * kMaxDirectRadius + 1];
-    for (int t = 0; t < num_taps; ++t) rest[t] = taps[t] + done;
-    done += BoxSpanAvx2(rest, num_taps, lo + done, hi + done, n - done, w, out + done);
+  // AVX2 for the rest in steps of 16 (all of it on CPUs without AVX-512).
+  if (n - done >= 16 && internal::HasAvx2()) {
+    const Taps rest = TapsFrom(taps, num_taps, done);
+    done += BoxSpanAvx2(rest.p, num_taps, lo + done, hi + done, n - done, w, out + done);
   }
 #endif
   if (done == n) return;
-  const uint8_t* rest[2 * kMaxDirectRadius + 1];
-  for (int t = 0; t < num_taps; ++t) rest[t] = taps[t] + done;
-  BoxSpanPortable(rest, num_taps, lo + done, hi + done, n - done, w, out + done);
+  const Taps rest = TapsFrom(taps, num_taps, done);
+  BoxSpanPortable(rest.p, num_taps, lo + done, hi + done, n - done, w, out + done);
 }
 
 // RunningLine is ImagingLineBoxBlur8 on one line of n values `step` bytes apart: a
