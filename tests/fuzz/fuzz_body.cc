@@ -50,7 +50,8 @@ void CheckErrorReason(const absl::Status& s, bool invalid_argument_allowed) {
   const std::string r = ErrorReason(s);
   const bool known = r == reason::kEmptyFile || r == reason::kUnknownFormat ||
                      r == reason::kTruncated || r == reason::kCorrupt ||
-                     r == reason::kTooManyPixels || r == reason::kUnsupported;
+                     r == reason::kTooManyPixels || r == reason::kDecodeMemory ||
+                     r == reason::kUnsupported;
   if (known) return;
   if (invalid_argument_allowed && s.code() == absl::StatusCode::kInvalidArgument) return;
   Die("decode error carries a documented reason", Describe(s));
