@@ -38,6 +38,7 @@ source "$HERE/fuzz_common.sh"
 
 # The library sources the body reaches, listed explicitly (stages/core, decode, augment).
 LIB_SRCS=(
+  stages/core/cpu.cc
   stages/core/log.cc
   stages/core/rng.cc
   stages/core/sample_error.cc

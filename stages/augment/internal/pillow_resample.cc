@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stages/augment/internal/pillow_kernels.h"
+#include "stages/core/cpu.h"
 
 namespace flowloader::augment::internal {
 namespace {
@@ -202,7 +203,7 @@ __attribute__((target("avx2"))) void TapsQuadAvx2(const TapWindow (&win)[4], dou
 // TapsAvx2: whether PrecomputePillowTaps takes TapsQuadAvx2 (the CPU has AVX2 and no
 // test asked for the plain passes).
 bool TapsAvx2() {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx2 = CpuHas(CpuFeature::kAvx2);
   return avx2 && !g_scalar_only.load(std::memory_order_relaxed);
 }
 
@@ -330,22 +331,22 @@ void VerticalPass(const ImageView& mid, const Taps& tv, int out_w, int out_h, Im
 
 // SimdPasses says whether PillowResample runs the AVX2 passes (pillow_kernels.h).
 bool SimdPasses() {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx2 = CpuHas(CpuFeature::kAvx2);
   return avx2 && !g_scalar_only.load(std::memory_order_relaxed);
 }
 
 // VnniPasses says whether the horizontal pass takes its vpdpwssd kernels.
 bool VnniPasses() {
   static const bool vnni =
-      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+      CpuHas(CpuFeature::kAvx512Vnni) && CpuHas(CpuFeature::kAvx512Vl);
   return vnni && !g_no_vnni.load(std::memory_order_relaxed);
 }
 
 // BusdPasses says whether the horizontal pass takes its vpdpbusd kernel (pillow_busd.cc).
 bool BusdPasses() {
   static const bool busd =
-      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+      CpuHas(CpuFeature::kAvx512Vnni) && CpuHas(CpuFeature::kAvx512Vl) &&
+      CpuHas(CpuFeature::kAvx512Bw) && CpuHas(CpuFeature::kAvx512Vbmi);
   return busd && VnniPasses() && !g_no_busd.load(std::memory_order_relaxed);
 }
 

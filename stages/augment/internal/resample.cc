@@ -15,6 +15,7 @@
 // (x86-64-v2, .bazelrc); resample_avx2.cc and resample_avx512.cc compile it for the wider
 // sets, which run only where the CPU has them.
 #include "stages/augment/internal/resample_kernels.h"
+#include "stages/core/cpu.h"
 
 namespace flowloader::augment::internal {
 namespace {
@@ -305,7 +306,6 @@ void BuildAxisFilter(double origin, double length, int out_size, int win_lo, int
 
 ResampleIsa DetectedResampleIsa() {
   static const ResampleIsa detected = [] {
-    // __builtin_cpu_supports also checks that the OS saves the wider registers.
     __builtin_cpu_init();
     // Skylake-SP and its successors up to Cooper Lake lower the core's clock while 512-bit
     // float instructions run, which would slow the decode sharing the core; later Intel
@@ -313,23 +313,22 @@ ResampleIsa DetectedResampleIsa() {
     const bool downclocks = __builtin_cpu_is("skylake-avx512") ||
                             __builtin_cpu_is("cascadelake") ||
                             __builtin_cpu_is("cooperlake");
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+    if (CpuHas(CpuFeature::kAvx512F) && CpuHas(CpuFeature::kAvx512Bw) &&
         !downclocks) {
       return ResampleIsa::kAvx512;
     }
-    if (__builtin_cpu_supports("avx2")) return ResampleIsa::kAvx2;
+    if (CpuHas(CpuFeature::kAvx2)) return ResampleIsa::kAvx2;
     return ResampleIsa::kSse41;
   }();
   return detected;
 }
 
 bool ResampleIsaSupported(ResampleIsa isa) {
-  __builtin_cpu_init();
   switch (isa) {
     case ResampleIsa::kSse41: return true;
-    case ResampleIsa::kAvx2: return __builtin_cpu_supports("avx2");
+    case ResampleIsa::kAvx2: return CpuHas(CpuFeature::kAvx2);
     case ResampleIsa::kAvx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+      return CpuHas(CpuFeature::kAvx512F) && CpuHas(CpuFeature::kAvx512Bw);
   }
   return false;
 }

@@ -2,11 +2,12 @@
 #include "stages/mix/internal/blend.h"
 
 #include "stages/mix/internal/blend_kernels.h"
+#include "stages/core/cpu.h"
 
 namespace flowloader::mix::internal {
 
 bool HasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
+  static const bool has = CpuHas(CpuFeature::kAvx2);
   return has;
 }
 

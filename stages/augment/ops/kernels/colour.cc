@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "stages/augment/ops/kernels/colour_internal.h"
+#include "stages/core/cpu.h"
 
 #if defined(__SSE4_1__)
 #include <smmintrin.h>
@@ -78,7 +79,7 @@ std::atomic<bool> no_vbmi_for_testing{false};
 // up 64 values at a time, and no test turned it off.
 bool HasVbmi() {
   static const bool has =
-      __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+      CpuHas(CpuFeature::kAvx512Vbmi) && CpuHas(CpuFeature::kAvx512Bw);
   return has && !portable_for_testing.load(std::memory_order_relaxed) &&
          !no_vbmi_for_testing.load(std::memory_order_relaxed);
 }
@@ -118,14 +119,14 @@ void SetNoVbmiForTesting(bool no_vbmi) { no_vbmi_for_testing.store(no_vbmi); }
 
 #if defined(FLOWLOADER_COLOUR_AVX2)
 bool HasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
+  static const bool has = CpuHas(CpuFeature::kAvx2);
   return has && !portable_for_testing.load(std::memory_order_relaxed);
 }
 
 bool HasAvx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  static const bool has = CpuHas(CpuFeature::kAvx512F) &&
+                          CpuHas(CpuFeature::kAvx512Bw) &&
+                          CpuHas(CpuFeature::kAvx512Vl) && CpuHas(CpuFeature::kAvx512Dq);
   return has && !portable_for_testing.load(std::memory_order_relaxed);
 }
 #endif

@@ -31,6 +31,7 @@
 
 #include "stages/augment/ops/kernels/colour_internal.h"
 #include "stages/augment/ops/kernels/geometry.h"
+#include "stages/core/cpu.h"
 
 namespace flowloader::augment::kernels {
 namespace {
@@ -233,13 +234,13 @@ std::atomic<bool> no_vnni_for_testing{false};
 
 bool UseAvx512() {
   static const bool has =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+      CpuHas(CpuFeature::kAvx512F) && CpuHas(CpuFeature::kAvx512Bw);
   return has && internal::HasAvx2() && !no_avx512_for_testing.load(std::memory_order_relaxed);
 }
 
 bool UseAvx512Vnni() {
   static const bool has =
-      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
+      CpuHas(CpuFeature::kAvx512Vnni) && CpuHas(CpuFeature::kAvx512Vbmi);
   return has && UseAvx512() && !no_vnni_for_testing.load(std::memory_order_relaxed);
 }
 #endif
