@@ -3,7 +3,7 @@
 
     /usr/bin/python3 tests/benchmarks/recipes_bench.py --bin=bazel-bin/runtime/flowloader \
         [--base_bin=OLD/bazel-bin/runtime/flowloader] [--reps=3] [--recipes=dino,simclr] \
-        [--mix_pairs=0 --mix_epochs=1] [--warm_epochs=0]
+        [--mix_pairs=0 --mix_epochs=1] [--warm_epochs=0] [--max_isa=avx2]
 
 For each recipe in runtime/specs/ (torchvision_v2, timm_randaugment, dino, simclr):
 flowloader runs the spec (`flowloader run --spec=... --num_workers=2 --batch_size=64`,
@@ -36,6 +36,9 @@ recipes_torch.py --blur=pil.
 table of flowloader's images/s over epochs 2..K+1, when its seek indexes (one per file,
 filled by the first epoch's decodes) let each decode skip to its crop, against the same
 torch medians (a training run's steady state; torch's rate is the same every epoch).
+
+--max_isa=avx2 sets FLOWLOADER_MAX_ISA (stages/core/cpu.h) for the runs: flowloader takes
+the paths an AVX2-only machine takes (torch's side does not read it).
 
 With --base_bin (a build from before the op library), the default graph (no spec, train)
 is also run by both builds, alternating: images/s within 3% and `--checksum` identical.
@@ -230,9 +233,13 @@ def main():
                    help="also run each plain row's spec for 1 + this many epochs per rep and "
                         "report flowloader's images/s over the epochs after the first")
     p.add_argument("--recipes", default=",".join(RECIPES))
+    p.add_argument("--max_isa", default="",
+                   help="run flowloader as an avx2 (or sse4) machine would: FLOWLOADER_MAX_ISA")
     p.add_argument("--data", default="")
     p.add_argument("--out", default=os.path.join(HERE, "results", "recipes"))
     a = p.parse_args()
+    if a.max_isa:
+        os.environ["FLOWLOADER_MAX_ISA"] = a.max_isa
     data = a.data or dataset(a.bin)
     recipes = [r for r in a.recipes.split(",") if r]
     load_start = os.getloadavg()
@@ -351,7 +358,9 @@ def main():
     cmd = "/usr/bin/python3 tests/benchmarks/recipes_bench.py" + "".join(
         f" {arg}" for arg in sys.argv[1:] if not arg.startswith(("--bin", "--base_bin", "--out")))
     lines = ["# Recipes: flowloader vs PyTorch DataLoader (2 workers, batch 64)", "",
-             f"Command: `{cmd}` on {os.cpu_count()} cores (load average "
+             f"Command: `{cmd}` on {os.cpu_count()} cores"
+             + (f" (flowloader's kernels capped at {a.max_isa}: FLOWLOADER_MAX_ISA)"
+                if a.max_isa else "") + " (load average "
              f"{load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end); medians of"
              f" {a.reps} alternating runs, images/s after the first batch of one"
              " epoch over 2000 JPEGs, and CPU ms per image (user+sys of the whole process"
