@@ -32,7 +32,7 @@ DINO and MoCo v3 blur with their own PIL class instead, so this row runs that fo
 both sides: the spec with pil_gaussian_blur (made at run time) against
 recipes_torch.py --blur=pil.
 
---warm_epochs=K adds, per rep, a run of each plain row's spec for 1 + K epochs and a
+--warm_epochs=K adds, per rep, a run of each row's spec for 1 + K epochs and a
 table of flowloader's images/s over epochs 2..K+1, when its seek indexes (one per file,
 filled by the first epoch's decodes) let each decode skip to its crop, against the same
 torch medians (a training run's steady state; torch's rate is the same every epoch).
@@ -297,7 +297,7 @@ def main():
                 default["checksums"].add((key, res["checksum"]))
             log(f"rep {rep} default graph: base {default['base'][-1]:.0f}, "
                 f"new {default['new'][-1]:.0f} img/s")
-    warm = {c["name"]: [] for c in cases if "plain" not in c}
+    warm = {c["name"]: [] for c in cases}
     for rep in range(a.warm_epochs and a.reps):
         for c in cases:
             if c["name"] in warm:
@@ -400,7 +400,7 @@ def main():
                 f"{100 * m['mix_cpu_share']:.1f}% | {m['torch_ratio']} |")
     warm_rows = []
     if a.warm_epochs:
-        lines += ["", f"Warm epochs: each plain row's spec run for {1 + a.warm_epochs} epochs,"
+        lines += ["", f"Warm epochs: each row's spec run for {1 + a.warm_epochs} epochs,"
                   f" flowloader's images/s over epochs 2–{1 + a.warm_epochs} (its seek indexes"
                   " then take decoding straight to each crop's rows and columns), against the"
                   " same torch runs as above (torch has no such state: its rate is the same"
