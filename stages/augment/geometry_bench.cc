@@ -1,5 +1,5 @@
 // geometry_bench: per-image time of the geometry kernels on one core, at the sizes the
-// recipes use (224² global crops, 96² local crops):
+// recipes use (224² global crops, 176² v2 crops, 96² local crops):
 //   bazel run //stages/augment:geometry_bench -- [rounds] [name substring]
 #include <chrono>
 #include <cmath>
@@ -97,6 +97,24 @@ int main(int argc, char** argv) {
   });
   Time("affine 224x224 bilinear, translate x 12 px", rounds, [&](int i) {
     kernels::Affine(big, 0, 12 + i % 3, 0, 1, 0, 0, Interpolation::kBilinear, fill, &out);
+  });
+  // TrivialAugmentWide's bilinear warps in the v2 recipe (176² crops; translations there
+  // are whole pixels, ShiftCopy, so the fractional one here is timm-like).
+  const Image mid = Noise(176, 176);
+  const double shear_tx176 = -std::tan(0.3) * 88;
+  Time("rotate 176x176 bilinear", rounds, [&](int i) {
+    kernels::Rotate(mid, 13 + i % 7, Interpolation::kBilinear, false, fill, &out);
+  });
+  Time("affine 176x176 bilinear, shear x", rounds, [&](int i) {
+    kernels::Affine(mid, 0, shear_tx176, 0, 1, 17.19 + i % 3, 0, Interpolation::kBilinear, fill,
+                    &out);
+  });
+  Time("affine 176x176 bilinear, shear y", rounds, [&](int i) {
+    kernels::Affine(mid, 0, 0, shear_tx176, 1, 0, 17.19 + i % 3, Interpolation::kBilinear, fill,
+                    &out);
+  });
+  Time("affine 176x176 bilinear, translate y 10.3 px", rounds, [&](int i) {
+    kernels::Affine(mid, 0, 0, 10.3 + i % 3, 1, 0, 0, Interpolation::kBilinear, fill, &out);
   });
   Time("rotate 224x224 nearest", rounds, [&](int i) {
     kernels::Rotate(big, 13 + i % 7, Interpolation::kNearest, false, fill, &out);

@@ -1,9 +1,9 @@
 // geometry_test: the affine warp's fast paths (the four-pixel AVX2 kernels, the
-// eight-pixel AVX-512 bicubic step, the whole-pixel shift copy) against PIL's per-pixel
-// filters restated in geometry.cc (the portable path, which ops_parity_test checks
-// against PIL itself), byte for byte, on random matrices and images, edges and tiny
-// images included; the shuffled horizontal flip against a per-pixel one; and
-// PilGaussianBlur's vector paths against its portable one.
+// eight-pixel AVX-512 bilinear and bicubic steps, the whole-pixel shift copy) against
+// PIL's per-pixel filters restated in geometry.cc (the portable path, which
+// ops_parity_test checks against PIL itself), byte for byte, on random matrices and
+// images, edges and tiny images included; the shuffled horizontal flip against a
+// per-pixel one; and PilGaussianBlur's vector paths against its portable one.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -196,6 +196,45 @@ TEST_P(GeometryFastPathTest, AxisWarps) {
     }
     ExpectSame(src, w, GetParam(), {9, 8, 7});
     if (HasFatalFailure()) return;
+  }
+}
+
+// Steps at the edges: widths and heights about multiples of 8 and 16 (the eight-lane
+// steps, then four-lane ones and the per-pixel filter), small rotations and one-axis
+// warps whose windows touch the last row or column (where a step's row loads would run
+// past the buffer's end), half and whole pixel shifts, and fills.
+TEST_P(GeometryFastPathTest, EdgesAndOddSizes) {
+  std::mt19937 rng(17);
+  std::vector<Warp> warps;
+  for (const double angle : {0.25, -1.0, 13.0, 90.5, -135.0}) {
+    Warp w;
+    w.rotate = true;
+    w.angle = angle;
+    warps.push_back(w);
+  }
+  for (const double t : {0.5, -0.5, 0.25, -3.75, 1.0, -2.0}) {
+    Warp x, y, both;
+    x.tx = t;
+    y.ty = t;
+    both.tx = t;
+    both.ty = -t;
+    warps.insert(warps.end(), {x, y, both});
+  }
+  for (const double shear : {-30.0, 0.5, 17.19}) {
+    Warp x, y;
+    x.shear_x = shear;
+    y.shear_y = shear;
+    warps.insert(warps.end(), {x, y});
+  }
+  for (const int width : {2, 7, 8, 9, 15, 16, 17, 31, 33, 175, 176}) {
+    for (const int height : {1, 2, 3, 9, 17, 176}) {
+      const Image src = RandomImage(width, height, width % 2 == 0, rng);
+      const std::array<uint8_t, 3> fill{static_cast<uint8_t>(width), 128, 255};
+      for (const Warp& w : warps) {
+        ExpectSame(src, w, GetParam(), fill);
+        if (HasFatalFailure()) return;
+      }
+    }
   }
 }
 

@@ -3,8 +3,8 @@
 // it picks) and Image.rotate, with torchvision 0.14's matrices
 // (functional._get_inverse_affine_matrix). Every step keeps PIL's double arithmetic in
 // PIL's order (no FMA: the build's -march=x86-64-v2 has none), so the outputs are PIL's
-// bytes. The AVX2 affine kernels make four output pixels at once (the AVX-512 bicubic
-// one eight), per lane the same operations as the per-pixel filters, which geometry_test
+// bytes. The AVX2 affine kernels make four output pixels at once (the AVX-512 ones
+// eight), per lane the same operations as the per-pixel filters, which geometry_test
 // checks byte for byte.
 //
 // Thread-safety: pure functions; ScaleAffine's column table is thread-local.
@@ -625,35 +625,41 @@ __attribute__((target("avx2"))) inline void FilterPixels(const Image& src, const
   }
 }
 
-__attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const double a[6],
-                                                        Image* dst) {
+// BilinearQuad is one four-pixel step of AffineBilinearAvx2: output pixels x..x + 3 of
+// row `out` (centre row yin; a1y, a4y: a[1] * yin, a[4] * yin).
+__attribute__((target("avx2"), always_inline)) inline void BilinearQuad(const Image& src,
+                                                                        const double a[6], int x,
+                                                                        double yin, __m256d a1y,
+                                                                        __m256d a4y, uint8_t* out) {
   const uint8_t* base = src.pixels.data();
   const int stride = static_cast<int>(src.stride());
   const size_t size = src.pixels.size();
+  const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
+  const AffineLanes l = MapLanes(src, a, xin, a1y, a4y);
+  if (l.outside == 0xF) return;  // All fill.
+  // The windows each step reads: its last RGBx word starts 3 bytes after its last
+  // row's first tap, or 0 where it reads one column. Lanes outside the step's
+  // window (and inside the source) take the per-pixel filter after it.
+  __m128i off, keep;
+  int inside = 0;
+  if (AllZero(l.dy) && (inside = TapsInside(src, l.x, l.y, 2, 1, 7, &off, &keep)) != 0) {
+    BilinearLineStep4(base, size, off, 3, l.dx, keep, out + 3 * x);
+  } else if (AllZero(l.dx) && (inside = TapsInside(src, l.x, l.y, 1, 2, 4, &off, &keep)) != 0) {
+    BilinearLineStep4(base, size, off, stride, l.dy, keep, out + 3 * x);
+  } else if ((inside = TapsInside(src, l.x, l.y, 2, 2, 7, &off, &keep)) != 0) {
+    BilinearStep4(base, stride, off, l, keep, out + 3 * x);
+  }
+  FilterPixels<BilinearFilterAvx2>(src, a, x, x + 4, yin, inside | l.outside, out);
+}
+
+__attribute__((target("avx2"))) void AffineBilinearAvx2(const Image& src, const double a[6],
+                                                        Image* dst) {
   for (int y = 0; y < dst->height; ++y) {
     uint8_t* out = dst->Row(y);
     const double yin = y + 0.5;
     const __m256d a1y = _mm256_set1_pd(a[1] * yin), a4y = _mm256_set1_pd(a[4] * yin);
     int x = 0;
-    for (; x + 4 <= dst->width; x += 4) {
-      const __m256d xin = _mm256_add_pd(_mm256_set1_pd(x), _mm256_setr_pd(0.5, 1.5, 2.5, 3.5));
-      const AffineLanes l = MapLanes(src, a, xin, a1y, a4y);
-      if (l.outside == 0xF) continue;  // All fill.
-      // The windows each step reads: its last RGBx word starts 3 bytes after its last
-      // row's first tap, or 0 where it reads one column. Lanes outside the step's
-      // window (and inside the source) take the per-pixel filter after it.
-      __m128i off, keep;
-      int inside = 0;
-      if (AllZero(l.dy) && (inside = TapsInside(src, l.x, l.y, 2, 1, 7, &off, &keep)) != 0) {
-        BilinearLineStep4(base, size, off, 3, l.dx, keep, out + 3 * x);
-      } else if (AllZero(l.dx) &&
-                 (inside = TapsInside(src, l.x, l.y, 1, 2, 4, &off, &keep)) != 0) {
-        BilinearLineStep4(base, size, off, stride, l.dy, keep, out + 3 * x);
-      } else if ((inside = TapsInside(src, l.x, l.y, 2, 2, 7, &off, &keep)) != 0) {
-        BilinearStep4(base, stride, off, l, keep, out + 3 * x);
-      }
-      FilterPixels<BilinearFilterAvx2>(src, a, x, x + 4, yin, inside | l.outside, out);
-    }
+    for (; x + 4 <= dst->width; x += 4) BilinearQuad(src, a, x, yin, a1y, a4y, out);
     FilterPixels<BilinearFilterAvx2>(src, a, x, dst->width, yin, 0, out);
   }
 }
@@ -1044,6 +1050,256 @@ FLOWLOADER_AFFINE_AVX512 void AffineBicubicAvx512(const Image& src, const double
     FilterPixels<BicubicFilterAvx2>(src, a, x, dst->width, yin, 0, out);
   }
 }
+
+// The AVX-512 bilinear kernel: BilinearStep4 on eight lanes of zmm doubles, as the
+// bicubic one above (and for the same reason: fewer instructions per pixel in flight).
+// Every lane whose 2×2 window is inside takes it, the one-axis warps included:
+// BilinearFilter's full formula is what the one-pass steps shortcut, so it gives their
+// bytes; only the arithmetic a zero fraction leaves exact is skipped (BilinearLane8).
+// The windows are loaded 8 bytes a row and transposed (four 8-lane gathers instead
+// measured slower), or on a run by two loads a row.
+// geometry_bench against AffineBilinearAvx2, us per call (best of 10 alternating runs
+// on the loaded 2-core VM): rotate 176² 187 -> 129, shear x 176² 120 -> 74, shear y
+// 176² 136 -> 93, translate y 10.3 px 176² 126 -> 90, rotate+shear 224² 307 -> 224.
+// The v2 recipe's trivial_augment_wide, 6 epochs: 2.74 -> 2.13 busy s (medians of 5).
+
+// Rows2: a 2×2 window's two rows of 8 bytes (its taps are bytes 0..5 of each).
+FLOWLOADER_AFFINE_AVX512 inline __m128i Rows2(const uint8_t* p, int stride) {
+  return _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
+                            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + stride)));
+}
+
+// Window2x2Oct loads the eight lanes' 2×2 windows (top-left taps at p + lane_off[lane])
+// into one register per channel: byte 4 * lane + k is the lane's tap k (0, 1: the top
+// row's left and right; 2, 3: the bottom row's).
+FLOWLOADER_AFFINE_AVX512 inline void Window2x2Oct(const uint8_t* p, int stride,
+                                                  const int32_t lane_off[8], __m256i t[3]) {
+  const __m128i window = _mm_setr_epi8(0, 3, 8, 11, 1, 4, 9, 12, 2, 5, 10, 13, -1, -1, -1, -1);
+  __m256i w[4];  // Lanes j and j + 4, each's channel-major window.
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    w[j] = _mm256_shuffle_epi8(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(Rows2(p + lane_off[j], stride)),
+                                Rows2(p + lane_off[j + 4], stride), 1),
+        _mm256_broadcastsi128_si256(window));
+  }
+  const __m256i lo01 = _mm256_unpacklo_epi32(w[0], w[1]), lo23 = _mm256_unpacklo_epi32(w[2], w[3]);
+  const __m256i hi01 = _mm256_unpackhi_epi32(w[0], w[1]), hi23 = _mm256_unpackhi_epi32(w[2], w[3]);
+  t[0] = _mm256_unpacklo_epi64(lo01, lo23);
+  t[1] = _mm256_unpackhi_epi64(lo01, lo23);
+  t[2] = _mm256_unpacklo_epi64(hi01, hi23);
+}
+
+// RunWindows8: eight windows that are consecutive pixels from p (a run: each lane's
+// window 3 bytes after the last's, as translations and ShearX's rows make) in
+// Window2x2Oct's layout, by two loads a row and two shuffles a channel instead of
+// sixteen loads and the transpose. With `one_row` only the top row (taps 2 and 3 zero).
+template <bool one_row>
+FLOWLOADER_AFFINE_AVX512 inline void RunWindows8(const uint8_t* p, int stride, __m256i t[3]) {
+  const __m256i top = _mm256_inserti128_si256(_mm256_castsi128_si256(Load16(p)), Load16(p + 12), 1);
+  __m256i bottom = _mm256_setzero_si256();
+  if (!one_row) {
+    bottom = _mm256_inserti128_si256(_mm256_castsi128_si256(Load16(p + stride)),
+                                     Load16(p + stride + 12), 1);
+  }
+#pragma GCC unroll 3
+  for (int c = 0; c < 3; ++c) {
+    t[c] = _mm256_shuffle_epi8(top, _mm256_broadcastsi128_si256(
+                                        _mm_setr_epi8(c, c + 3, -1, -1, c + 3, c + 6, -1, -1, c + 6,
+                                                      c + 9, -1, -1, c + 9, c + 12, -1, -1)));
+    if (!one_row) {
+      t[c] = _mm256_or_si256(
+          t[c], _mm256_shuffle_epi8(bottom, _mm256_broadcastsi128_si256(_mm_setr_epi8(
+                                                -1, -1, c, c + 3, -1, -1, c + 3, c + 6, -1, -1,
+                                                c + 6, c + 9, -1, -1, c + 9, c + 12))));
+    }
+  }
+}
+
+// Flat: which fractions are 0 in all eight lanes.
+enum class Flat { kNone, kDy, kDx };
+
+// BilinearLane8: BilinearFilter's three lines for one channel of eight lanes (t:
+// Window2x2Oct's layout). The taps' differences are made in int (one maddubs: b - a
+// and f - e as int16 pairs), exact in double as C's int subtraction then conversion.
+// Where every dy is 0 the result is v1 (v1 + (v2 - v1) * 0 = v1: v1 >= 0 is finite,
+// +0 + -0 is +0); where every dx is 0 each row's lerp is its left tap.
+template <Flat flat>
+FLOWLOADER_AFFINE_AVX512 inline __m256i BilinearLane8(__m256i t, __m512d dx, __m512d dy) {
+  const __m256i byte = _mm256_set1_epi32(0xFF);
+  const __m512d left0 = _mm512_maskz_cvtepi32_pd(0xFF, _mm256_and_si256(t, byte));
+  const __m512d left1 =
+      _mm512_maskz_cvtepi32_pd(0xFF, _mm256_and_si256(_mm256_srli_epi32(t, 16), byte));
+  if (flat == Flat::kDx) {
+    return _mm512_maskz_cvttpd_epi32(
+        0xFF, _mm512_add_pd(left0, _mm512_mul_pd(_mm512_sub_pd(left1, left0), dy)));
+  }
+  const __m256i diffs = _mm256_maddubs_epi16(t, _mm256_set1_epi16(0x01FF));  // -1, 1
+  const __m512d d0 =
+      _mm512_maskz_cvtepi32_pd(0xFF, _mm256_srai_epi32(_mm256_slli_epi32(diffs, 16), 16));
+  const __m512d v1 = _mm512_add_pd(left0, _mm512_mul_pd(d0, dx));
+  if (flat == Flat::kDy) return _mm512_maskz_cvttpd_epi32(0xFF, v1);
+  const __m512d d1 = _mm512_maskz_cvtepi32_pd(0xFF, _mm256_srai_epi32(diffs, 16));
+  const __m512d v2 = _mm512_add_pd(left1, _mm512_mul_pd(d1, dx));
+  return _mm512_maskz_cvttpd_epi32(0xFF,
+                                   _mm512_add_pd(v1, _mm512_mul_pd(_mm512_sub_pd(v2, v1), dy)));
+}
+
+// ColumnLane8 is BilinearLane8<Flat::kDx> on the window columns' RGBx words (top,
+// bottom).
+template <int c>
+FLOWLOADER_AFFINE_AVX512 inline __m256i ColumnLane8(__m256i top, __m256i bottom, __m512d dy) {
+  const __m512d left0 = Channel8<c>(top), left1 = Channel8<c>(bottom);
+  return _mm512_maskz_cvttpd_epi32(
+      0xFF, _mm512_add_pd(left0, _mm512_mul_pd(_mm512_sub_pd(left1, left0), dy)));
+}
+
+// StoreRgb8Keep is internal::StoreRgb8 for the lanes set in `keep` (the others' three
+// bytes stay): the 24 bytes made contiguous, then one byte-masked store.
+FLOWLOADER_AFFINE_AVX512 inline void StoreRgb8Keep(uint8_t* p, __m256i r, __m256i g, __m256i b,
+                                                   __mmask8 keep) {
+  if (keep == 0xFF) {
+    internal::StoreRgb8(p, r, g, b);
+    return;
+  }
+  const __m256i pack = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0,
+                                        1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  const __m256i rgb = _mm256_shuffle_epi8(
+      _mm256_or_si256(r, _mm256_or_si256(_mm256_slli_epi32(g, 8), _mm256_slli_epi32(b, 16))), pack);
+  const __m256i bytes = _mm256_permutexvar_epi32(_mm256_setr_epi32(0, 1, 2, 4, 5, 6, 7, 7), rgb);
+  uint32_t byte_mask = 0;
+  for (int j = 0; j < 8; ++j) {
+    if (keep >> j & 1) byte_mask |= 7u << (3 * j);
+  }
+  _mm256_mask_storeu_epi8(p, byte_mask, bytes);
+}
+
+template <Flat flat>
+FLOWLOADER_AFFINE_AVX512 inline void BilinearStore8(const __m256i t[3], __m512d dx, __m512d dy,
+                                                    __mmask8 keep, uint8_t* out) {
+  StoreRgb8Keep(out, BilinearLane8<flat>(t[0], dx, dy), BilinearLane8<flat>(t[1], dx, dy),
+                BilinearLane8<flat>(t[2], dx, dy), keep);
+}
+
+// BilinearInside8: BilinearFilter on the `keep` lanes of eight, whose 2×2 windows
+// (top-left taps at base + off) are inside the image; the others' offsets are one of
+// theirs.
+FLOWLOADER_AFFINE_AVX512 inline void BilinearInside8(const uint8_t* base, int stride, int size,
+                                                     __m256i off, __m512d dx, __m512d dy,
+                                                     __mmask8 keep, uint8_t* out) {
+  const __m512d zero = _mm512_setzero_pd();
+  const bool flat_y = _mm512_cmp_pd_mask(dy, zero, _CMP_EQ_OQ) == 0xFF;
+  const bool flat_x = _mm512_cmp_pd_mask(dx, zero, _CMP_EQ_OQ) == 0xFF;
+  __m256i t[3];
+  const int off0 = _mm256_cvtsi256_si32(off);
+  const bool run =
+      _mm256_cmp_epi32_mask(
+          off,
+          _mm256_add_epi32(_mm256_set1_epi32(off0), _mm256_setr_epi32(0, 3, 6, 9, 12, 15, 18, 21)),
+          _MM_CMPINT_EQ) == 0xFF &&
+      off0 + stride + 28 <= size;
+  if (run) {
+    if (flat_y) {
+      RunWindows8<true>(base + off0, stride, t);
+      BilinearStore8<Flat::kDy>(t, dx, dy, keep, out);
+      return;
+    }
+    RunWindows8<false>(base + off0, stride, t);
+  } else if (flat_x) {
+    // ShearY: each lane's left column, rows y0 and y0 + 1, by two gathers.
+    const __m256i top = _mm256_i32gather_epi32(reinterpret_cast<const int*>(base), off, 1);
+    const __m256i bottom = _mm256_i32gather_epi32(
+        reinterpret_cast<const int*>(base), _mm256_add_epi32(off, _mm256_set1_epi32(stride)), 1);
+    StoreRgb8Keep(out, ColumnLane8<0>(top, bottom, dy), ColumnLane8<1>(top, bottom, dy),
+                  ColumnLane8<2>(top, bottom, dy), keep);
+    return;
+  } else {
+    alignas(32) int32_t lane_off[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lane_off), off);
+    Window2x2Oct(base, stride, lane_off, t);
+  }
+  if (flat_y) {
+    BilinearStore8<Flat::kDy>(t, dx, dy, keep, out);
+  } else if (flat_x) {
+    BilinearStore8<Flat::kDx>(t, dx, dy, keep, out);
+  } else {
+    BilinearStore8<Flat::kNone>(t, dx, dy, keep, out);
+  }
+}
+
+// BilinearOct: output pixels x..x + 7 of row `out`: the eight-lane step on the lanes
+// whose windows are inside, the others left as fill where outside the source, else
+// (the one-pixel band along the edges) by the per-pixel filter; where no window is
+// inside, two BilinearQuad. (Two BilinearQuad for every step with a lane not inside
+// instead: rotate 224² with expand 252 -> 284 us, best of 10.)
+FLOWLOADER_AFFINE_AVX512 inline void BilinearOct(const Image& src, const double a[6], int x,
+                                                 double yin, __m512d a1y8, __m512d a4y8,
+                                                 __m256d a1y, __m256d a4y, uint8_t* out) {
+  // GenericAffine's (a0 * xin + a1 * yin) + a2 per lane; less 0.5, floor and fraction.
+  const __m512d xin =
+      _mm512_add_pd(_mm512_set1_pd(x), _mm512_setr_pd(0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5));
+  const __m512d xs = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(a[0]), xin), a1y8),
+                                   _mm512_set1_pd(a[2]));
+  const __m512d ys = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(a[3]), xin), a4y8),
+                                   _mm512_set1_pd(a[5]));
+  // The lanes BilinearFilter leaves as fill (NaN is not outside, as in C).
+  const __m512d zero = _mm512_setzero_pd();
+  const __mmask8 outside = _mm512_cmp_pd_mask(xs, zero, _CMP_LT_OQ) |
+                           _mm512_cmp_pd_mask(xs, _mm512_set1_pd(src.width), _CMP_GE_OQ) |
+                           _mm512_cmp_pd_mask(ys, zero, _CMP_LT_OQ) |
+                           _mm512_cmp_pd_mask(ys, _mm512_set1_pd(src.height), _CMP_GE_OQ);
+  if (outside == 0xFF) return;
+  const __m512d half = _mm512_set1_pd(0.5);
+  const __m512d sx = _mm512_sub_pd(xs, half), sy = _mm512_sub_pd(ys, half);
+  const __m512d fx =
+      _mm512_maskz_roundscale_pd(0xFF, sx, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  const __m512d fy =
+      _mm512_maskz_roundscale_pd(0xFF, sy, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  // Window columns [x0, x0 + 2) and rows [y0, y0 + 2) inside (which keeps the filter's
+  // bounds test true, see TapsInside; NaN and out-of-range floors convert to INT_MIN),
+  // and the bottom row's 8-byte load within the buffer.
+  const int stride = static_cast<int>(src.stride());
+  const int size = static_cast<int>(src.pixels.size());
+  const __m256i x0 = _mm512_maskz_cvttpd_epi32(0xFF, fx);
+  const __m256i y0 = _mm512_maskz_cvttpd_epi32(0xFF, fy);
+  __m256i off = _mm256_add_epi32(_mm256_mullo_epi32(y0, _mm256_set1_epi32(stride)),
+                                 _mm256_mullo_epi32(x0, _mm256_set1_epi32(3)));
+  const __mmask8 ok =
+      _mm256_cmp_epu32_mask(x0, _mm256_set1_epi32(src.width - 2), _MM_CMPINT_LE) &
+      _mm256_cmp_epu32_mask(y0, _mm256_set1_epi32(src.height - 2), _MM_CMPINT_LE) &
+      _mm256_cmp_epi32_mask(off, _mm256_set1_epi32(size - stride - 8), _MM_CMPINT_LE);
+  if (ok == 0 || src.width < 2 || src.height < 2) {
+    BilinearQuad(src, a, x, yin, a1y, a4y, out);
+    BilinearQuad(src, a, x + 4, yin, a1y, a4y, out);
+    return;
+  }
+  if (ok != 0xFF) {
+    // The other lanes read the first inside lane's window.
+    off = _mm256_mask_blend_epi32(
+        ok, _mm256_permutexvar_epi32(_mm256_set1_epi32(__builtin_ctz(ok)), off), off);
+  }
+  BilinearInside8(src.pixels.data(), stride, size, off, _mm512_sub_pd(sx, fx),
+                  _mm512_sub_pd(sy, fy), ok, out + 3 * x);
+  if ((ok | outside) != 0xFF) {
+    FilterPixels<BilinearFilterAvx2>(src, a, x, x + 8, yin, ok | outside, out);
+  }
+}
+
+// AffineBilinearAvx512 is AffineBilinearAvx2 with BilinearOct: eight pixels a step, each
+// row's last width % 8 by BilinearQuad and the per-pixel filter.
+FLOWLOADER_AFFINE_AVX512 void AffineBilinearAvx512(const Image& src, const double a[6],
+                                                   Image* dst) {
+  for (int y = 0; y < dst->height; ++y) {
+    uint8_t* out = dst->Row(y);
+    const double yin = y + 0.5;
+    const __m256d a1y = _mm256_set1_pd(a[1] * yin), a4y = _mm256_set1_pd(a[4] * yin);
+    const __m512d a1y8 = _mm512_set1_pd(a[1] * yin), a4y8 = _mm512_set1_pd(a[4] * yin);
+    int x = 0;
+    for (; x + 8 <= dst->width; x += 8) BilinearOct(src, a, x, yin, a1y8, a4y8, a1y, a4y, out);
+    for (; x + 4 <= dst->width; x += 4) BilinearQuad(src, a, x, yin, a1y, a4y, out);
+    FilterPixels<BilinearFilterAvx2>(src, a, x, dst->width, yin, 0, out);
+  }
+}
 #endif
 
 std::atomic<bool> affine_avx2_only{false};
@@ -1070,7 +1326,11 @@ void TransformAffine(const Image& src, const double a[6], int width, int height,
 #if defined(FLOWLOADER_COLOUR_AVX2)
     if (internal::HasAvx2()) {
       if (vector_ok) {
-        AffineBilinearAvx2(src, a, dst);
+        if (internal::HasAvx512() && !affine_avx2_only.load(std::memory_order_relaxed)) {
+          AffineBilinearAvx512(src, a, dst);
+        } else {
+          AffineBilinearAvx2(src, a, dst);
+        }
       } else {
         GenericAffine<BilinearFilterAvx2>(src, a, dst);
       }

@@ -29,8 +29,9 @@ void Affine(const Image& src, double angle, double translate_x, double translate
 void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
             const std::array<uint8_t, 3>& fill, Image* dst);
 
-// SetAffineAvx2OnlyForTesting(true) keeps Affine and Rotate's bicubic warp to its AVX2
-// kernel where the CPU has AVX-512, so that a test compares both with the portable path.
+// SetAffineAvx2OnlyForTesting(true) keeps Affine and Rotate's bilinear and bicubic warps
+// to their AVX2 kernels where the CPU has AVX-512, so that a test compares both with the
+// portable path.
 void SetAffineAvx2OnlyForTesting(bool avx2_only);
 
 // F.vflip: mirrors the rows, in place.
