@@ -281,6 +281,28 @@ TEST(ColourKernelsTest, AutocontrastAndEqualizeMatchPortableOnEveryTail) {
   internal::SetNoVbmiForTesting(false);
 }
 
+// Sharpness's AVX-512 rows (32 values a step, then the values before the last column one at
+// a time) against the SSE4.1 / portable rows, on every width up to 80 and factors inside
+// and outside [0, 1].
+TEST(ColourKernelsTest, SharpnessMatchesPortableOnEveryWidth) {
+  std::mt19937 gen(29);
+  for (int w = 1; w <= 80; ++w) {
+    for (int h : {3, 5}) {
+      Image src;
+      src.Resize(w, h, 3);
+      for (uint8_t& v : src.pixels) v = static_cast<uint8_t>(gen());
+      for (double factor : {0.0, 0.4, 0.99, 1.6, 2.6, -0.7, 1e6}) {
+        Image fast = src, portable = src;
+        AdjustSharpness(fast, factor);
+        internal::SetPortableForTesting(true);
+        AdjustSharpness(portable, factor);
+        internal::SetPortableForTesting(false);
+        EXPECT_TRUE(fast.pixels == portable.pixels) << factor << ", " << w << " x " << h;
+      }
+    }
+  }
+}
+
 // Saturation on every RGB colour once (a 4096 x 4096 image), at factors either side of 1.
 TEST(ColourKernelsTest, SaturationMatchesPortableOnEveryColour) {
   Image src;
