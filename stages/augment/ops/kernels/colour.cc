@@ -126,9 +126,12 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i Quarter(
 // 192-byte step). The tables stay in named registers (GCC spills arrays of vectors).
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t ApplyLutsVbmi(
     uint8_t* p, size_t n, const uint8_t (&lut)[3][256]) {
-  const __m512i r0 = Quarter(lut, 0, 0), r1 = Quarter(lut, 0, 1), r2 = Quarter(lut, 0, 2), r3 = Quarter(lut, 0, 3);
-  const __m512i g0 = Quarter(lut, 1, 0), g1 = Quarter(lut, 1, 1), g2 = Quarter(lut, 1, 2), g3 = Quarter(lut, 1, 3);
-  const __m512i b0 = Quarter(lut, 2, 0), b1 = Quarter(lut, 2, 1), b2 = Quarter(lut, 2, 2), b3 = Quarter(lut, 2, 3);
+  const __m512i r0 = Quarter(lut, 0, 0), r1 = Quarter(lut, 0, 1);
+  const __m512i r2 = Quarter(lut, 0, 2), r3 = Quarter(lut, 0, 3);
+  const __m512i g0 = Quarter(lut, 1, 0), g1 = Quarter(lut, 1, 1);
+  const __m512i g2 = Quarter(lut, 1, 2), g3 = Quarter(lut, 1, 3);
+  const __m512i b0 = Quarter(lut, 2, 0), b1 = Quarter(lut, 2, 1);
+  const __m512i b2 = Quarter(lut, 2, 2), b3 = Quarter(lut, 2, 3);
   // One block at an offset s modulo 3: byte j is in channel (s + j) % 3.
 #define FLOWLOADER_LUTS_STEP(at, s)                                                  \
   do {                                                                               \
