@@ -243,6 +243,66 @@ TEST(ColourKernelsTest, SaturationAndContrastMatchPortableOnEveryTail) {
   internal::SetNoVbmiForTesting(false);
 }
 
+// Autocontrast (its per-channel min and max, 48 bytes a step) and equalize (the VBMI
+// three-table lookup, 192 bytes a step, then 64-byte blocks and a tail) on every pixel count
+// up to 140, on full-range values, narrow ranges (a stretch on every channel) and constant
+// channels, against the portable paths.
+TEST(ColourKernelsTest, AutocontrastAndEqualizeMatchPortableOnEveryTail) {
+  std::mt19937 gen(23);
+  for (bool no_vbmi : {false, true}) {
+    internal::SetNoVbmiForTesting(no_vbmi);
+    for (int n = 1; n <= 140; ++n) {
+      for (int kind = 0; kind < 3; ++kind) {
+        Image src;
+        src.Resize(n, 2, 3);
+        for (size_t i = 0; i < src.pixels.size(); ++i) {
+          const int c = static_cast<int>(i % 3);
+          src.pixels[i] = kind == 0   ? static_cast<uint8_t>(gen())
+                          : kind == 1 ? static_cast<uint8_t>(40 * c + 30 + gen() % (60 + 40 * c))
+                                      : static_cast<uint8_t>(c == 1 ? 77 : gen() % 9 + 120 * c);
+        }
+        for (int op = 0; op < 2; ++op) {
+          Image fast = src, portable = src;
+          auto apply = [&](Image& i) {
+            if (op == 0) Autocontrast(i);
+            else Equalize(i);
+          };
+          apply(fast);
+          internal::SetPortableForTesting(true);
+          apply(portable);
+          internal::SetPortableForTesting(false);
+          EXPECT_TRUE(fast.pixels == portable.pixels)
+              << (op == 0 ? "autocontrast" : "equalize") << ", kind " << kind << ", " << n
+              << " x 2, no_vbmi " << no_vbmi;
+        }
+      }
+    }
+  }
+  internal::SetNoVbmiForTesting(false);
+}
+
+// Sharpness's AVX-512 rows (32 values a step, then the values before the last column one at
+// a time) against the SSE4.1 / portable rows, on every width up to 80 and factors inside
+// and outside [0, 1].
+TEST(ColourKernelsTest, SharpnessMatchesPortableOnEveryWidth) {
+  std::mt19937 gen(29);
+  for (int w = 1; w <= 80; ++w) {
+    for (int h : {3, 5}) {
+      Image src;
+      src.Resize(w, h, 3);
+      for (uint8_t& v : src.pixels) v = static_cast<uint8_t>(gen());
+      for (double factor : {0.0, 0.4, 0.99, 1.6, 2.6, -0.7, 1e6}) {
+        Image fast = src, portable = src;
+        AdjustSharpness(fast, factor);
+        internal::SetPortableForTesting(true);
+        AdjustSharpness(portable, factor);
+        internal::SetPortableForTesting(false);
+        EXPECT_TRUE(fast.pixels == portable.pixels) << factor << ", " << w << " x " << h;
+      }
+    }
+  }
+}
+
 // Saturation on every RGB colour once (a 4096 x 4096 image), at factors either side of 1.
 TEST(ColourKernelsTest, SaturationMatchesPortableOnEveryColour) {
   Image src;

@@ -118,6 +118,8 @@ __attribute__((target("avx2"))) inline __m256i Blend8(__m256i a, __m256i b, __m2
 // SetPortableForTesting(true) makes every kernel take its portable path (the one CPUs
 // without AVX2 run), so that a test compares both paths on one machine.
 void SetPortableForTesting(bool portable);
+// PortableForTesting: whether a test turned the vector paths off (SetPortableForTesting).
+bool PortableForTesting();
 // SetNoVbmiForTesting(true) keeps the kernels off their AVX-512 VBMI table lookups (to
 // the AVX2 paths), so that a test compares those with the portable ones too.
 void SetNoVbmiForTesting(bool no_vbmi);
