@@ -2,8 +2,11 @@
 // literal restatements of PIL's C code, over every input that can differ (part
 // of ops_test; the comparison with PIL itself is ops_parity_test's).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
@@ -16,6 +19,7 @@
 #include "stages/augment/ops/kernels/colour_hue.h"
 #include "stages/augment/ops/kernels/colour_internal.h"
 #include "stages/augment/ops/kernels/colour_sharpness.h"
+#include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
 
 namespace flowloader::augment::kernels {
@@ -385,6 +389,82 @@ TEST(ColourKernelsTest, BlendValueIsBlendC) {
 
 // DINO's colour ops in a view's list: they run after the planned head, change the pixels,
 // and give the same bytes for the same sample.
+// normalize's kernels (AVX-512 VBMI, 16 pixels a step; AVX2, 8; the portable loop) write
+// the literal formula's floats, float(q) * scale + offset (a multiply, then an add), bit
+// for bit and nothing past the tensor: on every pixel count up to 100 (the steps' tails),
+// on the recipes' sizes, into slots 64-byte aligned (streaming stores), 32-byte aligned
+// and 4-byte aligned.
+TEST(NormalizeKernelsTest, EveryPathWritesTheLiteralFormula) {
+  std::vector<std::pair<int, int>> sizes = {{7, 13}, {96, 96}, {176, 176}, {224, 224}};
+  for (int n = 1; n <= 100; ++n) sizes.emplace_back(n, 1);
+  struct Path {
+    const char* name;
+    bool no_vbmi, portable;
+  };
+  const Path paths[] = {{"fastest", false, false}, {"no vbmi", true, false},
+                        {"portable", false, true}};
+  const std::pair<std::string, std::pair<std::array<double, 3>, std::array<double, 3>>> lists[] =
+      {{"normalize()", {{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}}},
+       {"normalize(mean=0.5, std=[0.25, 0.5, 3])", {{0.5, 0.5, 0.5}, {0.25, 0.5, 3}}}};
+  std::mt19937 gen(29);
+  for (const auto& [text, stats] : lists) {
+    absl::StatusOr<std::vector<OpText>> ops = ParseOpListText(text);
+    ASSERT_TRUE(ops.ok()) << ops.status();
+    absl::StatusOr<std::unique_ptr<augment::Op>> op =
+        augment::OpRegistry::Global().Create((*ops)[0].name, (*ops)[0].args);
+    ASSERT_TRUE(op.ok()) << op.status();
+    // The op's per-channel factors (normalize.cc), from the float mean and std.
+    float scale[3], offset[3];
+    for (int c = 0; c < 3; ++c) {
+      const double mean = static_cast<float>(stats.first[c]);
+      const double stdev = static_cast<float>(stats.second[c]);
+      scale[c] = static_cast<float>(1.0 / (255.0 * stdev));
+      offset[c] = static_cast<float>(-mean / stdev);
+    }
+    for (const auto& [w, h] : sizes) {
+      Image rgb;
+      rgb.Resize(w, h, 3);
+      for (uint8_t& v : rgb.pixels) v = static_cast<uint8_t>(gen());
+      if (w * h >= 86) {
+        for (int v = 0; v < 256; ++v) rgb.pixels[v] = static_cast<uint8_t>(v);
+      }
+      const size_t plane = static_cast<size_t>(w) * h;
+      std::vector<float> want(3 * plane);
+      for (int c = 0; c < 3; ++c) {
+        for (size_t i = 0; i < plane; ++i) {
+          const float scaled = static_cast<float>(rgb.pixels[3 * i + c]) * scale[c];
+          want[c * plane + i] = scaled + offset[c];
+        }
+      }
+      const size_t room = 3 * plane + 64;
+      float* buffer = static_cast<float*>(std::aligned_alloc(64, room * sizeof(float)));
+      for (const Path& path : paths) {
+        for (size_t at : {0, 8, 1}) {
+          std::fill(buffer, buffer + room, -7.0f);
+          internal::SetNoVbmiForTesting(path.no_vbmi);
+          internal::SetPortableForTesting(path.portable);
+          augment::OpImage image;
+          image.rgb = &rgb;
+          image.chw = buffer + at;
+          image.width = w;
+          image.height = h;
+          const absl::Status status = (*op)->Apply(augment::OpParams(), image);
+          internal::SetPortableForTesting(false);
+          internal::SetNoVbmiForTesting(false);
+          ASSERT_TRUE(status.ok()) << status;
+          EXPECT_EQ(std::memcmp(buffer + at, want.data(), want.size() * sizeof(float)), 0)
+              << text << " " << w << " x " << h << ", " << path.name << ", at float " << at;
+          EXPECT_TRUE(std::all_of(buffer, buffer + at, [](float v) { return v == -7.0f; }) &&
+                      std::all_of(buffer + at + want.size(), buffer + room,
+                                  [](float v) { return v == -7.0f; }))
+              << text << " " << w << " x " << h << ", " << path.name << ": wrote outside";
+        }
+      }
+      std::free(buffer);
+    }
+  }
+}
+
 TEST(ColourOpsInAViewTest, DinoListIsDeterministicAndChangesPixels) {
   auto program = [](const std::string& text) {
     absl::StatusOr<std::vector<OpText>> ops = ParseOpListText(text);

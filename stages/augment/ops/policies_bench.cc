@@ -1,13 +1,16 @@
 // policies_bench: microseconds per sample of the augment policies (Draw + Apply on a
-// uint8 RGB image) and of random_erasing (on the float tensor), at the sizes recipes
-// use (176², 224²), one thread. Each sample starts from the same textured image (the
-// copy is timed apart). Times are the thread's CPU time, so other load inflates them less
-// (caches and SMT siblings still do). Not a test: run it by hand on a quiet machine.
+// uint8 RGB image), of random_erasing (on the float tensor) and of normalize (into the
+// slots of four 64-sample batches, so that its writes reach memory as the pipeline's
+// do), at the sizes recipes use (176², 224²; normalize at 96² too), one thread. Each
+// sample starts from the same textured image (the copy is timed apart). Times are the
+// thread's CPU time, so other load inflates them less (caches and SMT siblings still do).
+// Not a test: run it by hand on a quiet machine.
 //   bazel run //stages/augment:policies_bench -- [samples]
 //
 // Thread-safety: single-threaded program.
 #include <time.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "stages/augment/ops/kernels/colour_internal.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
 
@@ -130,13 +134,51 @@ void TensorOp(const std::string& text, int n, int samples) {
   std::printf("%-90s %4d²  %7.1f us/sample\n", text.c_str(), n, (Now() - t0) / samples * 1e6);
 }
 
+// NormalizeOp times normalize() on its fastest path and with the AVX-512 VBMI one off
+// (the AVX2 path), alternating batches of 64 samples; each batch fills the next of four
+// batch buffers (4 x 64 x 3 x n² floats), which outgrow the caches.
+void NormalizeOp(int n, int samples) {
+  const std::unique_ptr<Op> op = Make("normalize()");
+  Image rgb = Texture(n);
+  const size_t slot = 3 * static_cast<size_t>(n) * n;
+  const size_t slot_floats = (slot + 15) & ~static_cast<size_t>(15);  // 64-byte slots.
+  constexpr int kBatch = 64, kBuffers = 4;
+  float* buffers = static_cast<float*>(
+      std::aligned_alloc(64, kBuffers * kBatch * slot_floats * sizeof(float)));
+  std::memset(buffers, 0, kBuffers * kBatch * slot_floats * sizeof(float));
+  OpImage image;
+  image.rgb = &rgb;
+  image.width = n;
+  image.height = n;
+  double total[2] = {0, 0};
+  const int batches = (samples + kBatch - 1) / kBatch;
+  for (int b = 0; b < 2 * batches; ++b) {
+    const int no_vbmi = b % 2;
+    kernels::internal::SetNoVbmiForTesting(no_vbmi != 0);
+    float* batch = buffers + (b % kBuffers) * kBatch * slot_floats;
+    const double t0 = Now();
+    for (int i = 0; i < kBatch; ++i) {
+      image.chw = batch + i * slot_floats;
+      if (!op->Apply(OpParams(), image).ok()) std::exit(1);
+    }
+    total[no_vbmi] += Now() - t0;
+  }
+  kernels::internal::SetNoVbmiForTesting(false);
+  std::free(buffers);
+  const double per = 1e6 / (batches * kBatch);
+  std::printf("%-90s %4d²  %7.1f us/sample (%.1f with VBMI off)\n", "normalize()", n,
+              total[0] * per, total[1] * per);
+}
+
 }  // namespace
 }  // namespace flowloader::augment
 
 int main(int argc, char** argv) {
+  using flowloader::augment::NormalizeOp;
   using flowloader::augment::PixelOp;
   using flowloader::augment::TensorOp;
   const int samples = argc > 1 ? std::atoi(argv[1]) : 2000;
+  for (int n : {96, 176, 224}) NormalizeOp(n, samples);
   for (int n : {176, 224}) {
     PixelOp("trivial_augment_wide()", n, samples);
     PixelOp("rand_augment()", n, samples);

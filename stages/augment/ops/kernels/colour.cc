@@ -66,15 +66,6 @@ std::atomic<bool> portable_for_testing{false};
 std::atomic<bool> no_vbmi_for_testing{false};
 
 #if defined(FLOWLOADER_COLOUR_AVX2)
-// HasVbmi: whether this CPU has AVX-512 VBMI (and BW), which looks a 256-entry table
-// up 64 values at a time, and no test turned it off.
-bool HasVbmi() {
-  static const bool has =
-      CpuHas(CpuFeature::kAvx512Vbmi) && CpuHas(CpuFeature::kAvx512Bw);
-  return has && !portable_for_testing.load(std::memory_order_relaxed) &&
-         !no_vbmi_for_testing.load(std::memory_order_relaxed);
-}
-
 // ApplyLutVbmi maps the first n & ~63 values through `lut` and returns how many: two
 // 128-entry permutes (vpermt2b, index bits 0..6) of the table's halves, picked per
 // byte by its top bit.
@@ -209,6 +200,13 @@ bool HasAvx512() {
                           CpuHas(CpuFeature::kAvx512Bw) &&
                           CpuHas(CpuFeature::kAvx512Vl) && CpuHas(CpuFeature::kAvx512Dq);
   return has && !portable_for_testing.load(std::memory_order_relaxed);
+}
+
+bool HasVbmi() {
+  static const bool has =
+      CpuHas(CpuFeature::kAvx512Vbmi) && CpuHas(CpuFeature::kAvx512Bw);
+  return has && !portable_for_testing.load(std::memory_order_relaxed) &&
+         !no_vbmi_for_testing.load(std::memory_order_relaxed);
 }
 #endif
 

@@ -58,6 +58,10 @@ bool HasAvx2();
 // HasAvx512: whether this CPU runs the AVX-512 paths (F, BW, VL and DQ; functions with
 // that target, called only where it does), and no test turned them off.
 bool HasAvx512();
+// HasVbmi: whether this CPU has AVX-512 VBMI (and BW), whose byte permutes look a
+// 256-entry table up or pick any bytes of 64 at a time, and no test turned it off
+// (SetNoVbmiForTesting, SetPortableForTesting).
+bool HasVbmi();
 
 // PickBytes8 gathers 8 bytes from lo (16 bytes) and hi (8) by two shuffles, widened.
 __attribute__((target("avx2"))) inline __m256i PickBytes8(__m128i lo, __m128i hi, __m128i from_lo,
