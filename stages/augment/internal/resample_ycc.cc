@@ -119,22 +119,32 @@ bool SameGeometry(const PlaneSpec& a, const PlaneSpec& b) {
          a.win_y0 == b.win_y0 && a.win_y1 == b.win_y1;
 }
 
-// Horizontal filters one plane row: the AVX-512 kernel's groups where it runs, this
-// scalar loop (the same multiplies and adds in the same order) for the rest.
-void Horizontal(const float* row, const PlaneTaps& t, bool avx512, float* out) {
-  if (avx512) HorizontalPlaneAvx512(row, t, out);
-  const int grouped = avx512 ? t.n / kPlaneGroup * kPlaneGroup : 0;
-  for (int x = 0; x < t.n; ++x) {
-    if (x < grouped && t.fits[x / kPlaneGroup]) {
-      x = (x / kPlaneGroup + 1) * kPlaneGroup - 1;  // The kernel wrote this group.
-      continue;
-    }
+// HorizontalScalar filters outputs [x0, x1) of one plane row, one at a time.
+void HorizontalScalar(const float* row, const PlaneTaps& t, int x0, int x1, float* out) {
+  for (int x = x0; x < x1; ++x) {
     const float* r = row + t.first[x];
     const float* w = t.weights + static_cast<size_t>(x) * t.taps;
     float acc = r[0] * w[0];
     for (int k = 1; k < t.taps; ++k) acc = acc + r[k] * w[k];
     out[x] = acc;
   }
+}
+
+// Horizontal filters one plane row: the AVX-512 kernel's groups where it runs,
+// HorizontalScalar (the same multiplies and adds in the same order) for the groups whose
+// span it does not take and the last outputs. Group by group: a per-output scan for the
+// groups the kernel wrote was a third of ResampleYcc's own time.
+void Horizontal(const float* row, const PlaneTaps& t, bool avx512, float* out) {
+  int x = 0;
+  if (avx512) {
+    HorizontalPlaneAvx512(row, t, out);
+    const int groups = t.n / kPlaneGroup;
+    for (int g = 0; g < groups; ++g) {
+      if (t.fits[g] == 0) HorizontalScalar(row, t, g * kPlaneGroup, (g + 1) * kPlaneGroup, out);
+    }
+    x = groups * kPlaneGroup;
+  }
+  HorizontalScalar(row, t, x, t.n, out);
 }
 
 // ToRgbOne is ColourFloat's arithmetic (colour_kernels.h) for one pixel: 8-bit R, G, B
