@@ -62,6 +62,28 @@ inline __m512 Group64(const float* r, __m512i index, const float* w, int taps) {
   return acc;
 }
 
+// Group32Pair is Group32 on two rows with the same taps (Cb and Cr): each weight and
+// index is loaded once, and the two accumulation chains interleave.
+inline void Group32Pair(const float* ra, const float* rb, __m512i index, const float* w,
+                        int taps, __m512* acc_a, __m512* acc_b) {
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512 a0 = _mm512_loadu_ps(ra);
+  const __m512 a1 = _mm512_loadu_ps(ra + 16);
+  const __m512 b0 = _mm512_loadu_ps(rb);
+  const __m512 b1 = _mm512_loadu_ps(rb + 16);
+  __m512 wk = _mm512_loadu_ps(w);
+  __m512 sa = Mul(_mm512_permutex2var_ps(a0, index, a1), wk);
+  __m512 sb = Mul(_mm512_permutex2var_ps(b0, index, b1), wk);
+  for (int k = 1; k < taps; ++k) {
+    index = _mm512_add_epi32(index, one);
+    wk = _mm512_loadu_ps(w + k * kPlaneGroup);
+    sa = Add(sa, Mul(_mm512_permutex2var_ps(a0, index, a1), wk));
+    sb = Add(sb, Mul(_mm512_permutex2var_ps(b0, index, b1), wk));
+  }
+  *acc_a = sa;
+  *acc_b = sb;
+}
+
 }  // namespace
 
 int ColourFloatAvx512(const ColourJob& j) { return ColourFloat<Avx512>(j); }
@@ -102,6 +124,28 @@ void HorizontalPlaneAvx512(const float* row, const PlaneTaps& t, float* out) {
     const float* w = t.group_weights + static_cast<long>(g) * taps * kPlaneGroup;
     _mm512_storeu_ps(out + kPlaneGroup * g,
                      t.fits[g] == 1 ? Group32(r, index, w, taps) : Group64(r, index, w, taps));
+  }
+}
+
+void HorizontalPlanesAvx512(const float* row_a, const float* row_b, const PlaneTaps& t,
+                           float* out_a, float* out_b) {
+  const int groups = t.n / kPlaneGroup;
+  const int taps = t.taps;
+  for (int g = 0; g < groups; ++g) {
+    if (t.fits[g] == 0) continue;
+    const __m512i index = _mm512_loadu_si512(t.lanes + kPlaneGroup * g);
+    const float* w = t.group_weights + static_cast<long>(g) * taps * kPlaneGroup;
+    const float* ra = row_a + t.base[g];
+    const float* rb = row_b + t.base[g];
+    if (t.fits[g] == 1) {
+      __m512 a, b;
+      Group32Pair(ra, rb, index, w, taps, &a, &b);
+      _mm512_storeu_ps(out_a + kPlaneGroup * g, a);
+      _mm512_storeu_ps(out_b + kPlaneGroup * g, b);
+    } else {
+      _mm512_storeu_ps(out_a + kPlaneGroup * g, Group64(ra, index, w, taps));
+      _mm512_storeu_ps(out_b + kPlaneGroup * g, Group64(rb, index, w, taps));
+    }
   }
 }
 
