@@ -475,17 +475,22 @@ void ResampleRgb(const ResampleSpec& spec, const OutputSpec& out) {
   // The vertical pass covers only the columns the horizontal taps read.
   const int row_values = (fx.hi - fx.lo) * 3;
   // +16: room for the horizontal pass's 4-wide loads, which read one value past a
-  // pixel's last tap.
-  if (s.row.size() < static_cast<size_t>(row_values) + 16) {
-    s.row.resize(static_cast<size_t>(row_values) + 16, 0.0f);
+  // pixel's last tap. +16 more: the row starts on a 64-byte boundary, so the vertical
+  // kernels' whole-register stores never split a cache line; where the heap's layout
+  // put it elsewhere, eval (one cached filter) measured up to 25% slower (resize_bench,
+  // uint8 HWC, AVX-512 77 -> 97 µs).
+  if (s.row.size() < static_cast<size_t>(row_values) + 32) {
+    s.row.resize(static_cast<size_t>(row_values) + 32, 0.0f);
   }
+  float* const row = reinterpret_cast<float*>(
+      (reinterpret_cast<uintptr_t>(s.row.data()) + 63) & ~static_cast<uintptr_t>(63));
   if (s.rows.size() < static_cast<size_t>(2 * s.pairs_y)) s.rows.resize(2 * s.pairs_y);
   const uint8_t* src_base = spec.src.data + static_cast<size_t>(fx.lo) * 3;
   const VerticalFn vertical = kernels.vertical(s.pairs_y);
   const HorizontalFns horizontal = kernels.horizontal(fx.taps);
 
   RowJob job;
-  job.row = s.row.data();
+  job.row = row;
   job.offset = s.x_offset.data();
   job.wx4 = s.wx4.data();
   job.taps = fx.taps;
@@ -504,7 +509,7 @@ void ResampleRgb(const ResampleSpec& spec, const OutputSpec& out) {
   for (int y = 0; y < n_out; ++y) {
     VerticalRow(vertical, src_base, spec.src.stride, fy.first[y], fy.taps,
                 &s.wy_pairs[static_cast<size_t>(y) * s.pairs_y], s.pairs_y, row_values,
-                s.rows.data(), s.row.data());
+                s.rows.data(), row);
     if (out.kind == OutputSpec::Kind::kFloatCHW) {
       float* d0 = static_cast<float*>(out.dst) + static_cast<size_t>(y) * n_out;
       horizontal.to_float(job, d0, d0 + plane, d0 + 2 * plane);
