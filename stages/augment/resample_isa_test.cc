@@ -201,6 +201,57 @@ TEST_F(ResampleIsaTest, EveryScaleGivesTheSameBytes) {
   ExpectSameBytes(cases);
 }
 
+// Every set's weight pass (tap_kernels.h) gives BuildAxisFilterScalarForTesting's filter
+// bit for bit: tap counts, windows, weights and the identity flag, over random crops
+// (upscale and 3- to 9-tap downscale, whole and fractional origins as DCT-scaled and
+// chroma boxes have), odd output sizes (partial last register), boxes against and past
+// the window's ends (shifted windows, the nearest-pixel fallback) and identity crops.
+TEST_F(ResampleIsaTest, AxisFilterMatchesScalar) {
+  uint32_t state = 2024;
+  const auto next = [&state](int n) {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<int>((state >> 8) % static_cast<uint32_t>(n));
+  };
+  struct Axis {
+    double origin, length;
+    int out, lo, hi;
+  };
+  std::vector<Axis> axes;
+  for (int t = 0; t < 3000; ++t) {
+    const int win = 8 + next(600);
+    const int out = t % 4 == 0 ? 1 + next(300) : 176;
+    const double length = 1 + next(win * 8) / 8.0;
+    const double origin = next(win * 8) / 8.0 - (t % 5 == 0 ? 4 : 0);
+    const int lo = t % 7 == 0 ? next(win / 2 + 1) : 0;
+    axes.push_back(Axis{origin, length, out, lo, win});
+  }
+  axes.push_back(Axis{5, 176, 176, 0, 400});      // Identity.
+  axes.push_back(Axis{5.5, 176, 176, 0, 400});    // Scale 1, half-pixel phase.
+  axes.push_back(Axis{-50, 20, 176, 0, 10});      // Mostly outside the window.
+  axes.push_back(Axis{390, 30, 64, 0, 400});      // Past win_hi.
+  axes.push_back(Axis{0, 400, 3, 0, 400});        // Past 9 taps: the scalar builder.
+  for (const ResampleIsa isa : Isas()) {
+    ASSERT_TRUE(internal::SetResampleIsaForTesting(isa));
+    for (const Axis& a : axes) {
+      internal::AxisFilter want, got;
+      internal::BuildAxisFilterScalarForTesting(a.origin, a.length, a.out, a.lo, a.hi, &want);
+      internal::BuildAxisFilter(a.origin, a.length, a.out, a.lo, a.hi, &got);
+      const std::string at = absl::StrCat(Name(isa), " origin ", a.origin, " length ",
+                                          a.length, " out ", a.out, " window ", a.lo, "-", a.hi);
+      ASSERT_EQ(got.taps, want.taps) << at;
+      ASSERT_EQ(got.lo, want.lo) << at;
+      ASSERT_EQ(got.hi, want.hi) << at;
+      ASSERT_EQ(got.identity, want.identity) << at;
+      ASSERT_EQ(got.first, want.first) << at;
+      ASSERT_EQ(got.weights.size(), want.weights.size()) << at;
+      ASSERT_EQ(std::memcmp(got.weights.data(), want.weights.data(),
+                            want.weights.size() * sizeof(float)),
+                0)
+          << at;
+    }
+  }
+}
+
 TEST_F(ResampleIsaTest, UnsupportedSetIsRefused) {
   EXPECT_TRUE(internal::SetResampleIsaForTesting(ResampleIsa::kSse41));
   for (const ResampleIsa isa : {ResampleIsa::kAvx2, ResampleIsa::kAvx512}) {

@@ -42,6 +42,11 @@ struct PlaneTaps {
 // have kPlaneGroupSpan readable floats from every fitting group's base.
 void HorizontalPlaneAvx512(const float* row, const PlaneTaps& t, float* out);
 
+// HorizontalPlanesAvx512 is HorizontalPlaneAvx512 on two rows filtered alike (Cb and Cr
+// of one output row), sharing the index and weight loads; the same bits as two calls.
+void HorizontalPlanesAvx512(const float* row_a, const float* row_b, const PlaneTaps& t,
+                           float* out_a, float* out_b);
+
 }  // namespace flowloader::augment::internal
 
 #endif  // FLOWLOADER_STAGES_AUGMENT_INTERNAL_PLANE_KERNELS_H_

@@ -85,6 +85,11 @@ struct FilterKey {
 void BuildAxisFilter(double origin, double length, int out_size, int win_lo, int win_hi,
                      AxisFilter* filter);
 
+// BuildAxisFilterScalarForTesting is BuildAxisFilter without the kernel sets' weight
+// passes, one output and one tap at a time: the reference they must match bit for bit.
+void BuildAxisFilterScalarForTesting(double origin, double length, int out_size,
+                                     int win_lo, int win_hi, AxisFilter* filter);
+
 // ResampleSpec says what to resize: `box` of `src` (in src pixels) to out_size²,
 // reading only src pixels inside the window [win_x0, win_x1) × [win_y0, win_y1).
 struct ResampleSpec {

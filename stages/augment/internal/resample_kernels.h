@@ -34,6 +34,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "stages/augment/internal/tap_kernels.h"
+
 namespace flowloader::augment::internal {
 
 // VerticalFn filters one output row: row[j] = sum_k w[k] * rows[k][j] for j in [0, n),
@@ -65,6 +67,7 @@ struct Kernels {
   int pixels;
   VerticalFn (*vertical)(int pairs);
   HorizontalFns (*horizontal)(int taps);
+  TapFn (*taps)(int max_taps);  // BuildAxisFilter's weight pass (tap_kernels.h).
 };
 
 // Each set's table, from the file compiled for it. Call the AVX ones only where
@@ -109,6 +112,7 @@ struct Sse41 {
   using F = __m128;
   using I = __m128i;
   static constexpr int kPixels = 1;
+  using Taps = TapSse41;  // BuildAxisFilter's weight pass.
   static constexpr int kVerticalValues = 16;
   static constexpr bool kWidenOnLoad = false;
 
@@ -169,6 +173,7 @@ struct Avx2 {
   using F = __m256;
   using I = __m256i;
   static constexpr int kPixels = 2;
+  using Taps = TapAvx2;  // BuildAxisFilter's weight pass.
   static constexpr int kVerticalValues = 32;
   static constexpr bool kWidenOnLoad = false;
   using Narrow = Avx2;
@@ -260,6 +265,7 @@ struct Avx512 {
   using F = __m512;
   using I = __m512i;
   static constexpr int kPixels = 4;
+  using Taps = TapAvx512;  // BuildAxisFilter's weight pass.
   static constexpr int kVerticalValues = 32;
   static constexpr bool kWidenOnLoad = true;
   using Narrow = Avx2;
@@ -622,7 +628,8 @@ HorizontalFns HorizontalFor(int taps) {
 
 // kKernels is Isa's table (constant-initialized: no code runs to make it).
 template <class Isa>
-constexpr Kernels kKernels = {Isa::kPixels, VerticalFor<Isa>, HorizontalFor<Isa>};
+constexpr Kernels kKernels = {Isa::kPixels, VerticalFor<Isa>, HorizontalFor<Isa>,
+                               TapsFor<typename Isa::Taps>};
 
 }  // namespace
 }  // namespace flowloader::augment::internal
