@@ -436,7 +436,8 @@ TEST(NormalizeKernelsTest, EveryPathWritesTheLiteralFormula) {
           want[c * plane + i] = scaled + offset[c];
         }
       }
-      const size_t room = 3 * plane + 64;
+      // aligned_alloc needs a size that is a multiple of the alignment.
+      const size_t room = (3 * plane + 64 + 15) / 16 * 16;
       float* buffer = static_cast<float*>(std::aligned_alloc(64, room * sizeof(float)));
       for (const Path& path : paths) {
         for (size_t at : {0, 8, 1}) {
