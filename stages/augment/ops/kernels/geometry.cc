@@ -855,6 +855,16 @@ FLOWLOADER_AFFINE_AVX512 inline __m512d CubicRow8(__m256i t, __m512d d) {
   return _mm512_add_pd(p1, _mm512_mul_pd(d, _mm512_add_pd(p2, _mm512_mul_pd(d, inner))));
 }
 
+// ByChannel8 is ByChannel on eight lanes: w[j] holds lanes j and j + 4 (one per 128-bit
+// half), each a window whose dword c holds channel c's four taps.
+FLOWLOADER_AFFINE_AVX512 inline void ByChannel8(const __m256i w[4], __m256i t[3]) {
+  const __m256i lo01 = _mm256_unpacklo_epi32(w[0], w[1]), lo23 = _mm256_unpacklo_epi32(w[2], w[3]);
+  const __m256i hi01 = _mm256_unpackhi_epi32(w[0], w[1]), hi23 = _mm256_unpackhi_epi32(w[2], w[3]);
+  t[0] = _mm256_unpacklo_epi64(lo01, lo23);
+  t[1] = _mm256_unpackhi_epi64(lo01, lo23);
+  t[2] = _mm256_unpacklo_epi64(hi01, hi23);
+}
+
 // WindowRow8 loads the eight lanes' 16-byte window rows at p + lane_off[lane] into
 // one register per channel: byte 4 * lane + k is lane's tap k.
 FLOWLOADER_AFFINE_AVX512 inline void WindowRow8(const uint8_t* p, const int32_t lane_off[8],
@@ -868,11 +878,7 @@ FLOWLOADER_AFFINE_AVX512 inline void WindowRow8(const uint8_t* p, const int32_t 
     w[j] = _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1),
                                _mm256_broadcastsi128_si256(window));
   }
-  const __m256i lo01 = _mm256_unpacklo_epi32(w[0], w[1]), lo23 = _mm256_unpacklo_epi32(w[2], w[3]);
-  const __m256i hi01 = _mm256_unpackhi_epi32(w[0], w[1]), hi23 = _mm256_unpackhi_epi32(w[2], w[3]);
-  t[0] = _mm256_unpacklo_epi64(lo01, lo23);
-  t[1] = _mm256_unpackhi_epi64(lo01, lo23);
-  t[2] = _mm256_unpacklo_epi64(hi01, hi23);
+  ByChannel8(w, t);
 }
 
 // Channel8: byte c of each of eight RGBx words, as doubles.
@@ -1083,11 +1089,7 @@ FLOWLOADER_AFFINE_AVX512 inline void Window2x2Oct(const uint8_t* p, int stride,
                                 Rows2(p + lane_off[j + 4], stride), 1),
         _mm256_broadcastsi128_si256(window));
   }
-  const __m256i lo01 = _mm256_unpacklo_epi32(w[0], w[1]), lo23 = _mm256_unpacklo_epi32(w[2], w[3]);
-  const __m256i hi01 = _mm256_unpackhi_epi32(w[0], w[1]), hi23 = _mm256_unpackhi_epi32(w[2], w[3]);
-  t[0] = _mm256_unpacklo_epi64(lo01, lo23);
-  t[1] = _mm256_unpackhi_epi64(lo01, lo23);
-  t[2] = _mm256_unpacklo_epi64(hi01, hi23);
+  ByChannel8(w, t);
 }
 
 // RunWindows8: eight windows that are consecutive pixels from p (a run: each lane's
