@@ -66,9 +66,16 @@ std::atomic<bool> portable_for_testing{false};
 std::atomic<bool> no_vbmi_for_testing{false};
 
 #if defined(FLOWLOADER_COLOUR_AVX2)
-// ApplyLutVbmi maps the first n & ~63 values through `lut` and returns how many: two
-// 128-entry permutes (vpermt2b, index bits 0..6) of the table's halves, picked per
-// byte by its top bit.
+// Lookup256 looks 64 values up in a 256-entry table held as four 64-entry quarters: two
+// 128-entry permutes (vpermt2b, index bits 0..6), picked by the values' top bits (`high`).
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i Lookup256(
+    __m512i x, __mmask64 high, __m512i t0, __m512i t1, __m512i t2, __m512i t3) {
+  return _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(t0, x, t1),
+                                _mm512_permutex2var_epi8(t2, x, t3));
+}
+
+// ApplyLutVbmi maps the first n & ~63 values through `lut` and returns how many, 64 a
+// step (Lookup256).
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t ApplyLutVbmi(
     uint8_t* p, size_t n, const uint8_t (&lut)[256]) {
   const size_t bulk = n & ~static_cast<size_t>(63);
@@ -76,9 +83,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t ApplyLutVbmi(
   const __m512i t2 = _mm512_loadu_si512(lut + 128), t3 = _mm512_loadu_si512(lut + 192);
   for (size_t i = 0; i < bulk; i += 64) {
     const __m512i x = _mm512_loadu_si512(p + i);
-    const __m512i low = _mm512_permutex2var_epi8(t0, x, t1);   // Values 0..127.
-    const __m512i high = _mm512_permutex2var_epi8(t2, x, t3);  // Values 128..255.
-    _mm512_storeu_si512(p + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), low, high));
+    _mm512_storeu_si512(p + i, Lookup256(x, _mm512_movepi8_mask(x), t0, t1, t2, t3));
   }
   return bulk;
 }
@@ -95,14 +100,6 @@ constexpr __mmask64 ChannelMask(int s, int c) {
     if ((s + j) % 3 == c) m |= static_cast<__mmask64>(1) << j;
   }
   return m;
-}
-
-// Lookup256 looks 64 values up in a 256-entry table held as four 64-entry quarters: two
-// 128-entry permutes, picked by the values' top bits (`high`).
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i Lookup256(
-    __m512i x, __mmask64 high, __m512i t0, __m512i t1, __m512i t2, __m512i t3) {
-  return _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(t0, x, t1),
-                                _mm512_permutex2var_epi8(t2, x, t3));
 }
 
 // Quarter is entries 64 q .. 64 q + 63 of channel c's table.
