@@ -1,0 +1,180 @@
+// coco_test: the COCO instances reader on files the test writes: labels, boxes, masks
+// from polygons and both RLE forms, and every kind of bad input counted or refused.
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "stages/detection/coco.h"
+#include "stages/detection/rle.h"
+
+namespace flowloader::detection {
+namespace {
+
+std::string WriteJson(const std::string& name, const std::string& text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+absl::StatusOr<std::unique_ptr<CocoDataset>> OpenText(const std::string& name,
+                                                      const std::string& text,
+                                                      CocoOptions options = {}) {
+  options.annotations = WriteJson(name, text);
+  options.images = "images";
+  return CocoDataset::Open(options);
+}
+
+// Two images (4 × 3 and 8 × 6), categories 7 and 3 (labels 2 and 1).
+const char kGood[] = R"({
+  "images": [{"id": 10, "file_name": "a.jpg", "width": 4, "height": 3},
+             {"id": 11, "file_name": "b.jpg", "width": 8, "height": 6},
+             {"id": 12, "file_name": "c.jpg", "width": 8, "height": 6}],
+  "categories": [{"id": 7, "name": "dog"}, {"id": 3, "name": "cat"}],
+  "annotations": [
+    {"id": 1, "image_id": 10, "category_id": 7, "bbox": [1, 0, 2, 2], "iscrowd": 0,
+     "area": 4, "segmentation": [[1, 0, 3, 0, 3, 2, 1, 2]]},
+    {"id": 2, "image_id": 11, "category_id": 3, "bbox": [0, 0, 8, 6], "iscrowd": 1,
+     "area": 2, "segmentation": {"counts": [7, 2, 39], "size": [6, 8]}},
+    {"id": 3, "image_id": 11, "category_id": 7, "bbox": [1, 0, 1, 6], "iscrowd": 0,
+     "area": 6, "segmentation": {"counts": "66T1", "size": [6, 8]}}
+  ]})";
+
+TEST(CocoTest, ReadsBoxesLabelsAndMasks) {
+  auto coco = OpenText("good.json", kGood);
+  ASSERT_TRUE(coco.ok()) << coco.status();
+  const CocoDataset& d = **coco;
+  ASSERT_EQ(d.images().size(), 3u);
+  ASSERT_EQ(d.categories().size(), 2u);
+  EXPECT_EQ(d.categories()[0].id, 3);  // Sorted by id, from first_label 1.
+  EXPECT_EQ(d.categories()[0].label, 1);
+  EXPECT_EQ(d.categories()[1].name, "dog");
+  EXPECT_EQ(d.FullPath(d.images()[1]), "images/b.jpg");
+  EXPECT_EQ(d.MaxInstances(), 2);
+  EXPECT_TRUE(d.skipped().empty());
+
+  Targets t;
+  d.MakeTargets(0, &t);
+  EXPECT_EQ(t.image_id, 10);
+  EXPECT_EQ(t.boxes, (std::vector<float>{1, 0, 3, 2}));  // xywh → xyxy.
+  EXPECT_EQ(t.labels, (std::vector<int64_t>{2}));
+  ASSERT_EQ(t.masks.size(), 12u);
+  EXPECT_EQ(RleArea(RleFromMask(t.masks.data(), 3, 4)),
+            RleArea(RleFromPolygon({1, 0, 3, 0, 3, 2, 1, 2}, 3, 4)));
+
+  d.MakeTargets(1, &t);
+  ASSERT_EQ(t.size(), 2);
+  EXPECT_EQ(t.iscrowd, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(t.labels, (std::vector<int64_t>{1, 2}));
+  // Uncompressed runs 7, 2, 39: column-major pixels 7 and 8 = (1, 1) and (1, 2).
+  const uint8_t* m0 = t.masks.data();
+  EXPECT_EQ(m0[1 * 8 + 1], 1);
+  EXPECT_EQ(m0[2 * 8 + 1], 1);
+  EXPECT_EQ(RleArea(RleFromMask(m0, 6, 8)), 2);
+  // "66T1": runs 6, 6, 36 ("T1" = 4 + 1·32: two characters): column 1 set.
+  const uint8_t* m1 = t.masks.data() + 48;
+  for (int y = 0; y < 6; ++y) EXPECT_EQ(m1[y * 8 + 1], 1) << y;
+  EXPECT_EQ(RleArea(RleFromMask(m1, 6, 8)), 6);
+
+  d.MakeTargets(2, &t);  // No annotation: kept with empty targets.
+  EXPECT_EQ(t.size(), 0);
+  EXPECT_EQ(t.canvas_width, 8);
+}
+
+TEST(CocoTest, SkipEmptyDropsAndCountsImagesWithoutInstances) {
+  CocoOptions options;
+  options.skip_empty = true;
+  auto coco = OpenText("skip_empty.json", kGood, options);
+  ASSERT_TRUE(coco.ok()) << coco.status();
+  EXPECT_EQ((*coco)->images().size(), 2u);
+  EXPECT_EQ((*coco)->skipped().at("empty_image"), 1);
+}
+
+TEST(CocoTest, CountsEveryKindOfBadAnnotation) {
+  const char json[] = R"({
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}],
+    "categories": [{"id": 1, "name": "x"}],
+    "annotations": [
+      {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2]},
+      {"id": 2, "image_id": 1, "category_id": 1, "bbox": [1, 1, "NaN", 2]},
+      {"id": 3, "image_id": 1, "category_id": 1, "bbox": [1, 1, 0, 2]},
+      {"id": 4, "image_id": 1, "category_id": 1, "bbox": [-5, 8, 20, 20]},
+      {"id": 5, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "segmentation": [[1, 1, 2, 2]]},
+      {"id": 6, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "segmentation": {"counts": [50, 60], "size": [10, 10]}},
+      {"id": 7, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "segmentation": {"counts": [100], "size": [5, 20]}},
+      {"id": 8, "image_id": 1, "category_id": 99, "bbox": [1, 1, 2, 2]},
+      {"id": 9, "image_id": 42, "category_id": 1, "bbox": [1, 1, 2, 2]},
+      {"id": 10, "image_id": 1, "category_id": 1, "bbox": [20, 20, 2, 2]}
+    ]})";
+  auto coco = OpenText("bad.json", json);
+  ASSERT_TRUE(coco.ok()) << coco.status();
+  const auto& skipped = (*coco)->skipped();
+  EXPECT_EQ(skipped.at("bad_box"), 1);
+  EXPECT_EQ(skipped.at("degenerate_box"), 2);  // Zero width; wholly outside.
+  EXPECT_EQ(skipped.at("box_clamped"), 2);     // Kept once, dropped once.
+  EXPECT_EQ(skipped.at("bad_polygon"), 1);
+  EXPECT_EQ(skipped.at("bad_rle"), 2);         // Overrun; wrong size.
+  EXPECT_EQ(skipped.at("unknown_category"), 1);
+  EXPECT_EQ(skipped.at("unknown_image"), 1);
+  ASSERT_EQ((*coco)->images()[0].instances.size(), 2u);
+  const float* clamped = (*coco)->images()[0].instances[1].box;
+  EXPECT_EQ(clamped[0], 0);
+  EXPECT_EQ(clamped[3], 10);
+  // Each message names the file, the image and the value.
+  bool found = false;
+  for (const std::string& m : (*coco)->skip_messages()) {
+    if (m.rfind("bad_rle: ", 0) == 0 && m.find("bad.json: image 1 (a.jpg)") != std::string::npos &&
+        m.find("sum to 110") != std::string::npos) {
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(CocoTest, BoundsInstancesPerImage) {
+  std::string json = R"({"images": [{"id": 1, "file_name": "a.jpg", "width": 9, "height": 9}],
+    "categories": [{"id": 1}], "annotations": [)";
+  for (int i = 0; i < 50; ++i) {
+    json += std::string(i ? "," : "") + R"({"image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2]})";
+  }
+  json += "]}";
+  CocoOptions options;
+  options.max_instances = 10;
+  auto coco = OpenText("many.json", json, options);
+  ASSERT_TRUE(coco.ok()) << coco.status();
+  EXPECT_EQ((*coco)->images()[0].instances.size(), 10u);
+  EXPECT_EQ((*coco)->skipped().at("too_many_instances"), 40);
+}
+
+TEST(CocoTest, RefusesWhatLeavesNothingToTrainOn) {
+  auto dup = OpenText("dup.json", R"({"images": [
+      {"id": 5, "file_name": "a.jpg", "width": 4, "height": 4},
+      {"id": 5, "file_name": "b.jpg", "width": 4, "height": 4}]})");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("image id 5 appears twice (a.jpg and b.jpg)"),
+            std::string::npos)
+      << dup.status();
+  auto not_json = OpenText("broken.json", R"({"images": [)");
+  ASSERT_FALSE(not_json.ok());
+  EXPECT_NE(not_json.status().message().find("broken.json: not JSON"), std::string::npos)
+      << not_json.status();
+  auto no_size = OpenText("nosize.json", R"({"images": [{"id": 1, "file_name": "a.jpg"}]})");
+  EXPECT_FALSE(no_size.ok());
+  CocoOptions small;
+  small.max_json_bytes = 10;
+  auto big = OpenText("big.json", kGood, small);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(big.status().message().find("max_annotation_bytes"), std::string::npos);
+  CocoOptions missing;
+  missing.annotations = "/nonexistent/instances.json";
+  EXPECT_EQ(CocoDataset::Open(missing).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace flowloader::detection

@@ -1,0 +1,60 @@
+// targets.h: one image's detection and instance-segmentation targets, the fields
+// torchvision's detection models take in their target dict.
+//
+// boxes are float32 [K, 4] in `format` on a canvas of canvas_width × canvas_height pixels;
+// labels int64 [K]; iscrowd int64 [K] (0 or 1); area float32 [K]; masks uint8 [K, H, W]
+// (H × W the canvas, one 0/1 plane per instance) when the sample carries masks. Every
+// per-instance vector has K entries, so dropping instance k (sanitize) drops it from all.
+//
+// Thread-safety: a plain value, owned by one sample at a time.
+#ifndef FLOWLOADER_STAGES_DETECTION_TARGETS_H_
+#define FLOWLOADER_STAGES_DETECTION_TARGETS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace flowloader::detection {
+
+// BoxFormat is torchvision's BoundingBoxFormat: corners, corner + size, centre + size.
+enum class BoxFormat { kXYXY, kXYWH, kCXCYWH };
+
+// BoxFormatName is "xyxy", "xywh" or "cxcywh"; ParseBoxFormat reads one of them.
+const char* BoxFormatName(BoxFormat format);
+absl::StatusOr<BoxFormat> ParseBoxFormat(const std::string& text);
+
+// ConvertBoxes rewrites `boxes` (K × 4 floats) from format `from` to format `to`, as
+// torchvision's convert_bounding_box_format does.
+void ConvertBoxes(BoxFormat from, BoxFormat to, std::vector<float>* boxes);
+
+struct Targets {
+  int64_t image_id = 0;
+  int canvas_width = 0;   // The image's size the boxes and masks refer to.
+  int canvas_height = 0;
+  BoxFormat format = BoxFormat::kXYXY;
+  std::vector<float> boxes;      // K × 4.
+  std::vector<int64_t> labels;   // K.
+  std::vector<int64_t> iscrowd;  // K.
+  std::vector<float> area;       // K.
+  bool has_masks = false;        // masks holds K planes of canvas_height × canvas_width.
+  std::vector<uint8_t> masks;
+
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  size_t mask_plane() const {
+    return static_cast<size_t>(canvas_width) * static_cast<size_t>(canvas_height);
+  }
+  // Clear empties every field, keeping capacity (reused across samples).
+  void Clear();
+  // Keep keeps the instances whose keep[k] is true, in order, in every per-instance
+  // field (boxes, labels, iscrowd, area, masks). Returns how many were dropped.
+  int64_t Keep(const std::vector<bool>& keep);
+  // Bytes is what the targets hold (for the memory plan and the bytes metric).
+  size_t Bytes() const;
+};
+
+}  // namespace flowloader::detection
+
+#endif  // FLOWLOADER_STAGES_DETECTION_TARGETS_H_
