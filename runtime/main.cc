@@ -4,6 +4,7 @@
 //   flowloader run --spec=FILE.yaml [flags that override the spec's values]
 //   flowloader plan [run's pipeline flags] [--json]   (the memory plan, nothing run)
 //   flowloader make-dataset --out=DIR [--classes=10 --images_per_class=30]
+//   flowloader make-dataset --task=detection --out=DIR [--images=100]
 //   flowloader tune --data=DIR_OR_LIST --out=DIR [run's flags] [--consumer_ms=MS ...]
 //   flowloader pack --data=IMAGEFOLDER_OR_LIST --out=DIR [--shard_size=256MB --max_side=N]
 //   flowloader stages        (every stage type and its options)
@@ -26,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "graph/stage.h"
+#include "runtime/detection_dataset.h"
 #include "runtime/graph_command.h"
 #include "runtime/internal/cli_flags.h"
 #include "runtime/pack_command.h"
@@ -110,7 +112,12 @@ std::vector<CommandDef> Commands() {
        {"quality", "90", "JPEG quality, 1-100"},
        {"noise", "7", "noise level in 8-bit steps (the file size knob); >= 0"},
        {"seed", "0", "seed of every image"},
-       {"overwrite", "false", "write into a non-empty --out", true}}};
+       {"overwrite", "false", "write into a non-empty --out", true},
+       {"task", "classification",
+        "classification (an ImageFolder) or detection (images/ + annotations/instances.json "
+        "in COCO's format: drawn shapes, exact boxes, polygons and RLE)"},
+       {"images", "100", "detection: JPEG files; >= 1"},
+       {"max_instances", "6", "detection: shapes per image, 1-9"}}};
   CommandDef stages{"stages", "flowloader stages",
                     "print every stage type with its options, and the spec's keys, as YAML",
                     {}};
@@ -348,8 +355,40 @@ int TuneFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   return TuneCommand(o, flags.Text("out"));
 }
 
+// MakeDetectionDataset is make-dataset --task=detection (runtime/detection_dataset.h).
+int MakeDetectionDataset(const FlagReader& flags) {
+  DetectionDatasetOptions o;
+  o.root = flags.Text("out");
+  int64_t images = 0, min_side = 0, max_side = 0, instances = 0, quality = 0, seed = 0;
+  absl::Status s = flags.Int("images", 1, 10000000, &images);
+  if (s.ok()) s = flags.Int("min_short_side", 64, 65000, &min_side);
+  if (s.ok()) s = flags.Int("max_short_side", min_side, 65000, &max_side);
+  if (s.ok()) s = flags.Int("max_instances", 1, 9, &instances);
+  if (s.ok()) s = flags.Int("quality", 1, 100, &quality);
+  if (s.ok()) s = flags.Int("seed", 0, std::numeric_limits<int64_t>::max(), &seed);
+  if (s.ok()) s = flags.Double("noise", 0, &o.noise);
+  if (s.ok()) s = flags.Bool("overwrite", &o.overwrite);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  o.images = static_cast<int>(images);
+  o.min_side = static_cast<int>(min_side);
+  o.max_side = static_cast<int>(max_side);
+  o.max_instances = static_cast<int>(instances);
+  o.quality = static_cast<int>(quality);
+  o.seed = static_cast<uint64_t>(seed);
+  if (absl::Status g = GenerateDetectionDataset(o); !g.ok()) return Fail(std::string(g.message()));
+  std::printf("dataset ready: %s/images (%d JPEGs), %s/annotations/instances.json\n",
+              o.root.c_str(), o.images, o.root.c_str());
+  return 0;
+}
+
 int MakeDataset(const CommandDef& command, const ParsedFlags& parsed) {
   const FlagReader flags(command, parsed);
+  const std::string task = flags.Text("task");
+  if (task != "classification" && task != "detection") {
+    return Fail(absl::StrCat("--task must be classification or detection, got '", task, "'"));
+  }
+  if (flags.Text("out").empty()) return Fail("make-dataset needs --out=DIR");
+  if (task == "detection") return MakeDetectionDataset(flags);
   SampleDatasetOptions o;
   o.root = flags.Text("out");
   if (o.root.empty()) return Fail("make-dataset needs --out=DIR");

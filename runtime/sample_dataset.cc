@@ -101,9 +101,6 @@ Image SynthesizeImage(int width, int height, int class_index, double noise, uint
   return img;
 }
 
-namespace {
-
-// CheckEmptyOrMissing refuses a `root` that exists and holds any entry.
 absl::Status CheckEmptyOrMissing(const std::string& root) {
   DIR* dir = ::opendir(root.c_str());
   if (dir == nullptr) return absl::OkStatus();  // Missing (MakeDir reports other trouble).
@@ -121,8 +118,6 @@ absl::Status CheckEmptyOrMissing(const std::string& root) {
       "') and holds no sample dataset made with these options: choose a new --out, or pass "
       "--overwrite to write into it"));
 }
-
-}  // namespace
 
 absl::Status GenerateSampleDataset(const SampleDatasetOptions& o) {
   if (o.root.empty()) return absl::InvalidArgumentError("sample dataset root is empty");

@@ -44,6 +44,10 @@ struct SampleDatasetOptions {
 // holds anything else, it refuses unless `overwrite`.
 absl::Status GenerateSampleDataset(const SampleDatasetOptions& options);
 
+// CheckEmptyOrMissing refuses a `root` that exists and holds any entry (naming
+// --overwrite), so that a typo in --out cannot scatter files into another directory.
+absl::Status CheckEmptyOrMissing(const std::string& root);
+
 // SynthesizeImage draws one photo-like RGB image of width × height (class-tinted).
 Image SynthesizeImage(int width, int height, int class_index, double noise, uint64_t seed,
                       uint64_t index);
