@@ -167,7 +167,7 @@ class FiveCrop:  # A torchvision class flowloader does not have (by its name).
     (lambda: T.Resize(32, interpolation=T.InterpolationMode.LANCZOS), "lanczos"),
     (lambda: T.Resize(32, interpolation=1), "interpolation=1"),  # PIL's LANCZOS.
     (lambda: T.Resize(32, antialias=False), "antialias=False"),
-    (lambda: T.Grayscale(), "num_output_channels=1"),
+    (lambda: T.Compose([T.Grayscale()]).to_ops(), "num_output_channels=1"),
     (lambda: T.RandomRotation(10, center=(3, 3)), "center=(3, 3)"),
     (lambda: T.RandomAffine(10, center=(3, 3)), "center=(3, 3)"),
     (lambda: T.ConvertImageDtype(torch.uint8), "ConvertImageDtype(torch.uint8)"),
@@ -203,8 +203,8 @@ def test_builtin_keywords_conflict_with_a_compose(small_data):
         flowloader.DataLoader(small_data, transform=T.Compose([T.CenterCrop(8)]), image_size=64)
 
 
-def test_objects_only_describe():
-    with pytest.raises(TypeError, match="not called on images"):
+def test_calling_on_a_non_image_is_a_type_error():
+    with pytest.raises(TypeError, match="cannot transform a builtins.object"):
         T.CenterCrop(8)(object())
 
 
