@@ -71,6 +71,33 @@ def _tensor_item(chw, is_float):
     return _three(hwc[:, :, 0]) if hwc.shape[2] == 1 else np.ascontiguousarray(hwc)
 
 
+def _rows(im):
+    """The row-pointer array of a loaded PIL core image, or None (another Pillow)."""
+    ptrs = getattr(im, "unsafe_ptrs", None)
+    return dict(ptrs).get("image") if ptrs else None
+
+
+def _pil_pixels(img):
+    """uint8 [H, W, 3] of a PIL RGB or L image (L: three equal channels)."""
+    img.load()
+    rows = _rows(img.im)
+    if rows:
+        return _core()._pil_read(rows, img.mode, img.size[0], img.size[1])
+    arr = np.array(img)
+    return _three(arr) if img.mode == "L" else np.ascontiguousarray(arr)
+
+
+def _to_pil(arr, mode):
+    """A PIL image of `mode` (RGB, or L from channel 0) from uint8 [H, W, 3]."""
+    Image = _pil()
+    out = Image.new(mode, (arr.shape[1], arr.shape[0]))
+    rows = _rows(out.im)
+    if rows:
+        _core()._pil_write(rows, mode, arr)
+        return out
+    return Image.fromarray(np.ascontiguousarray(arr[:, :, 0]) if mode == "L" else arr, mode)
+
+
 class State:
     """The image being transformed: `items` (one array per image of a batch: uint8
     [H, W, 3] or float32 [3, H, W]), how to give it back, and the native ops not run yet."""
@@ -93,6 +120,9 @@ class State:
             self._from_numpy(img)
         elif _is_tensor(img):
             self._from_tensor(img)
+        elif isinstance(img, (tuple, list)):
+            self.kind = "several"  # FiveCrop's output: given on to the next (a Lambda).
+            self._size = (0, 0)
         else:
             raise TypeError(f"flowloader.transforms: cannot transform a "
                             f"{type(img).__module__}.{type(img).__qualname__}: it takes "
@@ -114,10 +144,7 @@ class State:
         self._size = (w, h)
         self.channels = 1 if img.mode == "L" else 3
 
-        def make():
-            arr = np.array(img)  # A writable copy (torch.from_numpy wants one).
-            return [_three(arr) if img.mode == "L" else np.ascontiguousarray(arr)]
-        self._make_items = make
+        self._make_items = lambda: [_pil_pixels(img)]
 
     def _from_numpy(self, arr):
         self.kind = "numpy"
@@ -175,8 +202,16 @@ class State:
             self.flush()
         return self._size
 
+    def replace(self, img):
+        """Goes on from `img` (what a Lambda or FiveCrop made)."""
+        self.__init__(img)
+
     def native(self, op, params):
         """Queues native op `op` (an _EagerOp) with `params` (None: skipped)."""
+        if self.kind == "several":
+            raise TypeError(f"flowloader.transforms: {op.name} takes one image, got a "
+                            f"{type(self._raw).__name__} of {len(self._raw)} (FiveCrop/TenCrop's "
+                            "crops: handle them with a Lambda)")
         if params is None:
             return
         if op.reads_float != self.is_float:
@@ -236,6 +271,8 @@ class State:
     # -- out --------------------------------------------------------------------------
     def result(self):
         """The transformed image, in the form it came in (or ToTensor's)."""
+        if self.kind == "several":
+            return self._raw
         if self.items is None and not self.pending_ops and (
                 self.kind != "tensor" or not _is_pil(self._raw)) and (
                 self.kind == "tensor") == _is_tensor(self._raw):
@@ -245,9 +282,7 @@ class State:
             return self._result_tensor()
         a = self.items[0]
         if self.kind == "pil":
-            if self.channels == 1:
-                return _pil().fromarray(np.ascontiguousarray(a[:, :, 0]), "L")
-            return _pil().fromarray(a, "RGB")
+            return _to_pil(a, "L" if self.channels == 1 else "RGB")
         if self.channels == 1:
             return np.ascontiguousarray(a[:, :, 0]) if self.numpy_2d else np.ascontiguousarray(
                 a[:, :, :1])

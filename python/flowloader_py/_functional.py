@@ -21,10 +21,10 @@ InterpolationMode = _T.InterpolationMode
 __all__ = [
     "InterpolationMode", "adjust_brightness", "adjust_contrast", "adjust_hue",
     "adjust_saturation", "adjust_sharpness", "affine", "autocontrast", "center_crop",
-    "convert_image_dtype", "crop", "equalize", "erase", "gaussian_blur", "get_dimensions",
+    "convert_image_dtype", "crop", "equalize", "erase", "five_crop", "gaussian_blur", "get_dimensions",
     "get_image_num_channels", "get_image_size", "hflip", "invert", "normalize", "pad",
     "pil_to_tensor", "posterize", "resize", "resized_crop", "rgb_to_grayscale", "rotate",
-    "solarize", "to_pil_image", "to_tensor", "vflip",
+    "solarize", "ten_crop", "to_pil_image", "to_tensor", "vflip",
 ]
 
 _NAN = float("nan")
@@ -97,6 +97,26 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     size = [h + int(p[1]) + int(p[3]), w + int(p[0]) + int(p[2])]
     return _run(img, _text("random_crop", size=size, padding=[int(v) for v in p], fill=fill,
                            padding_mode=padding_mode), [0, 0, size[0], size[1]])
+
+
+def five_crop(img, size):
+    """(top-left, top-right, bottom-left, bottom-right, centre) crops of size [h, w]."""
+    crop_h, crop_w = _T._hw(size if isinstance(size, numbers.Number) or len(size) != 1
+                            else size[0])
+    image_w, image_h = get_image_size(img)
+    if crop_w > image_w or crop_h > image_h:
+        raise ValueError(f"Requested crop size {(crop_h, crop_w)} is bigger than input size "
+                         f"{(image_h, image_w)}")
+    tl = crop(img, 0, 0, crop_h, crop_w)
+    tr = crop(img, 0, image_w - crop_w, crop_h, crop_w)
+    bl = crop(img, image_h - crop_h, 0, crop_h, crop_w)
+    br = crop(img, image_h - crop_h, image_w - crop_w, crop_h, crop_w)
+    return tl, tr, bl, br, center_crop(img, [crop_h, crop_w])
+
+
+def ten_crop(img, size, vertical_flip=False):
+    """five_crop of the image, then of its flip (horizontal, or vertical)."""
+    return five_crop(img, size) + five_crop(vflip(img) if vertical_flip else hflip(img), size)
 
 
 def hflip(img):

@@ -41,13 +41,16 @@ import sys
 
 __all__ = [
     "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ColorJitter", "Compose",
-    "ConvertImageDtype", "GaussianBlur", "Grayscale", "InterpolationMode", "Lambda",
-    "Normalize", "PILGaussianBlur", "PILToTensor", "RandAugment", "RandomAdjustSharpness", "RandomAffine",
-    "RandomApply", "RandomAutocontrast", "RandomCrop", "RandomEqualize", "RandomErasing",
-    "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert", "RandomPosterize",
+    "ConvertImageDtype", "FiveCrop", "GaussianBlur", "Grayscale", "InterpolationMode", "Lambda",
+    "Normalize", "PILGaussianBlur", "PILToTensor", "Pad", "RandAugment",
+    "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast",
+    "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale",
+    "RandomHorizontalFlip", "RandomInvert", "RandomOrder", "RandomPosterize",
     "RandomResizedCrop", "RandomRotation", "RandomSolarize", "RandomVerticalFlip", "Resize",
-    "ToTensor", "TrivialAugmentWide",
+    "TenCrop", "ToTensor", "TrivialAugmentWide",
 ]
+# Classes that run when called on an image but not in the loader's op list yet.
+_EAGER_ONLY = ("FiveCrop", "Pad", "RandomChoice", "RandomOrder", "TenCrop")
 
 
 class InterpolationMode(enum.Enum):
@@ -76,7 +79,7 @@ _PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming
 
 def _supported():
     return ", ".join(name for name in __all__ if name not in (
-        "InterpolationMode", "AutoAugmentPolicy"))
+        "InterpolationMode", "AutoAugmentPolicy") + _EAGER_ONLY)
 
 
 def _refuse(what, why=""):
@@ -760,17 +763,19 @@ class RandomApply(Transform):
 
     def __init__(self, transforms, p=0.5):
         transforms = list(transforms)
-        if len(transforms) != 1:
-            raise TypeError(f"flowloader.transforms.RandomApply takes one transform, got "
-                            f"{len(transforms)}: a native op applies with its own p, so "
-                            "several under one draw cannot be written; give each its own "
-                            "RandomApply (independent draws) or use one transform")
-        _check(transforms[0])
+        for t in transforms:
+            _check(t)
         self.transforms = transforms
         self.p = p
         self._args = {"p": p}
 
     def _items(self):
+        if len(self.transforms) != 1:
+            raise TypeError(f"flowloader.transforms.RandomApply takes one transform in the "
+                            f"loader, got {len(self.transforms)}: a native op applies with its "
+                            "own p, so several under one draw cannot be written; give each "
+                            "its own RandomApply (independent draws) or use one transform "
+                            "(called on an image, several work as torchvision's)")
         items = _flatten(self.transforms[0])
         if len(items) != 1 or items[0][0] is None:
             raise TypeError(f"flowloader.transforms.RandomApply takes one transform that is "
@@ -789,6 +794,102 @@ class RandomApply(Transform):
 
     def __repr__(self):
         return f"RandomApply({self.transforms!r}, p={self.p!r})"
+
+
+class _EagerOnly(Transform):
+    """A class that runs when called on an image, not yet in the loader's op list."""
+
+    def _items(self):
+        _refuse(f"{type(self).__name__} in the loader", "it runs when called on an image "
+                "(eagerly) only")
+
+
+class RandomChoice(_EagerOnly):
+    """One of the transforms, picked as torchvision picks it (Python's `random.choices`
+    with weights p; with generator=, torch's draw)."""
+
+    def __init__(self, transforms, p=None):
+        self.transforms = list(transforms)
+        for t in self.transforms:
+            _check(t)
+        if p is not None and not isinstance(p, (list, tuple)):
+            raise TypeError("Argument p should be a sequence")
+        self.p = p
+        self._args = {"p": p}
+
+    def _eager(self, state, generator):
+        if generator is None:
+            import random
+            t = random.choices(self.transforms, weights=self.p)[0]
+        else:
+            weights = _torch().tensor(self.p if self.p is not None else
+                                      [1.0] * len(self.transforms), dtype=_torch().float64)
+            t = self.transforms[int(_torch().multinomial(weights, 1, generator=generator))]
+        t._eager(state, generator)
+
+    def __repr__(self):
+        return f"RandomChoice({self.transforms!r}, p={self.p!r})"
+
+
+class RandomOrder(_EagerOnly):
+    """The transforms in a random order (Python's `random.shuffle`, as torchvision; with
+    generator=, torch.randperm)."""
+
+    def __init__(self, transforms):
+        self.transforms = list(transforms)
+        for t in self.transforms:
+            _check(t)
+        self._args = {}
+
+    def _eager(self, state, generator):
+        if generator is None:
+            import random
+            order = list(range(len(self.transforms)))
+            random.shuffle(order)
+        else:
+            order = _torch().randperm(len(self.transforms), generator=generator).tolist()
+        for i in order:
+            self.transforms[i]._eager(state, generator)
+
+    def __repr__(self):
+        return f"RandomOrder({self.transforms!r})"
+
+
+class Pad(_EagerOnly):
+    """torchvision's Pad (constant, edge, reflect, symmetric): the native random_crop's
+    padding, cropped to the whole padded image."""
+
+    def __init__(self, padding, fill=0, padding_mode="constant"):
+        if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
+            raise ValueError("Padding mode should be either constant, edge, reflect or "
+                             "symmetric")
+        super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
+
+    def _eager(self, state, generator):
+        state.replace(functional.pad(state.result(), self._args["padding"], self._args["fill"],
+                                     self._args["padding_mode"]))
+
+
+class FiveCrop(_EagerOnly):
+    """The four corner crops and the centre crop, a tuple of 5 images (torchvision's
+    order: top-left, top-right, bottom-left, bottom-right, centre)."""
+
+    def __init__(self, size):
+        super().__init__(size=_size(size))
+
+    def _eager(self, state, generator):
+        state.replace(functional.five_crop(state.result(), self._args["size"]))
+
+
+class TenCrop(_EagerOnly):
+    """FiveCrop of the image and of its flip (vertical with vertical_flip=True)."""
+
+    def __init__(self, size, vertical_flip=False):
+        super().__init__(size=_size(size), vertical_flip=bool(vertical_flip))
+
+    def _eager(self, state, generator):
+        state.replace(functional.ten_crop(state.result(), self._args["size"],
+                                          self._args["vertical_flip"]))
 
 
 class Lambda(Transform):
@@ -817,7 +918,7 @@ class Lambda(Transform):
             out = self.lambd(img, np.random.default_rng(_randint(0, 2 ** 62, generator)))
         else:
             out = self.lambd(img)
-        state.__init__(img if out is None else out)
+        state.replace(img if out is None else out)
 
     def __repr__(self):
         return f"Lambda({self.lambd!r})"

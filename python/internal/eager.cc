@@ -178,6 +178,68 @@ py::array EagerRun(const std::vector<const EagerOp*>& ops,
   return std::move(out);
 }
 
+// PIL images are read and written through their row pointers (Pillow's
+// Image.core.unsafe_ptrs: `image`, an array of `height` row pointers; RGB rows hold 4
+// bytes a pixel, R G B and padding, L rows 1), one pass in C++ in place of
+// np.asarray/Image.fromarray and their encoder round trips. _eager.py passes only the
+// pointers of a loaded image of the mode and size it names.
+uint8_t* const* PilRows(uintptr_t rows) { return reinterpret_cast<uint8_t* const*>(rows); }
+
+void CheckPilMode(const std::string& mode) {
+  if (mode != "RGB" && mode != "L") RaiseValue("_pil_read/_pil_write: mode RGB or L only");
+}
+
+// PilRead is a PIL image's pixels as uint8 [H, W, 3] (L: three equal channels).
+py::array PilRead(uintptr_t rows, const std::string& mode, int width, int height) {
+  CheckPilMode(mode);
+  if (rows == 0 || width < 1 || height < 1) RaiseValue("_pil_read: no pixels");
+  py::array_t<uint8_t> out({int64_t{height}, int64_t{width}, int64_t{3}});
+  uint8_t* dst = out.mutable_data();
+  const bool rgb = mode == "RGB";
+  {
+    py::gil_scoped_release release;
+    for (int y = 0; y < height; ++y) {
+      const uint8_t* src = PilRows(rows)[y];
+      uint8_t* d = dst + static_cast<size_t>(y) * width * 3;
+      for (int x = 0; x < width; ++x, d += 3) {
+        const uint8_t* s = rgb ? src + 4 * x : src + x;
+        d[0] = s[0];
+        d[1] = rgb ? s[1] : s[0];
+        d[2] = rgb ? s[2] : s[0];
+      }
+    }
+  }
+  return std::move(out);
+}
+
+// PilWrite writes uint8 [H, W, 3] into a PIL image of the same size (L: channel 0).
+void PilWrite(uintptr_t rows, const std::string& mode, const py::array_t<uint8_t>& pixels) {
+  CheckPilMode(mode);
+  if (rows == 0 || pixels.ndim() != 3 || pixels.shape(2) != 3 ||
+      !(pixels.flags() & py::array::c_style)) {
+    RaiseValue("_pil_write: a C-contiguous uint8 [H, W, 3] array expected");
+  }
+  const int height = static_cast<int>(pixels.shape(0));
+  const int width = static_cast<int>(pixels.shape(1));
+  const uint8_t* src = pixels.data();
+  const bool rgb = mode == "RGB";
+  py::gil_scoped_release release;
+  for (int y = 0; y < height; ++y) {
+    uint8_t* row = PilRows(rows)[y];
+    const uint8_t* s = src + static_cast<size_t>(y) * width * 3;
+    if (!rgb) {
+      for (int x = 0; x < width; ++x) row[x] = s[3 * x];
+      continue;
+    }
+    for (int x = 0; x < width; ++x, s += 3) {
+      row[4 * x] = s[0];
+      row[4 * x + 1] = s[1];
+      row[4 * x + 2] = s[2];
+      row[4 * x + 3] = 255;
+    }
+  }
+}
+
 }  // namespace
 
 void RegisterEager(py::module_& m) {
@@ -193,6 +255,9 @@ void RegisterEager(py::module_& m) {
            py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("view"),
            py::arg("position"));
   m.def("_eager_run", &EagerRun, py::arg("ops"), py::arg("params"), py::arg("image"));
+  m.def("_pil_read", &PilRead, py::arg("rows"), py::arg("mode"), py::arg("width"),
+        py::arg("height"));
+  m.def("_pil_write", &PilWrite, py::arg("rows"), py::arg("mode"), py::arg("pixels"));
 }
 
 }  // namespace python_internal

@@ -400,3 +400,56 @@ def test_noop_compose_and_lambda():
     out = T.Compose([T.CenterCrop(4), T.Lambda(lambda im: seen.append(im) or im.rotate(90))])(img)
     assert isinstance(seen[0], Image.Image) and seen[0].size == (4, 4)
     assert np.array_equal(np.asarray(out), np.asarray(TV.CenterCrop(4)(img).rotate(90)))
+
+
+def test_composition_classes_draw_as_torchvisions():
+    import random
+    img = IMAGES[80].convert("RGB").resize((30, 26))
+    pairs = [
+        (T.RandomChoice([T.RandomInvert(1.0), T.Grayscale(3), T.RandomHorizontalFlip(1.0)],
+                        p=[0.2, 0.3, 0.5]),
+         TV.RandomChoice([TV.RandomInvert(1.0), TV.Grayscale(3), TV.RandomHorizontalFlip(1.0)],
+                         p=[0.2, 0.3, 0.5])),
+        (T.RandomOrder([T.ColorJitter(0.5), T.RandomCrop(20), T.RandomRotation(20)]),
+         TV.RandomOrder([TV.ColorJitter(0.5), TV.RandomCrop(20), TV.RandomRotation(20)])),
+        (T.RandomApply([T.ColorJitter(0.4, 0.4), T.RandomGrayscale(0.5), T.RandomCrop(24)]),
+         TV.RandomApply([TV.ColorJitter(0.4, 0.4), TV.RandomGrayscale(0.5), TV.RandomCrop(24)])),
+    ]
+    for ours, theirs in pairs:
+        seen = set()
+        for seed in range(30):
+            random.seed(seed)
+            torch.manual_seed(seed)
+            a = ours(img)
+            random.seed(seed)
+            torch.manual_seed(seed)
+            b = theirs(img)
+            assert np.array_equal(np.asarray(a), np.asarray(b)), (ours, seed)
+            seen.add(np.asarray(a).tobytes())
+        assert len(seen) > 2  # The choice varies.
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric"])
+def test_pad_is_torchvisions(mode):
+    for img in IMAGES[:60]:
+        if mode == "reflect" and min(img.size) < 2:
+            continue
+        for padding in (3, [1, 4], [0, 2, 5, 1]):
+            a = T.Pad(padding, fill=9, padding_mode=mode)(img)
+            b = TV.Pad(padding, fill=9, padding_mode=mode)(img)
+            assert a.mode == b.mode and np.array_equal(np.asarray(a), np.asarray(b)), (
+                img.size, padding)
+
+
+def test_five_and_ten_crop_are_torchvisions():
+    img = IMAGES[90].convert("RGB").resize((31, 23))
+    for ours, theirs in [(T.FiveCrop(9), TV.FiveCrop(9)), (T.TenCrop([8, 11]), TV.TenCrop([8, 11])),
+                         (T.TenCrop(7, vertical_flip=True), TV.TenCrop(7, vertical_flip=True))]:
+        a, b = ours(img), theirs(img)
+        assert len(a) == len(b)
+        assert all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a, b))
+    stack = T.Compose([T.FiveCrop(9), T.Lambda(lambda crops: torch.stack(
+        [T.PILToTensor()(c) for c in crops]))])(img)
+    assert stack.shape == (5, 3, 9, 9)
+    with pytest.raises(TypeError, match="FiveCrop/TenCrop"):
+        T.Compose([T.FiveCrop(9), T.RandomInvert()])(img)

@@ -141,8 +141,9 @@ def test_every_class_has_a_case():
         for t in transforms:
             walk(t)
     exported = {n for n in T.__all__ if n not in ("InterpolationMode", "AutoAugmentPolicy")}
-    # Compose and Lambda have tests of their own below.
-    assert exported - covered - {"Compose", "Lambda"} == set()
+    # Compose and Lambda have tests of their own below; the eager-only classes are
+    # refused by the loader (below) and tested in test_eager.py.
+    assert exported - covered - {"Compose", "Lambda"} - set(T._EAGER_ONLY) == set()
 
 
 def test_to_ops_is_the_native_text():
@@ -182,9 +183,18 @@ def test_unsupported_class_or_argument_is_a_type_error(make, names):
     assert "supported: AutoAugment, CenterCrop" in str(e.value)  # The list of classes.
 
 
-def test_random_apply_of_several_is_a_type_error():
-    with pytest.raises(TypeError, match="RandomApply takes one transform, got 2"):
-        T.RandomApply([T.ColorJitter(0.4), T.RandomGrayscale()], p=0.8)
+def test_random_apply_of_several_is_a_type_error_in_the_loader():
+    several = T.RandomApply([T.ColorJitter(0.4), T.RandomGrayscale()], p=0.8)
+    with pytest.raises(TypeError, match="RandomApply takes one transform in the loader, got 2"):
+        T.Compose([several]).to_ops()
+
+
+@pytest.mark.parametrize("eager_only", [
+    T.Pad(2), T.FiveCrop(4), T.TenCrop(4), T.RandomChoice([T.RandomInvert()]),
+    T.RandomOrder([T.RandomInvert()])], ids=lambda t: type(t).__name__)
+def test_eager_only_classes_are_a_type_error_in_the_loader(eager_only):
+    with pytest.raises(TypeError, match="runs when called on an image"):
+        T.Compose([T.CenterCrop(8), eager_only]).to_ops()
 
 
 def test_a_non_transform_view_is_a_type_error(small_data):
