@@ -47,10 +47,10 @@ __all__ = [
     "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale",
     "RandomHorizontalFlip", "RandomInvert", "RandomOrder", "RandomPosterize",
     "RandomResizedCrop", "RandomRotation", "RandomSolarize", "RandomVerticalFlip", "Resize",
-    "TenCrop", "ToTensor", "TrivialAugmentWide",
+    "TenCrop", "ToPILImage", "ToTensor", "TrivialAugmentWide",
 ]
 # Classes that run when called on an image but not in the loader's op list yet.
-_EAGER_ONLY = ("FiveCrop", "Pad", "RandomChoice", "RandomOrder", "TenCrop")
+_EAGER_ONLY = ("FiveCrop", "Pad", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage")
 
 
 class InterpolationMode(enum.Enum):
@@ -890,6 +890,17 @@ class TenCrop(_EagerOnly):
     def _eager(self, state, generator):
         state.replace(functional.ten_crop(state.result(), self._args["size"],
                                           self._args["vertical_flip"]))
+
+
+class ToPILImage(_EagerOnly):
+    """A uint8 or float tensor [C, H, W] or HWC array (1 or 3 channels) as a PIL image,
+    as torchvision's to_pil_image."""
+
+    def __init__(self, mode=None):
+        super().__init__(mode=mode)
+
+    def _eager(self, state, generator):
+        state.replace(functional.to_pil_image(state.result(), self._args["mode"]))
 
 
 class Lambda(Transform):

@@ -313,6 +313,7 @@ def test_functional_matches_torchvision():
     assert torch.allclose(F.normalize(x, *IMAGENET), TF.normalize(x, *IMAGENET))
     assert np.array_equal(np.asarray(F.to_pil_image(x)), np.asarray(TF.to_pil_image(x)))
     assert torch.equal(F.pil_to_tensor(img), TF.pil_to_tensor(img))
+    assert np.array_equal(np.asarray(T.ToPILImage()(x)), np.asarray(TV.ToPILImage()(x)))
     assert F.get_dimensions(img) == TF.get_dimensions(img)
     assert F.get_image_size(img) == TF.get_image_size(img)
     # Tensors in, tensors out.
@@ -453,3 +454,20 @@ def test_five_and_ten_crop_are_torchvisions():
     assert stack.shape == (5, 3, 9, 9)
     with pytest.raises(TypeError, match="FiveCrop/TenCrop"):
         T.Compose([T.FiveCrop(9), T.RandomInvert()])(img)
+
+
+def test_show_recipe_example_saves_a_grid(tmp_path):
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = tmp_path / "grid.png"
+    run = subprocess.run([sys.executable, os.path.join(root, "examples", "python",
+                                                       "show_recipe.py"),
+                          f"--out={out}", "--count=2", "--samples=3", "--recipe=simclr"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    grid = Image.open(out)
+    assert grid.size == (4 * 128, 2 * 128)
+    cells = np.asarray(grid)
+    assert not np.array_equal(cells[:128, 128:256], cells[:128, 256:384])  # Draws differ.
