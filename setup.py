@@ -3,7 +3,7 @@
 pip runs this through setuptools (pyproject.toml). The `build_py` step runs
 `bazel build //python:flowloader` in this checkout (the same target and configuration
 as python/run_tests.sh, so Bazel's cache makes a rebuild cheap) and copies its files,
-flowloader/__init__.py, flowloader/transforms.py and flowloader/_flowloader.so, into the
+flowloader/__init__.py, transforms.py, _eager.py, _functional.py and _flowloader.so, into the
 package. The extension
 links Debian's shared libraries (oneTBB, libjpeg-turbo, ...), so a wheel made here
 installs on the same kind of machine (Debian 12 with dev.sh's packages), not anywhere.
@@ -19,7 +19,7 @@ from setuptools.dist import Distribution
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 TARGET = "//python:flowloader"
-FILES = ("__init__.py", "transforms.py", "_flowloader.so")
+FILES = ("__init__.py", "transforms.py", "_eager.py", "_functional.py", "_flowloader.so")
 
 
 def git_version():

@@ -48,6 +48,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "python/internal/dlpack.h"
+#include "python/internal/eager.h"
 #include "python/internal/loader.h"
 #include "python/internal/py_dataset.h"
 #include "python/internal/py_lambda.h"
@@ -492,6 +493,7 @@ PYBIND11_MODULE(_flowloader, m) {
   m.doc() = "flowloader's C++ core; use flowloader.DataLoader.";
   pi::RegisterPythonDatasetStage();
   pi::RegisterPythonLambdaOp();
+  pi::RegisterEager(m);  // flowloader.transforms called on one image (eager.h).
   pi::g_data_error =
       PyErr_NewExceptionWithDoc("flowloader.DataError",
                                 "A fatal data error (on_error='fail', too many errors, a device "

@@ -6,10 +6,17 @@
                        T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
     loader = flowloader.DataLoader(data, transform=train)
 
-The class names, signatures and defaults are torchvision 0.14's. An object only
-describes its transform: it is not callable on images. `Compose.to_ops()` is the view's
-native op list (docs/specs.md, "The op list"), which the pipeline runs per sample in C++
-without Python (T.Lambda excepted: it calls its function).
+The class names, signatures and defaults are torchvision 0.14's. `Compose.to_ops()` is the
+view's native op list (docs/specs.md, "The op list"), which the pipeline runs per sample in
+C++ without Python (T.Lambda excepted: it calls its function).
+
+Every object is also callable on one image, as torchvision's are (docs/python.md, "Calling
+transforms directly"): `T.ColorJitter(0.4)(pil_image)` runs the same native op (the
+pixels are the loader's, the GIL released), its random parameters drawn from torch's
+generator in torchvision's order, or from `generator=` (a torch.Generator). The get_params
+static methods are torchvision's (RandomResizedCrop.get_params, ...). What an image may be
+is in _eager.py: a PIL image (RGB, L), a numpy uint8 HWC array, or a torch tensor
+[..., C, H, W] (uint8; float32 after ToTensor).
 
 How torchvision's tensor conversions map (flowloader's `normalize` op is ToTensor +
 Normalize in one):
@@ -28,17 +35,22 @@ Grayscale(num_output_channels=1)) raises TypeError naming it and the supported c
 
 import enum
 import inspect
+import math
 import numbers
+import sys
 
 __all__ = [
     "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ColorJitter", "Compose",
-    "ConvertImageDtype", "GaussianBlur", "Grayscale", "InterpolationMode", "Lambda",
-    "Normalize", "PILGaussianBlur", "PILToTensor", "RandAugment", "RandomAdjustSharpness", "RandomAffine",
-    "RandomApply", "RandomAutocontrast", "RandomCrop", "RandomEqualize", "RandomErasing",
-    "RandomGrayscale", "RandomHorizontalFlip", "RandomInvert", "RandomPosterize",
+    "ConvertImageDtype", "FiveCrop", "GaussianBlur", "Grayscale", "InterpolationMode", "Lambda",
+    "Normalize", "PILGaussianBlur", "PILToTensor", "Pad", "RandAugment",
+    "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast",
+    "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale",
+    "RandomHorizontalFlip", "RandomInvert", "RandomOrder", "RandomPosterize",
     "RandomResizedCrop", "RandomRotation", "RandomSolarize", "RandomVerticalFlip", "Resize",
-    "ToTensor", "TrivialAugmentWide",
+    "TenCrop", "ToPILImage", "ToTensor", "TrivialAugmentWide",
 ]
+# Classes that run when called on an image but not in the loader's op list yet.
+_EAGER_ONLY = ("FiveCrop", "Pad", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage")
 
 
 class InterpolationMode(enum.Enum):
@@ -67,7 +79,7 @@ _PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming
 
 def _supported():
     return ", ".join(name for name in __all__ if name not in (
-        "InterpolationMode", "AutoAugmentPolicy"))
+        "InterpolationMode", "AutoAugmentPolicy") + _EAGER_ONLY)
 
 
 def _refuse(what, why=""):
@@ -103,6 +115,47 @@ def _seq(value):
     return list(value) if isinstance(value, (tuple, list)) else value
 
 
+# -- random draws as torchvision's (torch's generator, or `generator`) -----------------
+def _torch():
+    import torch
+    return torch
+
+
+def _coin(p, generator):
+    """torchvision's `torch.rand(1) < p` (compared in float32, as the tensor is)."""
+    return bool(_torch().rand(1, generator=generator) < p)
+
+
+def _uniform(lo, hi, generator):
+    """torchvision's `torch.empty(1).uniform_(lo, hi).item()`."""
+    return _torch().empty(1).uniform_(lo, hi, generator=generator).item()
+
+
+def _randint(lo, hi, generator):
+    """torchvision's `torch.randint(lo, hi, size=(1,)).item()`."""
+    return int(_torch().randint(lo, hi, size=(1,), generator=generator).item())
+
+
+def _image_wh(img):
+    """(width, height) of a PIL image, a numpy HWC array or a tensor [..., C, H, W]."""
+    if hasattr(img, "size") and not callable(img.size) and not hasattr(img, "ndim"):
+        return tuple(img.size)  # PIL.
+    shape = tuple(img.shape)
+    if type(img).__module__.startswith("numpy"):
+        return shape[1], shape[0]
+    return shape[-1], shape[-2]
+
+
+def _hw(size):
+    """torchvision's size (an int or [h, w]) as (h, w)."""
+    return (int(size), int(size)) if isinstance(size, numbers.Number) else (
+        int(size[0]), int(size[1]))
+
+
+def _op_text(name, args):
+    return f"{name}(" + ", ".join(f"{k}={_value_text(v)}" for k, v in args.items()) + ")"
+
+
 class Transform:
     """A torchvision transform as native op(s). _items() is [(op name, {arg: value})]."""
 
@@ -111,13 +164,38 @@ class Transform:
     def __init__(self, **args):
         self._args = args
 
+    # Whether torchvision's class draws `torch.rand(1) < p` before its parameters.
+    _draws_p = False
+
     def _items(self):
         return [(self.op, dict(self._args))]
 
-    def __call__(self, *unused):
-        raise TypeError(f"flowloader.transforms.{type(self).__name__} describes a native op "
-                        "and is not called on images: pass a Compose to "
-                        "flowloader.DataLoader(transform=...)")
+    def __call__(self, img, *, generator=None):
+        """The transform of one image (or one [B, C, H, W] batch, one draw for all):
+        torchvision's forward, on the native op. generator: a torch.Generator to draw
+        from (default: torch's global one, as torchvision)."""
+        from flowloader import _eager
+        return _eager.call(self, img, generator)
+
+    def _native(self):
+        """The native op (an _EagerOp), made once."""
+        op = self.__dict__.get("_native_op")
+        if op is None:
+            from flowloader import _flowloader
+            (name, args), = self._items()
+            op = _flowloader._EagerOp(_op_text(name, args))
+            self._native_op = op
+        return op
+
+    def _eager(self, state, generator):
+        """Queues this transform's work on `state` (_eager.State)."""
+        if self._draws_p and not _coin(self._args["p"], generator):
+            return
+        state.native(self._native(), self._draw(state, generator))
+
+    def _draw(self, state, generator):
+        """The op's parameters (OpParams, in torchvision's get_params order)."""
+        return []
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._args.items())
@@ -135,10 +213,20 @@ class ToTensor(Transform):
     def _items(self):
         return []
 
+    def _eager(self, state, generator):
+        if state.kind == "tensor":
+            raise TypeError("pic should be PIL Image or ndarray. Got <class 'torch.Tensor'>")
+        state.to_float_tensor()
+
 
 class PILToTensor(ToTensor):
     """uint8 [3, H, W]: must be followed by ConvertImageDtype(torch.float) (flowloader's
     views are float32 after normalize, or uint8 [H, W, 3])."""
+
+    def _eager(self, state, generator):
+        if state.kind != "pil":
+            raise TypeError(f"pic should be PIL Image. Got {state.kind}")
+        state.to_uint8_tensor()
 
 
 class ConvertImageDtype(ToTensor):
@@ -151,12 +239,36 @@ class ConvertImageDtype(ToTensor):
                     "PILToTensor")
         self._args = {"dtype": dtype}
 
+    def _eager(self, state, generator):
+        if state.kind != "tensor":
+            raise TypeError("Input img should be Tensor Image")
+        if not state.is_float:
+            state.to_float_tensor()
+
 
 class Normalize(Transform):
+    """On a float tensor: torchvision's F.normalize (`(x - mean) / std`, float32). Right
+    after ToTensor (or PILToTensor + ConvertImageDtype) in a Compose, the pair is the
+    loader's normalize op (the same bytes as the loader's view)."""
     op = "normalize"
 
     def __init__(self, mean, std, inplace=False):
         super().__init__(mean=_seq(mean), std=_seq(std), inplace=bool(inplace))
+
+    def _eager(self, state, generator):
+        if state.kind != "tensor" or not state.is_float:
+            raise TypeError("Input tensor should be a float tensor (after ToTensor), got "
+                            + ("a uint8 tensor" if state.kind == "tensor" else
+                               f"a {state.kind} image"))
+        torch = _torch()
+        mean = torch.as_tensor(self._args["mean"], dtype=torch.float32).reshape(-1, 1, 1)
+        std = torch.as_tensor(self._args["std"], dtype=torch.float32).reshape(-1, 1, 1)
+        if (std == 0).any():
+            raise ValueError(f"std evaluated to zero after conversion to torch.float32, "
+                             f"leading to division by zero: {self._args['std']}")
+        if state.channels == 1 and (mean.numel() > 1 or std.numel() > 1):
+            state.channels = 3  # Broadcast over the (equal) channels, as torch does.
+        state.map_float(lambda a: torch.from_numpy(a).sub(mean).div(std).numpy())
 
 
 # -- geometry ----------------------------------------------------------------------------
@@ -189,6 +301,42 @@ class RandomResizedCrop(Transform):
         super().__init__(size=_size(size), scale=_seq(scale), ratio=_seq(ratio),
                          interpolation=_interpolation("RandomResizedCrop", interpolation))
 
+    @staticmethod
+    def get_params(img, scale, ratio, *, generator=None):
+        """torchvision's: (top, left, height, width) of a random crop of `img`."""
+        width, height = _image_wh(img)
+        return RandomResizedCrop._box(width, height, scale, ratio, generator)
+
+    @staticmethod
+    def _box(width, height, scale, ratio, generator):
+        torch = _torch()
+        area = height * width
+        log_ratio = torch.log(torch.tensor(ratio))
+        for _ in range(10):
+            target_area = area * _uniform(scale[0], scale[1], generator)
+            aspect_ratio = torch.exp(torch.empty(1).uniform_(
+                log_ratio[0], log_ratio[1], generator=generator)).item()
+            w = int(round(math.sqrt(target_area * aspect_ratio)))
+            h = int(round(math.sqrt(target_area / aspect_ratio)))
+            if 0 < w <= width and 0 < h <= height:
+                i = _randint(0, height - h + 1, generator)
+                j = _randint(0, width - w + 1, generator)
+                return i, j, h, w
+        in_ratio = float(width) / float(height)  # The fallback: a central crop.
+        if in_ratio < min(ratio):
+            w = width
+            h = int(round(w / min(ratio)))
+        elif in_ratio > max(ratio):
+            h = height
+            w = int(round(h * max(ratio)))
+        else:
+            w, h = width, height
+        return (height - h) // 2, (width - w) // 2, h, w
+
+    def _draw(self, state, generator):
+        w, h = state.size()
+        return list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
+
 
 class RandomCrop(Transform):
     op = "random_crop"
@@ -197,9 +345,46 @@ class RandomCrop(Transform):
         super().__init__(size=_size(size), padding=_seq(padding), pad_if_needed=pad_if_needed,
                          fill=_seq(fill), padding_mode=padding_mode)
 
+    @staticmethod
+    def get_params(img, output_size, *, generator=None):
+        """torchvision's: (top, left, height, width) of a random output_size crop."""
+        w, h = _image_wh(img)
+        return RandomCrop._corner(w, h, _hw(output_size), generator)
+
+    @staticmethod
+    def _corner(w, h, size, generator):
+        th, tw = size
+        if h < th or w < tw:
+            raise ValueError(f"Required crop size {(th, tw)} is larger than input image size "
+                             f"{(h, w)}")
+        if w == tw and h == th:
+            return 0, 0, h, w
+        i = _randint(0, h - th + 1, generator)
+        j = _randint(0, w - tw + 1, generator)
+        return i, j, th, tw
+
+    def _draw(self, state, generator):
+        # The size after forward's padding (padding, then pad_if_needed's both sides).
+        w, h = state.size()
+        pad = self._args["padding"]
+        if pad is None:
+            pad = [0]
+        pad = [pad] if isinstance(pad, numbers.Number) else list(pad)
+        if len(pad) == 1:
+            pad = pad * 4
+        elif len(pad) == 2:
+            pad = [pad[0], pad[1], pad[0], pad[1]]
+        w, h = w + int(pad[0]) + int(pad[2]), h + int(pad[1]) + int(pad[3])
+        th, tw = _hw(self._args["size"])
+        if self._args["pad_if_needed"]:
+            w = w + 2 * (tw - w) if w < tw else w
+            h = h + 2 * (th - h) if h < th else h
+        return list(self._corner(w, h, (th, tw), generator))
+
 
 class RandomHorizontalFlip(Transform):
     op = "random_horizontal_flip"
+    _draws_p = True
 
     def __init__(self, p=0.5):
         super().__init__(p=p)
@@ -207,6 +392,7 @@ class RandomHorizontalFlip(Transform):
 
 class RandomVerticalFlip(Transform):
     op = "random_vertical_flip"
+    _draws_p = True
 
     def __init__(self, p=0.5):
         super().__init__(p=p)
@@ -228,6 +414,38 @@ class RandomAffine(Transform):
                          interpolation=_interpolation("RandomAffine", interpolation),
                          fill=_seq(fill))
 
+    @staticmethod
+    def get_params(degrees, translate, scale_ranges, shears, img_size, *, generator=None):
+        """torchvision's: (angle, (tx, ty), scale, (shear_x, shear_y)); img_size is
+        [width, height]."""
+        angle = _uniform(float(degrees[0]), float(degrees[1]), generator)
+        if translate is not None:
+            max_dx = float(translate[0] * img_size[0])
+            max_dy = float(translate[1] * img_size[1])
+            tx = int(round(_uniform(-max_dx, max_dx, generator)))
+            ty = int(round(_uniform(-max_dy, max_dy, generator)))
+        else:
+            tx = ty = 0
+        scale = 1.0 if scale_ranges is None else _uniform(scale_ranges[0], scale_ranges[1],
+                                                          generator)
+        shear_x = shear_y = 0.0
+        if shears is not None:
+            shear_x = _uniform(shears[0], shears[1], generator)
+            if len(shears) == 4:
+                shear_y = _uniform(shears[2], shears[3], generator)
+        return angle, (tx, ty), scale, (shear_x, shear_y)
+
+    def _draw(self, state, generator):
+        degrees = _symmetric(self._args["degrees"])
+        shear = self._args["shear"]
+        if shear is not None:
+            shear = _symmetric(shear) if isinstance(shear, numbers.Number) else [
+                float(v) for v in shear]
+        angle, (tx, ty), scale, (sx, sy) = self.get_params(
+            degrees, self._args["translate"], self._args["scale"], shear, state.size(),
+            generator=generator)
+        return [angle, tx, ty, scale, sx, sy]
+
 
 class RandomRotation(Transform):
     op = "random_rotation"
@@ -239,6 +457,22 @@ class RandomRotation(Transform):
                          interpolation=_interpolation("RandomRotation", interpolation),
                          expand=expand, fill=_seq(fill))
 
+    @staticmethod
+    def get_params(degrees, *, generator=None):
+        """torchvision's: the angle, uniform in degrees."""
+        return float(_uniform(float(degrees[0]), float(degrees[1]), generator))
+
+    def _draw(self, state, generator):
+        return [self.get_params(_symmetric(self._args["degrees"]), generator=generator)]
+
+
+def _symmetric(value):
+    """torchvision's degrees/shear: a number d is [-d, d]; a sequence its two values."""
+    if isinstance(value, numbers.Number):
+        return [-float(value), float(value)]
+    value = list(value)
+    return [-float(value[0]), float(value[0])] if len(value) == 1 else [float(v) for v in value]
+
 
 # -- colour --------------------------------------------------------------------------------
 class ColorJitter(Transform):
@@ -248,19 +482,68 @@ class ColorJitter(Transform):
         super().__init__(brightness=_seq(brightness), contrast=_seq(contrast),
                          saturation=_seq(saturation), hue=_seq(hue))
 
+    @staticmethod
+    def get_params(brightness, contrast, saturation, hue, *, generator=None):
+        """torchvision's: (fn_idx, brightness, contrast, saturation, hue factors), a None
+        range giving None."""
+        fn_idx = _torch().randperm(4, generator=generator)
+        factors = [None if r is None else float(_uniform(r[0], r[1], generator))
+                   for r in (brightness, contrast, saturation, hue)]
+        return (fn_idx, *factors)
+
+    def _ranges(self):
+        """torchvision's _check_input: each argument as [min, max], or None (no change)."""
+        out = []
+        for name in ("brightness", "contrast", "saturation", "hue"):
+            value, center = self._args[name], 0.0 if name == "hue" else 1.0
+            if isinstance(value, numbers.Number):
+                value = [center - value, center + value]
+                if name != "hue":
+                    value[0] = max(value[0], 0.0)
+            value = [float(v) for v in value]
+            out.append(None if value[0] == value[1] == center else value)
+        return out
+
+    def _draw(self, state, generator):
+        fn_idx, *factors = self.get_params(*self._ranges(), generator=generator)
+        return fn_idx.tolist() + [float("nan") if f is None else f for f in factors]
+
 
 class Grayscale(Transform):
+    """Grayscale(3): the native grayscale op. Grayscale(1) (torchvision's default) runs
+    eagerly (one channel: mode L for a PIL image); the loader refuses it (a view stays
+    RGB)."""
     op = "grayscale"
 
     def __init__(self, num_output_channels=1):
-        if num_output_channels != 3:
-            _refuse(f"Grayscale(num_output_channels={num_output_channels!r})",
-                    "a view stays RGB: write Grayscale(num_output_channels=3)")
-        super().__init__(num_output_channels=3)
+        if num_output_channels not in (1, 3):
+            raise ValueError("num_output_channels should be either 1 or 3")
+        super().__init__()
+        self.num_output_channels = num_output_channels
+
+    def _items(self):
+        if self.num_output_channels != 3:
+            _refuse(f"Grayscale(num_output_channels={self.num_output_channels!r}) in the "
+                    "loader", "a view stays RGB: write Grayscale(num_output_channels=3)")
+        return [(self.op, {"num_output_channels": 3})]
+
+    def _native(self):
+        if "_native_op" not in self.__dict__:
+            from flowloader import _flowloader
+            self._native_op = _flowloader._EagerOp("grayscale()")
+        return self._native_op
+
+    def _eager(self, state, generator):
+        state.native(self._native(), [])
+        state.channels = self.num_output_channels
+
+    def __repr__(self):
+        return f"Grayscale(num_output_channels={self.num_output_channels})"
 
 
 class RandomGrayscale(Transform):
     op = "random_grayscale"
+    _draws_p = True
 
     def __init__(self, p=0.1):
         super().__init__(p=p)
@@ -272,6 +555,17 @@ class GaussianBlur(Transform):
     def __init__(self, kernel_size, sigma=(0.1, 2.0)):
         super().__init__(kernel_size=_seq(kernel_size), sigma=_seq(sigma))
 
+    @staticmethod
+    def get_params(sigma_min, sigma_max, *, generator=None):
+        """torchvision's: sigma, uniform in [sigma_min, sigma_max]."""
+        return _uniform(sigma_min, sigma_max, generator)
+
+    def _draw(self, state, generator):
+        sigma = self._args["sigma"]
+        lo, hi = (sigma, sigma) if isinstance(sigma, numbers.Number) else (
+            (sigma[0], sigma[0]) if len(sigma) == 1 else sigma)
+        return [self.get_params(float(lo), float(hi), generator=generator)]
+
 
 class PILGaussianBlur(Transform):
     """Not a torchvision class: PIL's ImageFilter.GaussianBlur(radius) with the radius
@@ -280,12 +574,18 @@ class PILGaussianBlur(Transform):
     RandomApply). The same bytes as upstream's class; op pil_gaussian_blur."""
     op = "pil_gaussian_blur"
 
+    _draws_p = True  # As torch.rand(1) < p (DINO draws Python's random.random() <= p).
+
     def __init__(self, p=0.5, radius_min=0.1, radius_max=2.0):
         super().__init__(radius=[radius_min, radius_max], p=p)
+
+    def _draw(self, state, generator):
+        return [_uniform(*self._args["radius"], generator)]
 
 
 class RandomSolarize(Transform):
     op = "random_solarize"
+    _draws_p = True
 
     def __init__(self, threshold, p=0.5):
         super().__init__(threshold=threshold, p=p)
@@ -293,6 +593,7 @@ class RandomSolarize(Transform):
 
 class RandomPosterize(Transform):
     op = "random_posterize"
+    _draws_p = True
 
     def __init__(self, bits, p=0.5):
         super().__init__(bits=bits, p=p)
@@ -300,6 +601,7 @@ class RandomPosterize(Transform):
 
 class RandomEqualize(Transform):
     op = "random_equalize"
+    _draws_p = True
 
     def __init__(self, p=0.5):
         super().__init__(p=p)
@@ -307,6 +609,7 @@ class RandomEqualize(Transform):
 
 class RandomAutocontrast(Transform):
     op = "random_autocontrast"
+    _draws_p = True
 
     def __init__(self, p=0.5):
         super().__init__(p=p)
@@ -314,6 +617,7 @@ class RandomAutocontrast(Transform):
 
 class RandomInvert(Transform):
     op = "random_invert"
+    _draws_p = True
 
     def __init__(self, p=0.5):
         super().__init__(p=p)
@@ -321,12 +625,18 @@ class RandomInvert(Transform):
 
 class RandomAdjustSharpness(Transform):
     op = "random_adjust_sharpness"
+    _draws_p = True
 
     def __init__(self, sharpness_factor, p=0.5):
         super().__init__(sharpness_factor=sharpness_factor, p=p)
 
 
 # -- augment policies -------------------------------------------------------------------
+# torchvision's RandAugment / TrivialAugmentWide op spaces, in their order (14 ops): which
+# ops take a magnitude (all but Identity, AutoContrast, Equalize) and which are signed.
+_POLICY_OPS = 14
+_POLICY_UNSIGNED_OR_FLAT = {0, 10, 11, 12, 13}
+_POLICY_FLAT = {0, 12, 13}
 class TrivialAugmentWide(Transform):
     op = "trivial_augment_wide"
 
@@ -335,6 +645,14 @@ class TrivialAugmentWide(Transform):
         super().__init__(num_magnitude_bins=num_magnitude_bins,
                          interpolation=_interpolation("TrivialAugmentWide", interpolation),
                          fill=_seq(fill))
+
+    def _draw(self, state, generator):
+        # forward(): op_index, a bin if the op has magnitudes, a sign if it is signed.
+        op = _randint(0, _POLICY_OPS, generator)
+        bins = int(self._args["num_magnitude_bins"])
+        bin_ = 0 if op in _POLICY_FLAT else _randint(0, bins, generator)
+        negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
+        return [op, bin_, negate]
 
 
 class RandAugment(Transform):
@@ -346,6 +664,16 @@ class RandAugment(Transform):
                          num_magnitude_bins=num_magnitude_bins,
                          interpolation=_interpolation("RandAugment", interpolation),
                          fill=_seq(fill))
+
+    def _draw(self, state, generator):
+        # forward(), per sub-op: op_index, then a sign if signed; (op, level, negate,
+        # applied) as the native op reads them.
+        params = []
+        for _ in range(int(self._args["num_ops"])):
+            op = _randint(0, _POLICY_OPS, generator)
+            negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
+            params += [op, float(self._args["magnitude"]), negate, 1]
+        return params
 
 
 class AutoAugment(Transform):
@@ -359,6 +687,19 @@ class AutoAugment(Transform):
         super().__init__(policy=name, interpolation=_interpolation("AutoAugment", interpolation),
                          fill=_seq(fill))
 
+    @staticmethod
+    def get_params(transform_num, *, generator=None):
+        """torchvision's: (policy_id, probs, signs)."""
+        torch = _torch()
+        policy_id = _randint(0, transform_num, generator)
+        probs = torch.rand((2,), generator=generator)
+        signs = torch.randint(2, (2,), generator=generator)
+        return policy_id, probs, signs
+
+    def _draw(self, state, generator):
+        policy_id, probs, signs = self.get_params(25, generator=generator)  # 25 per policy.
+        return [policy_id, probs[0].item(), probs[1].item(), signs[0].item(), signs[1].item()]
+
 
 # -- tensor ops ---------------------------------------------------------------------------
 class RandomErasing(Transform):
@@ -368,6 +709,53 @@ class RandomErasing(Transform):
         super().__init__(p=p, scale=_seq(scale), ratio=_seq(ratio), value=_seq(value),
                          inplace=bool(inplace))
 
+    _draws_p = True
+
+    @staticmethod
+    def get_params(img, scale, ratio, value=None, *, generator=None):
+        """torchvision's: (top, left, h, w, v) of the erased box, v the value tensor (a
+        normal draw per pixel where value is None), or (0, 0, H, W, img) if none fits."""
+        torch = _torch()
+        img_c, img_h, img_w = img.shape[-3], img.shape[-2], img.shape[-1]
+        values = []
+
+        def fill(h, w):  # Drawn between the box's size and its corner, as torchvision.
+            values.append(torch.empty([img_c, h, w], dtype=torch.float32).normal_(
+                generator=generator) if value is None else torch.tensor(value)[:, None, None])
+        box = RandomErasing._box(img_w, img_h, scale, ratio, generator, fill)
+        if box is None:
+            return 0, 0, img_h, img_w, img
+        return (*box, values[0])
+
+    @staticmethod
+    def _box(img_w, img_h, scale, ratio, generator, fill):
+        torch = _torch()
+        area = img_h * img_w
+        log_ratio = torch.log(torch.tensor(ratio))
+        for _ in range(10):
+            erase_area = area * _uniform(scale[0], scale[1], generator)
+            aspect_ratio = torch.exp(torch.empty(1).uniform_(
+                log_ratio[0], log_ratio[1], generator=generator)).item()
+            h = int(round(math.sqrt(erase_area * aspect_ratio)))
+            w = int(round(math.sqrt(erase_area / aspect_ratio)))
+            if h < img_h and w < img_w:
+                fill(h, w)
+                return _randint(0, img_h - h + 1, generator), _randint(0, img_w - w + 1,
+                                                                          generator), h, w
+        return None
+
+    def _draw(self, state, generator):
+        # The box as torchvision draws it; for value='random' the seed of the native op's
+        # own noise where torchvision draws its normal_ values.
+        w, h = state.size()
+        seed = [0]
+
+        def fill(unused_h, unused_w):
+            if self._args["value"] == "random":
+                seed[0] = _randint(0, 2 ** 53, generator)
+        box = self._box(w, h, self._args["scale"], self._args["ratio"], generator, fill)
+        return (list(box) if box is not None else [0, 0, h, w]) + seed
+
 
 # -- composition --------------------------------------------------------------------------
 class RandomApply(Transform):
@@ -375,17 +763,19 @@ class RandomApply(Transform):
 
     def __init__(self, transforms, p=0.5):
         transforms = list(transforms)
-        if len(transforms) != 1:
-            raise TypeError(f"flowloader.transforms.RandomApply takes one transform, got "
-                            f"{len(transforms)}: a native op applies with its own p, so "
-                            "several under one draw cannot be written; give each its own "
-                            "RandomApply (independent draws) or use one transform")
-        _check(transforms[0])
+        for t in transforms:
+            _check(t)
         self.transforms = transforms
         self.p = p
         self._args = {"p": p}
 
     def _items(self):
+        if len(self.transforms) != 1:
+            raise TypeError(f"flowloader.transforms.RandomApply takes one transform in the "
+                            f"loader, got {len(self.transforms)}: a native op applies with its "
+                            "own p, so several under one draw cannot be written; give each "
+                            "its own RandomApply (independent draws) or use one transform "
+                            "(called on an image, several work as torchvision's)")
         items = _flatten(self.transforms[0])
         if len(items) != 1 or items[0][0] is None:
             raise TypeError(f"flowloader.transforms.RandomApply takes one transform that is "
@@ -394,8 +784,123 @@ class RandomApply(Transform):
         args["p"] = self.p * args.get("p", 1)
         return [(name, args)]
 
+    def _eager(self, state, generator):
+        # torchvision's forward: `if self.p < torch.rand(1): return img`, then the
+        # transforms, each drawing its own p.
+        if self.p < _torch().rand(1, generator=generator):
+            return
+        for t in self.transforms:
+            t._eager(state, generator)
+
     def __repr__(self):
         return f"RandomApply({self.transforms!r}, p={self.p!r})"
+
+
+class _EagerOnly(Transform):
+    """A class that runs when called on an image, not yet in the loader's op list."""
+
+    def _items(self):
+        _refuse(f"{type(self).__name__} in the loader", "it runs when called on an image "
+                "(eagerly) only")
+
+
+class RandomChoice(_EagerOnly):
+    """One of the transforms, picked as torchvision picks it (Python's `random.choices`
+    with weights p; with generator=, torch's draw)."""
+
+    def __init__(self, transforms, p=None):
+        self.transforms = list(transforms)
+        for t in self.transforms:
+            _check(t)
+        if p is not None and not isinstance(p, (list, tuple)):
+            raise TypeError("Argument p should be a sequence")
+        self.p = p
+        self._args = {"p": p}
+
+    def _eager(self, state, generator):
+        if generator is None:
+            import random
+            t = random.choices(self.transforms, weights=self.p)[0]
+        else:
+            weights = _torch().tensor(self.p if self.p is not None else
+                                      [1.0] * len(self.transforms), dtype=_torch().float64)
+            t = self.transforms[int(_torch().multinomial(weights, 1, generator=generator))]
+        t._eager(state, generator)
+
+    def __repr__(self):
+        return f"RandomChoice({self.transforms!r}, p={self.p!r})"
+
+
+class RandomOrder(_EagerOnly):
+    """The transforms in a random order (Python's `random.shuffle`, as torchvision; with
+    generator=, torch.randperm)."""
+
+    def __init__(self, transforms):
+        self.transforms = list(transforms)
+        for t in self.transforms:
+            _check(t)
+        self._args = {}
+
+    def _eager(self, state, generator):
+        if generator is None:
+            import random
+            order = list(range(len(self.transforms)))
+            random.shuffle(order)
+        else:
+            order = _torch().randperm(len(self.transforms), generator=generator).tolist()
+        for i in order:
+            self.transforms[i]._eager(state, generator)
+
+    def __repr__(self):
+        return f"RandomOrder({self.transforms!r})"
+
+
+class Pad(_EagerOnly):
+    """torchvision's Pad (constant, edge, reflect, symmetric): the native random_crop's
+    padding, cropped to the whole padded image."""
+
+    def __init__(self, padding, fill=0, padding_mode="constant"):
+        if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
+            raise ValueError("Padding mode should be either constant, edge, reflect or "
+                             "symmetric")
+        super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
+
+    def _eager(self, state, generator):
+        state.replace(functional.pad(state.result(), self._args["padding"], self._args["fill"],
+                                     self._args["padding_mode"]))
+
+
+class FiveCrop(_EagerOnly):
+    """The four corner crops and the centre crop, a tuple of 5 images (torchvision's
+    order: top-left, top-right, bottom-left, bottom-right, centre)."""
+
+    def __init__(self, size):
+        super().__init__(size=_size(size))
+
+    def _eager(self, state, generator):
+        state.replace(functional.five_crop(state.result(), self._args["size"]))
+
+
+class TenCrop(_EagerOnly):
+    """FiveCrop of the image and of its flip (vertical with vertical_flip=True)."""
+
+    def __init__(self, size, vertical_flip=False):
+        super().__init__(size=_size(size), vertical_flip=bool(vertical_flip))
+
+    def _eager(self, state, generator):
+        state.replace(functional.ten_crop(state.result(), self._args["size"],
+                                          self._args["vertical_flip"]))
+
+
+class ToPILImage(_EagerOnly):
+    """A uint8 or float tensor [C, H, W] or HWC array (1 or 3 channels) as a PIL image,
+    as torchvision's to_pil_image."""
+
+    def __init__(self, mode=None):
+        super().__init__(mode=mode)
+
+    def _eager(self, state, generator):
+        state.replace(functional.to_pil_image(state.result(), self._args["mode"]))
 
 
 class Lambda(Transform):
@@ -413,6 +918,18 @@ class Lambda(Transform):
         self.lambd = lambd
         self._handle = core._register_lambda(lambd, _wants_rng(lambd))
         self._args = {"id": self._handle.id}
+
+    def _eager(self, state, generator):
+        """Calls the function on the image as it stands (a PIL image stays one, as in
+        torchvision); fn(image, rng) gets a numpy Generator seeded from torch's draw.
+        A None result keeps the image (the loader's rule)."""
+        img = state.result()
+        if _wants_rng(self.lambd):
+            import numpy as np
+            out = self.lambd(img, np.random.default_rng(_randint(0, 2 ** 62, generator)))
+        else:
+            out = self.lambd(img)
+        state.replace(img if out is None else out)
 
     def __repr__(self):
         return f"Lambda({self.lambd!r})"
@@ -442,6 +959,16 @@ def _flatten(t):
     if isinstance(t, ToTensor):
         return [(None, {"marker": type(t).__name__})]
     return t._items()
+
+
+def _tensor_normalize_run(ts, i):
+    """How many transforms from ts[i] are a tensor conversion then Normalize (0: none)."""
+    kinds = [type(t) for t in ts[i:i + 3]]
+    if kinds[:2] == [ToTensor, Normalize] or kinds[:2] == [ConvertImageDtype, Normalize]:
+        return 2
+    if kinds == [PILToTensor, ConvertImageDtype, Normalize]:
+        return 3
+    return 0
 
 
 def _value_text(value):
@@ -504,8 +1031,25 @@ class Compose(Transform):
 
     def to_ops(self):
         """The native op list's text (the transforms stage's `ops` option)."""
-        return "; ".join(f"{name}(" + ", ".join(f"{k}={_value_text(v)}" for k, v in args.items())
-                         + ")" for name, args in self.op_items())
+        return "; ".join(_op_text(name, args) for name, args in self.op_items())
+
+    def _eager(self, state, generator):
+        # torchvision's forward, transform by transform; ToTensor then Normalize (or
+        # PILToTensor, ConvertImageDtype(float), Normalize) on RGB pixels run as the
+        # loader's one normalize op, so the bytes are the loader's.
+        ts = self.transforms
+        i = 0
+        while i < len(ts):
+            n = _tensor_normalize_run(ts, i)
+            first_ok = {ToTensor: state.kind != "tensor", PILToTensor: state.kind == "pil",
+                        ConvertImageDtype: state.kind == "tensor"}.get(type(ts[i]), False)
+            if n and first_ok and not state.is_float and state.channels == 3:
+                state.native(ts[i + n - 1]._native(), [])
+                state.kind = "tensor"
+                i += n
+                continue
+            ts[i]._eager(state, generator)
+            i += 1
 
     def to_spec(self):
         """The `ops:` list as a spec writes it: [{name: {arg: value}}]."""
@@ -514,3 +1058,9 @@ class Compose(Transform):
     def __repr__(self):
         inner = "".join(f"\n    {t!r}," for t in self.transforms)
         return f"Compose([{inner}\n])"
+
+
+# flowloader.transforms.functional (torchvision's F), importable as a submodule.
+from flowloader import _functional as functional  # noqa: E402
+
+sys.modules[__name__ + ".functional"] = functional

@@ -141,8 +141,9 @@ def test_every_class_has_a_case():
         for t in transforms:
             walk(t)
     exported = {n for n in T.__all__ if n not in ("InterpolationMode", "AutoAugmentPolicy")}
-    # Compose and Lambda have tests of their own below.
-    assert exported - covered - {"Compose", "Lambda"} == set()
+    # Compose and Lambda have tests of their own below; the eager-only classes are
+    # refused by the loader (below) and tested in test_eager.py.
+    assert exported - covered - {"Compose", "Lambda"} - set(T._EAGER_ONLY) == set()
 
 
 def test_to_ops_is_the_native_text():
@@ -167,7 +168,7 @@ class FiveCrop:  # A torchvision class flowloader does not have (by its name).
     (lambda: T.Resize(32, interpolation=T.InterpolationMode.LANCZOS), "lanczos"),
     (lambda: T.Resize(32, interpolation=1), "interpolation=1"),  # PIL's LANCZOS.
     (lambda: T.Resize(32, antialias=False), "antialias=False"),
-    (lambda: T.Grayscale(), "num_output_channels=1"),
+    (lambda: T.Compose([T.Grayscale()]).to_ops(), "num_output_channels=1"),
     (lambda: T.RandomRotation(10, center=(3, 3)), "center=(3, 3)"),
     (lambda: T.RandomAffine(10, center=(3, 3)), "center=(3, 3)"),
     (lambda: T.ConvertImageDtype(torch.uint8), "ConvertImageDtype(torch.uint8)"),
@@ -182,9 +183,18 @@ def test_unsupported_class_or_argument_is_a_type_error(make, names):
     assert "supported: AutoAugment, CenterCrop" in str(e.value)  # The list of classes.
 
 
-def test_random_apply_of_several_is_a_type_error():
-    with pytest.raises(TypeError, match="RandomApply takes one transform, got 2"):
-        T.RandomApply([T.ColorJitter(0.4), T.RandomGrayscale()], p=0.8)
+def test_random_apply_of_several_is_a_type_error_in_the_loader():
+    several = T.RandomApply([T.ColorJitter(0.4), T.RandomGrayscale()], p=0.8)
+    with pytest.raises(TypeError, match="RandomApply takes one transform in the loader, got 2"):
+        T.Compose([several]).to_ops()
+
+
+@pytest.mark.parametrize("eager_only", [
+    T.Pad(2), T.FiveCrop(4), T.TenCrop(4), T.RandomChoice([T.RandomInvert()]),
+    T.RandomOrder([T.RandomInvert()])], ids=lambda t: type(t).__name__)
+def test_eager_only_classes_are_a_type_error_in_the_loader(eager_only):
+    with pytest.raises(TypeError, match="runs when called on an image"):
+        T.Compose([T.CenterCrop(8), eager_only]).to_ops()
 
 
 def test_a_non_transform_view_is_a_type_error(small_data):
@@ -203,8 +213,8 @@ def test_builtin_keywords_conflict_with_a_compose(small_data):
         flowloader.DataLoader(small_data, transform=T.Compose([T.CenterCrop(8)]), image_size=64)
 
 
-def test_objects_only_describe():
-    with pytest.raises(TypeError, match="not called on images"):
+def test_calling_on_a_non_image_is_a_type_error():
+    with pytest.raises(TypeError, match="cannot transform a builtins.object"):
         T.CenterCrop(8)(object())
 
 

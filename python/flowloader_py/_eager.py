@@ -1,0 +1,321 @@
+"""flowloader.transforms called on one image (docs/python.md, "Calling transforms directly").
+
+The pixels come from the native ops (the loader's Op::Apply, through _flowloader._eager_run,
+with the GIL released); this file only converts the caller's image to the native form and
+back, and keeps a run of native ops together so that they run in one call:
+
+    PIL image (RGB or L)     -> uint8 [H, W, 3]   -> a PIL image of the same mode
+    numpy uint8 [H, W, 3] / [H, W, 1] / [H, W]   -> the same shape
+    torch uint8 [..., C, H, W], C in (1, 3)      -> the same shape and dtype
+    torch float [..., C, H, W] (after ToTensor)  -> float32 (only normalize and
+                                                    random_erasing read floats)
+
+One-channel images run as three equal channels (every op keeps them equal) and come back
+with one. A batch [B, C, H, W] takes one draw of the parameters for all its images, as
+torchvision's tensor transforms do.
+"""
+
+import numpy as np
+
+_ACCEPTED = ("a PIL image (mode RGB or L), a numpy uint8 array [H, W, 3], [H, W, 1] or "
+             "[H, W], or a torch tensor [..., C, H, W] with C 1 or 3 (uint8, or float32 "
+             "after ToTensor)")
+
+
+def _core():
+    from flowloader import _flowloader  # The extension, next to this file.
+    return _flowloader
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _pil():
+    from PIL import Image
+    return Image
+
+
+def _is_pil(img):
+    try:
+        return isinstance(img, _pil().Image)
+    except ImportError:
+        return False
+
+
+def _is_tensor(img):
+    return type(img).__module__.startswith("torch") and hasattr(img, "dtype") and hasattr(
+        img, "shape")
+
+
+def _three(arr):
+    """An [H, W] uint8 array as [H, W, 3] (equal channels), C-contiguous."""
+    return np.ascontiguousarray(np.repeat(arr[:, :, None], 3, axis=2))
+
+
+def _check_size(h, w, what):
+    if h < 1 or w < 1:
+        raise ValueError(f"flowloader.transforms: an empty image ({what}, {w}x{h}): width and "
+                         "height must be at least 1")
+
+
+def _tensor_item(chw, is_float):
+    """One [C, H, W] tensor as the native form: uint8 [H, W, 3] or float32 [3, H, W]."""
+    if is_float:
+        arr = chw.numpy()
+        if arr.shape[0] == 1:
+            arr = np.repeat(arr, 3, axis=0)
+        return np.ascontiguousarray(arr, dtype=np.float32)
+    hwc = chw.permute(1, 2, 0).numpy()
+    return _three(hwc[:, :, 0]) if hwc.shape[2] == 1 else np.ascontiguousarray(hwc)
+
+
+def _rows(im):
+    """The row-pointer array of a loaded PIL core image, or None (another Pillow)."""
+    ptrs = getattr(im, "unsafe_ptrs", None)
+    return dict(ptrs).get("image") if ptrs else None
+
+
+def _pil_pixels(img):
+    """uint8 [H, W, 3] of a PIL RGB or L image (L: three equal channels)."""
+    img.load()
+    rows = _rows(img.im)
+    if rows:
+        return _core()._pil_read(rows, img.mode, img.size[0], img.size[1])
+    arr = np.array(img)
+    return _three(arr) if img.mode == "L" else np.ascontiguousarray(arr)
+
+
+def _to_pil(arr, mode):
+    """A PIL image of `mode` (RGB, or L from channel 0) from uint8 [H, W, 3]."""
+    Image = _pil()
+    out = Image.new(mode, (arr.shape[1], arr.shape[0]))
+    rows = _rows(out.im)
+    if rows:
+        _core()._pil_write(rows, mode, arr)
+        return out
+    return Image.fromarray(np.ascontiguousarray(arr[:, :, 0]) if mode == "L" else arr, mode)
+
+
+class State:
+    """The image being transformed: `items` (one array per image of a batch: uint8
+    [H, W, 3] or float32 [3, H, W]), how to give it back, and the native ops not run yet."""
+
+    def __init__(self, img):
+        self.kind = None         # "pil", "numpy" or "tensor": the form given back.
+        self.channels = 3        # 1 for L, [H, W], [.., 1, H, W]: given back with one.
+        self.numpy_2d = False    # A numpy [H, W] given: given back as [H, W].
+        self.lead = ()           # A tensor's leading (batch) dims.
+        self.tensor_dtype = None
+        self.is_float = False
+        self.pending_ops = []
+        self.pending_params = []
+        self._size = None        # (width, height) after the pending ops; None: unknown.
+        self._raw = img          # Given back untouched when no op ran (Compose([])).
+        self.items = None        # Made from _raw when an op first needs pixels.
+        if _is_pil(img):
+            self._from_pil(img)
+        elif isinstance(img, np.ndarray):
+            self._from_numpy(img)
+        elif _is_tensor(img):
+            self._from_tensor(img)
+        elif isinstance(img, (tuple, list)):
+            self.kind = "several"  # FiveCrop's output: given on to the next (a Lambda).
+            self._size = (0, 0)
+        else:
+            raise TypeError(f"flowloader.transforms: cannot transform a "
+                            f"{type(img).__module__}.{type(img).__qualname__}: it takes "
+                            f"{_ACCEPTED}")
+
+    def _ensure_items(self):
+        if self.items is None:
+            self.items = self._make_items()
+
+    # -- in ---------------------------------------------------------------------------
+    def _from_pil(self, img):
+        self.kind = "pil"
+        if img.mode not in ("RGB", "L"):
+            raise TypeError(f"flowloader.transforms: PIL image mode {img.mode!r} is not "
+                            "supported: it takes mode RGB or L (convert first, e.g. "
+                            "img.convert('RGB'))")
+        w, h = img.size
+        _check_size(h, w, f"PIL {img.mode}")
+        self._size = (w, h)
+        self.channels = 1 if img.mode == "L" else 3
+
+        self._make_items = lambda: [_pil_pixels(img)]
+
+    def _from_numpy(self, arr):
+        self.kind = "numpy"
+        if arr.dtype != np.uint8:
+            raise TypeError(f"flowloader.transforms: a numpy array of dtype {arr.dtype} is not "
+                            "supported: it takes uint8 [H, W, 3], [H, W, 1] or [H, W] (HWC, "
+                            "as np.asarray(pil_image))")
+        if arr.ndim == 2:
+            self.numpy_2d = True
+            arr = arr[:, :, None]
+        if arr.ndim != 3 or arr.shape[2] not in (1, 3):
+            raise ValueError(f"flowloader.transforms: a numpy array of shape {arr.shape} is not "
+                             "an image it takes: uint8 [H, W, 3], [H, W, 1] or [H, W]")
+        _check_size(arr.shape[0], arr.shape[1], f"numpy {arr.shape}")
+        self._size = (arr.shape[1], arr.shape[0])
+        self.channels = arr.shape[2]
+        self._make_items = lambda: [_three(arr[:, :, 0]) if arr.shape[2] == 1 else
+                                    np.ascontiguousarray(arr)]
+
+    def _from_tensor(self, t):
+        torch = _torch()
+        self.kind = "tensor"
+        if t.ndim < 3 or t.shape[-3] not in (1, 3):
+            raise ValueError(f"flowloader.transforms: a tensor of shape {tuple(t.shape)} is not "
+                             "an image it takes: [..., C, H, W] with C 1 or 3")
+        if t.dtype not in (torch.uint8, torch.float32):
+            raise TypeError(f"flowloader.transforms: a tensor of dtype {t.dtype} is not "
+                            "supported: it takes uint8, or float32 (ToTensor's output); "
+                            "convert with ConvertImageDtype or .float()")
+        if t.device.type != "cpu":
+            raise TypeError(f"flowloader.transforms: a tensor on {t.device} is not supported: "
+                            "the ops run on the CPU (call .cpu() first)")
+        _check_size(t.shape[-2], t.shape[-1], f"tensor {tuple(t.shape)}")
+        self.lead = tuple(t.shape[:-3])
+        self.tensor_dtype = t.dtype
+        self.channels = t.shape[-3]
+        self.is_float = t.dtype == torch.float32
+        self._size = (t.shape[-1], t.shape[-2])
+
+        is_float = self.is_float  # As given (native() moves self.is_float ahead).
+
+        def make():
+            flat = t.detach().reshape((-1,) + tuple(t.shape[-3:]))
+            return [_tensor_item(flat[b], is_float) for b in range(flat.shape[0])]
+        self._make_items = make
+
+    # -- the native ops ---------------------------------------------------------------
+    def _measured_size(self):
+        a = self.items[0]
+        return (a.shape[2], a.shape[1]) if self.is_float else (a.shape[1], a.shape[0])
+
+    def size(self):
+        """(width, height) after everything queued so far (runs the queue if needed)."""
+        if self._size is None:
+            self.flush()
+        return self._size
+
+    def replace(self, img):
+        """Goes on from `img` (what a Lambda or FiveCrop made)."""
+        self.__init__(img)
+
+    def native(self, op, params):
+        """Queues native op `op` (an _EagerOp) with `params` (None: skipped)."""
+        if self.kind == "several":
+            raise TypeError(f"flowloader.transforms: {op.name} takes one image, got a "
+                            f"{type(self._raw).__name__} of {len(self._raw)} (FiveCrop/TenCrop's "
+                            "crops: handle them with a Lambda)")
+        if params is None:
+            return
+        if op.reads_float != self.is_float:
+            self._wrong_form(op)
+        self.pending_ops.append(op)
+        self.pending_params.append([float(v) for v in params])
+        if op.writes_float:
+            self.is_float = True
+        w, h = self._size if self._size is not None else (0, 0)
+        out = op.output_size(w, h) if self._size is not None else (0, 0)
+        self._size = out if out[0] > 0 and out[1] > 0 else None
+
+    def _wrong_form(self, op):
+        if op.reads_float:
+            raise TypeError(f"flowloader.transforms: {op.name} works on a float tensor "
+                            "[C, H, W] (after ToTensor and Normalize), got a uint8 image")
+        raise TypeError(f"flowloader.transforms: {op.name} works on uint8 pixels (a PIL "
+                        "image, a uint8 array or tensor), got a float tensor: put it before "
+                        "ToTensor, or convert with ConvertImageDtype(torch.uint8)")
+
+    def flush(self):
+        """Runs the queued native ops on every image."""
+        self._ensure_items()
+        if self.pending_ops:
+            run = _core()._eager_run
+            self.items = [run(self.pending_ops, self.pending_params, a) for a in self.items]
+            self.pending_ops, self.pending_params = [], []
+        self._size = self._measured_size()
+
+    # -- conversions between the forms (torchvision's ToTensor and friends) ----------
+    def to_float_tensor(self):
+        """uint8 pixels -> float32 [C, H, W] in [0, 1] (ToTensor, ConvertImageDtype)."""
+        self.native(_normalize_identity(), [])
+        self.kind = "tensor"
+        self.tensor_dtype = _torch().float32
+
+    def to_uint8_tensor(self):
+        """PILToTensor: the uint8 pixels, given back as a uint8 [C, H, W] tensor."""
+        self.kind = "tensor"
+        self.tensor_dtype = _torch().uint8
+
+    def float_to_uint8(self):
+        """ConvertImageDtype(torch.uint8) of a float tensor: torchvision's
+        `image.mul(255 + 1 - 1e-3).to(uint8)`."""
+        self.flush()
+        self.items = [np.ascontiguousarray(
+            (a * np.float32(255.999)).astype(np.uint8).transpose(1, 2, 0)) for a in self.items]
+        self.is_float = False
+        self.tensor_dtype = _torch().uint8
+        self._size = self._measured_size()
+
+    def map_float(self, fn):
+        """Applies fn to each float32 [3, H, W] array (Normalize of a float tensor)."""
+        self.flush()
+        self.items = [np.ascontiguousarray(fn(a), dtype=np.float32) for a in self.items]
+
+    # -- out --------------------------------------------------------------------------
+    def result(self):
+        """The transformed image, in the form it came in (or ToTensor's)."""
+        if self.kind == "several":
+            return self._raw
+        if self.items is None and not self.pending_ops and (
+                self.kind != "tensor" or not _is_pil(self._raw)) and (
+                self.kind == "tensor") == _is_tensor(self._raw):
+            return self._raw  # Nothing ran: the image itself, as torchvision's Compose([]).
+        self.flush()
+        if self.kind == "tensor" or self.is_float:
+            return self._result_tensor()
+        a = self.items[0]
+        if self.kind == "pil":
+            return _to_pil(a, "L" if self.channels == 1 else "RGB")
+        if self.channels == 1:
+            return np.ascontiguousarray(a[:, :, 0]) if self.numpy_2d else np.ascontiguousarray(
+                a[:, :, :1])
+        return a
+
+    def _result_tensor(self):
+        torch = _torch()
+        outs = []
+        for a in self.items:
+            t = torch.from_numpy(a)
+            if not self.is_float:
+                t = t.permute(2, 0, 1)
+            if self.channels == 1:
+                t = t[:1]
+            outs.append(t.contiguous())
+        if not self.lead:
+            return outs[0]
+        return torch.stack(outs).reshape(self.lead + tuple(outs[0].shape))
+
+
+_IDENTITY = None
+
+
+def _normalize_identity():
+    """normalize(mean=0, std=1): ToTensor's [0, 1] floats, by the loader's own op."""
+    global _IDENTITY
+    if _IDENTITY is None:
+        _IDENTITY = _core()._EagerOp("normalize(mean=0, std=1)")
+    return _IDENTITY
+
+
+def call(transform, img, generator):
+    """transform(img): every transform queues its work on one State."""
+    state = State(img)
+    transform._eager(state, generator)
+    return state.result()

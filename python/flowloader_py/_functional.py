@@ -1,0 +1,322 @@
+"""flowloader.transforms.functional: torchvision 0.14's functional names and signatures,
+on flowloader's native ops (the loader's pixels), for PIL images, numpy uint8 HWC arrays
+and torch tensors [..., C, H, W] (docs/python.md, "functional").
+
+    import flowloader.transforms.functional as F
+    out = F.adjust_hue(F.resized_crop(img, 10, 20, 100, 120, [64, 64]), 0.1)
+
+Each function is one native op with its parameters given (the op's get_params values);
+the image comes back in the form it came in. What torchvision has and flowloader does
+not (perspective, adjust_gamma, ...) is not here: calling it raises AttributeError.
+"""
+
+import functools
+import numbers
+
+from flowloader import _eager
+from flowloader import transforms as _T
+
+InterpolationMode = _T.InterpolationMode
+
+__all__ = [
+    "InterpolationMode", "adjust_brightness", "adjust_contrast", "adjust_hue",
+    "adjust_saturation", "adjust_sharpness", "affine", "autocontrast", "center_crop",
+    "convert_image_dtype", "crop", "equalize", "erase", "five_crop", "gaussian_blur", "get_dimensions",
+    "get_image_num_channels", "get_image_size", "hflip", "invert", "normalize", "pad",
+    "pil_to_tensor", "posterize", "resize", "resized_crop", "rgb_to_grayscale", "rotate",
+    "solarize", "ten_crop", "to_pil_image", "to_tensor", "vflip",
+]
+
+_NAN = float("nan")
+
+
+@functools.lru_cache(maxsize=256)
+def _op(text):
+    from flowloader import _flowloader
+    return _flowloader._EagerOp(text)
+
+
+def _text(name, **args):
+    return _T._op_text(name, {k: _T._seq(v) for k, v in args.items()})
+
+
+def _run(img, text, params=()):
+    """img through one native op with `params`, in the form it came in."""
+    state = _eager.State(img)
+    state.native(_op(text), params)
+    return state.result()
+
+
+def _mode(fn, interpolation):
+    return _T._interpolation(fn, interpolation)
+
+
+# -- geometry ------------------------------------------------------------------------------
+def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=None):
+    if antialias is False:
+        _T._refuse("resize(antialias=False)", "flowloader resizes as PIL does (antialiased)")
+    return _run(img, _text("resize", size=_T._size(size),
+                           interpolation=_mode("resize", interpolation), max_size=max_size))
+
+
+def resized_crop(img, top, left, height, width, size,
+                 interpolation=InterpolationMode.BILINEAR, antialias=None):
+    if antialias is False:
+        _T._refuse("resized_crop(antialias=False)", "flowloader resizes as PIL does")
+    h, w = _T._hw(_T._size(size) if not isinstance(size, numbers.Number) else size)
+    return _run(img, _text("random_resized_crop", size=[h, w],
+                           interpolation=_mode("resized_crop", interpolation)),
+                [top, left, height, width])
+
+
+def crop(img, top, left, height, width):
+    """The box (top, left, height, width); zeros where it lies outside the image, as
+    torchvision pads."""
+    w, h = get_image_size(img)
+    top, left, height, width = int(top), int(left), int(height), int(width)
+    pad = [max(0, -left), max(0, -top), max(0, left + width - w), max(0, top + height - h)]
+    text = _text("random_crop", size=[height, width],
+                 padding=pad if any(pad) else None)
+    return _run(img, text, [top + pad[1], left + pad[0], height, width])
+
+
+def center_crop(img, output_size):
+    return _run(img, _text("center_crop", size=_T._size(output_size)))
+
+
+def pad(img, padding, fill=0, padding_mode="constant"):
+    """torchvision's pad: padding an int, [left/right, top/bottom] or [l, t, r, b]; modes
+    constant, edge, reflect, symmetric (the native random_crop's padding, cropped to the
+    whole padded image)."""
+    p = [padding] if isinstance(padding, numbers.Number) else list(padding)
+    p = p * 4 if len(p) == 1 else ([p[0], p[1], p[0], p[1]] if len(p) == 2 else p)
+    if len(p) != 4:
+        raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a "
+                         f"{len(padding)} element tuple")
+    w, h = get_image_size(img)
+    size = [h + int(p[1]) + int(p[3]), w + int(p[0]) + int(p[2])]
+    return _run(img, _text("random_crop", size=size, padding=[int(v) for v in p], fill=fill,
+                           padding_mode=padding_mode), [0, 0, size[0], size[1]])
+
+
+def five_crop(img, size):
+    """(top-left, top-right, bottom-left, bottom-right, centre) crops of size [h, w]."""
+    crop_h, crop_w = _T._hw(size if isinstance(size, numbers.Number) or len(size) != 1
+                            else size[0])
+    image_w, image_h = get_image_size(img)
+    if crop_w > image_w or crop_h > image_h:
+        raise ValueError(f"Requested crop size {(crop_h, crop_w)} is bigger than input size "
+                         f"{(image_h, image_w)}")
+    tl = crop(img, 0, 0, crop_h, crop_w)
+    tr = crop(img, 0, image_w - crop_w, crop_h, crop_w)
+    bl = crop(img, image_h - crop_h, 0, crop_h, crop_w)
+    br = crop(img, image_h - crop_h, image_w - crop_w, crop_h, crop_w)
+    return tl, tr, bl, br, center_crop(img, [crop_h, crop_w])
+
+
+def ten_crop(img, size, vertical_flip=False):
+    """five_crop of the image, then of its flip (horizontal, or vertical)."""
+    return five_crop(img, size) + five_crop(vflip(img) if vertical_flip else hflip(img), size)
+
+
+def hflip(img):
+    return _run(img, "random_horizontal_flip(p=1)")
+
+
+def vflip(img):
+    return _run(img, "random_vertical_flip(p=1)")
+
+
+def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, center=None,
+           fill=None):
+    _T._center("rotate", center)
+    return _run(img, _text("random_rotation", degrees=0,
+                           interpolation=_mode("rotate", interpolation), expand=bool(expand),
+                           fill=0 if fill is None else fill), [angle])
+
+
+def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST,
+           fill=None, center=None):
+    _T._center("affine", center)
+    shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
+    if len(shear) == 1:
+        shear = [shear[0], shear[0]]
+    return _run(img, _text("random_affine", degrees=0,
+                           interpolation=_mode("affine", interpolation),
+                           fill=0 if fill is None else fill),
+                [angle, translate[0], translate[1], scale, shear[0], shear[1]])
+
+
+# -- colour --------------------------------------------------------------------------------
+def _jitter(img, which, factor, name):
+    params = [0, 1, 2, 3, _NAN, _NAN, _NAN, _NAN]
+    params[4 + which] = float(factor)
+    return _run(img, f"color_jitter({name}={0.5 if name == 'hue' else 1})", params)
+
+
+def adjust_brightness(img, brightness_factor):
+    _non_negative("brightness_factor", brightness_factor)
+    return _jitter(img, 0, brightness_factor, "brightness")
+
+
+def adjust_contrast(img, contrast_factor):
+    _non_negative("contrast_factor", contrast_factor)
+    return _jitter(img, 1, contrast_factor, "contrast")
+
+
+def adjust_saturation(img, saturation_factor):
+    _non_negative("saturation_factor", saturation_factor)
+    return _jitter(img, 2, saturation_factor, "saturation")
+
+
+def adjust_hue(img, hue_factor):
+    if not -0.5 <= hue_factor <= 0.5:
+        raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
+    return _jitter(img, 3, hue_factor, "hue")
+
+
+def adjust_sharpness(img, sharpness_factor):
+    _non_negative("sharpness_factor", sharpness_factor)
+    return _run(img, _text("random_adjust_sharpness", sharpness_factor=sharpness_factor, p=1))
+
+
+def _non_negative(name, value):
+    if value < 0:
+        raise ValueError(f"{name} ({value}) is not non-negative.")
+
+
+def rgb_to_grayscale(img, num_output_channels=1):
+    """PIL's L (R*299/1000 + G*587/1000 + B*114/1000); one channel (mode L for a PIL
+    image) or three equal ones."""
+    if num_output_channels not in (1, 3):
+        raise ValueError("num_output_channels should be either 1 or 3")
+    state = _eager.State(img)
+    state.native(_op("grayscale()"), [])
+    if num_output_channels == 1:
+        state.channels = 1
+    return state.result()
+
+
+def gaussian_blur(img, kernel_size, sigma=None):
+    ks = [kernel_size, kernel_size] if isinstance(kernel_size, int) else list(kernel_size)
+    if sigma is None:  # torchvision's default: from the kernel size.
+        sigma = [ksize * 0.15 + 0.35 for ksize in ks]
+    sigma = [sigma, sigma] if isinstance(sigma, numbers.Number) else list(sigma)
+    if len(sigma) == 1:
+        sigma = [sigma[0], sigma[0]]
+    if sigma[0] != sigma[1]:
+        raise ValueError(f"flowloader's gaussian_blur takes one sigma for both axes, got "
+                         f"{sigma}")
+    return _run(img, _text("gaussian_blur", kernel_size=ks, sigma=[sigma[0], sigma[0]]),
+                [float(sigma[0])])
+
+
+def solarize(img, threshold):
+    return _run(img, _text("random_solarize", threshold=threshold, p=1))
+
+
+def posterize(img, bits):
+    return _run(img, _text("random_posterize", bits=bits, p=1))
+
+
+def equalize(img):
+    return _run(img, "random_equalize(p=1)")
+
+
+def autocontrast(img):
+    return _run(img, "random_autocontrast(p=1)")
+
+
+def invert(img):
+    return _run(img, "random_invert(p=1)")
+
+
+# -- tensors -------------------------------------------------------------------------------
+def erase(img, i, j, h, w, v, inplace=False):
+    """The box set to v (a number, or one value per channel) on a float tensor."""
+    value = v.flatten().tolist() if hasattr(v, "flatten") else v
+    if isinstance(value, list) and len(value) not in (1, 3):
+        raise ValueError(f"flowloader's erase takes v as one value or one per channel, got "
+                         f"{len(value)} values (a noise tensor is not supported)")
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    out = _run(img, _text("random_erasing", value=value, p=1), [i, j, h, w, 0])
+    if inplace:
+        img.copy_(out)
+        return img
+    return out
+
+
+def normalize(tensor, mean, std, inplace=False):
+    out = _T.Normalize(mean, std)(tensor)
+    if inplace:
+        tensor.copy_(out)
+        return tensor
+    return out
+
+
+def to_tensor(pic):
+    return _T.ToTensor()(pic)
+
+
+def pil_to_tensor(pic):
+    return _T.PILToTensor()(pic)
+
+
+def convert_image_dtype(image, dtype=None):
+    import torch
+    dtype = torch.float if dtype is None else dtype
+    if dtype == torch.float32:
+        return _T.ConvertImageDtype(dtype)(image)
+    if dtype == torch.uint8 and image.dtype == torch.float32:
+        state = _eager.State(image)
+        state.float_to_uint8()
+        return state.result()
+    if dtype == image.dtype:
+        return image
+    raise TypeError(f"flowloader's convert_image_dtype converts between uint8 and float32, "
+                    f"got {image.dtype} -> {dtype}")
+
+
+def to_pil_image(pic, mode=None):
+    """A uint8 or float (scaled by 255, truncated, as torchvision) image, [C, H, W] tensor
+    or HWC array with 1 or 3 channels, as a PIL image (L or RGB)."""
+    import numpy as np
+    from PIL import Image
+    if _eager._is_tensor(pic):
+        if pic.ndim not in (2, 3):
+            raise ValueError(f"pic should be 2/3 dimensional. Got {pic.ndim} dimensions.")
+        t = pic if pic.ndim == 3 else pic[None]
+        if t.is_floating_point() and mode != "F":
+            t = t.mul(255).byte()
+        arr = t.permute(1, 2, 0).numpy()
+    else:
+        arr = np.asarray(pic)
+        if arr.ndim == 2:
+            arr = arr[:, :, None]
+    if arr.dtype != np.uint8 or arr.shape[2] not in (1, 3):
+        raise TypeError(f"flowloader's to_pil_image takes uint8 (or float) images with 1 or 3 "
+                        f"channels, got {arr.dtype} with shape {arr.shape}")
+    if arr.shape[2] == 1:
+        return Image.fromarray(np.ascontiguousarray(arr[:, :, 0]), mode or "L")
+    return Image.fromarray(np.ascontiguousarray(arr), mode or "RGB")
+
+
+# -- sizes ---------------------------------------------------------------------------------
+def get_image_size(img):
+    """[width, height]."""
+    return list(_T._image_wh(img))
+
+
+def get_image_num_channels(img):
+    return get_dimensions(img)[0]
+
+
+def get_dimensions(img):
+    """[channels, height, width]."""
+    if _eager._is_pil(img):
+        return [len(img.getbands()), img.size[1], img.size[0]]
+    shape = tuple(img.shape)
+    if _eager._is_tensor(img):
+        return [shape[-3] if len(shape) >= 3 else 1, shape[-2], shape[-1]]
+    return [shape[2] if len(shape) == 3 else 1, shape[0], shape[1]]

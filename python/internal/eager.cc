@@ -1,0 +1,264 @@
+// eager.cc: the native half of calling flowloader.transforms on one image (eager.h).
+#include "python/internal/eager.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "graph/stage.h"
+#include "python/internal/py_lambda.h"
+#include "stages/augment/ops/op.h"
+#include "stages/augment/ops/view_program.h"
+#include "stages/core/image.h"
+#include "stages/core/rng.h"
+
+namespace py = pybind11;
+
+namespace flowloader {
+namespace python_internal {
+namespace {
+
+using augment::Op;
+using augment::OpImage;
+using augment::OpParams;
+using augment::OpSize;
+using augment::PixelForm;
+
+[[noreturn]] void RaiseValue(const std::string& message) { throw py::value_error(message); }
+
+// EagerOp is one native op, made from its text as a view's list writes it.
+class EagerOp {
+ public:
+  explicit EagerOp(const std::string& text) {
+    absl::StatusOr<std::vector<augment::OpText>> ops = augment::ParseOpListText(text);
+    if (!ops.ok()) RaiseValue(std::string(ops.status().message()));
+    if (ops->size() != 1) RaiseValue(absl::StrCat("one op expected, got ", ops->size(), ": ", text));
+    // A Lambda is called by the Python side itself in eager mode.
+    if ((*ops)[0].name == kPythonLambdaOp) RaiseValue("python_lambda is not run eagerly");
+    absl::StatusOr<std::unique_ptr<Op>> op =
+        augment::OpRegistry::Global().Create((*ops)[0].name, (*ops)[0].args);
+    if (!op.ok()) RaiseValue(std::string(op.status().message()));
+    op_ = *std::move(op);
+    text_ = text;
+  }
+
+  const Op& op() const { return *op_; }
+  const std::string& text() const { return text_; }
+  bool reads_float() const { return op_->Input() == PixelForm::kFloatCHW; }
+  bool writes_float() const { return op_->Output() == PixelForm::kFloatCHW; }
+  double p() const { return op_->p(); }
+
+  std::pair<int, int> OutputSize(int width, int height) const {
+    const OpSize out = op_->OutputSize(OpSize{width, height});
+    return {out.width, out.height};
+  }
+
+  // LoaderDraw is the loader's draw for this op at `position` of view `view`'s list
+  // (ViewProgram::RunPixelOps' stream and order: p's draw, then Draw).
+  std::pair<bool, std::vector<double>> LoaderDraw(int width, int height, uint64_t seed,
+                                                  uint64_t epoch, uint64_t index, int view,
+                                                  size_t position) const {
+    SampleRng rng(seed, epoch, index, augment::OpStream(ViewStream(view), position));
+    if (!augment::ShouldApply(*op_, rng)) return {false, {}};
+    OpParams params;
+    op_->Draw(width, height, rng, &params);
+    return {true, std::vector<double>(params.v, params.v + params.n)};
+  }
+
+ private:
+  std::unique_ptr<Op> op_;
+  std::string text_;
+};
+
+// Working is one call's pixels: uint8 RGB (rgb, with spare for ops that cannot work in
+// place) or the float tensor (chw, 3 × height × width).
+struct Working {
+  Image a, b;
+  std::vector<float> chw;
+};
+
+// RunOps runs ops[i] with params[i] (skipped when absent) on `image`, GIL released by
+// the caller. The form is tracked in `is_float`.
+absl::Status RunOps(const std::vector<const EagerOp*>& ops,
+                    const std::vector<std::optional<OpParams>>& params, Working& work,
+                    OpImage& image, bool& is_float) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = ops[i]->op();
+    const bool wants_float = op.Input() == PixelForm::kFloatCHW;
+    if (wants_float != is_float) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          op.name(), " works on ", wants_float ? "a float [3, H, W] tensor" : "uint8 pixels",
+          ", got ", is_float ? "a float [3, H, W] tensor" : "uint8 pixels"));
+    }
+    if (!params[i].has_value()) continue;
+    if (!is_float && op.Output() == PixelForm::kFloatCHW) {  // normalize: make the tensor.
+      image.width = image.rgb->width;
+      image.height = image.rgb->height;
+      work.chw.resize(3 * static_cast<size_t>(image.width) * image.height);
+      image.chw = work.chw.data();
+    }
+    if (absl::Status s = op.Apply(*params[i], image); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(op.name(), ": ", s.message()));
+    }
+    is_float = op.Output() == PixelForm::kFloatCHW;
+  }
+  return absl::OkStatus();
+}
+
+// The size limit of one side, so that H × W × 3 cannot overflow an int.
+constexpr int64_t kMaxSide = 1 << 15;
+
+py::array EagerRun(const std::vector<const EagerOp*>& ops,
+                   const std::vector<std::optional<std::vector<double>>>& params,
+                   const py::array& input) {
+  if (ops.size() != params.size()) {
+    RaiseValue(absl::StrCat(ops.size(), " ops but ", params.size(), " parameter lists"));
+  }
+  std::vector<std::optional<OpParams>> drawn(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].has_value()) continue;
+    if (params[i]->size() > static_cast<size_t>(OpParams::kMax)) {
+      RaiseValue(absl::StrCat(ops[i]->op().name(), ": ", params[i]->size(),
+                              " params, at most ", OpParams::kMax));
+    }
+    drawn[i].emplace();
+    for (double v : *params[i]) drawn[i]->Push(v);
+  }
+  const bool in_float = py::isinstance<py::array_t<float>>(input);
+  const bool in_uint8 = py::isinstance<py::array_t<uint8_t>>(input);
+  if (!(in_float || in_uint8) || input.ndim() != 3 ||
+      !(input.flags() & py::array::c_style)) {
+    RaiseValue("_eager_run takes a C-contiguous uint8 [H, W, 3] or float32 [3, H, W] array");
+  }
+  const int64_t h = in_float ? input.shape(1) : input.shape(0);
+  const int64_t w = in_float ? input.shape(2) : input.shape(1);
+  const int64_t c = in_float ? input.shape(0) : input.shape(2);
+  if (c != 3 || h < 1 || w < 1 || h > kMaxSide || w > kMaxSide) {
+    RaiseValue(absl::StrCat("_eager_run: an image of 3 channels and sides in [1, ", kMaxSide,
+                            "] expected, got ", w, "x", h, "x", c));
+  }
+  Working work;
+  OpImage image;
+  image.rgb = &work.a;
+  image.spare = &work.b;
+  bool is_float = in_float;
+  absl::Status status;
+  {
+    py::gil_scoped_release release;  // `input` stays referenced by the caller's frame.
+    if (in_float) {
+      work.chw.resize(static_cast<size_t>(3 * h * w));
+      std::memcpy(work.chw.data(), input.data(), work.chw.size() * sizeof(float));
+      image.chw = work.chw.data();
+      image.width = static_cast<int>(w);
+      image.height = static_cast<int>(h);
+    } else {
+      work.a.Resize(static_cast<int>(w), static_cast<int>(h), 3);
+      std::memcpy(work.a.pixels.data(), input.data(), work.a.pixels.size());
+    }
+    status = RunOps(ops, drawn, work, image, is_float);
+  }
+  if (!status.ok()) RaiseValue(std::string(status.message()));
+  if (is_float) {
+    py::array_t<float> out({int64_t{3}, int64_t{image.height}, int64_t{image.width}});
+    std::memcpy(out.mutable_data(), image.chw, sizeof(float) * 3 * image.height * image.width);
+    return std::move(out);
+  }
+  const Image& rgb = *image.rgb;
+  py::array_t<uint8_t> out({int64_t{rgb.height}, int64_t{rgb.width}, int64_t{3}});
+  if (!rgb.pixels.empty()) std::memcpy(out.mutable_data(), rgb.pixels.data(), rgb.pixels.size());
+  return std::move(out);
+}
+
+// PIL images are read and written through their row pointers (Pillow's
+// Image.core.unsafe_ptrs: `image`, an array of `height` row pointers; RGB rows hold 4
+// bytes a pixel, R G B and padding, L rows 1), one pass in C++ in place of
+// np.asarray/Image.fromarray and their encoder round trips. _eager.py passes only the
+// pointers of a loaded image of the mode and size it names.
+uint8_t* const* PilRows(uintptr_t rows) { return reinterpret_cast<uint8_t* const*>(rows); }
+
+void CheckPilMode(const std::string& mode) {
+  if (mode != "RGB" && mode != "L") RaiseValue("_pil_read/_pil_write: mode RGB or L only");
+}
+
+// PilRead is a PIL image's pixels as uint8 [H, W, 3] (L: three equal channels).
+py::array PilRead(uintptr_t rows, const std::string& mode, int width, int height) {
+  CheckPilMode(mode);
+  if (rows == 0 || width < 1 || height < 1) RaiseValue("_pil_read: no pixels");
+  py::array_t<uint8_t> out({int64_t{height}, int64_t{width}, int64_t{3}});
+  uint8_t* dst = out.mutable_data();
+  const bool rgb = mode == "RGB";
+  {
+    py::gil_scoped_release release;
+    for (int y = 0; y < height; ++y) {
+      const uint8_t* src = PilRows(rows)[y];
+      uint8_t* d = dst + static_cast<size_t>(y) * width * 3;
+      for (int x = 0; x < width; ++x, d += 3) {
+        const uint8_t* s = rgb ? src + 4 * x : src + x;
+        d[0] = s[0];
+        d[1] = rgb ? s[1] : s[0];
+        d[2] = rgb ? s[2] : s[0];
+      }
+    }
+  }
+  return std::move(out);
+}
+
+// PilWrite writes uint8 [H, W, 3] into a PIL image of the same size (L: channel 0).
+void PilWrite(uintptr_t rows, const std::string& mode, const py::array_t<uint8_t>& pixels) {
+  CheckPilMode(mode);
+  if (rows == 0 || pixels.ndim() != 3 || pixels.shape(2) != 3 ||
+      !(pixels.flags() & py::array::c_style)) {
+    RaiseValue("_pil_write: a C-contiguous uint8 [H, W, 3] array expected");
+  }
+  const int height = static_cast<int>(pixels.shape(0));
+  const int width = static_cast<int>(pixels.shape(1));
+  const uint8_t* src = pixels.data();
+  const bool rgb = mode == "RGB";
+  py::gil_scoped_release release;
+  for (int y = 0; y < height; ++y) {
+    uint8_t* row = PilRows(rows)[y];
+    const uint8_t* s = src + static_cast<size_t>(y) * width * 3;
+    if (!rgb) {
+      for (int x = 0; x < width; ++x) row[x] = s[3 * x];
+      continue;
+    }
+    for (int x = 0; x < width; ++x, s += 3) {
+      row[4 * x] = s[0];
+      row[4 * x + 1] = s[1];
+      row[4 * x + 2] = s[2];
+      row[4 * x + 3] = 255;
+    }
+  }
+}
+
+}  // namespace
+
+void RegisterEager(py::module_& m) {
+  py::class_<EagerOp>(m, "_EagerOp")
+      .def(py::init<const std::string&>(), py::arg("text"))
+      .def_property_readonly("name", [](const EagerOp& o) { return o.op().name(); })
+      .def_property_readonly("text", &EagerOp::text)
+      .def_property_readonly("p", &EagerOp::p)
+      .def_property_readonly("reads_float", &EagerOp::reads_float)
+      .def_property_readonly("writes_float", &EagerOp::writes_float)
+      .def("output_size", &EagerOp::OutputSize, py::arg("width"), py::arg("height"))
+      .def("loader_draw", &EagerOp::LoaderDraw, py::arg("width"), py::arg("height"),
+           py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("view"),
+           py::arg("position"));
+  m.def("_eager_run", &EagerRun, py::arg("ops"), py::arg("params"), py::arg("image"));
+  m.def("_pil_read", &PilRead, py::arg("rows"), py::arg("mode"), py::arg("width"),
+        py::arg("height"));
+  m.def("_pil_write", &PilWrite, py::arg("rows"), py::arg("mode"), py::arg("pixels"));
+}
+
+}  // namespace python_internal
+}  // namespace flowloader

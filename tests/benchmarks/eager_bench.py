@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+"""eager_bench: flowloader.transforms called on one image vs torchvision 0.14 on PIL.
+
+    bazel build //python:flowloader
+    PYTHONPATH=bazel-bin/python /usr/bin/python3 tests/benchmarks/eager_bench.py \
+        [--reps=15] [--loader-images=400] [--only=per_op,compose,loader,noop]
+
+Prints Markdown tables (docs/performance.md, "Calling transforms directly"):
+  per_op:  each transform class called on one PIL RGB image at a time, 224² and 1024²,
+           one core (sched_setaffinity to CPU 0, torch.set_num_threads(1)); median
+           microseconds per call over `reps` rounds, the two libraries alternating
+           within each round, each draw from the same torch seed.
+  compose: the torchvision v2 ResNet recipe (RandomResizedCrop(176), flip,
+           TrivialAugmentWide, PILToTensor, ConvertImageDtype, Normalize,
+           RandomErasing(0.1)) called per image on a 500x375 photo-like image.
+  loader:  a plain torch.utils.data.DataLoader(num_workers=2, batch_size=64) over a
+           torchvision ImageFolder of JPEGs (made here, 500x375) with the classic train
+           recipe from flowloader.transforms or from torchvision; images/s, median.
+  noop:    Compose([]) on a 224² PIL image: the calling overhead.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torchvision.transforms as TV
+from PIL import Image
+
+import flowloader.transforms as T
+
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+
+
+def photo(w, h, seed=0):
+    """A photo-like RGB image: smooth gradients, blobs and noise."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    img = np.stack([128 + 100 * np.sin(x / (17 + 5 * c) + y / (29 - 3 * c)) for c in range(3)], -1)
+    img += rng.normal(0, 12, img.shape)
+    return Image.fromarray(np.clip(img, 0, 255).astype(np.uint8), "RGB")
+
+
+def per_op_cases():
+    """(name, flowloader's, torchvision's), the torchvision class with its usual args."""
+    B = TV.InterpolationMode.BILINEAR
+    return [
+        ("Resize(256)", T.Resize(256), TV.Resize(256)),
+        ("CenterCrop(224)", T.CenterCrop(224), TV.CenterCrop(224)),
+        ("RandomResizedCrop(224)", T.RandomResizedCrop(224), TV.RandomResizedCrop(224)),
+        ("RandomCrop(200, padding=4)", T.RandomCrop(200, padding=4),
+         TV.RandomCrop(200, padding=4)),
+        ("RandomHorizontalFlip(p=1)", T.RandomHorizontalFlip(1.0), TV.RandomHorizontalFlip(1.0)),
+        ("RandomVerticalFlip(p=1)", T.RandomVerticalFlip(1.0), TV.RandomVerticalFlip(1.0)),
+        ("ColorJitter(.4, .4, .4, .1)", T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+         TV.ColorJitter(0.4, 0.4, 0.4, 0.1)),
+        ("ColorJitter(.4, .4, .4)", T.ColorJitter(0.4, 0.4, 0.4), TV.ColorJitter(0.4, 0.4, 0.4)),
+        ("Grayscale(3)", T.Grayscale(3), TV.Grayscale(3)),
+        ("GaussianBlur(23)", T.GaussianBlur(23), TV.GaussianBlur(23)),
+        ("RandomRotation(30)", T.RandomRotation(30), TV.RandomRotation(30)),
+        ("RandomRotation(30, bilinear)", T.RandomRotation(30, interpolation=B),
+         TV.RandomRotation(30, interpolation=B)),
+        ("RandomAffine(15, .1, .9-1.1, 5)",
+         T.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5), TV.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5)),
+        ("RandomSolarize(128, p=1)", T.RandomSolarize(128, 1.0), TV.RandomSolarize(128, 1.0)),
+        ("RandomPosterize(4, p=1)", T.RandomPosterize(4, 1.0), TV.RandomPosterize(4, 1.0)),
+        ("RandomEqualize(p=1)", T.RandomEqualize(1.0), TV.RandomEqualize(1.0)),
+        ("RandomAutocontrast(p=1)", T.RandomAutocontrast(1.0), TV.RandomAutocontrast(1.0)),
+        ("RandomInvert(p=1)", T.RandomInvert(1.0), TV.RandomInvert(1.0)),
+        ("RandomAdjustSharpness(2, p=1)", T.RandomAdjustSharpness(2, 1.0),
+         TV.RandomAdjustSharpness(2, 1.0)),
+        ("TrivialAugmentWide", T.TrivialAugmentWide(), TV.TrivialAugmentWide()),
+        ("RandAugment", T.RandAugment(), TV.RandAugment()),
+        ("AutoAugment", T.AutoAugment(), TV.AutoAugment()),
+        ("ToTensor", T.ToTensor(), TV.ToTensor()),
+        ("ToTensor+Normalize", T.Compose([T.ToTensor(), T.Normalize(*IMAGENET)]),
+         TV.Compose([TV.ToTensor(), TV.Normalize(*IMAGENET)])),
+    ]
+
+
+def time_calls(fn, img, n, seed):
+    torch.manual_seed(seed)
+    start = time.perf_counter()
+    for _ in range(n):
+        fn(img)
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def side_by_side(ours, theirs, img, reps, n):
+    """Median µs per call of each, alternating within each round."""
+    ours(img), theirs(img)  # Warm.
+    a, b = [], []
+    for r in range(reps):
+        a.append(time_calls(ours, img, n, r))
+        b.append(time_calls(theirs, img, n, r))
+    return statistics.median(a), statistics.median(b)
+
+
+def bench_per_op(reps):
+    rows = []
+    for size in (224, 1024):
+        img = photo(size, size, seed=size)
+        n = 20 if size == 224 else 3
+        for name, ours, theirs in per_op_cases():
+            a, b = side_by_side(ours, theirs, img, reps, n)
+            rows.append((name, f"{size}²", b, a))
+            print(f"  {name} {size}: torchvision {b:.0f} µs, flowloader {a:.0f} µs, "
+                  f"{b / a:.2f}x", file=sys.stderr)
+    print("\n| op (PIL RGB in, PIL out) | size | torchvision µs | flowloader µs | ratio |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for name, size, b, a in rows:
+        print(f"| {name} | {size} | {b:.0f} | {a:.0f} | {b / a:.2f}× |")
+
+
+def v2_recipe(M):
+    return M.Compose([
+        M.RandomResizedCrop(176), M.RandomHorizontalFlip(), M.TrivialAugmentWide(),
+        M.PILToTensor(), M.ConvertImageDtype(torch.float), M.Normalize(*IMAGENET),
+        M.RandomErasing(0.1)])
+
+
+def bench_compose(reps):
+    img = photo(500, 375, seed=1)
+    a, b = side_by_side(v2_recipe(T), v2_recipe(TV), img, reps, 20)
+    print("\n| Compose, one image at a time (500x375 PIL in) | torchvision µs | flowloader µs "
+          "| ratio |")
+    print("| --- | ---: | ---: | ---: |")
+    print(f"| torchvision v2 recipe (RRC 176, flip, TrivialAugmentWide, Normalize, "
+          f"RandomErasing 0.1) | {b:.0f} | {a:.0f} | {b / a:.2f}× |")
+
+
+def classic_train(M):
+    return M.Compose([M.RandomResizedCrop(224), M.RandomHorizontalFlip(), M.ToTensor(),
+                      M.Normalize(*IMAGENET)])
+
+
+def make_folder(root, n):
+    for c in range(4):
+        os.makedirs(os.path.join(root, f"c{c}"), exist_ok=True)
+    for i in range(n):
+        photo(500, 375, seed=i).save(os.path.join(root, f"c{i % 4}", f"{i}.jpg"), quality=90)
+
+
+def loader_rate(root, transform, epochs=1):
+    import torchvision.datasets as datasets
+    data = datasets.ImageFolder(root, transform=transform)
+    loader = torch.utils.data.DataLoader(data, batch_size=64, num_workers=2, shuffle=True)
+    start = time.perf_counter()
+    count = 0
+    for _ in range(epochs):
+        for images, _labels in loader:
+            count += images.shape[0]
+    return count / (time.perf_counter() - start)
+
+
+def bench_loader(reps, images):
+    with tempfile.TemporaryDirectory() as root:
+        make_folder(root, images)
+        a, b = [], []
+        for _ in range(max(3, reps // 5)):
+            a.append(loader_rate(root, classic_train(T)))
+            b.append(loader_rate(root, classic_train(TV)))
+        a, b = statistics.median(a), statistics.median(b)
+    print("\n| torch DataLoader(num_workers=2) over ImageFolder, classic train recipe "
+          "| torchvision img/s | flowloader.transforms img/s | ratio |")
+    print("| --- | ---: | ---: | ---: |")
+    print(f"| {images} JPEGs 500x375, batch 64 | {b:.0f} | {a:.0f} | {a / b:.2f}× |")
+
+
+def bench_noop(reps):
+    img = photo(224, 224)
+    a, b = side_by_side(T.Compose([]), TV.Compose([]), img, reps, 2000)
+    c, _ = side_by_side(T.RandomHorizontalFlip(0.0), TV.RandomHorizontalFlip(0.0), img, reps,
+                        2000)
+    print("\n| calling overhead, 224² PIL | torchvision µs | flowloader µs |")
+    print("| --- | ---: | ---: |")
+    print(f"| Compose([]) | {b:.1f} | {a:.1f} |")
+    print(f"| RandomHorizontalFlip(p=0) (a draw, no pixels) | | {c:.1f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--loader-images", type=int, default=400)
+    parser.add_argument("--only", default="per_op,compose,loader,noop")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    torch.set_num_threads(1)
+    if "loader" in only:  # Two workers on the machine's cores, before pinning.
+        bench_loader(args.reps, args.loader_images)
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # One core.
+    if "noop" in only:
+        bench_noop(args.reps)
+    if "compose" in only:
+        bench_compose(args.reps)
+    if "per_op" in only:
+        bench_per_op(args.reps)
+
+
+if __name__ == "__main__":
+    main()
