@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
 #include "stages/core/sample_error.h"
@@ -29,6 +30,7 @@ namespace {
 
 using testing::MakeImageFolder;
 using testing::MakeShards;
+using testing::FaultProxy;
 using testing::RadosGateway;
 using testing::SmallCpuOptions;
 
@@ -343,6 +345,46 @@ TEST_F(S3Test, AKeyDeletedMidRunIsACountedNotFoundSkip) {
   EXPECT_EQ(delivered, 2 * 35);
   EXPECT_EQ(skipped["not_found"], 2);  // Once per epoch.
   EXPECT_TRUE(absl::StartsWith(key, class_dir + "/")) << key;
+}
+
+// Faults: every 4th request through the proxy is a 503 SlowDown (with and without
+// Retry-After), a 500, a reset connection, a body cut in half or a 3 s stall. The runs
+// lose and duplicate nothing: the same batches as the disk, no skip, every fault retried.
+TEST_F(S3Test, FaultsThroughAProxyAreRetriedAndLoseNothing) {
+  const std::string log = testing::TempDirForTest("proxy_") + "/faults.log";
+  std::unique_ptr<FaultProxy> proxy = FaultProxy::Start(
+      gateway_->port(), 4, "slowdown,reset,cut,internal,retry_after,stall", log);
+  for (const auto& [local, remote] :
+       std::vector<std::pair<std::string, std::string>>{
+           {*folder_, "s3://data/train/"},
+           {*pattern_, "s3://data/shards/train-{000000..000004}.tar"}}) {
+    PipelineOptions o = Options(remote);
+    o.s3.endpoint = proxy->endpoint();
+    o.http.stall_timeout = absl::Seconds(1);
+    o.http.initial_backoff = absl::Milliseconds(5);
+    o.http.max_retries = 6;
+    o.http_cache_mb = 1;  // Shards: some admitted (block reads), some read per member.
+    DatasetOptions listing;
+    listing.path = remote;
+    listing.s3 = o.s3;
+    listing.http = o.http;
+    listing.http.cache_bytes = o.http_cache_mb << 20;
+    auto ds = Dataset::Open(listing);
+    ASSERT_TRUE(ds.ok()) << ds.status();
+    std::shared_ptr<const Dataset> dataset = std::move(*ds);
+    o.dataset = dataset;
+    o.data.clear();
+    const Delivered through_faults = RunAll(o);
+    const Delivered disk = RunAll(Options(local));
+    ASSERT_TRUE(through_faults.status.ok()) << through_faults.status;
+    EXPECT_EQ(through_faults.batches, disk.batches) << remote;
+    EXPECT_TRUE(through_faults.skipped.empty()) << remote;
+    EXPECT_GT(dataset->storage()->retries(), 0) << remote;
+  }
+  const std::string faults = testing::ReadFile(log);
+  for (const char* kind : {"slowdown", "reset", "cut", "internal", "retry_after", "stall"}) {
+    EXPECT_TRUE(absl::StrContains(faults, std::string(kind) + " GET")) << kind << " in\n" << faults;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,12 @@
 #include <curl/curl.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>  // NOLINT(build/c++11)
+#include <csignal>
+#include <thread>  // NOLINT(build/c++11)
 
 #include <cstdlib>
 #include <map>
@@ -13,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/testing/shard_data.h"
 #include "tests/testing/test_data.h"
 
 namespace flowloader::testing {
@@ -135,5 +142,41 @@ int RadosGateway::Upload(const std::string& dir, const std::string& bucket,
   for (const std::string& f : files) n += Put(bucket, prefix + f, ReadFile(dir + "/" + f)) ? 1 : 0;
   return n;
 }
+
+std::unique_ptr<FaultProxy> FaultProxy::Start(int upstream_port, int every,
+                                              const std::string& faults, const std::string& log) {
+  std::unique_ptr<FaultProxy> proxy(new FaultProxy());
+  proxy->port_ = FreePort();
+  const std::vector<std::string> argv = {"/usr/bin/python3", "tests/testing/s3_fault_proxy.py",
+                                         absl::StrCat(upstream_port), absl::StrCat(proxy->port_),
+                                         absl::StrCat(every), faults, log};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  proxy->pid_ = pid;
+  // Ready once a request gets an answer (curl exits 0 on any HTTP status).
+  const std::string probe =
+      absl::StrCat("curl -s -o /dev/null --max-time 1 ", proxy->endpoint(), "/ready-probe");
+  for (int i = 0; i < 100; ++i) {
+    if (std::system(probe.c_str()) == 0) return proxy;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ADD_FAILURE() << "the fault proxy did not answer on " << proxy->endpoint();
+  return proxy;
+}
+
+FaultProxy::~FaultProxy() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+}
+
+std::string FaultProxy::endpoint() const { return absl::StrCat("http://127.0.0.1:", port_); }
 
 }  // namespace flowloader::testing

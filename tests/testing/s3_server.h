@@ -45,6 +45,24 @@ class RadosGateway {
   std::string secret_key_;
 };
 
+// FaultProxy runs tests/testing/s3_fault_proxy.py on a free port in front of the gateway
+// on `upstream_port`: every `every`-th request gets the next of `faults` ("slowdown,reset,
+// cut,stall,..."; see the script), each logged as one line to `log`. Stopped (SIGKILL,
+// then waited for) by the destructor.
+class FaultProxy {
+ public:
+  static std::unique_ptr<FaultProxy> Start(int upstream_port, int every,
+                                           const std::string& faults, const std::string& log);
+  ~FaultProxy();
+  // endpoint is http://127.0.0.1:PORT.
+  std::string endpoint() const;
+
+ private:
+  FaultProxy() = default;
+  int pid_ = -1;
+  int port_ = 0;
+};
+
 }  // namespace flowloader::testing
 
 #endif  // FLOWLOADER_TESTS_TESTING_S3_SERVER_H_
