@@ -13,6 +13,7 @@ PACKAGES=(
   libcurl4-openssl-dev libwebp-dev libtiff-dev libgif-dev nginx python3-dev pybind11-dev
   python3-pytest libtorch-dev libxxhash-dev nlohmann-json3-dev
   python3-venv python3-setuptools python3-wheel python3-numpy  # pip install . (pyproject.toml)
+  ceph-mon ceph-osd radosgw ceph-common  # a real S3 server in tests (tests/testing/radosgw.sh)
 )
 
 setup() {

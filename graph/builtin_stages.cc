@@ -382,7 +382,11 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         o.max_retries = static_cast<int>(args.GetInt("max_retries"));
         o.initial_backoff = absl::Microseconds(args.GetFloat("backoff_ms") * 1000.0);
         o.max_file_bytes = args.GetInt("max_file_bytes");
-        o.env = env.env;
+        // Files of their own go through the dataset's StorageEnv when it has one (an s3://
+        // ImageFolder), which passes local paths to the same env.env.
+        o.env = env.dataset != nullptr && env.dataset->storage() != nullptr
+                    ? env.dataset->shard_env()
+                    : env.env;
         absl::StatusOr<std::unique_ptr<FileReader>> reader = FileReader::Create(o);
         if (!reader.ok()) return reader.status();
         if (env.dataset != nullptr) o.env = env.dataset->shard_env();

@@ -55,6 +55,7 @@ DataSourcesOptions DataSourcesOptionsFor(const PipelineOptions& options) {
   dataset_options.column_max_bytes = options.column_max_bytes;
   dataset_options.http = options.http;
   dataset_options.http.cache_bytes = options.http_cache_mb << 20;
+  dataset_options.s3 = options.s3;
   for (const WeightedSource& w : options.sources) {
     DatasetSource source{w.name, dataset_options, w.weight};
     source.options.path = w.data;
@@ -324,7 +325,7 @@ std::vector<std::pair<int64_t, std::string>> Pipeline::epoch_checksums() const {
 void Pipeline::Stop() {
   if (autotune_ != nullptr) autotune_->Stop();  // No resize of a graph being stopped.
   // First, so the graph's drain below never waits on a server.
-  if (dataset_ != nullptr && dataset_->http_env() != nullptr) dataset_->http_env()->Cancel();
+  if (dataset_ != nullptr && dataset_->storage() != nullptr) dataset_->storage()->Cancel();
   graph_->Stop();
 }
 

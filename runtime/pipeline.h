@@ -45,6 +45,7 @@
 #include "stages/reader/dataset.h"
 #include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
+#include "stages/reader/s3_options.h"
 #include "stages/upload/device_memory.h"
 
 namespace flowloader {
@@ -118,6 +119,9 @@ struct PipelineOptions {
   // http_ca_file: a PEM bundle of CAs to trust for https://, checked at Create whatever
   // the data) (stages/reader/http_env.h). Its cache_bytes is not read: http_cache_mb sets it.
   HttpOptions http;
+  // s3:// data: endpoint, region, profile, addressing, anonymous (spec keys s3_*;
+  // stages/reader/s3_env.h). Credentials come from the AWS variables and profile files.
+  S3Options s3;
   // Tar shards over HTTP(S): MiB of whole shards, admitted in listing order while they
   // fit, whose reads are served from 1 MiB blocks kept in memory (one request per block
   // instead of one per member; counted in the memory plan as `http_cache`); shards past

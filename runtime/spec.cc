@@ -416,7 +416,8 @@ const std::vector<Key>& Keys() {
   static const auto* keys = new std::vector<Key>{
       {"data", "",
        "required (here or --data): ImageFolder root, list file or tar shards "
-       "(train-{000000..000009}.tar, a directory or list of .tar, http(s):// URLs); "
+       "(train-{000000..000009}.tar, a directory or list of .tar, http(s):// URLs, "
+       "s3://BUCKET/PREFIX); "
        "relative to the spec's directory",
        [](R r, F f, O o) { return r.String(f, &o->data); }},
       {"sources", "",
@@ -451,6 +452,30 @@ const std::vector<Key>& Keys() {
        "tar shards over https: a PEM bundle of the CAs to trust (a private CA) instead of "
        "the system's; certificates are always verified; relative to the spec's directory",
        [](R r, F f, O o) { return r.Scalar(f, "a file path", &o->http.ca_file); }},
+      {"s3_endpoint", "",
+       "s3:// data: the endpoint URL (MinIO, Ceph, R2: http(s)://HOST[:PORT]); empty = "
+       "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS",
+       [](R r, F f, O o) { return r.Scalar(f, "an endpoint URL", &o->s3.endpoint); }},
+      {"s3_region", "",
+       "s3:// data: the signing region; empty = AWS_REGION, AWS_DEFAULT_REGION, the "
+       "profile's region, else us-east-1",
+       [](R r, F f, O o) { return r.Scalar(f, "a region name", &o->s3.region); }},
+      {"s3_profile", "",
+       "s3:// data: the profile of ~/.aws/credentials and ~/.aws/config to use (wins over "
+       "AWS_ACCESS_KEY_ID); empty = AWS_PROFILE, else default",
+       [](R r, F f, O o) { return r.Scalar(f, "a profile name", &o->s3.profile); }},
+      {"s3_addressing", "auto",
+       "s3:// data: path (ENDPOINT/BUCKET/KEY) or virtual (BUCKET.HOST/KEY); auto = the "
+       "profile's addressing_style, else virtual for AWS and path for other endpoints",
+       [](R r, F f, O o) {
+         std::string v;
+         if (absl::Status s = r.Choice(f, {"auto", "path", "virtual"}, &v); !s.ok()) return s;
+         o->s3.addressing = v == "auto" ? "" : v;
+         return absl::OkStatus();
+       }},
+      {"s3_anonymous", "false",
+       "s3:// data: unsigned requests for a public bucket (no credentials looked up)",
+       [](R r, F f, O o) { return r.Bool(f, &o->s3.anonymous); }},
       {"name", "default", "the `pipeline` label in metrics",
        [](R r, F f, O o) { return r.String(f, &o->name); }},
       {"batch_size", "64", "samples per batch; >= 1",
@@ -712,6 +737,9 @@ std::string SpecYaml(const PipelineOptions& o) {
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
       "\ncolumn_max_bytes: ", o.column_max_bytes,
       "\nhttp_cache_mb: ", o.http_cache_mb, "\nhttp_ca_file: ", YamlScalar(o.http.ca_file),
+      "\ns3_endpoint: ", YamlScalar(o.s3.endpoint), "\ns3_region: ", YamlScalar(o.s3.region),
+      "\ns3_profile: ", YamlScalar(o.s3.profile), "\ns3_addressing: ",
+      o.s3.addressing.empty() ? "auto" : o.s3.addressing, "\ns3_anonymous: ", b(o.s3.anonymous),
       "\nname: ", YamlScalar(o.name), "\nbatch_size: ",
       o.batch_size, "\nnum_workers: ", AutoCountText(o.num_workers), "\nprefetch_batches: ",
       AutoCountText(o.prefetch_batches), "\ncpu_budget: ", o.cpu_budget, "\nepochs: ", o.epochs,

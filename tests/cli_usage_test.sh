@@ -50,7 +50,7 @@ grep -Eq '^flowloader [0-9a-z.]+-g[0-9a-f]{7,}|^flowloader [A-Za-z0-9.]+' "$TMP/
 "$PY" - "$TMP/run_help.txt" "$CLI_DOC" <<'PYEOF'
 import difflib, re, sys
 help_text = open(sys.argv[1]).read()
-flags = set(re.findall(r"^  --([a-z_]+)=", help_text, re.M))
+flags = set(re.findall(r"^  --([a-z0-9_]+)=", help_text, re.M))
 doc = open(sys.argv[2]).read()
 begin, end = "<!-- BEGIN run --help -->\n```text\n", "```\n<!-- END run --help -->"
 assert begin in doc and end in doc, "docs/cli.md has no generated flag reference markers"
@@ -61,7 +61,7 @@ assert not diff, ("docs/cli.md's flag reference differs from `flowloader run --h
                   "`bazel-bin/runtime/flowloader run --help` between its markers\n" + diff)
 start = doc.index("## Commands and flags")
 section = doc[start:doc.index("\n## ", start + 1)]
-documented = set(re.findall(r"--([a-z_]+)", section))
+documented = set(re.findall(r"--([a-z0-9_]+)", section))
 missing = sorted(flags - documented)
 assert not missing, "docs/cli.md's prose does not name: %s" % missing
 other_commands = {"out", "classes", "images_per_class", "overwrite", "help", "version", "spec",

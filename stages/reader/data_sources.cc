@@ -7,7 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "stages/reader/http_env.h"
+#include "stages/reader/schemes.h"
+#include "stages/reader/storage_env.h"
 
 namespace flowloader {
 namespace {
@@ -51,10 +52,10 @@ absl::StatusOr<DataSources> OpenDataSources(const DataSourcesOptions& options) {
 }
 
 void AddHttpCachePart(const Dataset& dataset, std::vector<MemoryPart>* parts) {
-  const HttpEnv* http = dataset.http_env();
+  const StorageEnv* http = dataset.storage();
   if (http == nullptr || http->admitted_shards() == 0) return;
   int http_shards = 0;
-  for (const std::string& shard : dataset.shards()) http_shards += IsUrl(shard) ? 1 : 0;
+  for (const std::string& shard : dataset.shards()) http_shards += IsRemotePath(shard) ? 1 : 0;
   parts->push_back({"http cache", "http_cache", http->admitted_bytes(),
                     absl::StrCat("http_cache_mb ", http->cache_budget_bytes() >> 20, ": ",
                                  http->admitted_shards(), " of ", http_shards,

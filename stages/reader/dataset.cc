@@ -12,6 +12,7 @@
 #include "stages/core/log.h"
 #include "stages/reader/internal/list_columns.h"
 #include "stages/reader/internal/shard_names.h"
+#include "stages/reader/schemes.h"
 
 namespace flowloader {
 namespace {
@@ -103,22 +104,33 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
     return absl::InvalidArgumentError(absl::StrCat("column_max_bytes must be >= 1, got ",
                                                    options.column_max_bytes));
   }
-  Env* env = options.env != nullptr ? options.env : Env::Default();
+  // Every path goes through the StorageEnv: local ones to options.env, remote ones to
+  // their scheme's Env (made on first use).
+  absl::StatusOr<std::unique_ptr<StorageEnv>> storage =
+      StorageEnv::Create(options.env, StorageOptions{options.http, options.s3});
+  if (!storage.ok()) return storage.status();
+  Env* env = storage->get();
   const std::string path = StripTrailingSlashes(options.path);
-  // A URL or a brace pattern names shards that need not exist as one file.
-  const bool pattern = IsUrl(path) || shard_internal::HasBraces(path);
+  // A URL that cannot be listed or a brace pattern names shards that need not exist as
+  // one file.
+  const bool pattern = !IsListablePath(path) || shard_internal::HasBraces(path);
   absl::StatusOr<bool> is_dir = pattern ? false : env->IsDirectory(path);
   if (!is_dir.ok()) {
+    // A store's refusal (credentials, bucket, endpoint) already names the path and why.
+    if (IsRemotePath(path) && is_dir.status().code() != absl::StatusCode::kNotFound) {
+      return is_dir.status();
+    }
     return absl::NotFoundError(absl::StrCat("dataset ", path, " not found: ",
                                             is_dir.status().message()));
   }
   absl::StatusOr<std::vector<std::string>> shards = ShardPaths(env, path, *is_dir);
   if (!shards.ok()) return shards.status();
   if (!shards->empty()) {
-    return OpenShards(options, env, *shards, *is_dir ? path : DirName(path));
+    return OpenShards(options, std::move(*storage), *shards, *is_dir ? path : DirName(path));
   }
   std::unique_ptr<Dataset> dataset(new Dataset());
   dataset->env_ = env;
+  dataset->storage_ = std::move(*storage);
 
   if (*is_dir) {
     dataset->root_ = path;
@@ -213,7 +225,7 @@ std::string Dataset::FullPath(int64_t i) const {
   if (source.shard >= 0) return shards_[static_cast<size_t>(source.shard)];
   const std::string& key = source.key;
   // A list file may name files anywhere; joining "/data" to "/data/a.jpg" would not exist.
-  if (absl::StartsWith(key, "/")) return key;
+  if (absl::StartsWith(key, "/") || IsRemotePath(key)) return key;
   const std::string& root =
       source_roots_.empty() ? root_ : source_roots_[static_cast<size_t>(source.source)];
   return root + "/" + key;

@@ -16,7 +16,11 @@
 // A sample's key is its path relative to the root (for a list file: the path as written);
 // that is what logs and --keys_out name.
 //
-// Or WebDataset tar shards (shard_dataset.cc), local or over HTTP(S):
+// Any of these may be remote: an s3:// prefix is an ImageFolder (its next path component
+// is the class) or a directory of shards; an s3:// key a list file or a shard; http(s)://
+// URLs name shards. StorageEnv (storage_env.h) routes each path by its scheme.
+//
+// Or WebDataset tar shards (shard_dataset.cc), local or over HTTP(S) or S3:
 //  * `DIR/train-{000000..000146}.tar` (brace ranges and lists, as webdataset expands
 //    them), one `.tar` path or `http(s)://` URL, a directory holding `.tar` files and no
 //    sub-directory, or a shard list: a text file whose every line names a `.tar` (a path
@@ -63,6 +67,8 @@
 #include "absl/types/span.h"
 #include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
+#include "stages/reader/s3_options.h"
+#include "stages/reader/storage_env.h"
 #include "stages/reader/tar_index.h"
 
 namespace flowloader {
@@ -108,8 +114,11 @@ struct DatasetOptions {
   // Tar shards: the largest column member read, bytes; a larger one makes its sample
   // fail as column_too_large. >= 1. Default 64 KiB.
   int64_t column_max_bytes = 65536;
-  // Tar shards over HTTP(S): timeouts, retries, backoff (see http_env.h).
+  // Remote data (http(s)://, s3://): timeouts, retries, backoff, block cache (see
+  // http_env.h).
   HttpOptions http;
+  // s3://: endpoint, region, profile, addressing, anonymous (see s3_env.h).
+  S3Options s3;
   // Tar shards indexed at once when opening (for HTTP, requests in flight); >= 1.
   int index_threads = 8;
   // HTTP shards are indexed in windows of this many bytes (one range request serves
@@ -176,12 +185,12 @@ class Dataset {
   int64_t column_bytes() const {
     return static_cast<int64_t>(column_text_.size() + column_ends_.size() * sizeof(uint64_t));
   }
-  // shard_env reads the shards (an HttpEnv for URLs, wrapping DatasetOptions::env);
-  // valid while the Dataset lives.
-  Env* shard_env() const { return shard_env_ != nullptr ? shard_env_.get() : env_; }
-  // http_env is shard_env as an HttpEnv (its block cache's admission), or nullptr when
-  // the dataset has no tar shards.
-  const HttpEnv* http_env() const { return dynamic_cast<const HttpEnv*>(shard_env_.get()); }
+  // shard_env reads the samples (the StorageEnv, wrapping DatasetOptions::env); valid
+  // while the Dataset lives.
+  Env* shard_env() const { return storage_ != nullptr ? storage_.get() : env_; }
+  // storage is the Env that routes remote paths (its block cache's admission, Cancel,
+  // Describe), or nullptr for a Dataset made by OfSize.
+  const StorageEnv* storage() const { return storage_.get(); }
 
  private:
   Dataset() = default;
@@ -191,8 +200,8 @@ class Dataset {
                                                          bool in_mixture);
   // OpenShards lists and indexes tar shards (shard_dataset.cc).
   static absl::StatusOr<std::unique_ptr<Dataset>> OpenShards(
-      const DatasetOptions& options, Env* env, const std::vector<std::string>& shards,
-      std::string root);
+      const DatasetOptions& options, std::unique_ptr<StorageEnv> storage,
+      const std::vector<std::string>& shards, std::string root);
   // ShardPaths turns `path` into shard locations when it names tar shards: brace
   // pattern, `.tar` file, URL, directory of `.tar` files or shard list. Empty otherwise.
   static absl::StatusOr<std::vector<std::string>> ShardPaths(Env* env, const std::string& path,
@@ -232,7 +241,7 @@ class Dataset {
   std::string column_text_;
   std::vector<uint64_t> column_ends_;
   Env* env_ = nullptr;
-  std::unique_ptr<Env> shard_env_;
+  std::unique_ptr<StorageEnv> storage_;
 };
 
 // CheckColumnNames refuses a `columns` option with a name that is not letters, digits and

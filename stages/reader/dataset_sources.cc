@@ -99,15 +99,13 @@ void Dataset::Append(Dataset&& other, int32_t source) {
     members_.push_back(m);
   }
   shards_.insert(shards_.end(), other.shards_.begin(), other.shards_.end());
-  // Every source's shard Env serves local paths too (HttpEnv passes them to its base), so
-  // one, the first made, reads the shards of all.
-  if (shard_env_ == nullptr && other.shard_env_ != nullptr) {
-    shard_env_ = std::move(other.shard_env_);
-  } else if (auto* mine = dynamic_cast<HttpEnv*>(shard_env_.get()); mine != nullptr) {
+  // Every source's StorageEnv serves every scheme (and local paths, through the same
+  // base Env), so one, the first made, reads the samples of all.
+  if (storage_ == nullptr && other.storage_ != nullptr) {
+    storage_ = std::move(other.storage_);
+  } else if (storage_ != nullptr && other.storage_ != nullptr) {
     // The other source's admitted shards join this cache while they fit its budget.
-    if (const HttpEnv* theirs = other.http_env(); theirs != nullptr) {
-      mine->AdmitShards(theirs->admitted());
-    }
+    storage_->AdmitShards(other.storage_->admitted());
   }
 }
 

@@ -7,55 +7,33 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "stages/core/sample_error.h"
+#include "stages/reader/internal/http_request.h"
 
 namespace flowloader {
 
-// Request is one logical read: a whole GET (offset < 0) or a byte range.
-struct HttpEnv::Request {
-  std::string url;
-  int64_t offset = -1;  // -1: the whole resource.
-  int64_t length = 0;   // Range length; for a whole GET, the most bytes accepted.
-  std::string* out = nullptr;
-
-  // Per attempt.
-  long status = 0;  // NOLINT(runtime/int): curl's type.
-  bool range_ignored = false;  // 200 to a range request: slice the body ourselves.
-  int64_t skipped = 0;         // Bytes of such a body before the range.
-  bool done_early = false;     // Aborted on purpose once the range was collected.
-  bool too_long = false;       // More bytes than asked for.
-  int64_t content_range_first = -1;  // From Content-Range: bytes FIRST-LAST/TOTAL.
-  int64_t content_range_last = -1;
-  CURL* curl = nullptr;
-  const HttpEnv* env = nullptr;  // For cancelled().
-  // Stall detection: when the byte count last moved.
-  absl::Duration stall_timeout;
-  int64_t last_bytes = -1;
-  absl::Time last_progress;
-  bool stalled = false;
-  // Low-speed detection: the window's start and the byte count then; the bytes a window
-  // must bring (min_bytes_per_second × stall_timeout).
-  absl::Time window_start;
-  int64_t window_bytes = 0;
-  int64_t window_min_bytes = 0;
-  bool slow = false;
-  bool cancelled = false;
-  char curl_error[CURL_ERROR_SIZE] = {};  // libcurl's detail, e.g. why a certificate failed.
-};
-
 namespace {
+
+// Error bodies are kept up to this many bytes (an S3 <Error> document is a few hundred).
+constexpr size_t kErrorBodyBytes = 16384;
 
 size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   auto* r = static_cast<HttpEnv::Request*>(user);
   absl::string_view chunk(data, size * count);
   if (r->status == 0) curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &r->status);
-  if (r->status >= 300) return chunk.size();  // An error page: drained, not kept.
+  if (r->status >= 300) {  // An error page: its start is kept (an S3 error's <Code>).
+    const size_t room = kErrorBodyBytes - std::min(kErrorBodyBytes, r->error_body.size());
+    r->error_body.append(chunk.data(), std::min(room, chunk.size()));
+    return chunk.size();
+  }
   if (r->offset >= 0 && r->status == 200) {
     // The server ignored Range: skip to the range, keep `length` bytes, then stop.
     r->range_ignored = true;
@@ -80,6 +58,12 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
 size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
   auto* r = static_cast<HttpEnv::Request*>(user);
   absl::string_view line(data, size * count);
+  if (absl::StartsWithIgnoreCase(line, "retry-after:")) {
+    int seconds = 0;  // The delta-seconds form (S3 and most servers); a date is ignored.
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(12)), &seconds) && seconds >= 0) {
+      r->retry_after = absl::Seconds(seconds);
+    }
+  }
   if (absl::StartsWithIgnoreCase(line, "content-range:")) {
     line.remove_prefix(14);
     line = absl::StripAsciiWhitespace(line);
@@ -226,6 +210,11 @@ absl::Status CheckCaFile(const std::string& ca_file) {
 
 absl::StatusOr<std::unique_ptr<HttpEnv>> HttpEnv::Create(Env* base,
                                                          const HttpOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  return std::unique_ptr<HttpEnv>(new HttpEnv(base != nullptr ? base : Env::Default(), options));
+}
+
+absl::Status HttpEnv::CheckOptions(const HttpOptions& options) {
   if (absl::Status s = CheckCaFile(options.ca_file); !s.ok()) return s;
   if (options.connect_timeout <= absl::ZeroDuration() ||
       options.request_timeout <= absl::ZeroDuration()) {
@@ -240,9 +229,9 @@ absl::StatusOr<std::unique_ptr<HttpEnv>> HttpEnv::Create(Env* base,
         "http min_bytes_per_second must be >= 0, got ", options.min_bytes_per_second));
   }
   if (options.max_retries < 0 || options.initial_backoff < absl::ZeroDuration() ||
-      options.failure_limit < 1) {
+      options.failure_limit < 1 || options.max_backoff < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
-        "http max_retries and initial_backoff must be >= 0, failure_limit >= 1");
+        "http max_retries, initial_backoff and max_backoff must be >= 0, failure_limit >= 1");
   }
   if (options.cache_bytes < 0 || options.block_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -253,7 +242,7 @@ absl::StatusOr<std::unique_ptr<HttpEnv>> HttpEnv::Create(Env* base,
   if (init != CURLE_OK) {
     return absl::InternalError(absl::StrCat("libcurl init failed: ", curl_easy_strerror(init)));
   }
-  return std::unique_ptr<HttpEnv>(new HttpEnv(base != nullptr ? base : Env::Default(), options));
+  return absl::OkStatus();
 }
 
 struct HttpEnv::Handle {
@@ -331,10 +320,16 @@ absl::Status HttpEnv::Attempt(Request& r) {
   r.range_ignored = r.done_early = r.too_long = false;
   r.skipped = 0;
   r.content_range_first = r.content_range_last = -1;
+  r.error_body.clear();
+  r.retry_after = absl::ZeroDuration();
   r.curl = curl;
   const std::string range =
       r.offset >= 0 ? absl::StrCat(r.offset, "-", r.offset + r.length - 1) : std::string();
-  curl_easy_setopt(curl, CURLOPT_URL, r.url.c_str());
+  // An Env built on this one (S3) sets the URL sent, its headers and its signing here.
+  curl_slist* headers = nullptr;
+  PrepareAttempt(r, curl, &headers);
+  curl_easy_setopt(curl, CURLOPT_URL, r.target.empty() ? r.url.c_str() : r.target.c_str());
+  if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   // A 256 KiB receive buffer takes a typical member in one or two reads and callbacks
   // (curl's default 16 KiB costs a syscall and a callback per 16 KiB).
@@ -369,13 +364,20 @@ absl::Status HttpEnv::Attempt(Request& r) {
   const CURLcode rc = r.length == 0 ? CURLE_OK : Perform(handle->multi, curl, r);
   if (r.status == 0) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // r dies before the handle does.
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+  curl_slist_free_all(headers);
   ReleaseHandle(handle);
   if (r.length == 0) return absl::OkStatus();
   if (r.cancelled) return absl::CancelledError(absl::StrCat(r.url, ": read cancelled (Stop)"));
+  // A transport error, with where the request went (an S3 endpoint and credentials).
+  auto error = [this, &r](absl::string_view reason, const std::string& url,
+                          absl::string_view what) {
+    return HttpError(reason, url, absl::StrCat(what, ErrorContext(r)));
+  };
 
   if (rc == CURLE_WRITE_ERROR && r.done_early) return absl::OkStatus();
   if (r.too_long) {
-    return HttpError(reason::kHttpBadResponse, r.url,
+    return error(reason::kHttpBadResponse, r.url,
                      absl::StrCat("the response is longer than the ", r.length,
                                   " bytes asked for (range ", range, ")"));
   }
@@ -383,57 +385,78 @@ absl::Status HttpEnv::Attempt(Request& r) {
     case CURLE_OK:
       break;
     case CURLE_OPERATION_TIMEDOUT:
-      return HttpError(reason::kTimeout, r.url,
+      return error(reason::kTimeout, r.url,
                        absl::StrCat(curl_easy_strerror(rc), " (http connect_timeout ",
                                     absl::FormatDuration(options_.connect_timeout),
                                     ", request_timeout ",
                                     absl::FormatDuration(options_.request_timeout), ")"));
     case CURLE_ABORTED_BY_CALLBACK:
       if (r.slow) {
-        return HttpError(
+        return error(
             reason::kTimeout, r.url,
             absl::StrCat("under http min_bytes_per_second ", options_.min_bytes_per_second,
                          " for ", absl::FormatDuration(options_.stall_timeout),
                          " (the stall_timeout window), after ", r.out->size(), " bytes"));
       }
-      return HttpError(reason::kTimeout, r.url,
+      return error(reason::kTimeout, r.url,
                        absl::StrCat("no byte received for ",
                                     absl::FormatDuration(options_.stall_timeout),
                                     " (the stall_timeout), after ", r.out->size(), " bytes"));
     case CURLE_PARTIAL_FILE:
-      return HttpError(reason::kHttpPartial, r.url,
+      return error(reason::kHttpPartial, r.url,
                        absl::StrCat("the body ended after ", r.out->size(),
                                     " bytes, before its Content-Length"));
     default:
       if (IsTlsFailure(rc)) {
-        return HttpError(reason::kTls, r.url,
+        return error(reason::kTls, r.url,
                          r.curl_error[0] != '\0' ? r.curl_error : curl_easy_strerror(rc));
       }
-      return HttpError(reason::kConnectionError, r.url, curl_easy_strerror(rc));
+      return error(reason::kConnectionError, r.url, curl_easy_strerror(rc));
   }
-  if (r.status == 404) return HttpError(reason::kHttp404, r.url, "HTTP 404 Not Found");
   if (r.status == 416 && r.offset >= 0) {
     r.out->clear();  // The range starts at or past the end: nothing there.
     return absl::OkStatus();
   }
-  if (r.status >= 500) return HttpError(reason::kHttp5xx, r.url, absl::StrCat("HTTP ", r.status));
-  if (r.status >= 400) return HttpError(reason::kHttp4xx, r.url, absl::StrCat("HTTP ", r.status));
+  if (r.status >= 400) return ResponseError(r);
   if (r.status != 200 && r.status != 206) {
-    return HttpError(reason::kHttpBadResponse, r.url, absl::StrCat("HTTP ", r.status));
+    return error(reason::kHttpBadResponse, r.url, absl::StrCat("HTTP ", r.status));
   }
   if (r.status == 206 && r.content_range_first != r.offset) {
-    return HttpError(reason::kHttpBadResponse, r.url,
+    return error(reason::kHttpBadResponse, r.url,
                      absl::StrCat("asked for bytes ", range, ", got a range starting at ",
                                   r.content_range_first));
   }
   const int64_t promised = r.content_range_last - r.content_range_first + 1;
   if (r.status == 206 && static_cast<int64_t>(r.out->size()) != promised) {
     // Content-Length and Content-Range disagree: the server lied about one of them.
-    return HttpError(reason::kHttpPartial, r.url,
+    return error(reason::kHttpPartial, r.url,
                      absl::StrCat("Content-Range promised ", promised, " bytes, the body has ",
                                   r.out->size()));
   }
   return absl::OkStatus();
+}
+
+void HttpEnv::PrepareAttempt(Request&, CURL*, curl_slist**) const {}
+
+std::string HttpEnv::ErrorContext(const Request&) const { return ""; }
+
+absl::Status HttpEnv::ResponseError(const Request& r) const {
+  if (r.status == 404) return HttpError(reason::kHttp404, r.url, "HTTP 404 Not Found");
+  if (r.status >= 500) return HttpError(reason::kHttp5xx, r.url, absl::StrCat("HTTP ", r.status));
+  return HttpError(reason::kHttp4xx, r.url, absl::StrCat("HTTP ", r.status));
+}
+
+absl::Duration HttpEnv::RetryWait(absl::Duration backoff, absl::Duration retry_after) const {
+  absl::Duration wait = backoff;
+  if (options_.full_jitter) {
+    // Full jitter (AWS's "Exponential Backoff and Jitter"): uniform in [0, backoff], so
+    // many readers that failed together do not come back together.
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    std::uniform_real_distribution<double> share(0.0, 1.0);
+    wait = backoff * share(rng);
+  }
+  // The server said when to come back: not earlier, but never past max_backoff.
+  return std::min(std::max(wait, retry_after), options_.max_backoff);
 }
 
 absl::Status HttpEnv::Fetch(Request& r) {
@@ -443,7 +466,8 @@ absl::Status HttpEnv::Fetch(Request& r) {
   absl::Status status;
   for (int attempt = 0; attempt <= retries; ++attempt) {
     if (attempt > 0) {
-      if (!SleepUnlessCancelled(backoff)) break;
+      retries_.fetch_add(1, std::memory_order_relaxed);
+      if (!SleepUnlessCancelled(RetryWait(backoff, r.retry_after))) break;
       backoff *= 2;
     }
     status = Attempt(r);
@@ -460,7 +484,7 @@ absl::Status HttpEnv::Fetch(Request& r) {
 
 absl::Status HttpEnv::ReadFile(const std::string& path, int64_t max_bytes,
                                std::string* contents) {
-  if (!IsUrl(path)) return base_->ReadFile(path, max_bytes, contents);
+  if (!Handles(path)) return base_->ReadFile(path, max_bytes, contents);
   Request r;
   r.url = path;
   r.length = max_bytes;
@@ -475,7 +499,7 @@ absl::Status HttpEnv::ReadFile(const std::string& path, int64_t max_bytes,
 
 absl::Status HttpEnv::ReadRange(const std::string& path, int64_t offset, int64_t length,
                                 std::string* contents) {
-  if (!IsUrl(path)) return base_->ReadRange(path, offset, length, contents);
+  if (!Handles(path)) return base_->ReadRange(path, offset, length, contents);
   if (absl::Status s = CheckRange(path, offset, length); !s.ok()) return s;
   const int64_t shard_bytes = AdmittedSize(path);
   return shard_bytes >= 0 ? ReadCached(path, shard_bytes, offset, length, contents)
@@ -501,7 +525,7 @@ class UncachedUrlFile : public RandomAccessFile {
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> HttpEnv::NewRandomAccessFile(
     const std::string& path) {
-  if (!IsUrl(path)) return base_->NewRandomAccessFile(path);
+  if (!Handles(path)) return base_->NewRandomAccessFile(path);
   return std::unique_ptr<RandomAccessFile>(
       new UncachedUrlFile([this, path](int64_t offset, int64_t length, std::string* out) {
         if (absl::Status s = CheckRange(path, offset, length); !s.ok()) return s;
@@ -579,18 +603,18 @@ absl::Status HttpEnv::ReadCached(const std::string& url, int64_t shard_bytes, in
 }
 
 absl::StatusOr<std::vector<DirEntry>> HttpEnv::ListDirectory(const std::string& path) {
-  if (!IsUrl(path)) return base_->ListDirectory(path);
+  if (!Handles(path)) return base_->ListDirectory(path);
   return absl::InvalidArgumentError(absl::StrCat(
       path, ": an HTTP URL cannot be listed; name the shards (train-{000000..000009}.tar)"));
 }
 
 absl::StatusOr<bool> HttpEnv::IsDirectory(const std::string& path) {
-  if (!IsUrl(path)) return base_->IsDirectory(path);
+  if (!Handles(path)) return base_->IsDirectory(path);
   return false;
 }
 
 absl::StatusOr<std::string> HttpEnv::CanonicalPath(const std::string& path) {
-  if (!IsUrl(path)) return base_->CanonicalPath(path);
+  if (!Handles(path)) return base_->CanonicalPath(path);
   return path;
 }
 

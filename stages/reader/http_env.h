@@ -6,7 +6,12 @@
 //   * Connection reuse: curl easy handles are pooled (one per concurrent reader, so at
 //     most num_workers of them), and each keeps its connections alive between requests.
 //   * Bounded retries: 5xx, timeouts, refused/reset connections and bodies cut short are
-//     retried `max_retries` times with exponential backoff; 404 and other 4xx are not.
+//     retried `max_retries` times with exponential backoff (optionally full jitter), never
+//     sooner than the server's Retry-After, never longer than max_backoff a wait; 404 and
+//     other 4xx are not. Counted (retries()).
+//   * Envs built on this one (S3Env) choose the paths they serve (Handles), the URL and
+//     headers of each attempt (PrepareAttempt: signing) and the error of a 4xx/5xx
+//     response (ResponseError), and share everything else: pool, retries, cache, cancel.
 //   * Errors carry a reason: http_404, http_4xx, http_5xx, timeout, connection_error,
 //     http_partial (fewer bytes than Content-Length), http_bad_response (not the range
 //     asked for, or more bytes than asked), tls (the server's certificate does not verify
@@ -55,6 +60,10 @@
 #include "stages/reader/env.h"
 #include "stages/reader/internal/block_cache.h"
 
+// libcurl's handle types, so this header need not include curl.h.
+typedef void CURL;  // NOLINT: libcurl's own declaration.
+struct curl_slist;
+
 namespace flowloader {
 
 struct HttpOptions {
@@ -74,6 +83,13 @@ struct HttpOptions {
   int max_retries = 3;
   // Wait before the first retry, doubled each retry; >= 0. Default 100 ms.
   absl::Duration initial_backoff = absl::Milliseconds(100);
+  // Full jitter: each wait is drawn uniformly from [0, backoff] instead of the backoff
+  // itself, so readers that failed together (a 503 SlowDown) come back spread out.
+  // Default false for plain HTTP (waits as documented above); S3 turns it on.
+  bool full_jitter = false;
+  // Longest single wait, whatever the doubling or a server's Retry-After asks; >= 0.
+  // Default 20 s.
+  absl::Duration max_backoff = absl::Seconds(20);
   // Consecutive failed reads of one URL after which its reads are not retried; >= 1.
   int failure_limit = 3;
   // Budget for AdmitShards: whole shards whose sizes fit it are cached (the pipeline's
@@ -140,8 +156,10 @@ class HttpEnv : public Env {
   int admitted_shards() const;
   int64_t cache_budget_bytes() const { return options_.cache_bytes; }
 
-  // requests is how many HTTP requests were sent (attempts, retries included).
+  // requests is how many HTTP requests were sent (attempts, retries included); retries
+  // how many of them were retries after a failed attempt.
   int64_t requests() const;
+  int64_t retries() const { return retries_.load(std::memory_order_relaxed); }
 
   // Cancel aborts every transfer in flight within ~100 ms and makes every later read fail
   // at once with absl::Cancelled (retry backoffs end too). Irreversible; thread-safe;
@@ -156,10 +174,31 @@ class HttpEnv : public Env {
   // Handle is a pooled easy handle and the multi handle it runs on (internal).
   struct Handle;
 
- private:
+ protected:
   HttpEnv(Env* base, const HttpOptions& options)
       : base_(base), options_(options), cache_(options.cache_bytes) {}
+  // CheckOptions is Create's validation of `options` (and libcurl's global init).
+  static absl::Status CheckOptions(const HttpOptions& options);
 
+  // Handles reports whether this Env reads `path` itself (else it goes to the base Env):
+  // http:// and https:// URLs here.
+  virtual bool Handles(const std::string& path) const { return IsUrl(path); }
+  // PrepareAttempt runs before each attempt of `r` on `curl`, after the common options:
+  // it may set r.target (the URL sent), append to *headers (freed after the attempt) and
+  // set signing options. Nothing here.
+  virtual void PrepareAttempt(Request& r, CURL* curl, curl_slist** headers) const;
+  // ResponseError is the error for a response with status >= 400 (other than 416 to a
+  // range): http_404, http_5xx (retried), http_4xx here.
+  virtual absl::Status ResponseError(const Request& r) const;
+  // ErrorContext is appended to the message of a transport error (connection, timeout,
+  // short body) of `r`: where it went. Nothing here.
+  virtual std::string ErrorContext(const Request& r) const;
+  // Fetch runs `request` with retries and the per-URL failure accounting.
+  absl::Status Fetch(Request& request);
+  Env* base_env() const { return base_; }
+  const HttpOptions& http_options() const { return options_; }
+
+ private:
   // ReadUncached sends one Range request for [offset, offset + length).
   absl::Status ReadUncached(const std::string& url, int64_t offset, int64_t length,
                             std::string* contents);
@@ -167,9 +206,10 @@ class HttpEnv : public Env {
   absl::Status ReadCached(const std::string& url, int64_t shard_bytes, int64_t offset,
                           int64_t length, std::string* contents);
 
-  // Fetch runs `request` with retries and the per-URL failure accounting.
-  absl::Status Fetch(Request& request);
   absl::Status Attempt(Request& request);
+  // RetryWait is the wait before a retry: `backoff` (or a full-jitter draw below it), at
+  // least the server's `retry_after`, at most max_backoff.
+  absl::Duration RetryWait(absl::Duration backoff, absl::Duration retry_after) const;
   Handle* AcquireHandle();
   void ReleaseHandle(Handle* handle);
   // SleepUnlessCancelled sleeps for `d`, or less once cancelled; returns !cancelled().
@@ -187,6 +227,7 @@ class HttpEnv : public Env {
   mutable std::atomic<bool> cancelled_{false};
   std::map<std::string, int> consecutive_failures_ ABSL_GUARDED_BY(mu_);
   int64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int64_t> retries_{0};
   // Shards whose reads are cached, with their sizes (blocks never reach past them, so the
   // cache holds at most admitted_bytes_).
   std::map<std::string, int64_t> admitted_ ABSL_GUARDED_BY(mu_);

@@ -18,6 +18,7 @@
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/internal/shard_names.h"
+#include "stages/reader/schemes.h"
 #include "stages/reader/tar_index.h"
 
 namespace flowloader {
@@ -55,7 +56,7 @@ std::vector<std::string> ShardListLines(const std::string& text, const std::stri
     if (line.empty() || absl::StartsWith(line, "#")) continue;
     if (line.find('\t') != absl::string_view::npos || !EndsWithTar(line)) return {};
     const std::string entry(line);
-    shards.push_back(IsUrl(entry) || absl::StartsWith(entry, "/") ? entry
+    shards.push_back(IsRemotePath(entry) || absl::StartsWith(entry, "/") ? entry
                                                                    : absl::StrCat(dir, "/", entry));
   }
   return shards;
@@ -173,7 +174,7 @@ absl::StatusOr<std::vector<std::string>> Dataset::ShardPaths(Env* env, const std
     std::sort(shards.begin(), shards.end());
     return shards;
   }
-  if (IsUrl(path) || HasBraces(path)) return ExpandBraces(path);
+  if (!IsListablePath(path) || HasBraces(path)) return ExpandBraces(path);
   if (EndsWithTar(path)) return std::vector<std::string>{path};
   std::string text;
   // Not readable here: the list-file reader reports it.
@@ -199,7 +200,7 @@ std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shar
     for (size_t i = next++; i < shards.size(); i = next++) {
       const std::string& location = shards[i];
       TarIndexOptions o;
-      o.read_ahead_bytes = IsUrl(location) ? options.http_index_window_bytes : 0;
+      o.read_ahead_bytes = IsRemotePath(location) ? options.http_index_window_bytes : 0;
       // Labels and column members sit right after their headers: reading them here costs
       // no request of its own (for HTTP they come inside the index's range windows).
       o.want_payload = [&options](const std::string& name) {
@@ -232,24 +233,24 @@ std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shar
   return indexes;
 }
 
-// AdmitHttpShards offers the indexed HTTP shards to `http`'s block cache in listing order
-// (sized by what their headers account for: every member lies inside it).
-void AdmitHttpShards(HttpEnv& http, const std::vector<std::string>& shards,
-                     const std::vector<TarIndex>& indexes) {
+// AdmitRemoteShards offers the indexed remote shards to the block caches in listing
+// order (sized by what their headers account for: every member lies inside it).
+void AdmitRemoteShards(StorageEnv& storage, const std::vector<std::string>& shards,
+                       const std::vector<TarIndex>& indexes) {
   std::vector<HttpEnv::ShardSize> sizes;
   for (size_t i = 0; i < shards.size(); ++i) {
-    if (IsUrl(shards[i]) && !indexes[i].members.empty()) {
+    if (IsRemotePath(shards[i]) && !indexes[i].members.empty()) {
       sizes.push_back({shards[i], indexes[i].indexed_bytes});
     }
   }
-  if (!sizes.empty()) http.AdmitShards(sizes);
+  if (!sizes.empty()) storage.AdmitShards(sizes);
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
-    const DatasetOptions& options, Env* env, const std::vector<std::string>& shards,
-    std::string root) {
+    const DatasetOptions& options, std::unique_ptr<StorageEnv> storage,
+    const std::vector<std::string>& shards, std::string root) {
   if (options.index_threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("index_threads must be >= 1, got ", options.index_threads));
@@ -261,20 +262,18 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
   if (shards.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     return absl::InvalidArgumentError(absl::StrCat(shards.size(), " shards is too many"));
   }
-  absl::StatusOr<std::unique_ptr<HttpEnv>> http = HttpEnv::Create(env, options.http);
-  if (!http.ok()) return http.status();
-  HttpEnv& http_env = **http;
+  StorageEnv& storage_env = *storage;
   std::unique_ptr<Dataset> dataset(new Dataset());
   dataset->root_ = std::move(root);
-  dataset->env_ = env;
-  dataset->shard_env_ = std::move(*http);
+  dataset->env_ = storage.get();
+  dataset->storage_ = std::move(storage);
   dataset->shards_ = shards;
   dataset->column_names_ = options.columns;
 
   // Indexing reads through NewRandomAccessFile, which never fills the cache; admission
   // needs the sizes the index found.
   const std::vector<TarIndex> indexes = IndexShards(dataset->shard_env(), shards, options);
-  AdmitHttpShards(http_env, shards, indexes);
+  AdmitRemoteShards(storage_env, shards, indexes);
   std::map<std::string, uint32_t> extension_ids;
   std::map<std::string, int64_t> failed_shards;   // By reason.
   std::map<std::string, int64_t> failed_samples;  // By reason, for the refusal below.

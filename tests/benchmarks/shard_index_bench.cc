@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", std::string(ds.status().message()).c_str());
       return 1;
     }
-    const auto* http = dynamic_cast<const flowloader::HttpEnv*>((*ds)->shard_env());
+    const flowloader::StorageEnv* http = (*ds)->storage();
     std::printf("{\"window_bytes\": %lld, \"seconds\": %.4f, \"requests\": %lld, \"samples\": %lld}\n",
                 static_cast<long long>(window), seconds,  // NOLINT(runtime/int)
                 static_cast<long long>(http != nullptr ? http->requests() : -1),  // NOLINT

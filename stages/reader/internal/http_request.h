@@ -1,0 +1,60 @@
+// http_request.h: HttpEnv::Request, one logical read's state shared with libcurl's
+// callbacks (internal to http_env.cc and the Envs built on it, s3_env.cc).
+//
+// Thread-safety: a Request belongs to the one thread running its read.
+#ifndef FLOWLOADER_STAGES_READER_INTERNAL_HTTP_REQUEST_H_
+#define FLOWLOADER_STAGES_READER_INTERNAL_HTTP_REQUEST_H_
+
+#include <curl/curl.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "stages/reader/http_env.h"
+
+namespace flowloader {
+
+// Request is one logical read: a whole GET (offset < 0) or a byte range.
+struct HttpEnv::Request {
+  // The path read (what errors name): an http(s):// URL, or e.g. s3://bucket/key.
+  std::string url;
+  // The URL sent, when it differs from `url` (an S3 listing, an s3:// key's endpoint
+  // URL); empty = `url`. Set by HttpEnv::PrepareAttempt overrides.
+  std::string target;
+  int64_t offset = -1;  // -1: the whole resource.
+  int64_t length = 0;   // Range length; for a whole GET, the most bytes accepted.
+  std::string* out = nullptr;
+
+  // Per attempt.
+  long status = 0;  // NOLINT(runtime/int): curl's type.
+  bool range_ignored = false;  // 200 to a range request: slice the body ourselves.
+  int64_t skipped = 0;         // Bytes of such a body before the range.
+  bool done_early = false;     // Aborted on purpose once the range was collected.
+  bool too_long = false;       // More bytes than asked for.
+  int64_t content_range_first = -1;  // From Content-Range: bytes FIRST-LAST/TOTAL.
+  int64_t content_range_last = -1;
+  // The start of an error response's body (status >= 300), e.g. S3's <Error> document.
+  std::string error_body;
+  // The server's Retry-After (seconds form), zero when it sent none.
+  absl::Duration retry_after;
+  CURL* curl = nullptr;
+  const HttpEnv* env = nullptr;  // For cancelled().
+  // Stall detection: when the byte count last moved.
+  absl::Duration stall_timeout;
+  int64_t last_bytes = -1;
+  absl::Time last_progress;
+  bool stalled = false;
+  // Low-speed detection: the window's start and the byte count then; the bytes a window
+  // must bring (min_bytes_per_second × stall_timeout).
+  absl::Time window_start;
+  int64_t window_bytes = 0;
+  int64_t window_min_bytes = 0;
+  bool slow = false;
+  bool cancelled = false;
+  char curl_error[CURL_ERROR_SIZE] = {};  // libcurl's detail, e.g. why a certificate failed.
+};
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_READER_INTERNAL_HTTP_REQUEST_H_

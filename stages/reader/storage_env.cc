@@ -1,0 +1,145 @@
+// storage_env.cc: StorageEnv, routing paths by scheme (see storage_env.h).
+#include "stages/reader/storage_env.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "stages/reader/s3_env.h"
+
+namespace flowloader {
+
+absl::StatusOr<std::unique_ptr<StorageEnv>> StorageEnv::Create(Env* base,
+                                                               const StorageOptions& options) {
+  std::unique_ptr<StorageEnv> env(
+      new StorageEnv(base != nullptr ? base : Env::Default(), options));
+  // The http(s) Env is made now: its options are checked at Create, as they always were.
+  absl::StatusOr<Env*> http = env->EnvFor("http://");
+  if (!http.ok()) return http.status();
+  return env;
+}
+
+absl::StatusOr<Env*> StorageEnv::EnvFor(const std::string& path) {
+  const Scheme* scheme = SchemeOf(path);
+  if (scheme == nullptr) return base_;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = envs_.find(scheme->family);
+  if (it != envs_.end()) return it->second.get();
+  absl::StatusOr<std::unique_ptr<HttpEnv>> made = scheme->create(base_, options_);
+  if (!made.ok()) return made.status();
+  if (cancelled_.load()) (*made)->Cancel();
+  HttpEnv* env = made->get();
+  envs_.emplace(scheme->family, std::move(*made));
+  return env;
+}
+
+absl::Status StorageEnv::ReadFile(const std::string& path, int64_t max_bytes,
+                                  std::string* contents) {
+  absl::StatusOr<Env*> env = EnvFor(path);
+  if (!env.ok()) return env.status();
+  return (*env)->ReadFile(path, max_bytes, contents);
+}
+
+absl::Status StorageEnv::ReadRange(const std::string& path, int64_t offset, int64_t length,
+                                   std::string* contents) {
+  absl::StatusOr<Env*> env = EnvFor(path);
+  if (!env.ok()) return env.status();
+  return (*env)->ReadRange(path, offset, length, contents);
+}
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> StorageEnv::NewRandomAccessFile(
+    const std::string& path) {
+  absl::StatusOr<Env*> env = EnvFor(path);
+  if (!env.ok()) return env.status();
+  return (*env)->NewRandomAccessFile(path);
+}
+
+absl::StatusOr<std::vector<DirEntry>> StorageEnv::ListDirectory(const std::string& path) {
+  absl::StatusOr<Env*> env = EnvFor(path);
+  if (!env.ok()) return env.status();
+  return (*env)->ListDirectory(path);
+}
+
+absl::StatusOr<bool> StorageEnv::IsDirectory(const std::string& path) {
+  absl::StatusOr<Env*> env = EnvFor(path);
+  if (!env.ok()) return env.status();
+  return (*env)->IsDirectory(path);
+}
+
+absl::StatusOr<std::string> StorageEnv::CanonicalPath(const std::string& path) {
+  absl::StatusOr<Env*> env = EnvFor(path);
+  if (!env.ok()) return env.status();
+  return (*env)->CanonicalPath(path);
+}
+
+int64_t StorageEnv::AdmitShards(const std::vector<HttpEnv::ShardSize>& shards) {
+  int64_t total = admitted_bytes();
+  for (const HttpEnv::ShardSize& shard : shards) {
+    if (!IsRemotePath(shard.url)) continue;
+    absl::StatusOr<Env*> env = EnvFor(shard.url);
+    if (!env.ok()) continue;  // Its reads fail with that refusal; nothing to cache.
+    auto* http = static_cast<HttpEnv*>(*env);
+    if (total + shard.bytes > options_.http.cache_bytes) break;
+    const int64_t before = http->admitted_bytes();
+    total += http->AdmitShards({shard}) - before;
+  }
+  return total;
+}
+
+std::vector<HttpEnv::ShardSize> StorageEnv::admitted() const {
+  std::vector<HttpEnv::ShardSize> out;
+  for (const auto& [family, env] : remote_envs()) {
+    for (HttpEnv::ShardSize& shard : env->admitted()) out.push_back(std::move(shard));
+  }
+  return out;
+}
+
+int64_t StorageEnv::admitted_bytes() const {
+  int64_t total = 0;
+  for (const auto& [family, env] : remote_envs()) total += env->admitted_bytes();
+  return total;
+}
+
+int StorageEnv::admitted_shards() const {
+  int total = 0;
+  for (const auto& [family, env] : remote_envs()) total += env->admitted_shards();
+  return total;
+}
+
+void StorageEnv::Cancel() const {
+  cancelled_.store(true);
+  for (const auto& [family, env] : remote_envs()) env->Cancel();
+}
+
+std::map<std::string, const HttpEnv*> StorageEnv::remote_envs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, const HttpEnv*> out;
+  for (const auto& [family, env] : envs_) out.emplace(family, env.get());
+  return out;
+}
+
+int64_t StorageEnv::requests() const {
+  int64_t total = 0;
+  for (const auto& [family, env] : remote_envs()) total += env->requests();
+  return total;
+}
+
+int64_t StorageEnv::retries() const {
+  int64_t total = 0;
+  for (const auto& [family, env] : remote_envs()) total += env->retries();
+  return total;
+}
+
+std::vector<std::string> StorageEnv::Describe() const {
+  std::vector<std::string> out;
+  for (const auto& [family, env] : remote_envs()) {
+    const auto* s3 = dynamic_cast<const S3Env*>(env);
+    if (s3 == nullptr) continue;  // Plain HTTP has nothing to say beyond its URLs.
+    out.push_back(absl::StrCat("s3: endpoint ", s3->endpoint(), " (", s3->endpoint_source(),
+                               "), region ", s3->region(), ", ",
+                               s3->path_style() ? "path" : "virtual",
+                               "-style, credentials from ", s3->credential_source()));
+  }
+  return out;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,87 @@
+// storage_env.h: the Env a dataset reads through. Local paths go to the wrapped Env
+// (the process's file system, or a test's FaultEnv); a remote path (http://, https://,
+// s3://, schemes.h) goes to its scheme family's Env, made from the scheme table on the
+// first path of that family and kept: so S3 credentials are resolved (and refused) only
+// when an s3:// path is used, once.
+//
+// The remote Envs' block caches share one budget (http.cache_bytes): AdmitShards admits
+// shards of any scheme in the order given while their sizes fit it.
+//
+// Thread-safety: thread-safe; remote Envs are made under a lock and never destroyed
+// before the StorageEnv.
+#ifndef FLOWLOADER_STAGES_READER_STORAGE_ENV_H_
+#define FLOWLOADER_STAGES_READER_STORAGE_ENV_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "stages/reader/env.h"
+#include "stages/reader/http_env.h"
+#include "stages/reader/schemes.h"
+
+namespace flowloader {
+
+class StorageEnv : public Env {
+ public:
+  // Create checks the HTTP options (a bad http_ca_file is refused here, whatever the
+  // data) and makes the http(s) Env; `base` (nullptr: Env::Default()) serves local paths
+  // and must outlive the StorageEnv.
+  static absl::StatusOr<std::unique_ptr<StorageEnv>> Create(Env* base,
+                                                            const StorageOptions& options);
+
+  absl::Status ReadFile(const std::string& path, int64_t max_bytes,
+                        std::string* contents) override;
+  absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
+                         std::string* contents) override;
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path) override;
+  absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override;
+  absl::StatusOr<bool> IsDirectory(const std::string& path) override;
+  absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
+
+  // EnvFor is the Env that reads `path`: the base for a local path, else its scheme's
+  // (made now if it is the first of its family; its Create's refusal otherwise).
+  absl::StatusOr<Env*> EnvFor(const std::string& path);
+
+  // AdmitShards admits remote `shards` to their Envs' block caches in the order given,
+  // while the admitted total fits http.cache_bytes (stops at the first that does not);
+  // returns the admitted bytes. See HttpEnv::AdmitShards.
+  int64_t AdmitShards(const std::vector<HttpEnv::ShardSize>& shards);
+  std::vector<HttpEnv::ShardSize> admitted() const;
+  int64_t admitted_bytes() const;
+  int admitted_shards() const;
+  int64_t cache_budget_bytes() const { return options_.http.cache_bytes; }
+
+  // Cancel cancels every remote read in flight and later (HttpEnv::Cancel), including
+  // those of Envs made after the call. Const so a const Dataset can cancel on Stop.
+  void Cancel() const;
+
+  // remote_envs are the remote Envs made so far, by family ("http", "s3").
+  std::map<std::string, const HttpEnv*> remote_envs() const;
+  // requests and retries sum up every remote Env's (HttpEnv::requests, retries).
+  int64_t requests() const;
+  int64_t retries() const;
+  // Describe says, per remote Env made, where it sends requests and where its credentials
+  // came from ("s3: endpoint http://127.0.0.1:7480 (s3_endpoint), credentials from
+  // environment (AWS_ACCESS_KEY_ID)"), never a secret; empty when there is none.
+  std::vector<std::string> Describe() const;
+
+ private:
+  StorageEnv(Env* base, const StorageOptions& options) : base_(base), options_(options) {}
+
+  Env* const base_;
+  const StorageOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<HttpEnv>> envs_ ABSL_GUARDED_BY(mu_);  // By family.
+  mutable std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_READER_STORAGE_ENV_H_
