@@ -451,6 +451,12 @@ void RegisterBuiltinStages(StageRegistry& registry) {
             augment::ParseLayout(args.GetString("layout"), "augment layout");
         if (!layout.ok()) return layout.status();
         o.layout = *layout;
+        if (!env.carried.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "augment cannot move the ", env.carried.front(),
+              " the sample carries (written by an earlier stage): use a transforms stage, "
+              "whose ops move boxes and masks with the pixels"));
+        }
         absl::StatusOr<std::unique_ptr<augment::Transform>> t = augment::Transform::Create(o);
         if (!t.ok()) return t.status();
         std::shared_ptr<const augment::Transform> transform = std::move(*t);
@@ -463,6 +469,7 @@ void RegisterBuiltinStages(StageRegistry& registry) {
             new AugmentStage(std::move(transform), std::move(views), graph_internal::MayFree(env, 0)));
       });
   RegisterTransformsStage(registry);
+  RegisterDetectionStages(registry);
 }
 
 }  // namespace flowloader

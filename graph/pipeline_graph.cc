@@ -672,6 +672,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.copies.clear();
   batch.skipped.clear();
   StartColumns(dataset_->column_names(), &batch.columns);
+  batch.targets.Start();
   int64_t failed = 0;
   SampleContext* first_failed = nullptr;
   SampleContext* last_failed = nullptr;
@@ -689,6 +690,9 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
         const absl::string_view value = dataset_->column(s.index, c);
         batch.columns[c].Append(std::string_view(value.data(), value.size()));
       }
+      // Targets were written (the annotations stage sets their canvas); a graph without
+      // them pays this one test per sample.
+      if (s.targets.canvas_width > 0) batch.targets.Append(s.targets);
     } else {
       ++failed;
       if (first_failed == nullptr) first_failed = &s;

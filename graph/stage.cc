@@ -152,7 +152,8 @@ const std::vector<FieldSchema>& SampleFields() {
   static const std::vector<FieldSchema>* fields = new std::vector<FieldSchema>{
       {kKeyField, FieldKind::kMetadata}, {kPathField, FieldKind::kMetadata},
       {kLabelField, FieldKind::kLabel},  {kBytesField, FieldKind::kBytes},
-      {kImageField, FieldKind::kImage},  {kOutputField, FieldKind::kTensor}};
+      {kImageField, FieldKind::kImage},  {kOutputField, FieldKind::kTensor},
+      {kBoxesField, FieldKind::kTargets}, {kMasksField, FieldKind::kTargets}};
   return *fields;
 }
 
@@ -172,6 +173,8 @@ const char* FieldKindName(FieldKind kind) {
       return "label";
     case FieldKind::kMetadata:
       return "metadata";
+    case FieldKind::kTargets:
+      return "targets";
   }
   return "?";
 }

@@ -29,6 +29,7 @@
 #include "stages/core/memory_plan.h"
 #include "stages/core/rng.h"
 #include "stages/decode/decoder.h"
+#include "stages/detection/targets.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/env.h"
 
@@ -75,6 +76,9 @@ struct SampleContext {
   std::vector<augment::CropPlan> plans;
   std::vector<uint8_t> planned;  // planned[v]: plans[v] was drawn for this sample.
   decode::DecodedImage decoded;
+  // Detection targets (fields `boxes` and `masks`), written by the annotations stage and
+  // moved by the ops; empty and untouched in a graph without them.
+  detection::Targets targets;
 
   // The first error, if any; later stages are not run for a failed sample.
   absl::Status status;
@@ -129,13 +133,18 @@ enum class FieldKind {
   kTensor,    // The sample's row of a batch tensor (SampleContext::outputs).
   kLabel,     // The class index (SampleContext::source->label).
   kMetadata,  // Identity: the key and the full path.
+  kTargets,   // Detection targets (SampleContext::targets): boxes with their labels,
+              // iscrowd, area and image_id; instance masks.
 };
 
 // FieldSchema names one per-sample field a stage reads or writes: a declared port. Today a
 // field is one of SampleContext's members, by these names and kinds (SampleFields()):
 //   key, path (metadata) and label (label): set by the source before the first stage;
 //   bytes (bytes): read writes it; image (image): decode writes it;
-//   output (tensor): the batch output, one per pipeline; augment writes it.
+//   output (tensor): the batch output, one per pipeline; augment writes it;
+//   boxes and masks (targets): an image's detection targets (the `boxes` field carries
+//   boxes, labels, iscrowd, area and image_id, one row per instance; `masks` the
+//   instance masks); the annotations stage writes them, geometric ops move them.
 struct FieldSchema {
   std::string name;
   FieldKind kind = FieldKind::kMetadata;
@@ -147,12 +156,14 @@ inline constexpr char kLabelField[] = "label";
 inline constexpr char kBytesField[] = "bytes";
 inline constexpr char kImageField[] = "image";
 inline constexpr char kOutputField[] = "output";
+inline constexpr char kBoxesField[] = "boxes";
+inline constexpr char kMasksField[] = "masks";
 
 // SampleFields lists every field a stage may declare, with its kind, in flow order.
 const std::vector<FieldSchema>& SampleFields();
 // IsSourceField reports whether the source sets `name` before the first stage.
 bool IsSourceField(const std::string& name);
-// FieldKindName is "bytes", "image", "tensor", "label" or "metadata".
+// FieldKindName is "bytes", "image", "tensor", "label", "metadata" or "targets".
 const char* FieldKindName(FieldKind kind);
 
 // StageSchema declares a stage type: its name, what it does, its options, and the fields it
@@ -252,6 +263,9 @@ struct StageEnv {
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
   std::vector<std::string> may_free;
+  // The target fields (boxes, masks) earlier stages write: the sample carries them here,
+  // so a stage that moves pixels must move them too, or refuse (set by the graph).
+  std::vector<std::string> carried;
   // Every batch tensor field, in the plan's order (index = view = SampleContext::outputs).
   std::vector<std::string> batch_tensors;
   // DeclareOutput records the per-sample shape of tensor field `field` (in

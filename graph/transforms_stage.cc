@@ -1,6 +1,7 @@
 // transforms_stage.cc: the `transforms` stage type: one view's op list (torchvision's
 // Compose, stages/augment/ops/view_program.h) per batch tensor it writes.
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <atomic>
 #include <map>
@@ -10,11 +11,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "stages/core/sample_error.h"
 #include "graph/internal/sample_buffers.h"
 #include "graph/internal/view_planning.h"
 #include "graph/stage.h"
 #include "stages/augment/ops/view_program.h"
 #include "stages/decode/coarser.h"
+#include "stages/detection/geometry.h"
 
 namespace flowloader {
 namespace {
@@ -78,15 +81,86 @@ class CoarserDecodes {
   int built_ = 0;      // Levels()[0, built_) hold this sample's halvings.
 };
 
+// kPixelOnlyOps move no pixel: after the head, a list whose sample carries targets may
+// hold only these (colour, blur, erasing and normalize leave boxes and masks as they are).
+constexpr const char* kPixelOnlyOps[] = {
+    "normalize",        "color_jitter",       "grayscale",        "random_grayscale",
+    "gaussian_blur",    "pil_gaussian_blur",  "random_adjust_sharpness",
+    "random_autocontrast", "random_equalize", "random_invert",    "random_posterize",
+    "random_solarize",  "random_erasing"};
+
+// CheckTargetOps refuses, when the sample carries targets (`carried`), a list whose
+// geometry is not all in its planned head: an op after the head that moves pixels would
+// leave the boxes behind. The head (random_resized_crop, resize + center_crop, with an
+// absorbed horizontal flip) moves them.
+absl::Status CheckTargetOps(const augment::ViewProgram& program,
+                            const std::vector<std::string>& carried, size_t views) {
+  if (carried.empty()) return absl::OkStatus();
+  if (program.head() == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transforms: the sample carries ", carried.front(), ", which an op list moves only "
+        "through its crop-and-resize head, planned before decoding: start the list with "
+        "random_resized_crop(size=N) or resize(size=N); center_crop(size=M) (square outputs)"));
+  }
+  if (views != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transforms: the sample carries ", carried.front(), ", one set per sample: bind the "
+        "stage to one output, not ", views));
+  }
+  for (size_t i = program.cost_span(0); i < program.size(); ++i) {
+    bool pixel_only = false;
+    for (const char* name : kPixelOnlyOps) pixel_only = pixel_only || program.op_name(i) == name;
+    if (!pixel_only) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the ",
+          carried.front(), " the sample carries: only the list's head (random_resized_crop or "
+          "resize, with center_crop and random_horizontal_flip right after it) moves targets; "
+          "remove it or move it into the head"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// MoveTargets applies the head's planned geometry (CropPlan) to the sample's targets: the
+// train head crops the region and resizes it to the output (v2's resized_crop), the eval
+// head resizes the image and crops the centre (v2's resize + center_crop); then the
+// absorbed flip. The image must be the size the annotations give.
+absl::Status MoveTargets(const augment::CropPlan& plan, const decode::ImageInfo& info,
+                         int out_width, int out_height, detection::Targets* targets) {
+  if (info.width != targets->canvas_width || info.height != targets->canvas_height) {
+    return SampleError(absl::StatusCode::kInvalidArgument, reason::kSizeMismatch,
+                       absl::StrCat("the image is ", info.width, "×", info.height,
+                                    ", its annotations say ", targets->canvas_width, "×",
+                                    targets->canvas_height));
+  }
+  if (plan.resized_width > 0) {
+    detection::Apply(detection::Geometry::Resize(plan.resized_height, plan.resized_width),
+                     targets);
+    detection::Apply(
+        detection::Geometry::Crop(plan.crop_top, plan.crop_left, out_height, out_width),
+        targets);
+  } else {
+    detection::Apply(detection::Geometry::ResizedCrop(
+                         static_cast<int>(std::lround(plan.region.y)),
+                         static_cast<int>(std::lround(plan.region.x)),
+                         static_cast<int>(std::lround(plan.region.h)),
+                         static_cast<int>(std::lround(plan.region.w)), out_height, out_width),
+                     targets);
+  }
+  if (plan.flip) detection::Apply(detection::Geometry::HorizontalFlip(), targets);
+  return absl::OkStatus();
+}
+
 // TransformsStage runs its program once per view it is bound to; view v's head draws from
 // ViewStream(v), as augment's view v does, so the same list gives the same pixels.
 class TransformsStage : public SampleStage {
  public:
   TransformsStage(std::shared_ptr<const augment::ViewProgram> program, std::vector<int> views,
-                  bool frees_image)
+                  bool frees_image, bool moves_targets)
       : program_(std::move(program)),
         views_(std::move(views)),
         frees_image_(frees_image),
+        moves_targets_(moves_targets),
         rows_(CostRows(*program_)) {}
 
   absl::Status Process(SampleContext& sample) const override {
@@ -107,6 +181,19 @@ class TransformsStage : public SampleStage {
       status = program_->Run(coarser.For(plan), plan, key, ViewStream(view),
                              sample.outputs[view].data, observer);
       if (!status.ok()) break;
+      if (moves_targets_) {
+        if (plan == nullptr) {
+          status = absl::FailedPreconditionError(
+              "transforms: the image was decoded without a planned crop, so its targets "
+              "cannot follow it: decode it with the built-in decode stage");
+          break;
+        }
+        const std::array<int64_t, 3> shape = program_->shape();
+        const bool chw = program_->is_float();
+        status = MoveTargets(*plan, sample.info, static_cast<int>(chw ? shape[2] : shape[1]),
+                             static_cast<int>(chw ? shape[1] : shape[0]), &sample.targets);
+        if (!status.ok()) break;
+      }
     }
     if (frees_image_) graph_internal::GiveBack(sample.decoded.image.pixels);
     return status;
@@ -143,6 +230,7 @@ class TransformsStage : public SampleStage {
   std::shared_ptr<const augment::ViewProgram> program_;
   const std::vector<int> views_;
   const bool frees_image_;
+  const bool moves_targets_;  // The sample carries boxes (or masks) here.
   const std::vector<int32_t> rows_;  // CostRows(*program_).
 };
 
@@ -178,6 +266,7 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& a
   const OutputSpec spec{{shape[0], shape[1], shape[2]}, program->is_float(),
                         program->output_bytes()};
   std::vector<int> views = graph_internal::DeclareViews(program->head(), spec, env);
+  if (absl::Status s = CheckTargetOps(*program, env.carried, views.size()); !s.ok()) return s;
   if (program->scratch_bytes() > 0) {
     const int64_t per_worker = static_cast<int64_t>(program->scratch_bytes());
     env.memory.push_back({"transforms scratch", "transforms_scratch",
@@ -187,7 +276,8 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& a
                           {"num_workers"}});
   }
   return std::unique_ptr<SampleStage>(
-      new TransformsStage(std::move(program), std::move(views), graph_internal::MayFree(env, 0)));
+      new TransformsStage(std::move(program), std::move(views), graph_internal::MayFree(env, 0),
+                          !env.carried.empty()));
 }
 
 }  // namespace

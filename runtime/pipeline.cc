@@ -12,12 +12,20 @@
 #include "runtime/version.h"
 #include "stages/core/log.h"
 #include "stages/core/resources.h"
+#include "stages/detection/coco.h"
 #include "stages/reader/data_sources.h"
 #include "stages/reader/http_env.h"
 
 namespace flowloader {
 
 absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& options) {
+  if (!options.annotations.empty()) {
+    // Detection: the targets follow the image through a transforms list, and sanitize
+    // drops what the crop left degenerate.
+    return std::vector<StageSpec>{StageSpec{"read"}, StageSpec{"annotations"},
+                                  StageSpec{"decode"}, StageSpec{"transforms"},
+                                  StageSpec{"sanitize_bounding_boxes"}};
+  }
   if (absl::StatusOr<augment::Mode> mode = augment::ParseMode(options.transform, "transform");
       !mode.ok()) {
     return mode.status();
@@ -70,6 +78,24 @@ DataSourcesOptions DataSourcesOptionsFor(const PipelineOptions& options) {
   sampler_options.epoch_samples = options.epoch_samples;
   sampler_options.repeated_augment = options.repeated_augment;
   return data;
+}
+
+// OpenData is step 2: the data sources of DataSourcesOptionsFor, or with `annotations`
+// the images a COCO instances file lists under `data` (its targets ride on the dataset).
+absl::StatusOr<DataSources> OpenData(const PipelineOptions& options) {
+  DataSourcesOptions data = DataSourcesOptionsFor(options);
+  if (!options.annotations.empty()) {
+    detection::CocoOptions coco;
+    coco.annotations = options.annotations;
+    coco.images = options.data;
+    coco.skip_empty = options.skip_empty;
+    absl::StatusOr<std::unique_ptr<detection::CocoDataset>> opened =
+        detection::CocoDataset::Open(coco);
+    if (!opened.ok()) return opened.status();
+    for (const std::string& line : (*opened)->skip_messages()) LogInfo(line);
+    data.opened = Dataset::OfCoco(std::move(*opened));
+  }
+  return OpenDataSources(data);
 }
 
 // BatchMemory is where batches live (the device and pinning options).
@@ -163,7 +189,7 @@ std::shared_ptr<PipelineStats> StatsFor(const PipelineOptions& options, const Da
 
 absl::StatusOr<MemoryPlan> Pipeline::PlanMemory(const PipelineOptions& options) {
   if (absl::Status s = CheckPipelineOptions(options); !s.ok()) return s;
-  absl::StatusOr<DataSources> data = OpenDataSources(DataSourcesOptionsFor(options));
+  absl::StatusOr<DataSources> data = OpenData(options);
   if (!data.ok()) return data.status();
   absl::StatusOr<std::shared_ptr<DeviceMemory>> memory = BatchMemory(options);
   if (!memory.ok()) return memory.status();
@@ -185,7 +211,7 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
   // 1. Check the options.
   if (absl::Status s = CheckPipelineOptions(options); !s.ok()) return s;
   // 2. Open the data sources.
-  absl::StatusOr<DataSources> data = OpenDataSources(DataSourcesOptionsFor(options));
+  absl::StatusOr<DataSources> data = OpenData(options);
   if (!data.ok()) return data.status();
   // 3. Plan, with batches where the device options put them.
   absl::StatusOr<std::shared_ptr<DeviceMemory>> memory = BatchMemory(options);

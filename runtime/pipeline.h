@@ -86,6 +86,13 @@ struct PipelineOptions {
   // (braces too), a directory of `.tar` files or a list of them (see
   // stages/reader/dataset.h). Required unless `sources` is set.
   std::string data;
+  // A COCO instances file (`instances_train2017.json`): the samples are the images it
+  // lists, under `data` (their directory), and the `annotations` stage writes their
+  // detection targets (stages/detection/coco.h). Empty (default): no targets.
+  std::string annotations;
+  // With `annotations`: drop images without an instance (counted), instead of keeping
+  // them with empty targets.
+  bool skip_empty = false;
   // Weighted sources instead of `data` (stages/reader/mixture_sampler.h): each epoch
   // draws every source's weight share of its samples, exactly, in a shuffled schedule;
   // each source goes through its own shuffled passes, every sample once per pass.

@@ -420,6 +420,14 @@ const std::vector<Key>& Keys() {
        "s3://BUCKET/PREFIX); "
        "relative to the spec's directory",
        [](R r, F f, O o) { return r.String(f, &o->data); }},
+      {"annotations", "",
+       "a COCO instances JSON (detection): the samples are the images it lists under "
+       "data (their directory), with boxes, labels and masks as targets",
+       [](R r, F f, O o) { return r.Scalar(f, "a COCO instances JSON path", &o->annotations); }},
+      {"skip_empty", "false",
+       "with annotations: drop images without an instance (counted) instead of keeping "
+       "them with empty targets",
+       [](R r, F f, O o) { return r.Bool(f, &o->skip_empty); }},
       {"sources", "",
        "weighted datasets instead of data: [{name: a, data: DIR_OR_LIST, weight: 3}, ...]; "
        "ImageFolder sources share one class map by class name",
@@ -635,6 +643,10 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
       !absl::StrContains(options.data, "://")) {
     options.data = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", options.data);
   }
+  if (!options.annotations.empty() && options.annotations[0] != '/' && !base_dir.empty()) {
+    options.annotations = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
+                                       options.annotations);
+  }
   for (WeightedSource& source : options.sources) {
     if (source.data[0] != '/' && !base_dir.empty() && !absl::StrContains(source.data, "://")) {
       source.data =
@@ -732,7 +744,8 @@ std::string SpecYaml(const PipelineOptions& o) {
   std::string out = absl::StrCat(
       o.sources.empty() ? absl::StrCat("data: ", YamlScalar(o.data), "\n")
                         : spec_internal::SourcesYaml(o),
-      "epoch_samples: ", o.epoch_samples, "\nrepeated_augment: ", o.repeated_augment,
+      "annotations: ", YamlScalar(o.annotations), "\nskip_empty: ", b(o.skip_empty),
+      "\nepoch_samples: ", o.epoch_samples, "\nrepeated_augment: ", o.repeated_augment,
       "\nlabel_key: ", YamlScalar(o.label_key),
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
       "\ncolumn_max_bytes: ", o.column_max_bytes,

@@ -52,11 +52,20 @@ std::vector<std::string> FieldNames(const std::vector<FieldSchema>& fields) {
   return names;
 }
 
-// BindEnv tells the factory about to run which fields its stage is bound to.
-void BindEnv(const StagePorts& ports, StageEnv& env) {
+// BindEnv tells the factory about to run which fields its stage (stage `index` of the
+// plan) is bound to, and which target fields the sample carries when it gets there.
+void BindEnv(const StagePlan& plan, size_t index, StageEnv& env) {
+  const StagePorts& ports = plan.stages[index];
   env.inputs = FieldNames(ports.inputs);
   env.outputs = FieldNames(ports.outputs);
   env.may_free = ports.frees;
+  env.carried.clear();
+  for (const FieldFlow& field : plan.fields) {
+    if (field.kind == FieldKind::kTargets && field.writer >= 0 &&
+        static_cast<size_t>(field.writer) < index) {
+      env.carried.push_back(field.name);
+    }
+  }
 }
 
 // CollectOutputs lists every batch tensor's declared shape, in the plan's order.
@@ -89,7 +98,7 @@ absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
     const StageSpec& spec = options.stages[i];
     absl::StatusOr<StageSchema> schema = StageRegistry::Global().Find(spec.type);
     if (!schema.ok()) return schema.status();
-    BindEnv(plan->stages[i], env);
+    BindEnv(*plan, i, env);
     absl::StatusOr<std::unique_ptr<SampleStage>> stage =
         StageRegistry::Global().Create(spec.type, spec.args, env);
     if (!stage.ok()) {

@@ -31,6 +31,9 @@ std::vector<int> DeclareViews(const augment::Transform* planner, const OutputSpe
 
 // RegisterTransformsStage adds the `transforms` stage type (transforms_stage.cc).
 void RegisterTransformsStage(StageRegistry& registry);
+// RegisterDetectionStages adds `annotations` and `sanitize_bounding_boxes`
+// (detection_stages.cc).
+void RegisterDetectionStages(StageRegistry& registry);
 
 }  // namespace flowloader
 

@@ -110,4 +110,45 @@ void StartColumns(const std::vector<std::string>& names, std::vector<BatchColumn
   }
 }
 
+void BatchTargets::Start() {
+  present = false;
+  offsets.assign(1, 0);
+  boxes.clear();
+  labels.clear();
+  iscrowd.clear();
+  area.clear();
+  image_ids.clear();
+  has_masks = false;
+  mask_height = mask_width = 0;
+  masks.clear();
+}
+
+void BatchTargets::Append(const detection::Targets& t) {
+  present = true;
+  std::vector<float> xyxy;
+  const std::vector<float>* b = &t.boxes;
+  if (t.format != detection::BoxFormat::kXYXY) {
+    xyxy = t.boxes;
+    detection::ConvertBoxes(t.format, detection::BoxFormat::kXYXY, &xyxy);
+    b = &xyxy;
+  }
+  boxes.insert(boxes.end(), b->begin(), b->end());
+  labels.insert(labels.end(), t.labels.begin(), t.labels.end());
+  iscrowd.insert(iscrowd.end(), t.iscrowd.begin(), t.iscrowd.end());
+  area.insert(area.end(), t.area.begin(), t.area.end());
+  image_ids.push_back(t.image_id);
+  offsets.push_back(static_cast<int64_t>(labels.size()));
+  if (t.has_masks) {
+    has_masks = true;
+    mask_height = t.canvas_height;
+    mask_width = t.canvas_width;
+    masks.insert(masks.end(), t.masks.begin(), t.masks.end());
+  }
+}
+
+size_t BatchTargets::bytes() const {
+  return offsets.size() * 8 + boxes.size() * 4 + labels.size() * 8 + iscrowd.size() * 8 +
+         area.size() * 4 + image_ids.size() * 8 + masks.size();
+}
+
 }  // namespace flowloader

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "stages/detection/targets.h"
+
 namespace flowloader {
 
 // DType is a batch tensor's element type; kInt64 only for class-index labels.
@@ -62,6 +64,31 @@ struct BatchColumn {
 // capacity the strings and vectors already have.
 void StartColumns(const std::vector<std::string>& names, std::vector<BatchColumn>* columns);
 
+// BatchTargets are a detection batch's targets: each field flat over the batch's
+// instances, row r's at [offsets[r], offsets[r + 1]) (as Batch::columns), so a batch costs
+// no allocation once the vectors have grown, and Python slices each row as a view.
+// Boxes are xyxy on each row's output canvas (its image tensor's height × width).
+struct BatchTargets {
+  bool present = false;                // A graph that writes targets.
+  std::vector<int64_t> offsets = {0};  // N + 1.
+  std::vector<float> boxes;            // total × 4.
+  std::vector<int64_t> labels;         // total.
+  std::vector<int64_t> iscrowd;        // total.
+  std::vector<float> area;             // total.
+  std::vector<int64_t> image_ids;      // N.
+  bool has_masks = false;
+  int mask_height = 0;                 // Every row's masks are mask_height × mask_width.
+  int mask_width = 0;
+  std::vector<uint8_t> masks;          // total × mask_height × mask_width.
+
+  // Start empties the targets for a new batch, keeping capacity.
+  void Start();
+  // Append adds one row's targets (their canvas must be the batch's for masks).
+  void Append(const detection::Targets& targets);
+  int64_t rows() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  size_t bytes() const;
+};
+
 // BatchTensor is one named tensor of a batch: a batch tensor field of the graph (an
 // augment view), N rows of the field's per-sample shape.
 struct BatchTensor {
@@ -109,6 +136,8 @@ struct Batch {
   std::vector<int32_t> copies;
   // Extra per-sample columns (list files' `#columns:` header), each one value per row.
   std::vector<BatchColumn> columns;
+  // Detection targets (targets.present) when the graph writes them; else empty.
+  BatchTargets targets;
   std::vector<SkippedSample> skipped;
   // Every batch tensor, in the graph's order: one per tensor field (a graph with several
   // augment views has several).

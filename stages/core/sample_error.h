@@ -61,6 +61,9 @@ inline constexpr absl::string_view kTls = "tls";
 // A label outside [0, num_classes) where soft targets are made (graph/batch_stage.h): a
 // one-hot row for it would be wrong, so the sample is skipped.
 inline constexpr absl::string_view kLabelOutOfRange = "label_out_of_range";
+// An image whose decoded size is not the size its annotations give (COCO's width and
+// height): its boxes and masks would land in the wrong place, so it is skipped.
+inline constexpr absl::string_view kSizeMismatch = "size_mismatch";
 
 // kBuiltin is every reason above, the known set: exporters publish each one at 0 for every
 // stage from the first scrape, so a clean run's error panels read 0 instead of "no data"
@@ -69,7 +72,7 @@ inline constexpr absl::string_view kBuiltin[] = {
     kEmptyFile, kReadError, kNotFound,      kPermissionDenied, kNotAFile,   kUnknownFormat,
     kTruncated, kCorrupt,   kTooManyPixels, kDecodeMemory, kUnsupported,      kStageError, kCudaError,
     kMissingImage, kMissingLabel, kMissingColumn, kColumnTooLarge, kDuplicateKey, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
-    kHttpPartial, kHttpBadResponse, kTls, kLabelOutOfRange,
+    kHttpPartial, kHttpBadResponse, kTls, kLabelOutOfRange, kSizeMismatch,
 };
 }  // namespace reason
 

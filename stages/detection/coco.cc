@@ -324,11 +324,12 @@ absl::Status CocoDataset::Parse(const std::string& text) {
   }
   for (const CocoImage& image : images_) {
     max_instances_ = std::max<int64_t>(max_instances_, image.instances.size());
+    max_plane_bytes_ = std::max<int64_t>(max_plane_bytes_, int64_t{image.width} * image.height);
   }
   return absl::OkStatus();
 }
 
-void CocoDataset::MakeTargets(size_t i, Targets* out) const {
+void CocoDataset::MakeTargets(size_t i, bool masks, Targets* out) const {
   const CocoImage& image = images_[i];
   out->Clear();
   out->image_id = image.id;
@@ -340,15 +341,15 @@ void CocoDataset::MakeTargets(size_t i, Targets* out) const {
   out->labels.resize(k);
   out->iscrowd.resize(k);
   out->area.resize(k);
-  out->has_masks = options_.masks;
-  if (options_.masks) out->masks.assign(k * out->mask_plane(), 0);
+  out->has_masks = masks;
+  if (masks) out->masks.assign(k * out->mask_plane(), 0);
   for (size_t j = 0; j < k; ++j) {
     const CocoInstance& instance = image.instances[j];
     std::copy(instance.box, instance.box + 4, &out->boxes[4 * j]);
     out->labels[j] = instance.label;
     out->iscrowd[j] = instance.iscrowd;
     out->area[j] = instance.area;
-    if (!options_.masks) continue;
+    if (!masks) continue;
     uint8_t* plane = out->masks.data() + j * out->mask_plane();
     if (instance.has_rle) DecodeRleInto(instance.rle, plane);
     for (const std::vector<double>& polygon : instance.polygons) {

@@ -110,7 +110,11 @@ class CocoDataset {
 
   // MakeTargets fills `out` with image `i`'s targets: xyxy boxes on its canvas, labels,
   // iscrowd, area, image_id, and (with options().masks) one mask plane per instance.
-  void MakeTargets(size_t i, Targets* out) const;
+  void MakeTargets(size_t i, Targets* out) const { MakeTargets(i, options_.masks, out); }
+  // MakeTargets with `masks` false leaves the masks out (boxes only).
+  void MakeTargets(size_t i, bool masks, Targets* out) const;
+  // MaxPlaneBytes is the largest image's width × height (one mask plane).
+  int64_t MaxPlaneBytes() const { return max_plane_bytes_; }
 
  private:
   explicit CocoDataset(CocoOptions options) : options_(std::move(options)) {}
@@ -123,6 +127,7 @@ class CocoDataset {
   std::map<std::string, int64_t> skipped_;
   std::vector<std::string> skip_messages_;
   int64_t max_instances_ = 0;
+  int64_t max_plane_bytes_ = 0;
 };
 
 }  // namespace flowloader::detection

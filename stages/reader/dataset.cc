@@ -90,6 +90,18 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OfSize(int64_t size, std::stri
   return dataset;
 }
 
+std::unique_ptr<Dataset> Dataset::OfCoco(
+    std::shared_ptr<const detection::CocoDataset> annotations) {
+  std::unique_ptr<Dataset> dataset(new Dataset());
+  dataset->root_ = StripTrailingSlashes(annotations->options().images);
+  dataset->samples_.resize(annotations->images().size());
+  for (size_t i = 0; i < dataset->samples_.size(); ++i) {
+    dataset->samples_[i].key = annotations->images()[i].file_name;
+  }
+  dataset->annotations_ = std::move(annotations);
+  return dataset;
+}
+
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const DatasetOptions& options) {
   return OpenOne(options, /*in_mixture=*/false);
 }

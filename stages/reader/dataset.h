@@ -65,6 +65,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "stages/detection/coco.h"
 #include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
 #include "stages/reader/s3_options.h"
@@ -151,6 +152,14 @@ class Dataset {
   // "0".."size-1", label 0 (that read stage supplies the labels), FullPath "ROOT/KEY"
   // with `root` naming where they come from. InvalidArgument unless size >= 1.
   static absl::StatusOr<std::unique_ptr<Dataset>> OfSize(int64_t size, std::string root);
+
+  // OfCoco is the images of a COCO instances file (stages/detection/coco.h), in its
+  // order: sample i is annotations->images()[i], its key the image's file_name under
+  // annotations->options().images, label 0 (its targets come from annotations()).
+  static std::unique_ptr<Dataset> OfCoco(
+      std::shared_ptr<const detection::CocoDataset> annotations);
+  // annotations is the COCO file the dataset was made from (OfCoco), else nullptr.
+  const detection::CocoDataset* annotations() const { return annotations_.get(); }
 
   int64_t size() const { return static_cast<int64_t>(samples_.size()); }
   // The sources, by number: one named "default" for a Dataset opened with Open.
@@ -242,6 +251,7 @@ class Dataset {
   std::vector<uint64_t> column_ends_;
   Env* env_ = nullptr;
   std::unique_ptr<StorageEnv> storage_;
+  std::shared_ptr<const detection::CocoDataset> annotations_;  // OfCoco.
 };
 
 // CheckColumnNames refuses a `columns` option with a name that is not letters, digits and

@@ -1,0 +1,240 @@
+// detection_pipeline_test: COCO annotations through a real pipeline: the annotations
+// stage writes the targets, the transforms head moves boxes and masks with the pixels
+// exactly as the geometry functions (torchvision v2's semantics, checked by
+// detection_parity_test) say, sanitize drops what the crop leaves degenerate, and the
+// batch carries them flat with per-row offsets. Misuse is refused at Create in one line.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "runtime/detection_dataset.h"
+#include "runtime/pipeline.h"
+#include "stages/detection/coco.h"
+#include "stages/detection/geometry.h"
+#include "stages/detection/rle.h"
+#include "tests/testing/pipeline_helpers.h"
+
+namespace flowloader {
+namespace {
+
+class DetectionPipelineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    root_ = new std::string(std::string(tmp != nullptr ? tmp : "/tmp") + "/detection");
+    DetectionDatasetOptions o;
+    o.root = *root_;
+    o.images = 12;
+    o.min_side = 64;
+    o.max_side = 96;
+    o.max_instances = 9;
+    ASSERT_TRUE(GenerateDetectionDataset(o).ok());
+  }
+
+  static PipelineOptions Options(const std::string& ops, bool sanitize = false) {
+    PipelineOptions o = testing::SmallCpuOptions(*root_ + "/images", 4, nullptr);
+    o.annotations = *root_ + "/annotations/instances.json";
+    o.shuffle = false;
+    o.epochs = 1;
+    o.stages = {StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
+                StageSpec{"transforms", "", {{"ops", ops}}}};
+    if (sanitize) o.stages.push_back(StageSpec{"sanitize_bounding_boxes"});
+    return o;
+  }
+
+  static std::unique_ptr<detection::CocoDataset> Coco() {
+    detection::CocoOptions c;
+    c.annotations = *root_ + "/annotations/instances.json";
+    c.images = *root_ + "/images";
+    return std::move(detection::CocoDataset::Open(c).value());
+  }
+
+  // Delivered is what a test keeps of a batch (holding the batches themselves would hold
+  // the pool's buffers and stall the pipeline).
+  struct Delivered {
+    int64_t rows = 0;
+    std::vector<int64_t> indices;
+    BatchTargets targets;
+    std::vector<SkippedSample> skipped;
+    int64_t size() const { return rows; }
+  };
+
+  static std::vector<std::shared_ptr<const Delivered>> Run(const PipelineOptions& o) {
+    auto pipeline = Pipeline::Create(o);
+    EXPECT_TRUE(pipeline.ok()) << pipeline.status();
+    std::vector<std::shared_ptr<const Delivered>> batches;
+    if (!pipeline.ok()) return batches;
+    for (;;) {
+      std::shared_ptr<const Batch> batch;
+      bool end = false;
+      absl::Status s = (*pipeline)->Next(&batch, &end);
+      EXPECT_TRUE(s.ok()) << s;
+      if (!s.ok()) break;
+      if (batch != nullptr) {
+        auto d = std::make_shared<Delivered>();
+        d->rows = batch->size();
+        d->indices = batch->indices;
+        d->targets = batch->targets;
+        d->skipped = batch->skipped;
+        batches.push_back(std::move(d));
+      }
+      if (end) break;
+    }
+    return batches;
+  }
+
+  static std::string* root_;
+};
+
+std::string* DetectionPipelineTest::root_ = nullptr;
+
+// ResizedSize is torchvision's _compute_resized_output_size for Resize(size=short).
+void ResizedSize(int w, int h, int short_side, int* rw, int* rh) {
+  const int s = std::min(w, h), l = std::max(w, h);
+  const int long_side = static_cast<int>(static_cast<double>(short_side) * l / s);
+  *rw = w <= h ? short_side : long_side;
+  *rh = w <= h ? long_side : short_side;
+}
+
+TEST_F(DetectionPipelineTest, ResizeAndCenterCropMoveEveryTargetAsTheGeometrySays) {
+  const auto batches = Run(Options("resize(size=64); center_crop(size=48)"));
+  const auto coco = Coco();
+  int64_t rows = 0, instances = 0;
+  for (const auto& batch : batches) {
+    const BatchTargets& t = batch->targets;
+    ASSERT_TRUE(t.present);
+    ASSERT_EQ(t.rows(), batch->size());
+    ASSERT_TRUE(t.has_masks);
+    EXPECT_EQ(t.mask_height, 48);
+    EXPECT_EQ(t.mask_width, 48);
+    for (int64_t r = 0; r < batch->size(); ++r, ++rows) {
+      detection::Targets want;
+      coco->MakeTargets(static_cast<size_t>(batch->indices[r]), &want);
+      int rw = 0, rh = 0;
+      ResizedSize(want.canvas_width, want.canvas_height, 64, &rw, &rh);
+      detection::Apply(detection::Geometry::Resize(rh, rw), &want);
+      detection::Apply(detection::Geometry::CenterCrop(48, 48), &want);
+      const int64_t begin = t.offsets[r], count = t.offsets[r + 1] - begin;
+      ASSERT_EQ(count, want.size());
+      EXPECT_EQ(t.image_ids[r], coco->images()[batch->indices[r]].id);
+      for (int64_t k = 0; k < count; ++k, ++instances) {
+        for (int c = 0; c < 4; ++c) {
+          EXPECT_NEAR(t.boxes[4 * (begin + k) + c], want.boxes[4 * k + c], 1e-4);
+        }
+        EXPECT_EQ(t.labels[begin + k], want.labels[k]);
+        EXPECT_EQ(t.iscrowd[begin + k], want.iscrowd[k]);
+        EXPECT_EQ(t.area[begin + k], want.area[k]);
+      }
+      const size_t plane = 48 * 48;
+      ASSERT_EQ(want.masks.size(), count * plane);
+      EXPECT_TRUE(std::equal(want.masks.begin(), want.masks.end(),
+                             t.masks.begin() + begin * plane));
+    }
+  }
+  EXPECT_EQ(rows, 12);
+  EXPECT_GT(instances, 12);
+}
+
+TEST_F(DetectionPipelineTest, RandomCropsKeepMasksInsideTheirBoxesAndAreDeterministic) {
+  const std::string ops =
+      "random_resized_crop(size=48, scale=[0.3, 1.0]); random_horizontal_flip(); "
+      "normalize()";
+  PipelineOptions one = Options(ops, /*sanitize=*/true);
+  one.num_workers = 1;
+  const auto a = Run(one);
+  const auto b = Run(Options(ops, /*sanitize=*/true));
+  ASSERT_EQ(a.size(), b.size());
+  int64_t instances = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const BatchTargets& t = a[i]->targets;
+    EXPECT_EQ(t.boxes, b[i]->targets.boxes);  // Any num_workers: the same draws.
+    EXPECT_EQ(t.masks, b[i]->targets.masks);
+    EXPECT_EQ(t.labels, b[i]->targets.labels);
+    const int64_t total = t.offsets.back();
+    instances += total;
+    for (int64_t k = 0; k < total; ++k) {
+      const float* box = &t.boxes[4 * k];
+      // Sanitized: inside the 48 × 48 canvas, at least 1 px each way.
+      EXPECT_GE(box[0], 0);
+      EXPECT_LE(box[2], 48);
+      EXPECT_LE(box[3], 48);
+      EXPECT_GE(box[2] - box[0], 1);
+      EXPECT_GE(box[3] - box[1], 1);
+      // The mask (nearest neighbour) lies within its box give or take a source pixel.
+      const detection::Rle rle = detection::RleFromMask(t.masks.data() + k * 48 * 48, 48, 48);
+      double m[4];
+      detection::RleBox(rle, m);
+      if (m[2] == 0) continue;  // A sliver whose mask fell between sampled pixels.
+      EXPECT_GE(m[0], std::floor(box[0]) - 2);
+      EXPECT_GE(m[1], std::floor(box[1]) - 2);
+      EXPECT_LE(m[0] + m[2], std::ceil(box[2]) + 2);
+      EXPECT_LE(m[1] + m[3], std::ceil(box[3]) + 2);
+    }
+  }
+  EXPECT_GT(instances, 0);
+}
+
+TEST_F(DetectionPipelineTest, RefusesOpsAndStagesThatCannotMoveTheTargets) {
+  struct Case {
+    std::vector<StageSpec> stages;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
+        StageSpec{"transforms", "", {{"ops", "random_resized_crop(size=32); "
+                                             "random_rotation(degrees=10); normalize()"}}}},
+       "op 2 (random_rotation) cannot move the boxes"},
+      {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"}, StageSpec{"augment"}},
+       "augment cannot move the boxes"},
+      {{StageSpec{"read"}, StageSpec{"decode"},
+        StageSpec{"transforms", "", {{"ops", "random_resized_crop(size=32)"}}},
+        StageSpec{"sanitize_bounding_boxes"}},
+       "boxes"},
+  };
+  for (const Case& c : cases) {
+    PipelineOptions o = Options("normalize()");
+    o.stages = c.stages;
+    auto pipeline = Pipeline::Create(o);
+    ASSERT_FALSE(pipeline.ok()) << c.says;
+    EXPECT_TRUE(absl::StrContains(pipeline.status().message(), c.says)) << pipeline.status();
+  }
+  // Without an annotations file the annotations stage says what to give.
+  PipelineOptions plain = Options("random_resized_crop(size=32)");
+  plain.annotations.clear();
+  plain.data = *root_;  // Not an ImageFolder either way: refused before the stage.
+  EXPECT_FALSE(Pipeline::Create(plain).ok());
+}
+
+TEST_F(DetectionPipelineTest, SkipsAnImageWhoseSizeIsNotItsAnnotations) {
+  const std::string json = *root_ + "/annotations/instances.json";
+  std::ifstream in(json);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Image 1000's width, whatever it is, becomes 65535.
+  const size_t at = text.find("\"width\":", text.find("\"file_name\":\"img_00000.jpg\""));
+  ASSERT_NE(at, std::string::npos);
+  const size_t end = text.find_first_of(",}", at);
+  text.replace(at, end - at, "\"width\":65535");
+  const std::string bad = *root_ + "/annotations/wrong_size.json";
+  std::ofstream(bad) << text;
+  PipelineOptions o = Options("random_resized_crop(size=32)");
+  o.annotations = bad;
+  const auto batches = Run(o);
+  int64_t rows = 0;
+  std::map<std::string, int> reasons;
+  for (const auto& batch : batches) {
+    rows += batch->size();
+    for (const SkippedSample& s : batch->skipped) ++reasons[s.reason];
+  }
+  EXPECT_EQ(rows, 11);
+  EXPECT_EQ(reasons["size_mismatch"], 1);
+}
+
+}  // namespace
+}  // namespace flowloader
