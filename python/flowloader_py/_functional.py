@@ -86,17 +86,13 @@ def center_crop(img, output_size):
 
 def pad(img, padding, fill=0, padding_mode="constant"):
     """torchvision's pad: padding an int, [left/right, top/bottom] or [l, t, r, b]; modes
-    constant, edge, reflect, symmetric (the native random_crop's padding, cropped to the
-    whole padded image)."""
+    constant, edge, reflect, symmetric (the native pad op)."""
     p = [padding] if isinstance(padding, numbers.Number) else list(padding)
-    p = p * 4 if len(p) == 1 else ([p[0], p[1], p[0], p[1]] if len(p) == 2 else p)
-    if len(p) != 4:
+    if len(p) not in (1, 2, 4):
         raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a "
-                         f"{len(padding)} element tuple")
-    w, h = get_image_size(img)
-    size = [h + int(p[1]) + int(p[3]), w + int(p[0]) + int(p[2])]
-    return _run(img, _text("random_crop", size=size, padding=[int(v) for v in p], fill=fill,
-                           padding_mode=padding_mode), [0, 0, size[0], size[1]])
+                         f"{len(p)} element tuple")
+    return _run(img, _text("pad", padding=[int(v) for v in p], fill=fill,
+                           padding_mode=padding_mode))
 
 
 def five_crop(img, size):

@@ -50,7 +50,7 @@ __all__ = [
     "TenCrop", "ToPILImage", "ToTensor", "TrivialAugmentWide",
 ]
 # Classes that run when called on an image but not in the loader's op list yet.
-_EAGER_ONLY = ("FiveCrop", "Pad", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage")
+_EAGER_ONLY = ("FiveCrop", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage")
 
 
 class InterpolationMode(enum.Enum):
@@ -855,19 +855,15 @@ class RandomOrder(_EagerOnly):
         return f"RandomOrder({self.transforms!r})"
 
 
-class Pad(_EagerOnly):
-    """torchvision's Pad (constant, edge, reflect, symmetric): the native random_crop's
-    padding, cropped to the whole padded image."""
+class Pad(Transform):
+    """torchvision's Pad (constant, edge, reflect, symmetric): the native pad op."""
+    op = "pad"
 
     def __init__(self, padding, fill=0, padding_mode="constant"):
         if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
             raise ValueError("Padding mode should be either constant, edge, reflect or "
                              "symmetric")
         super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
-
-    def _eager(self, state, generator):
-        state.replace(functional.pad(state.result(), self._args["padding"], self._args["fill"],
-                                     self._args["padding_mode"]))
 
 
 class FiveCrop(_EagerOnly):
