@@ -388,9 +388,10 @@ def test_gil_is_released_during_native_work():
     during_rate = (counts[0] - start_count) / (time.perf_counter() - start)
     stop.set()
     thread.join()
-    # Holding the GIL through the blur would leave the spinning thread a few switch
-    # intervals of the Python parts: far below a tenth of its free rate.
-    assert during_rate > 0.25 * free_rate, (during_rate, free_rate)
+    # Holding the GIL through the blur would leave the spinning thread only the switch
+    # intervals of the call's Python parts (a few ms of 100+): well under a tenth of its
+    # free rate. Released, it shares the cores with the blur.
+    assert during_rate > 0.1 * free_rate, (during_rate, free_rate)
 
 
 def test_noop_compose_and_lambda():
