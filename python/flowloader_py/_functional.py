@@ -40,10 +40,11 @@ def _text(name, **args):
     return _T._op_text(name, {k: _T._seq(v) for k, v in args.items()})
 
 
-def _run(img, text, params=()):
-    """img through one native op with `params`, in the form it came in."""
+def _run(img, text, params=(), box=None):
+    """img through one native op with `params`, in the form it came in (box: see
+    _eager.State.native)."""
     state = _eager.State(img)
-    state.native(_op(text), params)
+    state.native(_op(text), params, box=box)
     return state.result()
 
 
@@ -66,7 +67,7 @@ def resized_crop(img, top, left, height, width, size,
     h, w = _T._hw(_T._size(size) if not isinstance(size, numbers.Number) else size)
     return _run(img, _text("random_resized_crop", size=[h, w],
                            interpolation=_mode("resized_crop", interpolation)),
-                [top, left, height, width])
+                [top, left, height, width], box=[top, left, height, width])
 
 
 def crop(img, top, left, height, width):
@@ -77,7 +78,8 @@ def crop(img, top, left, height, width):
     pad = [max(0, -left), max(0, -top), max(0, left + width - w), max(0, top + height - h)]
     text = _text("random_crop", size=[height, width],
                  padding=pad if any(pad) else None)
-    return _run(img, text, [top + pad[1], left + pad[0], height, width])
+    params = [top + pad[1], left + pad[0], height, width]
+    return _run(img, text, params, box=None if any(pad) else params)
 
 
 def center_crop(img, output_size):

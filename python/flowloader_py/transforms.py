@@ -289,6 +289,15 @@ class CenterCrop(Transform):
     def __init__(self, size):
         super().__init__(size=_size(size))
 
+    def _eager(self, state, generator):
+        # F.center_crop's box where it fits (a larger crop pads, in the op).
+        w, h = state.size()
+        th, tw = _hw(self._args["size"])
+        box = None
+        if th <= h and tw <= w:
+            box = [int(round((h - th) / 2.0)), int(round((w - tw) / 2.0)), th, tw]
+        state.native(self._native(), [], box=box, corner=False)
+
 
 class RandomResizedCrop(Transform):
     op = "random_resized_crop"
@@ -337,6 +346,10 @@ class RandomResizedCrop(Transform):
         w, h = state.size()
         return list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
 
+    def _eager(self, state, generator):
+        params = self._draw(state, generator)
+        state.native(self._native(), params, box=params)  # Crops first, as F.resized_crop.
+
 
 class RandomCrop(Transform):
     op = "random_crop"
@@ -380,6 +393,12 @@ class RandomCrop(Transform):
             w = w + 2 * (tw - w) if w < tw else w
             h = h + 2 * (th - h) if h < th else h
         return list(self._corner(w, h, (th, tw), generator))
+
+    def _eager(self, state, generator):
+        params = self._draw(state, generator)
+        no_pad = self._args["padding"] in (None, 0, [0], [0, 0], [0, 0, 0, 0])
+        state.native(self._native(), params,
+                     box=params if no_pad and not self._args["pad_if_needed"] else None)
 
 
 class RandomHorizontalFlip(Transform):

@@ -189,17 +189,23 @@ void CheckPilMode(const std::string& mode) {
   if (mode != "RGB" && mode != "L") RaiseValue("_pil_read/_pil_write: mode RGB or L only");
 }
 
-// PilRead is a PIL image's pixels as uint8 [H, W, 3] (L: three equal channels).
-py::array PilRead(uintptr_t rows, const std::string& mode, int width, int height) {
+// PilRead is the box (left, top, width, height) of a PIL image of image_width ×
+// image_height as uint8 [height, width, 3] (L: three equal channels).
+py::array PilRead(uintptr_t rows, const std::string& mode, int image_width, int image_height,
+                  int left, int top, int width, int height) {
   CheckPilMode(mode);
-  if (rows == 0 || width < 1 || height < 1) RaiseValue("_pil_read: no pixels");
+  if (rows == 0 || width < 1 || height < 1 || left < 0 || top < 0 ||
+      left > image_width - width || top > image_height - height) {
+    RaiseValue(absl::StrCat("_pil_read: box ", width, "x", height, "+", left, "+", top,
+                            " outside the image ", image_width, "x", image_height));
+  }
   py::array_t<uint8_t> out({int64_t{height}, int64_t{width}, int64_t{3}});
   uint8_t* dst = out.mutable_data();
   const bool rgb = mode == "RGB";
   {
     py::gil_scoped_release release;
     for (int y = 0; y < height; ++y) {
-      const uint8_t* src = PilRows(rows)[y];
+      const uint8_t* src = PilRows(rows)[top + y] + (rgb ? 4 : 1) * static_cast<size_t>(left);
       uint8_t* d = dst + static_cast<size_t>(y) * width * 3;
       for (int x = 0; x < width; ++x, d += 3) {
         const uint8_t* s = rgb ? src + 4 * x : src + x;
@@ -255,7 +261,8 @@ void RegisterEager(py::module_& m) {
            py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("view"),
            py::arg("position"));
   m.def("_eager_run", &EagerRun, py::arg("ops"), py::arg("params"), py::arg("image"));
-  m.def("_pil_read", &PilRead, py::arg("rows"), py::arg("mode"), py::arg("width"),
+  m.def("_pil_read", &PilRead, py::arg("rows"), py::arg("mode"), py::arg("image_width"),
+        py::arg("image_height"), py::arg("left"), py::arg("top"), py::arg("width"),
         py::arg("height"));
   m.def("_pil_write", &PilWrite, py::arg("rows"), py::arg("mode"), py::arg("pixels"));
 }

@@ -56,6 +56,8 @@ PARITY = [
     ("CenterCrop", T.CenterCrop([11, 6]), TV.CenterCrop([11, 6]), 0, 1),
     ("RandomCrop_pad", T.RandomCrop(12, padding=3, pad_if_needed=True, padding_mode="reflect"),
      TV.RandomCrop(12, padding=3, pad_if_needed=True, padding_mode="reflect"), 0, 4),
+    ("RandomCrop", T.RandomCrop([5, 7]), TV.RandomCrop([5, 7]), 0, 7),
+    ("CenterCrop_odd", T.CenterCrop(7), TV.CenterCrop(7), 0, 1),
     ("RandomCrop_constant", T.RandomCrop(8, pad_if_needed=True, fill=9),
      TV.RandomCrop(8, pad_if_needed=True, fill=9), 0, 1),
     ("RandomHorizontalFlip", T.RandomHorizontalFlip(), TV.RandomHorizontalFlip(), 0, 1),
