@@ -79,8 +79,8 @@ class EagerOp {
   std::string text_;
 };
 
-// Working is one call's pixels: uint8 RGB (rgb, with spare for ops that cannot work in
-// place) or the float tensor (chw, 3 × height × width).
+// Working is one call's pixels: uint8 RGB (a and b: the image and the spare for ops that
+// cannot work in place) or the float tensor (chw, 3 × height × width).
 struct Working {
   Image a, b;
   std::vector<float> chw;
@@ -146,7 +146,10 @@ py::array EagerRun(const std::vector<const EagerOp*>& ops,
     RaiseValue(absl::StrCat("_eager_run: an image of 3 channels and sides in [1, ", kMaxSide,
                             "] expected, got ", w, "x", h, "x", c));
   }
-  Working work;
+  // The thread's working images keep their capacity from call to call (a growing
+  // std::vector would zero what the copy then overwrites). Nothing in the ops calls back
+  // into Python, so a call cannot reenter on its thread.
+  thread_local Working work;
   OpImage image;
   image.rgb = &work.a;
   image.spare = &work.b;

@@ -29,7 +29,7 @@
 // (python/tests/test_eager.py checks it).
 //
 // Thread-safety: an _EagerOp is immutable; _eager_run may run on many threads at once
-// (its working images are its own).
+// (each thread keeps its own working images, sized by its largest call so far).
 #ifndef FLOWLOADER_PYTHON_INTERNAL_EAGER_H_
 #define FLOWLOADER_PYTHON_INTERNAL_EAGER_H_
 
