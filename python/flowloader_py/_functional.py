@@ -64,7 +64,13 @@ def resized_crop(img, top, left, height, width, size,
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
     if antialias is False:
         _T._refuse("resized_crop(antialias=False)", "flowloader resizes as PIL does")
-    h, w = _T._hw(_T._size(size) if not isinstance(size, numbers.Number) else size)
+    size = _T._size(size)
+    if isinstance(size, numbers.Number):  # F.resize's shorter side, as torchvision.
+        short, long = (width, height) if width <= height else (height, width)
+        new_long = int(size * long / short)
+        h, w = (new_long, int(size)) if width <= height else (int(size), new_long)
+    else:
+        h, w = _T._hw(size)
     return _run(img, _text("random_resized_crop", size=[h, w],
                            interpolation=_mode("resized_crop", interpolation)),
                 [top, left, height, width], box=[top, left, height, width])

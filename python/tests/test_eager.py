@@ -280,6 +280,7 @@ def test_functional_matches_torchvision():
     cases = [
         ("resize", lambda m: m.resize(img, [15, 20]), 0),
         ("resized_crop", lambda m: m.resized_crop(img, 3, 4, 20, 18, [12, 12]), 0),
+        ("resized_crop_short_side", lambda m: m.resized_crop(img, 3, 4, 20, 13, 9), 0),
         ("crop", lambda m: m.crop(img, 5, 6, 10, 12), 0),
         ("crop_outside", lambda m: m.crop(img, -3, 25, 10, 12), 0),
         ("center_crop", lambda m: m.center_crop(img, 40), 0),
