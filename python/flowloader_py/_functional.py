@@ -64,6 +64,14 @@ def resized_crop(img, top, left, height, width, size,
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
     if antialias is False:
         _T._refuse("resized_crop(antialias=False)", "flowloader resizes as PIL does")
+    top, left, height, width = int(top), int(left), int(height), int(width)
+    if height < 1 or width < 1:
+        raise ValueError(f"resized_crop: the box's height and width must be at least 1, got "
+                         f"{height}x{width}")
+    image_w, image_h = get_image_size(img)
+    if top < 0 or left < 0 or top + height > image_h or left + width > image_w:
+        # Partly outside: torchvision's crop pads with zeros, then resizes.
+        return resize(crop(img, top, left, height, width), size, interpolation)
     size = _T._size(size)
     if isinstance(size, numbers.Number):  # F.resize's shorter side, as torchvision.
         short, long = (width, height) if width <= height else (height, width)

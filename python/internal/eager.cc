@@ -114,8 +114,10 @@ absl::Status RunOps(const std::vector<const EagerOp*>& ops,
   return absl::OkStatus();
 }
 
-// The size limit of one side, so that H × W × 3 cannot overflow an int.
-constexpr int64_t kMaxSide = 1 << 15;
+// The size limits of an image: the ops' own (16384 a side, as their size arguments), and
+// H × W × 3 within an int, which the ops' index arithmetic uses.
+constexpr int64_t kMaxSide = 1 << 14;
+constexpr int64_t kMaxPixels = (int64_t{1} << 31) / 4;
 
 py::array EagerRun(const std::vector<const EagerOp*>& ops,
                    const std::vector<std::optional<std::vector<double>>>& params,
@@ -142,9 +144,10 @@ py::array EagerRun(const std::vector<const EagerOp*>& ops,
   const int64_t h = in_float ? input.shape(1) : input.shape(0);
   const int64_t w = in_float ? input.shape(2) : input.shape(1);
   const int64_t c = in_float ? input.shape(0) : input.shape(2);
-  if (c != 3 || h < 1 || w < 1 || h > kMaxSide || w > kMaxSide) {
-    RaiseValue(absl::StrCat("_eager_run: an image of 3 channels and sides in [1, ", kMaxSide,
-                            "] expected, got ", w, "x", h, "x", c));
+  if (c != 3 || h < 1 || w < 1 || h > kMaxSide || w > kMaxSide || h * w > kMaxPixels) {
+    RaiseValue(absl::StrCat("flowloader.transforms: an image of 3 channels, sides in [1, ",
+                            kMaxSide, "] and at most ", kMaxPixels, " pixels expected, got ",
+                            w, "x", h, "x", c));
   }
   // The thread's working images keep their capacity from call to call (a growing
   // std::vector would zero what the copy then overwrites). Nothing in the ops calls back

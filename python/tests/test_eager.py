@@ -263,6 +263,7 @@ def test_bad_input_is_one_line_naming_it():
         (Image.new("CMYK", (8, 8)), TypeError, "mode 'CMYK'"),
         (Image.new("P", (8, 8)), TypeError, "mode 'P'"),
         ("a path", TypeError, "builtins.str"),
+        (np.zeros((16385, 2, 3), np.uint8), ValueError, r"sides in \[1, 16384\]"),
     ]
     for value, kind, words in cases:
         with pytest.raises(kind, match=words) as e:
@@ -281,6 +282,7 @@ def test_functional_matches_torchvision():
         ("resize", lambda m: m.resize(img, [15, 20]), 0),
         ("resized_crop", lambda m: m.resized_crop(img, 3, 4, 20, 18, [12, 12]), 0),
         ("resized_crop_short_side", lambda m: m.resized_crop(img, 3, 4, 20, 13, 9), 0),
+        ("resized_crop_outside", lambda m: m.resized_crop(img, -4, 20, 30, 20, [11, 9]), 0),
         ("crop", lambda m: m.crop(img, 5, 6, 10, 12), 0),
         ("crop_outside", lambda m: m.crop(img, -3, 25, 10, 12), 0),
         ("center_crop", lambda m: m.center_crop(img, 40), 0),
