@@ -77,13 +77,16 @@ def _rows(im):
     return dict(ptrs).get("image") if ptrs else None
 
 
-def _pil_pixels(img):
-    """uint8 [H, W, 3] of a PIL RGB or L image (L: three equal channels)."""
+def _pil_pixels(img, box=None):
+    """uint8 [H, W, 3] of a PIL RGB or L image (L: three equal channels), or of its box
+    (left, top, width, height)."""
     img.load()
     rows = _rows(img.im)
+    left, top, width, height = box if box is not None else (0, 0) + tuple(img.size)
     if rows:
-        return _core()._pil_read(rows, img.mode, img.size[0], img.size[1])
-    arr = np.array(img)
+        return _core()._pil_read(rows, img.mode, img.size[0], img.size[1], left, top, width,
+                                 height)
+    arr = np.array(img)[top:top + height, left:left + width]
     return _three(arr) if img.mode == "L" else np.ascontiguousarray(arr)
 
 
@@ -144,7 +147,7 @@ class State:
         self._size = (w, h)
         self.channels = 1 if img.mode == "L" else 3
 
-        self._make_items = lambda: [_pil_pixels(img)]
+        self._make_items = lambda box=None: [_pil_pixels(img, box)]
 
     def _from_numpy(self, arr):
         self.kind = "numpy"
@@ -161,8 +164,11 @@ class State:
         _check_size(arr.shape[0], arr.shape[1], f"numpy {arr.shape}")
         self._size = (arr.shape[1], arr.shape[0])
         self.channels = arr.shape[2]
-        self._make_items = lambda: [_three(arr[:, :, 0]) if arr.shape[2] == 1 else
-                                    np.ascontiguousarray(arr)]
+
+        def make(box=None):
+            a = arr if box is None else arr[box[1]:box[1] + box[3], box[0]:box[0] + box[2]]
+            return [_three(a[:, :, 0]) if a.shape[2] == 1 else np.ascontiguousarray(a)]
+        self._make_items = make
 
     def _from_tensor(self, t):
         torch = _torch()
@@ -186,8 +192,10 @@ class State:
 
         is_float = self.is_float  # As given (native() moves self.is_float ahead).
 
-        def make():
+        def make(box=None):
             flat = t.detach().reshape((-1,) + tuple(t.shape[-3:]))
+            if box is not None:
+                flat = flat[..., box[1]:box[1] + box[3], box[0]:box[0] + box[2]]
             return [_tensor_item(flat[b], is_float) for b in range(flat.shape[0])]
         self._make_items = make
 
@@ -206,8 +214,22 @@ class State:
         """Goes on from `img` (what a Lambda or FiveCrop made)."""
         self.__init__(img)
 
-    def native(self, op, params):
-        """Queues native op `op` (an _EagerOp) with `params` (None: skipped)."""
+    def native(self, op, params, box=None, corner=True):
+        """Queues native op `op` (an _EagerOp) with `params` (None: skipped). `box`:
+        (top, left, height, width) of a crop the op takes first (random_resized_crop,
+        random_crop without padding, center_crop that fits), params[:2] its corner when
+        `corner`: an image not read yet is then read as that box alone, the op getting
+        corner (0, 0), the same pixels for a fraction of the copying."""
+        if (box is not None and params is not None and self.items is None
+                and not self.pending_ops and self.kind in ("pil", "numpy", "tensor")):
+            top, left, height, width = (int(v) for v in box)
+            w, h = self._size
+            if 0 <= top and 0 <= left and top + height <= h and left + width <= w and (
+                    height > 0 and width > 0):
+                make = self._make_items
+                self._make_items = lambda: make((left, top, width, height))
+                self._size = (width, height)
+                params = [0, 0] + list(params[2:]) if corner else params
         if self.kind == "several":
             raise TypeError(f"flowloader.transforms: {op.name} takes one image, got a "
                             f"{type(self._raw).__name__} of {len(self._raw)} (FiveCrop/TenCrop's "

@@ -40,10 +40,11 @@ def _text(name, **args):
     return _T._op_text(name, {k: _T._seq(v) for k, v in args.items()})
 
 
-def _run(img, text, params=()):
-    """img through one native op with `params`, in the form it came in."""
+def _run(img, text, params=(), box=None):
+    """img through one native op with `params`, in the form it came in (box: see
+    _eager.State.native)."""
     state = _eager.State(img)
-    state.native(_op(text), params)
+    state.native(_op(text), params, box=box)
     return state.result()
 
 
@@ -63,10 +64,24 @@ def resized_crop(img, top, left, height, width, size,
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
     if antialias is False:
         _T._refuse("resized_crop(antialias=False)", "flowloader resizes as PIL does")
-    h, w = _T._hw(_T._size(size) if not isinstance(size, numbers.Number) else size)
+    top, left, height, width = int(top), int(left), int(height), int(width)
+    if height < 1 or width < 1:
+        raise ValueError(f"resized_crop: the box's height and width must be at least 1, got "
+                         f"{height}x{width}")
+    image_w, image_h = get_image_size(img)
+    if top < 0 or left < 0 or top + height > image_h or left + width > image_w:
+        # Partly outside: torchvision's crop pads with zeros, then resizes.
+        return resize(crop(img, top, left, height, width), size, interpolation)
+    size = _T._size(size)
+    if isinstance(size, numbers.Number):  # F.resize's shorter side, as torchvision.
+        short, long = (width, height) if width <= height else (height, width)
+        new_long = int(size * long / short)
+        h, w = (new_long, int(size)) if width <= height else (int(size), new_long)
+    else:
+        h, w = _T._hw(size)
     return _run(img, _text("random_resized_crop", size=[h, w],
                            interpolation=_mode("resized_crop", interpolation)),
-                [top, left, height, width])
+                [top, left, height, width], box=[top, left, height, width])
 
 
 def crop(img, top, left, height, width):
@@ -77,7 +92,8 @@ def crop(img, top, left, height, width):
     pad = [max(0, -left), max(0, -top), max(0, left + width - w), max(0, top + height - h)]
     text = _text("random_crop", size=[height, width],
                  padding=pad if any(pad) else None)
-    return _run(img, text, [top + pad[1], left + pad[0], height, width])
+    params = [top + pad[1], left + pad[0], height, width]
+    return _run(img, text, params, box=None if any(pad) else params)
 
 
 def center_crop(img, output_size):
@@ -86,17 +102,13 @@ def center_crop(img, output_size):
 
 def pad(img, padding, fill=0, padding_mode="constant"):
     """torchvision's pad: padding an int, [left/right, top/bottom] or [l, t, r, b]; modes
-    constant, edge, reflect, symmetric (the native random_crop's padding, cropped to the
-    whole padded image)."""
+    constant, edge, reflect, symmetric (the native pad op)."""
     p = [padding] if isinstance(padding, numbers.Number) else list(padding)
-    p = p * 4 if len(p) == 1 else ([p[0], p[1], p[0], p[1]] if len(p) == 2 else p)
-    if len(p) != 4:
+    if len(p) not in (1, 2, 4):
         raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a "
-                         f"{len(padding)} element tuple")
-    w, h = get_image_size(img)
-    size = [h + int(p[1]) + int(p[3]), w + int(p[0]) + int(p[2])]
-    return _run(img, _text("random_crop", size=size, padding=[int(v) for v in p], fill=fill,
-                           padding_mode=padding_mode), [0, 0, size[0], size[1]])
+                         f"{len(p)} element tuple")
+    return _run(img, _text("pad", padding=[int(v) for v in p], fill=fill,
+                           padding_mode=padding_mode))
 
 
 def five_crop(img, size):

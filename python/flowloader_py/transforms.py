@@ -50,7 +50,7 @@ __all__ = [
     "TenCrop", "ToPILImage", "ToTensor", "TrivialAugmentWide",
 ]
 # Classes that run when called on an image but not in the loader's op list yet.
-_EAGER_ONLY = ("FiveCrop", "Pad", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage")
+_EAGER_ONLY = ("FiveCrop", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage")
 
 
 class InterpolationMode(enum.Enum):
@@ -289,6 +289,15 @@ class CenterCrop(Transform):
     def __init__(self, size):
         super().__init__(size=_size(size))
 
+    def _eager(self, state, generator):
+        # F.center_crop's box where it fits (a larger crop pads, in the op).
+        w, h = state.size()
+        th, tw = _hw(self._args["size"])
+        box = None
+        if th <= h and tw <= w:
+            box = [int(round((h - th) / 2.0)), int(round((w - tw) / 2.0)), th, tw]
+        state.native(self._native(), [], box=box, corner=False)
+
 
 class RandomResizedCrop(Transform):
     op = "random_resized_crop"
@@ -337,6 +346,10 @@ class RandomResizedCrop(Transform):
         w, h = state.size()
         return list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
 
+    def _eager(self, state, generator):
+        params = self._draw(state, generator)
+        state.native(self._native(), params, box=params)  # Crops first, as F.resized_crop.
+
 
 class RandomCrop(Transform):
     op = "random_crop"
@@ -380,6 +393,12 @@ class RandomCrop(Transform):
             w = w + 2 * (tw - w) if w < tw else w
             h = h + 2 * (th - h) if h < th else h
         return list(self._corner(w, h, (th, tw), generator))
+
+    def _eager(self, state, generator):
+        params = self._draw(state, generator)
+        no_pad = self._args["padding"] in (None, 0, [0], [0, 0], [0, 0, 0, 0])
+        state.native(self._native(), params,
+                     box=params if no_pad and not self._args["pad_if_needed"] else None)
 
 
 class RandomHorizontalFlip(Transform):
@@ -855,19 +874,15 @@ class RandomOrder(_EagerOnly):
         return f"RandomOrder({self.transforms!r})"
 
 
-class Pad(_EagerOnly):
-    """torchvision's Pad (constant, edge, reflect, symmetric): the native random_crop's
-    padding, cropped to the whole padded image."""
+class Pad(Transform):
+    """torchvision's Pad (constant, edge, reflect, symmetric): the native pad op."""
+    op = "pad"
 
     def __init__(self, padding, fill=0, padding_mode="constant"):
         if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
             raise ValueError("Padding mode should be either constant, edge, reflect or "
                              "symmetric")
         super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
-
-    def _eager(self, state, generator):
-        state.replace(functional.pad(state.result(), self._args["padding"], self._args["fill"],
-                                     self._args["padding_mode"]))
 
 
 class FiveCrop(_EagerOnly):

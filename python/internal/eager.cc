@@ -79,8 +79,8 @@ class EagerOp {
   std::string text_;
 };
 
-// Working is one call's pixels: uint8 RGB (rgb, with spare for ops that cannot work in
-// place) or the float tensor (chw, 3 × height × width).
+// Working is one call's pixels: uint8 RGB (a and b: the image and the spare for ops that
+// cannot work in place) or the float tensor (chw, 3 × height × width).
 struct Working {
   Image a, b;
   std::vector<float> chw;
@@ -114,8 +114,10 @@ absl::Status RunOps(const std::vector<const EagerOp*>& ops,
   return absl::OkStatus();
 }
 
-// The size limit of one side, so that H × W × 3 cannot overflow an int.
-constexpr int64_t kMaxSide = 1 << 15;
+// The size limits of an image: the ops' own (16384 a side, as their size arguments), and
+// H × W × 3 within an int, which the ops' index arithmetic uses.
+constexpr int64_t kMaxSide = 1 << 14;
+constexpr int64_t kMaxPixels = (int64_t{1} << 31) / 4;
 
 py::array EagerRun(const std::vector<const EagerOp*>& ops,
                    const std::vector<std::optional<std::vector<double>>>& params,
@@ -142,11 +144,15 @@ py::array EagerRun(const std::vector<const EagerOp*>& ops,
   const int64_t h = in_float ? input.shape(1) : input.shape(0);
   const int64_t w = in_float ? input.shape(2) : input.shape(1);
   const int64_t c = in_float ? input.shape(0) : input.shape(2);
-  if (c != 3 || h < 1 || w < 1 || h > kMaxSide || w > kMaxSide) {
-    RaiseValue(absl::StrCat("_eager_run: an image of 3 channels and sides in [1, ", kMaxSide,
-                            "] expected, got ", w, "x", h, "x", c));
+  if (c != 3 || h < 1 || w < 1 || h > kMaxSide || w > kMaxSide || h * w > kMaxPixels) {
+    RaiseValue(absl::StrCat("flowloader.transforms: an image of 3 channels, sides in [1, ",
+                            kMaxSide, "] and at most ", kMaxPixels, " pixels expected, got ",
+                            w, "x", h, "x", c));
   }
-  Working work;
+  // The thread's working images keep their capacity from call to call (a growing
+  // std::vector would zero what the copy then overwrites). Nothing in the ops calls back
+  // into Python, so a call cannot reenter on its thread.
+  thread_local Working work;
   OpImage image;
   image.rgb = &work.a;
   image.spare = &work.b;
@@ -189,17 +195,23 @@ void CheckPilMode(const std::string& mode) {
   if (mode != "RGB" && mode != "L") RaiseValue("_pil_read/_pil_write: mode RGB or L only");
 }
 
-// PilRead is a PIL image's pixels as uint8 [H, W, 3] (L: three equal channels).
-py::array PilRead(uintptr_t rows, const std::string& mode, int width, int height) {
+// PilRead is the box (left, top, width, height) of a PIL image of image_width ×
+// image_height as uint8 [height, width, 3] (L: three equal channels).
+py::array PilRead(uintptr_t rows, const std::string& mode, int image_width, int image_height,
+                  int left, int top, int width, int height) {
   CheckPilMode(mode);
-  if (rows == 0 || width < 1 || height < 1) RaiseValue("_pil_read: no pixels");
+  if (rows == 0 || width < 1 || height < 1 || left < 0 || top < 0 ||
+      left > image_width - width || top > image_height - height) {
+    RaiseValue(absl::StrCat("_pil_read: box ", width, "x", height, "+", left, "+", top,
+                            " outside the image ", image_width, "x", image_height));
+  }
   py::array_t<uint8_t> out({int64_t{height}, int64_t{width}, int64_t{3}});
   uint8_t* dst = out.mutable_data();
   const bool rgb = mode == "RGB";
   {
     py::gil_scoped_release release;
     for (int y = 0; y < height; ++y) {
-      const uint8_t* src = PilRows(rows)[y];
+      const uint8_t* src = PilRows(rows)[top + y] + (rgb ? 4 : 1) * static_cast<size_t>(left);
       uint8_t* d = dst + static_cast<size_t>(y) * width * 3;
       for (int x = 0; x < width; ++x, d += 3) {
         const uint8_t* s = rgb ? src + 4 * x : src + x;
@@ -255,7 +267,8 @@ void RegisterEager(py::module_& m) {
            py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("view"),
            py::arg("position"));
   m.def("_eager_run", &EagerRun, py::arg("ops"), py::arg("params"), py::arg("image"));
-  m.def("_pil_read", &PilRead, py::arg("rows"), py::arg("mode"), py::arg("width"),
+  m.def("_pil_read", &PilRead, py::arg("rows"), py::arg("mode"), py::arg("image_width"),
+        py::arg("image_height"), py::arg("left"), py::arg("top"), py::arg("width"),
         py::arg("height"));
   m.def("_pil_write", &PilWrite, py::arg("rows"), py::arg("mode"), py::arg("pixels"));
 }

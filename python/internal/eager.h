@@ -19,16 +19,17 @@
 //                               or float32 [3, H, W], C-contiguous; the result is a new
 //                               array of the form the last op writes. The GIL is released
 //                               while the ops run.
-//   _pil_read(rows, mode, w, h) / _pil_write(rows, mode, pixels)
-//                               a PIL image (RGB or L) to uint8 [H, W, 3] and back, in
-//                               one pass through its row pointers (Pillow's unsafe_ptrs).
+//   _pil_read(rows, mode, image_w, image_h, left, top, w, h) / _pil_write(rows, mode, pixels)
+//                               a box of a PIL image (RGB or L) to uint8 [h, w, 3], and
+//                               uint8 [H, W, 3] into a PIL image, in one pass through its
+//                               row pointers (Pillow's unsafe_ptrs).
 //
 // The pixels are the loader's: the same Op::Apply on the same bytes, so an eager call
 // with the loader's parameters is byte-identical to the loader's per-sample output
 // (python/tests/test_eager.py checks it).
 //
 // Thread-safety: an _EagerOp is immutable; _eager_run may run on many threads at once
-// (its working images are its own).
+// (each thread keeps its own working images, sized by its largest call so far).
 #ifndef FLOWLOADER_PYTHON_INTERNAL_EAGER_H_
 #define FLOWLOADER_PYTHON_INTERNAL_EAGER_H_
 

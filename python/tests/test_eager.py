@@ -56,6 +56,8 @@ PARITY = [
     ("CenterCrop", T.CenterCrop([11, 6]), TV.CenterCrop([11, 6]), 0, 1),
     ("RandomCrop_pad", T.RandomCrop(12, padding=3, pad_if_needed=True, padding_mode="reflect"),
      TV.RandomCrop(12, padding=3, pad_if_needed=True, padding_mode="reflect"), 0, 4),
+    ("RandomCrop", T.RandomCrop([5, 7]), TV.RandomCrop([5, 7]), 0, 7),
+    ("CenterCrop_odd", T.CenterCrop(7), TV.CenterCrop(7), 0, 1),
     ("RandomCrop_constant", T.RandomCrop(8, pad_if_needed=True, fill=9),
      TV.RandomCrop(8, pad_if_needed=True, fill=9), 0, 1),
     ("RandomHorizontalFlip", T.RandomHorizontalFlip(), TV.RandomHorizontalFlip(), 0, 1),
@@ -261,6 +263,7 @@ def test_bad_input_is_one_line_naming_it():
         (Image.new("CMYK", (8, 8)), TypeError, "mode 'CMYK'"),
         (Image.new("P", (8, 8)), TypeError, "mode 'P'"),
         ("a path", TypeError, "builtins.str"),
+        (np.zeros((16385, 2, 3), np.uint8), ValueError, r"sides in \[1, 16384\]"),
     ]
     for value, kind, words in cases:
         with pytest.raises(kind, match=words) as e:
@@ -278,6 +281,8 @@ def test_functional_matches_torchvision():
     cases = [
         ("resize", lambda m: m.resize(img, [15, 20]), 0),
         ("resized_crop", lambda m: m.resized_crop(img, 3, 4, 20, 18, [12, 12]), 0),
+        ("resized_crop_short_side", lambda m: m.resized_crop(img, 3, 4, 20, 13, 9), 0),
+        ("resized_crop_outside", lambda m: m.resized_crop(img, -4, 20, 30, 20, [11, 9]), 0),
         ("crop", lambda m: m.crop(img, 5, 6, 10, 12), 0),
         ("crop_outside", lambda m: m.crop(img, -3, 25, 10, 12), 0),
         ("center_crop", lambda m: m.center_crop(img, 40), 0),
@@ -388,9 +393,10 @@ def test_gil_is_released_during_native_work():
     during_rate = (counts[0] - start_count) / (time.perf_counter() - start)
     stop.set()
     thread.join()
-    # Holding the GIL through the blur would leave the spinning thread a few switch
-    # intervals of the Python parts: far below a tenth of its free rate.
-    assert during_rate > 0.25 * free_rate, (during_rate, free_rate)
+    # Holding the GIL through the blur would leave the spinning thread only the switch
+    # intervals of the call's Python parts (a few ms of 100+): well under a tenth of its
+    # free rate. Released, it shares the cores with the blur.
+    assert during_rate > 0.1 * free_rate, (during_rate, free_rate)
 
 
 def test_noop_compose_and_lambda():

@@ -27,6 +27,10 @@ CASES = [
     ("RandomCrop", [T.RandomCrop(28, padding=4, padding_mode="reflect")],
      ["random_crop: {size: 28, padding: 4, padding_mode: reflect}"]),
     ("RandomHorizontalFlip", [T.RandomHorizontalFlip()], ["random_horizontal_flip: {p: 0.5}"]),
+    ("Pad", [T.Pad([1, 2, 3, 4], fill=9, padding_mode="reflect"), T.CenterCrop(30)],
+     ["pad: {padding: [1, 2, 3, 4], fill: 9, padding_mode: reflect}", "center_crop: {size: 30}"]),
+    ("Pad_constant", [T.Pad(2, fill=(10, 20, 30)), T.CenterCrop(34)],
+     ["pad: {padding: 2, fill: [10, 20, 30]}", "center_crop: {size: 34}"]),
     ("RandomVerticalFlip", [T.RandomVerticalFlip()], ["random_vertical_flip: {p: 0.5}"]),
     ("ColorJitter", [T.ColorJitter(0.4, 0.4, 0.2, 0.1)],
      ["color_jitter: {brightness: 0.4, contrast: 0.4, saturation: 0.2, hue: 0.1}"]),
@@ -190,7 +194,7 @@ def test_random_apply_of_several_is_a_type_error_in_the_loader():
 
 
 @pytest.mark.parametrize("eager_only", [
-    T.Pad(2), T.FiveCrop(4), T.TenCrop(4), T.RandomChoice([T.RandomInvert()]),
+    T.FiveCrop(4), T.TenCrop(4), T.RandomChoice([T.RandomInvert()]),
     T.RandomOrder([T.RandomInvert()])], ids=lambda t: type(t).__name__)
 def test_eager_only_classes_are_a_type_error_in_the_loader(eager_only):
     with pytest.raises(TypeError, match="runs when called on an image"):

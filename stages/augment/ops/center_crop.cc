@@ -27,6 +27,9 @@ class CenterCrop : public Op {
     const int left = internal::CenterCropOffset(padded_w, width_) - pad_left;
     Image& dst = *image.spare;
     dst.Resize(width_, height_, 3);
+    // Output columns [x0, x1) lie inside the source; the rest is the zero padding.
+    const int x0 = std::clamp(-left, 0, width_);
+    const int x1 = std::clamp(src.width - left, x0, width_);
     for (int y = 0; y < height_; ++y) {
       uint8_t* out = dst.Row(y);
       const int sy = top + y;
@@ -34,13 +37,11 @@ class CenterCrop : public Op {
         std::memset(out, 0, dst.stride());
         continue;
       }
-      for (int x = 0; x < width_; ++x) {
-        const int sx = left + x;
-        const bool inside = sx >= 0 && sx < src.width;
-        for (int c = 0; c < 3; ++c) {
-          out[3 * x + c] = inside ? src.pixels[sy * src.stride() + 3 * sx + c] : 0;
-        }
-      }
+      std::memset(out, 0, 3 * static_cast<size_t>(x0));
+      std::memcpy(out + 3 * x0,
+                  src.pixels.data() + static_cast<size_t>(sy) * src.stride() + 3 * (left + x0),
+                  3 * static_cast<size_t>(x1 - x0));
+      std::memset(out + 3 * x1, 0, 3 * static_cast<size_t>(width_ - x1));
     }
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();

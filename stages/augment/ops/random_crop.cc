@@ -15,55 +15,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "stages/augment/ops/internal/geometry_args.h"
+#include "stages/augment/ops/internal/numpy_pad.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
 namespace {
 
-enum class PadMode { kConstant, kEdge, kReflect, kSymmetric };
-
-// NumpyPad sets map[c] for c in [0, n + before + after) to the index in [0, n) that
-// np.pad(range(n), (before, after), mode) puts there, or -1 for the constant fill.
-void NumpyPad(int n, int before, int after, PadMode mode, std::vector<int>* map) {
-  std::vector<int>& p = *map;
-  const int total = n + before + after;
-  p.resize(total);
-  for (int c = 0; c < total; ++c) {
-    const int i = c - before;
-    if (i >= 0 && i < n) {
-      p[c] = i;
-    } else if (mode == PadMode::kConstant) {
-      p[c] = -1;
-    } else {
-      p[c] = i < 0 ? 0 : n - 1;  // Edge; also np.pad's reflection of a single value.
-    }
-  }
-  if (n == 1 || mode == PadMode::kConstant || mode == PadMode::kEdge) return;
-  // numpy.lib.arraypad._set_reflect_both, repeated until both pads are filled: each round
-  // reflects at most the valid length so far (one less without the edge, for reflect).
-  const bool include_edge = mode == PadMode::kSymmetric;
-  const int edge_offset = include_edge ? 1 : 0;
-  int left = before, right = after;
-  while (left > 0 || right > 0) {
-    const int old_length = total - right - left - (include_edge ? 0 : 1);
-    if (left > 0) {
-      const int chunk = std::min(old_length, left);
-      const int start = left - edge_offset + chunk;  // Read start, start - 1, ..., down.
-      for (int k = 0; k < chunk; ++k) p[left - chunk + k] = p[start - k];
-      left -= chunk;
-    }
-    if (right > 0) {
-      const int chunk = std::min(old_length, right);
-      const int start = total - right + edge_offset - 2;
-      for (int k = 0; k < chunk; ++k) p[total - right + k] = p[start - k];
-      right -= chunk;
-    }
-  }
-}
-
-struct Padding {
-  int left = 0, top = 0, right = 0, bottom = 0;
-};
+using internal::NumpyPad;
+using internal::Padding;
+using internal::PadMode;
 
 class RandomCrop : public Op {
  public:
@@ -160,33 +120,6 @@ class RandomCrop : public Op {
   const PadMode mode_;
 };
 
-// ReadPadding: F.pad's padding: an integer (every side), [left/right, top/bottom] or
-// [left, top, right, bottom]; here each in [0, 16384] (negative pads, which crop, are
-// not supported).
-absl::Status ReadPadding(const std::string& op, const OpArgs& args, Padding* pad) {
-  const OpValue& v = args.Get("padding");
-  if (v.is_none) return absl::OkStatus();
-  const char* what = "null, an integer, [left/right, top/bottom] or [left, top, right, bottom], "
-                     "each in [0, 16384]";
-  for (double n : v.numbers) {
-    if (!(n >= 0 && n <= 16384 && n == std::floor(n))) return ArgError(op, "padding", what, v);
-  }
-  const std::vector<double>& n = v.numbers;
-  if (v.IsNumber() || (v.is_list && n.size() == 1)) {
-    *pad = {static_cast<int>(n[0]), static_cast<int>(n[0]), static_cast<int>(n[0]),
-            static_cast<int>(n[0])};
-  } else if (v.is_list && n.size() == 2) {
-    *pad = {static_cast<int>(n[0]), static_cast<int>(n[1]), static_cast<int>(n[0]),
-            static_cast<int>(n[1])};
-  } else if (v.is_list && n.size() == 4) {
-    *pad = {static_cast<int>(n[0]), static_cast<int>(n[1]), static_cast<int>(n[2]),
-            static_cast<int>(n[3])};
-  } else {
-    return ArgError(op, "padding", what, v);
-  }
-  return absl::OkStatus();
-}
-
 FLOWLOADER_REGISTER_OP(
     (OpSchema{"random_crop",
               "crops a box of size at a uniformly drawn position, after optional padding",
@@ -206,7 +139,9 @@ FLOWLOADER_REGISTER_OP(
       int h = 0, w = 0;
       if (absl::Status s = ReadSize(op, args, "size", true, &h, &w); !s.ok()) return s;
       Padding padding;
-      if (absl::Status s = ReadPadding(op, args, &padding); !s.ok()) return s;
+      if (absl::Status s = internal::ReadPadding(op, args, "padding", &padding); !s.ok()) {
+        return s;
+      }
       bool pad_if_needed = false;
       if (absl::Status s = internal::ReadBool(op, args, "pad_if_needed", &pad_if_needed);
           !s.ok()) {
@@ -214,19 +149,9 @@ FLOWLOADER_REGISTER_OP(
       }
       std::array<uint8_t, 3> fill{};
       if (absl::Status s = internal::ReadFill(op, args, "fill", &fill); !s.ok()) return s;
-      const std::string& m = args.Word("padding_mode");
       PadMode mode;
-      if (m == "constant") {
-        mode = PadMode::kConstant;
-      } else if (m == "edge") {
-        mode = PadMode::kEdge;
-      } else if (m == "reflect") {
-        mode = PadMode::kReflect;
-      } else if (m == "symmetric") {
-        mode = PadMode::kSymmetric;
-      } else {
-        return ArgError(op, "padding_mode", "constant, edge, reflect or symmetric",
-                        args.Get("padding_mode"));
+      if (absl::Status s = internal::ReadPadMode(op, args, "padding_mode", &mode); !s.ok()) {
+        return s;
       }
       return std::unique_ptr<Op>(new RandomCrop(h, w, padding, pad_if_needed, fill, mode));
     });

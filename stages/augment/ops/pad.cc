@@ -1,0 +1,88 @@
+// pad.cc: torchvision's Pad(padding, fill=0, padding_mode=constant): F.pad on a PIL image,
+// each side by its pad, filled with `fill` (constant) or np.pad's edge, reflect or
+// symmetric pattern (internal/numpy_pad.h), exact. The output is larger than the input by
+// the pads, so a list with pad needs a fixed-size op after it or a fixed size before it.
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "stages/augment/ops/internal/geometry_args.h"
+#include "stages/augment/ops/internal/numpy_pad.h"
+#include "stages/augment/ops/op.h"
+
+namespace flowloader::augment {
+namespace {
+
+using internal::NumpyPad;
+using internal::Padding;
+using internal::PadMode;
+
+class Pad : public Op {
+ public:
+  Pad(Padding padding, std::array<uint8_t, 3> fill, PadMode mode)
+      : padding_(padding), fill_(fill), mode_(mode) {}
+
+  OpSize OutputSize(OpSize in) const override {
+    if (!in.Known()) return {};
+    return {in.width + padding_.left + padding_.right, in.height + padding_.top + padding_.bottom};
+  }
+
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
+    const Image& src = *image.rgb;
+    const int width = src.width + padding_.left + padding_.right;
+    const int height = src.height + padding_.top + padding_.bottom;
+    thread_local std::vector<int> map_x, map_y;
+    NumpyPad(src.width, padding_.left, padding_.right, mode_, &map_x);
+    NumpyPad(src.height, padding_.top, padding_.bottom, mode_, &map_y);
+    Image& dst = *image.spare;
+    dst.Resize(width, height, 3);
+    for (int oy = 0; oy < height; ++oy) {
+      uint8_t* out = dst.Row(oy);
+      const int sy = map_y[oy];
+      const uint8_t* in = sy >= 0 ? src.pixels.data() + static_cast<size_t>(sy) * src.stride()
+                                  : nullptr;
+      for (int ox = 0; ox < width; ++ox, out += 3) {
+        const int sx = map_x[ox];
+        const uint8_t* px = in != nullptr && sx >= 0 ? in + 3 * sx : fill_.data();
+        out[0] = px[0];
+        out[1] = px[1];
+        out[2] = px[2];
+      }
+    }
+    std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+ private:
+  const Padding padding_;
+  const std::array<uint8_t, 3> fill_;
+  const PadMode mode_;
+};
+
+FLOWLOADER_REGISTER_OP(
+    (OpSchema{"pad",
+              "pads each border: a fill colour or np.pad's edge, reflect or symmetric pattern",
+              {{"padding", "0", "an integer, [left/right, top/bottom] or [left, top, right, "
+                                "bottom], each in [0, 16384]",
+                "pixels added on each border"},
+               {"fill", "0", "a number or [r, g, b] in [0, 255]",
+                "the padding's colour in constant mode"},
+               {"padding_mode", "constant", "constant, edge, reflect or symmetric",
+                "how padding is filled (np.pad's modes)"}}}),
+    [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+      const std::string op = "pad";
+      Padding padding;
+      if (absl::Status s = internal::ReadPadding(op, args, "padding", &padding); !s.ok()) {
+        return s;
+      }
+      std::array<uint8_t, 3> fill{};
+      if (absl::Status s = internal::ReadFill(op, args, "fill", &fill); !s.ok()) return s;
+      PadMode mode;
+      if (absl::Status s = internal::ReadPadMode(op, args, "padding_mode", &mode); !s.ok()) {
+        return s;
+      }
+      return std::unique_ptr<Op>(new Pad(padding, fill, mode));
+    });
+
+}  // namespace
+}  // namespace flowloader::augment
