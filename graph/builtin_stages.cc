@@ -2,6 +2,7 @@
 // libraries in stages/ to the SampleStage interface and declaring their options.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -200,6 +201,10 @@ absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
   return out;
 }
 
+// Int option bounds: an int field's range, and the largest image side (transform.h's).
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kMaxSide = 1 << 14;
+
 // kSeekIndexBytesPerFile is what the seek index plans per file: 16 seek points of 12 B
 // per MCU row, so about 12 B a pixel row at 4:2:0 (a 451×379 photo takes ~4.6 KB); 8 KiB
 // covers files up to ~680 rows. Taller files are indexed while the budget lasts.
@@ -271,7 +276,8 @@ StageSchema ReadSchema() {
   StageSchema schema{
       "read",
       "reads each sample's file, retrying transient I/O errors with backoff",
-      {{"max_retries", OptionType::kInt, "3", "retries of a transient read error (EIO)"},
+      {{"max_retries", OptionType::kInt, "3", "retries of a transient read error (EIO)", {},
+        0, kIntMax},
        {"backoff_ms", OptionType::kFloat, "2", "wait before the first retry, doubled each time"},
        {"max_file_bytes", OptionType::kInt, "1073741824", "larger files are skipped unread"}},
       0,
@@ -322,9 +328,9 @@ StageSchema AugmentSchema() {
       "[a, b]` writes an independent random view into each",
       {{"mode", OptionType::kString, augment::ModeName(augment::Mode::kTrain),
         absl::StrJoin(augment::ModeNames(), " or "), augment::ModeNames()},
-       {"image_size", OptionType::kInt, "224", "output side in pixels"},
+       {"image_size", OptionType::kInt, "224", "output side in pixels", {}, 1, kMaxSide},
        {"resize_size", OptionType::kInt, "0",
-        "eval: shorter side before the center crop; 0 = image_size*256/224"},
+        "eval: shorter side before the center crop; 0 = image_size*256/224", {}, 0, kMaxSide},
        {"scale_min", OptionType::kFloat, "0.08", "train: smallest crop area fraction"},
        {"scale_max", OptionType::kFloat, "1.0", "train: largest crop area fraction"},
        {"ratio_min", OptionType::kFloat, "0.75", "train: smallest crop aspect ratio"},

@@ -211,7 +211,8 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
       head.layout = Layout::kUint8HWC;
     }
     absl::StatusOr<std::unique_ptr<Transform>> t = Transform::Create(head);
-    if (!t.ok()) return fail(0, std::string(t.status().message()));
+    // (The head's image_size is the op's size argument.)
+    if (!t.ok()) return fail(0, absl::StrCat("size ", head.image_size, ": ", t.status().message()));
     program->head_ = *std::move(t);
   }
   const bool has_pixel_ops =
