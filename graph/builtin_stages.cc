@@ -1,6 +1,8 @@
 // builtin_stages.cc: the read, decode and augment stage types, adapting the stage
 // libraries in stages/ to the SampleStage interface and declaring their options.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -141,22 +143,57 @@ class DecodeStage : public SampleStage {
 
 thread_local std::vector<augment::CropPlan> DecodeStage::request_scratch_;
 
+// FusedOpName is the torchvision ops the fused pass does, as the `op` label a transforms
+// stage gives the same fused head: train random_resized_crop+random_horizontal_flip
+// (+normalize for float_chw), eval resize+center_crop(+normalize).
+std::string FusedOpName(const augment::TransformOptions& o) {
+  std::string name = o.mode == augment::Mode::kTrain
+                         ? "random_resized_crop+random_horizontal_flip"
+                         : "resize+center_crop";
+  if (o.layout == augment::Layout::kFloatCHW) name += "+normalize";
+  return name;
+}
+
+// FusedCost is the fused pass's op row's counters (OpCostRow), summed over threads.
+struct FusedCost {
+  std::atomic<int64_t> busy_ns{0};
+  std::atomic<int64_t> runs{0};
+};
+
+int64_t MonotonicNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // AugmentStage writes one view per batch tensor it is bound to, each with its own
 // random crop and flip (stream ViewStream(view)).
 class AugmentStage : public SampleStage {
  public:
   AugmentStage(std::shared_ptr<const augment::Transform> transform, std::vector<int> views,
                bool frees_image)
-      : transform_(std::move(transform)), views_(std::move(views)), frees_image_(frees_image) {}
+      : transform_(std::move(transform)), views_(std::move(views)), frees_image_(frees_image),
+        cost_(std::make_shared<FusedCost>()) {}
 
   absl::Status Process(SampleContext& sample) const override {
     absl::Status status;
+    const int64_t start = MonotonicNanos();
     for (int view : views_) {
       status = ApplyView(sample, view);
       if (!status.ok()) break;
+      cost_->runs.fetch_add(1, std::memory_order_relaxed);
     }
+    cost_->busy_ns.fetch_add(MonotonicNanos() - start, std::memory_order_relaxed);
     if (frees_image_) GiveBack(sample.decoded.image.pixels);  // Pixels are in the batch now.
     return status;
+  }
+
+  // OpCosts: the fused pass as one op row, named by the ops it does, so that the per-op
+  // metrics and panels answer for the default graph as for a transforms stage.
+  std::vector<OpCostRow> OpCosts() const override {
+    return {{FusedOpName(transform_->options()),
+             std::shared_ptr<const std::atomic<int64_t>>(cost_, &cost_->busy_ns),
+             std::shared_ptr<const std::atomic<int64_t>>(cost_, &cost_->runs)}};
   }
   size_t BytesProduced(const SampleContext& sample) const override {
     size_t bytes = 0;
@@ -181,6 +218,7 @@ class AugmentStage : public SampleStage {
   std::shared_ptr<const augment::Transform> transform_;
   const std::vector<int> views_;
   const bool frees_image_;
+  const std::shared_ptr<FusedCost> cost_;  // Shared with the op row's counters.
 };
 
 absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,

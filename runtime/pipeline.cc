@@ -189,9 +189,15 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
   // 3. Plan, with batches where the device options put them.
   absl::StatusOr<std::shared_ptr<DeviceMemory>> memory = BatchMemory(options);
   if (!memory.ok()) return memory.status();
-  LogInfo(absl::StrCat("pipeline '", options.name, "': batches ",
-                       (*memory)->location() == MemoryLocation::kHost ? "in " : "on ",
-                       (*memory)->description()));
+  if ((*memory)->detail().empty()) {
+    LogInfo(absl::StrCat("pipeline '", options.name, "': batches ",
+                         (*memory)->location() == MemoryLocation::kHost ? "in " : "on ",
+                         (*memory)->description()));
+  } else {  // The host fallback: the runtime's reason only when asked for (--verbose).
+    LogInfo(absl::StrCat("pipeline '", options.name, "': ", (*memory)->description()));
+    LogDebug(absl::StrCat("pipeline '", options.name, "': no CUDA device because ",
+                          (*memory)->detail()));
+  }
   absl::StatusOr<Planned> planned = Plan(options, *data, **memory);
   if (!planned.ok()) return planned.status();
   // 4. Build the graph (PipelineGraph::Create checks the memory plan first) and start it.
