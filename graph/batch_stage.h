@@ -79,8 +79,9 @@ struct BatchStageEnv {
   int batch_size = 0;
   bool drop_last = false;
   // The classes the data has: ImageFolder's class count, else the largest label + 1 (a
-  // list file's or shards' labels); 0 for data without labels.
-  int data_classes = 0;
+  // list file's or shards' labels, which may exceed what soft targets can have); 0 for
+  // data without labels.
+  int64_t data_classes = 0;
   // The label tensor: int64 class indices until a factory asks for soft targets by
   // setting num_classes (every later stage sees it set; two stages must agree).
   LabelSpec label;
@@ -92,7 +93,7 @@ using BatchStageFactory =
     std::function<absl::StatusOr<std::unique_ptr<BatchStage>>(const StageArgs&, BatchStageEnv&)>;
 
 // DataClasses is BatchStageEnv::data_classes for `dataset`.
-int DataClasses(const Dataset& dataset);
+int64_t DataClasses(const Dataset& dataset);
 
 // RegisterBuiltinBatchStages adds mixup_cutmix and label_smoothing (stages/mix/).
 void RegisterBuiltinBatchStages(StageRegistry& registry);

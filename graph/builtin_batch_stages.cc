@@ -1,6 +1,7 @@
 // builtin_batch_stages.cc: the built-in batch stages: mixup_cutmix (timm's Mixup) and
 // label_smoothing, over stages/mix/'s kernels; and DataClasses.
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -49,19 +50,49 @@ absl::Status ParseMinmax(const std::string& text, mix::MixupOptions* o) {
   return absl::OkStatus();
 }
 
+// kMaxClasses is the most columns soft targets can have (LabelSpec::num_classes is an
+// int); below it, the memory plan judges whether prefetch × batch × columns fits.
+constexpr int64_t kMaxClasses = std::numeric_limits<int>::max();
+
+// SoftTargetsText is what `classes` columns of float32 soft targets take: "8.0 GiB a row,
+// 512.0 GiB a batch of 64".
+std::string SoftTargetsText(int64_t classes, int batch_size) {
+  // (Both at most 2^62 and 2^31: no overflow in the doubles' range.)
+  const double row = 4.0 * static_cast<double>(classes);
+  auto bytes = [](double b) {
+    return b < 9e18 ? FormatBytes(static_cast<int64_t>(b)) : absl::StrCat(b, " B");
+  };
+  return absl::StrCat(bytes(row), " a row, ", bytes(row * std::max(batch_size, 1)),
+                      " a batch of ", std::max(batch_size, 1));
+}
+
 // ResolveClasses sets the targets' columns: the option, else the data's classes; and
-// records them as the pipeline's soft-label width (two stages must agree).
+// records them as the pipeline's soft-label width (two stages must agree). Both are
+// range-checked as int64 before they become the int width.
 absl::Status ResolveClasses(const StageArgs& args, BatchStageEnv& env, int* classes) {
   const int64_t given = args.GetInt("num_classes");
   if (given < 0 || (args.IsSet("num_classes") && given == 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "option 'num_classes' must be >= 1 (leave it out to take the data's), got ", given));
   }
-  *classes = given > 0 ? static_cast<int>(given) : env.data_classes;
-  if (*classes < 1) {
+  if (given > kMaxClasses) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "option 'num_classes' must be at most ", kMaxClasses, " (soft targets' columns), got ",
+        given, "; its soft targets would take ", SoftTargetsText(given, env.batch_size)));
+  }
+  const int64_t wanted = given > 0 ? given : env.data_classes;
+  if (wanted < 1) {
     return absl::InvalidArgumentError(
         "the data has no labels to count classes from: set option 'num_classes'");
   }
+  if (wanted > kMaxClasses) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the data's largest label is ", wanted - 1, ", so its soft targets would need ", wanted,
+        " columns (", SoftTargetsText(wanted, env.batch_size), "), more than ", kMaxClasses,
+        ": set option 'num_classes' to the real class count (larger labels are skipped as "
+        "label_out_of_range)"));
+  }
+  *classes = static_cast<int>(wanted);
   if (env.label.soft() && env.label.num_classes != *classes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num_classes ", *classes, " differs from an earlier batch op's ",
@@ -179,11 +210,12 @@ const char kClassesDoc[] =
 
 }  // namespace
 
-int DataClasses(const Dataset& dataset) {
-  if (!dataset.class_names().empty()) return static_cast<int>(dataset.class_names().size());
+int64_t DataClasses(const Dataset& dataset) {
+  if (!dataset.class_names().empty()) return static_cast<int64_t>(dataset.class_names().size());
   int64_t largest = -1;
   for (int64_t i = 0; i < dataset.size(); ++i) largest = std::max(largest, dataset.sample(i).label);
-  return static_cast<int>(largest + 1);
+  // (A label of INT64_MAX still counts: the caller refuses it by its size.)
+  return largest == std::numeric_limits<int64_t>::max() ? largest : largest + 1;
 }
 
 void RegisterBuiltinBatchStages(StageRegistry& registry) {

@@ -1,7 +1,10 @@
 // builtin_stages.cc: the read, decode and augment stage types, adapting the stage
 // libraries in stages/ to the SampleStage interface and declaring their options.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -140,22 +143,57 @@ class DecodeStage : public SampleStage {
 
 thread_local std::vector<augment::CropPlan> DecodeStage::request_scratch_;
 
+// FusedOpName is the torchvision ops the fused pass does, as the `op` label a transforms
+// stage gives the same fused head: train random_resized_crop+random_horizontal_flip
+// (+normalize for float_chw), eval resize+center_crop(+normalize).
+std::string FusedOpName(const augment::TransformOptions& o) {
+  std::string name = o.mode == augment::Mode::kTrain
+                         ? "random_resized_crop+random_horizontal_flip"
+                         : "resize+center_crop";
+  if (o.layout == augment::Layout::kFloatCHW) name += "+normalize";
+  return name;
+}
+
+// FusedCost is the fused pass's op row's counters (OpCostRow), summed over threads.
+struct FusedCost {
+  std::atomic<int64_t> busy_ns{0};
+  std::atomic<int64_t> runs{0};
+};
+
+int64_t MonotonicNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // AugmentStage writes one view per batch tensor it is bound to, each with its own
 // random crop and flip (stream ViewStream(view)).
 class AugmentStage : public SampleStage {
  public:
   AugmentStage(std::shared_ptr<const augment::Transform> transform, std::vector<int> views,
                bool frees_image)
-      : transform_(std::move(transform)), views_(std::move(views)), frees_image_(frees_image) {}
+      : transform_(std::move(transform)), views_(std::move(views)), frees_image_(frees_image),
+        cost_(std::make_shared<FusedCost>()) {}
 
   absl::Status Process(SampleContext& sample) const override {
     absl::Status status;
+    const int64_t start = MonotonicNanos();
     for (int view : views_) {
       status = ApplyView(sample, view);
       if (!status.ok()) break;
+      cost_->runs.fetch_add(1, std::memory_order_relaxed);
     }
+    cost_->busy_ns.fetch_add(MonotonicNanos() - start, std::memory_order_relaxed);
     if (frees_image_) GiveBack(sample.decoded.image.pixels);  // Pixels are in the batch now.
     return status;
+  }
+
+  // OpCosts: the fused pass as one op row, named by the ops it does, so that the per-op
+  // metrics and panels answer for the default graph as for a transforms stage.
+  std::vector<OpCostRow> OpCosts() const override {
+    return {{FusedOpName(transform_->options()),
+             std::shared_ptr<const std::atomic<int64_t>>(cost_, &cost_->busy_ns),
+             std::shared_ptr<const std::atomic<int64_t>>(cost_, &cost_->runs)}};
   }
   size_t BytesProduced(const SampleContext& sample) const override {
     size_t bytes = 0;
@@ -180,6 +218,7 @@ class AugmentStage : public SampleStage {
   std::shared_ptr<const augment::Transform> transform_;
   const std::vector<int> views_;
   const bool frees_image_;
+  const std::shared_ptr<FusedCost> cost_;  // Shared with the op row's counters.
 };
 
 absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
@@ -199,6 +238,10 @@ absl::StatusOr<std::array<float, 3>> ParseTriple(const std::string& option,
   }
   return out;
 }
+
+// Int option bounds: an int field's range, and the largest image side (transform.h's).
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+constexpr int64_t kMaxSide = 1 << 14;
 
 // kSeekIndexBytesPerFile is what the seek index plans per file: 16 seek points of 12 B
 // per MCU row, so about 12 B a pixel row at 4:2:0 (a 451×379 photo takes ~4.6 KB); 8 KiB
@@ -271,7 +314,8 @@ StageSchema ReadSchema() {
   StageSchema schema{
       "read",
       "reads each sample's file, retrying transient I/O errors with backoff",
-      {{"max_retries", OptionType::kInt, "3", "retries of a transient read error (EIO)"},
+      {{"max_retries", OptionType::kInt, "3", "retries of a transient read error (EIO)", {},
+        0, kIntMax},
        {"backoff_ms", OptionType::kFloat, "2", "wait before the first retry, doubled each time"},
        {"max_file_bytes", OptionType::kInt, "1073741824", "larger files are skipped unread"}},
       0,
@@ -322,9 +366,9 @@ StageSchema AugmentSchema() {
       "[a, b]` writes an independent random view into each",
       {{"mode", OptionType::kString, augment::ModeName(augment::Mode::kTrain),
         absl::StrJoin(augment::ModeNames(), " or "), augment::ModeNames()},
-       {"image_size", OptionType::kInt, "224", "output side in pixels"},
+       {"image_size", OptionType::kInt, "224", "output side in pixels", {}, 1, kMaxSide},
        {"resize_size", OptionType::kInt, "0",
-        "eval: shorter side before the center crop; 0 = image_size*256/224"},
+        "eval: shorter side before the center crop; 0 = image_size*256/224", {}, 0, kMaxSide},
        {"scale_min", OptionType::kFloat, "0.08", "train: smallest crop area fraction"},
        {"scale_max", OptionType::kFloat, "1.0", "train: largest crop area fraction"},
        {"ratio_min", OptionType::kFloat, "0.75", "train: smallest crop aspect ratio"},

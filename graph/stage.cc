@@ -201,6 +201,12 @@ absl::StatusOr<StageArgs> StageArgs::Parse(const StageSchema& schema,
                                                      TypeName(option->type), ", got '",
                                                      value, "'"));
     }
+    if (int64_t v = 0; option->type == OptionType::kInt && absl::SimpleAtoi(value, &v) &&
+                       (v < option->min_int || v > option->max_int)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", schema.type, "' option '", name, "' must be an integer in [",
+          option->min_int, ", ", option->max_int, "], got ", v));
+    }
     if (!IsChoice(*option, value)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "stage '", schema.type, "' option '", name, "' must be one of ",

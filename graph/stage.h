@@ -15,6 +15,7 @@
 #include <mutex>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -124,6 +125,10 @@ struct OptionSchema {
   std::string doc;
   // The only accepted values (a string option's enumeration); empty = any of the type.
   std::vector<std::string> choices;
+  // An int option's accepted range, checked before any factory narrows it (so 4294967299
+  // is refused, never read as the int 3).
+  int64_t min_int = std::numeric_limits<int64_t>::min();
+  int64_t max_int = std::numeric_limits<int64_t>::max();
 };
 
 // FieldKind is what a per-sample field holds.

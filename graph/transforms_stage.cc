@@ -268,12 +268,19 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& a
   std::vector<int> views = graph_internal::DeclareViews(program->head(), spec, env);
   if (absl::Status s = CheckTargetOps(*program, env.carried, views.size()); !s.ok()) return s;
   if (program->scratch_bytes() > 0) {
+    // Named by the op whose output is the largest image and its argument, so a refusal
+    // says which op's size does not fit ("lower center_crop size or num_workers").
     const int64_t per_worker = static_cast<int64_t>(program->scratch_bytes());
+    const std::string op_size =
+        program->largest_op() >= 0
+            ? absl::StrCat(program->op_name(static_cast<size_t>(program->largest_op())), " size")
+            : "image_size";
     env.memory.push_back({"transforms scratch", "transforms_scratch",
                           per_worker * env.num_workers,
                           absl::StrCat("num_workers ", env.num_workers, " × ",
-                                       FormatBytes(per_worker), " working pixels"),
-                          {"num_workers"}});
+                                       FormatBytes(per_worker), " working pixels, two images "
+                                       "of the largest an op makes (", op_size, ")"),
+                          {op_size, "num_workers"}});
   }
   return std::unique_ptr<SampleStage>(
       new TransformsStage(std::move(program), std::move(views), graph_internal::MayFree(env, 0),

@@ -93,6 +93,7 @@ std::vector<CommandDef> Commands() {
       {"consumer_ms", "0", "simulate a training step: sleep this long per batch; >= 0"},
       {"linger_seconds", "0", "keep serving metrics this long after the run; >= 0"},
       {"progress", "true", "show a live progress line", true},
+      {"verbose", "false", "also log details, such as why there is no CUDA device", true},
   };
   run.flags.insert(run.flags.end(), run_only.begin(), run_only.end());
   CommandDef plan{"plan", "flowloader plan --data=DIR_OR_LIST [run's flags] [--json]",
@@ -304,7 +305,10 @@ int Run(const CommandDef& command, const ParsedFlags& parsed, absl::Time process
   if (s.ok()) s = flags.Double("consumer_ms", 0, &c.consumer_ms);
   if (s.ok()) s = flags.Double("linger_seconds", 0, &c.linger_seconds);
   if (s.ok()) s = flags.Bool("progress", &c.progress);
+  bool verbose = false;
+  if (s.ok()) s = flags.Bool("verbose", &verbose);
   if (!s.ok()) return Fail(std::string(s.message()));
+  if (verbose) SetMinLogLevel(LogLevel::kDebug);
   if (!c.trace_out.empty()) c.pipeline.trace_spans = static_cast<size_t>(spans);
   return RunCommand(c);
 }

@@ -8,6 +8,7 @@
 #include "graph/stage.h"
 #include "runtime/internal/autotune_loop.h"
 #include "runtime/internal/data_checksum.h"
+#include "runtime/internal/optional_memory.h"
 #include "runtime/internal/options_check.h"
 #include "runtime/version.h"
 #include "stages/core/log.h"
@@ -187,7 +188,46 @@ std::shared_ptr<PipelineStats> StatsFor(const PipelineOptions& options, const Da
 
 }  // namespace
 
+absl::StatusOr<PipelineOptions> FitOptionalMemory(
+    const PipelineOptions& options, const std::function<absl::Status(const PipelineOptions&)>& fits,
+    std::string* note) {
+  return pipeline_internal::ShrinkOptionalMemory(options, fits, note);
+}
+
+namespace {
+
+// FitsRunBudget is Create's memory check without creating anything: the plan (the
+// autotuner's ram_budget check included) against MemoryBudgetFor.
+absl::Status FitsRunBudget(const PipelineOptions& options) {
+  absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemoryAsGiven(options);
+  if (!plan.ok()) return plan.status();
+  return plan->CheckFits(Pipeline::MemoryBudgetFor(options));
+}
+
+// FitOptions sets *fitted to `options` with the optional caches shrunk to the run's
+// budget and returns true, or returns false when nothing optional makes them fit (or
+// they fit as given).
+bool FitOptions(const PipelineOptions& options, PipelineOptions* fitted) {
+  std::string note;
+  absl::StatusOr<PipelineOptions> shrunk = FitOptionalMemory(options, FitsRunBudget, &note);
+  if (!shrunk.ok() || note.empty()) return false;
+  LogInfo(absl::StrCat("pipeline '", options.name, "': ", note));
+  *fitted = *std::move(shrunk);
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<MemoryPlan> Pipeline::PlanMemory(const PipelineOptions& options) {
+  absl::StatusOr<MemoryPlan> plan = PlanMemoryAsGiven(options);
+  const bool over = plan.ok() ? !plan->CheckFits(MemoryBudgetFor(options)).ok()
+                              : plan.status().code() == absl::StatusCode::kResourceExhausted;
+  PipelineOptions fitted;
+  if (over && FitOptions(options, &fitted)) return PlanMemoryAsGiven(fitted);
+  return plan;
+}
+
+absl::StatusOr<MemoryPlan> Pipeline::PlanMemoryAsGiven(const PipelineOptions& options) {
   if (absl::Status s = CheckPipelineOptions(options); !s.ok()) return s;
   absl::StatusOr<DataSources> data = OpenData(options);
   if (!data.ok()) return data.status();
@@ -208,6 +248,16 @@ MemoryBudget Pipeline::MemoryBudgetFor(const PipelineOptions& options) {
 // data sources (each declaring its memory parts), plan (stages, fields, auto knobs,
 // memory), then build and start the graph.
 absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions& options) {
+  absl::StatusOr<std::unique_ptr<Pipeline>> made = CreateAsGiven(options);
+  if (made.ok() || made.status().code() != absl::StatusCode::kResourceExhausted) return made;
+  // Over its memory budget: the optional caches shrink before the configuration is
+  // refused (the refusal stands when it does not fit without them).
+  PipelineOptions fitted;
+  if (!FitOptions(options, &fitted)) return made;
+  return CreateAsGiven(fitted);
+}
+
+absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::CreateAsGiven(const PipelineOptions& options) {
   // 1. Check the options.
   if (absl::Status s = CheckPipelineOptions(options); !s.ok()) return s;
   // 2. Open the data sources.
@@ -216,9 +266,15 @@ absl::StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const PipelineOptions
   // 3. Plan, with batches where the device options put them.
   absl::StatusOr<std::shared_ptr<DeviceMemory>> memory = BatchMemory(options);
   if (!memory.ok()) return memory.status();
-  LogInfo(absl::StrCat("pipeline '", options.name, "': batches ",
-                       (*memory)->location() == MemoryLocation::kHost ? "in " : "on ",
-                       (*memory)->description()));
+  if ((*memory)->detail().empty()) {
+    LogInfo(absl::StrCat("pipeline '", options.name, "': batches ",
+                         (*memory)->location() == MemoryLocation::kHost ? "in " : "on ",
+                         (*memory)->description()));
+  } else {  // The host fallback: the runtime's reason only when asked for (--verbose).
+    LogInfo(absl::StrCat("pipeline '", options.name, "': ", (*memory)->description()));
+    LogDebug(absl::StrCat("pipeline '", options.name, "': no CUDA device because ",
+                          (*memory)->detail()));
+  }
   absl::StatusOr<Planned> planned = Plan(options, *data, **memory);
   if (!planned.ok()) return planned.status();
   // 4. Build the graph (PipelineGraph::Create checks the memory plan first) and start it.

@@ -28,6 +28,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -221,6 +222,8 @@ class Pipeline {
  public:
   // Create validates everything (options, dataset listing, stage options), allocates the
   // batch buffers and starts prefetching. Errors say what is wrong in one line.
+  // A configuration over its memory budget is made with its optional caches shrunk
+  // (FitOptionalMemory, logged) before it is refused.
   static absl::StatusOr<std::unique_ptr<Pipeline>> Create(const PipelineOptions& options);
   ~Pipeline();
 
@@ -228,7 +231,11 @@ class Pipeline {
   // returns the memory plan Create checks before allocating (the batch pool, decode's seek
   // index budget and per-worker scratch, the device buffers where batches go to a device),
   // without allocating the batch buffers or starting anything. Errors are Create's.
+  // A configuration over its budget is planned as Create makes it: with the optional
+  // caches shrunk (FitOptionalMemory).
   static absl::StatusOr<MemoryPlan> PlanMemory(const PipelineOptions& options);
+  // PlanMemoryAsGiven is PlanMemory without shrinking anything.
+  static absl::StatusOr<MemoryPlan> PlanMemoryAsGiven(const PipelineOptions& options);
   // MemoryBudgetFor is what Create checks that plan against: what the process may use
   // (MemAvailable, the cgroup limit), capped by memory_limit_mb when set.
   static MemoryBudget MemoryBudgetFor(const PipelineOptions& options);
@@ -323,12 +330,25 @@ class Pipeline {
   mutable std::mutex checksum_mu_;
   const std::unique_ptr<DataChecksum> checksum_ ABSL_PT_GUARDED_BY(checksum_mu_);
 
+  // CreateAsGiven is Create without shrinking anything.
+  static absl::StatusOr<std::unique_ptr<Pipeline>> CreateAsGiven(const PipelineOptions& options);
+
   void AdvanceCursorLocked(const PipelineGraph::Popped& popped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 // DefaultStages returns read → decode → augment configured from `options`.
 absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& options);
+
+// FitOptionalMemory shrinks the optional caches of the memory plan (decode's seek index:
+// it only speeds up later epochs) until `fits` accepts the options: the options unchanged
+// when they fit, the original ResourceExhausted when they do not fit even without the
+// caches. `fits` returns ResourceExhausted for "over budget". Create and PlanMemory use it
+// with the run's budget (memory_limit_mb, what the process may use, the autotuner's
+// ram_budget); `flowloader tune` with its ram_budget. *note says what was shrunk.
+absl::StatusOr<PipelineOptions> FitOptionalMemory(
+    const PipelineOptions& options, const std::function<absl::Status(const PipelineOptions&)>& fits,
+    std::string* note = nullptr);
 
 }  // namespace flowloader
 

@@ -509,6 +509,13 @@ const ErrorCase kErrorCases[] = {
     {"OpArgumentUnknown",
      "stages:\n  - type: transforms\n    ops:\n      - center_crop: {sise: 64}\n",
      "t.yaml:4:23: center_crop has no argument 'sise' (did you mean 'size'?)"},
+    {"OpArgumentAgainstAnotherGivenOne",
+     "stages:\n  - type: transforms\n    ops:\n      - resize: {max_size: 200, size: 300}\n",
+     "t.yaml:4:28: resize: max_size must be an integer in (size=300, 16384], got 200"},
+    {"RandAugmentMagnitudeBeyondItsBins",
+     "stages:\n  - type: transforms\n    ops:\n"
+     "      - rand_augment: {num_magnitude_bins: 40, magnitude: 50}\n",
+     "t.yaml:4:59: rand_augment: magnitude must be a number in [0, 39], got 50"},
     {"PixelOpAfterNormalize",
      "stages:\n  - type: transforms\n    ops:\n      - center_crop: {size: 8}\n"
      "      - normalize\n      - random_horizontal_flip\n",
@@ -682,6 +689,19 @@ TEST(SpecTest, LoadSpecFileErrorsNameTheFile) {
 
 // README's op-list example (the ```yaml block starting with `stages:`, with its
 // `batch_ops:`) is a spec that parses, so it cannot drift from the op names and arguments.
+// An argument whose range depends on another is judged against the value written, not
+// the other's default (torchvision accepts both of these).
+TEST(SpecTest, OpArgumentsAreCheckedTogetherAsTorchvisionChecksThem) {
+  for (const char* ops : {"[{resize: {size: 100, max_size: 200}}, {center_crop: {size: 64}}]",
+                          "[{resize: {max_size: 200, size: 100}}, {center_crop: {size: 64}}]",
+                          "[{rand_augment: {num_magnitude_bins: 100, magnitude: 50}}, "
+                          "{center_crop: {size: 64}}]"}) {
+    absl::StatusOr<PipelineOptions> o = ParseSpec(
+        absl::StrCat("stages:\n  - type: transforms\n    ops: ", ops, "\n"), "", "t.yaml");
+    EXPECT_TRUE(o.ok()) << ops << ": " << o.status();
+  }
+}
+
 TEST(SpecTest, ReadmeOpListBlockParses) {
   std::ifstream in("README.md");
   const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

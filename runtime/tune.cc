@@ -401,12 +401,12 @@ PipelineOptions TrialOptions(const PipelineOptions& base, const TrialConfig& c) 
 }
 
 // RunTrial measures a real pipeline: the clock starts at its first batch.
+// (`trial` is TrialOptions for `c`, fitted to the budget: FittedTrialOptions.)
 absl::StatusOr<TrialResult> RunTrial(const TuneOptions& options, const TrialConfig& c,
-                                     double seconds) {
+                                     const PipelineOptions& trial, double seconds) {
   ResetPeakResident();
   const absl::Time created = absl::Now();
-  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline =
-      Pipeline::Create(TrialOptions(options.pipeline, c));
+  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(trial);
   if (!pipeline.ok()) return pipeline.status();
   const PipelineStats& stats = *(*pipeline)->stats();
   absl::Time start;
@@ -449,10 +449,11 @@ absl::StatusOr<TrialResult> RunTrial(const TuneOptions& options, const TrialConf
   }
 }
 
-// PlanFits checks the configuration's memory plan, on top of what the process already
-// holds, against the RAM budget.
-absl::Status PlanFits(const TuneOptions& options, const TrialConfig& c, int64_t baseline_bytes) {
-  absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(TrialOptions(options.pipeline, c));
+// OptionsFit checks a trial's memory plan as given, on top of what the process already
+// holds, against the RAM budget (ResourceExhausted when over it).
+absl::Status OptionsFit(const TuneOptions& options, const PipelineOptions& trial,
+                        int64_t baseline_bytes) {
+  absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemoryAsGiven(trial);
   if (!plan.ok()) return plan.status();
   const int64_t needed = baseline_bytes + plan->total_bytes();
   if (needed <= options.ram_budget_bytes) return absl::OkStatus();
@@ -460,6 +461,25 @@ absl::Status PlanFits(const TuneOptions& options, const TrialConfig& c, int64_t 
       "it would need ", FormatBytes(needed), " (", plan->Describe(), ", plus ",
       FormatBytes(baseline_bytes), " the process holds), over the ",
       FormatBytes(options.ram_budget_bytes), " ram_budget"));
+}
+
+// FittedTrialOptions is TrialOptions for `c` with the optional caches (the seek index)
+// shrunk to fit the RAM budget, as far as they must: a configuration is refused only
+// when it does not fit without them.
+PipelineOptions FittedTrialOptions(const TuneOptions& options, const TrialConfig& c,
+                                   int64_t baseline_bytes) {
+  const PipelineOptions trial = TrialOptions(options.pipeline, c);
+  absl::StatusOr<PipelineOptions> fitted =
+      FitOptionalMemory(trial, [&options, baseline_bytes](const PipelineOptions& o) {
+        return OptionsFit(options, o, baseline_bytes);
+      });
+  return fitted.ok() ? *std::move(fitted) : trial;
+}
+
+// PlanFits checks the configuration's memory plan (its caches fitted), on top of what the
+// process already holds, against the RAM budget.
+absl::Status PlanFits(const TuneOptions& options, const TrialConfig& c, int64_t baseline_bytes) {
+  return OptionsFit(options, FittedTrialOptions(options, c, baseline_bytes), baseline_bytes);
 }
 
 }  // namespace
@@ -475,7 +495,9 @@ absl::StatusOr<TuneResult> Tune(const TuneOptions& given) {
   const int64_t baseline = std::max<int64_t>(0, ResidentBytes());
   return TuneSearch(
       options,
-      [&options](const TrialConfig& c, double seconds) { return RunTrial(options, c, seconds); },
+      [&options, baseline](const TrialConfig& c, double seconds) {
+        return RunTrial(options, c, FittedTrialOptions(options, c, baseline), seconds);
+      },
       [&options, baseline](const TrialConfig& c) { return PlanFits(options, c, baseline); });
 }
 

@@ -424,6 +424,39 @@ TEST_F(RepeatedAugmentTest, WithoutRepeatsEverySampleOnceAndNoCopies) {
   EXPECT_EQ(d.keys.size(), 260u - 16u);  // The first batch was taken above.
 }
 
+// A list file whose largest label does not fit soft targets' int columns: said as what
+// it is (the label, the columns, their memory), not "the data has no labels".
+TEST_F(BatchOpsTest, ALargestLabelBeyondSoftTargetsIsNamedWithItsMemory) {
+  for (const char* label : {"2147483647", "4294967298"}) {
+    const std::string dir = TempDir(absl::StrCat("batch_ops_label_", label));
+    testing::WriteFile(dir + "/a.jpg", testing::ValidJpeg(32, 32));
+    testing::WriteFile(dir + "/list.txt", absl::StrCat("a.jpg\t0\na.jpg\t", label, "\n"));
+    for (const StageSpec& op : {Mixup(), Op("label_smoothing", {})}) {
+      absl::StatusOr<std::unique_ptr<Pipeline>> p =
+          Pipeline::Create(Options(dir + "/list.txt", 1, {op}));
+      ASSERT_FALSE(p.ok()) << label;
+      EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << p.status();
+      const std::string message(p.status().message());
+      EXPECT_NE(message.find(absl::StrCat("the data's largest label is ", label)),
+                std::string::npos) << message;
+      EXPECT_NE(message.find(" a row, "), std::string::npos) << message;
+      EXPECT_NE(message.find("set option 'num_classes'"), std::string::npos) << message;
+      EXPECT_EQ(message.find("no labels"), std::string::npos) << message;
+    }
+  }
+}
+
+// num_classes within int range but too many for memory: the plan refuses it, naming
+// num_classes among the knobs.
+TEST_F(BatchOpsTest, SoftTargetsTooLargeForMemoryAreRefusedByThePlan) {
+  PipelineOptions o = Options(*data_, 1, {Mixup({{"num_classes", "2147483647"}})});
+  o.memory_limit_mb = 1024;
+  absl::StatusOr<std::unique_ptr<Pipeline>> p = Pipeline::Create(o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("num_classes"), absl::string_view::npos) << p.status();
+  EXPECT_EQ(p.status().message().find('\n'), absl::string_view::npos) << p.status();
+}
+
 struct Refusal {
   const char* name;
   std::vector<StageSpec> stages_extra;  // Appended to the built-in stages.
@@ -460,6 +493,16 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"mode_foo", {}, {Mixup({{"mode", "foo"}})}, 8, "must be one of batch, pair, elem"},
         Refusal{"num_classes_0", {}, {Mixup({{"num_classes", "0"}})}, 8,
                 "option 'num_classes' must be >= 1"},
+        // Range-checked as int64 before becoming the int width (4294967299 is not 3).
+        Refusal{"num_classes_2_pow_32_plus_3", {}, {Mixup({{"num_classes", "4294967299"}})}, 8,
+                "option 'num_classes' must be at most 2147483647 (soft targets' columns), got "
+                "4294967299"},
+        Refusal{"smoothing_num_classes_2_pow_32_plus_3", {},
+                {Op("label_smoothing", {{"num_classes", "4294967299"}})}, 8,
+                "option 'num_classes' must be at most 2147483647"},
+        Refusal{"num_classes_2_pow_31", {}, {Mixup({{"num_classes", "2147483648"}})}, 8,
+                "got 2147483648; its soft targets would take 8.0 GiB a row, 64.0 GiB a batch "
+                "of 8"},
         Refusal{"pair_odd", {}, {Mixup({{"mode", "pair"}})}, 7, "needs an even batch_size, got 7"},
         Refusal{"nothing_to_mix", {}, {Mixup({{"mixup_alpha", "0"}, {"cutmix_alpha", "0"}})}, 8,
                 "mixes nothing"},

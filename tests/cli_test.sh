@@ -17,6 +17,19 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
   --metrics_address= --summary_json="$TMP/summary.json" --keys_out="$TMP/keys.txt" \
   --trace_out="$TMP/trace.json" --progress=false >"$TMP/out.txt" 2>"$TMP/err.txt" || fail "run exited $?: $(cat "$TMP/err.txt")"
 grep -q "decode" "$TMP/out.txt" || fail "no per-stage table: $(cat "$TMP/out.txt")"
+# Without a GPU every run says so in words that do not read as an error; the CUDA
+# runtime's (or the build's) reason only under --verbose.
+if ! grep -q "batches on cuda:" "$TMP/err.txt"; then
+  grep -q "^flowloader: I pipeline 'default': no CUDA device; batches stay in host memory$" \
+    "$TMP/err.txt" || fail "no-GPU line: $(cat "$TMP/err.txt")"
+  if grep -qiE "cudaGetDeviceCount|driver|toolkit|no CUDA device because" "$TMP/err.txt"; then
+    fail "the no-GPU reason without --verbose: $(cat "$TMP/err.txt")"
+  fi
+  "$FLOWLOADER" run --data="$DATA" --batch_size=16 --epochs=1 --image_size=32 --verbose \
+    --metrics_address= --progress=false >/dev/null 2>"$TMP/verbose.txt" || fail "--verbose run"
+  grep -q "^flowloader: D pipeline 'default': no CUDA device because ." "$TMP/verbose.txt" \
+    || fail "--verbose gave no reason: $(cat "$TMP/verbose.txt")"
+fi
 grep -q "^diagnosis: " "$TMP/out.txt" || fail "no diagnosis line"
 "$PY" - "$TMP/summary.json" "$TMP/keys.txt" "$DATA" <<'PYEOF'
 import json, os, sys, collections

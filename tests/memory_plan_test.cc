@@ -9,6 +9,8 @@
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
+#include "runtime/tune.h"
+#include "stages/core/resources.h"
 #include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/test_data.h"
 
@@ -105,6 +107,89 @@ TEST_F(MemoryPlanTest, TheSeekIndexIsPlannedFromTheDatasetsSize) {
   plan = Pipeline::PlanMemory(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   for (const MemoryPart& part : plan->parts()) EXPECT_NE(part.key, "seek_index");
+}
+
+// Over its budget, a configuration first gives up its optional caches: the seek index
+// shrinks (here to about half, at MiB steps) and the pipeline runs within the limit,
+// where before it was refused; without any seek index it would still be refused.
+TEST_F(MemoryPlanTest, TheSeekIndexShrinksToFitTheLimitBeforeARefusal) {
+  // 2 × 300 files: a seek index of 600 × 8 KiB = 4.7 MiB.
+  const std::string data = MakeImageFolder(TempDirForTest("memory_plan_seek_"), 2, 300);
+  PipelineOptions o = SmallCpuOptions(data, 4, nullptr);
+  o.prefetch_batches = 2;
+  o.epochs = 1;
+  absl::StatusOr<MemoryPlan> full = Pipeline::PlanMemoryAsGiven(o);
+  ASSERT_TRUE(full.ok()) << full.status();
+  int64_t seek = 0;
+  for (const MemoryPart& part : full->parts()) {
+    if (part.key == "seek_index") seek = part.bytes;
+  }
+  ASSERT_EQ(seek, 600 * (8 << 10));
+  o.memory_limit_mb = (full->total_bytes() - seek / 2) >> 20;
+  const int64_t limit = o.memory_limit_mb << 20;
+  ASSERT_LT(full->total_bytes() - seek, limit);
+  ASSERT_FALSE(full->CheckFits(Pipeline::MemoryBudgetFor(o)).ok());  // Refused as given.
+  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  std::map<std::string, int64_t> plan = Plan(**pipeline);
+  EXPECT_LT(plan["seek_index_bytes"], seek);
+  EXPECT_LE(plan["total_bytes"], limit);
+  EXPECT_EQ(Drain(pipeline->get()).samples, 600);
+  // PlanMemory (flowloader plan) shows the plan Create made.
+  absl::StatusOr<MemoryPlan> planned = Pipeline::PlanMemory(o);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_EQ(planned->total_bytes(), plan["total_bytes"]);
+  // A limit that the plan does not fit even without a seek index: the refusal stands.
+  o.memory_limit_mb = (full->total_bytes() - seek - (2 << 20)) >> 20;
+  EXPECT_EQ(Pipeline::Create(o).status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+// An op list's working images are in the plan at the sizes its ops' arguments give: a
+// center_crop or a padded random_crop of 16384 (two 768 MiB images a worker) is refused
+// at Create under memory_limit_mb 1024, naming the op and its argument, instead of
+// being allocated.
+TEST_F(MemoryPlanTest, AnOpsLargestImageIsPlannedAndRefusedNamingTheOp) {
+  for (const auto& [ops, knob] : std::vector<std::pair<std::string, std::string>>{
+           {"center_crop(size=16384); resize(size=[32, 32]); normalize()", "center_crop size"},
+           {"random_crop(size=16384, pad_if_needed=true); resize(size=[32, 32]); normalize()",
+            "random_crop size"}}) {
+    PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
+    o.memory_limit_mb = 1024;
+    o.stages = {StageSpec{"read"}, StageSpec{"decode"},
+                StageSpec{"transforms", "", {{"ops", ops}}, 0}};
+    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+    ASSERT_FALSE(pipeline.ok()) << ops;
+    EXPECT_EQ(pipeline.status().code(), absl::StatusCode::kResourceExhausted);
+    const std::string message(pipeline.status().message());
+    EXPECT_NE(message.find("transforms scratch"), std::string::npos) << message;
+    EXPECT_NE(message.find(knob), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+// `flowloader tune`: a ram_budget that fits the smallest configuration only with less
+// seek index measures configurations (the index shrunk) instead of refusing them all.
+TEST_F(MemoryPlanTest, TuneShrinksTheSeekIndexToItsRamBudget) {
+  const std::string data = MakeImageFolder(TempDirForTest("memory_plan_tune_"), 2, 300);
+  TuneOptions t;
+  t.pipeline = SmallCpuOptions(data, 4, nullptr);
+  t.cpu_budget = 1;
+  t.batch_sizes = {4};
+  t.prefetch_choices = {2};
+  t.trial_seconds = 0.1;
+  t.time_budget_seconds = 20;
+  PipelineOptions smallest = t.pipeline;
+  smallest.num_workers = 1;
+  smallest.batch_size = 4;
+  smallest.prefetch_batches = 2;
+  absl::StatusOr<MemoryPlan> full = Pipeline::PlanMemoryAsGiven(smallest);
+  ASSERT_TRUE(full.ok()) << full.status();
+  const int64_t seek = 600 * (8 << 10);
+  // The process's memory, the plan without a third of the index: below what it asks.
+  t.ram_budget_bytes = ResidentBytes() + full->total_bytes() - seek / 3;
+  absl::StatusOr<TuneResult> result = Tune(t);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_FALSE(result->trials.empty());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -176,6 +177,52 @@ TEST_F(OpCostTest, TraceSpansOfOpsNestInTheirStagesSpan) {
   EXPECT_EQ((ops[{b, 0}]), 2 * kSamples);
   EXPECT_THAT(ChromeTraceJson(stats()),
               HasSubstr("{\"name\": \"center_crop#2\", \"cat\": \"op\", \"ph\": \"X\""));
+}
+
+// The default graph's fused augment pass reports its ops in the same `op` series as a
+// transforms stage (so the dashboard's per-op panel answers for `transform: train|eval`).
+TEST(DefaultGraphOpCostTest, TheFusedAugmentPassIsAnOpRowNamedByItsOps) {
+  SetMinLogLevel(LogLevel::kWarning);
+  const std::string data =
+      testing::MakeImageFolder(testing::TempDir("op_cost_default"), 2, kSamples / 2);
+  for (const auto& [transform, layout, row] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"train", "float_chw", "random_resized_crop+random_horizontal_flip+normalize"},
+           {"eval", "float_chw", "resize+center_crop+normalize"},
+           {"eval", "uint8_hwc", "resize+center_crop"}}) {
+    PipelineOptions o;
+    o.name = "opcost_default";
+    o.data = data;
+    o.batch_size = 8;
+    o.num_workers = 2;
+    o.image_size = 32;
+    o.epochs = 1;
+    o.device = DeviceChoice::kCpu;
+    o.transform = transform;
+    o.layout = layout;
+    absl::StatusOr<std::unique_ptr<Pipeline>> p = Pipeline::Create(o);
+    ASSERT_TRUE(p.ok()) << p.status();
+    for (bool end = false; !end || !(*p)->done();) {
+      std::shared_ptr<const Batch> batch;
+      ASSERT_TRUE((*p)->Next(&batch, &end).ok());
+    }
+    (*p)->Stop();
+    const StageStats* augment = (*p)->stats()->Stage("augment");
+    ASSERT_NE(augment, nullptr);
+    EXPECT_THAT(RowNames(*augment), ElementsAre(row)) << transform;
+    EXPECT_EQ(augment->op_costs()[0].applied->load(), kSamples);
+    EXPECT_GT(augment->op_costs()[0].busy_nanos->load(), 0);
+    PipelineCollector collector;
+    ASSERT_TRUE(collector.Register((*p)->stats()).ok());
+    bool found = false;
+    for (const prometheus::MetricFamily& f : collector.Collect()) {
+      if (f.name != "flowloader_op_busy_seconds_total") continue;
+      for (const prometheus::ClientMetric& m : f.metric) {
+        for (const auto& l : m.label) found |= l.name == "op" && l.value == row;
+      }
+    }
+    EXPECT_TRUE(found) << row;
+  }
 }
 
 }  // namespace

@@ -452,5 +452,34 @@ TEST_F(PipelineTest, BadOptionsAreClearErrors) {
   EXPECT_NE(Pipeline::Create(o).status().message().find("augment"), std::string::npos);
 }
 
+// An int option beyond its range is refused before a factory narrows it: image_size
+// 4294967520 is not 224, max_retries 4294967299 is not 3.
+TEST_F(PipelineTest, IntStageOptionsAreRangeCheckedBeforeNarrowing) {
+  struct Case {
+    const char* stage;
+    const char* option;
+    const char* value;
+    const char* message;
+  };
+  for (const Case& c : {Case{"augment", "image_size", "4294967520",
+                             "stage 'augment' option 'image_size' must be an integer in "
+                             "[1, 16384], got 4294967520"},
+                        Case{"augment", "resize_size", "4294967296",
+                             "option 'resize_size' must be an integer in [0, 16384]"},
+                        Case{"read", "max_retries", "4294967299",
+                             "option 'max_retries' must be an integer in [0, 2147483647]"}}) {
+    PipelineOptions o = SmallOptions(data());
+    absl::StatusOr<std::vector<StageSpec>> stages = DefaultStages(o);
+    ASSERT_TRUE(stages.ok()) << stages.status();
+    for (StageSpec& s : *stages) {
+      if (s.type == c.stage) s.args[c.option] = c.value;
+    }
+    o.stages = *stages;
+    absl::StatusOr<std::unique_ptr<Pipeline>> p = Pipeline::Create(o);
+    ASSERT_FALSE(p.ok()) << c.option;
+    EXPECT_NE(p.status().message().find(c.message), absl::string_view::npos) << p.status();
+  }
+}
+
 }  // namespace
 }  // namespace flowloader

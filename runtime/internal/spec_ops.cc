@@ -36,6 +36,22 @@ absl::Status ArgText(const SpecReader& r, const Field& f, std::string* text) {
   return absl::OkStatus();
 }
 
+// RefusedAt is where a refusal of the op's arguments points: the argument it names
+// ("OP has no argument 'ARG'" at its key, "OP: ARG must ..." at its value), else the op.
+YAML::Node RefusedAt(absl::string_view message, const std::string& op,
+                     const std::vector<Field>& written, const YAML::Node& op_node) {
+  for (const Field& f : written) {
+    if (absl::StrContains(message, absl::StrCat(" has no argument '", f.key, "'"))) {
+      return f.key_node;
+    }
+    if (absl::StartsWith(message, absl::StrCat(op, ": ", f.key, " ")) ||
+        absl::StartsWith(message, absl::StrCat(op, ": ", f.key, ":"))) {
+      return f.value;
+    }
+  }
+  return op_node;
+}
+
 // ParseOne reads one item of the list (`name` or `name: {arg: value}`), checking the op
 // and each argument where it was written.
 absl::Status ParseOne(const SpecReader& r, const YAML::Node& item, augment::OpText* op,
@@ -55,6 +71,7 @@ absl::Status ParseOne(const SpecReader& r, const YAML::Node& item, augment::OpTe
                                       Describe(item)));
   }
   const augment::OpRegistry& registry = augment::OpRegistry::Global();
+  std::vector<Field> written;
   if (registry.Find(op->name) == nullptr) {
     return r.Error(*at, absl::StrCat("unknown op ", Quote(op->name), " ",
                                      Suggestion(op->name, registry.Names())));
@@ -65,24 +82,23 @@ absl::Status ParseOne(const SpecReader& r, const YAML::Node& item, augment::OpTe
                                         " must be a mapping {name: value}, got ",
                                         Describe(args)));
     }
-    absl::StatusOr<std::vector<Field>> fields =
+    absl::StatusOr<std::vector<Field>> arg_fields =
         r.Fields(args, absl::StrCat("the arguments of ", op->name));
-    if (!fields.ok()) return fields.status();
-    for (const Field& f : *fields) {
+    if (!arg_fields.ok()) return arg_fields.status();
+    for (const Field& f : *arg_fields) {
       std::string text;
       if (absl::Status s = ArgText(r, f, &text); !s.ok()) return s;
-      // Each argument alone first, so a refusal points at the value it is about.
-      absl::StatusOr<std::unique_ptr<augment::Op>> alone = registry.Create(op->name, {{f.key, text}});
-      if (!alone.ok()) {
-        const bool unknown = absl::StrContains(alone.status().message(), "has no argument");
-        return r.Error(unknown ? f.key_node : f.value, alone.status().message());
-      }
       op->args[f.key] = text;
+      written.push_back(f);
     }
   }
+  // The arguments together, as torchvision checks them: one argument's range may depend
+  // on another's value (resize's max_size on size, rand_augment's magnitude on
+  // num_magnitude_bins), so none is judged alone against the others' defaults.
   absl::StatusOr<std::unique_ptr<augment::Op>> made = registry.Create(op->name, op->args);
-  if (!made.ok()) return r.Error(*at, made.status().message());
-  return absl::OkStatus();
+  if (made.ok()) return absl::OkStatus();
+  return r.Error(RefusedAt(made.status().message(), op->name, written, *at),
+                 made.status().message());
 }
 
 }  // namespace

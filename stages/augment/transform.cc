@@ -33,8 +33,11 @@ int EffectiveResizeSize(const TransformOptions& o) {
                             : static_cast<int>(std::lround(o.image_size * 256.0 / 224.0));
 }
 
+// Invalid is a refusal in the words the user wrote: the fields are the augment stage's
+// options (image_size, resize_size, ...), which the spec's keys and the ops' arguments
+// set; no internal struct is named.
 absl::Status Invalid(const std::string& message) {
-  return absl::InvalidArgumentError(absl::StrCat("TransformOptions: ", message));
+  return absl::InvalidArgumentError(message);
 }
 
 // Window is the readable index range of one axis of the decoded image.
@@ -235,9 +238,11 @@ absl::StatusOr<std::unique_ptr<Transform>> Transform::Create(const TransformOpti
                                 o.image_size, ", ", kMaxImageSize, "], got ",
                                 o.resize_size));
   }
-  if (o.resize_size == 0 && EffectiveResizeSize(o) > kMaxImageSize) {
-    return Invalid(absl::StrCat("image_size ", o.image_size, " makes the automatic ",
-                                "resize_size exceed ", kMaxImageSize));
+  // Only eval resizes before its crop (train crops, then resizes to image_size).
+  if (o.mode == Mode::kEval && o.resize_size == 0 && EffectiveResizeSize(o) > kMaxImageSize) {
+    return Invalid(absl::StrCat("image_size ", o.image_size, " in eval resizes the shorter "
+                                "side to ", EffectiveResizeSize(o), " (image_size × 256/224), "
+                                "over ", kMaxImageSize, ": lower image_size or set resize_size"));
   }
   // Negated comparisons so that NaN fails them.
   if (!(Finite(o.scale_min) && Finite(o.scale_max) && o.scale_min > 0 &&

@@ -22,8 +22,8 @@ void Log(LogLevel level, absl::string_view message) {
     (*sink)(level, message);
     return;
   }
-  static constexpr char kLetters[] = {'I', 'W', 'E'};
-  std::fprintf(stderr, "flowloader: %c %.*s\n", kLetters[static_cast<int>(level)],
+  static constexpr char kLetters[] = {'D', 'I', 'W', 'E'};
+  std::fprintf(stderr, "flowloader: %c %.*s\n", kLetters[static_cast<int>(level) + 1],
                static_cast<int>(message.size()), message.data());
 }
 

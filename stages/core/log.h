@@ -14,10 +14,12 @@
 
 namespace flowloader {
 
-enum class LogLevel { kInfo = 0, kWarning = 1, kError = 2 };
+// kDebug: details a user asks for (`flowloader run --verbose`), dropped by default.
+enum class LogLevel { kDebug = -1, kInfo = 0, kWarning = 1, kError = 2 };
 
 // Log writes `message` as one line if `level` is at or above the minimum level.
 void Log(LogLevel level, absl::string_view message);
+inline void LogDebug(absl::string_view m) { Log(LogLevel::kDebug, m); }
 inline void LogInfo(absl::string_view m) { Log(LogLevel::kInfo, m); }
 inline void LogWarning(absl::string_view m) { Log(LogLevel::kWarning, m); }
 inline void LogError(absl::string_view m) { Log(LogLevel::kError, m); }

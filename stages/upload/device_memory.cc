@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<DeviceMemory>> DeviceMemory::Create(
         absl::StrCat("device=cuda requested but no CUDA device is usable: ", why_not));
   }
   return std::unique_ptr<DeviceMemory>(
-      new HostMemory(absl::StrCat("host memory (no CUDA device: ", why_not, ")")));
+      new HostMemory("no CUDA device; batches stay in host memory", why_not));
 }
 
 }  // namespace flowloader

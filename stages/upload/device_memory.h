@@ -58,8 +58,15 @@ class DeviceMemory {
   virtual MemoryLocation location() const = 0;
   // pinned reports whether host buffers are page-locked.
   virtual bool pinned() const = 0;
-  // description says which memory is used and, for host fallback, why.
+  // description says which memory is used, in words for every run's log: "no CUDA
+  // device; batches stay in host memory" for the host fallback.
   virtual const std::string& description() const = 0;
+  // detail is why, for the host fallback (the CUDA runtime's own words, which read as an
+  // error: logged only under --verbose); empty otherwise.
+  virtual const std::string& detail() const {
+    static const std::string* const kNone = new std::string;
+    return *kNone;
+  }
 };
 
 }  // namespace flowloader

@@ -12,7 +12,8 @@ namespace flowloader {
 
 class HostMemory : public DeviceMemory {
  public:
-  explicit HostMemory(std::string description) : description_(std::move(description)) {}
+  explicit HostMemory(std::string description, std::string detail = "")
+      : description_(std::move(description)), detail_(std::move(detail)) {}
 
   absl::StatusOr<BatchBuffer> Allocate(size_t bytes) override;
   void Free(BatchBuffer& buffer) override;
@@ -20,9 +21,11 @@ class HostMemory : public DeviceMemory {
   MemoryLocation location() const override { return MemoryLocation::kHost; }
   bool pinned() const override { return false; }
   const std::string& description() const override { return description_; }
+  const std::string& detail() const override { return detail_; }
 
  private:
   const std::string description_;
+  const std::string detail_;
 };
 
 }  // namespace flowloader

@@ -50,6 +50,55 @@ TEST(OpRegistryTest, EveryOpCreatesWithItsDefaults) {
   }
 }
 
+// Hostile numbers for every argument of every op: each is refused in one line that starts
+// with the op and the argument the user wrote ("resize: max_size must be ..."), or the op
+// is made; an integer beyond int range is never narrowed (it could wrap to a valid value).
+TEST(OpRegistryTest, EveryArgumentRefusesHugeNumbersNamingTheOpAndArgument) {
+  const OpRegistry& registry = OpRegistry::Global();
+  for (const std::string& name : registry.Names()) {
+    std::vector<std::string> args = {"p"};
+    for (const ArgSchema& a : registry.Find(name)->args) args.push_back(a.name);
+    for (const std::string& arg : args) {
+      for (const char* value : {"4294967299", "2147483648", "-2147483649", "1e300",
+                                "[4294967299, 4294967299]", "[2147483648, 3]"}) {
+        absl::StatusOr<std::unique_ptr<Op>> op = registry.Create(name, {{arg, value}});
+        if (op.ok()) continue;
+        const std::string message(op.status().message());
+        EXPECT_TRUE(absl::StartsWith(message, name + ": " + arg + " ") ||
+                    absl::StartsWith(message, name + ": " + arg + ":"))
+            << name << "(" << arg << "=" << value << "): " << message;
+        EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      }
+    }
+  }
+}
+
+// An op whose int argument was accepted keeps its value: these wrapped (or were refused
+// against another argument's default) before.
+TEST(ViewProgramTest, ValidArgumentsTorchvisionAcceptsAreAccepted) {
+  for (const char* text :
+       {"resize(size=100, max_size=200); center_crop(size=64); normalize()",
+        "rand_augment(num_magnitude_bins=100, magnitude=50); center_crop(size=64)",
+        "random_resized_crop(size=15000); normalize()"}) {
+    EXPECT_EQ(Refusal(text), "accepted") << text;
+  }
+}
+
+// A fused head the transform cannot plan says so in the op's words, never with an
+// internal struct's name.
+TEST(ViewProgramTest, AnEvalHeadRefusalNamesNoInternalOptions) {
+  TransformOptions o;
+  o.mode = Mode::kEval;
+  o.image_size = 15000;
+  absl::StatusOr<std::unique_ptr<Transform>> t = Transform::Create(o);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message().find("TransformOptions"), absl::string_view::npos)
+      << t.status();
+  EXPECT_TRUE(absl::StartsWith(t.status().message(), "image_size 15000")) << t.status();
+  o.mode = Mode::kTrain;  // Train crops first: no resize before it, nothing to exceed.
+  EXPECT_TRUE(Transform::Create(o).ok());
+}
+
 TEST(OpListTextTest, RoundTrips) {
   const std::string text =
       "random_resized_crop(scale=[0.4, 1.0], size=224); random_horizontal_flip(); normalize()";

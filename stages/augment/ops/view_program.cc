@@ -178,8 +178,10 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
     OpSize next = op.OutputSize(size);
     if (op.p() < 1 && !(next == size)) next = OpSize{};  // Applied or not: either size.
     size = next;
-    if (size.Known() && op.Input() == PixelForm::kUint8HWC) {
-      largest_pixels = std::max(largest_pixels, static_cast<size_t>(size.width) * size.height);
+    if (size.Known() && op.Input() == PixelForm::kUint8HWC &&
+        static_cast<size_t>(size.width) * size.height > largest_pixels) {
+      largest_pixels = static_cast<size_t>(size.width) * size.height;
+      program->largest_op_ = static_cast<int>(i);
     }
   }
   if (!size.Known()) {
@@ -211,15 +213,20 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
       head.layout = Layout::kUint8HWC;
     }
     absl::StatusOr<std::unique_ptr<Transform>> t = Transform::Create(head);
-    if (!t.ok()) return fail(0, std::string(t.status().message()));
+    // (The head's image_size is the op's size argument.)
+    if (!t.ok()) return fail(0, absl::StrCat("size ", head.image_size, ": ", t.status().message()));
     program->head_ = *std::move(t);
   }
   const bool has_pixel_ops =
       !program->fused_ &&
       (program->normalize_index_ < 0 ? ops.size() : static_cast<size_t>(program->normalize_index_)) >
           program->head_ops_;
-  program->scratch_bytes_ =
-      program->head_ != nullptr && (has_pixel_ops || !program->fused_) ? 2 * 3 * largest_pixels : 0;
+  // Without a head the list always works in the two images (the decoded one copied in):
+  // the sizes its ops make are known from their arguments, the decoded one is not.
+  program->scratch_bytes_ = program->head_ == nullptr || has_pixel_ops || !program->fused_
+                                ? 2 * 3 * largest_pixels
+                                : 0;
+  if (program->scratch_bytes_ == 0) program->largest_op_ = -1;
   return program;
 }
 

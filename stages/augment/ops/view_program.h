@@ -92,6 +92,9 @@ class ViewProgram {
   // Working memory per thread besides the slot (two uint8 images at the largest size a
   // pixel op sees; 0 where the list's sizes depend on the image or nothing is kept).
   size_t scratch_bytes() const { return scratch_bytes_; }
+  // largest_op is the op whose output is that largest image (-1 when scratch_bytes is 0):
+  // its size argument is the knob that shrinks it.
+  int largest_op() const { return largest_op_; }
 
   // Run writes one sample's view to `dst` (output_bytes() bytes). `plan` is the head's
   // crop drawn from the header (nullptr: the head is planned here, on the whole decoded
@@ -132,6 +135,7 @@ class ViewProgram {
   int normalize_index_ = -1;     // Position of normalize, or -1.
   OpSize output_size_;
   size_t scratch_bytes_ = 0;
+  int largest_op_ = -1;
   std::string text_;
 };
 
