@@ -17,7 +17,7 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "testing",
 
 @pytest.fixture(scope="module")
 def gateway(small_data, tmp_path_factory):
-    """A running gateway holding small_data under s3://py/train/; yields its settings."""
+    """A running gateway holding small_data under s3://pyb/train/; yields its settings."""
     root = tmp_path_factory.mktemp("rgw") / "rgw"
     subprocess.run([SCRIPT, "start", str(root)], check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
@@ -27,10 +27,10 @@ def gateway(small_data, tmp_path_factory):
                 f"{env['RGW_ACCESS_KEY']}:{env['RGW_SECRET_KEY']}",
                 "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD", "-sf", "-o", "/dev/null"]
         endpoint = env["RGW_ENDPOINT"]
-        subprocess.run(["curl", *sign, "-X", "PUT", f"{endpoint}/py"], check=True)
+        subprocess.run(["curl", *sign, "-X", "PUT", f"{endpoint}/pyb"], check=True)
         for f in files_of(small_data):
             subprocess.run(["curl", *sign, "-T", os.path.join(small_data, f),
-                            f"{endpoint}/py/train/{f}"], check=True)
+                            f"{endpoint}/pyb/train/{f}"], check=True)
         yield env
     finally:
         subprocess.run([SCRIPT, "stop", str(root)], check=False)
@@ -46,7 +46,7 @@ def test_an_s3_prefix_gives_the_batches_of_the_same_files_on_disk(gateway, small
                                                                   monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", gateway["RGW_ACCESS_KEY"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", gateway["RGW_SECRET_KEY"])
-    remote = _batches("s3://py/train/", s3_endpoint=gateway["RGW_ENDPOINT"])
+    remote = _batches("s3://pyb/train/", s3_endpoint=gateway["RGW_ENDPOINT"])
     local = _batches(small_data)
     assert len(remote) == len(local) == 5
     for (ri, rl, rk), (li, ll, lk) in zip(remote, local):
@@ -57,7 +57,7 @@ def test_a_wrong_secret_is_refused_in_one_line_without_the_secret(gateway, monke
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", gateway["RGW_ACCESS_KEY"])
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
     with pytest.raises(ValueError) as refused:
-        flowloader.DataLoader("s3://py/train/", s3_endpoint=gateway["RGW_ENDPOINT"])
+        flowloader.DataLoader("s3://pyb/train/", s3_endpoint=gateway["RGW_ENDPOINT"])
     message = str(refused.value)
     assert "SignatureDoesNotMatch" in message and "clock" in message, message
     assert "not-the-secret" not in message and "\n" not in message
