@@ -294,6 +294,9 @@ class Pipeline {
   // label is the label tensor's shape (Batch::label): int64 [N], or float32 [N, C].
   const LabelSpec& label() const { return graph_->label(); }
   const PipelineOptions& options() const { return options_; }
+  // storage routes the data's paths by scheme (stages/reader/storage_env.h): where remote
+  // requests go, whose credentials sign them, requests and retries; nullptr without one.
+  const StorageEnv* storage() const { return dataset_ != nullptr ? dataset_->storage() : nullptr; }
   int effective_threads() const { return graph_->effective_threads(); }
   // num_workers / prefetch_batches are the values in effect now: the autotuner's
   // current choice for a knob that is auto, else the option.

@@ -9,6 +9,25 @@
 #include "stages/core/resources.h"
 
 namespace flowloader {
+namespace {
+
+// Quoted is `text` as a JSON string: quotes, backslashes and control characters escaped.
+std::string Quoted(absl::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppend(&out, absl::StrFormat("\\u%04x", c));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
 
 RunFacts RunFactsFor(const PipelineOptions& options, double wall, int64_t epochs,
                      double startup) {
@@ -59,14 +78,30 @@ std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs
   return json + "}}";
 }
 
+std::string WithStorage(std::string json, const Pipeline& pipeline) {
+  const StorageEnv* storage = pipeline.storage();
+  if (storage == nullptr || json.empty() || json.back() != '}') return json;
+  const std::vector<std::string> remote = storage->Describe();
+  if (remote.empty()) return json;
+  std::vector<std::string> quoted;
+  for (const std::string& line : remote) quoted.push_back(Quoted(line));
+  json.pop_back();
+  absl::StrAppend(&json, ", \"storage\": {\"remote\": [", absl::StrJoin(quoted, ", "),
+                  "], \"requests\": ", storage->requests(), ", \"retries\": ",
+                  storage->retries(), "}}");
+  return json;
+}
+
 std::string PipelineSummaryJson(const Pipeline& pipeline, double wall, int64_t epochs,
                                 double startup, double first_batch_seconds,
                                 const std::vector<double>& epoch_end_seconds) {
   const RunSnapshot snapshot =
       Snapshot(*pipeline.stats(), RunFactsFor(pipeline.options(), wall, epochs, startup));
-  return WithOutputs(
-      RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds, epoch_end_seconds),
-      pipeline.outputs(), pipeline.label());
+  return WithStorage(
+      WithOutputs(RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds,
+                                 epoch_end_seconds),
+                  pipeline.outputs(), pipeline.label()),
+      pipeline);
 }
 
 }  // namespace flowloader

@@ -35,6 +35,12 @@ std::string RunSummaryJson(const RunSnapshot& snapshot, const Cursor& checkpoint
 std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs,
                         const LabelSpec& label = LabelSpec{});
 
+// WithStorage adds to the summary object `json`, when the data is in object storage,
+// "storage": {"remote": ["s3: endpoint URL (SOURCE), region R, path-style, credentials
+// from SOURCE"], "requests": N, "retries": N}: where the data came from and whose
+// credentials signed the requests (never a secret). Unchanged otherwise.
+std::string WithStorage(std::string json, const Pipeline& pipeline);
+
 // PipelineSummaryJson is RunSummaryJson of `pipeline`'s counters now (it may be running)
 // with RunFactsFor(pipeline.options(), wall, epochs, startup), its Checkpoint() and its
 // outputs (WithOutputs).

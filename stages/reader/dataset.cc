@@ -128,9 +128,14 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
   const bool pattern = !IsListablePath(path) || shard_internal::HasBraces(path);
   absl::StatusOr<bool> is_dir = pattern ? false : env->IsDirectory(path);
   if (!is_dir.ok()) {
-    // A store's refusal (credentials, bucket, endpoint) already names the path and why.
+    // A store's refusal (credentials, bucket, endpoint) already names the path and why;
+    // one the user must fix (an endpoint that does not answer included), not an internal
+    // fault.
     if (IsRemotePath(path) && is_dir.status().code() != absl::StatusCode::kNotFound) {
-      return is_dir.status();
+      const absl::StatusCode code = is_dir.status().code() == absl::StatusCode::kInternal
+                                        ? absl::StatusCode::kFailedPrecondition
+                                        : is_dir.status().code();
+      return absl::Status(code, is_dir.status().message());
     }
     return absl::NotFoundError(absl::StrCat("dataset ", path, " not found: ",
                                             is_dir.status().message()));

@@ -1,6 +1,9 @@
 #include "stages/reader/http_env.h"
 
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -55,9 +58,27 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+// AckNow sends the ACK the kernel is holding back for the bytes just read (TCP_QUICKACK
+// sends a pending delayed ACK at once). A server that writes its headers and its body in
+// two writes with Nagle on (radosgw does) sends the body only once the headers are
+// ACKed: without this, every response waits out the 40 ms delayed-ACK timer.
+void AckNow(const curl_socket_t* socket) {
+  if (socket == nullptr || *socket == CURL_SOCKET_BAD) return;
+  const int on = 1;
+  setsockopt(*socket, IPPROTO_TCP, TCP_QUICKACK, &on, sizeof(on));
+}
+
+// RecordSocket keeps the socket of each new connection in `clientp` (the handle's), for
+// AckNow; libcurl's CURLINFO_ACTIVESOCKET is only set once a transfer has ended.
+int RecordSocket(void* clientp, curl_socket_t fd, curlsocktype) {
+  *static_cast<curl_socket_t*>(clientp) = fd;
+  return CURL_SOCKOPT_OK;
+}
+
 size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
   auto* r = static_cast<HttpEnv::Request*>(user);
   absl::string_view line(data, size * count);
+  if (line == "\r\n" || line == "\n") AckNow(r->socket);  // The end of the headers.
   if (absl::StartsWithIgnoreCase(line, "retry-after:")) {
     int seconds = 0;  // The delta-seconds form (S3 and most servers); a date is ignored.
     if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line.substr(12)), &seconds) && seconds >= 0) {
@@ -248,6 +269,7 @@ absl::Status HttpEnv::CheckOptions(const HttpOptions& options) {
 struct HttpEnv::Handle {
   CURL* easy = nullptr;
   CURLM* multi = nullptr;
+  curl_socket_t socket = CURL_SOCKET_BAD;  // Of its connection (RecordSocket).
   ~Handle() {
     if (easy != nullptr) curl_easy_cleanup(easy);
     if (multi != nullptr) curl_multi_cleanup(multi);
@@ -360,6 +382,9 @@ absl::Status HttpEnv::Attempt(Request& r) {
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, ReadHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, RecordSocket);
+  curl_easy_setopt(curl, CURLOPT_SOCKOPTDATA, &handle->socket);
+  r.socket = &handle->socket;
   if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   const CURLcode rc = r.length == 0 ? CURLE_OK : Perform(handle->multi, curl, r);
   if (r.status == 0) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);

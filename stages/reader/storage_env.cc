@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "stages/core/log.h"
 #include "stages/reader/s3_env.h"
 
 namespace flowloader {
@@ -29,6 +30,8 @@ absl::StatusOr<Env*> StorageEnv::EnvFor(const std::string& path) {
   if (cancelled_.load()) (*made)->Cancel();
   HttpEnv* env = made->get();
   envs_.emplace(scheme->family, std::move(*made));
+  // Where requests go and whose credentials sign them, said once (never the secret).
+  if (const std::string line = DescribeEnv(*env); !line.empty()) LogInfo(line);
   return env;
 }
 
@@ -132,14 +135,17 @@ int64_t StorageEnv::retries() const {
 std::vector<std::string> StorageEnv::Describe() const {
   std::vector<std::string> out;
   for (const auto& [family, env] : remote_envs()) {
-    const auto* s3 = dynamic_cast<const S3Env*>(env);
-    if (s3 == nullptr) continue;  // Plain HTTP has nothing to say beyond its URLs.
-    out.push_back(absl::StrCat("s3: endpoint ", s3->endpoint(), " (", s3->endpoint_source(),
-                               "), region ", s3->region(), ", ",
-                               s3->path_style() ? "path" : "virtual",
-                               "-style, credentials from ", s3->credential_source()));
+    if (std::string line = DescribeEnv(*env); !line.empty()) out.push_back(std::move(line));
   }
   return out;
+}
+
+std::string StorageEnv::DescribeEnv(const HttpEnv& env) {
+  const auto* s3 = dynamic_cast<const S3Env*>(&env);
+  if (s3 == nullptr) return "";  // Plain HTTP has nothing to say beyond its URLs.
+  return absl::StrCat("s3: endpoint ", s3->endpoint(), " (", s3->endpoint_source(),
+                      "), region ", s3->region(), ", ", s3->path_style() ? "path" : "virtual",
+                      "-style, credentials from ", s3->credential_source());
 }
 
 }  // namespace flowloader

@@ -73,6 +73,8 @@ class StorageEnv : public Env {
   std::vector<std::string> Describe() const;
 
  private:
+  // DescribeEnv is Describe's line for one remote Env ("" for plain HTTP).
+  static std::string DescribeEnv(const HttpEnv& env);
   StorageEnv(Env* base, const StorageOptions& options) : base_(base), options_(options) {}
 
   Env* const base_;

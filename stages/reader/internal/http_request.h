@@ -39,6 +39,8 @@ struct HttpEnv::Request {
   // The server's Retry-After (seconds form), zero when it sent none.
   absl::Duration retry_after;
   CURL* curl = nullptr;
+  // The socket of the attempt's connection (its handle's), for an early ACK.
+  const curl_socket_t* socket = nullptr;
   const HttpEnv* env = nullptr;  // For cancelled().
   // Stall detection: when the byte count last moved.
   absl::Duration stall_timeout;

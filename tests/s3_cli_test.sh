@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# s3_cli_test.sh: --data=s3://... from the command line against a real Ceph RADOS Gateway
+# (tests/testing/radosgw.sh): `run --checksum` of an ImageFolder prefix, of tar shards
+# with a brace range (made by `pack`) and of a spec naming the bucket equals the same data
+# on disk; `plan` lists the prefix; the summary JSON names the endpoint and where the
+# credentials came from, never the secret; a wrong secret exits 2 with one line.
+set -euo pipefail
+FLOWLOADER="$1"
+RADOSGW="$2"
+PY=/usr/bin/python3
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$RADOSGW" start "$TMP/rgw" >"$TMP/rgw.log" 2>&1 || fail "radosgw did not start: $(cat "$TMP/rgw.log")"
+trap '"$RADOSGW" stop "$TMP/rgw" >/dev/null 2>&1' EXIT
+# shellcheck disable=SC1091
+source "$TMP/rgw/env"
+SIGN=(--aws-sigv4 "aws:amz:us-east-1:s3" -u "$RGW_ACCESS_KEY:$RGW_SECRET_KEY"
+      -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -sf -o /dev/null)
+curl "${SIGN[@]}" -X PUT "$RGW_ENDPOINT/cli" || fail "create bucket"
+
+"$FLOWLOADER" make-dataset --out="$TMP/data" --classes=3 --images_per_class=10 \
+  --min_short_side=48 --max_short_side=64 >/dev/null
+"$FLOWLOADER" pack --data="$TMP/data" --out="$TMP/shards" --shard_size=100KB >/dev/null
+# upload DIR PREFIX: every file below DIR as s3://cli/PREFIX/RELATIVE_PATH.
+upload() {
+  (cd "$1" && find . -type f | sed 's|^\./||' | while read -r f; do
+     curl "${SIGN[@]}" -T "$f" "$RGW_ENDPOINT/cli/$2/$f" || exit 1
+   done) || fail "upload $1"
+}
+upload "$TMP/data" train
+upload "$TMP/shards" shards
+last=$(ls "$TMP/shards" | grep -c '\.tar$')
+last=$(printf '%06d' $((last - 1)))
+
+export AWS_ACCESS_KEY_ID="$RGW_ACCESS_KEY" AWS_SECRET_ACCESS_KEY="$RGW_SECRET_KEY"
+export AWS_ENDPOINT_URL="$RGW_ENDPOINT" HOME="$TMP"
+# run NAME FLAGS...: a 2-epoch --checksum run writing $TMP/NAME.json.
+run() {
+  local name="$1"; shift
+  "$FLOWLOADER" run --batch_size=4 --epochs=2 --image_size=32 --num_workers=2 --checksum \
+    --metrics_address= --progress=false --summary_json="$TMP/$name.json" "$@" \
+    >"$TMP/$name.out" 2>"$TMP/$name.err" || fail "run $name: $(cat "$TMP/$name.err")"
+}
+field() { "$PY" -c "import json,sys; s=json.load(open(sys.argv[1])); print($2)" "$TMP/$1.json"; }
+
+run disk --data="$TMP/data"
+run prefix --data=s3://cli/train/
+run disk_shards --data="$TMP/shards/train-{000000..$last}.tar"
+run s3_shards --data="s3://cli/shards/train-{000000..$last}.tar"
+printf 'data: s3://cli/train\nbatch_size: 4\nepochs: 2\nimage_size: 32\nnum_workers: 2\n' >"$TMP/spec.yaml"
+printf 's3_endpoint: %s\ns3_addressing: path\n' "$RGW_ENDPOINT" >>"$TMP/spec.yaml"
+unset AWS_ENDPOINT_URL
+run spec --spec="$TMP/spec.yaml"
+export AWS_ENDPOINT_URL="$RGW_ENDPOINT"
+
+disk=$(field disk 's["data_checksum"]')
+[ "$(field prefix 's["data_checksum"]')" = "$disk" ] || fail "s3 prefix differs from the disk"
+[ "$(field spec 's["data_checksum"]')" = "$disk" ] || fail "a spec naming s3:// differs from the disk"
+[ "$(field s3_shards 's["data_checksum"]')" = "$(field disk_shards 's["data_checksum"]')" ] ||
+  fail "s3 shards differ from the same shards on disk"
+storage=$(field prefix 's["storage"]["remote"][0]')
+case "$storage" in
+  *"endpoint $RGW_ENDPOINT (AWS_ENDPOINT_URL)"*"credentials from environment (AWS_ACCESS_KEY_ID)"*) ;;
+  *) fail "summary storage: $storage" ;;
+esac
+[ "$(field spec 's["storage"]["remote"][0]')" != "" ] || fail "spec run has no storage"
+grep -q "credentials from environment" "$TMP/prefix.err" || fail "the run does not say whose credentials"
+if grep -rq "$RGW_SECRET_KEY" "$TMP"/*.json "$TMP"/*.out "$TMP"/*.err; then fail "the secret was printed"; fi
+
+"$FLOWLOADER" plan --data=s3://cli/train/ >"$TMP/plan.out" 2>&1 || fail "plan: $(cat "$TMP/plan.out")"
+grep -q "30 files" "$TMP/plan.out" || fail "plan did not list the prefix: $(cat "$TMP/plan.out")"
+
+set +e
+AWS_SECRET_ACCESS_KEY=not-the-secret "$FLOWLOADER" run --data=s3://cli/train/ \
+  --metrics_address= --progress=false >"$TMP/wrong.out" 2>"$TMP/wrong.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "a wrong secret exited $rc, not 2: $(cat "$TMP/wrong.err")"
+grep -q "SignatureDoesNotMatch" "$TMP/wrong.err" || fail "wrong secret: $(cat "$TMP/wrong.err")"
+! grep -q "not-the-secret" "$TMP/wrong.err" "$TMP/wrong.out" || fail "the wrong secret was printed"
+echo PASS
