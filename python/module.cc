@@ -17,6 +17,8 @@
 //       None when no row's item had one; targets (with annotations): one dict per row of
 //       zero-copy _TensorViews {boxes, labels, iscrowd, area, masks} and image_id.
 //   _Loader.source_names: the sources by number ("default" for data).
+//   _Loader.categories: with annotations, [{id, name, label}] (COCO id → label);
+//   _Loader.annotation_skips: {reason: count} of the annotations dropped.
 //   _TensorView: __dlpack__(stream=None) / __dlpack_device__(), for torch.from_dlpack.
 //   spec_keys(), shard_from_environment(), hold_limit(prefetch_batches).
 //
@@ -442,6 +444,28 @@ class PyLoader {
   std::string memory_description() { return Open().pipeline().memory_description(); }
   int effective_threads() { return Open().pipeline().effective_threads(); }
   std::vector<std::string> source_names() { return Open().pipeline().source_names(); }
+  // categories is the COCO category map of `annotations` ([{id, name, label}], empty
+  // without annotations); annotation_skips its dropped annotations by reason.
+  py::list categories() {
+    py::list out;
+    const detection::CocoDataset* coco = Open().pipeline().annotations();
+    if (coco == nullptr) return out;
+    for (const detection::CocoCategory& c : coco->categories()) {
+      py::dict d;
+      d["id"] = c.id;
+      d["name"] = c.name;
+      d["label"] = c.label;
+      out.append(std::move(d));
+    }
+    return out;
+  }
+  py::dict annotation_skips() {
+    py::dict out;
+    const detection::CocoDataset* coco = Open().pipeline().annotations();
+    if (coco == nullptr) return out;
+    for (const auto& [reason, count] : coco->skipped()) out[py::str(reason)] = count;
+    return out;
+  }
   py::dict Options() {
     const PipelineOptions& o = Open().pipeline().options();
     py::dict d;
@@ -579,6 +603,8 @@ PYBIND11_MODULE(_flowloader, m) {
       .def_property_readonly("memory_description", &pi::PyLoader::memory_description)
       .def_property_readonly("effective_threads", &pi::PyLoader::effective_threads)
       .def_property_readonly("source_names", &pi::PyLoader::source_names)
+      .def_property_readonly("categories", &pi::PyLoader::categories)
+      .def_property_readonly("annotation_skips", &pi::PyLoader::annotation_skips)
       .def_property_readonly("options", &pi::PyLoader::Options);
 
   // transforms.Lambda: the handle keeps fn findable by its id (the op text's) while alive.

@@ -368,6 +368,17 @@ class DataLoader:
         self._run = None
         self._active = None        # weakref to the live _EpochIterator.
 
+    @property
+    def categories(self):
+        """With annotations=: the COCO categories, [{"id", "name", "label"}], label being
+        what targets' "labels" hold (1..C in id order); [] without annotations."""
+        return self._open_core().categories
+
+    @property
+    def annotation_skips(self):
+        """With annotations=: the annotations dropped, {reason: count} (bad_box, ...)."""
+        return self._open_core().annotation_skips
+
     def _shard_settings(self, rank, world_size):
         rank = _int_or_none("rank", rank)
         world_size = _int_or_none("world_size", world_size)

@@ -70,3 +70,12 @@ def test_boxes_are_views_of_the_batch(flowloader_module, detection_data):
         if a.shape[0] and b.shape[0]:
             assert b.data_ptr() == a.data_ptr() + a.numel() * 4
     assert t["boxes"].storage().size() >= t["boxes"].numel()
+
+
+def test_exposes_the_category_map(flowloader_module, detection_data):
+    dl = loader(flowloader_module, detection_data)
+    assert dl.categories == [{"id": 1, "name": "triangle", "label": 1},
+                             {"id": 3, "name": "quadrilateral", "label": 2},
+                             {"id": 7, "name": "pentagon", "label": 3},
+                             {"id": 12, "name": "hexagon", "label": 4}]
+    assert dl.annotation_skips == {}
