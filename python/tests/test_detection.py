@@ -79,3 +79,5 @@ def test_exposes_the_category_map(flowloader_module, detection_data):
                              {"id": 7, "name": "pentagon", "label": 3},
                              {"id": 12, "name": "hexagon", "label": 4}]
     assert dl.annotation_skips == {}
+    # The summary JSON (flowloader run --summary_json, stats()) reports the same map.
+    assert dl.stats()["annotations"] == {"categories": dl.categories, "skipped": {}}
