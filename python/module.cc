@@ -10,11 +10,15 @@
 //   _Loader.next(return_keys, return_sources=False, return_columns=False) -> None at an
 //       end of epoch, else
 //       (images: _TensorView, labels: _TensorView, keys or None, must_copy: bool,
-//        epoch, batch index, sources or None, columns or None, extras or None)
+//        epoch, batch index, sources or None, columns or None, extras or None,
+//        targets or None)
 //       sources: each row's source name; columns: {name: [str, or bytes where the value
 //       is not valid UTF-8]}; extras (dataset= only): each row's third item element, or
-//       None when no row's item had one.
+//       None when no row's item had one; targets (with annotations): one dict per row of
+//       zero-copy _TensorViews {boxes, labels, iscrowd, area, masks} and image_id.
 //   _Loader.source_names: the sources by number ("default" for data).
+//   _Loader.categories: with annotations, [{id, name, label}] (COCO id → label);
+//   _Loader.annotation_skips: {reason: count} of the annotations dropped.
 //   _TensorView: __dlpack__(stream=None) / __dlpack_device__(), for torch.from_dlpack.
 //   spec_keys(), shard_from_environment(), hold_limit(prefetch_batches).
 //
@@ -184,6 +188,48 @@ py::object ImagesObject(const std::shared_ptr<const Batch>& batch,
   return views;
 }
 
+// TargetView is a zero-copy view of `count` rows of `row_elems` elements of `dtype` at
+// `data` (a BatchTargets vector), kept alive by `hold`. An empty view points at a static
+// byte, so its consumer never sees a null pointer.
+TensorView TargetView(const void* data, std::vector<int64_t> shape, DType dtype,
+                      const std::shared_ptr<BatchHold>& hold) {
+  static const int64_t kEmpty = 0;
+  TensorView view;
+  view.owner = hold;
+  view.data = const_cast<void*>(data != nullptr ? data : &kEmpty);
+  view.shape = std::move(shape);
+  view.dtype = DlType(dtype);
+  return view;
+}
+
+// Targets is the batch's detection targets as torchvision's detection models take them:
+// a list of one dict per row {"boxes": float32 [K, 4] xyxy, "labels": int64 [K],
+// "iscrowd": int64 [K], "area": float32 [K], "masks": uint8 [K, H, W] (when made),
+// "image_id": int}, each tensor a view of the batch's flat targets (Batch::targets).
+py::object Targets(const std::shared_ptr<const Batch>& batch,
+                   const std::shared_ptr<std::atomic<int>>& live) {
+  const BatchTargets& t = batch->targets;
+  if (!t.present) return py::none();
+  auto hold = std::make_shared<BatchHold>(batch, live);
+  const int64_t plane = static_cast<int64_t>(t.mask_height) * t.mask_width;
+  py::list rows;
+  for (int64_t r = 0; r < t.rows(); ++r) {
+    const int64_t begin = t.offsets[r], k = t.offsets[r + 1] - begin;
+    py::dict row;
+    row["boxes"] = py::cast(TargetView(t.boxes.data() + 4 * begin, {k, 4}, DType::kFloat32, hold));
+    row["labels"] = py::cast(TargetView(t.labels.data() + begin, {k}, DType::kInt64, hold));
+    row["iscrowd"] = py::cast(TargetView(t.iscrowd.data() + begin, {k}, DType::kInt64, hold));
+    row["area"] = py::cast(TargetView(t.area.data() + begin, {k}, DType::kFloat32, hold));
+    if (t.has_masks) {
+      row["masks"] = py::cast(TargetView(t.masks.data() + plane * begin,
+                                         {k, t.mask_height, t.mask_width}, DType::kUint8, hold));
+    }
+    row["image_id"] = py::int_(t.image_ids[r]);
+    rows.append(std::move(row));
+  }
+  return rows;
+}
+
 // LabelsView is a copy of the batch's label tensor, so it outlives the batch buffer
 // (labels are small): `labels` (the batch's class indices, or a dataset='s from
 // PyDatasetSource::TakeRows) as int64 [N], or, where a batch op made soft targets
@@ -313,7 +359,8 @@ class PyLoader {
   }
 
   // Next returns None at an end of epoch, else (images, labels, keys or None, must_copy,
-  // epoch, batch index, sources or None, columns or None).
+  // epoch, batch index, sources or None, columns or None, extras or None, targets or
+  // None).
   py::object Next(bool return_keys, bool return_sources, bool return_columns) {
     Loader& loader = Open();
     Fetched fetched;
@@ -342,8 +389,10 @@ class PyLoader {
     if (return_sources) sources = SourceNames(*fetched.batch, loader.pipeline().source_names());
     py::object columns = py::none();
     if (return_columns) columns = Columns(*fetched.batch);
+    py::object targets = Targets(fetched.batch, loader.live_views());
     return py::make_tuple(std::move(images), std::move(labels), keys, must_copy,
-                          fetched.batch->epoch, fetched.batch->index, sources, columns, extras);
+                          fetched.batch->epoch, fetched.batch->index, sources, columns, extras,
+                          targets);
   }
 
   // Checkpoint is (epoch, batch, sample, batch_size) of the caller's next batch (Cursor).
@@ -396,6 +445,28 @@ class PyLoader {
   std::string memory_description() { return Open().pipeline().memory_description(); }
   int effective_threads() { return Open().pipeline().effective_threads(); }
   std::vector<std::string> source_names() { return Open().pipeline().source_names(); }
+  // categories is the COCO category map of `annotations` ([{id, name, label}], empty
+  // without annotations); annotation_skips its dropped annotations by reason.
+  py::list categories() {
+    py::list out;
+    const detection::CocoDataset* coco = Open().pipeline().annotations();
+    if (coco == nullptr) return out;
+    for (const detection::CocoCategory& c : coco->categories()) {
+      py::dict d;
+      d["id"] = c.id;
+      d["name"] = c.name;
+      d["label"] = c.label;
+      out.append(std::move(d));
+    }
+    return out;
+  }
+  py::dict annotation_skips() {
+    py::dict out;
+    const detection::CocoDataset* coco = Open().pipeline().annotations();
+    if (coco == nullptr) return out;
+    for (const auto& [reason, count] : coco->skipped()) out[py::str(reason)] = count;
+    return out;
+  }
   py::dict Options() {
     const PipelineOptions& o = Open().pipeline().options();
     py::dict d;
@@ -534,6 +605,8 @@ PYBIND11_MODULE(_flowloader, m) {
       .def_property_readonly("memory_description", &pi::PyLoader::memory_description)
       .def_property_readonly("effective_threads", &pi::PyLoader::effective_threads)
       .def_property_readonly("source_names", &pi::PyLoader::source_names)
+      .def_property_readonly("categories", &pi::PyLoader::categories)
+      .def_property_readonly("annotation_skips", &pi::PyLoader::annotation_skips)
       .def_property_readonly("options", &pi::PyLoader::Options);
 
   // transforms.Lambda: the handle keeps fn findable by its id (the op text's) while alive.

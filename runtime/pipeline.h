@@ -43,6 +43,7 @@
 #include "stages/augment/transform.h"
 #include "stages/collate/batch.h"
 #include "stages/core/memory_plan.h"
+#include "stages/detection/coco.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
@@ -284,6 +285,11 @@ class Pipeline {
   // batch size is unchanged; after SetBatchSize, an estimate for the epoch under way.
   int64_t batches_per_epoch() const { return graph_->batches_per_epoch(); }
   int64_t samples_per_epoch() const { return samples_per_epoch_; }
+  // annotations is the COCO file of `annotations` (its category → label map in
+  // categories(), its skips by reason in skipped()), or nullptr without one.
+  const detection::CocoDataset* annotations() const {
+    return dataset_ != nullptr ? dataset_->annotations() : nullptr;
+  }
   // source_names are the sources by number (Batch::sources): "default" for `data`.
   const std::vector<std::string>& source_names() const { return stats_->source_names; }
   // memory_description says where batches live and, for the host fallback, why.

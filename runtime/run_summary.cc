@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
 #include "stages/core/resources.h"
 
 namespace flowloader {
@@ -92,16 +93,39 @@ std::string WithStorage(std::string json, const Pipeline& pipeline) {
   return json;
 }
 
+std::string WithAnnotations(std::string json, const detection::CocoDataset* coco) {
+  if (coco == nullptr || json.empty() || json.back() != '}') return json;
+  json.pop_back();
+  absl::StrAppend(&json, ", \"annotations\": {\"categories\": [");
+  for (size_t i = 0; i < coco->categories().size(); ++i) {
+    const detection::CocoCategory& c = coco->categories()[i];
+    // nlohmann writes the name as a JSON string (bad UTF-8 replaced, never thrown).
+    const std::string name = nlohmann::json(c.name).dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+    absl::StrAppend(&json, i == 0 ? "" : ", ", "{\"id\": ", c.id, ", \"name\": ", name,
+                    ", \"label\": ", c.label, "}");
+  }
+  absl::StrAppend(&json, "], \"skipped\": {");
+  bool first = true;
+  for (const auto& [reason, count] : coco->skipped()) {
+    absl::StrAppend(&json, first ? "" : ", ", "\"", reason, "\": ", count);
+    first = false;
+  }
+  return json + "}}}";
+}
+
 std::string PipelineSummaryJson(const Pipeline& pipeline, double wall, int64_t epochs,
                                 double startup, double first_batch_seconds,
                                 const std::vector<double>& epoch_end_seconds) {
   const RunSnapshot snapshot =
       Snapshot(*pipeline.stats(), RunFactsFor(pipeline.options(), wall, epochs, startup));
-  return WithStorage(
-      WithOutputs(RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds,
-                                 epoch_end_seconds),
-                  pipeline.outputs(), pipeline.label()),
-      pipeline);
+  return WithAnnotations(
+      WithStorage(
+          WithOutputs(RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds,
+                                     epoch_end_seconds),
+                      pipeline.outputs(), pipeline.label()),
+          pipeline),
+      pipeline.annotations());
 }
 
 }  // namespace flowloader

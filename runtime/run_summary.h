@@ -41,9 +41,14 @@ std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs
 // credentials signed the requests (never a secret). Unchanged otherwise.
 std::string WithStorage(std::string json, const Pipeline& pipeline);
 
+// WithAnnotations adds, for a pipeline reading a COCO file (coco not null),
+// "annotations": {"categories": [{"id", "name", "label"}, ...], "skipped": {reason:
+// count}}: the category id → label map and the annotations dropped.
+std::string WithAnnotations(std::string json, const detection::CocoDataset* coco);
+
 // PipelineSummaryJson is RunSummaryJson of `pipeline`'s counters now (it may be running)
 // with RunFactsFor(pipeline.options(), wall, epochs, startup), its Checkpoint() and its
-// outputs (WithOutputs).
+// outputs (WithOutputs) and annotations (WithAnnotations).
 std::string PipelineSummaryJson(const Pipeline& pipeline, double wall, int64_t epochs,
                                 double startup, double first_batch_seconds,
                                 const std::vector<double>& epoch_end_seconds);

@@ -142,7 +142,8 @@ TEST(StagePlanTest, RegisterRefusesFieldsASampleDoesNotHold) {
       "t1", "", Noop, FunctionStageOptions{0, {{"mask", FieldKind::kImage}}, {}});
   EXPECT_TRUE(absl::StrContains(unknown.message(),
                                 "stage 't1' declares field 'mask', which a sample does not "
-                                "have (fields: key, path, label, bytes, image, output)"))
+                                "have (fields: key, path, label, bytes, image, output, boxes, "
+                                "masks)"))
       << unknown;
   absl::Status kind = registry.RegisterFunction(
       "t2", "", Noop, FunctionStageOptions{0, {}, {{kBytesField, FieldKind::kImage}}});

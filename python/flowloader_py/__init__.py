@@ -251,6 +251,15 @@ class DataLoader:
     stages on each batch (a spec's batch_ops:); with mixup_cutmix or label_smoothing the
     labels are float32 [N, num_classes] soft targets instead of int64 [N].
 
+    Detection: annotations="instances.json" (COCO instances) with data= the images'
+    directory (skip_empty=True drops images without an instance) yields (images, targets)
+    as torchvision's detection models take them: images a list of tensors, targets a list
+    of dicts {"boxes" float32 [K, 4] xyxy, "labels" int64 [K] (category ids mapped to
+    1..C in id order), "iscrowd", "area", "masks" uint8 [K, H, W], "image_id" int}, every
+    tensor a zero-copy view of the batch. With transform=Compose the stages are read,
+    annotations, decode, the Compose (its head crop or resize moves the targets) and
+    sanitize_bounding_boxes.
+
     return_sources=True adds each row's source name (a list of str); return_columns=True
     adds the extra per-sample columns (columns= for tar shards, or a list file's
     #columns:) as {name: [str, or bytes where a value is not valid UTF-8]}.
@@ -299,6 +308,12 @@ class DataLoader:
                 raise ValueError("transform (a Compose) and stages are both set: give one")
             stages = _transform_stages(transform)
             given["transform"] = _Default("train")
+        if stages is not None and "annotations" in options and transform is not None and \
+                not isinstance(transform, (str, _Default)):
+            # Detection: the targets are read after the file and sanitized at the end, as
+            # torchvision's detection references end with SanitizeBoundingBoxes.
+            stages = [stages[0], {"type": "annotations"}] + stages[1:] + [
+                {"type": "sanitize_bounding_boxes"}]
         if stages is not None:
             for key in _BUILTIN_STAGE_KEYWORDS:
                 if not isinstance(given[key], _Default):
@@ -352,6 +367,17 @@ class DataLoader:
         # that it outlives a loop left with `break` (state_dict, and the next iter()).
         self._run = None
         self._active = None        # weakref to the live _EpochIterator.
+
+    @property
+    def categories(self):
+        """With annotations=: the COCO categories, [{"id", "name", "label"}], label being
+        what targets' "labels" hold (1..C in id order); [] without annotations."""
+        return self._open_core().categories
+
+    @property
+    def annotation_skips(self):
+        """With annotations=: the annotations dropped, {reason: count} (bad_box, ...)."""
+        return self._open_core().annotation_skips
 
     def _shard_settings(self, rank, world_size):
         rank = _int_or_none("rank", rank)
@@ -544,6 +570,21 @@ def _images(view):
     return from_dlpack(view)
 
 
+def _targets(views, must_copy):
+    """The batch's target dicts, each tensor a view of the batch (a copy when must_copy)."""
+    out = []
+    for row in views:
+        target = {}
+        for name, value in row.items():
+            if name == "image_id":
+                target[name] = value
+            else:
+                tensor = from_dlpack(value)
+                target[name] = tensor.clone() if must_copy else tensor
+        out.append(target)
+    return out
+
+
 def _rows(images):
     first = next(iter(images.values())) if isinstance(images, dict) else images
     return first.shape[0]
@@ -590,7 +631,7 @@ class _EpochIterator:
                 loader._finish(run)
                 break
             images_view, labels_view, keys, must_copy = got[:4]
-            sources, columns = got[6], got[7]
+            sources, columns, targets_views = got[6], got[7], got[9]
             run.delivered += 1
             images = _images(images_view)
             del images_view
@@ -599,6 +640,14 @@ class _EpochIterator:
             if must_copy:
                 images = _clone(images)  # The zero-copy views die here: buffer returned.
             labels = from_dlpack(labels_view)
+            if targets_views is not None:
+                # Detection: (images, targets) as torchvision's detection models take them,
+                # a list of image tensors and a list of target dicts (zero-copy views).
+                targets = _targets(targets_views, must_copy)
+                del targets_views
+                extras = ((keys,) if loader._return_keys else ()) + (
+                    (sources,) if loader._return_sources else ())
+                return (list(images.unbind(0)), targets) + extras
             # dataset= items' third elements, when they have one, as torch collates them.
             items = (got[8],) if got[8] is not None else ()
             # Optional elements only ever go at the end, in this order.
