@@ -32,7 +32,8 @@ def loader(small_data):
     ("sample", 2**70, ValueError, f"state_dict's sample must be in [-1, 36], got {2**70}"),
     ("current_batch_size", 7, ValueError, "state_dict's current_batch_size must be in [0, 6]"),
     ("epoch", "x" * 10**6, TypeError, "got str 'xxxx"),
-])
+], ids=["epoch_2_64", "epoch_str", "epoch_float", "epoch_negative", "batch_2_63",
+        "sample_2_70", "current_batch_size", "epoch_1mb_str"])
 def test_a_forged_state_dict_is_one_line_naming_the_key(loader, key, value, error, words):
     state = loader.state_dict() | {key: value}
     with pytest.raises(error) as raised:
