@@ -20,7 +20,9 @@
 //   _Loader.categories: with annotations, [{id, name, label}] (COCO id → label);
 //   _Loader.annotation_skips: {reason: count} of the annotations dropped.
 //   _TensorView: __dlpack__(stream=None) / __dlpack_device__(), for torch.from_dlpack.
-//   spec_keys(), shard_from_environment(), hold_limit(prefetch_batches).
+//   _Loader.abandoned_calls: the calls of user code close() left running (Dispose).
+//   spec_keys(), shard_from_environment(), hold_limit(prefetch_batches),
+//   _refuse_inside_callback(what): RuntimeError inside a Dataset's __getitem__ or a Lambda.
 //
 // Zero copy: an images view wraps the batch buffer itself. Its DLPack capsule's deleter
 // (run by torch when the last tensor over it is freed, from any thread, without the GIL)
@@ -31,25 +33,51 @@
 //
 // Threads and the GIL: next() waits in 50 ms slices with the GIL released and runs
 // PyErr_CheckSignals between them, so Ctrl-C raises KeyboardInterrupt within a slice
-// even while no batch comes. Nothing in the pipeline's threads touches Python, except
-// the python_dataset stage of dataset=, which takes the GIL for each __getitem__: so
-// everything here that waits for the pipeline's threads (creating, closing, destroying
-// a loader) releases the GIL first.
+// even while no batch comes; a batch that came together with the signal is kept for the
+// next call, so an interrupted loop loses nothing. Nothing in the pipeline's threads
+// touches Python, except the python_dataset stage of dataset= and the python_lambda op,
+// which take the GIL for each call: so everything here that waits for the pipeline's
+// threads (creating, closing, destroying a loader) releases the GIL first.
+//
+// Lifecycle (docs/python.md, "Lifecycle"):
+//   * Calls from the user's code that the pipeline runs (a Dataset's __getitem__, a
+//     Lambda) into a loader (close, next, checkpoint, set_batch_size) raise RuntimeError:
+//     close() there would wait for the very thread it runs on.
+//   * close() waits for the pipeline's threads, but a Python call blocked in the user's
+//     code (a network read, a sleep) is abandoned after kAbandonAfter: the rest of the
+//     teardown goes on in a detached thread, which drops the call's result when it
+//     returns; the calls are named in a log line and in the summary at close.
+//   * Fork: a loader's threads stay in the parent. In a child every use raises
+//     RuntimeError, and close (at exit, at garbage collection) leaks the loader instead
+//     of waiting for threads that do not exist there. Making a loader in the child of a
+//     process that made one raises RuntimeError too: oneTBB's workers did not survive
+//     the fork, and the new loader would get none.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "python/internal/dlpack.h"
 #include "python/internal/eager.h"
@@ -59,6 +87,9 @@
 #include "runtime/shard_env.h"
 #include "runtime/spec.h"
 #include "stages/augment/ops/view_program.h"
+#include "stages/core/log.h"
+#include "stages/core/memory_plan.h"
+#include "stages/reader/dataset.h"
 
 namespace py = pybind11;
 
@@ -67,9 +98,28 @@ namespace python_internal {
 namespace {
 
 constexpr absl::Duration kWaitSlice = absl::Milliseconds(50);
+// How long close() waits for the pipeline's threads while a call of the user's Python
+// code is in flight before it abandons that call (Dispose).
+constexpr absl::Duration kAbandonAfter = absl::Milliseconds(300);
+// Values quoted in messages are cut to this many characters.
+constexpr size_t kMaxValueChars = 200;
+// A message longer than this is cut in its middle (a value it quotes that we could not
+// cut ourselves, from a spec file).
+constexpr size_t kMaxMessageChars = 1000;
 
 // The exception for fatal data errors during iteration (a RuntimeError subclass).
 PyObject* g_data_error = nullptr;
+
+// The process whose loaders started oneTBB's worker threads (0 before the first loader).
+// A forked child has none of them, and oneTBB, which cannot tell, would give a loader made
+// there no thread at all: its first batch would never come.
+std::atomic<pid_t> g_threads_pid{0};
+
+// kForkAdvice ends the messages about fork.
+constexpr char kForkAdvice[] =
+    "loaders do not survive fork (their threads, oneTBB's too, stay in the parent): make "
+    "the DataLoader in a process started with multiprocessing's 'spawn' or 'forkserver' "
+    "method, or before the first loader is made";
 
 // HoldLimit is how many batches may be held zero-copy at once before the next one is
 // copied: prefetch_batches - 1, so one buffer always stays with the pipeline and a loop
@@ -255,9 +305,47 @@ TensorView LabelsView(const Batch& batch, std::vector<int64_t> labels) {
   return view;
 }
 
+// Cut is `text` cut to `max` characters, saying how long it was.
+std::string Cut(absl::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  return absl::StrCat(text.substr(0, max), "... (", text.size(), " characters)");
+}
+
+// OneLine is a message as one line of bounded length: line breaks become spaces, every
+// word (a value the message quotes: a path, a spec's string) is cut to kMaxValueChars,
+// and a message still over kMaxMessageChars keeps its start and end.
+std::string OneLine(absl::string_view message) {
+  const std::string joined =
+      absl::StrReplaceAll(message, {{"\r\n", " "}, {"\n", " "}, {"\r", " "}});
+  std::vector<std::string> words = absl::StrSplit(joined, ' ');
+  for (std::string& word : words) word = Cut(word, kMaxValueChars);
+  std::string line = absl::StrJoin(words, " ");
+  if (line.size() <= kMaxMessageChars) return line;
+  const size_t keep = kMaxMessageChars / 2;
+  return absl::StrCat(absl::string_view(line).substr(0, keep), " ...(", line.size() - 2 * keep,
+                      " characters cut)... ", absl::string_view(line).substr(line.size() - keep));
+}
+
 [[noreturn]] void Raise(PyObject* type, const absl::Status& status) {
-  PyErr_SetString(type, std::string(status.message()).c_str());
+  PyErr_SetString(type, OneLine(status.message()).c_str());
   throw py::error_already_set();
+}
+
+[[noreturn]] void RaiseText(PyObject* type, const std::string& message) {
+  PyErr_SetString(type, message.c_str());
+  throw py::error_already_set();
+}
+
+// RefuseInsideCallback raises RuntimeError when the calling thread runs the user's
+// code for a pipeline (py_dataset.h, CallbackScope): `what` ("DataLoader.close()")
+// would wait for, or drive, the pipeline whose thread this is.
+void RefuseInsideCallback(const std::string& what) {
+  const char* inside = InsideCallback();
+  if (inside == nullptr) return;
+  RaiseText(PyExc_RuntimeError,
+            absl::StrCat(what, " is not allowed inside ", inside,
+                         ": it runs on a loader's worker thread, which the loader waits for; "
+                         "call it from the loop that iterates the loader"));
 }
 
 // CreationErrorType: an option, a data path or a memory plan the caller can change is
@@ -284,7 +372,14 @@ void ApplySetting(const std::string& key, const std::string& text, PipelineOptio
   const bool structured = key == "sources" || key == "stages" || key == "batch_ops";
   const absl::Status s = structured ? ApplySpecYamlValue(key, text, options)
                                     : ApplySpecValue(key, text, options);
-  if (!s.ok()) Raise(PyExc_ValueError, s);
+  if (!s.ok()) {
+    // The parser quotes the value whole: a long one is cut where it appears.
+    std::string message(s.message());
+    if (text.size() > kMaxValueChars) {
+      message = absl::StrReplaceAll(message, {{text, Cut(text, kMaxValueChars)}});
+    }
+    Raise(PyExc_ValueError, absl::Status(s.code(), message));
+  }
   if (key == "sources") options->data.clear();
   if (key == "data") options->sources.clear();
 }
@@ -326,6 +421,11 @@ class PyLoader {
            const std::vector<std::pair<std::string, std::string>>& settings,
            const std::string& metrics_address, const std::vector<int64_t>& resume,
            const py::object& dataset) {
+    if (const pid_t parent = g_threads_pid.load(); parent != 0 && parent != getpid()) {
+      RaiseText(PyExc_RuntimeError,
+                absl::StrCat("this process (", getpid(), ") is a fork of process ", parent,
+                             ", which made a DataLoader: ", kForkAdvice));
+    }
     LoaderOptions options;
     if (spec.has_value()) {
       absl::StatusOr<PipelineOptions> loaded = LoadSpecFile(*spec);
@@ -349,6 +449,7 @@ class PyLoader {
     options.pipeline.resume.sample = resume[2];
     options.pipeline.resume.batch_size = static_cast<int>(resume[3]);
     options.metrics_address = metrics_address;
+    g_threads_pid.store(getpid());
     absl::StatusOr<std::unique_ptr<Loader>> loader;
     {
       py::gil_scoped_release release;
@@ -362,16 +463,27 @@ class PyLoader {
   // epoch, batch index, sources or None, columns or None, extras or None, targets or
   // None).
   py::object Next(bool return_keys, bool return_sources, bool return_columns) {
+    RefuseInsideCallback("iterating a DataLoader");
     Loader& loader = Open();
     Fetched fetched;
-    while (true) {
-      bool came = false;
-      {
-        py::gil_scoped_release release;
-        came = loader.WaitNext(kWaitSlice, &fetched);
+    if (held_.has_value()) {
+      fetched = *std::move(held_);
+      held_.reset();
+    } else {
+      while (true) {
+        bool came = false;
+        {
+          py::gil_scoped_release release;
+          came = loader.WaitNext(kWaitSlice, &fetched);
+        }
+        if (PyErr_CheckSignals() != 0) {
+          // Ctrl-C: what came with it is the next call's, so an interrupted loop that
+          // iterates again loses nothing.
+          if (came) held_ = std::move(fetched);
+          throw py::error_already_set();
+        }
+        if (came) break;
       }
-      if (came) break;
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
     }
     if (!fetched.status.ok()) Raise(g_data_error, fetched.status);
     if (fetched.end_of_epoch || fetched.batch == nullptr) return py::none();
@@ -396,23 +508,42 @@ class PyLoader {
   }
 
   // Checkpoint is (epoch, batch, sample, batch_size) of the caller's next batch (Cursor).
+  // It waits for a request in flight in slices, so Ctrl-C ends the wait.
   std::vector<int64_t> Checkpoint() {
+    RefuseInsideCallback("DataLoader.state_dict() (or iter())");
     Loader& loader = Open();
     Cursor cursor;
-    {
-      py::gil_scoped_release release;
-      cursor = loader.NextCursor();
+    if (held_.has_value() && held_->batch != nullptr) {
+      cursor = Cursor{held_->batch->epoch, held_->batch->index};
+    } else {
+      while (true) {
+        bool came = false;
+        {
+          py::gil_scoped_release release;
+          came = loader.WaitCursor(kWaitSlice, &cursor);
+        }
+        if (came) break;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      }
     }
     return {cursor.epoch, cursor.batch, cursor.sample, cursor.batch_size};
   }
 
   void SetBatchSize(int batch_size) {
+    RefuseInsideCallback("DataLoader.set_batch_size()");
     if (absl::Status s = Open().pipeline().SetBatchSize(batch_size); !s.ok()) {
       Raise(PyExc_ValueError, s);
     }
   }
 
-  std::string Summary() { return Open().SummaryJson(); }
+  // Summary is the summary so far, or after close() the one taken at close.
+  std::string Summary() {
+    if (loader_ == nullptr && !closed_summary_.empty() && !Forked()) return closed_summary_;
+    return Open().SummaryJson();
+  }
+
+  // AbandonedCalls names the calls of user code close() left running (Dispose).
+  const std::vector<std::string>& abandoned_calls() const { return abandoned_; }
 
   // Outputs lists every batch tensor as (name, per-sample shape, dtype name).
   std::vector<py::tuple> Outputs() {
@@ -423,18 +554,46 @@ class PyLoader {
     return out;
   }
 
-  // Close stops the pipeline and waits for its threads; buffers still viewed by tensors
-  // go back when those tensors are freed.
+  // Close stops the pipeline and waits for its threads, but not for a call of the
+  // user's Python code that is blocked (Dispose); buffers still viewed by tensors go back
+  // when those tensors are freed. In a forked child it only lets go of the loader.
   void Close() {
+    if (Forked()) {
+      LetGo();
+      return;
+    }
+    RefuseInsideCallback("DataLoader.close()");
     std::unique_ptr<Loader> loader = std::move(loader_);
+    held_.reset();
+    if (loader == nullptr) return;
+    closed_summary_ = loader->SummaryJson();
     {
       py::gil_scoped_release release;  // The workers may be waiting for the GIL.
-      loader.reset();
+      abandoned_ = Dispose(std::move(loader));
+    }
+    if (!abandoned_.empty()) {
+      LogWarning(absl::StrCat("DataLoader.close(): abandoned ", abandoned_.size(),
+                              " call(s) of Python code still running after ",
+                              absl::FormatDuration(kAbandonAfter), ": ",
+                              absl::StrJoin(abandoned_, ", "),
+                              "; each finishes on its own thread and its result is dropped"));
     }
     source_.reset();  // With the GIL: it holds Python objects.
   }
 
-  ~PyLoader() { Close(); }
+  // The destructor runs where Python drops the object: a refused close (inside a
+  // callback) leaves the loader to the interpreter's exit instead of aborting.
+  ~PyLoader() {
+    if (!Forked() && InsideCallback() != nullptr) {
+      LetGo();
+      return;
+    }
+    try {
+      Close();
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable(__func__);
+    }
+  }
 
   bool closed() const { return loader_ == nullptr; }
   int64_t batches_per_epoch() { return Open().pipeline().batches_per_epoch(); }
@@ -488,11 +647,58 @@ class PyLoader {
 
  private:
   Loader& Open() {
+    if (Forked()) {
+      RaiseText(PyExc_RuntimeError,
+                absl::StrCat("this flowloader.DataLoader was made in process ", pid_,
+                             " and this is process ", getpid(), ", a fork of it: ",
+                             kForkAdvice));
+    }
     if (loader_ == nullptr) {
       PyErr_SetString(PyExc_ValueError, "the DataLoader is closed");
       throw py::error_already_set();
     }
     return *loader_;
+  }
+
+  bool Forked() const { return getpid() != pid_; }
+
+  // LetGo lets go of the loader without destroying it (a deliberate leak): in a forked
+  // child its threads do not exist (joining them would wait forever) and its mutexes may
+  // be held by them; a loader dropped inside a callback would join its own thread.
+  void LetGo() {
+    if (loader_ != nullptr) (void)loader_.release();
+    if (source_ != nullptr) (void)new std::shared_ptr<PyDatasetSource>(std::move(source_));
+    held_.reset();
+  }
+
+  // Dispose stops `loader` and destroys it, waiting while its threads finish; once a
+  // call of the user's Python code has been in flight for kAbandonAfter, it leaves the
+  // rest of the teardown to a detached thread and returns those calls (the blocked call
+  // is abandoned: its result is dropped when it returns). GIL released.
+  static std::vector<std::string> Dispose(std::unique_ptr<Loader> loader) {
+    struct Done {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+    };
+    auto done = std::make_shared<Done>();
+    // Stopping waits for the graph's tasks too: all of it in the thread.
+    std::thread([loader = loader.release(), done] {
+      loader->Stop();
+      delete loader;
+      std::lock_guard<std::mutex> lock(done->mu);
+      done->done = true;
+      done->cv.notify_all();
+    }).detach();
+    const absl::Time start = absl::Now();
+    std::unique_lock<std::mutex> lock(done->mu);
+    while (!done->cv.wait_for(lock, absl::ToChronoNanoseconds(kWaitSlice),
+                              [&] { return done->done; })) {
+      if (absl::Now() - start < kAbandonAfter) continue;
+      std::vector<std::string> calls = InFlightCalls();
+      if (!calls.empty()) return calls;
+    }
+    return {};
   }
 
   // UseDataset makes `dataset` the pipeline's data: Dataset::OfSize(len(dataset)), and
@@ -506,7 +712,7 @@ class PyLoader {
                                   "batch_ops need the data's labels in the graph: they work "
                                   "with data= or sources=, not with dataset="));
     }
-    const int64_t size = static_cast<int64_t>(py::len(dataset));
+    const int64_t size = DatasetLength(dataset, *options);
     absl::StatusOr<std::unique_ptr<Dataset>> indexed = Dataset::OfSize(size, "dataset");
     if (!indexed.ok()) Raise(PyExc_ValueError, indexed.status());
     options->dataset = *std::move(indexed);
@@ -521,8 +727,47 @@ class PyLoader {
     if (absl::Status s = source_->UseIn(&options->stages); !s.ok()) Raise(PyExc_ValueError, s);
   }
 
+  // DatasetLength is len(dataset), refused in one line when it is not a count the sample
+  // table can hold: its bytes (sizeof(SampleSource) a sample) must fit the memory the
+  // pipeline may plan for (memory_limit_mb, or what the process may use).
+  static int64_t DatasetLength(const py::object& dataset, const PipelineOptions& options) {
+    const Py_ssize_t length = PyObject_Length(dataset.ptr());
+    if (length < 0) {
+      const std::string error = TakeExceptionLine();
+      std::string value;
+      try {  // The value, for the message: len() refuses those over 2^63 - 1 itself.
+        value = Cut(std::string(py::str(dataset.attr("__len__")())), kMaxValueChars);
+      } catch (py::error_already_set&) {
+        value = "(unreadable)";
+      }
+      RaiseText(PyExc_ValueError, OneLine(absl::StrCat("dataset: len() is ", value,
+                                                       ", which is not a sample count (",
+                                                       error, ")")));
+    }
+    const int64_t per_sample = static_cast<int64_t>(sizeof(SampleSource));
+    const MemoryBudget budget = Pipeline::MemoryBudgetFor(options);
+    // Half of the budget at most: the batch buffers and the workers need the rest.
+    if (budget.known() && static_cast<double>(length) * per_sample > budget.bytes / 2.0) {
+      const double needed = static_cast<double>(length) * per_sample;
+      RaiseText(PyExc_ValueError,
+                absl::StrCat("dataset: len() is ", length, " samples, whose sample table would "
+                             "need ",
+                             needed >= 9e18 ? absl::StrCat(needed / (1ull << 40) / 1024, " PiB")
+                                            : FormatBytes(static_cast<int64_t>(needed)),
+                             " (", per_sample, " bytes a sample), over half of the ",
+                             FormatBytes(budget.bytes), " the pipeline may use (", budget.source,
+                             budget.source == "memory_limit_mb" ? "" : "; memory_limit_mb caps it",
+                             "): give a dataset of fewer samples"));
+    }
+    return length;
+  }
+
+  const pid_t pid_ = getpid();  // The process that made the loader.
   std::unique_ptr<Loader> loader_;
   std::shared_ptr<PyDatasetSource> source_;  // dataset= only.
+  std::optional<Fetched> held_;  // A result that came with a Ctrl-C: the next Next's.
+  std::string closed_summary_;   // The summary at close().
+  std::vector<std::string> abandoned_;  // Calls close() left running.
 };
 
 py::list SpecKeyList() {
@@ -562,6 +807,11 @@ py::tuple ShardFromEnv() {
 PYBIND11_MODULE(_flowloader, m) {
   namespace pi = flowloader::python_internal;
   m.doc() = "flowloader's C++ core; use flowloader.DataLoader.";
+  // No absl deadlock detection in this process: its global graph lock is taken by every
+  // absl::Mutex::Lock of the pipeline's threads, so a child forked while one holds it
+  // (os.fork, multiprocessing, torch's workers) spun in every absl::Mutex destructor at
+  // exit (seconds, or for ever). Detection is a debugging aid; the C++ tests keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   pi::RegisterPythonDatasetStage();
   pi::RegisterPythonLambdaOp();
   pi::RegisterEager(m);  // flowloader.transforms called on one image (eager.h).
@@ -599,6 +849,7 @@ PYBIND11_MODULE(_flowloader, m) {
       .def_property_readonly("prefetch_batches", &pi::PyLoader::prefetch_batches)
       .def("close", &pi::PyLoader::Close)
       .def_property_readonly("closed", &pi::PyLoader::closed)
+      .def_property_readonly("abandoned_calls", &pi::PyLoader::abandoned_calls)
       .def_property_readonly("batches_per_epoch", &pi::PyLoader::batches_per_epoch)
       .def_property_readonly("samples_per_epoch", &pi::PyLoader::samples_per_epoch)
       .def_property_readonly("live_views", &pi::PyLoader::live_views)
@@ -622,6 +873,8 @@ PYBIND11_MODULE(_flowloader, m) {
   m.def("spec_keys", &pi::SpecKeyList, "The spec's keys: name, default, doc, is_bool, is_scalar.");
   m.def("shard_from_environment", &pi::ShardFromEnv,
         "(rank, world_size, source) from RANK/WORLD_SIZE or SLURM_PROCID/SLURM_NTASKS.");
+  m.def("_refuse_inside_callback", &pi::RefuseInsideCallback, py::arg("what"),
+        "RuntimeError naming `what` when called from a Dataset's __getitem__ or a Lambda.");
   m.def("hold_limit", &pi::HoldLimit, py::arg("prefetch_batches"),
         "Batches that may be held zero-copy before the next one is copied.");
 }

@@ -25,8 +25,14 @@ SLURM_PROCID/SLURM_NTASKS, else an initialised torch.distributed group, else the
 shard, else 0 of 1; `loader.shard_source` says which.
 
 Threads: iteration is for one thread at a time. The GIL is released while waiting for a
-batch; Ctrl-C raises KeyboardInterrupt within 50 ms; close() (or `del`, or leaving the
-`with`) stops the pipeline's threads.
+batch; Ctrl-C raises KeyboardInterrupt within 50 ms, and a new loop over the loader then
+continues exactly where the interrupted one stopped (no batch lost or repeated); close()
+(or `del`, or leaving the `with`) stops the pipeline's threads within about 0.3 s even
+while a Dataset's __getitem__ blocks (the blocked call is abandoned, named in a warning
+and in stats()["abandoned_calls"]). Calls into a loader from inside a Dataset's
+__getitem__ or a transforms.Lambda (close, state_dict, set_epoch, iterating) raise
+RuntimeError. Loaders do not survive fork: a forked child exits normally, and using an
+inherited loader there raises RuntimeError (make a new one in the child).
 """
 
 import atexit
@@ -54,6 +60,53 @@ _STRUCTURED_KEYS = ("sources", "stages", "batch_ops")
 # Keywords that configure the built-in stages, which transform=Compose or stages= replace.
 _BUILTIN_STAGE_KEYWORDS = ("transform", "image_size", "layout")
 _STATE_VERSION = 1
+# Values quoted in messages are cut to this many characters.
+_MAX_VALUE_CHARS = 200
+# The largest epoch or batch number a loader accepts: the pipeline counts in int64 and
+# adds to them.
+_MAX_COUNT = 2**62
+# A stashed result of _core.next: nothing stashed (None is an end of epoch).
+_NOTHING = object()
+
+
+def _short(value):
+    """repr(value) on one line, cut to _MAX_VALUE_CHARS characters."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error.
+        text = f"<{type(value).__name__}>"
+    text = " ".join(text.split("\n"))
+    if len(text) > _MAX_VALUE_CHARS:
+        text = f"{text[:_MAX_VALUE_CHARS]}... ({len(text)} characters)"
+    return text
+
+
+def _checked_int(name, value, low, high):
+    """value as an int in [low, high], or TypeError / ValueError naming `name` and it."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got bool {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} "
+                        f"{_short(value)}") from None
+    if not low <= number <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {_short(number)}")
+    return number
+
+
+def _refuse_torchvision(name, value):
+    """TypeError for a torchvision object where flowloader.transforms' are expected."""
+    kind = type(value)
+    if kind.__module__.split(".")[0] == "torchvision":
+        raise TypeError(f"{name} is {kind.__module__}.{kind.__qualname__}, torchvision's: build "
+                        "it with flowloader.transforms instead (import flowloader.transforms "
+                        "as T: the same classes and arguments)")
+
+
+def _refuse_inside(what):
+    """RuntimeError when called from a Dataset's __getitem__ or a transforms.Lambda."""
+    _core._refuse_inside_callback(what)
 
 
 class _Default:
@@ -85,12 +138,12 @@ def _setting_text(key, value):
     kind = type(value).__name__
     if spec_key["is_bool"]:
         if not isinstance(value, bool):
-            raise TypeError(f"{key} must be True or False, got {kind} {value!r}")
+            raise TypeError(f"{key} must be True or False, got {kind} {_short(value)}")
         return "true" if value else "false"
     if key == "max_errors":
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise TypeError(f"max_errors must be a count, a fraction or a str like '5%', "
-                            f"got {kind} {value!r}")
+                            f"got {kind} {_short(value)}")
         return repr(value) if isinstance(value, float) else str(value)
     if _is_int_key(key):
         if isinstance(value, str):
@@ -100,11 +153,11 @@ def _setting_text(key, value):
         try:
             return str(operator.index(value))
         except TypeError:
-            raise TypeError(f"{key} must be an int, got {kind} {value!r}") from None
+            raise TypeError(f"{key} must be an int, got {kind} {_short(value)}") from None
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
     if not isinstance(value, str):
-        raise TypeError(f"{key} must be a str, got {kind} {value!r}")
+        raise TypeError(f"{key} must be a str, got {kind} {_short(value)}")
     return value
 
 
@@ -116,16 +169,21 @@ def _int_or_none(name, value):
     try:
         return operator.index(value)
     except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} "
+                        f"{_short(value)}") from None
 
 
 def _batch_ops_text(batch_ops):
     """batch_ops= as JSON, YAML's flow style, for the spec's own parser: a list of
     {"type": ..., "name": ..., "options": {...}} dicts, as a spec's batch_ops: items."""
+    _refuse_torchvision("batch_ops", batch_ops)
+    if isinstance(batch_ops, (list, tuple)):
+        for op in batch_ops:
+            _refuse_torchvision("an item of batch_ops", op)
     if not isinstance(batch_ops, (list, tuple)) or not all(isinstance(op, dict)
                                                            for op in batch_ops):
         raise TypeError(f"batch_ops must be a list of {{'type', 'options'}} dicts, "
-                        f"got {type(batch_ops).__name__} {batch_ops!r}")
+                        f"got {type(batch_ops).__name__} {_short(batch_ops)}")
     try:
         return json.dumps(list(batch_ops))
     except (TypeError, ValueError) as e:
@@ -137,12 +195,12 @@ def _sources_text(sources):
     names, paths and weights and words the messages as for a spec's sources:)."""
     if not isinstance(sources, (list, tuple)):
         raise TypeError(f"sources must be a list of {{'name', 'data', 'weight'}} dicts, "
-                        f"got {type(sources).__name__} {sources!r}")
+                        f"got {type(sources).__name__} {_short(sources)}")
     items = []
     for source in sources:
         if not isinstance(source, dict):
             raise TypeError(f"each source must be a dict {{'name', 'data', 'weight'}}, "
-                            f"got {type(source).__name__} {source!r}")
+                            f"got {type(source).__name__} {_short(source)}")
         items.append({k: os.fspath(v) if hasattr(v, "__fspath__") else v
                       for k, v in source.items()})
     try:
@@ -155,9 +213,10 @@ def _stage_item(item):
     """One stages= item with a Compose as its ops turned into the spec's ops list."""
     if not isinstance(item, dict):
         raise TypeError(f"each stage must be a dict like {{'type': 'decode'}}, "
-                        f"got {type(item).__name__} {item!r}")
+                        f"got {type(item).__name__} {_short(item)}")
     item = dict(item)
     ops = item.get("ops")
+    _refuse_torchvision("a stage's ops", ops)
     if isinstance(ops, transforms.Transform):
         ops = ops if isinstance(ops, transforms.Compose) else transforms.Compose([ops])
         item["ops"] = ops.to_spec()
@@ -179,6 +238,7 @@ def _transform_stages(transform):
     is one view (a tensor); a list gives views view0, view1, ...; a dict {name: Compose}
     names them. Consecutive views holding the same Compose object share one item (one
     list, an independent random draw per view), as a spec's `outputs: [a, b]` does."""
+    _refuse_torchvision("transform", transform)
     if isinstance(transform, transforms.Transform):
         views = None
         composes = [transform]
@@ -191,12 +251,16 @@ def _transform_stages(transform):
     else:
         raise TypeError(f"transform must be 'train', 'eval', a flowloader.transforms.Compose, "
                         f"or a list or dict of them, got {type(transform).__name__} "
-                        f"{transform!r}")
+                        f"{_short(transform)}")
     if not composes:
         raise ValueError("transform: no views given")
     for c in composes:
+        _refuse_torchvision("a view of transform", c)
         if not isinstance(c, transforms.Transform):
-            transforms._check(c)  # TypeError naming the class and the supported ones.
+            try:
+                transforms._check(c)  # TypeError naming the class and the supported ones.
+            except TypeError as e:
+                raise TypeError(str(e).replace(repr(c), _short(c))) from None
     stages = [{"type": "read"}, {"type": "decode"}]
     for i, c in enumerate(composes):
         item = {"type": "transforms", "ops": c}
@@ -212,7 +276,7 @@ def _transform_stages(transform):
 
 def _check_bool(name, value):
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
+        raise TypeError(f"{name} must be True or False, got {_short(value)}")
 
 
 def shard_from_environment():
@@ -291,16 +355,16 @@ class DataLoader:
                      on_error=on_error, device=device, **options)
         if data is not None:
             if not isinstance(data, (str, bytes)) and not hasattr(data, "__fspath__"):
-                raise TypeError(f"data must be a path, got {type(data).__name__} {data!r}")
+                raise TypeError(f"data must be a path, got {type(data).__name__} {_short(data)}")
             given["data"] = str(data.__fspath__() if hasattr(data, "__fspath__") else data)
         if spec is not None and not isinstance(spec, str) and not hasattr(spec, "__fspath__"):
-            raise TypeError(f"spec must be a path, got {type(spec).__name__} {spec!r}")
+            raise TypeError(f"spec must be a path, got {type(spec).__name__} {_short(spec)}")
         _check_bool("return_keys", return_keys)
         _check_bool("return_sources", return_sources)
         _check_bool("return_columns", return_columns)
         if sources is not None:
             if "data" in given:
-                raise ValueError(f"data ('{given['data']}') and sources are both set: "
+                raise ValueError(f"data ({_short(given['data'])}) and sources are both set: "
                                  "give one of them")
             given["sources"] = _sources_text(sources)
         if not isinstance(transform, (str, _Default)):
@@ -317,7 +381,7 @@ class DataLoader:
         if stages is not None:
             for key in _BUILTIN_STAGE_KEYWORDS:
                 if not isinstance(given[key], _Default):
-                    raise ValueError(f"{key}={given[key]!r} configures the built-in stages, "
+                    raise ValueError(f"{key}={_short(given[key])} configures the built-in stages, "
                                      "which transform= (a Compose) or stages= replace: write "
                                      "it in the ops instead (a crop's size, Normalize)")
             given["stages"] = _stages_text(stages)
@@ -332,7 +396,7 @@ class DataLoader:
             given["batch_ops"] = _batch_ops_text(batch_ops)
         if metrics_address is not None and not isinstance(metrics_address, str):
             raise TypeError(f"metrics_address must be a str like '127.0.0.1:9464', "
-                            f"got {metrics_address!r}")
+                            f"got {_short(metrics_address)}")
         # A DataLoader's epochs are its loop's: iter() once per epoch, unbounded unless
         # epochs= is given (a spec's epochs key is for the CLI and is not used here).
         if "epochs" not in options:
@@ -406,21 +470,22 @@ class DataLoader:
 
     # -- iteration ----------------------------------------------------------------------
     def __iter__(self):
+        _refuse_inside("iterating a DataLoader")
         core = self._open_core()
         previous = self._active() if self._active is not None else None
         if previous is not None:
             previous._retire()  # One iterator drives the pipeline at a time.
         run = self._run
         if run is not None and not run.finished and self._resume is None:
-            if core.checkpoint()[0] == run.epoch:
+            if self._cursor(core)[0] == run.epoch:
                 # A loop left mid-epoch (break, islice): continue where it stopped.
                 iterator = _EpochIterator(self, core, run)
                 self._active = weakref.ref(iterator)
                 return iterator
-            # Every batch of that epoch was taken (zip, islice): read its end, it is
-            # complete, and this iter() is the next epoch.
-            core.next(False)
-            self._finish(run)
+            # Every batch of that epoch was taken (zip, islice): read its end (or the
+            # one a KeyboardInterrupt stashed), it is complete, and this iter() is the
+            # next epoch.
+            next(_EpochIterator(self, core, run), None)
         target = self._resume or (self._next_epoch, 0, -1, 0)
         here = core.checkpoint()
         # The batch sizes and sample positions matter only for a loaded state.
@@ -438,12 +503,21 @@ class DataLoader:
         run.finished = True
         self._next_epoch = run.epoch + 1
 
+    def _cursor(self, core):
+        """(epoch, batch, sample, batch_size) of the next batch: a batch an interrupted
+        __next__ stashed (run.pending) comes first."""
+        pending = self._run.pending if self._run is not None else _NOTHING
+        if pending is not _NOTHING and pending is not None:
+            return [pending[4], pending[5], -1, 0]
+        return core.checkpoint()
+
     def __len__(self):
         return self._open_core().batches_per_epoch
 
     def set_epoch(self, epoch):
         """The epoch the next iter() delivers (its shuffle and random crops)."""
-        self._next_epoch = operator.index(epoch)
+        _refuse_inside("DataLoader.set_epoch()")
+        self._next_epoch = _checked_int("set_epoch's epoch", epoch, 0, _MAX_COUNT)
         self._resume = None
         self._run = None  # An epoch left mid-way is abandoned: epoch `epoch` starts anew.
 
@@ -451,7 +525,9 @@ class DataLoader:
         """Batches from the next one the pipeline plans get `batch_size` rows (at most the
         batch_size the loader was made with: its buffers' rows), e.g. half after an
         out-of-memory error; every sample still comes exactly once (Pipeline::SetBatchSize)."""
-        self._open_core().set_batch_size(operator.index(batch_size))
+        _refuse_inside("DataLoader.set_batch_size()")
+        core = self._open_core()
+        core.set_batch_size(_checked_int("batch_size", batch_size, 1, 2**31 - 1))
 
     @property
     def prefetch_batches(self):
@@ -464,10 +540,11 @@ class DataLoader:
         last batch handed out, whether or not the loop's iterator still lives), and the
         options that must match for load_state_dict to resume exactly. It is always
         where the next iter() starts."""
+        _refuse_inside("DataLoader.state_dict()")
         if self._resume is not None:
             epoch, batch, sample, batch_size = self._resume
         elif self._run is not None and not self._run.finished:
-            epoch, batch, sample, batch_size = self._open_core().checkpoint()
+            epoch, batch, sample, batch_size = self._cursor(self._open_core())
         else:
             epoch, batch, sample, batch_size = self._next_epoch, 0, -1, 0
         return {"version": _STATE_VERSION, "epoch": epoch, "batch": batch, "sample": sample,
@@ -475,22 +552,35 @@ class DataLoader:
 
     def load_state_dict(self, state):
         """Make the next iter() continue from `state` (from state_dict()): the rest of its
-        epoch, exactly the batches the saved loader would have delivered next."""
+        epoch, exactly the batches the saved loader would have delivered next. A key
+        missing, of the wrong type or out of range is a KeyError, TypeError or ValueError
+        naming it and its value."""
+        _refuse_inside("DataLoader.load_state_dict()")
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
         if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"state version {state.get('version')!r} is not {_STATE_VERSION}: "
-                             "pass a dict made by DataLoader.state_dict()")
+            raise ValueError(f"state version {_short(state.get('version'))} is not "
+                             f"{_STATE_VERSION}: pass a dict made by DataLoader.state_dict()")
         mine = self._fingerprint()
         for key, value in mine.items():
             if state.get(key) != value:
-                raise ValueError(f"state_dict was saved with {key}={state.get(key)!r} but this "
-                                 f"loader has {key}={value!r}: resume with the same options")
-        self._next_epoch = operator.index(state["epoch"])
+                raise ValueError(f"state_dict was saved with {key}={_short(state.get(key))} but "
+                                 f"this loader has {key}={value!r}: resume with the same options")
+        for key in ("epoch", "batch"):
+            if key not in state:
+                raise KeyError(f"state_dict has no '{key}': pass a dict made by "
+                               "DataLoader.state_dict()")
+        # A batch has at least one sample (set_batch_size may have made them smaller).
+        epoch = _checked_int("state_dict's epoch", state["epoch"], 0, _MAX_COUNT)
+        batch = _checked_int("state_dict's batch", state["batch"], 0,
+                             mine["samples_per_epoch"])
+        sample = _checked_int("state_dict's sample", state.get("sample", -1), -1,
+                              mine["samples_per_epoch"])
+        batch_size = _checked_int("state_dict's current_batch_size",
+                                  state.get("current_batch_size", 0), 0, mine["batch_size"])
+        self._next_epoch = epoch
         self._run = None
-        self._resume = (self._next_epoch, operator.index(state["batch"]),
-                        operator.index(state.get("sample", -1)),
-                        operator.index(state.get("current_batch_size", 0)))
+        self._resume = (epoch, batch, sample, batch_size)
 
     def _fingerprint(self):
         o = self._open_core().options
@@ -500,8 +590,18 @@ class DataLoader:
 
     # -- reporting and lifetime ----------------------------------------------------------
     def stats(self):
-        """The summary JSON of `flowloader run --summary_json`, as a dict, so far."""
-        return json.loads(self._open_core().summary_json())
+        """The summary JSON of `flowloader run --summary_json`, as a dict, so far; after
+        close(), the one taken at close, with "abandoned_calls" naming the calls of a
+        Dataset or Lambda that close() left running (see close)."""
+        if self._core is None:
+            raise ValueError("the DataLoader is closed")
+        if not self._core.closed:
+            return json.loads(self._open_core().summary_json())
+        summary = json.loads(self._core.summary_json())
+        abandoned = list(self._core.abandoned_calls)
+        if abandoned:
+            summary["abandoned_calls"] = {"count": len(abandoned), "calls": abandoned}
+        return summary
 
     @property
     def source_names(self):
@@ -525,7 +625,10 @@ class DataLoader:
 
     def close(self):
         """Stop the pipeline and its threads. Tensors still held stay valid; their
-        buffers are freed with them."""
+        buffers are freed with them. A call of your Dataset's __getitem__ (or a Lambda)
+        still blocked after about 0.3 s is abandoned: close() returns, the call finishes
+        on its own thread and its result is dropped; a warning and stats() name it."""
+        _refuse_inside("DataLoader.close()")
         if self._core is not None:
             self._core.close()
 
@@ -599,12 +702,15 @@ def _clone(images):
 class _Epoch:
     """One epoch's progress on a loader's pipeline, shared by the iterators over it."""
 
-    __slots__ = ("epoch", "delivered", "finished")
+    __slots__ = ("epoch", "delivered", "finished", "pending")
 
     def __init__(self, epoch, first_batch):
         self.epoch = epoch
         self.delivered = first_batch  # Batches of this epoch handed out (or skipped).
         self.finished = False         # Its end of epoch was read.
+        # A _core.next result that a KeyboardInterrupt kept from being handed out: the
+        # next __next__ hands it out first, so an interrupted loop loses nothing.
+        self.pending = _NOTHING
 
 
 class _EpochIterator:
@@ -623,39 +729,58 @@ class _EpochIterator:
         if self._retired:
             raise RuntimeError("this iterator was replaced by a newer iter(loader)")
         run = self._run
+        loader = self._loader
         while not run.finished:
-            loader = self._loader
-            got = self._core.next(loader._return_keys, loader._return_sources,
-                                  loader._return_columns)
-            if got is None:
-                loader._finish(run)
-                break
-            images_view, labels_view, keys, must_copy = got[:4]
-            sources, columns, targets_views = got[6], got[7], got[9]
+            # Ctrl-C (KeyboardInterrupt) may land anywhere below: _core.next keeps a batch
+            # that came with it, and a batch already taken goes back to run.pending.
+            got = run.pending
+            run.pending = _NOTHING
+            try:
+                if got is _NOTHING:
+                    got = self._core.next(loader._return_keys, loader._return_sources,
+                                          loader._return_columns)
+                if got is None:
+                    loader._finish(run)
+                    break
+                batch = self._batch(got)
+            except KeyboardInterrupt:
+                if got is not _NOTHING and not run.finished:
+                    run.pending = got
+                raise
             run.delivered += 1
-            images = _images(images_view)
-            del images_view
-            if _rows(images) == 0:
-                continue  # An epoch's last batch whose every sample was skipped.
-            if must_copy:
-                images = _clone(images)  # The zero-copy views die here: buffer returned.
-            labels = from_dlpack(labels_view)
-            if targets_views is not None:
-                # Detection: (images, targets) as torchvision's detection models take them,
-                # a list of image tensors and a list of target dicts (zero-copy views).
-                targets = _targets(targets_views, must_copy)
-                del targets_views
-                extras = ((keys,) if loader._return_keys else ()) + (
-                    (sources,) if loader._return_sources else ())
-                return (list(images.unbind(0)), targets) + extras
-            # dataset= items' third elements, when they have one, as torch collates them.
-            items = (got[8],) if got[8] is not None else ()
-            # Optional elements only ever go at the end, in this order.
-            extras = ((keys,) if loader._return_keys else ()) + (
-                (sources,) if loader._return_sources else ()) + (
-                (columns,) if loader._return_columns else ())
-            return (images, labels) + items + extras
+            if batch is not None:
+                return batch
         raise StopIteration
+
+    def _batch(self, got):
+        """The batch tuple of a _core.next result, or None for an epoch's last batch
+        whose every sample was skipped. Makes new tensors each call (a retry after
+        KeyboardInterrupt gets the same batch)."""
+        loader = self._loader
+        images_view, labels_view, keys, must_copy = got[:4]
+        sources, columns, targets_views = got[6], got[7], got[9]
+        images = _images(images_view)
+        del images_view
+        if _rows(images) == 0:
+            return None
+        if must_copy:
+            images = _clone(images)  # The zero-copy views die here: buffer returned.
+        if targets_views is not None:
+            # Detection: (images, targets) as torchvision's detection models take them,
+            # a list of image tensors and a list of target dicts (zero-copy views).
+            targets = _targets(targets_views, must_copy)
+            del targets_views
+            extras = ((keys,) if loader._return_keys else ()) + (
+                (sources,) if loader._return_sources else ())
+            return (list(images.unbind(0)), targets) + extras
+        labels = from_dlpack(labels_view)
+        # dataset= items' third elements, when they have one, as torch collates them.
+        items = (got[8],) if got[8] is not None else ()
+        # Optional elements only ever go at the end, in this order.
+        extras = ((keys,) if loader._return_keys else ()) + (
+            (sources,) if loader._return_sources else ()) + (
+            (columns,) if loader._return_columns else ())
+        return (images, labels) + items + extras
 
     def __len__(self):
         return max(0, self._core.batches_per_epoch - self._run.delivered)

@@ -95,6 +95,20 @@ Cursor Loader::NextCursor() {
   return pipeline_->Checkpoint();
 }
 
+bool Loader::WaitCursor(absl::Duration timeout, Cursor* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!changed_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                         [this] { return !requested_ || ready_ || stopping_; })) {
+    return false;
+  }
+  if (ready_ && result_.batch != nullptr) {
+    *out = Cursor{result_.batch->epoch, result_.batch->index};
+  } else {
+    *out = pipeline_->Checkpoint();
+  }
+  return true;
+}
+
 std::string Loader::SummaryJson() const {
   std::lock_guard<std::mutex> lock(mu_);
   const double wall = absl::ToDoubleSeconds(absl::Now() - created_);

@@ -63,6 +63,9 @@ class Loader {
   // NextCursor is where the caller's next batch comes from: Checkpoint() of the pipeline,
   // once any pending request has finished (a finished but untaken batch is the next one).
   Cursor NextCursor();
+  // WaitCursor is NextCursor waiting at most `timeout` for a pending request: false on
+  // a timeout (the caller checks for Ctrl-C and asks again).
+  bool WaitCursor(absl::Duration timeout, Cursor* out);
 
   // SummaryJson is `flowloader run --summary_json`'s object for this loader so far.
   std::string SummaryJson() const;

@@ -5,7 +5,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "graph/stage.h"
 #include "stages/core/sample_error.h"
 
@@ -33,7 +36,55 @@ absl::Status PythonError(std::string message) {
 
 std::string TypeName(PyObject* object) { return Py_TYPE(object)->tp_name; }
 
+absl::Status TooLargeError(const std::string& item, int64_t size, int64_t max_bytes) {
+  return SampleError(absl::StatusCode::kResourceExhausted, kTooLarge,
+                     absl::StrCat(item, "'s sample is ", size, " bytes, over max_item_bytes ",
+                                  max_bytes, " (the read stage's max_file_bytes sets it)"));
+}
+
+// What the current thread runs (CallbackScope), and the calls in flight by token.
+thread_local const char* t_inside = nullptr;
+struct InFlight {
+  std::string call;
+  absl::Time since;
+};
+std::mutex& InFlightMutex() {
+  static auto* mu = new std::mutex;  // Leaked: used by threads that may outlive statics.
+  return *mu;
+}
+std::map<int64_t, InFlight>& InFlightMap() {
+  static auto* calls = new std::map<int64_t, InFlight>;
+  return *calls;
+}
+int64_t g_next_token = 1;  // Guarded by InFlightMutex().
+
 }  // namespace
+
+CallbackScope::CallbackScope(const char* inside, std::string call) : outer_(t_inside) {
+  t_inside = inside;
+  std::lock_guard<std::mutex> lock(InFlightMutex());
+  token_ = g_next_token++;
+  InFlightMap()[token_] = InFlight{std::move(call), absl::Now()};
+}
+
+CallbackScope::~CallbackScope() {
+  t_inside = outer_;
+  std::lock_guard<std::mutex> lock(InFlightMutex());
+  InFlightMap().erase(token_);
+}
+
+const char* InsideCallback() { return t_inside; }
+
+std::vector<std::string> InFlightCalls() {
+  std::vector<std::string> out;
+  const absl::Time now = absl::Now();
+  std::lock_guard<std::mutex> lock(InFlightMutex());
+  for (const auto& [token, call] : InFlightMap()) {
+    out.push_back(absl::StrFormat("%s (running %.1f s)", call.call,
+                                  absl::ToDoubleSeconds(now - call.since)));
+  }
+  return out;
+}
 
 std::string TakeExceptionLine() {
   PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
@@ -106,7 +157,9 @@ bool IsUint8Format(const char* format) {
 }
 
 // FromBuffer: a 1-D uint8 buffer is an encoded image; H×W, H×W×1 or H×W×3 are pixels.
-absl::Status FromBuffer(const std::string& item, const Py_buffer& view, std::string* bytes) {
+absl::Status FromBuffer(const std::string& item, const Py_buffer& view, int64_t max_item_bytes,
+                        std::string* bytes) {
+  if (view.len > max_item_bytes) return TooLargeError(item, view.len, max_item_bytes);
   std::string shape;
   for (int d = 0; d < view.ndim; ++d) absl::StrAppend(&shape, d ? ", " : "", view.shape[d]);
   if (!IsUint8Format(view.format) || view.itemsize != 1) {
@@ -131,9 +184,18 @@ absl::Status FromBuffer(const std::string& item, const Py_buffer& view, std::str
 }
 
 // FromPil: a PIL image's pixels (converted to RGB unless RGB or L already).
-absl::Status FromPil(const std::string& item, PyObject* image, std::string* bytes) {
+absl::Status FromPil(const std::string& item, PyObject* image, int64_t max_item_bytes,
+                     std::string* bytes) {
   try {
     py::object img = py::reinterpret_borrow<py::object>(image);
+    {
+      // Its pixels' size, from its header, before any conversion copies them.
+      const py::tuple size = img.attr("size");
+      const double pixels = size[0].cast<double>() * size[1].cast<double>() * 3;
+      if (pixels > static_cast<double>(max_item_bytes)) {
+        return TooLargeError(item, static_cast<int64_t>(pixels), max_item_bytes);
+      }
+    }
     std::string mode = py::str(img.attr("mode"));
     if (mode != "RGB" && mode != "L") {
       img = img.attr("convert")("RGB");
@@ -167,17 +229,18 @@ bool LooksLikePil(PyObject* object) {
 }
 
 // SampleBytes fills *bytes from item `item`'s sample `sample`.
-absl::Status SampleBytes(const std::string& item, PyObject* sample, std::string* bytes) {
+absl::Status SampleBytes(const std::string& item, PyObject* sample, int64_t max_item_bytes,
+                         std::string* bytes) {
   if (PyObject_CheckBuffer(sample)) {
     Py_buffer view;
     if (PyObject_GetBuffer(sample, &view, PyBUF_RECORDS_RO) != 0) {
       return PythonError(absl::StrCat(item, "'s sample: ", TakeExceptionLine()));
     }
-    absl::Status status = FromBuffer(item, view, bytes);
+    absl::Status status = FromBuffer(item, view, max_item_bytes, bytes);
     PyBuffer_Release(&view);
     return status;
   }
-  if (LooksLikePil(sample)) return FromPil(item, sample, bytes);
+  if (LooksLikePil(sample)) return FromPil(item, sample, max_item_bytes, bytes);
   return PythonError(absl::StrCat(item, "'s sample is ", TypeName(sample),
                                   ": give encoded bytes, a uint8 HWC array or a PIL image"));
 }
@@ -185,14 +248,16 @@ absl::Status SampleBytes(const std::string& item, PyObject* sample, std::string*
 // PyDatasetStage is the python_dataset stage: Fetch for each sample.
 class PyDatasetStage : public SampleStage {
  public:
-  explicit PyDatasetStage(std::shared_ptr<PyDatasetSource> source) : source_(std::move(source)) {}
+  PyDatasetStage(std::shared_ptr<PyDatasetSource> source, int64_t max_item_bytes)
+      : source_(std::move(source)), max_item_bytes_(max_item_bytes) {}
   absl::Status Process(SampleContext& sample) const override {
-    return source_->Fetch(sample.epoch, sample.index, &sample.bytes);
+    return source_->Fetch(sample.epoch, sample.index, max_item_bytes_, &sample.bytes);
   }
   size_t BytesProduced(const SampleContext& sample) const override { return sample.bytes.size(); }
 
  private:
   const std::shared_ptr<PyDatasetSource> source_;
+  const int64_t max_item_bytes_;
 };
 
 StageSchema PythonDatasetSchema() {
@@ -200,7 +265,9 @@ StageSchema PythonDatasetSchema() {
       kPythonDatasetStage,
       "calls a Python dataset's __getitem__ for each sample (DataLoader(dataset=...)): its "
       "encoded bytes, or its pixels as a PPM, for decode",
-      {{"source", OptionType::kInt, "0", "the dataset's id, set by the Python module"}},
+      {{"source", OptionType::kInt, "0", "the dataset's id, set by the Python module"},
+       {"max_item_bytes", OptionType::kInt, absl::StrCat(kDefaultMaxItemBytes),
+        "larger samples (encoded bytes, or pixels) are skipped as too_large, uncopied"}},
       0,
       {{kKeyField, FieldKind::kMetadata}},
       {{kBytesField, FieldKind::kBytes}}};
@@ -228,15 +295,17 @@ PyDatasetSource::~PyDatasetSource() {
   Py_DECREF(dataset_);
 }
 
-absl::Status PyDatasetSource::Fetch(int64_t epoch, int64_t index, std::string* bytes) {
-  py::gil_scoped_acquire gil;
+absl::Status PyDatasetSource::Fetch(int64_t epoch, int64_t index, int64_t max_item_bytes,
+                                    std::string* bytes) {
   const std::string item = absl::StrCat("dataset[", index, "]");
+  CallbackScope scope("a Dataset's __getitem__", item);
+  py::gil_scoped_acquire gil;
   PyObject* key = PyLong_FromLongLong(index);
   PyObject* got = key != nullptr ? PyObject_GetItem(dataset_, key) : nullptr;
   Py_XDECREF(key);
   if (got == nullptr) return PythonError(absl::StrCat(item, " raised ", TakeExceptionLine()));
   Record record;
-  absl::Status status = Convert(index, got, bytes, &record);
+  absl::Status status = Convert(index, got, max_item_bytes, bytes, &record);
   Py_DECREF(got);
   if (!status.ok()) return status;
   std::lock_guard<std::mutex> lock(mu_);
@@ -244,8 +313,8 @@ absl::Status PyDatasetSource::Fetch(int64_t epoch, int64_t index, std::string* b
   return absl::OkStatus();
 }
 
-absl::Status PyDatasetSource::Convert(int64_t index, PyObject* got, std::string* bytes,
-                                      Record* record) {
+absl::Status PyDatasetSource::Convert(int64_t index, PyObject* got, int64_t max_item_bytes,
+                                      std::string* bytes, Record* record) {
   const std::string item = absl::StrCat("dataset[", index, "]");
   const Py_ssize_t n = PySequence_Check(got) && !PyUnicode_Check(got) && !PyBytes_Check(got)
                            ? PySequence_Size(got)
@@ -268,7 +337,7 @@ absl::Status PyDatasetSource::Convert(int64_t index, PyObject* got, std::string*
   record->label = PyLong_AsLongLong(number);
   Py_DECREF(number);
   if (PyErr_Occurred()) return PythonError(absl::StrCat(item, "'s label: ", TakeExceptionLine()));
-  if (absl::Status s = SampleBytes(item, sample.ptr(), bytes); !s.ok()) return s;
+  if (absl::Status s = SampleBytes(item, sample.ptr(), max_item_bytes, bytes); !s.ok()) return s;
   if (n == 3) {
     record->extras = PySequence_GetItem(got, 2);
     if (record->extras == nullptr) {
@@ -325,7 +394,11 @@ absl::Status PyDatasetSource::UseIn(std::vector<StageSpec>* stages) const {
   for (StageSpec& stage : *stages) {
     if (stage.type != "read") continue;
     stage.type = kPythonDatasetStage;
-    stage.args = {{"source", absl::StrCat(id_)}};
+    auto max_bytes = stage.args.find("max_file_bytes");
+    stage.args = {{"source", absl::StrCat(id_)},
+                  {"max_item_bytes", max_bytes != stage.args.end()
+                                         ? max_bytes->second
+                                         : absl::StrCat(kDefaultMaxItemBytes)}};
     found = true;
   }
   if (!found) {
@@ -356,7 +429,13 @@ void RegisterPythonDatasetStage() {
           absl::StatusOr<std::shared_ptr<PyDatasetSource>> source =
               FindSource(args.GetInt("source"));
           if (!source.ok()) return source.status();
-          return std::unique_ptr<SampleStage>(new PyDatasetStage(*std::move(source)));
+          const int64_t max_item_bytes = args.GetInt("max_item_bytes");
+          if (max_item_bytes < 1) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("max_item_bytes must be >= 1, got ", max_item_bytes));
+          }
+          return std::unique_ptr<SampleStage>(
+              new PyDatasetStage(*std::move(source), max_item_bytes));
         });
   });
 }

@@ -50,12 +50,44 @@ namespace python_internal {
 inline constexpr char kPythonError[] = "python_error";
 // kPythonDatasetStage is the stage type that replaces `read` for dataset=.
 inline constexpr char kPythonDatasetStage[] = "python_dataset";
+// kTooLarge is the skip reason of an item whose sample is larger than the stage's
+// max_item_bytes: refused before it is copied, so it never takes memory of ours.
+inline constexpr char kTooLarge[] = "too_large";
+// kDefaultMaxItemBytes is max_item_bytes unless the stage list's read stage sets
+// max_file_bytes: 64 MiB, four times the largest ImageNet JPEG's 16 MiB.
+inline constexpr int64_t kDefaultMaxItemBytes = int64_t{64} << 20;
+
+// CallbackScope marks the current thread as running the user's Python code for a
+// pipeline (a Dataset's __getitem__, a transforms.Lambda) while it lives, and lists the
+// call among those in flight (InFlightCalls). The Python module refuses calls into a
+// loader from inside (InsideCallback): close() there would wait for its own thread.
+class CallbackScope {
+ public:
+  // `inside` says what runs ("a Dataset's __getitem__"); `call` names this call
+  // ("dataset[17]").
+  CallbackScope(const char* inside, std::string call);
+  ~CallbackScope();
+  CallbackScope(const CallbackScope&) = delete;
+  CallbackScope& operator=(const CallbackScope&) = delete;
+
+ private:
+  const char* const outer_;
+  int64_t token_ = 0;
+};
+
+// InsideCallback is what the current thread runs (CallbackScope's `inside`), or nullptr.
+const char* InsideCallback();
+
+// InFlightCalls names every call of user code running now, with how long it has run:
+// "dataset[17] (running 2.3 s)".
+std::vector<std::string> InFlightCalls();
 
 class PyDatasetSource {
  public:
   // Create holds a reference to `dataset` (GIL held) and registers the source under a
   // new id, the python_dataset stage's `source` option.
   static std::shared_ptr<PyDatasetSource> Create(pybind11::object dataset);
+
   // The destructor takes the GIL to release its Python references.
   ~PyDatasetSource();
   PyDatasetSource(const PyDatasetSource&) = delete;
@@ -65,8 +97,9 @@ class PyDatasetSource {
 
   // Fetch runs dataset[index] (taking the GIL), puts the sample's encoded bytes, or its
   // pixels as a PPM/PGM, in *bytes, and records its label and extras for (epoch, index).
-  // Errors carry reason python_error.
-  absl::Status Fetch(int64_t epoch, int64_t index, std::string* bytes);
+  // Errors carry reason python_error; a sample of more than `max_item_bytes` (encoded
+  // bytes, or pixels) fails as too_large before it is copied.
+  absl::Status Fetch(int64_t epoch, int64_t index, int64_t max_item_bytes, std::string* bytes);
 
   // TakeRows sets *labels to the recorded label of each row of `batch` and *extras to a
   // list of their extras (None for a row whose item had none), or to None when no row
@@ -74,8 +107,9 @@ class PyDatasetSource {
   void TakeRows(const Batch& batch, std::vector<int64_t>* labels, pybind11::object* extras);
 
   // UseIn makes `stages` (a pipeline's stage list, or empty for the default one built
-  // from `options`) read from this source: its `read` stage becomes python_dataset.
-  // InvalidArgument when the list has no read stage.
+  // from `options`) read from this source: its `read` stage becomes python_dataset, with
+  // the read stage's max_file_bytes, when set, as max_item_bytes. InvalidArgument when
+  // the list has no read stage.
   absl::Status UseIn(std::vector<StageSpec>* stages) const;
 
  private:
@@ -86,7 +120,8 @@ class PyDatasetSource {
   explicit PyDatasetSource(pybind11::object dataset, int64_t id)
       : dataset_(dataset.release().ptr()), id_(id) {}
   // Convert fills *bytes and *record from item `index`'s result `item`. GIL held.
-  absl::Status Convert(int64_t index, PyObject* item, std::string* bytes, Record* record);
+  absl::Status Convert(int64_t index, PyObject* item, int64_t max_item_bytes, std::string* bytes,
+                       Record* record);
   void Forget(std::deque<Record>* records);  // GIL held.
 
   PyObject* const dataset_;  // Owned.

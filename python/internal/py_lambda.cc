@@ -294,6 +294,8 @@ class PythonLambda : public augment::Op {
   }
 
   absl::Status Apply(const augment::OpParams& params, augment::OpImage& image) const override {
+    // Marks the thread (calls into the loader are refused) and lists the call in flight.
+    CallbackScope scope("a transforms.Lambda", "a transforms.Lambda call");
     AcquireGil gil;
     LentPixels lent(*image.rgb);
     PyObject* array = lent.Lend();

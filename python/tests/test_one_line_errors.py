@@ -1,0 +1,120 @@
+"""Misuse of the Python API is one line in Python terms: a ValueError or TypeError that
+names the key and the value (cut to 200 characters), never a pybind11 signature dump or a
+multi-line repr."""
+
+import pytest
+
+import flowloader
+import flowloader.transforms as T
+
+
+def one_line(raised):
+    message = str(raised.value)
+    assert "\n" not in message, message[:2000]
+    assert "Invoked with" not in message and "incompatible" not in message, message[:2000]
+    assert len(message) < 600, f"{len(message)} characters: {message[:300]}..."
+    return message
+
+
+@pytest.fixture(scope="module")
+def loader(small_data):
+    with flowloader.DataLoader(small_data, batch_size=6, image_size=16) as made:
+        yield made
+
+
+@pytest.mark.parametrize("key,value,error,words", [
+    ("epoch", 2**64, ValueError, "state_dict's epoch must be in [0, 4611686018427387904], "
+                                 "got 18446744073709551616"),
+    ("epoch", "3", TypeError, "state_dict's epoch must be an int, got str '3'"),
+    ("epoch", 3.0, TypeError, "state_dict's epoch must be an int, got float 3.0"),
+    ("epoch", -1, ValueError, "state_dict's epoch must be in [0, "),
+    ("batch", 2**63, ValueError, f"state_dict's batch must be in [0, 36], got {2**63}"),
+    ("sample", 2**70, ValueError, f"state_dict's sample must be in [-1, 36], got {2**70}"),
+    ("current_batch_size", 7, ValueError, "state_dict's current_batch_size must be in [0, 6]"),
+    ("epoch", "x" * 10**6, TypeError, "got str 'xxxx"),
+], ids=["epoch_2_64", "epoch_str", "epoch_float", "epoch_negative", "batch_2_63",
+        "sample_2_70", "current_batch_size", "epoch_1mb_str"])
+def test_a_forged_state_dict_is_one_line_naming_the_key(loader, key, value, error, words):
+    state = loader.state_dict() | {key: value}
+    with pytest.raises(error) as raised:
+        loader.load_state_dict(state)
+    assert words in one_line(raised)
+    next(iter(loader))  # The loader is unharmed.
+
+
+def test_a_state_dict_without_its_position_is_a_key_error(loader):
+    state = loader.state_dict()
+    del state["batch"]
+    with pytest.raises(KeyError, match="state_dict has no 'batch'"):
+        loader.load_state_dict(state)
+
+
+def test_huge_ints_in_calls_are_one_line(loader):
+    with pytest.raises(ValueError) as raised:
+        loader.set_epoch(2**70)
+    assert f"set_epoch's epoch must be in [0, 4611686018427387904], got {2**70}" in \
+        one_line(raised)
+    with pytest.raises(ValueError) as raised:
+        loader.set_batch_size(2**70)
+    assert "batch_size must be in [1, 2147483647]" in one_line(raised)
+    with pytest.raises(TypeError) as raised:
+        loader.set_epoch("2")
+    assert "set_epoch's epoch must be an int, got str '2'" in one_line(raised)
+    loader.set_epoch(0)
+    assert next(iter(loader))[0].shape[0] == 6
+
+
+def test_huge_ints_in_keywords_are_one_line(small_data):
+    for key in ("batch_size", "num_workers", "seed", "prefetch_batches", "image_size"):
+        with pytest.raises((ValueError, TypeError)) as raised:
+            flowloader.DataLoader(small_data, **{key: 2**70})
+        assert key in one_line(raised)
+    with pytest.raises(ValueError) as raised:
+        flowloader.DataLoader(small_data, rank=2**70, world_size=2)
+    one_line(raised)
+
+
+def test_a_torchvision_compose_is_refused_in_one_line(small_data):
+    torchvision = pytest.importorskip("torchvision")
+    tv = torchvision.transforms
+    compose = tv.Compose([tv.RandomResizedCrop(224), tv.RandomHorizontalFlip(), tv.ToTensor(),
+                          tv.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+    for transform in (compose, [compose], {"a": compose}):
+        with pytest.raises(TypeError) as raised:
+            flowloader.DataLoader(small_data, transform=transform)
+        message = one_line(raised)
+        assert "torchvision.transforms.transforms.Compose, torchvision's" in message
+        assert "flowloader.transforms" in message
+    with pytest.raises(TypeError) as raised:
+        flowloader.DataLoader(small_data, batch_ops=compose)
+    assert "batch_ops is torchvision.transforms.transforms.Compose" in one_line(raised)
+    with pytest.raises(TypeError) as raised:
+        flowloader.DataLoader(small_data, batch_ops=[compose])
+    assert "an item of batch_ops is torchvision" in one_line(raised)
+    with pytest.raises(TypeError) as raised:
+        flowloader.DataLoader(small_data, stages=[{"type": "read"}, {"type": "decode"},
+                                                  {"type": "transforms", "ops": compose}])
+    assert "a stage's ops is torchvision" in one_line(raised)
+
+
+def test_values_in_messages_are_cut_to_200_characters(small_data):
+    huge = "y" * 10**6
+    for keywords in ({"on_error": huge}, {"layout": huge}, {"transform": huge},
+                     {"max_errors": huge}, {"data": small_data + huge}):
+        with pytest.raises((ValueError, TypeError)) as raised:
+            flowloader.DataLoader(**({"data": small_data} | keywords))
+        message = one_line(raised)
+        assert "y" * 201 not in message, message[:400]
+    with pytest.raises(TypeError) as raised:
+        flowloader.DataLoader(small_data, batch_ops=[{"type": "x", "options": {huge}}])
+    assert "y" * 201 not in one_line(raised)
+    with pytest.raises(TypeError) as raised:
+        flowloader.DataLoader(small_data, transform=[T.Resize(16), huge])
+    assert "y" * 201 not in str(raised.value)
+
+
+def test_a_compose_in_a_list_of_transforms_still_works(small_data):
+    # The refusals above leave flowloader's own transforms alone.
+    with flowloader.DataLoader(small_data, batch_size=4,
+                               transform=T.Compose([T.RandomResizedCrop(16), T.ToTensor()])) as l:
+        assert next(iter(l))[0].shape == (4, 3, 16, 16)
