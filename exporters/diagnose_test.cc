@@ -346,7 +346,9 @@ TEST_P(PrefetchAdviceTest, OnlyOnBufferEvidenceAndUnderTheCap) {
   const Diagnosis d = Diagnose(run);
   EXPECT_THAT(d.advice, HasSubstr(c.expected));
   const bool raises = absl::StrContains(c.expected, "raise");
-  if (!raises) EXPECT_THAT(d.advice, AllOf(NoRaise, HasSubstr("`flowloader tune`")));
+  if (!raises) {
+    EXPECT_THAT(d.advice, AllOf(NoRaise, HasSubstr("`flowloader tune`")));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -235,7 +235,9 @@ TEST_F(BatchSizeTest, WithDropLastEveryBatchIsFullAtItsPlannedSize) {
   auto p = Pipeline::Create(o);
   ASSERT_TRUE(p.ok()) << p.status();
   const Delivery d = Trainer(p->get()).Run([&](int delivered) {
-    if (delivered == 2) ASSERT_TRUE((*p)->SetBatchSize(2).ok());
+    if (delivered == 2) {
+      ASSERT_TRUE((*p)->SetBatchSize(2).ok());
+    }
   });
   ASSERT_EQ(d.keys.size(), size_t{kEpochs});
   for (size_t e = 0; e < d.keys.size(); ++e) {
@@ -258,7 +260,9 @@ TEST_F(BatchSizeTest, AsCompletedDeliveryKeepsEpochsExactAcrossAChange) {
   auto p = Pipeline::Create(o);
   ASSERT_TRUE(p.ok()) << p.status();
   const Delivery d = Trainer(p->get()).Run([&](int delivered) {
-    if (delivered == 1) ASSERT_TRUE((*p)->SetBatchSize(3).ok());
+    if (delivered == 1) {
+      ASSERT_TRUE((*p)->SetBatchSize(3).ok());
+    }
   });
   ASSERT_EQ(d.keys.size(), size_t{kEpochs});
   for (const auto& epoch : d.keys) ExpectEachOnce(epoch);

@@ -25,7 +25,9 @@ TEST_P(PlanBatchesTest, GroupsEveryPositionOnceWithPartialTailUnlessDropLast) {
     EXPECT_EQ(r.begin, next);
     next = r.end;
   }
-  if (!ranges.empty()) EXPECT_EQ(ranges.back().end - ranges.back().begin, c.last_size);
+  if (!ranges.empty()) {
+    EXPECT_EQ(ranges.back().end - ranges.back().begin, c.last_size);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, PlanBatchesTest,

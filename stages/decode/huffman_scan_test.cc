@@ -192,7 +192,9 @@ TEST(FastHuffmanTest, CorruptedScansFailOrAgreeWithLibjpeg) {
       ++failed;
       EXPECT_FALSE(ErrorReason(sa).empty()) << sa;
     }
-    if (sa.ok() && sb.ok()) EXPECT_EQ(a.image.pixels, b.image.pixels) << "byte " << at;
+    if (sa.ok() && sb.ok()) {
+      EXPECT_EQ(a.image.pixels, b.image.pixels) << "byte " << at;
+    }
   }
   EXPECT_GT(failed, 0);
 }

@@ -111,7 +111,9 @@ TEST(HeadTest, TrainHeadIsResizedCropOfThePlannedBox) {
       EXPECT_TRUE(std::equal(got.begin(), got.end(), want.pixels.begin()))
           << c.list << " index " << index;
     }
-    if (c.list.find("flip") != std::string::npos) EXPECT_GT(flips, 0) << c.list;
+    if (c.list.find("flip") != std::string::npos) {
+      EXPECT_GT(flips, 0) << c.list;
+    }
   }
 }
 
