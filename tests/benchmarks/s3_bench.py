@@ -1,0 +1,391 @@
+#!/usr/bin/python3
+"""s3_bench.py: s3:// from a loopback Ceph RADOS Gateway against local disk and torch+boto3.
+
+    /usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH [--images=2000]
+        [--reps=3] [--delay_ms=20] [--out=tests/benchmarks/results/s3.md]
+
+On generated ImageNet-like JPEGs (`flowloader make-dataset`, 10 classes, cached in
+.bench_data/), batch 64, 2 workers, every other flag at its default (train transform),
+one epoch per run, it
+  1. packs the ImageFolder into tar shards with `flowloader pack` (16 MB shards);
+  2. starts the gateway (tests/testing/radosgw.sh) on 127.0.0.1 and uploads both with
+     boto3 (s3://bench/train/... and s3://bench/shards/...);
+  3. starts a delay proxy (a TCP relay in this file, asyncio) in front of the gateway that
+     holds every chunk the client sends (a request) --delay_ms before passing it on, so
+     every request costs a round trip of at least that much; answers pass straight back;
+  4. runs, alternating, --reps rounds of: the ImageFolder on disk, the prefix from the
+     gateway, the prefix through the proxy, the shards on disk, from the gateway, through
+     the proxy, and torch DataLoader(num_workers=2) over a Dataset reading each object with
+     boto3 (RandomResizedCrop(224), RandomHorizontalFlip, ToTensor, Normalize);
+  5. reports median images/s (after the first batch: flowloader's summary JSON; torch the
+     same way from its own timestamps), the ratios and PASS/FAIL against the targets:
+       prefix from the gateway >= 0.9x disk, shards >= 0.95x;
+       through the proxy: prefix >= 0.8x disk, shards >= 0.9x;
+       flowloader prefix from the gateway >= 10x torch+boto3.
+Writes the Markdown table to --out (and prints it). The load average is recorded with
+every run: other work on the same cores moves every figure.
+"""
+import argparse
+import asyncio
+import concurrent.futures
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RADOSGW = os.path.join(REPO, "tests", "testing", "radosgw.sh")
+PYTHON = "/usr/bin/python3"  # Debian's torch 1.13, torchvision 0.14, boto3.
+BUCKET = "bench"
+BATCH = 64
+WORKERS = 2
+
+
+def log(msg):
+    print(f"[s3_bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd, **kw):
+    log(" ".join(cmd))
+    return subprocess.run(cmd, check=True, **kw)
+
+
+# ---------------------------------------------------------------------------- data
+
+def dataset(flowloader, images):
+    """An ImageNet-like ImageFolder of `images` JPEGs in 10 classes, cached in .bench_data/."""
+    per_class = max(1, images // 10)
+    root = os.path.join(REPO, ".bench_data", f"imagenet_like_{per_class * 10}_c10_q90_n7.0_s0")
+    if not os.path.isdir(root):
+        os.makedirs(os.path.dirname(root), exist_ok=True)
+        tmp = root + f".tmp{os.getpid()}"
+        run([flowloader, "make-dataset", f"--out={tmp}", "--classes=10",
+             f"--images_per_class={per_class}", "--min_short_side=256", "--max_short_side=512",
+             "--quality=90", "--noise=7", "--seed=0"], stdout=subprocess.DEVNULL)
+        os.rename(tmp, root)
+    return root
+
+
+def pack(flowloader, folder, out):
+    """Packs `folder` into `out`; returns the brace pattern `pack` prints (e.g. train-{0..6}.tar)."""
+    res = run([flowloader, "pack", f"--data={folder}", f"--out={out}", "--shard_size=16MB"],
+              capture_output=True, text=True)
+    return os.path.basename(res.stdout.strip().splitlines()[-1].split("--data=")[1].strip("'"))
+
+
+def files_below(root):
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            path = os.path.join(dirpath, n)
+            yield path, os.path.relpath(path, root)
+
+
+def upload(client, root, prefix):
+    """Every file below `root` as s3://bench/PREFIX/RELATIVE_PATH (8 uploads in flight)."""
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        jobs = [pool.submit(client.upload_file, path, BUCKET, f"{prefix}/{rel}")
+                for path, rel in files_below(root)]
+        for j in jobs:
+            j.result()
+    log(f"uploaded {len(jobs)} files from {root} to s3://{BUCKET}/{prefix}/")
+
+
+# ---------------------------------------------------------------------------- delay proxy
+
+class DelayProxy:
+    """A TCP relay on 127.0.0.1 that delays every client->server chunk by `delay` seconds.
+
+    Each chunk the client writes (an HTTP request: flowloader's and boto3's are small and
+    written at once) is passed on `delay` after it arrived, in order; the server's bytes
+    pass back at once. Runs its own asyncio loop in a thread; .port is where it listens.
+    """
+
+    def __init__(self, upstream_port, delay):
+        self.upstream_port = upstream_port
+        self.delay = delay
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
+        self.thread.start()
+        ready.wait()
+
+    def _serve(self, ready):
+        asyncio.set_event_loop(self.loop)
+        server = self.loop.run_until_complete(
+            asyncio.start_server(self._client, "127.0.0.1", 0))
+        self.port = server.sockets[0].getsockname()[1]
+        ready.set()
+        self.loop.run_forever()
+
+    async def _client(self, creader, cwriter):
+        try:
+            ureader, uwriter = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        except OSError:
+            cwriter.close()
+            return
+        await asyncio.gather(self._delayed(creader, uwriter), self._copy(ureader, cwriter),
+                             return_exceptions=True)
+
+    async def _delayed(self, reader, writer):
+        """Client -> server: each chunk held until `delay` after it arrived, order kept."""
+        queue = asyncio.Queue()
+
+        async def sender():
+            while True:
+                due, data = await queue.get()
+                if data is None:
+                    break
+                wait = due - self.loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                writer.write(data)
+                await writer.drain()
+            writer.close()
+
+        task = asyncio.ensure_future(sender())
+        try:
+            while True:
+                data = await reader.read(1 << 16)
+                await queue.put((self.loop.time() + self.delay, data or None))
+                if not data:
+                    break
+        except (ConnectionError, OSError):
+            await queue.put((0, None))
+        await task
+
+    async def _copy(self, reader, writer):
+        """Server -> client: straight through."""
+        try:
+            while True:
+                data = await reader.read(1 << 18)
+                if not data:
+                    break
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+    def stop(self):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+# ---------------------------------------------------------------------------- torch + boto3
+
+def torch_boto3_main(argv):
+    """Child process: one epoch of torch DataLoader over boto3 GETs; prints one JSON line."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--endpoint", required=True)
+    ap.add_argument("--prefix", required=True)
+    a = ap.parse_args(argv)
+    import io
+
+    import boto3
+    import torch
+    from PIL import Image
+    from torch.utils.data import DataLoader, Dataset
+    from torchvision import transforms
+
+    def client():
+        return boto3.client("s3", endpoint_url=a.endpoint, region_name="us-east-1")
+
+    keys = []
+    for page in client().get_paginator("list_objects_v2").paginate(Bucket=BUCKET,
+                                                                    Prefix=a.prefix):
+        keys += [o["Key"] for o in page.get("Contents", [])]
+    # As torchvision's ImageFolder: images one directory below the root (the class).
+    keys = sorted(k for k in keys if "/" in k[len(a.prefix):]
+                  and k.lower().endswith((".jpg", ".jpeg", ".png")))
+    classes = sorted({k[len(a.prefix):].split("/")[0] for k in keys})
+    label = {c: i for i, c in enumerate(classes)}
+    tf = transforms.Compose([
+        transforms.RandomResizedCrop(224), transforms.RandomHorizontalFlip(),
+        transforms.ToTensor(),
+        transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+
+    class S3Images(Dataset):
+        """Each sample one GetObject; the client made lazily in each worker (not fork-safe)."""
+        s3 = None
+
+        def __len__(self):
+            return len(keys)
+
+        def __getitem__(self, i):
+            if S3Images.s3 is None:
+                S3Images.s3 = client()
+            body = S3Images.s3.get_object(Bucket=BUCKET, Key=keys[i])["Body"].read()
+            image = Image.open(io.BytesIO(body)).convert("RGB")
+            return tf(image), label[keys[i][len(a.prefix):].split("/")[0]]
+
+    def init(_):
+        torch.set_num_threads(1)
+
+    torch.manual_seed(0)
+    loader = DataLoader(S3Images(), batch_size=BATCH, shuffle=True, num_workers=WORKERS,
+                        worker_init_fn=init)
+    t_start = time.time()
+    t_first = None
+    first_rows = samples = 0
+    for images, _ in loader:
+        samples += images.shape[0]
+        if t_first is None:
+            t_first, first_rows = time.time(), images.shape[0]
+    t_end = time.time()
+    print(json.dumps({"samples": samples,
+                      "images_per_second": (samples - first_rows) / max(1e-9, t_end - t_first),
+                      "first_batch_seconds": t_first - t_start}))
+
+
+# ---------------------------------------------------------------------------- runs
+
+def flowloader_run(flowloader, data, work, name, env):
+    summary = os.path.join(work, f"{name}.json")
+    t0 = time.time()
+    res = subprocess.run([flowloader, "run", f"--data={data}", "--epochs=1",
+                          f"--num_workers={WORKERS}", f"--batch_size={BATCH}", "--seed=0",
+                          "--metrics_address=", "--noprogress", f"--summary_json={summary}"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.time() - t0
+    if res.returncode != 0:
+        raise RuntimeError(f"{name}: flowloader exited {res.returncode}: {res.stderr[-2000:]}")
+    with open(summary) as f:
+        s = json.load(f)
+    return {"images_per_second": s["images_per_second"], "samples": s["samples"],
+            "skipped": s["skipped"], "first_batch_seconds": s["first_batch_seconds"],
+            "wall_seconds": wall, "requests": s.get("storage", {}).get("requests", 0),
+            "retries": s.get("storage", {}).get("retries", 0)}
+
+
+def torch_run(endpoint, env):
+    t0 = time.time()
+    res = subprocess.run([PYTHON, os.path.abspath(__file__), "--_torch_boto3",
+                          f"--endpoint={endpoint}", "--prefix=train/"],
+                         env=env, capture_output=True, text=True)
+    wall = time.time() - t0
+    if res.returncode != 0:
+        raise RuntimeError(f"torch+boto3 exited {res.returncode}: {res.stderr[-2000:]}")
+    r = json.loads(res.stdout.strip().splitlines()[-1])
+    r.update(wall_seconds=wall, skipped=0, requests=r["samples"], retries=0)
+    return r
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--_torch_boto3":
+        return torch_boto3_main(sys.argv[2:])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--flowloader", required=True, help="the flowloader binary (-c opt build)")
+    ap.add_argument("--images", type=int, default=2000, help="JPEGs in the set (10 classes)")
+    ap.add_argument("--reps", type=int, default=3, help="alternating rounds; medians reported")
+    ap.add_argument("--delay_ms", type=float, default=20.0, help="the proxy's delay per request")
+    ap.add_argument("--out", default=os.path.join(REPO, "tests", "benchmarks", "results", "s3.md"))
+    ap.add_argument("--note", default="", help="a line added to the results (e.g. the machine's state)")
+    args = ap.parse_args()
+    import boto3
+
+    flowloader = os.path.abspath(args.flowloader)
+    work = tempfile.mkdtemp(prefix="s3_bench.")
+    folder = dataset(flowloader, args.images)
+    shard_dir = os.path.join(work, "shards")
+    pattern = pack(flowloader, folder, shard_dir)
+    rgw = os.path.join(work, "rgw")
+    run([RADOSGW, "start", rgw], stdout=subprocess.DEVNULL)
+    proxy = None
+    try:
+        with open(os.path.join(rgw, "env")) as f:
+            gw = dict(line.strip().split("=", 1) for line in f if "=" in line)
+        env = dict(os.environ, AWS_ACCESS_KEY_ID=gw["RGW_ACCESS_KEY"],
+                   AWS_SECRET_ACCESS_KEY=gw["RGW_SECRET_KEY"], AWS_DEFAULT_REGION="us-east-1",
+                   HOME=work)  # No ~/.aws of the user's.
+        for k in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_REGION"):
+            env.pop(k, None)
+        client = boto3.client("s3", endpoint_url=gw["RGW_ENDPOINT"], region_name="us-east-1",
+                              aws_access_key_id=gw["RGW_ACCESS_KEY"],
+                              aws_secret_access_key=gw["RGW_SECRET_KEY"])
+        client.create_bucket(Bucket=BUCKET)
+        upload(client, folder, "train")
+        upload(client, shard_dir, "shards")
+        proxy = DelayProxy(int(gw["RGW_PORT"]), args.delay_ms / 1000.0)
+        direct = dict(env, AWS_ENDPOINT_URL=gw["RGW_ENDPOINT"])
+        delayed = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}")
+        local_shards = os.path.join(shard_dir, pattern)
+        s3_prefix, s3_shards = f"s3://{BUCKET}/train/", f"s3://{BUCKET}/shards/{pattern}"
+        fl = lambda data, e: (lambda name: flowloader_run(flowloader, data, work, name, e))  # noqa
+        variants = [
+            ("folder_disk", fl(folder, env)),
+            ("folder_s3", fl(s3_prefix, direct)),
+            ("folder_s3_delay", fl(s3_prefix, delayed)),
+            ("shards_disk", fl(local_shards, env)),
+            ("shards_s3", fl(s3_shards, direct)),
+            ("shards_s3_delay", fl(s3_shards, delayed)),
+            ("torch_boto3_s3", lambda name: torch_run(gw["RGW_ENDPOINT"], direct)),
+        ]
+        for name, fn in variants[:6]:  # Warm-up: page cache, the gateway's caches.
+            fn(name)
+        runs = []
+        for rep in range(args.reps):
+            for name, fn in variants:
+                r = dict(fn(name), variant=name, round=rep, loadavg_1m=os.getloadavg()[0])
+                runs.append(r)
+                log(f"{name} round {rep}: {r['images_per_second']:.1f} img/s, first batch "
+                    f"{r['first_batch_seconds']:.2f} s, {r['samples']} samples, "
+                    f"{r['skipped']} skipped, load {r['loadavg_1m']:.2f}")
+    finally:
+        if proxy:
+            proxy.stop()
+        subprocess.run([RADOSGW, "stop", rgw], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+    def med(name, key="images_per_second"):
+        vals = [r[key] for r in runs if r["variant"] == name]
+        return statistics.median(vals), min(vals), max(vals)
+
+    ips = {name: med(name)[0] for name, _ in variants}
+    d = f"{args.delay_ms:g} ms"
+    targets = [
+        ("ImageFolder prefix from the gateway / disk", "folder_s3", "folder_disk", 0.9),
+        ("tar shards from the gateway / disk", "shards_s3", "shards_disk", 0.95),
+        (f"ImageFolder prefix through the {d} proxy / disk", "folder_s3_delay", "folder_disk", 0.8),
+        (f"tar shards through the {d} proxy / disk", "shards_s3_delay", "shards_disk", 0.9),
+        ("flowloader prefix from the gateway / torch+boto3", "folder_s3", "torch_boto3_s3", 10.0),
+    ]
+    images = runs[0]["samples"]
+    loads = [r["loadavg_1m"] for r in runs]
+    lines = [
+        f"# s3:// from a loopback RADOS Gateway ({time.strftime('%Y-%m-%d %H:%M')})", "",
+        f"`/usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH --images={args.images}"
+        f" --reps={args.reps} --delay_ms={args.delay_ms:g}`: {images} ImageNet-like JPEGs "
+        f"(10 classes, short side 256-512, q90), batch {BATCH}, {WORKERS} workers, default flags "
+        f"(train transform), 1 epoch a run; shards from `flowloader pack --shard_size=16MB`; "
+        f"medians (min-max) of {args.reps} alternating rounds; images/s after the first batch.",
+        "", f"Load average (1 min) over the runs: {min(loads):.2f}-{max(loads):.2f} "
+        f"({os.cpu_count()} cores)." + (f" {args.note}" if args.note else ""), "",
+        "| data | images/s | first batch (s) | requests | skipped |", "|---|---|---|---|---|"]
+    for name, _ in variants:
+        m, lo, hi = med(name)
+        lines.append(f"| {name} | {m:.1f} ({lo:.1f}-{hi:.1f}) | "
+                     f"{med(name, 'first_batch_seconds')[0]:.2f} | "
+                     f"{med(name, 'requests')[0]:.0f} | {med(name, 'skipped')[0]:.0f} |")
+    lines += ["", "| target | ratio | needed | result |", "|---|---|---|---|"]
+    passed = True
+    for text, num, den, need in targets:
+        ratio = ips[num] / max(1e-9, ips[den])
+        passed &= ratio >= need
+        lines.append(f"| {text} | {ratio:.2f}x | >= {need:g}x | {'PASS' if ratio >= need else 'FAIL'} |")
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.splitext(args.out)[0] + ".json", "w") as f:
+        json.dump({"args": vars(args), "runs": runs}, f, indent=1)
+    print("\n".join(lines))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
