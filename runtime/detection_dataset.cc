@@ -73,12 +73,7 @@ absl::Status GenerateDetectionDataset(const DetectionDatasetOptions& o) {
   }
   const std::string stamp_path = o.root + "/.flowloader-detection";
   const std::string stamp = Stamp(o);
-  {
-    std::ifstream in(stamp_path);
-    std::stringstream existing;
-    existing << in.rdbuf();
-    if (in && existing.str() == stamp) return absl::OkStatus();
-  }
+  if (HasStamp(stamp_path, stamp)) return absl::OkStatus();
   if (!o.overwrite) {
     if (absl::Status s = CheckEmptyOrMissing(o.root); !s.ok()) return s;
   }

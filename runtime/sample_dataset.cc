@@ -119,6 +119,13 @@ absl::Status CheckEmptyOrMissing(const std::string& root) {
       "--overwrite to write into it"));
 }
 
+bool HasStamp(const std::string& stamp_path, const std::string& stamp) {
+  std::ifstream in(stamp_path);
+  std::stringstream existing;
+  existing << in.rdbuf();
+  return in && existing.str() == stamp;
+}
+
 absl::Status GenerateSampleDataset(const SampleDatasetOptions& o) {
   if (o.root.empty()) return absl::InvalidArgumentError("sample dataset root is empty");
   if (o.classes < 1 || o.images_per_class < 1) {
@@ -129,12 +136,7 @@ absl::Status GenerateSampleDataset(const SampleDatasetOptions& o) {
   }
   const std::string stamp_path = o.root + "/.flowloader-sample";
   const std::string stamp = Stamp(o);
-  {
-    std::ifstream in(stamp_path);
-    std::stringstream existing;
-    existing << in.rdbuf();
-    if (in && existing.str() == stamp) return absl::OkStatus();
-  }
+  if (HasStamp(stamp_path, stamp)) return absl::OkStatus();
   if (!o.overwrite) {
     if (absl::Status s = CheckEmptyOrMissing(o.root); !s.ok()) return s;
   }

@@ -48,6 +48,10 @@ absl::Status GenerateSampleDataset(const SampleDatasetOptions& options);
 // --overwrite), so that a typo in --out cannot scatter files into another directory.
 absl::Status CheckEmptyOrMissing(const std::string& root);
 
+// HasStamp reports whether the file at `stamp_path` holds exactly `stamp`: the options
+// a generated dataset was made with, so making it again with the same ones is a no-op.
+bool HasStamp(const std::string& stamp_path, const std::string& stamp);
+
 // SynthesizeImage draws one photo-like RGB image of width × height (class-tinted).
 Image SynthesizeImage(int width, int height, int class_index, double noise, uint64_t seed,
                       uint64_t index);

@@ -13,6 +13,7 @@
 namespace flowloader::augment {
 namespace {
 
+using internal::GatherThroughMaps;
 using internal::NumpyPad;
 using internal::Padding;
 using internal::PadMode;
@@ -29,26 +30,10 @@ class Pad : public Op {
 
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     const Image& src = *image.rgb;
-    const int width = src.width + padding_.left + padding_.right;
-    const int height = src.height + padding_.top + padding_.bottom;
     thread_local std::vector<int> map_x, map_y;
     NumpyPad(src.width, padding_.left, padding_.right, mode_, &map_x);
     NumpyPad(src.height, padding_.top, padding_.bottom, mode_, &map_y);
-    Image& dst = *image.spare;
-    dst.Resize(width, height, 3);
-    for (int oy = 0; oy < height; ++oy) {
-      uint8_t* out = dst.Row(oy);
-      const int sy = map_y[oy];
-      const uint8_t* in = sy >= 0 ? src.pixels.data() + static_cast<size_t>(sy) * src.stride()
-                                  : nullptr;
-      for (int ox = 0; ox < width; ++ox, out += 3) {
-        const int sx = map_x[ox];
-        const uint8_t* px = in != nullptr && sx >= 0 ? in + 3 * sx : fill_.data();
-        out[0] = px[0];
-        out[1] = px[1];
-        out[2] = px[2];
-      }
-    }
+    GatherThroughMaps(src, map_x, map_y, fill_, image.spare);
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }

@@ -21,6 +21,7 @@
 namespace flowloader::augment {
 namespace {
 
+using internal::GatherThroughMaps;
 using internal::NumpyPad;
 using internal::Padding;
 using internal::PadMode;
@@ -65,21 +66,7 @@ class RandomCrop : public Op {
     thread_local std::vector<int> map_x, map_y, stage1, stage2;
     Map(src.width, x, left, width_, &stage1, &stage2, &map_x);
     Map(src.height, y, top, height_, &stage1, &stage2, &map_y);
-    Image& dst = *image.spare;
-    dst.Resize(width_, height_, 3);
-    for (int oy = 0; oy < height_; ++oy) {
-      uint8_t* out = dst.Row(oy);
-      const int sy = map_y[oy];
-      const uint8_t* in = sy >= 0 ? src.pixels.data() + static_cast<size_t>(sy) * src.stride()
-                                  : nullptr;
-      for (int ox = 0; ox < width_; ++ox, out += 3) {
-        const int sx = map_x[ox];
-        const uint8_t* px = in != nullptr && sx >= 0 ? in + 3 * sx : fill_.data();
-        out[0] = px[0];
-        out[1] = px[1];
-        out[2] = px[2];
-      }
-    }
+    GatherThroughMaps(src, map_x, map_y, fill_, image.spare);
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }

@@ -43,6 +43,27 @@ void NumpyPad(int n, int before, int after, PadMode mode, std::vector<int>* map)
   }
 }
 
+void GatherThroughMaps(const Image& src, const std::vector<int>& map_x,
+                       const std::vector<int>& map_y, const std::array<uint8_t, 3>& fill,
+                       Image* dst) {
+  const int width = static_cast<int>(map_x.size());
+  const int height = static_cast<int>(map_y.size());
+  dst->Resize(width, height, 3);
+  for (int oy = 0; oy < height; ++oy) {
+    uint8_t* out = dst->Row(oy);
+    const int sy = map_y[oy];
+    const uint8_t* in = sy >= 0 ? src.pixels.data() + static_cast<size_t>(sy) * src.stride()
+                                : nullptr;
+    for (int ox = 0; ox < width; ++ox, out += 3) {
+      const int sx = map_x[ox];
+      const uint8_t* px = in != nullptr && sx >= 0 ? in + 3 * sx : fill.data();
+      out[0] = px[0];
+      out[1] = px[1];
+      out[2] = px[2];
+    }
+  }
+}
+
 absl::Status ReadPadding(const std::string& op, const OpArgs& args, const std::string& arg,
                          Padding* pad) {
   const OpValue& v = args.Get(arg);

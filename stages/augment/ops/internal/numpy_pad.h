@@ -7,6 +7,8 @@
 #ifndef FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_NUMPY_PAD_H_
 #define FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_NUMPY_PAD_H_
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,13 @@ struct Padding {
 // NumpyPad sets map[c] for c in [0, n + before + after) to the index in [0, n) that
 // np.pad(range(n), (before, after), mode) puts there, or -1 for the constant fill.
 void NumpyPad(int n, int before, int after, PadMode mode, std::vector<int>* map);
+
+// GatherThroughMaps writes dst (map_x.size() × map_y.size(), RGB) with pixel
+// (map_x[x], map_y[y]) of src, or `fill` where either index is -1: the pixel pass of
+// every padding op, whatever made the maps.
+void GatherThroughMaps(const Image& src, const std::vector<int>& map_x,
+                       const std::vector<int>& map_y, const std::array<uint8_t, 3>& fill,
+                       Image* dst);
 
 // ReadPadding reads argument `arg`: null (none), an integer (every side),
 // [left/right, top/bottom] or [left, top, right, bottom], each in [0, 16384] (negative
