@@ -25,49 +25,15 @@
 namespace flowloader {
 namespace {
 
+using testing::Delivered;
 using testing::Drain;
 using testing::Drained;
 using testing::MakeImageFolder;
 using testing::MakeShards;
 using testing::Server;
+using testing::RunAll;
 using testing::SmallCpuOptions;
 using testing::TempDirForTest;
-
-// Delivered is every batch of a run, as comparable values.
-struct Delivered {
-  absl::Status status;
-  std::vector<std::string> batches;  // Tensor bytes, labels and dataset indices per batch.
-  std::vector<std::string> keys;
-  std::map<std::string, int> skipped;  // By reason.
-  std::map<std::string, int> skipped_keys;  // Times each key was skipped.
-};
-
-Delivered RunAll(const PipelineOptions& o) {
-  Delivered run;
-  auto p = Pipeline::Create(o);
-  if (!p.ok()) {
-    run.status = p.status();
-    return run;
-  }
-  while (true) {
-    std::shared_ptr<const Batch> batch;
-    bool end_of_epoch = false;
-    run.status = (*p)->Next(&batch, &end_of_epoch);
-    if (!run.status.ok() || (end_of_epoch && (*p)->done())) break;
-    if (batch == nullptr) continue;
-    std::string b(static_cast<const char*>(batch->host_data()), batch->bytes());
-    for (size_t i = 0; i < batch->labels.size(); ++i) {
-      absl::StrAppend(&b, "|", batch->labels[i], ":", batch->indices[i]);
-    }
-    run.batches.push_back(std::move(b));
-    run.keys.insert(run.keys.end(), batch->keys.begin(), batch->keys.end());
-    for (const SkippedSample& s : batch->skipped) {
-      ++run.skipped[s.reason];
-      ++run.skipped_keys[s.key];
-    }
-  }
-  return run;
-}
 
 class ShardsTest : public ::testing::Test {
  protected:

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "stages/core/log.h"
 
 namespace flowloader::testing {
@@ -77,6 +78,33 @@ int LogCapture::LinesNaming(absl::string_view text) const {
   int n = 0;
   for (const std::string& line : lines_) n += absl::StrContains(line, text);
   return n;
+}
+
+Delivered RunAll(const PipelineOptions& o) {
+  Delivered run;
+  auto p = Pipeline::Create(o);
+  if (!p.ok()) {
+    run.status = p.status();
+    return run;
+  }
+  while (true) {
+    std::shared_ptr<const Batch> batch;
+    bool end_of_epoch = false;
+    run.status = (*p)->Next(&batch, &end_of_epoch);
+    if (!run.status.ok() || (end_of_epoch && (*p)->done())) break;
+    if (batch == nullptr) continue;
+    std::string b(static_cast<const char*>(batch->host_data()), batch->bytes());
+    for (size_t i = 0; i < batch->labels.size(); ++i) {
+      absl::StrAppend(&b, "|", batch->labels[i], ":", batch->indices[i]);
+    }
+    run.batches.push_back(std::move(b));
+    run.keys.insert(run.keys.end(), batch->keys.begin(), batch->keys.end());
+    for (const SkippedSample& s : batch->skipped) {
+      ++run.skipped[s.reason];
+      ++run.skipped_keys[s.key];
+    }
+  }
+  return run;
 }
 
 }  // namespace flowloader::testing

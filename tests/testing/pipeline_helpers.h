@@ -1,6 +1,7 @@
 // pipeline_helpers.h: running a real pipeline in tests: SmallCpuOptions, Drain (every
 // Next until an error or the last epoch), EachBatch (the same loop handing each batch to
-// the test), AppendTensorBytes and LogCapture (the log lines a run wrote).
+// the test), RunAll (every batch of a run as comparable values), AppendTensorBytes and
+// LogCapture (the log lines a run wrote).
 //
 // Thread-safety: Drain runs on the calling thread (the pipeline's own workers do the
 // rest); LogCapture may be written from any thread and read from any.
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -47,6 +49,19 @@ Drained Drain(Pipeline* pipeline, int max_calls = std::numeric_limits<int>::max(
 absl::Status EachBatch(Pipeline& pipeline, const std::function<void(int)>& before,
                        const std::function<void(const Batch&)>& on_batch,
                        int max_batches = std::numeric_limits<int>::max());
+
+// Delivered is every batch of a run, as comparable values.
+struct Delivered {
+  absl::Status status;
+  std::vector<std::string> batches;  // Tensor bytes, labels and dataset indices per batch.
+  std::vector<std::string> keys;
+  std::map<std::string, int> skipped;  // By reason.
+  std::map<std::string, int> skipped_keys;  // Times each key was skipped.
+};
+
+// RunAll creates a pipeline from `o` and drains it, recording every batch as comparable
+// values (Create's error, or the first error Next returned, in `status`).
+Delivered RunAll(const PipelineOptions& o);
 
 // AppendTensorBytes appends each of the batch's tensors' bytes to (*bytes)[k], k its
 // place among the batch's tensors (bytes grows to fit).
