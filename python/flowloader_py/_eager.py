@@ -116,6 +116,8 @@ class State:
         self.pending_params = []
         self._size = None        # (width, height) after the pending ops; None: unknown.
         self._raw = img          # Given back untouched when no op ran (Compose([])).
+        self._pil = None         # A PIL image read through its rows (_from_pil).
+        self._box = None
         self.items = None        # Made from _raw when an op first needs pixels.
         if _is_pil(img):
             self._from_pil(img)
@@ -148,6 +150,11 @@ class State:
         self.channels = 1 if img.mode == "L" else 3
 
         self._make_items = lambda box=None: [_pil_pixels(img, box)]
+        img.load()
+        self._pil = img          # Its rows are read by _pil_run (None: another Pillow).
+        self._box = (0, 0, w, h)  # The part of it read (left, top, width, height).
+        if not _rows(img.im):
+            self._pil = None
 
     def _from_numpy(self, arr):
         self.kind = "numpy"
@@ -225,6 +232,11 @@ class State:
             top, left, height, width = (int(v) for v in box)
             w, h = self._size
             if 0 <= top and 0 <= left and top + height <= h and left + width <= w and (
+                    height > 0 and width > 0) and self._pil is not None:
+                self._box = (left, top, width, height)
+                self._size = (width, height)
+                params = [0, 0] + list(params[2:]) if corner else params
+            elif 0 <= top and 0 <= left and top + height <= h and left + width <= w and (
                     height > 0 and width > 0):
                 make = self._make_items
                 self._make_items = lambda: make((left, top, width, height))
@@ -254,8 +266,25 @@ class State:
                         "image, a uint8 array or tensor), got a float tensor: put it before "
                         "ToTensor, or convert with ConvertImageDtype(torch.uint8)")
 
+    def _pil_run(self, dst=None):
+        """Reads the PIL image (its box) and runs the queued ops in one native call: into
+        `dst` (a new PIL image of the ops' output size), or to an array."""
+        img, (left, top, width, height) = self._pil, self._box
+        rows = _rows(img.im)
+        dst_rows = _rows(dst.im) if dst is not None else 0
+        out = _core()._pil_run(self.pending_ops, self.pending_params, rows, img.mode,
+                               img.size[0], img.size[1], left, top, width, height, dst_rows,
+                               dst.mode if dst is not None else "", dst.size[0] if dst else 0,
+                               dst.size[1] if dst else 0)
+        self.pending_ops, self.pending_params = [], []
+        return out
+
     def flush(self):
         """Runs the queued native ops on every image."""
+        if self.items is None and self._pil is not None:
+            self.items = [self._pil_run()]
+            self._size = self._measured_size()
+            return
         self._ensure_items()
         if self.pending_ops:
             run = _core()._eager_run
@@ -299,6 +328,12 @@ class State:
                 self.kind != "tensor" or not _is_pil(self._raw)) and (
                 self.kind == "tensor") == _is_tensor(self._raw):
             return self._raw  # Nothing ran: the image itself, as torchvision's Compose([]).
+        if (self.kind == "pil" and self.items is None and self._pil is not None
+                and not self.is_float and self._size is not None):
+            # One native call from the source rows to the new image's.
+            out = _pil().new("L" if self.channels == 1 else "RGB", self._size, None)
+            self._pil_run(out)
+            return out
         self.flush()
         if self.kind == "tensor" or self.is_float:
             return self._result_tensor()

@@ -210,6 +210,42 @@ def test_tensor_and_numpy_inputs_give_the_same_pixels_as_pil():
     assert torch.equal(T.CenterCrop(10)(chw[:, :, 1:]), T.CenterCrop(10)(chw[:, :, 1:].clone()))
 
 
+# Lists whose flips, crops and pads the PIL path folds into its read and write passes
+# (python/internal/eager.cc, PilRun): before, after and around other ops, fills of
+# different colours, every padding mode, ToTensor after them.
+FUSED = [
+    [T.RandomHorizontalFlip(1.0)],
+    [T.RandomVerticalFlip(1.0), T.RandomHorizontalFlip(1.0)],
+    [T.CenterCrop([9, 50])],
+    [T.RandomCrop(11, padding=(2, 5), pad_if_needed=True, padding_mode="symmetric"),
+     T.RandomHorizontalFlip(), T.CenterCrop(13)],
+    [T.Pad(3, fill=(1, 2, 3)), T.RandomCrop(9, padding=2, fill=200), T.RandomVerticalFlip()],
+    [T.RandomResizedCrop(15), T.RandomHorizontalFlip(), T.ColorJitter(0.4, 0.4),
+     T.Pad(2, padding_mode="reflect"), T.RandomVerticalFlip(), T.CenterCrop(21)],
+    [T.RandomHorizontalFlip(), T.RandomSolarize(90, 1.0), T.Pad([1, 4], padding_mode="edge")],
+    [T.CenterCrop(5), T.RandomHorizontalFlip(1.0), T.ToTensor(), T.Normalize(*IMAGENET)],
+    [T.Pad(1), T.Grayscale(1), T.RandomHorizontalFlip(1.0)],
+]
+
+
+@pytest.mark.parametrize("transforms", FUSED, ids=range(len(FUSED)))
+def test_pil_read_and_write_passes_give_the_array_paths_bytes(transforms):
+    compose = T.Compose(transforms)
+    for k, img in enumerate(IMAGES[:60]):
+        arr = np.asarray(img)  # [H, W] for L: one channel too.
+        torch.manual_seed(k)
+        ours = compose(img)
+        torch.manual_seed(k)
+        theirs = compose(arr)  # The numpy path: whole image in, ops, array out.
+        if isinstance(ours, torch.Tensor):
+            assert torch.equal(ours, theirs), k
+            continue
+        got = np.asarray(ours)
+        if theirs.ndim == 3 and theirs.shape[2] == 1:  # Grayscale(1) of [H, W, 3].
+            theirs = theirs[:, :, 0]
+        assert got.shape == theirs.shape and np.array_equal(got, theirs), (k, img.mode)
+
+
 def test_batched_tensor_takes_one_draw_for_all():
     imgs = torch.stack([torch.from_numpy(np.asarray(im.convert("RGB").resize((30, 24))).copy())
                         .permute(2, 0, 1) for im in IMAGES[40:44]])

@@ -47,6 +47,22 @@ class CenterCrop : public Op {
     return absl::OkStatus();
   }
 
+  // The same box as maps: source column left + x (-1, the zero fill, outside the image).
+  bool Gather(const OpParams&, int width, int height, GatherMaps* maps) const override {
+    const int left = internal::CenterCropOffset(std::max(width, width_), width_) -
+                     std::max(0, (width_ - width) / 2);
+    const int top = internal::CenterCropOffset(std::max(height, height_), height_) -
+                    std::max(0, (height_ - height) / 2);
+    maps->x_src.resize(width_);
+    for (int x = 0; x < width_; ++x) {
+      maps->x_src[x] = left + x >= 0 && left + x < width ? left + x : -1;
+    }
+    maps->y_src.resize(height_);
+    for (int y = 0; y < height_; ++y) maps->y_src[y] = top + y >= 0 && top + y < height ? top + y : -1;
+    maps->fill = {0, 0, 0};
+    return true;
+  }
+
  private:
   const int height_, width_;
 };

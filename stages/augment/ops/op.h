@@ -121,6 +121,13 @@ struct OpImage {
   int height = 0;
 };
 
+// GatherMaps is an op that only moves pixels along each axis (a flip, a crop, a pad):
+// output pixel (x, y) is input pixel (x_src[x], y_src[y]), or `fill` where either is -1.
+struct GatherMaps {
+  std::vector<int> x_src, y_src;
+  std::array<uint8_t, 3> fill{};
+};
+
 class Op {
  public:
   virtual ~Op() = default;
@@ -143,6 +150,15 @@ class Op {
   // when it is not at the head of its list.
   virtual bool PlanHead(const Op* next, double next_p, TransformOptions* o,
                         bool* absorbed_next) const {
+    return false;
+  }
+
+  // Gather: an op whose pixels are a GatherMaps of its input fills `maps` for `params` on
+  // a width × height input and returns true; Apply then writes exactly those pixels. The
+  // eager path (python/internal/eager.cc) moves a PIL image's own pixels through such
+  // maps in one pass, with no copy in or out. false: not such an op, or bad params (Apply
+  // says what is wrong).
+  virtual bool Gather(const OpParams& params, int width, int height, GatherMaps* maps) const {
     return false;
   }
 

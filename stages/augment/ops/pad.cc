@@ -29,13 +29,18 @@ class Pad : public Op {
   }
 
   absl::Status Apply(const OpParams&, OpImage& image) const override {
-    const Image& src = *image.rgb;
-    thread_local std::vector<int> map_x, map_y;
-    NumpyPad(src.width, padding_.left, padding_.right, mode_, &map_x);
-    NumpyPad(src.height, padding_.top, padding_.bottom, mode_, &map_y);
-    GatherThroughMaps(src, map_x, map_y, fill_, image.spare);
+    thread_local GatherMaps maps;
+    Gather(OpParams{}, image.rgb->width, image.rgb->height, &maps);
+    GatherThroughMaps(*image.rgb, maps.x_src, maps.y_src, maps.fill, image.spare);
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
+  }
+
+  bool Gather(const OpParams&, int width, int height, GatherMaps* maps) const override {
+    NumpyPad(width, padding_.left, padding_.right, mode_, &maps->x_src);
+    NumpyPad(height, padding_.top, padding_.bottom, mode_, &maps->y_src);
+    maps->fill = fill_;
+    return true;
   }
 
  private:

@@ -58,17 +58,29 @@ class RandomCrop : public Op {
           "the image is ", x.padded, "x", y.padded, " after padding, smaller than size [",
           height_, ", ", width_, "] (set pad_if_needed=true or pad more)"));
     }
-    const int top = p.n >= 2 ? static_cast<int>(p.v[0]) : -1;
-    const int left = p.n >= 2 ? static_cast<int>(p.v[1]) : -1;
-    if (top < 0 || left < 0 || top > y.padded - height_ || left > x.padded - width_) {
+    thread_local GatherMaps maps;
+    if (!Gather(p, src.width, src.height, &maps)) {
       return absl::InvalidArgumentError("crop position outside the padded image");
     }
-    thread_local std::vector<int> map_x, map_y, stage1, stage2;
-    Map(src.width, x, left, width_, &stage1, &stage2, &map_x);
-    Map(src.height, y, top, height_, &stage1, &stage2, &map_y);
-    GatherThroughMaps(src, map_x, map_y, fill_, image.spare);
+    GatherThroughMaps(src, maps.x_src, maps.y_src, maps.fill, image.spare);
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
+  }
+
+  // The crop's maps; false where the image is too small or the position is outside it.
+  bool Gather(const OpParams& p, int width, int height, GatherMaps* maps) const override {
+    const Axis x = XAxis(width), y = YAxis(height);
+    const int top = p.n >= 2 ? static_cast<int>(p.v[0]) : -1;
+    const int left = p.n >= 2 ? static_cast<int>(p.v[1]) : -1;
+    if (x.padded < width_ || y.padded < height_ || top < 0 || left < 0 ||
+        top > y.padded - height_ || left > x.padded - width_) {
+      return false;
+    }
+    thread_local std::vector<int> stage1, stage2;
+    Map(width, x, left, width_, &stage1, &stage2, &maps->x_src);
+    Map(height, y, top, height_, &stage1, &stage2, &maps->y_src);
+    maps->fill = fill_;
+    return true;
   }
 
  private:

@@ -12,6 +12,14 @@ class RandomHorizontalFlip : public Op {
     kernels::HorizontalFlip(*image.rgb);
     return absl::OkStatus();
   }
+
+  bool Gather(const OpParams&, int width, int height, GatherMaps* maps) const override {
+    maps->x_src.resize(width);
+    for (int x = 0; x < width; ++x) maps->x_src[x] = width - 1 - x;
+    maps->y_src.resize(height);
+    for (int y = 0; y < height; ++y) maps->y_src[y] = y;
+    return true;
+  }
 };
 
 FLOWLOADER_REGISTER_OP((OpSchema{"random_horizontal_flip",

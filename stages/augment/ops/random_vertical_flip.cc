@@ -12,6 +12,14 @@ class RandomVerticalFlip : public Op {
     kernels::VerticalFlip(*image.rgb);
     return absl::OkStatus();
   }
+
+  bool Gather(const OpParams&, int width, int height, GatherMaps* maps) const override {
+    maps->x_src.resize(width);
+    for (int x = 0; x < width; ++x) maps->x_src[x] = x;
+    maps->y_src.resize(height);
+    for (int y = 0; y < height; ++y) maps->y_src[y] = height - 1 - y;
+    return true;
+  }
 };
 
 FLOWLOADER_REGISTER_OP((OpSchema{"random_vertical_flip",
