@@ -73,7 +73,9 @@ def _tensor_item(chw, is_float):
 
 def _rows(im):
     """The row-pointer array of a loaded PIL core image, or None (another Pillow)."""
-    ptrs = getattr(im, "unsafe_ptrs", None)
+    ptrs = getattr(im, "unsafe_ptrs", None)  # (("image8", p), ("image32", p), ("image", p))
+    if ptrs and ptrs[-1][0] == "image":
+        return ptrs[-1][1]
     return dict(ptrs).get("image") if ptrs else None
 
 
@@ -116,7 +118,8 @@ class State:
         self.pending_params = []
         self._size = None        # (width, height) after the pending ops; None: unknown.
         self._raw = img          # Given back untouched when no op ran (Compose([])).
-        self._pil = None         # A PIL image read through its rows (_from_pil).
+        self._pil = None         # A PIL image read through its rows (_from_pil),
+        self._pil_rows = None    # and its row pointers.
         self._box = None
         self.items = None        # Made from _raw when an op first needs pixels.
         if _is_pil(img):
@@ -151,10 +154,10 @@ class State:
 
         self._make_items = lambda box=None: [_pil_pixels(img, box)]
         img.load()
-        self._pil = img          # Its rows are read by _pil_run (None: another Pillow).
+        self._pil_rows = _rows(img.im)
+        # Its rows are read by _pil_run (None: a Pillow without unsafe_ptrs).
+        self._pil = img if self._pil_rows else None
         self._box = (0, 0, w, h)  # The part of it read (left, top, width, height).
-        if not _rows(img.im):
-            self._pil = None
 
     def _from_numpy(self, arr):
         self.kind = "numpy"
@@ -270,12 +273,14 @@ class State:
         """Reads the PIL image (its box) and runs the queued ops in one native call: into
         `dst` (a new PIL image of the ops' output size), or to an array."""
         img, (left, top, width, height) = self._pil, self._box
-        rows = _rows(img.im)
-        dst_rows = _rows(dst.im) if dst is not None else 0
-        out = _core()._pil_run(self.pending_ops, self.pending_params, rows, img.mode,
-                               img.size[0], img.size[1], left, top, width, height, dst_rows,
-                               dst.mode if dst is not None else "", dst.size[0] if dst else 0,
-                               dst.size[1] if dst else 0)
+        w, h = img.size
+        if dst is None:
+            dst_rows, dst_mode, dst_w, dst_h = 0, "", 0, 0
+        else:
+            dst_rows, dst_mode, (dst_w, dst_h) = _rows(dst.im), dst.mode, dst.size
+        out = _core()._pil_run(self.pending_ops, self.pending_params, self._pil_rows,
+                               img.mode, w, h, left, top, width, height, dst_rows, dst_mode,
+                               dst_w, dst_h)
         self.pending_ops, self.pending_params = [], []
         return out
 
@@ -331,7 +336,9 @@ class State:
         if (self.kind == "pil" and self.items is None and self._pil is not None
                 and not self.is_float and self._size is not None):
             # One native call from the source rows to the new image's.
-            out = _pil().new("L" if self.channels == 1 else "RGB", self._size, None)
+            Image = _pil()  # Image.new(mode, size, None) without its argument checks.
+            out = Image.Image()._new(Image.core.new("L" if self.channels == 1 else "RGB",
+                                                    self._size))
             self._pil_run(out)
             return out
         self.flush()

@@ -3,7 +3,7 @@
 
     bazel build //python:flowloader
     PYTHONPATH=bazel-bin/python /usr/bin/python3 tests/benchmarks/eager_bench.py \
-        [--reps=15] [--loader-images=400] [--only=per_op,compose,loader,noop]
+        [--reps=15] [--loader-images=400] [--only=per_op,compose,loader,noop] [--ops=Flip,Crop]
 
 Prints Markdown tables (docs/performance.md, "Calling transforms directly"):
   per_op:  each transform class called on one PIL RGB image at a time, 224² and 1024²,
@@ -100,12 +100,14 @@ def side_by_side(ours, theirs, img, reps, n):
     return statistics.median(a), statistics.median(b)
 
 
-def bench_per_op(reps):
+def bench_per_op(reps, ops=None):
     rows = []
     for size in (224, 1024):
         img = photo(size, size, seed=size)
         n = 20 if size == 224 else 3
         for name, ours, theirs in per_op_cases():
+            if ops and not any(o in name for o in ops):
+                continue
             a, b = side_by_side(ours, theirs, img, reps, n)
             rows.append((name, f"{size}²", b, a))
             print(f"  {name} {size}: torchvision {b:.0f} µs, flowloader {a:.0f} µs, "
@@ -187,6 +189,9 @@ def main():
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--loader-images", type=int, default=400)
     parser.add_argument("--only", default="per_op,compose,loader,noop")
+    parser.add_argument("--ops", default="",
+                        help="per_op: only the rows whose name contains one of these "
+                             "(comma-separated)")
     args = parser.parse_args()
     only = set(args.only.split(","))
     torch.set_num_threads(1)
@@ -198,7 +203,7 @@ def main():
     if "compose" in only:
         bench_compose(args.reps)
     if "per_op" in only:
-        bench_per_op(args.reps)
+        bench_per_op(args.reps, [o for o in args.ops.split(",") if o])
 
 
 if __name__ == "__main__":
