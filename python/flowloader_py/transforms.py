@@ -54,7 +54,8 @@ _EAGER_ONLY = ("FiveCrop", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage
 
 
 class InterpolationMode(enum.Enum):
-    """torchvision's InterpolationMode; flowloader implements NEAREST, BILINEAR, BICUBIC."""
+    """torchvision's InterpolationMode: NEAREST, BILINEAR, BICUBIC everywhere; BOX,
+    HAMMING, LANCZOS in Resize and RandomResizedCrop (Pillow's filters, exact)."""
     NEAREST = "nearest"
     BILINEAR = "bilinear"
     BICUBIC = "bicubic"
@@ -71,6 +72,7 @@ class AutoAugmentPolicy(enum.Enum):
 
 
 _INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
+_RESIZE_ONLY = ("box", "hamming", "lanczos")
 # PIL's resampling constants, which torchvision 0.14 still takes (with a warning) for
 # interpolation: Image.BICUBIC is 3 (DINO writes it so).
 _PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming",
@@ -87,16 +89,30 @@ def _refuse(what, why=""):
                     f" (supported: {_supported()})")
 
 
-def _interpolation(cls, value):
+def _interpolation(cls, value, resize=False):
     """InterpolationMode (ours or torchvision's), its name, or a PIL filter constant ->
-    the op's word."""
+    the op's word. `resize`: a resize also takes BOX, HAMMING and LANCZOS (Pillow's
+    filters; PIL's rotate and affine take none of them, as torchvision's PIL path)."""
     name = getattr(value, "value", value)
     if isinstance(name, numbers.Integral) and not isinstance(name, bool):
         name = _PIL_FILTERS.get(int(name), name)
-    if isinstance(name, str) and name.lower() in _INTERPOLATIONS:
+    takes = _INTERPOLATIONS + (_RESIZE_ONLY if resize else ())
+    if isinstance(name, str) and name.lower() in takes:
         return name.lower()
-    _refuse(f"{cls}(interpolation={value!r})", "flowloader implements NEAREST, BILINEAR "
-            "and BICUBIC")
+    _refuse(f"{cls}(interpolation={value!r})", "flowloader implements NEAREST, BILINEAR, "
+            "BICUBIC" + (", BOX, HAMMING and LANCZOS" if resize else " (BOX, HAMMING and "
+                         "LANCZOS in Resize and RandomResizedCrop)"))
+
+
+def _antialias(cls, antialias):
+    """torchvision 0.14's antialias on PIL images: None and True antialias; False is
+    ignored with torchvision's warning (flowloader resizes as PIL does)."""
+    if antialias not in (None, True, False):
+        raise TypeError(f"{cls}: antialias must be None, True or False, got {antialias!r}")
+    if antialias is False:
+        import warnings
+        warnings.warn("Anti-alias option is always applied for PIL Image input. Argument "
+                      "antialias is ignored.")
 
 
 def _size(value):
@@ -277,9 +293,9 @@ class Resize(Transform):
 
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
                  antialias=None):
-        if antialias not in (None, True):
-            _refuse(f"Resize(antialias={antialias!r})", "PIL images are always antialiased")
-        super().__init__(size=_size(size), interpolation=_interpolation("Resize", interpolation),
+        _antialias("Resize", antialias)
+        super().__init__(size=_size(size),
+                         interpolation=_interpolation("Resize", interpolation, resize=True),
                          max_size=max_size)
 
 
@@ -304,11 +320,10 @@ class RandomResizedCrop(Transform):
 
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
-        if antialias not in (None, True):
-            _refuse(f"RandomResizedCrop(antialias={antialias!r})",
-                    "PIL images are always antialiased")
+        _antialias("RandomResizedCrop", antialias)
         super().__init__(size=_size(size), scale=_seq(scale), ratio=_seq(ratio),
-                         interpolation=_interpolation("RandomResizedCrop", interpolation))
+                         interpolation=_interpolation("RandomResizedCrop", interpolation,
+                                                      resize=True))
 
     @staticmethod
     def get_params(img, scale, ratio, *, generator=None):

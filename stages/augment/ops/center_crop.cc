@@ -58,7 +58,9 @@ class CenterCrop : public Op {
       maps->x_src[x] = left + x >= 0 && left + x < width ? left + x : -1;
     }
     maps->y_src.resize(height_);
-    for (int y = 0; y < height_; ++y) maps->y_src[y] = top + y >= 0 && top + y < height ? top + y : -1;
+    for (int y = 0; y < height_; ++y) {
+      maps->y_src[y] = top + y >= 0 && top + y < height ? top + y : -1;
+    }
     maps->fill = {0, 0, 0};
     return true;
   }
