@@ -89,19 +89,14 @@ constexpr const char* kPixelOnlyOps[] = {
     "random_autocontrast", "random_equalize", "random_invert",    "random_posterize",
     "random_solarize",  "random_erasing"};
 
-// CheckTargetOps refuses, when the sample carries targets (`carried`), a list whose
-// geometry is not all in its planned head: an op after the head that moves pixels would
-// leave the boxes behind. The head (random_resized_crop, resize + center_crop, with an
-// absorbed horizontal flip) moves them.
+// CheckTargetOps refuses, when the sample carries targets (`carried`), a list with an op
+// that would leave the boxes behind: every op after the head must either keep them
+// (colour ops, kPixelOnlyOps or TargetEffect::kKeeps) or move them (kMoves: the flips,
+// crops, resizes, pad and the detection ops). The head (random_resized_crop, resize +
+// center_crop, with an absorbed horizontal flip) moves them through its plan.
 absl::Status CheckTargetOps(const augment::ViewProgram& program,
                             const std::vector<std::string>& carried, size_t views) {
   if (carried.empty()) return absl::OkStatus();
-  if (program.head() == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "transforms: the sample carries ", carried.front(), ", which an op list moves only "
-        "through its crop-and-resize head, planned before decoding: start the list with "
-        "random_resized_crop(size=N) or resize(size=N); center_crop(size=M) (square outputs)"));
-  }
   if (views != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "transforms: the sample carries ", carried.front(), ", one set per sample: bind the "
@@ -110,12 +105,12 @@ absl::Status CheckTargetOps(const augment::ViewProgram& program,
   for (size_t i = program.cost_span(0); i < program.size(); ++i) {
     bool pixel_only = false;
     for (const char* name : kPixelOnlyOps) pixel_only = pixel_only || program.op_name(i) == name;
-    if (!pixel_only) {
+    if (!pixel_only && program.op(i).Targets() == augment::Op::TargetEffect::kRefuses) {
       return absl::InvalidArgumentError(absl::StrCat(
           "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the ",
-          carried.front(), " the sample carries: only the list's head (random_resized_crop or "
-          "resize, with center_crop and random_horizontal_flip right after it) moves targets; "
-          "remove it or move it into the head"));
+          carried.front(), " the sample carries: use the ops that move targets (flips, "
+          "crops, resize, pad, random_zoom_out, random_iou_crop, scale_jitter, "
+          "random_shortest_size, fixed_size_crop) or colour ops, or remove it"));
     }
   }
   return absl::OkStatus();
@@ -178,22 +173,16 @@ class TransformsStage : public SampleStage {
             RectF{0, 0, static_cast<double>(sample.decoded.image.width),
                   static_cast<double>(sample.decoded.image.height)};
       }
-      status = program_->Run(coarser.For(plan), plan, key, ViewStream(view),
-                             sample.outputs[view].data, observer);
-      if (!status.ok()) break;
       if (moves_targets_) {
-        if (plan == nullptr) {
-          status = absl::FailedPreconditionError(
-              "transforms: the image was decoded without a planned crop, so its targets "
-              "cannot follow it: decode it with the built-in decode stage");
-          break;
-        }
-        const std::array<int64_t, 3> shape = program_->shape();
-        const bool chw = program_->is_float();
-        status = MoveTargets(*plan, sample.info, static_cast<int>(chw ? shape[2] : shape[1]),
-                             static_cast<int>(chw ? shape[1] : shape[0]), &sample.targets);
+        // Through the head first (its geometry is the plan's); the ops after it move
+        // the targets as they run.
+        status = HeadTargets(plan, sample);
         if (!status.ok()) break;
       }
+      status = program_->Run(coarser.For(plan), plan, key, ViewStream(view),
+                             sample.outputs[view].data, observer,
+                             moves_targets_ ? &sample.targets : nullptr);
+      if (!status.ok()) break;
     }
     if (frees_image_) graph_internal::GiveBack(sample.decoded.image.pixels);
     return status;
@@ -227,6 +216,29 @@ class TransformsStage : public SampleStage {
   }
 
  private:
+  // HeadTargets moves the targets through the list's head (its plan), or, for a list
+  // without a head, checks that the whole decoded image is the annotations' canvas.
+  absl::Status HeadTargets(const augment::CropPlan* plan, SampleContext& sample) const {
+    detection::Targets* targets = &sample.targets;
+    if (program_->head() == nullptr) {
+      const Image& image = sample.decoded.image;
+      if (image.width != targets->canvas_width || image.height != targets->canvas_height) {
+        return SampleError(absl::StatusCode::kInvalidArgument, reason::kSizeMismatch,
+                           absl::StrCat("the image is ", image.width, "×", image.height,
+                                        ", its annotations say ", targets->canvas_width, "×",
+                                        targets->canvas_height));
+      }
+      return absl::OkStatus();
+    }
+    if (plan == nullptr) {
+      return absl::FailedPreconditionError(
+          "transforms: the image was decoded without a planned crop, so its targets "
+          "cannot follow it: decode it with the built-in decode stage");
+    }
+    const int n = program_->head()->options().image_size;  // The head writes n × n.
+    return MoveTargets(*plan, sample.info, n, n, targets);
+  }
+
   std::shared_ptr<const augment::ViewProgram> program_;
   const std::vector<int> views_;
   const bool frees_image_;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "stages/augment/internal/crop_math.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -14,6 +15,12 @@ class CenterCrop : public Op {
   CenterCrop(int height, int width) : height_(height), width_(width) {}
 
   OpSize OutputSize(OpSize) const override { return {width_, height_}; }
+
+  // Targets: v2's center_crop (boxes anchored at round((H - h) / 2), masks as the image).
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams&, detection::Targets* targets) const override {
+    return internal::MoveTargetsBy(detection::Geometry::CenterCrop(height_, width_), targets);
+  }
 
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     const Image& src = *image.rgb;

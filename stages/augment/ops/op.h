@@ -29,6 +29,7 @@
 #include "stages/augment/transform.h"
 #include "stages/core/image.h"
 #include "stages/core/rng.h"
+#include "stages/detection/targets.h"
 
 namespace flowloader::augment {
 
@@ -161,6 +162,28 @@ class Op {
   virtual bool Gather(const OpParams& params, int width, int height, GatherMaps* maps) const {
     return false;
   }
+
+  // Targets (boxes, labels, masks of a detection sample; stages/detection/targets.h).
+  // TargetEffect says what the op does to them: kRefuses (the default: a geometric op
+  // that cannot move them, refused when a sample carries targets), kKeeps (the op only
+  // recolours pixels), kMoves (MoveTargets moves them as Apply moved the pixels).
+  enum class TargetEffect { kRefuses, kKeeps, kMoves };
+  virtual TargetEffect Targets() const { return TargetEffect::kRefuses; }
+  // DrawWithTargets draws when the sample carries targets: ops whose parameters depend
+  // on the boxes (random_iou_crop) override it; the others draw as without them.
+  virtual void DrawWithTargets(int width, int height, const detection::Targets& targets,
+                               SampleRng& rng, OpParams* params) const {
+    Draw(width, height, rng, params);
+  }
+  // MoveTargets moves `targets` (on the width × height canvas the op's input had) as
+  // Apply(params) moved the pixels: boxes, masks (nearest, never blended) and the
+  // canvas; an op that drops instances drops them from every field (Targets::Keep).
+  virtual absl::Status MoveTargets(const OpParams& params, detection::Targets* targets) const {
+    return absl::OkStatus();
+  }
+  // OwnsP: the op reads p() itself (random_photometric_distort: p is each adjustment's
+  // probability, as torchvision's), so the list applies it always.
+  virtual bool OwnsP() const { return false; }
 
   // Normalization: normalize gives its mean and std (on the [0, 1] scale), so that a
   // bilinear head followed by it is one fused pass.

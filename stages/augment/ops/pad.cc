@@ -8,6 +8,7 @@
 
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/numpy_pad.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -26,6 +27,16 @@ class Pad : public Op {
   OpSize OutputSize(OpSize in) const override {
     if (!in.Known()) return {};
     return {in.width + padding_.left + padding_.right, in.height + padding_.top + padding_.bottom};
+  }
+
+  // Targets: v2's pad (boxes shifted and clamped, masks padded as the image is).
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams&, detection::Targets* targets) const override {
+    thread_local std::vector<int> map_x, map_y;
+    NumpyPad(targets->canvas_width, padding_.left, padding_.right, mode_, &map_x);
+    NumpyPad(targets->canvas_height, padding_.top, padding_.bottom, mode_, &map_y);
+    internal::PadTargets(-padding_.top, -padding_.left, map_x, map_y, targets);
+    return absl::OkStatus();
   }
 
   absl::Status Apply(const OpParams&, OpImage& image) const override {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/numpy_pad.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -48,6 +49,20 @@ class RandomCrop : public Op {
     params->Push(left);
     params->Push(height_);
     params->Push(width_);
+  }
+
+  // Targets: v2's pad then crop: boxes shifted by the crop's origin in the unpadded
+  // canvas and clamped; masks through the same maps as the pixels.
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
+    const Axis x = XAxis(targets->canvas_width), y = YAxis(targets->canvas_height);
+    const int top = static_cast<int>(p.v[0]), left = static_cast<int>(p.v[1]);
+    thread_local std::vector<int> map_x, map_y, stage1, stage2;
+    Map(targets->canvas_width, x, left, width_, &stage1, &stage2, &map_x);
+    Map(targets->canvas_height, y, top, height_, &stage1, &stage2, &map_y);
+    internal::PadTargets(top - y.before - y.extra, left - x.before - x.extra, map_x, map_y,
+                         targets);
+    return absl::OkStatus();
   }
 
   absl::Status Apply(const OpParams& p, OpImage& image) const override {

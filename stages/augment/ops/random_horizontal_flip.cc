@@ -1,5 +1,6 @@
 // random_horizontal_flip.cc: torchvision's RandomHorizontalFlip(p=0.5): F.hflip (PIL's
 // FLIP_LEFT_RIGHT) with probability p, in place.
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/kernels/geometry.h"
 #include "stages/augment/ops/op.h"
 
@@ -8,6 +9,10 @@ namespace {
 
 class RandomHorizontalFlip : public Op {
  public:
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams&, detection::Targets* targets) const override {
+    return internal::MoveTargetsBy(detection::Geometry::HorizontalFlip(), targets);
+  }
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::HorizontalFlip(*image.rgb);
     return absl::OkStatus();

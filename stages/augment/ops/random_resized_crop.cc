@@ -7,6 +7,7 @@
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/internal/pillow_resample.h"
 #include "stages/augment/ops/internal/geometry_args.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -21,6 +22,16 @@ class RandomResizedCrop : public Op {
         interpolation_(interpolation), has_other_(has_other), other_(other) {}
 
   OpSize OutputSize(OpSize) const override { return {width_, height_}; }
+
+  // Targets: v2's resized_crop with the drawn box (top, left, height, width).
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
+    return internal::MoveTargetsBy(
+        detection::Geometry::ResizedCrop(static_cast<int>(p.v[0]), static_cast<int>(p.v[1]),
+                                         static_cast<int>(p.v[2]), static_cast<int>(p.v[3]),
+                                         height_, width_),
+        targets);
+  }
 
   // Params: top, left, height, width (RandomResizedCrop.get_params).
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {

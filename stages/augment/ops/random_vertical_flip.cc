@@ -1,5 +1,6 @@
 // random_vertical_flip.cc: torchvision's RandomVerticalFlip(p=0.5): F.vflip (PIL's
 // FLIP_TOP_BOTTOM) with probability p, in place.
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/kernels/geometry.h"
 #include "stages/augment/ops/op.h"
 
@@ -8,6 +9,10 @@ namespace {
 
 class RandomVerticalFlip : public Op {
  public:
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams&, detection::Targets* targets) const override {
+    return internal::MoveTargetsBy(detection::Geometry::VerticalFlip(), targets);
+  }
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::VerticalFlip(*image.rgb);
     return absl::OkStatus();

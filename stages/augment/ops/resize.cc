@@ -8,6 +8,7 @@
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/internal/pillow_resample.h"
 #include "stages/augment/ops/internal/geometry_args.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -26,6 +27,14 @@ class Resize : public Op {
     OpSize out;
     OutputFor(in.width, in.height, &out.width, &out.height);
     return out;
+  }
+
+  // Targets: v2's resize (boxes scaled per axis, masks nearest).
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams&, detection::Targets* targets) const override {
+    int w = width_, h = height_;
+    if (width_ == 0) OutputFor(targets->canvas_width, targets->canvas_height, &w, &h);
+    return internal::MoveTargetsBy(detection::Geometry::Resize(h, w), targets);
   }
 
   absl::Status Apply(const OpParams&, OpImage& image) const override {

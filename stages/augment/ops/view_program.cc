@@ -110,7 +110,7 @@ uint64_t OpStream(uint64_t view_stream, size_t op) {
 
 bool ShouldApply(const Op& op, SampleRng& rng) {
   // RandomApply and the Random* classes: applied when a uniform draw falls below p.
-  return op.p() >= 1 || rng.Uniform(0, 1) < op.p();
+  return op.p() >= 1 || op.OwnsP() || rng.Uniform(0, 1) < op.p();
 }
 
 absl::StatusOr<std::vector<OpText>> ParseOpListText(const std::string& text) {
@@ -187,8 +187,8 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
   if (!size.Known()) {
     return fail(ops.size() - 1,
                 "the view's output size depends on the image: batch tensors need a fixed "
-                "size, so end the geometry with random_resized_crop, center_crop, random_crop "
-                "or resize to [height, width]");
+                "size, so end the geometry with random_resized_crop, center_crop, random_crop, "
+                "fixed_size_crop or resize to [height, width]");
   }
   program->output_size_ = size;
 
@@ -242,7 +242,8 @@ size_t ViewProgram::output_bytes() const {
 
 absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
                                       size_t end, OpImage& image,
-                                      const OpObserver* observer) const {
+                                      const OpObserver* observer,
+                                      detection::Targets* targets) const {
   for (size_t i = begin; i < end; ++i) {
     const Op& op = *ops_[i];
     const int64_t start = NowNanos();
@@ -253,8 +254,15 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
                                                                               : image.height;
     if (ShouldApply(op, rng)) {
       OpParams params;
-      op.Draw(w, h, rng, &params);
-      if (absl::Status s = op.Apply(params, image); !s.ok()) {
+      if (targets != nullptr) {
+        op.DrawWithTargets(w, h, *targets, rng, &params);
+      } else {
+        op.Draw(w, h, rng, &params);
+      }
+      absl::Status s = op.Apply(params, image);
+      // The targets move with the pixels (after Apply, which checked the parameters).
+      if (s.ok() && targets != nullptr) s = op.MoveTargets(params, targets);
+      if (!s.ok()) {
         // The op's reason payload (python_error from a Lambda) stays, for the skip count.
         absl::Status out = absl::InvalidArgumentError(absl::StrCat(op.name(), ": ", s.message()));
         s.ForEachPayload([&out](absl::string_view url, const absl::Cord& payload) {
@@ -275,7 +283,7 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
 
 absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPlan* plan,
                               const SampleKey& key, uint64_t view_stream, void* dst,
-                              const OpObserver* observer) const {
+                              const OpObserver* observer, detection::Targets* targets) const {
   const int head_size = head_ != nullptr ? head_->options().image_size : 0;
   WorkingImages& work = ThreadWorkingImages(head_size);
   OpImage image;
@@ -312,7 +320,7 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
   if (!fused_) {
     const size_t pixel_end = normalize_index_ >= 0 ? static_cast<size_t>(normalize_index_) + 1
                                                    : ops_.size();
-    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, observer);
+    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, observer, targets);
     if (!s.ok()) return s;
     next = pixel_end;
     if (normalize_index_ < 0) {  // A uint8 view: its pixels are the batch tensor.
@@ -325,7 +333,7 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
       return absl::OkStatus();
     }
   }
-  return RunPixelOps(key, view_stream, next, ops_.size(), image, observer);
+  return RunPixelOps(key, view_stream, next, ops_.size(), image, observer, targets);
 }
 
 }  // namespace flowloader::augment
