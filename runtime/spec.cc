@@ -379,6 +379,21 @@ absl::Status ApplyRamBudget(const SpecReader& r, const Field& f, PipelineOptions
   return absl::OkStatus();
 }
 
+// ApplyCacheBytes reads cache_bytes: bytes, with or without a unit ("10GiB", "512M").
+absl::Status ApplyCacheBytes(const SpecReader& r, const Field& f, PipelineOptions* o) {
+  std::string text;
+  if (absl::Status s = r.Scalar(f, "bytes", &text); !s.ok()) return s;
+  absl::StatusOr<int64_t> bytes = absl::StrContains(text, "%")
+                                      ? absl::InvalidArgumentError("")
+                                      : ParseRamBudget(text, /*available_bytes=*/-1);
+  if (!bytes.ok() || *bytes < 1) {
+    return r.ValueError(f, absl::StrCat("must be bytes >= 1 (10GiB, 512MiB, 1073741824), got ",
+                                        Quote(text)));
+  }
+  o->cache_bytes = *bytes;
+  return absl::OkStatus();
+}
+
 // ApplyColumns reads `columns`: "txt,json" (the flag's form) or a YAML list [txt, json].
 absl::Status ApplyColumns(const SpecReader& r, const Field& f, PipelineOptions* o) {
   std::vector<std::string> names;
@@ -460,6 +475,15 @@ const std::vector<Key>& Keys() {
        "tar shards over https: a PEM bundle of the CAs to trust (a private CA) instead of "
        "the system's; certificates are always verified; relative to the spec's directory",
        [](R r, F f, O o) { return r.Scalar(f, "a file path", &o->http.ca_file); }},
+      {"cache_dir", "",
+       "remote data (s3://, http(s)://): a directory keeping whole objects and shard "
+       "blocks across epochs and runs, shared by processes naming it; empty = none; "
+       "relative to the spec's directory",
+       [](R r, F f, O o) { return r.Scalar(f, "a directory path", &o->cache_dir); }},
+      {"cache_bytes", "10GiB",
+       "with cache_dir: the most the cache may hold on disk (least recently used "
+       "removed past it): bytes (10GiB, 512MiB); >= 1",
+       ApplyCacheBytes},
       {"s3_endpoint", "",
        "s3:// data: the endpoint URL (MinIO, Ceph, R2: http(s)://HOST[:PORT]); empty = "
        "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS",
@@ -658,6 +682,10 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
   if (!ca_file.empty() && ca_file[0] != '/' && !base_dir.empty()) {
     ca_file = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", ca_file);
   }
+  std::string& cache_dir = options.cache_dir;
+  if (!cache_dir.empty() && cache_dir[0] != '/' && !base_dir.empty()) {
+    cache_dir = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", cache_dir);
+  }
   return options;
 }
 
@@ -750,6 +778,7 @@ std::string SpecYaml(const PipelineOptions& o) {
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
       "\ncolumn_max_bytes: ", o.column_max_bytes,
       "\nhttp_cache_mb: ", o.http_cache_mb, "\nhttp_ca_file: ", YamlScalar(o.http.ca_file),
+      "\ncache_dir: ", YamlScalar(o.cache_dir), "\ncache_bytes: ", o.cache_bytes,
       "\ns3_endpoint: ", YamlScalar(o.s3.endpoint), "\ns3_region: ", YamlScalar(o.s3.region),
       "\ns3_profile: ", YamlScalar(o.s3.profile), "\ns3_addressing: ",
       o.s3.addressing.empty() ? "auto" : o.s3.addressing, "\ns3_anonymous: ", b(o.s3.anonymous),

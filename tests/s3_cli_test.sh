@@ -2,7 +2,8 @@
 # s3_cli_test.sh: --data=s3://... from the command line against a real Ceph RADOS Gateway
 # (tests/testing/radosgw.sh): `run --checksum` of an ImageFolder prefix, of tar shards
 # with a brace range (made by `pack`) and of a spec naming the bucket equals the same data
-# on disk; `plan` lists the prefix; the summary JSON names the endpoint and where the
+# on disk; `plan` lists the prefix; two processes sharing one --cache_dir and a warm run
+# from it give the disk's checksum (the warm one without a miss); the summary JSON names the endpoint and where the
 # credentials came from, never the secret; a wrong secret exits 2 with one line.
 set -euo pipefail
 FLOWLOADER="$1"
@@ -70,6 +71,25 @@ if grep -rq "$RGW_SECRET_KEY" "$TMP"/*.json "$TMP"/*.out "$TMP"/*.err; then fail
 
 "$FLOWLOADER" plan --data=s3://cli/train/ >"$TMP/plan.out" 2>&1 || fail "plan: $(cat "$TMP/plan.out")"
 grep -q "30 files" "$TMP/plan.out" || fail "plan did not list the prefix: $(cat "$TMP/plan.out")"
+
+# The disk cache: two processes at once on one --cache_dir (ranks on one machine), then a
+# warm run: the disk's checksum each time, the warm run sends no GET.
+run cached_a --data=s3://cli/train/ --cache_dir="$TMP/cache" --cache_bytes=64MiB &
+pid_a=$!
+run cached_b --data=s3://cli/train/ --cache_dir="$TMP/cache" --cache_bytes=64MiB
+wait "$pid_a" || fail "the first of two processes sharing a cache failed"
+run cached_warm --data=s3://cli/train/ --cache_dir="$TMP/cache" --cache_bytes=64MiB
+for name in cached_a cached_b cached_warm; do
+  [ "$(field $name 's["data_checksum"]')" = "$disk" ] || fail "$name differs from the disk"
+done
+[ "$(field cached_warm 's["storage"]["cache"]["misses"]')" = 0 ] ||
+  fail "the warm run missed: $(field cached_warm 's["storage"]')"
+[ "$(field cached_warm 's["storage"]["cache"]["hits"]')" = 60 ] ||
+  fail "the warm run's hits: $(field cached_warm 's["storage"]')"
+"$FLOWLOADER" plan --data=s3://cli/train/ --cache_dir="$TMP/cache" --cache_bytes=64MiB \
+  >"$TMP/plan_cache.out" 2>&1 || fail "plan with a cache: $(cat "$TMP/plan_cache.out")"
+grep -q "disk cache (cache_dir $TMP/cache): cache_bytes 64.0 MiB, .* held now, .* free on its file system: fits" \
+  "$TMP/plan_cache.out" || fail "plan does not show the disk cache: $(cat "$TMP/plan_cache.out")"
 
 set +e
 AWS_SECRET_ACCESS_KEY=not-the-secret "$FLOWLOADER" run --data=s3://cli/train/ \
