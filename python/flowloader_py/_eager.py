@@ -1,8 +1,9 @@
 """flowloader.transforms called on one image (docs/python.md, "Calling transforms directly").
 
 The pixels come from the native ops (the loader's Op::Apply, through _flowloader._eager_run,
-with the GIL released); this file only converts the caller's image to the native form and
-back, and keeps a run of native ops together so that they run in one call:
+or _pil_run for a PIL image, which reads and writes Pillow's own rows; the GIL released);
+this file only converts the caller's image to the native form and back, and keeps a run
+of native ops together so that they run in one call:
 
     PIL image (RGB or L)     -> uint8 [H, W, 3]   -> a PIL image of the same mode
     numpy uint8 [H, W, 3] / [H, W, 1] / [H, W]   -> the same shape

@@ -37,6 +37,7 @@ import enum
 import inspect
 import math
 import numbers
+import struct
 import sys
 
 __all__ = [
@@ -138,8 +139,14 @@ def _torch():
 
 
 def _coin(p, generator):
-    """torchvision's `torch.rand(1) < p` (compared in float32, as the tensor is)."""
-    return bool(_torch().rand(1, generator=generator) < p)
+    """torchvision's `torch.rand(1) < p`: the float32 draw against p rounded to float32,
+    as the tensor comparison does (compared as Python floats: no tensor op per call)."""
+    return _torch().rand(1, generator=generator).item() < _float32(p)
+
+
+def _float32(x):
+    """x rounded to float32 (as a Python float)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _uniform(lo, hi, generator):

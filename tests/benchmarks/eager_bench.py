@@ -17,6 +17,8 @@ Prints Markdown tables (docs/performance.md, "Calling transforms directly"):
            torchvision ImageFolder of JPEGs (made here, 500x375) with the classic train
            recipe from flowloader.transforms or from torchvision; images/s, median.
   noop:    Compose([]) on a 224² PIL image: the calling overhead.
+  breakdown (only when named): a DataLoader worker's time per image, one core: PIL's
+           JPEG decode, each library's classic train transform, default_collate.
 """
 
 import argparse
@@ -86,7 +88,7 @@ def time_calls(fn, img, n, seed):
     torch.manual_seed(seed)
     start = time.perf_counter()
     for _ in range(n):
-        fn(img)
+        fn(img) if img is not None else fn()
     return (time.perf_counter() - start) / n * 1e6
 
 
@@ -173,6 +175,36 @@ def bench_loader(reps, images):
     print(f"| {images} JPEGs 500x375, batch 64 | {b:.0f} | {a:.0f} | {a / b:.2f}× |")
 
 
+def bench_breakdown(reps):
+    """Where a DataLoader worker's time goes per image: ImageFolder's PIL decode of a
+    500x375 JPEG (open + convert("RGB")), each library's classic train transform, and
+    default_collate of 64 float tensors (per image)."""
+    import io
+    buf = io.BytesIO()
+    photo(500, 375, seed=3).save(buf, "JPEG", quality=90)
+    data = buf.getvalue()
+
+    def decode():
+        return Image.open(io.BytesIO(data)).convert("RGB")
+
+    img = decode()
+    tensors = [classic_train(T)(img) for _ in range(64)]
+    collate = torch.utils.data.default_collate
+    steps = [("PIL decode + convert(\"RGB\")", decode, 20),
+             ("torchvision transform", lambda: classic_train(TV)(img), 20),
+             ("flowloader.transforms transform", lambda: classic_train(T)(img), 20),
+             ("default_collate, per image", lambda: collate(tensors), 2)]
+    times = {name: [] for name, _, _ in steps}
+    for r in range(reps):  # Alternating within each round.
+        for name, fn, n in steps:
+            times[name].append(time_calls(lambda: fn(), None, n, r) / (
+                64 if "collate" in name else 1))
+    print("\n| DataLoader worker, per image (one core) | µs |")
+    print("| --- | ---: |")
+    for name, _, _ in steps:
+        print(f"| {name} | {statistics.median(times[name]):.0f} |")
+
+
 def bench_noop(reps):
     img = photo(224, 224)
     a, b = side_by_side(T.Compose([]), TV.Compose([]), img, reps, 2000)
@@ -200,6 +232,8 @@ def main():
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # One core.
     if "noop" in only:
         bench_noop(args.reps)
+    if "breakdown" in only:
+        bench_breakdown(args.reps)
     if "compose" in only:
         bench_compose(args.reps)
     if "per_op" in only:
