@@ -244,12 +244,13 @@ def torch_boto3_main(argv):
 
 # ---------------------------------------------------------------------------- runs
 
-def flowloader_run(flowloader, data, work, name, env):
+def flowloader_run(flowloader, data, work, name, env, flags=()):
     summary = os.path.join(work, f"{name}.json")
     t0 = time.time()
     res = subprocess.run([flowloader, "run", f"--data={data}", "--epochs=1",
                           f"--num_workers={WORKERS}", f"--batch_size={BATCH}", "--seed=0",
-                          "--metrics_address=", "--noprogress", f"--summary_json={summary}"],
+                          "--metrics_address=", "--noprogress", f"--summary_json={summary}",
+                          *flags],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.time() - t0
     if res.returncode != 0:
@@ -285,6 +286,9 @@ def main():
     ap.add_argument("--delay_ms", type=float, default=20.0, help="the proxy's delay per request")
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "benchmarks", "results", "s3.md"))
     ap.add_argument("--note", default="", help="a line added to the results (e.g. the machine's state)")
+    ap.add_argument("--ab", action="store_true",
+                    help="also run the gateway variants with --read_ahead=0 (one GET in flight "
+                         "per worker), alternating with the rest: read-ahead's A/B")
     args = ap.parse_args()
     import boto3
 
@@ -315,7 +319,7 @@ def main():
         delayed = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}")
         local_shards = os.path.join(shard_dir, pattern)
         s3_prefix, s3_shards = f"s3://{BUCKET}/train/", f"s3://{BUCKET}/shards/{pattern}"
-        fl = lambda data, e: (lambda name: flowloader_run(flowloader, data, work, name, e))  # noqa
+        fl = lambda data, e, *f: (lambda name: flowloader_run(flowloader, data, work, name, e, f))  # noqa
         variants = [
             ("folder_disk", fl(folder, env)),
             ("folder_s3", fl(s3_prefix, direct)),
@@ -325,6 +329,9 @@ def main():
             ("shards_s3_delay", fl(s3_shards, delayed)),
             ("torch_boto3_s3", lambda name: torch_run(gw["RGW_ENDPOINT"], direct)),
         ]
+        if args.ab:
+            variants += [("folder_s3_ra0", fl(s3_prefix, direct, "--read_ahead=0")),
+                         ("shards_s3_ra0", fl(s3_shards, direct, "--read_ahead=0"))]
         for name, fn in variants[:6]:  # Warm-up: page cache, the gateway's caches.
             fn(name)
         runs = []
@@ -359,7 +366,7 @@ def main():
     lines = [
         f"# s3:// from a loopback RADOS Gateway ({time.strftime('%Y-%m-%d %H:%M')})", "",
         f"`/usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH --images={args.images}"
-        f" --reps={args.reps} --delay_ms={args.delay_ms:g}`: {images} ImageNet-like JPEGs "
+        f" --reps={args.reps} --delay_ms={args.delay_ms:g}{' --ab' if args.ab else ''}`: {images} ImageNet-like JPEGs "
         f"(10 classes, short side 256-512, q90), batch {BATCH}, {WORKERS} workers, default flags "
         f"(train transform), 1 epoch a run; shards from `flowloader pack --shard_size=16MB`; "
         f"medians (min-max) of {args.reps} alternating rounds; images/s after the first batch.",
