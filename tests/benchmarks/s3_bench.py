@@ -30,6 +30,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -244,6 +245,37 @@ def torch_boto3_main(argv):
 
 # ---------------------------------------------------------------------------- runs
 
+def gateway_cpu_seconds(rgw):
+    """CPU seconds (user + system) the gateway's processes (radosgw, OSD, monitor) used."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline") as f:
+                if rgw not in f.read().replace("\0", " "):
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def measured(fn, rgw):
+    """fn's result with the CPU seconds its child process and the gateway used."""
+    def run_one(name):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        g0 = gateway_cpu_seconds(rgw)
+        r = fn(name)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r["client_cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        r["gateway_cpu_seconds"] = gateway_cpu_seconds(rgw) - g0
+        return r
+    return run_one
+
+
 def flowloader_run(flowloader, data, work, name, env, flags=()):
     summary = os.path.join(work, f"{name}.json")
     t0 = time.time()
@@ -332,6 +364,7 @@ def main():
         if args.ab:
             variants += [("folder_s3_ra0", fl(s3_prefix, direct, "--read_ahead=0")),
                          ("shards_s3_ra0", fl(s3_shards, direct, "--read_ahead=0"))]
+        variants = [(name, measured(fn, rgw)) for name, fn in variants]
         for name, fn in variants[:6]:  # Warm-up: page cache, the gateway's caches.
             fn(name)
         runs = []
@@ -372,12 +405,16 @@ def main():
         f"medians (min-max) of {args.reps} alternating rounds; images/s after the first batch.",
         "", f"Load average (1 min) over the runs: {min(loads):.2f}-{max(loads):.2f} "
         f"({os.cpu_count()} cores)." + (f" {args.note}" if args.note else ""), "",
-        "| data | images/s | first batch (s) | requests | skipped |", "|---|---|---|---|---|"]
+        "Client CPU: the run's process (flowloader, or torch's main process and workers); "
+        "gateway CPU: radosgw, the OSD and the monitor, on the same cores.", "",
+        "| data | images/s | first batch (s) | requests | client CPU (s) | gateway CPU (s) "
+        "| skipped |", "|---|---|---|---|---|---|---|"]
     for name, _ in variants:
         m, lo, hi = med(name)
         lines.append(f"| {name} | {m:.1f} ({lo:.1f}-{hi:.1f}) | "
                      f"{med(name, 'first_batch_seconds')[0]:.2f} | "
-                     f"{med(name, 'requests')[0]:.0f} | {med(name, 'skipped')[0]:.0f} |")
+                     f"{med(name, 'requests')[0]:.0f} | {med(name, 'client_cpu_seconds')[0]:.1f} | "
+                     f"{med(name, 'gateway_cpu_seconds')[0]:.1f} | {med(name, 'skipped')[0]:.0f} |")
     lines += ["", "| target | ratio | needed | result |", "|---|---|---|---|"]
     passed = True
     for text, num, den, need in targets:
