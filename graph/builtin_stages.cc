@@ -15,39 +15,14 @@
 #include "absl/time/time.h"
 #include "graph/internal/sample_buffers.h"
 #include "graph/internal/view_planning.h"
+#include "graph/read_stage.h"
 #include "graph/stage.h"
-#include "stages/reader/file_reader.h"
 
 namespace flowloader {
 namespace {
 
 using graph_internal::Borrow;
 using graph_internal::GiveBack;
-
-// ReadStage reads a sample's file, or its image member from a tar shard with one
-// positioned read (through the dataset's shard Env: pread, or an HTTP range request).
-class ReadStage : public SampleStage {
- public:
-  ReadStage(std::unique_ptr<FileReader> reader, std::unique_ptr<FileReader> shard_reader)
-      : reader_(std::move(reader)), shard_reader_(std::move(shard_reader)) {}
-  absl::Status Process(SampleContext& sample) const override {
-    const SampleSource& source = *sample.source;
-    // Known bad when listed (no image or label, a damaged shard): skipped by its reason.
-    if (!source.error.ok()) return source.error;
-    Borrow(sample.bytes);
-    if (source.shard >= 0) {
-      return shard_reader_->ReadRange(sample.path, source.offset, source.size, &sample.bytes);
-    }
-    return reader_->Read(sample.path, &sample.bytes);
-  }
-  size_t BytesProduced(const SampleContext& sample) const override {
-    return sample.bytes.size();
-  }
-
- private:
-  std::unique_ptr<FileReader> reader_;
-  std::unique_ptr<FileReader> shard_reader_;
-};
 
 // UnionRequest is one decode request that serves every view: the bounding box of their
 // regions, at the finest scale any of them needs (each view's region keeps at least its
@@ -421,24 +396,7 @@ std::vector<int> DeclareViews(const augment::Transform* transform, const OutputS
 void RegisterBuiltinStages(StageRegistry& registry) {
   (void)registry.Register(
       ReadSchema(),
-      [](const StageArgs& args, StageEnv& env) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
-        FileReaderOptions o;
-        o.max_retries = static_cast<int>(args.GetInt("max_retries"));
-        o.initial_backoff = absl::Microseconds(args.GetFloat("backoff_ms") * 1000.0);
-        o.max_file_bytes = args.GetInt("max_file_bytes");
-        // Files of their own go through the dataset's StorageEnv when it has one (an s3://
-        // ImageFolder), which passes local paths to the same env.env.
-        o.env = env.dataset != nullptr && env.dataset->storage() != nullptr
-                    ? env.dataset->shard_env()
-                    : env.env;
-        absl::StatusOr<std::unique_ptr<FileReader>> reader = FileReader::Create(o);
-        if (!reader.ok()) return reader.status();
-        if (env.dataset != nullptr) o.env = env.dataset->shard_env();
-        absl::StatusOr<std::unique_ptr<FileReader>> shard_reader = FileReader::Create(o);
-        if (!shard_reader.ok()) return shard_reader.status();
-        return std::unique_ptr<SampleStage>(
-            new ReadStage(std::move(*reader), std::move(*shard_reader)));
-      });
+      MakeReadStage);
 
   (void)registry.Register(
       DecodeSchema(),

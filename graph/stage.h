@@ -113,6 +113,14 @@ class SampleStage {
   // stage's ops), with counters it updates while processing: the stage table, metrics
   // and trace show them under the stage. Called once, when the graph is built.
   virtual std::vector<OpCostRow> OpCosts() const { return {}; }
+  // AnnounceWindow is how many samples past the end of each dispatched batch the stage
+  // wants to hear of through Announce; 0 (the default) = none, Announce is never called.
+  virtual int64_t AnnounceWindow() const { return 0; }
+  // Announce says that the sample at (epoch, position), dataset index `index`, will come
+  // to Process: called from one thread in sample order (across an epoch's end too), once
+  // per sample, before it is dispatched. The read stage starts remote reads here; such a
+  // sample may still never come (the run stops, drop_last, an earlier stage fails it).
+  virtual void Announce(int64_t /*epoch*/, int64_t /*position*/, int64_t /*index*/) const {}
 };
 
 enum class OptionType { kInt, kFloat, kBool, kString };

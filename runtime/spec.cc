@@ -370,6 +370,15 @@ absl::Status ApplyAutoCount(const SpecReader& r, const Field& f, int* out) {
   return r.Int(f, 1, kIntMax, out);
 }
 
+// ApplyReadAhead reads `auto` (HttpOptions::kReadAheadAuto) or a count >= 0.
+absl::Status ApplyReadAhead(const SpecReader& r, const Field& f, PipelineOptions* o) {
+  if (f.value.IsScalar() && f.value.Scalar() == "auto") {
+    o->http.read_ahead = HttpOptions::kReadAheadAuto;
+    return absl::OkStatus();
+  }
+  return r.Int(f, 0, 4096, &o->http.read_ahead);
+}
+
 absl::Status ApplyRamBudget(const SpecReader& r, const Field& f, PipelineOptions* o) {
   std::string text;
   if (absl::Status s = r.Scalar(f, "bytes or a share", &text); !s.ok()) return s;
@@ -471,6 +480,11 @@ const std::vector<Key>& Keys() {
        "tar shards over HTTP: MiB of whole shards (in listing order, while they fit) read "
        "as cached 1 MiB blocks instead of a request per member; in the memory plan; 0 = off",
        [](R r, F f, O o) { return r.Int(f, 0, kInt64Max >> 20, &o->http_cache_mb); }},
+      {"read_ahead", "auto",
+       "remote data (s3://, http(s)://): reads in flight ahead of the workers; auto = sized "
+       "from the measured request latency (up to 128), N = N, 0 = off (one per worker); "
+       "finished reads wait in at most 64 MiB, in the memory plan",
+       ApplyReadAhead},
       {"http_ca_file", "",
        "tar shards over https: a PEM bundle of the CAs to trust (a private CA) instead of "
        "the system's; certificates are always verified; relative to the spec's directory",
@@ -777,7 +791,10 @@ std::string SpecYaml(const PipelineOptions& o) {
       "\nlabel_key: ", YamlScalar(o.label_key),
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
       "\ncolumn_max_bytes: ", o.column_max_bytes,
-      "\nhttp_cache_mb: ", o.http_cache_mb, "\nhttp_ca_file: ", YamlScalar(o.http.ca_file),
+      "\nhttp_cache_mb: ", o.http_cache_mb, "\nread_ahead: ",
+      o.http.read_ahead == HttpOptions::kReadAheadAuto ? std::string("auto")
+                                                       : absl::StrCat(o.http.read_ahead),
+      "\nhttp_ca_file: ", YamlScalar(o.http.ca_file),
       "\ncache_dir: ", YamlScalar(o.cache_dir), "\ncache_bytes: ", o.cache_bytes,
       "\ns3_endpoint: ", YamlScalar(o.s3.endpoint), "\ns3_region: ", YamlScalar(o.s3.region),
       "\ns3_profile: ", YamlScalar(o.s3.profile), "\ns3_addressing: ",

@@ -109,6 +109,12 @@ struct HttpOptions {
   // such as the CLI's signal thread cancel reads before it holds the Env, e.g. while the
   // dataset's shards are being indexed). Not owned beyond the shared_ptr.
   std::shared_ptr<const std::atomic<bool>> cancel;
+  // Remote reads the read stage starts ahead of the workers (stages/reader/read_ahead.h;
+  // not read by HttpEnv): kReadAheadAuto (the spec's `auto`, the default) sizes the
+  // requests in flight from their measured latency and the rate samples are taken, up
+  // to 128; N > 0 keeps N in flight; 0 = off (each worker reads its own sample).
+  static constexpr int kReadAheadAuto = -1;
+  int read_ahead = kReadAheadAuto;
 };
 
 // CheckCaFile refuses a non-empty `ca_file` that cannot be read or holds no PEM

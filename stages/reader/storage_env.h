@@ -64,6 +64,8 @@ class StorageEnv : public Env {
   int64_t admitted_bytes() const;
   int admitted_shards() const;
   int64_t cache_budget_bytes() const { return options_.http.cache_bytes; }
+  // options are the settings the StorageEnv was made with (the read stage's read_ahead).
+  const StorageOptions& options() const { return options_; }
 
   // Cancel cancels every remote read in flight and later (HttpEnv::Cancel), including
   // those of Envs made after the call. Const so a const Dataset can cancel on Stop.
