@@ -10,6 +10,8 @@
 // The output's size depends on the draw, so a list with it needs a fixed-size op after
 // it (resize to [h, w], fixed_size_crop, ...).
 #include <array>
+#include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -24,6 +26,10 @@ namespace {
 
 using internal::NumpyPad;
 using internal::PadMode;
+
+// A canvas larger than this (768 MiB of RGB) is refused for the sample rather than
+// allocated: side_range 4 on a 6000 × 4000 photo stays below it.
+constexpr int64_t kMaxCanvasPixels = int64_t{1} << 28;
 
 class RandomZoomOut : public Op {
  public:
@@ -48,9 +54,25 @@ class RandomZoomOut : public Op {
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     if (absl::Status s = Check(p); !s.ok()) return s;
     const Image& src = *image.rgb;
-    thread_local std::vector<int> map_x, map_y;
-    Maps(p, src.width, src.height, &map_x, &map_y);
-    internal::GatherThroughMaps(src, map_x, map_y, fill_, image.spare);
+    const int left = static_cast<int>(p.v[0]), top = static_cast<int>(p.v[1]);
+    const int64_t canvas = (int64_t{left} + src.width + static_cast<int64_t>(p.v[2])) *
+                           (int64_t{top} + src.height + static_cast<int64_t>(p.v[3]));
+    if (canvas > kMaxCanvasPixels) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the canvas would be ", canvas, " pixels, more than ", kMaxCanvasPixels,
+          ": lower side_range or the image size"));
+    }
+    Image& dst = *image.spare;
+    dst.Resize(left + src.width + static_cast<int>(p.v[2]), top + src.height + static_cast<int>(p.v[3]), 3);
+    // The canvas: one row of fill, copied to every row; then the image's rows over it
+    // (row copies, not a per-pixel gather: the canvas is up to 16 times the image).
+    uint8_t* first = dst.Row(0);
+    for (int x = 0; x < dst.width; ++x) std::memcpy(first + 3 * static_cast<size_t>(x), fill_.data(), 3);
+    for (int y = 1; y < dst.height; ++y) std::memcpy(dst.Row(y), first, dst.stride());
+    for (int y = 0; y < src.height; ++y) {
+      std::memcpy(dst.Row(top + y) + 3 * static_cast<size_t>(left),
+                  src.pixels.data() + static_cast<size_t>(y) * src.stride(), src.stride());
+    }
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }

@@ -41,8 +41,10 @@ class ScaleJitter : public Op {
   }
 
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
-    if (p.n != 2 || !(p.v[0] >= 1 && p.v[1] >= 1 && p.v[0] <= 65536 && p.v[1] <= 65536)) {
-      return absl::InvalidArgumentError("needs params new_height, new_width >= 1");
+    if (p.n != 2 || !(p.v[0] >= 1 && p.v[1] >= 1 && p.v[0] <= 16384 && p.v[1] <= 16384)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the new size must be 1 to 16384 pixels a side, got ", p.n > 0 ? p.v[0] : 0, "x",
+          p.n > 1 ? p.v[1] : 0, ": lower the target size or the scale"));
     }
     const Image& src = *image.rgb;
     internal::PillowResample(src.view(),
