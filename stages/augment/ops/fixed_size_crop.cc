@@ -59,10 +59,14 @@ class FixedSizeCrop : public Op {
     const int w = targets->canvas_width, h = targets->canvas_height;
     if (absl::Status s = Check(p, w, h); !s.ok()) return s;
     const int top = static_cast<int>(p.v[0]), left = static_cast<int>(p.v[1]);
-    thread_local std::vector<int> map_x, map_y;
-    Map(w, width_, left, PadMode::kConstant, &map_x);  // Masks pad with 0.
-    Map(h, height_, top, PadMode::kConstant, &map_y);
-    internal::PadTargets(top, left, map_x, map_y, targets);
+    // Crop then pad right and bottom with 0 is one crop window reaching past the image
+    // (masks: row copies, zeros outside; boxes: shifted, clamped to the crop, which is
+    // the reference's clamp to min(size, image) since the boxes lie inside the image).
+    if (absl::Status s = internal::MoveTargetsBy(
+            detection::Geometry::Crop(top, left, height_, width_), targets);
+        !s.ok()) {
+      return s;
+    }
     if (std::min(h, height_) != h || std::min(w, width_) != w) {  // _crop's is_valid.
       std::vector<float> b = targets->boxes;
       detection::ConvertBoxes(targets->format, detection::BoxFormat::kXYXY, &b);
