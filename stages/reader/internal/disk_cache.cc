@@ -111,6 +111,13 @@ void WriteUsage(int fd, int64_t used) {
   (void)n;  // A lost update is corrected by the next scan.
 }
 
+// TmpNumber numbers this process's temporary files (one sequence for every DiskCache of
+// the process, so that two caches on one directory never pick the same name).
+uint64_t TmpNumber() {
+  static std::atomic<uint64_t> next{0};
+  return next++;
+}
+
 // The lock and accounting mutex of every DiskCache (the process-local half of Locked).
 std::mutex& ProcessLock() {
   static auto* mu = new std::mutex;
@@ -243,7 +250,7 @@ void DiskCache::Put(const std::string& identity, absl::string_view payload) {
   if (size > options_.bytes) return;  // Would evict everything else, and itself.
   const std::string name = absl::StrFormat("%016x", XXH3_64bits(identity.data(), identity.size()));
   const std::string tmp =
-      absl::StrCat(root_, "/tmp/", name, ".", ::getpid(), ".", tmp_counter_++);
+      absl::StrCat(root_, "/tmp/", name, ".", ::getpid(), ".", TmpNumber());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return CountWriteError(tmp);
   const Trailer trailer = MakeTrailer(identity, payload);
