@@ -239,5 +239,39 @@ TEST_F(MemoryPlanTest, AnOpImageOverAWorkersShareIsSkippedAsOpMemory) {
   EXPECT_EQ(out.keys.size(), static_cast<size_t>(kImages));
 }
 
+// With a fixed prefetch_batches, a plan over its budget even without the seek index runs
+// with fewer batch buffers (as many as fit, logged) before it is refused; one buffer that
+// does not fit is still refused.
+TEST_F(MemoryPlanTest, PrefetchShrinksToFitTheLimitBeforeARefusal) {
+  PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
+  o.image_size = 256;  // 768 KiB a sample: 3 MiB a buffer of 4.
+  o.prefetch_batches = 8;
+  absl::StatusOr<MemoryPlan> full = Pipeline::PlanMemoryAsGiven(o);
+  ASSERT_TRUE(full.ok()) << full.status();
+  int64_t pool = 0;
+  for (const MemoryPart& part : full->parts()) {
+    if (part.key == "batch_pool") pool = part.bytes;
+  }
+  const int64_t per_buffer = pool / 8;
+  ASSERT_GT(per_buffer, int64_t{1} << 20);
+  // Room for about 4 of the 8 buffers.
+  o.memory_limit_mb = (full->total_bytes() - 4 * per_buffer) >> 20;
+  {
+    testing::LogCapture log;
+    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    EXPECT_GE((*pipeline)->prefetch_batches(), 2);
+    EXPECT_LT((*pipeline)->prefetch_batches(), 8);
+    EXPECT_LE(Plan(**pipeline)["total_bytes"], o.memory_limit_mb << 20);
+    EXPECT_EQ(log.LinesNaming("prefetch_batches cut from 8 to"), 1);
+    EXPECT_EQ(Drain(pipeline->get()).samples, kImages);
+  }
+  // Not even one buffer fits: the refusal names the batch pool.
+  o.memory_limit_mb = (full->total_bytes() - pool) >> 20;
+  absl::StatusOr<std::unique_ptr<Pipeline>> refused = Pipeline::Create(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 }  // namespace flowloader
