@@ -17,6 +17,8 @@
 #include "graph/internal/view_planning.h"
 #include "graph/read_stage.h"
 #include "graph/stage.h"
+#include "stages/core/sample_error.h"
+#include "stages/reader/file_reader.h"
 
 namespace flowloader {
 namespace {
@@ -57,10 +59,11 @@ decode::RegionRequest UnionRequest(const std::vector<augment::CropPlan>& plans) 
 class DecodeStage : public SampleStage {
  public:
   DecodeStage(std::unique_ptr<decode::Decoder> decoder, std::vector<ViewPlanner> planners,
-              bool frees_bytes)
+              bool frees_bytes, std::shared_ptr<const WorkerMemory> worker_memory)
       : decoder_(std::move(decoder)),
         planners_(std::move(planners)),
         frees_bytes_(frees_bytes),
+        worker_memory_(std::move(worker_memory)),
         whole_image_(std::any_of(planners_.begin(), planners_.end(),
                                  [](const ViewPlanner& p) { return p.planner == nullptr; })) {}
 
@@ -93,6 +96,7 @@ class DecodeStage : public SampleStage {
     }
     decode::RegionRequest request;
     if (whole_image_) {
+      if (absl::Status s = CheckMemory(*info, nullptr); !s.ok()) return s;
       Borrow(sample.decoded.image.pixels);
       return decoder_->Decode(sample.bytes, *info, nullptr, &sample.decoded);
     }
@@ -103,14 +107,35 @@ class DecodeStage : public SampleStage {
       for (const ViewPlanner& p : planners_) request_scratch_.push_back(sample.plans[p.view]);
       request = UnionRequest(request_scratch_);
     }
+    if (absl::Status s = CheckMemory(*info, planners_.empty() ? nullptr : &request); !s.ok()) {
+      return s;
+    }
     Borrow(sample.decoded.image.pixels);
     return decoder_->Decode(sample.bytes, *info, planners_.empty() ? nullptr : &request,
                             &sample.decoded);
   }
 
+  // CheckMemory skips, as decode_memory, a sample whose decoded pixels (bounded from the
+  // header: the whole image, or the planned box at its scale) would be more than a worker
+  // may hold for one sample, before they are allocated.
+  absl::Status CheckMemory(const decode::ImageInfo& info,
+                           const decode::RegionRequest* request) const {
+    if (worker_memory_->bytes() <= 0) return absl::OkStatus();
+    const decode::DecodedSize size = decoder_->OutputBound(info, request);
+    const int64_t need = size.bytes();
+    if (need <= worker_memory_->bytes()) return absl::OkStatus();
+    return worker_memory_->Check(
+        need, reason::kDecodeMemory,
+        request == nullptr
+            ? absl::StrCat("decoding the whole ", info.width, "x", info.height, " image")
+            : absl::StrCat("decoding ", size.width, "x", size.height, " pixels of a ",
+                           info.width, "x", info.height, " image"));
+  }
+
   std::unique_ptr<decode::Decoder> decoder_;
   const std::vector<ViewPlanner> planners_;
   const bool frees_bytes_;
+  const std::shared_ptr<const WorkerMemory> worker_memory_;
   const bool whole_image_;  // A reader without a planner: decode everything.
   // Per thread (Process runs concurrently): the views' plans, without allocating.
   static thread_local std::vector<augment::CropPlan> request_scratch_;
@@ -425,7 +450,8 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         std::vector<ViewPlanner> planners = PlannersFor(env);
         DeclareDecodeMemory(o, args.GetInt("seek_index_mb"), planners, env);
         return std::unique_ptr<SampleStage>(
-            new DecodeStage(std::move(*decoder), std::move(planners), graph_internal::MayFree(env, 0)));
+            new DecodeStage(std::move(*decoder), std::move(planners),
+                            graph_internal::MayFree(env, 0), env.worker_memory));
       });
 
   (void)registry.Register(

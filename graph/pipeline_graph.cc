@@ -199,6 +199,9 @@ class PipelineGraph::Impl {
   // declared memory, where the buffers live.
   int planned_rows_ = 0;
   std::vector<MemoryPart> stage_memory_;
+  // What a worker may hold for one sample (the stages check it): its share of the
+  // budget the plan leaves, recomputed when the pool grows or shrinks.
+  std::shared_ptr<WorkerMemory> worker_memory_;
   std::mutex resize_mu_;  // One pool resize at a time.
 
   std::vector<OutputSpec> outputs_;   // Every batch tensor, in the plan's order.
@@ -345,6 +348,7 @@ absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   next_position_ = plan.start_sample;
   epoch_first_index_ = options_.start_batch;
   planned_rows_ = plan.pool_rows;
+  worker_memory_ = plan.worker_memory;
   for (const MemoryPart& part : plan.memory.parts()) {
     if (part.key != "batch_pool" && part.key != "batch_labels" && part.key != "device_batches") {
       stage_memory_.push_back(part);
@@ -494,6 +498,10 @@ absl::Status PipelineGraph::Impl::SetPrefetchBatches(int count) {
     if (absl::Status s = pool_->Add(); !s.ok()) return s;
   }
   while (pool_->Count() > count) pool_->Retire();
+  // The workers' share of what is left changes with the pool.
+  worker_memory_->Update(WorkerImageBytes(PlanForBuffers(pool_->Count()),
+                                          GraphMemoryBudget(options_.memory_limit_bytes),
+                                          max_workers_));
   return absl::OkStatus();
 }
 
@@ -1169,6 +1177,10 @@ absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
   // refused in one line instead of failing to map or being OOM-killed mid-epoch.
   const MemoryBudget budget = Budget(options);
   if (absl::Status s = plan->memory.CheckFits(budget); !s.ok()) return s;
+  // What the plan leaves is the workers' for their samples' images (WorkerMemory).
+  plan->worker_memory->Set(WorkerImageBytes(plan->memory, budget, widest.num_workers),
+                           widest.num_workers,
+                           absl::StrCat(budget.source, " ", FormatBytes(budget.bytes)));
   stats->memory_plan = plan->memory.BytesByKey();
   stats->memory_plan.emplace_back("available_bytes", budget.bytes);
 

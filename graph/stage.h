@@ -28,6 +28,7 @@
 #include "stages/augment/transform.h"
 #include "stages/collate/batch.h"
 #include "stages/core/memory_plan.h"
+#include "stages/core/worker_memory.h"
 #include "stages/core/rng.h"
 #include "stages/decode/decoder.h"
 #include "stages/detection/targets.h"
@@ -299,6 +300,11 @@ struct StageEnv {
   // scratch), added by its factory: the graph checks the pipeline's memory plan, these
   // parts and the batch pool, against what the process may use before allocating the pool.
   std::vector<MemoryPart> memory;
+  // What one worker may hold for one sample's images at run time, filled by the graph
+  // once the plan is checked (0 until then: no limit). A stage whose image sizes only
+  // the sample knows (a whole decode, an op list without a planned head) checks it
+  // before it allocates, and skips the sample as decode_memory / op_memory.
+  std::shared_ptr<WorkerMemory> worker_memory = std::make_shared<WorkerMemory>();
 };
 
 using StageFactory =

@@ -273,6 +273,7 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& a
   if (!made.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("transforms: ", made.status().message()));
   }
+  (*made)->set_worker_memory(env.worker_memory);
   std::shared_ptr<const augment::ViewProgram> program = std::move(*made);
   const std::array<int64_t, 3> shape = program->shape();
   const OutputSpec spec{{shape[0], shape[1], shape[2]}, program->is_float(),

@@ -139,6 +139,14 @@ class Op {
   // OutputSize is the image size after the op, given the size before (either may be
   // unknown: 0 × 0).
   virtual OpSize OutputSize(OpSize in) const { return in; }
+  // WorkingSize is the image Apply writes for `params` on an `in` image (OutputSize by
+  // default, or `in` where that depends on more than the input's size). An op whose
+  // size depends on its draw (rotate with expand) says it here, so that the program can
+  // check the image against the worker's memory before Apply allocates it.
+  virtual OpSize WorkingSize(const OpParams& params, OpSize in) const {
+    const OpSize out = OutputSize(in);
+    return out.Known() ? out : in;
+  }
   // Draw draws the op's random parameters for a width × height image. Ops without
   // randomness draw nothing.
   virtual void Draw(int width, int height, SampleRng& rng, OpParams* params) const {}

@@ -11,8 +11,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "stages/core/sample_error.h"
 
 namespace flowloader::augment {
+
+// Thread-local working images of the pixel passes: capacity kept across samples.
+struct WorkingImages {
+  Image rgb;
+  Image spare;
+};
+
 namespace {
 
 // SplitTopLevel splits `text` at `sep` outside brackets and parentheses.
@@ -68,11 +76,10 @@ bool IsIdentifier(const std::string& name) {
   return true;
 }
 
-// Thread-local working images of the pixel passes: capacity kept across samples.
-struct WorkingImages {
-  Image rgb;
-  Image spare;
-};
+
+// kKeptWorkingBytes is what a thread's working images may keep between samples besides
+// the planned scratch (a list without a fixed size works on the images' own sizes).
+constexpr size_t kKeptWorkingBytes = size_t{16} << 20;
 
 // ThreadWorkingImages: a pair per head size (a list's ops mostly keep its head's size),
 // so that a thread running views of different sizes (DINO's 224² and 96²) does not grow
@@ -240,8 +247,14 @@ size_t ViewProgram::output_bytes() const {
          (is_float() ? sizeof(float) : 1);
 }
 
+absl::Status ViewProgram::CheckMemory(int64_t held, int64_t need,
+                                      const std::string& what) const {
+  if (worker_memory_ == nullptr || worker_memory_->bytes() <= 0) return absl::OkStatus();
+  return worker_memory_->Check(held + need, reason::kOpMemory, what);
+}
+
 absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
-                                      size_t end, OpImage& image,
+                                      size_t end, OpImage& image, int64_t held,
                                       const OpObserver* observer,
                                       detection::Targets* targets) const {
   for (size_t i = begin; i < end; ++i) {
@@ -258,6 +271,17 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
         op.DrawWithTargets(w, h, *targets, rng, &params);
       } else {
         op.Draw(w, h, rng, &params);
+      }
+      if (op.Input() == PixelForm::kUint8HWC && worker_memory_ != nullptr) {
+        // Its input and output side by side, with the decoded image the sample holds.
+        const OpSize out = op.WorkingSize(params, OpSize{w, h});
+        const int64_t need = 3 * (int64_t{w} * h + int64_t{out.width} * out.height);
+        if (absl::Status s = CheckMemory(
+                held, need, absl::StrCat(op.name(), " (op ", i + 1, ") making ", out.width,
+                                         "x", out.height, " from ", w, "x", h));
+            !s.ok()) {
+          return s;
+        }
       }
       absl::Status s = op.Apply(params, image);
       // The targets move with the pixels (after Apply, which checked the parameters).
@@ -286,6 +310,24 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
                               const OpObserver* observer, detection::Targets* targets) const {
   const int head_size = head_ != nullptr ? head_->options().image_size : 0;
   WorkingImages& work = ThreadWorkingImages(head_size);
+  absl::Status status = RunIn(work, decoded, plan, key, view_stream, dst, observer, targets);
+  // A thread keeps its working images for the next sample, up to what the plan counts
+  // for them (or 16 MiB): larger ones, made for one large image, go back at once, so a
+  // thread never keeps what only one sample needed.
+  const size_t keep = std::max(scratch_bytes_, kKeptWorkingBytes);
+  if (work.rgb.pixels.capacity() + work.spare.pixels.capacity() > keep) {
+    work.rgb = Image();
+    work.spare = Image();
+  }
+  return status;
+}
+
+absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage& decoded,
+                                const CropPlan* plan, const SampleKey& key,
+                                uint64_t view_stream, void* dst,
+                                const OpObserver* observer) const {
+  // The sample's decoded pixels stay allocated while the ops run.
+  const int64_t held = static_cast<int64_t>(decoded.image.pixels.size());
   OpImage image;
   image.rgb = &work.rgb;
   image.spare = &work.spare;
@@ -310,8 +352,16 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
     costs_[0].busy_ns.fetch_add(took, std::memory_order_relaxed);
     costs_[0].runs.fetch_add(1, std::memory_order_relaxed);
     if (observer != nullptr) observer->OpRan(0, start, took);
-  } else if (absl::Status s = CopyWholeImage(decoded, &work.rgb); !s.ok()) {
-    return s;
+  } else {
+    // The whole decoded image is copied in, beside the sample's own.
+    const Image& in = decoded.image;
+    if (absl::Status s = CheckMemory(
+            held, 3 * int64_t{in.width} * in.height,
+            absl::StrCat("the op list's copy of the whole ", in.width, "x", in.height, " image"));
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CopyWholeImage(decoded, &work.rgb); !s.ok()) return s;
   }
 
   image.chw = static_cast<float*>(dst);
@@ -320,7 +370,7 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
   if (!fused_) {
     const size_t pixel_end = normalize_index_ >= 0 ? static_cast<size_t>(normalize_index_) + 1
                                                    : ops_.size();
-    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, observer, targets);
+    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, held, observer, targets);
     if (!s.ok()) return s;
     next = pixel_end;
     if (normalize_index_ < 0) {  // A uint8 view: its pixels are the batch tensor.
@@ -333,7 +383,7 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
       return absl::OkStatus();
     }
   }
-  return RunPixelOps(key, view_stream, next, ops_.size(), image, observer, targets);
+  return RunPixelOps(key, view_stream, next, ops_.size(), image, held, observer, targets);
 }
 
 }  // namespace flowloader::augment
