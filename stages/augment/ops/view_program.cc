@@ -325,7 +325,8 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
 absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage& decoded,
                                 const CropPlan* plan, const SampleKey& key,
                                 uint64_t view_stream, void* dst,
-                                const OpObserver* observer) const {
+                                const OpObserver* observer,
+                                detection::Targets* targets) const {
   // The sample's decoded pixels stay allocated while the ops run.
   const int64_t held = static_cast<int64_t>(decoded.image.pixels.size());
   OpImage image;
@@ -370,7 +371,8 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
   if (!fused_) {
     const size_t pixel_end = normalize_index_ >= 0 ? static_cast<size_t>(normalize_index_) + 1
                                                    : ops_.size();
-    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, held, observer, targets);
+    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, held, observer,
+                                 targets);
     if (!s.ok()) return s;
     next = pixel_end;
     if (normalize_index_ < 0) {  // A uint8 view: its pixels are the batch tensor.
