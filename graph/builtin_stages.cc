@@ -514,6 +514,7 @@ void RegisterBuiltinStages(StageRegistry& registry) {
       });
   RegisterTransformsStage(registry);
   RegisterDetectionStages(registry);
+  RegisterSegmentationStages(registry);
 }
 
 }  // namespace flowloader

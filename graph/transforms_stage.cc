@@ -89,6 +89,32 @@ constexpr const char* kPixelOnlyOps[] = {
     "random_autocontrast", "random_equalize", "random_invert",    "random_posterize",
     "random_solarize",  "random_erasing"};
 
+// IsPixelOnly says op `name` moves no pixel (kPixelOnlyOps).
+bool IsPixelOnly(const std::string& name) {
+  for (const char* op : kPixelOnlyOps) {
+    if (name == op) return true;
+  }
+  return false;
+}
+
+// CheckLabelMapOps refuses, for a sample carrying a semantic label map (`masks` without
+// boxes), a list with an op that moves pixels but cannot move the map (MovesLabels).
+absl::Status CheckLabelMapOps(const augment::ViewProgram& program, size_t views) {
+  if (views != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transforms: the sample carries a label map, one per sample: bind the stage to one "
+        "output, not ", views));
+  }
+  for (size_t i = program.cost_span(0); i < program.size(); ++i) {
+    if (IsPixelOnly(program.op_name(i)) || program.op(i).MovesLabels()) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the label map "
+        "(masks) the sample carries: label maps move through random_resized_crop, resize, "
+        "center_crop, random_crop, pad and the flips; remove it"));
+  }
+  return absl::OkStatus();
+}
+
 // CheckTargetOps refuses, when the sample carries targets (`carried`), a list whose
 // geometry is not all in its planned head: an op after the head that moves pixels would
 // leave the boxes behind. The head (random_resized_crop, resize + center_crop, with an
@@ -96,6 +122,9 @@ constexpr const char* kPixelOnlyOps[] = {
 absl::Status CheckTargetOps(const augment::ViewProgram& program,
                             const std::vector<std::string>& carried, size_t views) {
   if (carried.empty()) return absl::OkStatus();
+  if (std::find(carried.begin(), carried.end(), kBoxesField) == carried.end()) {
+    return CheckLabelMapOps(program, views);
+  }
   if (program.head() == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "transforms: the sample carries ", carried.front(), ", which an op list moves only "
@@ -108,9 +137,7 @@ absl::Status CheckTargetOps(const augment::ViewProgram& program,
         "stage to one output, not ", views));
   }
   for (size_t i = program.cost_span(0); i < program.size(); ++i) {
-    bool pixel_only = false;
-    for (const char* name : kPixelOnlyOps) pixel_only = pixel_only || program.op_name(i) == name;
-    if (!pixel_only) {
+    if (!IsPixelOnly(program.op_name(i))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the ",
           carried.front(), " the sample carries: only the list's head (random_resized_crop or "
@@ -178,6 +205,11 @@ class TransformsStage : public SampleStage {
             RectF{0, 0, static_cast<double>(sample.decoded.image.width),
                   static_cast<double>(sample.decoded.image.height)};
       }
+      if (moves_targets_ && sample.targets.has_semantic) {
+        status = RunWithLabelMap(sample, coarser.For(plan), plan, key, view, observer);
+        if (!status.ok()) break;
+        continue;
+      }
       status = program_->Run(coarser.For(plan), plan, key, ViewStream(view),
                              sample.outputs[view].data, observer);
       if (!status.ok()) break;
@@ -227,6 +259,44 @@ class TransformsStage : public SampleStage {
   }
 
  private:
+  // RunWithLabelMap runs the list with the sample's label map riding along (the head and
+  // every geometric op move it, augment::LabelPlane); the map must be the image's size.
+  absl::Status RunWithLabelMap(SampleContext& sample, const decode::DecodedImage& decoded,
+                               const augment::CropPlan* plan,
+                               const augment::ViewProgram::SampleKey& key, int view,
+                               const augment::OpObserver* observer) const {
+    detection::Targets& t = sample.targets;
+    if (sample.info.width != t.canvas_width || sample.info.height != t.canvas_height) {
+      return SampleError(absl::StatusCode::kInvalidArgument, reason::kSizeMismatch,
+                         absl::StrCat("the image is ", sample.info.width, "×",
+                                      sample.info.height, ", its label map ", t.canvas_width,
+                                      "×", t.canvas_height));
+    }
+    // Per thread, reused across samples: the map's bytes are swapped in and out.
+    thread_local Image labels, spare;
+    labels.width = t.canvas_width;
+    labels.height = t.canvas_height;
+    labels.channels = 1;
+    labels.pixels.swap(t.semantic);
+    augment::LabelPlane plane{&labels, &spare, t.ignore_index};
+    absl::Status status = program_->Run(decoded, plan, key, ViewStream(view),
+                                        sample.outputs[view].data, observer, &plane);
+    t.semantic.swap(labels.pixels);
+    t.canvas_width = labels.width;
+    t.canvas_height = labels.height;
+    if (!status.ok()) return status;
+    const std::array<int64_t, 3> shape = program_->shape();
+    const bool chw = program_->is_float();
+    if (t.canvas_width != (chw ? shape[2] : shape[1]) ||
+        t.canvas_height != (chw ? shape[1] : shape[0])) {
+      return absl::InternalError(absl::StrCat("transforms: the label map came out ",
+                                              t.canvas_width, "×", t.canvas_height,
+                                              ", the image ", chw ? shape[2] : shape[1], "×",
+                                              chw ? shape[1] : shape[0]));
+    }
+    return absl::OkStatus();
+  }
+
   std::shared_ptr<const augment::ViewProgram> program_;
   const std::vector<int> views_;
   const bool frees_image_;

@@ -121,6 +121,16 @@ struct OpImage {
   int height = 0;
 };
 
+// LabelPlane is a semantic label map riding with the image (one uint8 class index per
+// pixel, `labels` with channels 1): a geometric op moves it with the parameters it drew
+// for the pixels, by nearest neighbour (kernels/label_plane.h), and fills what it
+// uncovers with `fill` (ignore_index). `spare` is a second buffer an op may swap in.
+struct LabelPlane {
+  Image* labels = nullptr;
+  Image* spare = nullptr;
+  uint8_t fill = 255;
+};
+
 class Op {
  public:
   virtual ~Op() = default;
@@ -144,6 +154,14 @@ class Op {
   virtual bool PlanHead(const Op* next, double next_p, TransformOptions* o,
                         bool* absorbed_next) const {
     return false;
+  }
+
+  // MovesLabels says the op moves a label map with its pixels (MoveLabels); an op that
+  // moves pixels without it refuses a list whose sample carries one.
+  virtual bool MovesLabels() const { return false; }
+  // MoveLabels moves `plane` as Apply moved the pixels with the same `params`.
+  virtual absl::Status MoveLabels(const OpParams& params, LabelPlane& plane) const {
+    return absl::UnimplementedError("this op cannot move a label map");
   }
 
   // Normalization: normalize gives its mean and std (on the [0, 1] scale), so that a

@@ -1,6 +1,7 @@
 // random_vertical_flip.cc: torchvision's RandomVerticalFlip(p=0.5): F.vflip (PIL's
 // FLIP_TOP_BOTTOM) with probability p, in place.
 #include "stages/augment/ops/kernels/geometry.h"
+#include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -10,6 +11,11 @@ class RandomVerticalFlip : public Op {
  public:
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::VerticalFlip(*image.rgb);
+    return absl::OkStatus();
+  }
+  bool MovesLabels() const override { return true; }
+  absl::Status MoveLabels(const OpParams&, LabelPlane& plane) const override {
+    kernels::LabelVerticalFlip(*plane.labels);
     return absl::OkStatus();
   }
 };

@@ -105,14 +105,18 @@ class ViewProgram {
     uint64_t epoch = 0;
     uint64_t index = 0;
   };
-  // `observer`, when not null, hears of each op applied (see OpObserver).
+  // `observer`, when not null, hears of each op applied (see OpObserver). `labels`, when
+  // not null, is the sample's label map at the decoded image's size: the head and every
+  // op that applies move it with the pixels (Create's caller refuses lists with an op
+  // that cannot: MovesLabels).
   absl::Status Run(const decode::DecodedImage& decoded, const CropPlan* plan,
                    const SampleKey& key, uint64_t view_stream, void* dst,
-                   const OpObserver* observer = nullptr) const;
+                   const OpObserver* observer = nullptr, LabelPlane* labels = nullptr) const;
 
   // The ops, in order (a head counts as its first op), their names and their costs.
   size_t size() const { return ops_.size(); }
   const std::string& op_name(size_t i) const { return ops_[i]->name(); }
+  const Op& op(size_t i) const { return *ops_[i]; }
   const OpCost& cost(size_t i) const { return costs_[i]; }
   // cost_span is how many ops cost(i) covers: the head's ops (with normalize when fused)
   // for op 0 of a list with a head, else 1. The ops it absorbs count nothing themselves.
@@ -125,7 +129,8 @@ class ViewProgram {
  private:
   ViewProgram() = default;
   absl::Status RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
-                           size_t end, OpImage& image, const OpObserver* observer) const;
+                           size_t end, OpImage& image, const OpObserver* observer,
+                           LabelPlane* labels) const;
 
   std::vector<std::unique_ptr<Op>> ops_;
   std::unique_ptr<OpCost[]> costs_;
