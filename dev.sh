@@ -12,6 +12,7 @@ PACKAGES=(
   python3-yaml python3-torch python3-torchvision clang libclang-rt-14-dev wrk
   libcurl4-openssl-dev libwebp-dev libtiff-dev libgif-dev nginx python3-dev pybind11-dev
   python3-pytest libtorch-dev libxxhash-dev nlohmann-json3-dev
+  time  # /usr/bin/time -v: peak RSS in tests/memory_guard_rss_test.sh
   python3-venv python3-setuptools python3-wheel python3-numpy  # pip install . (pyproject.toml)
   ceph-mon ceph-osd radosgw ceph-common  # a real S3 server in tests (tests/testing/radosgw.sh)
 )

@@ -15,7 +15,9 @@
 #include "absl/time/time.h"
 #include "graph/internal/sample_buffers.h"
 #include "graph/internal/view_planning.h"
+#include "graph/read_stage.h"
 #include "graph/stage.h"
+#include "stages/core/sample_error.h"
 #include "stages/reader/file_reader.h"
 
 namespace flowloader {
@@ -23,31 +25,6 @@ namespace {
 
 using graph_internal::Borrow;
 using graph_internal::GiveBack;
-
-// ReadStage reads a sample's file, or its image member from a tar shard with one
-// positioned read (through the dataset's shard Env: pread, or an HTTP range request).
-class ReadStage : public SampleStage {
- public:
-  ReadStage(std::unique_ptr<FileReader> reader, std::unique_ptr<FileReader> shard_reader)
-      : reader_(std::move(reader)), shard_reader_(std::move(shard_reader)) {}
-  absl::Status Process(SampleContext& sample) const override {
-    const SampleSource& source = *sample.source;
-    // Known bad when listed (no image or label, a damaged shard): skipped by its reason.
-    if (!source.error.ok()) return source.error;
-    Borrow(sample.bytes);
-    if (source.shard >= 0) {
-      return shard_reader_->ReadRange(sample.path, source.offset, source.size, &sample.bytes);
-    }
-    return reader_->Read(sample.path, &sample.bytes);
-  }
-  size_t BytesProduced(const SampleContext& sample) const override {
-    return sample.bytes.size();
-  }
-
- private:
-  std::unique_ptr<FileReader> reader_;
-  std::unique_ptr<FileReader> shard_reader_;
-};
 
 // UnionRequest is one decode request that serves every view: the bounding box of their
 // regions, at the finest scale any of them needs (each view's region keeps at least its
@@ -82,10 +59,11 @@ decode::RegionRequest UnionRequest(const std::vector<augment::CropPlan>& plans) 
 class DecodeStage : public SampleStage {
  public:
   DecodeStage(std::unique_ptr<decode::Decoder> decoder, std::vector<ViewPlanner> planners,
-              bool frees_bytes)
+              bool frees_bytes, std::shared_ptr<const WorkerMemory> worker_memory)
       : decoder_(std::move(decoder)),
         planners_(std::move(planners)),
         frees_bytes_(frees_bytes),
+        worker_memory_(std::move(worker_memory)),
         whole_image_(std::any_of(planners_.begin(), planners_.end(),
                                  [](const ViewPlanner& p) { return p.planner == nullptr; })) {}
 
@@ -118,6 +96,7 @@ class DecodeStage : public SampleStage {
     }
     decode::RegionRequest request;
     if (whole_image_) {
+      if (absl::Status s = CheckMemory(*info, nullptr); !s.ok()) return s;
       Borrow(sample.decoded.image.pixels);
       return decoder_->Decode(sample.bytes, *info, nullptr, &sample.decoded);
     }
@@ -128,14 +107,35 @@ class DecodeStage : public SampleStage {
       for (const ViewPlanner& p : planners_) request_scratch_.push_back(sample.plans[p.view]);
       request = UnionRequest(request_scratch_);
     }
+    if (absl::Status s = CheckMemory(*info, planners_.empty() ? nullptr : &request); !s.ok()) {
+      return s;
+    }
     Borrow(sample.decoded.image.pixels);
     return decoder_->Decode(sample.bytes, *info, planners_.empty() ? nullptr : &request,
                             &sample.decoded);
   }
 
+  // CheckMemory skips, as decode_memory, a sample whose decoded pixels (bounded from the
+  // header: the whole image, or the planned box at its scale) would be more than a worker
+  // may hold for one sample, before they are allocated.
+  absl::Status CheckMemory(const decode::ImageInfo& info,
+                           const decode::RegionRequest* request) const {
+    if (worker_memory_->bytes() <= 0) return absl::OkStatus();
+    const decode::DecodedSize size = decoder_->OutputBound(info, request);
+    const int64_t need = size.bytes();
+    if (need <= worker_memory_->bytes()) return absl::OkStatus();
+    return worker_memory_->Check(
+        need, reason::kDecodeMemory,
+        request == nullptr
+            ? absl::StrCat("decoding the whole ", info.width, "x", info.height, " image")
+            : absl::StrCat("decoding ", size.width, "x", size.height, " pixels of a ",
+                           info.width, "x", info.height, " image"));
+  }
+
   std::unique_ptr<decode::Decoder> decoder_;
   const std::vector<ViewPlanner> planners_;
   const bool frees_bytes_;
+  const std::shared_ptr<const WorkerMemory> worker_memory_;
   const bool whole_image_;  // A reader without a planner: decode everything.
   // Per thread (Process runs concurrently): the views' plans, without allocating.
   static thread_local std::vector<augment::CropPlan> request_scratch_;
@@ -421,24 +421,7 @@ std::vector<int> DeclareViews(const augment::Transform* transform, const OutputS
 void RegisterBuiltinStages(StageRegistry& registry) {
   (void)registry.Register(
       ReadSchema(),
-      [](const StageArgs& args, StageEnv& env) -> absl::StatusOr<std::unique_ptr<SampleStage>> {
-        FileReaderOptions o;
-        o.max_retries = static_cast<int>(args.GetInt("max_retries"));
-        o.initial_backoff = absl::Microseconds(args.GetFloat("backoff_ms") * 1000.0);
-        o.max_file_bytes = args.GetInt("max_file_bytes");
-        // Files of their own go through the dataset's StorageEnv when it has one (an s3://
-        // ImageFolder), which passes local paths to the same env.env.
-        o.env = env.dataset != nullptr && env.dataset->storage() != nullptr
-                    ? env.dataset->shard_env()
-                    : env.env;
-        absl::StatusOr<std::unique_ptr<FileReader>> reader = FileReader::Create(o);
-        if (!reader.ok()) return reader.status();
-        if (env.dataset != nullptr) o.env = env.dataset->shard_env();
-        absl::StatusOr<std::unique_ptr<FileReader>> shard_reader = FileReader::Create(o);
-        if (!shard_reader.ok()) return shard_reader.status();
-        return std::unique_ptr<SampleStage>(
-            new ReadStage(std::move(*reader), std::move(*shard_reader)));
-      });
+      MakeReadStage);
 
   (void)registry.Register(
       DecodeSchema(),
@@ -467,7 +450,8 @@ void RegisterBuiltinStages(StageRegistry& registry) {
         std::vector<ViewPlanner> planners = PlannersFor(env);
         DeclareDecodeMemory(o, args.GetInt("seek_index_mb"), planners, env);
         return std::unique_ptr<SampleStage>(
-            new DecodeStage(std::move(*decoder), std::move(planners), graph_internal::MayFree(env, 0)));
+            new DecodeStage(std::move(*decoder), std::move(planners),
+                            graph_internal::MayFree(env, 0), env.worker_memory));
       });
 
   (void)registry.Register(

@@ -163,6 +163,8 @@ class PipelineGraph::Impl {
   void Dispatch(const BatchPlan& plan, BatchToken* token,
                 flow::multifunction_node<std::tuple<BatchPlan, BatchToken*>,
                                          std::tuple<SampleContext*>>::output_ports_type& out);
+  void AnnounceAhead(const BatchPlan& plan);
+  void AnnounceOne(int64_t epoch, int64_t position, int64_t index) const;
   void SetOutputSlots(void* buffer, int slot, SampleContext& s) const;
   void FillTensors(BatchToken* token);
   void FillLabel(BatchToken* token);
@@ -197,6 +199,9 @@ class PipelineGraph::Impl {
   // declared memory, where the buffers live.
   int planned_rows_ = 0;
   std::vector<MemoryPart> stage_memory_;
+  // What a worker may hold for one sample (the stages check it): its share of the
+  // budget the plan leaves, recomputed when the pool grows or shrinks.
+  std::shared_ptr<WorkerMemory> worker_memory_;
   std::mutex resize_mu_;  // One pool resize at a time.
 
   std::vector<OutputSpec> outputs_;   // Every batch tensor, in the plan's order.
@@ -235,6 +240,15 @@ class PipelineGraph::Impl {
   // Dispatch state (serial node).
   int64_t order_epoch_ = -1;
   std::vector<int64_t> order_;
+  // Read-ahead (AnnounceAhead): the stages that want to hear of samples before they are
+  // dispatched (the read stage of remote data), how far ahead, the next sample to
+  // announce, and the next epoch's order once announcing has reached into it.
+  std::vector<const SampleStage*> announcers_;
+  int64_t announce_window_ = 0;
+  int64_t announce_epoch_ = -1;
+  int64_t announce_position_ = 0;
+  int64_t next_order_epoch_ = -1;
+  std::vector<int64_t> next_order_;
 
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> processed_{0};
@@ -334,12 +348,19 @@ absl::Status PipelineGraph::Impl::Build(graph_internal::GraphPlan plan) {
   next_position_ = plan.start_sample;
   epoch_first_index_ = options_.start_batch;
   planned_rows_ = plan.pool_rows;
+  worker_memory_ = plan.worker_memory;
   for (const MemoryPart& part : plan.memory.parts()) {
     if (part.key != "batch_pool" && part.key != "batch_labels" && part.key != "device_batches") {
       stage_memory_.push_back(part);
     }
   }
   RegisterStages(std::move(plan.stages), std::move(plan.batch_stages));
+  for (const StageRunner& runner : runners_) {
+    const int64_t window = runner.stage->AnnounceWindow();
+    if (window <= 0) continue;
+    announcers_.push_back(runner.stage.get());
+    announce_window_ = std::max(announce_window_, window);
+  }
 
   const size_t buffer_bytes = label_region_.offset + label_region_.bytes;
   absl::StatusOr<std::shared_ptr<TokenPool>> pool = TokenPool::Create(
@@ -477,6 +498,10 @@ absl::Status PipelineGraph::Impl::SetPrefetchBatches(int count) {
     if (absl::Status s = pool_->Add(); !s.ok()) return s;
   }
   while (pool_->Count() > count) pool_->Retire();
+  // The workers' share of what is left changes with the pool.
+  worker_memory_->Update(WorkerImageBytes(PlanForBuffers(pool_->Count()),
+                                          GraphMemoryBudget(options_.memory_limit_bytes),
+                                          max_workers_));
   return absl::OkStatus();
 }
 
@@ -577,9 +602,15 @@ void PipelineGraph::Impl::Dispatch(
   if (free_count_.fetch_sub(1) == 1) empty_since_.store(t0);
   pool_->MarkInFlight();
   if (plan.epoch != order_epoch_) {
-    order_ = sampler_->EpochIndices(plan.epoch);
+    if (next_order_epoch_ == plan.epoch) {  // Made early by AnnounceAhead.
+      order_ = std::move(next_order_);
+      next_order_epoch_ = -1;
+    } else {
+      order_ = sampler_->EpochIndices(plan.epoch);
+    }
     order_epoch_ = plan.epoch;
   }
+  if (announce_window_ > 0) AnnounceAhead(plan);
   const int64_t begin = plan.begin;
   const int64_t end = plan.end;
   token->sequence = plan.sequence;
@@ -612,6 +643,42 @@ void PipelineGraph::Impl::Dispatch(
   Trace(source_stats_, t0, dt, plan.sequence);
   groups_.front().in_edge->depth.fetch_add(token->size, std::memory_order_relaxed);
   for (int slot = 0; slot < token->size; ++slot) std::get<0>(out).try_put(&token->samples[slot]);
+}
+
+// AnnounceAhead tells the announcing stages of every sample up to announce_window_
+// positions past the end of `plan`, continuing into the next epoch's order when this
+// epoch ends first (and the run goes on), each sample once: the read stage of remote data
+// then has their reads in flight before the workers ask for them.
+void PipelineGraph::Impl::AnnounceAhead(const BatchPlan& plan) {
+  if (announce_epoch_ < plan.epoch ||
+      (announce_epoch_ == plan.epoch && announce_position_ < plan.begin)) {
+    announce_epoch_ = plan.epoch;  // Never behind the batch being dispatched.
+    announce_position_ = plan.begin;
+  }
+  const int64_t until = plan.end + announce_window_;  // In this epoch's positions.
+  const int64_t size = static_cast<int64_t>(order_.size());
+  if (announce_epoch_ == plan.epoch) {
+    for (; announce_position_ < std::min(until, size); ++announce_position_) {
+      AnnounceOne(plan.epoch, announce_position_, order_[announce_position_]);
+    }
+    const bool more_epochs = options_.epochs == 0 || plan.epoch + 1 < options_.epochs;
+    if (until <= size || !more_epochs) return;
+    announce_epoch_ = plan.epoch + 1;
+    announce_position_ = 0;
+  }
+  if (announce_epoch_ != plan.epoch + 1) return;
+  if (next_order_epoch_ != announce_epoch_) {
+    next_order_ = sampler_->EpochIndices(announce_epoch_);
+    next_order_epoch_ = announce_epoch_;
+  }
+  const int64_t next_until = std::min(until - size, static_cast<int64_t>(next_order_.size()));
+  for (; announce_position_ < next_until; ++announce_position_) {
+    AnnounceOne(announce_epoch_, announce_position_, next_order_[announce_position_]);
+  }
+}
+
+void PipelineGraph::Impl::AnnounceOne(int64_t epoch, int64_t position, int64_t index) const {
+  for (const SampleStage* stage : announcers_) stage->Announce(epoch, position, index);
 }
 
 SampleContext* PipelineGraph::Impl::RunGroup(NodeGroup& group, EdgeStats* out_edge,
@@ -1110,6 +1177,10 @@ absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
   // refused in one line instead of failing to map or being OOM-killed mid-epoch.
   const MemoryBudget budget = Budget(options);
   if (absl::Status s = plan->memory.CheckFits(budget); !s.ok()) return s;
+  // What the plan leaves is the workers' for their samples' images (WorkerMemory).
+  plan->worker_memory->Set(WorkerImageBytes(plan->memory, budget, widest.num_workers),
+                           widest.num_workers,
+                           absl::StrCat(budget.source, " ", FormatBytes(budget.bytes)));
   stats->memory_plan = plan->memory.BytesByKey();
   stats->memory_plan.emplace_back("available_bytes", budget.bytes);
 

@@ -28,6 +28,7 @@
 #include "stages/augment/transform.h"
 #include "stages/collate/batch.h"
 #include "stages/core/memory_plan.h"
+#include "stages/core/worker_memory.h"
 #include "stages/core/rng.h"
 #include "stages/decode/decoder.h"
 #include "stages/detection/targets.h"
@@ -113,6 +114,14 @@ class SampleStage {
   // stage's ops), with counters it updates while processing: the stage table, metrics
   // and trace show them under the stage. Called once, when the graph is built.
   virtual std::vector<OpCostRow> OpCosts() const { return {}; }
+  // AnnounceWindow is how many samples past the end of each dispatched batch the stage
+  // wants to hear of through Announce; 0 (the default) = none, Announce is never called.
+  virtual int64_t AnnounceWindow() const { return 0; }
+  // Announce says that the sample at (epoch, position), dataset index `index`, will come
+  // to Process: called from one thread in sample order (across an epoch's end too), once
+  // per sample, before it is dispatched. The read stage starts remote reads here; such a
+  // sample may still never come (the run stops, drop_last, an earlier stage fails it).
+  virtual void Announce(int64_t /*epoch*/, int64_t /*position*/, int64_t /*index*/) const {}
 };
 
 enum class OptionType { kInt, kFloat, kBool, kString };
@@ -291,6 +300,11 @@ struct StageEnv {
   // scratch), added by its factory: the graph checks the pipeline's memory plan, these
   // parts and the batch pool, against what the process may use before allocating the pool.
   std::vector<MemoryPart> memory;
+  // What one worker may hold for one sample's images at run time, filled by the graph
+  // once the plan is checked (0 until then: no limit). A stage whose image sizes only
+  // the sample knows (a whole decode, an op list without a planned head) checks it
+  // before it allocates, and skips the sample as decode_memory / op_memory.
+  std::shared_ptr<WorkerMemory> worker_memory = std::make_shared<WorkerMemory>();
 };
 
 using StageFactory =

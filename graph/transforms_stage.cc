@@ -106,7 +106,11 @@ absl::Status CheckLabelMapOps(const augment::ViewProgram& program, size_t views)
         "output, not ", views));
   }
   for (size_t i = program.cost_span(0); i < program.size(); ++i) {
-    if (IsPixelOnly(program.op_name(i)) || program.op(i).MovesLabels()) continue;
+    const augment::Op& op = program.op(i);
+    if (IsPixelOnly(program.op_name(i)) || op.MovesLabels() ||
+        op.Targets() == augment::Op::TargetEffect::kKeeps) {
+      continue;
+    }
     return absl::InvalidArgumentError(absl::StrCat(
         "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the label map "
         "(masks) the sample carries: label maps move through random_resized_crop, resize, "
@@ -115,21 +119,16 @@ absl::Status CheckLabelMapOps(const augment::ViewProgram& program, size_t views)
   return absl::OkStatus();
 }
 
-// CheckTargetOps refuses, when the sample carries targets (`carried`), a list whose
-// geometry is not all in its planned head: an op after the head that moves pixels would
-// leave the boxes behind. The head (random_resized_crop, resize + center_crop, with an
-// absorbed horizontal flip) moves them.
+// CheckTargetOps refuses, when the sample carries targets (`carried`), a list with an op
+// that would leave the boxes behind: every op after the head must either keep them
+// (colour ops, kPixelOnlyOps or TargetEffect::kKeeps) or move them (kMoves: the flips,
+// crops, resizes, pad and the detection ops). The head (random_resized_crop, resize +
+// center_crop, with an absorbed horizontal flip) moves them through its plan.
 absl::Status CheckTargetOps(const augment::ViewProgram& program,
                             const std::vector<std::string>& carried, size_t views) {
   if (carried.empty()) return absl::OkStatus();
   if (std::find(carried.begin(), carried.end(), kBoxesField) == carried.end()) {
     return CheckLabelMapOps(program, views);
-  }
-  if (program.head() == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "transforms: the sample carries ", carried.front(), ", which an op list moves only "
-        "through its crop-and-resize head, planned before decoding: start the list with "
-        "random_resized_crop(size=N) or resize(size=N); center_crop(size=M) (square outputs)"));
   }
   if (views != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -137,12 +136,13 @@ absl::Status CheckTargetOps(const augment::ViewProgram& program,
         "stage to one output, not ", views));
   }
   for (size_t i = program.cost_span(0); i < program.size(); ++i) {
-    if (!IsPixelOnly(program.op_name(i))) {
+    if (!IsPixelOnly(program.op_name(i)) &&
+        program.op(i).Targets() == augment::Op::TargetEffect::kRefuses) {
       return absl::InvalidArgumentError(absl::StrCat(
           "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the ",
-          carried.front(), " the sample carries: only the list's head (random_resized_crop or "
-          "resize, with center_crop and random_horizontal_flip right after it) moves targets; "
-          "remove it or move it into the head"));
+          carried.front(), " the sample carries: use the ops that move targets (flips, "
+          "crops, resize, pad, random_zoom_out, random_iou_crop, scale_jitter, "
+          "random_shortest_size, fixed_size_crop) or colour ops, or remove it"));
     }
   }
   return absl::OkStatus();
@@ -210,22 +210,16 @@ class TransformsStage : public SampleStage {
         if (!status.ok()) break;
         continue;
       }
-      status = program_->Run(coarser.For(plan), plan, key, ViewStream(view),
-                             sample.outputs[view].data, observer);
-      if (!status.ok()) break;
       if (moves_targets_) {
-        if (plan == nullptr) {
-          status = absl::FailedPreconditionError(
-              "transforms: the image was decoded without a planned crop, so its targets "
-              "cannot follow it: decode it with the built-in decode stage");
-          break;
-        }
-        const std::array<int64_t, 3> shape = program_->shape();
-        const bool chw = program_->is_float();
-        status = MoveTargets(*plan, sample.info, static_cast<int>(chw ? shape[2] : shape[1]),
-                             static_cast<int>(chw ? shape[1] : shape[0]), &sample.targets);
+        // Through the head first (its geometry is the plan's); the ops after it move
+        // the targets as they run.
+        status = HeadTargets(plan, sample);
         if (!status.ok()) break;
       }
+      status = program_->Run(coarser.For(plan), plan, key, ViewStream(view),
+                             sample.outputs[view].data, observer,
+                             moves_targets_ ? &sample.targets : nullptr);
+      if (!status.ok()) break;
     }
     if (frees_image_) graph_internal::GiveBack(sample.decoded.image.pixels);
     return status;
@@ -280,7 +274,8 @@ class TransformsStage : public SampleStage {
     labels.pixels.swap(t.semantic);
     augment::LabelPlane plane{&labels, &spare, t.ignore_index};
     absl::Status status = program_->Run(decoded, plan, key, ViewStream(view),
-                                        sample.outputs[view].data, observer, &plane);
+                                        sample.outputs[view].data, observer,
+                                        /*targets=*/nullptr, &plane);
     t.semantic.swap(labels.pixels);
     t.canvas_width = labels.width;
     t.canvas_height = labels.height;
@@ -295,6 +290,29 @@ class TransformsStage : public SampleStage {
                                               chw ? shape[1] : shape[0]));
     }
     return absl::OkStatus();
+  }
+
+  // HeadTargets moves the targets through the list's head (its plan), or, for a list
+  // without a head, checks that the whole decoded image is the annotations' canvas.
+  absl::Status HeadTargets(const augment::CropPlan* plan, SampleContext& sample) const {
+    detection::Targets* targets = &sample.targets;
+    if (program_->head() == nullptr) {
+      const Image& image = sample.decoded.image;
+      if (image.width != targets->canvas_width || image.height != targets->canvas_height) {
+        return SampleError(absl::StatusCode::kInvalidArgument, reason::kSizeMismatch,
+                           absl::StrCat("the image is ", image.width, "×", image.height,
+                                        ", its annotations say ", targets->canvas_width, "×",
+                                        targets->canvas_height));
+      }
+      return absl::OkStatus();
+    }
+    if (plan == nullptr) {
+      return absl::FailedPreconditionError(
+          "transforms: the image was decoded without a planned crop, so its targets "
+          "cannot follow it: decode it with the built-in decode stage");
+    }
+    const int n = program_->head()->options().image_size;  // The head writes n × n.
+    return MoveTargets(*plan, sample.info, n, n, targets);
   }
 
   std::shared_ptr<const augment::ViewProgram> program_;
@@ -331,6 +349,7 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& a
   if (!made.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("transforms: ", made.status().message()));
   }
+  (*made)->set_worker_memory(env.worker_memory);
   std::shared_ptr<const augment::ViewProgram> program = std::move(*made);
   const std::array<int64_t, 3> shape = program->shape();
   const OutputSpec spec{{shape[0], shape[1], shape[2]}, program->is_float(),

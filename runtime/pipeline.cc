@@ -70,6 +70,8 @@ DataSourcesOptions DataSourcesOptionsFor(const PipelineOptions& options) {
   dataset_options.http = options.http;
   dataset_options.http.cache_bytes = options.http_cache_mb << 20;
   dataset_options.s3 = options.s3;
+  dataset_options.cache.dir = options.cache_dir;
+  dataset_options.cache.bytes = options.cache_bytes;
   for (const WeightedSource& w : options.sources) {
     DatasetSource source{w.name, dataset_options, w.weight};
     source.options.path = w.data;

@@ -141,6 +141,14 @@ struct PipelineOptions {
   // instead of one per member; counted in the memory plan as `http_cache`); shards past
   // it are read one request per member. >= 0; 0 = off. Default 256.
   int64_t http_cache_mb = 256;
+  // Remote data (s3://, http(s)://): the on-disk cache keeping whole objects and 1 MiB
+  // blocks of shards across epochs and runs, in DIR/flowloader-cache; processes naming
+  // the same directory (ranks on one machine) share it. Empty (default) = no disk cache
+  // (stages/reader/disk_cache_env.h). With it, http_cache_mb admits nothing.
+  std::string cache_dir;
+  // Most bytes the disk cache may hold (least recently used removed past it); >= 1.
+  // Default 10 GiB.
+  int64_t cache_bytes = int64_t{10} << 30;
   // The `pipeline` label in metrics; several pipelines in a process need distinct names.
   std::string name = "default";
   // Samples per batch; >= 1. Default 64.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "exporters/internal/json.h"
+#include "stages/reader/internal/disk_cache.h"
 
 namespace flowloader {
 namespace {
@@ -22,6 +23,40 @@ std::string AvailableText(const MemoryBudget& available) {
   if (!available.known()) return "(what is available is unknown)";
   return absl::StrCat("of ", FormatBytes(available.bytes), " available (", available.source,
                       ")");
+}
+
+// DiskCachePlan is what the disk cache (cache_dir) may take against what its file
+// system has free.
+struct DiskCachePlan {
+  int64_t budget = 0;
+  int64_t used = 0;
+  int64_t free = -1;  // -1: unknown.
+  bool fits() const { return free < 0 || budget <= free + used; }
+};
+
+DiskCachePlan PlanDiskCache(const PipelineOptions& options) {
+  DiskCachePlan plan;
+  plan.budget = options.cache_bytes;
+  plan.used = internal::DiskCache::UsedBytesIn(options.cache_dir);
+  plan.free = internal::DiskCache::FreeBytesAt(options.cache_dir);
+  return plan;
+}
+
+std::string DiskCacheText(const PipelineOptions& options) {
+  const DiskCachePlan plan = PlanDiskCache(options);
+  return absl::StrCat(
+      "disk cache (cache_dir ", options.cache_dir, "): cache_bytes ", FormatBytes(plan.budget),
+      ", ", FormatBytes(plan.used), " held now, ",
+      plan.free < 0 ? "free space unknown" : FormatBytes(plan.free) + " free on its file system",
+      plan.fits() ? ": fits" : ": does not fit, lower cache_bytes", "\n");
+}
+
+std::string DiskCacheJson(const PipelineOptions& options) {
+  const DiskCachePlan plan = PlanDiskCache(options);
+  return absl::StrCat(", \"disk_cache\": {\"dir\": ", JsonString(options.cache_dir),
+                      ", \"budget_bytes\": ", plan.budget, ", \"used_bytes\": ", plan.used,
+                      ", \"free_bytes\": ", plan.free, ", \"fits\": ", JsonBool(plan.fits()),
+                      "}");
 }
 
 }  // namespace
@@ -71,7 +106,13 @@ int PlanCommand(const PipelineOptions& options, bool json) {
     return 2;
   }
   const MemoryBudget available = Pipeline::MemoryBudgetFor(options);
-  const std::string out = json ? PlanJson(*plan, available) : PlanText(*plan, available);
+  std::string out = json ? PlanJson(*plan, available) : PlanText(*plan, available);
+  // The disk the cache may take is no memory, but is planned as well.
+  if (!options.cache_dir.empty() && json) {
+    out.insert(out.rfind('}'), DiskCacheJson(options));
+  } else if (!options.cache_dir.empty()) {
+    out += DiskCacheText(options);
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   // The same check, and the same line, as Create's refusal.

@@ -13,6 +13,11 @@
 //     decode scratch    1.1 MiB  num_workers 2 × 588.0 KiB decoded pixels
 //     total            60.2 MiB  of 21.9 GiB available (MemAvailable): fits
 //
+// With cache_dir, one more line says what the disk cache may take, against its file
+// system's free space: "disk cache (cache_dir /scratch/c): cache_bytes 10.0 GiB, 1.2 GiB
+// held now, 50.3 GiB free on its file system: fits" (JSON: "disk_cache": {"dir",
+// "budget_bytes", "used_bytes", "free_bytes", "fits"}).
+//
 // --json prints {"total_bytes": N, "available_bytes": N, "available_source": "...",
 // "device_bytes": N, "fits": true, "items": {"batch_pool": {"bytes": N, "formula": "...",
 // "pinned": false, "device": false}, ...}} instead (available_bytes -1 = unknown).

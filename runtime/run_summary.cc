@@ -89,7 +89,18 @@ std::string WithStorage(std::string json, const Pipeline& pipeline) {
   json.pop_back();
   absl::StrAppend(&json, ", \"storage\": {\"remote\": [", absl::StrJoin(quoted, ", "),
                   "], \"requests\": ", storage->requests(), ", \"retries\": ",
-                  storage->retries(), "}}");
+                  storage->retries());
+  if (const internal::DiskCache* cache = storage->disk_cache(); cache != nullptr) {
+    const internal::DiskCacheStats s = cache->stats();
+    absl::StrAppend(&json, ", \"cache\": {\"dir\": ", Quoted(cache->options().dir),
+                    ", \"budget_bytes\": ", cache->options().bytes,
+                    ", \"used_bytes\": ", cache->used_bytes(), ", \"hits\": ", s.hits,
+                    ", \"misses\": ", s.misses, ", \"hit_bytes\": ", s.hit_bytes,
+                    ", \"written_bytes\": ", s.written_bytes, ", \"evicted\": ", s.evicted,
+                    ", \"corrupt\": ", s.corrupt, ", \"write_errors\": ", s.write_errors,
+                    "}");
+  }
+  absl::StrAppend(&json, "}}");
   return json;
 }
 

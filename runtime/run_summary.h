@@ -38,7 +38,9 @@ std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs
 // WithStorage adds to the summary object `json`, when the data is in object storage,
 // "storage": {"remote": ["s3: endpoint URL (SOURCE), region R, path-style, credentials
 // from SOURCE"], "requests": N, "retries": N}: where the data came from and whose
-// credentials signed the requests (never a secret). Unchanged otherwise.
+// credentials signed the requests (never a secret); with cache_dir also "cache": {"dir",
+// "budget_bytes", "used_bytes", "hits", "misses", "hit_bytes", "written_bytes", "evicted",
+// "corrupt", "write_errors"} (this process's use of the disk cache). Unchanged otherwise.
 std::string WithStorage(std::string json, const Pipeline& pipeline);
 
 // WithAnnotations adds, for a pipeline reading a COCO file (coco not null),

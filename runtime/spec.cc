@@ -370,12 +370,36 @@ absl::Status ApplyAutoCount(const SpecReader& r, const Field& f, int* out) {
   return r.Int(f, 1, kIntMax, out);
 }
 
+// ApplyReadAhead reads `auto` (HttpOptions::kReadAheadAuto) or a count >= 0.
+absl::Status ApplyReadAhead(const SpecReader& r, const Field& f, PipelineOptions* o) {
+  if (f.value.IsScalar() && f.value.Scalar() == "auto") {
+    o->http.read_ahead = HttpOptions::kReadAheadAuto;
+    return absl::OkStatus();
+  }
+  return r.Int(f, 0, 4096, &o->http.read_ahead);
+}
+
 absl::Status ApplyRamBudget(const SpecReader& r, const Field& f, PipelineOptions* o) {
   std::string text;
   if (absl::Status s = r.Scalar(f, "bytes or a share", &text); !s.ok()) return s;
   absl::StatusOr<int64_t> bytes = ParseRamBudget(text, AvailableMemory().bytes);
   if (!bytes.ok()) return r.ValueError(f, bytes.status().message());
   o->ram_budget_bytes = *bytes;
+  return absl::OkStatus();
+}
+
+// ApplyCacheBytes reads cache_bytes: bytes, with or without a unit ("10GiB", "512M").
+absl::Status ApplyCacheBytes(const SpecReader& r, const Field& f, PipelineOptions* o) {
+  std::string text;
+  if (absl::Status s = r.Scalar(f, "bytes", &text); !s.ok()) return s;
+  absl::StatusOr<int64_t> bytes = absl::StrContains(text, "%")
+                                      ? absl::InvalidArgumentError("")
+                                      : ParseRamBudget(text, /*available_bytes=*/-1);
+  if (!bytes.ok() || *bytes < 1) {
+    return r.ValueError(f, absl::StrCat("must be bytes >= 1 (10GiB, 512MiB, 1073741824), got ",
+                                        Quote(text)));
+  }
+  o->cache_bytes = *bytes;
   return absl::OkStatus();
 }
 
@@ -461,10 +485,24 @@ const std::vector<Key>& Keys() {
        "tar shards over HTTP: MiB of whole shards (in listing order, while they fit) read "
        "as cached 1 MiB blocks instead of a request per member; in the memory plan; 0 = off",
        [](R r, F f, O o) { return r.Int(f, 0, kInt64Max >> 20, &o->http_cache_mb); }},
+      {"read_ahead", "auto",
+       "remote data (s3://, http(s)://): reads in flight ahead of the workers; auto = sized "
+       "from the measured request latency (up to 128), N = N, 0 = off (one per worker); "
+       "finished reads wait in at most 64 MiB, in the memory plan",
+       ApplyReadAhead},
       {"http_ca_file", "",
        "tar shards over https: a PEM bundle of the CAs to trust (a private CA) instead of "
        "the system's; certificates are always verified; relative to the spec's directory",
        [](R r, F f, O o) { return r.Scalar(f, "a file path", &o->http.ca_file); }},
+      {"cache_dir", "",
+       "remote data (s3://, http(s)://): a directory keeping whole objects and shard "
+       "blocks across epochs and runs, shared by processes naming it; empty = none; "
+       "relative to the spec's directory",
+       [](R r, F f, O o) { return r.Scalar(f, "a directory path", &o->cache_dir); }},
+      {"cache_bytes", "10GiB",
+       "with cache_dir: the most the cache may hold on disk (least recently used "
+       "removed past it): bytes (10GiB, 512MiB); >= 1",
+       ApplyCacheBytes},
       {"s3_endpoint", "",
        "s3:// data: the endpoint URL (MinIO, Ceph, R2: http(s)://HOST[:PORT]); empty = "
        "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url, else AWS",
@@ -668,6 +706,10 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
   if (!ca_file.empty() && ca_file[0] != '/' && !base_dir.empty()) {
     ca_file = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", ca_file);
   }
+  std::string& cache_dir = options.cache_dir;
+  if (!cache_dir.empty() && cache_dir[0] != '/' && !base_dir.empty()) {
+    cache_dir = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", cache_dir);
+  }
   return options;
 }
 
@@ -760,7 +802,11 @@ std::string SpecYaml(const PipelineOptions& o) {
       "\nlabel_key: ", YamlScalar(o.label_key),
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),
       "\ncolumn_max_bytes: ", o.column_max_bytes,
-      "\nhttp_cache_mb: ", o.http_cache_mb, "\nhttp_ca_file: ", YamlScalar(o.http.ca_file),
+      "\nhttp_cache_mb: ", o.http_cache_mb, "\nread_ahead: ",
+      o.http.read_ahead == HttpOptions::kReadAheadAuto ? std::string("auto")
+                                                       : absl::StrCat(o.http.read_ahead),
+      "\nhttp_ca_file: ", YamlScalar(o.http.ca_file),
+      "\ncache_dir: ", YamlScalar(o.cache_dir), "\ncache_bytes: ", o.cache_bytes,
       "\ns3_endpoint: ", YamlScalar(o.s3.endpoint), "\ns3_region: ", YamlScalar(o.s3.region),
       "\ns3_profile: ", YamlScalar(o.s3.profile), "\ns3_addressing: ",
       o.s3.addressing.empty() ? "auto" : o.s3.addressing, "\ns3_anonymous: ", b(o.s3.anonymous),

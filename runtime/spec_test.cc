@@ -50,6 +50,9 @@ void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.memory_limit_mb, b.memory_limit_mb);
   EXPECT_EQ(a.http_cache_mb, b.http_cache_mb);
   EXPECT_EQ(a.http.ca_file, b.http.ca_file);
+  EXPECT_EQ(a.cache_dir, b.cache_dir);
+  EXPECT_EQ(a.cache_bytes, b.cache_bytes);
+  EXPECT_EQ(a.http.read_ahead, b.http.read_ahead);
   EXPECT_EQ(a.s3.endpoint, b.s3.endpoint);
   EXPECT_EQ(a.s3.region, b.s3.region);
   EXPECT_EQ(a.s3.profile, b.s3.profile);
@@ -185,7 +188,10 @@ TEST(SpecTest, SpecYamlReadsBackToTheSameOptionsAndWritesEveryKey) {
   o.pin_memory = false;
   o.memory_limit_mb = 512;
   o.http_cache_mb = 64;
+  o.http.read_ahead = 24;
   o.http.ca_file = "/etc/flowloader/ca.pem";
+  o.cache_dir = "/scratch/flowloader";
+  o.cache_bytes = int64_t{5} << 30;
   o.s3.endpoint = "http://127.0.0.1:7480";
   o.s3.region = "eu-west-1";
   o.s3.profile = "ceph";
@@ -430,7 +436,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyByContainment", "workers: 4\n",
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
-     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, annotations, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, num_workers, "
+     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, annotations, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, read_ahead, http_ca_file, cache_dir, cache_bytes, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, num_workers, "
      "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
      "stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
@@ -575,7 +581,7 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:1:19: repeated_augment must be >= 1, got 0"},
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
-     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, annotations, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, http_ca_file, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, "
+     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, annotations, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, read_ahead, http_ca_file, cache_dir, cache_bytes, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, "
      "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},

@@ -181,6 +181,84 @@ TEST_F(DetectionPipelineTest, RandomCropsKeepMasksInsideTheirBoxesAndAreDetermin
   EXPECT_GT(instances, 0);
 }
 
+// A list without a head: the whole image, each op after it moving the targets in order.
+TEST_F(DetectionPipelineTest, OpsAfterTheHeadMoveTargetsInOrder) {
+  const auto batches = Run(Options(
+      "random_vertical_flip(p=1); pad(padding=[3, 5, 7, 9]); resize(size=[40, 44])"));
+  const auto coco = Coco();
+  int64_t rows = 0;
+  for (const auto& batch : batches) {
+    const BatchTargets& t = batch->targets;
+    ASSERT_TRUE(t.has_masks);
+    EXPECT_EQ(t.mask_height, 40);
+    EXPECT_EQ(t.mask_width, 44);
+    for (int64_t r = 0; r < batch->size(); ++r, ++rows) {
+      detection::Targets want;
+      coco->MakeTargets(static_cast<size_t>(batch->indices[r]), &want);
+      detection::Apply(detection::Geometry::VerticalFlip(), &want);
+      detection::Apply(detection::Geometry::Pad(3, 5, 7, 9), &want);
+      detection::Apply(detection::Geometry::Resize(40, 44), &want);
+      const int64_t begin = t.offsets[r], count = t.offsets[r + 1] - begin;
+      ASSERT_EQ(count, want.size());
+      for (int64_t k = 0; k < 4 * count; ++k) {
+        EXPECT_NEAR(t.boxes[4 * begin + k], want.boxes[k], 1e-4);
+      }
+      EXPECT_TRUE(std::equal(want.masks.begin(), want.masks.end(),
+                             t.masks.begin() + begin * 40 * 44));
+    }
+  }
+  EXPECT_EQ(rows, 12);
+}
+
+// ExpectSaneAndSame checks a detection recipe's batches: the same targets from 1 and 4
+// workers, every box sanitized inside the side × side canvas, each mask inside its box.
+template <typename Batches>
+void ExpectSaneAndSame(const Batches& a, const Batches& b, int side, int64_t* instances) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const BatchTargets& t = a[i]->targets;
+    EXPECT_EQ(t.boxes, b[i]->targets.boxes);
+    EXPECT_EQ(t.masks, b[i]->targets.masks);
+    EXPECT_EQ(t.labels, b[i]->targets.labels);
+    EXPECT_EQ(t.mask_height, side);
+    const int64_t total = t.offsets.back();
+    *instances += total;
+    for (int64_t k = 0; k < total; ++k) {
+      const float* box = &t.boxes[4 * k];
+      EXPECT_GE(box[0], 0);
+      EXPECT_GE(box[1], 0);
+      EXPECT_LE(box[2], side);
+      EXPECT_LE(box[3], side);
+      EXPECT_GE(box[2] - box[0], 1);
+      EXPECT_GE(box[3] - box[1], 1);
+      const detection::Rle rle =
+          detection::RleFromMask(t.masks.data() + k * side * side, side, side);
+      double m[4];
+      detection::RleBox(rle, m);
+      if (m[2] == 0) continue;
+      EXPECT_GE(m[0], std::floor(box[0]) - 2);
+      EXPECT_GE(m[1], std::floor(box[1]) - 2);
+      EXPECT_LE(m[0] + m[2], std::ceil(box[2]) + 2);
+      EXPECT_LE(m[1] + m[3], std::ceil(box[3]) + 2);
+    }
+  }
+}
+
+TEST_F(DetectionPipelineTest, SsdAndLargeScaleJitterRecipesRunAndAreDeterministic) {
+  const std::string recipes[] = {
+      "random_photometric_distort(); random_zoom_out(fill=[123, 117, 104]); "
+      "random_iou_crop(); random_horizontal_flip(); resize(size=[48, 48]); normalize()",
+      "scale_jitter(target_size=48); random_horizontal_flip(); fixed_size_crop(size=48); "
+      "normalize()"};
+  for (const std::string& ops : recipes) {
+    PipelineOptions one = Options(ops, /*sanitize=*/true);
+    one.num_workers = 1;
+    int64_t instances = 0;
+    ExpectSaneAndSame(Run(one), Run(Options(ops, /*sanitize=*/true)), 48, &instances);
+    EXPECT_GT(instances, 0) << ops;
+  }
+}
+
 TEST_F(DetectionPipelineTest, RefusesOpsAndStagesThatCannotMoveTheTargets) {
   struct Case {
     std::vector<StageSpec> stages;
@@ -191,6 +269,9 @@ TEST_F(DetectionPipelineTest, RefusesOpsAndStagesThatCannotMoveTheTargets) {
         StageSpec{"transforms", "", {{"ops", "random_resized_crop(size=32); "
                                              "random_rotation(degrees=10); normalize()"}}}},
        "op 2 (random_rotation) cannot move the boxes"},
+      {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
+        StageSpec{"transforms", "", {{"ops", "scale_jitter(target_size=64); normalize()"}}}},
+       "fixed_size_crop"},
       {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"}, StageSpec{"augment"}},
        "augment cannot move the boxes"},
       {{StageSpec{"read"}, StageSpec{"decode"},

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "graph/graph_builder.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
 #include "runtime/tune.h"
@@ -18,6 +19,7 @@ namespace flowloader {
 namespace {
 
 using testing::Drain;
+using testing::RunAll;
 using testing::MakeImageFolder;
 using testing::SmallCpuOptions;
 using testing::TempDirForTest;
@@ -190,6 +192,85 @@ TEST_F(MemoryPlanTest, TuneShrinksTheSeekIndexToItsRamBudget) {
   absl::StatusOr<TuneResult> result = Tune(t);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_FALSE(result->trials.empty());
+}
+
+// An op whose image size only the sample knows (resize of the shorter side) is checked
+// at run time against what a worker may hold for one sample (the budget the plan leaves,
+// shared by the workers): over it, the sample is skipped as op_memory, naming the size
+// and the knob, instead of being allocated; the same list at a size that fits delivers
+// every sample under the same limit.
+TEST_F(MemoryPlanTest, AnOpImageOverAWorkersShareIsSkippedAsOpMemory) {
+  const auto with_ops = [this](const std::string& ops) {
+    GraphBuilder graph;
+    graph.Add("read");
+    graph.Add("decode");
+    graph.Add("transforms").Option("ops", ops);
+    absl::StatusOr<std::vector<StageSpec>> stages = graph.Build();
+    EXPECT_TRUE(stages.ok()) << stages.status();
+    PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
+    o.stages = stages.ok() ? *stages : std::vector<StageSpec>{};
+    o.prefetch_batches = 2;
+    return o;
+  };
+  // 4096 on the shorter side: 4096 × ~5000 × 3 B ≈ 60 MiB an image, in and out.
+  PipelineOptions big = with_ops("resize(size=4096); random_crop(size=16); normalize()");
+  absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(big);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // 48 MiB for the process and ~8 MiB for the workers' images beyond the plan.
+  big.memory_limit_mb = ((plan->total_bytes() + (int64_t{56} << 20)) >> 20) + 1;
+  {
+    testing::LogCapture log;
+    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(big);
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    EXPECT_EQ(Drain(pipeline->get()).samples, 0);  // Every sample is skipped.
+    const StageStats* transforms = (*pipeline)->stats()->Stage("transforms");
+    ASSERT_NE(transforms, nullptr);
+    EXPECT_EQ(transforms->Errors(), (std::map<std::string, uint64_t>{{"op_memory", kImages}}));
+    EXPECT_GE(log.LinesNaming("resize (op 1) making "), 1);
+    EXPECT_GE(log.LinesNaming("a worker may hold for one sample (memory_limit_mb"), 1);
+    EXPECT_GE(log.LinesNaming("raise memory_limit_mb or lower num_workers"), 1);
+  }
+
+  PipelineOptions fits = with_ops("resize(size=64); random_crop(size=16); normalize()");
+  fits.memory_limit_mb = big.memory_limit_mb;
+  const testing::Delivered out = RunAll(fits);
+  EXPECT_TRUE(out.status.ok()) << out.status;
+  EXPECT_TRUE(out.skipped.empty());
+  EXPECT_EQ(out.keys.size(), static_cast<size_t>(kImages));
+}
+
+// With a fixed prefetch_batches, a plan over its budget even without the seek index runs
+// with fewer batch buffers (as many as fit, logged) before it is refused; one buffer that
+// does not fit is still refused.
+TEST_F(MemoryPlanTest, PrefetchShrinksToFitTheLimitBeforeARefusal) {
+  PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
+  o.image_size = 256;  // 768 KiB a sample: 3 MiB a buffer of 4.
+  o.prefetch_batches = 8;
+  absl::StatusOr<MemoryPlan> full = Pipeline::PlanMemoryAsGiven(o);
+  ASSERT_TRUE(full.ok()) << full.status();
+  int64_t pool = 0;
+  for (const MemoryPart& part : full->parts()) {
+    if (part.key == "batch_pool") pool = part.bytes;
+  }
+  const int64_t per_buffer = pool / 8;
+  ASSERT_GT(per_buffer, int64_t{1} << 20);
+  // Room for about 4 of the 8 buffers.
+  o.memory_limit_mb = (full->total_bytes() - 4 * per_buffer) >> 20;
+  {
+    testing::LogCapture log;
+    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    EXPECT_GE((*pipeline)->prefetch_batches(), 2);
+    EXPECT_LT((*pipeline)->prefetch_batches(), 8);
+    EXPECT_LE(Plan(**pipeline)["total_bytes"], o.memory_limit_mb << 20);
+    EXPECT_EQ(log.LinesNaming("prefetch_batches cut from 8 to"), 1);
+    EXPECT_EQ(Drain(pipeline->get()).samples, kImages);
+  }
+  // Not even one buffer fits: the refusal names the batch pool.
+  o.memory_limit_mb = (full->total_bytes() - pool) >> 20;
+  absl::StatusOr<std::unique_ptr<Pipeline>> refused = Pipeline::Create(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace

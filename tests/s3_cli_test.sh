@@ -2,11 +2,15 @@
 # s3_cli_test.sh: --data=s3://... from the command line against a real Ceph RADOS Gateway
 # (tests/testing/radosgw.sh): `run --checksum` of an ImageFolder prefix, of tar shards
 # with a brace range (made by `pack`) and of a spec naming the bucket equals the same data
-# on disk; `plan` lists the prefix; the summary JSON names the endpoint and where the
-# credentials came from, never the secret; a wrong secret exits 2 with one line.
+# on disk; `plan` lists the prefix; two processes sharing one --cache_dir and a warm run
+# from it give the disk's checksum (the warm one without a miss); the summary JSON names
+# the endpoint and where the credentials came from, never the secret; a wrong secret
+# exits 2 with one line. Against a proxy whose object GETs all hang, the run has more
+# reads in flight than workers (read-ahead) and SIGINT still ends it within 1 s.
 set -euo pipefail
 FLOWLOADER="$1"
 RADOSGW="$2"
+FAULT_PROXY="$3"
 PY=/usr/bin/python3
 TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -71,6 +75,25 @@ if grep -rq "$RGW_SECRET_KEY" "$TMP"/*.json "$TMP"/*.out "$TMP"/*.err; then fail
 "$FLOWLOADER" plan --data=s3://cli/train/ >"$TMP/plan.out" 2>&1 || fail "plan: $(cat "$TMP/plan.out")"
 grep -q "30 files" "$TMP/plan.out" || fail "plan did not list the prefix: $(cat "$TMP/plan.out")"
 
+# The disk cache: two processes at once on one --cache_dir (ranks on one machine), then a
+# warm run: the disk's checksum each time, the warm run sends no GET.
+run cached_a --data=s3://cli/train/ --cache_dir="$TMP/cache" --cache_bytes=64MiB &
+pid_a=$!
+run cached_b --data=s3://cli/train/ --cache_dir="$TMP/cache" --cache_bytes=64MiB
+wait "$pid_a" || fail "the first of two processes sharing a cache failed"
+run cached_warm --data=s3://cli/train/ --cache_dir="$TMP/cache" --cache_bytes=64MiB
+for name in cached_a cached_b cached_warm; do
+  [ "$(field $name 's["data_checksum"]')" = "$disk" ] || fail "$name differs from the disk"
+done
+[ "$(field cached_warm 's["storage"]["cache"]["misses"]')" = 0 ] ||
+  fail "the warm run missed: $(field cached_warm 's["storage"]')"
+[ "$(field cached_warm 's["storage"]["cache"]["hits"]')" = 60 ] ||
+  fail "the warm run's hits: $(field cached_warm 's["storage"]')"
+"$FLOWLOADER" plan --data=s3://cli/train/ --cache_dir="$TMP/cache" --cache_bytes=64MiB \
+  >"$TMP/plan_cache.out" 2>&1 || fail "plan with a cache: $(cat "$TMP/plan_cache.out")"
+grep -q "disk cache (cache_dir $TMP/cache): cache_bytes 64.0 MiB, .* held now, .* free on its file system: fits" \
+  "$TMP/plan_cache.out" || fail "plan does not show the disk cache: $(cat "$TMP/plan_cache.out")"
+
 set +e
 AWS_SECRET_ACCESS_KEY=not-the-secret "$FLOWLOADER" run --data=s3://cli/train/ \
   --metrics_address= --progress=false >"$TMP/wrong.out" 2>"$TMP/wrong.err"
@@ -79,4 +102,32 @@ set -e
 [ "$rc" -eq 2 ] || fail "a wrong secret exited $rc, not 2: $(cat "$TMP/wrong.err")"
 grep -q "SignatureDoesNotMatch" "$TMP/wrong.err" || fail "wrong secret: $(cat "$TMP/wrong.err")"
 ! grep -q "not-the-secret" "$TMP/wrong.err" "$TMP/wrong.out" || fail "the wrong secret was printed"
+# SIGINT while every object GET hangs (the listing answers): read-ahead has more requests
+# in flight than the 2 workers, and the run still ends within 1 s of the signal, exit 130.
+PPORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$PY" "$FAULT_PROXY" "$RGW_PORT" "$PPORT" 1 hang_reads "$TMP/hang.log" &
+PROXY_PID=$!
+trap 'kill $PROXY_PID 2>/dev/null; "$RADOSGW" stop "$TMP/rgw" >/dev/null 2>&1' EXIT
+for _ in $(seq 100); do
+  curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$PPORT/probe?x" && break
+  sleep 0.05
+done
+AWS_ENDPOINT_URL="http://127.0.0.1:$PPORT" "$FLOWLOADER" run --data=s3://cli/train/ \
+  --num_workers=2 --image_size=32 --metrics_address= --progress=false \
+  --summary_json="$TMP/hang.json" >/dev/null 2>"$TMP/hang.err" &
+pid=$!
+hung=0
+for _ in $(seq 200); do
+  hung=$(grep -c "^hang_reads GET" "$TMP/hang.log" 2>/dev/null || true)
+  [ "$hung" -ge 4 ] && break
+  sleep 0.05
+done
+[ "$hung" -ge 4 ] || fail "only $hung reads in flight against the hanging server: $(cat "$TMP/hang.err")"
+t0=$(date +%s.%N)
+kill -INT $pid
+set +e; wait $pid; rc=$?; set -e
+took=$("$PY" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" "$(date +%s.%N)")
+[ "$rc" -eq 130 ] || fail "SIGINT against a hanging server exited $rc: $(cat "$TMP/hang.err")"
+"$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) < 1.0 else 1)" "$took" ||
+  fail "SIGINT against a hanging server took $took s (over 1 s)"
 echo PASS

@@ -187,6 +187,7 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   env.dataset = &dataset;
   env.env = options.env != nullptr ? options.env : Env::Default();
   env.num_workers = options.num_workers;
+  plan.worker_memory = env.worker_memory;
   if (absl::Status s = CreateStages(options, env, &plan.stages, &plan.outputs); !s.ok()) {
     return s;
   }

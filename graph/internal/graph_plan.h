@@ -45,6 +45,9 @@ struct GraphPlan {
   int64_t start_sample = 0;    // The resume cursor's position in its epoch (CheckCursor).
   int start_batch_size = 0;    // The first planned batch's size.
   MemoryPlan memory;           // The batch pool, the stages' parts, the device buffers.
+  // What the stages check per sample at run time (StageEnv::worker_memory), filled by
+  // PipelineGraph::Create once `memory` is checked against the budget.
+  std::shared_ptr<WorkerMemory> worker_memory;
 };
 
 // PlanGraph returns the plan for `options` over `dataset` and `sampler` with batches in

@@ -125,4 +125,16 @@ MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes) {
   return budget;
 }
 
+int64_t WorkerImageBytes(const MemoryPlan& plan, const MemoryBudget& budget, int workers) {
+  if (!budget.known()) return 0;
+  workers = std::max(workers, 1);
+  int64_t scratch = 0;
+  for (const MemoryPart& part : plan.parts()) {
+    if (part.key == "decode_scratch" || part.key == "transforms_scratch") scratch += part.bytes;
+  }
+  const int64_t headroom =
+      std::max<int64_t>(0, budget.bytes - plan.total_bytes() - kUnplannedBytes);
+  return std::max<int64_t>(kMinWorkerImageBytes, (headroom + scratch) / workers);
+}
+
 }  // namespace flowloader

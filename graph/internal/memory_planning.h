@@ -67,6 +67,24 @@ MemoryPlan PlanGraphMemory(const GraphOptions& options, const std::vector<Output
 // memory_limit_bytes when that is > 0 (then named "memory_limit_mb" where it binds).
 MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes);
 
+// kUnplannedBytes is what the process holds besides the plan's parts: code, libraries,
+// thread stacks, the allocator's slack (measured: ~30 MiB RSS for `flowloader run`
+// before its pool). Kept out of the workers' share so that their images and the plan
+// together stay under the budget.
+inline constexpr int64_t kUnplannedBytes = int64_t{48} << 20;
+
+// kMinWorkerImageBytes is the least a worker may hold for one sample however tight the
+// budget: the plan counts typical images (the decode scratch is 2 × the output a side), and
+// a budget the plan fills to the byte must not skip ordinary photos (a 10 Mpx decode).
+inline constexpr int64_t kMinWorkerImageBytes = int64_t{32} << 20;
+
+// WorkerImageBytes is what one of `workers` workers may hold for one sample's images at
+// run time (WorkerMemory): an equal share of what `budget` leaves after `plan` (and
+// kUnplannedBytes), plus the per-worker scratch the plan already counts (decode and
+// transforms scratch), which the same images use; at least kMinWorkerImageBytes. 0 (no
+// limit) when the budget is unknown.
+int64_t WorkerImageBytes(const MemoryPlan& plan, const MemoryBudget& budget, int workers);
+
 }  // namespace flowloader
 
 #endif  // FLOWLOADER_GRAPH_INTERNAL_MEMORY_PLANNING_H_

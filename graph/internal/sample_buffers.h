@@ -5,6 +5,8 @@
 #ifndef FLOWLOADER_GRAPH_INTERNAL_SAMPLE_BUFFERS_H_
 #define FLOWLOADER_GRAPH_INTERNAL_SAMPLE_BUFFERS_H_
 
+#include <cstddef>
+
 namespace flowloader {
 namespace graph_internal {
 
@@ -24,10 +26,18 @@ void Borrow(Buffer& buffer) {
   if (buffer.capacity() == 0) buffer.swap(ThreadSpare<Buffer>());
 }
 
+// kKeptSpareBytes is the largest spare a thread keeps: a buffer grown for one unusually
+// large image (a whole decode of a photo of hundreds of megapixels, within what a worker
+// may hold for one sample) is freed when the sample is done with it rather than kept by
+// the thread for good.
+inline constexpr size_t kKeptSpareBytes = size_t{64} << 20;
+
 template <typename Buffer>
 void GiveBack(Buffer& buffer) {
   Buffer& spare = ThreadSpare<Buffer>();
-  if (spare.capacity() < buffer.capacity()) spare.swap(buffer);
+  if (spare.capacity() < buffer.capacity() && buffer.capacity() <= kKeptSpareBytes) {
+    spare.swap(buffer);
+  }
   Buffer().swap(buffer);  // Frees whatever the sample still holds.
 }
 

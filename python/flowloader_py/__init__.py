@@ -367,17 +367,21 @@ class DataLoader:
                 raise ValueError(f"data ({_short(given['data'])}) and sources are both set: "
                                  "give one of them")
             given["sources"] = _sources_text(sources)
+        sanitize = None  # A detection Compose's final SanitizeBoundingBoxes options.
         if not isinstance(transform, (str, _Default)):
             if stages is not None:
                 raise ValueError("transform (a Compose) and stages are both set: give one")
+            if "annotations" in options:
+                transform, sanitize = transforms._split_sanitize(transform)
             stages = _transform_stages(transform)
             given["transform"] = _Default("train")
         if stages is not None and "annotations" in options and transform is not None and \
                 not isinstance(transform, (str, _Default)):
             # Detection: the targets are read after the file and sanitized at the end, as
             # torchvision's detection references end with SanitizeBoundingBoxes.
+            # A Compose ending with SanitizeBoundingBoxes(min_size, min_area) sets its options.
             stages = [stages[0], {"type": "annotations"}] + stages[1:] + [
-                {"type": "sanitize_bounding_boxes"}]
+                {"type": "sanitize_bounding_boxes", **({"options": sanitize} if sanitize else {})}]
         if stages is not None and "label_maps" in options and transform is not None and \
                 not isinstance(transform, (str, _Default)):
             # Segmentation: the label map is read after the image's file; the Compose

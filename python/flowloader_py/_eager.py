@@ -1,8 +1,9 @@
 """flowloader.transforms called on one image (docs/python.md, "Calling transforms directly").
 
 The pixels come from the native ops (the loader's Op::Apply, through _flowloader._eager_run,
-with the GIL released); this file only converts the caller's image to the native form and
-back, and keeps a run of native ops together so that they run in one call:
+or _pil_run for a PIL image, which reads and writes Pillow's own rows; the GIL released);
+this file only converts the caller's image to the native form and back, and keeps a run
+of native ops together so that they run in one call:
 
     PIL image (RGB or L)     -> uint8 [H, W, 3]   -> a PIL image of the same mode
     numpy uint8 [H, W, 3] / [H, W, 1] / [H, W]   -> the same shape
@@ -73,7 +74,9 @@ def _tensor_item(chw, is_float):
 
 def _rows(im):
     """The row-pointer array of a loaded PIL core image, or None (another Pillow)."""
-    ptrs = getattr(im, "unsafe_ptrs", None)
+    ptrs = getattr(im, "unsafe_ptrs", None)  # (("image8", p), ("image32", p), ("image", p))
+    if ptrs and ptrs[-1][0] == "image":
+        return ptrs[-1][1]
     return dict(ptrs).get("image") if ptrs else None
 
 
@@ -116,6 +119,9 @@ class State:
         self.pending_params = []
         self._size = None        # (width, height) after the pending ops; None: unknown.
         self._raw = img          # Given back untouched when no op ran (Compose([])).
+        self._pil = None         # A PIL image read through its rows (_from_pil),
+        self._pil_rows = None    # and its row pointers.
+        self._box = None
         self.items = None        # Made from _raw when an op first needs pixels.
         if _is_pil(img):
             self._from_pil(img)
@@ -148,6 +154,11 @@ class State:
         self.channels = 1 if img.mode == "L" else 3
 
         self._make_items = lambda box=None: [_pil_pixels(img, box)]
+        img.load()
+        self._pil_rows = _rows(img.im)
+        # Its rows are read by _pil_run (None: a Pillow without unsafe_ptrs).
+        self._pil = img if self._pil_rows else None
+        self._box = (0, 0, w, h)  # The part of it read (left, top, width, height).
 
     def _from_numpy(self, arr):
         self.kind = "numpy"
@@ -225,6 +236,11 @@ class State:
             top, left, height, width = (int(v) for v in box)
             w, h = self._size
             if 0 <= top and 0 <= left and top + height <= h and left + width <= w and (
+                    height > 0 and width > 0) and self._pil is not None:
+                self._box = (left, top, width, height)
+                self._size = (width, height)
+                params = [0, 0] + list(params[2:]) if corner else params
+            elif 0 <= top and 0 <= left and top + height <= h and left + width <= w and (
                     height > 0 and width > 0):
                 make = self._make_items
                 self._make_items = lambda: make((left, top, width, height))
@@ -254,8 +270,27 @@ class State:
                         "image, a uint8 array or tensor), got a float tensor: put it before "
                         "ToTensor, or convert with ConvertImageDtype(torch.uint8)")
 
+    def _pil_run(self, dst=None):
+        """Reads the PIL image (its box) and runs the queued ops in one native call: into
+        `dst` (a new PIL image of the ops' output size), or to an array."""
+        img, (left, top, width, height) = self._pil, self._box
+        w, h = img.size
+        if dst is None:
+            dst_rows, dst_mode, dst_w, dst_h = 0, "", 0, 0
+        else:
+            dst_rows, dst_mode, (dst_w, dst_h) = _rows(dst.im), dst.mode, dst.size
+        out = _core()._pil_run(self.pending_ops, self.pending_params, self._pil_rows,
+                               img.mode, w, h, left, top, width, height, dst_rows, dst_mode,
+                               dst_w, dst_h)
+        self.pending_ops, self.pending_params = [], []
+        return out
+
     def flush(self):
         """Runs the queued native ops on every image."""
+        if self.items is None and self._pil is not None:
+            self.items = [self._pil_run()]
+            self._size = self._measured_size()
+            return
         self._ensure_items()
         if self.pending_ops:
             run = _core()._eager_run
@@ -299,6 +334,14 @@ class State:
                 self.kind != "tensor" or not _is_pil(self._raw)) and (
                 self.kind == "tensor") == _is_tensor(self._raw):
             return self._raw  # Nothing ran: the image itself, as torchvision's Compose([]).
+        if (self.kind == "pil" and self.items is None and self._pil is not None
+                and not self.is_float and self._size is not None):
+            # One native call from the source rows to the new image's.
+            Image = _pil()  # Image.new(mode, size, None) without its argument checks.
+            out = Image.Image()._new(Image.core.new("L" if self.channels == 1 else "RGB",
+                                                    self._size))
+            self._pil_run(out)
+            return out
         self.flush()
         if self.kind == "tensor" or self.is_float:
             return self._result_tensor()

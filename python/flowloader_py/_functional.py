@@ -48,22 +48,21 @@ def _run(img, text, params=(), box=None):
     return state.result()
 
 
-def _mode(fn, interpolation):
-    return _T._interpolation(fn, interpolation)
+def _mode(fn, interpolation, resize=False):
+    return _T._interpolation(fn, interpolation, resize)
 
 
 # -- geometry ------------------------------------------------------------------------------
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=None):
-    if antialias is False:
-        _T._refuse("resize(antialias=False)", "flowloader resizes as PIL does (antialiased)")
+    _T._antialias("resize", antialias)
     return _run(img, _text("resize", size=_T._size(size),
-                           interpolation=_mode("resize", interpolation), max_size=max_size))
+                           interpolation=_mode("resize", interpolation, True),
+                           max_size=max_size))
 
 
 def resized_crop(img, top, left, height, width, size,
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
-    if antialias is False:
-        _T._refuse("resized_crop(antialias=False)", "flowloader resizes as PIL does")
+    _T._antialias("resized_crop", antialias)
     top, left, height, width = int(top), int(left), int(height), int(width)
     if height < 1 or width < 1:
         raise ValueError(f"resized_crop: the box's height and width must be at least 1, got "
@@ -80,7 +79,7 @@ def resized_crop(img, top, left, height, width, size,
     else:
         h, w = _T._hw(size)
     return _run(img, _text("random_resized_crop", size=[h, w],
-                           interpolation=_mode("resized_crop", interpolation)),
+                           interpolation=_mode("resized_crop", interpolation, True)),
                 [top, left, height, width], box=[top, left, height, width])
 
 

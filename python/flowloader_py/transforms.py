@@ -37,6 +37,7 @@ import enum
 import inspect
 import math
 import numbers
+import struct
 import sys
 
 __all__ = [
@@ -54,7 +55,8 @@ _EAGER_ONLY = ("FiveCrop", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage
 
 
 class InterpolationMode(enum.Enum):
-    """torchvision's InterpolationMode; flowloader implements NEAREST, BILINEAR, BICUBIC."""
+    """torchvision's InterpolationMode: NEAREST, BILINEAR, BICUBIC everywhere; BOX,
+    HAMMING, LANCZOS in Resize and RandomResizedCrop (Pillow's filters, exact)."""
     NEAREST = "nearest"
     BILINEAR = "bilinear"
     BICUBIC = "bicubic"
@@ -71,6 +73,7 @@ class AutoAugmentPolicy(enum.Enum):
 
 
 _INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
+_RESIZE_ONLY = ("box", "hamming", "lanczos")
 # PIL's resampling constants, which torchvision 0.14 still takes (with a warning) for
 # interpolation: Image.BICUBIC is 3 (DINO writes it so).
 _PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming",
@@ -87,16 +90,30 @@ def _refuse(what, why=""):
                     f" (supported: {_supported()})")
 
 
-def _interpolation(cls, value):
+def _interpolation(cls, value, resize=False):
     """InterpolationMode (ours or torchvision's), its name, or a PIL filter constant ->
-    the op's word."""
+    the op's word. `resize`: a resize also takes BOX, HAMMING and LANCZOS (Pillow's
+    filters; PIL's rotate and affine take none of them, as torchvision's PIL path)."""
     name = getattr(value, "value", value)
     if isinstance(name, numbers.Integral) and not isinstance(name, bool):
         name = _PIL_FILTERS.get(int(name), name)
-    if isinstance(name, str) and name.lower() in _INTERPOLATIONS:
+    takes = _INTERPOLATIONS + (_RESIZE_ONLY if resize else ())
+    if isinstance(name, str) and name.lower() in takes:
         return name.lower()
-    _refuse(f"{cls}(interpolation={value!r})", "flowloader implements NEAREST, BILINEAR "
-            "and BICUBIC")
+    _refuse(f"{cls}(interpolation={value!r})", "flowloader implements NEAREST, BILINEAR, "
+            "BICUBIC" + (", BOX, HAMMING and LANCZOS" if resize else " (BOX, HAMMING and "
+                         "LANCZOS in Resize and RandomResizedCrop)"))
+
+
+def _antialias(cls, antialias):
+    """torchvision 0.14's antialias on PIL images: None and True antialias; False is
+    ignored with torchvision's warning (flowloader resizes as PIL does)."""
+    if antialias not in (None, True, False):
+        raise TypeError(f"{cls}: antialias must be None, True or False, got {antialias!r}")
+    if antialias is False:
+        import warnings
+        warnings.warn("Anti-alias option is always applied for PIL Image input. Argument "
+                      "antialias is ignored.")
 
 
 def _size(value):
@@ -122,8 +139,14 @@ def _torch():
 
 
 def _coin(p, generator):
-    """torchvision's `torch.rand(1) < p` (compared in float32, as the tensor is)."""
-    return bool(_torch().rand(1, generator=generator) < p)
+    """torchvision's `torch.rand(1) < p`: the float32 draw against p rounded to float32,
+    as the tensor comparison does (compared as Python floats: no tensor op per call)."""
+    return _torch().rand(1, generator=generator).item() < _float32(p)
+
+
+def _float32(x):
+    """x rounded to float32 (as a Python float)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def _uniform(lo, hi, generator):
@@ -277,9 +300,9 @@ class Resize(Transform):
 
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
                  antialias=None):
-        if antialias not in (None, True):
-            _refuse(f"Resize(antialias={antialias!r})", "PIL images are always antialiased")
-        super().__init__(size=_size(size), interpolation=_interpolation("Resize", interpolation),
+        _antialias("Resize", antialias)
+        super().__init__(size=_size(size),
+                         interpolation=_interpolation("Resize", interpolation, resize=True),
                          max_size=max_size)
 
 
@@ -304,11 +327,10 @@ class RandomResizedCrop(Transform):
 
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
-        if antialias not in (None, True):
-            _refuse(f"RandomResizedCrop(antialias={antialias!r})",
-                    "PIL images are always antialiased")
+        _antialias("RandomResizedCrop", antialias)
         super().__init__(size=_size(size), scale=_seq(scale), ratio=_seq(ratio),
-                         interpolation=_interpolation("RandomResizedCrop", interpolation))
+                         interpolation=_interpolation("RandomResizedCrop", interpolation,
+                                                      resize=True))
 
     @staticmethod
     def get_params(img, scale, ratio, *, generator=None):
@@ -1079,3 +1101,116 @@ class Compose(Transform):
 from flowloader import _functional as functional  # noqa: E402
 
 sys.modules[__name__ + ".functional"] = functional
+
+
+# -- detection: torchvision v2's detection transforms (references/detection at v0.14) ---
+# They move the boxes and masks of DataLoader(annotations=...) with the pixels; colour
+# ops leave them. They run in the loader's op list only (calling one on an image alone
+# raises TypeError: their draws need the sample's boxes).
+__all__ += ["FixedSizeCrop", "RandomIoUCrop", "RandomPhotometricDistort",
+            "RandomShortestSize", "RandomZoomOut", "SanitizeBoundingBoxes", "ScaleJitter"]
+
+
+class _DetectionOp(Transform):
+    def __call__(self, img, *args, generator=None):
+        raise TypeError(f"flowloader.transforms.{type(self).__name__} runs in the loader's op "
+                        "list (DataLoader(annotations=..., transform=Compose([...]))), not on "
+                        "an image alone")
+
+
+def _fill(fill):
+    """The detection references' fill: None is black; a number or [r, g, b]."""
+    return 0 if fill is None else _seq(fill)
+
+
+class RandomPhotometricDistort(_DetectionOp):
+    """SSD's colour distortion: each adjustment with probability p (boxes unchanged)."""
+    op = "random_photometric_distort"
+
+    def __init__(self, contrast=(0.5, 1.5), saturation=(0.5, 1.5), hue=(-0.05, 0.05),
+                 brightness=(0.875, 1.125), p=0.5):
+        super().__init__(brightness=_seq(brightness), contrast=_seq(contrast),
+                         saturation=_seq(saturation), hue=_seq(hue), p=p)
+
+
+class RandomZoomOut(_DetectionOp):
+    """SSD's zoom out: the image on a canvas up to side_range times its size."""
+    op = "random_zoom_out"
+
+    def __init__(self, fill=None, side_range=(1.0, 4.0), p=0.5):
+        super().__init__(fill=_fill(fill), side_range=_seq(side_range), p=p)
+
+
+class RandomIoUCrop(_DetectionOp):
+    """SSD's crop: overlapping some box by a random minimum IoU."""
+    op = "random_iou_crop"
+
+    def __init__(self, min_scale=0.3, max_scale=1.0, min_aspect_ratio=0.5,
+                 max_aspect_ratio=2.0, sampler_options=None, trials=40):
+        args = dict(min_scale=min_scale, max_scale=max_scale, min_aspect_ratio=min_aspect_ratio,
+                    max_aspect_ratio=max_aspect_ratio, trials=trials)
+        if sampler_options is not None:
+            args["sampler_options"] = _seq(sampler_options)
+        super().__init__(**args)
+
+
+class ScaleJitter(_DetectionOp):
+    """Large-scale jitter: a random scale of the factor fitting target_size."""
+    op = "scale_jitter"
+
+    def __init__(self, target_size, scale_range=(0.1, 2.0),
+                 interpolation=InterpolationMode.BILINEAR, antialias=None):
+        if antialias not in (None, True):
+            _refuse(f"ScaleJitter(antialias={antialias!r})", "PIL images are always antialiased")
+        super().__init__(target_size=_size(target_size), scale_range=_seq(scale_range),
+                         interpolation=_interpolation("ScaleJitter", interpolation))
+
+
+class RandomShortestSize(_DetectionOp):
+    """Multi-scale training: the shorter side one of min_size, the longer <= max_size."""
+    op = "random_shortest_size"
+
+    def __init__(self, min_size, max_size=None, interpolation=InterpolationMode.BILINEAR,
+                 antialias=None):
+        if antialias not in (None, True):
+            _refuse(f"RandomShortestSize(antialias={antialias!r})",
+                    "PIL images are always antialiased")
+        min_size = [min_size] if isinstance(min_size, numbers.Number) else _seq(min_size)
+        super().__init__(min_size=min_size, max_size=16384 if max_size is None else max_size,
+                         interpolation=_interpolation("RandomShortestSize", interpolation))
+
+
+class FixedSizeCrop(_DetectionOp):
+    """A random crop of at most size, padded right and bottom to size."""
+    op = "fixed_size_crop"
+
+    def __init__(self, size, fill=0, padding_mode="constant"):
+        super().__init__(size=_size(size), fill=_fill(fill), padding_mode=padding_mode)
+
+
+class SanitizeBoundingBoxes(_DetectionOp):
+    """Drops boxes smaller than min_size (each side) or min_area, or outside the image,
+    with their labels, masks, iscrowd and area. Not an op of the list: the DataLoader
+    runs it as the sanitize_bounding_boxes stage after the list (where torchvision's
+    detection recipes put it); a Compose may hold it as its last transform."""
+    op = "sanitize_bounding_boxes"
+
+    def __init__(self, min_size=1.0, min_area=1.0, labels_getter="default"):
+        if labels_getter != "default":
+            _refuse(f"SanitizeBoundingBoxes(labels_getter={labels_getter!r})",
+                    "the loader's targets are always the annotations' labels")
+        super().__init__(min_size=min_size, min_area=min_area)
+
+    def _items(self):
+        raise TypeError("flowloader.transforms.SanitizeBoundingBoxes ends a detection "
+                        "Compose given to DataLoader(annotations=...): it is the "
+                        "sanitize_bounding_boxes stage after the op list, not an op in it")
+
+
+def _split_sanitize(compose):
+    """(compose without a final SanitizeBoundingBoxes, its stage options or None)."""
+    if not isinstance(compose, Compose) or not compose.transforms or \
+            not isinstance(compose.transforms[-1], SanitizeBoundingBoxes):
+        return compose, None
+    last = compose.transforms[-1]
+    return Compose(compose.transforms[:-1]), dict(last._args)

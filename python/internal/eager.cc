@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "graph/stage.h"
+#include "python/internal/pil_rows.h"
 #include "python/internal/py_lambda.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
@@ -32,6 +33,7 @@ using augment::OpImage;
 using augment::OpParams;
 using augment::OpSize;
 using augment::PixelForm;
+using pil_rows::Maps;
 
 [[noreturn]] void RaiseValue(const std::string& message) { throw py::value_error(message); }
 
@@ -252,6 +254,124 @@ void PilWrite(uintptr_t rows, const std::string& mode, const py::array_t<uint8_t
   }
 }
 
+// PilRun runs ops with params (as EagerRun) on the box (left, top, width, height) of a
+// PIL image (rows: its row pointers, mode RGB or L, image_width × image_height). With
+// dst_rows (a new PIL image of dst_mode and dst_width × dst_height, the size the ops
+// give), it writes that image and returns None; with dst_rows 0, it returns the array
+// EagerRun would (uint8 [H, W, 3] or float32 [3, H, W]).
+py::object PilRun(const std::vector<const EagerOp*>& ops,
+                  const std::vector<std::optional<std::vector<double>>>& params, uintptr_t rows,
+                  const std::string& mode, int image_width, int image_height, int left, int top,
+                  int width, int height, uintptr_t dst_rows, const std::string& dst_mode,
+                  int dst_width, int dst_height) {
+  CheckPilMode(mode);
+  if (dst_rows != 0) CheckPilMode(dst_mode);
+  if (ops.size() != params.size()) {
+    RaiseValue(absl::StrCat(ops.size(), " ops but ", params.size(), " parameter lists"));
+  }
+  if (rows == 0 || width < 1 || height < 1 || left < 0 || top < 0 ||
+      left > image_width - width || top > image_height - height) {
+    RaiseValue(absl::StrCat("_pil_run: box ", width, "x", height, "+", left, "+", top,
+                            " outside the image ", image_width, "x", image_height));
+  }
+  std::vector<std::optional<OpParams>> drawn(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].has_value()) continue;
+    if (params[i]->size() > static_cast<size_t>(OpParams::kMax)) {
+      RaiseValue(absl::StrCat(ops[i]->op().name(), ": ", params[i]->size(),
+                              " params, at most ", OpParams::kMax));
+    }
+    drawn[i].emplace();
+    for (double v : *params[i]) drawn[i]->Push(v);
+  }
+  thread_local Working work;
+  OpImage image;
+  image.rgb = &work.a;
+  image.spare = &work.b;
+  bool is_float = false;
+  absl::Status status;
+  std::string wrong_size;
+  {
+    py::gil_scoped_release release;  // The caller keeps both PIL images alive.
+    uint8_t* const* src = PilRows(rows);
+    const bool rgb = mode == "RGB";
+    // The read: the box, then every gather op at the start of the list.
+    Maps read = pil_rows::BoxMaps(left, top, width, height);
+    size_t i = 0;
+    augment::GatherMaps g;
+    for (; i < ops.size(); ++i) {
+      if (!drawn[i].has_value()) continue;
+      const Op& op = ops[i]->op();
+      if (op.Input() != PixelForm::kUint8HWC ||
+          !op.Gather(*drawn[i], static_cast<int>(read.g.x_src.size()),
+                     static_cast<int>(read.g.y_src.size()), &g) ||
+          !pil_rows::Then(read, g)) {
+        break;
+      }
+    }
+    const int out_w = static_cast<int>(read.g.x_src.size());
+    const int out_h = static_cast<int>(read.g.y_src.size());
+    if (i == ops.size() && dst_rows != 0 && dst_mode == mode) {
+      if (out_w != dst_width || out_h != dst_height) {
+        wrong_size = absl::StrCat(out_w, "x", out_h);
+      } else {
+        pil_rows::CopyRows(src, rgb, read, PilRows(dst_rows));
+      }
+    } else {
+      pil_rows::ReadRows(src, rgb, read, &work.a);
+      // The middle: the ops up to the run of gathers that ends the list (the write's).
+      Maps write;
+      bool write_found = false;
+      for (; i <= ops.size() && status.ok(); ++i) {
+        if (dst_rows != 0 && !is_float) {
+          write = pil_rows::BoxMaps(0, 0, image.rgb->width, image.rgb->height);
+          size_t k = i;
+          for (; k < ops.size(); ++k) {
+            if (!drawn[k].has_value()) continue;
+            const Op& op = ops[k]->op();
+            if (op.Input() != PixelForm::kUint8HWC ||
+                !op.Gather(*drawn[k], static_cast<int>(write.g.x_src.size()),
+                           static_cast<int>(write.g.y_src.size()), &g) ||
+                !pil_rows::Then(write, g)) {
+              break;
+            }
+          }
+          if (k == ops.size()) {
+            write_found = true;
+            break;
+          }
+        }
+        if (i == ops.size()) break;
+        status = RunOps({ops[i]}, {drawn[i]}, work, image, is_float);
+      }
+      if (status.ok() && dst_rows != 0) {
+        const int w = static_cast<int>(write.g.x_src.size());
+        const int h = static_cast<int>(write.g.y_src.size());
+        if (!write_found || is_float || w != dst_width || h != dst_height) {
+          wrong_size = absl::StrCat(w, "x", h, is_float ? " float" : "");
+        } else {
+          pil_rows::WriteRows(*image.rgb, write, dst_mode == "RGB", PilRows(dst_rows));
+        }
+      }
+    }
+  }
+  if (!status.ok()) RaiseValue(std::string(status.message()));
+  if (!wrong_size.empty()) {
+    RaiseValue(absl::StrCat("_pil_run: the ops give ", wrong_size, ", not the ", dst_width,
+                            "x", dst_height, " ", dst_mode, " image given"));
+  }
+  if (dst_rows != 0) return py::none();
+  if (is_float) {
+    py::array_t<float> out({int64_t{3}, int64_t{image.height}, int64_t{image.width}});
+    std::memcpy(out.mutable_data(), image.chw, sizeof(float) * 3 * image.height * image.width);
+    return std::move(out);
+  }
+  const Image& rgb = *image.rgb;
+  py::array_t<uint8_t> out({int64_t{rgb.height}, int64_t{rgb.width}, int64_t{3}});
+  if (!rgb.pixels.empty()) std::memcpy(out.mutable_data(), rgb.pixels.data(), rgb.pixels.size());
+  return std::move(out);
+}
+
 }  // namespace
 
 void RegisterEager(py::module_& m) {
@@ -271,6 +391,10 @@ void RegisterEager(py::module_& m) {
         py::arg("image_height"), py::arg("left"), py::arg("top"), py::arg("width"),
         py::arg("height"));
   m.def("_pil_write", &PilWrite, py::arg("rows"), py::arg("mode"), py::arg("pixels"));
+  m.def("_pil_run", &PilRun, py::arg("ops"), py::arg("params"), py::arg("rows"),
+        py::arg("mode"), py::arg("image_width"), py::arg("image_height"), py::arg("left"),
+        py::arg("top"), py::arg("width"), py::arg("height"), py::arg("dst_rows"),
+        py::arg("dst_mode"), py::arg("dst_width"), py::arg("dst_height"));
 }
 
 }  // namespace python_internal

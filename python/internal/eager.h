@@ -19,6 +19,13 @@
 //                               or float32 [3, H, W], C-contiguous; the result is a new
 //                               array of the form the last op writes. The GIL is released
 //                               while the ops run.
+//   _pil_run(ops, params, rows, mode, image_w, image_h, left, top, w, h, dst_rows,
+//            dst_mode, dst_w, dst_h) -> None or array
+//                               _eager_run on the box of a PIL image (RGB or L), read
+//                               through its row pointers, written into the new PIL image
+//                               dst (or, dst_rows 0, returned as _eager_run's array); the
+//                               ops' gathers (Op::Gather: flips, crops, pads) at either end
+//                               fold into the read and the write (pil_rows.h).
 //   _pil_read(rows, mode, image_w, image_h, left, top, w, h) / _pil_write(rows, mode, pixels)
 //                               a box of a PIL image (RGB or L) to uint8 [h, w, 3], and
 //                               uint8 [H, W, 3] into a PIL image, in one pass through its

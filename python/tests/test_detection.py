@@ -81,3 +81,48 @@ def test_exposes_the_category_map(flowloader_module, detection_data):
     assert dl.annotation_skips == {}
     # The summary JSON (flowloader run --summary_json, stats()) reports the same map.
     assert dl.stats()["annotations"] == {"categories": dl.categories, "skipped": {}}
+
+
+def _detection_loader(flowloader, data, compose, **kwargs):
+    return flowloader.DataLoader(os.path.join(data, "images"),
+                                 annotations=os.path.join(data, "annotations",
+                                                          "instances.json"),
+                                 batch_size=4, num_workers=2, shuffle=False,
+                                 transform=compose, **kwargs)
+
+
+def test_ssd_and_lsj_recipes_with_v2_class_names(flowloader_module, detection_data):
+    from flowloader import transforms as T
+    ssd = T.Compose([T.RandomPhotometricDistort(), T.RandomZoomOut(fill=[123, 117, 104]),
+                     T.RandomIoUCrop(), T.RandomHorizontalFlip(p=0.5), T.Resize([40, 40]),
+                     T.ToTensor(), T.SanitizeBoundingBoxes()])
+    assert ssd.transforms[:-1] and T._split_sanitize(ssd)[0].to_ops().startswith(
+        "random_photometric_distort(brightness=[0.875, 1.125], contrast=[0.5, 1.5]")
+    lsj = T.Compose([T.ScaleJitter(target_size=(48, 48)), T.RandomHorizontalFlip(),
+                     T.FixedSizeCrop(size=(48, 48), fill=0), T.PILToTensor(),
+                     T.ConvertImageDtype(torch.float),
+                     T.SanitizeBoundingBoxes(min_size=2.0)])
+    for compose, side, min_size in ((ssd, 40, 1.0), (lsj, 48, 2.0)):
+        rows = 0
+        for images, targets in _detection_loader(flowloader_module, detection_data, compose):
+            for image, target in zip(images, targets):
+                rows += 1
+                assert image.shape == (3, side, side)
+                b = target["boxes"]
+                assert target["masks"].shape == (b.shape[0], side, side)
+                assert bool((b >= 0).all()) and bool((b <= side).all())
+                assert bool(((b[:, 2] - b[:, 0]) >= min_size).all())
+                assert bool(((b[:, 3] - b[:, 1]) >= min_size).all())
+        assert rows == 16
+
+
+def test_detection_ops_refuse_an_image_alone_and_what_cannot_batch(flowloader_module,
+                                                                   detection_data):
+    from PIL import Image
+    from flowloader import transforms as T
+    with pytest.raises(TypeError, match="RandomIoUCrop runs in the loader's op list"):
+        T.RandomIoUCrop()(Image.new("RGB", (8, 8)))
+    # Scale jitter alone makes sizes that differ per image: refused in one line.
+    with pytest.raises(Exception, match="fixed_size_crop"):
+        iter(_detection_loader(flowloader_module, detection_data,
+                               T.Compose([T.ScaleJitter((64, 64)), T.ToTensor()])))

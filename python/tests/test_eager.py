@@ -60,6 +60,14 @@ PARITY = [
     ("CenterCrop_odd", T.CenterCrop(7), TV.CenterCrop(7), 0, 1),
     ("RandomCrop_constant", T.RandomCrop(8, pad_if_needed=True, fill=9),
      TV.RandomCrop(8, pad_if_needed=True, fill=9), 0, 1),
+    ("Resize_lanczos", T.Resize([11, 23], interpolation=T.InterpolationMode.LANCZOS),
+     TV.Resize([11, 23], interpolation=TV.InterpolationMode.LANCZOS), 0, 1),
+    ("Resize_box", T.Resize(9, interpolation=T.InterpolationMode.BOX),
+     TV.Resize(9, interpolation=TV.InterpolationMode.BOX), 0, 1),
+    ("Resize_hamming", T.Resize(47, interpolation=T.InterpolationMode.HAMMING),
+     TV.Resize(47, interpolation=TV.InterpolationMode.HAMMING), 0, 1),
+    ("RandomResizedCrop_lanczos", T.RandomResizedCrop(21, interpolation=1),  # PIL's LANCZOS.
+     TV.RandomResizedCrop(21, interpolation=TV.InterpolationMode.LANCZOS), 0, 1),
     ("RandomHorizontalFlip", T.RandomHorizontalFlip(), TV.RandomHorizontalFlip(), 0, 1),
     ("RandomVerticalFlip", T.RandomVerticalFlip(0.3), TV.RandomVerticalFlip(0.3), 0, 1),
     ("ColorJitter", T.ColorJitter(0.4, 0.4, 0.4, 0.1), TV.ColorJitter(0.4, 0.4, 0.4, 0.1), 0,
@@ -210,6 +218,42 @@ def test_tensor_and_numpy_inputs_give_the_same_pixels_as_pil():
     assert torch.equal(T.CenterCrop(10)(chw[:, :, 1:]), T.CenterCrop(10)(chw[:, :, 1:].clone()))
 
 
+# Lists whose flips, crops and pads the PIL path folds into its read and write passes
+# (python/internal/eager.cc, PilRun): before, after and around other ops, fills of
+# different colours, every padding mode, ToTensor after them.
+FUSED = [
+    [T.RandomHorizontalFlip(1.0)],
+    [T.RandomVerticalFlip(1.0), T.RandomHorizontalFlip(1.0)],
+    [T.CenterCrop([9, 50])],
+    [T.RandomCrop(11, padding=(2, 5), pad_if_needed=True, padding_mode="symmetric"),
+     T.RandomHorizontalFlip(), T.CenterCrop(13)],
+    [T.Pad(3, fill=(1, 2, 3)), T.RandomCrop(9, padding=2, fill=200), T.RandomVerticalFlip()],
+    [T.RandomResizedCrop(15), T.RandomHorizontalFlip(), T.ColorJitter(0.4, 0.4),
+     T.Pad(2, padding_mode="reflect"), T.RandomVerticalFlip(), T.CenterCrop(21)],
+    [T.RandomHorizontalFlip(), T.RandomSolarize(90, 1.0), T.Pad([1, 4], padding_mode="edge")],
+    [T.CenterCrop(5), T.RandomHorizontalFlip(1.0), T.ToTensor(), T.Normalize(*IMAGENET)],
+    [T.Pad(1), T.Grayscale(1), T.RandomHorizontalFlip(1.0)],
+]
+
+
+@pytest.mark.parametrize("transforms", FUSED, ids=range(len(FUSED)))
+def test_pil_read_and_write_passes_give_the_array_paths_bytes(transforms):
+    compose = T.Compose(transforms)
+    for k, img in enumerate(IMAGES[:60]):
+        arr = np.asarray(img)  # [H, W] for L: one channel too.
+        torch.manual_seed(k)
+        ours = compose(img)
+        torch.manual_seed(k)
+        theirs = compose(arr)  # The numpy path: whole image in, ops, array out.
+        if isinstance(ours, torch.Tensor):
+            assert torch.equal(ours, theirs), k
+            continue
+        got = np.asarray(ours)
+        if theirs.ndim == 3 and theirs.shape[2] == 1:  # Grayscale(1) of [H, W, 3].
+            theirs = theirs[:, :, 0]
+        assert got.shape == theirs.shape and np.array_equal(got, theirs), (k, img.mode)
+
+
 def test_batched_tensor_takes_one_draw_for_all():
     imgs = torch.stack([torch.from_numpy(np.asarray(im.convert("RGB").resize((30, 24))).copy())
                         .permute(2, 0, 1) for im in IMAGES[40:44]])
@@ -262,6 +306,11 @@ def test_bad_input_is_one_line_naming_it():
         (Image.new("F", (8, 8)), TypeError, "mode 'F'"),
         (Image.new("CMYK", (8, 8)), TypeError, "mode 'CMYK'"),
         (Image.new("P", (8, 8)), TypeError, "mode 'P'"),
+        (Image.new("RGBA", (8, 8)), TypeError, "mode 'RGBA'"),
+        (Image.new("LA", (8, 8)), TypeError, "mode 'LA'"),
+        (Image.new("1", (8, 8)), TypeError, "mode '1'"),
+        (Image.new("I", (8, 8)), TypeError, "mode 'I'"),
+        (Image.new("YCbCr", (8, 8)), TypeError, "mode 'YCbCr'"),
         ("a path", TypeError, "builtins.str"),
         (np.zeros((16385, 2, 3), np.uint8), ValueError, r"sides in \[1, 16384\]"),
     ]
@@ -269,6 +318,8 @@ def test_bad_input_is_one_line_naming_it():
         with pytest.raises(kind, match=words) as e:
             T.RandomHorizontalFlip(p=1)(value)
         assert "\n" not in str(e.value)
+        if "mode" in words:  # What is taken, and how to get it.
+            assert "RGB or L" in str(e.value) and "convert" in str(e.value)
     with pytest.raises(TypeError, match="works on uint8 pixels"):
         T.ColorJitter(0.3)(torch.rand(3, 8, 8))
     with pytest.raises(TypeError, match="float tensor"):
@@ -349,7 +400,10 @@ def _loader_epoch(images, transform, seed):
      T.Normalize(*IMAGENET), T.RandomErasing(p=0.7)],
     [T.RandomRotation(30), T.RandomAffine(10, translate=(0.1, 0.1)), T.TrivialAugmentWide(),
      T.RandomCrop(24, padding=4, padding_mode="reflect"), T.GaussianBlur(3)],
-], ids=["colour_float", "geometry_uint8"])
+    [T.RandomResizedCrop(20, interpolation=T.InterpolationMode.LANCZOS),
+     T.Resize([9, 31], interpolation=T.InterpolationMode.BOX),
+     T.Resize(40, interpolation=T.InterpolationMode.HAMMING), T.RandomHorizontalFlip()],
+], ids=["colour_float", "geometry_uint8", "pillow_filters"])
 def test_eager_with_the_loaders_draws_is_the_loaders_bytes(transforms):
     rng = np.random.default_rng(3)
     images = [rng.integers(0, 256, (32, 40, 3), dtype=np.uint8) for _ in range(12)]
@@ -477,3 +531,22 @@ def test_show_recipe_example_saves_a_grid(tmp_path):
     assert grid.size == (4 * 128, 2 * 128)
     cells = np.asarray(grid)
     assert not np.array_equal(cells[:128, 128:256], cells[:128, 256:384])  # Draws differ.
+
+
+def test_pillow_filters_only_where_pil_has_them_and_antialias_as_torchvision():
+    img = IMAGES[5].convert("RGB").resize((31, 17))
+    for mode in ("LANCZOS", "BOX", "HAMMING"):
+        ours, theirs = getattr(T.InterpolationMode, mode), getattr(TV.InterpolationMode, mode)
+        assert np.array_equal(np.asarray(F.resize(img, [13, 40], ours)),
+                              np.asarray(TV.functional.resize(img, [13, 40], theirs)))
+        # PIL's rotate and affine have no such filters (torchvision's PIL path fails too).
+        with pytest.raises(TypeError, match="BOX, HAMMING and LANCZOS in Resize"):
+            T.RandomRotation(10, interpolation=ours)
+    # antialias: None and True antialias; False is ignored with torchvision's warning.
+    with pytest.warns(UserWarning, match="always applied for PIL"):
+        t = T.Resize(9, antialias=False)
+    assert np.array_equal(np.asarray(t(img)), np.asarray(TV.Resize(9)(img)))
+    with pytest.warns(UserWarning, match="always applied for PIL"):
+        T.RandomResizedCrop(9, antialias=False)
+    with pytest.raises(TypeError, match="antialias must be None, True or False"):
+        T.Resize(9, antialias="yes")

@@ -1,6 +1,7 @@
 """s3:// from Python: flowloader.DataLoader("s3://bucket/prefix/") against a real Ceph RADOS
 Gateway (tests/testing/radosgw.sh), with the s3_* keywords and the AWS variables: the same
-batches as the files on disk, and a wrong secret refused in one line without the secret."""
+batches as the files on disk, a wrong secret refused in one line without the secret, and
+cache_dir / cache_bytes keeping every image on disk for the next loader."""
 
 import os
 import subprocess
@@ -61,3 +62,22 @@ def test_a_wrong_secret_is_refused_in_one_line_without_the_secret(gateway, monke
     message = str(refused.value)
     assert "SignatureDoesNotMatch" in message and "clock" in message, message
     assert "not-the-secret" not in message and "\n" not in message
+
+
+def test_cache_dir_keeps_the_objects_for_the_next_loader(gateway, small_data, tmp_path,
+                                                         monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", gateway["RGW_ACCESS_KEY"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", gateway["RGW_SECRET_KEY"])
+    cache = tmp_path / "cache"
+    keywords = dict(s3_endpoint=gateway["RGW_ENDPOINT"], cache_dir=str(cache),
+                    cache_bytes="64MiB")
+    cold = _batches("s3://pyb/train/", **keywords)
+    entries = [p for p in (cache / "flowloader-cache").glob("??/*") if p.is_file()]
+    assert len(entries) == len(files_of(small_data))  # One entry per image.
+    # The second loader lists the prefix and reads every image from the disk.
+    warm = _batches("s3://pyb/train/", **keywords)
+    local = _batches(small_data)
+    for run in (cold, warm):
+        assert len(run) == len(local)
+        for (ri, rl, rk), (li, ll, lk) in zip(run, local):
+            assert torch.equal(ri, li) and torch.equal(rl, ll) and rk == lk

@@ -2,11 +2,14 @@
 #include "runtime/internal/optional_memory.h"
 
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace flowloader {
 namespace pipeline_internal {
@@ -20,6 +23,21 @@ constexpr int64_t kDefaultSeekIndexMb = 256;
 absl::StatusOr<std::vector<StageSpec>> StagesOf(const PipelineOptions& options) {
   if (!options.stages.empty()) return options.stages;
   return DefaultStages(options);
+}
+
+// LargestFitting is the largest v in [lo, hi] for which fits_at(v) is OK, given that
+// fits_at(lo) is, by halving the interval (about log2(hi - lo) plans).
+int64_t LargestFitting(int64_t lo, int64_t hi, const std::function<bool(int64_t)>& fits_at) {
+  ++hi;  // hi is now the smallest value known (or assumed) not to fit.
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (fits_at(mid)) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
 }
 
 }  // namespace
@@ -57,29 +75,45 @@ absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& opti
     return options;
   }
   const int64_t seek_mb = SeekIndexMb(options);
-  if (seek_mb <= 0) return given;
-  // Without the seek index first: if even that does not fit, the refusal stands.
-  absl::StatusOr<PipelineOptions> off = WithSeekIndexMb(options, 0);
-  if (!off.ok() || !fits(*off).ok()) return given;
-  // The largest size that fits, by halving the interval (at most ~log2(seek_mb) plans).
-  int64_t lo = 0, hi = seek_mb;  // lo fits, hi does not.
-  PipelineOptions best = *std::move(off);
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    absl::StatusOr<PipelineOptions> o = WithSeekIndexMb(options, mid);
-    if (!o.ok()) break;
-    if (fits(*o).ok()) {
-      lo = mid;
-      best = *std::move(o);
-    } else {
-      hi = mid;
-    }
+  const auto with = [&](int64_t mb, int prefetch) -> absl::StatusOr<PipelineOptions> {
+    absl::StatusOr<PipelineOptions> o =
+        seek_mb > 0 ? WithSeekIndexMb(options, mb) : absl::StatusOr<PipelineOptions>(options);
+    if (o.ok()) o->prefetch_batches = prefetch;
+    return o;
+  };
+  const auto fits_with = [&](int64_t mb, int prefetch) {
+    absl::StatusOr<PipelineOptions> o = with(mb, prefetch);
+    return o.ok() && fits(*o).ok();
+  };
+  // Without the seek index first, then with fewer batch buffers (a prefetch_batches set
+  // above 1; auto starts at the fewest and grows only within the budget): if even one
+  // buffer without the seek index does not fit, the refusal stands.
+  int prefetch = options.prefetch_batches;
+  if (!fits_with(0, prefetch)) {
+    if (prefetch <= 1 || !fits_with(0, 1)) return given;
+    prefetch = static_cast<int>(LargestFitting(
+        1, prefetch - 1, [&](int64_t p) { return fits_with(0, static_cast<int>(p)); }));
   }
+  // The largest seek index that fits with those buffers.
+  // (All of it may fit once the buffers are fewer.)
+  const bool cut_prefetch = prefetch != options.prefetch_batches;
+  const int64_t mb = seek_mb > 0 ? LargestFitting(0, cut_prefetch ? seek_mb : seek_mb - 1,
+                                                  [&](int64_t m) { return fits_with(m, prefetch); })
+                                 : 0;
+  absl::StatusOr<PipelineOptions> best = with(mb, prefetch);
+  if (!best.ok()) return given;
   if (note != nullptr) {
-    *note = lo > 0 ? absl::StrCat("decode seek index cut to ", lo, " MiB (seek_index_mb ", seek_mb,
-                                  ") to fit the memory budget")
-                   : absl::StrCat("decode seek index off (seek_index_mb ", seek_mb,
-                                  ") to fit the memory budget");
+    std::vector<std::string> cuts;
+    if (cut_prefetch) {
+      cuts.push_back(absl::StrCat("prefetch_batches cut from ", options.prefetch_batches, " to ",
+                                  prefetch));
+    }
+    if (seek_mb > 0 && mb < seek_mb) {
+      cuts.push_back(mb > 0 ? absl::StrCat("decode seek index cut to ", mb, " MiB (seek_index_mb ",
+                                           seek_mb, ")")
+                            : absl::StrCat("decode seek index off (seek_index_mb ", seek_mb, ")"));
+    }
+    *note = absl::StrCat(absl::StrJoin(cuts, ", "), " to fit the memory budget");
   }
   return best;
 }

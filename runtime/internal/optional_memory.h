@@ -32,7 +32,9 @@ absl::StatusOr<PipelineOptions> WithSeekIndexMb(const PipelineOptions& options, 
 using FitsFn = std::function<absl::Status(const PipelineOptions&)>;
 
 // ShrinkOptionalMemory returns `options` with the seek index as large as still fits
-// (the given size at most, 0 = off), when `options` themselves do not fit; `options`
+// (the given size at most, 0 = off), when `options` themselves do not fit; when not even
+// without the seek index, first with prefetch_batches (if set above 1) cut to the most
+// buffers that fit; `options`
 // unchanged when they fit; and the original refusal when not even without the seek index
 // the plan fits. *note (if not null) says what was shrunk, for the log.
 absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& options,

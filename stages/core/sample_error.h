@@ -29,8 +29,14 @@ inline constexpr absl::string_view kCorrupt = "corrupt";
 inline constexpr absl::string_view kTooManyPixels = "too_many_pixels";
 // A valid image whose codec needs more working memory than the per-decode budget
 // (max_decode_mb), read from its header: a progressive or multi-scan JPEG's
-// coefficients, a lossless WebP's ARGB image.
+// coefficients, a lossless WebP's ARGB image; or whose decoded pixels would need more
+// than one worker may hold for one sample (worker_memory.h).
 inline constexpr absl::string_view kDecodeMemory = "decode_memory";
+// A valid image whose decoded pixels (decode_memory too), or an op's intermediate image
+// (a resize of the shorter side, a rotation with expand, a whole image copied into an op
+// list), would need more than one worker may hold for one sample (worker_memory.h): the
+// sample is skipped before the image is allocated.
+inline constexpr absl::string_view kOpMemory = "op_memory";
 inline constexpr absl::string_view kUnsupported = "unsupported";
 inline constexpr absl::string_view kStageError = "stage_error";
 inline constexpr absl::string_view kCudaError = "cuda_error";  // Upload to the device failed.
@@ -70,7 +76,7 @@ inline constexpr absl::string_view kSizeMismatch = "size_mismatch";
 // and increase() sees the first error. Add a new reason here as well as above.
 inline constexpr absl::string_view kBuiltin[] = {
     kEmptyFile, kReadError, kNotFound,      kPermissionDenied, kNotAFile,   kUnknownFormat,
-    kTruncated, kCorrupt,   kTooManyPixels, kDecodeMemory, kUnsupported,      kStageError, kCudaError,
+    kTruncated, kCorrupt,   kTooManyPixels, kDecodeMemory, kOpMemory, kUnsupported,      kStageError, kCudaError,
     kMissingImage, kMissingLabel, kMissingColumn, kColumnTooLarge, kDuplicateKey, kHttp404, kHttp4xx, kHttp5xx, kTimeout, kConnectionError,
     kHttpPartial, kHttpBadResponse, kTls, kLabelOutOfRange, kSizeMismatch,
 };

@@ -5,6 +5,7 @@
 // decode.
 #include <webp/encode.h>
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -84,6 +85,50 @@ TEST(DecodeMemoryTest, CodecsThatHoldTheWholeImageAreRefusedOverTheBudget) {
   }
   options.max_decode_bytes = 0;
   EXPECT_FALSE(Decoder::Create(options).ok());
+}
+
+// OutputBound, read from the header before decoding (what decode checks against a
+// worker's memory), is never below what Decode then makes: the whole image, region
+// decodes at every DCT scale and block averaging, with and without the scaling, for JPEG
+// and PNG; and it stays close (a bound far above would skip samples that fit).
+TEST(DecodeMemoryTest, OutputBoundIsAtLeastTheDecodedSize) {
+  const Image photo = testing::PhotoLike(900, 700, 3);
+  absl::StatusOr<std::string> png = EncodePng(photo.view());
+  ASSERT_TRUE(png.ok()) << png.status();
+  const std::string files[] = {Jpeg(photo, false, ChromaSubsampling::k420), *png};
+  const RegionRequest requests[] = {
+      {RectF{0, 0, 900, 700}, 900, 700},   {RectF{10.5, 20.25, 800, 600}, 224, 224},
+      {RectF{300, 200, 97, 61}, 224, 224}, {RectF{0, 0, 900, 700}, 100, 90},
+      {RectF{450, 350, 450, 350}, 50, 40}, {RectF{-50, -50, 2000, 2000}, 30, 30},
+  };
+  for (const bool scaling : {true, false}) {
+    DecoderOptions options;
+    options.dct_scaling = scaling;
+    options.png_box_scaling = scaling;
+    absl::StatusOr<std::unique_ptr<Decoder>> decoder = Decoder::Create(options);
+    ASSERT_TRUE(decoder.ok()) << decoder.status();
+    for (const std::string& file : files) {
+      absl::StatusOr<ImageInfo> info = (*decoder)->ReadInfo(file);
+      ASSERT_TRUE(info.ok()) << info.status();
+      DecodedImage out;
+      ASSERT_TRUE((*decoder)->Decode(file, *info, nullptr, &out).ok());
+      const DecodedSize whole = (*decoder)->OutputBound(*info, nullptr);
+      EXPECT_EQ(whole.width, 900);
+      EXPECT_EQ(whole.height, 700);
+      for (const RegionRequest& request : requests) {
+        ASSERT_TRUE((*decoder)->Decode(file, *info, &request, &out).ok());
+        const DecodedSize bound = (*decoder)->OutputBound(*info, &request);
+        SCOPED_TRACE(::testing::Message() << "format " << static_cast<int>(info->format)
+                                          << " scaling " << scaling << " target "
+                                          << request.target_width);
+        EXPECT_GE(bound.width, out.image.width);
+        EXPECT_GE(bound.height, out.image.height);
+        EXPECT_LE(bound.bytes(), 4 * std::max<int64_t>(int64_t{out.image.width} *
+                                                           out.image.height * 3,
+                                                       int64_t{64} * 64 * 3));
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "stages/decode/decoder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 
@@ -17,6 +18,7 @@
 #include "stages/decode/internal/jpeg_codec.h"
 #include "stages/decode/internal/more_codecs.h"
 #include "stages/decode/internal/png_codec.h"
+#include "stages/decode/internal/region_rows.h"
 #include "stages/decode/internal/seek_index_cache.h"
 
 namespace flowloader::decode {
@@ -125,6 +127,37 @@ absl::StatusOr<ImageInfo> Decoder::ReadInfo(absl::string_view bytes) const {
       break;
   }
   return SniffError(bytes);
+}
+
+DecodedSize Decoder::OutputBound(const ImageInfo& info, const RegionRequest* request) const {
+  const int64_t width = std::max(info.width, 0), height = std::max(info.height, 0);
+  if (request == nullptr || !(request->region.w > 0 && request->region.h > 0)) {
+    return DecodedSize{width, height};
+  }
+  // The region clamped to the image, widened to whole pixels (a NaN box counts as all).
+  const double x0 = std::max(0.0, request->region.x), y0 = std::max(0.0, request->region.y);
+  const double x1 = std::min<double>(width, request->region.x + request->region.w);
+  const double y1 = std::min<double>(height, request->region.y + request->region.h);
+  if (!(x1 > x0 && y1 > y0)) return DecodedSize{width, height};
+  const double rw = std::ceil(x1) - std::floor(x0), rh = std::ceil(y1) - std::floor(y0);
+  const int tw = request->target_width, th = request->target_height;
+  if (info.format == Format::kJpeg) {
+    // k/8 of the region, which the decoder widens to whole iMCUs (up to 16 pixels a side
+    // at full scale) and one spare column each side.
+    const int k = options_.dct_scaling ? internal::ChooseDctScale(x1 - x0, y1 - y0, tw, th) : 8;
+    const auto side = [k](double extent, int64_t limit) {
+      return std::min<int64_t>(limit, static_cast<int64_t>(std::ceil((extent + 34) * k / 8.0)));
+    };
+    return DecodedSize{side(rw, width), side(rh, height)};
+  }
+  // The row-decoded formats and WebP: blocks of 2^shift pixels, aligned to the region.
+  const bool blocks = options_.png_box_scaling && tw > 0 && th > 0;
+  const auto side = [](double extent, int shift, int64_t limit) {
+    const int64_t block = int64_t{1} << shift;
+    return std::min<int64_t>(limit, static_cast<int64_t>(std::ceil(extent + 2)) / block + 2);
+  };
+  return DecodedSize{side(rw, blocks ? internal::BoxShift(x1 - x0, tw) : 0, width),
+                     side(rh, blocks ? internal::BoxShift(y1 - y0, th) : 0, height)};
 }
 
 absl::Status Decoder::Decode(absl::string_view bytes, const ImageInfo& info,

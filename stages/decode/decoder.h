@@ -166,6 +166,15 @@ struct DecodedImage {
   double scale_y = 1.0;
 };
 
+// DecodedSize is a bound on the pixels a decode hands over: width × height RGB pixels
+// (a kYcc decode of the same box takes no more), so bytes() is what the output buffer
+// may need before it is allocated.
+struct DecodedSize {
+  int64_t width = 0;
+  int64_t height = 0;
+  int64_t bytes() const { return width * height * 3; }
+};
+
 namespace internal {
 class SeekIndexCache;
 }  // namespace internal
@@ -188,6 +197,12 @@ class Decoder {
   // clamped to the image is InvalidArgument. `out`'s buffer is reused when large enough.
   absl::Status Decode(absl::string_view bytes, const ImageInfo& info,
                       const RegionRequest* request, DecodedImage* out) const;
+
+  // OutputBound is, from the header alone, at least the size Decode's output will have
+  // for `info` and `request` (null: the whole image): the region clamped to the image, at
+  // the DCT scale or block averaging the decoder will choose, plus its alignment margin.
+  // Callers check it against a memory budget before decoding (decode_memory).
+  DecodedSize OutputBound(const ImageInfo& info, const RegionRequest* request) const;
 
   const DecoderOptions& options() const { return options_; }
 

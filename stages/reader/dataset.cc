@@ -119,7 +119,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
   // Every path goes through the StorageEnv: local ones to options.env, remote ones to
   // their scheme's Env (made on first use).
   absl::StatusOr<std::unique_ptr<StorageEnv>> storage =
-      StorageEnv::Create(options.env, StorageOptions{options.http, options.s3});
+      StorageEnv::Create(options.env, StorageOptions{options.http, options.s3, options.cache});
   if (!storage.ok()) return storage.status();
   Env* env = storage->get();
   const std::string path = StripTrailingSlashes(options.path);

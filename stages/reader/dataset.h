@@ -66,6 +66,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "stages/detection/coco.h"
+#include "stages/reader/cache_options.h"
 #include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
 #include "stages/reader/s3_options.h"
@@ -120,6 +121,9 @@ struct DatasetOptions {
   HttpOptions http;
   // s3://: endpoint, region, profile, addressing, anonymous (see s3_env.h).
   S3Options s3;
+  // Remote data: the on-disk cache (cache_dir, cache_bytes; disk_cache_env.h); dir empty
+  // (default) = none.
+  DiskCacheOptions cache;
   // Tar shards indexed at once when opening (for HTTP, requests in flight); >= 1.
   int index_threads = 8;
   // HTTP shards are indexed in windows of this many bytes (one range request serves

@@ -231,8 +231,10 @@ absl::Status CheckCaFile(const std::string& ca_file) {
 
 absl::StatusOr<std::unique_ptr<HttpEnv>> HttpEnv::Create(Env* base,
                                                          const HttpOptions& options) {
-  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
-  return std::unique_ptr<HttpEnv>(new HttpEnv(base != nullptr ? base : Env::Default(), options));
+  HttpOptions resolved = options;
+  if (resolved.max_retries == HttpOptions::kSchemeRetries) resolved.max_retries = 3;
+  if (absl::Status s = CheckOptions(resolved); !s.ok()) return s;
+  return std::unique_ptr<HttpEnv>(new HttpEnv(base != nullptr ? base : Env::Default(), resolved));
 }
 
 absl::Status HttpEnv::CheckOptions(const HttpOptions& options) {
@@ -253,6 +255,10 @@ absl::Status HttpEnv::CheckOptions(const HttpOptions& options) {
       options.failure_limit < 1 || options.max_backoff < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "http max_retries, initial_backoff and max_backoff must be >= 0, failure_limit >= 1");
+  }
+  if (!(options.jitter >= 0 && options.jitter <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http jitter must be in [0, 1], got ", options.jitter));
   }
   if (options.cache_bytes < 0 || options.block_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -388,6 +394,7 @@ absl::Status HttpEnv::Attempt(Request& r) {
   if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   const CURLcode rc = r.length == 0 ? CURLE_OK : Perform(handle->multi, curl, r);
   if (r.status == 0) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+  if (r.status > 0) answered_.store(true, std::memory_order_relaxed);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // r dies before the handle does.
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
   curl_slist_free_all(headers);
@@ -473,12 +480,12 @@ absl::Status HttpEnv::ResponseError(const Request& r) const {
 
 absl::Duration HttpEnv::RetryWait(absl::Duration backoff, absl::Duration retry_after) const {
   absl::Duration wait = backoff;
-  if (options_.full_jitter) {
-    // Full jitter (AWS's "Exponential Backoff and Jitter"): uniform in [0, backoff], so
-    // many readers that failed together do not come back together.
+  if (options_.jitter > 0) {
+    // Jitter (AWS's "Exponential Backoff and Jitter"): uniform in [backoff × (1 - jitter),
+    // backoff], so many readers that failed together do not come back together.
     thread_local std::mt19937_64 rng{std::random_device{}()};
     std::uniform_real_distribution<double> share(0.0, 1.0);
-    wait = backoff * share(rng);
+    wait = backoff * (1.0 - options_.jitter * share(rng));
   }
   // The server said when to come back: not earlier, but never past max_backoff.
   return std::min(std::max(wait, retry_after), options_.max_backoff);
@@ -486,7 +493,7 @@ absl::Duration HttpEnv::RetryWait(absl::Duration backoff, absl::Duration retry_a
 
 absl::Status HttpEnv::Fetch(Request& r) {
   // A URL that keeps failing gets one attempt per read: its samples fail fast.
-  const int retries = Failing(r.url) ? 0 : options_.max_retries;
+  const int retries = Failing(r.url) ? 0 : RetriesFor(r);
   absl::Duration backoff = options_.initial_backoff;
   absl::Status status;
   for (int attempt = 0; attempt <= retries; ++attempt) {

@@ -6,7 +6,7 @@
 //   * Connection reuse: curl easy handles are pooled (one per concurrent reader, so at
 //     most num_workers of them), and each keeps its connections alive between requests.
 //   * Bounded retries: 5xx, timeouts, refused/reset connections and bodies cut short are
-//     retried `max_retries` times with exponential backoff (optionally full jitter), never
+//     retried `max_retries` times with exponential backoff (optionally jittered), never
 //     sooner than the server's Retry-After, never longer than max_backoff a wait; 404 and
 //     other 4xx are not. Counted (retries()).
 //   * Envs built on this one (S3Env) choose the paths they serve (Handles), the URL and
@@ -79,14 +79,20 @@ struct HttpOptions {
   // Limit on one whole attempt (the total deadline, however fast bytes arrive); > 0.
   // Default 120 s.
   absl::Duration request_timeout = absl::Seconds(120);
-  // Retries after a failed attempt (5xx, timeout, connection error); >= 0. Default 3.
-  int max_retries = 3;
+  // Retries after a failed attempt (5xx, timeout, connection error); >= 0, or
+  // kSchemeRetries: the scheme's own, 3 for http(s):// and 8 for s3:// (S3Env: with
+  // jitter 0.5 its waits add up to 12.75-25.5 s, so a gateway restarting within ~12 s
+  // loses no read). Default kSchemeRetries.
+  static constexpr int kSchemeRetries = -1;
+  int max_retries = kSchemeRetries;
   // Wait before the first retry, doubled each retry; >= 0. Default 100 ms.
   absl::Duration initial_backoff = absl::Milliseconds(100);
-  // Full jitter: each wait is drawn uniformly from [0, backoff] instead of the backoff
-  // itself, so readers that failed together (a 503 SlowDown) come back spread out.
-  // Default false for plain HTTP (waits as documented above); S3 turns it on.
-  bool full_jitter = false;
+  // Jitter: each wait is drawn uniformly from [backoff × (1 - jitter), backoff] instead
+  // of the backoff itself, so readers that failed together (a 503 SlowDown) come back
+  // spread out: 1 = AWS's "full jitter", 0.5 its "equal jitter" (S3Env's: spread, yet
+  // at least half of each backoff is waited). 0..1; default 0 for plain HTTP (waits as
+  // documented above).
+  double jitter = 0;
   // Longest single wait, whatever the doubling or a server's Retry-After asks; >= 0.
   // Default 20 s.
   absl::Duration max_backoff = absl::Seconds(20);
@@ -109,6 +115,12 @@ struct HttpOptions {
   // such as the CLI's signal thread cancel reads before it holds the Env, e.g. while the
   // dataset's shards are being indexed). Not owned beyond the shared_ptr.
   std::shared_ptr<const std::atomic<bool>> cancel;
+  // Remote reads the read stage starts ahead of the workers (stages/reader/read_ahead.h;
+  // not read by HttpEnv): kReadAheadAuto (the spec's `auto`, the default) sizes the
+  // requests in flight from their measured latency and the rate samples are taken, up
+  // to 128; N > 0 keeps N in flight; 0 = off (each worker reads its own sample).
+  static constexpr int kReadAheadAuto = -1;
+  int read_ahead = kReadAheadAuto;
 };
 
 // CheckCaFile refuses a non-empty `ca_file` that cannot be read or holds no PEM
@@ -193,6 +205,12 @@ class HttpEnv : public Env {
   // ErrorContext is appended to the message of a transport error (connection, timeout,
   // short body) of `r`: where it went. Nothing here.
   virtual std::string ErrorContext(const Request& r) const;
+  // RetriesFor is how many retries `r` gets after a failed attempt: max_retries here.
+  virtual int RetriesFor(const Request& /*r*/) const { return options_.max_retries; }
+  // answered reports whether any server has answered a request of this Env yet (any
+  // HTTP status): until then a connection error is more likely a wrong endpoint than a
+  // restarting one.
+  bool answered() const { return answered_.load(std::memory_order_relaxed); }
   // Fetch runs `request` with retries and the per-URL failure accounting.
   absl::Status Fetch(Request& request);
   Env* base_env() const { return base_; }
@@ -228,6 +246,7 @@ class HttpEnv : public Env {
   std::map<std::string, int> consecutive_failures_ ABSL_GUARDED_BY(mu_);
   int64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> retries_{0};
+  std::atomic<bool> answered_{false};
   // Shards whose reads are cached, with their sizes (blocks never reach past them, so the
   // cache holds at most admitted_bytes_).
   std::map<std::string, int64_t> admitted_ ABSL_GUARDED_BY(mu_);

@@ -3,6 +3,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -35,6 +36,11 @@ absl::Status BadPath(const std::string& path) {
       absl::StrCat(path, ": not s3://BUCKET/KEY (the bucket is missing)"));
 }
 
+// Retries of an S3 request unless HttpOptions::max_retries says otherwise.
+constexpr int kS3Retries = 8;
+// Retries before the endpoint has answered once (a wrong endpoint fails fast).
+constexpr int kFirstContactRetries = 3;
+
 }  // namespace
 
 bool IsS3Path(const std::string& path) { return absl::StartsWithIgnoreCase(path, "s3://"); }
@@ -48,7 +54,11 @@ absl::StatusOr<std::unique_ptr<S3Env>> S3Env::CreateWith(Env* base, const HttpOp
                                                          const S3Options& s3,
                                                          const EnvLookup& env) {
   HttpOptions options = http;
-  options.full_jitter = true;  // Many readers meeting one SlowDown must not retry in step.
+  // Many readers meeting one SlowDown must not retry in step; yet every retry waits at
+  // least half its backoff, so the default 8 retries span >= 12.75 s: a gateway that
+  // restarts (a few seconds) loses no read.
+  options.jitter = 0.5;
+  if (options.max_retries == HttpOptions::kSchemeRetries) options.max_retries = kS3Retries;
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   absl::StatusOr<s3_internal::S3Config> config = s3_internal::ResolveS3Config(s3, env);
   if (!config.ok()) return config.status();
@@ -256,6 +266,11 @@ absl::StatusOr<std::string> S3Env::CanonicalPath(const std::string& path) {
   std::string canonical = path;
   while (absl::EndsWith(canonical, "/") && canonical.size() > 5) canonical.pop_back();
   return canonical;
+}
+
+int S3Env::RetriesFor(const Request& r) const {
+  const int retries = HttpEnv::RetriesFor(r);
+  return answered() ? retries : std::min(retries, kFirstContactRetries);
 }
 
 }  // namespace flowloader

@@ -1,7 +1,8 @@
 // s3_env.h: an Env that reads s3://BUCKET/KEY from S3 or any store that speaks its API
 // (MinIO, Ceph's RADOS Gateway, Cloudflare R2), on HttpEnv's machinery: pooled
-// keep-alive handles on curl multi handles, bounded retries (here with full jitter and
-// Retry-After), the block cache for admitted tar shards, Cancel within ~100 ms.
+// keep-alive handles on curl multi handles, bounded retries (here 8 by default, with
+// "equal jitter" and Retry-After: a gateway restarting within ~12 s loses no read), the
+// block cache for admitted tar shards, Cancel within ~100 ms.
 //
 //   * Settings and credentials are resolved once, at Create, in the AWS CLI's order
 //     (internal/s3_config.h): s3_* options, AWS_* variables, profile files. Where the
@@ -46,8 +47,8 @@ class S3Env : public HttpEnv {
  public:
   // Create resolves `s3` against the process's environment and profile files (refused in
   // one line naming the knob); `http` sets timeouts, retries and the block cache
-  // (full_jitter is turned on). `base` (nullptr: Env::Default()) serves other paths.
-  // Nothing is sent yet: the first listing or read meets the store.
+  // (jitter is 0.5; max_retries kSchemeRetries means 8). `base` (nullptr:
+  // Env::Default()) serves other paths. Nothing is sent yet: the first listing or read meets the store.
   static absl::StatusOr<std::unique_ptr<S3Env>> Create(Env* base, const HttpOptions& http,
                                                        const S3Options& s3);
   // CreateWith is Create with the environment looked up through `env` (tests).
@@ -78,6 +79,9 @@ class S3Env : public HttpEnv {
   void PrepareAttempt(Request& r, CURL* curl, curl_slist** headers) const override;
   absl::Status ResponseError(const Request& r) const override;
   std::string ErrorContext(const Request& r) const override;
+  // Until the endpoint has answered once, at most 3 retries: a wrong or dead endpoint is
+  // refused in about a second, while a gateway restarting mid-run gets the full budget.
+  int RetriesFor(const Request& r) const override;
 
  private:
   S3Env(Env* base, const HttpOptions& http, std::unique_ptr<const s3_internal::S3Config> config,

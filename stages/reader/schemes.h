@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "stages/reader/cache_options.h"
 #include "stages/reader/http_env.h"
 #include "stages/reader/s3_options.h"
 
@@ -23,6 +24,7 @@ namespace flowloader {
 struct StorageOptions {
   HttpOptions http;  // Also the transport settings (timeouts, retries, cache) of s3://.
   S3Options s3;
+  DiskCacheOptions cache;  // The on-disk cache in front of every remote scheme (cache_*).
 };
 
 // Scheme is one remote scheme. Every remote Env is an HttpEnv (libcurl transport, block

@@ -13,6 +13,12 @@ absl::StatusOr<std::unique_ptr<StorageEnv>> StorageEnv::Create(Env* base,
                                                                const StorageOptions& options) {
   std::unique_ptr<StorageEnv> env(
       new StorageEnv(base != nullptr ? base : Env::Default(), options));
+  if (!options.cache.dir.empty()) {
+    absl::StatusOr<std::unique_ptr<internal::DiskCache>> cache =
+        internal::DiskCache::Create(options.cache);
+    if (!cache.ok()) return cache.status();
+    env->disk_cache_ = std::move(*cache);
+  }
   // The http(s) Env is made now: its options are checked at Create, as they always were.
   absl::StatusOr<Env*> http = env->EnvFor("http://");
   if (!http.ok()) return http.status();
@@ -23,6 +29,9 @@ absl::StatusOr<Env*> StorageEnv::EnvFor(const std::string& path) {
   const Scheme* scheme = SchemeOf(path);
   if (scheme == nullptr) return base_;
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto cached = cached_.find(scheme->family); cached != cached_.end()) {
+    return cached->second.get();
+  }
   auto it = envs_.find(scheme->family);
   if (it != envs_.end()) return it->second.get();
   absl::StatusOr<std::unique_ptr<HttpEnv>> made = scheme->create(base_, options_);
@@ -32,7 +41,15 @@ absl::StatusOr<Env*> StorageEnv::EnvFor(const std::string& path) {
   envs_.emplace(scheme->family, std::move(*made));
   // Where requests go and whose credentials sign them, said once (never the secret).
   if (const std::string line = DescribeEnv(*env); !line.empty()) LogInfo(line);
-  return env;
+  if (disk_cache_ == nullptr) return env;
+  // The cache's entries are named by store: an S3 endpoint (one key on two stores is two
+  // objects), or the URL itself for http(s).
+  const auto* s3 = dynamic_cast<const S3Env*>(env);
+  auto front = std::make_unique<DiskCacheEnv>(
+      env, disk_cache_.get(), s3 != nullptr ? absl::StrCat("s3 ", s3->endpoint()) : "http");
+  DiskCacheEnv* cached = front.get();
+  cached_.emplace(scheme->family, std::move(front));
+  return cached;
 }
 
 absl::Status StorageEnv::ReadFile(const std::string& path, int64_t max_bytes,
@@ -76,16 +93,26 @@ absl::StatusOr<std::string> StorageEnv::CanonicalPath(const std::string& path) {
 
 int64_t StorageEnv::AdmitShards(const std::vector<HttpEnv::ShardSize>& shards) {
   int64_t total = admitted_bytes();
+  if (disk_cache_ != nullptr) return total;  // The disk cache keeps the blocks instead.
   for (const HttpEnv::ShardSize& shard : shards) {
     if (!IsRemotePath(shard.url)) continue;
     absl::StatusOr<Env*> env = EnvFor(shard.url);
     if (!env.ok()) continue;  // Its reads fail with that refusal; nothing to cache.
-    auto* http = static_cast<HttpEnv*>(*env);
+    HttpEnv* http = RemoteEnv(shard.url);
+    if (http == nullptr) continue;
     if (total + shard.bytes > options_.http.cache_bytes) break;
     const int64_t before = http->admitted_bytes();
     total += http->AdmitShards({shard}) - before;
   }
   return total;
+}
+
+HttpEnv* StorageEnv::RemoteEnv(const std::string& path) {
+  const Scheme* scheme = SchemeOf(path);
+  if (scheme == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = envs_.find(scheme->family);
+  return it == envs_.end() ? nullptr : it->second.get();
 }
 
 std::vector<HttpEnv::ShardSize> StorageEnv::admitted() const {

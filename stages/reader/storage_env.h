@@ -7,6 +7,10 @@
 // The remote Envs' block caches share one budget (http.cache_bytes): AdmitShards admits
 // shards of any scheme in the order given while their sizes fit it.
 //
+// With cache.dir set, every remote Env is read through a DiskCacheEnv (disk_cache_env.h)
+// sharing one DiskCache: whole objects and shard blocks are kept on disk across epochs
+// and runs, and the in-memory block cache admits nothing.
+//
 // Thread-safety: thread-safe; remote Envs are made under a lock and never destroyed
 // before the StorageEnv.
 #ifndef FLOWLOADER_STAGES_READER_STORAGE_ENV_H_
@@ -21,8 +25,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "stages/reader/disk_cache_env.h"
 #include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
+#include "stages/reader/internal/disk_cache.h"
 #include "stages/reader/schemes.h"
 
 namespace flowloader {
@@ -46,21 +52,27 @@ class StorageEnv : public Env {
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
 
   // EnvFor is the Env that reads `path`: the base for a local path, else its scheme's
-  // (made now if it is the first of its family; its Create's refusal otherwise).
+  // (made now if it is the first of its family; its Create's refusal otherwise), behind
+  // the disk cache when there is one.
   absl::StatusOr<Env*> EnvFor(const std::string& path);
 
   // AdmitShards admits remote `shards` to their Envs' block caches in the order given,
   // while the admitted total fits http.cache_bytes (stops at the first that does not);
-  // returns the admitted bytes. See HttpEnv::AdmitShards.
+  // returns the admitted bytes. See HttpEnv::AdmitShards. Nothing with a disk cache.
   int64_t AdmitShards(const std::vector<HttpEnv::ShardSize>& shards);
   std::vector<HttpEnv::ShardSize> admitted() const;
   int64_t admitted_bytes() const;
   int admitted_shards() const;
   int64_t cache_budget_bytes() const { return options_.http.cache_bytes; }
+  // options are the settings the StorageEnv was made with (the read stage's read_ahead).
+  const StorageOptions& options() const { return options_; }
 
   // Cancel cancels every remote read in flight and later (HttpEnv::Cancel), including
   // those of Envs made after the call. Const so a const Dataset can cancel on Stop.
   void Cancel() const;
+
+  // disk_cache is the on-disk cache (cache.dir), or nullptr when there is none.
+  const internal::DiskCache* disk_cache() const { return disk_cache_.get(); }
 
   // remote_envs are the remote Envs made so far, by family ("http", "s3").
   std::map<std::string, const HttpEnv*> remote_envs() const;
@@ -73,6 +85,9 @@ class StorageEnv : public Env {
   std::vector<std::string> Describe() const;
 
  private:
+  // RemoteEnv is the scheme Env made for `path`'s family (not the disk cache in front of
+  // it), or nullptr.
+  HttpEnv* RemoteEnv(const std::string& path);
   // DescribeEnv is Describe's line for one remote Env ("" for plain HTTP).
   static std::string DescribeEnv(const HttpEnv& env);
   StorageEnv(Env* base, const StorageOptions& options) : base_(base), options_(options) {}
@@ -81,6 +96,9 @@ class StorageEnv : public Env {
   const StorageOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<HttpEnv>> envs_ ABSL_GUARDED_BY(mu_);  // By family.
+  std::unique_ptr<internal::DiskCache> disk_cache_;  // Set at Create; null without cache.dir.
+  // The disk cache's Env in front of each of envs_, by family (with a disk cache only).
+  std::map<std::string, std::unique_ptr<DiskCacheEnv>> cached_ ABSL_GUARDED_BY(mu_);
   mutable std::atomic<bool> cancelled_{false};
 };
 

@@ -3,7 +3,7 @@
 
     bazel build //python:flowloader
     PYTHONPATH=bazel-bin/python /usr/bin/python3 tests/benchmarks/eager_bench.py \
-        [--reps=15] [--loader-images=400] [--only=per_op,compose,loader,noop]
+        [--reps=15] [--loader-images=400] [--only=per_op,compose,loader,noop] [--ops=Flip,Crop]
 
 Prints Markdown tables (docs/performance.md, "Calling transforms directly"):
   per_op:  each transform class called on one PIL RGB image at a time, 224² and 1024²,
@@ -17,6 +17,8 @@ Prints Markdown tables (docs/performance.md, "Calling transforms directly"):
            torchvision ImageFolder of JPEGs (made here, 500x375) with the classic train
            recipe from flowloader.transforms or from torchvision; images/s, median.
   noop:    Compose([]) on a 224² PIL image: the calling overhead.
+  breakdown (only when named): a DataLoader worker's time per image, one core: PIL's
+           JPEG decode, each library's classic train transform, default_collate.
 """
 
 import argparse
@@ -86,7 +88,7 @@ def time_calls(fn, img, n, seed):
     torch.manual_seed(seed)
     start = time.perf_counter()
     for _ in range(n):
-        fn(img)
+        fn(img) if img is not None else fn()
     return (time.perf_counter() - start) / n * 1e6
 
 
@@ -100,12 +102,14 @@ def side_by_side(ours, theirs, img, reps, n):
     return statistics.median(a), statistics.median(b)
 
 
-def bench_per_op(reps):
+def bench_per_op(reps, ops=None):
     rows = []
     for size in (224, 1024):
         img = photo(size, size, seed=size)
         n = 20 if size == 224 else 3
         for name, ours, theirs in per_op_cases():
+            if ops and not any(o in name for o in ops):
+                continue
             a, b = side_by_side(ours, theirs, img, reps, n)
             rows.append((name, f"{size}²", b, a))
             print(f"  {name} {size}: torchvision {b:.0f} µs, flowloader {a:.0f} µs, "
@@ -171,6 +175,36 @@ def bench_loader(reps, images):
     print(f"| {images} JPEGs 500x375, batch 64 | {b:.0f} | {a:.0f} | {a / b:.2f}× |")
 
 
+def bench_breakdown(reps):
+    """Where a DataLoader worker's time goes per image: ImageFolder's PIL decode of a
+    500x375 JPEG (open + convert("RGB")), each library's classic train transform, and
+    default_collate of 64 float tensors (per image)."""
+    import io
+    buf = io.BytesIO()
+    photo(500, 375, seed=3).save(buf, "JPEG", quality=90)
+    data = buf.getvalue()
+
+    def decode():
+        return Image.open(io.BytesIO(data)).convert("RGB")
+
+    img = decode()
+    tensors = [classic_train(T)(img) for _ in range(64)]
+    collate = torch.utils.data.default_collate
+    steps = [("PIL decode + convert(\"RGB\")", decode, 20),
+             ("torchvision transform", lambda: classic_train(TV)(img), 20),
+             ("flowloader.transforms transform", lambda: classic_train(T)(img), 20),
+             ("default_collate, per image", lambda: collate(tensors), 2)]
+    times = {name: [] for name, _, _ in steps}
+    for r in range(reps):  # Alternating within each round.
+        for name, fn, n in steps:
+            times[name].append(time_calls(lambda: fn(), None, n, r) / (
+                64 if "collate" in name else 1))
+    print("\n| DataLoader worker, per image (one core) | µs |")
+    print("| --- | ---: |")
+    for name, _, _ in steps:
+        print(f"| {name} | {statistics.median(times[name]):.0f} |")
+
+
 def bench_noop(reps):
     img = photo(224, 224)
     a, b = side_by_side(T.Compose([]), TV.Compose([]), img, reps, 2000)
@@ -187,6 +221,9 @@ def main():
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--loader-images", type=int, default=400)
     parser.add_argument("--only", default="per_op,compose,loader,noop")
+    parser.add_argument("--ops", default="",
+                        help="per_op: only the rows whose name contains one of these "
+                             "(comma-separated)")
     args = parser.parse_args()
     only = set(args.only.split(","))
     torch.set_num_threads(1)
@@ -195,10 +232,12 @@ def main():
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # One core.
     if "noop" in only:
         bench_noop(args.reps)
+    if "breakdown" in only:
+        bench_breakdown(args.reps)
     if "compose" in only:
         bench_compose(args.reps)
     if "per_op" in only:
-        bench_per_op(args.reps)
+        bench_per_op(args.reps, [o for o in args.ops.split(",") if o])
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -244,12 +245,44 @@ def torch_boto3_main(argv):
 
 # ---------------------------------------------------------------------------- runs
 
-def flowloader_run(flowloader, data, work, name, env):
+def gateway_cpu_seconds(rgw):
+    """CPU seconds (user + system) the gateway's processes (radosgw, OSD, monitor) used."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline") as f:
+                if rgw not in f.read().replace("\0", " "):
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def measured(fn, rgw):
+    """fn's result with the CPU seconds its child process and the gateway used."""
+    def run_one(name):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        g0 = gateway_cpu_seconds(rgw)
+        r = fn(name)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        r["client_cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        r["gateway_cpu_seconds"] = gateway_cpu_seconds(rgw) - g0
+        return r
+    return run_one
+
+
+def flowloader_run(flowloader, data, work, name, env, flags=()):
     summary = os.path.join(work, f"{name}.json")
     t0 = time.time()
     res = subprocess.run([flowloader, "run", f"--data={data}", "--epochs=1",
                           f"--num_workers={WORKERS}", f"--batch_size={BATCH}", "--seed=0",
-                          "--metrics_address=", "--noprogress", f"--summary_json={summary}"],
+                          "--metrics_address=", "--noprogress", f"--summary_json={summary}",
+                          *flags],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     wall = time.time() - t0
     if res.returncode != 0:
@@ -285,6 +318,9 @@ def main():
     ap.add_argument("--delay_ms", type=float, default=20.0, help="the proxy's delay per request")
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "benchmarks", "results", "s3.md"))
     ap.add_argument("--note", default="", help="a line added to the results (e.g. the machine's state)")
+    ap.add_argument("--ab", action="store_true",
+                    help="also run the gateway variants with --read_ahead=0 (one GET in flight "
+                         "per worker), alternating with the rest: read-ahead's A/B")
     args = ap.parse_args()
     import boto3
 
@@ -315,7 +351,7 @@ def main():
         delayed = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}")
         local_shards = os.path.join(shard_dir, pattern)
         s3_prefix, s3_shards = f"s3://{BUCKET}/train/", f"s3://{BUCKET}/shards/{pattern}"
-        fl = lambda data, e: (lambda name: flowloader_run(flowloader, data, work, name, e))  # noqa
+        fl = lambda data, e, *f: (lambda name: flowloader_run(flowloader, data, work, name, e, f))  # noqa
         variants = [
             ("folder_disk", fl(folder, env)),
             ("folder_s3", fl(s3_prefix, direct)),
@@ -325,6 +361,10 @@ def main():
             ("shards_s3_delay", fl(s3_shards, delayed)),
             ("torch_boto3_s3", lambda name: torch_run(gw["RGW_ENDPOINT"], direct)),
         ]
+        if args.ab:
+            variants += [("folder_s3_ra0", fl(s3_prefix, direct, "--read_ahead=0")),
+                         ("shards_s3_ra0", fl(s3_shards, direct, "--read_ahead=0"))]
+        variants = [(name, measured(fn, rgw)) for name, fn in variants]
         for name, fn in variants[:6]:  # Warm-up: page cache, the gateway's caches.
             fn(name)
         runs = []
@@ -359,18 +399,22 @@ def main():
     lines = [
         f"# s3:// from a loopback RADOS Gateway ({time.strftime('%Y-%m-%d %H:%M')})", "",
         f"`/usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH --images={args.images}"
-        f" --reps={args.reps} --delay_ms={args.delay_ms:g}`: {images} ImageNet-like JPEGs "
+        f" --reps={args.reps} --delay_ms={args.delay_ms:g}{' --ab' if args.ab else ''}`: {images} ImageNet-like JPEGs "
         f"(10 classes, short side 256-512, q90), batch {BATCH}, {WORKERS} workers, default flags "
         f"(train transform), 1 epoch a run; shards from `flowloader pack --shard_size=16MB`; "
         f"medians (min-max) of {args.reps} alternating rounds; images/s after the first batch.",
         "", f"Load average (1 min) over the runs: {min(loads):.2f}-{max(loads):.2f} "
         f"({os.cpu_count()} cores)." + (f" {args.note}" if args.note else ""), "",
-        "| data | images/s | first batch (s) | requests | skipped |", "|---|---|---|---|---|"]
+        "Client CPU: the run's process (flowloader, or torch's main process and workers); "
+        "gateway CPU: radosgw, the OSD and the monitor, on the same cores.", "",
+        "| data | images/s | first batch (s) | requests | client CPU (s) | gateway CPU (s) "
+        "| skipped |", "|---|---|---|---|---|---|---|"]
     for name, _ in variants:
         m, lo, hi = med(name)
         lines.append(f"| {name} | {m:.1f} ({lo:.1f}-{hi:.1f}) | "
                      f"{med(name, 'first_batch_seconds')[0]:.2f} | "
-                     f"{med(name, 'requests')[0]:.0f} | {med(name, 'skipped')[0]:.0f} |")
+                     f"{med(name, 'requests')[0]:.0f} | {med(name, 'client_cpu_seconds')[0]:.1f} | "
+                     f"{med(name, 'gateway_cpu_seconds')[0]:.1f} | {med(name, 'skipped')[0]:.0f} |")
     lines += ["", "| target | ratio | needed | result |", "|---|---|---|---|"]
     passed = True
     for text, num, den, need in targets:

@@ -80,7 +80,7 @@ int LogCapture::LinesNaming(absl::string_view text) const {
   return n;
 }
 
-Delivered RunAll(const PipelineOptions& o) {
+Delivered RunAll(const PipelineOptions& o, const std::function<void(int)>& before) {
   Delivered run;
   auto p = Pipeline::Create(o);
   if (!p.ok()) {
@@ -88,6 +88,7 @@ Delivered RunAll(const PipelineOptions& o) {
     return run;
   }
   while (true) {
+    if (before) before(static_cast<int>(run.batches.size()));
     std::shared_ptr<const Batch> batch;
     bool end_of_epoch = false;
     run.status = (*p)->Next(&batch, &end_of_epoch);

@@ -60,8 +60,9 @@ struct Delivered {
 };
 
 // RunAll creates a pipeline from `o` and drains it, recording every batch as comparable
-// values (Create's error, or the first error Next returned, in `status`).
-Delivered RunAll(const PipelineOptions& o);
+// values (Create's error, or the first error Next returned, in `status`). `before`, when
+// set, runs before asking for the n-th batch (from 0), as in EachBatch.
+Delivered RunAll(const PipelineOptions& o, const std::function<void(int)>& before = nullptr);
 
 // AppendTensorBytes appends each of the batch's tensors' bytes to (*bytes)[k], k its
 // place among the batch's tensors (bytes grows to fit).

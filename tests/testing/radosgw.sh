@@ -9,6 +9,10 @@
 #                          exits 0 once the gateway answers S3 requests (a few seconds).
 #   radosgw.sh stop DIR    stops radosgw, then the OSD, then the monitor (the other order
 #                          leaves radosgw hanging ~120 s in its shutdown).
+#   radosgw.sh restart-gateway DIR SECONDS
+#                          kills radosgw (SIGKILL, as a crash), waits SECONDS, starts it
+#                          again on the same port and returns once it answers; the
+#                          monitor and the OSD, and so the data, stay.
 #
 # The settings are the ones that make a one-node cluster start in seconds (checked on
 # Debian 12's Ceph 16.2): a monmap built by hand, cephx off for the daemons (S3 signatures
@@ -108,16 +112,27 @@ stop_daemon() {
   kill -9 "$pid" 2>/dev/null || true
 }
 
+restart_gateway() {
+  local pidfile="$DIR/run/client.rgw.a.pid" port
+  [ -f "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null || true
+  sleep "${DOWN:?usage: radosgw.sh restart-gateway DIR SECONDS}"
+  port=$(sed -n 's/^RGW_PORT=//p' "$DIR/env")
+  radosgw -c "$DIR/ceph.conf" -n client.rgw.a 2>/dev/null
+  wait_for "radosgw (restarted)" 60 curl -sf "http://127.0.0.1:$port/"
+}
+
 stop() {
   stop_daemon client.rgw.a
   stop_daemon osd.0
   stop_daemon mon.a
 }
 
-DIR=${2:?usage: radosgw.sh start|stop DIR}
+DIR=${2:?usage: radosgw.sh start|stop|restart-gateway DIR [SECONDS]}
 DIR=$(realpath -m "$DIR")
+DOWN=${3:-}
 case "$1" in
   start) start ;;
   stop) stop ;;
-  *) echo "usage: radosgw.sh start|stop DIR" >&2; exit 2 ;;
+  restart-gateway) restart_gateway ;;
+  *) echo "usage: radosgw.sh start|stop|restart-gateway DIR [SECONDS]" >&2; exit 2 ;;
 esac

@@ -12,6 +12,9 @@ comma-separated FAULTS, in turn:
   reset        the connection reset (RST) before any answer
   cut          the upstream's status and full Content-Length, half the body, then close
   stall        nothing for 3 s, then close
+  hang_reads   an object GET (no query: not a listing) gets nothing for 60 s, then a
+               close; any other request is forwarded (with EVERY=1: the listing works,
+               every read hangs)
 Each fault is logged to LOG as one line "FAULT method path".
 """
 import http.client
@@ -75,6 +78,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
 
     def handle_one(self):
         fault = next_fault()
+        if fault == "hang_reads" and (self.command != "GET" or "?" in self.path):
+            fault = None
         if fault:
             LOG.write("%s %s %s\n" % (fault, self.command, self.path))
         if fault == "slowdown":
@@ -86,6 +91,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return self.reply(500, s3_error("InternalError", "We encountered an internal error."))
         if fault == "reset":
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
+        if fault == "hang_reads":
+            time.sleep(60)
             self.close_connection = True
             return
         if fault == "stall":

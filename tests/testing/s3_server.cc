@@ -86,6 +86,12 @@ std::unique_ptr<RadosGateway> RadosGateway::Start(const std::string& dir) {
   return gw;
 }
 
+bool RadosGateway::RestartGateway(double down_seconds) const {
+  return std::system(absl::StrCat(kScript, " restart-gateway ", dir_, " ", down_seconds, " >>",
+                                  dir_, ".log 2>&1")
+                         .c_str()) == 0;
+}
+
 RadosGateway::~RadosGateway() {
   std::system(absl::StrCat(kScript, " stop ", dir_, " >>", dir_, ".log 2>&1").c_str());
 }

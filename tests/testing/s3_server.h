@@ -19,6 +19,11 @@ class RadosGateway {
   // The destructor stops radosgw, the OSD and the monitor, in that order.
   ~RadosGateway();
 
+  // RestartGateway kills radosgw (SIGKILL, as a crash), waits `down_seconds`, starts it
+  // again on the same port and returns once it answers (the data stays: the monitor and
+  // OSD keep running); false if it did not come back.
+  bool RestartGateway(double down_seconds) const;
+
   const std::string& endpoint() const { return endpoint_; }  // http://127.0.0.1:PORT
   int port() const { return port_; }
   const std::string& access_key() const { return access_key_; }

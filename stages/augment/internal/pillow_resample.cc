@@ -257,6 +257,69 @@ void PrecomputePillowTaps(int in_size, double in0, double in1, int out_size, boo
 
 namespace {
 
+// The other filters, as Resample.c writes them (in double, libm's sin and cos).
+double BoxFilter(double x) { return x > -0.5 && x <= 0.5 ? 1.0 : 0.0; }
+
+double HammingFilter(double x) {
+  if (x < 0.0) x = -x;
+  if (x == 0.0) return 1.0;
+  if (x >= 1.0) return 0.0;
+  x = x * M_PI;
+  return std::sin(x) / x * (0.54 + 0.46 * std::cos(x));
+}
+
+double SincFilter(double x) {
+  if (x == 0.0) return 1.0;
+  x = x * M_PI;
+  return std::sin(x) / x;
+}
+
+double LanczosFilter(double x) {
+  return -3.0 <= x && x < 3.0 ? SincFilter(x) * SincFilter(x / 3) : 0.0;
+}
+
+// PrecomputeFilterTaps is precompute_coeffs + normalize_coeffs_8bpc for `filter`, one
+// tap at a time, in Pillow's order of operations.
+void PrecomputeFilterTaps(int in_size, double in0, double in1, int out_size,
+                          PillowFilter filter, PillowTaps* t) {
+  double (*fn)(double) = filter == PillowFilter::kBox       ? BoxFilter
+                         : filter == PillowFilter::kHamming ? HammingFilter
+                                                            : LanczosFilter;
+  const double support_base = filter == PillowFilter::kBox       ? 0.5
+                              : filter == PillowFilter::kHamming ? 1.0
+                                                                 : 3.0;
+  const double scale = (in1 - in0) / out_size;
+  const double filterscale = std::max(scale, 1.0);
+  const double support = support_base * filterscale;
+  const double ss = 1.0 / filterscale;
+  t->ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  t->bounds.resize(2 * out_size);
+  t->k.resize(static_cast<size_t>(out_size) * t->ksize);
+  std::vector<double> k(t->ksize);
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = in0 + (xx + 0.5) * scale;
+    double ww = 0.0;
+    const int xmin = std::max(0, static_cast<int>(center - support + 0.5));
+    const int xmax = std::min(in_size, static_cast<int>(center + support + 0.5)) - xmin;
+    int x = 0;
+    for (; x < xmax; ++x) {
+      k[x] = fn((x + xmin - center + 0.5) * ss);
+      ww += k[x];
+    }
+    for (x = 0; x < xmax; ++x) {
+      if (ww != 0.0) k[x] /= ww;
+    }
+    for (; x < t->ksize; ++x) k[x] = 0;
+    int* out = &t->k[static_cast<size_t>(xx) * t->ksize];
+    for (x = 0; x < t->ksize; ++x) {
+      out[x] = k[x] < 0 ? static_cast<int>(-0.5 + k[x] * (1 << kPrecisionBits))
+                        : static_cast<int>(0.5 + k[x] * (1 << kPrecisionBits));
+    }
+    t->bounds[2 * xx] = xmin;
+    t->bounds[2 * xx + 1] = std::max(xmax, 0);
+  }
+}
+
 using Taps = PillowTaps;
 
 inline uint8_t Clip8(int32_t v) {
@@ -480,14 +543,20 @@ void ResizeScratch(int width, int height, Image* img) {
 
 // ResampleInner is ImagingResampleInner; `flip` mirrors the output (returns whether it
 // did: only the SIMD horizontal pass folds it in).
+// `other`: one of the filters PillowFilter names (else bicubic or bilinear).
 bool ResampleInner(const ImageView& src, const RectF& box, int out_w, int out_h, bool bicubic,
-                   bool flip, Image* dst) {
+                   bool flip, Image* dst, const PillowFilter* other = nullptr) {
   const bool need_h = out_w != src.width || box.x != 0 || box.w != out_w;
   const bool need_v = out_h != src.height || box.y != 0 || box.h != out_h;
   // The tables are thread-local: their storage is reused, and every entry rewritten.
   thread_local Taps th, tv;
-  PrecomputePillowTaps(src.width, box.x, box.x + box.w, out_w, bicubic, &th);
-  PrecomputePillowTaps(src.height, box.y, box.y + box.h, out_h, bicubic, &tv);
+  if (other != nullptr) {
+    PrecomputeFilterTaps(src.width, box.x, box.x + box.w, out_w, *other, &th);
+    PrecomputeFilterTaps(src.height, box.y, box.y + box.h, out_h, *other, &tv);
+  } else {
+    PrecomputePillowTaps(src.width, box.x, box.x + box.w, out_w, bicubic, &th);
+    PrecomputePillowTaps(src.height, box.y, box.y + box.h, out_h, bicubic, &tv);
+  }
   const int ybox_first = tv.bounds[0];
   const int ybox_last = tv.bounds[2 * out_h - 2] + tv.bounds[2 * out_h - 1];
   const bool simd = SimdPasses() && th.ksize <= pillow::kMaxSimdTaps &&
@@ -571,6 +640,11 @@ void PillowResample(const ImageView& src, const RectF& box, int out_width, int o
     }
   }
   if (flip) FlipColumns(dst);
+}
+
+void PillowResampleFilter(const ImageView& src, const RectF& box, int out_width,
+                          int out_height, PillowFilter filter, Image* dst) {
+  ResampleInner(src, box, out_width, out_height, false, false, dst, &filter);
 }
 
 void SetPillowScalarForTesting(bool scalar) { g_scalar_only.store(scalar); }

@@ -32,6 +32,17 @@ namespace flowloader::augment::internal {
 void PillowResample(const ImageView& src, const RectF& box, int out_width, int out_height,
                     Interpolation filter, bool flip, Image* dst);
 
+// PillowFilter names Pillow's other resampling filters (Image.BOX, HAMMING, LANCZOS),
+// torchvision's InterpolationMode.BOX / HAMMING / LANCZOS on PIL images; the loader's
+// Interpolation has the three its fused paths also take.
+enum class PillowFilter { kBox, kHamming, kLanczos };
+
+// PillowResampleFilter is PillowResample with one of those filters (Resample.c's
+// box_filter, hamming_filter and lanczos_filter, supports 0.5, 1 and 3, the same
+// passes), no flip.
+void PillowResampleFilter(const ImageView& src, const RectF& box, int out_width,
+                          int out_height, PillowFilter filter, Image* dst);
+
 // PillowTaps is one axis's resampling taps: per output, the first source pixel and the
 // tap count (bounds: xmin, count), and ksize weights in 22-bit fixed point (k: ksize per
 // output, 0 past its count).

@@ -5,6 +5,7 @@
 
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/ops/kernels/label_plane.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -15,6 +16,12 @@ class CenterCrop : public Op {
   CenterCrop(int height, int width) : height_(height), width_(width) {}
 
   OpSize OutputSize(OpSize) const override { return {width_, height_}; }
+
+  // Targets: v2's center_crop (boxes anchored at round((H - h) / 2), masks as the image).
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams&, detection::Targets* targets) const override {
+    return internal::MoveTargetsBy(detection::Geometry::CenterCrop(height_, width_), targets);
+  }
 
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     const Image& src = *image.rgb;
@@ -60,6 +67,24 @@ class CenterCrop : public Op {
                               plane.spare);
     std::swap(*plane.labels, *plane.spare);
     return absl::OkStatus();
+  }
+
+  // The same box as maps: source column left + x (-1, the zero fill, outside the image).
+  bool Gather(const OpParams&, int width, int height, GatherMaps* maps) const override {
+    const int left = internal::CenterCropOffset(std::max(width, width_), width_) -
+                     std::max(0, (width_ - width) / 2);
+    const int top = internal::CenterCropOffset(std::max(height, height_), height_) -
+                    std::max(0, (height_ - height) / 2);
+    maps->x_src.resize(width_);
+    for (int x = 0; x < width_; ++x) {
+      maps->x_src[x] = left + x >= 0 && left + x < width ? left + x : -1;
+    }
+    maps->y_src.resize(height_);
+    for (int y = 0; y < height_; ++y) {
+      maps->y_src[y] = top + y >= 0 && top + y < height ? top + y : -1;
+    }
+    maps->fill = {0, 0, 0};
+    return true;
   }
 
  private:

@@ -29,6 +29,7 @@
 #include "stages/augment/transform.h"
 #include "stages/core/image.h"
 #include "stages/core/rng.h"
+#include "stages/detection/targets.h"
 
 namespace flowloader::augment {
 
@@ -131,6 +132,13 @@ struct LabelPlane {
   uint8_t fill = 255;
 };
 
+// GatherMaps is an op that only moves pixels along each axis (a flip, a crop, a pad):
+// output pixel (x, y) is input pixel (x_src[x], y_src[y]), or `fill` where either is -1.
+struct GatherMaps {
+  std::vector<int> x_src, y_src;
+  std::array<uint8_t, 3> fill{};
+};
+
 class Op {
  public:
   virtual ~Op() = default;
@@ -141,6 +149,14 @@ class Op {
   // OutputSize is the image size after the op, given the size before (either may be
   // unknown: 0 × 0).
   virtual OpSize OutputSize(OpSize in) const { return in; }
+  // WorkingSize is the image Apply writes for `params` on an `in` image (OutputSize by
+  // default, or `in` where that depends on more than the input's size). An op whose
+  // size depends on its draw (rotate with expand) says it here, so that the program can
+  // check the image against the worker's memory before Apply allocates it.
+  virtual OpSize WorkingSize(const OpParams& params, OpSize in) const {
+    const OpSize out = OutputSize(in);
+    return out.Known() ? out : in;
+  }
   // Draw draws the op's random parameters for a width × height image. Ops without
   // randomness draw nothing.
   virtual void Draw(int width, int height, SampleRng& rng, OpParams* params) const {}
@@ -155,6 +171,37 @@ class Op {
                         bool* absorbed_next) const {
     return false;
   }
+
+  // Gather: an op whose pixels are a GatherMaps of its input fills `maps` for `params` on
+  // a width × height input and returns true; Apply then writes exactly those pixels. The
+  // eager path (python/internal/eager.cc) moves a PIL image's own pixels through such
+  // maps in one pass, with no copy in or out. false: not such an op, or bad params (Apply
+  // says what is wrong).
+  virtual bool Gather(const OpParams& params, int width, int height, GatherMaps* maps) const {
+    return false;
+  }
+
+  // Targets (boxes, labels, masks of a detection sample; stages/detection/targets.h).
+  // TargetEffect says what the op does to them: kRefuses (the default: a geometric op
+  // that cannot move them, refused when a sample carries targets), kKeeps (the op only
+  // recolours pixels), kMoves (MoveTargets moves them as Apply moved the pixels).
+  enum class TargetEffect { kRefuses, kKeeps, kMoves };
+  virtual TargetEffect Targets() const { return TargetEffect::kRefuses; }
+  // DrawWithTargets draws when the sample carries targets: ops whose parameters depend
+  // on the boxes (random_iou_crop) override it; the others draw as without them.
+  virtual void DrawWithTargets(int width, int height, const detection::Targets& targets,
+                               SampleRng& rng, OpParams* params) const {
+    Draw(width, height, rng, params);
+  }
+  // MoveTargets moves `targets` (on the width × height canvas the op's input had) as
+  // Apply(params) moved the pixels: boxes, masks (nearest, never blended) and the
+  // canvas; an op that drops instances drops them from every field (Targets::Keep).
+  virtual absl::Status MoveTargets(const OpParams& params, detection::Targets* targets) const {
+    return absl::OkStatus();
+  }
+  // OwnsP: the op reads p() itself (random_photometric_distort: p is each adjustment's
+  // probability, as torchvision's), so the list applies it always.
+  virtual bool OwnsP() const { return false; }
 
   // MovesLabels says the op moves a label map with its pixels (MoveLabels); an op that
   // moves pixels without it refuses a list whose sample carries one.

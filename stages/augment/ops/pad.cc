@@ -9,6 +9,7 @@
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/numpy_pad.h"
 #include "stages/augment/ops/kernels/label_plane.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -29,12 +30,20 @@ class Pad : public Op {
     return {in.width + padding_.left + padding_.right, in.height + padding_.top + padding_.bottom};
   }
 
-  absl::Status Apply(const OpParams&, OpImage& image) const override {
-    const Image& src = *image.rgb;
+  // Targets: v2's pad (boxes shifted and clamped, masks padded as the image is).
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams&, detection::Targets* targets) const override {
     thread_local std::vector<int> map_x, map_y;
-    NumpyPad(src.width, padding_.left, padding_.right, mode_, &map_x);
-    NumpyPad(src.height, padding_.top, padding_.bottom, mode_, &map_y);
-    GatherThroughMaps(src, map_x, map_y, fill_, image.spare);
+    NumpyPad(targets->canvas_width, padding_.left, padding_.right, mode_, &map_x);
+    NumpyPad(targets->canvas_height, padding_.top, padding_.bottom, mode_, &map_y);
+    internal::PadTargets(-padding_.top, -padding_.left, map_x, map_y, targets);
+    return absl::OkStatus();
+  }
+
+  absl::Status Apply(const OpParams&, OpImage& image) const override {
+    thread_local GatherMaps maps;
+    Gather(OpParams{}, image.rgb->width, image.rgb->height, &maps);
+    GatherThroughMaps(*image.rgb, maps.x_src, maps.y_src, maps.fill, image.spare);
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }
@@ -49,6 +58,13 @@ class Pad : public Op {
     kernels::LabelGather(src, map_x, map_y, plane.fill, plane.spare);
     std::swap(*plane.labels, *plane.spare);
     return absl::OkStatus();
+  }
+
+  bool Gather(const OpParams&, int width, int height, GatherMaps* maps) const override {
+    NumpyPad(width, padding_.left, padding_.right, mode_, &maps->x_src);
+    NumpyPad(height, padding_.top, padding_.bottom, mode_, &maps->y_src);
+    maps->fill = fill_;
+    return true;
   }
 
  private:

@@ -17,6 +17,7 @@
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/numpy_pad.h"
 #include "stages/augment/ops/kernels/label_plane.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -51,6 +52,20 @@ class RandomCrop : public Op {
     params->Push(width_);
   }
 
+  // Targets: v2's pad then crop: boxes shifted by the crop's origin in the unpadded
+  // canvas and clamped; masks through the same maps as the pixels.
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
+    const Axis x = XAxis(targets->canvas_width), y = YAxis(targets->canvas_height);
+    const int top = static_cast<int>(p.v[0]), left = static_cast<int>(p.v[1]);
+    thread_local std::vector<int> map_x, map_y, stage1, stage2;
+    Map(targets->canvas_width, x, left, width_, &stage1, &stage2, &map_x);
+    Map(targets->canvas_height, y, top, height_, &stage1, &stage2, &map_y);
+    internal::PadTargets(top - y.before - y.extra, left - x.before - x.extra, map_x, map_y,
+                         targets);
+    return absl::OkStatus();
+  }
+
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     const Image& src = *image.rgb;
     const Axis x = XAxis(src.width), y = YAxis(src.height);
@@ -59,15 +74,11 @@ class RandomCrop : public Op {
           "the image is ", x.padded, "x", y.padded, " after padding, smaller than size [",
           height_, ", ", width_, "] (set pad_if_needed=true or pad more)"));
     }
-    const int top = p.n >= 2 ? static_cast<int>(p.v[0]) : -1;
-    const int left = p.n >= 2 ? static_cast<int>(p.v[1]) : -1;
-    if (top < 0 || left < 0 || top > y.padded - height_ || left > x.padded - width_) {
+    thread_local GatherMaps maps;
+    if (!Gather(p, src.width, src.height, &maps)) {
       return absl::InvalidArgumentError("crop position outside the padded image");
     }
-    thread_local std::vector<int> map_x, map_y, stage1, stage2;
-    Map(src.width, x, left, width_, &stage1, &stage2, &map_x);
-    Map(src.height, y, top, height_, &stage1, &stage2, &map_y);
-    GatherThroughMaps(src, map_x, map_y, fill_, image.spare);
+    GatherThroughMaps(src, maps.x_src, maps.y_src, maps.fill, image.spare);
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }
@@ -85,6 +96,22 @@ class RandomCrop : public Op {
     kernels::LabelGather(src, map_x, map_y, plane.fill, plane.spare);
     std::swap(*plane.labels, *plane.spare);
     return absl::OkStatus();
+  }
+
+  // The crop's maps; false where the image is too small or the position is outside it.
+  bool Gather(const OpParams& p, int width, int height, GatherMaps* maps) const override {
+    const Axis x = XAxis(width), y = YAxis(height);
+    const int top = p.n >= 2 ? static_cast<int>(p.v[0]) : -1;
+    const int left = p.n >= 2 ? static_cast<int>(p.v[1]) : -1;
+    if (x.padded < width_ || y.padded < height_ || top < 0 || left < 0 ||
+        top > y.padded - height_ || left > x.padded - width_) {
+      return false;
+    }
+    thread_local std::vector<int> stage1, stage2;
+    Map(width, x, left, width_, &stage1, &stage2, &maps->x_src);
+    Map(height, y, top, height_, &stage1, &stage2, &maps->y_src);
+    maps->fill = fill_;
+    return true;
   }
 
  private:

@@ -1,5 +1,6 @@
 // random_horizontal_flip.cc: torchvision's RandomHorizontalFlip(p=0.5): F.hflip (PIL's
 // FLIP_LEFT_RIGHT) with probability p, in place.
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/kernels/geometry.h"
 #include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/augment/ops/op.h"
@@ -9,6 +10,10 @@ namespace {
 
 class RandomHorizontalFlip : public Op {
  public:
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams&, detection::Targets* targets) const override {
+    return internal::MoveTargetsBy(detection::Geometry::HorizontalFlip(), targets);
+  }
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::HorizontalFlip(*image.rgb);
     return absl::OkStatus();
@@ -17,6 +22,14 @@ class RandomHorizontalFlip : public Op {
   absl::Status MoveLabels(const OpParams&, LabelPlane& plane) const override {
     kernels::LabelHorizontalFlip(*plane.labels);
     return absl::OkStatus();
+  }
+
+  bool Gather(const OpParams&, int width, int height, GatherMaps* maps) const override {
+    maps->x_src.resize(width);
+    for (int x = 0; x < width; ++x) maps->x_src[x] = width - 1 - x;
+    maps->y_src.resize(height);
+    for (int y = 0; y < height; ++y) maps->y_src[y] = y;
+    return true;
   }
 };
 

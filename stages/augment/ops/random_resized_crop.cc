@@ -7,6 +7,8 @@
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/internal/pillow_resample.h"
 #include "stages/augment/ops/kernels/label_plane.h"
+#include "stages/augment/ops/internal/geometry_args.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -15,11 +17,22 @@ namespace {
 class RandomResizedCrop : public Op {
  public:
   RandomResizedCrop(int height, int width, std::pair<double, double> scale,
-                    std::pair<double, double> ratio, Interpolation interpolation)
+                    std::pair<double, double> ratio, Interpolation interpolation,
+                    bool has_other, internal::PillowFilter other)
       : height_(height), width_(width), scale_(scale), ratio_(ratio),
-        interpolation_(interpolation) {}
+        interpolation_(interpolation), has_other_(has_other), other_(other) {}
 
   OpSize OutputSize(OpSize) const override { return {width_, height_}; }
+
+  // Targets: v2's resized_crop with the drawn box (top, left, height, width).
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
+    return internal::MoveTargetsBy(
+        detection::Geometry::ResizedCrop(static_cast<int>(p.v[0]), static_cast<int>(p.v[1]),
+                                         static_cast<int>(p.v[2]), static_cast<int>(p.v[3]),
+                                         height_, width_),
+        targets);
+  }
 
   // Params: top, left, height, width (RandomResizedCrop.get_params).
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {
@@ -42,8 +55,12 @@ class RandomResizedCrop : public Op {
     // F.resized_crop: crop, then resize the crop alone.
     const ImageView crop{src.pixels.data() + top * src.stride() + left * 3, w, h, 3,
                          src.stride()};
-    internal::PillowResample(crop, RectF{0, 0, static_cast<double>(w), static_cast<double>(h)},
-                             width_, height_, interpolation_, false, image.spare);
+    const RectF all{0, 0, static_cast<double>(w), static_cast<double>(h)};
+    if (has_other_) {
+      internal::PillowResampleFilter(crop, all, width_, height_, other_, image.spare);
+    } else {
+      internal::PillowResample(crop, all, width_, height_, interpolation_, false, image.spare);
+    }
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }
@@ -61,7 +78,8 @@ class RandomResizedCrop : public Op {
 
   bool PlanHead(const Op* next, double next_p, TransformOptions* o,
                 bool* absorbed_next) const override {
-    if (height_ != width_) return false;  // The fused head makes square outputs.
+    // The fused head makes square outputs, with the loader's three filters.
+    if (height_ != width_ || has_other_) return false;
     o->mode = Mode::kTrain;
     o->image_size = width_;
     o->scale_min = scale_.first;
@@ -78,6 +96,8 @@ class RandomResizedCrop : public Op {
   const int height_, width_;
   const std::pair<double, double> scale_, ratio_;
   const Interpolation interpolation_;
+  const bool has_other_;  // other_ (box, hamming, lanczos) in place of interpolation_.
+  const internal::PillowFilter other_;
 };
 
 FLOWLOADER_REGISTER_OP(
@@ -88,7 +108,8 @@ FLOWLOADER_REGISTER_OP(
                {"scale", "[0.08, 1.0]", "[min, max] within (0, 1]", "area fraction of the box"},
                {"ratio", "[0.75, 1.3333333333333333]", "[min, max], 0 < min <= max",
                 "aspect ratio (width / height) of the box, drawn log-uniformly"},
-               {"interpolation", "bilinear", "bilinear, bicubic or nearest",
+               {"interpolation", "bilinear",
+                "bilinear, bicubic, nearest, box, hamming or lanczos",
                 "the resize filter (PIL's)"},
                {"antialias", "null", "null or true", "accepted for torchvision's signature: "
                                                      "PIL images are always antialiased"}}}),
@@ -107,13 +128,16 @@ FLOWLOADER_REGISTER_OP(
         return ArgError(op, "ratio", "[min, max] with 0 < min <= max", ratio);
       }
       Interpolation interpolation;
-      if (absl::Status s = ReadInterpolation(op, args, "interpolation", &interpolation);
+      bool has_other = false;
+      internal::PillowFilter other{};
+      if (absl::Status s = internal::ReadResizeFilter(op, args, "interpolation", &interpolation,
+                                                      &has_other, &other);
           !s.ok()) {
         return s;
       }
       return std::unique_ptr<Op>(new RandomResizedCrop(
           h, w, {scale.numbers[0], scale.numbers[1]}, {ratio.numbers[0], ratio.numbers[1]},
-          interpolation));
+          interpolation, has_other, other));
     });
 
 }  // namespace

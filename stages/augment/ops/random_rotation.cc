@@ -3,6 +3,8 @@
 // (RandomRotation.get_params), then F.rotate, which is PIL's Image.rotate
 // (kernels/geometry.cc, PIL's bytes). With expand the output's size depends on the
 // angle, so a list must end its geometry with a fixed-size op after it.
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "stages/augment/ops/internal/geometry_args.h"
@@ -19,6 +21,14 @@ class RandomRotation : public Op {
       : degrees_(degrees), interpolation_(interpolation), expand_(expand), fill_(fill) {}
 
   OpSize OutputSize(OpSize in) const override { return expand_ ? OpSize{} : in; }
+  // With expand, the rotated corners' bounding box (kernels::Rotate's, plus its rounding).
+  OpSize WorkingSize(const OpParams& p, OpSize in) const override {
+    if (!expand_ || p.n < 1) return in;
+    const double r = p.v[0] * 3.14159265358979323846 / 180.0;
+    const double c = std::fabs(std::cos(r)), s = std::fabs(std::sin(r));
+    return {static_cast<int>(std::min(2e9, std::ceil(in.width * c + in.height * s) + 2)),
+            static_cast<int>(std::min(2e9, std::ceil(in.width * s + in.height * c) + 2))};
+  }
 
   // Params: angle (RandomRotation.get_params).
   void Draw(int, int, SampleRng& rng, OpParams* params) const override {

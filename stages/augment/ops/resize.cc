@@ -8,6 +8,8 @@
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/internal/pillow_resample.h"
 #include "stages/augment/ops/kernels/label_plane.h"
+#include "stages/augment/ops/internal/geometry_args.h"
+#include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -15,8 +17,10 @@ namespace {
 
 class Resize : public Op {
  public:
-  Resize(int height, int width, int max_size, Interpolation interpolation)
-      : height_(height), width_(width), max_size_(max_size), interpolation_(interpolation) {}
+  Resize(int height, int width, int max_size, Interpolation interpolation, bool has_other,
+         internal::PillowFilter other)
+      : height_(height), width_(width), max_size_(max_size), interpolation_(interpolation),
+        has_other_(has_other), other_(other) {}
 
   OpSize OutputSize(OpSize in) const override {
     if (width_ > 0) return {width_, height_};
@@ -26,13 +30,24 @@ class Resize : public Op {
     return out;
   }
 
+  // Targets: v2's resize (boxes scaled per axis, masks nearest).
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams&, detection::Targets* targets) const override {
+    int w = width_, h = height_;
+    if (width_ == 0) OutputFor(targets->canvas_width, targets->canvas_height, &w, &h);
+    return internal::MoveTargetsBy(detection::Geometry::Resize(h, w), targets);
+  }
+
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     const Image& src = *image.rgb;
     int w = width_, h = height_;
     if (width_ == 0) OutputFor(src.width, src.height, &w, &h);
-    internal::PillowResample(src.view(), RectF{0, 0, static_cast<double>(src.width),
-                                               static_cast<double>(src.height)},
-                             w, h, interpolation_, false, image.spare);
+    const RectF all{0, 0, static_cast<double>(src.width), static_cast<double>(src.height)};
+    if (has_other_) {
+      internal::PillowResampleFilter(src.view(), all, w, h, other_, image.spare);
+    } else {
+      internal::PillowResample(src.view(), all, w, h, interpolation_, false, image.spare);
+    }
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }
@@ -55,8 +70,8 @@ class Resize : public Op {
     OpSize crop = next != nullptr && next->name() == "center_crop" && next_p == 1
                       ? next->OutputSize({})
                       : OpSize{};
-    if (width_ != 0 || max_size_ > 0 || !crop.Known() || crop.width != crop.height ||
-        crop.width > height_) {
+    if (width_ != 0 || max_size_ > 0 || has_other_ || !crop.Known() ||
+        crop.width != crop.height || crop.width > height_) {
       return false;
     }
     o->mode = Mode::kEval;
@@ -84,13 +99,16 @@ class Resize : public Op {
   const int height_, width_;  // width_ 0: height_ is the shorter side.
   const int max_size_;
   const Interpolation interpolation_;
+  const bool has_other_;  // other_ (box, hamming, lanczos) in place of interpolation_.
+  const internal::PillowFilter other_;
 };
 
 FLOWLOADER_REGISTER_OP(
     (OpSchema{"resize",
               "resizes to size: an integer sets the shorter side, [height, width] both",
               {{"size", "256", "an integer or [height, width]", "output size"},
-               {"interpolation", "bilinear", "bilinear, bicubic or nearest",
+               {"interpolation", "bilinear",
+                "bilinear, bicubic, nearest, box, hamming or lanczos",
                 "the resize filter (PIL's)"},
                {"max_size", "null", "null or an integer > size",
                 "caps the longer side (integer size only)"},
@@ -112,11 +130,14 @@ FLOWLOADER_REGISTER_OP(
         max_size = static_cast<int>(m.numbers[0]);
       }
       Interpolation interpolation;
-      if (absl::Status s = ReadInterpolation(op, args, "interpolation", &interpolation);
+      bool has_other = false;
+      internal::PillowFilter other{};
+      if (absl::Status s = internal::ReadResizeFilter(op, args, "interpolation", &interpolation,
+                                                      &has_other, &other);
           !s.ok()) {
         return s;
       }
-      return std::unique_ptr<Op>(new Resize(h, w, max_size, interpolation));
+      return std::unique_ptr<Op>(new Resize(h, w, max_size, interpolation, has_other, other));
     });
 
 }  // namespace

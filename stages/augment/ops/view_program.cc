@@ -13,8 +13,16 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "stages/augment/ops/kernels/label_plane.h"
+#include "stages/core/sample_error.h"
 
 namespace flowloader::augment {
+
+// Thread-local working images of the pixel passes: capacity kept across samples.
+struct WorkingImages {
+  Image rgb;
+  Image spare;
+};
+
 namespace {
 
 // SplitTopLevel splits `text` at `sep` outside brackets and parentheses.
@@ -70,11 +78,10 @@ bool IsIdentifier(const std::string& name) {
   return true;
 }
 
-// Thread-local working images of the pixel passes: capacity kept across samples.
-struct WorkingImages {
-  Image rgb;
-  Image spare;
-};
+
+// kKeptWorkingBytes is what a thread's working images may keep between samples besides
+// the planned scratch (a list without a fixed size works on the images' own sizes).
+constexpr size_t kKeptWorkingBytes = size_t{16} << 20;
 
 // ThreadWorkingImages: a pair per head size (a list's ops mostly keep its head's size),
 // so that a thread running views of different sizes (DINO's 224² and 96²) does not grow
@@ -142,7 +149,7 @@ uint64_t OpStream(uint64_t view_stream, size_t op) {
 
 bool ShouldApply(const Op& op, SampleRng& rng) {
   // RandomApply and the Random* classes: applied when a uniform draw falls below p.
-  return op.p() >= 1 || rng.Uniform(0, 1) < op.p();
+  return op.p() >= 1 || op.OwnsP() || rng.Uniform(0, 1) < op.p();
 }
 
 absl::StatusOr<std::vector<OpText>> ParseOpListText(const std::string& text) {
@@ -219,8 +226,8 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
   if (!size.Known()) {
     return fail(ops.size() - 1,
                 "the view's output size depends on the image: batch tensors need a fixed "
-                "size, so end the geometry with random_resized_crop, center_crop, random_crop "
-                "or resize to [height, width]");
+                "size, so end the geometry with random_resized_crop, center_crop, random_crop, "
+                "fixed_size_crop or resize to [height, width]");
   }
   program->output_size_ = size;
 
@@ -272,9 +279,17 @@ size_t ViewProgram::output_bytes() const {
          (is_float() ? sizeof(float) : 1);
 }
 
+absl::Status ViewProgram::CheckMemory(int64_t held, int64_t need,
+                                      const std::string& what) const {
+  if (worker_memory_ == nullptr || worker_memory_->bytes() <= 0) return absl::OkStatus();
+  return worker_memory_->Check(held + need, reason::kOpMemory, what);
+}
+
 absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
-                                      size_t end, OpImage& image,
-                                      const OpObserver* observer, LabelPlane* labels) const {
+                                      size_t end, OpImage& image, int64_t held,
+                                      const OpObserver* observer,
+                                      detection::Targets* targets,
+                                      LabelPlane* labels) const {
   for (size_t i = begin; i < end; ++i) {
     const Op& op = *ops_[i];
     const int64_t start = NowNanos();
@@ -285,8 +300,26 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
                                                                               : image.height;
     if (ShouldApply(op, rng)) {
       OpParams params;
-      op.Draw(w, h, rng, &params);
-      if (absl::Status s = op.Apply(params, image); !s.ok()) {
+      if (targets != nullptr) {
+        op.DrawWithTargets(w, h, *targets, rng, &params);
+      } else {
+        op.Draw(w, h, rng, &params);
+      }
+      if (op.Input() == PixelForm::kUint8HWC && worker_memory_ != nullptr) {
+        // Its input and output side by side, with the decoded image the sample holds.
+        const OpSize out = op.WorkingSize(params, OpSize{w, h});
+        const int64_t need = 3 * (int64_t{w} * h + int64_t{out.width} * out.height);
+        if (absl::Status s = CheckMemory(
+                held, need, absl::StrCat(op.name(), " (op ", i + 1, ") making ", out.width,
+                                         "x", out.height, " from ", w, "x", h));
+            !s.ok()) {
+          return s;
+        }
+      }
+      absl::Status s = op.Apply(params, image);
+      // The targets move with the pixels (after Apply, which checked the parameters).
+      if (s.ok() && targets != nullptr) s = op.MoveTargets(params, targets);
+      if (!s.ok()) {
         // The op's reason payload (python_error from a Lambda) stays, for the skip count.
         absl::Status out = absl::InvalidArgumentError(absl::StrCat(op.name(), ": ", s.message()));
         s.ForEachPayload([&out](absl::string_view url, const absl::Cord& payload) {
@@ -312,9 +345,30 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
 
 absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPlan* plan,
                               const SampleKey& key, uint64_t view_stream, void* dst,
-                              const OpObserver* observer, LabelPlane* labels) const {
+                              const OpObserver* observer, detection::Targets* targets,
+                              LabelPlane* labels) const {
   const int head_size = head_ != nullptr ? head_->options().image_size : 0;
   WorkingImages& work = ThreadWorkingImages(head_size);
+  absl::Status status =
+      RunIn(work, decoded, plan, key, view_stream, dst, observer, targets, labels);
+  // A thread keeps its working images for the next sample, up to what the plan counts
+  // for them (or 16 MiB): larger ones, made for one large image, go back at once, so a
+  // thread never keeps what only one sample needed.
+  const size_t keep = std::max(scratch_bytes_, kKeptWorkingBytes);
+  if (work.rgb.pixels.capacity() + work.spare.pixels.capacity() > keep) {
+    work.rgb = Image();
+    work.spare = Image();
+  }
+  return status;
+}
+
+absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage& decoded,
+                                const CropPlan* plan, const SampleKey& key,
+                                uint64_t view_stream, void* dst,
+                                const OpObserver* observer, detection::Targets* targets,
+                                LabelPlane* labels) const {
+  // The sample's decoded pixels stay allocated while the ops run.
+  const int64_t held = static_cast<int64_t>(decoded.image.pixels.size());
   OpImage image;
   image.rgb = &work.rgb;
   image.spare = &work.spare;
@@ -340,8 +394,16 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
     costs_[0].busy_ns.fetch_add(took, std::memory_order_relaxed);
     costs_[0].runs.fetch_add(1, std::memory_order_relaxed);
     if (observer != nullptr) observer->OpRan(0, start, took);
-  } else if (absl::Status s = CopyWholeImage(decoded, &work.rgb); !s.ok()) {
-    return s;
+  } else {
+    // The whole decoded image is copied in, beside the sample's own.
+    const Image& in = decoded.image;
+    if (absl::Status s = CheckMemory(
+            held, 3 * int64_t{in.width} * in.height,
+            absl::StrCat("the op list's copy of the whole ", in.width, "x", in.height, " image"));
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = CopyWholeImage(decoded, &work.rgb); !s.ok()) return s;
   }
 
   image.chw = static_cast<float*>(dst);
@@ -350,7 +412,8 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
   if (!fused_) {
     const size_t pixel_end = normalize_index_ >= 0 ? static_cast<size_t>(normalize_index_) + 1
                                                    : ops_.size();
-    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, observer, labels);
+    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, held, observer,
+                                 targets, labels);
     if (!s.ok()) return s;
     next = pixel_end;
     if (normalize_index_ < 0) {  // A uint8 view: its pixels are the batch tensor.
@@ -363,7 +426,8 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
       return absl::OkStatus();
     }
   }
-  return RunPixelOps(key, view_stream, next, ops_.size(), image, observer, labels);
+  return RunPixelOps(key, view_stream, next, ops_.size(), image, held, observer, targets,
+                     labels);
 }
 
 }  // namespace flowloader::augment

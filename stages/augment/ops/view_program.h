@@ -43,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/transform.h"
+#include "stages/core/worker_memory.h"
 #include "stages/decode/decoder.h"
 
 namespace flowloader::augment {
@@ -72,6 +73,8 @@ class OpObserver {
   virtual void OpRan(size_t op, int64_t start_nanos, int64_t duration_nanos) const = 0;
 };
 
+struct WorkingImages;  // A thread's images (view_program.cc).
+
 class ViewProgram {
  public:
   // Create checks the list: every op known and its arguments valid; pixel ops before
@@ -96,6 +99,14 @@ class ViewProgram {
   // its size argument is the knob that shrinks it.
   int largest_op() const { return largest_op_; }
 
+  // set_worker_memory makes Run check, before an op allocates an image whose size only
+  // the sample knows (the whole decoded image copied in, a resize of the shorter side, a
+  // rotation with expand), that the sample's images fit what one worker may hold, and
+  // skip the sample as op_memory otherwise. Call before sharing the program.
+  void set_worker_memory(std::shared_ptr<const WorkerMemory> memory) {
+    worker_memory_ = std::move(memory);
+  }
+
   // Run writes one sample's view to `dst` (output_bytes() bytes). `plan` is the head's
   // crop drawn from the header (nullptr: the head is planned here, on the whole decoded
   // image); `decoded` must then be what decode made for it. `key` identifies the
@@ -105,13 +116,18 @@ class ViewProgram {
     uint64_t epoch = 0;
     uint64_t index = 0;
   };
-  // `observer`, when not null, hears of each op applied (see OpObserver). `labels`, when
-  // not null, is the sample's label map at the decoded image's size: the head and every
-  // op that applies move it with the pixels (Create's caller refuses lists with an op
-  // that cannot: MovesLabels).
+  // `observer`, when not null, hears of each op applied (see OpObserver). `targets`, when
+  // not null, are the sample's detection targets on the canvas the ops after the head
+  // start from (the caller moves them through the head, whose geometry the plan holds):
+  // each op after the head moves them as it moves the pixels (Op::MoveTargets).
+  // `labels`, when not null, is the sample's label map at the decoded image's size: the
+  // head and every op that applies move it with the pixels (Create's caller refuses
+  // lists with an op that cannot: MovesLabels).
   absl::Status Run(const decode::DecodedImage& decoded, const CropPlan* plan,
                    const SampleKey& key, uint64_t view_stream, void* dst,
-                   const OpObserver* observer = nullptr, LabelPlane* labels = nullptr) const;
+                   const OpObserver* observer = nullptr,
+                   detection::Targets* targets = nullptr,
+                   LabelPlane* labels = nullptr) const;
 
   // The ops, in order (a head counts as its first op), their names and their costs.
   size_t size() const { return ops_.size(); }
@@ -129,8 +145,17 @@ class ViewProgram {
  private:
   ViewProgram() = default;
   absl::Status RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
-                           size_t end, OpImage& image, const OpObserver* observer,
+                           size_t end, OpImage& image, int64_t held,
+                           const OpObserver* observer, detection::Targets* targets,
                            LabelPlane* labels) const;
+  // RunIn is Run on the thread's working images `work`.
+  absl::Status RunIn(WorkingImages& work, const decode::DecodedImage& decoded,
+                     const CropPlan* plan, const SampleKey& key, uint64_t view_stream,
+                     void* dst, const OpObserver* observer,
+                     detection::Targets* targets, LabelPlane* labels) const;
+  // CheckMemory is OK when images of `need` bytes, with the `held` bytes of the decoded
+  // image, fit the worker's memory (or no limit is set); else op_memory naming `what`.
+  absl::Status CheckMemory(int64_t held, int64_t need, const std::string& what) const;
 
   std::vector<std::unique_ptr<Op>> ops_;
   std::unique_ptr<OpCost[]> costs_;
@@ -142,6 +167,7 @@ class ViewProgram {
   size_t scratch_bytes_ = 0;
   int largest_op_ = -1;
   std::string text_;
+  std::shared_ptr<const WorkerMemory> worker_memory_;  // Null: no limit.
 };
 
 // ShouldApply draws whether `op` applies to this sample (its p; RandomApply's draw).

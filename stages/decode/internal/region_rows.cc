@@ -9,19 +9,14 @@
 #include <cstring>
 
 namespace flowloader::decode::internal {
-namespace {
 
-// kMaxBoxShift bounds a block side at 2^12 so that a block's sum, at most
-// 255 × 2^(12 + 12) per channel, fits a uint32_t.
-constexpr int kMaxBoxShift = 12;
-
-// BoxShift is the largest s (up to kMaxBoxShift) with extent / 2^s >= target: at least
-// `target` decoded pixels remain, and fewer than twice that unless the cap binds.
 int BoxShift(double extent, int target) {
   int s = 0;
   while (s < kMaxBoxShift && extent / static_cast<double>(2 << s) >= target) ++s;
   return s;
 }
+
+namespace {
 
 // BlocksEnd is where whole blocks of 2^shift starting at `begin` first reach `end`,
 // clamped to `limit` (the image edge).

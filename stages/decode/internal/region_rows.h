@@ -27,6 +27,15 @@
 
 namespace flowloader::decode::internal {
 
+// kMaxBoxShift bounds a block side at 2^12 so that a block's sum, at most
+// 255 × 2^(12 + 12) per channel, fits a uint32_t.
+inline constexpr int kMaxBoxShift = 12;
+
+// BoxShift is the largest s (up to kMaxBoxShift) with extent / 2^s >= target: at least
+// `target` decoded pixels remain, and fewer than twice that unless the cap binds.
+int BoxShift(double extent, int target);
+
+
 // KeptBox is the part of the image a decode keeps: original pixels [x0, x1) × [y0, y1),
 // averaged over blocks of 2^shift_x × 2^shift_y pixels anchored at (x0, y0). x1 and y1
 // lie a whole number of blocks past x0 and y0, or at the image edge, so only blocks on

@@ -55,4 +55,19 @@ absl::Status RequireNull(const std::string& op, const OpArgs& args, const std::s
   return absl::OkStatus();
 }
 
+absl::Status ReadResizeFilter(const std::string& op, const OpArgs& args, const std::string& arg,
+                              Interpolation* interpolation, bool* has_other, PillowFilter* other) {
+  const std::string& word = args.Word(arg);
+  *has_other = word == "box" || word == "hamming" || word == "lanczos";
+  if (!*has_other) {
+    if (ReadInterpolation(op, args, arg, interpolation).ok()) return absl::OkStatus();
+    return ArgError(op, arg, "bilinear, bicubic, nearest, box, hamming or lanczos",
+                    args.Get(arg));
+  }
+  *interpolation = Interpolation::kBilinear;  // Unused: `other` is the filter.
+  *other = word == "box" ? PillowFilter::kBox
+           : word == "hamming" ? PillowFilter::kHamming : PillowFilter::kLanczos;
+  return absl::OkStatus();
+}
+
 }  // namespace flowloader::augment::internal

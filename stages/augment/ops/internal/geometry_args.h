@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "stages/augment/internal/pillow_resample.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment::internal {
@@ -36,6 +37,12 @@ absl::Status ReadBool(const std::string& op, const OpArgs& args, const std::stri
 // signature whose other values flowloader does not implement), saying why.
 absl::Status RequireNull(const std::string& op, const OpArgs& args, const std::string& arg,
                          const std::string& why);
+
+// ReadResizeFilter reads a resize's interpolation: what ReadInterpolation takes into
+// `interpolation`, or box, hamming or lanczos (Pillow's other resize filters) into
+// `other` (set only then).
+absl::Status ReadResizeFilter(const std::string& op, const OpArgs& args, const std::string& arg,
+                              Interpolation* interpolation, bool* has_other, PillowFilter* other);
 
 }  // namespace flowloader::augment::internal
 

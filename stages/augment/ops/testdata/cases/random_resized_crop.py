@@ -6,7 +6,8 @@ import torchvision.transforms.functional as F
 from harness import Distribution, Parity
 
 MODES = {"bilinear": T.InterpolationMode.BILINEAR, "bicubic": T.InterpolationMode.BICUBIC,
-         "nearest": T.InterpolationMode.NEAREST}
+         "nearest": T.InterpolationMode.NEAREST, "box": T.InterpolationMode.BOX,
+         "hamming": T.InterpolationMode.HAMMING, "lanczos": T.InterpolationMode.LANCZOS}
 
 
 def box(pil):
@@ -23,8 +24,9 @@ PARITY = [
     Parity(f"random_resized_crop(size=[40, 56], interpolation={m})", box,
            reference(m, [40, 56]), max_diff=0)
     for m in MODES
-] + [Parity("random_resized_crop(size=96, interpolation=bicubic)", box,
-            reference("bicubic", [96, 96]), max_diff=0)]
+] + [Parity(f"random_resized_crop(size={n}, interpolation={m})", box,
+            reference(m, [n, n]), max_diff=0)
+     for m, n in (("bicubic", 96), ("lanczos", 96), ("box", 9), ("hamming", 131))]
 
 
 def draws(scale, ratio):
@@ -46,7 +48,7 @@ DISTRIBUTION = [
 REFUSED = [
     ("random_resized_crop(size=0)", "size must be"),
     ("random_resized_crop(scale=[0.5, 0.2])", "scale must be"),
-    ("random_resized_crop(interpolation=lanczos)", "interpolation must be"),
+    ("random_resized_crop(interpolation=sinc)", "interpolation must be"),
     ("random_resized_crop(sise=3)", "did you mean 'size'"),
     ("random_resized_crop(p=1.5)", "p must be a number in [0, 1]"),
 ]

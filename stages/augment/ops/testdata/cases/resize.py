@@ -4,7 +4,8 @@ import torchvision.transforms.functional as F
 from harness import Parity
 
 MODES = {"bilinear": T.InterpolationMode.BILINEAR, "bicubic": T.InterpolationMode.BICUBIC,
-         "nearest": T.InterpolationMode.NEAREST}
+         "nearest": T.InterpolationMode.NEAREST, "box": T.InterpolationMode.BOX,
+         "hamming": T.InterpolationMode.HAMMING, "lanczos": T.InterpolationMode.LANCZOS}
 
 PARITY = [
     Parity(f"resize(size=[37, 50], interpolation={m})", [],
@@ -12,6 +13,8 @@ PARITY = [
     for m in MODES
 ] + [
     Parity("resize(size=120)", [], lambda pil, p: F.resize(pil, 120), max_diff=0),
+    Parity("resize(size=[300, 7], interpolation=lanczos)", [],
+           lambda pil, p: F.resize(pil, [300, 7], MODES["lanczos"]), max_diff=0),
     Parity("resize(size=30, max_size=40, interpolation=bicubic)", [],
            lambda pil, p: F.resize(pil, 30, T.InterpolationMode.BICUBIC, max_size=40),
            max_diff=0),
@@ -23,4 +26,5 @@ REFUSED = [
     ("resize(size=[1, 2, 3])", "size must be"),
     ("resize(size=[10, 20], max_size=30)", "max_size must be null"),
     ("resize(size=50, max_size=40)", "max_size must be"),
+    ("resize(interpolation=sinc)", "interpolation must be"),
 ]

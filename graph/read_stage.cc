@@ -1,0 +1,131 @@
+// read_stage.cc: the read stage: a sample's file, or its member of a tar shard with one
+// positioned read, through the dataset's Env (pread, an HTTP range request, an S3 GET).
+// For remote data it starts the reads of the samples coming next on a ReadAhead
+// (stages/reader/read_ahead.h), so that many requests are in flight, not one per worker.
+#include "graph/read_stage.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "graph/internal/sample_buffers.h"
+#include "stages/reader/file_reader.h"
+#include "stages/reader/read_ahead.h"
+#include "stages/reader/schemes.h"
+
+namespace flowloader {
+namespace {
+
+using graph_internal::Borrow;
+
+class ReadStage : public SampleStage {
+ public:
+  ReadStage(const Dataset* dataset, std::unique_ptr<FileReader> reader,
+            std::unique_ptr<FileReader> shard_reader, std::unique_ptr<ReadAhead> read_ahead)
+      : dataset_(dataset),
+        reader_(std::move(reader)),
+        shard_reader_(std::move(shard_reader)),
+        read_ahead_(std::move(read_ahead)) {}
+
+  absl::Status Process(SampleContext& sample) const override {
+    const SampleSource& source = *sample.source;
+    // Known bad when listed (no image or label, a damaged shard): skipped by its reason.
+    if (!source.error.ok()) return source.error;
+    if (read_ahead_ != nullptr) {
+      absl::Status status;
+      if (read_ahead_->Take({sample.epoch, sample.position}, &sample.bytes, &status)) {
+        return status;
+      }
+    }
+    Borrow(sample.bytes);
+    return Read(source, sample.path, &sample.bytes);
+  }
+  size_t BytesProduced(const SampleContext& sample) const override {
+    return sample.bytes.size();
+  }
+
+  // Two batches' worth of the in-flight ceiling: enough that the reads started keep the
+  // limit busy while the workers take the finished ones.
+  int64_t AnnounceWindow() const override {
+    return read_ahead_ == nullptr ? 0 : 2 * int64_t{read_ahead_->options().max_in_flight};
+  }
+  void Announce(int64_t epoch, int64_t position, int64_t index) const override {
+    const SampleSource& source = dataset_->sample(index);
+    if (!source.error.ok()) return;
+    std::string path = dataset_->FullPath(index);
+    if (!IsRemotePath(path)) return;  // Local files of a mixture: read by the workers.
+    read_ahead_->Start({epoch, position},
+                       [this, &source, path = std::move(path)](std::string* contents) {
+                         return Read(source, path, contents);
+                       });
+  }
+
+ private:
+  absl::Status Read(const SampleSource& source, const std::string& path,
+                    std::string* contents) const {
+    if (source.shard >= 0) {
+      return shard_reader_->ReadRange(path, source.offset, source.size, contents);
+    }
+    return reader_->Read(path, contents);
+  }
+
+  const Dataset* const dataset_;
+  std::unique_ptr<FileReader> reader_;
+  std::unique_ptr<FileReader> shard_reader_;
+  std::unique_ptr<ReadAhead> read_ahead_;  // Null unless the data is remote.
+};
+
+// HasRemoteData reports whether any of `dataset`'s sources is remote (s3://, http(s)://).
+bool HasRemoteData(const Dataset& dataset) {
+  if (dataset.storage() == nullptr) return false;
+  for (size_t s = 0; s < dataset.source_names().size(); ++s) {
+    const int32_t source = static_cast<int32_t>(s);
+    if (dataset.source_size(source) > 0 &&
+        IsRemotePath(dataset.FullPath(dataset.source_offset(source)))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SampleStage>> MakeReadStage(const StageArgs& args, StageEnv& env) {
+  FileReaderOptions o;
+  o.max_retries = static_cast<int>(args.GetInt("max_retries"));
+  o.initial_backoff = absl::Microseconds(args.GetFloat("backoff_ms") * 1000.0);
+  o.max_file_bytes = args.GetInt("max_file_bytes");
+  // Files of their own go through the dataset's StorageEnv when it has one (an s3://
+  // ImageFolder), which passes local paths to the same env.env.
+  o.env = env.dataset != nullptr && env.dataset->storage() != nullptr ? env.dataset->shard_env()
+                                                                      : env.env;
+  absl::StatusOr<std::unique_ptr<FileReader>> reader = FileReader::Create(o);
+  if (!reader.ok()) return reader.status();
+  if (env.dataset != nullptr) o.env = env.dataset->shard_env();
+  absl::StatusOr<std::unique_ptr<FileReader>> shard_reader = FileReader::Create(o);
+  if (!shard_reader.ok()) return shard_reader.status();
+  std::unique_ptr<ReadAhead> read_ahead;
+  const int limit = env.dataset != nullptr && env.dataset->storage() != nullptr
+                        ? env.dataset->storage()->options().http.read_ahead
+                        : 0;
+  if (limit != 0 && HasRemoteData(*env.dataset)) {
+    ReadAheadOptions ra;
+    ra.adaptive = limit == HttpOptions::kReadAheadAuto;
+    if (!ra.adaptive) ra.max_in_flight = ra.min_in_flight = limit;
+    absl::StatusOr<std::unique_ptr<ReadAhead>> made = ReadAhead::Create(ra);
+    if (!made.ok()) return made.status();
+    read_ahead = std::move(*made);
+    env.memory.push_back(
+        {"read ahead", "read_ahead", ra.max_bytes,
+         absl::StrCat("remote reads finished ahead of the read stage, at most ",
+                      ra.max_bytes >> 20, " MiB (", ra.adaptive ? "up to " : "",
+                      ra.max_in_flight, " requests in flight)"),
+         {"read_ahead"}});
+  }
+  return std::unique_ptr<SampleStage>(new ReadStage(
+      env.dataset, std::move(*reader), std::move(*shard_reader), std::move(read_ahead)));
+}
+
+}  // namespace flowloader

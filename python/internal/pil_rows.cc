@@ -1,0 +1,205 @@
+// pil_rows.cc: PIL rows through gather maps (pil_rows.h).
+//
+// Speed: the common maps get straight loops; a row read in order is 4 pixels at a time
+// (RGBX <-> RGB with pshufb, SSSE3 being in the build's x86-64-v2 baseline), a reversed
+// row (a horizontal flip) 4 pixels at a time reversed with pshufd, and any other map a
+// per-pixel gather.
+#include "python/internal/pil_rows.h"
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#if defined(__SSSE3__)
+#include <tmmintrin.h>
+#endif
+
+namespace flowloader::python_internal::pil_rows {
+namespace {
+
+// How a map of source indices reads its row.
+enum class Order { kForward, kReversed, kOther };
+
+bool HasFill(const std::vector<int>& map) {
+  for (int v : map) {
+    if (v < 0) return true;
+  }
+  return false;
+}
+
+// OrderOf: kForward where map[k] == map[0] + k, kReversed where map[k] == map[0] - k
+// (no fill in either), else kOther.
+Order OrderOf(const std::vector<int>& map) {
+  if (map.empty() || map[0] < 0) return Order::kOther;
+  bool forward = true, reversed = true;
+  for (size_t k = 0; k < map.size() && (forward || reversed); ++k) {
+    forward = forward && map[k] == map[0] + static_cast<int>(k);
+    reversed = reversed && map[k] == map[0] - static_cast<int>(k);
+  }
+  return forward ? Order::kForward : reversed ? Order::kReversed : Order::kOther;
+}
+
+// RgbxToRgb: n pixels of 4 bytes to n of 3.
+void RgbxToRgb(const uint8_t* s, uint8_t* d, int n) {
+  int x = 0;
+#if defined(__SSSE3__)
+  const __m128i pack = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  // 16 bytes are stored for 12: stop while 6 pixels (18 bytes) of room remain.
+  for (; x + 6 <= n; x += 4) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 4 * x));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 3 * x), _mm_shuffle_epi8(v, pack));
+  }
+#endif
+  for (; x < n; ++x) {
+    d[3 * x] = s[4 * x];
+    d[3 * x + 1] = s[4 * x + 1];
+    d[3 * x + 2] = s[4 * x + 2];
+  }
+}
+
+// RgbToRgbx: n pixels of 3 bytes to n of 4 (the fourth 255, as Pillow writes it).
+void RgbToRgbx(const uint8_t* s, uint8_t* d, int n) {
+  int x = 0;
+#if defined(__SSSE3__)
+  const __m128i spread = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+  const __m128i alpha = _mm_set1_epi32(static_cast<int>(0xFF000000u));
+  // 16 bytes are loaded for 12: stop while 6 pixels (18 bytes) of input remain.
+  for (; x + 6 <= n; x += 4) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 3 * x));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 4 * x),
+                     _mm_or_si128(_mm_shuffle_epi8(v, spread), alpha));
+  }
+#endif
+  for (; x < n; ++x) {
+    d[4 * x] = s[3 * x];
+    d[4 * x + 1] = s[3 * x + 1];
+    d[4 * x + 2] = s[3 * x + 2];
+    d[4 * x + 3] = 255;
+  }
+}
+
+// ReverseWords: d[x] = s[-x] for n 4-byte pixels (s points at the first one read).
+void ReverseWords(const uint8_t* s, uint8_t* d, int n) {
+  int x = 0;
+#if defined(__SSSE3__)
+  for (; x + 4 <= n; x += 4) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s - 4 * (x + 3)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 4 * x), _mm_shuffle_epi32(v, 0x1B));
+  }
+#endif
+  for (; x < n; ++x) std::memcpy(d + 4 * x, s - 4 * x, 4);
+}
+
+}  // namespace
+
+Maps BoxMaps(int left, int top, int width, int height) {
+  Maps m;
+  m.g.x_src.resize(width);
+  for (int x = 0; x < width; ++x) m.g.x_src[x] = left + x;
+  m.g.y_src.resize(height);
+  for (int y = 0; y < height; ++y) m.g.y_src[y] = top + y;
+  return m;
+}
+
+bool Then(Maps& acc, const augment::GatherMaps& next) {
+  const bool next_fills = HasFill(next.x_src) || HasFill(next.y_src);
+  if (acc.filled && next_fills && acc.g.fill != next.fill) return false;
+  auto compose = [](const std::vector<int>& inner, const std::vector<int>& outer) {
+    std::vector<int> out(outer.size());
+    const int n = static_cast<int>(inner.size());
+    for (size_t k = 0; k < outer.size(); ++k) {
+      out[k] = outer[k] < 0 || outer[k] >= n ? -1 : inner[outer[k]];
+    }
+    return out;
+  };
+  std::vector<int> x = compose(acc.g.x_src, next.x_src);
+  acc.g.y_src = compose(acc.g.y_src, next.y_src);
+  acc.g.x_src = std::move(x);
+  if (!acc.filled) acc.g.fill = next.fill;
+  acc.filled = acc.filled || next_fills;
+  return true;
+}
+
+void ReadRows(const uint8_t* const* rows, bool rgb, const Maps& m, Image* dst) {
+  const int width = static_cast<int>(m.g.x_src.size());
+  const int height = static_cast<int>(m.g.y_src.size());
+  dst->Resize(width, height, 3);
+  const bool forward = OrderOf(m.g.x_src) == Order::kForward;
+  for (int y = 0; y < height; ++y) {
+    uint8_t* d = dst->Row(y);
+    const int sy = m.g.y_src[y];
+    const uint8_t* row = sy >= 0 ? rows[sy] : nullptr;
+    if (row != nullptr && forward && rgb) {
+      RgbxToRgb(row + 4 * static_cast<size_t>(m.g.x_src[0]), d, width);
+      continue;
+    }
+    for (int x = 0; x < width; ++x, d += 3) {
+      const int sx = m.g.x_src[x];
+      if (row == nullptr || sx < 0) {
+        std::memcpy(d, m.g.fill.data(), 3);
+      } else if (rgb) {
+        std::memcpy(d, row + 4 * static_cast<size_t>(sx), 3);
+      } else {
+        d[0] = d[1] = d[2] = row[sx];
+      }
+    }
+  }
+}
+
+void WriteRows(const Image& src, const Maps& m, bool rgb, uint8_t* const* rows) {
+  const int width = static_cast<int>(m.g.x_src.size());
+  const int height = static_cast<int>(m.g.y_src.size());
+  const bool forward = OrderOf(m.g.x_src) == Order::kForward;
+  const uint8_t fill[4] = {m.g.fill[0], m.g.fill[1], m.g.fill[2], 255};
+  for (int y = 0; y < height; ++y) {
+    uint8_t* d = rows[y];
+    const int sy = m.g.y_src[y];
+    const uint8_t* row = sy >= 0 ? src.pixels.data() + static_cast<size_t>(sy) * src.stride()
+                                 : nullptr;
+    if (row != nullptr && forward && rgb) {
+      RgbToRgbx(row + 3 * static_cast<size_t>(m.g.x_src[0]), d, width);
+      continue;
+    }
+    for (int x = 0; x < width; ++x) {
+      const int sx = m.g.x_src[x];
+      const uint8_t* s = row != nullptr && sx >= 0 ? row + 3 * static_cast<size_t>(sx) : fill;
+      if (rgb) {
+        std::memcpy(d + 4 * x, s, 3);
+        d[4 * x + 3] = 255;
+      } else {
+        d[x] = s[0];
+      }
+    }
+  }
+}
+
+void CopyRows(const uint8_t* const* src, bool rgb, const Maps& m, uint8_t* const* dst) {
+  const int width = static_cast<int>(m.g.x_src.size());
+  const int height = static_cast<int>(m.g.y_src.size());
+  const size_t bpp = rgb ? 4 : 1;
+  const Order order = OrderOf(m.g.x_src);
+  const uint8_t fill[4] = {m.g.fill[0], m.g.fill[1], m.g.fill[2], 255};
+  for (int y = 0; y < height; ++y) {
+    uint8_t* d = dst[y];
+    const int sy = m.g.y_src[y];
+    const uint8_t* row = sy >= 0 ? src[sy] : nullptr;
+    if (row != nullptr && order == Order::kForward) {
+      std::memcpy(d, row + bpp * m.g.x_src[0], bpp * width);
+    } else if (row != nullptr && order == Order::kReversed && rgb) {
+      ReverseWords(row + 4 * static_cast<size_t>(m.g.x_src[0]), d, width);
+    } else if (rgb) {
+      for (int x = 0; x < width; ++x) {
+        const int sx = m.g.x_src[x];
+        std::memcpy(d + 4 * x, row != nullptr && sx >= 0 ? row + 4 * static_cast<size_t>(sx)
+                                                         : fill, 4);
+      }
+    } else {
+      for (int x = 0; x < width; ++x) {
+        const int sx = m.g.x_src[x];
+        d[x] = row != nullptr && sx >= 0 ? row[sx] : fill[0];
+      }
+    }
+  }
+}
+
+}  // namespace flowloader::python_internal::pil_rows

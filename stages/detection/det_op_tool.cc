@@ -1,0 +1,180 @@
+// det_op_tool: runs one op of a view's list on an image and its detection targets, for
+// testdata/detection_ops_parity_test.py, which compares the pixels, boxes, labels and
+// masks with the torchvision reference transforms given the same parameters, and the
+// draws of ops that look at the boxes (random_iou_crop) with the reference's loop.
+//
+// Reads commands from stdin, one per line, fields separated by tabs:
+//   apply  OP_TEXT  PARAMS  IMAGE_IN  IMAGE_OUT  TARGETS_IN  TARGETS_OUT
+//       Apply(PARAMS) to the image, MoveTargets(PARAMS) to the targets; "ok" or
+//       "error: ...". PARAMS: comma-separated numbers ("" for none).
+//   draw   OP_TEXT  W  H  TARGETS_IN  N  SEED
+//       N draws for a W x H image with those targets (DrawWithTargets), one line each:
+//       "APPLIED,P1,P2,..." (APPLIED: p's draw, 0 or 1).
+// Images: binary PPM (P6). Targets: a text header "W H K M" (canvas, instances, 1 when
+// masks follow), K lines "x0 y0 x1 y1 label iscrowd area" (xyxy), then, with masks, a
+// line "masks" and K × H × W raw bytes.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "stages/augment/ops/op.h"
+#include "stages/augment/ops/view_program.h"
+#include "stages/detection/targets.h"
+
+namespace flowloader {
+namespace {
+
+using augment::Op;
+using augment::OpParams;
+
+bool ReadPpm(const std::string& path, Image* img) {
+  std::ifstream in(path, std::ios::binary);
+  std::string magic;
+  int w = 0, h = 0, maxval = 0;
+  in >> magic >> w >> h >> maxval;
+  in.get();
+  if (magic != "P6" || w <= 0 || h <= 0 || maxval != 255) return false;
+  img->Resize(w, h, 3);
+  in.read(reinterpret_cast<char*>(img->pixels.data()), img->pixels.size());
+  return static_cast<bool>(in);
+}
+
+bool WritePpm(const std::string& path, const Image& img) {
+  std::ofstream out(path, std::ios::binary);
+  out << "P6\n" << img.width << " " << img.height << "\n255\n";
+  out.write(reinterpret_cast<const char*>(img.pixels.data()), img.pixels.size());
+  return static_cast<bool>(out);
+}
+
+bool ReadTargets(const std::string& path, detection::Targets* t) {
+  std::ifstream in(path, std::ios::binary);
+  int64_t k = 0;
+  int m = 0;
+  in >> t->canvas_width >> t->canvas_height >> k >> m;
+  if (!in || k < 0 || t->canvas_width <= 0 || t->canvas_height <= 0) return false;
+  for (int64_t i = 0; i < k; ++i) {
+    float b[4], area;
+    int64_t label, crowd;
+    in >> b[0] >> b[1] >> b[2] >> b[3] >> label >> crowd >> area;
+    t->boxes.insert(t->boxes.end(), b, b + 4);
+    t->labels.push_back(label);
+    t->iscrowd.push_back(crowd);
+    t->area.push_back(area);
+  }
+  t->has_masks = m != 0;
+  if (t->has_masks) {
+    std::string word;
+    in >> word;
+    in.get();
+    t->masks.resize(t->mask_plane() * static_cast<size_t>(k));
+    in.read(reinterpret_cast<char*>(t->masks.data()), static_cast<std::streamsize>(t->masks.size()));
+  }
+  return static_cast<bool>(in);
+}
+
+bool WriteTargets(const std::string& path, const detection::Targets& t) {
+  std::ofstream out(path, std::ios::binary);
+  out << t.canvas_width << " " << t.canvas_height << " " << t.size() << " "
+      << (t.has_masks ? 1 : 0) << "\n";
+  for (int64_t i = 0; i < t.size(); ++i) {
+    out << absl::StrFormat("%.9g %.9g %.9g %.9g %d %d %.9g\n", t.boxes[4 * i], t.boxes[4 * i + 1],
+                           t.boxes[4 * i + 2], t.boxes[4 * i + 3], t.labels[i], t.iscrowd[i],
+                           t.area[i]);
+  }
+  if (t.has_masks) {
+    out << "masks\n";
+    out.write(reinterpret_cast<const char*>(t.masks.data()),
+              static_cast<std::streamsize>(t.masks.size()));
+  }
+  return static_cast<bool>(out);
+}
+
+absl::StatusOr<std::unique_ptr<Op>> MakeOp(const std::string& text) {
+  absl::StatusOr<std::vector<augment::OpText>> ops = augment::ParseOpListText(text);
+  if (!ops.ok()) return ops.status();
+  if (ops->size() != 1) return absl::InvalidArgumentError("need exactly one op");
+  return augment::OpRegistry::Global().Create((*ops)[0].name, (*ops)[0].args);
+}
+
+std::string Apply(const std::vector<std::string>& f) {
+  if (f.size() != 7) return "error: apply needs OP PARAMS IMAGE_IN IMAGE_OUT TARGETS_IN TARGETS_OUT";
+  absl::StatusOr<std::unique_ptr<Op>> op = MakeOp(f[1]);
+  if (!op.ok()) return absl::StrCat("error: ", op.status().message());
+  OpParams params;
+  if (!f[2].empty()) {
+    for (absl::string_view part : absl::StrSplit(f[2], ',')) {
+      double v = 0;
+      if (!absl::SimpleAtod(part, &v)) return absl::StrCat("error: bad param ", part);
+      params.Push(v);
+    }
+  }
+  Image rgb, spare;
+  if (!ReadPpm(f[3], &rgb)) return absl::StrCat("error: cannot read ", f[3]);
+  detection::Targets targets;
+  if (!ReadTargets(f[5], &targets)) return absl::StrCat("error: cannot read ", f[5]);
+  if ((*op)->Targets() == Op::TargetEffect::kRefuses) return "error: the op refuses targets";
+  augment::OpImage image;
+  image.rgb = &rgb;
+  image.spare = &spare;
+  if (absl::Status s = (*op)->Apply(params, image); !s.ok()) {
+    return absl::StrCat("error: ", s.message());
+  }
+  if (absl::Status s = (*op)->MoveTargets(params, &targets); !s.ok()) {
+    return absl::StrCat("error: ", s.message());
+  }
+  if (targets.canvas_width != rgb.width || targets.canvas_height != rgb.height) {
+    return absl::StrCat("error: the image became ", rgb.width, "x", rgb.height,
+                        ", the targets' canvas ", targets.canvas_width, "x",
+                        targets.canvas_height);
+  }
+  if (!WritePpm(f[4], rgb) || !WriteTargets(f[6], targets)) return "error: cannot write";
+  return "ok";
+}
+
+std::string Draw(const std::vector<std::string>& f) {
+  int w = 0, h = 0, n = 0;
+  uint64_t seed = 0;
+  if (f.size() != 7 || !absl::SimpleAtoi(f[2], &w) || !absl::SimpleAtoi(f[3], &h) ||
+      !absl::SimpleAtoi(f[5], &n) || !absl::SimpleAtoi(f[6], &seed)) {
+    return "error: draw needs OP W H TARGETS N SEED";
+  }
+  absl::StatusOr<std::unique_ptr<Op>> op = MakeOp(f[1]);
+  if (!op.ok()) return absl::StrCat("error: ", op.status().message());
+  detection::Targets targets;
+  if (!ReadTargets(f[4], &targets)) return absl::StrCat("error: cannot read ", f[4]);
+  std::vector<std::string> lines;
+  for (int i = 0; i < n; ++i) {
+    SampleRng rng(seed, 0, static_cast<uint64_t>(i), augment::OpStream(0, 0));
+    const bool applied = augment::ShouldApply(**op, rng);
+    OpParams params;
+    if (applied) (*op)->DrawWithTargets(w, h, targets, rng, &params);
+    std::vector<std::string> fields = {applied ? "1" : "0"};
+    for (int k = 0; k < params.n; ++k) fields.push_back(absl::StrCat(params.v[k]));
+    lines.push_back(absl::StrJoin(fields, ","));
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
+}  // namespace
+}  // namespace flowloader
+
+int main() {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    const std::vector<std::string> f = absl::StrSplit(line, '\t');
+    std::string reply;
+    if (f[0] == "apply") reply = flowloader::Apply(f);
+    else if (f[0] == "draw") reply = flowloader::Draw(f);
+    else reply = "error: unknown command " + f[0];
+    std::cout << reply << "\nEND" << std::endl;
+  }
+  return 0;
+}

@@ -1,0 +1,181 @@
+#include "stages/reader/read_ahead.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace flowloader {
+
+namespace {
+
+// The limit is re-estimated every this many takes: often enough to grow within a batch
+// or two, over enough samples that one slow read does not swing it.
+constexpr int64_t kEstimateEvery = 32;
+// Headroom over Little's law: latencies vary, and a read that finishes late stalls a
+// worker.
+constexpr double kHeadroom = 1.5;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ReadAhead>> ReadAhead::Create(const ReadAheadOptions& options) {
+  if (options.max_in_flight < 1 || options.min_in_flight < 1 ||
+      options.min_in_flight > options.max_in_flight) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "read_ahead: in-flight limits must be 1 <= min <= max, got min ",
+        options.min_in_flight, " max ", options.max_in_flight));
+  }
+  if (options.max_bytes <= 0 || options.max_entries < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "read_ahead: max_bytes must be > 0 and max_entries >= 1, got ", options.max_bytes,
+        " and ", options.max_entries));
+  }
+  return std::unique_ptr<ReadAhead>(new ReadAhead(options));
+}
+
+ReadAhead::ReadAhead(const ReadAheadOptions& options) : options_(options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  limit_ = options.adaptive ? options.min_in_flight : options.max_in_flight;
+  window_start_ = absl::Now();
+}
+
+ReadAhead::~ReadAhead() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    queue_.clear();
+  }
+  work_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void ReadAhead::Start(Key key, ReadFn read) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_ || entries_.count(key) > 0) return;
+  entries_[key].read = std::move(read);
+  queue_.push_back(key);
+  order_.push_back(key);
+  ForgetLocked();
+  // A thread per read in flight, made when none is free (threads_ only grows here).
+  if (idle_threads_ == 0 && static_cast<int>(threads_.size()) < limit_) {
+    threads_.emplace_back([this] { Work(); });
+    stats_.threads = static_cast<int>(threads_.size());
+  }
+  work_.notify_one();
+}
+
+void ReadAhead::ForgetLocked() {
+  while (static_cast<int>(order_.size()) > options_.max_entries) {
+    auto it = entries_.find(order_.front());
+    if (it != entries_.end() && it->second.state == State::kRunning) break;
+    if (it != entries_.end()) {
+      if (it->second.state == State::kDone) done_bytes_ -= it->second.bytes.size();
+      entries_.erase(it);
+      ++stats_.dropped;
+    }
+    order_.pop_front();
+  }
+  // Keys already taken linger in order_ until they reach its front; trim those too, so
+  // it stays about as long as entries_.
+  while (!order_.empty() && entries_.count(order_.front()) == 0) order_.pop_front();
+}
+
+bool ReadAhead::CanStartLocked() const {
+  return !queue_.empty() && running_ < limit_ && done_bytes_ < options_.max_bytes;
+}
+
+void ReadAhead::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    ++idle_threads_;
+    work_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop_ || CanStartLocked();
+    });
+    --idle_threads_;
+    if (stop_) return;
+    const Key key = queue_.front();
+    queue_.pop_front();
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.state != State::kQueued) continue;  // Taken.
+    it->second.state = State::kRunning;
+    ReadFn read = std::move(it->second.read);
+    ++running_;
+    ++stats_.started;
+    stats_.peak_in_flight = std::max(stats_.peak_in_flight, running_);
+    lock.unlock();
+    std::string bytes;
+    const absl::Time t0 = absl::Now();
+    absl::Status status = read(&bytes);
+    const absl::Duration latency = absl::Now() - t0;
+    lock.lock();
+    --running_;
+    total_latency_ += latency;
+    ++finished_;
+    window_latency_ += latency;
+    ++window_reads_;
+    // A running entry is never erased (Take waits, Forget skips it).
+    Entry& entry = entries_[key];
+    entry.state = State::kDone;
+    entry.bytes = std::move(bytes);
+    entry.status = std::move(status);
+    done_bytes_ += entry.bytes.size();
+    done_.notify_all();
+  }
+}
+
+bool ReadAhead::Take(Key key, std::string* contents, absl::Status* status) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const absl::Time now = absl::Now();
+  if (++window_takes_ >= kEstimateEvery) EstimateLocked(now);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    ++stats_.unknown;
+    return false;
+  }
+  if (it->second.state == State::kQueued) {
+    entries_.erase(it);  // Its queue_ key is skipped when reached.
+    ++stats_.not_started;
+    return false;
+  }
+  if (it->second.state == State::kRunning) {
+    ++stats_.waited;
+    done_.wait(lock, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return it->second.state == State::kDone;
+    });
+  } else {
+    ++stats_.ready;
+  }
+  contents->swap(it->second.bytes);
+  *status = std::move(it->second.status);
+  done_bytes_ -= contents->size();
+  entries_.erase(it);
+  lock.unlock();
+  work_.notify_one();  // Bytes were freed: a read may start.
+  return true;
+}
+
+void ReadAhead::EstimateLocked(absl::Time now) {
+  const double seconds = absl::ToDoubleSeconds(now - window_start_);
+  if (options_.adaptive && window_reads_ > 0 && seconds > 0) {
+    const double rate = static_cast<double>(window_takes_) / seconds;
+    const double latency = absl::ToDoubleSeconds(window_latency_) / window_reads_;
+    const int target = static_cast<int>(std::ceil(kHeadroom * rate * latency)) + 2;
+    const int before = limit_;
+    limit_ = std::clamp(target, options_.min_in_flight, options_.max_in_flight);
+    if (limit_ > before) work_.notify_all();
+  }
+  window_start_ = now;
+  window_takes_ = window_reads_ = 0;
+  window_latency_ = absl::ZeroDuration();
+}
+
+ReadAheadStats ReadAhead::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ReadAheadStats s = stats_;
+  s.limit = limit_;
+  s.mean_latency = finished_ > 0 ? total_latency_ / finished_ : absl::ZeroDuration();
+  return s;
+}
+
+}  // namespace flowloader

@@ -1,0 +1,144 @@
+// read_ahead.h: reads started before the read stage asks for them, so that remote data
+// (s3://, http(s)://) has many requests in flight instead of one per worker.
+//
+// A worker reading an object from a server waits a round trip per sample; with two
+// workers that is two requests in flight, and a 20 ms round trip caps a run at ~100
+// images/s. The pipeline knows the epoch's sample order when it dispatches a batch, so
+// the read stage hears of the samples coming next (Start) and this class reads them on
+// its own threads, up to an in-flight limit, while the workers decode. A worker then
+// Takes the finished bytes (waiting if the read is under way), or reads the sample itself
+// when its read was not started yet (so a worker never queues behind read-ahead).
+//   * Bounded: at most `limit` reads in flight; no read starts while the finished,
+//     untaken bytes exceed max_bytes (the memory plan's `read_ahead` part); at most
+//     max_entries reads remembered (a sample never taken, e.g. failed by an earlier stage,
+//     is forgotten once max_entries newer ones were started).
+//   * The limit follows demand (adaptive, the default): Little's law, in flight = rate ×
+//     latency, with the rate samples are taken and the measured latency of the reads
+//     (× 1.5 headroom, + 2), between min_in_flight and max_in_flight, re-estimated every
+//     kEstimateEvery takes. A read-bound pipeline takes as fast as reads finish, so the
+//     estimate grows by half each time until the reads keep up (or max_in_flight).
+//   * Threads blocked on the network cost no CPU: one thread per read in flight, made
+//     when first needed, joined by the destructor. Cancellation is the Env's (StorageEnv::
+//     Cancel on Pipeline::Stop ends each read in flight within ~100 ms); the destructor
+//     drops the queued reads and waits for those in flight.
+//
+// Thread-safety: thread-safe.
+#ifndef FLOWLOADER_STAGES_READER_READ_AHEAD_H_
+#define FLOWLOADER_STAGES_READER_READ_AHEAD_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace flowloader {
+
+struct ReadAheadOptions {
+  // Most reads in flight at once; >= 1. Default 128.
+  int max_in_flight = 128;
+  // Fewest reads in flight the adaptive limit goes down to (and starts at); in
+  // [1, max_in_flight]. Default 8.
+  int min_in_flight = 8;
+  // true: the limit follows demand (see above); false: always max_in_flight.
+  bool adaptive = true;
+  // Finished bytes not yet taken past which no read starts; > 0. Default 64 MiB.
+  int64_t max_bytes = int64_t{64} << 20;
+  // Reads remembered (queued, running or finished, not taken); >= 1. Default 4096.
+  int max_entries = 4096;
+};
+
+// ReadAheadStats are a ReadAhead's counts so far.
+struct ReadAheadStats {
+  int64_t started = 0;      // Reads run on the read-ahead threads.
+  int64_t ready = 0;        // Takes whose read had finished.
+  int64_t waited = 0;       // Takes that waited for their read to finish.
+  int64_t not_started = 0;  // Takes of a read not started yet (the worker read itself).
+  int64_t unknown = 0;      // Takes of a sample never Started (or forgotten).
+  int64_t dropped = 0;      // Reads forgotten untaken (max_entries).
+  int limit = 0;            // The in-flight limit now.
+  int peak_in_flight = 0;   // The most reads in flight at once.
+  int threads = 0;          // Threads made.
+  absl::Duration mean_latency;  // Of the reads run.
+};
+
+class ReadAhead {
+ public:
+  // Key is a sample's place in the run: its epoch and position in the epoch's order.
+  using Key = std::pair<int64_t, int64_t>;
+  // ReadFn reads one sample's bytes into *contents (the read stage's own read).
+  using ReadFn = std::function<absl::Status(std::string* contents)>;
+
+  static absl::StatusOr<std::unique_ptr<ReadAhead>> Create(const ReadAheadOptions& options);
+  ~ReadAhead();
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+  // Start queues `read` for the sample at `key`, after those already queued. A key
+  // already known is left as it is.
+  void Start(Key key, ReadFn read);
+
+  // Take hands over the read of `key`: true when it was started here, with its result in
+  // *status and its bytes swapped into *contents (after waiting for it to finish); false
+  // when it was never started here (unknown, or still queued: it is dropped), and the
+  // caller reads the sample itself.
+  bool Take(Key key, std::string* contents, absl::Status* status);
+
+  ReadAheadStats stats() const;
+  const ReadAheadOptions& options() const { return options_; }
+
+ private:
+  enum class State { kQueued, kRunning, kDone };
+  struct Entry {
+    ReadFn read;
+    State state = State::kQueued;
+    std::string bytes;
+    absl::Status status;
+  };
+
+  explicit ReadAhead(const ReadAheadOptions& options);
+  // Work is a read-ahead thread: it runs queued reads while the limits allow.
+  void Work();
+  bool CanStartLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forget drops the oldest entries past max_entries (not those running).
+  void ForgetLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Estimate updates the limit from the take rate and read latency (adaptive).
+  void EstimateLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ReadAheadOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable work_;   // A read may start (or stop_).
+  std::condition_variable done_;   // A read finished.
+  std::map<Key, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::deque<Key> queue_ ABSL_GUARDED_BY(mu_);  // Queued keys in order (stale ones skipped).
+  std::deque<Key> order_ ABSL_GUARDED_BY(mu_);  // Every remembered key, oldest first.
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  int idle_threads_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t done_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Finished, not taken.
+  int limit_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  ReadAheadStats stats_ ABSL_GUARDED_BY(mu_);
+  absl::Duration total_latency_ ABSL_GUARDED_BY(mu_);  // Of the finished reads.
+  int64_t finished_ ABSL_GUARDED_BY(mu_) = 0;
+  // The estimate's window: takes and summed read latency since window_start_.
+  absl::Time window_start_ ABSL_GUARDED_BY(mu_);
+  int64_t window_takes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t window_reads_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Duration window_latency_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_;  // Guarded by mu_ while growing; joined unlocked.
+};
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_READER_READ_AHEAD_H_

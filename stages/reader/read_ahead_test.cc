@@ -1,0 +1,202 @@
+// Tests of ReadAhead: the in-flight limit, order, handing over results and errors, the
+// byte and entry bounds, the adaptive limit, and a prompt destructor.
+#include "stages/reader/read_ahead.h"
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace flowloader {
+namespace {
+
+ReadAheadOptions Fixed(int in_flight) {
+  ReadAheadOptions o;
+  o.adaptive = false;
+  o.max_in_flight = o.min_in_flight = in_flight;
+  return o;
+}
+
+// Concurrency counts the reads running at once, and the most ever.
+struct Concurrency {
+  std::atomic<int> now{0};
+  std::atomic<int> peak{0};
+  void Enter() {
+    const int n = ++now;
+    for (int p = peak.load(); n > p && !peak.compare_exchange_weak(p, n);) {
+    }
+  }
+  void Leave() { --now; }
+};
+
+// WaitUntilStarted waits until `ra` has started `n` reads (its threads may lag a
+// loaded machine).
+void WaitUntilStarted(const ReadAhead& ra, int64_t n) {
+  while (ra.stats().started < n) absl::SleepFor(absl::Milliseconds(1));
+}
+
+TEST(ReadAheadTest, KeepsAtMostTheLimitInFlightAndHandsOverEachResult) {
+  auto ra = ReadAhead::Create(Fixed(3));
+  ASSERT_TRUE(ra.ok()) << ra.status();
+  Concurrency c;
+  for (int i = 0; i < 12; ++i) {
+    (*ra)->Start({0, i}, [&c, i](std::string* out) {
+      c.Enter();
+      absl::SleepFor(absl::Milliseconds(20));
+      c.Leave();
+      *out = absl::StrCat("sample ", i);
+      return i == 5 ? absl::NotFoundError("gone") : absl::OkStatus();
+    });
+  }
+  for (int i = 0; i < 12; ++i) {
+    WaitUntilStarted(**ra, i + 1);  // Else Take leaves it to the caller (tested below).
+    std::string bytes;
+    absl::Status status;
+    // Each read was started (the workers wait for it), none is read twice.
+    ASSERT_TRUE((*ra)->Take({0, i}, &bytes, &status)) << i;
+    EXPECT_EQ(bytes, absl::StrCat("sample ", i));
+    EXPECT_EQ(status.ok(), i != 5) << status;
+  }
+  EXPECT_EQ(c.peak.load(), 3);  // 12 reads of 20 ms, 3 at a time.
+  const ReadAheadStats s = (*ra)->stats();
+  EXPECT_EQ(s.started, 12);
+  EXPECT_EQ(s.peak_in_flight, 3);
+  EXPECT_EQ(s.threads, 3);
+  EXPECT_EQ(s.ready + s.waited, 12);
+}
+
+TEST(ReadAheadTest, AReadNotStartedIsLeftToTheCaller) {
+  auto ra = ReadAhead::Create(Fixed(1));
+  ASSERT_TRUE(ra.ok());
+  std::atomic<bool> release{false};
+  std::atomic<bool> running{false};
+  std::atomic<int> runs{0};
+  (*ra)->Start({0, 0}, [&](std::string* out) {
+    running.store(true);
+    while (!release.load()) absl::SleepFor(absl::Milliseconds(1));
+    *out = "first";
+    return absl::OkStatus();
+  });
+  (*ra)->Start({0, 1}, [&](std::string*) {
+    ++runs;
+    return absl::OkStatus();
+  });
+  while (!running.load()) absl::SleepFor(absl::Milliseconds(1));
+  std::string bytes;
+  absl::Status status;
+  EXPECT_FALSE((*ra)->Take({0, 1}, &bytes, &status));  // Queued behind the first: dropped.
+  EXPECT_FALSE((*ra)->Take({7, 7}, &bytes, &status));  // Never started.
+  release.store(true);
+  ASSERT_TRUE((*ra)->Take({0, 0}, &bytes, &status));
+  EXPECT_EQ(bytes, "first");
+  EXPECT_EQ(runs.load(), 0);
+  EXPECT_EQ((*ra)->stats().not_started, 1);
+  EXPECT_EQ((*ra)->stats().unknown, 1);
+}
+
+TEST(ReadAheadTest, NoReadStartsWhileTheFinishedBytesFillTheBudget) {
+  ReadAheadOptions o = Fixed(4);
+  o.max_bytes = 100;
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok());
+  std::atomic<int> runs{0};
+  for (int i = 0; i < 3; ++i) {
+    (*ra)->Start({0, i}, [&runs](std::string* out) {
+      ++runs;
+      *out = std::string(100, 'x');  // One read fills the budget.
+      return absl::OkStatus();
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_LE(runs.load(), 4);  // Those started before the first finished, no more after.
+  const int before = runs.load();
+  std::string bytes;
+  absl::Status status;
+  ASSERT_TRUE((*ra)->Take({0, 0}, &bytes, &status));
+  for (int i = 1; i < 3; ++i) {
+    // A later read either ran once the first was taken, or is read by the caller.
+    if ((*ra)->Take({0, i}, &bytes, &status)) {
+      EXPECT_EQ(bytes.size(), 100u);
+    }
+  }
+  EXPECT_GE(runs.load(), before);
+}
+
+TEST(ReadAheadTest, ForgetsReadsNeverTakenPastMaxEntries) {
+  ReadAheadOptions o = Fixed(2);
+  o.max_entries = 4;
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok());
+  for (int i = 0; i < 10; ++i) {
+    (*ra)->Start({0, i}, [](std::string* out) {
+      *out = "x";
+      return absl::OkStatus();
+    });
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  std::string bytes;
+  absl::Status status;
+  EXPECT_FALSE((*ra)->Take({0, 0}, &bytes, &status));  // Forgotten.
+  EXPECT_TRUE((*ra)->Take({0, 9}, &bytes, &status));
+  EXPECT_GE((*ra)->stats().dropped, 5);
+}
+
+TEST(ReadAheadTest, TheAdaptiveLimitGrowsWhileTheReadsAreTheBottleneck) {
+  ReadAheadOptions o;  // Adaptive, from 8.
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok());
+  // 20 ms reads taken as fast as they come: 8 in flight give 400 takes/s, which needs
+  // 1.5 × 400 × 0.02 + 2 = 14: the limit grows.
+  int64_t started = 0;
+  for (int64_t taken = 0; taken < 400; ++taken) {
+    for (; started < taken + 256; ++started) {
+      (*ra)->Start({0, started}, [](std::string* out) {
+        absl::SleepFor(absl::Milliseconds(20));
+        *out = "x";
+        return absl::OkStatus();
+      });
+    }
+    WaitUntilStarted(**ra, taken + 1);  // A worker that finds it queued reads itself.
+    std::string bytes;
+    absl::Status status;
+    EXPECT_TRUE((*ra)->Take({0, taken}, &bytes, &status));
+  }
+  EXPECT_GT((*ra)->stats().limit, 16);
+  EXPECT_GT((*ra)->stats().peak_in_flight, 16);
+}
+
+TEST(ReadAheadTest, TheDestructorDropsQueuedReadsAndWaitsOnlyForRunningOnes) {
+  auto ra = ReadAhead::Create(Fixed(2));
+  ASSERT_TRUE(ra.ok());
+  std::atomic<int> runs{0};
+  for (int i = 0; i < 100; ++i) {
+    (*ra)->Start({0, i}, [&runs](std::string*) {
+      ++runs;
+      absl::SleepFor(absl::Milliseconds(50));
+      return absl::OkStatus();
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(10));
+  const absl::Time t0 = absl::Now();
+  ra->reset();
+  EXPECT_LT(absl::Now() - t0, absl::Milliseconds(500));
+  EXPECT_LE(runs.load(), 4);
+}
+
+TEST(ReadAheadTest, RefusesBadLimits) {
+  ReadAheadOptions o;
+  o.min_in_flight = 0;
+  EXPECT_FALSE(ReadAhead::Create(o).ok());
+  o = ReadAheadOptions();
+  o.min_in_flight = o.max_in_flight + 1;
+  EXPECT_FALSE(ReadAhead::Create(o).ok());
+  o = ReadAheadOptions();
+  o.max_bytes = 0;
+  EXPECT_FALSE(ReadAhead::Create(o).ok());
+}
+
+}  // namespace
+}  // namespace flowloader

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# memory_guard_rss_test.sh: under --memory_limit_mb=1024 with 2 workers, peak RSS
+# (/usr/bin/time -v) stays under the limit for valid images and op lists whose image sizes
+# only the sample knows, and what would not fit is skipped and counted, never allocated:
+#   1. the default graph over two 13000x13000 JPEGs: the crop is decoded DCT-scaled, both
+#      samples delivered;
+# (each folder of large files holds a small photo too, which is delivered);
+#   2. an op list without a planned head (rotate with expand first) over the same files:
+#      the whole decode (483 MiB a file) is over a worker's share, skipped as
+#      decode_memory;
+#   3. resize(size=16384) then random_crop over small photos: the resize's 16384-high
+#      image is skipped as op_memory before it is made;
+#   4. rotate with expand over 8000x8000 images: the decode fits a worker, the rotated
+#      image beside it does not (op_memory).
+# Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
+# skips are still checked.
+set -euo pipefail
+FLOWLOADER="$1"
+PY=/usr/bin/python3
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+LIMIT_MB=1024
+SANITIZED=0
+if grep -qa -e __asan_init -e __tsan_init "$FLOWLOADER"; then SANITIZED=1; fi
+
+# Flat-colour JPEGs: hundreds of megapixels, a few MB on disk, made in seconds.
+"$PY" - "$TMP" <<'PYEOF'
+import os, sys
+from PIL import Image
+root = sys.argv[1]
+def make(folder, side, colours):
+    os.makedirs(f"{root}/{folder}/c", exist_ok=True)
+    for i, c in enumerate(colours):
+        Image.new("RGB", side, c).save(f"{root}/{folder}/c/{i}.jpg", quality=50)
+make("huge", (13000, 13000), [(200, 30, 30), (30, 200, 30)])
+make("large", (8000, 8000), [(30, 30, 200), (200, 200, 30)])
+make("small", (320, 240), [(10, 20, 30), (40, 50, 60)])
+# A photo that fits beside the large ones: skipping is per sample, not per run.
+for folder in ("huge", "large"):
+    Image.new("RGB", (320, 240), (90, 90, 90)).save(f"{root}/{folder}/c/fits.jpg")
+PYEOF
+
+# run_case NAME DATA SPEC_OPS EXPECT_SAMPLES EXPECT_REASON EXPECT_SKIPS
+run_case() {
+  local name="$1" data="$2" ops="$3" samples="$4" reason="$5" skips="$6"
+  local spec="$TMP/$name.yaml" summary="$TMP/$name.json" log="$TMP/$name.time"
+  {
+    echo "data: $data"
+    echo "batch_size: 1"
+    echo "num_workers: 2"
+    echo "epochs: 1"
+    echo "memory_limit_mb: $LIMIT_MB"
+    if [[ -n "$ops" ]]; then
+      echo "stages:"
+      echo "  - type: read"
+      echo "  - type: decode"
+      echo "  - type: transforms"
+      echo "    ops:"
+      local op
+      IFS=';' read -ra op_list <<<"$ops"
+      for op in "${op_list[@]}"; do echo "      - $op"; done
+    fi
+  } >"$spec"
+  local rc=0
+  /usr/bin/time -v "$FLOWLOADER" run --spec="$spec" --metrics_address= --noprogress \
+    --summary_json="$summary" >"$TMP/$name.out" 2>"$log" || rc=$?
+  # Exit 3: the run delivered no sample (every one skipped), as expected where none fits.
+  if [[ $rc -ne 0 && ! ($rc -eq 3 && $samples -eq 0) ]]; then
+    cat "$log" >&2
+    fail "$name: run exited $rc"
+  fi
+  "$PY" - "$name" "$summary" "$log" "$samples" "$reason" "$skips" "$LIMIT_MB" "$SANITIZED" <<'PYEOF'
+import json, re, sys
+name, summary, log, samples, reason, skips, limit_mb, sanitized = sys.argv[1:]
+s = json.load(open(summary))
+text = open(log).read()
+kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", text).group(1))
+peak_mb = kb / 1024
+print(f"memory_guard_rss_test: {name}: {s['samples']} samples, skipped {s['errors']}, "
+      f"peak RSS {peak_mb:.0f} MiB (limit {limit_mb})")
+assert s["samples"] == int(samples), (name, s["samples"])
+errors = s.get("errors", {})
+if reason:
+    assert s["skipped"] == int(skips) and errors.get(reason) == int(skips), (name, errors)
+    assert reason in text, f"{name}: the log does not name {reason}"
+if sanitized == "0":
+    assert peak_mb <= int(limit_mb), f"{name}: peak RSS {peak_mb:.0f} MiB over {limit_mb}"
+PYEOF
+}
+
+run_case default "$TMP/huge" "" 3 "" 0
+run_case whole_decode "$TMP/huge" \
+  "random_rotation: {degrees: 30, expand: true};resize: {size: [224, 224]};normalize: {}" \
+  1 decode_memory 2
+run_case resize_16384 "$TMP/small" \
+  "resize: {size: 16384};random_crop: {size: 224};normalize: {}" 0 op_memory 2
+run_case rotate_expand "$TMP/large" \
+  "random_rotation: {degrees: [45, 45], expand: true};resize: {size: [224, 224]};normalize: {}" \
+  1 op_memory 2
+echo "memory_guard_rss_test: 4 passed, 0 failed"
