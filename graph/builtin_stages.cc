@@ -498,6 +498,7 @@ void RegisterBuiltinStages(StageRegistry& registry) {
       });
   RegisterTransformsStage(registry);
   RegisterDetectionStages(registry);
+  RegisterSegmentationStages(registry);
 }
 
 }  // namespace flowloader

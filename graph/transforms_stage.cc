@@ -89,6 +89,36 @@ constexpr const char* kPixelOnlyOps[] = {
     "random_autocontrast", "random_equalize", "random_invert",    "random_posterize",
     "random_solarize",  "random_erasing"};
 
+// IsPixelOnly says op `name` moves no pixel (kPixelOnlyOps).
+bool IsPixelOnly(const std::string& name) {
+  for (const char* op : kPixelOnlyOps) {
+    if (name == op) return true;
+  }
+  return false;
+}
+
+// CheckLabelMapOps refuses, for a sample carrying a semantic label map (`masks` without
+// boxes), a list with an op that moves pixels but cannot move the map (MovesLabels).
+absl::Status CheckLabelMapOps(const augment::ViewProgram& program, size_t views) {
+  if (views != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transforms: the sample carries a label map, one per sample: bind the stage to one "
+        "output, not ", views));
+  }
+  for (size_t i = program.cost_span(0); i < program.size(); ++i) {
+    const augment::Op& op = program.op(i);
+    if (IsPixelOnly(program.op_name(i)) || op.MovesLabels() ||
+        op.Targets() == augment::Op::TargetEffect::kKeeps) {
+      continue;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the label map "
+        "(masks) the sample carries: label maps move through random_resized_crop, resize, "
+        "center_crop, random_crop, pad and the flips; remove it"));
+  }
+  return absl::OkStatus();
+}
+
 // CheckTargetOps refuses, when the sample carries targets (`carried`), a list with an op
 // that would leave the boxes behind: every op after the head must either keep them
 // (colour ops, kPixelOnlyOps or TargetEffect::kKeeps) or move them (kMoves: the flips,
@@ -97,15 +127,17 @@ constexpr const char* kPixelOnlyOps[] = {
 absl::Status CheckTargetOps(const augment::ViewProgram& program,
                             const std::vector<std::string>& carried, size_t views) {
   if (carried.empty()) return absl::OkStatus();
+  if (std::find(carried.begin(), carried.end(), kBoxesField) == carried.end()) {
+    return CheckLabelMapOps(program, views);
+  }
   if (views != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "transforms: the sample carries ", carried.front(), ", one set per sample: bind the "
         "stage to one output, not ", views));
   }
   for (size_t i = program.cost_span(0); i < program.size(); ++i) {
-    bool pixel_only = false;
-    for (const char* name : kPixelOnlyOps) pixel_only = pixel_only || program.op_name(i) == name;
-    if (!pixel_only && program.op(i).Targets() == augment::Op::TargetEffect::kRefuses) {
+    if (!IsPixelOnly(program.op_name(i)) &&
+        program.op(i).Targets() == augment::Op::TargetEffect::kRefuses) {
       return absl::InvalidArgumentError(absl::StrCat(
           "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the ",
           carried.front(), " the sample carries: use the ops that move targets (flips, "
@@ -173,6 +205,11 @@ class TransformsStage : public SampleStage {
             RectF{0, 0, static_cast<double>(sample.decoded.image.width),
                   static_cast<double>(sample.decoded.image.height)};
       }
+      if (moves_targets_ && sample.targets.has_semantic) {
+        status = RunWithLabelMap(sample, coarser.For(plan), plan, key, view, observer);
+        if (!status.ok()) break;
+        continue;
+      }
       if (moves_targets_) {
         // Through the head first (its geometry is the plan's); the ops after it move
         // the targets as they run.
@@ -216,6 +253,45 @@ class TransformsStage : public SampleStage {
   }
 
  private:
+  // RunWithLabelMap runs the list with the sample's label map riding along (the head and
+  // every geometric op move it, augment::LabelPlane); the map must be the image's size.
+  absl::Status RunWithLabelMap(SampleContext& sample, const decode::DecodedImage& decoded,
+                               const augment::CropPlan* plan,
+                               const augment::ViewProgram::SampleKey& key, int view,
+                               const augment::OpObserver* observer) const {
+    detection::Targets& t = sample.targets;
+    if (sample.info.width != t.canvas_width || sample.info.height != t.canvas_height) {
+      return SampleError(absl::StatusCode::kInvalidArgument, reason::kSizeMismatch,
+                         absl::StrCat("the image is ", sample.info.width, "×",
+                                      sample.info.height, ", its label map ", t.canvas_width,
+                                      "×", t.canvas_height));
+    }
+    // Per thread, reused across samples: the map's bytes are swapped in and out.
+    thread_local Image labels, spare;
+    labels.width = t.canvas_width;
+    labels.height = t.canvas_height;
+    labels.channels = 1;
+    labels.pixels.swap(t.semantic);
+    augment::LabelPlane plane{&labels, &spare, t.ignore_index};
+    absl::Status status = program_->Run(decoded, plan, key, ViewStream(view),
+                                        sample.outputs[view].data, observer,
+                                        /*targets=*/nullptr, &plane);
+    t.semantic.swap(labels.pixels);
+    t.canvas_width = labels.width;
+    t.canvas_height = labels.height;
+    if (!status.ok()) return status;
+    const std::array<int64_t, 3> shape = program_->shape();
+    const bool chw = program_->is_float();
+    if (t.canvas_width != (chw ? shape[2] : shape[1]) ||
+        t.canvas_height != (chw ? shape[1] : shape[0])) {
+      return absl::InternalError(absl::StrCat("transforms: the label map came out ",
+                                              t.canvas_width, "×", t.canvas_height,
+                                              ", the image ", chw ? shape[2] : shape[1], "×",
+                                              chw ? shape[1] : shape[0]));
+    }
+    return absl::OkStatus();
+  }
+
   // HeadTargets moves the targets through the list's head (its plan), or, for a list
   // without a head, checks that the whole decoded image is the annotations' canvas.
   absl::Status HeadTargets(const augment::CropPlan* plan, SampleContext& sample) const {

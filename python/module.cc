@@ -261,6 +261,11 @@ py::object Targets(const std::shared_ptr<const Batch>& batch,
   const BatchTargets& t = batch->targets;
   if (!t.present) return py::none();
   auto hold = std::make_shared<BatchHold>(batch, live);
+  if (t.has_semantic) {
+    // Semantic segmentation: one uint8 [N, H, W] view of the label maps, not dicts.
+    return py::cast(TargetView(t.semantic.data(), {t.rows(), t.mask_height, t.mask_width},
+                               DType::kUint8, hold));
+  }
   const int64_t plane = static_cast<int64_t>(t.mask_height) * t.mask_width;
   py::list rows;
   for (int64_t r = 0; r < t.rows(); ++r) {
@@ -435,7 +440,7 @@ class PyLoader {
     for (const auto& [key, text] : settings) ApplySetting(key, text, &options.pipeline);
     if (!dataset.is_none()) UseDataset(dataset, &options.pipeline);
     if (options.pipeline.data.empty() && options.pipeline.sources.empty() &&
-        options.pipeline.dataset == nullptr) {
+        options.pipeline.dataset == nullptr && options.pipeline.label_maps.empty()) {
       Raise(PyExc_ValueError, absl::InvalidArgumentError(
                                   "data is required (an ImageFolder directory, list file or "
                                   "tar shards), or sources=, or data: or sources: in spec"));

@@ -28,6 +28,7 @@
 #include "absl/time/clock.h"
 #include "graph/stage.h"
 #include "runtime/detection_dataset.h"
+#include "runtime/segmentation_dataset.h"
 #include "runtime/graph_command.h"
 #include "runtime/internal/cli_flags.h"
 #include "runtime/pack_command.h"
@@ -115,10 +116,11 @@ std::vector<CommandDef> Commands() {
        {"seed", "0", "seed of every image"},
        {"overwrite", "false", "write into a non-empty --out", true},
        {"task", "classification",
-        "classification (an ImageFolder) or detection (images/ + annotations/instances.json "
-        "in COCO's format: drawn shapes, exact boxes, polygons and RLE)"},
-       {"images", "100", "detection: JPEG files; >= 1"},
-       {"max_instances", "6", "detection: shapes per image, 1-9"}}};
+        "classification (an ImageFolder), detection (images/ + annotations/instances.json "
+        "in COCO's format: drawn shapes, exact boxes, polygons and RLE) or segmentation "
+        "(images/ + label_maps/ PNG label maps + train.txt)"},
+       {"images", "100", "detection, segmentation: JPEG files; >= 1"},
+       {"max_instances", "6", "detection, segmentation: shapes per image, 1-9"}}};
   CommandDef stages{"stages", "flowloader stages",
                     "print every stage type with its options, and the spec's keys, as YAML",
                     {}};
@@ -269,7 +271,7 @@ absl::Status PipelineFromFlags(const ParsedFlags& parsed, PipelineOptions* o,
     }
     if (absl::Status s = ApplySpecValue(name, parsed.given.at(name), o); !s.ok()) return s;
   }
-  if (o->data.empty() && o->sources.empty()) {
+  if (o->data.empty() && o->sources.empty() && o->label_maps.empty()) {
     return absl::InvalidArgumentError(
         "--data is required (an ImageFolder directory or list file), or data: or sources: "
         "in --spec");
@@ -385,14 +387,46 @@ int MakeDetectionDataset(const FlagReader& flags) {
   return 0;
 }
 
+// MakeSegmentationDataset is make-dataset --task=segmentation
+// (runtime/segmentation_dataset.h).
+int MakeSegmentationDataset(const FlagReader& flags) {
+  SegmentationDatasetOptions o;
+  o.root = flags.Text("out");
+  int64_t images = 0, min_side = 0, max_side = 0, shapes = 0, quality = 0, seed = 0;
+  absl::Status s = flags.Int("images", 1, 10000000, &images);
+  if (s.ok()) s = flags.Int("min_short_side", 64, 65000, &min_side);
+  if (s.ok()) s = flags.Int("max_short_side", min_side, 65000, &max_side);
+  if (s.ok()) s = flags.Int("max_instances", 1, 9, &shapes);
+  if (s.ok()) s = flags.Int("quality", 1, 100, &quality);
+  if (s.ok()) s = flags.Int("seed", 0, std::numeric_limits<int64_t>::max(), &seed);
+  if (s.ok()) s = flags.Double("noise", 0, &o.noise);
+  if (s.ok()) s = flags.Bool("overwrite", &o.overwrite);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  o.images = static_cast<int>(images);
+  o.min_side = static_cast<int>(min_side);
+  o.max_side = static_cast<int>(max_side);
+  o.max_shapes = static_cast<int>(shapes);
+  o.quality = static_cast<int>(quality);
+  o.seed = static_cast<uint64_t>(seed);
+  if (absl::Status g = GenerateSegmentationDataset(o); !g.ok()) {
+    return Fail(std::string(g.message()));
+  }
+  std::printf("dataset ready: %s/images (%d JPEGs), %s/label_maps (PNG label maps), "
+              "%s/train.txt\n",
+              o.root.c_str(), o.images, o.root.c_str(), o.root.c_str());
+  return 0;
+}
+
 int MakeDataset(const CommandDef& command, const ParsedFlags& parsed) {
   const FlagReader flags(command, parsed);
   const std::string task = flags.Text("task");
-  if (task != "classification" && task != "detection") {
-    return Fail(absl::StrCat("--task must be classification or detection, got '", task, "'"));
+  if (task != "classification" && task != "detection" && task != "segmentation") {
+    return Fail(absl::StrCat("--task must be classification, detection or segmentation, got '",
+                             task, "'"));
   }
   if (flags.Text("out").empty()) return Fail("make-dataset needs --out=DIR");
   if (task == "detection") return MakeDetectionDataset(flags);
+  if (task == "segmentation") return MakeSegmentationDataset(flags);
   SampleDatasetOptions o;
   o.root = flags.Text("out");
   if (o.root.empty()) return Fail("make-dataset needs --out=DIR");

@@ -27,6 +27,11 @@ absl::StatusOr<std::vector<StageSpec>> DefaultStages(const PipelineOptions& opti
                                   StageSpec{"decode"}, StageSpec{"transforms"},
                                   StageSpec{"sanitize_bounding_boxes"}};
   }
+  if (!options.label_maps.empty()) {
+    // Semantic segmentation: the label map follows the image through a transforms list.
+    return std::vector<StageSpec>{StageSpec{"read"}, StageSpec{"label_map"},
+                                  StageSpec{"decode"}, StageSpec{"transforms"}};
+  }
   if (absl::StatusOr<augment::Mode> mode = augment::ParseMode(options.transform, "transform");
       !mode.ok()) {
     return mode.status();
@@ -97,6 +102,16 @@ absl::StatusOr<DataSources> OpenData(const PipelineOptions& options) {
     if (!opened.ok()) return opened.status();
     for (const std::string& line : (*opened)->skip_messages()) LogInfo(line);
     data.opened = Dataset::OfCoco(std::move(*opened));
+  }
+  if (!options.label_maps.empty()) {
+    if (!options.annotations.empty() || !options.sources.empty()) {
+      return absl::InvalidArgumentError(
+          "label_maps: give it with `data:` alone, not with annotations or sources");
+    }
+    absl::StatusOr<std::unique_ptr<Dataset>> opened =
+        Dataset::OpenLabelMaps(data.dataset, options.label_maps);
+    if (!opened.ok()) return opened.status();
+    data.opened = std::move(*opened);
   }
   return OpenDataSources(data);
 }

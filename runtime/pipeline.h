@@ -95,6 +95,11 @@ struct PipelineOptions {
   // With `annotations`: drop images without an instance (counted), instead of keeping
   // them with empty targets.
   bool skip_empty = false;
+  // Semantic segmentation: PNG label maps paired with the images by key, a directory
+  // (beside `data`, the images' directory) or a list file of `image label_map` lines
+  // (Dataset::OpenLabelMaps); the `label_map` stage writes them as the field masks.
+  // Empty (default): none.
+  std::string label_maps;
   // Weighted sources instead of `data` (stages/reader/mixture_sampler.h): each epoch
   // draws every source's weight share of its samples, exactly, in a shuffled schedule;
   // each source goes through its own shuffled passes, every sample once per pass.

@@ -452,6 +452,11 @@ const std::vector<Key>& Keys() {
        "with annotations: drop images without an instance (counted) instead of keeping "
        "them with empty targets",
        [](R r, F f, O o) { return r.Bool(f, &o->skip_empty); }},
+      {"label_maps", "",
+       "semantic segmentation: PNG label maps paired with data's images by key, a "
+       "directory (IMAGES/a.jpg with LABEL_MAPS/a.png) or a list file of `image "
+       "label_map` lines; batches are (images, masks [N, H, W])",
+       [](R r, F f, O o) { return r.Scalar(f, "a directory or list file", &o->label_maps); }},
       {"sources", "",
        "weighted datasets instead of data: [{name: a, data: DIR_OR_LIST, weight: 3}, ...]; "
        "ImageFolder sources share one class map by class name",
@@ -681,6 +686,11 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
       !absl::StrContains(options.data, "://")) {
     options.data = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", options.data);
   }
+  if (!options.label_maps.empty() && options.label_maps[0] != '/' && !base_dir.empty() &&
+      !absl::StrContains(options.label_maps, "://")) {
+    options.label_maps = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
+                                      options.label_maps);
+  }
   if (!options.annotations.empty() && options.annotations[0] != '/' && !base_dir.empty()) {
     options.annotations = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
                                        options.annotations);
@@ -787,6 +797,7 @@ std::string SpecYaml(const PipelineOptions& o) {
       o.sources.empty() ? absl::StrCat("data: ", YamlScalar(o.data), "\n")
                         : spec_internal::SourcesYaml(o),
       "annotations: ", YamlScalar(o.annotations), "\nskip_empty: ", b(o.skip_empty),
+      "\nlabel_maps: ", YamlScalar(o.label_maps),
       "\nepoch_samples: ", o.epoch_samples, "\nrepeated_augment: ", o.repeated_augment,
       "\nlabel_key: ", YamlScalar(o.label_key),
       "\ncolumns: ", YamlScalar(absl::StrJoin(o.columns, ",")),

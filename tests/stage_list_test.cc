@@ -71,15 +71,17 @@ class StageListTest : public ::testing::Test {
 
 std::string* StageListTest::data_ = nullptr;
 
-// WithoutDetectionStages drops the `annotations` and `sanitize_bounding_boxes` items
-// from a stages list: they need a COCO file (`annotations:`), which ImageFolder data lacks
-// (detection_pipeline_test pastes them with one).
+// WithoutDetectionStages drops the `annotations`, `sanitize_bounding_boxes` and
+// `label_map` items from a stages list: they need a COCO file (`annotations:`) or label
+// maps (`label_maps:`), which ImageFolder data lacks (detection_pipeline_test and
+// segmentation_pipeline_test run them with their data).
 std::string WithoutDetectionStages(const std::string& help) {
   std::string out;
   bool skipping = false;
   for (absl::string_view line : absl::StrSplit(help, '\n')) {
     if (absl::StartsWith(line, "- type: ") || absl::StartsWith(line, "# ")) {
-      skipping = line == "- type: annotations" || line == "- type: sanitize_bounding_boxes";
+      skipping = line == "- type: annotations" || line == "- type: sanitize_bounding_boxes" ||
+                 line == "- type: label_map";
     }
     if (!skipping) absl::StrAppend(&out, line, "\n");
   }

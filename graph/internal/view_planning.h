@@ -34,6 +34,8 @@ void RegisterTransformsStage(StageRegistry& registry);
 // RegisterDetectionStages adds `annotations` and `sanitize_bounding_boxes`
 // (detection_stages.cc).
 void RegisterDetectionStages(StageRegistry& registry);
+// RegisterSegmentationStages adds `label_map` (segmentation_stages.cc).
+void RegisterSegmentationStages(StageRegistry& registry);
 
 }  // namespace flowloader
 

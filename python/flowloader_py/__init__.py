@@ -382,6 +382,11 @@ class DataLoader:
             # A Compose ending with SanitizeBoundingBoxes(min_size, min_area) sets its options.
             stages = [stages[0], {"type": "annotations"}] + stages[1:] + [
                 {"type": "sanitize_bounding_boxes", **({"options": sanitize} if sanitize else {})}]
+        if stages is not None and "label_maps" in options and transform is not None and \
+                not isinstance(transform, (str, _Default)):
+            # Segmentation: the label map is read after the image's file; the Compose
+            # moves it with the image.
+            stages = [stages[0], {"type": "label_map"}] + stages[1:]
         if stages is not None:
             for key in _BUILTIN_STAGE_KEYWORDS:
                 if not isinstance(given[key], _Default):
@@ -769,6 +774,14 @@ class _EpochIterator:
             return None
         if must_copy:
             images = _clone(images)  # The zero-copy views die here: buffer returned.
+        if targets_views is not None and not isinstance(targets_views, list):
+            # Semantic segmentation: (images, masks), masks int64 [N, H, W] as
+            # torchvision's segmentation references feed CrossEntropyLoss (a copy).
+            masks = from_dlpack(targets_views).long()
+            del targets_views
+            extras = ((keys,) if loader._return_keys else ()) + (
+                (sources,) if loader._return_sources else ())
+            return (images, masks) + extras
         if targets_views is not None:
             # Detection: (images, targets) as torchvision's detection models take them,
             # a list of image tensors and a list of target dicts (zero-copy views).

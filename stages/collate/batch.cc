@@ -121,6 +121,8 @@ void BatchTargets::Start() {
   has_masks = false;
   mask_height = mask_width = 0;
   masks.clear();
+  has_semantic = false;
+  semantic.clear();
 }
 
 void BatchTargets::Append(const detection::Targets& t) {
@@ -138,6 +140,12 @@ void BatchTargets::Append(const detection::Targets& t) {
   area.insert(area.end(), t.area.begin(), t.area.end());
   image_ids.push_back(t.image_id);
   offsets.push_back(static_cast<int64_t>(labels.size()));
+  if (t.has_semantic) {
+    has_semantic = true;
+    mask_height = t.canvas_height;
+    mask_width = t.canvas_width;
+    semantic.insert(semantic.end(), t.semantic.begin(), t.semantic.end());
+  }
   if (t.has_masks) {
     has_masks = true;
     mask_height = t.canvas_height;
@@ -148,7 +156,7 @@ void BatchTargets::Append(const detection::Targets& t) {
 
 size_t BatchTargets::bytes() const {
   return offsets.size() * 8 + boxes.size() * 4 + labels.size() * 8 + iscrowd.size() * 8 +
-         area.size() * 4 + image_ids.size() * 8 + masks.size();
+         area.size() * 4 + image_ids.size() * 8 + masks.size() + semantic.size();
 }
 
 }  // namespace flowloader

@@ -80,6 +80,10 @@ struct BatchTargets {
   int mask_height = 0;                 // Every row's masks are mask_height × mask_width.
   int mask_width = 0;
   std::vector<uint8_t> masks;          // total × mask_height × mask_width.
+  // Semantic segmentation: one label map per row, N × mask_height × mask_width class
+  // indices (every row's the batch's image size), instead of per-instance masks.
+  bool has_semantic = false;
+  std::vector<uint8_t> semantic;
 
   // Start empties the targets for a new batch, keeping capacity.
   void Start();

@@ -62,6 +62,8 @@ void Targets::Clear() {
   area.clear();
   has_masks = false;
   masks.clear();
+  has_semantic = false;
+  semantic.clear();
 }
 
 int64_t Targets::Keep(const std::vector<bool>& keep) {
@@ -89,7 +91,7 @@ int64_t Targets::Keep(const std::vector<bool>& keep) {
 
 size_t Targets::Bytes() const {
   return boxes.size() * sizeof(float) + labels.size() * sizeof(int64_t) +
-         iscrowd.size() * sizeof(int64_t) + area.size() * sizeof(float) + masks.size();
+         iscrowd.size() * sizeof(int64_t) + area.size() * sizeof(float) + masks.size() + semantic.size();
 }
 
 }  // namespace flowloader::detection

@@ -41,6 +41,12 @@ struct Targets {
   std::vector<float> area;       // K.
   bool has_masks = false;        // masks holds K planes of canvas_height × canvas_width.
   std::vector<uint8_t> masks;
+  // Semantic segmentation: one label map of canvas_height × canvas_width class indices
+  // (the field `masks` as [H, W]), written by the label_map stage; geometric ops move it
+  // by nearest neighbour and fill what they uncover with ignore_index.
+  bool has_semantic = false;
+  std::vector<uint8_t> semantic;
+  uint8_t ignore_index = 255;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   size_t mask_plane() const {

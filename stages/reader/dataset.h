@@ -165,6 +165,19 @@ class Dataset {
   // annotations is the COCO file the dataset was made from (OfCoco), else nullptr.
   const detection::CocoDataset* annotations() const { return annotations_.get(); }
 
+  // OpenLabelMaps is a semantic segmentation dataset (label_map_dataset.cc): images and
+  // PNG label maps paired by key. `label_maps` is either a directory, paired with the
+  // image directory options.path (IMAGES/a/b.jpg with LABEL_MAPS/a/b.png: VOC, ADE20K),
+  // or a list file of `image label_map` lines (two paths, relative to the list's
+  // directory, absolute, or URLs; Cityscapes' differing names), options.path then unused
+  // unless the list's paths are relative to it. An image without its label map stays a
+  // sample that fails as missing_label (counted every epoch, never silently lost).
+  static absl::StatusOr<std::unique_ptr<Dataset>> OpenLabelMaps(const DatasetOptions& options,
+                                                              const std::string& label_maps);
+  // label_map is sample i's label map path (full, or a URL); empty without one.
+  const std::string& label_map(int64_t i) const;
+  bool has_label_maps() const { return !label_maps_.empty(); }
+
   int64_t size() const { return static_cast<int64_t>(samples_.size()); }
   // The sources, by number: one named "default" for a Dataset opened with Open.
   const std::vector<std::string>& source_names() const { return source_names_; }
@@ -256,6 +269,7 @@ class Dataset {
   Env* env_ = nullptr;
   std::unique_ptr<StorageEnv> storage_;
   std::shared_ptr<const detection::CocoDataset> annotations_;  // OfCoco.
+  std::vector<std::string> label_maps_;  // OpenLabelMaps: by sample.
 };
 
 // CheckColumnNames refuses a `columns` option with a name that is not letters, digits and

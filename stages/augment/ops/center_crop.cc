@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "stages/augment/internal/crop_math.h"
+#include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
@@ -51,6 +52,20 @@ class CenterCrop : public Op {
       std::memset(out + 3 * x1, 0, 3 * static_cast<size_t>(width_ - x1));
     }
     std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+  // The label map takes the same box; the padding is ignore_index there.
+  bool MovesLabels() const override { return true; }
+  absl::Status MoveLabels(const OpParams&, LabelPlane& plane) const override {
+    const Image& src = *plane.labels;
+    const int pad_left = std::max(0, (width_ - src.width) / 2);
+    const int pad_top = std::max(0, (height_ - src.height) / 2);
+    const int top = internal::CenterCropOffset(std::max(src.height, height_), height_) - pad_top;
+    const int left = internal::CenterCropOffset(std::max(src.width, width_), width_) - pad_left;
+    kernels::LabelResizedCrop(src, top, left, height_, width_, height_, width_, plane.fill,
+                              plane.spare);
+    std::swap(*plane.labels, *plane.spare);
     return absl::OkStatus();
   }
 

@@ -122,6 +122,16 @@ struct OpImage {
   int height = 0;
 };
 
+// LabelPlane is a semantic label map riding with the image (one uint8 class index per
+// pixel, `labels` with channels 1): a geometric op moves it with the parameters it drew
+// for the pixels, by nearest neighbour (kernels/label_plane.h), and fills what it
+// uncovers with `fill` (ignore_index). `spare` is a second buffer an op may swap in.
+struct LabelPlane {
+  Image* labels = nullptr;
+  Image* spare = nullptr;
+  uint8_t fill = 255;
+};
+
 // GatherMaps is an op that only moves pixels along each axis (a flip, a crop, a pad):
 // output pixel (x, y) is input pixel (x_src[x], y_src[y]), or `fill` where either is -1.
 struct GatherMaps {
@@ -192,6 +202,14 @@ class Op {
   // OwnsP: the op reads p() itself (random_photometric_distort: p is each adjustment's
   // probability, as torchvision's), so the list applies it always.
   virtual bool OwnsP() const { return false; }
+
+  // MovesLabels says the op moves a label map with its pixels (MoveLabels); an op that
+  // moves pixels without it refuses a list whose sample carries one.
+  virtual bool MovesLabels() const { return false; }
+  // MoveLabels moves `plane` as Apply moved the pixels with the same `params`.
+  virtual absl::Status MoveLabels(const OpParams& params, LabelPlane& plane) const {
+    return absl::UnimplementedError("this op cannot move a label map");
+  }
 
   // Normalization: normalize gives its mean and std (on the [0, 1] scale), so that a
   // bilinear head followed by it is one fused pass.

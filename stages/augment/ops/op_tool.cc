@@ -5,6 +5,8 @@
 //                                     "error: ..."
 //   draw   OP_TEXT  W  H  N  SEED     N draws for a W x H image, one line each:
 //                                     "APPLIED,P1,P2,..." (APPLIED: p's draw, 0 or 1)
+//   labels OP_TEXT PARAMS IN OUT FILL MoveLabels(PARAMS) on label map IN (binary PGM, P5),
+//                                     fill FILL, write OUT (P5); "ok" or "error: ..."
 //   check  OP_TEXT                    prints "ok" or the op's refusal
 //   names                             every registered op, one per line
 // OP_TEXT is one op as a view's list writes it ("color_jitter(brightness=0.4)"); PARAMS
@@ -110,6 +112,46 @@ std::string Apply(const std::vector<std::string>& f) {
   return ok ? "ok" : "error: cannot write output";
 }
 
+bool ReadPgm(const std::string& path, Image* img) {
+  std::ifstream in(path, std::ios::binary);
+  std::string magic;
+  int w = 0, h = 0, maxval = 0;
+  in >> magic >> w >> h >> maxval;
+  in.get();
+  if (magic != "P5" || w <= 0 || h <= 0 || maxval != 255) return false;
+  img->Resize(w, h, 1);
+  in.read(reinterpret_cast<char*>(img->pixels.data()), img->pixels.size());
+  return static_cast<bool>(in);
+}
+
+// Labels moves a label map as the op moves pixels (Op::MoveLabels).
+std::string Labels(const std::vector<std::string>& f) {
+  if (f.size() != 6) return "error: labels needs OP PARAMS IN OUT FILL";
+  absl::StatusOr<std::unique_ptr<Op>> op = MakeOp(f[1]);
+  if (!op.ok()) return absl::StrCat("error: ", op.status().message());
+  if (!(*op)->MovesLabels()) return "error: the op does not move label maps";
+  OpParams params;
+  if (!f[2].empty()) {
+    for (absl::string_view part : absl::StrSplit(f[2], ',')) {
+      double v = 0;
+      if (!absl::SimpleAtod(part, &v)) return absl::StrCat("error: bad param ", part);
+      params.Push(v);
+    }
+  }
+  int fill = 0;
+  if (!absl::SimpleAtoi(f[5], &fill) || fill < 0 || fill > 255) return "error: bad fill";
+  Image labels, spare;
+  if (!ReadPgm(f[3], &labels)) return "error: bad PGM input";
+  LabelPlane plane{&labels, &spare, static_cast<uint8_t>(fill)};
+  if (absl::Status s = (*op)->MoveLabels(params, plane); !s.ok()) {
+    return absl::StrCat("error: ", s.message());
+  }
+  std::ofstream out(f[4], std::ios::binary);
+  out << "P5\n" << labels.width << " " << labels.height << "\n255\n";
+  out.write(reinterpret_cast<const char*>(labels.pixels.data()), labels.pixels.size());
+  return out ? "ok" : "error: cannot write output";
+}
+
 std::string Draw(const std::vector<std::string>& f) {
   if (f.size() != 6) return "error: draw needs OP W H N SEED";
   absl::StatusOr<std::unique_ptr<Op>> op = MakeOp(f[1]);
@@ -144,6 +186,8 @@ int main() {
     std::string reply;
     if (f[0] == "apply") {
       reply = flowloader::augment::Apply(f);
+    } else if (f[0] == "labels") {
+      reply = flowloader::augment::Labels(f);
     } else if (f[0] == "draw") {
       reply = flowloader::augment::Draw(f);
     } else if (f[0] == "names") {

@@ -8,6 +8,7 @@
 
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/numpy_pad.h"
+#include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
@@ -44,6 +45,18 @@ class Pad : public Op {
     Gather(OpParams{}, image.rgb->width, image.rgb->height, &maps);
     GatherThroughMaps(*image.rgb, maps.x_src, maps.y_src, maps.fill, image.spare);
     std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+  // The label map is padded alike; constant padding is ignore_index there.
+  bool MovesLabels() const override { return true; }
+  absl::Status MoveLabels(const OpParams&, LabelPlane& plane) const override {
+    const Image& src = *plane.labels;
+    thread_local std::vector<int> map_x, map_y;
+    NumpyPad(src.width, padding_.left, padding_.right, mode_, &map_x);
+    NumpyPad(src.height, padding_.top, padding_.bottom, mode_, &map_y);
+    kernels::LabelGather(src, map_x, map_y, plane.fill, plane.spare);
+    std::swap(*plane.labels, *plane.spare);
     return absl::OkStatus();
   }
 

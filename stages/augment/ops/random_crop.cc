@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/numpy_pad.h"
+#include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
 
@@ -79,6 +80,21 @@ class RandomCrop : public Op {
     }
     GatherThroughMaps(src, maps.x_src, maps.y_src, maps.fill, image.spare);
     std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+  // The label map takes the same crop through the same pads; constant padding is
+  // ignore_index there (the other modes repeat labels as they repeat pixels).
+  bool MovesLabels() const override { return true; }
+  absl::Status MoveLabels(const OpParams& p, LabelPlane& plane) const override {
+    const Image& src = *plane.labels;
+    const Axis x = XAxis(src.width), y = YAxis(src.height);
+    const int top = static_cast<int>(p.v[0]), left = static_cast<int>(p.v[1]);
+    thread_local std::vector<int> map_x, map_y, stage1, stage2;
+    Map(src.width, x, left, width_, &stage1, &stage2, &map_x);
+    Map(src.height, y, top, height_, &stage1, &stage2, &map_y);
+    kernels::LabelGather(src, map_x, map_y, plane.fill, plane.spare);
+    std::swap(*plane.labels, *plane.spare);
     return absl::OkStatus();
   }
 

@@ -6,6 +6,7 @@
 
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/internal/pillow_resample.h"
+#include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
@@ -61,6 +62,17 @@ class RandomResizedCrop : public Op {
       internal::PillowResample(crop, all, width_, height_, interpolation_, false, image.spare);
     }
     std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+  // The label map takes the same box, resized by nearest neighbour (F.resized_crop(mask,
+  // ..., NEAREST) on a PIL mask).
+  bool MovesLabels() const override { return true; }
+  absl::Status MoveLabels(const OpParams& p, LabelPlane& plane) const override {
+    kernels::LabelResizedCrop(*plane.labels, static_cast<int>(p.v[0]), static_cast<int>(p.v[1]),
+                              static_cast<int>(p.v[2]), static_cast<int>(p.v[3]), height_,
+                              width_, plane.fill, plane.spare);
+    std::swap(*plane.labels, *plane.spare);
     return absl::OkStatus();
   }
 

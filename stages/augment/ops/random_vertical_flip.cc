@@ -2,6 +2,7 @@
 // FLIP_TOP_BOTTOM) with probability p, in place.
 #include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/kernels/geometry.h"
+#include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -15,6 +16,11 @@ class RandomVerticalFlip : public Op {
   }
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::VerticalFlip(*image.rgb);
+    return absl::OkStatus();
+  }
+  bool MovesLabels() const override { return true; }
+  absl::Status MoveLabels(const OpParams&, LabelPlane& plane) const override {
+    kernels::LabelVerticalFlip(*plane.labels);
     return absl::OkStatus();
   }
 

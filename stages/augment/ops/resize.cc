@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/internal/pillow_resample.h"
+#include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
@@ -48,6 +49,18 @@ class Resize : public Op {
       internal::PillowResample(src.view(), all, w, h, interpolation_, false, image.spare);
     }
     std::swap(*image.rgb, *image.spare);
+    return absl::OkStatus();
+  }
+
+  // The label map is resized to the same size by nearest neighbour (F.resize(mask,
+  // NEAREST) on a PIL mask), whatever the image's interpolation.
+  bool MovesLabels() const override { return true; }
+  absl::Status MoveLabels(const OpParams&, LabelPlane& plane) const override {
+    const Image& src = *plane.labels;
+    int w = width_, h = height_;
+    if (width_ == 0) OutputFor(src.width, src.height, &w, &h);
+    kernels::LabelResizedCrop(src, 0, 0, src.height, src.width, h, w, plane.fill, plane.spare);
+    std::swap(*plane.labels, *plane.spare);
     return absl::OkStatus();
   }
 

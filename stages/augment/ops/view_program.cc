@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/core/sample_error.h"
 
 namespace flowloader::augment {
@@ -107,6 +109,36 @@ int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// MoveLabelsThroughHead moves a label map as the head moved the pixels: the train head
+// is F.resized_crop of plan.region to n × n, the eval head F.resize to the resized size
+// then F.center_crop's box, then the absorbed flip; nearest neighbour as PIL resizes a
+// mask (kernels/label_plane.h).
+void MoveLabelsThroughHead(const CropPlan& plan, int n, LabelPlane* plane) {
+  const Image& src = *plane->labels;
+  if (plan.resized_width > 0) {
+    kernels::LabelResizedCrop(src, 0, 0, src.height, src.width, plan.resized_height,
+                              plan.resized_width, plane->fill, plane->spare);
+    std::swap(*plane->labels, *plane->spare);
+    thread_local std::vector<int> map_x, map_y;
+    map_x.resize(static_cast<size_t>(n));
+    map_y.resize(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) {
+      const int x = plan.crop_left + k, y = plan.crop_top + k;
+      map_x[k] = x >= 0 && x < plan.resized_width ? x : -1;
+      map_y[k] = y >= 0 && y < plan.resized_height ? y : -1;
+    }
+    kernels::LabelGather(*plane->labels, map_x, map_y, plane->fill, plane->spare);
+  } else {
+    kernels::LabelResizedCrop(src, static_cast<int>(std::lround(plan.region.y)),
+                              static_cast<int>(std::lround(plan.region.x)),
+                              static_cast<int>(std::lround(plan.region.h)),
+                              static_cast<int>(std::lround(plan.region.w)), n, n, plane->fill,
+                              plane->spare);
+  }
+  std::swap(*plane->labels, *plane->spare);
+  if (plan.flip) kernels::LabelHorizontalFlip(*plane->labels);
 }
 
 }  // namespace
@@ -256,7 +288,8 @@ absl::Status ViewProgram::CheckMemory(int64_t held, int64_t need,
 absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
                                       size_t end, OpImage& image, int64_t held,
                                       const OpObserver* observer,
-                                      detection::Targets* targets) const {
+                                      detection::Targets* targets,
+                                      LabelPlane* labels) const {
   for (size_t i = begin; i < end; ++i) {
     const Op& op = *ops_[i];
     const int64_t start = NowNanos();
@@ -294,6 +327,11 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
         });
         return out;
       }
+      if (labels != nullptr && op.MovesLabels()) {
+        if (absl::Status s = op.MoveLabels(params, *labels); !s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(op.name(), ": ", s.message()));
+        }
+      }
       costs_[i].runs.fetch_add(1, std::memory_order_relaxed);
       const int64_t took = NowNanos() - start;
       costs_[i].busy_ns.fetch_add(took, std::memory_order_relaxed);
@@ -307,10 +345,12 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
 
 absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPlan* plan,
                               const SampleKey& key, uint64_t view_stream, void* dst,
-                              const OpObserver* observer, detection::Targets* targets) const {
+                              const OpObserver* observer, detection::Targets* targets,
+                              LabelPlane* labels) const {
   const int head_size = head_ != nullptr ? head_->options().image_size : 0;
   WorkingImages& work = ThreadWorkingImages(head_size);
-  absl::Status status = RunIn(work, decoded, plan, key, view_stream, dst, observer, targets);
+  absl::Status status =
+      RunIn(work, decoded, plan, key, view_stream, dst, observer, targets, labels);
   // A thread keeps its working images for the next sample, up to what the plan counts
   // for them (or 16 MiB): larger ones, made for one large image, go back at once, so a
   // thread never keeps what only one sample needed.
@@ -325,8 +365,8 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
 absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage& decoded,
                                 const CropPlan* plan, const SampleKey& key,
                                 uint64_t view_stream, void* dst,
-                                const OpObserver* observer,
-                                detection::Targets* targets) const {
+                                const OpObserver* observer, detection::Targets* targets,
+                                LabelPlane* labels) const {
   // The sample's decoded pixels stay allocated while the ops run.
   const int64_t held = static_cast<int64_t>(decoded.image.pixels.size());
   OpImage image;
@@ -348,6 +388,7 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
       head_dst = work.rgb.pixels.data();
     }
     if (absl::Status s = head_->Apply(decoded, *plan, head_dst); !s.ok()) return s;
+    if (labels != nullptr) MoveLabelsThroughHead(*plan, n, labels);
     next = head_ops_ + (fused_ ? 1 : 0);
     const int64_t took = NowNanos() - start;
     costs_[0].busy_ns.fetch_add(took, std::memory_order_relaxed);
@@ -372,7 +413,7 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
     const size_t pixel_end = normalize_index_ >= 0 ? static_cast<size_t>(normalize_index_) + 1
                                                    : ops_.size();
     absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, held, observer,
-                                 targets);
+                                 targets, labels);
     if (!s.ok()) return s;
     next = pixel_end;
     if (normalize_index_ < 0) {  // A uint8 view: its pixels are the batch tensor.
@@ -385,7 +426,8 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
       return absl::OkStatus();
     }
   }
-  return RunPixelOps(key, view_stream, next, ops_.size(), image, held, observer, targets);
+  return RunPixelOps(key, view_stream, next, ops_.size(), image, held, observer, targets,
+                     labels);
 }
 
 }  // namespace flowloader::augment

@@ -120,10 +120,14 @@ class ViewProgram {
   // not null, are the sample's detection targets on the canvas the ops after the head
   // start from (the caller moves them through the head, whose geometry the plan holds):
   // each op after the head moves them as it moves the pixels (Op::MoveTargets).
+  // `labels`, when not null, is the sample's label map at the decoded image's size: the
+  // head and every op that applies move it with the pixels (Create's caller refuses
+  // lists with an op that cannot: MovesLabels).
   absl::Status Run(const decode::DecodedImage& decoded, const CropPlan* plan,
                    const SampleKey& key, uint64_t view_stream, void* dst,
                    const OpObserver* observer = nullptr,
-                   detection::Targets* targets = nullptr) const;
+                   detection::Targets* targets = nullptr,
+                   LabelPlane* labels = nullptr) const;
 
   // The ops, in order (a head counts as its first op), their names and their costs.
   size_t size() const { return ops_.size(); }
@@ -142,12 +146,13 @@ class ViewProgram {
   ViewProgram() = default;
   absl::Status RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
                            size_t end, OpImage& image, int64_t held,
-                           const OpObserver* observer, detection::Targets* targets) const;
+                           const OpObserver* observer, detection::Targets* targets,
+                           LabelPlane* labels) const;
   // RunIn is Run on the thread's working images `work`.
   absl::Status RunIn(WorkingImages& work, const decode::DecodedImage& decoded,
                      const CropPlan* plan, const SampleKey& key, uint64_t view_stream,
                      void* dst, const OpObserver* observer,
-                     detection::Targets* targets) const;
+                     detection::Targets* targets, LabelPlane* labels) const;
   // CheckMemory is OK when images of `need` bytes, with the `held` bytes of the decoded
   // image, fit the worker's memory (or no limit is set); else op_memory naming `what`.
   absl::Status CheckMemory(int64_t held, int64_t need, const std::string& what) const;
