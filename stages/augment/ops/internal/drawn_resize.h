@@ -1,0 +1,25 @@
+// drawn_resize.h: the pixels and targets of an op whose draw is a new size (scale_jitter,
+// random_shortest_size): params (new_height, new_width), PIL's resize of the whole image.
+//
+// Thread-safety: pure functions on the caller's image and targets.
+#ifndef FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_DRAWN_RESIZE_H_
+#define FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_DRAWN_RESIZE_H_
+
+#include "absl/status/status.h"
+#include "stages/augment/ops/op.h"
+#include "stages/detection/targets.h"
+
+namespace flowloader::augment::internal {
+
+// ResizeToDrawnSize resizes *image.rgb to p = (new_height, new_width) with
+// `interpolation` (PIL's resize); a size outside 1..16384 a side is an error naming it.
+absl::Status ResizeToDrawnSize(const OpParams& p, Interpolation interpolation,
+                               OpImage& image);
+
+// MoveTargetsToDrawnSize scales the targets as ResizeToDrawnSize scaled the pixels:
+// boxes per axis, masks nearest (v2's F.resize(mode=nearest)).
+absl::Status MoveTargetsToDrawnSize(const OpParams& p, detection::Targets* targets);
+
+}  // namespace flowloader::augment::internal
+
+#endif  // FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_DRAWN_RESIZE_H_
