@@ -374,10 +374,14 @@ TEST_F(S3Test, AGatewayRestartedMidEpochLosesNothing) {
            {*pattern_, "s3://data/shards/train-{000000..000004}.tar"}}) {
     PipelineOptions o = Options(remote);
     o.http_cache_mb = 0;  // Every member its own GET, so that reads meet the outage.
+    // No read-ahead: it would finish every read of this small set before the outage.
+    // Its threads read through the same retry loop (HttpEnv::Fetch) as the workers.
+    o.http.read_ahead = 0;
     DatasetOptions listing;
     listing.path = remote;
     listing.s3 = o.s3;
     listing.http.cache_bytes = 0;
+    listing.http.read_ahead = 0;  // The dataset's Env carries read_ahead to the read stage.
     auto ds = Dataset::Open(listing);
     ASSERT_TRUE(ds.ok()) << ds.status();
     std::shared_ptr<const Dataset> dataset = std::move(*ds);
