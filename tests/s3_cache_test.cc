@@ -94,6 +94,10 @@ class S3CacheTest : public ::testing::Test {
     o.seed = 11;
     o.s3.endpoint = gateway_->endpoint();
     o.cache_dir = cache_dir_;
+    // Exact GET and hit counts: without this, read-ahead announces epoch 2's order while
+    // epoch 1's reads of the same objects (36 images, inside its 256-position window) are
+    // in flight, and the cache does not join two concurrent misses of one object.
+    o.http.read_ahead = 0;
     return o;
   }
   // Run opens `o`'s data through the cache (blocks of `block_bytes`) and runs it.

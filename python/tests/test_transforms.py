@@ -146,8 +146,26 @@ def test_every_class_has_a_case():
             walk(t)
     exported = {n for n in T.__all__ if n not in ("InterpolationMode", "AutoAugmentPolicy")}
     # Compose and Lambda have tests of their own below; the eager-only classes are
-    # refused by the loader (below) and tested in test_eager.py.
-    assert exported - covered - {"Compose", "Lambda"} - set(T._EAGER_ONLY) == set()
+    # refused by the loader (below) and tested in test_eager.py; the detection ops move
+    # targets and are tested with them (test_detection.py, detection_ops_parity_test).
+    detection = {n for n in exported if issubclass(getattr(T, n), T._DetectionOp)}
+    assert exported - covered - {"Compose", "Lambda"} - set(T._EAGER_ONLY) - detection == set()
+
+
+def test_every_detection_class_is_a_native_op():
+    detection = [getattr(T, n) for n in T.__all__
+                 if isinstance(getattr(T, n), type) and issubclass(getattr(T, n), T._DetectionOp)]
+    assert len(detection) == 7
+    made = {"FixedSizeCrop": T.FixedSizeCrop(64), "ScaleJitter": T.ScaleJitter((64, 64)),
+            "RandomShortestSize": T.RandomShortestSize([48, 64], 96)}
+    for cls in detection:
+        if cls is T.SanitizeBoundingBoxes:  # A stage after the list, not an op in it.
+            continue
+        op = made.get(cls.__name__) or cls()
+        # The native parser; a fixed-size crop last, as a batch tensor needs.
+        flowloader._flowloader.check_ops(T.Compose([op, T.FixedSizeCrop(64)]).to_ops())
+        with pytest.raises(TypeError, match="runs in the loader's op list"):
+            op(torch.zeros(3, 8, 8, dtype=torch.uint8))
 
 
 def test_to_ops_is_the_native_text():
