@@ -166,7 +166,7 @@ def test_wrong_types_raise_type_error(small_data, kwargs, pattern):
         flowloader.DataLoader(small_data, **kwargs)
 
 
-def test_every_spec_key_is_a_keyword(small_data, flowloader_module):
+def test_every_spec_key_is_a_keyword(small_data, flowloader_module, tmp_path):
     from flowloader import _flowloader
     keys = [k["name"] for k in _flowloader.spec_keys() if k["is_scalar"] and k["name"] != "data"]
     loader = flowloader.DataLoader(small_data, name="kw", in_order=True, pin_memory=False,
@@ -177,14 +177,16 @@ def test_every_spec_key_is_a_keyword(small_data, flowloader_module):
     loader.close()
     for key in keys:  # Each is accepted (not a TypeError for an unknown keyword).
         try:
-            flowloader.DataLoader(small_data, **{key: _probe_value(key)}).close()
+            flowloader.DataLoader(small_data, **{key: _probe_value(key, tmp_path)}).close()
         except ValueError:
             pass
 
 
-def _probe_value(key):
+def _probe_value(key, tmp_path):
     from flowloader import _SPEC_KEYS, _is_int_key
     spec_key = _SPEC_KEYS[key]
+    if key == "cache_dir":  # A directory the loader creates: in the test's own tmp_path.
+        return str(tmp_path / "cache")
     if spec_key["is_bool"]:
         return spec_key["default"] == "true"
     if _is_int_key(key):
