@@ -361,36 +361,11 @@ int TuneFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   return TuneCommand(o, flags.Text("out"));
 }
 
-// MakeDetectionDataset is make-dataset --task=detection (runtime/detection_dataset.h).
-int MakeDetectionDataset(const FlagReader& flags) {
-  DetectionDatasetOptions o;
-  o.root = flags.Text("out");
-  int64_t images = 0, min_side = 0, max_side = 0, instances = 0, quality = 0, seed = 0;
-  absl::Status s = flags.Int("images", 1, 10000000, &images);
-  if (s.ok()) s = flags.Int("min_short_side", 64, 65000, &min_side);
-  if (s.ok()) s = flags.Int("max_short_side", min_side, 65000, &max_side);
-  if (s.ok()) s = flags.Int("max_instances", 1, 9, &instances);
-  if (s.ok()) s = flags.Int("quality", 1, 100, &quality);
-  if (s.ok()) s = flags.Int("seed", 0, std::numeric_limits<int64_t>::max(), &seed);
-  if (s.ok()) s = flags.Double("noise", 0, &o.noise);
-  if (s.ok()) s = flags.Bool("overwrite", &o.overwrite);
-  if (!s.ok()) return Fail(std::string(s.message()));
-  o.images = static_cast<int>(images);
-  o.min_side = static_cast<int>(min_side);
-  o.max_side = static_cast<int>(max_side);
-  o.max_instances = static_cast<int>(instances);
-  o.quality = static_cast<int>(quality);
-  o.seed = static_cast<uint64_t>(seed);
-  if (absl::Status g = GenerateDetectionDataset(o); !g.ok()) return Fail(std::string(g.message()));
-  std::printf("dataset ready: %s/images (%d JPEGs), %s/annotations/instances.json\n",
-              o.root.c_str(), o.images, o.root.c_str());
-  return 0;
-}
-
-// MakeSegmentationDataset is make-dataset --task=segmentation
-// (runtime/segmentation_dataset.h).
-int MakeSegmentationDataset(const FlagReader& flags) {
-  SegmentationDatasetOptions o;
+// ReadShapeSetFlags reads the flags make-dataset's detection and segmentation sets share
+// into `o` (DetectionDatasetOptions or SegmentationDatasetOptions); *max_shapes gets
+// --max_instances (shapes per image).
+template <typename ShapeSetOptions>
+absl::Status ReadShapeSetFlags(const FlagReader& flags, ShapeSetOptions& o, int* max_shapes) {
   o.root = flags.Text("out");
   int64_t images = 0, min_side = 0, max_side = 0, shapes = 0, quality = 0, seed = 0;
   absl::Status s = flags.Int("images", 1, 10000000, &images);
@@ -401,13 +376,35 @@ int MakeSegmentationDataset(const FlagReader& flags) {
   if (s.ok()) s = flags.Int("seed", 0, std::numeric_limits<int64_t>::max(), &seed);
   if (s.ok()) s = flags.Double("noise", 0, &o.noise);
   if (s.ok()) s = flags.Bool("overwrite", &o.overwrite);
-  if (!s.ok()) return Fail(std::string(s.message()));
+  if (!s.ok()) return s;
   o.images = static_cast<int>(images);
   o.min_side = static_cast<int>(min_side);
   o.max_side = static_cast<int>(max_side);
-  o.max_shapes = static_cast<int>(shapes);
+  *max_shapes = static_cast<int>(shapes);
   o.quality = static_cast<int>(quality);
   o.seed = static_cast<uint64_t>(seed);
+  return absl::OkStatus();
+}
+
+// MakeDetectionDataset is make-dataset --task=detection (runtime/detection_dataset.h).
+int MakeDetectionDataset(const FlagReader& flags) {
+  DetectionDatasetOptions o;
+  if (absl::Status s = ReadShapeSetFlags(flags, o, &o.max_instances); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  if (absl::Status g = GenerateDetectionDataset(o); !g.ok()) return Fail(std::string(g.message()));
+  std::printf("dataset ready: %s/images (%d JPEGs), %s/annotations/instances.json\n",
+              o.root.c_str(), o.images, o.root.c_str());
+  return 0;
+}
+
+// MakeSegmentationDataset is make-dataset --task=segmentation
+// (runtime/segmentation_dataset.h).
+int MakeSegmentationDataset(const FlagReader& flags) {
+  SegmentationDatasetOptions o;
+  if (absl::Status s = ReadShapeSetFlags(flags, o, &o.max_shapes); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   if (absl::Status g = GenerateSegmentationDataset(o); !g.ok()) {
     return Fail(std::string(g.message()));
   }
