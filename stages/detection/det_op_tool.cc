@@ -25,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "stages/augment/ops/netpbm.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
 #include "stages/detection/targets.h"
@@ -34,25 +35,6 @@ namespace {
 
 using augment::Op;
 using augment::OpParams;
-
-bool ReadPpm(const std::string& path, Image* img) {
-  std::ifstream in(path, std::ios::binary);
-  std::string magic;
-  int w = 0, h = 0, maxval = 0;
-  in >> magic >> w >> h >> maxval;
-  in.get();
-  if (magic != "P6" || w <= 0 || h <= 0 || maxval != 255) return false;
-  img->Resize(w, h, 3);
-  in.read(reinterpret_cast<char*>(img->pixels.data()), img->pixels.size());
-  return static_cast<bool>(in);
-}
-
-bool WritePpm(const std::string& path, const Image& img) {
-  std::ofstream out(path, std::ios::binary);
-  out << "P6\n" << img.width << " " << img.height << "\n255\n";
-  out.write(reinterpret_cast<const char*>(img.pixels.data()), img.pixels.size());
-  return static_cast<bool>(out);
-}
 
 bool ReadTargets(const std::string& path, detection::Targets* t) {
   std::ifstream in(path, std::ios::binary);
@@ -117,7 +99,7 @@ std::string Apply(const std::vector<std::string>& f) {
     }
   }
   Image rgb, spare;
-  if (!ReadPpm(f[3], &rgb)) return absl::StrCat("error: cannot read ", f[3]);
+  if (!ReadNetpbm(f[3], 3, &rgb)) return absl::StrCat("error: cannot read ", f[3]);
   detection::Targets targets;
   if (!ReadTargets(f[5], &targets)) return absl::StrCat("error: cannot read ", f[5]);
   if ((*op)->Targets() == Op::TargetEffect::kRefuses) return "error: the op refuses targets";
@@ -135,7 +117,7 @@ std::string Apply(const std::vector<std::string>& f) {
                         ", the targets' canvas ", targets.canvas_width, "x",
                         targets.canvas_height);
   }
-  if (!WritePpm(f[4], rgb) || !WriteTargets(f[6], targets)) return "error: cannot write";
+  if (!WriteNetpbm(f[4], rgb) || !WriteTargets(f[6], targets)) return "error: cannot write";
   return "ok";
 }
 

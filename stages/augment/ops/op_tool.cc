@@ -23,30 +23,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "stages/augment/ops/netpbm.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
 
 namespace flowloader::augment {
 namespace {
-
-bool ReadPpm(const std::string& path, Image* img) {
-  std::ifstream in(path, std::ios::binary);
-  std::string magic;
-  int w = 0, h = 0, maxval = 0;
-  in >> magic >> w >> h >> maxval;
-  in.get();
-  if (magic != "P6" || w <= 0 || h <= 0 || maxval != 255) return false;
-  img->Resize(w, h, 3);
-  in.read(reinterpret_cast<char*>(img->pixels.data()), img->pixels.size());
-  return static_cast<bool>(in);
-}
-
-bool WritePpm(const std::string& path, const Image& img) {
-  std::ofstream out(path, std::ios::binary);
-  out << "P6\n" << img.width << " " << img.height << "\n255\n";
-  out.write(reinterpret_cast<const char*>(img.pixels.data()), img.pixels.size());
-  return static_cast<bool>(out);
-}
 
 bool ReadF32(const std::string& path, std::vector<float>* data, int* c, int* h, int* w) {
   std::ifstream in(path, std::ios::binary);
@@ -94,7 +76,7 @@ std::string Apply(const std::vector<std::string>& f) {
     int c = 0;
     if (!ReadF32(f[3], &tensor, &c, &image.height, &image.width)) return "error: bad F32 input";
     image.chw = tensor.data();
-  } else if (!ReadPpm(f[3], &rgb)) {
+  } else if (!ReadNetpbm(f[3], 3, &rgb)) {
     return "error: bad PPM input";
   }
   if ((*op)->Output() == PixelForm::kFloatCHW && (*op)->Input() == PixelForm::kUint8HWC) {
@@ -108,20 +90,8 @@ std::string Apply(const std::vector<std::string>& f) {
   }
   const bool ok = (*op)->Output() == PixelForm::kFloatCHW
                       ? WriteF32(f[4], image.chw, image.height, image.width)
-                      : WritePpm(f[4], rgb);
+                      : WriteNetpbm(f[4], rgb);
   return ok ? "ok" : "error: cannot write output";
-}
-
-bool ReadPgm(const std::string& path, Image* img) {
-  std::ifstream in(path, std::ios::binary);
-  std::string magic;
-  int w = 0, h = 0, maxval = 0;
-  in >> magic >> w >> h >> maxval;
-  in.get();
-  if (magic != "P5" || w <= 0 || h <= 0 || maxval != 255) return false;
-  img->Resize(w, h, 1);
-  in.read(reinterpret_cast<char*>(img->pixels.data()), img->pixels.size());
-  return static_cast<bool>(in);
 }
 
 // Labels moves a label map as the op moves pixels (Op::MoveLabels).
@@ -141,15 +111,12 @@ std::string Labels(const std::vector<std::string>& f) {
   int fill = 0;
   if (!absl::SimpleAtoi(f[5], &fill) || fill < 0 || fill > 255) return "error: bad fill";
   Image labels, spare;
-  if (!ReadPgm(f[3], &labels)) return "error: bad PGM input";
+  if (!ReadNetpbm(f[3], 1, &labels)) return "error: bad PGM input";
   LabelPlane plane{&labels, &spare, static_cast<uint8_t>(fill)};
   if (absl::Status s = (*op)->MoveLabels(params, plane); !s.ok()) {
     return absl::StrCat("error: ", s.message());
   }
-  std::ofstream out(f[4], std::ios::binary);
-  out << "P5\n" << labels.width << " " << labels.height << "\n255\n";
-  out.write(reinterpret_cast<const char*>(labels.pixels.data()), labels.pixels.size());
-  return out ? "ok" : "error: cannot write output";
+  return WriteNetpbm(f[4], labels) ? "ok" : "error: cannot write output";
 }
 
 std::string Draw(const std::vector<std::string>& f) {
