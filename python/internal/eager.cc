@@ -121,12 +121,11 @@ absl::Status RunOps(const std::vector<const EagerOp*>& ops,
 constexpr int64_t kMaxSide = 1 << 14;
 constexpr int64_t kMaxPixels = (int64_t{1} << 31) / 4;
 
-py::array EagerRun(const std::vector<const EagerOp*>& ops,
-                   const std::vector<std::optional<std::vector<double>>>& params,
-                   const py::array& input) {
-  if (ops.size() != params.size()) {
-    RaiseValue(absl::StrCat(ops.size(), " ops but ", params.size(), " parameter lists"));
-  }
+// GivenParams turns the parameters Python gave each op (none: the op draws its own) into
+// OpParams, refusing a list longer than an op's params hold.
+std::vector<std::optional<OpParams>> GivenParams(
+    const std::vector<const EagerOp*>& ops,
+    const std::vector<std::optional<std::vector<double>>>& params) {
   std::vector<std::optional<OpParams>> drawn(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     if (!params[i].has_value()) continue;
@@ -137,6 +136,16 @@ py::array EagerRun(const std::vector<const EagerOp*>& ops,
     drawn[i].emplace();
     for (double v : *params[i]) drawn[i]->Push(v);
   }
+  return drawn;
+}
+
+py::array EagerRun(const std::vector<const EagerOp*>& ops,
+                   const std::vector<std::optional<std::vector<double>>>& params,
+                   const py::array& input) {
+  if (ops.size() != params.size()) {
+    RaiseValue(absl::StrCat(ops.size(), " ops but ", params.size(), " parameter lists"));
+  }
+  const std::vector<std::optional<OpParams>> drawn = GivenParams(ops, params);
   const bool in_float = py::isinstance<py::array_t<float>>(input);
   const bool in_uint8 = py::isinstance<py::array_t<uint8_t>>(input);
   if (!(in_float || in_uint8) || input.ndim() != 3 ||
@@ -274,16 +283,7 @@ py::object PilRun(const std::vector<const EagerOp*>& ops,
     RaiseValue(absl::StrCat("_pil_run: box ", width, "x", height, "+", left, "+", top,
                             " outside the image ", image_width, "x", image_height));
   }
-  std::vector<std::optional<OpParams>> drawn(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!params[i].has_value()) continue;
-    if (params[i]->size() > static_cast<size_t>(OpParams::kMax)) {
-      RaiseValue(absl::StrCat(ops[i]->op().name(), ": ", params[i]->size(),
-                              " params, at most ", OpParams::kMax));
-    }
-    drawn[i].emplace();
-    for (double v : *params[i]) drawn[i]->Push(v);
-  }
+  const std::vector<std::optional<OpParams>> drawn = GivenParams(ops, params);
   thread_local Working work;
   OpImage image;
   image.rgb = &work.a;
