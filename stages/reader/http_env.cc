@@ -574,6 +574,17 @@ int64_t HttpEnv::AdmitShards(const std::vector<ShardSize>& shards) {
   return admitted_bytes_;
 }
 
+int64_t HttpEnv::SeedBlock(const std::string& url, int64_t offset, std::string bytes) {
+  const int64_t shard_bytes = AdmittedSize(url);
+  const int64_t block_bytes = options_.block_bytes;
+  if (shard_bytes < 0 || offset % block_bytes != 0 || offset >= shard_bytes) return 0;
+  // What a fetch of this block would hold: block_bytes, cut at the admitted size.
+  const int64_t want = std::min(shard_bytes - offset, block_bytes);
+  if (static_cast<int64_t>(bytes.size()) < want) return 0;  // Not a whole block.
+  bytes.resize(static_cast<size_t>(want));
+  return cache_.Put({url, offset / block_bytes}, std::move(bytes)) ? want : 0;
+}
+
 int64_t HttpEnv::AdmittedSize(const std::string& url) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = admitted_.find(url);

@@ -107,6 +107,12 @@ int64_t StorageEnv::AdmitShards(const std::vector<HttpEnv::ShardSize>& shards) {
   return total;
 }
 
+int64_t StorageEnv::SeedBlock(const std::string& url, int64_t offset, std::string bytes) {
+  if (disk_cache_ != nullptr) return 0;  // Nothing is admitted (see AdmitShards).
+  HttpEnv* http = RemoteEnv(url);
+  return http == nullptr ? 0 : http->SeedBlock(url, offset, std::move(bytes));
+}
+
 HttpEnv* StorageEnv::RemoteEnv(const std::string& path) {
   const Scheme* scheme = SchemeOf(path);
   if (scheme == nullptr) return nullptr;

@@ -60,6 +60,9 @@ class StorageEnv : public Env {
   // while the admitted total fits http.cache_bytes (stops at the first that does not);
   // returns the admitted bytes. See HttpEnv::AdmitShards. Nothing with a disk cache.
   int64_t AdmitShards(const std::vector<HttpEnv::ShardSize>& shards);
+  // SeedBlock hands bytes read at `offset` of the remote shard `url` to its Env's block
+  // cache (HttpEnv::SeedBlock); returns the bytes kept (0 with a disk cache).
+  int64_t SeedBlock(const std::string& url, int64_t offset, std::string bytes);
   std::vector<HttpEnv::ShardSize> admitted() const;
   int64_t admitted_bytes() const;
   int admitted_shards() const;
