@@ -244,12 +244,16 @@ void ExpectSaneAndSame(const Batches& a, const Batches& b, int side, int64_t* in
   }
 }
 
-TEST_F(DetectionPipelineTest, SsdAndLargeScaleJitterRecipesRunAndAreDeterministic) {
+TEST_F(DetectionPipelineTest, SsdJitterAndAffineRecipesRunAndAreDeterministic) {
   const std::string recipes[] = {
       "random_photometric_distort(); random_zoom_out(fill=[123, 117, 104]); "
       "random_iou_crop(); random_horizontal_flip(); resize(size=[48, 48]); normalize()",
       "scale_jitter(target_size=48); random_horizontal_flip(); fixed_size_crop(size=48); "
-      "normalize()"};
+      "normalize()",
+      // Affine and rotation (with expand, then a fixed size) move boxes and masks too.
+      "random_affine(degrees=20, translate=[0.1, 0.1], scale=[0.8, 1.2], shear=5); "
+      "random_rotation(degrees=15, expand=true); random_horizontal_flip(); "
+      "resize(size=[48, 48]); normalize()"};
   for (const std::string& ops : recipes) {
     PipelineOptions one = Options(ops, /*sanitize=*/true);
     one.num_workers = 1;
@@ -267,8 +271,8 @@ TEST_F(DetectionPipelineTest, RefusesOpsAndStagesThatCannotMoveTheTargets) {
   const std::vector<Case> cases = {
       {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
         StageSpec{"transforms", "", {{"ops", "random_resized_crop(size=32); "
-                                             "random_rotation(degrees=10); normalize()"}}}},
-       "op 2 (random_rotation) cannot move the boxes"},
+                                             "trivial_augment_wide(); normalize()"}}}},
+       "op 2 (trivial_augment_wide) cannot move the boxes"},
       {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
         StageSpec{"transforms", "", {{"ops", "scale_jitter(target_size=64); normalize()"}}}},
        "fixed_size_crop"},

@@ -13,6 +13,10 @@ same parameters:
   the masks, the reference leaves them), v2's behaviour is the reference;
 - the other geometric ops: v2's kernels, as detection_parity_test restates them
   (ref_boxes, ref_masks).
+- random_affine and random_rotation: boxes through v2's affine box kernel
+  (_affine_bounding_boxes_with_expand, restated in v2_affine_boxes, with expand's canvas),
+  masks through torchvision 0.14's F.affine / F.rotate on PIL "L" masks with NEAREST and
+  fill 0 (the image's own inverse map, so masks stay on the pixels).
 Boxes must agree within 1e-3 px, labels, iscrowd and area exactly, masks identically,
 pixels exactly (scale_jitter, random_shortest_size: within 1 level, PIL's resize).
 random_iou_crop's draws (which look at the boxes) are compared over 10 000 draws with the
@@ -31,6 +35,7 @@ import torch
 import torch.nn.functional as TF
 import torchvision
 import torchvision.transforms.functional as F
+import torchvision.transforms.functional_tensor as FT
 from PIL import Image
 from torchvision.transforms import InterpolationMode
 
@@ -234,6 +239,73 @@ def ref_fixed_size_crop(size, fill=0, padding_mode="constant"):
     return run
 
 
+# --- random_affine / random_rotation: v2's box kernel, masks as PIL masks --------------
+
+def v2_affine_boxes(boxes, size, angle, translate, scale, shear, expand=False):
+    """torchvision/transforms/v2/functional/_geometry.py, _affine_bounding_boxes_with_expand
+    (v0.16; _affine_bounding_box_xyxy in v0.15), on xyxy float32 boxes of a canvas `size`
+    (h, w): each box's four corners through the forward matrix, their enclosing box; with
+    expand, shifted by the transformed canvas corners' minimum onto the canvas v0.15 computes
+    (_compute_affine_output_size with the centre at [0, 0], the size v2's rotate_image gives
+    the image); then clamp_bounding_boxes."""
+    height, width = size
+    center = [width * 0.5, height * 0.5]
+    affine_vector = F._get_inverse_affine_matrix(center, angle, translate, scale, shear,
+                                                 inverted=False)
+    transposed_affine_matrix = torch.tensor(affine_vector, dtype=torch.float32).reshape(2, 3).T
+    points = boxes[:, [[0, 1], [2, 1], [2, 3], [0, 3]]].reshape(-1, 2)
+    points = torch.cat([points, torch.ones(points.shape[0], 1)], dim=-1)
+    transformed_points = torch.matmul(points, transposed_affine_matrix).reshape(-1, 4, 2)
+    out_bboxes = torch.cat([transformed_points.min(dim=1).values,
+                            transformed_points.max(dim=1).values], dim=1)
+    if expand:
+        points = torch.tensor([[0.0, 0.0, 1.0], [0.0, float(height), 1.0],
+                               [float(width), float(height), 1.0], [float(width), 0.0, 1.0]])
+        new_points = torch.matmul(points, transposed_affine_matrix)
+        tr = new_points.min(dim=0, keepdim=True).values
+        out_bboxes.sub_(tr.repeat((1, 2)))
+        affine_vector = F._get_inverse_affine_matrix([0.0, 0.0], angle, translate, scale, shear)
+        new_width, new_height = FT._compute_affine_output_size(affine_vector, width, height)
+        size = (new_height, new_width)
+    out_bboxes[:, 0::2].clamp_(min=0, max=size[1])
+    out_bboxes[:, 1::2].clamp_(min=0, max=size[0])
+    return out_bboxes, size
+
+
+def pil_masks(masks, move):
+    """Each instance mask as a PIL "L" image moved by `move` (torchvision 0.14's F.affine /
+    F.rotate with NEAREST and fill 0, as the segmentation references move PIL targets)."""
+    planes = [np.asarray(move(Image.fromarray(m, mode="L"))) for m in masks.numpy()]
+    return torch.tensor(np.stack(planes)) if planes else masks
+
+
+def ref_affine(image, target, p):
+    angle, tx, ty, scale, shx, shy = (float(v) for v in p)
+    kw = dict(angle=angle, translate=[tx, ty], scale=scale, shear=[shx, shy],
+              interpolation=InterpolationMode.NEAREST)
+    target = dict(target)
+    target["boxes"], target["size"] = v2_affine_boxes(target["boxes"], target["size"], angle,
+                                                      [tx, ty], scale, [shx, shy])
+    target["masks"] = pil_masks(target["masks"], lambda m: F.affine(m, fill=0, **kw))
+    return F.affine(image, fill=0, **kw), target
+
+
+def ref_rotation(expand):
+    def run(image, target, p):
+        angle = float(p[0])
+        kw = dict(angle=angle, interpolation=InterpolationMode.NEAREST, expand=expand)
+        target = dict(target)
+        # rotate_bounding_boxes: affine with -angle (F.rotate turns counter-clockwise).
+        target["boxes"], target["size"] = v2_affine_boxes(
+            target["boxes"], target["size"], -angle, [0.0, 0.0], 1.0, [0.0, 0.0], expand)
+        target["masks"] = pil_masks(target["masks"], lambda m: F.rotate(m, fill=0, **kw))
+        out = F.rotate(image, fill=0, **kw)
+        check(out.size == (target["size"][1], target["size"][0]),
+              f"v2's canvas {target['size']} is not PIL's image {out.size}")
+        return out, target
+    return run
+
+
 def ref_unchanged(image, target, p):
     return None, target  # Colour only: the pixels are ops_parity_test's.
 
@@ -285,6 +357,19 @@ CASES = [
     ("random_crop(size=[80, 110], pad_if_needed=true)", [9, 13, 80, 110],
      v2(lambda s, p: [("pad", (13, 9, 13, 9)), ("crop", (9, 13, 80, 110))]), None),
     ("pad(padding=[2, 3, 4, 5])", [], v2(lambda s, p: ("pad", (2, 3, 4, 5))), None),
+    ("random_affine(degrees=30)", [17.5, 0, 0, 1, 0, 0], ref_affine, 0),
+    ("random_affine(degrees=30, translate=[0.2, 0.2], scale=[0.7, 1.3], shear=10)",
+     [-23.0, 9, -5, 1.2, 7.5, 0], ref_affine, 0),
+    ("random_affine(degrees=0, shear=[-5, 5, -8, 8])", [0, 3, 2, 0.8, -4.0, 6.5], ref_affine, 0),
+    ("random_affine(degrees=0, scale=[0.5, 2])", [0, 0, 0, 1.7, 0, 0], ref_affine, 0),
+    ("random_affine(degrees=180)", [90, 0, 0, 1, 0, 0], ref_affine, 0),
+    ("random_rotation(degrees=45)", [33.3], ref_rotation(False), 0),
+    ("random_rotation(degrees=45)", [-41.0], ref_rotation(False), 0),
+    ("random_rotation(degrees=180)", [180], ref_rotation(False), 0),
+    ("random_rotation(degrees=45, expand=true)", [33.3], ref_rotation(True), 0),
+    ("random_rotation(degrees=180, expand=true)", [-127.0], ref_rotation(True), 0),
+    ("random_rotation(degrees=180, expand=true)", [90], ref_rotation(True), 0),
+    ("random_rotation(degrees=180, expand=true)", [270], ref_rotation(True), 0),
 ]
 
 
