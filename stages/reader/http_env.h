@@ -148,6 +148,8 @@ class HttpEnv : public Env {
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override;
   absl::StatusOr<bool> IsDirectory(const std::string& path) override;
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
+  // An http(s) URL cannot be written (refused); other paths go to the base Env.
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
 
   // NewRandomAccessFile reads a URL one Range request per Read, never through the cache.
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
@@ -193,6 +195,8 @@ class HttpEnv : public Env {
   struct Request;
   // Handle is a pooled easy handle and the multi handle it runs on (internal).
   struct Handle;
+  // CancelledFor is cancelled() for `r`: never for a cleanup request (Request::cleanup).
+  bool CancelledFor(const Request& r) const;
 
  protected:
   HttpEnv(Env* base, const HttpOptions& options)

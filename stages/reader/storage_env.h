@@ -50,6 +50,9 @@ class StorageEnv : public Env {
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override;
   absl::StatusOr<bool> IsDirectory(const std::string& path) override;
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
+  // NewWritableFile writes a local file, or uploads an s3:// object (never through the
+  // disk cache).
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
 
   // EnvFor is the Env that reads `path`: the base for a local path, else its scheme's
   // (made now if it is the first of its family; its Create's refusal otherwise), behind
