@@ -222,6 +222,52 @@ void SetMethod(const HttpEnv::Request& r, CURL* curl, curl_slist** headers) {
   curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
 }
 
+// ErrorBodyCode is the <Code> of an S3-style error document in `body` when it is a short
+// word (SlowDown, NoSuchKey), else "": a label must stay in a small alphabet.
+std::string ErrorBodyCode(const std::string& body) {
+  const size_t open = body.find("<Code>");
+  if (open == std::string::npos) return "";
+  const size_t start = open + 6;
+  const size_t end = body.find("</Code>", start);
+  if (end == std::string::npos || end == start || end - start > 40) return "";
+  const std::string code = body.substr(start, end - start);
+  for (const char c : code) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) return "";
+  }
+  return code;
+}
+
+// AttemptErrorCode is the metrics' code of a failed attempt: the server's S3 code or
+// HTTP status, else what the transport saw.
+std::string AttemptErrorCode(const HttpEnv::Request& r, const absl::Status& status) {
+  if (r.cancelled || status.code() == absl::StatusCode::kCancelled) return "cancelled";
+  if (r.curl_code == CURLE_OK && r.status >= 400) {
+    const std::string code = ErrorBodyCode(r.error_body);
+    return code.empty() ? absl::StrCat("http_", r.status) : code;
+  }
+  switch (r.curl_code) {
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_ABORTED_BY_CALLBACK:  // A stall or a drip (Progress).
+      return "timeout";
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+      return "connection_reset";
+    case CURLE_GOT_NOTHING:
+      return "connection_closed";
+    case CURLE_COULDNT_CONNECT:
+      return "connection_refused";
+    case CURLE_COULDNT_RESOLVE_HOST:
+      return "dns";
+    case CURLE_PARTIAL_FILE:
+      return "truncated_body";
+    default:
+      break;
+  }
+  if (IsTlsFailure(r.curl_code)) return "tls";
+  const std::string reason = ErrorReason(status);  // http_bad_response, ...
+  return reason.empty() ? "other" : reason;
+}
+
 long Millis(absl::Duration d) {  // NOLINT(runtime/int): curl's type.
   return static_cast<long>(absl::ToInt64Milliseconds(d));  // NOLINT(runtime/int)
 }
@@ -357,6 +403,7 @@ bool HttpEnv::RecordResult(const std::string& url, bool ok) {
 bool HttpEnv::CancelledFor(const Request& r) const { return !r.cleanup && cancelled(); }
 
 absl::Status HttpEnv::Attempt(Request& r) {
+  r.sent = false;
   if (CancelledFor(r)) return absl::CancelledError(absl::StrCat(r.url, ": read cancelled (Stop)"));
   Handle* handle = AcquireHandle();
   if (handle == nullptr) return HttpError(reason::kConnectionError, r.url, "curl_easy_init failed");
@@ -417,6 +464,8 @@ absl::Status HttpEnv::Attempt(Request& r) {
   r.socket = &handle->socket;
   if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   const CURLcode rc = r.length == 0 ? CURLE_OK : Perform(handle->multi, curl, r);
+  r.sent = r.length != 0;
+  r.curl_code = rc;
   if (r.status == 0) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
   if (r.status > 0) answered_.store(true, std::memory_order_relaxed);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // r dies before the handle does.
@@ -528,7 +577,9 @@ absl::Status HttpEnv::Fetch(Request& r) {
       if (!SleepUnlessCancelled(RetryWait(backoff, r.retry_after)) && !r.cleanup) break;
       backoff *= 2;
     }
+    const absl::Time start = absl::Now();
     status = Attempt(r);
+    if (r.sent) CountAttempt(r, status, absl::Now() - start, attempt > 0);
     if (status.ok() || !Retryable(status)) break;
   }
   // A 404 is a fact about the URL, not a failing server: it does not count.
@@ -538,6 +589,14 @@ absl::Status HttpEnv::Fetch(Request& r) {
     return WithContext(status, absl::StrCat("after ", retries + 1, " attempts"));
   }
   return status;
+}
+
+void HttpEnv::CountAttempt(const Request& r, const absl::Status& status, absl::Duration took,
+                           bool retry) const {
+  if (stats_ == nullptr) return;
+  const std::string code = status.ok() ? std::string() : AttemptErrorCode(r, status);
+  stats_->Record(StorageStats::SchemeLabel(r.url), absl::ToInt64Nanoseconds(took),
+                 status.ok() ? static_cast<int64_t>(r.out->size()) : 0, code, retry);
 }
 
 absl::Status HttpEnv::ReadFile(const std::string& path, int64_t max_bytes,

@@ -61,6 +61,7 @@
 #include "absl/time/time.h"
 #include "stages/reader/env.h"
 #include "stages/reader/internal/block_cache.h"
+#include "stages/reader/storage_stats.h"
 
 // libcurl's handle types, so this header need not include curl.h.
 typedef void CURL;  // NOLINT: libcurl's own declaration.
@@ -182,6 +183,10 @@ class HttpEnv : public Env {
   // how many of them were retries after a failed attempt.
   int64_t requests() const;
   int64_t retries() const { return retries_.load(std::memory_order_relaxed); }
+  // set_storage_stats makes every later attempt count into `stats` (by scheme, error
+  // code and latency; storage_stats.h); null: not counted. Call before the first read
+  // (StorageEnv does, as it makes the Env).
+  void set_storage_stats(std::shared_ptr<StorageStats> stats) { stats_ = std::move(stats); }
 
   // Cancel aborts every transfer in flight within ~100 ms and makes every later read fail
   // at once with absl::Cancelled (retry backoffs end too). Irreversible; thread-safe;
@@ -237,6 +242,9 @@ class HttpEnv : public Env {
                           int64_t length, std::string* contents);
 
   absl::Status Attempt(Request& request);
+  // CountAttempt adds an attempt that sent a request to the storage stats.
+  void CountAttempt(const Request& request, const absl::Status& status, absl::Duration took,
+                    bool retry) const;
   // RetryWait is the wait before a retry: `backoff` (or a full-jitter draw below it), at
   // least the server's `retry_after`, at most max_backoff.
   absl::Duration RetryWait(absl::Duration backoff, absl::Duration retry_after) const;
@@ -264,6 +272,7 @@ class HttpEnv : public Env {
   std::map<std::string, int64_t> admitted_ ABSL_GUARDED_BY(mu_);
   int64_t admitted_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   internal::BlockCache cache_;
+  std::shared_ptr<StorageStats> stats_;  // Null: attempts are not counted.
 };
 
 }  // namespace flowloader

@@ -37,6 +37,7 @@ absl::StatusOr<Env*> StorageEnv::EnvFor(const std::string& path) {
   absl::StatusOr<std::unique_ptr<HttpEnv>> made = scheme->create(base_, options_);
   if (!made.ok()) return made.status();
   if (cancelled_.load()) (*made)->Cancel();
+  (*made)->set_storage_stats(stats_);
   HttpEnv* env = made->get();
   envs_.emplace(scheme->family, std::move(*made));
   // Where requests go and whose credentials sign them, said once (never the secret).

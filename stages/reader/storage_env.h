@@ -30,6 +30,7 @@
 #include "stages/reader/http_env.h"
 #include "stages/reader/internal/disk_cache.h"
 #include "stages/reader/schemes.h"
+#include "stages/reader/storage_stats.h"
 
 namespace flowloader {
 
@@ -85,6 +86,9 @@ class StorageEnv : public Env {
   // requests and retries sum up every remote Env's (HttpEnv::requests, retries).
   int64_t requests() const;
   int64_t retries() const;
+  // storage_stats are every remote Env's requests, bytes, retries, errors by code and
+  // latency, by scheme (storage_stats.h); shared so a PipelineStats may hold them too.
+  std::shared_ptr<const StorageStats> storage_stats() const { return stats_; }
   // Describe says, per remote Env made, where it sends requests and where its credentials
   // came from ("s3: endpoint http://127.0.0.1:7480 (s3_endpoint), credentials from
   // environment (AWS_ACCESS_KEY_ID)"), never a secret; empty when there is none.
@@ -106,6 +110,8 @@ class StorageEnv : public Env {
   // The disk cache's Env in front of each of envs_, by family (with a disk cache only).
   std::map<std::string, std::unique_ptr<DiskCacheEnv>> cached_ ABSL_GUARDED_BY(mu_);
   mutable std::atomic<bool> cancelled_{false};
+  // Counted into by every remote Env made (HttpEnv::set_storage_stats).
+  const std::shared_ptr<StorageStats> stats_ = std::make_shared<StorageStats>();
 };
 
 }  // namespace flowloader

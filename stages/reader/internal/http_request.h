@@ -66,6 +66,9 @@ struct HttpEnv::Request {
   int64_t window_min_bytes = 0;
   bool slow = false;
   bool cancelled = false;
+  // Whether the attempt sent a request, and libcurl's result for it (StorageStats).
+  bool sent = false;
+  CURLcode curl_code = CURLE_OK;
   char curl_error[CURL_ERROR_SIZE] = {};  // libcurl's detail, e.g. why a certificate failed.
 };
 
