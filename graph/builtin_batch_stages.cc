@@ -250,6 +250,7 @@ void RegisterBuiltinBatchStages(StageRegistry& registry) {
       OptionSchema{"num_classes", OptionType::kInt, "0", kClassesDoc, {}},
   };
   (void)registry.RegisterBatch(std::move(smoothing), MakeLabelSmoothing);
+  RegisterMultiSampleBatchStages(registry);
 }
 
 }  // namespace flowloader

@@ -127,8 +127,13 @@ struct DatasetOptions {
   // Tar shards indexed at once when opening (for HTTP, requests in flight); >= 1.
   int index_threads = 8;
   // HTTP shards are indexed in windows of this many bytes (one range request serves
-  // every header inside it); > 0. Default 1 MiB.
+  // every header inside it); > 0. Default 1 MiB. When it equals http.block_bytes (the
+  // default), the windows of the shards the block cache admits are kept as its blocks
+  // (within cache_bytes), so the first epoch does not fetch them again.
   int64_t http_index_window_bytes = int64_t{1} << 20;
+  // Windows of a remote shard read ahead of its index's walk (so its round trips
+  // overlap; internal/window_prefetch.h); >= 0, 0 = one window at a time. Default 4.
+  int index_prefetch_windows = 4;
 };
 
 // DatasetSource is one named source of a mixture (Dataset::OpenSources).

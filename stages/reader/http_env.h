@@ -38,8 +38,10 @@
 //     set larger than the cache would evict every block before its reuse on a shuffled
 //     epoch. A failed block is not cached, so a shard that dies keeps serving the blocks
 //     already fetched and fails the reads that need others.
-//   * Index reads are never cached: NewRandomAccessFile reads each range with its own
-//     request (indexing reads every shard, admitted or not, before admission decides).
+//   * Index reads are not cached as they are read: NewRandomAccessFile reads each range
+//     with its own request (indexing reads every shard, admitted or not, before admission
+//     decides); the dataset then hands the index windows of the admitted shards to
+//     SeedBlock, so bytes read to index a shard are not fetched a second time.
 //
 // Thread-safety: thread-safe; each call uses its own pooled handle.
 #ifndef FLOWLOADER_STAGES_READER_HTTP_ENV_H_
@@ -146,6 +148,8 @@ class HttpEnv : public Env {
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override;
   absl::StatusOr<bool> IsDirectory(const std::string& path) override;
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
+  // An http(s) URL cannot be written (refused); other paths go to the base Env.
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
 
   // NewRandomAccessFile reads a URL one Range request per Read, never through the cache.
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
@@ -161,6 +165,12 @@ class HttpEnv : public Env {
   // the admitted bytes. Call it before the reads the cache should serve; a later call
   // (a mixture's next source) adds to what was admitted, within the same budget.
   int64_t AdmitShards(const std::vector<ShardSize>& shards);
+  // SeedBlock puts bytes read at `offset` of an admitted shard (a window its index read,
+  // window_prefetch.h) in the block cache as the block starting there, so the block is
+  // not fetched again. Only a whole block at a block boundary is kept (cut to the
+  // shard's admitted size, as a fetched block is), or the shard's last, shorter one;
+  // returns the bytes kept (0 for a shard not admitted, or bytes of another shape).
+  int64_t SeedBlock(const std::string& url, int64_t offset, std::string bytes);
   // admitted lists the admitted shards (by URL); admitted_bytes and admitted_shards sum
   // them up.
   std::vector<ShardSize> admitted() const;
@@ -185,6 +195,8 @@ class HttpEnv : public Env {
   struct Request;
   // Handle is a pooled easy handle and the multi handle it runs on (internal).
   struct Handle;
+  // CancelledFor is cancelled() for `r`: never for a cleanup request (Request::cleanup).
+  bool CancelledFor(const Request& r) const;
 
  protected:
   HttpEnv(Env* base, const HttpOptions& options)

@@ -91,6 +91,13 @@ absl::StatusOr<std::string> StorageEnv::CanonicalPath(const std::string& path) {
   return (*env)->CanonicalPath(path);
 }
 
+absl::StatusOr<std::unique_ptr<WritableFile>> StorageEnv::NewWritableFile(
+    const std::string& path) {
+  if (!IsRemotePath(path)) return base_->NewWritableFile(path);
+  if (absl::StatusOr<Env*> env = EnvFor(path); !env.ok()) return env.status();
+  return RemoteEnv(path)->NewWritableFile(path);
+}
+
 int64_t StorageEnv::AdmitShards(const std::vector<HttpEnv::ShardSize>& shards) {
   int64_t total = admitted_bytes();
   if (disk_cache_ != nullptr) return total;  // The disk cache keeps the blocks instead.
@@ -105,6 +112,12 @@ int64_t StorageEnv::AdmitShards(const std::vector<HttpEnv::ShardSize>& shards) {
     total += http->AdmitShards({shard}) - before;
   }
   return total;
+}
+
+int64_t StorageEnv::SeedBlock(const std::string& url, int64_t offset, std::string bytes) {
+  if (disk_cache_ != nullptr) return 0;  // Nothing is admitted (see AdmitShards).
+  HttpEnv* http = RemoteEnv(url);
+  return http == nullptr ? 0 : http->SeedBlock(url, offset, std::move(bytes));
 }
 
 HttpEnv* StorageEnv::RemoteEnv(const std::string& path) {

@@ -50,6 +50,9 @@ class StorageEnv : public Env {
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override;
   absl::StatusOr<bool> IsDirectory(const std::string& path) override;
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
+  // NewWritableFile writes a local file, or uploads an s3:// object (never through the
+  // disk cache).
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
 
   // EnvFor is the Env that reads `path`: the base for a local path, else its scheme's
   // (made now if it is the first of its family; its Create's refusal otherwise), behind
@@ -60,6 +63,9 @@ class StorageEnv : public Env {
   // while the admitted total fits http.cache_bytes (stops at the first that does not);
   // returns the admitted bytes. See HttpEnv::AdmitShards. Nothing with a disk cache.
   int64_t AdmitShards(const std::vector<HttpEnv::ShardSize>& shards);
+  // SeedBlock hands bytes read at `offset` of the remote shard `url` to its Env's block
+  // cache (HttpEnv::SeedBlock); returns the bytes kept (0 with a disk cache).
+  int64_t SeedBlock(const std::string& url, int64_t offset, std::string bytes);
   std::vector<HttpEnv::ShardSize> admitted() const;
   int64_t admitted_bytes() const;
   int admitted_shards() const;

@@ -15,6 +15,10 @@ comma-separated FAULTS, in turn:
   hang_reads   an object GET (no query: not a listing) gets nothing for 60 s, then a
                close; any other request is forwarded (with EVERY=1: the listing works,
                every read hangs)
+  deny_part2   an UploadPart of part 2 (PUT ...partNumber=2...) gets 403 AccessDenied
+               (not retried); any other request is forwarded
+  hang_part2   an UploadPart of part 2 gets nothing for 60 s, then a close; any other
+               request is forwarded
 Each fault is logged to LOG as one line "FAULT method path".
 """
 import http.client
@@ -80,6 +84,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         fault = next_fault()
         if fault == "hang_reads" and (self.command != "GET" or "?" in self.path):
             fault = None
+        if fault == "deny_part2" and (self.command != "PUT" or "partNumber=2&" not in self.path):
+            fault = None
+        if fault == "hang_part2" and (self.command != "PUT" or "partNumber=2&" not in self.path):
+            fault = None
         if fault:
             LOG.write("%s %s %s\n" % (fault, self.command, self.path))
         if fault == "slowdown":
@@ -93,7 +101,12 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.close_connection = True
             return
-        if fault == "hang_reads":
+        if fault == "deny_part2":
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            return self.reply(403, s3_error("AccessDenied", "Access Denied"))
+        if fault in ("hang_reads", "hang_part2"):
             time.sleep(60)
             self.close_connection = True
             return
@@ -115,7 +128,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return
         self.wfile.write(data)
 
-    do_GET = do_HEAD = do_PUT = do_DELETE = handle_one
+    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = handle_one
 
 
 class Server(http.server.ThreadingHTTPServer):
