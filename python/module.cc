@@ -15,7 +15,8 @@
 //       sources: each row's source name; columns: {name: [str, or bytes where the value
 //       is not valid UTF-8]}; extras (dataset= only): each row's third item element, or
 //       None when no row's item had one; targets (with annotations): one dict per row of
-//       zero-copy _TensorViews {boxes, labels, iscrowd, area, masks} and image_id.
+//       zero-copy _TensorViews {boxes, labels, iscrowd, area, masks, keypoints} and
+//       image_id.
 //   _Loader.source_names: the sources by number ("default" for data).
 //   _Loader.categories: with annotations, [{id, name, label}] (COCO id → label);
 //   _Loader.annotation_skips: {reason: count} of the annotations dropped.
@@ -255,7 +256,7 @@ TensorView TargetView(const void* data, std::vector<int64_t> shape, DType dtype,
 // Targets is the batch's detection targets as torchvision's detection models take them:
 // a list of one dict per row {"boxes": float32 [K, 4] xyxy, "labels": int64 [K],
 // "iscrowd": int64 [K], "area": float32 [K], "masks": uint8 [K, H, W] (when made),
-// "image_id": int}, each tensor a view of the batch's flat targets (Batch::targets).
+// "keypoints": float32 [K, P, 3] (when the annotations have them), "image_id": int}, each tensor a view of the batch's flat targets (Batch::targets).
 py::object Targets(const std::shared_ptr<const Batch>& batch,
                    const std::shared_ptr<std::atomic<int>>& live) {
   const BatchTargets& t = batch->targets;
@@ -278,6 +279,11 @@ py::object Targets(const std::shared_ptr<const Batch>& batch,
     if (t.has_masks) {
       row["masks"] = py::cast(TargetView(t.masks.data() + plane * begin,
                                          {k, t.mask_height, t.mask_width}, DType::kUint8, hold));
+    }
+    if (t.has_keypoints) {
+      const int64_t p = t.num_keypoints;
+      row["keypoints"] = py::cast(TargetView(t.keypoints.data() + p * 3 * begin, {k, p, 3},
+                                             DType::kFloat32, hold));
     }
     row["image_id"] = py::int_(t.image_ids[r]);
     rows.append(std::move(row));

@@ -120,7 +120,10 @@ std::vector<CommandDef> Commands() {
         "in COCO's format: drawn shapes, exact boxes, polygons and RLE) or segmentation "
         "(images/ + label_maps/ PNG label maps + train.txt)"},
        {"images", "100", "detection, segmentation: JPEG files; >= 1"},
-       {"max_instances", "6", "detection, segmentation: shapes per image, 1-9"}}};
+       {"max_instances", "6", "detection, segmentation: shapes per image, 1-9"},
+       {"keypoints", "false",
+        "detection: annotate 3 keypoints per shape (first vertex, centre, an unlabelled one)",
+        true}}};
   CommandDef stages{"stages", "flowloader stages",
                     "print every stage type with its options, and the spec's keys, as YAML",
                     {}};
@@ -397,6 +400,9 @@ absl::Status ReadShapeSetFlags(const FlagReader& flags, ShapeSetOptions& o, int*
 int MakeDetectionDataset(const FlagReader& flags) {
   DetectionDatasetOptions o;
   if (absl::Status s = ReadShapeSetFlags(flags, o, &o.max_instances); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  if (absl::Status s = flags.Bool("keypoints", &o.keypoints); !s.ok()) {
     return Fail(std::string(s.message()));
   }
   if (absl::Status g = GenerateDetectionDataset(o); !g.ok()) return Fail(std::string(g.message()));

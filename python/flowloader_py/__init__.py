@@ -323,7 +323,8 @@ class DataLoader:
     directory (skip_empty=True drops images without an instance) yields (images, targets)
     as torchvision's detection models take them: images a list of tensors, targets a list
     of dicts {"boxes" float32 [K, 4] xyxy, "labels" int64 [K] (category ids mapped to
-    1..C in id order), "iscrowd", "area", "masks" uint8 [K, H, W], "image_id" int}, every
+    1..C in id order), "iscrowd", "area", "masks" uint8 [K, H, W], "keypoints" float32
+    [K, P, 3] (when the file has keypoints), "image_id" int}, every
     tensor a zero-copy view of the batch. With transform=Compose the stages are read,
     annotations, decode, the Compose (its head crop or resize moves the targets) and
     sanitize_bounding_boxes.

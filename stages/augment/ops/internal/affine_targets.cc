@@ -73,6 +73,18 @@ void MovePlanes(const AffineMove& mv, int width, int height, int64_t count, uint
   planes->swap(moved);
 }
 
+// ExpandShift is expand's shift: the canvas corners through `m`, their minimum (which
+// moves to the origin).
+void ExpandShift(const double m[6], int width, int height, double* shift_x, double* shift_y) {
+  const double xs[4] = {0, 0, static_cast<double>(width), static_cast<double>(width)};
+  const double ys[4] = {0, static_cast<double>(height), static_cast<double>(height), 0};
+  *shift_x = *shift_y = INFINITY;
+  for (int k = 0; k < 4; ++k) {
+    *shift_x = std::min(*shift_x, m[0] * xs[k] + m[1] * ys[k] + m[2]);
+    *shift_y = std::min(*shift_y, m[3] * xs[k] + m[4] * ys[k] + m[5]);
+  }
+}
+
 // AffineBoxes is v2's _affine_bounding_boxes_with_expand on xyxy boxes of a width × height
 // canvas, clamped to the out_w × out_h canvas after the op.
 void AffineBoxes(const AffineMove& mv, int width, int height, int out_w, int out_h,
@@ -84,18 +96,7 @@ void AffineBoxes(const AffineMove& mv, int width, int height, int out_w, int out
     *oy = m[3] * x + m[4] * y + m[5];
   };
   double shift_x = 0, shift_y = 0;
-  if (mv.rotate && mv.expand) {
-    // The rotated canvas corners' minimum moves to the origin.
-    const double xs[4] = {0, 0, static_cast<double>(width), static_cast<double>(width)};
-    const double ys[4] = {0, static_cast<double>(height), static_cast<double>(height), 0};
-    shift_x = shift_y = INFINITY;
-    for (int k = 0; k < 4; ++k) {
-      double x, y;
-      map(xs[k], ys[k], &x, &y);
-      shift_x = std::min(shift_x, x);
-      shift_y = std::min(shift_y, y);
-    }
-  }
+  if (mv.rotate && mv.expand) ExpandShift(m, width, height, &shift_x, &shift_y);
   for (int64_t i = 0; i < count; ++i) {
     float* b = boxes + 4 * i;
     // Corners (x0, y0), (x1, y0), (x1, y1), (x0, y1), as v2 lists them.
@@ -121,6 +122,22 @@ void AffineBoxes(const AffineMove& mv, int width, int height, int out_w, int out
   }
 }
 
+// AffinePoints is v2's _affine_keypoints_with_expand on (x, y, visibility) points of a
+// width × height canvas: each point through the forward matrix, shifted by the rotated
+// canvas corners' minimum with expand; not clamped (points may leave the canvas).
+void AffinePoints(const AffineMove& mv, int width, int height, float* points, int64_t count) {
+  double m[6];
+  MoveMatrix(mv, width, height, m);
+  double shift_x = 0, shift_y = 0;
+  if (mv.rotate && mv.expand) ExpandShift(m, width, height, &shift_x, &shift_y);
+  for (int64_t i = 0; i < count; ++i) {
+    float* p = points + 3 * i;
+    const double x = p[0], y = p[1];
+    p[0] = static_cast<float>(m[0] * x + m[1] * y + m[2] - shift_x);
+    p[1] = static_cast<float>(m[3] * x + m[4] * y + m[5] - shift_y);
+  }
+}
+
 }  // namespace
 
 absl::Status AffineTargets(const AffineMove& move, detection::Targets* targets) {
@@ -134,6 +151,9 @@ absl::Status AffineTargets(const AffineMove& move, detection::Targets* targets) 
   AffineBoxes(move, w, h, out_w, out_h, targets->boxes.data(), targets->size());
   if (format != detection::BoxFormat::kXYXY) {
     detection::ConvertBoxes(detection::BoxFormat::kXYXY, format, &targets->boxes);
+  }
+  if (targets->has_keypoints) {
+    AffinePoints(move, w, h, targets->keypoints.data(), targets->size() * targets->num_keypoints);
   }
   int mw = out_w, mh = out_h;
   if (targets->has_masks && targets->size() > 0) {

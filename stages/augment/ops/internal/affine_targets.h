@@ -6,6 +6,8 @@
 // forward affine matrix (_get_inverse_affine_matrix(..., inverted=False) about the canvas
 // centre), the box becomes their enclosing box; with expand (rotation only) the boxes
 // shift by the rotated canvas corners' minimum; then they are clamped to the new canvas.
+// Keypoints go through the same matrix and shift (v2's _affine_keypoints_with_expand),
+// unclamped, their visibility kept.
 // Masks and label maps move by nearest neighbour with the image's own inverse map
 // (kernels::AffinePlane / RotatePlane), filled with 0 (instance masks) or ignore_index
 // (label maps) where the image is uncovered. The canvas after the op is the image's size
@@ -33,7 +35,8 @@ struct AffineMove {
   bool expand = false;
 };
 
-// AffineTargets moves the boxes and instance masks of `targets` and sets its canvas.
+// AffineTargets moves the boxes, keypoints and instance masks of `targets` and sets its
+// canvas.
 absl::Status AffineTargets(const AffineMove& move, detection::Targets* targets);
 // AffineLabels moves a label map riding with the image (LabelPlane).
 absl::Status AffineLabels(const AffineMove& move, LabelPlane& plane);
