@@ -7,7 +7,7 @@ and torch tensors [..., C, H, W] (docs/python.md, "functional").
 
 Each function is one native op with its parameters given (the op's get_params values);
 the image comes back in the form it came in. What torchvision has and flowloader does
-not (perspective, adjust_gamma, ...) is not here: calling it raises AttributeError.
+not (adjust_gamma, ...) is not here: calling it raises AttributeError.
 """
 
 import functools
@@ -21,10 +21,11 @@ InterpolationMode = _T.InterpolationMode
 __all__ = [
     "InterpolationMode", "adjust_brightness", "adjust_contrast", "adjust_hue",
     "adjust_saturation", "adjust_sharpness", "affine", "autocontrast", "center_crop",
-    "convert_image_dtype", "crop", "equalize", "erase", "five_crop", "gaussian_blur", "get_dimensions",
-    "get_image_num_channels", "get_image_size", "hflip", "invert", "normalize", "pad",
-    "pil_to_tensor", "posterize", "resize", "resized_crop", "rgb_to_grayscale", "rotate",
-    "solarize", "ten_crop", "to_pil_image", "to_tensor", "vflip",
+    "convert_image_dtype", "crop", "equalize", "erase", "five_crop", "gaussian_blur",
+    "get_dimensions", "get_image_num_channels", "get_image_size", "hflip", "invert",
+    "normalize", "pad", "perspective", "pil_to_tensor", "posterize", "resize",
+    "resized_crop", "rgb_to_grayscale", "rotate", "solarize", "ten_crop", "to_pil_image",
+    "to_tensor", "vflip",
 ]
 
 _NAN = float("nan")
@@ -156,6 +157,19 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
                            interpolation=_mode("affine", interpolation),
                            fill=0 if fill is None else fill),
                 [angle, translate[0], translate[1], scale, shear[0], shear[1]])
+
+
+def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR,
+                fill=None):
+    """torchvision's: the map taking endpoints to startpoints ([[x, y]] * 4), solved in
+    double (torchvision: float32)."""
+    points = [float(v) for pts in (endpoints, startpoints) for pt in pts for v in pt]
+    if len(points) != 16:
+        raise ValueError("perspective: startpoints and endpoints must be 4 [x, y] points each, "
+                         f"got {startpoints!r} and {endpoints!r}")
+    return _run(img, _text("random_perspective", p=1,
+                           interpolation=_mode("perspective", interpolation),
+                           fill=0 if fill is None else fill), points)
 
 
 # -- colour --------------------------------------------------------------------------------

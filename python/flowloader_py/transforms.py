@@ -46,7 +46,8 @@ __all__ = [
     "Normalize", "PILGaussianBlur", "PILToTensor", "Pad", "RandAugment",
     "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast",
     "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale",
-    "RandomHorizontalFlip", "RandomInvert", "RandomOrder", "RandomPosterize",
+    "RandomHorizontalFlip", "RandomInvert", "RandomOrder", "RandomPerspective",
+    "RandomPosterize",
     "RandomResizedCrop", "RandomRotation", "RandomSolarize", "RandomVerticalFlip", "Resize",
     "TenCrop", "ToPILImage", "ToTensor", "TrivialAugmentWide",
 ]
@@ -312,6 +313,14 @@ class CenterCrop(Transform):
     def __init__(self, size):
         super().__init__(size=_size(size))
 
+    def __call__(self, img, *, generator=None):
+        # A crop the size of a PIL image is Image.crop of its whole box in torchvision: a
+        # copy of its rows, which Image.copy makes without the native pass's new image.
+        if getattr(img, "mode", None) in ("RGB", "L") and not hasattr(img, "ndim") and (
+                _hw(self._args["size"]) == (img.size[1], img.size[0])):
+            return img.copy()
+        return super().__call__(img, generator=generator)
+
     def _eager(self, state, generator):
         # F.center_crop's box where it fits (a larger crop pads, in the op).
         w, h = state.size()
@@ -505,6 +514,36 @@ class RandomRotation(Transform):
 
     def _draw(self, state, generator):
         return [self.get_params(_symmetric(self._args["degrees"]), generator=generator)]
+
+
+class RandomPerspective(Transform):
+    op = "random_perspective"
+    _draws_p = True
+
+    def __init__(self, distortion_scale=0.5, p=0.5, interpolation=InterpolationMode.BILINEAR,
+                 fill=0):
+        super().__init__(distortion_scale=distortion_scale, p=p,
+                         interpolation=_interpolation("RandomPerspective", interpolation),
+                         fill=_seq(0 if fill is None else fill))
+
+    @staticmethod
+    def get_params(width, height, distortion_scale, *, generator=None):
+        """torchvision's: (startpoints, endpoints), each [top-left, top-right,
+        bottom-right, bottom-left] as [x, y]."""
+        half_h, half_w = height // 2, width // 2
+        dx, dy = int(distortion_scale * half_w), int(distortion_scale * half_h)
+        g = generator
+        topleft = [_randint(0, dx + 1, g), _randint(0, dy + 1, g)]
+        topright = [_randint(width - dx - 1, width, g), _randint(0, dy + 1, g)]
+        botright = [_randint(width - dx - 1, width, g), _randint(height - dy - 1, height, g)]
+        botleft = [_randint(0, dx + 1, g), _randint(height - dy - 1, height, g)]
+        start = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
+        return start, [topleft, topright, botright, botleft]
+
+    def _draw(self, state, generator):
+        w, h = state.size()
+        _, end = self.get_params(w, h, self._args["distortion_scale"], generator=generator)
+        return [v for point in end for v in point]
 
 
 def _symmetric(value):

@@ -55,6 +55,8 @@ CASES = [
       "interpolation: nearest, fill: 0}"]),
     ("RandomRotation", [T.RandomRotation(20, interpolation=T.InterpolationMode.BILINEAR)],
      ["random_rotation: {degrees: 20, interpolation: bilinear}"]),
+    ("RandomPerspective", [T.RandomPerspective(0.3, p=0.7, fill=5)],
+     ["random_perspective: {distortion_scale: 0.3, p: 0.7, fill: 5}"]),
     ("TrivialAugmentWide", [T.TrivialAugmentWide()], ["trivial_augment_wide: {}"]),
     ("RandAugment", [T.RandAugment()],
      ["rand_augment: {num_ops: 2, magnitude: 9, num_magnitude_bins: 31}"]),

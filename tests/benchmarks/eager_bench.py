@@ -66,6 +66,7 @@ def per_op_cases():
         ("RandomRotation(30)", T.RandomRotation(30), TV.RandomRotation(30)),
         ("RandomRotation(30, bilinear)", T.RandomRotation(30, interpolation=B),
          TV.RandomRotation(30, interpolation=B)),
+        ("RandomPerspective(p=1)", T.RandomPerspective(p=1.0), TV.RandomPerspective(p=1.0)),
         ("RandomAffine(15, .1, .9-1.1, 5)",
          T.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5), TV.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5)),
         ("RandomSolarize(128, p=1)", T.RandomSolarize(128, 1.0), TV.RandomSolarize(128, 1.0)),

@@ -1551,6 +1551,87 @@ void RotatedSize(int width, int height, double angle, bool expand, int* out_widt
   RotateMatrix(width, height, angle, expand, m, out_width, out_height);
 }
 
+namespace {
+
+// nearest_filter32: the pixel at (COORD(xin), COORD(yin)), or false outside the source.
+bool NearestFilter(const Image& im, double xin, double yin, uint8_t* out) {
+  const int x = Coord(xin), y = Coord(yin);
+  if (x < 0 || x >= im.width || y < 0 || y >= im.height) return false;
+  CopyPixel(im, x, y, out);
+  return true;
+}
+
+// ImagingGenericTransform with perspective_transform: each output pixel's centre mapped
+// through `a` (Geometry.c's expression, in its order), then the filter.
+template <bool (*Filter)(const Image&, double, double, uint8_t*)>
+void GenericPerspective(const Image& src, const double a[8], Image* dst) {
+  for (int y = 0; y < dst->height; ++y) {
+    uint8_t* out = dst->Row(y);
+    const double yin = y + 0.5;
+    for (int x = 0; x < dst->width; ++x) {
+      const double xin = x + 0.5;
+      Filter(src, (a[0] * xin + a[1] * yin + a[2]) / (a[6] * xin + a[7] * yin + 1),
+             (a[3] * xin + a[4] * yin + a[5]) / (a[6] * xin + a[7] * yin + 1), out + 3 * x);
+    }
+  }
+}
+
+}  // namespace
+
+bool PerspectiveCoeffs(const double start[8], const double end[8], double coeffs[8]) {
+  // _get_perspective_coeffs' system A c = b: two rows per point pair (end -> start).
+  double m[8][9];
+  for (int i = 0; i < 4; ++i) {
+    const double ex = end[2 * i], ey = end[2 * i + 1];
+    const double sx = start[2 * i], sy = start[2 * i + 1];
+    const double r0[9] = {ex, ey, 1, 0, 0, 0, -sx * ex, -sx * ey, sx};
+    const double r1[9] = {0, 0, 0, ex, ey, 1, -sy * ex, -sy * ey, sy};
+    std::copy(r0, r0 + 9, m[2 * i]);
+    std::copy(r1, r1 + 9, m[2 * i + 1]);
+  }
+  // Gaussian elimination with partial pivoting, in double (torchvision solves the same
+  // system in float32 by LAPACK's gels: the coefficients agree to float32's precision).
+  for (int col = 0; col < 8; ++col) {
+    int pivot = col;
+    for (int r = col + 1; r < 8; ++r) {
+      if (std::fabs(m[r][col]) > std::fabs(m[pivot][col])) pivot = r;
+    }
+    if (!(std::fabs(m[pivot][col]) > 1e-12)) return false;  // Not of full rank.
+    if (pivot != col) std::swap(m[pivot], m[col]);
+    for (int r = col + 1; r < 8; ++r) {
+      const double f = m[r][col] / m[col][col];
+      for (int k = col; k < 9; ++k) m[r][k] -= f * m[col][k];
+    }
+  }
+  for (int r = 7; r >= 0; --r) {
+    double v = m[r][8];
+    for (int k = r + 1; k < 8; ++k) v -= m[r][k] * coeffs[k];
+    coeffs[r] = v / m[r][r];
+  }
+  for (int k = 0; k < 8; ++k) {
+    if (!std::isfinite(coeffs[k])) return false;
+  }
+  return true;
+}
+
+void Perspective(const Image& src, const double coeffs[8], Interpolation interpolation,
+                 const std::array<uint8_t, 3>& fill, Image* dst) {
+  // Image.transform(size, PERSPECTIVE, coeffs, resample, fillcolor=fill): a new image of
+  // the fill colour, then every pixel whose centre maps inside the source.
+  FillImage(src.width, src.height, fill, dst);
+  switch (interpolation) {
+    case Interpolation::kNearest:
+      GenericPerspective<NearestFilter>(src, coeffs, dst);
+      break;
+    case Interpolation::kBilinear:
+      GenericPerspective<BilinearFilter>(src, coeffs, dst);
+      break;
+    case Interpolation::kBicubic:
+      GenericPerspective<BicubicFilter>(src, coeffs, dst);
+      break;
+  }
+}
+
 void SetAffineAvx2OnlyForTesting(bool avx2_only) { affine_avx2_only.store(avx2_only); }
 
 void VerticalFlip(Image& img) {

@@ -42,6 +42,18 @@ void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Imag
 void RotatedSize(int width, int height, double angle, bool expand, int* out_width,
                  int* out_height);
 
+// _get_perspective_coeffs(startpoints, endpoints): the 8 coefficients of the map from
+// output to source pixels, for four (x, y) point pairs given as x0, y0, ..., x3, y3.
+// Returns false (coeffs unset) where the points do not fix one map (a 1-pixel side:
+// torchvision's lstsq raises there).
+bool PerspectiveCoeffs(const double start[8], const double end[8], double coeffs[8]);
+
+// F.perspective on a PIL image with those coefficients: PIL's
+// Image.transform(PERSPECTIVE, coeffs, interpolation, fillcolor=fill). Writes `dst` at
+// the size of `src`; pixels whose centre maps outside the source are `fill`.
+void Perspective(const Image& src, const double coeffs[8], Interpolation interpolation,
+                 const std::array<uint8_t, 3>& fill, Image* dst);
+
 // SetAffineAvx2OnlyForTesting(true) keeps Affine and Rotate's bilinear and bicubic warps
 // to their AVX2 kernels where the CPU has AVX-512, so that a test compares both with the
 // portable path.
