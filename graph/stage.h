@@ -52,6 +52,9 @@ struct SampleContext {
   uint64_t rng_key = 0;
   int copy = 0;  // Which copy of its sample this is (repeated augmentation); else 0.
   const SampleSource* source = nullptr;  // key and label.
+  // The sample's entry when its dataset computes them (Dataset::SampleAt): `source`
+  // then points here.
+  SampleSource computed_source;
   std::string path;                      // Full path of the file.
 
   // One slot per batch tensor, in the plan's order (StageEnv::batch_tensors): the

@@ -738,9 +738,11 @@ class PyLoader {
     if (absl::Status s = source_->UseIn(&options->stages); !s.ok()) Raise(PyExc_ValueError, s);
   }
 
-  // DatasetLength is len(dataset), refused in one line when it is not a count the sample
-  // table can hold: its bytes (sizeof(SampleSource) a sample) must fit the memory the
-  // pipeline may plan for (memory_limit_mb, or what the process may use).
+  // DatasetLength is len(dataset), refused in one line when it is not a count the
+  // pipeline can hold. Its sample table is computed (Dataset::OfSize: no bytes a sample),
+  // but the sampler's epoch order takes 8 B a sample, twice while the next is built
+  // (Sampler::order_bytes): that must fit the memory the pipeline may plan for
+  // (memory_limit_mb, or what the process may use).
   static int64_t DatasetLength(const py::object& dataset, const PipelineOptions& options) {
     const Py_ssize_t length = PyObject_Length(dataset.ptr());
     if (length < 0) {
@@ -755,14 +757,14 @@ class PyLoader {
                                                        ", which is not a sample count (",
                                                        error, ")")));
     }
-    const int64_t per_sample = static_cast<int64_t>(sizeof(SampleSource));
+    const int64_t per_sample = 16;  // At least: one rank's (more ranks add a copy).
     const MemoryBudget budget = Pipeline::MemoryBudgetFor(options);
     // Half of the budget at most: the batch buffers and the workers need the rest.
     if (budget.known() && static_cast<double>(length) * per_sample > budget.bytes / 2.0) {
       const double needed = static_cast<double>(length) * per_sample;
       RaiseText(PyExc_ValueError,
-                absl::StrCat("dataset: len() is ", length, " samples, whose sample table would "
-                             "need ",
+                absl::StrCat("dataset: len() is ", length, " samples, whose sample table and "
+                             "epoch order would need ",
                              needed >= 9e18 ? absl::StrCat(needed / (1ull << 40) / 1024, " PiB")
                                             : FormatBytes(static_cast<int64_t>(needed)),
                              " (", per_sample, " bytes a sample), over half of the ",

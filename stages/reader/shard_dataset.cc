@@ -132,6 +132,7 @@ struct Group {
 }  // namespace
 
 absl::Span<const SampleMember> Dataset::members(int64_t i) const {
+  if (computed()) return {};
   const SampleSource& s = samples_[static_cast<size_t>(i)];
   if (s.member_count == 0) return {};
   return absl::Span<const SampleMember>(members_.data() + s.first_member, s.member_count);
