@@ -7,7 +7,8 @@
 # the endpoint and where the credentials came from, never the secret; a wrong secret
 # exits 2 with one line. Manifests (a list file in the bucket, with s3:// keys or keys
 # relative to it; a local one naming s3:// keys), weighted sources mixing the prefix and a
-# local folder, `plan` and `tune` work over s3://. `pack --out=s3://` writes shards that a run reads with the
+# local folder, `plan` and `tune` work over s3://, and so do `--annotations` (COCO JSON)
+# and `--label_maps`. `pack --out=s3://` writes shards that a run reads with the
 # checksum of the same pack on disk, a large shard as a multipart upload; a part refused
 # mid-upload, and SIGINT while a part hangs, leave no object and no multipart upload
 # (exit 2, and 130 within 2 s). Against a proxy whose object GETs all hang, the run has more
@@ -149,6 +150,25 @@ run mix_local --spec="$TMP/mix_local.yaml"
   fail "tune over s3: $(cat "$TMP/tune.err")"
 grep -q "^best: num_workers [0-9]*, batch_size 8" "$TMP/tune.out" || fail "tune over s3: $(cat "$TMP/tune.out")"
 grep -q "s3://cli/train" "$TMP/tune/best.yaml" || fail "best.yaml: $(cat "$TMP/tune/best.yaml")"
+
+# COCO annotations and segmentation label maps in the bucket (images too): the disk's
+# checksums, from flags and from a spec (whose s3:// paths are not made relative to it).
+"$FLOWLOADER" make-dataset --task=detection --out="$TMP/det" --images=6 >/dev/null
+"$FLOWLOADER" make-dataset --task=segmentation --out="$TMP/seg" --images=6 >/dev/null
+upload "$TMP/det" det
+upload "$TMP/seg" seg
+run det_disk --data="$TMP/det/images" --annotations="$TMP/det/annotations/instances.json"
+run det_s3 --data=s3://cli/det/images --annotations=s3://cli/det/annotations/instances.json
+printf 'data: s3://cli/det/images\nannotations: s3://cli/det/annotations/instances.json\n' >"$TMP/det.yaml"
+run det_spec --spec="$TMP/det.yaml"
+run seg_disk --data="$TMP/seg/images" --label_maps="$TMP/seg/label_maps"
+run seg_s3 --data=s3://cli/seg/images --label_maps=s3://cli/seg/label_maps
+for name in det_s3 det_spec; do
+  [ "$(field $name 's["data_checksum"]')" = "$(field det_disk 's["data_checksum"]')" ] ||
+    fail "$name: COCO from the bucket differs from the disk"
+done
+[ "$(field seg_s3 's["data_checksum"]')" = "$(field seg_disk 's["data_checksum"]')" ] ||
+  fail "label maps from the bucket differ from the disk"
 
 # pack --out=s3://: small shards (one PUT each) and one large shard (a multipart upload
 # in 5 MiB parts) read back with the checksums of the same packs on disk.

@@ -91,8 +91,11 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OfSize(int64_t size, std::stri
 }
 
 std::unique_ptr<Dataset> Dataset::OfCoco(
-    std::shared_ptr<const detection::CocoDataset> annotations) {
+    std::shared_ptr<const detection::CocoDataset> annotations,
+    std::unique_ptr<StorageEnv> storage) {
   std::unique_ptr<Dataset> dataset(new Dataset());
+  dataset->env_ = storage.get();
+  dataset->storage_ = std::move(storage);
   dataset->root_ = StripTrailingSlashes(annotations->options().images);
   dataset->samples_.resize(annotations->images().size());
   for (size_t i = 0; i < dataset->samples_.size(); ++i) {
