@@ -16,6 +16,8 @@
 #include "stages/detection/coco.h"
 #include "stages/reader/data_sources.h"
 #include "stages/reader/http_env.h"
+#include "stages/reader/schemes.h"
+#include "stages/reader/storage_env.h"
 
 namespace flowloader {
 
@@ -97,11 +99,22 @@ absl::StatusOr<DataSources> OpenData(const PipelineOptions& options) {
     coco.annotations = options.annotations;
     coco.images = options.data;
     coco.skip_empty = options.skip_empty;
+    // The images, and a remote JSON (s3://, http(s)://), are read through the storage
+    // Envs, so either may lie in a bucket.
+    absl::StatusOr<std::unique_ptr<StorageEnv>> storage = StorageEnv::Create(
+        data.dataset.env, StorageOptions{data.dataset.http, data.dataset.s3, data.dataset.cache});
+    if (!storage.ok()) return storage.status();
+    if (IsRemotePath(options.annotations)) {
+      coco.read_file = [env = storage->get()](const std::string& path, int64_t max_bytes,
+                                              std::string* text) {
+        return env->ReadFile(path, max_bytes, text);
+      };
+    }
     absl::StatusOr<std::unique_ptr<detection::CocoDataset>> opened =
         detection::CocoDataset::Open(coco);
     if (!opened.ok()) return opened.status();
     for (const std::string& line : (*opened)->skip_messages()) LogInfo(line);
-    data.opened = Dataset::OfCoco(std::move(*opened));
+    data.opened = Dataset::OfCoco(std::move(*opened), std::move(*storage));
   }
   if (!options.label_maps.empty()) {
     if (!options.annotations.empty() || !options.sources.empty()) {

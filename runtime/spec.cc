@@ -691,7 +691,8 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
     options.label_maps = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
                                       options.label_maps);
   }
-  if (!options.annotations.empty() && options.annotations[0] != '/' && !base_dir.empty()) {
+  if (!options.annotations.empty() && options.annotations[0] != '/' && !base_dir.empty() &&
+      !absl::StrContains(options.annotations, "://")) {
     options.annotations = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
                                        options.annotations);
   }

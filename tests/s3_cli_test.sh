@@ -5,7 +5,10 @@
 # on disk; `plan` lists the prefix; two processes sharing one --cache_dir and a warm run
 # from it give the disk's checksum (the warm one without a miss); the summary JSON names
 # the endpoint and where the credentials came from, never the secret; a wrong secret
-# exits 2 with one line. `pack --out=s3://` writes shards that a run reads with the
+# exits 2 with one line. Manifests (a list file in the bucket, with s3:// keys or keys
+# relative to it; a local one naming s3:// keys), weighted sources mixing the prefix and a
+# local folder, `plan` and `tune` work over s3://, and so do `--annotations` (COCO JSON)
+# and `--label_maps`. `pack --out=s3://` writes shards that a run reads with the
 # checksum of the same pack on disk, a large shard as a multipart upload; a part refused
 # mid-upload, and SIGINT while a part hangs, leave no object and no multipart upload
 # (exit 2, and 130 within 2 s). Against a proxy whose object GETs all hang, the run has more
@@ -105,6 +108,68 @@ set -e
 [ "$rc" -eq 2 ] || fail "a wrong secret exited $rc, not 2: $(cat "$TMP/wrong.err")"
 grep -q "SignatureDoesNotMatch" "$TMP/wrong.err" || fail "wrong secret: $(cat "$TMP/wrong.err")"
 ! grep -q "not-the-secret" "$TMP/wrong.err" "$TMP/wrong.out" || fail "the wrong secret was printed"
+# Manifests (list files) skip listing: one in the bucket naming s3:// keys, one in the
+# bucket with keys relative to it, and a local one naming s3:// keys, each in the
+# ImageFolder's order, give the disk ImageFolder's checksum; so does plan.
+(cd "$TMP/data" && find . -name '*.jpg' | sed 's|^\./||' | sort) >"$TMP/files.txt"
+label_of() { local c="${1%%/*}"; echo $((10#${c#class_})); }
+: >"$TMP/manifest_abs.txt"; : >"$TMP/manifest_rel.txt"
+while read -r f; do
+  printf 's3://cli/train/%s\t%s\n' "$f" "$(label_of "$f")" >>"$TMP/manifest_abs.txt"
+  printf 'train/%s\t%s\n' "$f" "$(label_of "$f")" >>"$TMP/manifest_rel.txt"
+done <"$TMP/files.txt"
+curl "${SIGN[@]}" -T "$TMP/manifest_abs.txt" "$RGW_ENDPOINT/cli/lists/manifest.txt" || fail "upload manifest"
+curl "${SIGN[@]}" -T "$TMP/manifest_rel.txt" "$RGW_ENDPOINT/cli/relative.txt" || fail "upload manifest"
+run manifest_s3 --data=s3://cli/lists/manifest.txt
+run manifest_rel --data=s3://cli/relative.txt
+run manifest_local --data="$TMP/manifest_abs.txt"
+for name in manifest_s3 manifest_rel manifest_local; do
+  [ "$(field $name 's["data_checksum"]')" = "$disk" ] || fail "$name differs from the disk"
+done
+"$FLOWLOADER" plan --data=s3://cli/lists/manifest.txt >"$TMP/plan_manifest.out" 2>&1 ||
+  fail "plan of a manifest: $(cat "$TMP/plan_manifest.out")"
+grep -q "30 files" "$TMP/plan_manifest.out" || fail "plan of a manifest: $(cat "$TMP/plan_manifest.out")"
+"$FLOWLOADER" plan --data="s3://cli/shards/train-{000000..$last}.tar" >"$TMP/plan_shards.out" 2>&1 ||
+  fail "plan of s3 shards: $(cat "$TMP/plan_shards.out")"
+grep -q "30 samples\|30 files" "$TMP/plan_shards.out" || fail "plan of s3 shards: $(cat "$TMP/plan_shards.out")"
+# Weighted sources mixing an s3:// prefix and a local folder: the checksum of the same
+# mixture with both sources local.
+mix() {
+  printf 'sources:\n  - {name: a, data: "%s", weight: 2}\n  - {name: b, data: "%s", weight: 1}\n' "$1" "$2"
+  printf 'epoch_samples: 45\nbatch_size: 4\nepochs: 2\nimage_size: 32\nnum_workers: 2\n'
+}
+mix s3://cli/train "$TMP/data" >"$TMP/mix_s3.yaml"
+mix "$TMP/data" "$TMP/data" >"$TMP/mix_local.yaml"
+run mix_s3 --spec="$TMP/mix_s3.yaml"
+run mix_local --spec="$TMP/mix_local.yaml"
+[ "$(field mix_s3 's["data_checksum"]')" = "$(field mix_local 's["data_checksum"]')" ] ||
+  fail "sources mixing s3 and local differ from the same mixture on disk"
+# tune over the prefix: a recommendation, and a best.yaml naming the bucket.
+"$FLOWLOADER" tune --data=s3://cli/train/ --image_size=32 --trial_seconds=0.2 --time_budget=6 \
+  --batch_sizes=8 --out="$TMP/tune" >"$TMP/tune.out" 2>"$TMP/tune.err" ||
+  fail "tune over s3: $(cat "$TMP/tune.err")"
+grep -q "^best: num_workers [0-9]*, batch_size 8" "$TMP/tune.out" || fail "tune over s3: $(cat "$TMP/tune.out")"
+grep -q "s3://cli/train" "$TMP/tune/best.yaml" || fail "best.yaml: $(cat "$TMP/tune/best.yaml")"
+
+# COCO annotations and segmentation label maps in the bucket (images too): the disk's
+# checksums, from flags and from a spec (whose s3:// paths are not made relative to it).
+"$FLOWLOADER" make-dataset --task=detection --out="$TMP/det" --images=6 >/dev/null
+"$FLOWLOADER" make-dataset --task=segmentation --out="$TMP/seg" --images=6 >/dev/null
+upload "$TMP/det" det
+upload "$TMP/seg" seg
+run det_disk --data="$TMP/det/images" --annotations="$TMP/det/annotations/instances.json"
+run det_s3 --data=s3://cli/det/images --annotations=s3://cli/det/annotations/instances.json
+printf 'data: s3://cli/det/images\nannotations: s3://cli/det/annotations/instances.json\n' >"$TMP/det.yaml"
+run det_spec --spec="$TMP/det.yaml"
+run seg_disk --data="$TMP/seg/images" --label_maps="$TMP/seg/label_maps"
+run seg_s3 --data=s3://cli/seg/images --label_maps=s3://cli/seg/label_maps
+for name in det_s3 det_spec; do
+  [ "$(field $name 's["data_checksum"]')" = "$(field det_disk 's["data_checksum"]')" ] ||
+    fail "$name: COCO from the bucket differs from the disk"
+done
+[ "$(field seg_s3 's["data_checksum"]')" = "$(field seg_disk 's["data_checksum"]')" ] ||
+  fail "label maps from the bucket differ from the disk"
+
 # pack --out=s3://: small shards (one PUT each) and one large shard (a multipart upload
 # in 5 MiB parts) read back with the checksums of the same packs on disk.
 "$FLOWLOADER" pack --data="$TMP/data" --out=s3://cli/packed/ --shard_size=100KB >"$TMP/pack.out" 2>&1 ||

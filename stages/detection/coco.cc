@@ -65,6 +65,43 @@ std::string CocoDataset::FullPath(const CocoImage& image) const {
   return absl::StrCat(options_.images, "/", image.file_name);
 }
 
+namespace {
+
+absl::Status TooLargeJson(const CocoOptions& options, const std::string& size) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      options.annotations, ": ", size, " is more than max_annotation_bytes ",
+      options.max_json_bytes, " (parsing holds about 10× the file in memory; raise "
+      "max_annotation_bytes if the machine has the memory)"));
+}
+
+// ReadAnnotations reads the JSON through options.read_file (remote paths), else from the
+// local file system.
+absl::Status ReadAnnotations(const CocoOptions& options, std::string* text) {
+  if (options.read_file) {
+    absl::Status s = options.read_file(options.annotations, options.max_json_bytes, text);
+    if (s.code() == absl::StatusCode::kResourceExhausted) return TooLargeJson(options, "the file");
+    return s;
+  }
+  struct stat st;
+  if (::stat(options.annotations.c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat(options.annotations, ": ", std::strerror(errno)));
+  }
+  if (st.st_size > options.max_json_bytes) {
+    return TooLargeJson(options, absl::StrCat(st.st_size, " bytes"));
+  }
+  std::ifstream in(options.annotations, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (!in) {
+    return absl::DataLossError(absl::StrCat(options.annotations, ": cannot be read"));
+  }
+  *text = buffer.str();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<CocoDataset>> CocoDataset::Open(const CocoOptions& options) {
   if (options.annotations.empty()) {
     return absl::InvalidArgumentError("annotations: the COCO instances JSON is required");
@@ -77,25 +114,10 @@ absl::StatusOr<std::unique_ptr<CocoDataset>> CocoDataset::Open(const CocoOptions
     return absl::InvalidArgumentError(
         absl::StrCat("max_instances must be >= 1, got ", options.max_instances));
   }
-  struct stat st;
-  if (::stat(options.annotations.c_str(), &st) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat(options.annotations, ": ", std::strerror(errno)));
-  }
-  if (st.st_size > options.max_json_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        options.annotations, ": ", st.st_size, " bytes is more than max_annotation_bytes ",
-        options.max_json_bytes, " (parsing holds about 10× the file in memory; raise "
-        "max_annotation_bytes if the machine has the memory)"));
-  }
-  std::ifstream in(options.annotations, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (!in) {
-    return absl::DataLossError(absl::StrCat(options.annotations, ": cannot be read"));
-  }
+  std::string text;
+  if (absl::Status s = ReadAnnotations(options, &text); !s.ok()) return s;
   std::unique_ptr<CocoDataset> dataset(new CocoDataset(options));
-  absl::Status status = dataset->Parse(buffer.str());
+  absl::Status status = dataset->Parse(text);
   if (!status.ok()) {
     return absl::Status(status.code(), absl::StrCat(options.annotations, ": ", status.message()));
   }

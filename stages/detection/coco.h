@@ -36,6 +36,7 @@
 #define FLOWLOADER_STAGES_DETECTION_COCO_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -65,6 +66,11 @@ struct CocoOptions {
   int64_t max_json_bytes = int64_t{1} << 30;
   // Instances kept per image (the rest counted as too_many_instances); >= 1.
   int max_instances = 1000;
+  // Reads `annotations` (replacing *text; a file over max_bytes refused with
+  // kResourceExhausted) when set: the pipeline passes its StorageEnv's ReadFile, so the
+  // JSON may be s3://BUCKET/KEY or an http(s) URL. Unset: a local file.
+  std::function<absl::Status(const std::string& path, int64_t max_bytes, std::string* text)>
+      read_file;
 };
 
 struct CocoCategory {

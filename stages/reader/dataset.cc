@@ -105,8 +105,11 @@ int64_t Dataset::table_bytes() const {
 }
 
 std::unique_ptr<Dataset> Dataset::OfCoco(
-    std::shared_ptr<const detection::CocoDataset> annotations) {
+    std::shared_ptr<const detection::CocoDataset> annotations,
+    std::unique_ptr<StorageEnv> storage) {
   std::unique_ptr<Dataset> dataset(new Dataset());
+  dataset->env_ = storage.get();
+  dataset->storage_ = std::move(storage);
   dataset->root_ = StripTrailingSlashes(annotations->options().images);
   dataset->samples_.resize(annotations->images().size());
   for (size_t i = 0; i < dataset->samples_.size(); ++i) {

@@ -167,8 +167,10 @@ class Dataset {
   // OfCoco is the images of a COCO instances file (stages/detection/coco.h), in its
   // order: sample i is annotations->images()[i], its key the image's file_name under
   // annotations->options().images, label 0 (its targets come from annotations()).
+  // `storage`, when given, reads the images (so they may lie in a bucket: s3://).
   static std::unique_ptr<Dataset> OfCoco(
-      std::shared_ptr<const detection::CocoDataset> annotations);
+      std::shared_ptr<const detection::CocoDataset> annotations,
+      std::unique_ptr<StorageEnv> storage = nullptr);
   // annotations is the COCO file the dataset was made from (OfCoco), else nullptr.
   const detection::CocoDataset* annotations() const { return annotations_.get(); }
 

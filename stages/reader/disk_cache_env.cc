@@ -25,8 +25,18 @@ absl::Status DiskCacheEnv::ReadFile(const std::string& path, int64_t max_bytes,
     const auto size = static_cast<int64_t>(contents->size());
     return size > max_bytes ? TooLarge(path, size, max_bytes) : absl::OkStatus();
   }
-  absl::Status status = base()->ReadFile(path, max_bytes, contents);
-  if (status.ok()) cache_->Put(identity, *contents);
+  auto fetch = [&](std::string* out) {
+    absl::Status status = base()->ReadFile(path, max_bytes, out);
+    if (status.ok()) cache_->Put(identity, *out);
+    return status;
+  };
+  bool joined = false;
+  absl::Status status = Once(identity, fetch, contents, &joined);
+  if (!joined) return status;
+  // Another reader's fetch, under its own max_bytes: hold this reader to its own.
+  if (status.code() == absl::StatusCode::kResourceExhausted) return fetch(contents);
+  const auto size = static_cast<int64_t>(contents->size());
+  if (status.ok() && size > max_bytes) return TooLarge(path, size, max_bytes);
   return status;
 }
 
@@ -59,29 +69,40 @@ absl::Status DiskCacheEnv::ReadRange(const std::string& path, int64_t offset, in
 absl::Status DiskCacheEnv::FetchBlock(const std::string& path, int64_t index,
                                       std::string* block) {
   const std::string identity = BlockIdentity(path, index);
+  const int64_t block_bytes = cache_->options().block_bytes;
+  bool joined = false;
+  return Once(
+      identity,
+      [&](std::string* out) {
+        absl::Status status = base()->ReadRange(path, index * block_bytes, block_bytes, out);
+        if (status.ok() && !out->empty()) cache_->Put(identity, *out);
+        return status;
+      },
+      block, &joined);
+}
+
+absl::Status DiskCacheEnv::Once(const std::string& identity,
+                                const std::function<absl::Status(std::string*)>& fetch,
+                                std::string* out, bool* joined) {
   std::shared_ptr<Flight> flight;
-  bool leader = false;
   {
     std::unique_lock<std::mutex> lock(mu_);
     std::shared_ptr<Flight>& slot = flights_[identity];
-    if (slot == nullptr) {
-      slot = std::make_shared<Flight>();
-      leader = true;
-    }
+    *joined = slot != nullptr;
+    if (slot == nullptr) slot = std::make_shared<Flight>();
     flight = slot;
-    if (!leader) {
+    if (*joined) {
+      ++flight->waiters;
       fetched_.wait(lock, [&flight] { return flight->done; });
-      *block = flight->block;
+      *out = flight->bytes;
       return flight->status;
     }
   }
-  const int64_t block_bytes = cache_->options().block_bytes;
-  absl::Status status = base()->ReadRange(path, index * block_bytes, block_bytes, block);
-  if (status.ok() && !block->empty()) cache_->Put(identity, *block);
+  absl::Status status = fetch(out);
   {
     std::lock_guard<std::mutex> lock(mu_);
     flight->status = status;
-    flight->block = *block;
+    if (flight->waiters > 0) flight->bytes = *out;
     flight->done = true;
     flights_.erase(identity);
   }

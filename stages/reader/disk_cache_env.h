@@ -2,7 +2,9 @@
 // the on-disk cache (cache_dir; internal/disk_cache.h), so that later epochs and later
 // runs (and other ranks on the machine) read the disk instead of the store.
 //
-//   * ReadFile (an ImageFolder image, a list file): the whole object is one entry.
+//   * ReadFile (an ImageFolder image, a list file): the whole object is one entry,
+//     fetched once in this process however many readers miss it at once (read-ahead and
+//     a worker asking for one image share one GET).
 //   * ReadRange (a tar member) and NewRandomAccessFile (a shard's index): served from
 //     aligned `block_bytes` blocks, each one entry, fetched with one ranged GET on a miss.
 //     Indexing a shard thus caches its blocks, and the members read later come from the
@@ -20,6 +22,7 @@
 #define FLOWLOADER_STAGES_READER_DISK_CACHE_ENV_H_
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,17 +52,25 @@ class DiskCacheEnv : public ForwardingEnv {
   }
 
  private:
-  // Flight is one block being fetched, which other readers of it wait for.
+  // Flight is one entry (an object or a block) being fetched, which other readers of it
+  // wait for.
   struct Flight {
     bool done = false;
+    int waiters = 0;  // Readers waiting: the bytes are copied for them only.
     absl::Status status;
-    std::string block;
+    std::string bytes;
   };
   std::string Identity(const std::string& path) const;
   std::string BlockIdentity(const std::string& path, int64_t index) const;
   // FetchBlock reads block `index` of `path` from the store (once for all the readers
   // asking at the same time) and keeps it.
   absl::Status FetchBlock(const std::string& path, int64_t index, std::string* block);
+  // Once runs `fetch` (which fills *out and keeps a good result in the cache) once for
+  // every reader of `identity` asking at the same time: the first runs it, the others
+  // wait and get its status and bytes (*joined true).
+  absl::Status Once(const std::string& identity,
+                    const std::function<absl::Status(std::string*)>& fetch, std::string* out,
+                    bool* joined);
 
   internal::DiskCache* const cache_;
   const std::string scope_;

@@ -17,6 +17,8 @@ comma-separated FAULTS, in turn:
   hang_reads   an object GET (no query: not a listing) gets nothing for 60 s, then a
                close; any other request is forwarded (with EVERY=1: the listing works,
                every read hangs)
+  delay        0.3 s, then the request is forwarded (a slow store: concurrent readers
+               of one object overlap)
   deny_part2   an UploadPart of part 2 (PUT ...partNumber=2...) gets 403 AccessDenied
                (not retried); any other request is forwarded
   hang_part2   an UploadPart of part 2 gets nothing for 60 s, then a close; any other
@@ -103,6 +105,9 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.close_connection = True
             return
+        if fault == "delay":
+            time.sleep(0.3)
+            fault = None
         if fault == "deny_part2":
             length = int(self.headers.get("Content-Length") or 0)
             if length:
