@@ -110,6 +110,14 @@ absl::StatusOr<std::unique_ptr<SampleStage>> MakeReadStage(const StageArgs& args
   const int limit = env.dataset != nullptr && env.dataset->storage() != nullptr
                         ? env.dataset->storage()->options().http.read_ahead
                         : 0;
+  if (env.dataset != nullptr && HasRemoteData(*env.dataset)) {
+    // A remote listing (an s3:// prefix of 100 000 keys) is counted: its table lives as
+    // long as the pipeline. Local datasets' tables are left out of the plan as before.
+    env.memory.push_back({"sample table", "sample_table", env.dataset->TableBytes(),
+                          absl::StrCat(env.dataset->size(),
+                                       " listed samples (keys, labels, offsets)"),
+                          {}});
+  }
   if (limit != 0 && HasRemoteData(*env.dataset)) {
     ReadAheadOptions ra;
     ra.adaptive = limit == HttpOptions::kReadAheadAuto;

@@ -237,6 +237,22 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
   return dataset;
 }
 
+int64_t Dataset::TableBytes() const {
+  // A std::string keeps up to 15 characters inline (libstdc++); a longer key is a heap
+  // block of capacity + 1 bytes, rounded up to malloc's 16-byte chunks (plus its 8-byte
+  // header).
+  auto heap = [](const std::string& s) -> int64_t {
+    if (s.capacity() <= 15) return 0;
+    return (static_cast<int64_t>(s.capacity()) + 1 + 8 + 15) / 16 * 16;
+  };
+  int64_t bytes = static_cast<int64_t>(samples_.capacity() * sizeof(SampleSource));
+  for (const SampleSource& s : samples_) bytes += heap(s.key);
+  bytes += static_cast<int64_t>(members_.capacity() * sizeof(SampleMember));
+  for (const std::string& shard : shards_) bytes += sizeof(std::string) + heap(shard);
+  bytes += static_cast<int64_t>(column_text_.capacity() + column_ends_.capacity() * 8);
+  return bytes;
+}
+
 std::string Dataset::FullPath(int64_t i) const {
   const SampleSource& source = samples_[static_cast<size_t>(i)];
   if (source.shard >= 0) return shards_[static_cast<size_t>(source.shard)];

@@ -179,6 +179,11 @@ class Dataset {
   bool has_label_maps() const { return !label_maps_.empty(); }
 
   int64_t size() const { return static_cast<int64_t>(samples_.size()); }
+  // TableBytes is the heap the listed sample table holds: each sample's entry, its key
+  // where the key is too long for the string's inline buffer, the shards' members and
+  // columns (the memory plan's `sample_table` part for remote data, whose listing of
+  // 100 000 keys is tens of MiB).
+  int64_t TableBytes() const;
   // The sources, by number: one named "default" for a Dataset opened with Open.
   const std::vector<std::string>& source_names() const { return source_names_; }
   int64_t source_offset(int32_t source) const { return source_offsets_[source]; }
