@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "graph/internal/sample_buffers.h"
+#include "stages/reader/data_sources.h"
 #include "stages/reader/file_reader.h"
 #include "stages/reader/read_ahead.h"
 #include "stages/reader/schemes.h"
@@ -77,19 +78,6 @@ class ReadStage : public SampleStage {
   std::unique_ptr<FileReader> shard_reader_;
   std::unique_ptr<ReadAhead> read_ahead_;  // Null unless the data is remote.
 };
-
-// HasRemoteData reports whether any of `dataset`'s sources is remote (s3://, http(s)://).
-bool HasRemoteData(const Dataset& dataset) {
-  if (dataset.storage() == nullptr) return false;
-  for (size_t s = 0; s < dataset.source_names().size(); ++s) {
-    const int32_t source = static_cast<int32_t>(s);
-    if (dataset.source_size(source) > 0 &&
-        IsRemotePath(dataset.FullPath(dataset.source_offset(source)))) {
-      return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace
 

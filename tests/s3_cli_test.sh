@@ -80,6 +80,9 @@ if grep -rq "$RGW_SECRET_KEY" "$TMP"/*.json "$TMP"/*.out "$TMP"/*.err; then fail
 
 "$FLOWLOADER" plan --data=s3://cli/train/ >"$TMP/plan.out" 2>&1 || fail "plan: $(cat "$TMP/plan.out")"
 grep -q "30 files" "$TMP/plan.out" || fail "plan did not list the prefix: $(cat "$TMP/plan.out")"
+# The listed keys are a part of the memory plan (the table lives as long as the run).
+grep -q "sample table .* 30 listed samples" "$TMP/plan.out" ||
+  fail "plan does not count the listed keys: $(cat "$TMP/plan.out")"
 
 # The disk cache: two processes at once on one --cache_dir (ranks on one machine), then a
 # warm run: the disk's checksum each time, the warm run sends no GET.

@@ -54,12 +54,27 @@ absl::StatusOr<DataSources> OpenDataSources(const DataSourcesOptions& options) {
 
 void AddSampleTablePart(const Dataset& dataset, std::vector<MemoryPart>* parts) {
   const int64_t bytes = dataset.table_bytes();
-  // Under 1 MiB (~12 k samples) it is noise beside the batch pool, as the sampler's.
-  if (bytes < (int64_t{1} << 20)) return;
+  // A remote listing (an s3:// prefix of 100 000 keys) is always shown. A local table
+  // under 1 MiB (~12 k samples) is noise beside the batch pool, as the sampler's.
+  const bool remote = HasRemoteData(dataset);
+  if (!remote && bytes < (int64_t{1} << 20)) return;
+  const int64_t per_sample = dataset.size() > 0 ? bytes / dataset.size() : 0;
   parts->push_back({"sample table", "sample_table", bytes,
-                    absl::StrCat(dataset.size(), " samples × ", bytes / dataset.size(),
-                                 " B (entry and key)"),
+                    absl::StrCat(dataset.size(), remote ? " listed" : "", " samples × ",
+                                 per_sample, " B (entry and key)"),
                     {"data"}});
+}
+
+bool HasRemoteData(const Dataset& dataset) {
+  if (dataset.storage() == nullptr) return false;
+  for (size_t s = 0; s < dataset.source_names().size(); ++s) {
+    const int32_t source = static_cast<int32_t>(s);
+    if (dataset.source_size(source) > 0 &&
+        IsRemotePath(dataset.FullPath(dataset.source_offset(source)))) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void AddHttpCachePart(const Dataset& dataset, std::vector<MemoryPart>* parts) {

@@ -49,8 +49,12 @@ struct DataSources {
 absl::StatusOr<DataSources> OpenDataSources(const DataSourcesOptions& options);
 
 // AddSampleTablePart adds the dataset's sample table (Dataset::table_bytes: entries and
-// keys) to `parts` when it is 1 MiB or more; a computed dataset (OfSize) has none.
+// keys) to `parts` when it is 1 MiB or more or the data is remote (a listing); a
+// computed dataset (OfSize) has none.
 void AddSampleTablePart(const Dataset& dataset, std::vector<MemoryPart>* parts);
+
+// HasRemoteData reports whether any of `dataset`'s sources is remote (s3://, http(s)://).
+bool HasRemoteData(const Dataset& dataset);
 
 // AddHttpCachePart adds the HTTP block cache to `parts` at the bytes of the shards admitted
 // to it (http_env.h): what it holds once every admitted block was read, not its budget.

@@ -94,16 +94,6 @@ const SampleSource& Dataset::SampleAt(int64_t i, SampleSource* scratch) const {
   return *scratch;
 }
 
-int64_t Dataset::table_bytes() const {
-  int64_t bytes = static_cast<int64_t>(samples_.capacity() * sizeof(SampleSource));
-  // A key longer than the string's inline buffer has its characters on the heap.
-  const std::string empty;
-  for (const SampleSource& s : samples_) {
-    if (s.key.capacity() > empty.capacity()) bytes += static_cast<int64_t>(s.key.capacity()) + 1;
-  }
-  return bytes;
-}
-
 std::unique_ptr<Dataset> Dataset::OfCoco(
     std::shared_ptr<const detection::CocoDataset> annotations,
     std::unique_ptr<StorageEnv> storage) {
@@ -252,6 +242,22 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
     if (!s.ok()) return s;
   }
   return dataset;
+}
+
+int64_t Dataset::table_bytes() const {
+  // A std::string keeps up to 15 characters inline (libstdc++); a longer key is a heap
+  // block of capacity + 1 bytes, rounded up to malloc's 16-byte chunks (plus its 8-byte
+  // header).
+  auto heap = [](const std::string& s) -> int64_t {
+    if (s.capacity() <= 15) return 0;
+    return (static_cast<int64_t>(s.capacity()) + 1 + 8 + 15) / 16 * 16;
+  };
+  int64_t bytes = static_cast<int64_t>(samples_.capacity() * sizeof(SampleSource));
+  for (const SampleSource& s : samples_) bytes += heap(s.key);
+  bytes += static_cast<int64_t>(members_.capacity() * sizeof(SampleMember));
+  for (const std::string& shard : shards_) bytes += sizeof(std::string) + heap(shard);
+  bytes += static_cast<int64_t>(column_text_.capacity() + column_ends_.capacity() * 8);
+  return bytes;
 }
 
 std::string Dataset::FullPath(int64_t i) const {

@@ -204,8 +204,9 @@ class Dataset {
   const SampleSource& SampleAt(int64_t i, SampleSource* scratch) const;
   // label is sample i's label (0 for a computed() dataset).
   int64_t label(int64_t i) const { return computed() ? 0 : sample(i).label; }
-  // table_bytes is the memory the sample table takes: its entries and their keys' heap
-  // bytes (0 for a computed() dataset). Counted in the memory plan (`sample_table`).
+  // table_bytes is the heap the sample table holds: each sample's entry, its key where
+  // the key is too long for the string's inline buffer, the shards' members and columns
+  // (0 for a computed() dataset). Counted in the memory plan (`sample_table`).
   int64_t table_bytes() const;
   // root is the directory keys are relative to (no trailing '/').
   const std::string& root() const { return root_; }
