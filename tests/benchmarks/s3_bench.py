@@ -2,7 +2,8 @@
 """s3_bench.py: s3:// from a loopback Ceph RADOS Gateway against local disk and torch+boto3.
 
     /usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH [--images=2000]
-        [--reps=3] [--delay_ms=20] [--out=tests/benchmarks/results/s3.md]
+        [--reps=3] [--delay_ms=20] [--epochs=1] [--no_torch] [--ab]
+        [--out=tests/benchmarks/results/s3.md]
 
 On generated ImageNet-like JPEGs (`flowloader make-dataset`, 10 classes, cached in
 .bench_data/), batch 64, 2 workers, every other flag at its default (train transform),
@@ -13,14 +14,17 @@ one epoch per run, it
   3. starts a delay proxy (a TCP relay in this file, asyncio) in front of the gateway that
      holds every chunk the client sends (a request) --delay_ms before passing it on, so
      every request costs a round trip of at least that much; answers pass straight back;
-  4. runs, alternating, --reps rounds of: the ImageFolder on disk, the prefix from the
+  4. serves the same shards with Debian's nginx on 127.0.0.1 (shards_bench.py's config),
+     directly and through a second delay proxy: today's http(s):// shards;
+  5. runs, alternating, --reps rounds of: the ImageFolder on disk, the prefix from the
      gateway, the prefix through the proxy, the shards on disk, from the gateway, through
-     the proxy, and torch DataLoader(num_workers=2) over a Dataset reading each object with
+     the proxy, from nginx, through its proxy, and (unless --no_torch) torch DataLoader(num_workers=2) over a Dataset reading each object with
      boto3 (RandomResizedCrop(224), RandomHorizontalFlip, ToTensor, Normalize);
-  5. reports median images/s (after the first batch: flowloader's summary JSON; torch the
+  6. reports median images/s (after the first batch: flowloader's summary JSON; torch the
      same way from its own timestamps), the ratios and PASS/FAIL against the targets:
        prefix from the gateway >= 0.9x disk, shards >= 0.95x;
        through the proxy: prefix >= 0.8x disk, shards >= 0.9x;
+       HTTP shards from nginx >= 0.95x disk, through its proxy >= 0.9x;
        flowloader prefix from the gateway >= 10x torch+boto3.
 Writes the Markdown table to --out (and prints it). The load average is recorded with
 every run: other work on the same cores moves every figure.
@@ -40,12 +44,16 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shards_bench import start_nginx  # noqa: E402  (nginx on 127.0.0.1, keep-alive, ranges)
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RADOSGW = os.path.join(REPO, "tests", "testing", "radosgw.sh")
 PYTHON = "/usr/bin/python3"  # Debian's torch 1.13, torchvision 0.14, boto3.
 BUCKET = "bench"
 BATCH = 64
 WORKERS = 2
+EPOCHS = 1  # --epochs
 
 
 def log(msg):
@@ -279,7 +287,7 @@ def measured(fn, rgw):
 def flowloader_run(flowloader, data, work, name, env, flags=()):
     summary = os.path.join(work, f"{name}.json")
     t0 = time.time()
-    res = subprocess.run([flowloader, "run", f"--data={data}", "--epochs=1",
+    res = subprocess.run([flowloader, "run", f"--data={data}", f"--epochs={EPOCHS}",
                           f"--num_workers={WORKERS}", f"--batch_size={BATCH}", "--seed=0",
                           "--metrics_address=", "--noprogress", f"--summary_json={summary}",
                           *flags],
@@ -318,10 +326,14 @@ def main():
     ap.add_argument("--delay_ms", type=float, default=20.0, help="the proxy's delay per request")
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "benchmarks", "results", "s3.md"))
     ap.add_argument("--note", default="", help="a line added to the results (e.g. the machine's state)")
+    ap.add_argument("--epochs", type=int, default=1, help="epochs a run (images/s over all)")
+    ap.add_argument("--no_torch", action="store_true", help="leave out torch+boto3 (slow)")
     ap.add_argument("--ab", action="store_true",
                     help="also run the gateway variants with --read_ahead=0 (one GET in flight "
                          "per worker), alternating with the rest: read-ahead's A/B")
     args = ap.parse_args()
+    global EPOCHS
+    EPOCHS = args.epochs
     import boto3
 
     flowloader = os.path.abspath(args.flowloader)
@@ -331,7 +343,7 @@ def main():
     pattern = pack(flowloader, folder, shard_dir)
     rgw = os.path.join(work, "rgw")
     run([RADOSGW, "start", rgw], stdout=subprocess.DEVNULL)
-    proxy = None
+    proxy = nginx = nginx_proxy = None
     try:
         with open(os.path.join(rgw, "env")) as f:
             gw = dict(line.strip().split("=", 1) for line in f if "=" in line)
@@ -352,6 +364,10 @@ def main():
         local_shards = os.path.join(shard_dir, pattern)
         s3_prefix, s3_shards = f"s3://{BUCKET}/train/", f"s3://{BUCKET}/shards/{pattern}"
         fl = lambda data, e, *f: (lambda name: flowloader_run(flowloader, data, work, name, e, f))  # noqa
+        nginx, nginx_port = start_nginx(shard_dir, os.path.join(work, "nginx"))
+        nginx_proxy = DelayProxy(nginx_port, args.delay_ms / 1000.0)
+        http_shards = f"http://127.0.0.1:{nginx_port}/{pattern}"
+        http_shards_delay = f"http://127.0.0.1:{nginx_proxy.port}/{pattern}"
         variants = [
             ("folder_disk", fl(folder, env)),
             ("folder_s3", fl(s3_prefix, direct)),
@@ -359,13 +375,17 @@ def main():
             ("shards_disk", fl(local_shards, env)),
             ("shards_s3", fl(s3_shards, direct)),
             ("shards_s3_delay", fl(s3_shards, delayed)),
+            ("shards_http", fl(http_shards, env)),
+            ("shards_http_delay", fl(http_shards_delay, env)),
             ("torch_boto3_s3", lambda name: torch_run(gw["RGW_ENDPOINT"], direct)),
         ]
+        if args.no_torch:
+            variants = [v for v in variants if not v[0].startswith("torch")]
         if args.ab:
             variants += [("folder_s3_ra0", fl(s3_prefix, direct, "--read_ahead=0")),
                          ("shards_s3_ra0", fl(s3_shards, direct, "--read_ahead=0"))]
         variants = [(name, measured(fn, rgw)) for name, fn in variants]
-        for name, fn in variants[:6]:  # Warm-up: page cache, the gateway's caches.
+        for name, fn in variants[:8]:  # Warm-up: page cache, the gateway's caches.
             fn(name)
         runs = []
         for rep in range(args.reps):
@@ -378,6 +398,11 @@ def main():
     finally:
         if proxy:
             proxy.stop()
+        if nginx_proxy:
+            nginx_proxy.stop()
+        if nginx:
+            nginx.terminate()
+            nginx.wait(10)
         subprocess.run([RADOSGW, "stop", rgw], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
 
@@ -392,16 +417,20 @@ def main():
         ("tar shards from the gateway / disk", "shards_s3", "shards_disk", 0.95),
         (f"ImageFolder prefix through the {d} proxy / disk", "folder_s3_delay", "folder_disk", 0.8),
         (f"tar shards through the {d} proxy / disk", "shards_s3_delay", "shards_disk", 0.9),
+        ("HTTP tar shards from nginx / disk", "shards_http", "shards_disk", 0.95),
+        (f"HTTP tar shards through the {d} proxy / disk", "shards_http_delay", "shards_disk", 0.9),
         ("flowloader prefix from the gateway / torch+boto3", "folder_s3", "torch_boto3_s3", 10.0),
     ]
+    targets = [t for t in targets if t[1] in ips and t[2] in ips]
     images = runs[0]["samples"]
     loads = [r["loadavg_1m"] for r in runs]
     lines = [
         f"# s3:// from a loopback RADOS Gateway ({time.strftime('%Y-%m-%d %H:%M')})", "",
         f"`/usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH --images={args.images}"
-        f" --reps={args.reps} --delay_ms={args.delay_ms:g}{' --ab' if args.ab else ''}`: {images} ImageNet-like JPEGs "
+        f" --reps={args.reps} --delay_ms={args.delay_ms:g} --epochs={args.epochs}"
+        f"{' --no_torch' if args.no_torch else ''}{' --ab' if args.ab else ''}`: {images // args.epochs} ImageNet-like JPEGs "
         f"(10 classes, short side 256-512, q90), batch {BATCH}, {WORKERS} workers, default flags "
-        f"(train transform), 1 epoch a run; shards from `flowloader pack --shard_size=16MB`; "
+        f"(train transform), {args.epochs} epoch(s) a run; shards from `flowloader pack --shard_size=16MB`; "
         f"medians (min-max) of {args.reps} alternating rounds; images/s after the first batch.",
         "", f"Load average (1 min) over the runs: {min(loads):.2f}-{max(loads):.2f} "
         f"({os.cpu_count()} cores)." + (f" {args.note}" if args.note else ""), "",
