@@ -138,7 +138,8 @@ void BatchTargets::AppendKeypoints(const detection::Targets& t) {
   }
   if (!has_keypoints) return;
   const size_t stride = static_cast<size_t>(num_keypoints) * 3;
-  if (t.has_keypoints && t.num_keypoints == num_keypoints) {
+  if (t.has_keypoints && t.num_keypoints == num_keypoints &&
+      t.keypoints.size() == t.labels.size() * stride) {
     keypoints.insert(keypoints.end(), t.keypoints.begin(), t.keypoints.end());
   } else {
     keypoints.resize(keypoints.size() + t.labels.size() * stride, 0.0f);

@@ -172,6 +172,12 @@ TEST(CocoTest, ReadsKeypointsAndSkipsBadOnes) {
   // Sanitize's Keep drops an instance's keypoints with its box.
   t.Keep({false, true});
   EXPECT_EQ(t.keypoints, (std::vector<float>(6, 0.0f)));
+  // An instance added without points (copy_paste) gets unlabelled ones, never a short
+  // field.
+  t.boxes.insert(t.boxes.end(), {1, 1, 2, 2});
+  t.labels.push_back(1);
+  t.Keep({true, true});
+  EXPECT_EQ(t.keypoints.size(), 12u);
 }
 
 TEST(CocoTest, BoundsInstancesPerImage) {

@@ -101,6 +101,16 @@ void CopyPaste(const std::vector<int64_t>& selection, bool blending,
     t->iscrowd.push_back(ks < paste.iscrowd.size() ? paste.iscrowd[ks] : 0);
     t->area.push_back(0.0f);
     t->masks.insert(t->masks.end(), &paste.masks[ks * plane], &paste.masks[ks * plane] + plane);
+    if (t->has_keypoints) {  // The pasted instance's points, or unlabelled ones (v = 0).
+      const size_t stride = t->keypoint_stride();
+      if (paste.has_keypoints && paste.keypoint_stride() == stride &&
+          paste.keypoints.size() >= (ks + 1) * stride) {
+        t->keypoints.insert(t->keypoints.end(), &paste.keypoints[ks * stride],
+                            &paste.keypoints[ks * stride] + stride);
+      } else {
+        t->keypoints.resize(t->keypoints.size() + stride, 0.0f);
+      }
+    }
   }
   // area = masks.sum((-1, -2)) in float32; then the degenerate boxes go.
   std::vector<bool> valid(static_cast<size_t>(t->size()));

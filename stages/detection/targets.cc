@@ -72,6 +72,9 @@ void Targets::Clear() {
 int64_t Targets::Keep(const std::vector<bool>& keep) {
   const size_t plane = mask_plane();
   const size_t kp = keypoint_stride();
+  // An op that added instances without points leaves them unlabelled (v = 0), so the
+  // field stays K × P × 3.
+  if (has_keypoints) keypoints.resize(labels.size() * kp, 0.0f);
   size_t out = 0;
   for (size_t k = 0; k < labels.size(); ++k) {
     if (!keep[k]) continue;
