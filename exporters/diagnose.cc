@@ -142,17 +142,67 @@ std::string UnsaturatedAdvice(const WorkerLoad& l, double wait, const RunSnapsho
   return absl::StrCat(head, why, "; the counters do not show which knob would: ", kTune);
 }
 
+// BusiestStorage is the scheme of `run` that sent the most requests, or nullptr.
+const StorageSchemeStats* BusiestStorage(const RunSnapshot& run) {
+  const StorageSchemeStats* busiest = nullptr;
+  for (const StorageSchemeStats& s : run.storage) {
+    if (s.requests > 0 && (busiest == nullptr || s.requests > busiest->requests)) busiest = &s;
+  }
+  return busiest;
+}
+
+// StorageLatency says what the storage's requests measured: "s3 requests take 23 ms
+// median (p99 81 ms), 4.1 in flight on average" (Little's law: the summed request time
+// over the wall time), with the share that failed when any did; "" without requests.
+std::string StorageLatency(const RunSnapshot& run) {
+  const StorageSchemeStats* s = BusiestStorage(run);
+  if (s == nullptr || run.facts.wall_seconds <= 0) return "";
+  std::string text = absl::StrFormat(
+      "%s requests take %.0f ms median (p99 %.0f ms), %.1f in flight on average over %d "
+      "requests",
+      s->scheme, 1e3 * s->LatencyQuantile(0.5), 1e3 * s->LatencyQuantile(0.99),
+      s->latency_sum_seconds / run.facts.wall_seconds, s->requests);
+  if (const int64_t failed = s->TotalErrors(); failed > 0) {
+    std::vector<std::string> codes;
+    for (const auto& [code, n] : s->errors) codes.push_back(absl::StrCat(code, " ", n));
+    absl::StrAppend(&text, ", ", Percent(static_cast<double>(failed) / s->requests),
+                    " failed and were retried or skipped (", absl::StrJoin(codes, ", "), ")");
+  }
+  return text;
+}
+
+// StorageAdvice: a saturated storage stage. With remote storage's counts, the measured
+// latency and the knobs that hide it; else the general advice.
+std::string StorageAdvice(const WorkerLoad& l, double wait, const RunSnapshot& run) {
+  const StageLoad& s = l.heaviest;
+  const std::string latency = StorageLatency(run);
+  if (latency.empty()) {
+    return absl::StrCat(s.name, " is the bottleneck: storage, not CPU (", Busy(l),
+                        ", consumer waited ", Percent(wait),
+                        "): use faster or local storage, cache the dataset in memory, "
+                        "or allow more concurrent reads");
+  }
+  return absl::StrCat(s.name, " starves the pipeline: ", latency, " (", Busy(l),
+                      ", consumer waited ", Percent(wait),
+                      "); raise read_ahead (reads kept in flight; `auto` sizes it up to "
+                      "128) so more requests overlap, set cache_dir so later epochs read "
+                      "from local disk, or pack the data into tar shards (one request per "
+                      "block, not per sample)");
+}
+
 // LoaderBoundAdvice: the consumer starves; say which stage and what to change.
 std::string LoaderBoundAdvice(const WorkerLoad& l, double wait, const RunSnapshot& run,
                               const DiagnoseOptions& o, bool memory_near) {
-  if (l.utilization < o.saturated) return UnsaturatedAdvice(l, wait, run, o, memory_near);
   const StageLoad& s = l.heaviest;
+  // Reads from remote storage, the busiest work: its latency is the limit even when the
+  // workers are not saturated (read-ahead's requests wait on the network, not on them).
+  if (s.kind == StageKind::kStorage && !run.storage.empty() && !StorageLatency(run).empty()) {
+    return StorageAdvice(l, wait, run);
+  }
+  if (l.utilization < o.saturated) return UnsaturatedAdvice(l, wait, run, o, memory_near);
   switch (s.kind) {
     case StageKind::kStorage:
-      return absl::StrCat(s.name, " is the bottleneck: storage, not CPU (", Busy(l),
-                          ", consumer waited ", Percent(wait),
-                          "): use faster or local storage, cache the dataset in memory, "
-                          "or allow more concurrent reads");
+      return StorageAdvice(l, wait, run);
     case StageKind::kTransfer:
       return absl::StrCat(s.name, " is the bottleneck: host-to-device copies (", Busy(l),
                           ", consumer waited ", Percent(wait), "): use pinned memory, ",
@@ -358,6 +408,10 @@ Diagnosis Diagnose(const RunSnapshot& run, const DiagnoseOptions& options) {
         busiest->heaviest.kind == StageKind::kCompute) {
       std::string op = CostliestOpNote(busiest->heaviest);
       if (!op.empty()) d.notes.push_back(std::move(op));
+    }
+    if (std::string storage = StorageLatency(run);
+        !storage.empty() && busiest->heaviest.kind != StageKind::kStorage) {
+      d.notes.push_back(absl::StrCat("storage: ", storage));
     }
     std::string fluctuation = FluctuationNote(run, d.wait_cv, options);
     if (!fluctuation.empty()) d.notes.push_back(std::move(fluctuation));

@@ -140,6 +140,40 @@ TEST(DiagnoseTest, SlowReaderIsStorageNotCpu) {
                                    "busy on 1 worker, consumer waited 50%)"));
 }
 
+// S3Requests is `n` s3 requests of `seconds` each (and `slowdowns` SlowDown errors).
+StorageSchemeStats S3Requests(int n, double seconds, int slowdowns = 0) {
+  StorageStats stats;
+  for (int i = 0; i < n; ++i) {
+    stats.Record("s3", static_cast<int64_t>(seconds * 1e9), 1000,
+                 i < slowdowns ? "SlowDown" : "", false);
+  }
+  return stats.Read()[0];
+}
+
+TEST(DiagnoseTest, SlowRemoteReaderNamesStorageWithItsMeasuredLatency) {
+  const std::string g = "read+decode+augment";
+  RunSnapshot run = MakeRun({Grouped("read", 2, 0.80, g), Grouped("decode", 2, 0.15, g),
+                             Grouped("augment", 2, 0.05, g)},
+                            0.6);
+  // 8000 requests of 25 ms over the 100 s run: 2.0 in flight on average.
+  run.storage = {S3Requests(8000, 0.025, 80)};
+  const Diagnosis d = Diagnose(run);
+  EXPECT_EQ(d.bottleneck, "read");
+  EXPECT_THAT(d.advice, StartsWith("read starves the pipeline: s3 requests take 28 ms median "
+                                   "(p99 35 ms), 2.0 in flight on average over 8000 requests, "
+                                   "1% failed and were retried or skipped (SlowDown 80)"));
+  EXPECT_THAT(d.advice, HasSubstr("raise read_ahead"));
+  EXPECT_THAT(d.advice, HasSubstr("cache_dir"));
+}
+
+TEST(DiagnoseTest, StorageLatencyIsANoteWhenComputeIsTheLimit) {
+  RunSnapshot run = MakeRun({Stage("read", 2, 0.10), Stage("decode", 2, 0.95)}, 0.5, 2, 16);
+  run.storage = {S3Requests(1000, 0.002)};
+  const Diagnosis d = Diagnose(run);
+  EXPECT_EQ(d.bottleneck, "decode");
+  EXPECT_THAT(d.notes, Contains(StartsWith("storage: s3 requests take 2 ms median")));
+}
+
 TEST(DiagnoseTest, SlowDecodeOnAFullMachineSaysTheMachineIsTheLimit) {
   const Diagnosis d = Diagnose(
       MakeRun({Stage("reader", 1, 0.2), Stage("decode", 2, 0.98), Stage("collate", 1, 0.1)}, 0.41));

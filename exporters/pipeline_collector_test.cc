@@ -434,3 +434,65 @@ TEST_F(PipelineCollectorTest, ScrapesRaceRegistrationAndUpdatesSafely) {
 
 }  // namespace
 }  // namespace flowloader
+
+namespace flowloader {
+namespace {
+
+// Remote storage's counts come out by scheme and code, the histogram's count equal to
+// the requests; a pipeline without storage has none of the families.
+TEST(PipelineCollectorStorageTest, ExportsStorageBySchemeAndCode) {
+  auto storage = std::make_shared<StorageStats>();
+  storage->Record("s3", 2'000'000, 1000, "", false);
+  storage->Record("s3", 40'000'000, 0, "SlowDown", false);
+  storage->Record("s3", 3'000'000, 500, "", true);
+  storage->Record("http", 1'000'000, 0, "http_503", false);
+  auto stats = std::make_shared<PipelineStats>("p");
+  stats->storage = storage;
+  PipelineCollector collector;
+  ASSERT_TRUE(collector.Register(stats).ok());
+  const std::vector<MetricFamily> families = collector.Collect();
+  const ClientMetric* requests = FindMetric(families, "flowloader_storage_requests_total",
+                                            {{"pipeline", "p"}, {"scheme", "s3"}});
+  ASSERT_NE(requests, nullptr);
+  EXPECT_EQ(requests->counter.value, 3);
+  EXPECT_EQ(FindMetric(families, "flowloader_storage_bytes_total",
+                       {{"pipeline", "p"}, {"scheme", "s3"}})
+                ->counter.value,
+            1500);
+  EXPECT_EQ(FindMetric(families, "flowloader_storage_retries_total",
+                       {{"pipeline", "p"}, {"scheme", "s3"}})
+                ->counter.value,
+            1);
+  EXPECT_EQ(FindMetric(families, "flowloader_storage_errors_total",
+                       {{"pipeline", "p"}, {"scheme", "s3"}, {"code", "SlowDown"}})
+                ->counter.value,
+            1);
+  // Known codes read 0 before they happen; S3's only for s3.
+  EXPECT_EQ(FindMetric(families, "flowloader_storage_errors_total",
+                       {{"pipeline", "p"}, {"scheme", "s3"}, {"code", "NoSuchKey"}})
+                ->counter.value,
+            0);
+  EXPECT_EQ(FindMetric(families, "flowloader_storage_errors_total",
+                       {{"pipeline", "p"}, {"scheme", "http"}, {"code", "NoSuchKey"}}),
+            nullptr);
+  EXPECT_EQ(FindMetric(families, "flowloader_storage_errors_total",
+                       {{"pipeline", "p"}, {"scheme", "http"}, {"code", "http_503"}})
+                ->counter.value,
+            1);
+  const ClientMetric* latency =
+      FindMetric(families, "flowloader_storage_request_duration_seconds",
+                 {{"pipeline", "p"}, {"scheme", "s3"}});
+  ASSERT_NE(latency, nullptr);
+  EXPECT_EQ(latency->histogram.sample_count, 3u);
+  EXPECT_EQ(latency->histogram.bucket.back().cumulative_count, 3u);
+  EXPECT_TRUE(std::isinf(latency->histogram.bucket.back().upper_bound));
+  EXPECT_NEAR(latency->histogram.sample_sum, 0.045, 1e-9);
+
+  auto local = std::make_shared<PipelineStats>("local");
+  PipelineCollector plain;
+  ASSERT_TRUE(plain.Register(local).ok());
+  EXPECT_EQ(FindFamily(plain.Collect(), "flowloader_storage_requests_total"), nullptr);
+}
+
+}  // namespace
+}  // namespace flowloader

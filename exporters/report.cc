@@ -80,6 +80,7 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
   run.pinned_bytes_budget = stats.pinned_bytes_budget.load(std::memory_order_relaxed);
   run.memory_plan = stats.memory_plan;
   run.source_samples = stats.SourceSamples();
+  if (stats.storage != nullptr) run.storage = stats.storage->Read();
   run.autotune = stats.autotune.enabled.load();
   if (run.autotune) {
     // The values in effect now, not the options' "auto".

@@ -118,6 +118,9 @@ struct RunSnapshot {
   // it settled on (also in facts.num_workers / prefetch_batches) and every change.
   bool autotune = false;
   std::vector<AutotuneRecord> autotune_decisions;
+  // Remote storage's counts by scheme (PipelineStats::storage): requests, errors, the
+  // request latency; empty for local data.
+  std::vector<StorageSchemeStats> storage;
 };
 
 // Snapshot copies `stats` (each stage's kind as its type declares it) and attaches

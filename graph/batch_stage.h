@@ -78,6 +78,8 @@ struct BatchStageEnv {
   std::vector<OutputSpec> outputs;
   int batch_size = 0;
   bool drop_last = false;
+  // The detection targets the batches carry (Batch::targets).
+  TargetsSpec targets;
   // The classes the data has: ImageFolder's class count, else the largest label + 1 (a
   // list file's or shards' labels, which may exceed what soft targets can have); 0 for
   // data without labels.
@@ -95,8 +97,13 @@ using BatchStageFactory =
 // DataClasses is BatchStageEnv::data_classes for `dataset`.
 int64_t DataClasses(const Dataset& dataset);
 
-// RegisterBuiltinBatchStages adds mixup_cutmix and label_smoothing (stages/mix/).
+// RegisterBuiltinBatchStages adds mixup_cutmix and label_smoothing (stages/mix/), and the
+// multi-sample detection ops.
 void RegisterBuiltinBatchStages(StageRegistry& registry);
+
+// RegisterMultiSampleBatchStages adds mosaic and copy_paste (stages/detection/), called by
+// RegisterBuiltinBatchStages.
+void RegisterMultiSampleBatchStages(StageRegistry& registry);
 
 }  // namespace flowloader
 

@@ -213,7 +213,7 @@ const char kClassesDoc[] =
 int64_t DataClasses(const Dataset& dataset) {
   if (!dataset.class_names().empty()) return static_cast<int64_t>(dataset.class_names().size());
   int64_t largest = -1;
-  for (int64_t i = 0; i < dataset.size(); ++i) largest = std::max(largest, dataset.sample(i).label);
+  for (int64_t i = 0; i < dataset.size(); ++i) largest = std::max(largest, dataset.label(i));
   // (A label of INT64_MAX still counts: the caller refuses it by its size.)
   return largest == std::numeric_limits<int64_t>::max() ? largest : largest + 1;
 }
@@ -250,6 +250,7 @@ void RegisterBuiltinBatchStages(StageRegistry& registry) {
       OptionSchema{"num_classes", OptionType::kInt, "0", kClassesDoc, {}},
   };
   (void)registry.RegisterBatch(std::move(smoothing), MakeLabelSmoothing);
+  RegisterMultiSampleBatchStages(registry);
 }
 
 }  // namespace flowloader

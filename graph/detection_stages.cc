@@ -66,6 +66,9 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateAnnotations(const StageArgs& 
                                                   : std::string(" boxes")),
          {"num_workers", "masks"}});
   }
+  env.targets.boxes = true;
+  env.targets.instance_masks = masks;
+  env.targets.max_instances = coco->MaxInstances();
   return std::unique_ptr<SampleStage>(new AnnotationsStage(coco, masks));
 }
 

@@ -629,7 +629,7 @@ void PipelineGraph::Impl::Dispatch(
     s.copy = sampler_->Copy(s.position);
     s.slot = slot;
     s.seed = options_.seed;
-    s.source = &dataset_->sample(s.index);
+    s.source = &dataset_->SampleAt(s.index, &s.computed_source);
     s.path = dataset_->FullPath(s.index);
     SetOutputSlots(token->buffer.host, slot, s);
     s.has_plan = false;

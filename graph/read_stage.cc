@@ -52,6 +52,7 @@ class ReadStage : public SampleStage {
     return read_ahead_ == nullptr ? 0 : 2 * int64_t{read_ahead_->options().max_in_flight};
   }
   void Announce(int64_t epoch, int64_t position, int64_t index) const override {
+    if (dataset_->computed()) return;  // No file behind it (OfSize): nothing to read ahead.
     const SampleSource& source = dataset_->sample(index);
     if (!source.error.ok()) return;
     std::string path = dataset_->FullPath(index);

@@ -52,6 +52,9 @@ struct SampleContext {
   uint64_t rng_key = 0;
   int copy = 0;  // Which copy of its sample this is (repeated augmentation); else 0.
   const SampleSource* source = nullptr;  // key and label.
+  // The sample's entry when its dataset computes them (Dataset::SampleAt): `source`
+  // then points here.
+  SampleSource computed_source;
   std::string path;                      // Full path of the file.
 
   // One slot per batch tensor, in the plan's order (StageEnv::batch_tensors): the
@@ -264,6 +267,15 @@ inline uint64_t ViewStream(int view) { return 1 + 256 * static_cast<uint64_t>(vi
 // StageEnv is what a stage factory may use. Factories run last stage first, so a stage
 // can offer a service to the stages before it (augment offers its crop planner to decode
 // and declares the output tensor).
+// TargetsSpec is which detection targets a pipeline's samples bring to the batch
+// (Batch::targets): set by the stage that writes them, read by the batch stages that
+// move them (mosaic, copy_paste).
+struct TargetsSpec {
+  bool boxes = false;           // Instance targets: boxes, labels, iscrowd, area, image_id.
+  bool instance_masks = false;  // With boxes: one mask plane per instance.
+  int64_t max_instances = 0;    // The most instances one sample has (the memory plan's).
+};
+
 struct StageEnv {
   const Dataset* dataset = nullptr;
   Env* env = nullptr;  // File system.
@@ -280,6 +292,8 @@ struct StageEnv {
   // The target fields (boxes, masks) earlier stages write: the sample carries them here,
   // so a stage that moves pixels must move them too, or refuse (set by the graph).
   std::vector<std::string> carried;
+  // The instance targets the samples carry (set by the annotations stage's factory).
+  TargetsSpec targets;
   // Every batch tensor field, in the plan's order (index = view = SampleContext::outputs).
   std::vector<std::string> batch_tensors;
   // DeclareOutput records the per-sample shape of tensor field `field` (in

@@ -22,6 +22,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
 #include "graph/autotune_stats.h"
+#include "stages/reader/storage_stats.h"
 
 namespace flowloader {
 
@@ -219,6 +220,11 @@ class PipelineStats {
   // ..., "pinned_bytes", "total_bytes", "available_bytes" (-1 = unknown)), for the run
   // summary and tuning. Set before the first item.
   std::vector<std::pair<std::string, int64_t>> memory_plan;
+
+  // Remote storage's requests, bytes, retries, errors by code and latency, by scheme
+  // (the dataset's StorageEnv counts them); null when the data has no StorageEnv. Set
+  // before the first item.
+  std::shared_ptr<const StorageStats> storage;
 
   // What the online autotuner chose and why (autotune.enabled when a knob is auto).
   AutotuneStats autotune;

@@ -114,7 +114,8 @@ absl::Status CheckLabelMapOps(const augment::ViewProgram& program, size_t views)
     return absl::InvalidArgumentError(absl::StrCat(
         "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the label map "
         "(masks) the sample carries: label maps move through random_resized_crop, resize, "
-        "center_crop, random_crop, pad and the flips; remove it"));
+        "center_crop, random_crop, pad, the flips, random_affine and random_rotation; "
+        "remove it"));
   }
   return absl::OkStatus();
 }
@@ -141,8 +142,9 @@ absl::Status CheckTargetOps(const augment::ViewProgram& program,
       return absl::InvalidArgumentError(absl::StrCat(
           "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the ",
           carried.front(), " the sample carries: use the ops that move targets (flips, "
-          "crops, resize, pad, random_zoom_out, random_iou_crop, scale_jitter, "
-          "random_shortest_size, fixed_size_crop) or colour ops, or remove it"));
+          "crops, resize, pad, random_affine, random_rotation, random_zoom_out, "
+          "random_iou_crop, scale_jitter, random_shortest_size, fixed_size_crop) or colour "
+          "ops, or remove it"));
     }
   }
   return absl::OkStatus();

@@ -15,7 +15,8 @@
 //       sources: each row's source name; columns: {name: [str, or bytes where the value
 //       is not valid UTF-8]}; extras (dataset= only): each row's third item element, or
 //       None when no row's item had one; targets (with annotations): one dict per row of
-//       zero-copy _TensorViews {boxes, labels, iscrowd, area, masks} and image_id.
+//       zero-copy _TensorViews {boxes, labels, iscrowd, area, masks, keypoints} and
+//       image_id.
 //   _Loader.source_names: the sources by number ("default" for data).
 //   _Loader.categories: with annotations, [{id, name, label}] (COCO id → label);
 //   _Loader.annotation_skips: {reason: count} of the annotations dropped.
@@ -255,7 +256,7 @@ TensorView TargetView(const void* data, std::vector<int64_t> shape, DType dtype,
 // Targets is the batch's detection targets as torchvision's detection models take them:
 // a list of one dict per row {"boxes": float32 [K, 4] xyxy, "labels": int64 [K],
 // "iscrowd": int64 [K], "area": float32 [K], "masks": uint8 [K, H, W] (when made),
-// "image_id": int}, each tensor a view of the batch's flat targets (Batch::targets).
+// "keypoints": float32 [K, P, 3] (when the annotations have them), "image_id": int}, each tensor a view of the batch's flat targets (Batch::targets).
 py::object Targets(const std::shared_ptr<const Batch>& batch,
                    const std::shared_ptr<std::atomic<int>>& live) {
   const BatchTargets& t = batch->targets;
@@ -278,6 +279,11 @@ py::object Targets(const std::shared_ptr<const Batch>& batch,
     if (t.has_masks) {
       row["masks"] = py::cast(TargetView(t.masks.data() + plane * begin,
                                          {k, t.mask_height, t.mask_width}, DType::kUint8, hold));
+    }
+    if (t.has_keypoints) {
+      const int64_t p = t.num_keypoints;
+      row["keypoints"] = py::cast(TargetView(t.keypoints.data() + p * 3 * begin, {k, p, 3},
+                                             DType::kFloat32, hold));
     }
     row["image_id"] = py::int_(t.image_ids[r]);
     rows.append(std::move(row));
@@ -732,9 +738,11 @@ class PyLoader {
     if (absl::Status s = source_->UseIn(&options->stages); !s.ok()) Raise(PyExc_ValueError, s);
   }
 
-  // DatasetLength is len(dataset), refused in one line when it is not a count the sample
-  // table can hold: its bytes (sizeof(SampleSource) a sample) must fit the memory the
-  // pipeline may plan for (memory_limit_mb, or what the process may use).
+  // DatasetLength is len(dataset), refused in one line when it is not a count the
+  // pipeline can hold. Its sample table is computed (Dataset::OfSize: no bytes a sample),
+  // but the sampler's epoch order takes 8 B a sample, twice while the next is built
+  // (Sampler::order_bytes): that must fit the memory the pipeline may plan for
+  // (memory_limit_mb, or what the process may use).
   static int64_t DatasetLength(const py::object& dataset, const PipelineOptions& options) {
     const Py_ssize_t length = PyObject_Length(dataset.ptr());
     if (length < 0) {
@@ -749,14 +757,14 @@ class PyLoader {
                                                        ", which is not a sample count (",
                                                        error, ")")));
     }
-    const int64_t per_sample = static_cast<int64_t>(sizeof(SampleSource));
+    const int64_t per_sample = 16;  // At least: one rank's (more ranks add a copy).
     const MemoryBudget budget = Pipeline::MemoryBudgetFor(options);
     // Half of the budget at most: the batch buffers and the workers need the rest.
     if (budget.known() && static_cast<double>(length) * per_sample > budget.bytes / 2.0) {
       const double needed = static_cast<double>(length) * per_sample;
       RaiseText(PyExc_ValueError,
-                absl::StrCat("dataset: len() is ", length, " samples, whose sample table would "
-                             "need ",
+                absl::StrCat("dataset: len() is ", length, " samples, whose sample table and "
+                             "epoch order would need ",
                              needed >= 9e18 ? absl::StrCat(needed / (1ull << 40) / 1024, " PiB")
                                             : FormatBytes(static_cast<int64_t>(needed)),
                              " (", per_sample, " bytes a sample), over half of the ",

@@ -41,7 +41,8 @@ absl::Status MakeDir(const std::string& path) {
 std::string Stamp(const DetectionDatasetOptions& o) {
   return absl::StrCat("flowloader-detection-dataset v1 images=", o.images, " side=", o.min_side,
                       "-", o.max_side, " instances=", o.max_instances, " quality=", o.quality,
-                      " noise=", o.noise, " seed=", o.seed, "\n");
+                      " noise=", o.noise, " seed=", o.seed,
+                      o.keypoints ? " keypoints=3" : "", "\n");
 }
 
 // Polygon draws a convex-ish polygon of `sides` vertices inside the cell (x0, y0, cw, ch),
@@ -83,7 +84,11 @@ absl::Status GenerateDetectionDataset(const DetectionDatasetOptions& o) {
   decode::JpegEncodeOptions jpeg;
   jpeg.quality = o.quality;
   Json images = Json::array(), annotations = Json::array(), categories = Json::array();
-  for (const Shape& shape : kShapes) categories.push_back({{"id", shape.id}, {"name", shape.name}});
+  for (const Shape& shape : kShapes) {
+    Json category = {{"id", shape.id}, {"name", shape.name}};
+    if (o.keypoints) category["keypoints"] = {"vertex", "centre", "unlabelled"};
+    categories.push_back(std::move(category));
+  }
   int64_t annotation_id = 1;
   for (int i = 0; i < o.images; ++i) {
     SampleRng rng(o.seed, 0, static_cast<uint64_t>(i), 79);
@@ -119,6 +124,11 @@ absl::Status GenerateDetectionDataset(const DetectionDatasetOptions& o) {
                          {"bbox", {box[0], box[1], box[2], box[3]}},
                          {"area", detection::RleArea(rle)},
                          {"iscrowd", 0}};
+      if (o.keypoints) {
+        annotation["keypoints"] = {xy[0], xy[1], 2, box[0] + box[2] / 2, box[1] + box[3] / 2, 1,
+                                   0, 0, 0};
+        annotation["num_keypoints"] = 2;
+      }
       if (k % 5 == 4) {  // Uncompressed RLE, as COCO writes its crowd regions.
         annotation["iscrowd"] = 1;
         annotation["segmentation"] = {{"counts", rle.counts}, {"size", {h, w}}};

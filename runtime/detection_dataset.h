@@ -10,7 +10,8 @@
 // have non-contiguous ids (1 triangle, 3 quadrilateral, 7 pentagon, 12 hexagon) so the
 // label map is exercised. Segmentations come in all three COCO forms: polygons, compressed
 // RLE strings (every third instance) and uncompressed RLE lists with iscrowd 1 (every
-// fifth). Every tenth image has no instance (for skip_empty). Everything is a pure
+// fifth). Every tenth image has no instance (for skip_empty). With `keypoints`, each
+// annotation also has COCO keypoints (see the option). Everything is a pure
 // function of the seed.
 //
 // Thread-safety: GenerateDetectionDataset may run concurrently for different roots.
@@ -35,6 +36,10 @@ struct DetectionDatasetOptions {
   double noise = 7.0;     // Background noise (SynthesizeImage).
   uint64_t seed = 0;
   bool overwrite = false;  // Write into a non-empty root.
+  // Annotate COCO keypoints, 3 per shape: its polygon's first vertex (v = 2), its box's
+  // centre (v = 1: labelled, not visible) and an unlabelled one (0, 0, v = 0), as COCO
+  // writes an unannotated joint; the categories name them (`keypoints`).
+  bool keypoints = false;
 };
 
 // GenerateDetectionDataset writes the dataset; as GenerateSampleDataset, a root already

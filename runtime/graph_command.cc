@@ -13,6 +13,7 @@
 #include "graph/stage_plan.h"
 #include "graph/stage.h"
 #include "stages/augment/ops/view_program.h"
+#include "stages/core/bool_text.h"
 #include "runtime/spec.h"
 
 namespace flowloader {
@@ -133,13 +134,31 @@ std::string OpListsText(const std::vector<StageSpec>& stages) {
   return out.empty() ? out : absl::StrCat("op lists (in order):\n", out);
 }
 
+// TargetsOf is what targets the stages bring to the batch, as their factories would say
+// (the data is not opened: an `annotations` stage writes boxes, and masks unless its
+// option `masks` is false).
+TargetsSpec TargetsOf(const std::vector<StageSpec>& stages) {
+  TargetsSpec targets;
+  for (const StageSpec& stage : stages) {
+    if (stage.type != "annotations") continue;
+    targets.boxes = true;
+    auto it = stage.args.find("masks");
+    bool masks = true;
+    if (it != stage.args.end()) (void)ParseBoolText(it->second, &masks);
+    targets.instance_masks = masks;
+  }
+  return targets;
+}
+
 // BatchOpsLabel checks each batch op as Create does (its factory, over the batch tensors
 // planned here; the data is not opened, so its classes count as unknown) and returns the
 // label tensor's description: "int64 [N]", or "float32 [N, C]" with C the num_classes
 // option or "the data's classes".
 absl::StatusOr<std::string> BatchOpsLabel(const std::vector<StageSpec>& ops,
-                                          const std::vector<PlannedTensor>& tensors) {
+                                          const std::vector<PlannedTensor>& tensors,
+                                          const TargetsSpec& targets) {
   BatchStageEnv env;
+  env.targets = targets;
   for (const PlannedTensor& t : tensors) {
     env.outputs.push_back(t.spec);
     env.outputs.back().name = t.name;
@@ -165,8 +184,9 @@ absl::StatusOr<std::string> BatchOpsLabel(const std::vector<StageSpec>& ops,
 // BatchOpsText lists the batch ops, then the label tensor; nothing without batch ops (the
 // label is then the int64 class index every graph has).
 absl::StatusOr<std::string> BatchOpsText(const std::vector<StageSpec>& ops,
-                                         const std::vector<PlannedTensor>& tensors) {
-  absl::StatusOr<std::string> label = BatchOpsLabel(ops, tensors);
+                                         const std::vector<PlannedTensor>& tensors,
+                                         const TargetsSpec& targets) {
+  absl::StatusOr<std::string> label = BatchOpsLabel(ops, tensors, targets);
   if (!label.ok()) return label.status();
   std::string out;
   if (ops.empty()) return out;
@@ -207,7 +227,7 @@ absl::StatusOr<std::string> GraphText(const std::vector<StageSpec>& stages,
   for (const PlannedTensor& t : planned->tensors) {
     absl::StrAppend(&out, "  ", t.name, "  ", ShapeOf(t.spec), "  (written by ", t.writer, ")\n");
   }
-  absl::StatusOr<std::string> ops = BatchOpsText(batch_ops, planned->tensors);
+  absl::StatusOr<std::string> ops = BatchOpsText(batch_ops, planned->tensors, TargetsOf(stages));
   if (!ops.ok()) return ops.status();
   return out + *ops;
 }
@@ -243,7 +263,8 @@ absl::StatusOr<std::string> GraphDot(const std::vector<StageSpec>& stages,
                     DotQuoted(ShapeOf(t.spec)), "];\n");
   }
   // The batch ops, a chain after the batch: each runs on the whole batch.
-  absl::StatusOr<std::string> label = BatchOpsLabel(batch_ops, planned->tensors);
+  absl::StatusOr<std::string> label =
+      BatchOpsLabel(batch_ops, planned->tensors, TargetsOf(stages));
   if (!label.ok()) return label.status();
   std::string previous = "batch";
   for (const StageSpec& op : batch_ops) {

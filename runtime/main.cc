@@ -6,7 +6,7 @@
 //   flowloader make-dataset --out=DIR [--classes=10 --images_per_class=30]
 //   flowloader make-dataset --task=detection --out=DIR [--images=100]
 //   flowloader tune --data=DIR_OR_LIST --out=DIR [run's flags] [--consumer_ms=MS ...]
-//   flowloader pack --data=IMAGEFOLDER_OR_LIST --out=DIR [--shard_size=256MB --max_side=N]
+//   flowloader pack --data=IMAGEFOLDER_OR_LIST --out=DIR_OR_S3_PREFIX [--shard_size=256MB ...]
 //   flowloader stages        (every stage type and its options)
 //   flowloader graph [--spec=FILE] [--dot]   (the planned per-sample graph, nothing run)
 //   flowloader --help | COMMAND --help | --version
@@ -120,7 +120,10 @@ std::vector<CommandDef> Commands() {
         "in COCO's format: drawn shapes, exact boxes, polygons and RLE) or segmentation "
         "(images/ + label_maps/ PNG label maps + train.txt)"},
        {"images", "100", "detection, segmentation: JPEG files; >= 1"},
-       {"max_instances", "6", "detection, segmentation: shapes per image, 1-9"}}};
+       {"max_instances", "6", "detection, segmentation: shapes per image, 1-9"},
+       {"keypoints", "false",
+        "detection: annotate 3 keypoints per shape (first vertex, centre, an unlabelled one)",
+        true}}};
   CommandDef stages{"stages", "flowloader stages",
                     "print every stage type with its options, and the spec's keys, as YAML",
                     {}};
@@ -141,15 +144,22 @@ std::vector<CommandDef> Commands() {
   };
   tune.flags.insert(tune.flags.end(), tune_only.begin(), tune_only.end());
   CommandDef pack{
-      "pack", "flowloader pack --data=IMAGEFOLDER_OR_LIST --out=DIR [flags]",
+      "pack", "flowloader pack --data=IMAGEFOLDER_OR_LIST --out=DIR_OR_S3_PREFIX [flags]",
       "write a dataset as WebDataset tar shards (run --data=DIR/train-{000000..N}.tar)",
       {{"data", "", "ImageFolder root or list file to pack (required)"},
-       {"out", "", "directory for the shards (required)"},
+       {"out", "", "directory or s3://BUCKET/PREFIX for the shards (required)"},
        {"shard_size", "256MB", "close a shard before it passes this size (256MB, 1GiB, ...)"},
        {"max_side", "0",
         "re-encode images whose shorter side is larger to this shorter side; 0 = copy bytes"},
        {"quality", "90", "JPEG quality of re-encoded images, 1-100"},
-       {"prefix", "train", "shard file names: PREFIX-000000.tar, ..."}}};
+       {"prefix", "train", "shard file names: PREFIX-000000.tar, ..."},
+       {"part_size", "8MiB",
+        "--out=s3://: upload a shard in parts of this size (5MiB..5GiB; the memory an "
+        "upload holds); a shard no larger goes as one PUT"}}};
+  // pack --out=s3:// takes the run's s3_* keys (endpoint, region, profile, addressing).
+  for (FlagDef& f : PipelineFlags()) {
+    if (f.name.rfind("s3_", 0) == 0) pack.flags.push_back(std::move(f));
+  }
   CommandDef graph{"graph", "flowloader graph [--spec=FILE.yaml] [--dot]",
                    "print the planned per-sample graph: stages, the fields they read and "
                    "write, and the batch tensors, without running it",
@@ -392,6 +402,9 @@ int MakeDetectionDataset(const FlagReader& flags) {
   if (absl::Status s = ReadShapeSetFlags(flags, o, &o.max_instances); !s.ok()) {
     return Fail(std::string(s.message()));
   }
+  if (absl::Status s = flags.Bool("keypoints", &o.keypoints); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   if (absl::Status g = GenerateDetectionDataset(o); !g.ok()) return Fail(std::string(g.message()));
   std::printf("dataset ready: %s/images (%d JPEGs), %s/annotations/instances.json\n",
               o.root.c_str(), o.images, o.root.c_str());
@@ -462,6 +475,18 @@ int PackFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   absl::StatusOr<int64_t> shard_size = ParseByteSize(flags.Text("shard_size"));
   if (!shard_size.ok()) return Fail(absl::StrCat("--shard_size: ", shard_size.status().message()));
   o.shard_size_bytes = *shard_size;
+  absl::StatusOr<int64_t> part_size = ParseByteSize(flags.Text("part_size"));
+  if (!part_size.ok()) return Fail(absl::StrCat("--part_size: ", part_size.status().message()));
+  // The s3_* flags, through the spec's own parser (one key table).
+  PipelineOptions keys;
+  for (const std::string& name : parsed.order) {
+    if (name.rfind("s3_", 0) != 0) continue;
+    if (absl::Status st = ApplySpecValue(name, parsed.given.at(name), &keys); !st.ok()) {
+      return Fail(std::string(st.message()));
+    }
+  }
+  keys.s3.upload_part_bytes = *part_size;
+  o.storage.s3 = keys.s3;
   o.max_side = static_cast<int>(max_side);
   o.quality = static_cast<int>(quality);
   return PackCommand(o);

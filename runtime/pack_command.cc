@@ -1,13 +1,17 @@
 #include "runtime/pack_command.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -23,6 +27,8 @@
 #include "stages/decode/encoder.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/env.h"
+#include "stages/reader/s3_env.h"
+#include "stages/reader/storage_env.h"
 #include "stages/reader/tar_writer.h"
 
 namespace flowloader {
@@ -106,6 +112,10 @@ class Reencoder {
 absl::Status CheckOptions(const PackOptions& o) {
   if (o.data.empty()) return absl::InvalidArgumentError("pack needs --data=IMAGEFOLDER_OR_LIST");
   if (o.out.empty()) return absl::InvalidArgumentError("pack needs --out=DIR");
+  if (IsRemotePath(o.out) && !IsS3Path(o.out)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out=", o.out, ": pack writes to a directory or to s3://BUCKET/PREFIX, not HTTP"));
+  }
   if (o.shard_size_bytes <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--shard_size must be > 0, got ", o.shard_size_bytes));
@@ -129,16 +139,47 @@ std::string ShardPath(const PackOptions& o, size_t n) {
   return absl::StrFormat("%s/%s-%06d.tar", o.out, o.prefix, n);
 }
 
-// PrepareOut creates --out, refusing one that already holds this prefix's first shard
-// (packing twice into one directory would mix two datasets).
-absl::Status PrepareOut(const PackOptions& o) {
+// OutDir is --out without trailing slashes (s3://b/shards/ and s3://b/shards are one).
+std::string OutDir(const std::string& out) {
+  std::string dir = out;
+  const size_t keep = IsRemotePath(dir) ? dir.find("://") + 4 : 1;
+  while (dir.size() > keep && absl::EndsWith(dir, "/")) dir.pop_back();
+  return dir;
+}
+
+// PrepareOut creates a local --out, and refuses one that already holds this prefix's first
+// shard (packing twice into one directory or prefix would mix two datasets). For s3:// it
+// reads one byte of that key: a missing bucket or wrong credentials are refused here,
+// before anything is read or uploaded.
+absl::Status PrepareOut(const PackOptions& o, Env* env) {
+  const std::string first = ShardPath(o, 0);
+  const absl::Status exists = absl::AlreadyExistsError(
+      absl::StrCat(first, " exists: pack into an empty --out, or choose another --prefix"));
+  if (IsRemotePath(o.out)) {
+    std::string probe;
+    absl::Status s = env->ReadRange(first, 0, 1, &probe);
+    if (s.ok()) return exists;
+    return ErrorReason(s) == reason::kNotFound ? absl::OkStatus() : s;
+  }
   if (::mkdir(o.out.c_str(), 0755) != 0 && errno != EEXIST) return StatusFromErrno(errno, o.out);
   struct stat st;
-  if (::stat(ShardPath(o, 0).c_str(), &st) == 0) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        ShardPath(o, 0), " exists: pack into an empty --out, or choose another --prefix"));
-  }
+  if (::stat(first.c_str(), &st) == 0) return exists;
   return absl::OkStatus();
+}
+
+// WriteClassNames writes OUT/classes.txt (locally or as an object).
+absl::Status WriteClassNames(const std::vector<std::string>& names, const std::string& path,
+                             Env* env) {
+  std::string classes;
+  for (const std::string& c : names) absl::StrAppend(&classes, EscapeClassName(c), "\n");
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
+  if (!file.ok()) return file.status();
+  if (absl::Status s = (*file)->Append(classes); !s.ok()) return s;
+  return (*file)->Close();
+}
+
+bool Cancelled(const PackOptions& o) {
+  return o.storage.http.cancel != nullptr && o.storage.http.cancel->load();
 }
 
 }  // namespace
@@ -168,15 +209,20 @@ absl::StatusOr<int64_t> ParseByteSize(const std::string& text) {
   return static_cast<int64_t>(value * unit);
 }
 
-absl::StatusOr<PackResult> Pack(const PackOptions& o) {
-  if (absl::Status s = CheckOptions(o); !s.ok()) return s;
+absl::StatusOr<PackResult> Pack(const PackOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  PackOptions o = options;
+  o.out = OutDir(o.out);
+  // Declared before any shard: a shard dropped on an error aborts its upload through it.
+  absl::StatusOr<std::unique_ptr<StorageEnv>> env = StorageEnv::Create(nullptr, o.storage);
+  if (!env.ok()) return env.status();
   absl::StatusOr<std::unique_ptr<Dataset>> ds = Dataset::Open({o.data});
   if (!ds.ok()) return ds.status();
   if (!(*ds)->shards().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         o.data, " is already tar shards: pack reads an ImageFolder or a list file"));
   }
-  if (absl::Status s = PrepareOut(o); !s.ok()) return s;
+  if (absl::Status s = PrepareOut(o, env->get()); !s.ok()) return s;
   std::unique_ptr<Reencoder> reencoder;
   if (o.max_side > 0) {
     absl::StatusOr<Reencoder> r = Reencoder::Create(o);
@@ -194,6 +240,7 @@ absl::StatusOr<PackResult> Pack(const PackOptions& o) {
   };
   std::string bytes;
   for (int64_t i = 0; i < (*ds)->size(); ++i) {
+    if (Cancelled(o)) return absl::CancelledError("pack interrupted");
     const SampleSource& source = (*ds)->sample(i);
     if (absl::Status r = Env::Default()->ReadFile((*ds)->FullPath(i), int64_t{1} << 30, &bytes);
         !r.ok()) {
@@ -223,7 +270,8 @@ absl::StatusOr<PackResult> Pack(const PackOptions& o) {
     }
     if (shard == nullptr) {
       result.shards.push_back(ShardPath(o, result.shards.size()));
-      absl::StatusOr<std::unique_ptr<TarWriter>> w = TarWriter::Create(result.shards.back());
+      absl::StatusOr<std::unique_ptr<TarWriter>> w =
+          TarWriter::Create(env->get(), result.shards.back());
       if (!w.ok()) return w.status();
       shard = std::move(*w);
     }
@@ -238,14 +286,8 @@ absl::StatusOr<PackResult> Pack(const PackOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(o.data, ": no readable file to pack"));
   }
   if (!(*ds)->class_names().empty()) {
-    std::string classes;
-    for (const std::string& c : (*ds)->class_names()) {
-      absl::StrAppend(&classes, EscapeClassName(c), "\n");
-    }
-    std::FILE* f = std::fopen((o.out + "/classes.txt").c_str(), "w");
-    if (f == nullptr) return StatusFromErrno(errno, o.out + "/classes.txt");
-    std::fwrite(classes.data(), 1, classes.size(), f);
-    std::fclose(f);
+    absl::Status s = WriteClassNames((*ds)->class_names(), o.out + "/classes.txt", env->get());
+    if (!s.ok()) return s;
   }
   result.pattern = result.shards.size() == 1
                        ? result.shards[0]
@@ -300,8 +342,63 @@ absl::StatusOr<std::vector<std::string>> ReadClassNames(const std::string& path)
   return names;
 }
 
-int PackCommand(const PackOptions& options) {
-  absl::StatusOr<PackResult> r = Pack(options);
+namespace {
+
+// CancelOnSignal turns SIGINT/SIGTERM into `cancel` from a dedicated thread (sigwait), so
+// Ctrl-C ends an upload within ~100 ms and Pack aborts the shard it was writing. Made
+// before any other thread, so every thread inherits the mask.
+class CancelOnSignal {
+ public:
+  explicit CancelOnSignal(std::shared_ptr<std::atomic<bool>> cancel) : cancel_(std::move(cancel)) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGUSR1);  // Our own wake-up at the end.
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::thread([this] {
+      int signo = 0;
+      while (sigwait(&set_, &signo) == 0) {
+        if (signo == SIGUSR1 && done_.load()) return;
+        if (signo == SIGINT || signo == SIGTERM) {
+          received_.store(signo);
+          cancel_->store(true);
+        }
+      }
+    });
+  }
+  ~CancelOnSignal() {
+    done_.store(true);
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+  }
+  int received() const { return received_.load(); }
+
+ private:
+  const std::shared_ptr<std::atomic<bool>> cancel_;
+  sigset_t set_;
+  std::atomic<bool> done_{false};
+  std::atomic<int> received_{0};
+  std::thread thread_;
+};
+
+}  // namespace
+
+int PackCommand(const PackOptions& command_options) {
+  PackOptions options = command_options;
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  options.storage.http.cancel = cancel;
+  absl::StatusOr<PackResult> r;
+  int signo = 0;
+  {
+    CancelOnSignal watcher(cancel);
+    r = Pack(options);
+    signo = watcher.received();
+  }
+  if (signo != 0) {
+    std::fprintf(stderr, "flowloader: pack interrupted (signal %d); the shard being written "
+                 "was discarded\n", signo);
+    return 128 + signo;
+  }
   if (!r.ok()) {
     std::fprintf(stderr, "flowloader: %s\n", std::string(r.status().message()).c_str());
     return 2;

@@ -20,6 +20,13 @@
 // re-encoding is packed unchanged, so a run skips it exactly as it skips it in the
 // ImageFolder.
 //
+// OUT may be s3://BUCKET/PREFIX: the shards and classes.txt are then uploaded as they are
+// written (S3Env::NewWritableFile: one PUT, or a multipart upload in parts of
+// storage.s3.upload_part_bytes), with the credentials and settings of `storage`. A shard
+// that fails, or is interrupted (storage.http.cancel, Ctrl-C), leaves no object: its upload
+// is aborted (a local shard file is removed the same way); the shards finished before it
+// stay.
+//
 // Thread-safety: Pack runs on the calling thread; call it from one thread.
 #ifndef FLOWLOADER_RUNTIME_PACK_COMMAND_H_
 #define FLOWLOADER_RUNTIME_PACK_COMMAND_H_
@@ -29,13 +36,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "stages/reader/schemes.h"
 
 namespace flowloader {
 
 struct PackOptions {
   // An ImageFolder root or a list file (`path<TAB>label`). Required.
   std::string data;
-  // The directory the shards go to (created; must not hold shards already). Required.
+  // The directory the shards go to (created; must not hold shards already), or an
+  // s3://BUCKET/PREFIX (the bucket must exist). Required.
   std::string out;
   // A shard is closed before it passes this many bytes; > 0. Default 256 MiB.
   int64_t shard_size_bytes = int64_t{256} << 20;
@@ -45,6 +54,9 @@ struct PackOptions {
   int quality = 90;
   // Shard file names: PREFIX-000000.tar, ... Default "train".
   std::string prefix = "train";
+  // Where an s3:// `out` is written: endpoint, credentials, retries (the run's keys s3_*),
+  // the upload's part size (s3.upload_part_bytes); http.cancel stops the pack (Ctrl-C).
+  StorageOptions storage;
 };
 
 struct PackResult {

@@ -190,6 +190,9 @@ std::shared_ptr<PipelineStats> StatsFor(const PipelineOptions& options, const Da
   };
   auto stats = std::make_shared<PipelineStats>(options.name);
   stats->SetSources(data.dataset->source_names());
+  if (const StorageEnv* storage = data.dataset->storage(); storage != nullptr) {
+    stats->storage = storage->storage_stats();
+  }
   stats->autotune.enabled = planned.autotune.enabled;
   stats->autotune.num_workers = planned.graph.num_workers;
   stats->autotune.prefetch_batches = planned.graph.prefetch_batches;

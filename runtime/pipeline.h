@@ -201,7 +201,8 @@ struct PipelineOptions {
   // fields above. See graph/stage.h for registering your own stage types.
   std::vector<StageSpec> stages;
   // Batch stages (a spec's `batch_ops:`; graph/batch_stage.h), run in order on each
-  // collated batch: mixup_cutmix, label_smoothing, or a registered type. Empty = none.
+  // collated batch: mixup_cutmix, label_smoothing, mosaic, copy_paste, or a registered
+  // type. Empty = none.
   std::vector<StageSpec> batch_ops;
   // skip (count, name and drop bad samples) or fail (stop with the file and reason).
   ErrorPolicy on_error = ErrorPolicy::kSkip;

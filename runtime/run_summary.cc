@@ -28,6 +28,28 @@ std::string Quoted(absl::string_view text) {
   return out + "\"";
 }
 
+// SchemesJson is remote storage's counts by scheme: requests, bytes, retries, errors by
+// code and the request latency (count, sum, median, p90, p99 estimated from the
+// histogram), the numbers /metrics exports.
+std::string SchemesJson(const StorageStats& stats) {
+  std::string json = "{";
+  bool first = true;
+  for (const StorageSchemeStats& s : stats.Read()) {
+    std::vector<std::string> errors;
+    for (const auto& [code, n] : s.errors) errors.push_back(absl::StrCat(Quoted(code), ": ", n));
+    absl::StrAppend(
+        &json, first ? "" : ", ", Quoted(s.scheme), ": {\"requests\": ", s.requests,
+        ", \"bytes\": ", s.bytes, ", \"retries\": ", s.retries, ", \"errors\": {",
+        absl::StrJoin(errors, ", "), "}, \"latency_seconds\": {\"count\": ", s.requests,
+        ", \"sum\": ", absl::StrFormat("%.6f", s.latency_sum_seconds),
+        ", \"p50\": ", absl::StrFormat("%.6f", s.LatencyQuantile(0.5)),
+        ", \"p90\": ", absl::StrFormat("%.6f", s.LatencyQuantile(0.9)),
+        ", \"p99\": ", absl::StrFormat("%.6f", s.LatencyQuantile(0.99)), "}}");
+    first = false;
+  }
+  return json + "}";
+}
+
 }  // namespace
 
 RunFacts RunFactsFor(const PipelineOptions& options, double wall, int64_t epochs,
@@ -89,7 +111,7 @@ std::string WithStorage(std::string json, const Pipeline& pipeline) {
   json.pop_back();
   absl::StrAppend(&json, ", \"storage\": {\"remote\": [", absl::StrJoin(quoted, ", "),
                   "], \"requests\": ", storage->requests(), ", \"retries\": ",
-                  storage->retries());
+                  storage->retries(), ", \"schemes\": ", SchemesJson(*storage->storage_stats()));
   if (const internal::DiskCache* cache = storage->disk_cache(); cache != nullptr) {
     const internal::DiskCacheStats s = cache->stats();
     absl::StrAppend(&json, ", \"cache\": {\"dir\": ", Quoted(cache->options().dir),

@@ -580,8 +580,8 @@ const std::vector<Key>& Keys() {
        "(flowloader stages lists them)",
        ParseStages},
       {"batch_ops", "",
-       "batch stages run on each collated batch, in order: mixup_cutmix, label_smoothing "
-       "(flowloader stages lists them)",
+       "batch stages run on each collated batch, in order: mixup_cutmix, label_smoothing, "
+       "mosaic, copy_paste (flowloader stages lists them)",
        ParseBatchOps},
       {"on_error", "skip", "skip (count and drop a bad sample) or fail", ApplyErrorPolicy},
       {"max_errors", "",

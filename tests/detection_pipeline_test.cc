@@ -244,12 +244,89 @@ void ExpectSaneAndSame(const Batches& a, const Batches& b, int side, int64_t* in
   }
 }
 
-TEST_F(DetectionPipelineTest, SsdAndLargeScaleJitterRecipesRunAndAreDeterministic) {
+// Keypoints (make-dataset --keypoints: 3 per shape) ride through the head and the ops
+// after it as the geometry functions say, batch flat as [total, P, 3], and sanitize drops
+// them with their boxes.
+TEST_F(DetectionPipelineTest, KeypointsMoveWithTheBoxesAndBatchFlat) {
+  DetectionDatasetOptions d;
+  d.root = *root_ + "_keypoints";
+  d.images = 12;
+  d.min_side = 64;
+  d.max_side = 96;
+  d.max_instances = 9;
+  d.keypoints = true;
+  ASSERT_TRUE(GenerateDetectionDataset(d).ok());
+  auto with_keypoints = [&d](const std::string& ops, bool sanitize) {
+    PipelineOptions o = Options(ops, sanitize);
+    o.data = d.root + "/images";
+    o.annotations = d.root + "/annotations/instances.json";
+    return o;
+  };
+  detection::CocoOptions c;
+  c.annotations = d.root + "/annotations/instances.json";
+  c.images = d.root + "/images";
+  const auto coco = std::move(detection::CocoDataset::Open(c).value());
+  ASSERT_EQ(coco->NumKeypoints(), 3);
+  int64_t rows = 0;
+  for (const auto& batch : Run(with_keypoints(
+           "resize(size=64); center_crop(size=48); random_horizontal_flip(p=1); "
+           "random_rotation(degrees=[30, 30], expand=true); resize(size=[40, 44])",
+           false))) {
+    const BatchTargets& t = batch->targets;
+    ASSERT_TRUE(t.has_keypoints);
+    ASSERT_EQ(t.num_keypoints, 3);
+    ASSERT_EQ(t.keypoints.size(), static_cast<size_t>(t.offsets.back()) * 9);
+    for (int64_t r = 0; r < batch->size(); ++r, ++rows) {
+      detection::Targets want;
+      coco->MakeTargets(static_cast<size_t>(batch->indices[r]), &want);
+      int rw = 0, rh = 0;
+      ResizedSize(want.canvas_width, want.canvas_height, 64, &rw, &rh);
+      detection::Apply(detection::Geometry::Resize(rh, rw), &want);
+      detection::Apply(detection::Geometry::CenterCrop(48, 48), &want);
+      detection::Apply(detection::Geometry::HorizontalFlip(), &want);
+      // Rotation by 30° about the centre; with expand v2 shifts the points by the rotated
+      // canvas's half extent e, on the canvas PIL grows to 66 × 66.
+      const double a = -30 * 3.14159265358979323846 / 180, ca = std::cos(a), sa = std::sin(a);
+      const double e = 24 * (std::fabs(ca) + std::fabs(sa));
+      for (size_t i = 0; i < want.keypoints.size(); i += 3) {
+        const double x = want.keypoints[i] - 24, y = want.keypoints[i + 1] - 24;
+        want.keypoints[i] = static_cast<float>(ca * x - sa * y + e);
+        want.keypoints[i + 1] = static_cast<float>(sa * x + ca * y + e);
+      }
+      want.canvas_width = want.canvas_height = 66;
+      detection::ApplyToKeypoints(detection::Geometry::Resize(40, 44), 66, 66,
+                                  want.keypoints.data(), want.size() * 3, 3);
+      const int64_t begin = t.offsets[r], count = t.offsets[r + 1] - begin;
+      ASSERT_EQ(count, want.size());
+      for (int64_t k = 0; k < 9 * count; ++k) {
+        EXPECT_NEAR(t.keypoints[9 * begin + k], want.keypoints[k], 2e-3) << k;
+      }
+    }
+  }
+  EXPECT_EQ(rows, 12);
+  // Random crops and sanitize: keypoints stay aligned with the kept boxes, the same for
+  // any num_workers.
+  const std::string ops = "random_resized_crop(size=48, scale=[0.1, 0.5]); normalize()";
+  PipelineOptions one = with_keypoints(ops, /*sanitize=*/true);
+  one.num_workers = 1;
+  const auto x = Run(one), y = Run(with_keypoints(ops, /*sanitize=*/true));
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(x[i]->targets.keypoints.size(), static_cast<size_t>(x[i]->targets.offsets.back()) * 9);
+    EXPECT_EQ(x[i]->targets.keypoints, y[i]->targets.keypoints);
+  }
+}
+
+TEST_F(DetectionPipelineTest, SsdJitterAndAffineRecipesRunAndAreDeterministic) {
   const std::string recipes[] = {
       "random_photometric_distort(); random_zoom_out(fill=[123, 117, 104]); "
       "random_iou_crop(); random_horizontal_flip(); resize(size=[48, 48]); normalize()",
       "scale_jitter(target_size=48); random_horizontal_flip(); fixed_size_crop(size=48); "
-      "normalize()"};
+      "normalize()",
+      // Affine and rotation (with expand, then a fixed size) move boxes and masks too.
+      "random_affine(degrees=20, translate=[0.1, 0.1], scale=[0.8, 1.2], shear=5); "
+      "random_rotation(degrees=15, expand=true); random_horizontal_flip(); "
+      "resize(size=[48, 48]); normalize()"};
   for (const std::string& ops : recipes) {
     PipelineOptions one = Options(ops, /*sanitize=*/true);
     one.num_workers = 1;
@@ -267,8 +344,8 @@ TEST_F(DetectionPipelineTest, RefusesOpsAndStagesThatCannotMoveTheTargets) {
   const std::vector<Case> cases = {
       {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
         StageSpec{"transforms", "", {{"ops", "random_resized_crop(size=32); "
-                                             "random_rotation(degrees=10); normalize()"}}}},
-       "op 2 (random_rotation) cannot move the boxes"},
+                                             "trivial_augment_wide(); normalize()"}}}},
+       "op 2 (trivial_augment_wide) cannot move the boxes"},
       {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
         StageSpec{"transforms", "", {{"ops", "scale_jitter(target_size=64); normalize()"}}}},
        "fixed_size_crop"},

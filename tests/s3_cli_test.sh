@@ -5,7 +5,10 @@
 # on disk; `plan` lists the prefix; two processes sharing one --cache_dir and a warm run
 # from it give the disk's checksum (the warm one without a miss); the summary JSON names
 # the endpoint and where the credentials came from, never the secret; a wrong secret
-# exits 2 with one line. Against a proxy whose object GETs all hang, the run has more
+# exits 2 with one line. `pack --out=s3://` writes shards that a run reads with the
+# checksum of the same pack on disk, a large shard as a multipart upload; a part refused
+# mid-upload, and SIGINT while a part hangs, leave no object and no multipart upload
+# (exit 2, and 130 within 2 s). Against a proxy whose object GETs all hang, the run has more
 # reads in flight than workers (read-ahead) and SIGINT still ends it within 1 s.
 set -euo pipefail
 FLOWLOADER="$1"
@@ -102,6 +105,93 @@ set -e
 [ "$rc" -eq 2 ] || fail "a wrong secret exited $rc, not 2: $(cat "$TMP/wrong.err")"
 grep -q "SignatureDoesNotMatch" "$TMP/wrong.err" || fail "wrong secret: $(cat "$TMP/wrong.err")"
 ! grep -q "not-the-secret" "$TMP/wrong.err" "$TMP/wrong.out" || fail "the wrong secret was printed"
+# pack --out=s3://: small shards (one PUT each) and one large shard (a multipart upload
+# in 5 MiB parts) read back with the checksums of the same packs on disk.
+"$FLOWLOADER" pack --data="$TMP/data" --out=s3://cli/packed/ --shard_size=100KB >"$TMP/pack.out" 2>&1 ||
+  fail "pack to s3: $(cat "$TMP/pack.out")"
+grep -q "run it: flowloader run --data='s3://cli/packed/train-{000000..$last}.tar'" "$TMP/pack.out" ||
+  fail "pack to s3 printed: $(cat "$TMP/pack.out")"
+run packed --data="s3://cli/packed/train-{000000..$last}.tar"
+[ "$(field packed 's["data_checksum"]')" = "$(field disk_shards 's["data_checksum"]')" ] ||
+  fail "shards packed to s3 differ from the same pack on disk"
+"$FLOWLOADER" make-dataset --out="$TMP/big" --classes=2 --images_per_class=7 \
+  --min_short_side=900 --max_short_side=1000 --noise=40 >/dev/null
+"$FLOWLOADER" pack --data="$TMP/big" --out="$TMP/big_shards" --shard_size=1GB >/dev/null
+"$FLOWLOADER" pack --data="$TMP/big" --out=s3://cli/big --shard_size=1GB --part_size=5MiB \
+  >"$TMP/pack_big.out" 2>&1 || fail "large pack to s3: $(cat "$TMP/pack_big.out")"
+big_bytes=$(stat -c %s "$TMP/big_shards/train-000000.tar")
+[ "$big_bytes" -gt $((10 << 20)) ] || fail "the large shard has only $big_bytes bytes: no 3 parts"
+run big_disk --data="$TMP/big_shards/train-000000.tar"
+run big_s3 --data=s3://cli/big/train-000000.tar
+[ "$(field big_s3 's["data_checksum"]')" = "$(field big_disk 's["data_checksum"]')" ] ||
+  fail "a shard uploaded in parts differs from the same pack on disk"
+# s3get QUERY: the signed GET of bucket cli with QUERY (sorted, '/' encoded as Signature V4
+# signs it), failing unless the answer is ROOT, the expected document.
+s3get() {
+  local body
+  body=$(curl --aws-sigv4 "aws:amz:us-east-1:s3" -u "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" \
+    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -sf "$RGW_ENDPOINT/cli?$1") || return 1
+  case "$body" in *"<$2"*) printf '%s' "$body" ;; *) return 1 ;; esac
+}
+# uploads: how many multipart uploads of bucket cli are under way ("" if unlisted).
+uploads() {
+  local body
+  body=$(s3get "uploads=" ListMultipartUploadsResult) || return 1
+  grep -o "<Upload>" <<<"$body" | wc -l || true
+}
+# keys NAME: how many keys lie under NAME/ in bucket cli ("" if unlisted).
+keys() {
+  local body
+  body=$(s3get "list-type=2&prefix=$1%2F" ListBucketResult) || return 1
+  grep -o "<Key>" <<<"$body" | wc -l || true
+}
+[ "$(keys big)" = 2 ] || fail "s3://cli/big/ holds $(keys big) keys, not the shard and classes.txt"
+[ "$(uploads)" = 0 ] || fail "$(uploads) multipart uploads left after the packs"
+# start_proxy MODE: a fault proxy in MODE (every request) on $PPORT, logging to $TMP/MODE.log.
+start_proxy() {
+  PPORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$PY" "$FAULT_PROXY" "$RGW_PORT" "$PPORT" 1 "$1" "$TMP/$1.log" &
+  PROXY_PID=$!
+  trap 'kill $PROXY_PID 2>/dev/null; "$RADOSGW" stop "$TMP/rgw" >/dev/null 2>&1' EXIT
+  for _ in $(seq 100); do
+    curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$PPORT/probe?x" && break
+    sleep 0.05
+  done
+}
+start_proxy deny_part2
+set +e
+AWS_ENDPOINT_URL="http://127.0.0.1:$PPORT" "$FLOWLOADER" pack --data="$TMP/big" \
+  --out=s3://cli/denied --shard_size=1GB --part_size=5MiB >"$TMP/denied.out" 2>&1
+rc=$?
+set -e
+kill $PROXY_PID; wait $PROXY_PID 2>/dev/null || true
+[ "$rc" -eq 2 ] || fail "a refused part exited $rc: $(cat "$TMP/denied.out")"
+grep -q "AccessDenied" "$TMP/denied.out" || fail "a refused part: $(cat "$TMP/denied.out")"
+grep -q "partNumber=2" "$TMP/deny_part2.log" || fail "part 2 was not refused: $(cat "$TMP/deny_part2.log")"
+[ "$(keys denied)" = 0 ] || fail "a refused upload left $(keys denied) keys"
+[ "$(uploads)" = 0 ] || fail "a refused upload left $(uploads) multipart uploads"
+# SIGINT while part 2 hangs: exit 130 within 2 s, the upload (part 1 sent) aborted.
+start_proxy hang_part2
+AWS_ENDPOINT_URL="http://127.0.0.1:$PPORT" "$FLOWLOADER" pack --data="$TMP/big" \
+  --out=s3://cli/interrupted --shard_size=1GB --part_size=5MiB >"$TMP/interrupted.out" 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+  grep -q "^hang_part2 PUT" "$TMP/hang_part2.log" 2>/dev/null && break
+  sleep 0.05
+done
+grep -q "^hang_part2 PUT" "$TMP/hang_part2.log" || fail "no part upload hung: $(cat "$TMP/interrupted.out")"
+[ "$(uploads)" = 1 ] || fail "$(uploads) multipart uploads under way while part 2 hangs, not 1"
+t0=$(date +%s.%N)
+kill -INT $pid
+set +e; wait $pid; rc=$?; set -e
+took=$("$PY" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f}')" "$t0" "$(date +%s.%N)")
+kill $PROXY_PID; wait $PROXY_PID 2>/dev/null || true
+[ "$rc" -eq 130 ] || fail "SIGINT during an upload exited $rc: $(cat "$TMP/interrupted.out")"
+"$PY" -c "import sys; sys.exit(0 if float(sys.argv[1]) < 2.0 else 1)" "$took" ||
+  fail "SIGINT during an upload took $took s (over 2 s)"
+[ "$(keys interrupted)" = 0 ] || fail "an interrupted upload left $(keys interrupted) keys"
+[ "$(uploads)" = 0 ] || fail "an interrupted upload left $(uploads) multipart uploads"
+
 # SIGINT while every object GET hangs (the listing answers): read-ahead has more requests
 # in flight than the 2 workers, and the run still ends within 1 s of the signal, exit 130.
 PPORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

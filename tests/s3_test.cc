@@ -132,6 +132,29 @@ TEST_F(S3Test, ShardsByBraceRangeAndByPrefixDeliverTheLocalBatches) {
   EXPECT_EQ(braces.keys, local.keys);
 }
 
+// The shards' index reads every byte of these small shards (one window each); the
+// windows are kept as the block cache's blocks, so both epochs cost no further GET.
+TEST_F(S3Test, ShardIndexWindowsServeTheEpochsWithoutAnotherGet) {
+  PipelineOptions o = Options("s3://data/shards/train-{000000..000004}.tar");
+  DatasetOptions listing;
+  listing.path = o.data;
+  listing.s3 = o.s3;
+  listing.http = o.http;
+  listing.http.cache_bytes = o.http_cache_mb << 20;
+  auto ds = Dataset::Open(listing);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  std::shared_ptr<const Dataset> dataset = std::move(*ds);
+  const int64_t index_gets = dataset->storage()->requests();
+  EXPECT_EQ(index_gets, 5);  // One 1 MiB window per shard.
+  o.dataset = dataset;
+  o.data.clear();
+  const Delivered s3 = RunAll(o);
+  const Delivered local = RunAll(Options(*pattern_));
+  ASSERT_TRUE(s3.status.ok()) << s3.status;
+  EXPECT_EQ(s3.batches, local.batches);
+  EXPECT_EQ(dataset->storage()->requests(), index_gets);
+}
+
 TEST_F(S3Test, ListsByPagesAndReadsExactRanges) {
   S3Options s3 = S3();
   s3.list_page_keys = 2;

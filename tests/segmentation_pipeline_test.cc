@@ -156,11 +156,20 @@ TEST_F(SegmentationPipelineTest, ColourOpsLeaveTheMapAndNormalizeMakesFloatImage
   EXPECT_EQ(d.keys.size(), 10u);
 }
 
+TEST_F(SegmentationPipelineTest, AffineAndRotationMoveTheMap) {
+  PipelineOptions o = Options(
+      "random_affine(degrees=20, translate=[0.1, 0.1], scale=[0.8, 1.2], shear=5); "
+      "random_rotation(degrees=30, expand=true); resize(size=[16, 16]); normalize()");
+  testing::Delivered d = testing::RunAll(o);
+  ASSERT_TRUE(d.status.ok()) << d.status;
+  EXPECT_EQ(d.keys.size(), 10u);
+}
+
 TEST_F(SegmentationPipelineTest, AnOpThatCannotMoveTheMapIsRefusedInOneLine) {
   auto pipeline = Pipeline::Create(
-      Options("random_resized_crop(size=16); random_rotation(degrees=10)"));
+      Options("random_resized_crop(size=16); trivial_augment_wide()"));
   ASSERT_FALSE(pipeline.ok());
-  EXPECT_TRUE(absl::StrContains(pipeline.status().message(), "random_rotation"))
+  EXPECT_TRUE(absl::StrContains(pipeline.status().message(), "trivial_augment_wide"))
       << pipeline.status();
   EXPECT_TRUE(absl::StrContains(pipeline.status().message(), "label map"))
       << pipeline.status();

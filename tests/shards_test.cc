@@ -18,6 +18,7 @@
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/http_env.h"
+#include "stages/reader/tar_writer.h"
 #include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/shard_data.h"
 #include "tests/testing/test_data.h"
@@ -223,18 +224,28 @@ TEST_F(ShardsTest, CachedShardsCostOneRequestPerBlockInsteadOfOnePerMember) {
   const std::string data = nginx.Url("/train-{000000..000004}.tar");
   const int64_t index_requests = IndexRequests(data, nginx_dir);
   EXPECT_EQ(index_requests, 5);  // One 1 MiB header window per small shard.
-  int64_t blocks = 0;  // 1 MiB blocks over all shards.
-  for (int i = 0; i < 5; ++i) {
-    blocks += (FileBytes(absl::StrFormat("%s/train-%06d.tar", *shard_dir_, i)) + (1 << 20) - 1) >>
-              20;
-  }
-
   PipelineOptions cached = Options(data);  // http_cache_mb 256 (default): all admitted.
   int64_t before = RequestsLogged(nginx_dir);
   const Delivered on = RunAll(cached);
   ASSERT_TRUE(on.status.ok()) << on.status;
-  EXPECT_EQ(RequestsLogged(nginx_dir) - before, index_requests + blocks)
-      << "2 epochs: each block once, the second epoch from memory";
+  EXPECT_EQ(RequestsLogged(nginx_dir) - before, index_requests)
+      << "2 epochs: every block came with the index windows, kept as the cache's blocks";
+
+  // Blocks other than the index windows (64 KiB): each fetched once, by the first epoch.
+  PipelineOptions small_blocks = Options(data);
+  small_blocks.http.block_bytes = 64 << 10;
+  int64_t blocks = 0;
+  for (int i = 0; i < 5; ++i) {
+    blocks += (FileBytes(absl::StrFormat("%s/train-%06d.tar", *shard_dir_, i)) + (64 << 10) -
+               1) >> 16;
+  }
+  before = RequestsLogged(nginx_dir);
+  const Delivered on_small = RunAll(small_blocks);
+  ASSERT_TRUE(on_small.status.ok()) << on_small.status;
+  EXPECT_LE(RequestsLogged(nginx_dir) - before, index_requests + blocks)
+      << "2 epochs: each block at most once, the second epoch from memory";
+  EXPECT_GT(RequestsLogged(nginx_dir) - before, index_requests);
+  EXPECT_EQ(on.batches, on_small.batches);
 
   PipelineOptions uncached = Options(data);
   uncached.http_cache_mb = 0;
@@ -244,6 +255,81 @@ TEST_F(ShardsTest, CachedShardsCostOneRequestPerBlockInsteadOfOnePerMember) {
   EXPECT_EQ(RequestsLogged(nginx_dir) - before, index_requests + 2 * 36)
       << "one request per image member, every epoch";
   EXPECT_EQ(on.batches, off.batches);
+}
+
+// BigShard writes `dir`/big.tar: 24 samples of a 200 KiB .jpg (pseudo-random bytes: an
+// index never decodes) and a .cls, ~4.7 MiB (5 index windows of 1 MiB); returns its size.
+int64_t BigShard(const std::string& dir) {
+  auto tar = TarWriter::Create(dir + "/big.tar");
+  EXPECT_TRUE(tar.ok()) << tar.status();
+  uint32_t x = 12345;
+  for (int i = 0; i < 24; ++i) {
+    std::string image(200 << 10, '\0');
+    for (char& c : image) c = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);
+    EXPECT_TRUE((*tar)->Add(absl::StrFormat("%06d.jpg", i), image).ok());
+    EXPECT_TRUE((*tar)->Add(absl::StrFormat("%06d.cls", i), absl::StrCat(i % 3)).ok());
+  }
+  EXPECT_TRUE((*tar)->Close().ok());
+  return FileBytes(dir + "/big.tar");
+}
+
+// A shard of several windows is indexed with its windows read ahead (each window once,
+// plus at most index_prefetch_windows past the end, answered empty), the same index as
+// on disk; the windows of an admitted shard become its blocks, so reading every sample
+// costs no request; a shard the cache cannot hold is read a request per member.
+TEST_F(ShardsTest, ABigShardsIndexWindowsAreReadAheadAndBecomeItsBlocks) {
+  const std::string dir = TempDirForTest("big_shard_");
+  const int64_t size = BigShard(dir);
+  const int64_t windows = (size + (1 << 20) - 1) >> 20;
+  ASSERT_EQ(windows, 5);
+  const std::string bytes = testing::ReadFile(dir + "/big.tar");
+  absl::StatusOr<std::unique_ptr<Dataset>> local = Dataset::Open({dir + "/big.tar"});
+  ASSERT_TRUE(local.ok()) << local.status();
+  const std::string nginx_dir = TempDirForTest("nginx_");
+  Server nginx = Server::Nginx(dir, nginx_dir);
+  ASSERT_TRUE(nginx.running());
+
+  struct Case {
+    int prefetch;
+    int64_t cache_bytes;
+    int64_t min_index_requests, max_index_requests, read_requests;
+  };
+  const Case cases[] = {
+      {0, int64_t{256} << 20, windows, windows, 0},      // One window at a time.
+      {4, int64_t{256} << 20, windows, windows + 4, 0},  // The default.
+      {4, int64_t{1} << 20, windows, windows + 4, 24},   // Not admitted: kept nowhere.
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat("index_prefetch_windows ", c.prefetch, ", cache_bytes ",
+                              c.cache_bytes));
+    DatasetOptions o;
+    o.path = nginx.Url("/big.tar");
+    o.index_prefetch_windows = c.prefetch;
+    o.http.cache_bytes = c.cache_bytes;
+    int64_t before = RequestsLogged(nginx_dir);
+    absl::StatusOr<std::unique_ptr<Dataset>> remote = Dataset::Open(o);
+    ASSERT_TRUE(remote.ok()) << remote.status();
+    const int64_t index_requests = RequestsLogged(nginx_dir) - before;
+    EXPECT_GE(index_requests, c.min_index_requests);
+    EXPECT_LE(index_requests, c.max_index_requests);
+    ASSERT_EQ((*remote)->size(), (*local)->size());
+    before = RequestsLogged(nginx_dir);
+    for (int64_t i = 0; i < (*remote)->size(); ++i) {
+      const SampleSource& r = (*remote)->sample(i);
+      const SampleSource& l = (*local)->sample(i);
+      EXPECT_EQ(r.key, l.key);
+      EXPECT_EQ(r.label, l.label);
+      ASSERT_EQ(r.offset, l.offset);
+      ASSERT_EQ(r.size, l.size);
+      std::string read;
+      ASSERT_TRUE((*remote)->shard_env()->ReadRange((*remote)->FullPath(i), r.offset, r.size,
+                                                    &read).ok());
+      EXPECT_TRUE(read == bytes.substr(static_cast<size_t>(r.offset),
+                                       static_cast<size_t>(r.size)))
+          << "sample " << i;
+    }
+    EXPECT_EQ(RequestsLogged(nginx_dir) - before, c.read_requests);
+  }
 }
 
 TEST_F(ShardsTest, TheMemoryPlanCountsTheAdmittedShards) {
@@ -318,8 +404,8 @@ TEST_F(ShardsTest, ShardsAreAdmittedInListingOrderWhileTheyFit) {
 TEST_F(ShardsTest, ADyingShardWhollyCachedDeliversEverySample) {
   Server bad = Server::Misbehaving(*shard_dir_);
   ASSERT_TRUE(bad.running());
-  // Shard 2 answers its index window and one block (the whole shard), then 500.
-  PipelineOptions o = DyingShardOptions(bad, /*answers=*/2);
+  // Shard 2 answers its index window (the whole shard, kept as its one block), then 500.
+  PipelineOptions o = DyingShardOptions(bad, /*answers=*/1);
   const Delivered r = RunAll(o);
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.keys.size(), 2u * 36u);
@@ -367,8 +453,10 @@ TEST_F(ShardsTest, ADyingShardPartlyCachedSkipsTheSamplesOutsideItsCachedBlock) 
 TEST_F(ShardsTest, AShardThatDiesMidRunLosesOnlyItsOwnSamples) {
   Server bad = Server::Misbehaving(*shard_dir_);
   ASSERT_TRUE(bad.running());
-  // Shard 2 answers its index window, then 500 for every member read.
+  // Shard 2 answers its index window, then 500 for every member read (no cache: the
+  // window is not kept).
   PipelineOptions o = DyingShardOptions(bad, /*answers=*/1);
+  o.http_cache_mb = 0;
   const Delivered r = RunAll(o);
   ASSERT_TRUE(r.status.ok()) << r.status;
   EXPECT_EQ(r.keys.size(), 2u * 28u);
@@ -437,6 +525,7 @@ TEST_F(ShardsTest, ADrippingShardTimesOutAndTheOthersDeliver) {
   o.http.max_retries = 1;
   o.http.initial_backoff = absl::Milliseconds(1);
   o.http.stall_timeout = absl::Milliseconds(500);
+  o.http_cache_mb = 0;  // Else the index window, kept as the shard's block, serves it.
   const absl::Time start = absl::Now();
   const Delivered r = RunAll(o);
   const absl::Duration took = absl::Now() - start;
@@ -458,6 +547,7 @@ TEST_F(ShardsTest, StopEndsARunWithinASecondWhateverTheServerDoes) {
     // Every shard answers its index window, then hangs on every member read.
     testing::WriteFile(list, absl::StrCat(bad.Url(absl::StrCat("/", mode, "_after/1/train-{000000..000004}.tar")), "\n"));
     PipelineOptions o = Options(list);  // Default timeouts: 10 s stall, 120 s a request.
+    o.http_cache_mb = 0;  // Member reads reach the server (not the kept index windows).
     auto p = Pipeline::Create(o);
     ASSERT_TRUE(p.ok()) << p.status();
     std::thread consumer([&p] {

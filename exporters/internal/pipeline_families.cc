@@ -53,6 +53,11 @@ enum Family : int {
   kQueueCapacity,
   kAutotuneValue,
   kAutotuneDecisions,
+  kStorageRequests,
+  kStorageBytes,
+  kStorageRetries,
+  kStorageErrors,
+  kStorageLatency,
   kBuildInfo,
   kNumFamilies,
 };
@@ -129,6 +134,19 @@ constexpr FamilySpec kSpecs[] = {
      "only for pipelines with a knob on auto."},
     {kAutotuneDecisions, "flowloader_autotune_decisions_total", MetricType::Counter,
      "Changes the online autotuner made, by knob and direction (up, down)."},
+    {kStorageRequests, "flowloader_storage_requests_total", MetricType::Counter,
+     "Requests sent to remote storage (s3, http, https), retries included, by scheme."},
+    {kStorageBytes, "flowloader_storage_bytes_total", MetricType::Counter,
+     "Body bytes received from remote storage in successful responses, by scheme."},
+    {kStorageRetries, "flowloader_storage_retries_total", MetricType::Counter,
+     "Requests to remote storage that retried a failed one, by scheme."},
+    {kStorageErrors, "flowloader_storage_errors_total", MetricType::Counter,
+     "Failed requests to remote storage by scheme and code: the S3 error code "
+     "(SlowDown, NoSuchKey, AccessDenied, ...), http_STATUS without one, or the transport's "
+     "(timeout, connection_reset, connection_closed, connection_refused, truncated_body)."},
+    {kStorageLatency, "flowloader_storage_request_duration_seconds", MetricType::Histogram,
+     "Seconds one request to remote storage took, from sending to its last byte, by scheme "
+     "(its count equals flowloader_storage_requests_total)."},
     {kBuildInfo, "flowloader_build_info", MetricType::Gauge,
      "Always 1; labels carry the flowloader version and build facts."},
 };
@@ -241,6 +259,51 @@ void AppendAutotune(const PipelineStats& stats, std::vector<MetricFamily>* famil
   }
 }
 
+// kStorageCodes are exported at 0 until counted (as AddErrors does for reasons), so a
+// clean run's storage error panel reads 0 for the codes that matter most.
+constexpr absl::string_view kStorageCodes[] = {
+    "timeout", "connection_reset", "connection_closed", "truncated_body"};
+constexpr absl::string_view kS3Codes[] = {"SlowDown", "InternalError", "ServiceUnavailable",
+                                          "NoSuchKey", "AccessDenied"};
+
+// AppendStorage adds remote storage's requests, bytes, retries, errors and latency, by
+// scheme (nothing when the pipeline reads no remote data).
+void AppendStorage(const PipelineStats& stats, std::vector<MetricFamily>* families) {
+  if (stats.storage == nullptr) return;
+  auto& f = *families;
+  for (const StorageSchemeStats& s : stats.storage->Read()) {
+    const std::vector<ClientMetric::Label> labels = {{"pipeline", stats.pipeline()},
+                                                     {"scheme", s.scheme}};
+    AddCounter(&f[kStorageRequests], labels, static_cast<double>(s.requests));
+    AddCounter(&f[kStorageBytes], labels, static_cast<double>(s.bytes));
+    AddCounter(&f[kStorageRetries], labels, static_cast<double>(s.retries));
+    std::map<std::string, int64_t> errors = s.errors;
+    for (absl::string_view code : kStorageCodes) errors.emplace(code, 0);  // Keeps counts.
+    if (s.scheme == "s3") {
+      for (absl::string_view code : kS3Codes) errors.emplace(code, 0);
+    }
+    for (const auto& [code, n] : errors) {
+      AddCounter(&f[kStorageErrors],
+                 {{"pipeline", stats.pipeline()}, {"scheme", s.scheme}, {"code", code}},
+                 static_cast<double>(n));
+    }
+    ClientMetric m = WithLabels(labels);
+    m.histogram.sample_count = static_cast<uint64_t>(s.requests);
+    m.histogram.sample_sum = s.latency_sum_seconds;
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < s.buckets.size(); ++i) {
+      cumulative += s.buckets[i];
+      ClientMetric::Bucket b;
+      b.cumulative_count = cumulative;
+      b.upper_bound = i < StorageSchemeStats::kBounds.size()
+                          ? StorageSchemeStats::kBounds[i]
+                          : std::numeric_limits<double>::infinity();
+      m.histogram.bucket.push_back(b);
+    }
+    f[kStorageLatency].metric.push_back(std::move(m));
+  }
+}
+
 void AppendBuildInfo(const PipelineStats& stats, MetricFamily* f) {
   std::vector<ClientMetric::Label> labels = {{"pipeline", stats.pipeline()}};
   auto version = stats.build_info.find("version");
@@ -307,6 +370,7 @@ void AppendPipeline(const PipelineStats& stats, absl::Time now, MonotonicState* 
     AddGauge(&f[kQueueCapacity], labels, e->capacity);
   }
   if (stats.autotune.enabled.load()) AppendAutotune(stats, families);
+  AppendStorage(stats, families);
   AppendBuildInfo(stats, &f[kBuildInfo]);
 }
 

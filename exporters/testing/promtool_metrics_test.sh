@@ -23,7 +23,9 @@ for family in \
     flowloader_host_bytes_budget flowloader_pinned_bytes_in_flight \
     flowloader_pinned_bytes_budget flowloader_queue_depth flowloader_queue_capacity \
     flowloader_autotune_value flowloader_autotune_decisions_total \
-    flowloader_build_info; do
+    flowloader_storage_requests_total flowloader_storage_bytes_total \
+    flowloader_storage_retries_total flowloader_storage_errors_total \
+    flowloader_storage_request_duration_seconds flowloader_build_info; do
   if ! grep -q "^# HELP ${family} " "$out"; then
     echo "FAIL: no HELP for ${family} in the scrape" >&2
     exit 1

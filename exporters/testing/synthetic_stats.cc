@@ -88,6 +88,7 @@ std::shared_ptr<PipelineStats> MakeTrainStats(absl::string_view name, absl::Time
   stats->autotune.prefetch_batches = 4;
   stats->autotune.num_workers = 1;
   stats->autotune.Record({0.4, kKnobNumWorkers, 1, 2, "the consumer waited 40.0%"});
+  stats->storage = std::make_shared<StorageStats>();  // The reader's s3:// requests.
   return stats;
 }
 
@@ -103,6 +104,15 @@ void AdvanceTrain(PipelineStats& stats, int samples, double seconds, absl::Time 
   const uint64_t good = n - errors;
 
   Work(stats.Stage("reader"), n, n, kReadBytes, 0.30 * seconds);
+  // One s3 GET of ~20 ms per sample, every 50th answered SlowDown first (then retried).
+  // The StorageStats is the driver's own: made non-const here as the op counters are.
+  auto* storage = const_cast<StorageStats*>(stats.storage.get());
+  for (uint64_t i = 0; storage != nullptr && i < n; ++i) {
+    const bool slowdown = (before + i) % 50 == 0;
+    if (slowdown) storage->Record("s3", 5'000'000, 0, "SlowDown", false);
+    storage->Record("s3", 15'000'000 + static_cast<int64_t>((before + i) % 11) * 1'000'000,
+                    kReadBytes, "", slowdown);
+  }
   Work(decode, n, good, kDecodedBytes, 2 * kTrainDecodeUtilization * seconds);
   decode->blocked_nanos.fetch_add(Nanos(2 * 0.02 * seconds), std::memory_order_relaxed);
   for (uint64_t i = 0; i < errors; ++i) decode->CountError("truncated");

@@ -38,6 +38,7 @@ absl::Status RefuseBatchTypesInStages(const std::vector<StageSpec>& stages) {
 
 absl::Status PlanBatchStages(const GraphOptions& options, const Dataset& dataset,
                              const std::vector<OutputSpec>& outputs,
+                             const TargetsSpec& targets,
                              std::vector<PlannedBatchStage>* stages, LabelSpec* label,
                              std::vector<MemoryPart>* memory) {
   stages->clear();
@@ -46,6 +47,7 @@ absl::Status PlanBatchStages(const GraphOptions& options, const Dataset& dataset
   BatchStageEnv env;
   env.dataset = &dataset;
   env.outputs = outputs;
+  env.targets = targets;
   env.batch_size = options.batch_size;
   env.drop_last = options.drop_last;
   env.data_classes = DataClasses(dataset);

@@ -25,11 +25,13 @@ struct PlannedBatchStage {
   std::string name;  // The `stage` label: the spec's name, else its type.
 };
 
-// PlanBatchStages creates options.batch_stages in order over batches of `outputs`, sets
+// PlanBatchStages creates options.batch_stages in order over batches of `outputs` (and
+// `targets`, what the per-sample stages write), sets
 // *label to the label tensor they need and adds what they keep to *memory. Errors are one
 // line led by the item's FILE:LINE:COLUMN when it came from a spec.
 absl::Status PlanBatchStages(const GraphOptions& options, const Dataset& dataset,
                              const std::vector<OutputSpec>& outputs,
+                             const TargetsSpec& targets,
                              std::vector<PlannedBatchStage>* stages, LabelSpec* label,
                              std::vector<MemoryPart>* memory);
 

@@ -191,8 +191,8 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   if (absl::Status s = CreateStages(options, env, &plan.stages, &plan.outputs); !s.ok()) {
     return s;
   }
-  if (absl::Status s = PlanBatchStages(options, dataset, plan.outputs, &plan.batch_stages,
-                                      &plan.label, &env.memory);
+  if (absl::Status s = PlanBatchStages(options, dataset, plan.outputs, env.targets,
+                                      &plan.batch_stages, &plan.label, &env.memory);
       !s.ok()) {
     return s;
   }

@@ -180,6 +180,9 @@ def _batch_ops_text(batch_ops):
     if isinstance(batch_ops, (list, tuple)):
         for op in batch_ops:
             _refuse_torchvision("an item of batch_ops", op)
+        # flowloader.transforms' batch ops (Mosaic, SimpleCopyPaste) as their dicts.
+        batch_ops = [op.to_batch_op() if hasattr(op, "to_batch_op") else op
+                     for op in batch_ops]
     if not isinstance(batch_ops, (list, tuple)) or not all(isinstance(op, dict)
                                                            for op in batch_ops):
         raise TypeError(f"batch_ops must be a list of {{'type', 'options'}} dicts, "
@@ -311,7 +314,8 @@ class DataLoader:
     images a tensor), or a list of them (views view0, view1, ...) or a dict {name:
     Compose} (images a dict name -> tensor). stages=[{"type": ...}, ...] sets the stages
     as a spec's stages: does (a transforms item's "ops" may be a Compose).
-    batch_ops=[{"type": "mixup_cutmix", "options": {"mixup_alpha": 0.8, ...}}] runs batch
+    batch_ops=[{"type": "mixup_cutmix", "options": {"mixup_alpha": 0.8, ...}}] (or
+    flowloader.transforms' Mosaic() and SimpleCopyPaste() with annotations=) runs batch
     stages on each batch (a spec's batch_ops:); with mixup_cutmix or label_smoothing the
     labels are float32 [N, num_classes] soft targets instead of int64 [N].
 
@@ -319,7 +323,8 @@ class DataLoader:
     directory (skip_empty=True drops images without an instance) yields (images, targets)
     as torchvision's detection models take them: images a list of tensors, targets a list
     of dicts {"boxes" float32 [K, 4] xyxy, "labels" int64 [K] (category ids mapped to
-    1..C in id order), "iscrowd", "area", "masks" uint8 [K, H, W], "image_id" int}, every
+    1..C in id order), "iscrowd", "area", "masks" uint8 [K, H, W], "keypoints" float32
+    [K, P, 3] (when the file has keypoints), "image_id" int}, every
     tensor a zero-copy view of the batch. With transform=Compose the stages are read,
     annotations, decode, the Compose (its head crop or resize moves the targets) and
     sanitize_bounding_boxes.

@@ -1253,3 +1253,63 @@ def _split_sanitize(compose):
         return compose, None
     last = compose.transforms[-1]
     return Compose(compose.transforms[:-1]), dict(last._args)
+
+
+# -- multi-sample detection ops: batch ops, not ops of a Compose ------------------------
+# They make one sample out of several of a batch, so they run on each collated batch:
+# DataLoader(annotations=..., batch_ops=[T.Mosaic(), T.SimpleCopyPaste()]) (the `mosaic`
+# and `copy_paste` batch stages, docs/specs.md "Multi-sample detection ops").
+__all__ += ["Mosaic", "SimpleCopyPaste"]
+
+
+class _BatchOp:
+    """A batch op's description; batch_ops= takes it as {"type": ..., "options": ...}."""
+    type = None
+
+    def __init__(self, **options):
+        self._options = options
+
+    def to_batch_op(self):
+        return {"type": self.type, "options": dict(self._options)}
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"flowloader.transforms.{type(self).__name__} runs on the loader's "
+                        "batches (DataLoader(annotations=..., batch_ops=[...])), not on an "
+                        "image alone")
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self._options.items())
+        return f"{type(self).__name__}({args})"
+
+
+class Mosaic(_BatchOp):
+    """YOLOv5's mosaic (load_mosaic + its border crop): with probability p, a row becomes
+    itself and three other rows of its batch around a centre drawn in center_range × the
+    side; boxes and masks move and clip with their images, then box_candidates (min_size,
+    area_ratio, max_aspect_ratio) filters them. fill: uint8 levels (114), or a normalized
+    image's units (default 0)."""
+    type = "mosaic"
+
+    def __init__(self, p=1.0, center_range=(0.5, 1.5), fill=None, min_size=2.0,
+                 area_ratio=0.1, max_aspect_ratio=100.0):
+        lo, hi = _seq(center_range)
+        options = dict(p=p, center_min=lo, center_max=hi, min_size=min_size,
+                       area_ratio=area_ratio, max_aspect_ratio=max_aspect_ratio)
+        if fill is not None:
+            options["fill"] = fill
+        super().__init__(**options)
+
+
+class SimpleCopyPaste(_BatchOp):
+    """torchvision's detection reference SimpleCopyPaste: row i gets a random subset of
+    row i-1's instances (masks and pixels); its own masks are occluded, their boxes
+    recomputed, emptied and degenerate ones dropped. p: a row's probability (torchvision:
+    always). resize_interpolation is torchvision's argument for images of different
+    sizes; a batch's rows share one size, so only its default is taken."""
+    type = "copy_paste"
+
+    def __init__(self, blending=True, resize_interpolation=InterpolationMode.BILINEAR, p=1.0):
+        if _interpolation("SimpleCopyPaste", resize_interpolation) != "bilinear":
+            _refuse(f"SimpleCopyPaste(resize_interpolation={resize_interpolation!r})",
+                    "a batch's rows share one size: nothing is resized")
+        super().__init__(blending=bool(blending), p=p)

@@ -403,8 +403,50 @@ def test_a_dataset_whose_sample_table_cannot_fit_is_refused_in_one_line(length):
         flowloader.DataLoader(dataset=Sized(length), batch_size=8)
     message = str(raised.value)
     assert "\n" not in message and len(message) < 400, message
-    assert f"len() is {length} samples" in message and "sample table would need" in message
+    assert f"len() is {length} samples" in message and "epoch order would need" in message
     assert "memory_limit_mb" in message
+
+
+HUGE_LEN = """
+    import os, resource, sys
+    import flowloader
+
+    with open(sys.argv[1], "rb") as f:
+        JPEG = f.read()
+
+    def rss_mib():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    class Huge:
+        def __len__(self):
+            return 2**24
+        def __getitem__(self, i):
+            return JPEG, i % 3
+
+    before = rss_mib()
+    loader = flowloader.DataLoader(dataset=Huge(), batch_size=4, image_size=16,
+                                   num_workers=1, shuffle=False)
+    print(f"created_mib={rss_mib() - before:.1f}", flush=True)
+    images, labels = next(iter(loader))  # Reads 4 of 2^24 items.
+    print(f"rows={images.shape[0]}")
+    print(f"labels={labels.tolist()}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"read_mib={peak - before:.1f}", flush=True)
+"""
+
+
+def test_a_dataset_of_2_to_the_24_costs_at_most_16_bytes_a_sample(small_data):
+    # Was 88 B a sample in the table alone (1.4 GiB) before anything was read.
+    code, out, err = run_child(HUGE_LEN, first_jpeg(small_data))
+    assert code == 0, err[-3000:]
+    got = results(out)
+    assert got["rows"] == "4" and got["labels"] == "[0, 1, 2, 0]", got
+    # Made: no table at all (its samples are computed).
+    assert float(got["created_mib"]) < 32, got
+    # Read: the epoch's order, 8 B a sample (128 MiB), and the pipeline; within
+    # 16 B a sample (256 MiB) at the peak.
+    assert float(got["read_mib"]) < 256, got
 
 
 def test_a_len_over_int64_is_refused_in_one_line():

@@ -149,8 +149,9 @@ def test_every_class_has_a_case():
     exported = {n for n in T.__all__ if n not in ("InterpolationMode", "AutoAugmentPolicy")}
     # Compose and Lambda have tests of their own below; the eager-only classes are
     # refused by the loader (below) and tested in test_eager.py; the detection ops move
-    # targets and are tested with them (test_detection.py, detection_ops_parity_test).
-    detection = {n for n in exported if issubclass(getattr(T, n), T._DetectionOp)}
+    # targets and are tested with them (test_detection.py, detection_ops_parity_test);
+    # the batch ops (Mosaic, SimpleCopyPaste) in test_multi_sample.py.
+    detection = {n for n in exported if issubclass(getattr(T, n), (T._DetectionOp, T._BatchOp))}
     assert exported - covered - {"Compose", "Lambda"} - set(T._EAGER_ONLY) - detection == set()
 
 

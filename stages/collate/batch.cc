@@ -123,6 +123,26 @@ void BatchTargets::Start() {
   masks.clear();
   has_semantic = false;
   semantic.clear();
+  has_keypoints = false;
+  num_keypoints = 0;
+  keypoints.clear();
+}
+
+// AppendKeypoints adds a row's keypoints, keeping the flat array aligned with the
+// instances when only some rows carry them (the others get zeros: visibility 0).
+void BatchTargets::AppendKeypoints(const detection::Targets& t) {
+  if (t.has_keypoints && !has_keypoints) {
+    has_keypoints = true;
+    num_keypoints = t.num_keypoints;
+    keypoints.assign(labels.size() * t.keypoint_stride(), 0.0f);
+  }
+  if (!has_keypoints) return;
+  const size_t stride = static_cast<size_t>(num_keypoints) * 3;
+  if (t.has_keypoints && t.num_keypoints == num_keypoints) {
+    keypoints.insert(keypoints.end(), t.keypoints.begin(), t.keypoints.end());
+  } else {
+    keypoints.resize(keypoints.size() + t.labels.size() * stride, 0.0f);
+  }
 }
 
 void BatchTargets::Append(const detection::Targets& t) {
@@ -134,6 +154,7 @@ void BatchTargets::Append(const detection::Targets& t) {
     detection::ConvertBoxes(t.format, detection::BoxFormat::kXYXY, &xyxy);
     b = &xyxy;
   }
+  AppendKeypoints(t);
   boxes.insert(boxes.end(), b->begin(), b->end());
   labels.insert(labels.end(), t.labels.begin(), t.labels.end());
   iscrowd.insert(iscrowd.end(), t.iscrowd.begin(), t.iscrowd.end());
@@ -156,7 +177,8 @@ void BatchTargets::Append(const detection::Targets& t) {
 
 size_t BatchTargets::bytes() const {
   return offsets.size() * 8 + boxes.size() * 4 + labels.size() * 8 + iscrowd.size() * 8 +
-         area.size() * 4 + image_ids.size() * 8 + masks.size() + semantic.size();
+         area.size() * 4 + image_ids.size() * 8 + masks.size() + semantic.size() +
+         keypoints.size() * 4;
 }
 
 }  // namespace flowloader

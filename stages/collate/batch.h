@@ -80,6 +80,11 @@ struct BatchTargets {
   int mask_height = 0;                 // Every row's masks are mask_height × mask_width.
   int mask_width = 0;
   std::vector<uint8_t> masks;          // total × mask_height × mask_width.
+  // Keypoints: total × num_keypoints × 3 floats (x, y, visibility) on each row's canvas,
+  // when the rows carry them (a row without gets zeros, visibility 0).
+  bool has_keypoints = false;
+  int num_keypoints = 0;
+  std::vector<float> keypoints;
   // Semantic segmentation: one label map per row, N × mask_height × mask_width class
   // indices (every row's the batch's image size), instead of per-instance masks.
   bool has_semantic = false;
@@ -91,6 +96,9 @@ struct BatchTargets {
   void Append(const detection::Targets& targets);
   int64_t rows() const { return static_cast<int64_t>(offsets.size()) - 1; }
   size_t bytes() const;
+
+ private:
+  void AppendKeypoints(const detection::Targets& targets);
 };
 
 // BatchTensor is one named tensor of a batch: a batch tensor field of the graph (an

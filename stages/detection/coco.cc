@@ -297,6 +297,25 @@ absl::Status CocoDataset::Parse(const std::string& text) {
       }
       instance.has_rle = true;
     }
+    // Keypoints: 3 × P finite numbers, P the file's.
+    const Json keypoints = a.value("keypoints", Json());
+    if (!keypoints.is_null()) {
+      const size_t n = keypoints.is_array() ? keypoints.size() : 0;
+      bool ok = n > 0 && n % 3 == 0 &&
+                (num_keypoints_ == 0 || n == 3 * static_cast<size_t>(num_keypoints_));
+      for (size_t i = 0; ok && i < n; ++i) {
+        ok = keypoints[i].is_number() && std::isfinite(keypoints[i].get<double>());
+        if (ok) instance.keypoints.push_back(keypoints[i].get<float>());
+      }
+      if (!ok) {
+        Skip("bad_keypoints",
+             absl::StrCat(where, ": keypoints ", ValueText(keypoints), " are not ",
+                          num_keypoints_ > 0 ? absl::StrCat(3 * num_keypoints_) : "3 × P",
+                          " finite numbers"));
+        continue;
+      }
+      if (num_keypoints_ == 0) num_keypoints_ = static_cast<int>(n / 3);
+    }
     if (static_cast<int64_t>(image.instances.size()) >= options_.max_instances) {
       Skip("too_many_instances",
            absl::StrCat(where, ": more than max_instances ", options_.max_instances,
@@ -343,12 +362,19 @@ void CocoDataset::MakeTargets(size_t i, bool masks, Targets* out) const {
   out->area.resize(k);
   out->has_masks = masks;
   if (masks) out->masks.assign(k * out->mask_plane(), 0);
+  out->has_keypoints = num_keypoints_ > 0;
+  out->num_keypoints = num_keypoints_;
+  if (out->has_keypoints) out->keypoints.assign(k * out->keypoint_stride(), 0.0f);
   for (size_t j = 0; j < k; ++j) {
     const CocoInstance& instance = image.instances[j];
     std::copy(instance.box, instance.box + 4, &out->boxes[4 * j]);
     out->labels[j] = instance.label;
     out->iscrowd[j] = instance.iscrowd;
     out->area[j] = instance.area;
+    if (!instance.keypoints.empty()) {
+      std::copy(instance.keypoints.begin(), instance.keypoints.end(),
+                out->keypoints.begin() + static_cast<int64_t>(j * out->keypoint_stride()));
+    }
     if (!masks) continue;
     uint8_t* plane = out->masks.data() + j * out->mask_plane();
     if (instance.has_rle) DecodeRleInto(instance.rle, plane);

@@ -9,7 +9,8 @@
 //  * `annotations`: image_id, category_id, bbox [x, y, w, h] (→ xyxy boxes), iscrowd,
 //    area, and segmentation as polygons ([[x1, y1, x2, y2, ...], ...], parts merged) or
 //    RLE ({"counts": [..] or "...", "size": [h, w]}), rasterised to a mask by MakeTargets
-//    exactly as the COCO API does (stages/detection/rle.h).
+//    exactly as the COCO API does (stages/detection/rle.h), and keypoints
+//    ([x1, y1, v1, ..., xP, yP, vP], person keypoints) as float32 [P, 3].
 // Bad input never stops the file unless it leaves nothing to train on; what is dropped is
 // counted by reason in skipped() with its first lines (file, image id and value) in
 // skip_messages():
@@ -18,6 +19,8 @@
 //   box_clamped      a box reaching outside its image (kept, clamped: not a skip)
 //   bad_polygon      no polygon part with >= 3 points and an even number of coordinates
 //                    (parts that are bad are dropped; the annotation goes when none is left)
+//   bad_keypoints    keypoints that are not 3 × P finite numbers, P the same for every
+//                    annotation of the file (the first one with keypoints sets it)
 //   bad_rle          RLE counts that do not sum to the image's pixels, a size that is not
 //                    the image's, or a malformed string
 //   unknown_category a category_id absent from `categories`
@@ -82,6 +85,8 @@ struct CocoInstance {
   std::vector<std::vector<double>> polygons;
   bool has_rle = false;
   Rle rle;
+  // Keypoints: P × (x, y, visibility), or empty when the annotation has none.
+  std::vector<float> keypoints;
 };
 
 struct CocoImage {
@@ -105,11 +110,14 @@ class CocoDataset {
   const std::vector<std::string>& skip_messages() const { return skip_messages_; }
   // FullPath is options().images / file_name.
   std::string FullPath(const CocoImage& image) const;
+  // NumKeypoints is P, the keypoints per instance (0: the file has none).
+  int NumKeypoints() const { return num_keypoints_; }
   // MaxInstances is the most instances one kept image has (the memory plan's bound).
   int64_t MaxInstances() const { return max_instances_; }
 
   // MakeTargets fills `out` with image `i`'s targets: xyxy boxes on its canvas, labels,
-  // iscrowd, area, image_id, and (with options().masks) one mask plane per instance.
+  // iscrowd, area, image_id, keypoints when the file has them (zeros, visibility 0, for
+  // an instance without), and (with options().masks) one mask plane per instance.
   void MakeTargets(size_t i, Targets* out) const { MakeTargets(i, options_.masks, out); }
   // MakeTargets with `masks` false leaves the masks out (boxes only).
   void MakeTargets(size_t i, bool masks, Targets* out) const;
@@ -127,6 +135,7 @@ class CocoDataset {
   std::map<std::string, int64_t> skipped_;
   std::vector<std::string> skip_messages_;
   int64_t max_instances_ = 0;
+  int num_keypoints_ = 0;
   int64_t max_plane_bytes_ = 0;
 };
 

@@ -136,6 +136,44 @@ TEST(CocoTest, CountsEveryKindOfBadAnnotation) {
   EXPECT_TRUE(found);
 }
 
+TEST(CocoTest, ReadsKeypointsAndSkipsBadOnes) {
+  // P = 2 set by the first annotation; one without keypoints gets zeros; a wrong count, a
+  // NaN and a non-array are skipped as bad_keypoints, naming the value.
+  const char json[] = R"({
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}],
+    "categories": [{"id": 1, "name": "x", "keypoints": ["a", "b"]}],
+    "annotations": [
+      {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "keypoints": [1.5, 2, 2, 12, -1, 1]},
+      {"id": 2, "image_id": 1, "category_id": 1, "bbox": [1, 1, 3, 3]},
+      {"id": 3, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "keypoints": [1, 2, 2]},
+      {"id": 4, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "keypoints": [1, 2, 2, "NaN", 0, 0]},
+      {"id": 5, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2], "keypoints": 7}
+    ]})";
+  auto coco = OpenText("keypoints.json", json);
+  ASSERT_TRUE(coco.ok()) << coco.status();
+  EXPECT_EQ((*coco)->NumKeypoints(), 2);
+  EXPECT_EQ((*coco)->skipped().at("bad_keypoints"), 3);
+  bool named = false;
+  for (const std::string& m : (*coco)->skip_messages()) {
+    named |= m.find("keypoints.json: image 1 (a.jpg): keypoints [1,2,2] are not 6") !=
+             std::string::npos;
+  }
+  EXPECT_TRUE(named);
+  Targets t;
+  (*coco)->MakeTargets(0, &t);
+  ASSERT_EQ(t.size(), 2);
+  ASSERT_TRUE(t.has_keypoints);
+  EXPECT_EQ(t.num_keypoints, 2);
+  // Coordinates as written, outside the image too (v2 keeps them); visibility kept.
+  EXPECT_EQ(t.keypoints, (std::vector<float>{1.5, 2, 2, 12, -1, 1, 0, 0, 0, 0, 0, 0}));
+  // Sanitize's Keep drops an instance's keypoints with its box.
+  t.Keep({false, true});
+  EXPECT_EQ(t.keypoints, (std::vector<float>(6, 0.0f)));
+}
+
 TEST(CocoTest, BoundsInstancesPerImage) {
   std::string json = R"({"images": [{"id": 1, "file_name": "a.jpg", "width": 9, "height": 9}],
     "categories": [{"id": 1}], "annotations": [)";

@@ -10,9 +10,10 @@
 //   draw   OP_TEXT  W  H  TARGETS_IN  N  SEED
 //       N draws for a W x H image with those targets (DrawWithTargets), one line each:
 //       "APPLIED,P1,P2,..." (APPLIED: p's draw, 0 or 1).
-// Images: binary PPM (P6). Targets: a text header "W H K M" (canvas, instances, 1 when
-// masks follow), K lines "x0 y0 x1 y1 label iscrowd area" (xyxy), then, with masks, a
-// line "masks" and K × H × W raw bytes.
+// Images: binary PPM (P6). Targets: a text header "W H K M [P]" (canvas, instances, 1 when
+// masks follow, keypoints per instance), K lines "x0 y0 x1 y1 label iscrowd area" (xyxy),
+// with P > 0 K lines of 3 × P numbers (x y v ...), then, with masks, a line "masks" and
+// K × H × W raw bytes.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -40,8 +41,13 @@ bool ReadTargets(const std::string& path, detection::Targets* t) {
   std::ifstream in(path, std::ios::binary);
   int64_t k = 0;
   int m = 0;
-  in >> t->canvas_width >> t->canvas_height >> k >> m;
-  if (!in || k < 0 || t->canvas_width <= 0 || t->canvas_height <= 0) return false;
+  std::string header;
+  std::getline(in, header);
+  std::istringstream fields(header);
+  fields >> t->canvas_width >> t->canvas_height >> k >> m;
+  if (!fields || k < 0 || t->canvas_width <= 0 || t->canvas_height <= 0) return false;
+  if (!(fields >> t->num_keypoints)) t->num_keypoints = 0;
+  t->has_keypoints = t->num_keypoints > 0;
   for (int64_t i = 0; i < k; ++i) {
     float b[4], area;
     int64_t label, crowd;
@@ -51,6 +57,8 @@ bool ReadTargets(const std::string& path, detection::Targets* t) {
     t->iscrowd.push_back(crowd);
     t->area.push_back(area);
   }
+  t->keypoints.resize(static_cast<size_t>(k) * t->keypoint_stride());
+  for (float& v : t->keypoints) in >> v;
   t->has_masks = m != 0;
   if (t->has_masks) {
     std::string word;
@@ -65,11 +73,18 @@ bool ReadTargets(const std::string& path, detection::Targets* t) {
 bool WriteTargets(const std::string& path, const detection::Targets& t) {
   std::ofstream out(path, std::ios::binary);
   out << t.canvas_width << " " << t.canvas_height << " " << t.size() << " "
-      << (t.has_masks ? 1 : 0) << "\n";
+      << (t.has_masks ? 1 : 0) << " " << t.num_keypoints << "\n";
   for (int64_t i = 0; i < t.size(); ++i) {
     out << absl::StrFormat("%.9g %.9g %.9g %.9g %d %d %.9g\n", t.boxes[4 * i], t.boxes[4 * i + 1],
                            t.boxes[4 * i + 2], t.boxes[4 * i + 3], t.labels[i], t.iscrowd[i],
                            t.area[i]);
+  }
+  for (int64_t i = 0; i < t.size(); ++i) {
+    std::vector<std::string> row;
+    for (size_t j = 0; j < t.keypoint_stride(); ++j) {
+      row.push_back(absl::StrFormat("%.9g", t.keypoints[i * t.keypoint_stride() + j]));
+    }
+    if (!row.empty()) out << absl::StrJoin(row, " ") << "\n";
   }
   if (t.has_masks) {
     out << "masks\n";

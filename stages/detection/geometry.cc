@@ -253,9 +253,62 @@ void ApplyToMasks(const Geometry& g, const uint8_t* in, int64_t count, int* widt
   }
 }
 
+void ApplyToKeypoints(const Geometry& g, int canvas_width, int canvas_height, float* points,
+                      int64_t count, int64_t stride) {
+  const int w = canvas_width, h = canvas_height;
+  auto shift = [&](int left, int top) {
+    for (int64_t i = 0; i < count; ++i) {
+      points[i * stride] -= static_cast<float>(left);
+      points[i * stride + 1] -= static_cast<float>(top);
+    }
+  };
+  switch (g.kind) {
+    case Geometry::Kind::kNone:
+      break;
+    case Geometry::Kind::kHorizontalFlip:  // horizontal_flip_keypoints: x -> (W - 1) - x.
+      for (int64_t i = 0; i < count; ++i) {
+        points[i * stride] = static_cast<float>(w - 1) - points[i * stride];
+      }
+      break;
+    case Geometry::Kind::kVerticalFlip:  // vertical_flip_keypoints: y -> (H - 1) - y.
+      for (int64_t i = 0; i < count; ++i) {
+        points[i * stride + 1] = static_cast<float>(h - 1) - points[i * stride + 1];
+      }
+      break;
+    case Geometry::Kind::kCrop:  // crop_keypoints: shifted, never clamped.
+      shift(g.left, g.top);
+      break;
+    case Geometry::Kind::kResizedCrop:
+      shift(g.left, g.top);
+      ApplyToKeypoints(Geometry::Resize(g.out_height, g.out_width), g.width, g.height, points,
+                       count, stride);
+      break;
+    case Geometry::Kind::kPad:  // pad_keypoints.
+      shift(-g.pad_left, -g.pad_top);
+      break;
+    case Geometry::Kind::kResize: {  // resize_keypoints: scaled by float32 ratios.
+      if (g.out_width == w && g.out_height == h) break;
+      const float rw = static_cast<float>(static_cast<double>(g.out_width) / w);
+      const float rh = static_cast<float>(static_cast<double>(g.out_height) / h);
+      for (int64_t i = 0; i < count; ++i) {
+        points[i * stride] *= rw;
+        points[i * stride + 1] *= rh;
+      }
+      break;
+    }
+    case Geometry::Kind::kCenterCrop:  // center_crop_keypoints: the boxes' anchor.
+      shift(BoxAnchor(w, g.width), BoxAnchor(h, g.height));
+      break;
+  }
+}
+
 void Apply(const Geometry& geometry, Targets* t) {
   int w = t->canvas_width, h = t->canvas_height;
   ApplyToBoxes(geometry, t->format, &w, &h, t->boxes.data(), t->size());
+  if (t->has_keypoints) {
+    ApplyToKeypoints(geometry, t->canvas_width, t->canvas_height, t->keypoints.data(),
+                     t->size() * t->num_keypoints, 3);
+  }
   if (t->has_masks) {
     thread_local std::vector<uint8_t> moved;  // Reused: no allocation once warm.
     int mw = t->canvas_width, mh = t->canvas_height;

@@ -7,6 +7,7 @@
 // instance masks (ApplyToMasks), so every target moves exactly as the image does.
 //   boxes: flips mirror the coordinates (x → W − x); crop and pad shift them and clamp
 //     them to the new canvas; resize scales them by new/old per axis (float32), no clamp;
+//   keypoints: as v2's KeyPoints (ApplyToKeypoints);
 //   masks: flips mirror the planes; crop and pad keep the covered pixels and fill 0
 //     elsewhere; resize is nearest neighbour as torch.nn.functional.interpolate(mode=
 //     "nearest") computes it (source index floor(dst · in/out) in float), never blended.
@@ -57,6 +58,14 @@ void Apply(const Geometry& geometry, Targets* targets);
 // writes the canvas after the op.
 void ApplyToBoxes(const Geometry& geometry, BoxFormat format, int* canvas_width,
                   int* canvas_height, float* boxes, int64_t count);
+// ApplyToKeypoints moves `count` points (x, y at points[i * stride], points[i * stride +
+// 1]) on a canvas_width × canvas_height canvas as v2's *_keypoints kernels do: flips
+// mirror about the last pixel (x → W − 1 − x, v2's horizontal_flip_keypoints), crops and
+// pads shift, resize scales by new/old in float32; nothing is clamped, so points may
+// leave the canvas (v2 keeps their coordinates). Other fields of a point (COCO's
+// visibility) are left as they are.
+void ApplyToKeypoints(const Geometry& geometry, int canvas_width, int canvas_height,
+                      float* points, int64_t count, int64_t stride);
 // ApplyToMasks moves `count` planes of *height × *width bytes from `in` into `out`
 // (resized by the caller to count × the new size) and writes the new size.
 void ApplyToMasks(const Geometry& geometry, const uint8_t* in, int64_t count, int* width,

@@ -62,12 +62,16 @@ void Targets::Clear() {
   area.clear();
   has_masks = false;
   masks.clear();
+  has_keypoints = false;
+  num_keypoints = 0;
+  keypoints.clear();
   has_semantic = false;
   semantic.clear();
 }
 
 int64_t Targets::Keep(const std::vector<bool>& keep) {
   const size_t plane = mask_plane();
+  const size_t kp = keypoint_stride();
   size_t out = 0;
   for (size_t k = 0; k < labels.size(); ++k) {
     if (!keep[k]) continue;
@@ -77,6 +81,9 @@ int64_t Targets::Keep(const std::vector<bool>& keep) {
       if (!iscrowd.empty()) iscrowd[out] = iscrowd[k];
       if (!area.empty()) area[out] = area[k];
       if (has_masks) std::memmove(&masks[out * plane], &masks[k * plane], plane);
+      if (has_keypoints) {
+        std::memmove(&keypoints[out * kp], &keypoints[k * kp], kp * sizeof(float));
+      }
     }
     ++out;
   }
@@ -86,12 +93,14 @@ int64_t Targets::Keep(const std::vector<bool>& keep) {
   if (!iscrowd.empty()) iscrowd.resize(out);
   if (!area.empty()) area.resize(out);
   if (has_masks) masks.resize(out * plane);
+  if (has_keypoints) keypoints.resize(out * kp);
   return dropped;
 }
 
 size_t Targets::Bytes() const {
   return boxes.size() * sizeof(float) + labels.size() * sizeof(int64_t) +
-         iscrowd.size() * sizeof(int64_t) + area.size() * sizeof(float) + masks.size() + semantic.size();
+         iscrowd.size() * sizeof(int64_t) + area.size() * sizeof(float) + masks.size() + semantic.size() +
+         keypoints.size() * sizeof(float);
 }
 
 }  // namespace flowloader::detection

@@ -3,7 +3,8 @@
 //
 // boxes are float32 [K, 4] in `format` on a canvas of canvas_width × canvas_height pixels;
 // labels int64 [K]; iscrowd int64 [K] (0 or 1); area float32 [K]; masks uint8 [K, H, W]
-// (H × W the canvas, one 0/1 plane per instance) when the sample carries masks. Every
+// (H × W the canvas, one 0/1 plane per instance) when the sample carries masks; keypoints
+// float32 [K, P, 3] when the annotations have them. Every
 // per-instance vector has K entries, so dropping instance k (sanitize) drops it from all.
 //
 // Thread-safety: a plain value, owned by one sample at a time.
@@ -41,6 +42,13 @@ struct Targets {
   std::vector<float> area;       // K.
   bool has_masks = false;        // masks holds K planes of canvas_height × canvas_width.
   std::vector<uint8_t> masks;
+  // Keypoints (COCO `keypoints`): num_keypoints (P) points per instance, each (x, y,
+  // visibility), K × P × 3 floats, when the annotations carry them. Geometric ops move
+  // (x, y) as torchvision v2 moves KeyPoints and keep the visibility; points may leave the
+  // canvas (v2 neither clamps nor drops them).
+  bool has_keypoints = false;
+  int num_keypoints = 0;
+  std::vector<float> keypoints;
   // Semantic segmentation: one label map of canvas_height × canvas_width class indices
   // (the field `masks` as [H, W]), written by the label_map stage; geometric ops move it
   // by nearest neighbour and fill what they uncover with ignore_index.
@@ -49,13 +57,15 @@ struct Targets {
   uint8_t ignore_index = 255;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  // keypoint_stride is the floats per instance in `keypoints` (P × 3).
+  size_t keypoint_stride() const { return static_cast<size_t>(num_keypoints) * 3; }
   size_t mask_plane() const {
     return static_cast<size_t>(canvas_width) * static_cast<size_t>(canvas_height);
   }
   // Clear empties every field, keeping capacity (reused across samples).
   void Clear();
   // Keep keeps the instances whose keep[k] is true, in order, in every per-instance
-  // field (boxes, labels, iscrowd, area, masks). Returns how many were dropped.
+  // field (boxes, labels, iscrowd, area, masks, keypoints). Returns how many were dropped.
   int64_t Keep(const std::vector<bool>& keep);
   // Bytes is what the targets hold (for the memory plan and the bytes metric).
   size_t Bytes() const;

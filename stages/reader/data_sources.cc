@@ -46,9 +46,20 @@ absl::StatusOr<DataSources> OpenDataSources(const DataSourcesOptions& options) {
       Sampler::Create(data.dataset->size(), sampler_options);
   if (!sampler.ok()) return sampler.status();
   data.sampler = std::move(*sampler);
+  AddSampleTablePart(*data.dataset, &data.memory);
   AddHttpCachePart(*data.dataset, &data.memory);
   AddSamplerPart(*data.sampler, &data.memory);
   return data;
+}
+
+void AddSampleTablePart(const Dataset& dataset, std::vector<MemoryPart>* parts) {
+  const int64_t bytes = dataset.table_bytes();
+  // Under 1 MiB (~12 k samples) it is noise beside the batch pool, as the sampler's.
+  if (bytes < (int64_t{1} << 20)) return;
+  parts->push_back({"sample table", "sample_table", bytes,
+                    absl::StrCat(dataset.size(), " samples × ", bytes / dataset.size(),
+                                 " B (entry and key)"),
+                    {"data"}});
 }
 
 void AddHttpCachePart(const Dataset& dataset, std::vector<MemoryPart>* parts) {

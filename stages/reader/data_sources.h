@@ -39,14 +39,18 @@ struct DataSourcesOptions {
 struct DataSources {
   std::shared_ptr<const Dataset> dataset;
   std::shared_ptr<const Sampler> sampler;
-  // What the sources keep in memory whatever the batch size (AddHttpCachePart,
-  // AddSamplerPart), in that order; the planner adds them after the stages' parts.
+  // What the sources keep in memory whatever the batch size (AddSampleTablePart,
+  // AddHttpCachePart, AddSamplerPart), in that order; the planner adds them after the stages' parts.
   std::vector<MemoryPart> memory;
 };
 
 // OpenDataSources opens the data and the sampler over it, or returns what Dataset::Open,
 // Dataset::OpenSources or Sampler::Create refused.
 absl::StatusOr<DataSources> OpenDataSources(const DataSourcesOptions& options);
+
+// AddSampleTablePart adds the dataset's sample table (Dataset::table_bytes: entries and
+// keys) to `parts` when it is 1 MiB or more; a computed dataset (OfSize) has none.
+void AddSampleTablePart(const Dataset& dataset, std::vector<MemoryPart>* parts);
 
 // AddHttpCachePart adds the HTTP block cache to `parts` at the bytes of the shards admitted
 // to it (http_env.h): what it holds once every admitted block was read, not its budget.

@@ -83,11 +83,25 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OfSize(int64_t size, std::stri
   }
   std::unique_ptr<Dataset> dataset(new Dataset());
   dataset->root_ = std::move(root);
-  dataset->samples_.resize(static_cast<size_t>(size));
-  for (int64_t i = 0; i < size; ++i) {
-    dataset->samples_[static_cast<size_t>(i)].key = absl::StrCat(i);
-  }
+  dataset->computed_size_ = size;  // No table: SampleAt makes each sample when asked.
   return dataset;
+}
+
+const SampleSource& Dataset::SampleAt(int64_t i, SampleSource* scratch) const {
+  if (!computed()) return sample(i);
+  *scratch = SampleSource();
+  scratch->key = absl::StrCat(i);
+  return *scratch;
+}
+
+int64_t Dataset::table_bytes() const {
+  int64_t bytes = static_cast<int64_t>(samples_.capacity() * sizeof(SampleSource));
+  // A key longer than the string's inline buffer has its characters on the heap.
+  const std::string empty;
+  for (const SampleSource& s : samples_) {
+    if (s.key.capacity() > empty.capacity()) bytes += static_cast<int64_t>(s.key.capacity()) + 1;
+  }
+  return bytes;
 }
 
 std::unique_ptr<Dataset> Dataset::OfCoco(
@@ -238,6 +252,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
 }
 
 std::string Dataset::FullPath(int64_t i) const {
+  if (computed()) return absl::StrCat(root_, "/", i);
   const SampleSource& source = samples_[static_cast<size_t>(i)];
   if (source.shard >= 0) return shards_[static_cast<size_t>(source.shard)];
   const std::string& key = source.key;

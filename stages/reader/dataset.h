@@ -127,8 +127,13 @@ struct DatasetOptions {
   // Tar shards indexed at once when opening (for HTTP, requests in flight); >= 1.
   int index_threads = 8;
   // HTTP shards are indexed in windows of this many bytes (one range request serves
-  // every header inside it); > 0. Default 1 MiB.
+  // every header inside it); > 0. Default 1 MiB. When it equals http.block_bytes (the
+  // default), the windows of the shards the block cache admits are kept as its blocks
+  // (within cache_bytes), so the first epoch does not fetch them again.
   int64_t http_index_window_bytes = int64_t{1} << 20;
+  // Windows of a remote shard read ahead of its index's walk (so its round trips
+  // overlap; internal/window_prefetch.h); >= 0, 0 = one window at a time. Default 4.
+  int index_prefetch_windows = 4;
 };
 
 // DatasetSource is one named source of a mixture (Dataset::OpenSources).
@@ -155,6 +160,8 @@ class Dataset {
   // sample i itself (the Python module's dataset=, python/internal/py_dataset.h): keys
   // "0".."size-1", label 0 (that read stage supplies the labels), FullPath "ROOT/KEY"
   // with `root` naming where they come from. InvalidArgument unless size >= 1.
+  // Its samples are computed, not stored (computed() is true): it takes no memory per
+  // sample (table_bytes() is 0), so a dataset of 2^24 samples costs nothing until read.
   static absl::StatusOr<std::unique_ptr<Dataset>> OfSize(int64_t size, std::string root);
 
   // OfCoco is the images of a COCO instances file (stages/detection/coco.h), in its
@@ -178,12 +185,26 @@ class Dataset {
   const std::string& label_map(int64_t i) const;
   bool has_label_maps() const { return !label_maps_.empty(); }
 
-  int64_t size() const { return static_cast<int64_t>(samples_.size()); }
+  int64_t size() const {
+    return computed() ? computed_size_ : static_cast<int64_t>(samples_.size());
+  }
   // The sources, by number: one named "default" for a Dataset opened with Open.
   const std::vector<std::string>& source_names() const { return source_names_; }
   int64_t source_offset(int32_t source) const { return source_offsets_[source]; }
   int64_t source_size(int32_t source) const;
+  // sample is sample i's entry in the table. Not for a computed() dataset (OfSize), whose
+  // samples no table holds: use SampleAt.
   const SampleSource& sample(int64_t i) const { return samples_[static_cast<size_t>(i)]; }
+  // computed is true for a Dataset made by OfSize: its samples are made when asked for.
+  bool computed() const { return computed_size_ > 0; }
+  // SampleAt is sample i: the table's entry, or for a computed() dataset `*scratch` set
+  // to it (key the decimal index, label 0) and returned. Valid while both live.
+  const SampleSource& SampleAt(int64_t i, SampleSource* scratch) const;
+  // label is sample i's label (0 for a computed() dataset).
+  int64_t label(int64_t i) const { return computed() ? 0 : sample(i).label; }
+  // table_bytes is the memory the sample table takes: its entries and their keys' heap
+  // bytes (0 for a computed() dataset). Counted in the memory plan (`sample_table`).
+  int64_t table_bytes() const;
   // root is the directory keys are relative to (no trailing '/').
   const std::string& root() const { return root_; }
   // class_names are the ImageFolder class directories by label; empty for list files.
@@ -258,6 +279,7 @@ class Dataset {
   std::vector<int64_t> source_offsets_ = {0};
   std::vector<std::string> class_names_;
   std::vector<SampleSource> samples_;
+  int64_t computed_size_ = 0;  // OfSize: the number of samples, none stored; else 0.
   // Tar shards.
   std::vector<std::string> shards_;
   std::vector<SampleMember> members_;

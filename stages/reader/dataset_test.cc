@@ -120,12 +120,39 @@ TEST(DatasetOfSizeTest, KeysAreIndexesWithoutFilesAndEmptyIsRefused) {
   absl::StatusOr<std::unique_ptr<Dataset>> d = Dataset::OfSize(3, "dataset");
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_EQ((*d)->size(), 3);
-  EXPECT_EQ((*d)->sample(2).key, "2");
-  EXPECT_EQ((*d)->sample(2).label, 0);
+  SampleSource scratch;
+  EXPECT_EQ((*d)->SampleAt(2, &scratch).key, "2");
+  EXPECT_EQ(&(*d)->SampleAt(2, &scratch), &scratch);  // Computed, not stored.
+  EXPECT_EQ((*d)->SampleAt(2, &scratch).label, 0);
+  EXPECT_EQ((*d)->label(2), 0);
+  EXPECT_TRUE((*d)->members(2).empty());
   EXPECT_EQ((*d)->FullPath(1), "dataset/1");
   EXPECT_EQ((*d)->source_names(), std::vector<std::string>{"default"});
   EXPECT_EQ((*d)->source_size(0), 3);
   EXPECT_EQ(Dataset::OfSize(0, "dataset").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(DatasetOfSizeTest, TwoToThe40SamplesTakeNoTable) {
+  // It was 88 B a sample (a SampleSource each): 2^40 of them could not be made at all.
+  absl::StatusOr<std::unique_ptr<Dataset>> d = Dataset::OfSize(int64_t{1} << 40, "dataset");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE((*d)->computed());
+  EXPECT_EQ((*d)->table_bytes(), 0);
+  SampleSource scratch;
+  EXPECT_EQ((*d)->SampleAt((int64_t{1} << 40) - 1, &scratch).key, "1099511627775");
+}
+
+TEST_F(DatasetTest, TheTableBytesCountEntriesAndLongKeys) {
+  MakeDir("a");
+  MakeFile("a/short.jpg");
+  MakeFile("a/" + std::string(100, 'k') + ".jpg");
+  absl::StatusOr<std::unique_ptr<Dataset>> d = Dataset::Open({root_});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE((*d)->computed());
+  const int64_t entries = 2 * static_cast<int64_t>(sizeof(SampleSource));
+  // The 106-character key's heap buffer is counted; the short one sits inline.
+  EXPECT_GE((*d)->table_bytes(), entries + 107);
+  EXPECT_LE((*d)->table_bytes(), entries * 2 + 300);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -24,6 +25,10 @@ absl::StatusOr<std::string> Env::CanonicalPath(const std::string& path) {
   std::string out(resolved);
   std::free(resolved);
   return out;
+}
+
+absl::StatusOr<std::unique_ptr<WritableFile>> Env::NewWritableFile(const std::string& path) {
+  return absl::UnimplementedError(absl::StrCat(path, ": this storage cannot be written"));
 }
 
 absl::Status Env::ReadRange(const std::string& path, int64_t offset, int64_t length,
@@ -96,6 +101,44 @@ absl::Status TooLarge(const std::string& path, int64_t size, int64_t max_bytes) 
 
 namespace {
 
+// PosixWritableFile writes a local file through stdio's buffer; dropped before Close, the
+// partial file is removed.
+class PosixWritableFile : public WritableFile {
+ public:
+  PosixWritableFile(std::FILE* file, std::string path) : file_(file), path_(std::move(path)) {}
+  ~PosixWritableFile() override { Abort().IgnoreError(); }
+
+  absl::Status Append(absl::string_view data) override {
+    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed"));
+    if (!data.empty() && std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
+      return StatusFromErrno(errno, path_);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Close() override {
+    if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed"));
+    const int rc = std::fclose(file_);
+    file_ = nullptr;
+    if (rc == 0) return absl::OkStatus();
+    const absl::Status error = StatusFromErrno(errno, path_);
+    ::unlink(path_.c_str());
+    return error;
+  }
+
+  absl::Status Abort() override {
+    if (file_ == nullptr) return absl::OkStatus();
+    std::fclose(file_);
+    file_ = nullptr;
+    if (::unlink(path_.c_str()) != 0) return StatusFromErrno(errno, path_);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::FILE* file_;
+  const std::string path_;
+};
+
 class PosixEnv : public Env {
  public:
   absl::Status ReadFile(const std::string& path, int64_t max_bytes,
@@ -156,6 +199,13 @@ class PosixEnv : public Env {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return StatusFromErrno(errno, path);
     return S_ISDIR(st.st_mode);
+  }
+
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path) override {
+    std::FILE* file = std::fopen(path.c_str(), "wbe");  // e: O_CLOEXEC.
+    if (file == nullptr) return StatusFromErrno(errno, path);
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(file, path));
   }
 
  private:

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace flowloader {
 
@@ -33,6 +34,22 @@ class RandomAccessFile {
   virtual ~RandomAccessFile() = default;
   // Read is Env::ReadRange on this file.
   virtual absl::Status Read(int64_t offset, int64_t length, std::string* contents) = 0;
+};
+
+// WritableFile is a file being written from its start (LevelDB's WritableFile): Append
+// adds bytes in order, Close makes the whole file visible under its path. A file dropped
+// before Close (an error, Ctrl-C) leaves nothing behind: a local file is removed, an S3
+// multipart upload aborted (s3_upload.h), so no reader ever sees half an object.
+class WritableFile {
+ public:
+  // The destructor discards an unclosed file (as Abort, ignoring its error).
+  virtual ~WritableFile() = default;
+  virtual absl::Status Append(absl::string_view data) = 0;
+  // Close finishes the file; after it (failed or not) the file takes no more bytes, and a
+  // failed Close has discarded it.
+  virtual absl::Status Close() = 0;
+  // Abort discards what was written; a no-op after Close.
+  virtual absl::Status Abort() = 0;
 };
 
 class Env {
@@ -72,6 +89,10 @@ class Env {
   // CanonicalPath resolves links and "." / ".." (realpath(3) by default), so that the
   // dataset walk can recognise a link back to a directory it is already inside.
   virtual absl::StatusOr<std::string> CanonicalPath(const std::string& path);
+
+  // NewWritableFile starts writing `path` (replacing what is there once closed). The
+  // default refuses (kUnimplemented); PosixEnv writes the file, S3Env uploads the object.
+  virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path);
 };
 
 // ForwardingEnv passes every call to `base`: an Env that changes one behaviour (a fault, a
@@ -100,6 +121,10 @@ class ForwardingEnv : public Env {
   }
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override {
     return base_->CanonicalPath(path);
+  }
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path) override {
+    return base_->NewWritableFile(path);
   }
 
  protected:

@@ -85,6 +85,9 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
       r->retry_after = absl::Seconds(seconds);
     }
   }
+  if (absl::StartsWithIgnoreCase(line, "etag:")) {
+    r->etag = std::string(absl::StripAsciiWhitespace(line.substr(5)));
+  }
   if (absl::StartsWithIgnoreCase(line, "content-range:")) {
     line.remove_prefix(14);
     line = absl::StripAsciiWhitespace(line);
@@ -105,7 +108,7 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
 // about 100 ms.
 int Progress(void* user, curl_off_t, curl_off_t now_down, curl_off_t, curl_off_t now_up) {
   auto* r = static_cast<HttpEnv::Request*>(user);
-  if (r->env->cancelled()) {
+  if (r->env->CancelledFor(*r)) {
     r->cancelled = true;
     return 1;  // Abort: CURLE_ABORTED_BY_CALLBACK.
   }
@@ -149,7 +152,7 @@ CURLcode Perform(CURLM* multi, CURL* easy, HttpEnv::Request& r) {
       }
       break;
     }
-    if (r.env->cancelled()) {  // Between progress calls (e.g. while resolving).
+    if (r.env->CancelledFor(r)) {  // Between progress calls (e.g. while resolving).
       r.cancelled = true;
       rc = CURLE_ABORTED_BY_CALLBACK;
       break;
@@ -202,6 +205,67 @@ int ReadBundle(const std::string& path, std::string* text) {
 absl::Status CheckRange(const std::string& path, int64_t offset, int64_t length) {
   if (offset >= 0 && length >= 0) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(path, ": bad range ", offset, "+", length));
+}
+
+// A cleanup request's limit per attempt (Request::cleanup): Ctrl-C must end soon.
+constexpr absl::Duration kCleanupTimeout = absl::Seconds(5);
+
+// SetMethod makes `curl` send r.method, with r.body as the body of a PUT or POST (not
+// copied: r outlives the attempt).
+void SetMethod(const HttpEnv::Request& r, CURL* curl, curl_slist** headers) {
+  if (r.method == "PUT" || r.method == "POST") {
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, r.body.data());
+    *headers = curl_slist_append(*headers, "Content-Type: application/octet-stream");
+  }
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+}
+
+// ErrorBodyCode is the <Code> of an S3-style error document in `body` when it is a short
+// word (SlowDown, NoSuchKey), else "": a label must stay in a small alphabet.
+std::string ErrorBodyCode(const std::string& body) {
+  const size_t open = body.find("<Code>");
+  if (open == std::string::npos) return "";
+  const size_t start = open + 6;
+  const size_t end = body.find("</Code>", start);
+  if (end == std::string::npos || end == start || end - start > 40) return "";
+  const std::string code = body.substr(start, end - start);
+  for (const char c : code) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) return "";
+  }
+  return code;
+}
+
+// AttemptErrorCode is the metrics' code of a failed attempt: the server's S3 code or
+// HTTP status, else what the transport saw.
+std::string AttemptErrorCode(const HttpEnv::Request& r, const absl::Status& status) {
+  if (r.cancelled || status.code() == absl::StatusCode::kCancelled) return "cancelled";
+  if (r.curl_code == CURLE_OK && r.status >= 400) {
+    const std::string code = ErrorBodyCode(r.error_body);
+    return code.empty() ? absl::StrCat("http_", r.status) : code;
+  }
+  switch (r.curl_code) {
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_ABORTED_BY_CALLBACK:  // A stall or a drip (Progress).
+      return "timeout";
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+      return "connection_reset";
+    case CURLE_GOT_NOTHING:
+      return "connection_closed";
+    case CURLE_COULDNT_CONNECT:
+      return "connection_refused";
+    case CURLE_COULDNT_RESOLVE_HOST:
+      return "dns";
+    case CURLE_PARTIAL_FILE:
+      return "truncated_body";
+    default:
+      break;
+  }
+  if (IsTlsFailure(r.curl_code)) return "tls";
+  const std::string reason = ErrorReason(status);  // http_bad_response, ...
+  return reason.empty() ? "other" : reason;
 }
 
 long Millis(absl::Duration d) {  // NOLINT(runtime/int): curl's type.
@@ -336,8 +400,11 @@ bool HttpEnv::RecordResult(const std::string& url, bool ok) {
   return ++consecutive_failures_[url] >= options_.failure_limit;
 }
 
+bool HttpEnv::CancelledFor(const Request& r) const { return !r.cleanup && cancelled(); }
+
 absl::Status HttpEnv::Attempt(Request& r) {
-  if (cancelled()) return absl::CancelledError(absl::StrCat(r.url, ": read cancelled (Stop)"));
+  r.sent = false;
+  if (CancelledFor(r)) return absl::CancelledError(absl::StrCat(r.url, ": read cancelled (Stop)"));
   Handle* handle = AcquireHandle();
   if (handle == nullptr) return HttpError(reason::kConnectionError, r.url, "curl_easy_init failed");
   CURL* curl = handle->easy;
@@ -349,6 +416,7 @@ absl::Status HttpEnv::Attempt(Request& r) {
   r.skipped = 0;
   r.content_range_first = r.content_range_last = -1;
   r.error_body.clear();
+  r.etag.clear();
   r.retry_after = absl::ZeroDuration();
   r.curl = curl;
   const std::string range =
@@ -357,6 +425,7 @@ absl::Status HttpEnv::Attempt(Request& r) {
   curl_slist* headers = nullptr;
   PrepareAttempt(r, curl, &headers);
   curl_easy_setopt(curl, CURLOPT_URL, r.target.empty() ? r.url.c_str() : r.target.c_str());
+  if (!r.method.empty()) SetMethod(r, curl, &headers);
   if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   // A 256 KiB receive buffer takes a typical member in one or two reads and callbacks
@@ -372,7 +441,9 @@ absl::Status HttpEnv::Attempt(Request& r) {
   r.curl_error[0] = '\0';
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, r.curl_error);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, Millis(options_.connect_timeout));
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, Millis(options_.request_timeout));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+                   Millis(r.cleanup ? std::min(options_.request_timeout, kCleanupTimeout)
+                                    : options_.request_timeout));
   r.env = this;
   r.stall_timeout = options_.stall_timeout;
   r.last_bytes = -1;
@@ -393,6 +464,8 @@ absl::Status HttpEnv::Attempt(Request& r) {
   r.socket = &handle->socket;
   if (!range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   const CURLcode rc = r.length == 0 ? CURLE_OK : Perform(handle->multi, curl, r);
+  r.sent = r.length != 0;
+  r.curl_code = rc;
   if (r.status == 0) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
   if (r.status > 0) answered_.store(true, std::memory_order_relaxed);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // r dies before the handle does.
@@ -450,7 +523,8 @@ absl::Status HttpEnv::Attempt(Request& r) {
     return absl::OkStatus();
   }
   if (r.status >= 400) return ResponseError(r);
-  if (r.status != 200 && r.status != 206) {
+  // 204: an upload's DELETE (AbortMultipartUpload) answers No Content.
+  if (r.status != 200 && r.status != 206 && !(r.status == 204 && !r.method.empty())) {
     return error(reason::kHttpBadResponse, r.url, absl::StrCat("HTTP ", r.status));
   }
   if (r.status == 206 && r.content_range_first != r.offset) {
@@ -493,25 +567,36 @@ absl::Duration HttpEnv::RetryWait(absl::Duration backoff, absl::Duration retry_a
 
 absl::Status HttpEnv::Fetch(Request& r) {
   // A URL that keeps failing gets one attempt per read: its samples fail fast.
-  const int retries = Failing(r.url) ? 0 : RetriesFor(r);
+  int retries = Failing(r.url) ? 0 : RetriesFor(r);
+  if (r.cleanup) retries = std::min(retries, 2);
   absl::Duration backoff = options_.initial_backoff;
   absl::Status status;
   for (int attempt = 0; attempt <= retries; ++attempt) {
     if (attempt > 0) {
       retries_.fetch_add(1, std::memory_order_relaxed);
-      if (!SleepUnlessCancelled(RetryWait(backoff, r.retry_after))) break;
+      if (!SleepUnlessCancelled(RetryWait(backoff, r.retry_after)) && !r.cleanup) break;
       backoff *= 2;
     }
+    const absl::Time start = absl::Now();
     status = Attempt(r);
+    if (r.sent) CountAttempt(r, status, absl::Now() - start, attempt > 0);
     if (status.ok() || !Retryable(status)) break;
   }
   // A 404 is a fact about the URL, not a failing server: it does not count.
-  if (cancelled()) return absl::CancelledError(absl::StrCat(r.url, ": read cancelled (Stop)"));
+  if (CancelledFor(r)) return absl::CancelledError(absl::StrCat(r.url, ": read cancelled (Stop)"));
   if (status.ok() || ErrorReason(status) != reason::kHttp404) RecordResult(r.url, status.ok());
   if (!status.ok() && retries > 0 && Retryable(status)) {
     return WithContext(status, absl::StrCat("after ", retries + 1, " attempts"));
   }
   return status;
+}
+
+void HttpEnv::CountAttempt(const Request& r, const absl::Status& status, absl::Duration took,
+                           bool retry) const {
+  if (stats_ == nullptr) return;
+  const std::string code = status.ok() ? std::string() : AttemptErrorCode(r, status);
+  stats_->Record(StorageStats::SchemeLabel(r.url), absl::ToInt64Nanoseconds(took),
+                 status.ok() ? static_cast<int64_t>(r.out->size()) : 0, code, retry);
 }
 
 absl::Status HttpEnv::ReadFile(const std::string& path, int64_t max_bytes,
@@ -572,6 +657,17 @@ int64_t HttpEnv::AdmitShards(const std::vector<ShardSize>& shards) {
     if (admitted_.emplace(shard.url, shard.bytes).second) admitted_bytes_ += shard.bytes;
   }
   return admitted_bytes_;
+}
+
+int64_t HttpEnv::SeedBlock(const std::string& url, int64_t offset, std::string bytes) {
+  const int64_t shard_bytes = AdmittedSize(url);
+  const int64_t block_bytes = options_.block_bytes;
+  if (shard_bytes < 0 || offset % block_bytes != 0 || offset >= shard_bytes) return 0;
+  // What a fetch of this block would hold: block_bytes, cut at the admitted size.
+  const int64_t want = std::min(shard_bytes - offset, block_bytes);
+  if (static_cast<int64_t>(bytes.size()) < want) return 0;  // Not a whole block.
+  bytes.resize(static_cast<size_t>(want));
+  return cache_.Put({url, offset / block_bytes}, std::move(bytes)) ? want : 0;
 }
 
 int64_t HttpEnv::AdmittedSize(const std::string& url) const {
@@ -643,6 +739,12 @@ absl::StatusOr<std::vector<DirEntry>> HttpEnv::ListDirectory(const std::string& 
 absl::StatusOr<bool> HttpEnv::IsDirectory(const std::string& path) {
   if (!Handles(path)) return base_->IsDirectory(path);
   return false;
+}
+
+absl::StatusOr<std::unique_ptr<WritableFile>> HttpEnv::NewWritableFile(const std::string& path) {
+  if (!Handles(path)) return base_->NewWritableFile(path);
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": an HTTP URL cannot be written; write to a directory or to s3://BUCKET/PREFIX"));
 }
 
 absl::StatusOr<std::string> HttpEnv::CanonicalPath(const std::string& path) {

@@ -38,8 +38,10 @@
 //     set larger than the cache would evict every block before its reuse on a shuffled
 //     epoch. A failed block is not cached, so a shard that dies keeps serving the blocks
 //     already fetched and fails the reads that need others.
-//   * Index reads are never cached: NewRandomAccessFile reads each range with its own
-//     request (indexing reads every shard, admitted or not, before admission decides).
+//   * Index reads are not cached as they are read: NewRandomAccessFile reads each range
+//     with its own request (indexing reads every shard, admitted or not, before admission
+//     decides); the dataset then hands the index windows of the admitted shards to
+//     SeedBlock, so bytes read to index a shard are not fetched a second time.
 //
 // Thread-safety: thread-safe; each call uses its own pooled handle.
 #ifndef FLOWLOADER_STAGES_READER_HTTP_ENV_H_
@@ -59,6 +61,7 @@
 #include "absl/time/time.h"
 #include "stages/reader/env.h"
 #include "stages/reader/internal/block_cache.h"
+#include "stages/reader/storage_stats.h"
 
 // libcurl's handle types, so this header need not include curl.h.
 typedef void CURL;  // NOLINT: libcurl's own declaration.
@@ -146,6 +149,8 @@ class HttpEnv : public Env {
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override;
   absl::StatusOr<bool> IsDirectory(const std::string& path) override;
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
+  // An http(s) URL cannot be written (refused); other paths go to the base Env.
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
 
   // NewRandomAccessFile reads a URL one Range request per Read, never through the cache.
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
@@ -161,6 +166,12 @@ class HttpEnv : public Env {
   // the admitted bytes. Call it before the reads the cache should serve; a later call
   // (a mixture's next source) adds to what was admitted, within the same budget.
   int64_t AdmitShards(const std::vector<ShardSize>& shards);
+  // SeedBlock puts bytes read at `offset` of an admitted shard (a window its index read,
+  // window_prefetch.h) in the block cache as the block starting there, so the block is
+  // not fetched again. Only a whole block at a block boundary is kept (cut to the
+  // shard's admitted size, as a fetched block is), or the shard's last, shorter one;
+  // returns the bytes kept (0 for a shard not admitted, or bytes of another shape).
+  int64_t SeedBlock(const std::string& url, int64_t offset, std::string bytes);
   // admitted lists the admitted shards (by URL); admitted_bytes and admitted_shards sum
   // them up.
   std::vector<ShardSize> admitted() const;
@@ -172,6 +183,10 @@ class HttpEnv : public Env {
   // how many of them were retries after a failed attempt.
   int64_t requests() const;
   int64_t retries() const { return retries_.load(std::memory_order_relaxed); }
+  // set_storage_stats makes every later attempt count into `stats` (by scheme, error
+  // code and latency; storage_stats.h); null: not counted. Call before the first read
+  // (StorageEnv does, as it makes the Env).
+  void set_storage_stats(std::shared_ptr<StorageStats> stats) { stats_ = std::move(stats); }
 
   // Cancel aborts every transfer in flight within ~100 ms and makes every later read fail
   // at once with absl::Cancelled (retry backoffs end too). Irreversible; thread-safe;
@@ -185,6 +200,8 @@ class HttpEnv : public Env {
   struct Request;
   // Handle is a pooled easy handle and the multi handle it runs on (internal).
   struct Handle;
+  // CancelledFor is cancelled() for `r`: never for a cleanup request (Request::cleanup).
+  bool CancelledFor(const Request& r) const;
 
  protected:
   HttpEnv(Env* base, const HttpOptions& options)
@@ -225,6 +242,9 @@ class HttpEnv : public Env {
                           int64_t length, std::string* contents);
 
   absl::Status Attempt(Request& request);
+  // CountAttempt adds an attempt that sent a request to the storage stats.
+  void CountAttempt(const Request& request, const absl::Status& status, absl::Duration took,
+                    bool retry) const;
   // RetryWait is the wait before a retry: `backoff` (or a full-jitter draw below it), at
   // least the server's `retry_after`, at most max_backoff.
   absl::Duration RetryWait(absl::Duration backoff, absl::Duration retry_after) const;
@@ -252,6 +272,7 @@ class HttpEnv : public Env {
   std::map<std::string, int64_t> admitted_ ABSL_GUARDED_BY(mu_);
   int64_t admitted_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   internal::BlockCache cache_;
+  std::shared_ptr<StorageStats> stats_;  // Null: attempts are not counted.
 };
 
 }  // namespace flowloader

@@ -12,6 +12,7 @@
 #include "stages/reader/internal/http_request.h"
 #include "stages/reader/internal/s3_config.h"
 #include "stages/reader/internal/s3_xml.h"
+#include "stages/reader/s3_upload.h"
 
 namespace flowloader {
 namespace {
@@ -35,6 +36,12 @@ absl::Status BadPath(const std::string& path) {
   return absl::InvalidArgumentError(
       absl::StrCat(path, ": not s3://BUCKET/KEY (the bucket is missing)"));
 }
+
+// S3's part sizes: at least 5 MiB (all but the last part), at most 5 GiB.
+constexpr int64_t kMinPartBytes = int64_t{5} << 20;
+constexpr int64_t kMaxPartBytes = int64_t{5} << 30;
+// The most of an upload request's answer kept (an XML document of a few hundred bytes).
+constexpr int64_t kMaxWriteAnswerBytes = int64_t{1} << 20;
 
 // Retries of an S3 request unless HttpOptions::max_retries says otherwise.
 constexpr int kS3Retries = 8;
@@ -60,17 +67,26 @@ absl::StatusOr<std::unique_ptr<S3Env>> S3Env::CreateWith(Env* base, const HttpOp
   options.jitter = 0.5;
   if (options.max_retries == HttpOptions::kSchemeRetries) options.max_retries = kS3Retries;
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (s3.upload_part_bytes < kMinPartBytes || s3.upload_part_bytes > kMaxPartBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the s3 upload part size (pack --part_size) must be 5MiB..5GiB (S3's limits), got ", s3.upload_part_bytes,
+        " bytes"));
+  }
   absl::StatusOr<s3_internal::S3Config> config = s3_internal::ResolveS3Config(s3, env);
   if (!config.ok()) return config.status();
   return std::unique_ptr<S3Env>(
       new S3Env(base != nullptr ? base : Env::Default(), options,
                 std::make_unique<const s3_internal::S3Config>(std::move(*config)),
-                s3.list_page_keys));
+                s3.list_page_keys, s3.upload_part_bytes));
 }
 
 S3Env::S3Env(Env* base, const HttpOptions& http,
-             std::unique_ptr<const s3_internal::S3Config> config, int list_page_keys)
-    : HttpEnv(base, http), config_(std::move(config)), list_page_keys_(list_page_keys) {}
+             std::unique_ptr<const s3_internal::S3Config> config, int list_page_keys,
+             int64_t upload_part_bytes)
+    : HttpEnv(base, http),
+      config_(std::move(config)),
+      list_page_keys_(list_page_keys),
+      upload_part_bytes_(upload_part_bytes) {}
 
 S3Env::~S3Env() = default;
 
@@ -151,7 +167,9 @@ absl::Status S3Env::ResponseError(const Request& r) const {
   }
   if (code == "AccessDenied" || r.status == 403) {
     return SampleError(absl::StatusCode::kPermissionDenied, reason::kPermissionDenied,
-                       absl::StrCat(what, " (these credentials may not read it)", context));
+                       absl::StrCat(what, r.method.empty() ? " (these credentials may not read it)"
+                                                           : " (these credentials may not write it)",
+                                    context));
   }
   if (code == "RequestTimeout") {  // A 400 that S3 asks to retry.
     return SampleError(absl::StatusCode::kInternal, reason::kTimeout,
@@ -266,6 +284,43 @@ absl::StatusOr<std::string> S3Env::CanonicalPath(const std::string& path) {
   std::string canonical = path;
   while (absl::EndsWith(canonical, "/") && canonical.size() > 5) canonical.pop_back();
   return canonical;
+}
+
+absl::StatusOr<std::unique_ptr<WritableFile>> S3Env::NewWritableFile(const std::string& path) {
+  if (!Handles(path)) return base_env()->NewWritableFile(path);
+  std::string bucket, key;
+  if (!SplitS3(path, &bucket, &key) || key.empty() || absl::EndsWith(key, "/")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not s3://BUCKET/KEY (an object to write needs a key)"));
+  }
+  return std::unique_ptr<WritableFile>(new S3Upload(this, path, upload_part_bytes_));
+}
+
+absl::Status S3Env::WriteRequest(const std::string& method, const std::string& path,
+                                 const std::string& query, absl::string_view body, bool cleanup,
+                                 std::string* response, std::string* etag) {
+  std::string bucket, key;
+  if (!SplitS3(path, &bucket, &key)) return BadPath(path);
+  std::string answer;
+  Request r;
+  r.url = path;
+  r.target = query.empty() ? ObjectUrl(bucket, key) : absl::StrCat(ObjectUrl(bucket, key), "?", query);
+  r.method = method;
+  r.body = body;
+  r.cleanup = cleanup;
+  r.length = kMaxWriteAnswerBytes;
+  r.out = &answer;
+  if (absl::Status s = Fetch(r); !s.ok()) return s;
+  // CompleteMultipartUpload may answer 200 with an <Error> document (S3's documented
+  // quirk): that is a failure.
+  if (const std::string code = s3_internal::ErrorCode(answer); !code.empty()) {
+    return SampleError(absl::StatusCode::kInternal, reason::kHttp5xx,
+                       absl::StrCat(path, ": ", method, " answered 200 with error ", code, ": ",
+                                    s3_internal::ErrorMessage(answer), Context(bucket)));
+  }
+  if (response != nullptr) *response = std::move(answer);
+  if (etag != nullptr) *etag = r.etag;
+  return absl::OkStatus();
 }
 
 int S3Env::RetriesFor(const Request& r) const {

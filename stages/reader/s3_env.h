@@ -15,6 +15,9 @@
 //     delimiter=/ by pages (continuation tokens): the keys under PATH/ are its files, the
 //     common prefixes its sub-directories, so an ImageFolder prefix's next path component
 //     is the class. IsDirectory is true when any key lies under PATH/.
+//   * NewWritableFile uploads s3://BUCKET/KEY as it is written (s3_upload.h): one PUT for
+//     a small object, else a multipart upload in parts of `upload_part_bytes`, aborted
+//     when the file is dropped before Close; its requests are retried as reads are.
 //   * Errors name the S3 code, the bucket, the endpoint and the credential source.
 //     NoSuchKey is not_found (a key that vanished mid-epoch is a counted skip, as on
 //     disk); SlowDown, InternalError, ServiceUnavailable (5xx) and RequestTimeout are
@@ -60,6 +63,15 @@ class S3Env : public HttpEnv {
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override;
   absl::StatusOr<bool> IsDirectory(const std::string& path) override;
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
+
+  // WriteRequest is one request of an upload (for S3Upload): `method` on object `path`
+  // with `query` (sorted parameters, already encoded; may be empty) and `body`; the 2xx
+  // answer's body goes to *response and its ETag header to *etag (either may be null).
+  // Retried as reads are; a `cleanup` request is sent even after Cancel.
+  absl::Status WriteRequest(const std::string& method, const std::string& path,
+                            const std::string& query, absl::string_view body, bool cleanup,
+                            std::string* response, std::string* etag);
 
   // ListKeys lists every key under `prefix` of `bucket` (no delimiter), page by page:
   // for tests and tools.
@@ -85,7 +97,7 @@ class S3Env : public HttpEnv {
 
  private:
   S3Env(Env* base, const HttpOptions& http, std::unique_ptr<const s3_internal::S3Config> config,
-        int list_page_keys);
+        int list_page_keys, int64_t upload_part_bytes);
 
   // ObjectUrl is the endpoint URL of `key` in `bucket` (path or virtual style); with an
   // empty key, the bucket's URL (for listing).
@@ -99,6 +111,7 @@ class S3Env : public HttpEnv {
 
   const std::unique_ptr<const s3_internal::S3Config> config_;  // Never null.
   const int list_page_keys_;
+  const int64_t upload_part_bytes_;
   std::atomic<int64_t> list_pages_{0};
 };
 

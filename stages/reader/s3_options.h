@@ -31,6 +31,10 @@ struct S3Options {
   // Keys asked for per ListObjectsV2 page (max-keys); 1..1000 (S3's own cap). Default
   // 1000; tests use a small one so that paging is exercised.
   int list_page_keys = 1000;
+  // Part size of a multipart upload (`flowloader pack --out=s3://`): an object written is
+  // sent in parts of this many bytes (the memory an upload holds), one PUT when it is no
+  // larger; 5 MiB..5 GiB (S3's limits). Default 8 MiB.
+  int64_t upload_part_bytes = int64_t{8} << 20;
 };
 
 // EnvLookup looks an environment variable up (nullopt: not set); S3Env::CreateWith takes

@@ -83,8 +83,17 @@ absl::StatusOr<std::unique_ptr<Sampler>> Sampler::Create(int64_t dataset_size,
 }
 
 int64_t Sampler::order_bytes() const {
+  // The held order and the next epoch's being built; a rank's own indices are a copy
+  // of part of the built order, except when the order is the rank's (IsRanksOrder).
+  const int64_t held_and_next = 2 * per_rank_ * int64_t{8};
+  if (IsRanksOrder()) return held_and_next;
   const int64_t build = mixture_ != nullptr ? 36 : 8;
-  return epoch_size_ * build + 2 * per_rank_ * int64_t{8};
+  return epoch_size_ * build + held_and_next;
+}
+
+bool Sampler::IsRanksOrder() const {
+  return mixture_ == nullptr && options_.world_size == 1 && options_.repeated_augment <= 1 &&
+         per_rank_ == epoch_size_;
 }
 
 std::vector<int64_t> Sampler::EpochOrder(int64_t epoch) const {
@@ -115,6 +124,7 @@ int Sampler::Copy(int64_t position) const {
 }
 
 std::vector<int64_t> Sampler::EpochIndices(int64_t epoch) const {
+  if (IsRanksOrder()) return EpochOrder(epoch);  // One rank: no copy of it (8 B a sample).
   const std::vector<int64_t> order = EpochOrder(epoch);
   const int64_t ws = options_.world_size;
   if (options_.repeated_augment > 1) {

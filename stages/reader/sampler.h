@@ -67,8 +67,9 @@ class Sampler {
   // samples_per_rank is EpochIndices(e).size() for every epoch e.
   int64_t samples_per_rank() const { return per_rank_; }
   // order_bytes is the memory an epoch's order takes at its peak: building it (8 B a
-  // position, 36 B for a mixture's draws, source order and merge) plus the rank's indices
-  // that the graph holds while the next epoch's are built (2 × 8 B a sample). Counted in
+  // position, 36 B for a mixture's draws, source order and merge; none with one rank,
+  // whose indices are the order itself) plus the rank's indices that the graph holds
+  // while the next epoch's are built (2 × 8 B a sample). Counted in
   // the memory plan (`sampler_order`), so a huge epoch_samples is refused up front.
   int64_t order_bytes() const;
   // kMaxEpochSamples bounds epoch_samples (2^40, ~36 TiB of order): above it the order's
@@ -93,6 +94,9 @@ class Sampler {
         mixture_(std::move(mixture)) {}
   // EpochOrder is the epoch's order before sharding (all ranks').
   std::vector<int64_t> EpochOrder(int64_t epoch) const;
+  // IsRanksOrder is true when this rank's indices are the whole epoch's order as it is
+  // (one rank, no repeated augmentation, no mixture): EpochIndices returns it uncopied.
+  bool IsRanksOrder() const;
 
   const int64_t epoch_size_;  // Positions per epoch before sharding.
   const SamplerOptions options_;

@@ -163,5 +163,20 @@ TEST(RepeatedAugmentTest, OffKeysByIndexAndRefusesZeroOrAnEmptyCut) {
   EXPECT_TRUE(Sampler::Create(256, o).ok());
 }
 
+TEST(SamplerTest, OneRanksOrderIsNotCopied) {
+  // One rank: its indices are the order itself, held and the next built (2 × 8 B).
+  SamplerOptions o;
+  o.shuffle = true;
+  auto one = Sampler::Create(1000, o);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ((*one)->order_bytes(), 1000 * 16);
+  EXPECT_EQ((*one)->EpochIndices(3).size(), 1000u);
+  // Two ranks build the whole order (8 B) and copy their half of it.
+  o.world_size = 2;
+  auto two = Sampler::Create(1000, o);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ((*two)->order_bytes(), 1000 * 8 + 2 * 500 * 8);
+}
+
 }  // namespace
 }  // namespace flowloader

@@ -18,6 +18,7 @@
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/internal/shard_names.h"
+#include "stages/reader/internal/window_prefetch.h"
 #include "stages/reader/schemes.h"
 #include "stages/reader/tar_index.h"
 
@@ -131,6 +132,7 @@ struct Group {
 }  // namespace
 
 absl::Span<const SampleMember> Dataset::members(int64_t i) const {
+  if (computed()) return {};
   const SampleSource& s = samples_[static_cast<size_t>(i)];
   if (s.member_count == 0) return {};
   return absl::Span<const SampleMember>(members_.data() + s.first_member, s.member_count);
@@ -190,39 +192,83 @@ absl::StatusOr<std::vector<std::string>> Dataset::ShardPaths(Env* env, const std
 
 namespace {
 
+// KeptWindows are the remote shards' index windows, kept (within `budget` bytes, the
+// block cache's room) until admission decides which shards the block cache holds: those
+// shards' windows become cached blocks instead of being fetched again by the first epoch.
+struct KeptWindows {
+  std::atomic<int64_t> budget{0};
+  std::vector<std::vector<std::pair<int64_t, std::string>>> by_shard;  // (offset, bytes)
+
+  void Keep(size_t shard, int64_t offset, std::string bytes) {
+    const int64_t n = static_cast<int64_t>(bytes.size());
+    if (n == 0) return;
+    if (budget.fetch_sub(n) < n) {  // No room: the block is fetched when first read.
+      budget.fetch_add(n);
+      return;
+    }
+    by_shard[shard].emplace_back(offset, std::move(bytes));
+  }
+};
+
+// IndexWindowBudget is the room the index windows of remote shards may be kept in: what
+// the block cache can still admit, when its blocks are the index windows (same size, and
+// no disk cache in front of it, which admits nothing); else 0.
+int64_t IndexWindowBudget(const StorageEnv& storage, const DatasetOptions& options) {
+  if (storage.disk_cache() != nullptr ||
+      options.http_index_window_bytes != storage.options().http.block_bytes) {
+    return 0;
+  }
+  return std::max<int64_t>(0, storage.cache_budget_bytes() - storage.admitted_bytes());
+}
+
+// IndexOne indexes the shard at `location`; a remote one's windows are read
+// index_prefetch_windows ahead and handed to `keep`.
+TarIndex IndexOne(Env* env, const std::string& location, const DatasetOptions& options,
+                  const internal::WindowPrefetcher::Keep& keep) {
+  const bool remote = IsRemotePath(location);
+  TarIndexOptions o;
+  o.read_ahead_bytes = remote ? options.http_index_window_bytes : 0;
+  // Labels and column members sit right after their headers: reading them here costs
+  // no request of its own (for HTTP they come inside the index's range windows).
+  o.want_payload = [&options](const std::string& name) {
+    std::string key, extension;
+    if (!SplitKey(name, &key, &extension)) return false;
+    extension = absl::AsciiStrToLower(extension);
+    if (IsColumn(options.columns, extension)) return true;
+    return options.label_key.empty() ? extension == "cls" : extension == "json";
+  };
+  if (!options.columns.empty()) {
+    o.inline_max_bytes = std::max(o.inline_max_bytes, options.column_max_bytes);
+  }
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env->NewRandomAccessFile(location);
+  if (!file.ok()) {
+    TarIndex failed;
+    failed.damage = file.status();
+    return failed;
+  }
+  if (!remote) {  // Local: each header read as it is (the page cache reads ahead).
+    return IndexTar([&file](int64_t offset, int64_t length,
+                            std::string* out) { return (*file)->Read(offset, length, out); },
+                    location, o);
+  }
+  internal::WindowPrefetcher prefetch(file->get(), o.read_ahead_bytes,
+                                      options.index_prefetch_windows, keep);
+  return IndexTar([&prefetch](int64_t offset, int64_t length,
+                              std::string* out) { return prefetch.Read(offset, length, out); },
+                  location, o);
+}
+
 // Indexes every shard, `threads` at a time (for HTTP, the latency of one shard's range
 // requests overlaps the others').
 std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shards,
-                                  const DatasetOptions& options) {
+                                  const DatasetOptions& options, KeptWindows* kept) {
   std::vector<TarIndex> indexes(shards.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < shards.size(); i = next++) {
-      const std::string& location = shards[i];
-      TarIndexOptions o;
-      o.read_ahead_bytes = IsRemotePath(location) ? options.http_index_window_bytes : 0;
-      // Labels and column members sit right after their headers: reading them here costs
-      // no request of its own (for HTTP they come inside the index's range windows).
-      o.want_payload = [&options](const std::string& name) {
-        std::string key, extension;
-        if (!SplitKey(name, &key, &extension)) return false;
-        extension = absl::AsciiStrToLower(extension);
-        if (IsColumn(options.columns, extension)) return true;
-        return options.label_key.empty() ? extension == "cls" : extension == "json";
-      };
-      if (!options.columns.empty()) {
-        o.inline_max_bytes = std::max(o.inline_max_bytes, options.column_max_bytes);
-      }
-      absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env->NewRandomAccessFile(location);
-      if (!file.ok()) {
-        indexes[i].damage = file.status();
-        continue;
-      }
-      indexes[i] = IndexTar(
-          [&file](int64_t offset, int64_t length, std::string* out) {
-            return (*file)->Read(offset, length, out);
-          },
-          location, o);
+      indexes[i] = IndexOne(env, shards[i], options, [kept, i](int64_t offset, std::string bytes) {
+        kept->Keep(i, offset, std::move(bytes));
+      });
     }
   };
   const size_t threads = std::min<size_t>(static_cast<size_t>(options.index_threads), shards.size());
@@ -231,6 +277,18 @@ std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shar
   work();
   for (std::thread& t : pool) t.join();
   return indexes;
+}
+
+// SeedAdmittedShards hands the kept index windows to the block caches (only those of
+// admitted shards are kept there) and frees the rest.
+void SeedAdmittedShards(StorageEnv& storage, const std::vector<std::string>& shards,
+                        KeptWindows* kept) {
+  for (size_t i = 0; i < shards.size(); ++i) {
+    for (auto& [offset, bytes] : kept->by_shard[i]) {
+      storage.SeedBlock(shards[i], offset, std::move(bytes));
+    }
+    kept->by_shard[i] = {};
+  }
 }
 
 // AdmitRemoteShards offers the indexed remote shards to the block caches in listing
@@ -255,6 +313,10 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
     return absl::InvalidArgumentError(
         absl::StrCat("index_threads must be >= 1, got ", options.index_threads));
   }
+  if (options.index_prefetch_windows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "index_prefetch_windows must be >= 0, got ", options.index_prefetch_windows));
+  }
   if (options.http_index_window_bytes <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "http_index_window_bytes must be > 0, got ", options.http_index_window_bytes));
@@ -271,9 +333,15 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
   dataset->column_names_ = options.columns;
 
   // Indexing reads through NewRandomAccessFile, which never fills the cache; admission
-  // needs the sizes the index found.
-  const std::vector<TarIndex> indexes = IndexShards(dataset->shard_env(), shards, options);
+  // needs the sizes the index found, and the windows kept meanwhile are then handed to
+  // the admitted shards' block caches.
+  KeptWindows kept;
+  kept.budget = IndexWindowBudget(storage_env, options);
+  kept.by_shard.resize(shards.size());
+  const std::vector<TarIndex> indexes =
+      IndexShards(dataset->shard_env(), shards, options, &kept);
   AdmitRemoteShards(storage_env, shards, indexes);
+  SeedAdmittedShards(storage_env, shards, &kept);
   std::map<std::string, uint32_t> extension_ids;
   std::map<std::string, int64_t> failed_shards;   // By reason.
   std::map<std::string, int64_t> failed_samples;  // By reason, for the refusal below.

@@ -37,6 +37,7 @@ absl::StatusOr<Env*> StorageEnv::EnvFor(const std::string& path) {
   absl::StatusOr<std::unique_ptr<HttpEnv>> made = scheme->create(base_, options_);
   if (!made.ok()) return made.status();
   if (cancelled_.load()) (*made)->Cancel();
+  (*made)->set_storage_stats(stats_);
   HttpEnv* env = made->get();
   envs_.emplace(scheme->family, std::move(*made));
   // Where requests go and whose credentials sign them, said once (never the secret).
@@ -91,6 +92,13 @@ absl::StatusOr<std::string> StorageEnv::CanonicalPath(const std::string& path) {
   return (*env)->CanonicalPath(path);
 }
 
+absl::StatusOr<std::unique_ptr<WritableFile>> StorageEnv::NewWritableFile(
+    const std::string& path) {
+  if (!IsRemotePath(path)) return base_->NewWritableFile(path);
+  if (absl::StatusOr<Env*> env = EnvFor(path); !env.ok()) return env.status();
+  return RemoteEnv(path)->NewWritableFile(path);
+}
+
 int64_t StorageEnv::AdmitShards(const std::vector<HttpEnv::ShardSize>& shards) {
   int64_t total = admitted_bytes();
   if (disk_cache_ != nullptr) return total;  // The disk cache keeps the blocks instead.
@@ -105,6 +113,12 @@ int64_t StorageEnv::AdmitShards(const std::vector<HttpEnv::ShardSize>& shards) {
     total += http->AdmitShards({shard}) - before;
   }
   return total;
+}
+
+int64_t StorageEnv::SeedBlock(const std::string& url, int64_t offset, std::string bytes) {
+  if (disk_cache_ != nullptr) return 0;  // Nothing is admitted (see AdmitShards).
+  HttpEnv* http = RemoteEnv(url);
+  return http == nullptr ? 0 : http->SeedBlock(url, offset, std::move(bytes));
 }
 
 HttpEnv* StorageEnv::RemoteEnv(const std::string& path) {

@@ -30,6 +30,7 @@
 #include "stages/reader/http_env.h"
 #include "stages/reader/internal/disk_cache.h"
 #include "stages/reader/schemes.h"
+#include "stages/reader/storage_stats.h"
 
 namespace flowloader {
 
@@ -50,6 +51,9 @@ class StorageEnv : public Env {
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override;
   absl::StatusOr<bool> IsDirectory(const std::string& path) override;
   absl::StatusOr<std::string> CanonicalPath(const std::string& path) override;
+  // NewWritableFile writes a local file, or uploads an s3:// object (never through the
+  // disk cache).
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
 
   // EnvFor is the Env that reads `path`: the base for a local path, else its scheme's
   // (made now if it is the first of its family; its Create's refusal otherwise), behind
@@ -60,6 +64,9 @@ class StorageEnv : public Env {
   // while the admitted total fits http.cache_bytes (stops at the first that does not);
   // returns the admitted bytes. See HttpEnv::AdmitShards. Nothing with a disk cache.
   int64_t AdmitShards(const std::vector<HttpEnv::ShardSize>& shards);
+  // SeedBlock hands bytes read at `offset` of the remote shard `url` to its Env's block
+  // cache (HttpEnv::SeedBlock); returns the bytes kept (0 with a disk cache).
+  int64_t SeedBlock(const std::string& url, int64_t offset, std::string bytes);
   std::vector<HttpEnv::ShardSize> admitted() const;
   int64_t admitted_bytes() const;
   int admitted_shards() const;
@@ -79,6 +86,9 @@ class StorageEnv : public Env {
   // requests and retries sum up every remote Env's (HttpEnv::requests, retries).
   int64_t requests() const;
   int64_t retries() const;
+  // storage_stats are every remote Env's requests, bytes, retries, errors by code and
+  // latency, by scheme (storage_stats.h); shared so a PipelineStats may hold them too.
+  std::shared_ptr<const StorageStats> storage_stats() const { return stats_; }
   // Describe says, per remote Env made, where it sends requests and where its credentials
   // came from ("s3: endpoint http://127.0.0.1:7480 (s3_endpoint), credentials from
   // environment (AWS_ACCESS_KEY_ID)"), never a secret; empty when there is none.
@@ -100,6 +110,8 @@ class StorageEnv : public Env {
   // The disk cache's Env in front of each of envs_, by family (with a disk cache only).
   std::map<std::string, std::unique_ptr<DiskCacheEnv>> cached_ ABSL_GUARDED_BY(mu_);
   mutable std::atomic<bool> cancelled_{false};
+  // Counted into by every remote Env made (HttpEnv::set_storage_stats).
+  const std::shared_ptr<StorageStats> stats_ = std::make_shared<StorageStats>();
 };
 
 }  // namespace flowloader

@@ -111,7 +111,10 @@ bool ParsePax(absl::string_view records, std::string* path, int64_t* size) {
   return true;
 }
 
-// WindowReader serves reads from one window of the archive, refilled on a miss.
+// WindowReader serves reads from one window of the archive, refilled on a miss. Windows
+// are aligned (they start at multiples of their size), so that a remote shard's windows
+// are the block cache's blocks (window_prefetch.h); a read that does not fit inside the
+// window around its offset goes to the archive as it is.
 class WindowReader {
  public:
   WindowReader(const TarRangeReader& read, int64_t window) : read_(read), window_(window) {}
@@ -122,11 +125,16 @@ class WindowReader {
       out->assign(data_, static_cast<size_t>(offset - begin_), static_cast<size_t>(length));
       return absl::OkStatus();
     }
-    if (length >= window_) return read_(offset, length, out);
-    begin_ = offset;
-    if (absl::Status s = read_(offset, window_, &data_); !s.ok()) return s;
-    const int64_t have = std::min<int64_t>(length, static_cast<int64_t>(data_.size()));
-    out->assign(data_, 0, static_cast<size_t>(have));
+    const int64_t begin = offset / window_ * window_;
+    if (offset + length > begin + window_) return read_(offset, length, out);
+    begin_ = begin;
+    if (absl::Status s = read_(begin, window_, &data_); !s.ok()) {
+      data_.clear();
+      return s;
+    }
+    const int64_t skip = std::min<int64_t>(offset - begin, static_cast<int64_t>(data_.size()));
+    const int64_t have = std::min<int64_t>(length, static_cast<int64_t>(data_.size()) - skip);
+    out->assign(data_, static_cast<size_t>(skip), static_cast<size_t>(have));
     return absl::OkStatus();
   }
 

@@ -56,7 +56,9 @@ using TarRangeReader = std::function<absl::Status(int64_t offset, int64_t length
 struct TarIndexOptions {
   // Read this many bytes at a time and serve headers from them, so that an archive of
   // small members costs one read per window instead of one per header (HTTP); 0 reads
-  // each header alone (local files, where the page cache reads ahead). >= 0.
+  // each header alone (local files, where the page cache reads ahead). >= 0. Windows are
+  // aligned: each starts at a multiple of this size (a remote shard's windows are then
+  // its block-cache blocks); a read crossing a window's end is passed on as it is.
   int64_t read_ahead_bytes = 0;
   // Keep the payload of members for which this returns true and whose size is at most
   // inline_max_bytes (labels); nullptr keeps none.

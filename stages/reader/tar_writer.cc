@@ -1,7 +1,6 @@
 #include "stages/reader/tar_writer.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -25,20 +24,18 @@ void PutOctal(char* field, int width, int64_t value) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return StatusFromErrno(errno, path);
-  return std::unique_ptr<TarWriter>(new TarWriter(file, path));
+  return Create(Env::Default(), path);
 }
 
-TarWriter::~TarWriter() {
-  if (file_ != nullptr) std::fclose(file_);
+absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(Env* env, const std::string& path) {
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
+  if (!file.ok()) return file.status();
+  return std::unique_ptr<TarWriter>(new TarWriter(std::move(*file)));
 }
 
 absl::Status TarWriter::Write(absl::string_view data) {
-  if (file_ == nullptr) return absl::FailedPreconditionError(absl::StrCat(path_, ": closed"));
-  if (!data.empty() && std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
-    return StatusFromErrno(errno, path_);
-  }
+  if (file_ == nullptr) return absl::FailedPreconditionError("tar writer: already closed");
+  if (absl::Status s = file_->Append(data); !s.ok()) return s;
   bytes_ += static_cast<int64_t>(data.size());
   return absl::OkStatus();
 }
@@ -84,10 +81,14 @@ absl::Status TarWriter::Add(absl::string_view name, absl::string_view data) {
 
 absl::Status TarWriter::Close() {
   if (absl::Status s = Write(std::string(2 * kBlock, '\0')); !s.ok()) return s;
-  const int rc = std::fclose(file_);
-  file_ = nullptr;
-  if (rc != 0) return StatusFromErrno(errno, path_);
-  return absl::OkStatus();
+  std::unique_ptr<WritableFile> file = std::move(file_);
+  return file->Close();
+}
+
+absl::Status TarWriter::Abort() {
+  if (file_ == nullptr) return absl::OkStatus();
+  std::unique_ptr<WritableFile> file = std::move(file_);
+  return file->Abort();
 }
 
 }  // namespace flowloader

@@ -3,45 +3,49 @@
 // Members are regular files in POSIX ustar headers (mode 0644, mtime 0, so the same
 // members give the same bytes); a name longer than ustar's 100 bytes gets a GNU
 // `././@LongLink` record first, as GNU tar writes it. Close writes the two zero blocks
-// that end an archive. Used by `flowloader pack` and by tests that build shards.
+// that end an archive. Used by `flowloader pack` and by tests that build shards. The
+// bytes go to an Env's WritableFile: a local file, or an s3:// object uploaded in parts
+// as it is written (s3_upload.h); a writer dropped before Close leaves nothing.
 //
 // Thread-safety: not thread-safe; one writer per archive.
 #ifndef FLOWLOADER_STAGES_READER_TAR_WRITER_H_
 #define FLOWLOADER_STAGES_READER_TAR_WRITER_H_
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "stages/reader/env.h"
 
 namespace flowloader {
 
 class TarWriter {
  public:
-  // Create opens `path` for writing (truncating it).
+  // Create opens local `path` for writing (truncating it).
   static absl::StatusOr<std::unique_ptr<TarWriter>> Create(const std::string& path);
-  ~TarWriter();
+  // Create opens `path` through `env` (not owned; e.g. a StorageEnv for s3://).
+  static absl::StatusOr<std::unique_ptr<TarWriter>> Create(Env* env, const std::string& path);
 
   // Add appends a member named `name` holding `data`.
   absl::Status Add(absl::string_view name, absl::string_view data);
   // Close ends the archive and closes the file; the writer takes no more members.
   absl::Status Close();
+  // Abort discards the archive (nothing is left under its path); a no-op after Close.
+  absl::Status Abort();
 
   // bytes is the archive's size so far (headers, data, padding).
   int64_t bytes() const { return bytes_; }
 
  private:
-  TarWriter(std::FILE* file, std::string path) : file_(file), path_(std::move(path)) {}
+  explicit TarWriter(std::unique_ptr<WritableFile> file) : file_(std::move(file)) {}
   absl::Status Write(absl::string_view data);
   absl::Status WriteHeader(absl::string_view name, int64_t size, char type);
   absl::Status Pad(int64_t size);
 
-  std::FILE* file_;
-  const std::string path_;
+  std::unique_ptr<WritableFile> file_;  // Null once closed.
   int64_t bytes_ = 0;
 };
 

@@ -35,8 +35,10 @@ interrupt() {
   local name="$1" sig="$2" wait="$3" mode="$4" list="$TMP/$1.txt"
   : >"$list"
   for f in "$TMP/shards"/*.tar; do echo "http://127.0.0.1:$PORT/$mode/$(basename "$f")" >>"$list"; done
+  # --http_cache_mb=0: member reads go to the server (else the index windows, kept as
+  # the shards' cached blocks, would serve every member without asking it).
   "$FLOWLOADER" run --data="$list" --device=cpu --image_size=32 --batch_size=4 \
-    --num_workers=2 --epochs=0 --metrics_address= --progress=false \
+    --num_workers=2 --epochs=0 --metrics_address= --progress=false --http_cache_mb=0 \
     >"$TMP/$name.out" 2>"$TMP/$name.err" &
   local pid=$!
   sleep "$wait"

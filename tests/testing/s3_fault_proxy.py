@@ -12,9 +12,15 @@ comma-separated FAULTS, in turn:
   reset        the connection reset (RST) before any answer
   cut          the upstream's status and full Content-Length, half the body, then close
   stall        nothing for 3 s, then close
+  slow_reads   an object GET (no query) waits 40 ms, then is forwarded (with EVERY=1:
+               a store 40 ms away for reads, the listing at loopback speed)
   hang_reads   an object GET (no query: not a listing) gets nothing for 60 s, then a
                close; any other request is forwarded (with EVERY=1: the listing works,
                every read hangs)
+  deny_part2   an UploadPart of part 2 (PUT ...partNumber=2...) gets 403 AccessDenied
+               (not retried); any other request is forwarded
+  hang_part2   an UploadPart of part 2 gets nothing for 60 s, then a close; any other
+               request is forwarded
 Each fault is logged to LOG as one line "FAULT method path".
 """
 import http.client
@@ -78,9 +84,13 @@ class Proxy(http.server.BaseHTTPRequestHandler):
 
     def handle_one(self):
         fault = next_fault()
-        if fault == "hang_reads" and (self.command != "GET" or "?" in self.path):
+        if fault in ("hang_reads", "slow_reads") and (self.command != "GET" or "?" in self.path):
             fault = None
-        if fault:
+        if fault == "deny_part2" and (self.command != "PUT" or "partNumber=2&" not in self.path):
+            fault = None
+        if fault == "hang_part2" and (self.command != "PUT" or "partNumber=2&" not in self.path):
+            fault = None
+        if fault and fault != "slow_reads":
             LOG.write("%s %s %s\n" % (fault, self.command, self.path))
         if fault == "slowdown":
             return self.reply(503, s3_error("SlowDown", "Please reduce your request rate."))
@@ -93,7 +103,12 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.close_connection = True
             return
-        if fault == "hang_reads":
+        if fault == "deny_part2":
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            return self.reply(403, s3_error("AccessDenied", "Access Denied"))
+        if fault in ("hang_reads", "hang_part2"):
             time.sleep(60)
             self.close_connection = True
             return
@@ -101,6 +116,8 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             time.sleep(3)
             self.close_connection = True
             return
+        if fault == "slow_reads":
+            time.sleep(0.04)
         resp, data = self.upstream()
         self.send_response(resp.status)
         for k, v in resp.getheaders():
@@ -115,7 +132,7 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             return
         self.wfile.write(data)
 
-    do_GET = do_HEAD = do_PUT = do_DELETE = handle_one
+    do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = handle_one
 
 
 class Server(http.server.ThreadingHTTPServer):

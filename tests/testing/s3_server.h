@@ -37,6 +37,9 @@ class RadosGateway {
   bool CreateBucket(const std::string& bucket) const;
   bool Put(const std::string& bucket, const std::string& key, const std::string& body) const;
   bool Delete(const std::string& bucket, const std::string& key) const;
+  // MultipartUploads is how many multipart uploads of `bucket` are in progress (started,
+  // neither completed nor aborted; ListMultipartUploads), or -1 when the listing failed.
+  int MultipartUploads(const std::string& bucket) const;
   // Upload puts every file below local directory `dir` as `prefix` + its relative path;
   // returns how many.
   int Upload(const std::string& dir, const std::string& bucket, const std::string& prefix) const;

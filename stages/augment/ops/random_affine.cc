@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stages/augment/internal/crop_math.h"
+#include "stages/augment/ops/internal/affine_targets.h"
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/kernels/geometry.h"
 #include "stages/augment/ops/op.h"
@@ -50,14 +51,38 @@ class RandomAffine : public Op {
   }
 
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
-    if (p.n < 6 || !(p.v[3] > 0)) return absl::InvalidArgumentError("needs 6 params, scale > 0");
+    if (!Valid(p)) return absl::InvalidArgumentError("needs 6 params, scale > 0");
     kernels::Affine(*image.rgb, p.v[0], p.v[1], p.v[2], p.v[3], p.v[4], p.v[5], interpolation_,
                     fill_, image.spare);
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }
 
+  // Boxes, masks and label maps move with the same drawn parameters (affine_targets.h).
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
+    if (!Valid(p)) return absl::InvalidArgumentError("needs 6 params, scale > 0");
+    return internal::AffineTargets(Move(p), targets);
+  }
+  bool MovesLabels() const override { return true; }
+  absl::Status MoveLabels(const OpParams& p, LabelPlane& plane) const override {
+    if (!Valid(p)) return absl::InvalidArgumentError("needs 6 params, scale > 0");
+    return internal::AffineLabels(Move(p), plane);
+  }
+
  private:
+  static bool Valid(const OpParams& p) { return p.n >= 6 && p.v[3] > 0; }
+  static internal::AffineMove Move(const OpParams& p) {
+    internal::AffineMove m;
+    m.angle = p.v[0];
+    m.translate_x = p.v[1];
+    m.translate_y = p.v[2];
+    m.scale = p.v[3];
+    m.shear_x = p.v[4];
+    m.shear_y = p.v[5];
+    return m;
+  }
+
   const AffineRanges r_;
   const Interpolation interpolation_;
   const std::array<uint8_t, 3> fill_;

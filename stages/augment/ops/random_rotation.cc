@@ -7,6 +7,7 @@
 #include <cmath>
 #include <utility>
 
+#include "stages/augment/ops/internal/affine_targets.h"
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/kernels/geometry.h"
 #include "stages/augment/ops/op.h"
@@ -42,7 +43,28 @@ class RandomRotation : public Op {
     return absl::OkStatus();
   }
 
+  // Boxes, masks and label maps move with the same angle (affine_targets.h); with expand
+  // the canvas grows as the image does.
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
+    if (p.n < 1) return absl::InvalidArgumentError("needs its angle");
+    return internal::AffineTargets(Move(p), targets);
+  }
+  bool MovesLabels() const override { return true; }
+  absl::Status MoveLabels(const OpParams& p, LabelPlane& plane) const override {
+    if (p.n < 1) return absl::InvalidArgumentError("needs its angle");
+    return internal::AffineLabels(Move(p), plane);
+  }
+
  private:
+  internal::AffineMove Move(const OpParams& p) const {
+    internal::AffineMove m;
+    m.rotate = true;
+    m.angle = p.v[0];
+    m.expand = expand_;
+    return m;
+  }
+
   const std::pair<double, double> degrees_;
   const Interpolation interpolation_;
   const bool expand_;

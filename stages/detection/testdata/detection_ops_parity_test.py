@@ -13,7 +13,14 @@ same parameters:
   the masks, the reference leaves them), v2's behaviour is the reference;
 - the other geometric ops: v2's kernels, as detection_parity_test restates them
   (ref_boxes, ref_masks).
-Boxes must agree within 1e-3 px, labels, iscrowd and area exactly, masks identically,
+- random_affine and random_rotation: boxes through v2's affine box kernel
+  (_affine_bounding_boxes_with_expand, restated in v2_affine_boxes, with expand's canvas),
+  masks through torchvision 0.14's F.affine / F.rotate on PIL "L" masks with NEAREST and
+  fill 0 (the image's own inverse map, so masks stay on the pixels).
+Keypoints [K, P, 3] ride along: v2's *_keypoints kernels (v0.23, restated in
+ref_keypoints and v2_affine_keypoints) move (x, y), the visibility stays.
+Boxes and keypoints must agree within 1e-3 px, labels, iscrowd and area exactly, masks
+identically,
 pixels exactly (scale_jitter, random_shortest_size: within 1 level, PIL's resize).
 random_iou_crop's draws (which look at the boxes) are compared over 10 000 draws with the
 reference's own loop run on torch's generator (two-sample KS, frequencies within 5 SE).
@@ -31,6 +38,7 @@ import torch
 import torch.nn.functional as TF
 import torchvision
 import torchvision.transforms.functional as F
+import torchvision.transforms.functional_tensor as FT
 from PIL import Image
 from torchvision.transforms import InterpolationMode
 
@@ -59,12 +67,16 @@ class Tool:
 def write_targets(path, t):
     h, w = t["size"]
     with open(path, "wb") as f:
-        f.write(f"{w} {h} {len(t['labels'])} 1\n".encode())
+        p = t["keypoints"].shape[1] if "keypoints" in t else 0
+        f.write(f"{w} {h} {len(t['labels'])} 1 {p}\n".encode())
         for k in range(len(t["labels"])):
             b = t["boxes"][k].tolist()
             f.write((" ".join(repr(float(v)) for v in b) +
                      f" {int(t['labels'][k])} {int(t['iscrowd'][k])} "
                      f"{float(t['area'][k])!r}\n").encode())
+        for k in range(len(t["labels"]) if p else 0):
+            f.write((" ".join(repr(float(v)) for v in t["keypoints"][k].reshape(-1).tolist())
+                     + "\n").encode())
         f.write(b"masks\n")
         f.write(t["masks"].numpy().tobytes())
 
@@ -72,16 +84,22 @@ def write_targets(path, t):
 def read_targets(path):
     data = open(path, "rb").read()
     header, rest = data.split(b"\n", 1)
-    w, h, k, m = (int(v) for v in header.split())
+    w, h, k, m, p = (int(v) for v in header.split())
     rows = []
     for _ in range(k):
         line, rest = rest.split(b"\n", 1)
         rows.append([float(v) for v in line.split()])
     rows = np.array(rows, dtype=np.float64).reshape(k, 7)
+    points = []
+    for _ in range(k if p else 0):
+        line, rest = rest.split(b"\n", 1)
+        points.append([float(v) for v in line.split()])
+    points = np.array(points, dtype=np.float64).reshape(k, p, 3)
     _, rest = rest.split(b"\n", 1)
     masks = np.frombuffer(rest, dtype=np.uint8).reshape(k, h, w)
     return {"size": (h, w), "boxes": rows[:, :4], "labels": rows[:, 4].astype(np.int64),
-            "iscrowd": rows[:, 5].astype(np.int64), "area": rows[:, 6], "masks": masks}
+            "iscrowd": rows[:, 5].astype(np.int64), "area": rows[:, 6], "masks": masks,
+            "keypoints": points}
 
 
 def sample(seed, w=97, h=71, k=7):
@@ -96,7 +114,14 @@ def sample(seed, w=97, h=71, k=7):
         boxes.append([x0, y0, x1, y1])
         cx, cy, rx, ry = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2, (y1 - y0) / 2
         masks.append((((xx + 0.5 - cx) / rx) ** 2 + ((yy + 0.5 - cy) / ry) ** 2 <= 1))
-    target = {"size": (h, w), "boxes": torch.tensor(boxes, dtype=torch.float32),
+    # Keypoints [K, 4, 3]: two box corners, the centre (v 2, 1, 2) and one anywhere near
+    # the canvas, some outside (v 0).
+    points = []
+    for x0, y0, x1, y1 in boxes:
+        points.append([[x0, y0, 2], [x1, y1, 2], [(x0 + x1) / 2, (y0 + y1) / 2, 1],
+                       [g.uniform(-10, w + 10), g.uniform(-10, h + 10), 0]])
+    target = {"keypoints": torch.tensor(points, dtype=torch.float32),
+              "size": (h, w), "boxes": torch.tensor(boxes, dtype=torch.float32),
               "labels": torch.arange(1, k + 1, dtype=torch.int64),
               "iscrowd": torch.tensor([k % 2 for k in range(k)], dtype=torch.int64),
               "area": torch.tensor([float(m.sum()) for m in masks], dtype=torch.float32),
@@ -106,9 +131,49 @@ def sample(seed, w=97, h=71, k=7):
 
 def keep(target, valid):
     out = dict(target)
-    for key in ("boxes", "labels", "iscrowd", "area", "masks"):
+    for key in ("boxes", "labels", "iscrowd", "area", "masks", "keypoints"):
         out[key] = target[key][valid]
     return out
+
+
+# --- keypoints: torchvision v2's *_keypoints kernels (functional/_geometry.py, v0.23) ---
+# (x, y) move, the visibility column rides along; nothing is clamped.
+
+def kp_shift(kp, dx, dy):
+    """crop_keypoints (dx, dy = -left, -top) and pad_keypoints (left, top)."""
+    kp = kp.clone()
+    kp[..., :2] = kp[..., :2] + torch.tensor([dx, dy], dtype=kp.dtype)
+    return kp
+
+
+def ref_keypoints(geometry, kp, h, w):
+    kind, args = geometry
+    kp = kp.clone()
+    if kind == "hflip":  # horizontal_flip_keypoints: x.sub_(W - 1).neg_()
+        kp[..., 0] = kp[..., 0].sub_(w - 1).neg_()
+        return kp
+    if kind == "vflip":
+        kp[..., 1] = kp[..., 1].sub_(h - 1).neg_()
+        return kp
+    if kind == "crop":
+        top, left, _, _ = args
+        return kp_shift(kp, -left, -top)
+    if kind == "pad":
+        left, top, _, _ = args
+        return kp_shift(kp, left, top)
+    if kind == "resize":  # resize_keypoints: unchanged at the same size, else ratios.
+        nh, nw = args
+        if (nh, nw) == (h, w):
+            return kp
+        kp[..., :2] = kp[..., :2].mul(torch.tensor([nw / w, nh / h])).to(kp.dtype)
+        return kp
+    if kind == "resized_crop":
+        top, left, ch, cw, oh, ow = args
+        return ref_keypoints(("resize", (oh, ow)), kp_shift(kp, -left, -top), ch, cw)
+    if kind == "center_crop":
+        ch, cw = args
+        return kp_shift(kp, -int(round((w - cw) / 2.0)), -int(round((h - ch) / 2.0)))
+    raise ValueError(kind)
 
 
 # --- references/detection/transforms.py at v0.14.0, draws given as parameters --------
@@ -124,6 +189,7 @@ def ref_zoom_out(image, target, p, fill=(0, 0, 0)):
     target["boxes"] = boxes
     # v2's RandomZoomOut pads the masks with 0 (pad_mask); the v0.14 reference skips them.
     target["masks"] = TF.pad(target["masks"], [left, right, top, bottom], value=0)
+    target["keypoints"] = kp_shift(target["keypoints"], left, top)
     h, w = target["size"]
     target["size"] = (h + top + bottom, w + left + right)
     return image, target
@@ -146,6 +212,7 @@ def ref_iou_crop(image, target, p):
     boxes[:, 1::2].clamp_(min=0, max=new_h)
     target["boxes"] = boxes
     target["masks"] = target["masks"][:, top:bottom, left:right]  # v2: masks cropped too.
+    target["keypoints"] = kp_shift(target["keypoints"], -left, -top)
     target["size"] = (new_h, new_w)
     return F.crop(image, top, left, new_h, new_w), target
 
@@ -198,6 +265,8 @@ def ref_resize(image, target, p, interpolation=InterpolationMode.BILINEAR):
     target["boxes"] = boxes
     target["masks"] = F.resize(target["masks"], [new_height, new_width],
                                interpolation=InterpolationMode.NEAREST)
+    target["keypoints"] = ref_keypoints(("resize", (new_height, new_width)),
+                                        target["keypoints"], orig_height, orig_width)
     target["size"] = (new_height, new_width)
     return image, target
 
@@ -223,6 +292,7 @@ def ref_fixed_size_crop(size, fill=0, padding_mode="constant"):
             target["boxes"] = boxes
             target = keep(target, is_valid)
             target["masks"] = F.crop(target["masks"], top, left, new_height, new_width)
+            target["keypoints"] = kp_shift(target["keypoints"], -left, -top)
         pad_bottom = max(crop_height - new_height, 0)
         pad_right = max(crop_width - new_width, 0)
         if pad_bottom != 0 or pad_right != 0:
@@ -231,6 +301,98 @@ def ref_fixed_size_crop(size, fill=0, padding_mode="constant"):
                                     "constant")
         target["size"] = (crop_height, crop_width)
         return img, target
+    return run
+
+
+# --- random_affine / random_rotation: v2's box kernel, masks as PIL masks --------------
+
+def v2_affine_boxes(boxes, size, angle, translate, scale, shear, expand=False):
+    """torchvision/transforms/v2/functional/_geometry.py, _affine_bounding_boxes_with_expand
+    (v0.16; _affine_bounding_box_xyxy in v0.15), on xyxy float32 boxes of a canvas `size`
+    (h, w): each box's four corners through the forward matrix, their enclosing box; with
+    expand, shifted by the transformed canvas corners' minimum onto the canvas v0.15 computes
+    (_compute_affine_output_size with the centre at [0, 0], the size v2's rotate_image gives
+    the image); then clamp_bounding_boxes."""
+    height, width = size
+    center = [width * 0.5, height * 0.5]
+    affine_vector = F._get_inverse_affine_matrix(center, angle, translate, scale, shear,
+                                                 inverted=False)
+    transposed_affine_matrix = torch.tensor(affine_vector, dtype=torch.float32).reshape(2, 3).T
+    points = boxes[:, [[0, 1], [2, 1], [2, 3], [0, 3]]].reshape(-1, 2)
+    points = torch.cat([points, torch.ones(points.shape[0], 1)], dim=-1)
+    transformed_points = torch.matmul(points, transposed_affine_matrix).reshape(-1, 4, 2)
+    out_bboxes = torch.cat([transformed_points.min(dim=1).values,
+                            transformed_points.max(dim=1).values], dim=1)
+    if expand:
+        points = torch.tensor([[0.0, 0.0, 1.0], [0.0, float(height), 1.0],
+                               [float(width), float(height), 1.0], [float(width), 0.0, 1.0]])
+        new_points = torch.matmul(points, transposed_affine_matrix)
+        tr = new_points.min(dim=0, keepdim=True).values
+        out_bboxes.sub_(tr.repeat((1, 2)))
+        affine_vector = F._get_inverse_affine_matrix([0.0, 0.0], angle, translate, scale, shear)
+        new_width, new_height = FT._compute_affine_output_size(affine_vector, width, height)
+        size = (new_height, new_width)
+    out_bboxes[:, 0::2].clamp_(min=0, max=size[1])
+    out_bboxes[:, 1::2].clamp_(min=0, max=size[0])
+    return out_bboxes, size
+
+
+def v2_affine_keypoints(kp, size, angle, translate, scale, shear, expand=False):
+    """_affine_keypoints_with_expand (v0.23): every point through the forward matrix; with
+    expand, shifted by the transformed canvas corners' minimum; not clamped."""
+    height, width = size
+    center = [width * 0.5, height * 0.5]
+    affine_vector = F._get_inverse_affine_matrix(center, angle, translate, scale, shear,
+                                                 inverted=False)
+    transposed_affine_matrix = torch.tensor(affine_vector, dtype=torch.float32).reshape(2, 3).T
+    points = kp[..., :2].reshape(-1, 2)
+    points = torch.cat([points, torch.ones(points.shape[0], 1)], dim=-1)
+    transformed_points = torch.matmul(points, transposed_affine_matrix)
+    if expand:
+        corners = torch.tensor([[0.0, 0.0, 1.0], [0.0, float(height), 1.0],
+                                [float(width), float(height), 1.0], [float(width), 0.0, 1.0]])
+        tr = torch.matmul(corners, transposed_affine_matrix).min(dim=0, keepdim=True).values
+        transformed_points.sub_(tr)
+    out = kp.clone()
+    out[..., :2] = transformed_points.reshape(kp[..., :2].shape)
+    return out
+
+
+def pil_masks(masks, move):
+    """Each instance mask as a PIL "L" image moved by `move` (torchvision 0.14's F.affine /
+    F.rotate with NEAREST and fill 0, as the segmentation references move PIL targets)."""
+    planes = [np.asarray(move(Image.fromarray(m, mode="L"))) for m in masks.numpy()]
+    return torch.tensor(np.stack(planes)) if planes else masks
+
+
+def ref_affine(image, target, p):
+    angle, tx, ty, scale, shx, shy = (float(v) for v in p)
+    kw = dict(angle=angle, translate=[tx, ty], scale=scale, shear=[shx, shy],
+              interpolation=InterpolationMode.NEAREST)
+    target = dict(target)
+    target["keypoints"] = v2_affine_keypoints(target["keypoints"], target["size"], angle,
+                                              [tx, ty], scale, [shx, shy])
+    target["boxes"], target["size"] = v2_affine_boxes(target["boxes"], target["size"], angle,
+                                                      [tx, ty], scale, [shx, shy])
+    target["masks"] = pil_masks(target["masks"], lambda m: F.affine(m, fill=0, **kw))
+    return F.affine(image, fill=0, **kw), target
+
+
+def ref_rotation(expand):
+    def run(image, target, p):
+        angle = float(p[0])
+        kw = dict(angle=angle, interpolation=InterpolationMode.NEAREST, expand=expand)
+        target = dict(target)
+        target["keypoints"] = v2_affine_keypoints(
+            target["keypoints"], target["size"], -angle, [0.0, 0.0], 1.0, [0.0, 0.0], expand)
+        # rotate_bounding_boxes: affine with -angle (F.rotate turns counter-clockwise).
+        target["boxes"], target["size"] = v2_affine_boxes(
+            target["boxes"], target["size"], -angle, [0.0, 0.0], 1.0, [0.0, 0.0], expand)
+        target["masks"] = pil_masks(target["masks"], lambda m: F.rotate(m, fill=0, **kw))
+        out = F.rotate(image, fill=0, **kw)
+        check(out.size == (target["size"][1], target["size"][0]),
+              f"v2's canvas {target['size']} is not PIL's image {out.size}")
+        return out, target
     return run
 
 
@@ -246,6 +408,7 @@ def v2(geometry):
         target = dict(target)
         for step in steps:
             h, w = target["size"]
+            target["keypoints"] = ref_keypoints(step, target["keypoints"], h, w)
             target["boxes"], target["size"] = ref_boxes(step, target["boxes"], h, w)
             target["masks"] = ref_masks(step, target["masks"])
         return None, target
@@ -285,6 +448,19 @@ CASES = [
     ("random_crop(size=[80, 110], pad_if_needed=true)", [9, 13, 80, 110],
      v2(lambda s, p: [("pad", (13, 9, 13, 9)), ("crop", (9, 13, 80, 110))]), None),
     ("pad(padding=[2, 3, 4, 5])", [], v2(lambda s, p: ("pad", (2, 3, 4, 5))), None),
+    ("random_affine(degrees=30)", [17.5, 0, 0, 1, 0, 0], ref_affine, 0),
+    ("random_affine(degrees=30, translate=[0.2, 0.2], scale=[0.7, 1.3], shear=10)",
+     [-23.0, 9, -5, 1.2, 7.5, 0], ref_affine, 0),
+    ("random_affine(degrees=0, shear=[-5, 5, -8, 8])", [0, 3, 2, 0.8, -4.0, 6.5], ref_affine, 0),
+    ("random_affine(degrees=0, scale=[0.5, 2])", [0, 0, 0, 1.7, 0, 0], ref_affine, 0),
+    ("random_affine(degrees=180)", [90, 0, 0, 1, 0, 0], ref_affine, 0),
+    ("random_rotation(degrees=45)", [33.3], ref_rotation(False), 0),
+    ("random_rotation(degrees=45)", [-41.0], ref_rotation(False), 0),
+    ("random_rotation(degrees=180)", [180], ref_rotation(False), 0),
+    ("random_rotation(degrees=45, expand=true)", [33.3], ref_rotation(True), 0),
+    ("random_rotation(degrees=180, expand=true)", [-127.0], ref_rotation(True), 0),
+    ("random_rotation(degrees=180, expand=true)", [90], ref_rotation(True), 0),
+    ("random_rotation(degrees=180, expand=true)", [270], ref_rotation(True), 0),
 ]
 
 
@@ -305,6 +481,12 @@ def compare(text, ours, image_out, ref_image, ref, max_diff):
     if len(rb):
         err = np.abs(ours["boxes"] - rb).max()
         check(err <= 1e-3, f"{text}: boxes differ by {err} px")
+    rk = ref["keypoints"].numpy().astype(np.float64)
+    check(ours["keypoints"].shape == rk.shape,
+          f"{text}: keypoints {ours['keypoints'].shape} vs {rk.shape}")
+    if len(rk):
+        err = np.abs(ours["keypoints"] - rk).max()
+        check(err <= 1e-3, f"{text}: keypoints differ by {err} px")
     check((ours["labels"] == ref["labels"].numpy()).all(), f"{text}: labels")
     check((ours["iscrowd"] == ref["iscrowd"].numpy()).all(), f"{text}: iscrowd")
     check(np.allclose(ours["area"], ref["area"].numpy()), f"{text}: area")

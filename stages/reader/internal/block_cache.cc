@@ -34,6 +34,16 @@ absl::StatusOr<BlockCache::Block> BlockCache::Get(const Key& key, const FetchFn&
   return block;
 }
 
+bool BlockCache::Put(const Key& key, std::string block) {
+  const int64_t size = static_cast<int64_t>(block.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (size > capacity_bytes_ || entries_.count(key) != 0 || in_flight_.count(key) != 0) {
+    return false;
+  }
+  InsertLocked(key, std::make_shared<const std::string>(std::move(block)));
+  return true;
+}
+
 void BlockCache::InsertLocked(const Key& key, Block block) {
   const int64_t size = static_cast<int64_t>(block->size());
   if (size > capacity_bytes_) return;

@@ -44,6 +44,11 @@ class BlockCache {
   // `fetch` (and keeping its result if it succeeded and fits).
   absl::StatusOr<Block> Get(const Key& key, const FetchFn& fetch);
 
+  // Put keeps `block` as `key` unless the cache holds it (or a fetch of it is in flight)
+  // already: bytes read another way (a shard's index windows), so no fetch is needed.
+  // Returns whether it was kept (false also when it is larger than the capacity).
+  bool Put(const Key& key, std::string block);
+
   int64_t cached_bytes() const;
   int64_t fetches() const;  // How many times `fetch` ran.
 

@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "stages/reader/http_env.h"
 
 namespace flowloader {
 
-// Request is one logical read: a whole GET (offset < 0) or a byte range.
+// Request is one logical read: a whole GET (offset < 0) or a byte range; or, with a
+// method, one write request of an upload (S3Env's multipart upload).
 struct HttpEnv::Request {
   // The path read (what errors name): an http(s):// URL, or e.g. s3://bucket/key.
   std::string url;
@@ -25,6 +27,13 @@ struct HttpEnv::Request {
   int64_t offset = -1;  // -1: the whole resource.
   int64_t length = 0;   // Range length; for a whole GET, the most bytes accepted.
   std::string* out = nullptr;
+  // The method: empty = GET; "PUT" or "POST" send `body` (with its Content-Length),
+  // "DELETE" none. A 200's body goes to `out` (up to `length` bytes), as a GET's.
+  std::string method;
+  absl::string_view body;
+  // A cleanup request (aborting an upload after Stop or an error) is sent even once the
+  // Env is cancelled, with at most 2 retries and a 5 s limit per attempt.
+  bool cleanup = false;
 
   // Per attempt.
   long status = 0;  // NOLINT(runtime/int): curl's type.
@@ -36,6 +45,9 @@ struct HttpEnv::Request {
   int64_t content_range_last = -1;
   // The start of an error response's body (status >= 300), e.g. S3's <Error> document.
   std::string error_body;
+  // The response's ETag header, quotes kept (an uploaded part's, for
+  // CompleteMultipartUpload).
+  std::string etag;
   // The server's Retry-After (seconds form), zero when it sent none.
   absl::Duration retry_after;
   CURL* curl = nullptr;
@@ -54,6 +66,9 @@ struct HttpEnv::Request {
   int64_t window_min_bytes = 0;
   bool slow = false;
   bool cancelled = false;
+  // Whether the attempt sent a request, and libcurl's result for it (StorageStats).
+  bool sent = false;
+  CURLcode curl_code = CURLE_OK;
   char curl_error[CURL_ERROR_SIZE] = {};  // libcurl's detail, e.g. why a certificate failed.
 };
 

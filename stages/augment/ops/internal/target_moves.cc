@@ -16,6 +16,12 @@ void PadTargets(int top, int left, const std::vector<int>& map_x,
   int cw = targets->canvas_width, ch = targets->canvas_height;
   detection::ApplyToBoxes(detection::Geometry::Crop(top, left, out_h, out_w),
                           targets->format, &cw, &ch, targets->boxes.data(), targets->size());
+  if (targets->has_keypoints) {
+    detection::ApplyToKeypoints(detection::Geometry::Crop(top, left, out_h, out_w),
+                                targets->canvas_width, targets->canvas_height,
+                                targets->keypoints.data(),
+                                targets->size() * targets->num_keypoints, 3);
+  }
   if (targets->has_masks) {
     const int in_w = targets->canvas_width;
     const size_t in_plane = targets->mask_plane();

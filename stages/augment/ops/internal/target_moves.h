@@ -19,7 +19,8 @@ absl::Status MoveTargetsBy(const detection::Geometry& geometry, detection::Targe
 // PadTargets moves the targets through a pad (and crop) whose pixels came through the
 // np.pad maps map_x / map_y (numpy_pad.h): the output, map_y.size() × map_x.size(),
 // starts at (top, left) of the input canvas (negative inside the padding). Boxes shift
-// by (-left, -top) and are clamped to the new canvas (v2's pad, then crop); masks are
+// by (-left, -top) and are clamped to the new canvas (v2's pad, then crop), keypoints
+// shift the same way without the clamp; masks are
 // gathered through the same maps, 0 where the fill is (v2's pad_mask pads with the
 // image's padding_mode, so a reflected image has reflected masks).
 void PadTargets(int top, int left, const std::vector<int>& map_x,

@@ -71,15 +71,17 @@ void FillImage(int width, int height, const std::array<uint8_t, 3>& fill, Image*
   for (int y = 1; y < height; ++y) std::memcpy(p + y * row, p, row);
 }
 
+// CopyPixel copies one pixel of C channels (3: RGB; 1: a mask or label map plane, which
+// the nearest-neighbour paths below also move: AffinePlane, RotatePlane).
+template <int C = 3>
 inline void CopyPixel(const Image& src, int x, int y, uint8_t* out) {
-  const uint8_t* in = src.pixels.data() + static_cast<size_t>(y) * src.stride() + 3 * x;
-  out[0] = in[0];
-  out[1] = in[1];
-  out[2] = in[2];
+  const uint8_t* in = src.pixels.data() + static_cast<size_t>(y) * src.stride() + C * x;
+  for (int c = 0; c < C; ++c) out[c] = in[c];
 }
 
 // ImagingScaleAffine: nearest neighbour when the matrix has no rotation or shear terms;
 // column positions tabulated once, both axes accumulated in double as PIL does.
+template <int C = 3>
 void ScaleAffine(const Image& src, const double a[6], Image* dst) {
   const int w = dst->width, h = dst->height;
   thread_local std::vector<int> xintab;
@@ -100,7 +102,7 @@ void ScaleAffine(const Image& src, const double a[6], Image* dst) {
     const int yi = Coord(yo);
     if (yi >= 0 && yi < src.height) {
       uint8_t* out = dst->Row(y);
-      for (int x = xmin; x < xmax; ++x) CopyPixel(src, xintab[x], yi, out + 3 * x);
+      for (int x = xmin; x < xmax; ++x) CopyPixel<C>(src, xintab[x], yi, out + C * x);
     }
     yo += a[4];
   }
@@ -114,6 +116,7 @@ bool CheckFixed(const double a[6], int x, int y) {
 
 // affine_fixed: nearest neighbour in 16.16 fixed point, PIL's usual rotate/shear path.
 // (PIL accumulates in int; int64 here gives the same values without PIL's overflow.)
+template <int C = 3>
 void AffineFixed(const Image& src, const double a[6], Image* dst) {
   auto fix = [](double v) -> int64_t { return Floor(v * 65536.0 + 0.5); };
   const int64_t a0 = fix(a[0]), a1 = fix(a[1]), a3 = fix(a[3]), a4 = fix(a[4]);
@@ -127,7 +130,7 @@ void AffineFixed(const Image& src, const double a[6], Image* dst) {
       if (xin >= 0 && xin < src.width) {
         const int64_t yin = yy >> 16;
         if (yin >= 0 && yin < src.height) {
-          CopyPixel(src, static_cast<int>(xin), static_cast<int>(yin), out + 3 * x);
+          CopyPixel<C>(src, static_cast<int>(xin), static_cast<int>(yin), out + C * x);
         }
       }
       xx += a0;
@@ -139,6 +142,7 @@ void AffineFixed(const Image& src, const double a[6], Image* dst) {
 }
 
 // ImagingTransformAffine's floating-point nearest path, for maps beyond fixed point.
+template <int C = 3>
 void AffineFloat(const Image& src, const double a[6], Image* dst) {
   double xo = a[2] + a[1] * 0.5 + a[0] * 0.5;
   double yo = a[5] + a[4] * 0.5 + a[3] * 0.5;
@@ -149,7 +153,7 @@ void AffineFloat(const Image& src, const double a[6], Image* dst) {
       const int xin = Coord(xx);
       if (xin >= 0 && xin < src.width) {
         const int yin = Coord(yy);
-        if (yin >= 0 && yin < src.height) CopyPixel(src, xin, yin, out + 3 * x);
+        if (yin >= 0 && yin < src.height) CopyPixel<C>(src, xin, yin, out + C * x);
       }
       xx += a[0];
       yy += a[3];
@@ -1368,38 +1372,55 @@ void TransformAffine(const Image& src, const double a[6], int width, int height,
 
 // Transposes (Image.transpose), the fast paths Image.rotate takes for multiples of 90°.
 // ROTATE_90 turns counter-clockwise: out(x, y) = in(w - 1 - y, x).
+template <int C = 3>
 void Rotate90(const Image& src, bool counter_clockwise, Image* dst) {
   const int w = src.width, h = src.height;
-  dst->Resize(h, w, 3);
+  dst->Resize(h, w, C);
   for (int y = 0; y < w; ++y) {
     uint8_t* out = dst->Row(y);
     for (int x = 0; x < h; ++x) {
       if (counter_clockwise) {
-        CopyPixel(src, w - 1 - y, x, out + 3 * x);
+        CopyPixel<C>(src, w - 1 - y, x, out + C * x);
       } else {
-        CopyPixel(src, y, h - 1 - x, out + 3 * x);
+        CopyPixel<C>(src, y, h - 1 - x, out + C * x);
       }
     }
   }
 }
 
+template <int C = 3>
 void Rotate180(const Image& src, Image* dst) {
   const int w = src.width, h = src.height;
-  dst->Resize(w, h, 3);
+  dst->Resize(w, h, C);
   for (int y = 0; y < h; ++y) {
     uint8_t* out = dst->Row(y);
-    for (int x = 0; x < w; ++x) CopyPixel(src, w - 1 - x, h - 1 - y, out + 3 * x);
+    for (int x = 0; x < w; ++x) CopyPixel<C>(src, w - 1 - x, h - 1 - y, out + C * x);
   }
 }
 
-}  // namespace
+// NearestPlane is TransformAffine's nearest-neighbour engines on a one-channel plane
+// (PIL's "L" image): `dst` of width × height starts as `fill`, and each pixel the map
+// sends inside `src` copies one source byte.
+void NearestPlane(const Image& src, const double a[6], int width, int height, uint8_t fill,
+                  Image* dst) {
+  dst->Resize(width, height, 1);
+  std::memset(dst->pixels.data(), fill, dst->pixels.size());
+  if (a[1] == 0 && a[3] == 0) {
+    ScaleAffine<1>(src, a, dst);
+  } else if (CheckFixed(a, 0, 0) && CheckFixed(a, width, height) && CheckFixed(a, 0, height) &&
+             CheckFixed(a, width, 0)) {
+    AffineFixed<1>(src, a, dst);
+  } else {
+    AffineFloat<1>(src, a, dst);
+  }
+}
 
-void Affine(const Image& src, double angle, double translate_x, double translate_y,
-            double scale, double shear_x, double shear_y, Interpolation interpolation,
-            const std::array<uint8_t, 3>& fill, Image* dst) {
-  // F.affine on a PIL image: centre (w * 0.5, h * 0.5), then
-  // _get_inverse_affine_matrix(center, angle, translate, scale, shear), term by term.
-  const double cx = src.width * 0.5, cy = src.height * 0.5;
+// AffineMatrix: F.affine's inverse map on a PIL image of width × height, about the centre
+// (w * 0.5, h * 0.5): _get_inverse_affine_matrix(center, angle, translate, scale, shear),
+// term by term.
+void AffineMatrix(int width, int height, double angle, double translate_x, double translate_y,
+                  double scale, double shear_x, double shear_y, double m[6]) {
+  const double cx = width * 0.5, cy = height * 0.5;
   const double rot = Radians(angle);
   const double sx = Radians(shear_x);
   const double sy = Radians(shear_y);
@@ -1407,38 +1428,36 @@ void Affine(const Image& src, double angle, double translate_x, double translate
   const double b = -std::cos(rot - sy) * std::tan(sx) / std::cos(sy) - std::sin(rot);
   const double c = std::sin(rot - sy) / std::cos(sy);
   const double d = -std::sin(rot - sy) * std::tan(sx) / std::cos(sy) + std::cos(rot);
-  double m[6] = {d, -b, 0.0, -c, a, 0.0};
-  for (double& v : m) v = v / scale;
+  const double inv[6] = {d, -b, 0.0, -c, a, 0.0};
+  for (int k = 0; k < 6; ++k) m[k] = inv[k] / scale;
   m[2] += m[0] * (-cx - translate_x) + m[1] * (-cy - translate_y);
   m[5] += m[3] * (-cx - translate_x) + m[4] * (-cy - translate_y);
   m[2] += cx;
   m[5] += cy;
-  TransformAffine(src, m, src.width, src.height, interpolation, fill, dst);
 }
 
-void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
-            const std::array<uint8_t, 3>& fill, Image* dst) {
-  // Image.rotate(angle, resample, expand, center=None, translate=None, fillcolor).
-  angle = PyMod(angle, 360.0);
-  int w = src.width, h = src.height;
-  if (angle == 0) {
-    *dst = src;
-    return;
+// RotateTransposes says which transpose Image.rotate takes for `angle` (already mod 360)
+// on a width × height image: 0 (none: an affine map), 90, 180 or 270; 360 stands for the
+// plain copy of angle 0.
+int RotateTransposes(double angle, int width, int height, bool expand) {
+  if (angle == 0) return 360;
+  if (angle == 180) return 180;
+  if ((angle == 90 || angle == 270) && (expand || width == height)) {
+    return static_cast<int>(angle);
   }
-  if (angle == 180) {
-    Rotate180(src, dst);
-    return;
-  }
-  if ((angle == 90 || angle == 270) && (expand || w == h)) {
-    Rotate90(src, angle == 90, dst);
-    return;
-  }
-  // The inverse map (output to source) about the centre (w / 2, h / 2), its entries
-  // rounded to 15 decimals as PIL does.
+  return 0;
+}
+
+// RotateMatrix: Image.rotate's inverse map (output to source) about the centre
+// (w / 2, h / 2), its entries rounded to 15 decimals as PIL does; with `expand` the output
+// grows to the rotated corners' bounding box, re-centred. Writes the output's size.
+void RotateMatrix(int w, int h, double angle, bool expand, double m[6], int* out_w,
+                  int* out_h) {
   const double r = -Radians(angle);
-  double m[6] = {Round15(std::cos(r)), Round15(std::sin(r)),  0.0,
-                 Round15(-std::sin(r)), Round15(std::cos(r)), 0.0};
-  auto map = [&m](double x, double y, double* ox, double* oy) {
+  const double rounded[6] = {Round15(std::cos(r)), Round15(std::sin(r)),  0.0,
+                             Round15(-std::sin(r)), Round15(std::cos(r)), 0.0};
+  for (int k = 0; k < 6; ++k) m[k] = rounded[k];
+  auto map = [m](double x, double y, double* ox, double* oy) {
     *ox = m[0] * x + m[1] * y + m[2];
     *oy = m[3] * x + m[4] * y + m[5];
   };
@@ -1447,7 +1466,6 @@ void Rotate(const Image& src, double angle, Interpolation interpolation, bool ex
   m[2] += cx;
   m[5] += cy;
   if (expand) {
-    // The output grows to the rotated corners' bounding box, re-centred.
     double xs[4], ys[4];
     const double cx4[4] = {0, static_cast<double>(w), static_cast<double>(w), 0};
     const double cy4[4] = {0, 0, static_cast<double>(h), static_cast<double>(h)};
@@ -1460,7 +1478,77 @@ void Rotate(const Image& src, double angle, Interpolation interpolation, bool ex
     w = nw;
     h = nh;
   }
+  *out_w = w;
+  *out_h = h;
+}
+
+}  // namespace
+
+void Affine(const Image& src, double angle, double translate_x, double translate_y,
+            double scale, double shear_x, double shear_y, Interpolation interpolation,
+            const std::array<uint8_t, 3>& fill, Image* dst) {
+  double m[6];
+  AffineMatrix(src.width, src.height, angle, translate_x, translate_y, scale, shear_x, shear_y,
+               m);
+  TransformAffine(src, m, src.width, src.height, interpolation, fill, dst);
+}
+
+void AffinePlane(const Image& src, double angle, double translate_x, double translate_y,
+                 double scale, double shear_x, double shear_y, uint8_t fill, Image* dst) {
+  double m[6];
+  AffineMatrix(src.width, src.height, angle, translate_x, translate_y, scale, shear_x, shear_y,
+               m);
+  NearestPlane(src, m, src.width, src.height, fill, dst);
+}
+
+void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
+            const std::array<uint8_t, 3>& fill, Image* dst) {
+  // Image.rotate(angle, resample, expand, center=None, translate=None, fillcolor).
+  angle = PyMod(angle, 360.0);
+  switch (RotateTransposes(angle, src.width, src.height, expand)) {
+    case 360: *dst = src; return;
+    case 180: Rotate180(src, dst); return;
+    case 90: Rotate90(src, true, dst); return;
+    case 270: Rotate90(src, false, dst); return;
+    default: break;
+  }
+  double m[6];
+  int w = 0, h = 0;
+  RotateMatrix(src.width, src.height, angle, expand, m, &w, &h);
   TransformAffine(src, m, w, h, interpolation, fill, dst);
+}
+
+void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Image* dst) {
+  angle = PyMod(angle, 360.0);
+  switch (RotateTransposes(angle, src.width, src.height, expand)) {
+    case 360: *dst = src; return;
+    case 180: Rotate180<1>(src, dst); return;
+    case 90: Rotate90<1>(src, true, dst); return;
+    case 270: Rotate90<1>(src, false, dst); return;
+    default: break;
+  }
+  double m[6];
+  int w = 0, h = 0;
+  RotateMatrix(src.width, src.height, angle, expand, m, &w, &h);
+  NearestPlane(src, m, w, h, fill, dst);
+}
+
+void RotatedSize(int width, int height, double angle, bool expand, int* out_width,
+                 int* out_height) {
+  angle = PyMod(angle, 360.0);
+  const int turn = RotateTransposes(angle, width, height, expand);
+  if (turn == 90 || turn == 270) {
+    *out_width = height;
+    *out_height = width;
+    return;
+  }
+  if (turn != 0) {
+    *out_width = width;
+    *out_height = height;
+    return;
+  }
+  double m[6];
+  RotateMatrix(width, height, angle, expand, m, out_width, out_height);
 }
 
 namespace {

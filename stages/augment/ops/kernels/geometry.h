@@ -29,6 +29,19 @@ void Affine(const Image& src, double angle, double translate_x, double translate
 void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
             const std::array<uint8_t, 3>& fill, Image* dst);
 
+// AffinePlane and RotatePlane move a one-channel plane (an instance mask, a label map:
+// Image with channels 1) as Affine and Rotate move an image of its size with the same
+// arguments, by nearest neighbour (PIL's NEAREST on an "L" image, the same inverse map):
+// every output byte is one source byte, or `fill` where the map falls outside.
+void AffinePlane(const Image& src, double angle, double translate_x, double translate_y,
+                 double scale, double shear_x, double shear_y, uint8_t fill, Image* dst);
+void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Image* dst);
+
+// RotatedSize is the size Rotate writes for a width × height image (PIL's, with expand
+// the rotated corners' bounding box rounded outwards).
+void RotatedSize(int width, int height, double angle, bool expand, int* out_width,
+                 int* out_height);
+
 // _get_perspective_coeffs(startpoints, endpoints): the 8 coefficients of the map from
 // output to source pixels, for four (x, y) point pairs given as x0, y0, ..., x3, y3.
 // Returns false (coeffs unset) where the points do not fix one map (a 1-pixel side:

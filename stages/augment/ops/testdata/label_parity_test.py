@@ -3,7 +3,8 @@
 against torchvision 0.14's functionals on PIL masks with the same parameters, as
 torchvision's segmentation references move them (references/segmentation/transforms.py:
 F.resize(target, size, interpolation=NEAREST), F.hflip, F.pad(target, fill=255),
-F.crop). The masks must be identical, pixel for pixel.
+F.crop; random_affine and random_rotation as F.affine / F.rotate with NEAREST and
+fill=255). The masks must be identical, pixel for pixel.
 
 Run by Bazel as `label_parity_test.py PATH_TO_op_tool`. Where an op uncovers pixels
 (padding, a crop past the edge), flowloader writes ignore_index (the test's FILL); the
@@ -162,6 +163,28 @@ class LabelParityTest(unittest.TestCase):
                 want = F.pad(mask, [3, 5, 7, 2], fill=FILL, padding_mode=mode)
                 self.same(got, want, f"pad {mode}")
 
+
+    def test_random_affine(self):
+        # Parameters as RandomAffine.get_params draws them: angle, tx, ty, scale, shears.
+        for mask in self.masks:
+            for p in ([17.5, 0, 0, 1, 0, 0], [-23.0, 9, -5, 1.2, 7.5, 0],
+                      [0, 3, 2, 0.8, -4.0, 6.5], [0, 0, 0, 1.7, 0, 0], [90, 0, 0, 1, 0, 0]):
+                text = "random_affine(degrees=90, translate=[0.2, 0.2], scale=[0.5, 2], " \
+                       "shear=[-10, 10, -10, 10])"
+                got = self.move(text, p, mask)
+                want = F.affine(mask, p[0], [p[1], p[2]], p[3], [p[4], p[5]],
+                                InterpolationMode.NEAREST, fill=FILL)
+                self.same(got, want, f"affine {mask.size} {p}")
+
+    def test_random_rotation(self):
+        for mask in self.masks:
+            for expand in (False, True):
+                for angle in (33.3, -41.0, 90.0, 180.0, 270.0, -127.0):
+                    got = self.move(f"random_rotation(degrees=180, expand={str(expand).lower()})",
+                                    [angle], mask)
+                    want = F.rotate(mask, angle, InterpolationMode.NEAREST, expand=expand,
+                                    fill=FILL)
+                    self.same(got, want, f"rotate {mask.size} {angle} expand={expand}")
 
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1])
