@@ -114,6 +114,10 @@ class PipelineGraph::Impl {
   int workers() const { return workers_.load(std::memory_order_relaxed); }
   absl::Status SetPrefetchBatches(int count);
   int prefetch_batches() const { return pool_->Count(); }
+  int waiting_pops() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_pops_;
+  }
 
  private:
   // BatchRunner is one batch stage (graph/batch_stage.h) with its statistics row.
@@ -263,6 +267,7 @@ class PipelineGraph::Impl {
   std::deque<BatchToken*> queue_;
   absl::Status fatal_;
   bool stopped_ = false;
+  int waiting_pops_ = 0;            // Pops inside ready_'s wait.
   int64_t delivered_sequence_ = 0;  // Batches popped so far.
   int64_t delivering_epoch_ = 0;    // The epoch Pop is delivering.
   int64_t delivered_in_epoch_ = 0;  // Batches of it popped so far.
@@ -1030,7 +1035,11 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
       return t->batch.epoch == delivering_epoch_;
     });
   };
+  // Counted under mu_ while inside the wait (waiting_pops): a thread that reads it > 0
+  // knows a Pop is blocked here, not about to be.
+  ++waiting_pops_;
   ready_.wait(lock, [&] { return next_of_epoch() != queue_.end() || !fatal_.ok() || stopped_; });
+  --waiting_pops_;
   if (!fatal_.ok()) return fatal_;
   if (stopped_) return absl::CancelledError("the pipeline was stopped");
   const auto it = next_of_epoch();
@@ -1209,5 +1218,6 @@ absl::Status PipelineGraph::SetPrefetchBatches(int count) {
   return impl_->SetPrefetchBatches(count);
 }
 int PipelineGraph::prefetch_batches() const { return impl_->prefetch_batches(); }
+int PipelineGraph::waiting_pops() const { return impl_->waiting_pops(); }
 
 }  // namespace flowloader

@@ -165,6 +165,9 @@ class PipelineGraph {
   // Pop blocks until the next batch is ready, or returns an error: the fatal error that
   // stopped the pipeline, or Cancelled after Stop.
   absl::Status Pop(Popped* out);
+  // waiting_pops is how many Pop calls are now blocked waiting for a batch (for tests
+  // that must act while a consumer waits, and for monitoring).
+  int waiting_pops() const;
 
   // Stop stops the source, wakes Pop, cancels work in flight and waits for the graph.
   // Idempotent; returns promptly.

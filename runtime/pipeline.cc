@@ -358,6 +358,8 @@ Pipeline::~Pipeline() {
   no_active_next_.wait(lock, [this] { return active_next_calls_ == 0; });
 }
 
+int Pipeline::blocked_next_calls() const { return graph_->waiting_pops(); }
+
 absl::Status Pipeline::Next(std::shared_ptr<const Batch>* batch, bool* end_of_epoch) {
   *batch = nullptr;
   *end_of_epoch = false;

@@ -262,7 +262,13 @@ class Pipeline {
   absl::Status Next(std::shared_ptr<const Batch>* batch, bool* end_of_epoch);
 
   // Stop ends the pipeline promptly, even mid-epoch; a blocked Next returns Cancelled.
+  // Destroying the Pipeline stops it the same way and waits until a Next blocked in
+  // another thread has returned; a Next called once destruction has begun is a use
+  // after free, as for any object (the caller must order its calls before that).
   void Stop();
+  // blocked_next_calls is how many Next calls are now blocked waiting for a batch (for
+  // tests that must destroy or stop while a consumer waits, and for monitoring).
+  int blocked_next_calls() const;
 
   // done reports whether every configured epoch has been delivered.
   bool done() const;

@@ -102,9 +102,16 @@ def test_a_forked_child_exits_and_refuses_the_inherited_loader(small_data):
         seconds, status = got[name].split()
         assert seconds != "None", f"the {name} child did not exit within 30 s"
         assert status == "0", f"the {name} child exited with {status}: {err[-3000:]}"
-        # Beyond what a child of a process without a loader takes to exit.
-        assert float(seconds) - baseline < SLACK_SECONDS, \
-            f"the {name} child took {seconds} s, one without a loader {baseline:.2f} s"
+        if name == "exit":
+            # sys.exit runs torch's own teardown, which alone takes seconds in a forked
+            # child on a loaded machine (5.3 s measured with only `import torch`): beyond
+            # what a child of a process without a loader takes.
+            assert float(seconds) - baseline < SLACK_SECONDS, \
+                f"the {name} child took {seconds} s, one without a loader {baseline:.2f} s"
+        else:
+            # The loader's part alone: from fork to exit within the 1 s target (0.3 s
+            # measured on 2 loaded cores).
+            assert float(seconds) < 1.0, f"the {name} child took {seconds} s from fork to exit"
     assert got["parent"] == "4"
 
 

@@ -188,10 +188,6 @@ TEST_F(LifecycleTest, ThousandCreateRunStopCyclesNeitherHangNorLeak) {
       case 2:    // Stop while another thread waits in Next, mid-epoch.
       case 4: {  // Destroy (no Stop) while another thread waits in Next.
         std::atomic<int> batches{0};
-        // Counts Next calls entered, never reset: a flag that the consumer clears when
-        // Next returns can be missed when variant 4's single Next returns at once
-        // (a batch was ready), and the main thread then waited for it forever.
-        std::atomic<int> nexts_entered{0};
         std::promise<absl::Status> last;
         std::future<absl::Status> last_status = last.get_future();
         Pipeline* raw = p.get();
@@ -202,20 +198,24 @@ TEST_F(LifecycleTest, ThousandCreateRunStopCyclesNeitherHangNorLeak) {
           do {
             std::shared_ptr<const Batch> b;
             bool e = false;
-            nexts_entered.fetch_add(1);
             s = raw->Next(&b, &e);
             if (s.ok() && b != nullptr) batches.fetch_add(1);
           } while (s.ok() && variant == 2);
           last.set_value(s);
         });
+        // Wait until the consumer's Next holds the wait (blocked_next_calls, counted
+        // inside it), not a guess of 2 ms: a Next still on its way in when ~Pipeline
+        // ran was a use after free under TSan with load (the test's, not the
+        // pipeline's: no object can guard a call that begins after its destruction).
+        // Variant 2 first waits for a batch; variant 4's single Next may instead
+        // return at once with one.
         if (variant == 2) {
-          // Wait for the first batch, then for the consumer to be back in Next.
           while (batches.load() == 0) absl::SleepFor(absl::Microseconds(200));
-          while (nexts_entered.load() < 2) absl::SleepFor(absl::Microseconds(100));
-        } else {
-          while (nexts_entered.load() == 0) absl::SleepFor(absl::Microseconds(100));
         }
-        absl::SleepFor(absl::Milliseconds(2));  // Let it block inside.
+        while (raw->blocked_next_calls() == 0 &&
+               last_status.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+          absl::SleepFor(absl::Microseconds(100));
+        }
         t0 = std::chrono::steady_clock::now();
         if (variant == 2) {
           p->Stop();
