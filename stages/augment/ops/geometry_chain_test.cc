@@ -92,6 +92,7 @@ Out RunOnce(const ViewProgram& program, const decode::DecodedImage& decoded,
 void ExpectSame(const std::string& list, bool with_targets, bool masks, int samples) {
   std::unique_ptr<ViewProgram> program = MakeProgram(list);
   std::mt19937 gen(11);
+  const int64_t chains_before = internal::GeometryChainsRunForTesting();
   for (int s = 0; s < samples; ++s) {
     const int w = 8 + static_cast<int>(gen() % 90), h = 8 + static_cast<int>(gen() % 90);
     const decode::DecodedImage decoded = Picture(w, h, gen);
@@ -113,6 +114,8 @@ void ExpectSame(const std::string& list, bool with_targets, bool masks, int samp
     EXPECT_EQ(chained.targets.has_masks, plain.targets.has_masks) << where;
     EXPECT_TRUE(chained.targets.masks == plain.targets.masks) << where;
   }
+  // Not vacuous: most samples ran as a chain (two or more of the ops applied).
+  EXPECT_GT(internal::GeometryChainsRunForTesting() - chains_before, samples / 4) << list;
 }
 
 TEST(GeometryChainTest, LargeScaleJitterWithMasks) {

@@ -17,6 +17,7 @@ namespace flowloader::augment::internal {
 namespace {
 
 std::atomic<bool> g_enabled{true};
+std::atomic<int64_t> g_chains_run{0};
 
 // An axis map of a composed chain: value >= 0 is a source index along the axis; a value
 // v < 0 is the fill of chain step -(v + 1) (a later step's fill covers an earlier one's).
@@ -252,6 +253,7 @@ absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& 
   if (!covered.ok()) return covered.status();
   if (steps.size() < 2) return 0;  // One op (or none) applied: the op's own pass is as fast.
   for (const Step& step : steps) applied->push_back(step.op);
+  g_chains_run.fetch_add(1, std::memory_order_relaxed);
 
   AxisMap before_x, before_y, after_x, after_y;
   MovePixels(steps, image, &before_x, &before_y, &after_x, &after_y);
@@ -283,5 +285,7 @@ absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& 
 }
 
 void SetGeometryChainForTesting(bool enabled) { g_enabled.store(enabled); }
+
+int64_t GeometryChainsRunForTesting() { return g_chains_run.load(); }
 
 }  // namespace flowloader::augment::internal

@@ -22,6 +22,7 @@
 #ifndef FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_GEOMETRY_CHAIN_H_
 #define FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_GEOMETRY_CHAIN_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -50,6 +51,9 @@ absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& 
 // SetGeometryChainForTesting(false) makes RunGeometryChain do nothing (return 0), so a
 // test can run the same list op by op and compare; true goes back.
 void SetGeometryChainForTesting(bool enabled);
+// GeometryChainsRunForTesting counts the chains run so far (all threads), so a test can
+// tell that a list ran as a chain.
+int64_t GeometryChainsRunForTesting();
 
 }  // namespace flowloader::augment::internal
 
