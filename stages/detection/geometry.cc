@@ -63,15 +63,6 @@ void CropPlane(const uint8_t* in, int in_w, int in_h, int top, int left, int hei
   }
 }
 
-// NearestIndex is ATen's nearest_idx (UpSample.h): identity at the same size, halving
-// at twice the size, else min(floor(dst · (in / out)), in − 1) in float.
-int64_t NearestIndex(int64_t dst, int64_t in, int64_t out) {
-  if (out == in) return dst;
-  if (out == 2 * in) return dst >> 1;
-  const float scale = static_cast<float>(in) / static_cast<float>(out);
-  return std::min(static_cast<int64_t>(std::floor(static_cast<float>(dst) * scale)), in - 1);
-}
-
 void ResizePlane(const uint8_t* in, int in_w, int in_h, int out_w, int out_h, uint8_t* out) {
   std::vector<int64_t> xs(static_cast<size_t>(out_w));
   for (int x = 0; x < out_w; ++x) xs[x] = NearestIndex(x, in_w, out_w);
@@ -83,6 +74,13 @@ void ResizePlane(const uint8_t* in, int in_w, int in_h, int out_w, int out_h, ui
 }
 
 }  // namespace
+
+int64_t NearestIndex(int64_t dst, int64_t in, int64_t out) {
+  if (out == in) return dst;
+  if (out == 2 * in) return dst >> 1;
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  return std::min(static_cast<int64_t>(std::floor(static_cast<float>(dst) * scale)), in - 1);
+}
 
 Geometry Geometry::Crop(int top, int left, int height, int width) {
   Geometry g{Kind::kCrop};

@@ -71,6 +71,11 @@ void ApplyToKeypoints(const Geometry& geometry, int canvas_width, int canvas_hei
 void ApplyToMasks(const Geometry& geometry, const uint8_t* in, int64_t count, int* width,
                   int* height, std::vector<uint8_t>* out);
 
+// NearestIndex is the source index of output `dst` when a mask axis of `in` pixels is
+// resized to `out` by nearest neighbour: ATen's nearest_idx (UpSample.h), identity at the
+// same size, halving at twice the size, else min(floor(dst · (in / out)), in − 1) in float.
+int64_t NearestIndex(int64_t dst, int64_t in, int64_t out);
+
 // SanitizeOptions are sanitize_bounding_boxes' thresholds (torchvision's defaults).
 struct SanitizeOptions {
   double min_size = 1.0;  // A box narrower or lower than this (pixels) is dropped.

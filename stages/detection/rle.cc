@@ -174,12 +174,19 @@ absl::Status CheckRle(const Rle& rle) {
 void DecodeRleInto(const Rle& rle, uint8_t* mask) {
   uint64_t pos = 0;
   const uint64_t h = static_cast<uint64_t>(rle.h);
+  const uint64_t w = static_cast<uint64_t>(rle.w);
   for (size_t i = 0; i < rle.counts.size(); ++i) {
     const uint64_t end = pos + rle.counts[i];
-    if (i % 2 == 1) {
+    if (i % 2 == 1 && end > pos) {
+      // Column-major runs: one division per run, then step down the column (a division
+      // per pixel was most of the rasterising cost).
+      uint64_t col = pos / h, row = pos % h;
       for (uint64_t t = pos; t < end; ++t) {
-        const uint64_t col = t / h, row = t % h;
-        mask[row * static_cast<uint64_t>(rle.w) + col] = 1;
+        mask[row * w + col] = 1;
+        if (++row == h) {
+          row = 0;
+          ++col;
+        }
       }
     }
     pos = end;

@@ -541,11 +541,29 @@ void ResizeScratch(int width, int height, Image* img) {
   if (img->pixels.size() < bytes) img->pixels.resize(bytes);
 }
 
+// SliceTaps keeps outputs [first, first + count) of `t` (a window of the output).
+void SliceTaps(int first, int count, PillowTaps* t) {
+  t->bounds.erase(t->bounds.begin(), t->bounds.begin() + 2 * first);
+  t->bounds.resize(2 * static_cast<size_t>(count));
+  t->k.erase(t->k.begin(), t->k.begin() + static_cast<size_t>(first) * t->ksize);
+  t->k.resize(static_cast<size_t>(count) * t->ksize);
+}
+
+// OutputWindow is the part of the resized image a caller wants: columns [x, x + w) and
+// rows [y, y + h) of the full out_w × out_h output (w == 0: all of it).
+struct OutputWindow {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+
 // ResampleInner is ImagingResampleInner; `flip` mirrors the output (returns whether it
 // did: only the SIMD horizontal pass folds it in).
-// `other`: one of the filters PillowFilter names (else bicubic or bilinear).
-bool ResampleInner(const ImageView& src, const RectF& box, int out_w, int out_h, bool bicubic,
-                   bool flip, Image* dst, const PillowFilter* other = nullptr) {
+// `other`: one of the filters PillowFilter names (else bicubic or bilinear). `window`
+// (not null) writes only that window of the output: the taps of the full output, sliced,
+// so every pixel is the one the full resize writes there.
+bool ResampleInner(const ImageView& src_in, const RectF& box, int out_w, int out_h,
+                   bool bicubic, bool flip, Image* dst, const PillowFilter* other = nullptr,
+                   const OutputWindow* window = nullptr) {
+  ImageView src = src_in;
   const bool need_h = out_w != src.width || box.x != 0 || box.w != out_w;
   const bool need_v = out_h != src.height || box.y != 0 || box.h != out_h;
   // The tables are thread-local: their storage is reused, and every entry rewritten.
@@ -556,6 +574,17 @@ bool ResampleInner(const ImageView& src, const RectF& box, int out_w, int out_h,
   } else {
     PrecomputePillowTaps(src.width, box.x, box.x + box.w, out_w, bicubic, &th);
     PrecomputePillowTaps(src.height, box.y, box.y + box.h, out_h, bicubic, &tv);
+  }
+  if (window != nullptr) {
+    SliceTaps(window->x, window->w, &th);
+    SliceTaps(window->y, window->h, &tv);
+    out_w = window->w;
+    out_h = window->h;
+    // A pass Pillow skips copies its axis: the window's columns (the vertical pass and
+    // the copy read the source from column 0), and, when both are skipped, its rows
+    // (the horizontal pass starts at the window's first row itself).
+    if (!need_h) src.data += static_cast<size_t>(window->x) * 3;
+    if (!need_h && !need_v) src.data += static_cast<size_t>(window->y) * src.stride;
   }
   const int ybox_first = tv.bounds[0];
   const int ybox_last = tv.bounds[2 * out_h - 2] + tv.bounds[2 * out_h - 1];
@@ -618,6 +647,36 @@ void ResampleNearest(const ImageView& src, const RectF& box, int out_w, int out_
   }
 }
 
+// ResampleNearestWindow is ResampleNearest's columns [x0, x0 + w) and rows [y0, y0 + h):
+// the source coordinates accumulated from 0 as there, so the same pixels.
+void ResampleNearestWindow(const ImageView& src, const RectF& box, int out_w, int out_h, int x0,
+                           int y0, int w, int h, Image* dst) {
+  const double a0 = box.w / out_w;
+  const double a4 = box.h / out_h;
+  auto coord = [](double v) { return v < 0.0 ? -1 : static_cast<int>(v); };
+  std::vector<int> xin(out_w, -1), yin(out_h, -1);
+  double xo = box.x + a0 * 0.5;
+  for (int x = 0; x < out_w; ++x, xo += a0) {
+    const int xi = coord(xo);
+    if (xi >= 0 && xi < src.width) xin[x] = xi;
+  }
+  double yo = box.y + a4 * 0.5;
+  for (int y = 0; y < out_h; ++y, yo += a4) {
+    const int yi = coord(yo);
+    if (yi >= 0 && yi < src.height) yin[y] = yi;
+  }
+  dst->Resize(w, h, 3);
+  for (int y = 0; y < h; ++y) {
+    const int yi = yin[y0 + y];
+    uint8_t* out = dst->Row(y);
+    for (int x = 0; x < w; ++x) {
+      const int xi = xin[x0 + x];
+      const bool inside = yi >= 0 && xi >= 0;
+      for (int c = 0; c < 3; ++c) out[x * 3 + c] = inside ? src.Row(yi)[xi * 3 + c] : 0;
+    }
+  }
+}
+
 void FlipColumns(Image* img) {
   for (int y = 0; y < img->height; ++y) {
     uint8_t* row = img->Row(y);
@@ -640,6 +699,20 @@ void PillowResample(const ImageView& src, const RectF& box, int out_width, int o
     }
   }
   if (flip) FlipColumns(dst);
+}
+
+void PillowResampleWindow(const ImageView& src, int out_width, int out_height,
+                          Interpolation filter, int x, int y, int width, int height,
+                          Image* dst) {
+  const RectF all{0, 0, static_cast<double>(src.width), static_cast<double>(src.height)};
+  if (filter == Interpolation::kNearest) {
+    // Nearest reads one source pixel per output: the window of the source it picks.
+    ResampleNearestWindow(src, all, out_width, out_height, x, y, width, height, dst);
+    return;
+  }
+  const OutputWindow window{x, y, width, height};
+  ResampleInner(src, all, out_width, out_height, filter == Interpolation::kBicubic, false, dst,
+                nullptr, &window);
 }
 
 void PillowResampleFilter(const ImageView& src, const RectF& box, int out_width,

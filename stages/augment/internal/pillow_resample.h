@@ -32,6 +32,14 @@ namespace flowloader::augment::internal {
 void PillowResample(const ImageView& src, const RectF& box, int out_width, int out_height,
                     Interpolation filter, bool flip, Image* dst);
 
+// PillowResampleWindow writes columns [x, x + width) and rows [y, y + height) of what
+// PillowResample(src, all of src, out_width, out_height, filter, no flip) writes, the
+// same bytes, computing only those: resize-then-crop (scale_jitter then fixed_size_crop)
+// at the cost of the crop.
+void PillowResampleWindow(const ImageView& src, int out_width, int out_height,
+                          Interpolation filter, int x, int y, int width, int height,
+                          Image* dst);
+
 // PillowFilter names Pillow's other resampling filters (Image.BOX, HAMMING, LANCZOS),
 // torchvision's InterpolationMode.BOX / HAMMING / LANCZOS on PIL images; the loader's
 // Interpolation has the three its fused paths also take.

@@ -55,6 +55,17 @@ class FixedSizeCrop : public Op {
     return absl::OkStatus();
   }
 
+  // Gather: the crop-and-pad maps. Only in constant mode, where the masks (cropped, then
+  // padded with 0) follow the same maps; the other modes repeat pixels, not masks.
+  bool GatherMovesMasks() const override { return true; }
+  bool Gather(const OpParams& p, int width, int height, GatherMaps* maps) const override {
+    if (mode_ != PadMode::kConstant || !Check(p, width, height).ok()) return false;
+    Map(width, width_, static_cast<int>(p.v[1]), mode_, &maps->x_src);
+    Map(height, height_, static_cast<int>(p.v[0]), mode_, &maps->y_src);
+    maps->fill = fill_;
+    return true;
+  }
+
   absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
     const int w = targets->canvas_width, h = targets->canvas_height;
     if (absl::Status s = Check(p, w, h); !s.ok()) return s;

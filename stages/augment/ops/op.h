@@ -180,6 +180,18 @@ class Op {
   virtual bool Gather(const OpParams& params, int width, int height, GatherMaps* maps) const {
     return false;
   }
+  // GatherMovesMasks: a Gather op whose MoveTargets moves instance masks through the same
+  // maps (0 where the fill is), so that a chain of such ops moves them in one gather
+  // (internal/geometry_chain.h).
+  virtual bool GatherMovesMasks() const { return false; }
+  // ResizeTo: an op whose pixels are PIL's resize of the whole image (resize, scale_jitter,
+  // random_shortest_size) gives, for `params` on a width × height input, its output size
+  // and filter and returns true; its targets then move as Geometry::Resize moves them.
+  // false: not such an op, or bad params (Apply says what is wrong).
+  virtual bool ResizeTo(const OpParams& params, int width, int height, OpSize* out,
+                        Interpolation* filter) const {
+    return false;
+  }
 
   // Targets (boxes, labels, masks of a detection sample; stages/detection/targets.h).
   // TargetEffect says what the op does to them: kRefuses (the default: a geometric op

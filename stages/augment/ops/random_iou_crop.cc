@@ -124,6 +124,20 @@ class RandomIoUCrop : public Op {
     return absl::OkStatus();
   }
 
+  // Gather: the crop's maps (the masks are cropped alike; no params: the image as is).
+  bool GatherMovesMasks() const override { return true; }
+  bool Gather(const OpParams& p, int width, int height, GatherMaps* maps) const override {
+    const bool crop = p.n != 0;
+    if (crop && !Check(p, width, height).ok()) return false;
+    const int top = crop ? static_cast<int>(p.v[0]) : 0, left = crop ? static_cast<int>(p.v[1]) : 0;
+    const int h = crop ? static_cast<int>(p.v[2]) : height, w = crop ? static_cast<int>(p.v[3]) : width;
+    maps->x_src.resize(static_cast<size_t>(w));
+    for (int x = 0; x < w; ++x) maps->x_src[x] = left + x;
+    maps->y_src.resize(static_cast<size_t>(h));
+    for (int y = 0; y < h; ++y) maps->y_src[y] = top + y;
+    return true;
+  }
+
   absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
     if (p.n == 0) return absl::OkStatus();
     const int top = static_cast<int>(p.v[0]), left = static_cast<int>(p.v[1]);

@@ -43,6 +43,12 @@ class RandomShortestSize : public Op {
     return internal::ResizeToDrawnSize(p, interpolation_, image);
   }
 
+  bool ResizeTo(const OpParams& p, int, int, OpSize* out,
+                Interpolation* filter) const override {
+    *filter = interpolation_;
+    return internal::DrawnSize(p, out);
+  }
+
   absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
     return internal::MoveTargetsToDrawnSize(p, targets);
   }

@@ -24,6 +24,7 @@ class RandomVerticalFlip : public Op {
     return absl::OkStatus();
   }
 
+  bool GatherMovesMasks() const override { return true; }
   bool Gather(const OpParams&, int width, int height, GatherMaps* maps) const override {
     maps->x_src.resize(width);
     for (int x = 0; x < width; ++x) maps->x_src[x] = x;

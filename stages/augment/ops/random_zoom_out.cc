@@ -77,6 +77,19 @@ class RandomZoomOut : public Op {
     return absl::OkStatus();
   }
 
+  // Gather: the padding's maps (PadTargets moves the masks through the same ones).
+  bool GatherMovesMasks() const override { return true; }
+  bool Gather(const OpParams& p, int width, int height, GatherMaps* maps) const override {
+    if (!Check(p).ok() || (int64_t{width} + static_cast<int64_t>(p.v[0] + p.v[2])) *
+                                  (int64_t{height} + static_cast<int64_t>(p.v[1] + p.v[3])) >
+                              kMaxCanvasPixels) {
+      return false;
+    }
+    Maps(p, width, height, &maps->x_src, &maps->y_src);
+    maps->fill = fill_;
+    return true;
+  }
+
   absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
     thread_local std::vector<int> map_x, map_y;
     Maps(p, targets->canvas_width, targets->canvas_height, &map_x, &map_y);

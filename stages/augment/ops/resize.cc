@@ -52,6 +52,16 @@ class Resize : public Op {
     return absl::OkStatus();
   }
 
+  bool ResizeTo(const OpParams&, int width, int height, OpSize* out,
+                Interpolation* filter) const override {
+    if (has_other_) return false;  // Box, hamming, lanczos: PillowResampleFilter's.
+    out->width = width_;
+    out->height = height_;
+    if (width_ == 0) OutputFor(width, height, &out->width, &out->height);
+    *filter = interpolation_;
+    return true;
+  }
+
   // The label map is resized to the same size by nearest neighbour (F.resize(mask,
   // NEAREST) on a PIL mask), whatever the image's interpolation.
   bool MovesLabels() const override { return true; }

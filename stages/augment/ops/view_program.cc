@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "stages/augment/ops/internal/geometry_chain.h"
 #include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/core/sample_error.h"
 
@@ -290,9 +291,37 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
                                       const OpObserver* observer,
                                       detection::Targets* targets,
                                       LabelPlane* labels) const {
+  // Draws op j as the loop below does (geometry chains draw ahead with it).
+  const internal::DrawOp draw = [&](size_t j, int w, int h, const detection::Targets* t,
+                                    OpParams* params) {
+    SampleRng rng(key.seed, key.epoch, key.index, OpStream(view_stream, j));
+    if (!ShouldApply(*ops_[j], rng)) return false;
+    if (t != nullptr) {
+      ops_[j]->DrawWithTargets(w, h, *t, rng, params);
+    } else {
+      ops_[j]->Draw(w, h, rng, params);
+    }
+    return true;
+  };
+  std::vector<size_t> chained;
   for (size_t i = begin; i < end; ++i) {
     const Op& op = *ops_[i];
     const int64_t start = NowNanos();
+    if (labels == nullptr) {
+      // Geometric ops from here as one pass (internal/geometry_chain.h); its time counts
+      // on its first op, a run on each op that applied.
+      absl::StatusOr<size_t> chain =
+          internal::RunGeometryChain(ops_, i, end, draw, image, targets, &chained);
+      if (!chain.ok()) return chain.status();
+      if (*chain > 0) {
+        for (size_t j : chained) costs_[j].runs.fetch_add(1, std::memory_order_relaxed);
+        const int64_t took = NowNanos() - start;
+        costs_[i].busy_ns.fetch_add(took, std::memory_order_relaxed);
+        if (observer != nullptr) observer->OpRan(i, start, took);
+        i += *chain - 1;
+        continue;
+      }
+    }
     SampleRng rng(key.seed, key.epoch, key.index, OpStream(view_stream, i));
     const int w = image.rgb != nullptr && op.Input() == PixelForm::kUint8HWC ? image.rgb->width
                                                                               : image.width;

@@ -22,6 +22,10 @@
 //   pixel ops run on it in place or through one spare buffer, normalize writes the
 //   float tensor into the batch slot (without normalize the view is uint8 [H, W, 3]),
 //   and tensor ops (random_erasing) then work in the slot.
+// - Geometric chains. Ops after the head that only move pixels (flips, crops, pads, zoom
+//   out: Op::Gather) around at most one resize (Op::ResizeTo) run as one pass when two or
+//   more of them apply (internal/geometry_chain.h): no intermediate canvas, the resize
+//   computes only the window the crops keep, masks move once; the same bytes.
 // - Randomness: the head draws from the view's stream (what `augment` draws for the same
 //   view); op i draws from a stream derived from (view stream, i). Every draw is a pure
 //   function of (seed, epoch, sample, view, op position), whatever the thread count.

@@ -9,9 +9,18 @@
 
 namespace flowloader::augment::internal {
 
+bool DrawnSize(const OpParams& p, OpSize* out) {
+  if (p.n != 2 || !(p.v[0] >= 1 && p.v[1] >= 1 && p.v[0] <= 16384 && p.v[1] <= 16384)) {
+    return false;
+  }
+  *out = {static_cast<int>(p.v[1]), static_cast<int>(p.v[0])};
+  return true;
+}
+
 absl::Status ResizeToDrawnSize(const OpParams& p, Interpolation interpolation,
                                OpImage& image) {
-  if (p.n != 2 || !(p.v[0] >= 1 && p.v[1] >= 1 && p.v[0] <= 16384 && p.v[1] <= 16384)) {
+  OpSize size;
+  if (!DrawnSize(p, &size)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the new size must be 1 to 16384 pixels a side, got ", p.n > 0 ? p.v[0] : 0, "x",
         p.n > 1 ? p.v[1] : 0, ": lower the target size or the scale"));

@@ -16,6 +16,10 @@ namespace flowloader::augment::internal {
 absl::Status ResizeToDrawnSize(const OpParams& p, Interpolation interpolation,
                                OpImage& image);
 
+// DrawnSize is ResizeTo for these ops: the drawn size when it is valid (as
+// ResizeToDrawnSize checks it), else false.
+bool DrawnSize(const OpParams& p, OpSize* out);
+
 // MoveTargetsToDrawnSize scales the targets as ResizeToDrawnSize scaled the pixels:
 // boxes per axis, masks nearest (v2's F.resize(mode=nearest)).
 absl::Status MoveTargetsToDrawnSize(const OpParams& p, detection::Targets* targets);
