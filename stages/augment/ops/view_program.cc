@@ -286,6 +286,17 @@ absl::Status ViewProgram::CheckMemory(int64_t held, int64_t need,
   return worker_memory_->Check(held + need, reason::kOpMemory, what);
 }
 
+absl::Status ViewProgram::CheckOpMemory(size_t i, const OpParams& params, int w, int h,
+                                        int64_t held) const {
+  if (worker_memory_ == nullptr) return absl::OkStatus();
+  const Op& op = *ops_[i];
+  const OpSize out = op.WorkingSize(params, OpSize{w, h});
+  const int64_t need = 3 * (int64_t{w} * h + int64_t{out.width} * out.height);
+  return CheckMemory(held, need,
+                     absl::StrCat(op.name(), " (op ", i + 1, ") making ", out.width, "x",
+                                  out.height, " from ", w, "x", h));
+}
+
 absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
                                       size_t end, OpImage& image, int64_t held,
                                       const OpObserver* observer,
@@ -303,6 +314,9 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
     }
     return true;
   };
+  const internal::CheckStep check = [&](size_t j, const OpParams& params, int w, int h) {
+    return CheckOpMemory(j, params, w, h, held);
+  };
   std::vector<size_t> chained;
   for (size_t i = begin; i < end; ++i) {
     const Op& op = *ops_[i];
@@ -311,7 +325,7 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
       // Geometric ops from here as one pass (internal/geometry_chain.h); its time counts
       // on its first op, a run on each op that applied.
       absl::StatusOr<size_t> chain =
-          internal::RunGeometryChain(ops_, i, end, draw, image, targets, &chained);
+          internal::RunGeometryChain(ops_, i, end, draw, check, image, targets, &chained);
       if (!chain.ok()) return chain.status();
       if (*chain > 0) {
         for (size_t j : chained) costs_[j].runs.fetch_add(1, std::memory_order_relaxed);
@@ -334,16 +348,8 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
       } else {
         op.Draw(w, h, rng, &params);
       }
-      if (op.Input() == PixelForm::kUint8HWC && worker_memory_ != nullptr) {
-        // Its input and output side by side, with the decoded image the sample holds.
-        const OpSize out = op.WorkingSize(params, OpSize{w, h});
-        const int64_t need = 3 * (int64_t{w} * h + int64_t{out.width} * out.height);
-        if (absl::Status s = CheckMemory(
-                held, need, absl::StrCat(op.name(), " (op ", i + 1, ") making ", out.width,
-                                         "x", out.height, " from ", w, "x", h));
-            !s.ok()) {
-          return s;
-        }
+      if (op.Input() == PixelForm::kUint8HWC) {
+        if (absl::Status s = CheckOpMemory(i, params, w, h, held); !s.ok()) return s;
       }
       absl::Status s = op.Apply(params, image);
       // The targets move with the pixels (after Apply, which checked the parameters).

@@ -160,6 +160,10 @@ class ViewProgram {
   // CheckMemory is OK when images of `need` bytes, with the `held` bytes of the decoded
   // image, fit the worker's memory (or no limit is set); else op_memory naming `what`.
   absl::Status CheckMemory(int64_t held, int64_t need, const std::string& what) const;
+  // CheckOpMemory is CheckMemory for op `i` drawn with `params` on a w × h uint8 image:
+  // its input and output side by side (Op::WorkingSize), with the decoded image held.
+  absl::Status CheckOpMemory(size_t i, const OpParams& params, int w, int h,
+                             int64_t held) const;
 
   std::vector<std::unique_ptr<Op>> ops_;
   std::unique_ptr<OpCost[]> costs_;

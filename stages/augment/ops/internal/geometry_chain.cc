@@ -229,7 +229,8 @@ void MovePixels(const std::vector<Step>& steps, OpImage& image, AxisMap* before_
 
 absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& ops,
                                         size_t begin, size_t end, const DrawOp& draw,
-                                        OpImage& image, detection::Targets* targets,
+                                        const CheckStep& check, OpImage& image,
+                                        detection::Targets* targets,
                                         std::vector<size_t>* applied) {
   applied->clear();
   if (!g_enabled.load(std::memory_order_relaxed) || image.rgb == nullptr) return 0;
@@ -252,6 +253,11 @@ absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& 
            targets != nullptr ? &standin : nullptr, &steps);
   if (!covered.ok()) return covered.status();
   if (steps.size() < 2) return 0;  // One op (or none) applied: the op's own pass is as fast.
+  for (const Step& step : steps) {
+    if (absl::Status s = check(step.op, step.params, step.in_width, step.in_height); !s.ok()) {
+      return s;
+    }
+  }
   for (const Step& step : steps) applied->push_back(step.op);
   g_chains_run.fetch_add(1, std::memory_order_relaxed);
 

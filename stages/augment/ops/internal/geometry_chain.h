@@ -39,13 +39,21 @@ namespace flowloader::augment::internal {
 using DrawOp = std::function<bool(size_t i, int width, int height,
                                   const detection::Targets* targets, OpParams* params)>;
 
+// CheckStep is asked, before any pixel moves, whether op `i` drawn with `params` may run on
+// a width × height image (the per-worker memory budget: the chain needs no more than the
+// ops one by one, so the same check keeps the same refusals); a non-OK status ends the
+// chain with it.
+using CheckStep = std::function<absl::Status(size_t i, const OpParams& params, int width,
+                                             int height)>;
+
 // RunGeometryChain runs ops [begin, end) from `begin` as one chain as far as they form one
 // (uint8 ops that apply as a gather or as the one resize, or do not apply) and returns how
 // many ops it covered, their positions that applied in *applied; 0 (nothing done) when
 // fewer than two ops apply in the chain. `targets` (null: none) move as the ops move them.
 absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& ops,
                                         size_t begin, size_t end, const DrawOp& draw,
-                                        OpImage& image, detection::Targets* targets,
+                                        const CheckStep& check, OpImage& image,
+                                        detection::Targets* targets,
                                         std::vector<size_t>* applied);
 
 // SetGeometryChainForTesting(false) makes RunGeometryChain do nothing (return 0), so a
