@@ -130,12 +130,12 @@ TEST_F(DiagnosisTest, SlowReaderIsNamedAsStorage) {
 }
 
 // A stage's kind and type come from its spec and schema, never from the name its user
-// chose: a read stage named "images" is storage, an op named copy_paste is CPU work (not
+// chose: a read stage named "images" is storage, an op named copy_to_gpu is CPU work (not
 // a host-to-device transfer), upload is the transfer, a decode named "jpeg" is decode.
 TEST_F(DiagnosisTest, StageKindsComeFromTheirSchemasNotTheirNames) {
   static const bool registered =
       StageRegistry::Global()
-          .RegisterFunction("copy_paste", "does nothing",
+          .RegisterFunction("copy_to_gpu", "does nothing",
                             [](SampleContext&) { return absl::OkStatus(); })
           .ok();
   ASSERT_TRUE(registered);
@@ -144,7 +144,7 @@ TEST_F(DiagnosisTest, StageKindsComeFromTheirSchemasNotTheirNames) {
   ASSERT_TRUE(stages.ok());
   stages->front().name = "images";
   (*stages)[1].name = "jpeg";
-  stages->push_back(StageSpec{"copy_paste", "", {}, 0});
+  stages->push_back(StageSpec{"copy_to_gpu", "", {}, 0});
   o.stages = *stages;
   auto p = Pipeline::Create(o);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -157,12 +157,12 @@ TEST_F(DiagnosisTest, StageKindsComeFromTheirSchemasNotTheirNames) {
     types[s.name] = s.type;
   }
   EXPECT_EQ(kinds.at("images"), StageKind::kStorage);
-  EXPECT_EQ(kinds.at("copy_paste"), StageKind::kCompute);
+  EXPECT_EQ(kinds.at("copy_to_gpu"), StageKind::kCompute);
   EXPECT_EQ(kinds.at("jpeg"), StageKind::kCompute);
   EXPECT_EQ(kinds.at("upload"), StageKind::kTransfer);
   // The advice fitting decode follows the type, not the name: "jpeg" is a decode stage.
   EXPECT_EQ(types.at("jpeg"), "decode");
-  EXPECT_EQ(types.at("copy_paste"), "copy_paste");
+  EXPECT_EQ(types.at("copy_to_gpu"), "copy_to_gpu");
 }
 
 TEST_F(DiagnosisTest, SlowCpuStageInTheWorkersIsNamedWithMoreWorkersAdvice) {

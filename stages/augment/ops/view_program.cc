@@ -322,16 +322,22 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
     const Op& op = *ops_[i];
     const int64_t start = NowNanos();
     if (labels == nullptr) {
-      // Geometric ops from here as one pass (internal/geometry_chain.h); its time counts
-      // on its first op, a run on each op that applied.
+      // Geometric ops from here as one pass (internal/geometry_chain.h). Each op that
+      // applied counts a run and an equal share of the pass's time, as consecutive spans,
+      // so every op keeps its own row and trace span.
       absl::StatusOr<size_t> chain =
           internal::RunGeometryChain(ops_, i, end, draw, check, image, targets, &chained);
       if (!chain.ok()) return chain.status();
       if (*chain > 0) {
-        for (size_t j : chained) costs_[j].runs.fetch_add(1, std::memory_order_relaxed);
-        const int64_t took = NowNanos() - start;
-        costs_[i].busy_ns.fetch_add(took, std::memory_order_relaxed);
-        if (observer != nullptr) observer->OpRan(i, start, took);
+        const int64_t share = (NowNanos() - start) / static_cast<int64_t>(chained.size());
+        for (size_t k = 0; k < chained.size(); ++k) {
+          const size_t j = chained[k];
+          costs_[j].runs.fetch_add(1, std::memory_order_relaxed);
+          costs_[j].busy_ns.fetch_add(share, std::memory_order_relaxed);
+          if (observer != nullptr) {
+            observer->OpRan(j, start + static_cast<int64_t>(k) * share, share);
+          }
+        }
         i += *chain - 1;
         continue;
       }
