@@ -240,7 +240,7 @@ TEST_F(PipelineCollectorTest, RunTimeReasonJoinsWhenFirstCounted) {
 // has processed nothing: none of them waits for a first event.
 TEST_F(PipelineCollectorTest, EveryFamilyHasSeriesBeforeAnyItem) {
   ASSERT_TRUE(collector_.Register(stats_).ok());
-  EXPECT_EQ(collector_.Collect().size(), 25u);
+  EXPECT_EQ(collector_.Collect().size(), 30u);
 }
 
 // A stage with op rows (a transforms stage) adds one series per op to two families,
@@ -263,7 +263,7 @@ TEST_F(PipelineCollectorTest, OpCostsAreLabelledByOp) {
   EXPECT_EQ(f->type, MetricType::Counter);
   ASSERT_EQ(f->metric.size(), 2u);  // Only decode's two ops; reader has none.
   EXPECT_EQ(LabelsOf(f->metric[1]).at("op"), "gaussian_blur#2");
-  EXPECT_EQ(families.size(), 27u);  // EveryFamilyHasSeriesBeforeAnyItem's 25, and these.
+  EXPECT_EQ(families.size(), 32u);  // EveryFamilyHasSeriesBeforeAnyItem's 30, and these.
 }
 
 TEST_F(PipelineCollectorTest, PipelineCountersAndGauges) {
@@ -392,7 +392,7 @@ TEST_F(PipelineCollectorTest, NamesTypesHelpAndLabelsFollowConventions) {
   stats_->build_info = {{"version", "1"}};
   ASSERT_TRUE(collector_.Register(stats_).ok());
   const auto families = collector_.Collect();
-  EXPECT_EQ(families.size(), 25u);  // Every family of the catalogue has a series here.
+  EXPECT_EQ(families.size(), 30u);  // Every family of the catalogue has a series here.
   for (const auto& f : families) {
     EXPECT_TRUE(absl::StartsWith(f.name, "flowloader_")) << f.name;
     EXPECT_FALSE(f.help.empty()) << f.name;
@@ -400,7 +400,8 @@ TEST_F(PipelineCollectorTest, NamesTypesHelpAndLabelsFollowConventions) {
     if (f.name == "flowloader_build_info") continue;
     for (const auto& m : f.metric) {
       for (const auto& l : m.label) {
-        EXPECT_THAT(l.name, ::testing::AnyOf("pipeline", "stage", "reason", "from", "to"))
+        EXPECT_THAT(l.name, ::testing::AnyOf("pipeline", "stage", "reason", "from", "to",
+                                             "scheme", "code"))
             << f.name;
       }
     }
@@ -439,7 +440,8 @@ namespace flowloader {
 namespace {
 
 // Remote storage's counts come out by scheme and code, the histogram's count equal to
-// the requests; a pipeline without storage has none of the families.
+// the requests; a pipeline without remote requests exports them at 0 as scheme "none"
+// (so the dashboard's storage panels read 0, not No data).
 TEST(PipelineCollectorStorageTest, ExportsStorageBySchemeAndCode) {
   auto storage = std::make_shared<StorageStats>();
   storage->Record("s3", 2'000'000, 1000, "", false);
@@ -491,7 +493,19 @@ TEST(PipelineCollectorStorageTest, ExportsStorageBySchemeAndCode) {
   auto local = std::make_shared<PipelineStats>("local");
   PipelineCollector plain;
   ASSERT_TRUE(plain.Register(local).ok());
-  EXPECT_EQ(FindFamily(plain.Collect(), "flowloader_storage_requests_total"), nullptr);
+  const std::vector<MetricFamily> local_families = plain.Collect();
+  const ClientMetric* none = FindMetric(local_families, "flowloader_storage_requests_total",
+                                        {{"pipeline", "local"}, {"scheme", "none"}});
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(none->counter.value, 0);
+  const ClientMetric* none_latency =
+      FindMetric(local_families, "flowloader_storage_request_duration_seconds",
+                 {{"pipeline", "local"}, {"scheme", "none"}});
+  ASSERT_NE(none_latency, nullptr);
+  EXPECT_EQ(none_latency->histogram.sample_count, 0u);
+  EXPECT_EQ(FindMetric(local_families, "flowloader_storage_requests_total",
+                       {{"pipeline", "p"}, {"scheme", "none"}}),
+            nullptr);
 }
 
 }  // namespace

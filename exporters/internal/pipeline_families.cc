@@ -267,11 +267,18 @@ constexpr absl::string_view kS3Codes[] = {"SlowDown", "InternalError", "ServiceU
                                           "NoSuchKey", "AccessDenied"};
 
 // AppendStorage adds remote storage's requests, bytes, retries, errors and latency, by
-// scheme (nothing when the pipeline reads no remote data).
+// scheme. A pipeline that has sent no remote request yet (local data) exports the
+// families at 0 under scheme "none", so the dashboard's storage panels read 0 rather than
+// No data, as every panel answers for every pipeline.
 void AppendStorage(const PipelineStats& stats, std::vector<MetricFamily>* families) {
-  if (stats.storage == nullptr) return;
   auto& f = *families;
-  for (const StorageSchemeStats& s : stats.storage->Read()) {
+  std::vector<StorageSchemeStats> schemes;
+  if (stats.storage != nullptr) schemes = stats.storage->Read();
+  if (schemes.empty()) {
+    schemes.emplace_back();
+    schemes.back().scheme = "none";
+  }
+  for (const StorageSchemeStats& s : schemes) {
     const std::vector<ClientMetric::Label> labels = {{"pipeline", stats.pipeline()},
                                                      {"scheme", s.scheme}};
     AddCounter(&f[kStorageRequests], labels, static_cast<double>(s.requests));
