@@ -65,7 +65,7 @@ documented = set(re.findall(r"--([a-z0-9_]+)", section))
 missing = sorted(flags - documented)
 assert not missing, "docs/cli.md's prose does not name: %s" % missing
 other_commands = {"out", "classes", "images_per_class", "overwrite", "help", "version", "spec",
-                  "dot", "task", "images"}
+                  "dot", "task", "images", "part_size"}
 stale = sorted(documented - flags - other_commands)
 assert not stale, "docs/cli.md names flags run does not have: %s" % stale
 PYEOF

@@ -256,7 +256,7 @@ int64_t Dataset::table_bytes() const {
   for (const SampleSource& s : samples_) bytes += heap(s.key);
   bytes += static_cast<int64_t>(members_.capacity() * sizeof(SampleMember));
   for (const std::string& shard : shards_) bytes += sizeof(std::string) + heap(shard);
-  bytes += static_cast<int64_t>(column_text_.capacity() + column_ends_.capacity() * 8);
+  bytes += heap(column_text_) + static_cast<int64_t>(column_ends_.capacity() * 8);
   return bytes;
 }
 
