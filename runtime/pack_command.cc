@@ -1,7 +1,5 @@
 #include "runtime/pack_command.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -11,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -21,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "exporters/internal/json.h"
+#include "runtime/internal/signal_watcher.h"
 #include "stages/core/log.h"
 #include "stages/core/sample_error.h"
 #include "stages/decode/decoder.h"
@@ -342,46 +340,6 @@ absl::StatusOr<std::vector<std::string>> ReadClassNames(const std::string& path)
   return names;
 }
 
-namespace {
-
-// CancelOnSignal turns SIGINT/SIGTERM into `cancel` from a dedicated thread (sigwait), so
-// Ctrl-C ends an upload within ~100 ms and Pack aborts the shard it was writing. Made
-// before any other thread, so every thread inherits the mask.
-class CancelOnSignal {
- public:
-  explicit CancelOnSignal(std::shared_ptr<std::atomic<bool>> cancel) : cancel_(std::move(cancel)) {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    sigaddset(&set_, SIGUSR1);  // Our own wake-up at the end.
-    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
-    thread_ = std::thread([this] {
-      int signo = 0;
-      while (sigwait(&set_, &signo) == 0) {
-        if (signo == SIGUSR1 && done_.load()) return;
-        if (signo == SIGINT || signo == SIGTERM) {
-          received_.store(signo);
-          cancel_->store(true);
-        }
-      }
-    });
-  }
-  ~CancelOnSignal() {
-    done_.store(true);
-    pthread_kill(thread_.native_handle(), SIGUSR1);
-    thread_.join();
-  }
-  int received() const { return received_.load(); }
-
- private:
-  const std::shared_ptr<std::atomic<bool>> cancel_;
-  sigset_t set_;
-  std::atomic<bool> done_{false};
-  std::atomic<int> received_{0};
-  std::thread thread_;
-};
-
-}  // namespace
 
 int PackCommand(const PackOptions& command_options) {
   PackOptions options = command_options;
@@ -390,7 +348,7 @@ int PackCommand(const PackOptions& command_options) {
   absl::StatusOr<PackResult> r;
   int signo = 0;
   {
-    CancelOnSignal watcher(cancel);
+    internal::SignalWatcher watcher(cancel);  // Ctrl-C aborts the shard being written.
     r = Pack(options);
     signo = watcher.received();
   }

@@ -1,22 +1,17 @@
 #include "runtime/run_command.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
 #include <fstream>
-#include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -25,71 +20,13 @@
 #include "exporters/metrics_exporter.h"
 #include "exporters/report.h"
 #include "exporters/trace.h"
+#include "runtime/internal/signal_watcher.h"
 #include "runtime/run_summary.h"
 #include "stages/core/log.h"
 #include "stages/core/resources.h"
 
 namespace flowloader {
 namespace {
-
-// SignalWatcher turns SIGINT/SIGTERM into Pipeline::Stop from a dedicated thread
-// (sigwait), so no work happens in a signal handler. It starts before Pipeline::Create:
-// a signal then sets `cancel` (HttpOptions::cancel), which ends the HTTP reads that
-// opening the dataset makes, so Ctrl-C during a slow index ends the process at once.
-class SignalWatcher {
- public:
-  explicit SignalWatcher(std::shared_ptr<std::atomic<bool>> cancel) : cancel_(std::move(cancel)) {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    sigaddset(&set_, SIGUSR1);  // Our own wake-up at the end of the run.
-    thread_ = std::thread([this] {
-      int signo = 0;
-      while (sigwait(&set_, &signo) == 0) {
-        if (signo == SIGUSR1 && done_.load()) return;
-        if (signo == SIGINT || signo == SIGTERM) {
-          received_.store(signo);
-          cancel_->store(true);
-          std::lock_guard<std::mutex> lock(mu_);
-          if (pipeline_ != nullptr) pipeline_->Stop();
-        }
-      }
-    });
-  }
-  ~SignalWatcher() {
-    done_.store(true);
-    pthread_kill(thread_.native_handle(), SIGUSR1);
-    thread_.join();
-  }
-  int received() const { return received_.load(); }
-  // Watch makes a signal stop `pipeline` (which must outlive the watcher), at once if
-  // one came already.
-  void Watch(Pipeline* pipeline) {
-    std::lock_guard<std::mutex> lock(mu_);
-    pipeline_ = pipeline;
-    if (received_.load() != 0) pipeline_->Stop();
-  }
-
-  // BlockInThisThread must run before any other thread starts, so every thread inherits
-  // the mask and the signals reach only sigwait.
-  static void BlockInThisThread() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGUSR1);
-    pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  }
-
- private:
-  const std::shared_ptr<std::atomic<bool>> cancel_;
-  std::mutex mu_;
-  Pipeline* pipeline_ ABSL_GUARDED_BY(mu_) = nullptr;
-  sigset_t set_;
-  std::atomic<bool> done_{false};
-  std::atomic<int> received_{0};
-  std::thread thread_;
-};
 
 // Facts are the run's facts after `wall` seconds (RunFactsFor, shared with the Python
 // module's stats()).
@@ -444,13 +381,15 @@ int ExitCode(int signo, const absl::Status& status, const RunSnapshot& snapshot)
 }  // namespace
 
 int RunCommand(const RunConfig& config) {
-  SignalWatcher::BlockInThisThread();
+  internal::SignalWatcher::BlockInThisThread();
   const absl::Time start = absl::Now();
   if (absl::Status s = CheckOutputPaths(config); !s.ok()) return Fail(s.message());
 
   std::unique_ptr<Pipeline> pipeline;  // Declared first: the watcher below goes first.
   auto cancel = std::make_shared<std::atomic<bool>>(false);
-  SignalWatcher signals(cancel);
+  // Started before Pipeline::Create: a signal sets `cancel`, which ends the HTTP reads
+  // that opening the dataset makes, so Ctrl-C during a slow index ends the process at once.
+  internal::SignalWatcher signals(cancel);
   PipelineOptions options = config.pipeline;
   options.http.cancel = cancel;
   absl::StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::Create(options);
@@ -471,7 +410,7 @@ int RunCommand(const RunConfig& config) {
   RowFiles files;
   if (absl::Status s = OpenRowFiles(config, *pipeline, &files); !s.ok()) return Fail(s.message());
 
-  signals.Watch(pipeline.get());
+  signals.OnSignal([p = pipeline.get()] { p->Stop(); });
   LiveOutput live(config, start);
   Consumed consumed = ConsumeBatches(config, *pipeline, start, &files, &live);
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
