@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/metric_type.h"
 #include "stages/core/sample_error.h"
@@ -175,23 +176,30 @@ void AddGauge(MetricFamily* f, std::vector<ClientMetric::Label> labels, double v
   f->metric.push_back(std::move(m));
 }
 
-void AddLatency(MetricFamily* f, std::vector<ClientMetric::Label> labels,
-                const LatencyHistogram::Snapshot& snap) {
+// AddHistogram adds one histogram series: `counts` per bucket (not cumulative), the
+// bucket after the last of `bounds` being +Inf.
+void AddHistogram(MetricFamily* f, std::vector<ClientMetric::Label> labels, uint64_t count,
+                  double sum_seconds, absl::Span<const uint64_t> counts,
+                  absl::Span<const double> bounds) {
   ClientMetric m = WithLabels(std::move(labels));
-  m.histogram.sample_count = snap.count;
-  m.histogram.sample_sum = snap.sum_seconds;
+  m.histogram.sample_count = count;
+  m.histogram.sample_sum = sum_seconds;
   uint64_t cumulative = 0;
-  for (size_t i = 0; i < snap.counts.size(); ++i) {
-    cumulative += snap.counts[i];
+  for (size_t i = 0; i < counts.size(); ++i) {
+    cumulative += counts[i];
     ClientMetric::Bucket b;
     b.cumulative_count = cumulative;
     // The last bucket is +Inf; giving it explicitly stops the serializer adding another.
-    b.upper_bound = i < LatencyHistogram::kBounds.size()
-                        ? LatencyHistogram::kBounds[i]
-                        : std::numeric_limits<double>::infinity();
+    b.upper_bound = i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
     m.histogram.bucket.push_back(b);
   }
   f->metric.push_back(std::move(m));
+}
+
+void AddLatency(MetricFamily* f, std::vector<ClientMetric::Label> labels,
+                const LatencyHistogram::Snapshot& snap) {
+  AddHistogram(f, std::move(labels), snap.count, snap.sum_seconds, snap.counts,
+               LatencyHistogram::kBounds);
 }
 
 // AddErrors exports every built-in reason, 0 until counted, as Prometheus' guidance asks
@@ -294,20 +302,8 @@ void AppendStorage(const PipelineStats& stats, std::vector<MetricFamily>* famili
                  {{"pipeline", stats.pipeline()}, {"scheme", s.scheme}, {"code", code}},
                  static_cast<double>(n));
     }
-    ClientMetric m = WithLabels(labels);
-    m.histogram.sample_count = static_cast<uint64_t>(s.requests);
-    m.histogram.sample_sum = s.latency_sum_seconds;
-    uint64_t cumulative = 0;
-    for (size_t i = 0; i < s.buckets.size(); ++i) {
-      cumulative += s.buckets[i];
-      ClientMetric::Bucket b;
-      b.cumulative_count = cumulative;
-      b.upper_bound = i < StorageSchemeStats::kBounds.size()
-                          ? StorageSchemeStats::kBounds[i]
-                          : std::numeric_limits<double>::infinity();
-      m.histogram.bucket.push_back(b);
-    }
-    f[kStorageLatency].metric.push_back(std::move(m));
+    AddHistogram(&f[kStorageLatency], labels, static_cast<uint64_t>(s.requests),
+                 s.latency_sum_seconds, s.buckets, StorageSchemeStats::kBounds);
   }
 }
 
