@@ -7,72 +7,27 @@
 //   copy_paste  BLENDING(0|1)  SELECTION(i,j,..)  PASTE_PPM  PASTE_TARGETS  PPM  TARGETS
 //               OUT_PPM  OUT_TARGETS
 //   mosaic      XC  YC  AREA_RATIO  PPM0..PPM3  TARGETS0..TARGETS3  OUT_PPM  OUT_TARGETS
-// Images: binary PPM (P6). Targets: det_op_tool's text form (a header "W H K M", K lines
-// "x0 y0 x1 y1 label iscrowd area", then with masks a line "masks" and K × H × W bytes).
+// Images: binary PPM (P6). Targets: targets_text.h's text form.
 #include <array>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "stages/augment/ops/netpbm.h"
 #include "stages/detection/copy_paste.h"
 #include "stages/detection/mosaic.h"
+#include "stages/detection/targets_text.h"
 
 namespace flowloader {
 namespace {
 
 using detection::BatchImage;
+using detection::ReadTargets;
 using detection::Targets;
-
-// ReadTargets and WriteTargets: det_op_tool's format.
-bool ReadTargets(const std::string& path, Targets* t) {
-  std::ifstream in(path, std::ios::binary);
-  int64_t k = 0;
-  int m = 0;
-  in >> t->canvas_width >> t->canvas_height >> k >> m;
-  if (!in || k < 0 || t->canvas_width <= 0 || t->canvas_height <= 0) return false;
-  for (int64_t i = 0; i < k; ++i) {
-    float b[4], area;
-    int64_t label, crowd;
-    in >> b[0] >> b[1] >> b[2] >> b[3] >> label >> crowd >> area;
-    t->boxes.insert(t->boxes.end(), b, b + 4);
-    t->labels.push_back(label);
-    t->iscrowd.push_back(crowd);
-    t->area.push_back(area);
-  }
-  t->has_masks = m != 0;
-  if (t->has_masks) {
-    std::string word;
-    in >> word;
-    in.get();
-    t->masks.resize(t->mask_plane() * static_cast<size_t>(k));
-    in.read(reinterpret_cast<char*>(t->masks.data()),
-            static_cast<std::streamsize>(t->masks.size()));
-  }
-  return static_cast<bool>(in);
-}
-
-bool WriteTargets(const std::string& path, const Targets& t) {
-  std::ofstream out(path, std::ios::binary);
-  out << t.canvas_width << " " << t.canvas_height << " " << t.size() << " "
-      << (t.has_masks ? 1 : 0) << "\n";
-  for (int64_t i = 0; i < t.size(); ++i) {
-    out << absl::StrFormat("%.9g %.9g %.9g %.9g %d %d %.9g\n", t.boxes[4 * i], t.boxes[4 * i + 1],
-                           t.boxes[4 * i + 2], t.boxes[4 * i + 3], t.labels[i], t.iscrowd[i],
-                           t.area[i]);
-  }
-  if (t.has_masks) {
-    out << "masks\n";
-    out.write(reinterpret_cast<const char*>(t.masks.data()),
-              static_cast<std::streamsize>(t.masks.size()));
-  }
-  return static_cast<bool>(out);
-}
+using detection::WriteTargets;
 
 BatchImage View(Image& img) {
   return BatchImage{img.pixels.data(), img.height, img.width, img.channels, false};

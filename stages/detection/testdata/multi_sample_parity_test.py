@@ -64,7 +64,7 @@ def write_targets(path, t):
 def read_targets(path):
     data = open(path, "rb").read()
     header, rest = data.split(b"\n", 1)
-    w, h, k, m = (int(v) for v in header.split())
+    w, h, k, m = (int(v) for v in header.split()[:4])  # The 5th, keypoints: 0 here.
     rows = []
     for _ in range(k):
         line, rest = rest.split(b"\n", 1)
