@@ -27,6 +27,7 @@
 #include "stages/reader/env.h"
 #include "stages/reader/s3_env.h"
 #include "stages/reader/storage_env.h"
+#include "stages/reader/tar_index_file.h"
 #include "stages/reader/tar_writer.h"
 
 namespace flowloader {
@@ -176,6 +177,14 @@ absl::Status WriteClassNames(const std::vector<std::string>& names, const std::s
   return (*file)->Close();
 }
 
+// WriteIndex writes a shard's index file (locally or as an object).
+absl::Status WriteIndex(const TarIndexFile& index, const std::string& path, Env* env) {
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
+  if (!file.ok()) return file.status();
+  if (absl::Status s = (*file)->Append(FormatTarIndexFile(index)); !s.ok()) return s;
+  return (*file)->Close();
+}
+
 bool Cancelled(const PackOptions& o) {
   return o.storage.http.cancel != nullptr && o.storage.http.cancel->load();
 }
@@ -229,10 +238,15 @@ absl::StatusOr<PackResult> Pack(const PackOptions& options) {
   }
   PackResult result;
   std::unique_ptr<TarWriter> shard;
+  // A shard's index goes beside it once the shard is whole (tar_index_file.h): an index
+  // never describes a shard that is not there.
   auto close_shard = [&]() -> absl::Status {
     if (shard == nullptr) return absl::OkStatus();
     result.bytes_out += shard->bytes() + 1024;  // Close adds the two end blocks.
     absl::Status s = shard->Close();
+    if (s.ok()) {
+      s = WriteIndex(shard->index(), TarIndexFileName(result.shards.back()), env->get());
+    }
     shard.reset();
     return s;
   };

@@ -12,6 +12,8 @@
 //             fewer pixels;
 //   KEY.cls   the label, as decimal text;
 //   KEY.json  {"key": the source key, "label": N}.
+// Each shard is followed by its index file, SHARD.idx (tar_index_file.h), which lets a
+// run open the shard without reading its headers.
 // OUT/classes.txt lists the ImageFolder's class names, one per line, by label, each
 // escaped as --samples_out escapes keys (backslash, tab, newline, CR as \\ \t \n \r),
 // so a class directory whose name holds a newline cannot shift the labels after it;

@@ -213,7 +213,7 @@ keys() {
   body=$(s3get "list-type=2&prefix=$1%2F" ListBucketResult) || return 1
   grep -o "<Key>" <<<"$body" | wc -l || true
 }
-[ "$(keys big)" = 2 ] || fail "s3://cli/big/ holds $(keys big) keys, not the shard and classes.txt"
+[ "$(keys big)" = 3 ] || fail "s3://cli/big/ holds $(keys big) keys, not the shard, its index and classes.txt"
 [ "$(uploads)" = 0 ] || fail "$(uploads) multipart uploads left after the packs"
 # start_proxy MODE: a fault proxy in MODE (every request) on $PPORT, logging to $TMP/MODE.log.
 start_proxy() {

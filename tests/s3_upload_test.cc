@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "runtime/pack_command.h"
 #include "runtime/pipeline.h"
+#include "stages/reader/dataset.h"
 #include "stages/reader/s3_env.h"
 #include "stages/reader/s3_upload.h"
 #include "tests/testing/pipeline_helpers.h"
@@ -183,7 +184,8 @@ TEST_F(S3UploadTest, PackToTheBucketDeliversThePackToDiskBatches) {
   ASSERT_TRUE(in_bucket.ok()) << in_bucket.status();
   EXPECT_EQ(in_bucket->shards.size(), on_disk->shards.size());
   EXPECT_TRUE(absl::StartsWith(in_bucket->pattern, "s3://uploads/packed/train-{000000..")) << in_bucket->pattern;
-  EXPECT_EQ(Keys("packed/").size(), on_disk->shards.size() + 1);  // And classes.txt.
+  // Each shard and its index file, and classes.txt.
+  EXPECT_EQ(Keys("packed/").size(), 2 * on_disk->shards.size() + 1);
   // Packing again into the same prefix is refused, as into the same directory.
   EXPECT_EQ(Pack(remote).status().code(), absl::StatusCode::kAlreadyExists);
 
@@ -200,6 +202,28 @@ TEST_F(S3UploadTest, PackToTheBucketDeliversThePackToDiskBatches) {
   ASSERT_TRUE(s3.status.ok()) << s3.status;
   ASSERT_EQ(disk.batches.size(), 5u);  // ceil(24 / 5).
   EXPECT_EQ(s3.batches, disk.batches);
+
+  // The index files: each shard opens with two small GETs (its index, its last KiB)
+  // instead of its header windows, to the samples a scan of its headers finds.
+  DatasetOptions indexed;
+  indexed.path = in_bucket->pattern;
+  indexed.s3.endpoint = gateway_->endpoint();
+  DatasetOptions scanning = indexed;
+  scanning.use_shard_index = false;
+  absl::StatusOr<std::unique_ptr<Dataset>> from_index = Dataset::Open(indexed);
+  absl::StatusOr<std::unique_ptr<Dataset>> scanned = Dataset::Open(scanning);
+  ASSERT_TRUE(from_index.ok()) << from_index.status();
+  ASSERT_TRUE(scanned.ok()) << scanned.status();
+  const auto shards = static_cast<int64_t>(in_bucket->shards.size());
+  EXPECT_EQ((*from_index)->shard_index_counts().used, shards);
+  EXPECT_EQ((*from_index)->storage()->requests(), 2 * shards);
+  ASSERT_EQ((*from_index)->size(), (*scanned)->size());
+  for (int64_t i = 0; i < (*scanned)->size(); ++i) {
+    EXPECT_EQ((*from_index)->sample(i).key, (*scanned)->sample(i).key);
+    EXPECT_EQ((*from_index)->sample(i).label, (*scanned)->sample(i).label);
+    EXPECT_EQ((*from_index)->sample(i).offset, (*scanned)->sample(i).offset);
+    EXPECT_EQ((*from_index)->sample(i).size, (*scanned)->sample(i).size);
+  }
 }
 
 }  // namespace

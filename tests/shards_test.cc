@@ -18,6 +18,7 @@
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/http_env.h"
+#include "stages/reader/tar_index_file.h"
 #include "stages/reader/tar_writer.h"
 #include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/shard_data.h"
@@ -223,7 +224,9 @@ TEST_F(ShardsTest, CachedShardsCostOneRequestPerBlockInsteadOfOnePerMember) {
   ASSERT_TRUE(nginx.running());
   const std::string data = nginx.Url("/train-{000000..000004}.tar");
   const int64_t index_requests = IndexRequests(data, nginx_dir);
-  EXPECT_EQ(index_requests, 5);  // One 1 MiB header window per small shard.
+  // Per small shard, its index file's request (404: GNU tar wrote these shards, without
+  // one) and one 1 MiB header window.
+  EXPECT_EQ(index_requests, 2 * 5);
   PipelineOptions cached = Options(data);  // http_cache_mb 256 (default): all admitted.
   int64_t before = RequestsLogged(nginx_dir);
   const Delivered on = RunAll(cached);
@@ -258,8 +261,9 @@ TEST_F(ShardsTest, CachedShardsCostOneRequestPerBlockInsteadOfOnePerMember) {
 }
 
 // BigShard writes `dir`/big.tar: 24 samples of a 200 KiB .jpg (pseudo-random bytes: an
-// index never decodes) and a .cls, ~4.7 MiB (5 index windows of 1 MiB); returns its size.
-int64_t BigShard(const std::string& dir) {
+// index never decodes) and a .cls, ~4.7 MiB (5 index windows of 1 MiB), and with
+// `index` its index file big.tar.idx as `flowloader pack` writes it; returns its size.
+int64_t BigShard(const std::string& dir, bool index = false) {
   auto tar = TarWriter::Create(dir + "/big.tar");
   EXPECT_TRUE(tar.ok()) << tar.status();
   uint32_t x = 12345;
@@ -270,7 +274,49 @@ int64_t BigShard(const std::string& dir) {
     EXPECT_TRUE((*tar)->Add(absl::StrFormat("%06d.cls", i), absl::StrCat(i % 3)).ok());
   }
   EXPECT_TRUE((*tar)->Close().ok());
+  if (index) testing::WriteFile(dir + "/big.tar.idx", FormatTarIndexFile((*tar)->index()));
   return FileBytes(dir + "/big.tar");
+}
+
+// A shard with its index file opens over HTTP with two small requests (the index, the
+// shard's last KiB) instead of its 5 header windows, to the disk's samples; its blocks
+// are then fetched as the samples need them, each once.
+TEST_F(ShardsTest, AnIndexedShardOpensOverHttpWithTwoSmallRequests) {
+  const std::string dir = TempDirForTest("indexed_shard_");
+  const int64_t size = BigShard(dir, /*index=*/true);
+  const std::string bytes = testing::ReadFile(dir + "/big.tar");
+  DatasetOptions scan;
+  scan.path = dir + "/big.tar";
+  scan.use_shard_index = false;
+  absl::StatusOr<std::unique_ptr<Dataset>> local = Dataset::Open(scan);
+  ASSERT_TRUE(local.ok()) << local.status();
+  const std::string nginx_dir = TempDirForTest("nginx_");
+  Server nginx = Server::Nginx(dir, nginx_dir);
+  ASSERT_TRUE(nginx.running());
+  DatasetOptions o;
+  o.path = nginx.Url("/big.tar");
+  int64_t before = RequestsLogged(nginx_dir);
+  absl::StatusOr<std::unique_ptr<Dataset>> remote = Dataset::Open(o);
+  ASSERT_TRUE(remote.ok()) << remote.status();
+  EXPECT_EQ(RequestsLogged(nginx_dir) - before, 2);
+  EXPECT_EQ((*remote)->shard_index_counts().used, 1);
+  ASSERT_EQ((*remote)->size(), (*local)->size());
+  before = RequestsLogged(nginx_dir);
+  for (int64_t i = 0; i < (*remote)->size(); ++i) {
+    const SampleSource& r = (*remote)->sample(i);
+    const SampleSource& l = (*local)->sample(i);
+    EXPECT_EQ(r.key, l.key);
+    EXPECT_EQ(r.label, l.label);
+    ASSERT_EQ(r.offset, l.offset);
+    ASSERT_EQ(r.size, l.size);
+    std::string read;
+    ASSERT_TRUE((*remote)->shard_env()->ReadRange((*remote)->FullPath(i), r.offset, r.size,
+                                                  &read).ok());
+    EXPECT_TRUE(read == bytes.substr(static_cast<size_t>(r.offset), static_cast<size_t>(r.size)))
+        << "sample " << i;
+  }
+  EXPECT_EQ(RequestsLogged(nginx_dir) - before, (size + (1 << 20) - 1) >> 20)
+      << "each 1 MiB block once";
 }
 
 // A shard of several windows is indexed with its windows read ahead (each window once,
@@ -294,10 +340,11 @@ TEST_F(ShardsTest, ABigShardsIndexWindowsAreReadAheadAndBecomeItsBlocks) {
     int64_t cache_bytes;
     int64_t min_index_requests, max_index_requests, read_requests;
   };
+  // Each open also asks for big.tar.idx first (404: this shard has no index file).
   const Case cases[] = {
-      {0, int64_t{256} << 20, windows, windows, 0},      // One window at a time.
-      {4, int64_t{256} << 20, windows, windows + 4, 0},  // The default.
-      {4, int64_t{1} << 20, windows, windows + 4, 24},   // Not admitted: kept nowhere.
+      {0, int64_t{256} << 20, windows + 1, windows + 1, 0},  // One window at a time.
+      {4, int64_t{256} << 20, windows + 1, windows + 5, 0},  // The default.
+      {4, int64_t{1} << 20, windows + 1, windows + 5, 24},   // Not admitted: kept nowhere.
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat("index_prefetch_windows ", c.prefetch, ", cache_bytes ",

@@ -134,6 +134,10 @@ struct DatasetOptions {
   // Windows of a remote shard read ahead of its index's walk (so its round trips
   // overlap; internal/window_prefetch.h); >= 0, 0 = one window at a time. Default 4.
   int index_prefetch_windows = 4;
+  // Open a tar shard from the index beside it (SHARD.idx, which `flowloader pack`
+  // writes; shard_index_load.h) when there is one and it matches the shard: two small
+  // reads instead of a walk over every header. Default true; false always scans.
+  bool use_shard_index = true;
 };
 
 // DatasetSource is one named source of a mixture (Dataset::OpenSources).
@@ -241,6 +245,17 @@ class Dataset {
   // storage is the Env that routes remote paths (its block cache's admission, Cancel,
   // Describe), or nullptr for a Dataset made by OfSize.
   const StorageEnv* storage() const { return storage_.get(); }
+  // Tar shards opened from the index file beside them (`flowloader pack` writes one,
+  // tar_index_file.h), and those whose headers were scanned instead because their index
+  // was missing, stale (it does not match the shard) or damaged; each stale or damaged
+  // one is named in a warning when opening.
+  struct ShardIndexCounts {
+    int64_t used = 0;
+    int64_t missing = 0;
+    int64_t stale = 0;
+    int64_t damaged = 0;
+  };
+  const ShardIndexCounts& shard_index_counts() const { return shard_index_counts_; }
 
  private:
   Dataset() = default;
@@ -287,6 +302,7 @@ class Dataset {
   std::vector<std::string> shards_;
   std::vector<SampleMember> members_;
   std::vector<std::string> extensions_;
+  ShardIndexCounts shard_index_counts_;
   // Columns: sample i's value of column c ends at column_ends_[i * C + c] in column_text_.
   std::vector<std::string> column_names_;
   std::string column_text_;

@@ -20,7 +20,9 @@
 #include "stages/reader/internal/shard_names.h"
 #include "stages/reader/internal/window_prefetch.h"
 #include "stages/reader/schemes.h"
+#include "stages/reader/shard_index_load.h"
 #include "stages/reader/tar_index.h"
+#include "stages/reader/tar_index_file.h"
 
 namespace flowloader {
 namespace {
@@ -157,6 +159,8 @@ absl::StatusOr<std::vector<std::string>> Dataset::ShardPaths(Env* env, const std
     for (const DirEntry& e : *entries) {
       if (!e.is_directory && EndsWithTar(e.name)) {
         shards.push_back(absl::StrCat(path, "/", e.name));
+      } else if (!e.is_directory && absl::EndsWithIgnoreCase(e.name, ".tar.idx")) {
+        continue;  // A shard's index (tar_index_file.h), read with its shard.
       } else {
         others.push_back(e.is_directory ? e.name + "/" : e.name);
       }
@@ -221,10 +225,11 @@ int64_t IndexWindowBudget(const StorageEnv& storage, const DatasetOptions& optio
   return std::max<int64_t>(0, storage.cache_budget_bytes() - storage.admitted_bytes());
 }
 
-// IndexOne indexes the shard at `location`; a remote one's windows are read
-// index_prefetch_windows ahead and handed to `keep`.
+// IndexOne indexes the shard at `location`: from its index file when it has a good one
+// (*outcome kUsed), else by scanning its headers (*outcome says why); a remote one's
+// windows are read index_prefetch_windows ahead and handed to `keep`.
 TarIndex IndexOne(Env* env, const std::string& location, const DatasetOptions& options,
-                  const internal::WindowPrefetcher::Keep& keep) {
+                  const internal::WindowPrefetcher::Keep& keep, LoadedIndex* outcome) {
   const bool remote = IsRemotePath(location);
   TarIndexOptions o;
   o.read_ahead_bytes = remote ? options.http_index_window_bytes : 0;
@@ -246,6 +251,10 @@ TarIndex IndexOne(Env* env, const std::string& location, const DatasetOptions& o
     failed.damage = file.status();
     return failed;
   }
+  if (options.use_shard_index) {
+    *outcome = LoadTarIndexFile(env, file->get(), location, o);
+    if (outcome->outcome == IndexOutcome::kUsed) return std::move(outcome->index);
+  }
   if (!remote) {  // Local: each header read as it is (the page cache reads ahead).
     return IndexTar([&file](int64_t offset, int64_t length,
                             std::string* out) { return (*file)->Read(offset, length, out); },
@@ -261,14 +270,17 @@ TarIndex IndexOne(Env* env, const std::string& location, const DatasetOptions& o
 // Indexes every shard, `threads` at a time (for HTTP, the latency of one shard's range
 // requests overlaps the others').
 std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shards,
-                                  const DatasetOptions& options, KeptWindows* kept) {
+                                  const DatasetOptions& options, KeptWindows* kept,
+                                  std::vector<LoadedIndex>* outcomes) {
   std::vector<TarIndex> indexes(shards.size());
+  outcomes->resize(shards.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < shards.size(); i = next++) {
-      indexes[i] = IndexOne(env, shards[i], options, [kept, i](int64_t offset, std::string bytes) {
-        kept->Keep(i, offset, std::move(bytes));
-      });
+      indexes[i] = IndexOne(
+          env, shards[i], options,
+          [kept, i](int64_t offset, std::string bytes) { kept->Keep(i, offset, std::move(bytes)); },
+          &(*outcomes)[i]);
     }
   };
   const size_t threads = std::min<size_t>(static_cast<size_t>(options.index_threads), shards.size());
@@ -277,6 +289,35 @@ std::vector<TarIndex> IndexShards(Env* env, const std::vector<std::string>& shar
   work();
   for (std::thread& t : pool) t.join();
   return indexes;
+}
+
+// CountIndexOutcomes counts how each shard was opened, and names each shard whose index
+// file was stale or damaged (it was scanned instead).
+Dataset::ShardIndexCounts CountIndexOutcomes(const std::vector<std::string>& shards,
+                                             const std::vector<LoadedIndex>& outcomes) {
+  Dataset::ShardIndexCounts counts;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    switch (outcomes[i].outcome) {
+      case IndexOutcome::kUsed:
+        ++counts.used;
+        continue;
+      case IndexOutcome::kMissing:
+        ++counts.missing;
+        continue;
+      case IndexOutcome::kStale:
+        ++counts.stale;
+        break;
+      case IndexOutcome::kDamaged:
+        ++counts.damaged;
+        break;
+    }
+    LogWarning(absl::StrCat("dataset: shard ", shards[i], ": its index ",
+                            TarIndexFileName(shards[i]), " is ",
+                            IndexOutcomeName(outcomes[i].outcome), " (", outcomes[i].why,
+                            "): scanned the shard's headers instead; run `flowloader pack` "
+                            "again to rewrite the shard and its index"));
+  }
+  return counts;
 }
 
 // SeedAdmittedShards hands the kept index windows to the block caches (only those of
@@ -338,8 +379,10 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
   KeptWindows kept;
   kept.budget = IndexWindowBudget(storage_env, options);
   kept.by_shard.resize(shards.size());
+  std::vector<LoadedIndex> outcomes;
   const std::vector<TarIndex> indexes =
-      IndexShards(dataset->shard_env(), shards, options, &kept);
+      IndexShards(dataset->shard_env(), shards, options, &kept, &outcomes);
+  dataset->shard_index_counts_ = CountIndexOutcomes(shards, outcomes);
   AdmitRemoteShards(storage_env, shards, indexes);
   SeedAdmittedShards(storage_env, shards, &kept);
   std::map<std::string, uint32_t> extension_ids;

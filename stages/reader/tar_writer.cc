@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "stages/reader/dataset.h"
 #include "stages/reader/env.h"
 
 namespace flowloader {
@@ -65,6 +66,7 @@ absl::Status TarWriter::WriteHeader(absl::string_view name, int64_t size, char t
 }
 
 absl::Status TarWriter::Add(absl::string_view name, absl::string_view data) {
+  const int64_t first_record = bytes_;
   if (name.size() > kNameField) {
     // GNU long name: a member named ././@LongLink whose data is the name plus a NUL.
     const std::string long_name = absl::StrCat(name, std::string(1, '\0'));
@@ -75,12 +77,22 @@ absl::Status TarWriter::Add(absl::string_view name, absl::string_view data) {
   }
   const auto size = static_cast<int64_t>(data.size());
   if (absl::Status s = WriteHeader(name, size, '0'); !s.ok()) return s;
+  IndexedMember m;
+  m.name = std::string(name);
+  m.offset = bytes_;
+  m.size = size;
+  m.has_payload = size <= kIndexPayloadBytes && !HasImageExtension(m.name);
+  if (m.has_payload) m.payload = std::string(data);
   if (absl::Status s = Write(data); !s.ok()) return s;
+  index_.tail = first_record;
+  index_.members.push_back(std::move(m));
   return Pad(size);
 }
 
 absl::Status TarWriter::Close() {
+  index_.end = bytes_;
   if (absl::Status s = Write(std::string(2 * kBlock, '\0')); !s.ok()) return s;
+  index_.bytes = bytes_;
   std::unique_ptr<WritableFile> file = std::move(file_);
   return file->Close();
 }

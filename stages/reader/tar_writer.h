@@ -5,7 +5,9 @@
 // `././@LongLink` record first, as GNU tar writes it. Close writes the two zero blocks
 // that end an archive. Used by `flowloader pack` and by tests that build shards. The
 // bytes go to an Env's WritableFile: a local file, or an s3:// object uploaded in parts
-// as it is written (s3_upload.h); a writer dropped before Close leaves nothing.
+// as it is written (s3_upload.h); a writer dropped before Close leaves nothing. The
+// writer also records the archive's index (tar_index_file.h), which `pack` writes beside
+// the shard once it is closed.
 //
 // Thread-safety: not thread-safe; one writer per archive.
 #ifndef FLOWLOADER_STAGES_READER_TAR_WRITER_H_
@@ -19,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "stages/reader/env.h"
+#include "stages/reader/tar_index_file.h"
 
 namespace flowloader {
 
@@ -38,6 +41,9 @@ class TarWriter {
 
   // bytes is the archive's size so far (headers, data, padding).
   int64_t bytes() const { return bytes_; }
+  // index is the members written so far, each small non-image member with its bytes
+  // (kIndexPayloadBytes); its bytes / end / tail are set by Close.
+  const TarIndexFile& index() const { return index_; }
 
  private:
   explicit TarWriter(std::unique_ptr<WritableFile> file) : file_(std::move(file)) {}
@@ -47,6 +53,7 @@ class TarWriter {
 
   std::unique_ptr<WritableFile> file_;  // Null once closed.
   int64_t bytes_ = 0;
+  TarIndexFile index_;
 };
 
 }  // namespace flowloader
