@@ -29,6 +29,7 @@
 #include "stages/augment/transform.h"
 #include "stages/core/image.h"
 #include "stages/core/rng.h"
+#include "stages/core/worker_memory.h"
 #include "stages/detection/targets.h"
 
 namespace flowloader::augment {
@@ -120,6 +121,11 @@ struct OpImage {
   float* chw = nullptr;
   int width = 0;   // The tensor's size (kFloatCHW).
   int height = 0;
+  // For an op whose output size is known only once it ran (a Python Lambda's array):
+  // the worker's memory limit (null: none) and the bytes the sample holds besides the
+  // working images, so the op can refuse to copy an output over the limit (op_memory).
+  const WorkerMemory* memory = nullptr;
+  int64_t held = 0;
 };
 
 // LabelPlane is a semantic label map riding with the image (one uint8 class index per
