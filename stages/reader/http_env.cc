@@ -28,6 +28,20 @@ namespace {
 // Error bodies are kept up to this many bytes (an S3 <Error> document is a few hundred).
 constexpr size_t kErrorBodyBytes = 16384;
 
+// ReserveBody sizes r->out once, before the first byte of the body, for the body's
+// Content-Length (at most `room`, what was asked for). Growing the string chunk by chunk
+// instead reallocated and copied it ~log2(size / 256 KiB) times: perf on a shard run
+// from radosgw (1 MiB index windows and blocks) put 29% of the client's CPU in those
+// appends and their page faults, against 8% for the one copy left.
+void ReserveBody(HttpEnv::Request* r, int64_t room) {
+  curl_off_t length = -1;
+  if (curl_easy_getinfo(r->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) != CURLE_OK ||
+      length <= 0) {
+    return;
+  }
+  r->out->reserve(static_cast<size_t>(std::min<int64_t>(length, room)));
+}
+
 size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   auto* r = static_cast<HttpEnv::Request*>(user);
   absl::string_view chunk(data, size * count);
@@ -45,6 +59,7 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
     chunk.remove_prefix(static_cast<size_t>(skip));
   }
   const int64_t room = r->length - static_cast<int64_t>(r->out->size());
+  if (r->out->empty()) ReserveBody(r, room);
   if (static_cast<int64_t>(chunk.size()) > room) {
     r->out->append(chunk.data(), static_cast<size_t>(std::max<int64_t>(room, 0)));
     if (r->range_ignored) {
@@ -708,6 +723,8 @@ absl::Status HttpEnv::ReadCached(const std::string& url, int64_t shard_bytes, in
   contents->clear();
   const int64_t block_bytes = options_.block_bytes;
   const int64_t end = offset + length;
+  // One allocation for the member (the blocks' bytes are appended to it).
+  contents->reserve(static_cast<size_t>(std::min<int64_t>(length, shard_bytes)));
   for (int64_t index = offset / block_bytes; index * block_bytes < end; ++index) {
     const int64_t block_start = index * block_bytes;
     absl::StatusOr<internal::BlockCache::Block> block =
