@@ -102,13 +102,25 @@ struct OpSize {
 
 // OpParams is one draw of an op's random parameters, in torchvision's get_params order
 // (the parity tests pass torchvision's values in the same order).
+//
+// The first kMax values live in `v` (no allocation per sample, which is every op but
+// two); values past them go to `more`, as floats: aug_mix's chains (one weight per chain,
+// three numbers per sub-op) and elastic_transform's two noise planes (one float32 per
+// pixel each, as torch.rand draws them). Size() and At(i) see one list.
 struct OpParams {
   static constexpr int kMax = 24;
   double v[kMax] = {};
   int n = 0;
+  std::vector<float> more;
   void Push(double value) {
-    if (n < kMax) v[n++] = value;
+    if (n < kMax) {
+      v[n++] = value;
+    } else {
+      more.push_back(static_cast<float>(value));
+    }
   }
+  size_t Size() const { return static_cast<size_t>(n) + more.size(); }
+  double At(size_t i) const { return i < static_cast<size_t>(kMax) ? v[i] : more[i - kMax]; }
 };
 
 // OpImage is the pixels an op works on. kUint8HWC: `rgb` (3 channels, tightly packed);
