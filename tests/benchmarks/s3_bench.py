@@ -2,7 +2,7 @@
 """s3_bench.py: s3:// from a loopback Ceph RADOS Gateway against local disk and torch+boto3.
 
     /usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH [--images=2000]
-        [--reps=3] [--delay_ms=20] [--epochs=1] [--no_torch] [--ab]
+        [--reps=3] [--delay_ms=20] [--epochs=1] [--no_torch] [--ab] [--only=NAME,...]
         [--out=tests/benchmarks/results/s3.md]
 
 On generated ImageNet-like JPEGs (`flowloader make-dataset`, 10 classes, cached in
@@ -28,6 +28,11 @@ one epoch per run, it
        flowloader prefix from the gateway >= 10x torch+boto3.
 Writes the Markdown table to --out (and prints it). The load average is recorded with
 every run: other work on the same cores moves every figure.
+
+The gateway shares the cores with the client, so its CPU per request bounds what any
+client can reach: a disk run that keeps the cores busy for D CPU seconds, against a
+gateway that needs G CPU seconds for the same epoch, leaves the s3:// run at most
+D / (D + G) of the disk's rate (the ceiling row; the client's own extra CPU comes on top).
 """
 import argparse
 import asyncio
@@ -316,6 +321,24 @@ def torch_run(endpoint, env):
     return r
 
 
+def ceiling_lines(variants, med):
+    """The ratio no client can beat on shared cores: disk CPU D / (D + gateway CPU G)."""
+    names = {name for name, _ in variants}
+    out = []
+    for remote, disk in (("folder_s3", "folder_disk"), ("shards_s3", "shards_disk")):
+        if remote not in names or disk not in names:
+            continue
+        d = med(disk, "client_cpu_seconds")[0]
+        g = med(remote, "gateway_cpu_seconds")[0]
+        c = med(remote, "client_cpu_seconds")[0]
+        if not out:
+            out += ["", "| ceiling on these cores | disk CPU D (s) | gateway CPU G (s) | "
+                    "D / (D + G) | with this client's CPU C: D / (C + G) |", "|---|---|---|---|---|"]
+        out.append(f"| {remote} / {disk} | {d:.1f} | {g:.1f} | {d / max(1e-9, d + g):.2f}x | "
+                   f"{d / max(1e-9, c + g):.2f}x |")
+    return out
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--_torch_boto3":
         return torch_boto3_main(sys.argv[2:])
@@ -328,6 +351,8 @@ def main():
     ap.add_argument("--note", default="", help="a line added to the results (e.g. the machine's state)")
     ap.add_argument("--epochs", type=int, default=1, help="epochs a run (images/s over all)")
     ap.add_argument("--no_torch", action="store_true", help="leave out torch+boto3 (slow)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated variants to run (e.g. folder_disk,folder_s3); all if empty")
     ap.add_argument("--ab", action="store_true",
                     help="also run the gateway variants with --read_ahead=0 (one GET in flight "
                          "per worker), alternating with the rest: read-ahead's A/B")
@@ -384,9 +409,16 @@ def main():
         if args.ab:
             variants += [("folder_s3_ra0", fl(s3_prefix, direct, "--read_ahead=0")),
                          ("shards_s3_ra0", fl(s3_shards, direct, "--read_ahead=0"))]
+        if args.only:
+            only = set(args.only.split(","))
+            unknown = only - {name for name, _ in variants}
+            if unknown:
+                raise SystemExit(f"--only: no variant named {', '.join(sorted(unknown))}")
+            variants = [v for v in variants if v[0] in only]
         variants = [(name, measured(fn, rgw)) for name, fn in variants]
-        for name, fn in variants[:8]:  # Warm-up: page cache, the gateway's caches.
-            fn(name)
+        for name, fn in variants:  # Warm-up: page cache, the gateway's caches.
+            if not name.startswith("torch"):
+                fn(name)
         runs = []
         for rep in range(args.reps):
             for name, fn in variants:
@@ -428,7 +460,8 @@ def main():
         f"# s3:// from a loopback RADOS Gateway ({time.strftime('%Y-%m-%d %H:%M')})", "",
         f"`/usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH --images={args.images}"
         f" --reps={args.reps} --delay_ms={args.delay_ms:g} --epochs={args.epochs}"
-        f"{' --no_torch' if args.no_torch else ''}{' --ab' if args.ab else ''}`: {images // args.epochs} ImageNet-like JPEGs "
+        f"{' --no_torch' if args.no_torch else ''}{' --ab' if args.ab else ''}"
+        f"{' --only=' + args.only if args.only else ''}`: {images // args.epochs} ImageNet-like JPEGs "
         f"(10 classes, short side 256-512, q90), batch {BATCH}, {WORKERS} workers, default flags "
         f"(train transform), {args.epochs} epoch(s) a run; shards from `flowloader pack --shard_size=16MB`; "
         f"medians (min-max) of {args.reps} alternating rounds; images/s after the first batch.",
@@ -437,13 +470,17 @@ def main():
         "Client CPU: the run's process (flowloader, or torch's main process and workers); "
         "gateway CPU: radosgw, the OSD and the monitor, on the same cores.", "",
         "| data | images/s | first batch (s) | requests | client CPU (s) | gateway CPU (s) "
-        "| skipped |", "|---|---|---|---|---|---|---|"]
+        "| gateway ms/request | skipped |", "|---|---|---|---|---|---|---|---|"]
     for name, _ in variants:
         m, lo, hi = med(name)
+        requests = med(name, 'requests')[0]
+        gateway = med(name, 'gateway_cpu_seconds')[0]
+        per_request = f"{1000 * gateway / requests:.2f}" if requests else "-"
         lines.append(f"| {name} | {m:.1f} ({lo:.1f}-{hi:.1f}) | "
                      f"{med(name, 'first_batch_seconds')[0]:.2f} | "
-                     f"{med(name, 'requests')[0]:.0f} | {med(name, 'client_cpu_seconds')[0]:.1f} | "
-                     f"{med(name, 'gateway_cpu_seconds')[0]:.1f} | {med(name, 'skipped')[0]:.0f} |")
+                     f"{requests:.0f} | {med(name, 'client_cpu_seconds')[0]:.1f} | "
+                     f"{gateway:.1f} | {per_request} | {med(name, 'skipped')[0]:.0f} |")
+    lines += ceiling_lines(variants, med)
     lines += ["", "| target | ratio | needed | result |", "|---|---|---|---|"]
     passed = True
     for text, num, den, need in targets:
