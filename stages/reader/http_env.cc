@@ -28,6 +28,25 @@ namespace {
 // Error bodies are kept up to this many bytes (an S3 <Error> document is a few hundred).
 constexpr size_t kErrorBodyBytes = 16384;
 
+// ReserveBody sizes r->out for the whole body before its first bytes are appended, from
+// the response's Content-Length (bounded by the bytes asked for). Appending ~100 KB in
+// the chunks the socket gives grows the string two or three times, each a new block,
+// a copy and fresh pages: perf on the s3:// ImageFolder (2000 GETs of ~100 KB, 2 cores)
+// put 8% of the client's CPU in that growth, the largest cost of a GET on our side.
+void ReserveBody(HttpEnv::Request* r) {
+  curl_off_t announced = -1;
+  if (curl_easy_getinfo(r->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) != CURLE_OK ||
+      announced <= 0) {
+    return;  // Unknown (chunked): grown as it comes.
+  }
+  int64_t body = static_cast<int64_t>(announced);
+  if (r->offset > 0 && r->status == 200) body -= r->offset;  // Range ignored: skipped part.
+  const int64_t want = std::min(body, r->length);
+  if (want > 0 && static_cast<int64_t>(r->out->capacity()) < want) {
+    r->out->reserve(static_cast<size_t>(want));
+  }
+}
+
 size_t WriteBody(char* data, size_t size, size_t count, void* user) {
   auto* r = static_cast<HttpEnv::Request*>(user);
   absl::string_view chunk(data, size * count);
@@ -44,6 +63,7 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
     r->skipped += skip;
     chunk.remove_prefix(static_cast<size_t>(skip));
   }
+  if (r->out->empty() && !chunk.empty()) ReserveBody(r);
   const int64_t room = r->length - static_cast<int64_t>(r->out->size());
   if (static_cast<int64_t>(chunk.size()) > room) {
     r->out->append(chunk.data(), static_cast<size_t>(std::max<int64_t>(room, 0)));
