@@ -16,9 +16,10 @@ namespace {
 
 class AnnotationsStage : public SampleStage {
  public:
-  AnnotationsStage(const detection::CocoDataset* coco, bool masks) : coco_(coco), masks_(masks) {}
+  AnnotationsStage(const Dataset* dataset, bool masks)
+      : dataset_(dataset), coco_(dataset->annotations()), masks_(masks) {}
   absl::Status Process(SampleContext& sample) const override {
-    coco_->MakeTargets(static_cast<size_t>(sample.index), masks_, &sample.targets);
+    coco_->MakeTargets(dataset_->annotation_image(sample.index), masks_, &sample.targets);
     return absl::OkStatus();
   }
   size_t BytesProduced(const SampleContext& sample) const override {
@@ -26,6 +27,7 @@ class AnnotationsStage : public SampleStage {
   }
 
  private:
+  const Dataset* const dataset_;  // Owned by the pipeline.
   const detection::CocoDataset* const coco_;  // Owned by the dataset.
   const bool masks_;
 };
@@ -69,7 +71,7 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateAnnotations(const StageArgs& 
   env.targets.boxes = true;
   env.targets.instance_masks = masks;
   env.targets.max_instances = coco->MaxInstances();
-  return std::unique_ptr<SampleStage>(new AnnotationsStage(coco, masks));
+  return std::unique_ptr<SampleStage>(new AnnotationsStage(env.dataset, masks));
 }
 
 class SanitizeStage : public SampleStage {

@@ -24,12 +24,12 @@ class LabelMapStage : public SampleStage {
         ignore_index_(ignore_index) {}
 
   absl::Status Process(SampleContext& sample) const override {
-    const std::string& path = dataset_->label_map(sample.index);
     detection::Targets& t = sample.targets;
     t.Clear();
     // Per thread, reused across samples (the PNG's bytes live only until decoded).
     thread_local std::string bytes;
-    if (absl::Status s = env_->ReadFile(path, max_bytes_, &bytes); !s.ok()) {
+    std::string path;
+    if (absl::Status s = Read(sample.index, &bytes, &path); !s.ok()) {
       return SampleError(s.code(), ErrorReason(s),
                          absl::StrCat("label map ", path, ": ", s.message()));
     }
@@ -51,6 +51,25 @@ class LabelMapStage : public SampleStage {
   }
 
  private:
+  // Read fills *bytes with sample i's label map, a file or (tar shards) a member of the
+  // sample's shard, one ranged read; *path names it for messages.
+  absl::Status Read(int64_t i, std::string* bytes, std::string* path) const {
+    const SampleMember* member = dataset_->label_map_member(i);
+    if (member == nullptr) {
+      *path = dataset_->label_map(i);
+      return env_->ReadFile(*path, max_bytes_, bytes);
+    }
+    const SampleSource& source = dataset_->sample(i);
+    *path = absl::StrCat(dataset_->shards()[static_cast<size_t>(source.shard)], " member .",
+                         dataset_->extensions()[member->extension], " of ", source.key);
+    if (member->size > max_bytes_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          member->size, " bytes, over the label_map stage's max_file_bytes ", max_bytes_));
+    }
+    return env_->ReadRange(dataset_->shards()[static_cast<size_t>(source.shard)],
+                           member->offset, member->size, bytes);
+  }
+
   const Dataset* const dataset_;  // Owned by the pipeline.
   Env* const env_;
   const int64_t max_bytes_;

@@ -227,10 +227,9 @@ TensorView TensorViewOf(const Batch& batch, size_t k, const std::shared_ptr<Batc
 }
 
 // ImagesObject is the batch's images: its one tensor's view, or with several batch
-// tensors (views) a dict of name → view, in the graph's order.
+// tensors (views) a dict of name → view, in the graph's order, kept alive by `hold`.
 py::object ImagesObject(const std::shared_ptr<const Batch>& batch,
-                        const std::shared_ptr<std::atomic<int>>& live) {
-  auto hold = std::make_shared<BatchHold>(batch, live);
+                        const std::shared_ptr<BatchHold>& hold) {
   if (batch->tensors.size() <= 1) return py::cast(TensorViewOf(*batch, 0, hold));
   py::dict views;
   for (size_t k = 0; k < batch->tensors.size(); ++k) {
@@ -256,12 +255,13 @@ TensorView TargetView(const void* data, std::vector<int64_t> shape, DType dtype,
 // Targets is the batch's detection targets as torchvision's detection models take them:
 // a list of one dict per row {"boxes": float32 [K, 4] xyxy, "labels": int64 [K],
 // "iscrowd": int64 [K], "area": float32 [K], "masks": uint8 [K, H, W] (when made),
-// "keypoints": float32 [K, P, 3] (when the annotations have them), "image_id": int}, each tensor a view of the batch's flat targets (Batch::targets).
+// "keypoints": float32 [K, P, 3] (when the annotations have them), "image_id": int},
+// each tensor a view of the batch's flat targets (Batch::targets), kept alive by `hold`
+// (the images' hold: a batch counts once in live_views, whatever the user keeps of it).
 py::object Targets(const std::shared_ptr<const Batch>& batch,
-                   const std::shared_ptr<std::atomic<int>>& live) {
+                   const std::shared_ptr<BatchHold>& hold) {
   const BatchTargets& t = batch->targets;
   if (!t.present) return py::none();
-  auto hold = std::make_shared<BatchHold>(batch, live);
   if (t.has_semantic) {
     // Semantic segmentation: one uint8 [N, H, W] view of the label maps, not dicts.
     return py::cast(TargetView(t.semantic.data(), {t.rows(), t.mask_height, t.mask_width},
@@ -507,12 +507,15 @@ class PyLoader {
     py::object keys = py::none();
     if (return_keys) keys = py::cast(fetched.batch->keys);
     TensorView labels = LabelsView(*fetched.batch, std::move(labels_of_rows));
-    py::object images = ImagesObject(fetched.batch, loader.live_views());
+    // One hold for the images and the targets: a held batch counts once in the hold rule
+    // (two holds made every detection batch count twice, so each was copied).
+    auto hold = std::make_shared<BatchHold>(fetched.batch, loader.live_views());
+    py::object images = ImagesObject(fetched.batch, hold);
     py::object sources = py::none();
     if (return_sources) sources = SourceNames(*fetched.batch, loader.pipeline().source_names());
     py::object columns = py::none();
     if (return_columns) columns = Columns(*fetched.batch);
-    py::object targets = Targets(fetched.batch, loader.live_views());
+    py::object targets = Targets(fetched.batch, hold);
     return py::make_tuple(std::move(images), std::move(labels), keys, must_copy,
                           fetched.batch->epoch, fetched.batch->index, sources, columns, extras,
                           targets);

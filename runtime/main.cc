@@ -148,6 +148,10 @@ std::vector<CommandDef> Commands() {
       "write a dataset as WebDataset tar shards (run --data=DIR/train-{000000..N}.tar)",
       {{"data", "", "ImageFolder root or list file to pack (required)"},
        {"out", "", "directory or s3://BUCKET/PREFIX for the shards (required)"},
+       {"annotations", "",
+        "detection: a COCO instances file (images under --data); each sample gets KEY.json"},
+       {"label_maps", "",
+        "segmentation: label-map directory or list file; each sample gets KEY.png"},
        {"shard_size", "256MB", "close a shard before it passes this size (256MB, 1GiB, ...)"},
        {"max_side", "0",
         "re-encode images whose shorter side is larger to this shorter side; 0 = copy bytes"},
@@ -468,6 +472,8 @@ int PackFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   o.data = flags.Text("data");
   o.out = flags.Text("out");
   o.prefix = flags.Text("prefix");
+  o.annotations = flags.Text("annotations");
+  o.label_maps = flags.Text("label_maps");
   int64_t max_side = 0, quality = 0;
   absl::Status s = flags.Int("max_side", 0, 65000, &max_side);
   if (s.ok()) s = flags.Int("quality", 1, 100, &quality);

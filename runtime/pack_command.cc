@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "exporters/internal/json.h"
+#include "runtime/internal/pack_source.h"
 #include "runtime/internal/signal_watcher.h"
 #include "stages/core/log.h"
 #include "stages/core/sample_error.h"
@@ -214,12 +215,9 @@ absl::StatusOr<PackResult> Pack(const PackOptions& options) {
   // Declared before any shard: a shard dropped on an error aborts its upload through it.
   absl::StatusOr<std::unique_ptr<StorageEnv>> env = StorageEnv::Create(nullptr, o.storage);
   if (!env.ok()) return env.status();
-  absl::StatusOr<std::unique_ptr<Dataset>> ds = Dataset::Open({o.data});
+  absl::StatusOr<std::unique_ptr<internal::PackSource>> ds =
+      internal::PackSource::Open({o.data, o.annotations, o.label_maps});
   if (!ds.ok()) return ds.status();
-  if (!(*ds)->shards().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        o.data, " is already tar shards: pack reads an ImageFolder or a list file"));
-  }
   if (absl::Status s = PrepareOut(o, env->get()); !s.ok()) return s;
   std::unique_ptr<Reencoder> reencoder;
   if (o.max_side > 0) {
@@ -237,11 +235,12 @@ absl::StatusOr<PackResult> Pack(const PackOptions& options) {
     return s;
   };
   std::string bytes;
+  internal::PackSample source;
   for (int64_t i = 0; i < (*ds)->size(); ++i) {
     if (Cancelled(o)) return absl::CancelledError("pack interrupted");
-    const SampleSource& source = (*ds)->sample(i);
-    if (absl::Status r = Env::Default()->ReadFile((*ds)->FullPath(i), int64_t{1} << 30, &bytes);
-        !r.ok()) {
+    absl::Status r = (*ds)->Sample(i, &source);
+    if (r.ok()) r = Env::Default()->ReadFile(source.path, int64_t{1} << 30, &bytes);
+    if (!r.ok()) {
       LogWarning(absl::StrCat("pack: left out ", source.key, ": ", r.message()));
       ++result.unreadable;
       continue;
@@ -257,11 +256,11 @@ absl::StatusOr<PackResult> Pack(const PackOptions& options) {
       }
     }
     const std::string key = absl::StrFormat("%09d", i);
-    const std::string label = absl::StrCat(source.label);
-    const std::string json = absl::StrCat("{\"key\": ", exporters_internal::JsonString(source.key),
-                                          ", \"label\": ", source.label, "}");
-    // Headers and padding: at most 3 × 1 KiB for the three members.
-    const int64_t sample_bytes = static_cast<int64_t>(bytes.size() + json.size()) + 3 * 1024;
+    // Headers and padding: at most 1 KiB for each member.
+    int64_t sample_bytes = static_cast<int64_t>(bytes.size()) + 1024;
+    for (const auto& [ext, member] : source.members) {
+      sample_bytes += static_cast<int64_t>(member.size()) + 1024;
+    }
     if (shard != nullptr && shard->bytes() > 0 &&
         shard->bytes() + sample_bytes + 1024 > o.shard_size_bytes) {
       if (absl::Status s = close_shard(); !s.ok()) return s;
@@ -274,8 +273,9 @@ absl::StatusOr<PackResult> Pack(const PackOptions& options) {
       shard = std::move(*w);
     }
     absl::Status s = shard->Add(absl::StrCat(key, ".", extension), bytes);
-    if (s.ok()) s = shard->Add(key + ".cls", label);
-    if (s.ok()) s = shard->Add(key + ".json", json);
+    for (const auto& [ext, member] : source.members) {
+      if (s.ok()) s = shard->Add(absl::StrCat(key, ".", ext), member);
+    }
     if (!s.ok()) return s;
     ++result.samples;
   }
@@ -287,6 +287,7 @@ absl::StatusOr<PackResult> Pack(const PackOptions& options) {
     absl::Status s = WriteClassNames((*ds)->class_names(), o.out + "/classes.txt", env->get());
     if (!s.ok()) return s;
   }
+  result.run_flags = (*ds)->run_flags();
   result.pattern = result.shards.size() == 1
                        ? result.shards[0]
                        : absl::StrFormat("%s/%s-{000000..%06d}.tar", o.out, o.prefix,
@@ -368,10 +369,10 @@ int PackCommand(const PackOptions& command_options) {
     std::printf("; %lld re-encoded to shorter side %d", static_cast<long long>(r->reencoded),  // NOLINT
                 options.max_side);
   }
-  std::printf(")%s\nrun it: flowloader run --data='%s'\n",
+  std::printf(")%s\nrun it: flowloader run --data='%s'%s\n",
               r->unreadable > 0 ? absl::StrCat("; ", r->unreadable, " unreadable file(s) left out").c_str()
                                 : "",
-              r->pattern.c_str());
+              r->pattern.c_str(), r->run_flags.c_str());
   return 0;
 }
 

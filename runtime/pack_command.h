@@ -1,6 +1,7 @@
 // pack_command.h: `flowloader pack`: an ImageFolder or list file written as WebDataset
 // tar shards that `flowloader run --data=OUT/train-{000000..N}.tar` (and webdataset)
-// read.
+// read; or a detection (COCO) or segmentation (label maps) dataset, whose samples then
+// carry KEY.json or KEY.png instead of KEY.cls and KEY.json (internal/pack_source.h).
 //
 // Samples go in the dataset's order (ImageFolder: class, then file name), one shard after
 // another, each shard closed before it would pass shard_size_bytes (a shard holds at
@@ -43,6 +44,15 @@ namespace flowloader {
 struct PackOptions {
   // An ImageFolder root or a list file (`path<TAB>label`). Required.
   std::string data;
+  // Detection: a COCO instances file whose images lie under `data`; each sample gets a
+  // KEY.json member, {"image_id", "file_name", "width", "height", "annotations": [the
+  // image's annotations as the file has them]} (run: --annotations=.json).
+  std::string annotations;
+  // Segmentation: a label-map directory paired with `data`, or a list file of `image
+  // label_map` lines (Dataset::OpenLabelMaps); each sample gets KEY.png, its label map's
+  // bytes (KEY.seg.png when some image is a PNG itself; run: --label_maps=.png). A
+  // sample without a readable map is left out, named and counted as unreadable.
+  std::string label_maps;
   // The directory the shards go to (created; must not hold shards already), or an
   // s3://BUCKET/PREFIX (the bucket must exist). Required.
   std::string out;
@@ -67,6 +77,7 @@ struct PackResult {
   int64_t bytes_in = 0;       // Image bytes read.
   int64_t bytes_out = 0;      // Shard bytes written.
   std::string pattern;        // OUT/PREFIX-{000000..N}.tar, for --data.
+  std::string run_flags;      // " --annotations=.json" etc.: what run needs beside --data.
 };
 
 // Pack writes the shards.

@@ -94,7 +94,15 @@ DataSourcesOptions DataSourcesOptionsFor(const PipelineOptions& options) {
 // the images a COCO instances file lists under `data` (its targets ride on the dataset).
 absl::StatusOr<DataSources> OpenData(const PipelineOptions& options) {
   DataSourcesOptions data = DataSourcesOptionsFor(options);
-  if (!options.annotations.empty()) {
+  if (Dataset::IsMemberExtension(options.annotations)) {
+    // Tar shards whose samples carry their annotations as a member (".json").
+    detection::CocoOptions coco;
+    coco.skip_empty = options.skip_empty;
+    absl::StatusOr<std::unique_ptr<Dataset>> opened =
+        Dataset::OpenShardAnnotations(data.dataset, coco, options.annotations);
+    if (!opened.ok()) return opened.status();
+    data.opened = std::move(*opened);
+  } else if (!options.annotations.empty()) {
     detection::CocoOptions coco;
     coco.annotations = options.annotations;
     coco.images = options.data;

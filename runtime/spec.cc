@@ -446,7 +446,8 @@ const std::vector<Key>& Keys() {
        [](R r, F f, O o) { return r.String(f, &o->data); }},
       {"annotations", "",
        "a COCO instances JSON (detection): the samples are the images it lists under "
-       "data (their directory), with boxes, labels and masks as targets",
+       "data (their directory), with boxes, labels and masks as targets; with tar-shard "
+       "data, .json: each sample's .json member holds its image's annotations",
        [](R r, F f, O o) { return r.Scalar(f, "a COCO instances JSON path", &o->annotations); }},
       {"skip_empty", "false",
        "with annotations: drop images without an instance (counted) instead of keeping "
@@ -455,7 +456,8 @@ const std::vector<Key>& Keys() {
       {"label_maps", "",
        "semantic segmentation: PNG label maps paired with data's images by key, a "
        "directory (IMAGES/a.jpg with LABEL_MAPS/a.png) or a list file of `image "
-       "label_map` lines; batches are (images, masks [N, H, W])",
+       "label_map` lines; with tar-shard data, .png: each sample's .png member; batches "
+       "are (images, masks [N, H, W])",
        [](R r, F f, O o) { return r.Scalar(f, "a directory or list file", &o->label_maps); }},
       {"sources", "",
        "weighted datasets instead of data: [{name: a, data: DIR_OR_LIST, weight: 3}, ...]; "
@@ -686,12 +688,18 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
       !absl::StrContains(options.data, "://")) {
     options.data = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/", options.data);
   }
-  if (!options.label_maps.empty() && options.label_maps[0] != '/' && !base_dir.empty() &&
+  // A tar-shard member extension (".png", ".json": a dot, no '/') is not a path either.
+  auto member = [](const std::string& v) {
+    return v[0] == '.' && v.find('/') == std::string::npos;
+  };
+  if (!options.label_maps.empty() && options.label_maps[0] != '/' &&
+      !member(options.label_maps) && !base_dir.empty() &&
       !absl::StrContains(options.label_maps, "://")) {
     options.label_maps = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
                                       options.label_maps);
   }
-  if (!options.annotations.empty() && options.annotations[0] != '/' && !base_dir.empty() &&
+  if (!options.annotations.empty() && options.annotations[0] != '/' &&
+      !member(options.annotations) && !base_dir.empty() &&
       !absl::StrContains(options.annotations, "://")) {
     options.annotations = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
                                        options.annotations);

@@ -195,6 +195,9 @@ class State:
             raise TypeError(f"flowloader.transforms: a tensor on {t.device} is not supported: "
                             "the ops run on the CPU (call .cpu() first)")
         _check_size(t.shape[-2], t.shape[-1], f"tensor {tuple(t.shape)}")
+        if t.numel() == 0:
+            raise ValueError(f"flowloader.transforms: a tensor of shape {tuple(t.shape)} "
+                             "holds no image: a batch needs at least one")
         self.lead = tuple(t.shape[:-3])
         self.tensor_dtype = t.dtype
         self.channels = t.shape[-3]

@@ -19,13 +19,13 @@ from flowloader import transforms as _T
 InterpolationMode = _T.InterpolationMode
 
 __all__ = [
-    "InterpolationMode", "adjust_brightness", "adjust_contrast", "adjust_hue",
-    "adjust_saturation", "adjust_sharpness", "affine", "autocontrast", "center_crop",
-    "convert_image_dtype", "crop", "equalize", "erase", "five_crop", "gaussian_blur",
+    "InterpolationMode", "adjust_brightness", "adjust_contrast", "adjust_gamma",
+    "adjust_hue", "adjust_saturation", "adjust_sharpness", "affine", "autocontrast",
+    "center_crop", "convert_image_dtype", "crop", "equalize", "erase", "five_crop", "gaussian_blur",
     "get_dimensions", "get_image_num_channels", "get_image_size", "hflip", "invert",
     "normalize", "pad", "perspective", "pil_to_tensor", "posterize", "resize",
-    "resized_crop", "rgb_to_grayscale", "rotate", "solarize", "ten_crop", "to_pil_image",
-    "to_tensor", "vflip",
+    "resized_crop", "rgb_to_grayscale", "rotate", "solarize", "ten_crop", "to_grayscale",
+    "to_pil_image", "to_tensor", "vflip",
 ]
 
 _NAN = float("nan")
@@ -205,6 +205,14 @@ def adjust_sharpness(img, sharpness_factor):
     return _run(img, _text("random_adjust_sharpness", sharpness_factor=sharpness_factor, p=1))
 
 
+def adjust_gamma(img, gamma, gain=1):
+    """gain * value ** gamma on 8-bit pixels (PIL's table; the uint8 tensor path's
+    numbers). torchvision's check first: gamma must not be negative."""
+    if gamma < 0:
+        raise ValueError("Gamma should be a non-negative real number")
+    return _run(img, _text("adjust_gamma", gamma=gamma, gain=gain))
+
+
 def _non_negative(name, value):
     if value < 0:
         raise ValueError(f"{name} ({value}) is not non-negative.")
@@ -220,6 +228,14 @@ def rgb_to_grayscale(img, num_output_channels=1):
     if num_output_channels == 1:
         state.channels = 1
     return state.result()
+
+
+def to_grayscale(img, num_output_channels=1):
+    """torchvision 0.14's PIL-only form of rgb_to_grayscale."""
+    from PIL import Image
+    if not isinstance(img, Image.Image):
+        raise TypeError("Input should be PIL Image")
+    return rgb_to_grayscale(img, num_output_channels)
 
 
 def gaussian_blur(img, kernel_size, sigma=None):

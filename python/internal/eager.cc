@@ -73,7 +73,9 @@ class EagerOp {
     if (!augment::ShouldApply(*op_, rng)) return {false, {}};
     OpParams params;
     op_->Draw(width, height, rng, &params);
-    return {true, std::vector<double>(params.v, params.v + params.n)};
+    std::vector<double> values(params.v, params.v + params.n);
+    values.insert(values.end(), params.more.begin(), params.more.end());
+    return {true, values};
   }
 
  private:
@@ -122,18 +124,17 @@ constexpr int64_t kMaxSide = 1 << 14;
 constexpr int64_t kMaxPixels = (int64_t{1} << 31) / 4;
 
 // GivenParams turns the parameters Python gave each op (none: the op draws its own) into
-// OpParams, refusing a list longer than an op's params hold.
+// OpParams (past OpParams::kMax into `more`; each op's Apply checks its count).
 std::vector<std::optional<OpParams>> GivenParams(
     const std::vector<const EagerOp*>& ops,
     const std::vector<std::optional<std::vector<double>>>& params) {
   std::vector<std::optional<OpParams>> drawn(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     if (!params[i].has_value()) continue;
-    if (params[i]->size() > static_cast<size_t>(OpParams::kMax)) {
-      RaiseValue(absl::StrCat(ops[i]->op().name(), ": ", params[i]->size(),
-                              " params, at most ", OpParams::kMax));
-    }
     drawn[i].emplace();
+    if (params[i]->size() > static_cast<size_t>(OpParams::kMax)) {
+      drawn[i]->more.reserve(params[i]->size() - OpParams::kMax);
+    }
     for (double v : *params[i]) drawn[i]->Push(v);
   }
   return drawn;

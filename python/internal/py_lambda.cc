@@ -320,7 +320,7 @@ class PythonLambda : public augment::Op {
       in_place = true;
     } else {
       // A new array (possibly a view of the lent one, still alive here) into the spare.
-      status = Take(py::reinterpret_borrow<py::object>(result), *image.spare);
+      status = Take(py::reinterpret_borrow<py::object>(result), image, *image.spare);
     }
     Py_XDECREF(result);
     if (generator != nullptr) generator->AfterCall();
@@ -330,8 +330,14 @@ class PythonLambda : public augment::Op {
   }
 
  private:
-  // Take copies a returned uint8 [H, W, 3] array into `img`, or refuses another result.
-  static absl::Status Take(const py::object& result, Image& img) {
+  // The largest side of a returned image: an int, as Image's sides are.
+  static constexpr int64_t kMaxSide = (int64_t{1} << 30);
+
+  // Take copies a returned uint8 [H, W, 3] array into `img`, or refuses another result,
+  // and one whose copy would not fit the worker's memory beside `image` (op_memory: the
+  // array is the user's, its copy would be ours).
+  static absl::Status Take(const py::object& result, const augment::OpImage& image,
+                           Image& img) {
     try {
       if (!py::isinstance<py::array>(result)) {
         return LambdaError(absl::StrCat("returned ", Py_TYPE(result.ptr())->tp_name,
@@ -339,15 +345,28 @@ class PythonLambda : public augment::Op {
       }
       py::array array = py::reinterpret_borrow<py::array>(result);
       if (!array.dtype().is(py::dtype::of<uint8_t>()) || array.ndim() != 3 ||
-          array.shape(2) != 3 || array.shape(0) < 1 || array.shape(1) < 1) {
-        return LambdaError(absl::StrCat("returned an array of ",
-                                        std::string(py::str(array.dtype())), " with ",
-                                        array.ndim(), " dimensions: it must be uint8 [H, W, 3]"));
+          array.shape(2) != 3 || array.shape(0) < 1 || array.shape(1) < 1 ||
+          array.shape(0) > kMaxSide || array.shape(1) > kMaxSide) {
+        return LambdaError(absl::StrCat(
+            "returned an array of ", std::string(py::str(array.dtype())), " of shape ",
+            std::string(py::str(py::tuple(array.attr("shape")))),
+            ": it must be uint8 [H, W, 3], each side in [1, ", kMaxSide, "]"));
       }
       auto packed = py::array_t<uint8_t, py::array::c_style>::ensure(array);
       if (!packed) {
         PyErr_Clear();
         return LambdaError("returned an array that cannot be read as C-ordered");
+      }
+      if (image.memory != nullptr) {
+        const int64_t out = int64_t{3} * array.shape(0) * array.shape(1);
+        const int64_t in = static_cast<int64_t>(image.rgb->pixels.size());
+        if (absl::Status s = image.memory->Check(
+                image.held + in + out, reason::kOpMemory,
+                absl::StrCat("a transforms.Lambda's ", array.shape(1), "x", array.shape(0),
+                             " result"));
+            !s.ok()) {
+          return s;
+        }
       }
       img.Resize(static_cast<int>(array.shape(1)), static_cast<int>(array.shape(0)), 3);
       std::memcpy(img.pixels.data(), packed.data(), img.pixels.size());

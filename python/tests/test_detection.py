@@ -72,6 +72,19 @@ def test_boxes_are_views_of_the_batch(flowloader_module, detection_data):
     assert t["boxes"].storage().size() >= t["boxes"].numel()
 
 
+def test_a_batch_held_with_its_targets_counts_once(flowloader_module, detection_data):
+    # A loop that keeps the last batch (images and targets) while taking the next holds
+    # one batch: every batch stays a zero-copy view of its buffer. Failed when the images
+    # and the targets each took a hold: the one held batch counted twice, reached the hold
+    # limit (prefetch 3 - 1 = 2) and every later batch was copied.
+    dl = loader(flowloader_module, detection_data, prefetch_batches=3)
+    batches = 0
+    for images, targets in dl:
+        assert dl.held_batches == 1  # This batch, once, as a view (a copy holds none).
+        batches += 1
+    assert batches == 4
+
+
 def test_exposes_the_category_map(flowloader_module, detection_data):
     dl = loader(flowloader_module, detection_data)
     assert dl.categories == [{"id": 1, "name": "triangle", "label": 1},

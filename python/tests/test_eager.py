@@ -358,6 +358,7 @@ def test_bad_input_is_one_line_naming_it():
         (Image.new("YCbCr", (8, 8)), TypeError, "mode 'YCbCr'"),
         ("a path", TypeError, "builtins.str"),
         (np.zeros((16385, 2, 3), np.uint8), ValueError, r"sides in \[1, 16384\]"),
+        (torch.zeros(0, 3, 4, 4, dtype=torch.uint8), ValueError, "holds no image"),
     ]
     for value, kind, words in cases:
         with pytest.raises(kind, match=words) as e:
@@ -405,6 +406,11 @@ def test_functional_matches_torchvision():
         ("equalize", lambda m: m.equalize(img), 0),
         ("autocontrast", lambda m: m.autocontrast(img), 0),
         ("invert", lambda m: m.invert(img), 0),
+        ("adjust_gamma", lambda m: m.adjust_gamma(img, 0.45), 0),
+        ("adjust_gamma_gain", lambda m: m.adjust_gamma(img, 2.2, gain=1.3), 0),
+        ("adjust_gamma_dark", lambda m: m.adjust_gamma(img, 1.0, gain=-0.5), 0),
+        ("to_grayscale", lambda m: m.to_grayscale(img), 0),
+        ("to_grayscale3", lambda m: m.to_grayscale(img, 3), 0),
     ]
     for name, call, max_diff in cases:
         a, b = call(F), call(TF)
@@ -422,6 +428,17 @@ def test_functional_matches_torchvision():
     # Tensors in, tensors out.
     u8 = TF.pil_to_tensor(img)
     assert torch.equal(F.hflip(u8), TF.pil_to_tensor(TF.hflip(img)))
+    # adjust_gamma of a uint8 tensor: torchvision's float arithmetic, within one level.
+    for gamma, gain in ((0.45, 1.0), (2.2, 1.3), (1.0, 0.8)):
+        ours = F.adjust_gamma(u8, gamma, gain).int()
+        assert (ours - TF.adjust_gamma(u8, gamma, gain).int()).abs().max() <= 1, (gamma, gain)
+    for bad in (lambda m: m.adjust_gamma(img, -1), lambda m: m.to_grayscale(u8)):
+        with pytest.raises(Exception) as ours:
+            bad(F)
+        with pytest.raises(Exception) as theirs:
+            bad(TF)
+        assert type(ours.value) is type(theirs.value)
+        assert str(ours.value) == str(theirs.value)
 
 
 def _loader_epoch(images, transform, seed):

@@ -498,3 +498,49 @@ def test_a_dataset_item_over_max_item_bytes_is_skipped_uncopied(small_data):
     # A copy of a 200 MiB item per worker would be 400 MiB.
     assert int(got["grown_mib"]) < 150, got
     assert "dataset[0]'s sample is 209715200 bytes, over max_item_bytes 67108864" in err
+
+
+HUGE_LAMBDA = """
+    import io, resource, sys
+    import numpy as np
+    from PIL import Image
+    import flowloader
+    import flowloader.transforms as T
+
+    with open(sys.argv[1], "rb") as f:
+        JPEG = f.read()
+    SMALL = io.BytesIO()
+    Image.new("RGB", (30, 30), (9, 99, 199)).save(SMALL, "JPEG")
+
+    class Files:
+        def __len__(self):
+            return 12
+        def __getitem__(self, i):
+            return (SMALL.getvalue() if i % 3 == 0 else JPEG), i
+
+    def grow(img):
+        # 300 MiB of zeros for the 30x30 images: calloc'd, so only a copy touches them.
+        return np.zeros((10000, 10000, 3), np.uint8) if img.shape[:2] == (30, 30) else img
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with flowloader.DataLoader(dataset=Files(), batch_size=4, num_workers=2, epochs=1,
+                               memory_limit_mb=600,
+                               transform=T.Compose([T.Lambda(grow), T.Resize((16, 16)),
+                                                    T.ToTensor()])) as loader:
+        rows = sum(images.shape[0] for images, _ in loader)
+        stats = loader.stats()
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    print(f"rows={rows}")
+    print(f"errors={stats['errors']}")
+    print(f"grown_mib={grown // 1024}")
+"""
+
+
+def test_a_lambda_result_over_the_worker_memory_is_skipped_uncopied(small_data):
+    # Was copied in whole (300 MiB a worker, over memory_limit_mb=600).
+    code, out, err = run_child(HUGE_LAMBDA, first_jpeg(small_data))
+    assert code == 0, err[-3000:]
+    got = results(out)
+    assert got["rows"] == "8" and got["errors"] == "{'op_memory': 4}", got
+    assert int(got["grown_mib"]) < 150, got
+    assert "a transforms.Lambda's 10000x10000 result needs" in err, err[-3000:]

@@ -108,6 +108,10 @@ struct DatasetOptions {
   // Tar shards: the `.json` member's top-level integer field that holds the label; empty
   // (default) reads the label from the `.cls` member.
   std::string label_key;
+  // Tar shards: each sample needs a label (`.cls`, or label_key of its `.json`); false
+  // reads none (label 0), for detection and segmentation shards whose targets are other
+  // members (OpenShardAnnotations, OpenLabelMaps with a member extension).
+  bool labels = true;
   // Extra per-sample columns: for tar shards, the member extensions to read as columns
   // ("txt", "json", "seg.txt"); for a list file, the `#columns:` header's columns to
   // keep. Empty (default): none from shards, every header column from a list file. Names
@@ -183,9 +187,41 @@ class Dataset {
   // sample that fails as missing_label (counted every epoch, never silently lost).
   static absl::StatusOr<std::unique_ptr<Dataset>> OpenLabelMaps(const DatasetOptions& options,
                                                               const std::string& label_maps);
-  // label_map is sample i's label map path (full, or a URL); empty without one.
+  // With tar-shard data (options.path names shards), `label_maps` is instead a member
+  // extension written with its dot (".png", ".seg.png"; IsMemberExtension): each
+  // sample's label map is that member (shard_targets.cc), a sample without one fails as
+  // missing_label, and the image is the sample's first other image member.
+  // label_map is sample i's label map path (full, or a URL); empty without one, and for
+  // shards (see label_map_member).
   const std::string& label_map(int64_t i) const;
-  bool has_label_maps() const { return !label_maps_.empty(); }
+  // label_map_member is sample i's label map member of its shard (tar-shard label maps),
+  // else nullptr.
+  const SampleMember* label_map_member(int64_t i) const;
+  bool has_label_maps() const { return !label_maps_.empty() || !label_map_members_.empty(); }
+
+  // OpenShardAnnotations is a detection dataset from tar shards (shard_targets.cc): each
+  // sample's member with `extension` (".json") holds its image's COCO annotations,
+  //   {"image_id": N, "width": W, "height": H, "file_name": "...",
+  //    "annotations": [{"bbox": [x, y, w, h], "category_id": C, "iscrowd": 0,
+  //                     "area": A, "segmentation": ..., "keypoints": [...]}, ...]}
+  // (what `flowloader pack --annotations=` writes; image_id defaults to the sample's
+  // position, file_name to its key). They are read while indexing (as columns) and
+  // assembled into one COCO instances document, checked and mapped by
+  // detection::CocoDataset (`coco` gives skip_empty, masks, ...): the same targets as
+  // the COCO file they came from. Categories are the sorted category ids seen in the
+  // shards (labels 1..C; named by their id). A sample without the member fails as
+  // missing_label, one whose member is not such a JSON object, lacks a width or height,
+  // or repeats an image_id, as corrupt, each named and counted every epoch.
+  static absl::StatusOr<std::unique_ptr<Dataset>> OpenShardAnnotations(
+      const DatasetOptions& options, detection::CocoOptions coco, const std::string& extension);
+  // annotation_image is sample i's image in annotations() (OfCoco: i itself).
+  size_t annotation_image(int64_t i) const {
+    return annotation_images_.empty() ? static_cast<size_t>(i)
+                                      : annotation_images_[static_cast<size_t>(i)];
+  }
+  // IsMemberExtension: `value` (an annotations or label_maps option) names a tar-shard
+  // member extension (".json", ".seg.png": a dot, then no '/'), not a file.
+  static bool IsMemberExtension(const std::string& value);
 
   int64_t size() const {
     return computed() ? computed_size_ : static_cast<int64_t>(samples_.size());
@@ -257,6 +293,14 @@ class Dataset {
   static absl::StatusOr<std::vector<std::string>> ShardPaths(Env* env, const std::string& path,
                                                              bool is_directory);
 
+  // KeepSamples keeps the samples `keep` (increasing indices) and the columns `columns`
+  // (indices into column_names_), with their label maps and annotation images
+  // (shard_targets.cc).
+  void KeepSamples(const std::vector<int64_t>& keep, const std::vector<size_t>& columns);
+  // OpenShardLabelMaps is OpenLabelMaps for tar shards (shard_targets.cc).
+  static absl::StatusOr<std::unique_ptr<Dataset>> OpenShardLabelMaps(
+      const DatasetOptions& options, const std::string& extension);
+
   // AddColumnsLine adds the sample of list-file line `line` (`path<TAB>label<TAB>values`,
   // one per column_names_) with its column values (list_columns.cc).
   absl::Status AddColumnsLine(const std::string& path, int line_number, absl::string_view line);
@@ -295,6 +339,10 @@ class Dataset {
   std::unique_ptr<StorageEnv> storage_;
   std::shared_ptr<const detection::CocoDataset> annotations_;  // OfCoco.
   std::vector<std::string> label_maps_;  // OpenLabelMaps: by sample.
+  // Tar-shard label maps: sample i's member index in members_, -1 without one.
+  std::vector<int64_t> label_map_members_;
+  // OpenShardAnnotations: sample i's image in annotations_ (failed samples: 0, unread).
+  std::vector<size_t> annotation_images_;
 };
 
 // CheckColumnNames refuses a `columns` option with a name that is not letters, digits and

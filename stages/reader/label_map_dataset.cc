@@ -69,6 +69,7 @@ const std::string& Dataset::label_map(int64_t i) const {
 
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenLabelMaps(const DatasetOptions& options,
                                                               const std::string& label_maps) {
+  if (IsMemberExtension(label_maps)) return OpenShardLabelMaps(options, label_maps);
   absl::StatusOr<std::unique_ptr<StorageEnv>> storage =
       StorageEnv::Create(options.env, StorageOptions{options.http, options.s3});
   if (!storage.ok()) return storage.status();

@@ -235,6 +235,7 @@ TarIndex IndexOne(Env* env, const std::string& location, const DatasetOptions& o
     if (!SplitKey(name, &key, &extension)) return false;
     extension = absl::AsciiStrToLower(extension);
     if (IsColumn(options.columns, extension)) return true;
+    if (!options.labels) return false;
     return options.label_key.empty() ? extension == "cls" : extension == "json";
   };
   if (!options.columns.empty()) {
@@ -381,6 +382,8 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShards(
         s.error = SampleError(absl::StatusCode::kNotFound, reason::kMissingImage,
                               absl::StrCat(shards[shard], ": sample ", g.key,
                                            " has no image member"));
+      } else if (!options.labels) {  // Targets come from other members: no label.
+        s.error = CheckColumns(g.members, options, shards[shard], g.key);
       } else if (label == nullptr) {
         s.error = SampleError(absl::StatusCode::kNotFound, reason::kMissingLabel,
                               absl::StrCat(shards[shard], ": sample ", g.key, " has no .",

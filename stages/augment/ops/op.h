@@ -29,6 +29,7 @@
 #include "stages/augment/transform.h"
 #include "stages/core/image.h"
 #include "stages/core/rng.h"
+#include "stages/core/worker_memory.h"
 #include "stages/detection/targets.h"
 
 namespace flowloader::augment {
@@ -101,13 +102,25 @@ struct OpSize {
 
 // OpParams is one draw of an op's random parameters, in torchvision's get_params order
 // (the parity tests pass torchvision's values in the same order).
+//
+// The first kMax values live in `v` (no allocation per sample, which is every op but
+// two); values past them go to `more`, as floats: aug_mix's chains (one weight per chain,
+// three numbers per sub-op) and elastic_transform's two noise planes (one float32 per
+// pixel each, as torch.rand draws them). Size() and At(i) see one list.
 struct OpParams {
   static constexpr int kMax = 24;
   double v[kMax] = {};
   int n = 0;
+  std::vector<float> more;
   void Push(double value) {
-    if (n < kMax) v[n++] = value;
+    if (n < kMax) {
+      v[n++] = value;
+    } else {
+      more.push_back(static_cast<float>(value));
+    }
   }
+  size_t Size() const { return static_cast<size_t>(n) + more.size(); }
+  double At(size_t i) const { return i < static_cast<size_t>(kMax) ? v[i] : more[i - kMax]; }
 };
 
 // OpImage is the pixels an op works on. kUint8HWC: `rgb` (3 channels, tightly packed);
@@ -120,6 +133,11 @@ struct OpImage {
   float* chw = nullptr;
   int width = 0;   // The tensor's size (kFloatCHW).
   int height = 0;
+  // For an op whose output size is known only once it ran (a Python Lambda's array):
+  // the worker's memory limit (null: none) and the bytes the sample holds besides the
+  // working images, so the op can refuse to copy an output over the limit (op_memory).
+  const WorkerMemory* memory = nullptr;
+  int64_t held = 0;
 };
 
 // LabelPlane is a semantic label map riding with the image (one uint8 class index per

@@ -136,7 +136,7 @@ std::string Draw(const std::vector<std::string>& f) {
     OpParams params;
     (*op)->Draw(w, h, rng, &params);
     std::vector<std::string> parts = {applied ? "1" : "0"};
-    for (int k = 0; k < params.n; ++k) parts.push_back(absl::StrCat(params.v[k]));
+    for (size_t k = 0; k < params.Size(); ++k) parts.push_back(absl::StrCat(params.At(k)));
     absl::StrAppend(&out, absl::StrJoin(parts, ","), "\n");
   }
   out.pop_back();

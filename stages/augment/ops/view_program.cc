@@ -413,6 +413,10 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
   OpImage image;
   image.rgb = &work.rgb;
   image.spare = &work.spare;
+  if (worker_memory_ != nullptr && worker_memory_->bytes() > 0) {
+    image.memory = worker_memory_.get();
+    image.held = held;
+  }
   size_t next = 0;
   if (head_ != nullptr) {
     const int64_t start = NowNanos();
