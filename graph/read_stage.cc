@@ -34,13 +34,15 @@ class ReadStage : public SampleStage {
     const SampleSource& source = *sample.source;
     // Known bad when listed (no image or label, a damaged shard): skipped by its reason.
     if (!source.error.ok()) return source.error;
+    // Borrowed before Take, so a read-ahead swaps the thread's spare buffer for the
+    // finished bytes and fills it with a later read (ReadAhead recycles buffers).
+    Borrow(sample.bytes);
     if (read_ahead_ != nullptr) {
       absl::Status status;
       if (read_ahead_->Take({sample.epoch, sample.position}, &sample.bytes, &status)) {
         return status;
       }
     }
-    Borrow(sample.bytes);
     return Read(source, sample.path, &sample.bytes);
   }
   size_t BytesProduced(const SampleContext& sample) const override {
@@ -103,6 +105,7 @@ absl::StatusOr<std::unique_ptr<SampleStage>> MakeReadStage(const StageArgs& args
     ReadAheadOptions ra;
     ra.adaptive = limit == HttpOptions::kReadAheadAuto;
     if (!ra.adaptive) ra.max_in_flight = ra.min_in_flight = limit;
+    ra.report = env.dataset->storage()->storage_stats();
     absl::StatusOr<std::unique_ptr<ReadAhead>> made = ReadAhead::Create(ra);
     if (!made.ok()) return made.status();
     read_ahead = std::move(*made);

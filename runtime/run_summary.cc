@@ -112,6 +112,15 @@ std::string WithStorage(std::string json, const Pipeline& pipeline) {
   absl::StrAppend(&json, ", \"storage\": {\"remote\": [", absl::StrJoin(quoted, ", "),
                   "], \"requests\": ", storage->requests(), ", \"retries\": ",
                   storage->retries(), ", \"schemes\": ", SchemesJson(*storage->storage_stats()));
+  if (const ReadAheadFigures r = storage->storage_stats()->read_ahead(); r.present) {
+    absl::StrAppend(&json, ", \"read_ahead\": {\"mode\": \"", r.adaptive ? "auto" : "fixed",
+                    "\", \"limit\": ", r.limit, ", \"peak_in_flight\": ", r.peak_in_flight,
+                    ", \"threads\": ", r.threads, ", \"mean_latency_seconds\": ",
+                    absl::StrFormat("%.6f", r.mean_latency_seconds), ", \"started\": ", r.started,
+                    ", \"ready\": ", r.ready, ", \"waited\": ", r.waited,
+                    ", \"not_started\": ", r.not_started, ", \"reused_buffers\": ", r.reused,
+                    "}");
+  }
   if (const internal::DiskCache* cache = storage->disk_cache(); cache != nullptr) {
     const internal::DiskCacheStats s = cache->stats();
     absl::StrAppend(&json, ", \"cache\": {\"dir\": ", Quoted(cache->options().dir),

@@ -213,6 +213,19 @@ TEST_F(S3MetricsTest, DiagnosisNamesSlowStorageWithItsMeasuredLatency) {
   ASSERT_TRUE(absl::SimpleAtod(after.substr(0, after.find(' ')), &median_ms)) << d.advice;
   EXPECT_GE(median_ms, 35) << d.advice;
   EXPECT_LE(median_ms, 500) << d.advice;
+
+  // The summary JSON names the read-ahead's limit and the latency it saw, and its reads
+  // filled the workers' recycled buffers.
+  const nlohmann::json summary =
+      nlohmann::json::parse(PipelineSummaryJson(**p, 1.0, 2, 0.1, 0.1, {0.5, 1.0}));
+  const nlohmann::json& ra = summary["storage"]["read_ahead"];
+  EXPECT_EQ(ra["mode"], "fixed") << ra;
+  EXPECT_EQ(ra["limit"].get<int>(), 2) << ra;
+  EXPECT_LE(ra["peak_in_flight"].get<int>(), 2) << ra;
+  EXPECT_GE(ra["mean_latency_seconds"].get<double>(), 0.035) << ra;
+  EXPECT_GT(ra["started"].get<int>(), 0) << ra;
+  EXPECT_GE(ra["started"].get<int>(), ra["ready"].get<int>() + ra["waited"].get<int>()) << ra;
+  EXPECT_GT(ra["reused_buffers"].get<int>(), 0) << ra;
 }
 
 }  // namespace

@@ -21,9 +21,13 @@ Buffer& ThreadSpare() {
   return spare;
 }
 
+// Borrow swaps in the thread's spare when `buffer` holds no block of its own. An empty
+// std::string is not capacity 0 (libstdc++ keeps 15 bytes inline), so "no block" is "no
+// more than a new Buffer holds": with `== 0` the file bytes never borrowed, and every read
+// (an s3:// GET, a file) grew a fresh block.
 template <typename Buffer>
 void Borrow(Buffer& buffer) {
-  if (buffer.capacity() == 0) buffer.swap(ThreadSpare<Buffer>());
+  if (buffer.capacity() <= Buffer().capacity()) buffer.swap(ThreadSpare<Buffer>());
 }
 
 // kKeptSpareBytes is the largest spare a thread keeps: a buffer grown for one unusually

@@ -38,6 +38,7 @@ ReadAhead::ReadAhead(const ReadAheadOptions& options) : options_(options) {
   std::lock_guard<std::mutex> lock(mu_);
   limit_ = options.adaptive ? options.min_in_flight : options.max_in_flight;
   window_start_ = absl::Now();
+  if (options_.report != nullptr) options_.report->AttachReadAhead([this] { return figures(); });
 }
 
 ReadAhead::~ReadAhead() {
@@ -48,6 +49,7 @@ ReadAhead::~ReadAhead() {
   }
   work_.notify_all();
   for (std::thread& t : threads_) t.join();
+  if (options_.report != nullptr) options_.report->DetachReadAhead();  // Keeps the last.
 }
 
 void ReadAhead::Start(Key key, ReadFn read) {
@@ -103,8 +105,8 @@ void ReadAhead::Work() {
     ++running_;
     ++stats_.started;
     stats_.peak_in_flight = std::max(stats_.peak_in_flight, running_);
+    std::string bytes = SpareLocked();
     lock.unlock();
-    std::string bytes;
     const absl::Time t0 = absl::Now();
     absl::Status status = read(&bytes);
     const absl::Duration latency = absl::Now() - t0;
@@ -114,12 +116,14 @@ void ReadAhead::Work() {
     ++finished_;
     window_latency_ += latency;
     ++window_reads_;
+    window_latencies_.push_back(latency);
     // A running entry is never erased (Take waits, Forget skips it).
     Entry& entry = entries_[key];
     entry.state = State::kDone;
     entry.bytes = std::move(bytes);
     entry.status = std::move(status);
     done_bytes_ += entry.bytes.size();
+    TrimSparesLocked();
     done_.notify_all();
   }
 }
@@ -149,6 +153,7 @@ bool ReadAhead::Take(Key key, std::string* contents, absl::Status* status) {
   contents->swap(it->second.bytes);
   *status = std::move(it->second.status);
   done_bytes_ -= contents->size();
+  RecycleLocked(std::move(it->second.bytes));  // The caller's buffer, for a later read.
   entries_.erase(it);
   lock.unlock();
   work_.notify_one();  // Bytes were freed: a read may start.
@@ -157,9 +162,15 @@ bool ReadAhead::Take(Key key, std::string* contents, absl::Status* status) {
 
 void ReadAhead::EstimateLocked(absl::Time now) {
   const double seconds = absl::ToDoubleSeconds(now - window_start_);
+  if (!window_latencies_.empty()) {
+    // The window's first quartile: one fast read does not set the round trip.
+    auto quartile = window_latencies_.begin() + window_latencies_.size() / 4;
+    std::nth_element(window_latencies_.begin(), quartile, window_latencies_.end());
+    round_trip_ = std::min(round_trip_, *quartile);
+  }
   if (options_.adaptive && window_reads_ > 0 && seconds > 0) {
     const double rate = static_cast<double>(window_takes_) / seconds;
-    const double latency = absl::ToDoubleSeconds(window_latency_) / window_reads_;
+    const double latency = absl::ToDoubleSeconds(round_trip_);
     const int target = static_cast<int>(std::ceil(kHeadroom * rate * latency)) + 2;
     const int before = limit_;
     limit_ = std::clamp(target, options_.min_in_flight, options_.max_in_flight);
@@ -168,6 +179,53 @@ void ReadAhead::EstimateLocked(absl::Time now) {
   window_start_ = now;
   window_takes_ = window_reads_ = 0;
   window_latency_ = absl::ZeroDuration();
+  window_latencies_.clear();
+}
+
+void ReadAhead::RecycleLocked(std::string buffer) {
+  const int64_t capacity = static_cast<int64_t>(buffer.capacity());
+  if (capacity <= static_cast<int64_t>(std::string().capacity())) return;  // Nothing held.
+  if (static_cast<int>(spares_.size()) >= limit_ ||
+      done_bytes_ + spare_bytes_ + capacity > options_.max_bytes) {
+    return;  // Freed here.
+  }
+  buffer.clear();
+  spare_bytes_ += capacity;
+  spares_.push_back(std::move(buffer));
+}
+
+void ReadAhead::TrimSparesLocked() {
+  while (!spares_.empty() && (done_bytes_ + spare_bytes_ > options_.max_bytes ||
+                              static_cast<int>(spares_.size()) > limit_)) {
+    spare_bytes_ -= static_cast<int64_t>(spares_.back().capacity());
+    spares_.pop_back();
+  }
+}
+
+std::string ReadAhead::SpareLocked() {
+  if (spares_.empty()) return std::string();
+  std::string buffer = std::move(spares_.back());
+  spares_.pop_back();
+  spare_bytes_ -= static_cast<int64_t>(buffer.capacity());
+  ++stats_.reused;
+  return buffer;
+}
+
+ReadAheadFigures ReadAhead::figures() const {
+  const ReadAheadStats s = stats();
+  ReadAheadFigures f;
+  f.present = true;
+  f.adaptive = options_.adaptive;
+  f.limit = s.limit;
+  f.peak_in_flight = s.peak_in_flight;
+  f.threads = s.threads;
+  f.started = s.started;
+  f.ready = s.ready;
+  f.waited = s.waited;
+  f.not_started = s.not_started;
+  f.reused = s.reused;
+  f.mean_latency_seconds = absl::ToDoubleSeconds(s.mean_latency);
+  return f;
 }
 
 ReadAheadStats ReadAhead::stats() const {

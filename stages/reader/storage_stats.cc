@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 
@@ -91,6 +92,22 @@ std::string StorageStats::SchemeLabel(absl::string_view url) {
                        return absl::ascii_isalnum(static_cast<unsigned char>(c));
                      });
   return plain ? scheme : "other";
+}
+
+void StorageStats::AttachReadAhead(std::function<ReadAheadFigures()> read) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  read_ahead_source_ = std::move(read);
+}
+
+void StorageStats::DetachReadAhead() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (read_ahead_source_) read_ahead_ = read_ahead_source_();
+  read_ahead_source_ = nullptr;
+}
+
+ReadAheadFigures StorageStats::read_ahead() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return read_ahead_source_ ? read_ahead_source_() : read_ahead_;
 }
 
 }  // namespace flowloader

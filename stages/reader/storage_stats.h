@@ -1,6 +1,6 @@
 // storage_stats.h: what remote storage (s3://, http(s)://) did for a pipeline, by scheme:
 // requests sent, body bytes received, retries, errors by code, and a request latency
-// histogram.
+// histogram; and the read stage's read-ahead figures (ReadAheadFigures).
 //
 // HttpEnv (and S3Env on it) records one entry per attempt it sends; StorageEnv owns one
 // StorageStats shared by all its remote Envs, and the pipeline's PipelineStats holds it
@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,22 @@ struct StorageSchemeStats {
   double LatencyQuantile(double q) const;
 };
 
+// ReadAheadFigures are the read stage's read-ahead (read_ahead.h): the in-flight limit it
+// chose and why (the latency it measured), as last seen.
+struct ReadAheadFigures {
+  bool present = false;   // A read-ahead ran (remote data, read_ahead not 0).
+  bool adaptive = false;  // read_ahead=auto.
+  int limit = 0;          // The in-flight limit (at the end).
+  int peak_in_flight = 0;
+  int threads = 0;
+  int64_t started = 0;      // Reads run ahead.
+  int64_t ready = 0;        // Takes that found their read finished.
+  int64_t waited = 0;       // Takes that waited for it.
+  int64_t not_started = 0;  // Takes the worker read itself (read-ahead behind).
+  int64_t reused = 0;       // Reads into a recycled buffer.
+  double mean_latency_seconds = 0;  // Of the reads run ahead.
+};
+
 class StorageStats {
  public:
   // Distinct error codes kept per scheme; later ones count as "other".
@@ -67,6 +84,13 @@ class StorageStats {
   // Total sums every scheme's counts into one (scheme "all").
   StorageSchemeStats Total() const;
 
+  // AttachReadAhead makes `read` the source of read_ahead() while the read-ahead lives;
+  // DetachReadAhead keeps its last figures. Const, as StorageEnv::Cancel: the read stage
+  // holds a const Dataset. One read-ahead at a time (a pipeline has one read stage).
+  void AttachReadAhead(std::function<ReadAheadFigures()> read) const;
+  void DetachReadAhead() const;
+  ReadAheadFigures read_ahead() const;
+
   // SchemeLabel is `url`'s scheme as a label ("s3", "http", "https"; "other" for one
   // that is not short and alphanumeric).
   static std::string SchemeLabel(absl::string_view url);
@@ -74,6 +98,8 @@ class StorageStats {
  private:
   mutable std::mutex mu_;
   std::map<std::string, StorageSchemeStats> schemes_ ABSL_GUARDED_BY(mu_);
+  mutable std::function<ReadAheadFigures()> read_ahead_source_ ABSL_GUARDED_BY(mu_);
+  mutable ReadAheadFigures read_ahead_ ABSL_GUARDED_BY(mu_);  // Once detached.
 };
 
 }  // namespace flowloader

@@ -174,10 +174,24 @@ class DelayProxy:
         await task
 
     async def _copy(self, reader, writer):
-        """Server -> client: straight through."""
+        """Server -> client: straight through, each read ACKed at once.
+
+        The relay is a TCP endpoint of its own: with the kernel's delayed ACK, a server
+        that writes its headers and body in two writes with Nagle on (radosgw does) holds
+        the body until the relay ACKs the headers, 40 ms later, on every request (measured:
+        GETs through a 20 ms relay took ~65 ms). TCP_QUICKACK after each read ACKs at
+        once, as the client itself does (http_env.cc's AckNow), so the relay adds only its
+        delay.
+        """
+        sock = reader._transport.get_extra_info("socket")  # noqa: SLF001
         try:
             while True:
                 data = await reader.read(1 << 18)
+                if sock is not None:
+                    try:
+                        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+                    except OSError:
+                        pass
                 if not data:
                     break
                 writer.write(data)
