@@ -130,16 +130,18 @@ void MoveLabelsThroughHead(const CropPlan& plan, int n, LabelPlane* plane) {
       map_x[k] = x >= 0 && x < plan.resized_width ? x : -1;
       map_y[k] = y >= 0 && y < plan.resized_height ? y : -1;
     }
+    // The absorbed flip, in the gather (a separate flip pass was 2.3% of the 512 px
+    // segmentation recipe under perf).
+    if (plan.flip) std::reverse(map_x.begin(), map_x.end());
     kernels::LabelGather(*plane->labels, map_x, map_y, plane->fill, plane->spare);
   } else {
     kernels::LabelResizedCrop(src, static_cast<int>(std::lround(plan.region.y)),
                               static_cast<int>(std::lround(plan.region.x)),
                               static_cast<int>(std::lround(plan.region.h)),
                               static_cast<int>(std::lround(plan.region.w)), n, n, plane->fill,
-                              plane->spare);
+                              plane->spare, /*mirror=*/plan.flip);
   }
   std::swap(*plane->labels, *plane->spare);
-  if (plan.flip) kernels::LabelHorizontalFlip(*plane->labels);
 }
 
 }  // namespace

@@ -52,15 +52,23 @@ void LabelGather(const Image& src, const std::vector<int>& map_x, const std::vec
       std::memset(out, fill, static_cast<size_t>(width));
       continue;
     }
+    // An enlarging resize repeats source rows: a repeated row is the one above it,
+    // copied (the segmentation recipe's 512 px crops repeat about half their rows;
+    // perf put this gather at 7% of that recipe's time before).
+    if (oy > 0 && sy == map_y[oy - 1]) {
+      std::memcpy(out, dst->Row(oy - 1), static_cast<size_t>(width));
+      continue;
+    }
     const uint8_t* in = src.pixels.data() + static_cast<size_t>(sy) * src.stride();
     for (int ox = 0; ox < width; ++ox) out[ox] = map_x[ox] >= 0 ? in[map_x[ox]] : fill;
   }
 }
 
 void LabelResizedCrop(const Image& src, int top, int left, int height, int width,
-                      int out_height, int out_width, uint8_t fill, Image* dst) {
+                      int out_height, int out_width, uint8_t fill, Image* dst, bool mirror) {
   thread_local std::vector<int> map_x, map_y;
   ScaleAxis(width, out_width, left, src.width, &map_x);
+  if (mirror) std::reverse(map_x.begin(), map_x.end());
   ScaleAxis(height, out_height, top, src.height, &map_y);
   LabelGather(src, map_x, map_y, fill, dst);
 }

@@ -28,9 +28,11 @@ void LabelGather(const Image& src, const std::vector<int>& map_x, const std::vec
 // out_width], NEAREST) on a PIL mask: PIL's crop (pixels outside the map are `fill`),
 // then Image.resize(NEAREST), which is ImagingScaleAffine: source column
 // floor((x + 0.5) · width / out_width), accumulated in double from the crop's edge as PIL
-// does. out == crop size is a plain crop.
+// does. out == crop size is a plain crop. `mirror` also flips the result horizontally
+// (F.hflip after it), in the same pass.
 void LabelResizedCrop(const Image& src, int top, int left, int height, int width,
-                      int out_height, int out_width, uint8_t fill, Image* dst);
+                      int out_height, int out_width, uint8_t fill, Image* dst,
+                      bool mirror = false);
 
 }  // namespace flowloader::augment::kernels
 
