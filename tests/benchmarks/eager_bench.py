@@ -210,6 +210,8 @@ def bench_breakdown(reps):
 
     img = decode()
     tensors = [classic_train(T)(img) for _ in range(64)]
+    uint8s = [T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+                         T.PILToTensor()])(img) for _ in range(64)]
     warm = torch.empty((64,) + tuple(tensors[0].shape))
     steps = [("PIL decode + convert(\"RGB\")", decode, 20),
              ("torchvision transform", lambda: classic_train(TV)(img), 20),
@@ -217,14 +219,19 @@ def bench_breakdown(reps):
              ("worker default_collate (new shared-memory batch), per image",
               lambda: worker_collate(tensors), 2),
              ("the same stack into an allocated batch, per image",
-              lambda: torch.stack(tensors, 0, out=warm), 2)]
+              lambda: torch.stack(tensors, 0, out=warm), 2),
+             ("worker default_collate of uint8 tensors (PILToTensor's), per image",
+              lambda: worker_collate(uint8s), 2)]
     wall = {name: [] for name, _, _ in steps}
     cpu = {name: [] for name, _, _ in steps}
     for r in range(reps):  # Alternating within each round.
         for name, fn, n in steps:
             per = 64 if "per image" in name else 1
-            c0 = time.thread_time()
-            wall[name].append(time_calls(lambda: fn(), None, n, r) / per)
+            torch.manual_seed(r)
+            w0, c0 = time.perf_counter(), time.thread_time()
+            for _ in range(n):
+                fn()
+            wall[name].append((time.perf_counter() - w0) / n * 1e6 / per)
             cpu[name].append((time.thread_time() - c0) / n * 1e6 / per)
     print("\n| DataLoader worker, per image (one core) | wall µs | CPU µs |")
     print("| --- | ---: | ---: |")

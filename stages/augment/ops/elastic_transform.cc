@@ -128,8 +128,13 @@ class ElasticTransform : public Op {
     }
     std::vector<float> dx(n), dy(n);
     for (size_t i = 0; i < n; ++i) {
-      dx[i] = static_cast<float>(p.At(i)) * 2.0f - 1.0f;
-      dy[i] = static_cast<float>(p.At(n + i)) * 2.0f - 1.0f;
+      const float u = static_cast<float>(p.At(i)), v = static_cast<float>(p.At(n + i));
+      if (!(u >= 0 && u <= 1 && v >= 0 && v <= 1)) {  // NaN too: no wild coordinates.
+        return absl::InvalidArgumentError(absl::StrCat(
+            "noise values must be in [0, 1] (torch.rand's), got ", u, " and ", v));
+      }
+      dx[i] = u * 2.0f - 1.0f;
+      dy[i] = v * 2.0f - 1.0f;
     }
     if (sigma_[0] > 0) Blur(dx, w, h, KernelSize(sigma_[0]), sigma_[0], sigma_[1]);
     if (sigma_[1] > 0) Blur(dy, w, h, KernelSize(sigma_[1]), sigma_[0], sigma_[1]);
