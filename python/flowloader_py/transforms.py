@@ -843,6 +843,32 @@ class ElasticTransform(Transform):
         super().__init__(alpha=pair("alpha", alpha), sigma=pair("sigma", sigma),
                          interpolation=mode, fill=fill)
 
+    @staticmethod
+    def get_params(alpha, sigma, size, *, generator=None):
+        """torchvision's: the displacement [1, H, W, 2] for size [H, W] (its torch.rand
+        planes blurred by a reflect-padded conv2d and scaled, in torch, as torchvision's
+        get_params and F.gaussian_blur compute them)."""
+        torch = _torch()
+        import torch.nn.functional as nnf
+
+        def blur(plane, k):
+            def kernel1d(s):
+                x = torch.linspace(-(k - 1) * 0.5, (k - 1) * 0.5, steps=k)
+                pdf = torch.exp(-0.5 * (x / s).pow(2))
+                return pdf / pdf.sum()
+            kernel = torch.mm(kernel1d(sigma[1])[:, None], kernel1d(sigma[0])[None, :])
+            padded = nnf.pad(plane, [k // 2] * 4, mode="reflect")
+            return nnf.conv2d(padded, kernel.expand(1, 1, k, k), groups=1)
+
+        out = []
+        for axis in range(2):
+            d = torch.rand([1, 1] + list(size), generator=generator) * 2 - 1
+            if sigma[axis] > 0.0:
+                k = int(8 * sigma[axis] + 1)
+                d = blur(d, k + 1 if k % 2 == 0 else k)
+            out.append(d * alpha[axis] / size[axis])
+        return torch.concat(out, 1).permute([0, 2, 3, 1])
+
     def _draw(self, state, generator):
         # get_params: torch.rand([1, 1, H, W]) for dx, then for dy.
         torch = _torch()

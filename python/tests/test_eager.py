@@ -165,6 +165,18 @@ def test_elastic_transform_is_torchvisions(ours, theirs, min_side):
     assert seen >= 40
 
 
+def test_elastic_get_params_is_torchvisions():
+    for alpha, sigma, size in [([50.0, 50.0], [5.0, 5.0], [30, 41]),
+                               ([20.0, 70.0], [2.0, 3.5], [40, 33]),
+                               ([9.0, 9.0], [0.0, 0.0], [5, 6])]:
+        torch.manual_seed(2)
+        ours = T.ElasticTransform.get_params(alpha, sigma, size)
+        torch.manual_seed(2)
+        assert torch.equal(ours, TV.ElasticTransform.get_params(alpha, sigma, size))
+        g = torch.Generator().manual_seed(2)
+        assert torch.equal(ours, T.ElasticTransform.get_params(alpha, sigma, size, generator=g))
+
+
 def test_aug_mix_is_torchvisions_within_its_tensor_kernels():
     # The same draws (torch's generator left in torchvision's state) and the same float32
     # mix; the sub-ops are PIL's where torchvision's AugMix runs its tensor kernels, a level
