@@ -258,7 +258,10 @@ class State:
         if op.reads_float != self.is_float:
             self._wrong_form(op)
         self.pending_ops.append(op)
-        self.pending_params.append([float(v) for v in params])
+        # A numpy array (ElasticTransform's noise planes: 2 x H x W values) is listed
+        # in C, not float() by float().
+        self.pending_params.append(params.astype(np.float64).tolist() if isinstance(
+            params, np.ndarray) else [float(v) for v in params])
         if op.writes_float:
             self.is_float = True
         w, h = self._size if self._size is not None else (0, 0)

@@ -41,8 +41,9 @@ import struct
 import sys
 
 __all__ = [
-    "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ColorJitter", "Compose",
-    "ConvertImageDtype", "FiveCrop", "GaussianBlur", "Grayscale", "InterpolationMode", "Lambda",
+    "AugMix", "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ColorJitter", "Compose",
+    "ConvertImageDtype", "ElasticTransform", "FiveCrop", "GaussianBlur", "Grayscale",
+    "InterpolationMode", "Lambda",
     "Normalize", "PILGaussianBlur", "PILToTensor", "Pad", "RandAugment",
     "RandomAdjustSharpness", "RandomAffine", "RandomApply", "RandomAutocontrast",
     "RandomChoice", "RandomCrop", "RandomEqualize", "RandomErasing", "RandomGrayscale",
@@ -779,6 +780,101 @@ class AutoAugment(Transform):
     def _draw(self, state, generator):
         policy_id, probs, signs = self.get_params(25, generator=generator)  # 25 per policy.
         return [policy_id, probs[0].item(), probs[1].item(), signs[0].item(), signs[1].item()]
+
+
+class AugMix(Transform):
+    """torchvision's AugMix: the native aug_mix op (the policies' PIL sub-ops; torchvision
+    runs its tensor kernels, a level or so apart per sub-op)."""
+    op = "aug_mix"
+
+    def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
+                 interpolation=InterpolationMode.BILINEAR, fill=None):
+        if not (1 <= severity <= 10):
+            raise ValueError(f"The severity must be between [1, 10]. Got {severity} instead.")
+        super().__init__(severity=severity, mixture_width=mixture_width,
+                         chain_depth=chain_depth, alpha=float(alpha), all_ops=bool(all_ops),
+                         interpolation=_interpolation("AugMix", interpolation),
+                         fill=_seq(fill))
+
+    def _draw(self, state, generator):
+        # forward()'s order: the Beta weight (a 2-Dirichlet), the chains' Dirichlet
+        # weights, then per chain its depth and per sub-op op, bin and sign.
+        torch = _torch()
+        a = self._args
+        width, depth, severity = int(a["mixture_width"]), int(a["chain_depth"]), int(
+            a["severity"])
+        m = torch._sample_dirichlet(torch.tensor([a["alpha"]] * 2), generator=generator)
+        w = torch._sample_dirichlet(torch.tensor([a["alpha"]] * width), generator=generator)
+        params = m.tolist() + w.tolist()
+        n_ops = 13 if a["all_ops"] else 9
+        for _ in range(width):
+            d = depth if depth > 0 else _randint(1, 4, generator)
+            params.append(d)
+            for _ in range(d):
+                op = _randint(0, n_ops, generator)
+                b = 0 if op in (7, 8) else _randint(0, severity, generator)
+                negate = _randint(0, 2, generator) if op not in (5, 6, 7, 8) else 0
+                params += [op, b, negate]
+        return params
+
+
+class ElasticTransform(Transform):
+    """torchvision's ElasticTransform: the native elastic_transform op, given the two
+    torch.rand planes torchvision's get_params draws (the same field, blurred natively)."""
+    op = "elastic_transform"
+
+    def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR,
+                 fill=0):
+        def pair(name, value):
+            if not isinstance(value, (float, list, tuple)):
+                raise TypeError(f"{name} should be float or a sequence of floats. "
+                                f"Got {type(value)}")
+            value = [value] if isinstance(value, float) else list(value)
+            if len(value) not in (1, 2):
+                raise ValueError(f"If {name} is a sequence its length should be 2. "
+                                 f"Got {len(value)}")
+            return [float(value[0]), float(value[-1])]
+        if not isinstance(fill, (int, float)):
+            raise TypeError(f"fill should be int or float. Got {type(fill)}")
+        mode = _interpolation("ElasticTransform", interpolation)
+        if mode not in ("nearest", "bilinear"):
+            _refuse(f"ElasticTransform(interpolation={interpolation!r})",
+                    "its grid_sample takes NEAREST and BILINEAR")
+        super().__init__(alpha=pair("alpha", alpha), sigma=pair("sigma", sigma),
+                         interpolation=mode, fill=fill)
+
+    @staticmethod
+    def get_params(alpha, sigma, size, *, generator=None):
+        """torchvision's: the displacement [1, H, W, 2] for size [H, W] (its torch.rand
+        planes blurred by a reflect-padded conv2d and scaled, in torch, as torchvision's
+        get_params and F.gaussian_blur compute them)."""
+        torch = _torch()
+        import torch.nn.functional as nnf
+
+        def blur(plane, k):
+            def kernel1d(s):
+                x = torch.linspace(-(k - 1) * 0.5, (k - 1) * 0.5, steps=k)
+                pdf = torch.exp(-0.5 * (x / s).pow(2))
+                return pdf / pdf.sum()
+            kernel = torch.mm(kernel1d(sigma[1])[:, None], kernel1d(sigma[0])[None, :])
+            padded = nnf.pad(plane, [k // 2] * 4, mode="reflect")
+            return nnf.conv2d(padded, kernel.expand(1, 1, k, k), groups=1)
+
+        out = []
+        for axis in range(2):
+            d = torch.rand([1, 1] + list(size), generator=generator) * 2 - 1
+            if sigma[axis] > 0.0:
+                k = int(8 * sigma[axis] + 1)
+                d = blur(d, k + 1 if k % 2 == 0 else k)
+            out.append(d * alpha[axis] / size[axis])
+        return torch.concat(out, 1).permute([0, 2, 3, 1])
+
+    def _draw(self, state, generator):
+        # get_params: torch.rand([1, 1, H, W]) for dx, then for dy.
+        torch = _torch()
+        w, h = state.size()
+        planes = [torch.rand([1, 1, h, w], generator=generator) for _ in range(2)]
+        return torch.cat([p.flatten() for p in planes]).numpy()  # native() lists it.
 
 
 # -- tensor ops ---------------------------------------------------------------------------

@@ -136,6 +136,79 @@ def test_draws_leave_torch_in_torchvisions_state(name, ours, theirs, max_diff, m
     assert torch.equal(after_ours, torch.rand(4))
 
 
+# ElasticTransform: torchvision's field (the same torch.rand planes) and grid_sample,
+# within a level (the field's blur rounds apart). torchvision refuses images under
+# kernel / 2 pixels a side (reflect padding), hence sigma 2 (kernel 17) on small images.
+ELASTIC = [
+    (T.ElasticTransform(), TV.ElasticTransform(), 21),
+    (T.ElasticTransform(80.0, 2.0), TV.ElasticTransform(80.0, 2.0), 9),
+    (T.ElasticTransform([20.0, 60.0], [2.0, 1.5], T.InterpolationMode.NEAREST, fill=40),
+     TV.ElasticTransform([20.0, 60.0], [2.0, 1.5], TV.InterpolationMode.NEAREST, fill=40), 9),
+]
+
+
+@pytest.mark.parametrize("ours,theirs,min_side", ELASTIC, ids=["default", "sigma2", "nearest"])
+def test_elastic_transform_is_torchvisions(ours, theirs, min_side):
+    seen = 0
+    for k, img in enumerate(_images(200, seed=4, max_side=60)):
+        if min(img.size) < min_side:
+            continue
+        torch.manual_seed(k)
+        a = ours(img)
+        after_ours = torch.rand(2)
+        torch.manual_seed(k)
+        b = theirs(img)
+        assert torch.equal(after_ours, torch.rand(2))
+        assert a.mode == b.mode and a.size == b.size
+        assert np.abs(_pixels(a) - _pixels(b)).max() <= 1, (k, img.size, img.mode)
+        seen += 1
+    assert seen >= 40
+
+
+def test_elastic_get_params_is_torchvisions():
+    for alpha, sigma, size in [([50.0, 50.0], [5.0, 5.0], [30, 41]),
+                               ([20.0, 70.0], [2.0, 3.5], [40, 33]),
+                               ([9.0, 9.0], [0.0, 0.0], [5, 6])]:
+        torch.manual_seed(2)
+        ours = T.ElasticTransform.get_params(alpha, sigma, size)
+        torch.manual_seed(2)
+        assert torch.equal(ours, TV.ElasticTransform.get_params(alpha, sigma, size))
+        g = torch.Generator().manual_seed(2)
+        assert torch.equal(ours, T.ElasticTransform.get_params(alpha, sigma, size, generator=g))
+
+
+def test_aug_mix_is_torchvisions_within_its_tensor_kernels():
+    # The same draws (torch's generator left in torchvision's state) and the same float32
+    # mix; the sub-ops are PIL's where torchvision's AugMix runs its tensor kernels, a level
+    # or so apart per sub-op, their bilinear edges more (measured: median mean difference
+    # 0.02-0.09 levels, median PSNR 56-99 dB, the worst image 25 dB and 3.5 levels, a
+    # 27x11 one strongly sheared): bounded per image, and over the images by the medians.
+    seen, means, psnrs = 0, [], []
+    for args in [{}, {"severity": 7, "mixture_width": 2, "chain_depth": 1},
+                 {"all_ops": False, "interpolation": "nearest", "fill": [9, 99, 199]}]:
+        mode = args.pop("interpolation", "bilinear")
+        ours = T.AugMix(**args, interpolation=getattr(T.InterpolationMode, mode.upper()))
+        theirs = TV.AugMix(**args, interpolation=getattr(TV.InterpolationMode, mode.upper()))
+        for k, img in enumerate(_images(200, seed=5, max_side=48)):
+            if img.mode != "RGB" or min(img.size) < 4:
+                continue
+            torch.manual_seed(k)
+            a = ours(img)
+            after_ours = torch.rand(2)
+            torch.manual_seed(k)
+            b = theirs(img)
+            assert torch.equal(after_ours, torch.rand(2)), (k, args)
+            diff = np.abs(_pixels(a) - _pixels(b))
+            mse = float(np.mean(diff.astype(np.float64) ** 2))
+            psnrs.append(99.0 if mse == 0 else 10 * np.log10(255 ** 2 / mse))
+            means.append(diff.mean())
+            assert psnrs[-1] >= 24 and means[-1] <= 4.5, (k, img.size, args, mse)
+            seen += 1
+    assert seen >= 300
+    assert np.median(means) <= 0.25 and np.median(psnrs) >= 45, (np.median(means),
+                                                                 np.median(psnrs))
+
+
 @pytest.mark.parametrize("mode", ["BILINEAR", "NEAREST", "BICUBIC"])
 def test_random_perspective_is_torchvisions(mode):
     # torchvision solves the map's coefficients in float32, flowloader in double: pixels
@@ -468,7 +541,9 @@ def _loader_epoch(images, transform, seed):
     [T.RandomResizedCrop(20, interpolation=T.InterpolationMode.LANCZOS),
      T.Resize([9, 31], interpolation=T.InterpolationMode.BOX),
      T.Resize(40, interpolation=T.InterpolationMode.HAMMING), T.RandomHorizontalFlip()],
-], ids=["colour_float", "geometry_uint8", "pillow_filters"])
+    [T.RandomCrop(28), T.AugMix(), T.ElasticTransform(30.0, 3.0),
+     T.AugMix(severity=6, mixture_width=2, chain_depth=2, all_ops=False)],
+], ids=["colour_float", "geometry_uint8", "pillow_filters", "augmix_elastic"])
 def test_eager_with_the_loaders_draws_is_the_loaders_bytes(transforms):
     rng = np.random.default_rng(3)
     images = [rng.integers(0, 256, (32, 40, 3), dtype=np.uint8) for _ in range(12)]

@@ -62,6 +62,10 @@ CASES = [
      ["rand_augment: {num_ops: 2, magnitude: 9, num_magnitude_bins: 31}"]),
     ("AutoAugment", [T.AutoAugment(T.AutoAugmentPolicy.IMAGENET)],
      ["auto_augment: {policy: imagenet}"]),
+    ("AugMix", [T.AugMix(severity=2, mixture_width=2)],
+     ["aug_mix: {severity: 2, mixture_width: 2}"]),
+    ("ElasticTransform", [T.ElasticTransform(30.0, [3.0, 2.0], fill=7)],
+     ["elastic_transform: {alpha: 30, sigma: [3, 2], fill: 7}"]),
     ("ToTensor_Normalize", [T.ToTensor(), T.Normalize(*IMAGENET)], [NORM_YAML]),
     ("ToTensor_Normalize_tensors", [T.ToTensor(), T.Normalize(torch.tensor(IMAGENET[0]),
                                                               torch.tensor(IMAGENET[1]))],
@@ -204,7 +208,7 @@ def test_unsupported_class_or_argument_is_a_type_error(make, names):
     with pytest.raises(TypeError) as e:
         make()
     assert names in str(e.value)
-    assert "supported: AutoAugment, CenterCrop" in str(e.value)  # The list of classes.
+    assert "supported: AugMix, AutoAugment, CenterCrop" in str(e.value)  # The list of classes.
 
 
 def test_random_apply_of_several_is_a_type_error_in_the_loader():

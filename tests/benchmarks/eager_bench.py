@@ -4,6 +4,7 @@
     bazel build //python:flowloader
     PYTHONPATH=bazel-bin/python /usr/bin/python3 tests/benchmarks/eager_bench.py \
         [--reps=15] [--loader-images=400] [--only=per_op,compose,loader,noop] [--ops=Flip,Crop]
+        [--clock=wall|cpu]
 
 Prints Markdown tables (docs/performance.md, "Calling transforms directly"):
   per_op:  each transform class called on one PIL RGB image at a time, 224² and 1024²,
@@ -79,18 +80,26 @@ def per_op_cases():
         ("TrivialAugmentWide", T.TrivialAugmentWide(), TV.TrivialAugmentWide()),
         ("RandAugment", T.RandAugment(), TV.RandAugment()),
         ("AutoAugment", T.AutoAugment(), TV.AutoAugment()),
+        ("AugMix", T.AugMix(), TV.AugMix()),
+        ("ElasticTransform", T.ElasticTransform(), TV.ElasticTransform()),
         ("ToTensor", T.ToTensor(), TV.ToTensor()),
         ("ToTensor+Normalize", T.Compose([T.ToTensor(), T.Normalize(*IMAGENET)]),
          TV.Compose([TV.ToTensor(), TV.Normalize(*IMAGENET)])),
     ]
 
 
+# The clock of time_calls: wall (time.perf_counter) or this thread's CPU time
+# (time.thread_time; --clock=cpu), which on a machine shared with other work leaves out
+# the waits for a core that make wall times move by 2x and more under load.
+CLOCK = time.perf_counter
+
+
 def time_calls(fn, img, n, seed):
     torch.manual_seed(seed)
-    start = time.perf_counter()
+    start = CLOCK()
     for _ in range(n):
         fn(img) if img is not None else fn()
-    return (time.perf_counter() - start) / n * 1e6
+    return (CLOCK() - start) / n * 1e6
 
 
 def side_by_side(ours, theirs, img, reps, n):
@@ -179,7 +188,10 @@ def bench_loader(reps, images):
 def bench_breakdown(reps):
     """Where a DataLoader worker's time goes per image: ImageFolder's PIL decode of a
     500x375 JPEG (open + convert("RGB")), each library's classic train transform, and
-    default_collate of 64 float tensors (per image)."""
+    the collate of 64 float tensors as a worker's default_collate makes it (torch.stack
+    into a new shared-memory tensor), against the same stack into a batch already
+    allocated (per image). Wall and CPU time of this thread (time.thread_time: on a
+    machine shared with other work, wall time also counts the waits for a core)."""
     import io
     buf = io.BytesIO()
     photo(500, 375, seed=3).save(buf, "JPEG", quality=90)
@@ -188,22 +200,44 @@ def bench_breakdown(reps):
     def decode():
         return Image.open(io.BytesIO(data)).convert("RGB")
 
+    def worker_collate(batch):
+        # default_collate in a worker (get_worker_info() set): a new shared-memory
+        # tensor, then one stack into it.
+        elem = batch[0]
+        storage = elem.storage()._new_shared(sum(x.numel() for x in batch), device=elem.device)
+        out = elem.new(storage).resize_(len(batch), *list(elem.size()))
+        return torch.stack(batch, 0, out=out)
+
     img = decode()
     tensors = [classic_train(T)(img) for _ in range(64)]
-    collate = torch.utils.data.default_collate
+    uint8s = [T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+                         T.PILToTensor()])(img) for _ in range(64)]
+    warm = torch.empty((64,) + tuple(tensors[0].shape))
     steps = [("PIL decode + convert(\"RGB\")", decode, 20),
              ("torchvision transform", lambda: classic_train(TV)(img), 20),
              ("flowloader.transforms transform", lambda: classic_train(T)(img), 20),
-             ("default_collate, per image", lambda: collate(tensors), 2)]
-    times = {name: [] for name, _, _ in steps}
+             ("worker default_collate (new shared-memory batch), per image",
+              lambda: worker_collate(tensors), 2),
+             ("the same stack into an allocated batch, per image",
+              lambda: torch.stack(tensors, 0, out=warm), 2),
+             ("worker default_collate of uint8 tensors (PILToTensor's), per image",
+              lambda: worker_collate(uint8s), 2)]
+    wall = {name: [] for name, _, _ in steps}
+    cpu = {name: [] for name, _, _ in steps}
     for r in range(reps):  # Alternating within each round.
         for name, fn, n in steps:
-            times[name].append(time_calls(lambda: fn(), None, n, r) / (
-                64 if "collate" in name else 1))
-    print("\n| DataLoader worker, per image (one core) | µs |")
-    print("| --- | ---: |")
+            per = 64 if "per image" in name else 1
+            torch.manual_seed(r)
+            w0, c0 = time.perf_counter(), time.thread_time()
+            for _ in range(n):
+                fn()
+            wall[name].append((time.perf_counter() - w0) / n * 1e6 / per)
+            cpu[name].append((time.thread_time() - c0) / n * 1e6 / per)
+    print("\n| DataLoader worker, per image (one core) | wall µs | CPU µs |")
+    print("| --- | ---: | ---: |")
     for name, _, _ in steps:
-        print(f"| {name} | {statistics.median(times[name]):.0f} |")
+        print(f"| {name} | {statistics.median(wall[name]):.0f} | "
+              f"{statistics.median(cpu[name]):.0f} |")
 
 
 def bench_noop(reps):
@@ -220,12 +254,16 @@ def bench_noop(reps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="per_op, compose, noop and breakdown: wall or thread CPU time")
     parser.add_argument("--loader-images", type=int, default=400)
     parser.add_argument("--only", default="per_op,compose,loader,noop")
     parser.add_argument("--ops", default="",
                         help="per_op: only the rows whose name contains one of these "
                              "(comma-separated)")
     args = parser.parse_args()
+    global CLOCK
+    CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
     only = set(args.only.split(","))
     torch.set_num_threads(1)
     if "loader" in only:  # Two workers on the machine's cores, before pinning.
