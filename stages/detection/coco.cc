@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "stages/detection/json_int.h"
 
 namespace flowloader::detection {
 namespace {
@@ -23,22 +24,9 @@ using Json = nlohmann::json;
 
 constexpr size_t kMaxSkipMessages = 20;
 
-// Int reads an integer field (a JSON integer, or a float with an integral value).
+// Int reads an integer field (json_int.h).
 bool Int(const Json& object, const char* key, int64_t* out) {
-  auto it = object.find(key);
-  if (it == object.end()) return false;
-  if (it->is_number_integer()) {
-    *out = it->get<int64_t>();
-    return true;
-  }
-  if (it->is_number_float()) {
-    const double v = it->get<double>();
-    if (std::isfinite(v) && v == std::floor(v)) {
-      *out = static_cast<int64_t>(v);
-      return true;
-    }
-  }
-  return false;
+  return detection::JsonInt(object, key, out);
 }
 
 // ValueText writes a JSON value for a message, cut at 80 characters.

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "stages/detection/json_int.h"
 #include "stages/core/log.h"
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
@@ -30,21 +31,9 @@ std::string MemberExtension(const std::string& value) {
   return absl::AsciiStrToLower(value.substr(1));
 }
 
-// Int reads an integer field (a JSON integer, or a float with an integral value).
+// Int reads an integer field (json_int.h).
 bool Int(const Json& object, const char* key, int64_t* out) {
-  auto it = object.find(key);
-  if (it == object.end()) return false;
-  if (it->is_number_integer()) {
-    *out = it->get<int64_t>();
-    return true;
-  }
-  if (it->is_number_float()) {
-    const double d = it->get<double>();
-    if (d != static_cast<double>(static_cast<int64_t>(d))) return false;
-    *out = static_cast<int64_t>(d);
-    return true;
-  }
-  return false;
+  return detection::JsonInt(object, key, out);
 }
 
 // ParsedImage is one sample's annotations member, checked.
