@@ -35,9 +35,12 @@ absl::StatusOr<std::unique_ptr<ReadAhead>> ReadAhead::Create(const ReadAheadOpti
 }
 
 ReadAhead::ReadAhead(const ReadAheadOptions& options) : options_(options) {
-  std::lock_guard<std::mutex> lock(mu_);
-  limit_ = options.adaptive ? options.min_in_flight : options.max_in_flight;
-  window_start_ = absl::Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    limit_ = options.adaptive ? options.min_in_flight : options.max_in_flight;
+    window_start_ = absl::Now();
+  }
+  // Outside mu_: the report calls figures() (which takes mu_) under its own lock.
   if (options_.report != nullptr) options_.report->AttachReadAhead([this] { return figures(); });
 }
 
