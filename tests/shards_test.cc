@@ -71,6 +71,25 @@ std::string* ShardsTest::folder_ = nullptr;
 std::string* ShardsTest::shard_dir_ = nullptr;
 std::string* ShardsTest::pattern_ = nullptr;
 
+// ExpectSamplesAsOnDisk checks that `remote` lists the samples `local` (the same shard
+// scanned on disk) lists, and that reading each through remote's env gives its bytes of
+// `bytes` (the shard file).
+void ExpectSamplesAsOnDisk(const Dataset& remote, const Dataset& local,
+                           const std::string& bytes) {
+  for (int64_t i = 0; i < remote.size(); ++i) {
+    const SampleSource& r = remote.sample(i);
+    const SampleSource& l = local.sample(i);
+    EXPECT_EQ(r.key, l.key);
+    EXPECT_EQ(r.label, l.label);
+    ASSERT_EQ(r.offset, l.offset);
+    ASSERT_EQ(r.size, l.size);
+    std::string read;
+    ASSERT_TRUE(remote.shard_env()->ReadRange(remote.FullPath(i), r.offset, r.size, &read).ok());
+    EXPECT_TRUE(read == bytes.substr(static_cast<size_t>(r.offset), static_cast<size_t>(r.size)))
+        << "sample " << i;
+  }
+}
+
 TEST_F(ShardsTest, ShardsDeliverTheImageFoldersBatchesByteForByte) {
   const Delivered folder = RunAll(Options(*folder_));
   const Delivered shards = RunAll(Options(*pattern_));
@@ -302,19 +321,7 @@ TEST_F(ShardsTest, AnIndexedShardOpensOverHttpWithTwoSmallRequests) {
   EXPECT_EQ((*remote)->shard_index_counts().used, 1);
   ASSERT_EQ((*remote)->size(), (*local)->size());
   before = RequestsLogged(nginx_dir);
-  for (int64_t i = 0; i < (*remote)->size(); ++i) {
-    const SampleSource& r = (*remote)->sample(i);
-    const SampleSource& l = (*local)->sample(i);
-    EXPECT_EQ(r.key, l.key);
-    EXPECT_EQ(r.label, l.label);
-    ASSERT_EQ(r.offset, l.offset);
-    ASSERT_EQ(r.size, l.size);
-    std::string read;
-    ASSERT_TRUE((*remote)->shard_env()->ReadRange((*remote)->FullPath(i), r.offset, r.size,
-                                                  &read).ok());
-    EXPECT_TRUE(read == bytes.substr(static_cast<size_t>(r.offset), static_cast<size_t>(r.size)))
-        << "sample " << i;
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectSamplesAsOnDisk(**remote, **local, bytes));
   EXPECT_EQ(RequestsLogged(nginx_dir) - before, (size + (1 << 20) - 1) >> 20)
       << "each 1 MiB block once";
 }
@@ -361,20 +368,7 @@ TEST_F(ShardsTest, ABigShardsIndexWindowsAreReadAheadAndBecomeItsBlocks) {
     EXPECT_LE(index_requests, c.max_index_requests);
     ASSERT_EQ((*remote)->size(), (*local)->size());
     before = RequestsLogged(nginx_dir);
-    for (int64_t i = 0; i < (*remote)->size(); ++i) {
-      const SampleSource& r = (*remote)->sample(i);
-      const SampleSource& l = (*local)->sample(i);
-      EXPECT_EQ(r.key, l.key);
-      EXPECT_EQ(r.label, l.label);
-      ASSERT_EQ(r.offset, l.offset);
-      ASSERT_EQ(r.size, l.size);
-      std::string read;
-      ASSERT_TRUE((*remote)->shard_env()->ReadRange((*remote)->FullPath(i), r.offset, r.size,
-                                                    &read).ok());
-      EXPECT_TRUE(read == bytes.substr(static_cast<size_t>(r.offset),
-                                       static_cast<size_t>(r.size)))
-          << "sample " << i;
-    }
+    ASSERT_NO_FATAL_FAILURE(ExpectSamplesAsOnDisk(**remote, **local, bytes));
     EXPECT_EQ(RequestsLogged(nginx_dir) - before, c.read_requests);
   }
 }
