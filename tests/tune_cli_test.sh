@@ -2,7 +2,7 @@
 # tune_cli_test.sh: `flowloader tune` end to end on a small dataset it makes: the three
 # files it writes (tune.json's fields, best.yaml that `run --spec` runs as it is, tune.svg
 # that parses as SVG), the CPU budget under `taskset -c 0`, the consumer goal's batch
-# size, and its one-line refusals. Not a measurement: trials are short and the machine
+# size, a 100 MiB RAM budget over 2000 files, and its one-line refusals. Not a measurement: trials are short and the machine
 # may be busy; tests/benchmarks/tune_bench.py measures the targets.
 set -euo pipefail
 FLOWLOADER="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"  # Absolute: a check runs from /.
@@ -60,6 +60,24 @@ taskset -c 0 "$FLOWLOADER" tune "${T[@]}" --out="$TMP/one" --time_budget=3 --bat
 "$FLOWLOADER" tune "${T[@]}" --out="$TMP/c" --time_budget=5 --consumer_ms=5 --batch_size=4 \
   >/dev/null 2>&1 || fail "consumer tune exited $?"
 "$PY" -c "import json; r=json.load(open('$TMP/c/tune.json')); assert {t['batch_size'] for t in r['trials']}=={4}, r['trials']"
+
+# The issue's scale: 2000 files under --ram_budget=100MiB. The plan counts 8 KiB of seek
+# index per file whatever its size (15.6 MiB here), so small images give the same plan as
+# ImageNet-sized ones in a fraction of the time; the seek index and prefetch shrink to fit
+# before a configuration is refused, and no measured trial goes over the budget.
+"$FLOWLOADER" make-dataset --out="$TMP/many" --classes=10 --images_per_class=200 \
+  --min_short_side=64 --max_short_side=96 >/dev/null
+"$FLOWLOADER" tune --data="$TMP/many" --out="$TMP/budget" --ram_budget=100MiB --time_budget=8 \
+  --trial_seconds=0.3 >/dev/null 2>"$TMP/budget_err.txt" ||
+  fail "tune --ram_budget=100MiB on 2000 files exited $?: $(cat "$TMP/budget_err.txt")"
+"$PY" - "$TMP/budget/tune.json" <<'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["budgets"]["ram_bytes"] == 100 << 20, r["budgets"]
+assert r["trials"], "no configuration was measured"
+over = [t for t in r["trials"] if t["peak_rss_bytes"] > r["budgets"]["ram_bytes"]]
+assert not over, f"trials over the 100 MiB budget: {over}"
+PYEOF
 
 # Refusals: one line, exit 2.
 expect2() {
