@@ -10,7 +10,7 @@ PACKAGES=(
   bazel-bootstrap g++ libtbb-dev libabsl-dev prometheus-cpp-dev libgtest-dev libgmock-dev
   libjpeg62-turbo-dev libpng-dev zlib1g-dev libyaml-cpp-dev prometheus python3 python3-pil
   python3-yaml python3-torch python3-torchvision clang libclang-rt-14-dev wrk
-  libcurl4-openssl-dev libwebp-dev libtiff-dev libgif-dev nginx python3-dev pybind11-dev
+  libcurl4-openssl-dev libssl-dev libwebp-dev libtiff-dev libgif-dev nginx python3-dev pybind11-dev
   python3-pytest libtorch-dev libxxhash-dev nlohmann-json3-dev
   time  # /usr/bin/time -v: peak RSS in tests/memory_guard_rss_test.sh
   python3-venv python3-setuptools python3-wheel python3-numpy  # pip install . (pyproject.toml)

@@ -130,6 +130,46 @@ TEST_F(S3UploadTest, PartRefusedMidUploadLeavesNoObjectAndNoUpload) {
   EXPECT_EQ(gateway_->MultipartUploads(kBucket), 0);  // Aborted, its part 1 freed.
 }
 
+// The gateway completes the upload but its answer is lost: the retried Complete finds
+// no upload (NoSuchUpload). The object that is there is the one sent (its multipart ETag
+// is the MD5 of the parts' MD5s), so Close succeeds rather than failing a finished pack.
+TEST_F(S3UploadTest, LostCompleteAnswerIsCheckedAgainstTheObject) {
+  const std::string log = testing::TempDirForTest("proxy_") + "/faults.log";
+  auto proxy = FaultProxy::Start(gateway_->port(), 1, "lose_complete", log);
+  ASSERT_NE(proxy, nullptr);
+  auto env = Env(proxy->endpoint());
+  const std::string data = RandomBytes(kPart + 4321, 5);
+  auto file = env->NewWritableFile("s3://uploads/lost/object.bin");
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(Write(**file, data).ok());
+  absl::Status s = (*file)->Close();
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(absl::StrContains(testing::ReadFile(log), "lose_complete POST"))
+      << testing::ReadFile(log);
+  std::string back;
+  ASSERT_TRUE(Env()->ReadFile("s3://uploads/lost/object.bin", int64_t{1} << 30, &back).ok());
+  EXPECT_TRUE(back == data);
+  EXPECT_EQ(gateway_->MultipartUploads(kBucket), 0);
+}
+
+// The same refusal when the first Complete never arrived: no object carries this
+// upload's ETag, so Close fails saying so, and the upload is aborted.
+TEST_F(S3UploadTest, NoSuchUploadWithoutTheObjectFails) {
+  const std::string log = testing::TempDirForTest("proxy_") + "/faults.log";
+  auto proxy = FaultProxy::Start(gateway_->port(), 1, "drop_complete", log);
+  ASSERT_NE(proxy, nullptr);
+  auto env = Env(proxy->endpoint());
+  auto file = env->NewWritableFile("s3://uploads/dropped_complete/object.bin");
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(Write(**file, RandomBytes(kPart + 99, 6)).ok());
+  absl::Status s = (*file)->Close();
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(absl::StrContains(s.message(), "NoSuchUpload")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "the object there is not this upload's")) << s;
+  EXPECT_TRUE(Keys("dropped_complete/").empty());
+  EXPECT_EQ(gateway_->MultipartUploads(kBucket), 0);
+}
+
 TEST_F(S3UploadTest, WriterDroppedBeforeCloseLeavesNothing) {
   auto env = Env();
   {

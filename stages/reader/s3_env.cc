@@ -323,6 +323,19 @@ absl::Status S3Env::WriteRequest(const std::string& method, const std::string& p
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> S3Env::ObjectETag(const std::string& path) {
+  std::string bucket, key;
+  if (!SplitS3(path, &bucket, &key)) return BadPath(path);
+  std::string first_byte;
+  Request r;
+  r.url = path;
+  r.offset = 0;
+  r.length = 1;
+  r.out = &first_byte;
+  if (absl::Status s = Fetch(r); !s.ok()) return s;
+  return r.etag;
+}
+
 int S3Env::RetriesFor(const Request& r) const {
   const int retries = HttpEnv::RetriesFor(r);
   return answered() ? retries : std::min(retries, kFirstContactRetries);

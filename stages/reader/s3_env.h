@@ -73,6 +73,9 @@ class S3Env : public HttpEnv {
                             const std::string& query, absl::string_view body, bool cleanup,
                             std::string* response, std::string* etag);
 
+  // ObjectETag is the ETag of object `path` (quotes kept), from a one-byte ranged GET.
+  absl::StatusOr<std::string> ObjectETag(const std::string& path);
+
   // ListKeys lists every key under `prefix` of `bucket` (no delimiter), page by page:
   // for tests and tools.
   absl::StatusOr<std::vector<std::string>> ListKeys(const std::string& bucket,

@@ -1,15 +1,49 @@
 // s3_upload.cc: S3Upload, one PUT or a multipart upload (see s3_upload.h).
 #include "stages/reader/s3_upload.h"
 
+#include <openssl/evp.h>
+
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "stages/reader/internal/s3_xml.h"
 #include "stages/reader/s3_env.h"
 
 namespace flowloader {
 
 using s3_internal::UriEncode;
+
+namespace {
+
+// MultipartETag is the ETag S3 gives an object completed from parts with `part_etags`
+// (quoted hex MD5s): the MD5 of the parts' binary MD5s, "-", the part count, quoted.
+// Empty when a part's ETag is not a plain MD5 (SSE-KMS, some stores): nothing to check.
+std::string MultipartETag(const std::vector<std::string>& part_etags) {
+  std::string digests;
+  for (const std::string& quoted : part_etags) {
+    const absl::string_view hex = absl::StripPrefix(absl::StripSuffix(quoted, "\""), "\"");
+    if (hex.size() != 32) return "";
+    for (const char c : hex) {
+      if (!absl::ascii_isxdigit(static_cast<unsigned char>(c))) return "";
+    }
+    digests += absl::HexStringToBytes(hex);
+  }
+  unsigned char md5[EVP_MAX_MD_SIZE];
+  unsigned int md5_size = 0;
+  if (EVP_Digest(digests.data(), digests.size(), md5, &md5_size, EVP_md5(), nullptr) != 1) {
+    return "";
+  }
+  return absl::StrCat("\"",
+                      absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(md5),
+                                                               md5_size)),
+                      "-", part_etags.size(), "\"");
+}
+
+}  // namespace
 
 S3Upload::S3Upload(S3Env* env, std::string path, int64_t part_bytes)
     : env_(env), path_(std::move(path)), part_bytes_(part_bytes) {}
@@ -67,8 +101,29 @@ absl::Status S3Upload::Complete() {
                     "</ETag></Part>");
   }
   absl::StrAppend(&body, "</CompleteMultipartUpload>");
-  return env_->WriteRequest("POST", path_, absl::StrCat("uploadId=", UriEncode(upload_id_, false)),
-                            body, false, nullptr, nullptr);
+  absl::Status s = env_->WriteRequest(
+      "POST", path_, absl::StrCat("uploadId=", UriEncode(upload_id_, false)), body, false,
+      nullptr, nullptr);
+  if (s.ok() || !absl::StrContains(s.message(), " NoSuchUpload")) return s;
+  return CheckCompletedObject(s);
+}
+
+absl::Status S3Upload::CheckCompletedObject(const absl::Status& no_such_upload) {
+  // A retried Complete whose first answer was lost finds no upload where the store
+  // forgets finished ones: the object under the key tells whether it was this upload.
+  const std::string expected = MultipartETag(etags_);
+  if (expected.empty()) return no_such_upload;
+  absl::StatusOr<std::string> found = env_->ObjectETag(path_);
+  if (found.ok() && absl::EqualsIgnoreCase(*found, expected)) return absl::OkStatus();
+  absl::Status explained(
+      no_such_upload.code(),
+      absl::StrCat(no_such_upload.message(), "; the object there is not this upload's (ETag ",
+                   found.ok() ? *found : std::string(found.status().message()),
+                   ", expected ", expected, ")"));
+  no_such_upload.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    explained.SetPayload(url, payload);  // The reason it is counted under.
+  });
+  return explained;
 }
 
 absl::Status S3Upload::Close() {

@@ -5,7 +5,9 @@
 // plus the last Append). An object no larger than that is sent with one PUT at Close.
 // Past it, a multipart upload starts (CreateMultipartUpload), each full buffer goes as one
 // UploadPart, and Close sends the rest and CompleteMultipartUpload with the parts' ETags.
-// Every request is signed and retried as S3Env's reads are (SlowDown, 5xx, resets).
+// Every request is signed and retried as S3Env's reads are (SlowDown, 5xx, resets). A
+// Complete whose answer was lost and whose retry finds no upload succeeds when the object
+// under the key carries this upload's multipart ETag (the MD5 of the parts' MD5s).
 //
 // Nothing half written is ever visible under the key: S3 shows a multipart object only once
 // completed, and an upload that fails, or is dropped before Close (an error elsewhere,
@@ -46,6 +48,9 @@ class S3Upload : public WritableFile {
   absl::Status SendPart();
   absl::Status Start();
   absl::Status Complete();
+  // CheckCompletedObject answers a Complete refused as NoSuchUpload: OK when the object
+  // under the key is this upload's (its multipart ETag), else `no_such_upload`, explained.
+  absl::Status CheckCompletedObject(const absl::Status& no_such_upload);
   // Fail aborts the upload and returns `error` (what made it fail).
   absl::Status Fail(absl::Status error);
 

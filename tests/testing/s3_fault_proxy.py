@@ -23,6 +23,13 @@ comma-separated FAULTS, in turn:
                (not retried); any other request is forwarded
   hang_part2   an UploadPart of part 2 gets nothing for 60 s, then a close; any other
                request is forwarded
+  lose_complete  the first CompleteMultipartUpload (POST ...?uploadId=...) is forwarded
+               and its answer lost (the connection reset after the upstream answered: the
+               object exists); a later Complete is answered 404 NoSuchUpload, as stores
+               that forget finished uploads answer (radosgw itself answers 200 again);
+               any other request is forwarded
+  drop_complete  as lose_complete, but the first Complete never reaches the upstream
+               (nothing completed; the upload is still open there)
 Each fault is logged to LOG as one line "FAULT method path".
 """
 import http.client
@@ -40,6 +47,7 @@ FAULTS = sys.argv[4].split(",")
 LOG = open(sys.argv[5], "a", buffering=1)
 lock = threading.Lock()
 count = [0]
+completes_lost = [0]
 
 
 def next_fault():
@@ -92,6 +100,15 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             fault = None
         if fault == "hang_part2" and (self.command != "PUT" or "partNumber=2&" not in self.path):
             fault = None
+        if fault in ("lose_complete", "drop_complete"):
+            complete = self.command == "POST" and "uploadId=" in self.path
+            with lock:
+                retried = complete and completes_lost[0] > 0
+                completes_lost[0] += complete
+            if retried:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                return self.reply(404, s3_error("NoSuchUpload", "The specified upload does not exist."))
+            fault = fault if complete else None
         if fault and fault != "slow_reads":
             LOG.write("%s %s %s\n" % (fault, self.command, self.path))
         if fault == "slowdown":
@@ -117,6 +134,11 @@ class Proxy(http.server.BaseHTTPRequestHandler):
             time.sleep(60)
             self.close_connection = True
             return
+        if fault == "drop_complete":
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
         if fault == "stall":
             time.sleep(3)
             self.close_connection = True
@@ -124,6 +146,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
         if fault == "slow_reads":
             time.sleep(0.04)
         resp, data = self.upstream()
+        if fault == "lose_complete":
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
         self.send_response(resp.status)
         for k, v in resp.getheaders():
             if k.lower() not in ("transfer-encoding", "connection", "content-length"):
