@@ -988,8 +988,13 @@ class RandomChoice(_EagerOnly):
         self.transforms = list(transforms)
         for t in self.transforms:
             _check(t)
+        if not self.transforms:
+            raise ValueError("RandomChoice needs at least one transform to choose from, got []")
         if p is not None and not isinstance(p, (list, tuple)):
             raise TypeError("Argument p should be a sequence")
+        if p is not None and len(p) != len(self.transforms):
+            raise ValueError(f"RandomChoice: p has {len(p)} weights for "
+                             f"{len(self.transforms)} transforms; give one weight each")
         self.p = p
         self._args = {"p": p}
 

@@ -118,3 +118,14 @@ def test_a_compose_in_a_list_of_transforms_still_works(small_data):
     with flowloader.DataLoader(small_data, batch_size=4,
                                transform=T.Compose([T.RandomResizedCrop(16), T.ToTensor()])) as l:
         assert next(iter(l))[0].shape == (4, 3, 16, 16)
+
+
+def test_random_choice_without_transforms_or_with_wrong_weights_is_one_line():
+    # torchvision 0.14 accepts both and fails at the call with an IndexError / ValueError
+    # from Python's random module; refused where the mistake is made instead.
+    with pytest.raises(ValueError) as raised:
+        T.RandomChoice([])
+    assert "at least one transform" in one_line(raised)
+    with pytest.raises(ValueError) as raised:
+        T.RandomChoice([T.RandomHorizontalFlip(), T.RandomVerticalFlip()], p=[1.0])
+    assert "p has 1 weights for 2 transforms" in one_line(raised)
