@@ -12,6 +12,13 @@ class RandomEqualize : public Op {
     kernels::Equalize(*image.rgb);
     return absl::OkStatus();
   }
+  bool PointTables(const OpParams&, int, int, const std::function<void(Histogram&)>& histogram,
+                   uint8_t (&luts)[3][256]) const override {
+    Histogram h;
+    histogram(h);
+    kernels::EqualizeTables(h, luts);
+    return true;
+  }
 };
 
 FLOWLOADER_REGISTER_OP((OpSchema{"random_equalize",
