@@ -23,19 +23,33 @@ _ACCEPTED = ("a PIL image (mode RGB or L), a numpy uint8 array [H, W, 3], [H, W,
              "after ToTensor)")
 
 
+# The modules, imported on first use (torch and PIL only when an image needs them) and
+# kept: a `from X import Y` per call cost ~0.5 µs each, several per eager call.
+_MODULES = {}
+
+
 def _core():
-    from flowloader import _flowloader  # The extension, next to this file.
-    return _flowloader
+    m = _MODULES.get("core")
+    if m is None:
+        from flowloader import _flowloader  # The extension, next to this file.
+        m = _MODULES["core"] = _flowloader
+    return m
 
 
 def _torch():
-    import torch
-    return torch
+    m = _MODULES.get("torch")
+    if m is None:
+        import torch
+        m = _MODULES["torch"] = torch
+    return m
 
 
 def _pil():
-    from PIL import Image
-    return Image
+    m = _MODULES.get("pil")
+    if m is None:
+        from PIL import Image
+        m = _MODULES["pil"] = Image
+    return m
 
 
 def _is_pil(img):

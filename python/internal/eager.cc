@@ -268,8 +268,9 @@ void PilWrite(uintptr_t rows, const std::string& mode, const py::array_t<uint8_t
 // image `read` gives, writes dst_rows from the source rows through `read` and the
 // ops' tables composed, in one pass, and returns true. Ops needing value counts get
 // them from one count of the source through `read`, each value moved by the tables
-// before them (a read that fills, a pad, is not counted: false there). false: nothing
-// was written.
+// before them; the first op, asking only for the extremes (autocontrast), gets them
+// from a min/max pass (a read that fills, a pad, is not counted: false there). false:
+// nothing was written.
 bool PointRun(const std::vector<const EagerOp*>& ops,
               const std::vector<std::optional<OpParams>>& drawn, size_t i,
               uint8_t* const* src, bool rgb, const Maps& read, uint8_t* const* dst_rows) {
@@ -280,11 +281,16 @@ bool PointRun(const std::vector<const EagerOp*>& ops,
     for (int v = 0; v < 256; ++v) acc[c][v] = static_cast<uint8_t>(v);
   }
   Op::Histogram source;
-  bool counted = false, uncountable = false;
-  auto histogram = [&](Op::Histogram& h) {
+  bool counted = false, uncountable = false, identity = true;
+  auto histogram = [&](Op::Histogram& h, bool extremes_only) {
     std::memset(h, 0, sizeof(Op::Histogram));
     if (read.filled) {
       uncountable = true;
+      return;
+    }
+    int lo[3], hi[3];  // Before any table, the extremes alone: a vector min/max pass.
+    if (extremes_only && identity && !counted && pil_rows::Extremes(src, rgb, read, lo, hi)) {
+      for (int c = 0; c < 3; ++c) h[c][lo[c]] = h[c][hi[c]] = 1;
       return;
     }
     if (!counted) {
@@ -304,6 +310,7 @@ bool PointRun(const std::vector<const EagerOp*>& ops,
     for (int c = 0; c < 3; ++c) {
       for (int v = 0; v < 256; ++v) acc[c][v] = luts[c][acc[c][v]];
     }
+    identity = false;
   }
   pil_rows::MapRows(src, rgb, read, acc, dst_rows);
   return true;

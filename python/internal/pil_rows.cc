@@ -273,22 +273,71 @@ void CopyRows(const uint8_t* const* src, bool rgb, const Maps& m, uint8_t* const
   }
 }
 
+namespace {
+
+// CountRow adds n pixels from p (RGBX, or one byte a pixel) to four sub-counts (`sub`:
+// 4 x 768, pixel k into sub k % 4, channel c at 256 c): four pixels from two loads a
+// step, and no two increments in a row on one counter when values repeat.
+void CountRow(const uint8_t* p, int n, bool rgb, uint32_t* sub) {
+  int x = 0;
+  if (!rgb) {
+    for (; x + 4 <= n; x += 4) {
+      ++sub[p[x]];
+      ++sub[768 + p[x + 1]];
+      ++sub[1536 + p[x + 2]];
+      ++sub[2304 + p[x + 3]];
+    }
+    for (; x < n; ++x) ++sub[p[x]];
+    return;
+  }
+  for (; x + 4 <= n; x += 4, p += 16) {
+    uint64_t a, b;
+    std::memcpy(&a, p, 8);
+    std::memcpy(&b, p + 8, 8);
+    ++sub[a & 255];
+    ++sub[256 + ((a >> 8) & 255)];
+    ++sub[512 + ((a >> 16) & 255)];
+    ++sub[768 + ((a >> 32) & 255)];
+    ++sub[1024 + ((a >> 40) & 255)];
+    ++sub[1280 + ((a >> 48) & 255)];
+    ++sub[1536 + (b & 255)];
+    ++sub[1792 + ((b >> 8) & 255)];
+    ++sub[2048 + ((b >> 16) & 255)];
+    ++sub[2304 + ((b >> 32) & 255)];
+    ++sub[2560 + ((b >> 40) & 255)];
+    ++sub[2816 + ((b >> 48) & 255)];
+  }
+  for (; x < n; ++x, p += 4) {
+    ++sub[p[0]];
+    ++sub[256 + p[1]];
+    ++sub[512 + p[2]];
+  }
+}
+
+// Span: the columns [first, first + n) that a row read forward or reversed covers.
+bool Span(const Maps& m, int* first) {
+  if (m.filled) return false;
+  const Order order = OrderOf(m.g.x_src);
+  if (order == Order::kOther) return false;
+  *first = order == Order::kForward ? m.g.x_src.front() : m.g.x_src.back();
+  return true;
+}
+
+}  // namespace
+
 void CountValues(const uint8_t* const* rows, bool rgb, const Maps& m, uint32_t (&h)[3][256]) {
-  // Four sub-counts (a pixel's channel c into sub x % 4): consecutive equal values
-  // would otherwise wait on each other's increments.
-  std::vector<uint32_t> sub(4 * 3 * 256, 0);
+  std::vector<uint32_t> sub(4 * 768, 0);
+  const int n = static_cast<int>(m.g.x_src.size());
+  int first = 0;
+  const bool span = Span(m, &first);
   for (int sy : m.g.y_src) {
     const uint8_t* row = rows[sy];
-    for (size_t k = 0; k < m.g.x_src.size(); ++k) {
-      uint32_t* s = sub.data() + (k % 4) * 768;
-      const size_t x = static_cast<size_t>(m.g.x_src[k]);
-      if (rgb) {
-        ++s[row[4 * x]];
-        ++s[256 + row[4 * x + 1]];
-        ++s[512 + row[4 * x + 2]];
-      } else {
-        ++s[row[x]];
-      }
+    if (span) {
+      CountRow(row + (rgb ? 4 : 1) * static_cast<size_t>(first), n, rgb, sub.data());
+      continue;
+    }
+    for (int sx : m.g.x_src) {  // Any other map: pixel by pixel, into sub 0.
+      CountRow(row + (rgb ? 4 : 1) * static_cast<size_t>(sx), 1, rgb, sub.data());
     }
   }
   for (int c = 0; c < 3; ++c) {
@@ -297,6 +346,53 @@ void CountValues(const uint8_t* const* rows, bool rgb, const Maps& m, uint32_t (
       h[c][v] += sub[at] + sub[768 + at] + sub[1536 + at] + sub[2304 + at];
     }
   }
+}
+
+bool Extremes(const uint8_t* const* rows, bool rgb, const Maps& m, int (&lo)[3], int (&hi)[3]) {
+  int first = 0;
+  if (!Span(m, &first)) return false;
+  const size_t bpp = rgb ? 4 : 1;
+  const size_t bytes = bpp * m.g.x_src.size();
+  uint8_t mins[16], maxs[16];
+  std::memset(mins, 255, sizeof(mins));
+  std::memset(maxs, 0, sizeof(maxs));
+#if defined(__SSE2__)
+  __m128i vmin = _mm_set1_epi8(-1), vmax = _mm_setzero_si128();
+#endif
+  for (int sy : m.g.y_src) {
+    const uint8_t* p = rows[sy] + bpp * static_cast<size_t>(first);
+    size_t i = 0;
+#if defined(__SSE2__)
+    // 16 bytes a step: byte j in channel j % 4 (RGBX) or any (L), so the lanes keep
+    // each channel apart until the end.
+    for (; i + 16 <= bytes; i += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      vmin = _mm_min_epu8(vmin, v);
+      vmax = _mm_max_epu8(vmax, v);
+    }
+#endif
+    for (; i < bytes; ++i) {  // The tail: whole pixels, lane i % 16 as the vector's.
+      mins[i % 16] = std::min(mins[i % 16], p[i]);
+      maxs[i % 16] = std::max(maxs[i % 16], p[i]);
+    }
+  }
+#if defined(__SSE2__)
+  uint8_t vmins[16], vmaxs[16];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(vmins), vmin);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(vmaxs), vmax);
+  for (int j = 0; j < 16; ++j) {
+    mins[j] = std::min(mins[j], vmins[j]);
+    maxs[j] = std::max(maxs[j], vmaxs[j]);
+  }
+#endif
+  for (int c = 0; c < 3; ++c) {
+    lo[c] = 255, hi[c] = 0;
+    for (int j = rgb ? c : 0; j < 16; j += rgb ? 4 : 1) {
+      lo[c] = std::min<int>(lo[c], mins[j]);
+      hi[c] = std::max<int>(hi[c], maxs[j]);
+    }
+  }
+  return true;
 }
 
 void MapRows(const uint8_t* const* src, bool rgb, const Maps& m, const Luts& luts,

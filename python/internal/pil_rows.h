@@ -51,6 +51,11 @@ using Luts = uint8_t[3][256];
 // `m` (L rows: the one channel's counts in all three), which must not fill.
 void CountValues(const uint8_t* const* rows, bool rgb, const Maps& m, uint32_t (&h)[3][256]);
 
+// Extremes writes each channel's lowest and highest value in the PIL rows through `m`
+// (L: the one channel's, in all three) and returns true, where m reads each row forward
+// or reversed without filling; else false.
+bool Extremes(const uint8_t* const* rows, bool rgb, const Maps& m, int (&lo)[3], int (&hi)[3]);
+
 // MapRows writes PIL rows from PIL rows of the same mode through `m` and then the
 // tables (L: luts[0]): CopyRows and a pass of the point ops in one.
 void MapRows(const uint8_t* const* src, bool rgb, const Maps& m, const Luts& luts,

@@ -211,14 +211,16 @@ class Op {
   // PointTables: an op whose pixels are a table per channel of the input's values
   // (posterize, solarize, invert; autocontrast and equalize, whose tables come from the
   // input's value counts) fills `luts` for `params` on a width × height input and
-  // returns true; Apply then writes exactly those values. `histogram` fills its argument
-  // with the input's counts per channel; only ops that need them call it. The eager
-  // path (python/internal/eager.cc) runs such ops on a PIL image's rows in one pass.
-  // false: not such an op, or bad params (Apply says what is wrong).
+  // returns true; Apply then writes exactly those values. `histogram(h, false)` fills h
+  // with the input's counts per channel; `histogram(h, true)` may count only each
+  // channel's lowest and highest value (all autocontrast reads; far cheaper to find).
+  // Only ops that need them call it. The eager path (python/internal/eager.cc) runs such
+  // ops on a PIL image's rows in one pass. false: not such an op, or bad params (Apply
+  // says what is wrong).
   using Histogram = uint32_t[3][256];
+  using ValueCounts = std::function<void(Histogram&, bool extremes_only)>;
   virtual bool PointTables(const OpParams& params, int width, int height,
-                           const std::function<void(Histogram&)>& histogram,
-                           uint8_t (&luts)[3][256]) const {
+                           const ValueCounts& histogram, uint8_t (&luts)[3][256]) const {
     return false;
   }
   // ApplyRows: an op that can write its output for `params` straight from `src`'s rows

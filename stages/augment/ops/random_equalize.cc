@@ -12,10 +12,10 @@ class RandomEqualize : public Op {
     kernels::Equalize(*image.rgb);
     return absl::OkStatus();
   }
-  bool PointTables(const OpParams&, int, int, const std::function<void(Histogram&)>& histogram,
+  bool PointTables(const OpParams&, int, int, const ValueCounts& histogram,
                    uint8_t (&luts)[3][256]) const override {
     Histogram h;
-    histogram(h);
+    histogram(h, /*extremes_only=*/false);
     kernels::EqualizeTables(h, luts);
     return true;
   }

@@ -14,7 +14,7 @@ class RandomInvert : public Op {
     kernels::Invert(*image.rgb);
     return absl::OkStatus();
   }
-  bool PointTables(const OpParams&, int, int, const std::function<void(Histogram&)>&,
+  bool PointTables(const OpParams&, int, int, const ValueCounts&,
                    uint8_t (&luts)[3][256]) const override {
     kernels::InvertTable(luts[0]);
     std::memcpy(luts[1], luts[0], 256);

@@ -17,7 +17,7 @@ class RandomPosterize : public Op {
     kernels::Posterize(*image.rgb, bits_);
     return absl::OkStatus();
   }
-  bool PointTables(const OpParams&, int, int, const std::function<void(Histogram&)>&,
+  bool PointTables(const OpParams&, int, int, const ValueCounts&,
                    uint8_t (&luts)[3][256]) const override {
     kernels::PosterizeTable(bits_, luts[0]);
     std::memcpy(luts[1], luts[0], 256);

@@ -15,7 +15,7 @@ class RandomSolarize : public Op {
     kernels::Solarize(*image.rgb, threshold_);
     return absl::OkStatus();
   }
-  bool PointTables(const OpParams&, int, int, const std::function<void(Histogram&)>&,
+  bool PointTables(const OpParams&, int, int, const ValueCounts&,
                    uint8_t (&luts)[3][256]) const override {
     kernels::SolarizeTable(threshold_, luts[0]);
     std::memcpy(luts[1], luts[0], 256);

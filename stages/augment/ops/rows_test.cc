@@ -56,6 +56,20 @@ void Count(const Image& img, Op::Histogram& h) {
   for (size_t i = 0; i < img.pixels.size(); ++i) ++h[i % 3][img.pixels[i]];
 }
 
+// KeepExtremes keeps each channel's lowest and highest counted value (as an
+// `extremes_only` count may give them), the others 0.
+void KeepExtremes(Op::Histogram& h) {
+  for (auto& c : h) {
+    int lo = 256, hi = -1;
+    for (int v = 0; v < 256; ++v) {
+      if (c[v] == 0) continue;
+      lo = lo == 256 ? v : lo;
+      hi = v;
+    }
+    for (int v = 0; v < 256; ++v) c[v] = v == lo || v == hi ? 1 : 0;
+  }
+}
+
 TEST(RowsTest, PointTablesMapEachValueAsApplyDoes) {
   const char* texts[] = {"random_posterize(bits=3, p=1)", "random_posterize(bits=0, p=1)",
                          "random_solarize(threshold=100.5, p=1)",
@@ -74,7 +88,12 @@ TEST(RowsTest, PointTablesMapEachValueAsApplyDoes) {
       op->Draw(w, h, rng, &params);
       uint8_t luts[3][256];
       const bool ok = op->PointTables(
-          params, w, h, [&](Op::Histogram& counts) { Count(src, counts); }, luts);
+          params, w, h,
+          [&](Op::Histogram& counts, bool extremes_only) {
+            Count(src, counts);
+            if (extremes_only) KeepExtremes(counts);
+          },
+          luts);
       Image applied = src;
       ASSERT_TRUE(ApplyTo(*op, params, &applied).ok()) << text;
       if (!ok) continue;  // trivial_augment_wide's geometric and blending draws.
@@ -89,7 +108,8 @@ TEST(RowsTest, PointTablesMapEachValueAsApplyDoes) {
   }
   uint8_t luts[3][256];
   OpParams none;
-  EXPECT_FALSE(MakeOp("grayscale()")->PointTables(none, 4, 4, [](Op::Histogram&) {}, luts));
+  EXPECT_FALSE(
+      MakeOp("grayscale()")->PointTables(none, 4, 4, [](Op::Histogram&, bool) {}, luts));
 }
 
 // Rows holds a Pillow-style image: `bytes` of height rows, `bpp` bytes a pixel, and

@@ -63,7 +63,7 @@ class TrivialAugmentWide : public Op {
   }
 
   bool PointTables(const OpParams& p, int width, int height,
-                   const std::function<void(Histogram&)>& histogram,
+                   const ValueCounts& histogram,
                    uint8_t (&luts)[3][256]) const override {
     const int op = static_cast<int>(p.v[0]), bin = static_cast<int>(p.v[1]);
     if (p.n != 3 || op < 0 || op >= kOps || bin < 0 || bin >= bins_) return false;

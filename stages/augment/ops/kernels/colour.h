@@ -41,7 +41,8 @@ void Invert(Image& img);
 // The tables of the point ops above (Op::PointTables): out = lut[value], the same bytes
 // as the kernel's own pass. Brightness, Posterize, Solarize and Invert use one table for
 // the three channels; Autocontrast and Equalize make one per channel from the counts of
-// each channel's values (`h`, Image.histogram's).
+// each channel's values (`h`, Image.histogram's; Autocontrast reads only the lowest and
+// highest value counted).
 void BrightnessTable(double factor, uint8_t (&lut)[256]);
 void PosterizeTable(int bits, uint8_t (&lut)[256]);
 void SolarizeTable(double threshold, uint8_t (&lut)[256]);

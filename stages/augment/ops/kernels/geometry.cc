@@ -1440,65 +1440,83 @@ void NearestPlane(const Image& src, const double a[6], int width, int height, ui
 }
 
 #if defined(FLOWLOADER_COLOUR_AVX2)
+// AffineFixedSpanAvx512 writes output pixels [x0, x1) (x1 - x0 a multiple of 8) of row y
+// for AffineFixedRowsAvx512, eight a step.
+__attribute__((target("avx512f"))) inline void AffineFixedSpanAvx512(
+    const Rows& src, const int64_t t[6], int64_t stride, __m256i fills, int y, int x0, int x1,
+    uint8_t* out) {
+  const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  // Lane k's position at pixel x0 + k: t2 + y t1 + (x0 + k) t0 (and likewise for y), the
+  // sums AffineFixed accumulates, exact in int64. (k t0 by _mm512_mul_epi32: |t0| < 2^31
+  // for every map CheckFixed passes.)
+  __m512i xs = _mm512_add_epi64(_mm512_set1_epi64(t[2] + y * t[1] + x0 * t[0]),
+                                _mm512_mul_epi32(lanes, _mm512_set1_epi64(t[0])));
+  __m512i ys = _mm512_add_epi64(_mm512_set1_epi64(t[5] + y * t[4] + x0 * t[3]),
+                                _mm512_mul_epi32(lanes, _mm512_set1_epi64(t[3])));
+  const __m512i step_x = _mm512_set1_epi64(8 * t[0]), step_y = _mm512_set1_epi64(8 * t[3]);
+  const __m512i width = _mm512_set1_epi64(src.width), height = _mm512_set1_epi64(src.height);
+  const __m512i zero = _mm512_setzero_si512(), strides = _mm512_set1_epi64(stride);
+  const long long* row_table = reinterpret_cast<const long long*>(src.rows);
+  for (int x = x0; x < x1; x += 8) {
+    const __m512i xin = _mm512_srai_epi64(xs, 16), yin = _mm512_srai_epi64(ys, 16);
+    __mmask8 inside = _mm512_cmpge_epi64_mask(xin, zero);
+    inside = _mm512_mask_cmplt_epi64_mask(inside, xin, width);
+    inside = _mm512_mask_cmpge_epi64_mask(inside, yin, zero);
+    inside = _mm512_mask_cmplt_epi64_mask(inside, yin, height);
+    __m256i pixels;
+    if (stride != 0) {
+      const __m512i at =
+          _mm512_add_epi64(_mm512_mul_epi32(yin, strides), _mm512_slli_epi64(xin, 2));
+      pixels = _mm512_mask_i64gather_epi32(fills, inside, at, src.rows[0], 1);
+    } else {
+      const __m512i row = _mm512_mask_i64gather_epi64(zero, inside, yin, row_table, 8);
+      const __m512i at = _mm512_add_epi64(row, _mm512_slli_epi64(xin, 2));
+      pixels = _mm512_mask_i64gather_epi32(fills, inside, at, nullptr, 1);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 4 * static_cast<size_t>(x)), pixels);
+    xs = _mm512_add_epi64(xs, step_x);
+    ys = _mm512_add_epi64(ys, step_y);
+  }
+}
+
 // AffineFixedRowsAvx512 is AffineFixed<4> on row images of 4-byte pixels, eight output
 // pixels a step, writing every pixel (those mapped outside get `fill`, so no fill pass
-// first): the same int64 positions (a2 + x a0 is the sum AffineFixed accumulates), the
-// same floor shift, each inside pixel one 32-bit gather. With `stride` (rows evenly
-// spaced from rows[0], as a Pillow image within one arena block) the offset is
-// yin * stride + 4 xin; else (stride 0) each lane's row pointer is gathered first.
-// Measured (eager_bench, 1024² RandomRotation(30), one core, CPU time): the per-pixel
-// engine 2269 us against PIL's 2186; see docs/performance.md for this one.
+// first): the same int64 positions, the same floor shift, each inside pixel one 32-bit
+// gather. With `stride` (rows evenly spaced from rows[0], as a Pillow image within one
+// arena block) the offset is yin * stride + 4 xin; else (stride 0) each lane's row
+// pointer is gathered first. The output goes in tiles of 16 rows x 64 columns: a
+// rotation's output row crosses a source row every pixel or two, so a whole row at a
+// time walks hundreds of source rows (pages), a tile's a few dozen. Measured (1024²
+// RandomRotation(30), one core, CPU time, eager_bench): PIL's engine on the rows 2269 us
+// (PIL 2186), this in rows ~1760, in tiles: docs/performance.md.
 __attribute__((target("avx512f"))) void AffineFixedRowsAvx512(const Rows& src, const double a[6],
                                                                const uint8_t fill[4],
                                                                int64_t stride, Rows* dst) {
   int64_t t[6];
   FixedTerms(a, t);
-  int64_t a2 = t[2], a5 = t[5];
-  const __m512i lanes_x = _mm512_set_epi64(7 * t[0], 6 * t[0], 5 * t[0], 4 * t[0], 3 * t[0],
-                                           2 * t[0], t[0], 0);
-  const __m512i lanes_y = _mm512_set_epi64(7 * t[3], 6 * t[3], 5 * t[3], 4 * t[3], 3 * t[3],
-                                           2 * t[3], t[3], 0);
-  const __m512i step_x = _mm512_set1_epi64(8 * t[0]), step_y = _mm512_set1_epi64(8 * t[3]);
-  const __m512i width = _mm512_set1_epi64(src.width), height = _mm512_set1_epi64(src.height);
-  const __m512i zero = _mm512_setzero_si512(), strides = _mm512_set1_epi64(stride);
   uint32_t fill_word;
   std::memcpy(&fill_word, fill, 4);
   const __m256i fills = _mm256_set1_epi32(static_cast<int>(fill_word));
-  const long long* row_table = reinterpret_cast<const long long*>(src.rows);
-  const uint8_t* base = src.rows[0];
-  for (int y = 0; y < dst->height; ++y) {
-    uint8_t* out = dst->rows[y];
-    __m512i xs = _mm512_add_epi64(_mm512_set1_epi64(a2), lanes_x);
-    __m512i ys = _mm512_add_epi64(_mm512_set1_epi64(a5), lanes_y);
-    int x = 0;
-    for (; x + 8 <= dst->width; x += 8) {
-      const __m512i xin = _mm512_srai_epi64(xs, 16), yin = _mm512_srai_epi64(ys, 16);
-      __mmask8 inside = _mm512_cmpge_epi64_mask(xin, zero);
-      inside = _mm512_mask_cmplt_epi64_mask(inside, xin, width);
-      inside = _mm512_mask_cmpge_epi64_mask(inside, yin, zero);
-      inside = _mm512_mask_cmplt_epi64_mask(inside, yin, height);
-      __m256i pixels;
-      if (stride != 0) {
-        const __m512i at = _mm512_add_epi64(_mm512_mul_epi32(yin, strides),
-                                            _mm512_slli_epi64(xin, 2));
-        pixels = _mm512_mask_i64gather_epi32(fills, inside, at, base, 1);
-      } else {
-        const __m512i row = _mm512_mask_i64gather_epi64(zero, inside, yin, row_table, 8);
-        const __m512i at = _mm512_add_epi64(row, _mm512_slli_epi64(xin, 2));
-        pixels = _mm512_mask_i64gather_epi32(fills, inside, at, nullptr, 1);
+  constexpr int kTileH = 16, kTileW = 64;
+  const int full = dst->width & ~7;  // The columns the vector steps make.
+  for (int y0 = 0; y0 < dst->height; y0 += kTileH) {
+    const int y1 = std::min(dst->height, y0 + kTileH);
+    for (int x0 = 0; x0 < full; x0 += kTileW) {
+      const int x1 = std::min(full, x0 + kTileW);
+      for (int y = y0; y < y1; ++y) {
+        AffineFixedSpanAvx512(src, t, stride, fills, y, x0, x1, dst->rows[y]);
       }
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 4 * static_cast<size_t>(x)), pixels);
-      xs = _mm512_add_epi64(xs, step_x);
-      ys = _mm512_add_epi64(ys, step_y);
     }
-    for (; x < dst->width; ++x) {
-      const int64_t xin = (a2 + x * t[0]) >> 16, yin = (a5 + x * t[3]) >> 16;
+  }
+  for (int y = 0; y < dst->height; ++y) {  // The last width % 8 columns, per pixel.
+    uint8_t* out = dst->rows[y];
+    for (int x = full; x < dst->width; ++x) {
+      const int64_t xin = (t[2] + y * t[1] + x * t[0]) >> 16;
+      const int64_t yin = (t[5] + y * t[4] + x * t[3]) >> 16;
       const bool in = xin >= 0 && xin < src.width && yin >= 0 && yin < src.height;
       std::memcpy(out + 4 * static_cast<size_t>(x),
                   in ? src.rows[yin] + 4 * static_cast<size_t>(xin) : fill, 4);
     }
-    a2 += t[1];
-    a5 += t[4];
   }
 }
 #endif

@@ -108,7 +108,7 @@ absl::Status ApplySubOp(SubOp op, double magnitude, const Geometry& geometry, Op
 }
 
 bool SubOpTables(SubOp op, double magnitude,
-                 const std::function<void(Op::Histogram&)>& histogram,
+                 const Op::ValueCounts& histogram,
                  uint8_t (&luts)[3][256]) {
   Op::Histogram h;
   switch (op) {
@@ -131,11 +131,11 @@ bool SubOpTables(SubOp op, double magnitude,
       kernels::InvertTable(luts[0]);
       break;
     case SubOp::kAutoContrast:
-      histogram(h);
+      histogram(h, /*extremes_only=*/true);
       kernels::AutocontrastTables(h, luts);
       return true;
     case SubOp::kEqualize:
-      histogram(h);
+      histogram(h, /*extremes_only=*/false);
       kernels::EqualizeTables(h, luts);
       return true;
     default:

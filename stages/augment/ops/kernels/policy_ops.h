@@ -55,7 +55,7 @@ absl::Status ApplySubOp(SubOp op, double magnitude, const Geometry& geometry, Op
 // Posterize, Solarize, Invert; AutoContrast and Equalize from the counts `histogram`
 // gives), ApplySubOp's values as tables (Op::PointTables), and true; else false.
 bool SubOpTables(SubOp op, double magnitude,
-                 const std::function<void(Op::Histogram&)>& histogram,
+                 const Op::ValueCounts& histogram,
                  uint8_t (&luts)[3][256]);
 
 // SubOpRows: for the geometric sub-ops with nearest interpolation (ShearX/Y,
