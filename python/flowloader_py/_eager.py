@@ -23,19 +23,33 @@ _ACCEPTED = ("a PIL image (mode RGB or L), a numpy uint8 array [H, W, 3], [H, W,
              "after ToTensor)")
 
 
+# The modules, imported on first use (torch and PIL only when an image needs them) and
+# kept: a `from X import Y` per call cost ~0.5 µs each, several per eager call.
+_MODULES = {}
+
+
 def _core():
-    from flowloader import _flowloader  # The extension, next to this file.
-    return _flowloader
+    m = _MODULES.get("core")
+    if m is None:
+        from flowloader import _flowloader  # The extension, next to this file.
+        m = _MODULES["core"] = _flowloader
+    return m
 
 
 def _torch():
-    import torch
-    return torch
+    m = _MODULES.get("torch")
+    if m is None:
+        import torch
+        m = _MODULES["torch"] = torch
+    return m
 
 
 def _pil():
-    from PIL import Image
-    return Image
+    m = _MODULES.get("pil")
+    if m is None:
+        from PIL import Image
+        m = _MODULES["pil"] = Image
+    return m
 
 
 def _is_pil(img):
@@ -93,10 +107,30 @@ def _pil_pixels(img, box=None):
     return _three(arr) if img.mode == "L" else np.ascontiguousarray(arr)
 
 
+def _new_pil(mode, size):
+    """A new PIL image of `mode` (RGB or L) and `size` whose pixels are not written yet,
+    for the native call that writes every row of it.
+
+    Pillow's own operations (transpose, crop, point) write into an image it allocates
+    without clearing (ImagingNewDirty); from Python, Image.new and Image.core.new both
+    clear theirs first (a memset of 4 MiB at 1024² RGB: as long as a flip's own copy).
+    So the pixels live in an unwritten buffer (_pixel_buffer: a bytearray) that the
+    image maps as its rows (Image.core.map_buffer, what Image.frombuffer uses; the image
+    holds the buffer): an ordinary writable PIL image, RGB rows of 4 bytes a pixel as
+    Pillow's. Measured at 1024², one core, CPU time: Image.core.new 42 us, this 3 us
+    (docs/performance.md). A Pillow without map_buffer gets Image.new's cleared image."""
+    Image = _pil()
+    w, h = size
+    if hasattr(Image.core, "map_buffer"):
+        buf = _core()._pixel_buffer(w * h * (1 if mode == "L" else 4))
+        return Image.Image()._new(Image.core.map_buffer(buf, (w, h), "raw", 0, (mode, 0, 1)))
+    return Image.Image()._new(Image.core.new(mode, (w, h)))
+
+
 def _to_pil(arr, mode):
     """A PIL image of `mode` (RGB, or L from channel 0) from uint8 [H, W, 3]."""
     Image = _pil()
-    out = Image.new(mode, (arr.shape[1], arr.shape[0]))
+    out = _new_pil(mode, (arr.shape[1], arr.shape[0]))
     rows = _rows(out.im)
     if rows:
         _core()._pil_write(rows, mode, arr)
@@ -343,9 +377,7 @@ class State:
         if (self.kind == "pil" and self.items is None and self._pil is not None
                 and not self.is_float and self._size is not None):
             # One native call from the source rows to the new image's.
-            Image = _pil()  # Image.new(mode, size, None) without its argument checks.
-            out = Image.Image()._new(Image.core.new("L" if self.channels == 1 else "RGB",
-                                                    self._size))
+            out = _new_pil("L" if self.channels == 1 else "RGB", self._size)
             self._pil_run(out)
             return out
         self.flush()

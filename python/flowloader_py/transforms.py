@@ -56,6 +56,8 @@ __all__ = [
 _EAGER_ONLY = ("FiveCrop", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage")
 
 
+_EAGER = None  # flowloader._eager, once a transform is first called on an image.
+
 class InterpolationMode(enum.Enum):
     """torchvision's InterpolationMode: NEAREST, BILINEAR, BICUBIC everywhere; BOX,
     HAMMING, LANCZOS in Resize and RandomResizedCrop (Pillow's filters, exact)."""
@@ -199,8 +201,11 @@ class Transform:
         """The transform of one image (or one [B, C, H, W] batch, one draw for all):
         torchvision's forward, on the native op. generator: a torch.Generator to draw
         from (default: torch's global one, as torchvision)."""
-        from flowloader import _eager
-        return _eager.call(self, img, generator)
+        global _EAGER
+        if _EAGER is None:  # Imported once: a `from` import per call cost ~0.5 µs.
+            from flowloader import _eager
+            _EAGER = _eager
+        return _EAGER.call(self, img, generator)
 
     def _native(self):
         """The native op (an _EagerOp), made once."""

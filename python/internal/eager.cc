@@ -264,6 +264,92 @@ void PilWrite(uintptr_t rows, const std::string& mode, const py::array_t<uint8_t
   }
 }
 
+// PointRun: where ops[i..] (those drawn) are all point ops (Op::PointTables) on the
+// image `read` gives, writes dst_rows from the source rows through `read` and the
+// ops' tables composed, in one pass, and returns true. Ops needing value counts get
+// them from one count of the source through `read`, each value moved by the tables
+// before them; the first op, asking only for the extremes (autocontrast), gets them
+// from a min/max pass (a read that fills, a pad, is not counted: false there). false:
+// nothing was written.
+bool PointRun(const std::vector<const EagerOp*>& ops,
+              const std::vector<std::optional<OpParams>>& drawn, size_t i,
+              uint8_t* const* src, bool rgb, const Maps& read, uint8_t* const* dst_rows) {
+  const int width = static_cast<int>(read.g.x_src.size());
+  const int height = static_cast<int>(read.g.y_src.size());
+  pil_rows::Luts acc, luts;
+  for (int c = 0; c < 3; ++c) {
+    for (int v = 0; v < 256; ++v) acc[c][v] = static_cast<uint8_t>(v);
+  }
+  Op::Histogram source;
+  bool counted = false, uncountable = false, identity = true;
+  auto histogram = [&](Op::Histogram& h, bool extremes_only) {
+    std::memset(h, 0, sizeof(Op::Histogram));
+    if (read.filled) {
+      uncountable = true;
+      return;
+    }
+    int lo[3], hi[3];  // Before any table, the extremes alone: a vector min/max pass.
+    if (extremes_only && identity && !counted && pil_rows::Extremes(src, rgb, read, lo, hi)) {
+      for (int c = 0; c < 3; ++c) h[c][lo[c]] = h[c][hi[c]] = 1;
+      return;
+    }
+    if (!counted) {
+      std::memset(source, 0, sizeof(source));
+      pil_rows::CountValues(src, rgb, read, source);
+      counted = true;
+    }
+    for (int c = 0; c < 3; ++c) {
+      for (int v = 0; v < 256; ++v) h[c][acc[c][v]] += source[c][v];
+    }
+  };
+  for (; i < ops.size(); ++i) {
+    if (!drawn[i].has_value()) continue;
+    if (!ops[i]->op().PointTables(*drawn[i], width, height, histogram, luts) || uncountable) {
+      return false;
+    }
+    for (int c = 0; c < 3; ++c) {
+      for (int v = 0; v < 256; ++v) acc[c][v] = luts[c][acc[c][v]];
+    }
+    identity = false;
+  }
+  pil_rows::MapRows(src, rgb, read, acc, dst_rows);
+  return true;
+}
+
+// RowsRun: where ops[i] is the last op drawn and `read` is a plain box of the source (no
+// flip, no fill), lets the op write dst_rows from the box's rows itself
+// (Op::ApplyRows: the nearest warps) and returns true; false: nothing was written.
+bool RowsRun(const std::vector<const EagerOp*>& ops,
+             const std::vector<std::optional<OpParams>>& drawn, size_t i,
+             uint8_t* const* src, bool rgb, const Maps& read, uint8_t* const* dst_rows,
+             int dst_width, int dst_height) {
+  while (i < ops.size() && !drawn[i].has_value()) ++i;
+  if (i == ops.size()) return false;
+  for (size_t k = i + 1; k < ops.size(); ++k) {
+    if (drawn[k].has_value()) return false;
+  }
+  const std::vector<int>& xs = read.g.x_src;
+  const std::vector<int>& ys = read.g.y_src;
+  if (read.filled || xs.back() - xs.front() != static_cast<int>(xs.size()) - 1 ||
+      ys.back() - ys.front() != static_cast<int>(ys.size()) - 1 || xs.front() < 0 ||
+      ys.front() < 0) {
+    return false;
+  }
+  for (size_t k = 1; k < xs.size(); ++k) {
+    if (xs[k] != xs[k - 1] + 1) return false;
+  }
+  for (size_t k = 1; k < ys.size(); ++k) {
+    if (ys[k] != ys[k - 1] + 1) return false;
+  }
+  const int bpp = rgb ? 4 : 1;
+  std::vector<uint8_t*> box(ys.size());
+  for (size_t y = 0; y < ys.size(); ++y) box[y] = src[ys[y]] + bpp * xs.front();
+  const augment::RowImage in{box.data(), static_cast<int>(xs.size()),
+                             static_cast<int>(ys.size()), bpp};
+  const augment::RowImage out{dst_rows, dst_width, dst_height, bpp};
+  return ops[i]->op().ApplyRows(*drawn[i], in, out);
+}
+
 // PilRun runs ops with params (as EagerRun) on the box (left, top, width, height) of a
 // PIL image (rows: its row pointers, mode RGB or L, image_width × image_height). With
 // dst_rows (a new PIL image of dst_mode and dst_width × dst_height, the size the ops
@@ -318,6 +404,14 @@ py::object PilRun(const std::vector<const EagerOp*>& ops,
       } else {
         pil_rows::CopyRows(src, rgb, read, PilRows(dst_rows));
       }
+    } else if (dst_rows != 0 && dst_mode == mode && out_w == dst_width &&
+               out_h == dst_height && PointRun(ops, drawn, i, src, rgb, read,
+                                               PilRows(dst_rows))) {
+      // The rest were point ops, run from row to row.
+    } else if (dst_rows != 0 && dst_mode == mode && i < ops.size() &&
+               RowsRun(ops, drawn, i, src, rgb, read, PilRows(dst_rows), dst_width,
+                       dst_height)) {
+      // The last op wrote the new image from the source's rows.
     } else {
       pil_rows::ReadRows(src, rgb, read, &work.a);
       // The middle: the ops up to the run of gathers that ends the list (the write's).
@@ -373,6 +467,18 @@ py::object PilRun(const std::vector<const EagerOp*>& ops,
   return std::move(out);
 }
 
+// PixelBuffer is a bytearray of n bytes left unwritten (PyByteArray_FromStringAndSize
+// with no source: malloc's memory as it comes), for a new PIL image's rows that a
+// native pass then writes whole (_eager.py's _new_pil). A numpy array would do, but
+// numpy advises huge pages on arrays of 4 MiB and more, which cost a 1024² RGB image
+// ~23 us a call here in faults.
+py::object PixelBuffer(int64_t n) {
+  if (n < 0 || n > (int64_t{1} << 34)) RaiseValue(absl::StrCat("_pixel_buffer: ", n, " bytes"));
+  PyObject* buffer = PyByteArray_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(n));
+  if (buffer == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(buffer);
+}
+
 }  // namespace
 
 void RegisterEager(py::module_& m) {
@@ -391,6 +497,7 @@ void RegisterEager(py::module_& m) {
   m.def("_pil_read", &PilRead, py::arg("rows"), py::arg("mode"), py::arg("image_width"),
         py::arg("image_height"), py::arg("left"), py::arg("top"), py::arg("width"),
         py::arg("height"));
+  m.def("_pixel_buffer", &PixelBuffer, py::arg("n"));
   m.def("_pil_write", &PilWrite, py::arg("rows"), py::arg("mode"), py::arg("pixels"));
   m.def("_pil_run", &PilRun, py::arg("ops"), py::arg("params"), py::arg("rows"),
         py::arg("mode"), py::arg("image_width"), py::arg("image_height"), py::arg("left"),

@@ -25,7 +25,12 @@
 //                               through its row pointers, written into the new PIL image
 //                               dst (or, dst_rows 0, returned as _eager_run's array); the
 //                               ops' gathers (Op::Gather: flips, crops, pads) at either end
-//                               fold into the read and the write (pil_rows.h).
+//                               fold into the read and the write (pil_rows.h); after the
+//                               leading gathers, a run of point ops (Op::PointTables) is
+//                               one table pass from the source rows into dst, and a last
+//                               op with Op::ApplyRows (the nearest warps) writes dst from
+//                               the source rows itself.
+//   _pixel_buffer(n)            a bytearray of n unwritten bytes (a new PIL image's rows).
 //   _pil_read(rows, mode, image_w, image_h, left, top, w, h) / _pil_write(rows, mode, pixels)
 //                               a box of a PIL image (RGB or L) to uint8 [h, w, 3], and
 //                               uint8 [H, W, 3] into a PIL image, in one pass through its

@@ -351,6 +351,17 @@ FUSED = [
     [T.RandomHorizontalFlip(), T.RandomSolarize(90, 1.0), T.Pad([1, 4], padding_mode="edge")],
     [T.CenterCrop(5), T.RandomHorizontalFlip(1.0), T.ToTensor(), T.Normalize(*IMAGENET)],
     [T.Pad(1), T.Grayscale(1), T.RandomHorizontalFlip(1.0)],
+    # Point ops from row to row (PointRun): tables composed, value counts moved through
+    # the tables before them, after forward and reversed reads; a padded read (counts
+    # not taken there) and TrivialAugmentWide's sub-ops.
+    [T.RandomEqualize(1.0), T.RandomPosterize(3, 1.0)],
+    [T.CenterCrop([9, 14]), T.RandomAutocontrast(1.0), T.RandomInvert(1.0),
+     T.RandomEqualize(1.0)],
+    [T.RandomVerticalFlip(1.0), T.RandomHorizontalFlip(1.0), T.RandomSolarize(100, 1.0),
+     T.RandomEqualize(1.0), T.RandomAutocontrast(0.5)],
+    [T.Pad(2, fill=7), T.RandomEqualize(1.0)],
+    [T.Pad(2, fill=7), T.RandomInvert(1.0)],
+    [T.TrivialAugmentWide()],
 ]
 
 
@@ -370,6 +381,24 @@ def test_pil_read_and_write_passes_give_the_array_paths_bytes(transforms):
         if theirs.ndim == 3 and theirs.shape[2] == 1:  # Grayscale(1) of [H, W, 3].
             theirs = theirs[:, :, 0]
         assert got.shape == theirs.shape and np.array_equal(got, theirs), (k, img.mode)
+
+
+@pytest.mark.parametrize("transforms", [
+    [T.RandomEqualize(1.0)], [T.RandomSolarize(128, 1.0), T.RandomAutocontrast(1.0)],
+    [T.RandomHorizontalFlip(1.0), T.RandomPosterize(2, 1.0)], [T.TrivialAugmentWide()]],
+    ids=["equalize", "solarize_autocontrast", "flip_posterize", "trivial_augment_wide"])
+def test_point_ops_on_large_pil_rows_give_the_array_paths_bytes(transforms):
+    """Rows long enough for the vector table lookups (64 bytes a step) and their tails."""
+    compose = T.Compose(transforms)
+    rng = np.random.default_rng(5)
+    for k, (w, h) in enumerate([(301, 97), (64, 33), (1, 70), (259, 5)]):
+        img = Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8), "RGB")
+        for im in (img, img.convert("L")):
+            torch.manual_seed(k)
+            ours = np.asarray(compose(im))
+            torch.manual_seed(k)
+            theirs = compose(np.asarray(im))
+            assert np.array_equal(ours, theirs), (k, im.mode)
 
 
 def test_batched_tensor_takes_one_draw_for_all():

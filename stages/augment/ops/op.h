@@ -157,6 +157,16 @@ struct GatherMaps {
   std::array<uint8_t, 3> fill{};
 };
 
+// RowImage is an image held as row pointers, as Pillow holds its images: RGB pixels of
+// `bpp` 4 bytes (R, G, B and a padding byte, 255) or one-channel pixels of 1 byte (an L
+// image: its three channels equal). Op::ApplyRows reads and writes such rows in place.
+struct RowImage {
+  uint8_t* const* rows = nullptr;
+  int width = 0;
+  int height = 0;
+  int bpp = 4;
+};
+
 class Op {
  public:
   virtual ~Op() = default;
@@ -196,6 +206,29 @@ class Op {
   // maps in one pass, with no copy in or out. false: not such an op, or bad params (Apply
   // says what is wrong).
   virtual bool Gather(const OpParams& params, int width, int height, GatherMaps* maps) const {
+    return false;
+  }
+  // PointTables: an op whose pixels are a table per channel of the input's values
+  // (posterize, solarize, invert; autocontrast and equalize, whose tables come from the
+  // input's value counts) fills `luts` for `params` on a width × height input and
+  // returns true; Apply then writes exactly those values. `histogram(h, false)` fills h
+  // with the input's counts per channel; `histogram(h, true)` may count only each
+  // channel's lowest and highest value (all autocontrast reads; far cheaper to find).
+  // Only ops that need them call it. The eager path (python/internal/eager.cc) runs such
+  // ops on a PIL image's rows in one pass. false: not such an op, or bad params (Apply
+  // says what is wrong).
+  using Histogram = uint32_t[3][256];
+  using ValueCounts = std::function<void(Histogram&, bool extremes_only)>;
+  virtual bool PointTables(const OpParams& params, int width, int height,
+                           const ValueCounts& histogram, uint8_t (&luts)[3][256]) const {
+    return false;
+  }
+  // ApplyRows: an op that can write its output for `params` straight from `src`'s rows
+  // into `dst`'s (the op's output size for that input, pixels not written yet) does so
+  // and returns true: the bytes Apply would write, as RowImage's form holds them (the
+  // nearest-neighbour warps). false: not for this draw or form; nothing was written.
+  virtual bool ApplyRows(const OpParams& params, const RowImage& src,
+                         const RowImage& dst) const {
     return false;
   }
   // GatherMovesMasks: a Gather op whose MoveTargets moves instance masks through the same

@@ -57,6 +57,12 @@ class RandomAffine : public Op {
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }
+  // Nearest: PIL's engines straight on Pillow's rows (the eager path).
+  bool ApplyRows(const OpParams& p, const RowImage& src, const RowImage& dst) const override {
+    return Valid(p) && interpolation_ == Interpolation::kNearest &&
+           kernels::AffineNearestRows(src, p.v[0], p.v[1], p.v[2], p.v[3], p.v[4], p.v[5],
+                                      fill_, dst);
+  }
 
   // Boxes, masks and label maps move with the same drawn parameters (affine_targets.h).
   TargetEffect Targets() const override { return TargetEffect::kMoves; }

@@ -12,6 +12,13 @@ class RandomAutocontrast : public Op {
     kernels::Autocontrast(*image.rgb);
     return absl::OkStatus();
   }
+  bool PointTables(const OpParams&, int, int, const ValueCounts& histogram,
+                   uint8_t (&luts)[3][256]) const override {
+    Histogram h;
+    histogram(h, /*extremes_only=*/true);
+    kernels::AutocontrastTables(h, luts);
+    return true;
+  }
 };
 
 FLOWLOADER_REGISTER_OP((OpSchema{"random_autocontrast",

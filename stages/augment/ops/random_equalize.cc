@@ -12,6 +12,13 @@ class RandomEqualize : public Op {
     kernels::Equalize(*image.rgb);
     return absl::OkStatus();
   }
+  bool PointTables(const OpParams&, int, int, const ValueCounts& histogram,
+                   uint8_t (&luts)[3][256]) const override {
+    Histogram h;
+    histogram(h, /*extremes_only=*/false);
+    kernels::EqualizeTables(h, luts);
+    return true;
+  }
 };
 
 FLOWLOADER_REGISTER_OP((OpSchema{"random_equalize",

@@ -2,6 +2,7 @@
 // ImageOps.posterize, keeping the top `bits` bits of each value, with
 // probability p.
 #include <cmath>
+#include <cstring>
 
 #include "stages/augment/ops/kernels/colour.h"
 #include "stages/augment/ops/op.h"
@@ -15,6 +16,13 @@ class RandomPosterize : public Op {
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::Posterize(*image.rgb, bits_);
     return absl::OkStatus();
+  }
+  bool PointTables(const OpParams&, int, int, const ValueCounts&,
+                   uint8_t (&luts)[3][256]) const override {
+    kernels::PosterizeTable(bits_, luts[0]);
+    std::memcpy(luts[1], luts[0], 256);
+    std::memcpy(luts[2], luts[0], 256);
+    return true;
   }
 
  private:

@@ -42,6 +42,11 @@ class RandomRotation : public Op {
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }
+  // Nearest: PIL's engines straight on Pillow's rows (the eager path).
+  bool ApplyRows(const OpParams& p, const RowImage& src, const RowImage& dst) const override {
+    return p.n >= 1 && interpolation_ == Interpolation::kNearest &&
+           kernels::RotateNearestRows(src, p.v[0], expand_, fill_, dst);
+  }
 
   // Boxes, masks and label maps move with the same angle (affine_targets.h); with expand
   // the canvas grows as the image does.

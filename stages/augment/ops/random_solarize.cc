@@ -1,5 +1,7 @@
 // random_solarize.cc: torchvision's RandomSolarize(threshold, p=0.5):
 // ImageOps.solarize, every value >= threshold inverted, with probability p.
+#include <cstring>
+
 #include "stages/augment/ops/kernels/colour.h"
 #include "stages/augment/ops/op.h"
 
@@ -12,6 +14,13 @@ class RandomSolarize : public Op {
   absl::Status Apply(const OpParams&, OpImage& image) const override {
     kernels::Solarize(*image.rgb, threshold_);
     return absl::OkStatus();
+  }
+  bool PointTables(const OpParams&, int, int, const ValueCounts&,
+                   uint8_t (&luts)[3][256]) const override {
+    kernels::SolarizeTable(threshold_, luts[0]);
+    std::memcpy(luts[1], luts[0], 256);
+    std::memcpy(luts[2], luts[0], 256);
+    return true;
   }
 
  private:

@@ -62,6 +62,26 @@ class TrivialAugmentWide : public Op {
     return policy::ApplySubOp(space.op, magnitude, geometry_, image);
   }
 
+  bool PointTables(const OpParams& p, int width, int height,
+                   const ValueCounts& histogram,
+                   uint8_t (&luts)[3][256]) const override {
+    const int op = static_cast<int>(p.v[0]), bin = static_cast<int>(p.v[1]);
+    if (p.n != 3 || op < 0 || op >= kOps || bin < 0 || bin >= bins_) return false;
+    const Space& space = kSpace[op];
+    double magnitude = policy::SpaceMagnitude(space, bins_, bin, width, height);
+    if (space.is_signed && p.v[2] != 0) magnitude = -magnitude;
+    return policy::SubOpTables(space.op, magnitude, histogram, luts);
+  }
+
+  bool ApplyRows(const OpParams& p, const RowImage& src, const RowImage& dst) const override {
+    const int op = static_cast<int>(p.v[0]), bin = static_cast<int>(p.v[1]);
+    if (p.n != 3 || op < 0 || op >= kOps || bin < 0 || bin >= bins_) return false;
+    const Space& space = kSpace[op];
+    double magnitude = policy::SpaceMagnitude(space, bins_, bin, src.width, src.height);
+    if (space.is_signed && p.v[2] != 0) magnitude = -magnitude;
+    return policy::SubOpRows(space.op, magnitude, geometry_, src, dst);
+  }
+
  private:
   const int bins_;
   const policy::Geometry geometry_;

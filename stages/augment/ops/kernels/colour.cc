@@ -684,14 +684,12 @@ void Invert(Image& img) {
       [](uint8_t v) { return static_cast<uint8_t>(255 - v); });
 }
 
-// ImageOps.autocontrast(cutoff=0, ignore=None): per channel, lo and hi are the
-// lowest and highest values present; where hi > lo, lut[i] = int(i * scale +
-// offset) clipped to 0..255 with scale = 255 / (hi - lo), offset = -lo * scale
-// (Python doubles); else the identity.
-void Autocontrast(Image& img) {
-  int lows[3], highs[3];
-  ChannelRanges(img, lows, highs);
-  uint8_t lut[3][256];
+// AutocontrastLuts is ImageOps.autocontrast(cutoff=0, ignore=None)'s tables from each
+// channel's lowest and highest value present: where hi > lo, lut[i] = int(i * scale +
+// offset) clipped to 0..255 with scale = 255 / (hi - lo), offset = -lo * scale (Python
+// doubles); else the identity.
+static void AutocontrastLuts(const int (&lows)[3], const int (&highs)[3],
+                             uint8_t (&lut)[3][256]) {
   for (int c = 0; c < 3; ++c) {
     const int lo = lows[c], hi = highs[c];
     if (hi <= lo) {
@@ -705,17 +703,35 @@ void Autocontrast(Image& img) {
       lut[c][i] = static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
     }
   }
+}
+
+// ImageOps.autocontrast(cutoff=0, ignore=None): AutocontrastLuts of each channel's range.
+void Autocontrast(Image& img) {
+  int lows[3], highs[3];
+  ChannelRanges(img, lows, highs);
+  uint8_t lut[3][256];
+  AutocontrastLuts(lows, highs, lut);
   internal::ApplyLuts(img, lut);
+}
+
+void AutocontrastTables(const uint32_t (&h)[3][256], uint8_t (&lut)[3][256]) {
+  int lows[3], highs[3];  // As ChannelRanges: 255 and 0 where there are no pixels.
+  for (int c = 0; c < 3; ++c) {
+    lows[c] = 255, highs[c] = 0;
+    for (int v = 0; v < 256; ++v) {
+      if (h[c][v] == 0) continue;
+      if (v < lows[c]) lows[c] = v;
+      highs[c] = v;
+    }
+  }
+  AutocontrastLuts(lows, highs, lut);
 }
 
 // ImageOps.equalize: per channel, with the non-zero bins' counts `histo`, step
 // = (sum(histo) - histo[-1]) // 255; where there is more than one bin and step
 // > 0, lut[i] = (step // 2 + sum(h[:i])) // step, which Image.point clips to
 // 255 (CLIP8); else the identity.
-void Equalize(Image& img) {
-  uint32_t h[3][256];
-  Histograms(img, h);
-  uint8_t lut[3][256];
+void EqualizeTables(const uint32_t (&h)[3][256], uint8_t (&lut)[3][256]) {
   for (int c = 0; c < 3; ++c) {
     int64_t total = 0, last = 0, bins = 0;
     for (int i = 0; i < 256; ++i) {
@@ -736,7 +752,35 @@ void Equalize(Image& img) {
       n += h[c][i];
     }
   }
+}
+
+void Equalize(Image& img) {
+  uint32_t h[3][256];
+  Histograms(img, h);
+  uint8_t lut[3][256];
+  EqualizeTables(h, lut);
   internal::ApplyLuts(img, lut);
+}
+
+// The one-table ops' tables, from the per-value arithmetic of their kernels' scalar
+// parts (BlendLut is AdjustBrightness's own table; its AVX2 path matches it).
+void BrightnessTable(double factor, uint8_t (&lut)[256]) { BlendLut(0, factor, lut); }
+
+void PosterizeTable(int bits, uint8_t (&lut)[256]) {
+  const uint8_t mask =
+      static_cast<uint8_t>(bits >= 8 ? 255 : bits <= 0 ? 0 : ~((1 << (8 - bits)) - 1));
+  for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(v & mask);
+}
+
+void SolarizeTable(double threshold, uint8_t (&lut)[256]) {
+  const int t = threshold > 255  ? 256
+                : threshold <= 0 ? 0
+                                 : static_cast<int>(std::ceil(threshold));
+  for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(v < t ? v : 255 - v);
+}
+
+void InvertTable(uint8_t (&lut)[256]) {
+  for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(255 - v);
 }
 
 }  // namespace flowloader::augment::kernels

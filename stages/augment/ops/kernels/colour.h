@@ -9,6 +9,8 @@
 #ifndef FLOWLOADER_STAGES_AUGMENT_OPS_KERNELS_COLOUR_H_
 #define FLOWLOADER_STAGES_AUGMENT_OPS_KERNELS_COLOUR_H_
 
+#include <cstdint>
+
 #include "stages/core/image.h"
 
 namespace flowloader::augment::kernels {
@@ -35,6 +37,18 @@ void Autocontrast(Image& img);
 void Equalize(Image& img);
 // F.invert: 255 - value.
 void Invert(Image& img);
+
+// The tables of the point ops above (Op::PointTables): out = lut[value], the same bytes
+// as the kernel's own pass. Brightness, Posterize, Solarize and Invert use one table for
+// the three channels; Autocontrast and Equalize make one per channel from the counts of
+// each channel's values (`h`, Image.histogram's; Autocontrast reads only the lowest and
+// highest value counted).
+void BrightnessTable(double factor, uint8_t (&lut)[256]);
+void PosterizeTable(int bits, uint8_t (&lut)[256]);
+void SolarizeTable(double threshold, uint8_t (&lut)[256]);
+void InvertTable(uint8_t (&lut)[256]);
+void AutocontrastTables(const uint32_t (&h)[3][256], uint8_t (&lut)[3][256]);
+void EqualizeTables(const uint32_t (&h)[3][256], uint8_t (&lut)[3][256]);
 
 }  // namespace flowloader::augment::kernels
 

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 
+#include "stages/augment/ops/op.h"
 #include "stages/augment/transform.h"
 #include "stages/core/image.h"
 
@@ -36,6 +37,18 @@ void Rotate(const Image& src, double angle, Interpolation interpolation, bool ex
 void AffinePlane(const Image& src, double angle, double translate_x, double translate_y,
                  double scale, double shear_x, double shear_y, uint8_t fill, Image* dst);
 void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Image* dst);
+
+// AffineNearestRows and RotateNearestRows are Affine and Rotate with kNearest on
+// row-pointer images (op.h's RowImage: Pillow's RGB rows of 4 bytes a pixel, or L rows
+// of 1, whose pixels are then `fill[0]` where outside): the same map and engines, each
+// pixel copied whole. `dst` must be the size they write. false: not these forms or
+// sizes, or a rotation Image.rotate makes by a transpose (0, 90, 180, 270 degrees); then
+// nothing is written.
+bool AffineNearestRows(const RowImage& src, double angle, double translate_x,
+                       double translate_y, double scale, double shear_x, double shear_y,
+                       const std::array<uint8_t, 3>& fill, const RowImage& dst);
+bool RotateNearestRows(const RowImage& src, double angle, bool expand,
+                       const std::array<uint8_t, 3>& fill, const RowImage& dst);
 
 // RotatedSize is the size Rotate writes for a width × height image (PIL's, with expand
 // the rotated corners' bounding box rounded outwards).

@@ -2,6 +2,7 @@
 #include "stages/augment/ops/kernels/policy_ops.h"
 
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -26,17 +27,24 @@ void AffineInPlace(double tx, double ty, double shear_x, double shear_y, const G
 
 }  // namespace
 
-void Shear(double shear_x, double shear_y, const Geometry& geometry, OpImage& image) {
+// ShearTranslation is the translation Shear gives F.affine for a width x height image.
+void ShearTranslation(int width, int height, double shear_x, double shear_y, double* tx,
+                      double* ty) {
   // torchvision's inverse matrix about centre c with translation t has constant terms
   // m2 = m0 (-cx - tx) + m1 (-cy - ty) + cx, m5 = m3 (-cx - tx) + m4 (-cy - ty) + cy.
   // A pure shear has m0 = m4 = 1, so with c = (0, 0) both are 0. About the image centre,
   // ShearX (m1 = tan sx, m3 = 0) needs tx = -tan(sx) cy; ShearY (m1 = 0, m3 = tan sy)
   // ty = -tan(sy) cx. (Exact up to the rounding of those products: PIL's 16.16 fixed
   // point of the nearest path does not see it.)
-  const double cx = image.rgb->width * 0.5, cy = image.rgb->height * 0.5;
+  const double cx = width * 0.5, cy = height * 0.5;
   const double sx = Radians(shear_x), sy = Radians(shear_y);
-  const double tx = shear_x != 0 ? -std::tan(sx) * cy : 0.0;
-  const double ty = shear_y != 0 ? -(std::sin(sy) / std::cos(sy)) * cx : 0.0;
+  *tx = shear_x != 0 ? -std::tan(sx) * cy : 0.0;
+  *ty = shear_y != 0 ? -(std::sin(sy) / std::cos(sy)) * cx : 0.0;
+}
+
+void Shear(double shear_x, double shear_y, const Geometry& geometry, OpImage& image) {
+  double tx = 0, ty = 0;
+  ShearTranslation(image.rgb->width, image.rgb->height, shear_x, shear_y, &tx, &ty);
   AffineInPlace(tx, ty, shear_x, shear_y, geometry, image);
 }
 
@@ -97,6 +105,72 @@ absl::Status ApplySubOp(SubOp op, double magnitude, const Geometry& geometry, Op
       break;
   }
   return absl::OkStatus();
+}
+
+bool SubOpTables(SubOp op, double magnitude,
+                 const Op::ValueCounts& histogram,
+                 uint8_t (&luts)[3][256]) {
+  Op::Histogram h;
+  switch (op) {
+    case SubOp::kIdentity:
+      for (int v = 0; v < 256; ++v) luts[0][v] = static_cast<uint8_t>(v);
+      break;
+    case SubOp::kBrightness:
+      kernels::BrightnessTable(1.0 + magnitude, luts[0]);
+      break;
+    case SubOp::kPosterize: {
+      const int bits = static_cast<int>(magnitude);
+      if (bits < 0 || bits > 8) return false;
+      kernels::PosterizeTable(bits, luts[0]);
+      break;
+    }
+    case SubOp::kSolarize:
+      kernels::SolarizeTable(magnitude, luts[0]);
+      break;
+    case SubOp::kInvert:
+      kernels::InvertTable(luts[0]);
+      break;
+    case SubOp::kAutoContrast:
+      histogram(h, /*extremes_only=*/true);
+      kernels::AutocontrastTables(h, luts);
+      return true;
+    case SubOp::kEqualize:
+      histogram(h, /*extremes_only=*/false);
+      kernels::EqualizeTables(h, luts);
+      return true;
+    default:
+      return false;
+  }
+  std::memcpy(luts[1], luts[0], 256);
+  std::memcpy(luts[2], luts[0], 256);
+  return true;
+}
+
+bool SubOpRows(SubOp op, double magnitude, const Geometry& geometry, const RowImage& src,
+               const RowImage& dst) {
+  if (geometry.interpolation != Interpolation::kNearest) return false;
+  const Geometry& g = geometry;
+  double tx = 0, ty = 0;
+  switch (op) {
+    case SubOp::kShearX:
+    case SubOp::kShearY: {
+      const double shear = Degrees(std::atan(magnitude));
+      const double sx = op == SubOp::kShearX ? shear : 0.0;
+      const double sy = op == SubOp::kShearY ? shear : 0.0;
+      ShearTranslation(src.width, src.height, sx, sy, &tx, &ty);
+      return kernels::AffineNearestRows(src, 0.0, tx, ty, 1.0, sx, sy, g.fill, dst);
+    }
+    case SubOp::kTranslateX:
+      return kernels::AffineNearestRows(src, 0.0, std::trunc(magnitude), 0.0, 1.0, 0.0, 0.0,
+                                        g.fill, dst);
+    case SubOp::kTranslateY:
+      return kernels::AffineNearestRows(src, 0.0, 0.0, std::trunc(magnitude), 1.0, 0.0, 0.0,
+                                        g.fill, dst);
+    case SubOp::kRotate:
+      return kernels::RotateNearestRows(src, magnitude, false, g.fill, dst);
+    default:
+      return false;
+  }
 }
 
 double TorchLinspace(double start, double end, int steps, int index) {

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 
 #include "absl/status/status.h"
 #include "stages/augment/ops/op.h"
@@ -49,6 +50,19 @@ struct Geometry {
 // magnitude as _apply_op receives it (already signed; translations int()ed here, as
 // _apply_op does). Geometric sub-ops write image.spare and swap it in.
 absl::Status ApplySubOp(SubOp op, double magnitude, const Geometry& geometry, OpImage& image);
+
+// SubOpTables: for the sub-ops that are a table per channel (Identity, Brightness,
+// Posterize, Solarize, Invert; AutoContrast and Equalize from the counts `histogram`
+// gives), ApplySubOp's values as tables (Op::PointTables), and true; else false.
+bool SubOpTables(SubOp op, double magnitude,
+                 const Op::ValueCounts& histogram,
+                 uint8_t (&luts)[3][256]);
+
+// SubOpRows: for the geometric sub-ops with nearest interpolation (ShearX/Y,
+// TranslateX/Y, Rotate), ApplySubOp's pixels written from `src`'s rows into `dst`'s
+// (Op::ApplyRows), and true; else false, nothing written.
+bool SubOpRows(SubOp op, double magnitude, const Geometry& geometry, const RowImage& src,
+               const RowImage& dst);
 
 // Shear is F.affine(img, shear=[shear_x, shear_y] degrees, center=[0, 0]) (ShearX/Y's
 // call): kernels::Affine turns about the image centre, so the top-left centre becomes
