@@ -60,6 +60,20 @@ class ReadStage : public SampleStage {
     if (!source.error.ok()) return;
     std::string path = dataset_->FullPath(index);
     if (!IsRemotePath(path)) return;  // Local files of a mixture: read by the workers.
+    const StorageEnv* storage = dataset_->storage();
+    if (source.shard >= 0 && storage != nullptr && storage->BlockCached(path)) {
+      // A shard in the block cache: its blocks are read ahead (each once), and the
+      // worker copies the member out of the cache into its own buffer. Read ahead by
+      // members instead, each of ~9 members of a 1 MiB block took a thread hand-off and
+      // a fresh read-ahead buffer (perf, shards from nginx: ~15% of the page faults).
+      if (storage->ClaimBlocks(path, source.offset, source.size)) {
+        read_ahead_->StartFetch({epoch, position},
+                                [storage, &source, path = std::move(path)]() {
+                                  return storage->FetchBlocks(path, source.offset, source.size);
+                                });
+      }
+      return;
+    }
     read_ahead_->Start({epoch, position},
                        [this, &source, path = std::move(path)](std::string* contents) {
                          return Read(source, path, contents);

@@ -323,6 +323,9 @@ class Pipeline {
   // storage routes the data's paths by scheme (stages/reader/storage_env.h): where remote
   // requests go, whose credentials sign them, requests and retries; nullptr without one.
   const StorageEnv* storage() const { return dataset_ != nullptr ? dataset_->storage() : nullptr; }
+  // dataset is what the pipeline reads (its shards, their index counts); nullptr for a
+  // pipeline made without one.
+  const Dataset* dataset() const { return dataset_.get(); }
   int effective_threads() const { return graph_->effective_threads(); }
   // num_workers / prefetch_batches are the values in effect now: the autotuner's
   // current choice for a knob that is auto, else the option.

@@ -351,6 +351,7 @@ absl::Status WriteRunFiles(const RunConfig& config, const Pipeline& pipeline,
                                       consumed.epoch_end_seconds);
     json = WithOutputs(std::move(json), pipeline.outputs(), pipeline.label());
     json = WithStorage(std::move(json), pipeline);
+    json = WithShards(std::move(json), pipeline);
     json = WithAnnotations(std::move(json), pipeline.annotations());
     if (config.pipeline.checksum) json = WithChecksums(std::move(json), pipeline);
     if (!WriteFile(config.summary_json, json + "\n")) {

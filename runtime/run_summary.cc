@@ -135,6 +135,20 @@ std::string WithStorage(std::string json, const Pipeline& pipeline) {
   return json;
 }
 
+std::string WithShards(std::string json, const Pipeline& pipeline) {
+  const Dataset* dataset = pipeline.dataset();
+  if (dataset == nullptr || dataset->shards().empty() || json.empty() || json.back() != '}') {
+    return json;
+  }
+  const Dataset::ShardIndexCounts& c = dataset->shard_index_counts();
+  json.pop_back();
+  absl::StrAppend(&json, ", \"shards\": {\"count\": ", dataset->shards().size(),
+                  ", \"index\": {\"used\": ", c.used, ", \"scanned\": ",
+                  c.missing + c.stale + c.damaged, ", \"missing\": ", c.missing,
+                  ", \"stale\": ", c.stale, ", \"damaged\": ", c.damaged, "}}}");
+  return json;
+}
+
 std::string WithAnnotations(std::string json, const detection::CocoDataset* coco) {
   if (coco == nullptr || json.empty() || json.back() != '}') return json;
   json.pop_back();
@@ -162,10 +176,12 @@ std::string PipelineSummaryJson(const Pipeline& pipeline, double wall, int64_t e
   const RunSnapshot snapshot =
       Snapshot(*pipeline.stats(), RunFactsFor(pipeline.options(), wall, epochs, startup));
   return WithAnnotations(
-      WithStorage(
-          WithOutputs(RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds,
-                                     epoch_end_seconds),
-                      pipeline.outputs(), pipeline.label()),
+      WithShards(
+          WithStorage(
+              WithOutputs(RunSummaryJson(snapshot, pipeline.Checkpoint(), first_batch_seconds,
+                                         epoch_end_seconds),
+                          pipeline.outputs(), pipeline.label()),
+              pipeline),
           pipeline),
       pipeline.annotations());
 }

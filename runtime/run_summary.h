@@ -43,6 +43,13 @@ std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs
 // "corrupt", "write_errors"} (this process's use of the disk cache). Unchanged otherwise.
 std::string WithStorage(std::string json, const Pipeline& pipeline);
 
+// WithShards adds, for tar shards, "shards": {"count": N, "index": {"used", "scanned",
+// "missing", "stale", "damaged"}}: how many shards opened from their index file
+// (`pack` writes one, stages/reader/tar_index_file.h) and how many were scanned instead,
+// by why (no index, an index that no longer matches its shard, a damaged index).
+// Unchanged for data that is not tar shards.
+std::string WithShards(std::string json, const Pipeline& pipeline);
+
 // WithAnnotations adds, for a pipeline reading a COCO file (coco not null),
 // "annotations": {"categories": [{"id", "name", "label"}, ...], "skipped": {reason:
 // count}}: the category id → label map and the annotations dropped.

@@ -75,6 +75,20 @@ case "$storage" in
   *) fail "summary storage: $storage" ;;
 esac
 [ "$(field spec 's["storage"]["remote"][0]')" != "" ] || fail "spec run has no storage"
+# The summary counts the shards opened from their index file (pack writes one each) and
+# those scanned instead; an ImageFolder has no "shards".
+shards=$((10#$last + 1))
+for name in disk_shards s3_shards; do
+  [ "$(field $name 's["shards"]["count"], s["shards"]["index"]["used"], s["shards"]["index"]["scanned"]')" = "$shards $shards 0" ] ||
+    fail "$name summary shards: $(field $name 's.get("shards")')"
+done
+[ "$(field disk 's.get("shards")')" = None ] || fail "an ImageFolder run has a shards section"
+cp -r "$TMP/shards" "$TMP/shards_noidx" && rm "$TMP/shards_noidx/train-000000.tar.idx"
+run noidx_shards --data="$TMP/shards_noidx/train-{000000..$last}.tar"
+[ "$(field noidx_shards 's["shards"]["index"]["used"], s["shards"]["index"]["scanned"], s["shards"]["index"]["missing"]')" = "$((shards - 1)) 1 1" ] ||
+  fail "a shard without its index: $(field noidx_shards 's.get("shards")')"
+[ "$(field noidx_shards 's["data_checksum"]')" = "$(field disk_shards 's["data_checksum"]')" ] ||
+  fail "a scanned shard differs from its index"
 grep -q "credentials from environment" "$TMP/prefix.err" || fail "the run does not say whose credentials"
 if grep -rq "$RGW_SECRET_KEY" "$TMP"/*.json "$TMP"/*.out "$TMP"/*.err; then fail "the secret was printed"; fi
 

@@ -279,6 +279,37 @@ TEST_F(ShardsTest, CachedShardsCostOneRequestPerBlockInsteadOfOnePerMember) {
   EXPECT_EQ(on.batches, off.batches);
 }
 
+TEST_F(ShardsTest, CachedShardsAreReadAheadByBlocksNotByMembers) {
+  const std::string nginx_dir = TempDirForTest("nginx_");
+  Server nginx = Server::Nginx(*shard_dir_, nginx_dir);
+  ASSERT_TRUE(nginx.running());
+  PipelineOptions o = Options(nginx.Url("/train-{000000..000004}.tar"));
+  o.epochs = 1;
+  o.http.block_bytes = 16 << 10;  // Several blocks a shard, a few members a block.
+  o.http.read_ahead = 4;
+  int64_t blocks = 0;
+  for (int i = 0; i < 5; ++i) {
+    blocks += (FileBytes(absl::StrFormat("%s/train-%06d.tar", *shard_dir_, i)) + (16 << 10) -
+               1) >> 14;
+  }
+  absl::StatusOr<std::unique_ptr<Pipeline>> p = Pipeline::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const Drained d = Drain(p->get());
+  ASSERT_TRUE(d.status.ok()) << d.status;
+  const ReadAheadFigures ra = (*p)->storage()->storage_stats()->read_ahead();
+  ASSERT_TRUE(ra.present);
+  // One read-ahead per block at most (each claimed once), not one per member (36).
+  EXPECT_GT(ra.started, 0);
+  EXPECT_LE(ra.started, blocks);
+  EXPECT_LT(ra.started, 36);
+  EXPECT_EQ(ra.reused, 0) << "no member bytes went through read-ahead buffers";
+  // And the same batches as the disk.
+  PipelineOptions disk = Options(*pattern_);
+  disk.epochs = 1;
+  PipelineOptions remote = o;
+  EXPECT_EQ(RunAll(remote).batches, RunAll(disk).batches);
+}
+
 // BigShard writes `dir`/big.tar: 24 samples of a 200 KiB .jpg (pseudo-random bytes: an
 // index never decodes) and a .cls, ~4.7 MiB (5 index windows of 1 MiB), and with
 // `index` its index file big.tar.idx as `flowloader pack` writes it; returns its size.

@@ -28,12 +28,37 @@ namespace {
 // Error bodies are kept up to this many bytes (an S3 <Error> document is a few hundred).
 constexpr size_t kErrorBodyBytes = 16384;
 
+// BodySize, AppendBody and ClearBody read and write a request's body wherever it goes
+// (Request::out, or the fixed buffer Request::into).
+int64_t BodySize(const HttpEnv::Request& r) {
+  return r.into != nullptr ? r.into_size : static_cast<int64_t>(r.out->size());
+}
+
+void AppendBody(HttpEnv::Request* r, const char* data, size_t n) {
+  if (r->into == nullptr) {
+    r->out->append(data, n);
+    return;
+  }
+  // WriteBody never passes more than length - BodySize bytes: the buffer's room.
+  std::memcpy(r->into + r->into_size, data, n);
+  r->into_size += static_cast<int64_t>(n);
+}
+
+void ClearBody(HttpEnv::Request* r) {
+  if (r->into != nullptr) {
+    r->into_size = 0;
+  } else {
+    r->out->clear();
+  }
+}
+
 // ReserveBody sizes r->out once, before the first byte of the body, for the body's
 // Content-Length (at most `room`, what was asked for). Growing the string chunk by chunk
 // instead reallocated and copied it ~log2(size / 256 KiB) times: perf on a shard run
 // from radosgw (1 MiB index windows and blocks) put 29% of the client's CPU in those
 // appends and their page faults, against 8% for the one copy left.
 void ReserveBody(HttpEnv::Request* r, int64_t room) {
+  if (r->into != nullptr) return;  // A fixed buffer of `length` bytes already.
   curl_off_t length = -1;
   if (curl_easy_getinfo(r->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) != CURLE_OK ||
       length <= 0) {
@@ -58,10 +83,10 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
     r->skipped += skip;
     chunk.remove_prefix(static_cast<size_t>(skip));
   }
-  const int64_t room = r->length - static_cast<int64_t>(r->out->size());
-  if (r->out->empty()) ReserveBody(r, room);
+  const int64_t room = r->length - BodySize(*r);
+  if (BodySize(*r) == 0) ReserveBody(r, room);
   if (static_cast<int64_t>(chunk.size()) > room) {
-    r->out->append(chunk.data(), static_cast<size_t>(std::max<int64_t>(room, 0)));
+    AppendBody(r, chunk.data(), static_cast<size_t>(std::max<int64_t>(room, 0)));
     if (r->range_ignored) {
       r->done_early = true;
     } else {
@@ -69,7 +94,7 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
     }
     return 0;  // Abort the transfer.
   }
-  r->out->append(chunk.data(), chunk.size());
+  AppendBody(r, chunk.data(), chunk.size());
   return size * count;
 }
 
@@ -425,7 +450,7 @@ absl::Status HttpEnv::Attempt(Request& r) {
   CURL* curl = handle->easy;
   // reset keeps the handle's live connections: that is the connection reuse.
   curl_easy_reset(curl);
-  r.out->clear();
+  ClearBody(&r);
   r.status = 0;
   r.range_ignored = r.done_early = r.too_long = false;
   r.skipped = 0;
@@ -516,15 +541,15 @@ absl::Status HttpEnv::Attempt(Request& r) {
             reason::kTimeout, r.url,
             absl::StrCat("under http min_bytes_per_second ", options_.min_bytes_per_second,
                          " for ", absl::FormatDuration(options_.stall_timeout),
-                         " (the stall_timeout window), after ", r.out->size(), " bytes"));
+                         " (the stall_timeout window), after ", BodySize(r), " bytes"));
       }
       return error(reason::kTimeout, r.url,
                        absl::StrCat("no byte received for ",
                                     absl::FormatDuration(options_.stall_timeout),
-                                    " (the stall_timeout), after ", r.out->size(), " bytes"));
+                                    " (the stall_timeout), after ", BodySize(r), " bytes"));
     case CURLE_PARTIAL_FILE:
       return error(reason::kHttpPartial, r.url,
-                       absl::StrCat("the body ended after ", r.out->size(),
+                       absl::StrCat("the body ended after ", BodySize(r),
                                     " bytes, before its Content-Length"));
     default:
       if (IsTlsFailure(rc)) {
@@ -534,7 +559,7 @@ absl::Status HttpEnv::Attempt(Request& r) {
       return error(reason::kConnectionError, r.url, curl_easy_strerror(rc));
   }
   if (r.status == 416 && r.offset >= 0) {
-    r.out->clear();  // The range starts at or past the end: nothing there.
+    ClearBody(&r);  // The range starts at or past the end: nothing there.
     return absl::OkStatus();
   }
   if (r.status >= 400) return ResponseError(r);
@@ -548,11 +573,11 @@ absl::Status HttpEnv::Attempt(Request& r) {
                                   r.content_range_first));
   }
   const int64_t promised = r.content_range_last - r.content_range_first + 1;
-  if (r.status == 206 && static_cast<int64_t>(r.out->size()) != promised) {
+  if (r.status == 206 && BodySize(r) != promised) {
     // Content-Length and Content-Range disagree: the server lied about one of them.
     return error(reason::kHttpPartial, r.url,
                      absl::StrCat("Content-Range promised ", promised, " bytes, the body has ",
-                                  r.out->size()));
+                                  BodySize(r)));
   }
   return absl::OkStatus();
 }
@@ -611,7 +636,7 @@ void HttpEnv::CountAttempt(const Request& r, const absl::Status& status, absl::D
   if (stats_ == nullptr) return;
   const std::string code = status.ok() ? std::string() : AttemptErrorCode(r, status);
   stats_->Record(StorageStats::SchemeLabel(r.url), absl::ToInt64Nanoseconds(took),
-                 status.ok() ? static_cast<int64_t>(r.out->size()) : 0, code, retry);
+                 status.ok() ? BodySize(r) : 0, code, retry);
 }
 
 absl::Status HttpEnv::ReadFile(const std::string& path, int64_t max_bytes,
@@ -718,6 +743,47 @@ absl::Status HttpEnv::ReadUncached(const std::string& url, int64_t offset, int64
   return Fetch(r);
 }
 
+absl::StatusOr<int64_t> HttpEnv::FetchBlock(const std::string& url, int64_t shard_bytes,
+                                            int64_t block_start, char* into) {
+  Request r;
+  r.url = url;
+  r.offset = block_start;
+  // Clipped to the admitted size: the cache never holds more than was admitted.
+  r.length = std::clamp<int64_t>(shard_bytes - block_start, 0, options_.block_bytes);
+  r.into = into;  // The body is written straight into the cache's slot.
+  if (absl::Status s = Fetch(r); !s.ok()) return s;
+  return r.into_size;
+}
+
+bool HttpEnv::ClaimBlocks(const std::string& url, int64_t offset, int64_t length) {
+  const int64_t shard_bytes = AdmittedSize(url);
+  if (shard_bytes < 0 || offset < 0 || length <= 0) return false;
+  const int64_t block_bytes = options_.block_bytes;
+  const int64_t end = std::min(offset + length, shard_bytes);
+  bool claimed = false;
+  for (int64_t index = offset / block_bytes; index * block_bytes < end; ++index) {
+    claimed |= cache_.Claim({url, index});
+  }
+  return claimed;
+}
+
+absl::Status HttpEnv::FetchBlocks(const std::string& url, int64_t offset, int64_t length) {
+  const int64_t shard_bytes = AdmittedSize(url);
+  if (shard_bytes < 0) return absl::OkStatus();  // Not cached: nothing to fetch ahead.
+  if (absl::Status s = CheckRange(url, offset, length); !s.ok()) return s;
+  const int64_t block_bytes = options_.block_bytes;
+  const int64_t end = std::min(offset + length, shard_bytes);
+  for (int64_t index = offset / block_bytes; index * block_bytes < end; ++index) {
+    const int64_t block_start = index * block_bytes;
+    absl::StatusOr<internal::BlockCache::Block> block =
+        cache_.Get({url, index}, [&](char* into) -> absl::StatusOr<int64_t> {
+          return FetchBlock(url, shard_bytes, block_start, into);
+        });
+    if (!block.ok()) return block.status();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status HttpEnv::ReadCached(const std::string& url, int64_t shard_bytes, int64_t offset,
                                  int64_t length, std::string* contents) {
   contents->clear();
@@ -728,19 +794,16 @@ absl::Status HttpEnv::ReadCached(const std::string& url, int64_t shard_bytes, in
   for (int64_t index = offset / block_bytes; index * block_bytes < end; ++index) {
     const int64_t block_start = index * block_bytes;
     absl::StatusOr<internal::BlockCache::Block> block =
-        cache_.Get({url, index}, [&]() -> absl::StatusOr<std::string> {
-          std::string data;
-          // Clipped to the admitted size: the cache never holds more than was admitted.
-          const int64_t want = std::clamp<int64_t>(shard_bytes - block_start, 0, block_bytes);
-          absl::Status s = ReadUncached(url, block_start, want, &data);
-          if (!s.ok()) return s;
-          return data;
+        cache_.Get({url, index}, [&](char* into) -> absl::StatusOr<int64_t> {
+          return FetchBlock(url, shard_bytes, block_start, into);
         });
     if (!block.ok()) return block.status();
-    const std::string& data = **block;
+    const absl::string_view data = **block;
     const int64_t from = std::max(offset, block_start) - block_start;
     const int64_t to = std::min<int64_t>(end - block_start, data.size());
-    if (to > from) contents->append(data, static_cast<size_t>(from), static_cast<size_t>(to - from));
+    if (to > from) {
+      contents->append(data.data() + from, static_cast<size_t>(to - from));
+    }
     // A short block is the end of the resource: nothing follows it.
     if (static_cast<int64_t>(data.size()) < block_bytes) break;
   }

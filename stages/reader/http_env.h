@@ -37,7 +37,9 @@
 //     Shards not admitted are read one Range request per member: an LRU over a working
 //     set larger than the cache would evict every block before its reuse on a shuffled
 //     epoch. A failed block is not cached, so a shard that dies keeps serving the blocks
-//     already fetched and fails the reads that need others.
+//     already fetched and fails the reads that need others. A block's body is written
+//     straight into its slot of the cache's huge-page pool (internal/block_pool.h), and
+//     ClaimBlocks / FetchBlocks let the read stage fetch blocks ahead, each once.
 //   * Index reads are not cached as they are read: NewRandomAccessFile reads each range
 //     with its own request (indexing reads every shard, admitted or not, before admission
 //     decides); the dataset then hands the index windows of the admitted shards to
@@ -172,6 +174,14 @@ class HttpEnv : public Env {
   // shard's admitted size, as a fetched block is), or the shard's last, shorter one;
   // returns the bytes kept (0 for a shard not admitted, or bytes of another shape).
   int64_t SeedBlock(const std::string& url, int64_t offset, std::string bytes);
+  // Block read-ahead (the read stage's, for admitted shards): ClaimBlocks returns true
+  // when some block of [offset, offset + length) of the admitted shard `url` is neither
+  // cached, being fetched nor claimed, and claims it (the caller then runs FetchBlocks);
+  // false otherwise, and for a shard not admitted. FetchBlocks brings every block of the
+  // range into the cache (each fetched once, whoever asks) without copying any out.
+  bool ClaimBlocks(const std::string& url, int64_t offset, int64_t length);
+  bool IsAdmitted(const std::string& url) const { return AdmittedSize(url) >= 0; }
+  absl::Status FetchBlocks(const std::string& url, int64_t offset, int64_t length);
   // admitted lists the admitted shards (by URL); admitted_bytes and admitted_shards sum
   // them up.
   std::vector<ShardSize> admitted() const;
@@ -205,7 +215,7 @@ class HttpEnv : public Env {
 
  protected:
   HttpEnv(Env* base, const HttpOptions& options)
-      : base_(base), options_(options), cache_(options.cache_bytes) {}
+      : base_(base), options_(options), cache_(options.cache_bytes, options.block_bytes) {}
   // CheckOptions is Create's validation of `options` (and libcurl's global init).
   static absl::Status CheckOptions(const HttpOptions& options);
 
@@ -237,6 +247,10 @@ class HttpEnv : public Env {
   // ReadUncached sends one Range request for [offset, offset + length).
   absl::Status ReadUncached(const std::string& url, int64_t offset, int64_t length,
                             std::string* contents);
+  // FetchBlock reads the block of the admitted shard `url` (`shard_bytes` long) that
+  // starts at `block_start` into `into` (room for block_bytes); returns its size.
+  absl::StatusOr<int64_t> FetchBlock(const std::string& url, int64_t shard_bytes,
+                                     int64_t block_start, char* into);
   // ReadCached assembles [offset, offset + length) from cached blocks.
   absl::Status ReadCached(const std::string& url, int64_t shard_bytes, int64_t offset,
                           int64_t length, std::string* contents);

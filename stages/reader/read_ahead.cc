@@ -55,10 +55,18 @@ ReadAhead::~ReadAhead() {
   if (options_.report != nullptr) options_.report->DetachReadAhead();  // Keeps the last.
 }
 
-void ReadAhead::Start(Key key, ReadFn read) {
+void ReadAhead::StartFetch(Key key, std::function<absl::Status()> fetch) {
+  Queue(key, [fetch = std::move(fetch)](std::string*) { return fetch(); }, true);
+}
+
+void ReadAhead::Start(Key key, ReadFn read) { Queue(key, std::move(read), false); }
+
+void ReadAhead::Queue(Key key, ReadFn read, bool fetch_only) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_ || entries_.count(key) > 0) return;
-  entries_[key].read = std::move(read);
+  Entry& entry = entries_[key];
+  entry.read = std::move(read);
+  entry.fetch_only = fetch_only;
   queue_.push_back(key);
   order_.push_back(key);
   ForgetLocked();
@@ -108,7 +116,7 @@ void ReadAhead::Work() {
     ++running_;
     ++stats_.started;
     stats_.peak_in_flight = std::max(stats_.peak_in_flight, running_);
-    std::string bytes = SpareLocked();
+    std::string bytes = it->second.fetch_only ? std::string() : SpareLocked();
     lock.unlock();
     const absl::Time t0 = absl::Now();
     absl::Status status = read(&bytes);
@@ -152,6 +160,12 @@ bool ReadAhead::Take(Key key, std::string* contents, absl::Status* status) {
     });
   } else {
     ++stats_.ready;
+  }
+  if (it->second.fetch_only) {  // Its bytes are in the cache it filled: read them there.
+    entries_.erase(it);
+    lock.unlock();
+    work_.notify_one();
+    return false;
   }
   contents->swap(it->second.bytes);
   *status = std::move(it->second.status);

@@ -27,6 +27,11 @@
 //     next read fills it. A fresh ~100 KB buffer per read cost page faults and a copy
 //     per growth (perf, s3:// ImageFolder, 2000 GETs: 5% of the client's CPU). Spares
 //     are at most `limit` buffers and count against max_bytes with the finished bytes.
+//   * Fetch-only reads (StartFetch) prepare a sample's bytes elsewhere instead of
+//     returning them: the read stage fetches the blocks of a shard admitted to the block
+//     cache (once per block, not once per member), and the worker then copies its member
+//     out of the cache into its own recycled buffer. Take waits for such a read and says
+//     "read it yourself"; it holds no bytes and no spare buffer.
 //   * Threads blocked on the network cost no CPU: one thread per read in flight, made
 //     when first needed, joined by the destructor. Cancellation is the Env's (StorageEnv::
 //     Cancel on Pipeline::Stop ends each read in flight within ~100 ms); the destructor
@@ -103,11 +108,15 @@ class ReadAhead {
   // Start queues `read` for the sample at `key`, after those already queued. A key
   // already known is left as it is.
   void Start(Key key, ReadFn read);
+  // StartFetch queues `fetch` as Start does, for a read that returns no bytes (it fills
+  // a cache the caller then reads): Take waits for it to finish and returns false.
+  void StartFetch(Key key, std::function<absl::Status()> fetch);
 
   // Take hands over the read of `key`: true when it was started here, with its result in
   // *status and its bytes swapped into *contents (after waiting for it to finish), the
   // buffer *contents held kept for a later read; false when it was never started here
-  // (unknown, or still queued: it is dropped), and the caller reads the sample itself.
+  // (unknown, or still queued: it is dropped), and the caller reads the sample itself;
+  // false too for a fetch-only read (StartFetch), after waiting for it to finish.
   bool Take(Key key, std::string* contents, absl::Status* status);
 
   ReadAheadStats stats() const;
@@ -119,12 +128,15 @@ class ReadAhead {
   enum class State { kQueued, kRunning, kDone };
   struct Entry {
     ReadFn read;
+    bool fetch_only = false;  // StartFetch: no bytes, no spare buffer.
     State state = State::kQueued;
     std::string bytes;
     absl::Status status;
   };
 
   explicit ReadAhead(const ReadAheadOptions& options);
+  // Queue is Start and StartFetch.
+  void Queue(Key key, ReadFn read, bool fetch_only);
   // Work is a read-ahead thread: it runs queued reads while the limits allow.
   void Work();
   bool CanStartLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -154,6 +154,33 @@ TEST(ReadAheadTest, TheBufferHandedInAtTakeIsFilledByALaterRead) {
   EXPECT_EQ((*ra)->stats().reused, 1);
 }
 
+TEST(ReadAheadTest, AFetchOnlyReadIsWaitedForAndLeavesTheReadToTheCaller) {
+  auto ra = ReadAhead::Create(Fixed(1));
+  ASSERT_TRUE(ra.ok());
+  std::atomic<bool> release{false};
+  std::atomic<bool> fetched{false};
+  (*ra)->StartFetch({0, 0}, [&]() {
+    while (!release.load()) absl::SleepFor(absl::Milliseconds(1));
+    fetched = true;  // E.g. a block now in the cache.
+    return absl::OkStatus();
+  });
+  WaitUntilStarted(**ra, 1);
+  std::string buffer;
+  buffer.reserve(1 << 16);  // The worker's own buffer: not taken by a fetch-only read.
+  const char* const data = buffer.data();
+  std::thread releaser([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    release = true;
+  });
+  absl::Status status;
+  EXPECT_FALSE((*ra)->Take({0, 0}, &buffer, &status)) << "the caller reads it itself";
+  EXPECT_TRUE(fetched.load()) << "...after the fetch finished";
+  releaser.join();
+  EXPECT_EQ(buffer.data(), data);
+  EXPECT_EQ((*ra)->stats().waited + (*ra)->stats().ready, 1);
+  EXPECT_EQ((*ra)->stats().reused, 0);
+}
+
 TEST(ReadAheadTest, SpareBuffersCountAgainstTheByteBudget) {
   ReadAheadOptions o = Fixed(4);
   o.max_bytes = 1000;

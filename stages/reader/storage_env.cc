@@ -121,7 +121,26 @@ int64_t StorageEnv::SeedBlock(const std::string& url, int64_t offset, std::strin
   return http == nullptr ? 0 : http->SeedBlock(url, offset, std::move(bytes));
 }
 
-HttpEnv* StorageEnv::RemoteEnv(const std::string& path) {
+bool StorageEnv::ClaimBlocks(const std::string& url, int64_t offset, int64_t length) const {
+  if (disk_cache_ != nullptr) return false;  // Nothing is admitted (see AdmitShards).
+  HttpEnv* http = RemoteEnv(url);
+  return http != nullptr && http->ClaimBlocks(url, offset, length);
+}
+
+absl::Status StorageEnv::FetchBlocks(const std::string& url, int64_t offset,
+                                     int64_t length) const {
+  if (disk_cache_ != nullptr) return absl::OkStatus();
+  HttpEnv* http = RemoteEnv(url);
+  return http == nullptr ? absl::OkStatus() : http->FetchBlocks(url, offset, length);
+}
+
+bool StorageEnv::BlockCached(const std::string& url) const {
+  if (disk_cache_ != nullptr) return false;
+  HttpEnv* http = RemoteEnv(url);
+  return http != nullptr && http->IsAdmitted(url);
+}
+
+HttpEnv* StorageEnv::RemoteEnv(const std::string& path) const {
   const Scheme* scheme = SchemeOf(path);
   if (scheme == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(mu_);

@@ -67,6 +67,15 @@ class StorageEnv : public Env {
   // SeedBlock hands bytes read at `offset` of the remote shard `url` to its Env's block
   // cache (HttpEnv::SeedBlock); returns the bytes kept (0 with a disk cache).
   int64_t SeedBlock(const std::string& url, int64_t offset, std::string bytes);
+  // ClaimBlocks and FetchBlocks read ahead by blocks for a remote shard admitted to its
+  // Env's block cache (HttpEnv::ClaimBlocks, FetchBlocks); ClaimBlocks is false for
+  // anything else (a local path, a shard not admitted, a disk cache).
+  // Const (as Cancel) so the read stage may call them through a const Dataset.
+  bool ClaimBlocks(const std::string& url, int64_t offset, int64_t length) const;
+  absl::Status FetchBlocks(const std::string& url, int64_t offset, int64_t length) const;
+  // BlockCached reports whether the reads of `url` are served by a block cache (a
+  // remote shard admitted to it).
+  bool BlockCached(const std::string& url) const;
   std::vector<HttpEnv::ShardSize> admitted() const;
   int64_t admitted_bytes() const;
   int admitted_shards() const;
@@ -97,7 +106,7 @@ class StorageEnv : public Env {
  private:
   // RemoteEnv is the scheme Env made for `path`'s family (not the disk cache in front of
   // it), or nullptr.
-  HttpEnv* RemoteEnv(const std::string& path);
+  HttpEnv* RemoteEnv(const std::string& path) const;
   // DescribeEnv is Describe's line for one remote Env ("" for plain HTTP).
   static std::string DescribeEnv(const HttpEnv& env);
   StorageEnv(Env* base, const StorageOptions& options) : base_(base), options_(options) {}

@@ -3,6 +3,7 @@
 
     /usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH [--images=2000]
         [--reps=3] [--delay_ms=20] [--epochs=1] [--no_torch] [--ab] [--only=NAME,...]
+        [--baseline=PATH]
         [--out=tests/benchmarks/results/s3.md]
 
 On generated ImageNet-like JPEGs (`flowloader make-dataset`, 10 classes, cached in
@@ -26,6 +27,9 @@ one epoch per run, it
        through the proxy: prefix >= 0.8x disk, shards >= 0.9x;
        HTTP shards from nginx >= 0.95x disk, through its proxy >= 0.9x;
        flowloader prefix from the gateway >= 10x torch+boto3.
+With --baseline=PATH (another flowloader binary, e.g. main's) every flowloader variant
+also runs with it as NAME@base, right after NAME in each round, and the targets are
+checked for both binaries: a change measured side by side on the same gateway and load.
 Writes the Markdown table to --out (and prints it). The load average is recorded with
 every run: other work on the same cores moves every figure.
 
@@ -367,6 +371,10 @@ def main():
     ap.add_argument("--no_torch", action="store_true", help="leave out torch+boto3 (slow)")
     ap.add_argument("--only", default="",
                     help="comma-separated variants to run (e.g. folder_disk,folder_s3); all if empty")
+    ap.add_argument("--baseline", default="",
+                    help="a second flowloader binary (e.g. main's): every flowloader variant also "
+                         "runs with it as NAME@base, alternating in each round, and the targets "
+                         "are reported for both")
     ap.add_argument("--ab", action="store_true",
                     help="also run the gateway variants with --read_ahead=0 (one GET in flight "
                          "per worker), alternating with the rest: read-ahead's A/B")
@@ -402,11 +410,19 @@ def main():
         delayed = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}")
         local_shards = os.path.join(shard_dir, pattern)
         s3_prefix, s3_shards = f"s3://{BUCKET}/train/", f"s3://{BUCKET}/shards/{pattern}"
-        fl = lambda data, e, *f: (lambda name: flowloader_run(flowloader, data, work, name, e, f))  # noqa
+        fl = lambda data, e, *f, binary=flowloader: (lambda name: flowloader_run(binary, data, work, name, e, f))  # noqa
         nginx, nginx_port = start_nginx(shard_dir, os.path.join(work, "nginx"))
         nginx_proxy = DelayProxy(nginx_port, args.delay_ms / 1000.0)
         http_shards = f"http://127.0.0.1:{nginx_port}/{pattern}"
         http_shards_delay = f"http://127.0.0.1:{nginx_proxy.port}/{pattern}"
+        specs = {  # name: (data, env, *flags) of each flowloader variant
+            "folder_disk": (folder, env), "folder_s3": (s3_prefix, direct),
+            "folder_s3_delay": (s3_prefix, delayed), "shards_disk": (local_shards, env),
+            "shards_s3": (s3_shards, direct), "shards_s3_delay": (s3_shards, delayed),
+            "shards_http": (http_shards, env), "shards_http_delay": (http_shards_delay, env),
+            "folder_s3_ra0": (s3_prefix, direct, "--read_ahead=0"),
+            "shards_s3_ra0": (s3_shards, direct, "--read_ahead=0"),
+        }
         variants = [
             ("folder_disk", fl(folder, env)),
             ("folder_s3", fl(s3_prefix, direct)),
@@ -423,9 +439,19 @@ def main():
         if args.ab:
             variants += [("folder_s3_ra0", fl(s3_prefix, direct, "--read_ahead=0")),
                          ("shards_s3_ra0", fl(s3_shards, direct, "--read_ahead=0"))]
+        if args.baseline:  # Each flowloader variant, then the same with the baseline binary.
+            base = os.path.abspath(args.baseline)
+            paired = []
+            for name, fn in variants:
+                paired.append((name, fn))
+                spec = specs.get(name)
+                if spec is not None:
+                    paired.append((name + "@base", fl(*spec, binary=base)))
+            variants = paired
         if args.only:
             only = set(args.only.split(","))
-            unknown = only - {name for name, _ in variants}
+            only |= {n + "@base" for n in only}
+            unknown = {n for n in only if not n.endswith("@base")} - {name for name, _ in variants}
             if unknown:
                 raise SystemExit(f"--only: no variant named {', '.join(sorted(unknown))}")
             variants = [v for v in variants if v[0] in only]
@@ -467,6 +493,8 @@ def main():
         (f"HTTP tar shards through the {d} proxy / disk", "shards_http_delay", "shards_disk", 0.9),
         ("flowloader prefix from the gateway / torch+boto3", "folder_s3", "torch_boto3_s3", 10.0),
     ]
+    targets += [(f"{text} (baseline binary)", num + "@base", den + "@base", need)
+                for text, num, den, need in targets]
     targets = [t for t in targets if t[1] in ips and t[2] in ips]
     images = runs[0]["samples"]
     loads = [r["loadavg_1m"] for r in runs]
@@ -475,6 +503,7 @@ def main():
         f"`/usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH --images={args.images}"
         f" --reps={args.reps} --delay_ms={args.delay_ms:g} --epochs={args.epochs}"
         f"{' --no_torch' if args.no_torch else ''}{' --ab' if args.ab else ''}"
+        f"{' --baseline=PATH' if args.baseline else ''}"
         f"{' --only=' + args.only if args.only else ''}`: {images // args.epochs} ImageNet-like JPEGs "
         f"(10 classes, short side 256-512, q90), batch {BATCH}, {WORKERS} workers, default flags "
         f"(train transform), {args.epochs} epoch(s) a run; shards from `flowloader pack --shard_size=16MB`; "
@@ -499,7 +528,8 @@ def main():
     passed = True
     for text, num, den, need in targets:
         ratio = ips[num] / max(1e-9, ips[den])
-        passed &= ratio >= need
+        if not num.endswith("@base"):  # The exit status judges the binary under test.
+            passed &= ratio >= need
         lines.append(f"| {text} | {ratio:.2f}x | >= {need:g}x | {'PASS' if ratio >= need else 'FAIL'} |")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:

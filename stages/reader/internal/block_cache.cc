@@ -1,6 +1,53 @@
 #include "stages/reader/internal/block_cache.h"
 
+#include <string>
+#include <utility>
+
 namespace flowloader::internal {
+
+namespace {
+
+// OwnedBlock is a Block over `bytes` itself (a seeded index window, or a fetch into heap
+// memory): the view is set once the string sits in the shared state, as a short string
+// moves its bytes.
+BlockCache::Block OwnedBlock(std::string bytes) {
+  auto owner = std::make_shared<std::pair<std::string, absl::string_view>>(std::move(bytes),
+                                                                            absl::string_view());
+  owner->second = owner->first;
+  return BlockCache::Block(owner, &owner->second);
+}
+
+}  // namespace
+
+BlockCache::BlockCache(int64_t capacity_bytes, int64_t block_bytes)
+    : capacity_bytes_(capacity_bytes),
+      block_bytes_(block_bytes > 0 ? block_bytes : 1),
+      pool_(std::make_shared<BlockPool>(static_cast<size_t>(block_bytes_))) {}
+
+absl::StatusOr<BlockCache::Block> BlockCache::Run(const FetchFn& fetch) const {
+  char* slot = pool_->Acquire();
+  std::string heap;  // Only when the pool could map nothing.
+  if (slot == nullptr) {
+    heap.resize(static_cast<size_t>(block_bytes_));
+    slot = heap.data();
+  }
+  absl::StatusOr<int64_t> size = fetch(slot);
+  if (!size.ok() || *size < 0 || *size > block_bytes_) {
+    if (heap.empty()) pool_->Release(slot);
+    if (!size.ok()) return size.status();
+    return absl::InternalError("block fetch returned a size outside the block");
+  }
+  if (!heap.empty()) {
+    heap.resize(static_cast<size_t>(*size));
+    return OwnedBlock(std::move(heap));
+  }
+  const absl::string_view bytes(slot, static_cast<size_t>(*size));
+  std::shared_ptr<BlockPool> pool = pool_;
+  return Block(new absl::string_view(bytes), [pool, slot](const absl::string_view* view) {
+    pool->Release(slot);
+    delete view;
+  });
+}
 
 absl::StatusOr<BlockCache::Block> BlockCache::Get(const Key& key, const FetchFn& fetch) {
   std::promise<absl::StatusOr<Block>> promise;
@@ -20,14 +67,11 @@ absl::StatusOr<BlockCache::Block> BlockCache::Get(const Key& key, const FetchFn&
     in_flight_.emplace(key, promise.get_future().share());
     ++fetches_;
   }
-  absl::StatusOr<std::string> fetched = fetch();
-  absl::StatusOr<Block> block =
-      fetched.ok() ? absl::StatusOr<Block>(std::make_shared<const std::string>(
-                         std::move(*fetched)))
-                   : absl::StatusOr<Block>(fetched.status());
+  absl::StatusOr<Block> block = Run(fetch);
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_.erase(key);
+    claimed_.erase(key);
     if (block.ok()) InsertLocked(key, *block);
   }
   promise.set_value(block);
@@ -40,8 +84,14 @@ bool BlockCache::Put(const Key& key, std::string block) {
   if (size > capacity_bytes_ || entries_.count(key) != 0 || in_flight_.count(key) != 0) {
     return false;
   }
-  InsertLocked(key, std::make_shared<const std::string>(std::move(block)));
+  InsertLocked(key, OwnedBlock(std::move(block)));
   return true;
+}
+
+bool BlockCache::Claim(const Key& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.count(key) != 0 || in_flight_.count(key) != 0) return false;
+  return claimed_.insert(key).second;
 }
 
 void BlockCache::InsertLocked(const Key& key, Block block) {

@@ -26,7 +26,12 @@ struct HttpEnv::Request {
   std::string target;
   int64_t offset = -1;  // -1: the whole resource.
   int64_t length = 0;   // Range length; for a whole GET, the most bytes accepted.
+  // Where the body goes: *out, or when `into` is set, into[0, length) (a block cache
+  // slot: written in place, never grown or copied again); `into_size` counts its bytes.
+  // Read them through BodySize / AppendBody / ClearBody (http_env.cc).
   std::string* out = nullptr;
+  char* into = nullptr;
+  int64_t into_size = 0;
   // The method: empty = GET; "PUT" or "POST" send `body` (with its Content-Length),
   // "DELETE" none. A 200's body goes to `out` (up to `length` bytes), as a GET's.
   std::string method;

@@ -1,0 +1,77 @@
+#include "stages/reader/internal/block_pool.h"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+
+namespace flowloader::internal {
+
+namespace {
+
+// MapAligned maps `length` bytes (a multiple of `align`) at an `align`-aligned address,
+// marked for transparent huge pages; nullptr when the kernel refuses.
+void* MapAligned(size_t length, size_t align) {
+  // Over-map by one alignment, then unmap the unaligned head and the tail.
+  void* raw = mmap(nullptr, length + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + align - 1) / align * align;
+  if (aligned > start) munmap(raw, aligned - start);
+  const uintptr_t end = start + length + align;
+  if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
+  void* p = reinterpret_cast<void*>(aligned);
+  (void)madvise(p, length, MADV_HUGEPAGE);  // EINVAL where THP is off: 4 KiB pages then.
+  return p;
+}
+
+}  // namespace
+
+BlockPool::BlockPool(size_t slot_bytes) : slot_bytes_(slot_bytes > 0 ? slot_bytes : 1) {}
+
+BlockPool::~BlockPool() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Region& r : regions_) munmap(r.start, r.length);
+}
+
+bool BlockPool::MapRegionLocked() {
+  // Whole huge pages holding at least one slot, kRegionBytes when slots are small.
+  size_t length = slot_bytes_ > kRegionBytes ? slot_bytes_ : kRegionBytes;
+  length = (length + kHugePage - 1) / kHugePage * kHugePage;
+  void* start = MapAligned(length, kHugePage);
+  if (start == nullptr) return false;
+  regions_.push_back({start, length});
+  mapped_bytes_ += static_cast<int64_t>(length);
+  char* base = static_cast<char*>(start);
+  const size_t slots = length / slot_bytes_;
+  // Pushed last-first, so Acquire hands them out in address order (one huge page filled
+  // before the next is touched).
+  for (size_t i = slots; i > 0; --i) free_.push_back(base + (i - 1) * slot_bytes_);
+  return true;
+}
+
+char* BlockPool::Acquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_.empty() && !MapRegionLocked()) return nullptr;
+  char* slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void BlockPool::Release(char* slot) {
+  if (slot == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(slot);
+}
+
+int64_t BlockPool::mapped_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return mapped_bytes_;
+}
+
+int64_t BlockPool::free_slots() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(free_.size());
+}
+
+}  // namespace flowloader::internal
