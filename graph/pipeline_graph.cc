@@ -736,25 +736,34 @@ void PipelineGraph::Impl::RunStage(StageRunner& runner, SampleContext* s) {
   s->status = WithContext(status, absl::StrCat(st.name(), " failed on ", s->key()));
 }
 
-// ReserveBatchMasks grows the batch's instance-mask vector once for all its rows' masks
-// (a quarter more, for the next batch) onto transparent huge pages, instead of doubling
-// it row by row: each growth is fresh memory, and on the VMs here the first touch of each
-// fresh 4 KiB page costs a hypervisor fault (stages/upload/host_memory.cc); the LSJ
-// recipe's first batches spent ~10% of their CPU faulting the growing vector in (perf).
-static void ReserveBatchMasks(BatchToken& token) {
-  size_t bytes = 0;
-  for (int slot = 0; slot < token.size; ++slot) {
-    bytes += token.samples[slot].targets.masks.size();
-  }
-  std::vector<uint8_t>& masks = token.batch.targets.masks;
-  if (masks.capacity() >= bytes) return;
-  masks.reserve(bytes + bytes / 4);
+// ReserveHuge grows `v` once to hold `n` elements (a quarter more, for the next batch)
+// onto transparent huge pages, instead of doubling it row by row: each growth is fresh
+// memory, and on the VMs here the first touch of each fresh 4 KiB page costs a hypervisor
+// fault (stages/upload/host_memory.cc). A vector that already holds `n` is left as it is:
+// the batch token keeps it, so later batches write into memory already faulted in.
+template <typename T>
+static void ReserveHuge(std::vector<T>& v, size_t n) {
+  if (v.capacity() >= n) return;
+  v.reserve(n + n / 4);
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(masks.data());
+  const uintptr_t start = reinterpret_cast<uintptr_t>(v.data());
   const uintptr_t first = (start + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t last = (start + masks.capacity()) & ~(kHuge - 1);
+  const uintptr_t last = (start + v.capacity() * sizeof(T)) & ~(kHuge - 1);
   // A hint: where THP is off (EINVAL) the pages stay 4 KiB.
   if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
+// ReserveBatchTargets sizes the batch's instance masks and semantic label maps for all its
+// rows at once (ReserveHuge). The LSJ recipe's first batches spent ~10% of their CPU
+// faulting the growing mask vector in (perf).
+static void ReserveBatchTargets(BatchToken& token) {
+  size_t masks = 0, semantic = 0;
+  for (int slot = 0; slot < token.size; ++slot) {
+    masks += token.samples[slot].targets.masks.size();
+    semantic += token.samples[slot].targets.semantic.size();
+  }
+  ReserveHuge(token.batch.targets.masks, masks);
+  ReserveHuge(token.batch.targets.semantic, semantic);
 }
 
 void PipelineGraph::Impl::Collect(BatchToken* token) {
@@ -772,7 +781,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   SampleContext* first_failed = nullptr;
   SampleContext* last_failed = nullptr;
   token->keep.assign(static_cast<size_t>(token->size), false);  // Within capacity.
-  ReserveBatchMasks(*token);
+  ReserveBatchTargets(*token);
   for (int slot = 0; slot < token->size; ++slot) {
     SampleContext& s = token->samples[slot];
     token->keep[slot] = s.status.ok() && LabelInRange(s);

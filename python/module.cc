@@ -263,9 +263,9 @@ py::object Targets(const std::shared_ptr<const Batch>& batch,
   const BatchTargets& t = batch->targets;
   if (!t.present) return py::none();
   if (t.has_semantic) {
-    // Semantic segmentation: one uint8 [N, H, W] view of the label maps, not dicts.
+    // Semantic segmentation: one int64 [N, H, W] view of the label maps, not dicts.
     return py::cast(TargetView(t.semantic.data(), {t.rows(), t.mask_height, t.mask_width},
-                               DType::kUint8, hold));
+                               DType::kInt64, hold));
   }
   const int64_t plane = static_cast<int64_t>(t.mask_height) * t.mask_width;
   py::list rows;

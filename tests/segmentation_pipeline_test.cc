@@ -107,7 +107,7 @@ class SegmentationPipelineTest : public ::testing::Test {
       for (int64_t r = 0; r < batch.size(); ++r, ++rows) {
         for (int p = 0; p < side * side; ++p) {
           const uint8_t* px = pixels + 3 * (r * side * side + p);
-          const int mask = t.semantic[r * side * side + p];
+          const int64_t mask = t.semantic[r * side * side + p];  // int64, widened.
           if (mask == 255) {
             ++*ignored;
             ASSERT_EQ(px[0] | px[1] | px[2], 0) << "row " << r << " pixel " << p;
@@ -206,12 +206,12 @@ TEST_F(SegmentationPipelineTest, MakeDatasetsListFileGivesItsLabels) {
   o.epochs = 1;
   auto pipeline = Pipeline::Create(o);  // The default segmentation stages.
   ASSERT_TRUE(pipeline.ok()) << pipeline.status();
-  std::map<int, int64_t> seen;
+  std::map<int64_t, int64_t> seen;
   int64_t rows = 0;
   absl::Status s = testing::EachBatch(**pipeline, [](int) {}, [&](const Batch& batch) {
     ASSERT_TRUE(batch.targets.has_semantic);
     rows += batch.size();
-    for (uint8_t v : batch.targets.semantic) ++seen[v];
+    for (int64_t v : batch.targets.semantic) ++seen[v];  // int64 class indices.
   });
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(rows, 6);

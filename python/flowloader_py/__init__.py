@@ -781,9 +781,13 @@ class _EpochIterator:
             images = _clone(images)  # The zero-copy views die here: buffer returned.
         if targets_views is not None and not isinstance(targets_views, list):
             # Semantic segmentation: (images, masks), masks int64 [N, H, W] as
-            # torchvision's segmentation references feed CrossEntropyLoss (a copy).
-            masks = from_dlpack(targets_views).long()
+            # torchvision's segmentation references feed CrossEntropyLoss: a view of the
+            # batch, which the pipeline widened to int64 (BatchTargets::semantic), under
+            # the images' hold (a copy when must_copy, as the images).
+            masks = from_dlpack(targets_views)
             del targets_views
+            if must_copy:
+                masks = masks.clone()
             extras = ((keys,) if loader._return_keys else ()) + (
                 (sources,) if loader._return_sources else ())
             return (images, masks) + extras

@@ -114,3 +114,46 @@ def test_a_mismatched_map_is_skipped_and_counted(flowloader_module, tmp_path):
     assert rows == 1
     errors = loader.stats()["errors"]  # Later epochs, read ahead, count theirs too.
     assert set(errors) == {"size_mismatch"} and errors["size_mismatch"] >= 1
+
+
+def test_masks_are_int64_views_with_ignore_index_kept(flowloader_module, coded_data):
+    """The batch's maps come out int64, each value its PNG's index (255, ignore_index, kept
+    as 255 as torchvision's references give it), as zero-copy views of the batch buffer
+    under the hold rule: held masks keep their batch, and stay intact while later batches
+    are made; past the hold limit a batch's masks are copies."""
+    from flowloader import transforms as T
+    side = 36
+    loader = flowloader_module.DataLoader(label_maps=str(coded_data / "train.txt"),
+                                          batch_size=2, num_workers=2, shuffle=False,
+                                          prefetch_batches=3, return_keys=True,
+                                          transform=T.Compose([T.CenterCrop(side)]))
+    limit = flowloader_module.hold_limit(3)
+
+    def expected(key):
+        labels = np.array(Image.open(coded_data / "SegmentationClass" /
+                                     os.path.basename(key)), dtype=np.int64)
+        h, w = labels.shape
+        top, left = int(round((h - side) / 2.0)), int(round((w - side) / 2.0))
+        return labels[top:top + side, left:left + side]
+
+    def check(keys, masks):  # Returns its ignore_index pixels.
+        ignored = 0
+        for key, mask in zip(keys, masks):
+            want = torch.from_numpy(expected(key))
+            assert torch.equal(mask, want), key
+            ignored += int((want == 255).sum())
+        return ignored
+
+    held = []
+    for images, masks, keys in loader:
+        del images
+        assert masks.dtype == torch.int64 and masks.shape == (len(keys), side, side)
+        check(keys, masks)
+        held.append((keys, masks))
+        # Only the masks are kept: they alone hold their batch, up to the hold limit.
+        assert loader.held_batches == min(len(held), limit)
+    assert len(held) == 4 and limit < 4
+    # Unchanged by the batches made after them.
+    assert sum(check(keys, masks) for keys, masks in held) > 0
+    del held, masks
+    assert loader.held_batches == 0

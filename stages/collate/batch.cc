@@ -42,6 +42,12 @@ const char* LocationName(MemoryLocation location) {
 
 namespace {
 
+// AppendWidened appends `labels` to `out` as int64 class indices. insert() from the uint8
+// range constructs each element in place (no zero fill first, as resize() would do).
+void AppendWidened(const std::vector<uint8_t>& labels, std::vector<int64_t>* out) {
+  out->insert(out->end(), labels.begin(), labels.end());
+}
+
 // TensorBytes is the size of a dense tensor of `shape` and `dtype`; 0 for no shape.
 size_t TensorBytes(const std::vector<int64_t>& shape, DType dtype) {
   if (shape.empty()) return 0;
@@ -166,7 +172,7 @@ void BatchTargets::Append(const detection::Targets& t) {
     has_semantic = true;
     mask_height = t.canvas_height;
     mask_width = t.canvas_width;
-    semantic.insert(semantic.end(), t.semantic.begin(), t.semantic.end());
+    AppendWidened(t.semantic, &semantic);
   }
   if (t.has_masks) {
     has_masks = true;
@@ -178,7 +184,7 @@ void BatchTargets::Append(const detection::Targets& t) {
 
 size_t BatchTargets::bytes() const {
   return offsets.size() * 8 + boxes.size() * 4 + labels.size() * 8 + iscrowd.size() * 8 +
-         area.size() * 4 + image_ids.size() * 8 + masks.size() + semantic.size() +
+         area.size() * 4 + image_ids.size() * 8 + masks.size() + semantic.size() * 8 +
          keypoints.size() * 4;
 }
 

@@ -86,9 +86,14 @@ struct BatchTargets {
   int num_keypoints = 0;
   std::vector<float> keypoints;
   // Semantic segmentation: one label map per row, N × mask_height × mask_width class
-  // indices (every row's the batch's image size), instead of per-instance masks.
+  // indices (every row's the batch's image size), instead of per-instance masks. int64,
+  // what CrossEntropyLoss takes and torchvision's segmentation references feed it: each
+  // row's uint8 map is widened as it is appended (ignore_index stays its value, 255), so
+  // Python wraps the batch's maps without a copy. The vector keeps its capacity with the
+  // batch token: a fresh 33 MB int64 tensor per batch of 16 × 512² cost more in page
+  // faults than the rest of the recipe (pipeline_graph.cc, ReserveBatchTargets).
   bool has_semantic = false;
-  std::vector<uint8_t> semantic;
+  std::vector<int64_t> semantic;
 
   // Start empties the targets for a new batch, keeping capacity.
   void Start();
