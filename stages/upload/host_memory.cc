@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "stages/core/huge_pages.h"
 
 namespace flowloader {
 namespace {
@@ -18,34 +19,20 @@ namespace {
 // created, not mid-epoch. Smaller buffers (tests) stay on the heap.
 constexpr size_t kMapThreshold = size_t{1} << 20;
 
-// Mapped buffers are also backed by transparent huge pages (2 MiB) where the kernel
-// allows them (THP "always" or "madvise"): one page-table entry per 2 MiB instead of 512.
-// Measured on the 2-core VMs here, where the hypervisor builds its own (shadow) entry on
-// the first touch of every page, populated or not: writing 100 MB of fresh 4 KiB pages
-// took 460-840 ms, the same 100 MB on huge pages 15-30 ms, and the LSJ detection recipe
-// (three 100 MB batch buffers) spent most of its first batches' CPU in those touches.
-// Elsewhere huge pages only save TLB misses.
-constexpr size_t kHugePage = size_t{2} << 20;
-
+// Mapped buffers are also backed by transparent huge pages where the kernel allows them
+// (stages/core/huge_pages.h: on these VMs the first touch of each fresh 4 KiB page is a
+// hypervisor fault, and the LSJ detection recipe's three 100 MB batch buffers spent most
+// of their first batches' CPU in those touches).
 bool Mapped(size_t bytes) { return bytes >= kMapThreshold; }
 
 // MappedLength is what a mapped buffer of `bytes` spans: whole huge pages.
-size_t MappedLength(size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
+size_t MappedLength(size_t bytes) { return RoundUpToHugePages(bytes); }
 
-// MapHuge maps `length` bytes (a multiple of kHugePage) at a 2 MiB-aligned address, asks
-// for huge pages and populates them writable; nullptr when the memory is not there.
+// MapHuge maps `length` bytes (a multiple of kHugePageBytes) on huge pages and populates
+// them writable; nullptr when the memory is not there.
 void* MapHuge(size_t length) {
-  // Over-map by one huge page, then unmap the unaligned head and the tail.
-  void* raw = mmap(nullptr, length + kHugePage, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
-  if (aligned > start) munmap(raw, aligned - start);
-  const uintptr_t end = start + length + kHugePage;
-  if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
-  void* p = reinterpret_cast<void*>(aligned);
-  (void)madvise(p, length, MADV_HUGEPAGE);  // EINVAL where THP is off: 4 KiB pages then.
+  void* p = MapHugeAligned(length);
+  if (p == nullptr) return nullptr;
 #ifdef MADV_POPULATE_WRITE
   if (madvise(p, length, MADV_POPULATE_WRITE) == 0) return p;
   if (errno == ENOMEM || errno == EFAULT || errno == EHWPOISON) {

@@ -4,28 +4,11 @@
 
 #include <cstdint>
 
+#include "stages/core/huge_pages.h"
+
 namespace flowloader::internal {
 
-namespace {
-
-// MapAligned maps `length` bytes (a multiple of `align`) at an `align`-aligned address,
-// marked for transparent huge pages; nullptr when the kernel refuses.
-void* MapAligned(size_t length, size_t align) {
-  // Over-map by one alignment, then unmap the unaligned head and the tail.
-  void* raw = mmap(nullptr, length + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + align - 1) / align * align;
-  if (aligned > start) munmap(raw, aligned - start);
-  const uintptr_t end = start + length + align;
-  if (end > aligned + length) munmap(reinterpret_cast<void*>(aligned + length), end - aligned - length);
-  void* p = reinterpret_cast<void*>(aligned);
-  (void)madvise(p, length, MADV_HUGEPAGE);  // EINVAL where THP is off: 4 KiB pages then.
-  return p;
-}
-
-}  // namespace
+static_assert(BlockPool::kHugePage == kHugePageBytes, "regions are whole huge pages");
 
 BlockPool::BlockPool(size_t slot_bytes) : slot_bytes_(slot_bytes > 0 ? slot_bytes : 1) {}
 
@@ -37,8 +20,8 @@ BlockPool::~BlockPool() {
 bool BlockPool::MapRegionLocked() {
   // Whole huge pages holding at least one slot, kRegionBytes when slots are small.
   size_t length = slot_bytes_ > kRegionBytes ? slot_bytes_ : kRegionBytes;
-  length = (length + kHugePage - 1) / kHugePage * kHugePage;
-  void* start = MapAligned(length, kHugePage);
+  length = RoundUpToHugePages(length);
+  void* start = MapHugeAligned(length);
   if (start == nullptr) return false;
   regions_.push_back({start, length});
   mapped_bytes_ += static_cast<int64_t>(length);
