@@ -20,13 +20,15 @@
 // tests that check that an op allocates nothing once its buffers are warm.
 thread_local int64_t g_allocations = 0;
 
-void* operator new(size_t size) {
+// Not inlined: at -O2 GCC 12 would otherwise see std::free meet a pointer from operator
+// new inside std::vector and fail the build with -Wmismatched-new-delete.
+__attribute__((noinline)) void* operator new(size_t size) {
   ++g_allocations;
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace flowloader::augment {
 namespace {
