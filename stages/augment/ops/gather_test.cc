@@ -12,18 +12,12 @@
 #include "stages/augment/ops/internal/numpy_pad.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
+#include "stages/augment/testing/op_test_util.h"
 
 namespace flowloader::augment {
 namespace {
 
-std::unique_ptr<Op> MakeOp(const std::string& text) {
-  absl::StatusOr<std::vector<OpText>> ops = ParseOpListText(text);
-  EXPECT_TRUE(ops.ok()) << text;
-  absl::StatusOr<std::unique_ptr<Op>> op =
-      OpRegistry::Global().Create((*ops)[0].name, (*ops)[0].args);
-  EXPECT_TRUE(op.ok()) << text << ": " << op.status();
-  return *std::move(op);
-}
+using testing::MakeOp;
 
 Image Noise(int width, int height, std::mt19937& gen) {
   Image img;

@@ -14,18 +14,12 @@
 #include "stages/augment/ops/kernels/colour_internal.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
+#include "stages/augment/testing/op_test_util.h"
 
 namespace flowloader::augment {
 namespace {
 
-std::unique_ptr<Op> MakeOp(const std::string& text) {
-  absl::StatusOr<std::vector<OpText>> ops = ParseOpListText(text);
-  EXPECT_TRUE(ops.ok()) << text;
-  absl::StatusOr<std::unique_ptr<Op>> op =
-      OpRegistry::Global().Create((*ops)[0].name, (*ops)[0].args);
-  EXPECT_TRUE(op.ok()) << text << ": " << op.status();
-  return *std::move(op);
-}
+using testing::MakeOp;
 
 // Noise is an image whose values cover few levels in one channel (equalize's and
 // autocontrast's tables then differ from the identity) and all levels in the others.
