@@ -167,15 +167,20 @@ absl::Status PrepareOut(const PackOptions& o, Env* env) {
   return absl::OkStatus();
 }
 
+// WriteWhole writes `text` as the file or object `path`.
+absl::Status WriteWhole(const std::string& text, const std::string& path, Env* env) {
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
+  if (!file.ok()) return file.status();
+  if (absl::Status s = (*file)->Append(text); !s.ok()) return s;
+  return (*file)->Close();
+}
+
 // WriteClassNames writes OUT/classes.txt (locally or as an object).
 absl::Status WriteClassNames(const std::vector<std::string>& names, const std::string& path,
                              Env* env) {
   std::string classes;
   for (const std::string& c : names) absl::StrAppend(&classes, EscapeClassName(c), "\n");
-  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status s = (*file)->Append(classes); !s.ok()) return s;
-  return (*file)->Close();
+  return WriteWhole(classes, path, env);
 }
 
 // WriteIndex writes a shard's index file (locally or as an object).
@@ -302,6 +307,14 @@ absl::StatusOr<PackResult> Pack(const PackOptions& options) {
     if (!s.ok()) return s;
   }
   result.run_flags = (*ds)->run_flags();
+  if (!(*ds)->categories_json().empty()) {
+    // The file's label map: shards that miss a category keep every label.
+    const std::string path = o.out + "/categories.json";
+    if (absl::Status s = WriteWhole((*ds)->categories_json(), path, env->get()); !s.ok()) {
+      return s;
+    }
+    absl::StrAppend(&result.run_flags, " --categories='", path, "'");
+  }
   result.pattern = result.shards.size() == 1
                        ? result.shards[0]
                        : absl::StrFormat("%s/%s-{000000..%06d}.tar", o.out, o.prefix,

@@ -90,16 +90,42 @@ DataSourcesOptions DataSourcesOptionsFor(const PipelineOptions& options) {
   return data;
 }
 
+// ReadCategories reads the `categories` file (local, or through the storage Envs).
+absl::Status ReadCategories(const DatasetOptions& dataset, const std::string& path,
+                            int64_t max_bytes, std::string* text) {
+  if (!IsRemotePath(path)) {
+    absl::Status s = Env::Default()->ReadFile(path, max_bytes, text);
+    return s.ok() ? s : absl::Status(s.code(), absl::StrCat("categories: ", s.message()));
+  }
+  absl::StatusOr<std::unique_ptr<StorageEnv>> storage = StorageEnv::Create(
+      dataset.env, StorageOptions{dataset.http, dataset.s3, dataset.cache});
+  if (!storage.ok()) return storage.status();
+  absl::Status s = (*storage)->ReadFile(path, max_bytes, text);
+  return s.ok() ? s : absl::Status(s.code(), absl::StrCat("categories: ", s.message()));
+}
+
 // OpenData is step 2: the data sources of DataSourcesOptionsFor, or with `annotations`
 // the images a COCO instances file lists under `data` (its targets ride on the dataset).
 absl::StatusOr<DataSources> OpenData(const PipelineOptions& options) {
   DataSourcesOptions data = DataSourcesOptionsFor(options);
+  if (!options.categories.empty() && !Dataset::IsMemberExtension(options.annotations)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "categories ", options.categories, " is for tar shards with annotations: .json; ",
+        options.annotations.empty() ? "there are no annotations"
+                                    : "a COCO instances file has its own categories"));
+  }
   if (Dataset::IsMemberExtension(options.annotations)) {
     // Tar shards whose samples carry their annotations as a member (".json").
     detection::CocoOptions coco;
     coco.skip_empty = options.skip_empty;
-    absl::StatusOr<std::unique_ptr<Dataset>> opened =
-        Dataset::OpenShardAnnotations(data.dataset, coco, options.annotations);
+    std::string categories;
+    if (!options.categories.empty()) {
+      absl::Status read = ReadCategories(data.dataset, options.categories, coco.max_json_bytes,
+                                         &categories);
+      if (!read.ok()) return read;
+    }
+    absl::StatusOr<std::unique_ptr<Dataset>> opened = Dataset::OpenShardAnnotations(
+        data.dataset, coco, options.annotations, categories, options.categories);
     if (!opened.ok()) return opened.status();
     data.opened = std::move(*opened);
   } else if (!options.annotations.empty()) {

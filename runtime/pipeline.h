@@ -95,6 +95,11 @@ struct PipelineOptions {
   // With `annotations`: drop images without an instance (counted), instead of keeping
   // them with empty targets.
   bool skip_empty = false;
+  // With tar-shard annotations (`annotations: .json`): a JSON file whose top-level
+  // `categories` list maps category ids to labels (a COCO instances file, or the
+  // OUT/categories.json `flowloader pack` writes); local, http(s):// or s3://. Empty
+  // (default): the sorted category ids seen in the shards.
+  std::string categories;
   // Semantic segmentation: PNG label maps paired with the images by key, a directory
   // (beside `data`, the images' directory) or a list file of `image label_map` lines
   // (Dataset::OpenLabelMaps); the `label_map` stage writes them as the field masks.

@@ -449,6 +449,11 @@ const std::vector<Key>& Keys() {
        "data (their directory), with boxes, labels and masks as targets; with tar-shard "
        "data, .json: each sample's .json member holds its image's annotations",
        [](R r, F f, O o) { return r.Scalar(f, "a COCO instances JSON path", &o->annotations); }},
+      {"categories", "",
+       "with tar-shard annotations (.json): a JSON file whose \"categories\" list maps "
+       "category ids to labels (a COCO instances file, or OUT/categories.json from pack); "
+       "default: the sorted category ids seen in the shards",
+       [](R r, F f, O o) { return r.Scalar(f, "a JSON file path", &o->categories); }},
       {"skip_empty", "false",
        "with annotations: drop images without an instance (counted) instead of keeping "
        "them with empty targets",
@@ -704,6 +709,11 @@ absl::StatusOr<PipelineOptions> ParseSpec(const std::string& text, const std::st
     options.annotations = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
                                        options.annotations);
   }
+  if (!options.categories.empty() && options.categories[0] != '/' && !base_dir.empty() &&
+      !absl::StrContains(options.categories, "://")) {
+    options.categories = absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
+                                      options.categories);
+  }
   for (WeightedSource& source : options.sources) {
     if (source.data[0] != '/' && !base_dir.empty() && !absl::StrContains(source.data, "://")) {
       source.data =
@@ -805,7 +815,8 @@ std::string SpecYaml(const PipelineOptions& o) {
   std::string out = absl::StrCat(
       o.sources.empty() ? absl::StrCat("data: ", YamlScalar(o.data), "\n")
                         : spec_internal::SourcesYaml(o),
-      "annotations: ", YamlScalar(o.annotations), "\nskip_empty: ", b(o.skip_empty),
+      "annotations: ", YamlScalar(o.annotations), "\ncategories: ", YamlScalar(o.categories),
+      "\nskip_empty: ", b(o.skip_empty),
       "\nlabel_maps: ", YamlScalar(o.label_maps),
       "\nepoch_samples: ", o.epoch_samples, "\nrepeated_augment: ", o.repeated_augment,
       "\nlabel_key: ", YamlScalar(o.label_key),

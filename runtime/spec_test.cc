@@ -436,7 +436,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyByContainment", "workers: 4\n",
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
-     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, annotations, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, read_ahead, http_ca_file, cache_dir, cache_bytes, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, num_workers, "
+     "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, annotations, categories, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, read_ahead, http_ca_file, cache_dir, cache_bytes, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, num_workers, "
      "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
      "stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
@@ -581,7 +581,7 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:1:19: repeated_augment must be >= 1, got 0"},
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
-     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, annotations, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, read_ahead, http_ca_file, cache_dir, cache_bytes, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, "
+     "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, annotations, categories, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, read_ahead, http_ca_file, cache_dir, cache_bytes, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, "
      "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
      "image_size, layout, stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "runtime/detection_dataset.h"
 #include "runtime/pack_command.h"
 #include "runtime/pipeline.h"
@@ -174,7 +175,8 @@ PackResult* ShardTargetsTest::seg_ = nullptr;
 
 TEST_F(ShardTargetsTest, DetectionShardsGiveTheFoldersTargetsOnDiskAndOverHttp) {
   ASSERT_GT(det_->shards.size(), 1u);
-  EXPECT_EQ(det_->run_flags, " --annotations=.json");
+  EXPECT_EQ(det_->run_flags, absl::StrCat(" --annotations=.json --categories='", Tmp(),
+                                          "/det_shards/categories.json'"));
   const std::string root = Tmp() + "/det";
   const Outcome folder =
       RunPipeline(Detection(root + "/images", root + "/annotations/instances.json"));
@@ -282,6 +284,57 @@ TEST_F(ShardTargetsTest, BadMembersAreSkippedCountedAndNamed) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("did not open as tar shards"), std::string::npos)
       << refused.status();
+}
+
+// A shard whose members name only some of the file's categories keeps the file's labels
+// with `categories` (pack's categories.json, or the COCO file itself); without it the
+// labels are the ids seen, in order. `categories` anywhere else is refused in one line.
+TEST_F(ShardTargetsTest, CategoriesFileKeepsLabelsOfCategoriesMissingFromTheShards) {
+  const std::string root = Tmp() + "/det";
+  std::string coco_text;
+  ASSERT_TRUE(
+      Env::Default()->ReadFile(root + "/annotations/instances.json", 1 << 26, &coco_text).ok());
+  const nlohmann::json coco = nlohmann::json::parse(coco_text);
+  const nlohmann::json& image = coco["images"][0];
+  nlohmann::json record = {{"image_id", image["id"]}, {"width", image["width"]},
+                           {"height", image["height"]}, {"annotations", nlohmann::json::array()}};
+  for (int64_t category : {12, 1}) {  // Categories 3 and 7 appear in no member.
+    record["annotations"].push_back(
+        {{"bbox", {2, 3, 20, 10}}, {"category_id", category}, {"iscrowd", 0}, {"area", 200}});
+  }
+  std::string jpg;
+  ASSERT_TRUE(Env::Default()
+                  ->ReadFile(root + "/images/" + image["file_name"].get<std::string>(), 1 << 24,
+                             &jpg)
+                  .ok());
+  const std::string shard = Tmp() + "/two_categories.tar";
+  WriteShard(shard, {{"a.jpg", jpg}, {"a.json", record.dump()}});
+
+  auto labels_with = [&](const std::string& categories) {
+    PipelineOptions o = Detection(shard, ".json");
+    o.stages[3].args = {{"ops", "resize(size=[32, 32])"}};
+    o.categories = categories;
+    const Outcome run = RunPipeline(o);
+    EXPECT_TRUE(run.status.ok()) << run.status;
+    std::vector<int64_t> labels;
+    for (const Seen& b : run.batches) {
+      labels.insert(labels.end(), b.targets.labels.begin(), b.targets.labels.end());
+    }
+    return labels;
+  };
+  EXPECT_EQ(labels_with(""), (std::vector<int64_t>{2, 1}));  // Ids seen: 1, 12.
+  EXPECT_EQ(labels_with(Tmp() + "/det_shards/categories.json"), (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(labels_with(root + "/annotations/instances.json"), (std::vector<int64_t>{4, 1}));
+
+  PipelineOptions folder = Detection(root + "/images", root + "/annotations/instances.json");
+  folder.categories = Tmp() + "/det_shards/categories.json";
+  EXPECT_NE(RunPipeline(folder).status.message().find("has its own categories"),
+            std::string::npos);
+  PipelineOptions not_json = Detection(shard, ".json");
+  not_json.categories = shard;
+  const absl::Status refused = RunPipeline(not_json).status;
+  EXPECT_NE(refused.message().find("non-empty \"categories\" list"), std::string::npos)
+      << refused;
 }
 
 }  // namespace

@@ -24,13 +24,18 @@ std::string NoTrailingSlash(std::string path) {
 
 // CocoSamples is each image of the COCO file `text` (already checked by
 // detection::CocoDataset) with its .json member: the image's record and its annotations
-// as the file has them, in the file's order.
+// as the file has them, in the file's order; *categories is {"categories": its list}.
 absl::StatusOr<std::vector<PackSample>> CocoSamples(const std::string& text,
                                                     const std::string& file,
-                                                    const std::string& images) {
+                                                    const std::string& images,
+                                                    std::string* categories) {
   Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object() || !root.contains("images")) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": not a COCO instances file"));
+  }
+  if (root.contains("categories") && root["categories"].is_array() &&
+      !root["categories"].empty()) {
+    *categories = Json{{"categories", root["categories"]}}.dump();
   }
   std::map<int64_t, Json> annotations_of;  // By image id.
   int64_t orphans = 0;
@@ -98,7 +103,7 @@ absl::StatusOr<std::unique_ptr<PackSource>> PackSource::Open(const PackSourceOpt
       return s;
     }
     absl::StatusOr<std::vector<PackSample>> samples =
-        CocoSamples(text, o.annotations, NoTrailingSlash(o.data));
+        CocoSamples(text, o.annotations, NoTrailingSlash(o.data), &source->categories_json_);
     if (!samples.ok()) return samples.status();
     source->coco_samples_ = std::move(*samples);
     source->size_ = static_cast<int64_t>(source->coco_samples_.size());

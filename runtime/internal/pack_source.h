@@ -52,6 +52,8 @@ class PackSource {
   // RunFlags is what `run` needs beside --data to read the targets back ("" for
   // classification, " --annotations=.json", " --label_maps=.png").
   const std::string& run_flags() const { return run_flags_; }
+  // Detection: {"categories": the COCO file's list}, for OUT/categories.json; else "".
+  const std::string& categories_json() const { return categories_json_; }
 
  private:
   PackSource() = default;
@@ -60,6 +62,7 @@ class PackSource {
   std::vector<PackSample> coco_samples_;  // Detection: image path and .json member.
   std::string map_extension_;            // Segmentation: "png" or "seg.png".
   std::string run_flags_;
+  std::string categories_json_;          // Detection: see categories_json().
   int64_t size_ = 0;
 };
 

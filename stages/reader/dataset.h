@@ -212,12 +212,15 @@ class Dataset {
   // position, file_name to its key). They are read while indexing (as columns) and
   // assembled into one COCO instances document, checked and mapped by
   // detection::CocoDataset (`coco` gives skip_empty, masks, ...): the same targets as
-  // the COCO file they came from. Categories are the sorted category ids seen in the
+  // the COCO file they came from. Categories: the `categories` list of
+  // `categories_json` (a COCO file's, or what pack writes as OUT/categories.json;
+  // `categories_file` names it in messages), else the sorted category ids seen in the
   // shards (labels 1..C; named by their id). A sample without the member fails as
   // missing_label, one whose member is not such a JSON object, lacks a width or height,
   // or repeats an image_id, as corrupt, each named and counted every epoch.
   static absl::StatusOr<std::unique_ptr<Dataset>> OpenShardAnnotations(
-      const DatasetOptions& options, detection::CocoOptions coco, const std::string& extension);
+      const DatasetOptions& options, detection::CocoOptions coco, const std::string& extension,
+      const std::string& categories_json = "", const std::string& categories_file = "");
   // annotation_image is sample i's image in annotations() (OfCoco: i itself).
   size_t annotation_image(int64_t i) const {
     return annotation_images_.empty() ? static_cast<size_t>(i)

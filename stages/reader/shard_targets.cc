@@ -26,6 +26,19 @@ using Json = nlohmann::json;
 // The largest annotations member read (polygons of many instances), bytes.
 constexpr int64_t kMaxAnnotationMemberBytes = int64_t{16} << 20;
 
+// CategoriesList is the top-level "categories" list of the JSON document `text` (a COCO
+// instances file, or pack's categories.json), read from `file`.
+absl::StatusOr<Json> CategoriesList(const std::string& text, const std::string& file) {
+  Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object() || !root.contains("categories") ||
+      !root["categories"].is_array() || root["categories"].empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "categories ", file, ": not a JSON object with a non-empty \"categories\" list "
+        "(a COCO instances file, or the categories.json pack writes)"));
+  }
+  return std::move(root["categories"]);
+}
+
 // MemberExtension is an option's member extension without its dot, lower case.
 std::string MemberExtension(const std::string& value) {
   return absl::AsciiStrToLower(value.substr(1));
@@ -184,7 +197,14 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShardLabelMaps(
 }
 
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShardAnnotations(
-    const DatasetOptions& options, detection::CocoOptions coco, const std::string& extension) {
+    const DatasetOptions& options, detection::CocoOptions coco, const std::string& extension,
+    const std::string& categories_json, const std::string& categories_file) {
+  Json categories;
+  if (!categories_file.empty()) {
+    absl::StatusOr<Json> read = CategoriesList(categories_json, categories_file);
+    if (!read.ok()) return read.status();
+    categories = *std::move(read);
+  }
   const std::string wanted = MemberExtension(extension);
   DatasetOptions o = options;
   o.labels = false;
@@ -247,9 +267,14 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenShardAnnotations(
         options.path, ": no sample with an image and a readable .", wanted,
         " annotations member"));
   }
-  // Categories: the sorted ids seen (labels 1..C in that order), named by their id.
-  for (int64_t c : category_ids) {
-    document["categories"].push_back({{"id", c}, {"name", absl::StrCat(c)}});
+  // Categories: the given list (CocoDataset checks it), else the sorted ids seen (labels
+  // 1..C in that order), named by their id.
+  if (!categories.is_null()) {
+    document["categories"] = std::move(categories);
+  } else {
+    for (int64_t c : category_ids) {
+      document["categories"].push_back({{"id", c}, {"name", absl::StrCat(c)}});
+    }
   }
 
   // detection::CocoDataset checks and maps it as it does a file.
