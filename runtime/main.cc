@@ -7,6 +7,7 @@
 //   flowloader make-dataset --task=detection --out=DIR [--images=100]
 //   flowloader tune --data=DIR_OR_LIST --out=DIR [run's flags] [--consumer_ms=MS ...]
 //   flowloader pack --data=IMAGEFOLDER_OR_LIST --out=DIR_OR_S3_PREFIX [--shard_size=256MB ...]
+//   flowloader index --data=SHARDS [--out=DIR]   (index files for other tools' shards)
 //   flowloader stages        (every stage type and its options)
 //   flowloader graph [--spec=FILE] [--dot]   (the planned per-sample graph, nothing run)
 //   flowloader --help | COMMAND --help | --version
@@ -28,6 +29,7 @@
 #include "absl/time/clock.h"
 #include "graph/stage.h"
 #include "runtime/detection_dataset.h"
+#include "runtime/index_command.h"
 #include "runtime/segmentation_dataset.h"
 #include "runtime/graph_command.h"
 #include "runtime/internal/cli_flags.h"
@@ -164,12 +166,25 @@ std::vector<CommandDef> Commands() {
   for (FlagDef& f : PipelineFlags()) {
     if (f.name.rfind("s3_", 0) == 0) pack.flags.push_back(std::move(f));
   }
+  CommandDef index{
+      "index", "flowloader index --data=SHARDS [--out=DIR] [flags]",
+      "write the index file beside each tar shard that has none (shards from webdataset, "
+      "GNU tar, ...), so a run opens it with two small reads",
+      {{"data", "", "the shards: brace pattern, directory or list of .tar; local, s3:// or "
+                    "http(s):// (required)"},
+       {"out", "", "a local directory for the indexes instead of beside the shards "
+                   "(required for http(s):// shards, which cannot be written)"},
+       {"force", "false", "rewrite indexes that are already good", true},
+       {"threads", "8", "shards scanned at a time"}}};
+  for (FlagDef& f : PipelineFlags()) {
+    if (f.name.rfind("s3_", 0) == 0 || f.name == "http_ca_file") index.flags.push_back(std::move(f));
+  }
   CommandDef graph{"graph", "flowloader graph [--spec=FILE.yaml] [--dot]",
                    "print the planned per-sample graph: stages, the fields they read and "
                    "write, and the batch tensors, without running it",
                    {{"spec", "", "YAML pipeline spec; empty = the built-in read, decode, augment"},
                     {"dot", "false", "print Graphviz DOT instead of text", true}}};
-  return {run, plan, make_dataset, tune, pack, stages, graph};
+  return {run, plan, make_dataset, tune, pack, index, stages, graph};
 }
 
 int Fail(const std::string& message) {
@@ -498,6 +513,30 @@ int PackFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   return PackCommand(o);
 }
 
+// IndexFromFlags writes index files beside tar shards (index_command.h).
+int IndexFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
+  const FlagReader flags(command, parsed);
+  IndexCommandOptions o;
+  o.data = flags.Text("data");
+  o.out = flags.Text("out");
+  int64_t threads = 0;
+  absl::Status s = flags.Bool("force", &o.force);
+  if (s.ok()) s = flags.Int("threads", 1, 256, &threads);
+  if (!s.ok()) return Fail(std::string(s.message()));
+  o.threads = static_cast<int>(threads);
+  // The s3_* and http_ca_file flags, through the spec's own parser (one key table).
+  PipelineOptions keys;
+  for (const std::string& name : parsed.order) {
+    if (name.rfind("s3_", 0) != 0 && name != "http_ca_file") continue;
+    if (absl::Status st = ApplySpecValue(name, parsed.given.at(name), &keys); !st.ok()) {
+      return Fail(std::string(st.message()));
+    }
+  }
+  o.storage.s3 = keys.s3;
+  o.storage.http = keys.http;
+  return IndexCommand(o);
+}
+
 // Graph prints the planned graph of a spec (graph_command.h).
 int Graph(const CommandDef& command, const ParsedFlags& parsed) {
   const FlagReader flags(command, parsed);
@@ -540,7 +579,7 @@ int Main(int argc, char** argv, absl::Time process_start) {
   }
   if (command == nullptr) {
     return Fail(absl::StrCat("unknown command '", first,
-                             "' (run, plan, tune, make-dataset, pack, stages, graph; "
+                             "' (run, plan, tune, make-dataset, pack, index, stages, graph; "
                              "flowloader --help)"));
   }
   absl::StatusOr<ParsedFlags> parsed =
@@ -555,6 +594,7 @@ int Main(int argc, char** argv, absl::Time process_start) {
   if (command->name == "tune") return TuneFromFlags(*command, *parsed);
   if (command->name == "make-dataset") return MakeDataset(*command, *parsed);
   if (command->name == "pack") return PackFromFlags(*command, *parsed);
+  if (command->name == "index") return IndexFromFlags(*command, *parsed);
   if (command->name == "graph") return Graph(*command, *parsed);
   return Stages();
 }

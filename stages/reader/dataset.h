@@ -296,6 +296,12 @@ class Dataset {
   };
   const ShardIndexCounts& shard_index_counts() const { return shard_index_counts_; }
 
+  // ShardPaths turns `path` into shard locations when it names tar shards: brace
+  // pattern, `.tar` file, URL, directory of `.tar` files or shard list. Empty otherwise
+  // (also `flowloader index`'s list of shards).
+  static absl::StatusOr<std::vector<std::string>> ShardPaths(Env* env, const std::string& path,
+                                                             bool is_directory);
+
  private:
   Dataset() = default;
   // OpenOne is Open; with `in_mixture`, a list file or ImageFolder that lacks a column
@@ -306,10 +312,6 @@ class Dataset {
   static absl::StatusOr<std::unique_ptr<Dataset>> OpenShards(
       const DatasetOptions& options, std::unique_ptr<StorageEnv> storage,
       const std::vector<std::string>& shards, std::string root);
-  // ShardPaths turns `path` into shard locations when it names tar shards: brace
-  // pattern, `.tar` file, URL, directory of `.tar` files or shard list. Empty otherwise.
-  static absl::StatusOr<std::vector<std::string>> ShardPaths(Env* env, const std::string& path,
-                                                             bool is_directory);
 
   // KeepSamples keeps the samples `keep` (increasing indices) and the columns `columns`
   // (indices into column_names_), with their label maps and annotation images

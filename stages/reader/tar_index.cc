@@ -210,6 +210,7 @@ class Indexer {
   }
 
   absl::Status Member(const char* header) {
+    if (first_record_ < 0) first_record_ = offset_;
     int64_t size = 0;
     if (!ParseSize(header, &size)) {
       return Damage(reason::kCorrupt, what_, offset_, "bad size field");
@@ -257,6 +258,7 @@ class Indexer {
   }
 
   absl::Status AddFile(const char* header, int64_t data_offset, int64_t size) {
+    const int64_t first_record = first_record_;
     if (static_cast<int64_t>(index_.members.size()) >= options_.max_members) {
       return Damage(reason::kCorrupt, what_, offset_,
                     absl::StrCat("more than ", options_.max_members, " members"));
@@ -285,6 +287,7 @@ class Indexer {
       }
     }
     index_.members.push_back(std::move(m));
+    index_.last_member_record = first_record;
     last_is_member_ = true;
     return absl::OkStatus();
   }
@@ -299,6 +302,7 @@ class Indexer {
   }
 
   void ResetPending() {
+    first_record_ = -1;
     long_name_.clear();
     pax_size_ = -1;
     long_record_bytes_ = 0;
@@ -314,6 +318,7 @@ class Indexer {
   std::string long_name_;  // From a preceding 'L' or pax header.
   int64_t pax_size_ = -1;
   int64_t long_record_bytes_ = 0;  // A pending 'L' or 'x' record too long to read.
+  int64_t first_record_ = -1;  // The pending member's first header record (-1: none yet).
   char long_record_type_ = 0;
 };
 

@@ -46,6 +46,9 @@ struct TarIndex {
   absl::Status damage;
   // Bytes the headers account for up to the end (or the damage).
   int64_t indexed_bytes = 0;
+  // Where the last member's first header record starts (its GNU long-name or pax record
+  // when it has one): TarIndexFile::tail, for an index written from a scan.
+  int64_t last_member_record = 0;
 };
 
 // TarRangeReader replaces *out with up to `length` bytes at `offset`; fewer only at the

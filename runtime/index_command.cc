@@ -1,0 +1,228 @@
+// index_command.cc: `flowloader index` (see index_command.h).
+#include "runtime/index_command.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "stages/reader/dataset.h"
+#include "stages/reader/shard_index_load.h"
+#include "stages/reader/storage_env.h"
+#include "stages/reader/tar_index.h"
+#include "stages/reader/tar_index_file.h"
+
+namespace flowloader {
+namespace {
+
+// Remote shards are scanned in windows of this size (the block cache's block): one
+// request serves the headers of many small members.
+constexpr int64_t kRemoteWindowBytes = int64_t{1} << 20;
+
+std::string StripTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool IsHttp(const std::string& path) {
+  return path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0;
+}
+
+// ShardBytes is the shard's size: `end` (where its end-of-archive blocks start) plus
+// whatever follows (those blocks and a tar writer's padding to its record size).
+absl::StatusOr<int64_t> ShardBytes(RandomAccessFile* file, int64_t end) {
+  int64_t bytes = end;
+  std::string chunk;
+  while (true) {
+    if (absl::Status s = file->Read(bytes, kRemoteWindowBytes, &chunk); !s.ok()) return s;
+    bytes += static_cast<int64_t>(chunk.size());
+    if (static_cast<int64_t>(chunk.size()) < kRemoteWindowBytes) return bytes;
+  }
+}
+
+// ScanToIndexFile walks the shard's headers and returns its index file: small members
+// that are not images keep their bytes, as pack's indexes do (TarWriter::Add).
+absl::StatusOr<TarIndexFile> ScanToIndexFile(RandomAccessFile* file, const std::string& shard) {
+  TarIndexOptions o;
+  o.read_ahead_bytes = IsRemotePath(shard) ? kRemoteWindowBytes : 0;
+  o.want_payload = [](const std::string& name) { return !HasImageExtension(name); };
+  o.inline_max_bytes = kIndexPayloadBytes;
+  const TarIndex scanned = IndexTar(
+      [file](int64_t offset, int64_t length, std::string* out) {
+        return file->Read(offset, length, out);
+      },
+      shard, o);
+  if (!scanned.damage.ok()) return scanned.damage;
+  if (!scanned.skipped.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        scanned.skipped.size(), " member(s) a run skips (", scanned.skipped[0].message(),
+        "): left to the scan"));
+  }
+  if (scanned.members.empty()) return absl::FailedPreconditionError("no member to index");
+  TarIndexFile index;
+  index.end = scanned.indexed_bytes;
+  index.tail = scanned.last_member_record;
+  absl::StatusOr<int64_t> bytes = ShardBytes(file, index.end);
+  if (!bytes.ok()) return bytes.status();
+  index.bytes = *bytes;
+  index.members.reserve(scanned.members.size());
+  for (const TarMember& m : scanned.members) {
+    IndexedMember member;
+    member.name = m.name;
+    member.offset = m.offset;
+    member.size = m.size;
+    member.has_payload = m.size <= kIndexPayloadBytes && !HasImageExtension(m.name);
+    if (member.has_payload) member.payload = m.inline_payload;
+    index.members.push_back(std::move(member));
+  }
+  return index;
+}
+
+absl::Status WriteText(Env* env, const std::string& path, const std::string& text) {
+  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
+  if (!file.ok()) return file.status();
+  if (absl::Status s = (*file)->Append(text); !s.ok()) return s;
+  return (*file)->Close();
+}
+
+// Outcome of one shard.
+struct ShardOutcome {
+  bool written = false;
+  bool current = false;
+  int64_t members = 0;
+  std::string failure;  // Why it has no index; empty when written or current.
+};
+
+ShardOutcome IndexOneShard(StorageEnv* env, const std::string& shard,
+                           const IndexCommandOptions& o) {
+  ShardOutcome out;
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> file = env->NewRandomAccessFile(shard);
+  if (!file.ok()) {
+    out.failure = std::string(file.status().message());
+    return out;
+  }
+  if (!o.force && o.out.empty() &&
+      LoadTarIndexFile(env, file->get(), shard, TarIndexOptions()).outcome == IndexOutcome::kUsed) {
+    out.current = true;
+    return out;
+  }
+  absl::StatusOr<TarIndexFile> index = ScanToIndexFile(file->get(), shard);
+  if (!index.ok()) {
+    out.failure = std::string(index.status().message());
+    return out;
+  }
+  const std::string path = o.out.empty() ? TarIndexFileName(shard)
+                                         : absl::StrCat(o.out, "/", BaseName(TarIndexFileName(shard)));
+  if (absl::Status s = WriteText(env, path, FormatTarIndexFile(*index)); !s.ok()) {
+    out.failure = absl::StrCat("writing ", path, ": ", s.message());
+    return out;
+  }
+  // Beside the shard, the index must be one a run uses (the reader's own check).
+  if (o.out.empty()) {
+    const LoadedIndex check = LoadTarIndexFile(env, file->get(), shard, TarIndexOptions());
+    if (check.outcome != IndexOutcome::kUsed) {
+      out.failure = absl::StrCat("the index written to ", path, " does not check (",
+                                 IndexOutcomeName(check.outcome), ": ", check.why, ")");
+      return out;
+    }
+  }
+  out.written = true;
+  out.members = static_cast<int64_t>(index->members.size());
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<IndexCommandResult> IndexShardFiles(const IndexCommandOptions& options) {
+  IndexCommandOptions o = options;
+  if (o.data.empty()) return absl::InvalidArgumentError("index needs --data (the shards)");
+  if (o.threads < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--threads must be >= 1, got ", o.threads));
+  }
+  o.out = o.out.empty() ? "" : StripTrailingSlashes(o.out);
+  if (!o.out.empty() && IsRemotePath(o.out)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out ", o.out, " must be a local directory (without --out the indexes go beside "
+        "the shards, s3:// ones included)"));
+  }
+  absl::StatusOr<std::unique_ptr<StorageEnv>> storage = StorageEnv::Create(nullptr, o.storage);
+  if (!storage.ok()) return storage.status();
+  StorageEnv* env = storage->get();
+  const std::string path = StripTrailingSlashes(o.data);
+  const bool pattern = !IsListablePath(path) || path.find('{') != std::string::npos;
+  absl::StatusOr<bool> is_dir = pattern ? false : env->IsDirectory(path);
+  if (!is_dir.ok()) {
+    return absl::NotFoundError(absl::StrCat("--data ", path, ": ", is_dir.status().message()));
+  }
+  absl::StatusOr<std::vector<std::string>> shards = Dataset::ShardPaths(env, path, *is_dir);
+  if (!shards.ok()) return shards.status();
+  if (shards->empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data ", path, " names no .tar shard (a brace pattern, a directory or a list of .tar)"));
+  }
+  if (o.out.empty() && IsHttp(shards->front())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "http(s):// shards (", shards->front(), ") cannot be written beside: give "
+        "--out=DIR, then upload DIR's .tar.idx files next to the shards"));
+  }
+  if (!o.out.empty()) {
+    absl::StatusOr<bool> out_dir = Env::Default()->IsDirectory(o.out);
+    if (!out_dir.ok() || !*out_dir) {
+      return absl::InvalidArgumentError(absl::StrCat("--out ", o.out, " is not a directory"));
+    }
+  }
+
+  std::vector<ShardOutcome> outcomes(shards->size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < shards->size(); i = next++) {
+      outcomes[i] = IndexOneShard(env, (*shards)[i], o);
+    }
+  };
+  std::vector<std::thread> pool;
+  const size_t threads = std::min<size_t>(static_cast<size_t>(o.threads), shards->size());
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+
+  IndexCommandResult result;
+  result.shards = static_cast<int64_t>(shards->size());
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    result.written += outcomes[i].written ? 1 : 0;
+    result.current += outcomes[i].current ? 1 : 0;
+    result.members += outcomes[i].members;
+    if (!outcomes[i].failure.empty()) {
+      result.failed.push_back(absl::StrCat((*shards)[i], ": ", outcomes[i].failure));
+    }
+  }
+  return result;
+}
+
+int IndexCommand(const IndexCommandOptions& options) {
+  absl::StatusOr<IndexCommandResult> r = IndexShardFiles(options);
+  if (!r.ok()) {
+    std::fprintf(stderr, "flowloader: %s\n", std::string(r.status().message()).c_str());
+    return 2;
+  }
+  for (const std::string& line : r->failed) {
+    std::fprintf(stderr, "flowloader: no index for %s\n", line.c_str());
+  }
+  std::printf("%lld shard(s): %lld index(es) written %s (%lld members), %lld already indexed, "
+              "%zu left without one\n",
+              static_cast<long long>(r->shards), static_cast<long long>(r->written),  // NOLINT
+              options.out.empty() ? "beside them" : ("to " + options.out).c_str(),
+              static_cast<long long>(r->members), static_cast<long long>(r->current),  // NOLINT
+              r->failed.size());
+  return r->failed.empty() ? 0 : 1;
+}
+
+}  // namespace flowloader
