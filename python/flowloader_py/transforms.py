@@ -219,9 +219,12 @@ class Transform:
 
     def _eager(self, state, generator):
         """Queues this transform's work on `state` (_eager.State)."""
+        # The native op first: it checks every argument (p, sizes, paddings) in one line,
+        # before a draw reads one (p="a" or padding=[1, 2, 3] broke inside the draw).
+        op = self._native()
         if self._draws_p and not _coin(self._args["p"], generator):
             return
-        state.native(self._native(), self._draw(state, generator))
+        state.native(op, self._draw(state, generator))
 
     def _draw(self, state, generator):
         """The op's parameters (OpParams, in torchvision's get_params order)."""
@@ -384,8 +387,9 @@ class RandomResizedCrop(Transform):
         return list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
 
     def _eager(self, state, generator):
+        op = self._native()  # Checks the arguments before the draw reads them.
         params = self._draw(state, generator)
-        state.native(self._native(), params, box=params)  # Crops first, as F.resized_crop.
+        state.native(op, params, box=params)  # Crops first, as F.resized_crop.
 
 
 class RandomCrop(Transform):
@@ -432,9 +436,10 @@ class RandomCrop(Transform):
         return list(self._corner(w, h, (th, tw), generator))
 
     def _eager(self, state, generator):
+        op = self._native()  # Checks the arguments before the draw reads them.
         params = self._draw(state, generator)
         no_pad = self._args["padding"] in (None, 0, [0], [0, 0], [0, 0, 0, 0])
-        state.native(self._native(), params,
+        state.native(op, params,
                      box=params if no_pad and not self._args["pad_if_needed"] else None)
 
 

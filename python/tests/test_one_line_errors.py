@@ -129,3 +129,19 @@ def test_random_choice_without_transforms_or_with_wrong_weights_is_one_line():
     with pytest.raises(ValueError) as raised:
         T.RandomChoice([T.RandomHorizontalFlip(), T.RandomVerticalFlip()], p=[1.0])
     assert "p has 1 weights for 2 transforms" in one_line(raised)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: T.RandomHorizontalFlip(p="a"), lambda: T.RandomGrayscale(p=None),
+    lambda: T.RandomVerticalFlip(p=[0.5]), lambda: T.RandomInvert(p=b"1"),
+    lambda: T.RandomCrop(10, padding=[1, 2, 3]), lambda: T.RandomResizedCrop(10, scale=(0.1,)),
+], ids=["flip_p_str", "grayscale_p_none", "vflip_p_list", "invert_p_bytes",
+        "crop_padding_of_3", "rrc_scale_of_1"])
+def test_an_eager_call_checks_its_arguments_before_drawing(make):
+    # Called on an image, the op's own check runs before the draw reads an argument:
+    # was struct.error ("required argument is not a float") for p, IndexError for the
+    # padding and scale lists.
+    from PIL import Image
+    with pytest.raises((ValueError, TypeError)) as raised:
+        make()(Image.new("RGB", (64, 48)))
+    one_line(raised)
