@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "stages/augment/ops/kernels/policy_ops.h"
 #include "stages/augment/ops/op.h"
@@ -72,6 +73,28 @@ TEST(OpRegistryTest, EveryArgumentRefusesHugeNumbersNamingTheOpAndArgument) {
         EXPECT_EQ(message.find('\n'), std::string::npos) << message;
       }
     }
+  }
+}
+
+// A megabyte-long value, op name or argument name is quoted cut to 200 characters with
+// its length: the message stays a line (a 1 MB string gave a 1 MB ValueError before).
+TEST(OpRegistryTest, HugeValuesAndNamesInMessagesAreCut) {
+  const OpRegistry& registry = OpRegistry::Global();
+  const std::string huge(1000000, 'x');
+  const std::string list = "[" + std::string(200000, '1') + ", 2]";
+  const std::string many = "[" + absl::StrJoin(std::vector<std::string>(100000, "1"), ", ") + "]";
+  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> cases = {
+      {"resize", {{"size", huge}}},          {"resize", {{"size", "[" + huge}}},
+      {"resize", {{"size", list + "x]"}}},   {"resize", {{"size", many}}},
+      {"color_jitter", {{"hue", huge}}},     {"resize", {{huge, "1"}}},
+      {huge, {}},                            {"pad", {{"padding", "[" + huge + ", 1]"}}},
+  };
+  for (const auto& [name, args] : cases) {
+    absl::StatusOr<std::unique_ptr<Op>> op = registry.Create(name, args);
+    ASSERT_FALSE(op.ok()) << name.substr(0, 20);
+    const std::string message(op.status().message());
+    EXPECT_LT(message.size(), 1000u) << message.substr(0, 300);
+    EXPECT_TRUE(absl::StrContains(message, " characters)")) << message.substr(0, 300);
   }
 }
 
