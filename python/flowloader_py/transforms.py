@@ -89,9 +89,23 @@ def _supported():
         "InterpolationMode", "AutoAugmentPolicy") + _EAGER_ONLY)
 
 
+# Values quoted in messages are cut to this many characters (as flowloader's _short).
+_MAX_VALUE_CHARS = 200
+
+
+def _cut(text):
+    """text on one line, cut to _MAX_VALUE_CHARS characters saying how long it was."""
+    text = " ".join(str(text).split("\n"))
+    if len(text) > _MAX_VALUE_CHARS:
+        text = f"{text[:_MAX_VALUE_CHARS]}... ({len(text)} characters)"
+    return text
+
+
 def _refuse(what, why=""):
-    raise TypeError(f"flowloader.transforms: {what} is not supported{': ' + why if why else ''}"
-                    f" (supported: {_supported()})")
+    # `what` quotes the user's value (a class's repr, an argument): cut, so that a 1 MB
+    # string gives a line, not a megabyte.
+    raise TypeError(f"flowloader.transforms: {_cut(what)} is not supported"
+                    f"{': ' + why if why else ''} (supported: {_supported()})")
 
 
 def _interpolation(cls, value, resize=False):
@@ -113,7 +127,8 @@ def _antialias(cls, antialias):
     """torchvision 0.14's antialias on PIL images: None and True antialias; False is
     ignored with torchvision's warning (flowloader resizes as PIL does)."""
     if antialias not in (None, True, False):
-        raise TypeError(f"{cls}: antialias must be None, True or False, got {antialias!r}")
+        raise TypeError(f"{cls}: antialias must be None, True or False, got "
+                        f"{_cut(repr(antialias))}")
     if antialias is False:
         import warnings
         warnings.warn("Anti-alias option is always applied for PIL Image input. Argument "
