@@ -1150,6 +1150,13 @@ def _wants_rng(fn):
 def _check(t):
     if not isinstance(t, Transform):
         kind = type(t)
+        if kind.__module__.split(".")[0] == "torchvision":
+            # torchvision's class inside ours: say so, and which class to use instead.
+            ours = f"flowloader.transforms.{kind.__name__}" if kind.__name__ in __all__ \
+                else "flowloader.transforms"
+            raise TypeError(f"flowloader.transforms: {kind.__module__}.{kind.__qualname__} is "
+                            f"torchvision's: build it with {ours} instead (the same "
+                            "arguments)")
         _refuse(f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins"
                 else repr(t))
 

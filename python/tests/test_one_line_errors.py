@@ -162,3 +162,29 @@ def test_a_huge_value_in_a_transforms_refusal_is_cut(make):
     message = str(raised.value)
     assert "\n" not in message and len(message) < 1100, f"{len(message)}: {message[:300]}"
     assert "characters)" in message
+
+
+def test_hold_limit_and_a_huge_keyword_are_one_line():
+    # hold_limit(2**70) and hold_limit("3") were pybind11 signature dumps (4 lines); an
+    # unknown keyword of 1 MB was quoted whole.
+    with pytest.raises(ValueError) as raised:
+        flowloader.hold_limit(2**70)
+    assert "hold_limit's prefetch_batches must be in [1, 2147483647]" in one_line(raised)
+    with pytest.raises(TypeError) as raised:
+        flowloader.hold_limit("3")
+    assert "must be an int, got str '3'" in one_line(raised)
+    assert flowloader.hold_limit(3) == 2
+    with pytest.raises(TypeError) as raised:
+        flowloader.DataLoader("/nonexistent", **{"k" * 10**6: 1})
+    assert "unexpected keyword argument 'kkkk" in one_line(raised)
+
+
+@pytest.mark.parametrize("inner", ["RandomHorizontalFlip()", "ColorJitter(0.4)",
+                                   "Compose([TV.RandomCrop(8)] * 300)"])
+def test_a_torchvision_class_inside_a_compose_says_which_class_to_use(inner):
+    import torchvision.transforms as TV
+    with pytest.raises(TypeError) as raised:
+        T.Compose([eval("TV." + inner), T.ToTensor()])
+    message = one_line(raised)
+    assert "torchvision's: build it with flowloader.transforms" in message
+    assert len(message) < 300, message
