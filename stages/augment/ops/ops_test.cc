@@ -6,6 +6,7 @@
 #include <new>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -259,6 +260,32 @@ TEST(ViewProgramTest, PolicyRecipesRunAndRepeat) {
         EXPECT_GT((*p)->cost(i).busy_ns.load(), 0) << list;
       }
     }
+  }
+}
+
+// The per-sample memory check counts an op's float planes and copies (ScratchBytes), not
+// only its input and output images: under a worker share that holds the images but not
+// gaussian_blur's float rows (4x the image), elastic_transform's noise and fields or
+// aug_mix's float mix, the sample is skipped as op_memory before Apply allocates them
+// (they were allocated: 1073 MiB peak under memory_limit_mb 1024 with a 35 Mpx blur).
+TEST(ViewProgramTest, AnOpsFloatPlanesCountInTheWorkersShare) {
+  const decode::DecodedImage img = Gradient(512, 512);
+  const int64_t image = 512 * 512 * 3;
+  for (const char* list : {"gaussian_blur(kernel_size=3, sigma=1); center_crop(size=16)",
+                           "elastic_transform(); center_crop(size=16)",
+                           "aug_mix(); center_crop(size=16)"}) {
+    absl::StatusOr<std::unique_ptr<ViewProgram>> p = Program(list);
+    ASSERT_TRUE(p.ok()) << list << ": " << p.status();
+    std::vector<uint8_t> out((*p)->output_bytes());
+    // The decoded image, its copy into the list and the op's output fit; the scratch not.
+    auto memory = std::make_shared<WorkerMemory>();
+    memory->Set(4 * image, 1, "memory_limit_mb test");
+    (*p)->set_worker_memory(memory);
+    const absl::Status skipped = (*p)->Run(img, nullptr, {1, 0, 3}, 1, out.data());
+    EXPECT_FALSE(skipped.ok()) << list;
+    EXPECT_TRUE(absl::StrContains(skipped.message(), "(op 1) making 512x512")) << skipped;
+    memory->Update(int64_t{64} << 20);  // Room for all of it: delivered.
+    EXPECT_TRUE((*p)->Run(img, nullptr, {1, 0, 3}, 1, out.data()).ok()) << list;
   }
 }
 
