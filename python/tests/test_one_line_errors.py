@@ -188,3 +188,21 @@ def test_a_torchvision_class_inside_a_compose_says_which_class_to_use(inner):
     message = one_line(raised)
     assert "torchvision's: build it with flowloader.transforms" in message
     assert len(message) < 300, message
+
+
+@pytest.mark.parametrize("flag", ["--data=/" + "x" * 5000, "--batch_size=" + "9" * 1000,
+                                  "--" + "y" * 5000 + "=1"],
+                         ids=["data_path", "batch_size", "flag_name"])
+def test_the_command_lines_refusal_cuts_what_it_quotes(flag):
+    # `flowloader run` echoed a flag's text whole: a 5000-character path gave a line of
+    # 10054 characters. Its refusals are one line with each quoted value cut.
+    import subprocess
+    from conftest import FLOWLOADER_BIN
+    run = subprocess.run([FLOWLOADER_BIN, "run", flag, "--noprogress", "--metrics_address="],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr[-500:]
+    errors = [line for line in run.stderr.splitlines()
+              if line.startswith("flowloader: ") and not line.startswith(("flowloader: I ",
+                                                                            "flowloader: W "))]
+    assert len(errors) == 1, errors
+    assert len(errors[0]) < 1100 and "characters)" in errors[0], errors[0][:300]
