@@ -206,3 +206,14 @@ def test_the_command_lines_refusal_cuts_what_it_quotes(flag):
                                                                             "flowloader: W "))]
     assert len(errors) == 1, errors
     assert len(errors[0]) < 1100 and "characters)" in errors[0], errors[0][:300]
+
+
+@pytest.mark.parametrize("make", [lambda: T.RandomResizedCrop(8), lambda: T.RandomCrop(4),
+                                  lambda: T.RandomRotation(10, expand=True)],
+                         ids=["random_resized_crop", "random_crop", "rotation"])
+def test_a_draw_on_a_list_of_images_is_a_type_error(make):
+    # A list (FiveCrop's crops, or any list) reached the draw as a 0x0 image: a
+    # ZeroDivisionError from RandomResizedCrop's ratio.
+    with pytest.raises(TypeError) as raised:
+        make()([1, 2, 3])
+    assert "takes one image, got a list of 3" in one_line(raised)
