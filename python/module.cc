@@ -86,6 +86,7 @@
 #include "python/internal/py_dataset.h"
 #include "python/internal/py_lambda.h"
 #include "runtime/shard_env.h"
+#include "stages/core/one_line.h"
 #include "runtime/spec.h"
 #include "stages/augment/ops/view_program.h"
 #include "stages/core/log.h"
@@ -102,11 +103,6 @@ constexpr absl::Duration kWaitSlice = absl::Milliseconds(50);
 // How long close() waits for the pipeline's threads while a call of the user's Python
 // code is in flight before it abandons that call (Dispose).
 constexpr absl::Duration kAbandonAfter = absl::Milliseconds(300);
-// Values quoted in messages are cut to this many characters.
-constexpr size_t kMaxValueChars = 200;
-// A message longer than this is cut in its middle (a value it quotes that we could not
-// cut ourselves, from a spec file).
-constexpr size_t kMaxMessageChars = 1000;
 
 // The exception for fatal data errors during iteration (a RuntimeError subclass).
 PyObject* g_data_error = nullptr;
@@ -320,21 +316,6 @@ TensorView LabelsView(const Batch& batch, std::vector<int64_t> labels) {
 std::string Cut(absl::string_view text, size_t max) {
   if (text.size() <= max) return std::string(text);
   return absl::StrCat(text.substr(0, max), "... (", text.size(), " characters)");
-}
-
-// OneLine is a message as one line of bounded length: line breaks become spaces, every
-// word (a value the message quotes: a path, a spec's string) is cut to kMaxValueChars,
-// and a message still over kMaxMessageChars keeps its start and end.
-std::string OneLine(absl::string_view message) {
-  const std::string joined =
-      absl::StrReplaceAll(message, {{"\r\n", " "}, {"\n", " "}, {"\r", " "}});
-  std::vector<std::string> words = absl::StrSplit(joined, ' ');
-  for (std::string& word : words) word = Cut(word, kMaxValueChars);
-  std::string line = absl::StrJoin(words, " ");
-  if (line.size() <= kMaxMessageChars) return line;
-  const size_t keep = kMaxMessageChars / 2;
-  return absl::StrCat(absl::string_view(line).substr(0, keep), " ...(", line.size() - 2 * keep,
-                      " characters cut)... ", absl::string_view(line).substr(line.size() - keep));
 }
 
 [[noreturn]] void Raise(PyObject* type, const absl::Status& status) {

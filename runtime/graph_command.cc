@@ -15,6 +15,7 @@
 #include "stages/augment/ops/view_program.h"
 #include "stages/core/bool_text.h"
 #include "runtime/spec.h"
+#include "stages/core/one_line.h"
 
 namespace flowloader {
 namespace {
@@ -290,7 +291,7 @@ int GraphCommand(const GraphCommandOptions& options) {
   if (!options.spec.empty()) {
     absl::StatusOr<PipelineOptions> spec = LoadSpecFile(options.spec);
     if (!spec.ok()) {
-      std::fprintf(stderr, "flowloader: %s\n", std::string(spec.status().message()).c_str());
+      std::fprintf(stderr, "flowloader: %s\n", OneLine(spec.status().message()).c_str());
       return 2;
     }
     stages = spec->stages;
@@ -298,7 +299,7 @@ int GraphCommand(const GraphCommandOptions& options) {
     if (stages.empty()) {
       absl::StatusOr<std::vector<StageSpec>> builtin = DefaultStages(*spec);
       if (!builtin.ok()) {
-        std::fprintf(stderr, "flowloader: %s\n", std::string(builtin.status().message()).c_str());
+        std::fprintf(stderr, "flowloader: %s\n", OneLine(builtin.status().message()).c_str());
         return 2;
       }
       stages = *std::move(builtin);
@@ -310,7 +311,7 @@ int GraphCommand(const GraphCommandOptions& options) {
   absl::StatusOr<std::string> text =
       options.dot ? GraphDot(stages, title, batch_ops) : GraphText(stages, title, batch_ops);
   if (!text.ok()) {
-    std::fprintf(stderr, "flowloader: %s\n", std::string(text.status().message()).c_str());
+    std::fprintf(stderr, "flowloader: %s\n", OneLine(text.status().message()).c_str());
     return 2;
   }
   std::fputs(text->c_str(), stdout);

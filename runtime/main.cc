@@ -44,6 +44,7 @@
 #include "stages/core/bool_text.h"
 #include "stages/core/log.h"
 #include "stages/core/resources.h"
+#include "stages/core/one_line.h"
 
 namespace flowloader {
 namespace {
@@ -188,7 +189,7 @@ std::vector<CommandDef> Commands() {
 }
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "flowloader: %s\n", message.c_str());
+  std::fprintf(stderr, "flowloader: %s\n", OneLine(message).c_str());
   return 2;
 }
 

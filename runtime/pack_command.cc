@@ -30,6 +30,7 @@
 #include "stages/reader/storage_env.h"
 #include "stages/reader/tar_index_file.h"
 #include "stages/reader/tar_writer.h"
+#include "stages/core/one_line.h"
 
 namespace flowloader {
 namespace {
@@ -386,7 +387,7 @@ int PackCommand(const PackOptions& command_options) {
     return 128 + signo;
   }
   if (!r.ok()) {
-    std::fprintf(stderr, "flowloader: %s\n", std::string(r.status().message()).c_str());
+    std::fprintf(stderr, "flowloader: %s\n", OneLine(r.status().message()).c_str());
     return 2;
   }
   std::printf("packed %lld samples into %zu shard(s), %.1f MiB (images read %.1f MiB",

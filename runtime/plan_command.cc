@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "exporters/internal/json.h"
 #include "stages/reader/internal/disk_cache.h"
+#include "stages/core/one_line.h"
 
 namespace flowloader {
 namespace {
@@ -102,7 +103,7 @@ std::string PlanJson(const MemoryPlan& plan, const MemoryBudget& available) {
 int PlanCommand(const PipelineOptions& options, bool json) {
   absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(options);
   if (!plan.ok()) {
-    std::fprintf(stderr, "flowloader: %s\n", std::string(plan.status().message()).c_str());
+    std::fprintf(stderr, "flowloader: %s\n", OneLine(plan.status().message()).c_str());
     return 2;
   }
   const MemoryBudget available = Pipeline::MemoryBudgetFor(options);
@@ -117,7 +118,7 @@ int PlanCommand(const PipelineOptions& options, bool json) {
   std::fflush(stdout);
   // The same check, and the same line, as Create's refusal.
   if (absl::Status fits = plan->CheckFits(available); !fits.ok()) {
-    std::fprintf(stderr, "flowloader: %s\n", std::string(fits.message()).c_str());
+    std::fprintf(stderr, "flowloader: %s\n", OneLine(fits.message()).c_str());
     return 2;
   }
   return 0;

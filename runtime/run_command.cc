@@ -24,6 +24,7 @@
 #include "runtime/run_summary.h"
 #include "stages/core/log.h"
 #include "stages/core/resources.h"
+#include "stages/core/one_line.h"
 
 namespace flowloader {
 namespace {
@@ -135,7 +136,7 @@ namespace {
 
 // Fail prints `message` as the command's one-line error and returns exit code 2.
 int Fail(absl::string_view message) {
-  std::fprintf(stderr, "flowloader: %s\n", std::string(message).c_str());
+  std::fprintf(stderr, "flowloader: %s\n", OneLine(message).c_str());
   return 2;
 }
 
@@ -369,11 +370,11 @@ absl::Status WriteRunFiles(const RunConfig& config, const Pipeline& pipeline,
 int ExitCode(int signo, const absl::Status& status, const RunSnapshot& snapshot) {
   if (signo != 0) return 128 + signo;
   if (!status.ok()) {
-    std::fprintf(stderr, "flowloader: %s\n", std::string(status.message()).c_str());
+    std::fprintf(stderr, "flowloader: %s\n", OneLine(status.message()).c_str());
     return 1;
   }
   if (snapshot.samples == 0) {
-    std::fprintf(stderr, "flowloader: %s\n", NothingDelivered(snapshot).c_str());
+    std::fprintf(stderr, "flowloader: %s\n", OneLine(NothingDelivered(snapshot)).c_str());
     return 3;
   }
   return 0;

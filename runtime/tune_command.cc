@@ -18,12 +18,13 @@
 #include "runtime/internal/tune_plot.h"
 #include "runtime/spec.h"
 #include "stages/core/memory_plan.h"
+#include "stages/core/one_line.h"
 
 namespace flowloader {
 namespace {
 
 int Fail(const std::string& message) {
-  std::fprintf(stderr, "flowloader: %s\n", message.c_str());
+  std::fprintf(stderr, "flowloader: %s\n", OneLine(message).c_str());
   return 2;
 }
 

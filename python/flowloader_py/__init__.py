@@ -47,7 +47,7 @@ from torch.utils.dlpack import from_dlpack
 
 from . import _flowloader as _core
 from . import transforms
-from ._flowloader import DataError, hold_limit
+from ._flowloader import DataError
 
 __all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment", "transforms"]
 
@@ -282,6 +282,14 @@ def _check_bool(name, value):
         raise TypeError(f"{name} must be True or False, got {_short(value)}")
 
 
+def hold_limit(prefetch_batches):
+    """How many batches a loop may hold zero-copy with `prefetch_batches` buffers before
+    the next is copied: prefetch_batches - 1. A non-int or out-of-range value is one
+    TypeError or ValueError line (was pybind11's signature dump)."""
+    return _core.hold_limit(_checked_int("hold_limit's prefetch_batches", prefetch_batches,
+                                         1, 2**31 - 1))
+
+
 def shard_from_environment():
     """(rank, world_size, source) from RANK/WORLD_SIZE, else SLURM_PROCID/SLURM_NTASKS,
     else an initialised torch.distributed group, else (0, 1, "default")."""
@@ -353,7 +361,8 @@ class DataLoader:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
-                raise TypeError(f"DataLoader() got an unexpected keyword argument '{key}'{hint}")
+                raise TypeError(f"DataLoader() got an unexpected keyword argument "
+                                f"{_short(key)}{hint}")
         given = dict(batch_size=batch_size, num_workers=num_workers, shuffle=shuffle, seed=seed,
                      drop_last=drop_last, prefetch_batches=prefetch_batches,
                      transform=transform, image_size=image_size, layout=layout,

@@ -254,6 +254,10 @@ class State:
 
     def size(self):
         """(width, height) after everything queued so far (runs the queue if needed)."""
+        if self.kind == "several":  # A draw needs one image's size: (0, 0) divided by 0.
+            raise TypeError(f"flowloader.transforms: a random crop or draw takes one image, "
+                            f"got a {type(self._raw).__name__} of {len(self._raw)} (FiveCrop/"
+                            "TenCrop's crops: handle them with a Lambda)")
         if self._size is None:
             self.flush()
         return self._size

@@ -89,9 +89,23 @@ def _supported():
         "InterpolationMode", "AutoAugmentPolicy") + _EAGER_ONLY)
 
 
+# Values quoted in messages are cut to this many characters (as flowloader's _short).
+_MAX_VALUE_CHARS = 200
+
+
+def _cut(text):
+    """text on one line, cut to _MAX_VALUE_CHARS characters saying how long it was."""
+    text = " ".join(str(text).split("\n"))
+    if len(text) > _MAX_VALUE_CHARS:
+        text = f"{text[:_MAX_VALUE_CHARS]}... ({len(text)} characters)"
+    return text
+
+
 def _refuse(what, why=""):
-    raise TypeError(f"flowloader.transforms: {what} is not supported{': ' + why if why else ''}"
-                    f" (supported: {_supported()})")
+    # `what` quotes the user's value (a class's repr, an argument): cut, so that a 1 MB
+    # string gives a line, not a megabyte.
+    raise TypeError(f"flowloader.transforms: {_cut(what)} is not supported"
+                    f"{': ' + why if why else ''} (supported: {_supported()})")
 
 
 def _interpolation(cls, value, resize=False):
@@ -113,7 +127,8 @@ def _antialias(cls, antialias):
     """torchvision 0.14's antialias on PIL images: None and True antialias; False is
     ignored with torchvision's warning (flowloader resizes as PIL does)."""
     if antialias not in (None, True, False):
-        raise TypeError(f"{cls}: antialias must be None, True or False, got {antialias!r}")
+        raise TypeError(f"{cls}: antialias must be None, True or False, got "
+                        f"{_cut(repr(antialias))}")
     if antialias is False:
         import warnings
         warnings.warn("Anti-alias option is always applied for PIL Image input. Argument "
@@ -219,9 +234,12 @@ class Transform:
 
     def _eager(self, state, generator):
         """Queues this transform's work on `state` (_eager.State)."""
+        # The native op first: it checks every argument (p, sizes, paddings) in one line,
+        # before a draw reads one (p="a" or padding=[1, 2, 3] broke inside the draw).
+        op = self._native()
         if self._draws_p and not _coin(self._args["p"], generator):
             return
-        state.native(self._native(), self._draw(state, generator))
+        state.native(op, self._draw(state, generator))
 
     def _draw(self, state, generator):
         """The op's parameters (OpParams, in torchvision's get_params order)."""
@@ -384,8 +402,9 @@ class RandomResizedCrop(Transform):
         return list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
 
     def _eager(self, state, generator):
+        op = self._native()  # Checks the arguments before the draw reads them.
         params = self._draw(state, generator)
-        state.native(self._native(), params, box=params)  # Crops first, as F.resized_crop.
+        state.native(op, params, box=params)  # Crops first, as F.resized_crop.
 
 
 class RandomCrop(Transform):
@@ -432,9 +451,10 @@ class RandomCrop(Transform):
         return list(self._corner(w, h, (th, tw), generator))
 
     def _eager(self, state, generator):
+        op = self._native()  # Checks the arguments before the draw reads them.
         params = self._draw(state, generator)
         no_pad = self._args["padding"] in (None, 0, [0], [0, 0], [0, 0, 0, 0])
-        state.native(self._native(), params,
+        state.native(op, params,
                      box=params if no_pad and not self._args["pad_if_needed"] else None)
 
 
@@ -1130,6 +1150,13 @@ def _wants_rng(fn):
 def _check(t):
     if not isinstance(t, Transform):
         kind = type(t)
+        if kind.__module__.split(".")[0] == "torchvision":
+            # torchvision's class inside ours: say so, and which class to use instead.
+            ours = f"flowloader.transforms.{kind.__name__}" if kind.__name__ in __all__ \
+                else "flowloader.transforms"
+            raise TypeError(f"flowloader.transforms: {kind.__module__}.{kind.__qualname__} is "
+                            f"torchvision's: build it with {ours} instead (the same "
+                            "arguments)")
         _refuse(f"{kind.__module__}.{kind.__qualname__}" if kind.__module__ != "builtins"
                 else repr(t))
 

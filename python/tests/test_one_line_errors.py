@@ -129,3 +129,91 @@ def test_random_choice_without_transforms_or_with_wrong_weights_is_one_line():
     with pytest.raises(ValueError) as raised:
         T.RandomChoice([T.RandomHorizontalFlip(), T.RandomVerticalFlip()], p=[1.0])
     assert "p has 1 weights for 2 transforms" in one_line(raised)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: T.RandomHorizontalFlip(p="a"), lambda: T.RandomGrayscale(p=None),
+    lambda: T.RandomVerticalFlip(p=[0.5]), lambda: T.RandomInvert(p=b"1"),
+    lambda: T.RandomCrop(10, padding=[1, 2, 3]), lambda: T.RandomResizedCrop(10, scale=(0.1,)),
+], ids=["flip_p_str", "grayscale_p_none", "vflip_p_list", "invert_p_bytes",
+        "crop_padding_of_3", "rrc_scale_of_1"])
+def test_an_eager_call_checks_its_arguments_before_drawing(make):
+    # Called on an image, the op's own check runs before the draw reads an argument:
+    # was struct.error ("required argument is not a float") for p, IndexError for the
+    # padding and scale lists.
+    from PIL import Image
+    with pytest.raises((ValueError, TypeError)) as raised:
+        make()(Image.new("RGB", (64, 48)))
+    one_line(raised)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: T.Compose(["x" * 10**6]), lambda: T.RandomApply([list(range(10**5))]),
+    lambda: T.Resize(10, interpolation="i" * 10**6), lambda: T.AutoAugment("p" * 10**6),
+    lambda: T.ConvertImageDtype("d" * 10**6), lambda: T.RandomRotation(10, center=[1] * 10**5),
+    lambda: T.Resize(10, antialias="a" * 10**6),
+], ids=["compose_str", "random_apply_list", "interpolation", "policy", "dtype", "center",
+        "antialias"])
+def test_a_huge_value_in_a_transforms_refusal_is_cut(make):
+    # The value a refusal quotes is cut to 200 characters (was the whole megabyte); the
+    # rest is the refusal's own words and the list of supported classes.
+    with pytest.raises(TypeError) as raised:
+        make()
+    message = str(raised.value)
+    assert "\n" not in message and len(message) < 1100, f"{len(message)}: {message[:300]}"
+    assert "characters)" in message
+
+
+def test_hold_limit_and_a_huge_keyword_are_one_line():
+    # hold_limit(2**70) and hold_limit("3") were pybind11 signature dumps (4 lines); an
+    # unknown keyword of 1 MB was quoted whole.
+    with pytest.raises(ValueError) as raised:
+        flowloader.hold_limit(2**70)
+    assert "hold_limit's prefetch_batches must be in [1, 2147483647]" in one_line(raised)
+    with pytest.raises(TypeError) as raised:
+        flowloader.hold_limit("3")
+    assert "must be an int, got str '3'" in one_line(raised)
+    assert flowloader.hold_limit(3) == 2
+    with pytest.raises(TypeError) as raised:
+        flowloader.DataLoader("/nonexistent", **{"k" * 10**6: 1})
+    assert "unexpected keyword argument 'kkkk" in one_line(raised)
+
+
+@pytest.mark.parametrize("inner", ["RandomHorizontalFlip()", "ColorJitter(0.4)",
+                                   "Compose([TV.RandomCrop(8)] * 300)"])
+def test_a_torchvision_class_inside_a_compose_says_which_class_to_use(inner):
+    import torchvision.transforms as TV
+    with pytest.raises(TypeError) as raised:
+        T.Compose([eval("TV." + inner), T.ToTensor()])
+    message = one_line(raised)
+    assert "torchvision's: build it with flowloader.transforms" in message
+    assert len(message) < 300, message
+
+
+@pytest.mark.parametrize("flag", ["--data=/" + "x" * 5000, "--batch_size=" + "9" * 1000,
+                                  "--" + "y" * 5000 + "=1"],
+                         ids=["data_path", "batch_size", "flag_name"])
+def test_the_command_lines_refusal_cuts_what_it_quotes(flag):
+    # `flowloader run` echoed a flag's text whole: a 5000-character path gave a line of
+    # 10054 characters. Its refusals are one line with each quoted value cut.
+    import subprocess
+    from conftest import FLOWLOADER_BIN
+    run = subprocess.run([FLOWLOADER_BIN, "run", flag, "--noprogress", "--metrics_address="],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr[-500:]
+    errors = [line for line in run.stderr.splitlines()
+              if line.startswith("flowloader: ") and not line.startswith(("flowloader: I ",
+                                                                            "flowloader: W "))]
+    assert len(errors) == 1, errors
+    assert len(errors[0]) < 1100 and "characters)" in errors[0], errors[0][:300]
+
+
+@pytest.mark.parametrize("make", [lambda: T.RandomResizedCrop(8), lambda: T.RandomCrop(4),
+                                  lambda: T.RandomRotation(10, expand=True)],
+                         ids=["random_resized_crop", "random_crop", "rotation"])
+def test_a_draw_on_a_list_of_images_is_a_type_error(make):
+    # A list (FiveCrop's crops, or any list) reached the draw as a 0x0 image: a
+    # ZeroDivisionError from RandomResizedCrop's ratio.
+    with pytest.raises(TypeError) as raised:
+        make()([1, 2, 3])
+    assert "takes one image, got a list of 3" in one_line(raised)

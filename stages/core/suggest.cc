@@ -36,7 +36,11 @@ std::string Suggestion(absl::string_view name, const std::vector<std::string>& k
   size_t best_score = std::numeric_limits<size_t>::max();
   for (const std::string& k : known) {
     const std::string candidate = absl::AsciiStrToLower(k);
-    size_t score = EditDistance(lower, candidate);
+    // Lengths further apart than max_edits are more edits apart: no need to count them
+    // (a megabyte-long unknown name took seconds of edit distance per known name).
+    const size_t apart = lower.size() > candidate.size() ? lower.size() - candidate.size()
+                                                         : candidate.size() - lower.size();
+    size_t score = apart > max_edits ? max_edits + 1 : EditDistance(lower, candidate);
     if (score > max_edits) {
       if (lower.size() < 4 || !absl::StrContains(candidate, lower)) continue;
       score = max_edits + 1;

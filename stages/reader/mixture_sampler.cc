@@ -33,11 +33,20 @@ std::vector<int64_t> ApportionDraws(const std::vector<MixtureComponent>& sources
                                     int64_t total) {
   double weight_sum = 0;
   for (const MixtureComponent& s : sources) weight_sum += s.weight;
+  // Weights whose sum overflows (two of 1e308) are shares of the largest instead: an
+  // infinite sum made every share NaN and the loop below ran for 2^63 steps. Finite sums
+  // keep the division as it was (the same counts, so the same checksums).
+  double scale = 1;
+  if (!std::isfinite(weight_sum)) {
+    for (const MixtureComponent& s : sources) scale = std::max(scale, s.weight);
+    weight_sum = 0;
+    for (const MixtureComponent& s : sources) weight_sum += s.weight / scale;
+  }
   std::vector<int64_t> counts(sources.size());
   std::vector<std::pair<double, size_t>> remainders;
   int64_t assigned = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
-    const double exact = static_cast<double>(total) * sources[i].weight / weight_sum;
+    const double exact = static_cast<double>(total) * (sources[i].weight / scale) / weight_sum;
     counts[i] = static_cast<int64_t>(std::floor(exact));
     assigned += counts[i];
     remainders.emplace_back(-(exact - std::floor(exact)), i);

@@ -105,6 +105,19 @@ TEST(MixtureScheduleTest, UnshuffledSpreadsSourcesEvenlyInDatasetOrder) {
   EXPECT_EQ(MustCreate(o).EpochOrder(1), (std::vector<int64_t>{3, 5, 0, 4, 1, 5}));
 }
 
+// Weights whose sum overflows a double (each finite, so accepted) split the epoch as their
+// ratio does: two of 1e308 half and half (the sum was inf, every share NaN, and Create
+// looped for 2^63 steps).
+TEST(MixtureScheduleTest, HugeWeightsSplitAsTheirRatio) {
+  MixtureOptions o;
+  o.sources = {{40, 1e308}, {40, 1e308}, {20, 5e307}};
+  const MixtureSchedule s = MustCreate(o);
+  ASSERT_EQ(s.epoch_samples(), 100);
+  std::map<int, int64_t> counts;
+  for (int64_t index : s.EpochOrder(0)) ++counts[SourceOf(o.sources, index)];
+  EXPECT_EQ(counts, (std::map<int, int64_t>{{0, 40}, {1, 40}, {2, 20}}));
+}
+
 TEST(MixtureScheduleTest, RefusesBadWeightsAndEmptySources) {
   MixtureOptions o;
   EXPECT_FALSE(MixtureSchedule::Create(o).ok());

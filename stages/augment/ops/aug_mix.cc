@@ -90,6 +90,12 @@ class AugMix : public Op {
     }
   }
 
+  // Per pixel: the original's copy, the float mix of 3 channels, and a chain's image and
+  // its spare.
+  int64_t ScratchBytes(OpSize in) const override {
+    return int64_t{in.width} * in.height * (3 + 3 * static_cast<int64_t>(sizeof(float)) + 6);
+  }
+
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     if (absl::Status s = Check(p); !s.ok()) return s;
     const Image original = *image.rgb;

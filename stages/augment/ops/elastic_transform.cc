@@ -118,6 +118,12 @@ class ElasticTransform : public Op {
     }
   }
 
+  // Per pixel: the two noise planes drawn (OpParams::more), the dx and dy fields and
+  // Blur's temporary plane, all float.
+  int64_t ScratchBytes(OpSize in) const override {
+    return int64_t{in.width} * in.height * 5 * static_cast<int64_t>(sizeof(float));
+  }
+
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     const Image& src = *image.rgb;
     const int w = src.width, h = src.height;

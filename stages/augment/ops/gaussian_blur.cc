@@ -21,6 +21,11 @@ class GaussianBlur : public Op {
     params->Push(rng.Uniform(sigma_.first, sigma_.second));
   }
 
+  // The horizontally blurred rows, as floats (kernels::GaussianBlur's scratch).
+  int64_t ScratchBytes(OpSize in) const override {
+    return int64_t{in.width} * in.height * 3 * static_cast<int64_t>(sizeof(float));
+  }
+
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     if (p.n < 1 || !(p.v[0] > 0)) return absl::InvalidArgumentError("sigma must be > 0");
     kernels::GaussianBlur(*image.rgb, kernel_x_, kernel_y_, p.v[0], p.v[0], image.spare);

@@ -15,6 +15,16 @@
 namespace flowloader::augment {
 namespace {
 
+// Values a message quotes (an argument's text, an op's name) are cut to this many
+// characters: a 1 MB string in a spec or a Python call gives a line, not a megabyte.
+constexpr size_t kMaxQuotedChars = 200;
+
+// Quoted is `text` cut to kMaxQuotedChars, saying how long it was.
+std::string Quoted(absl::string_view text) {
+  if (text.size() <= kMaxQuotedChars) return std::string(text);
+  return absl::StrCat(text.substr(0, kMaxQuotedChars), "... (", text.size(), " characters)");
+}
+
 bool ParseNumber(absl::string_view text, double* out) {
   text = absl::StripAsciiWhitespace(text);
   if (text == "true" || text == "True") {
@@ -65,7 +75,7 @@ absl::StatusOr<OpValue> ParseOpValue(const std::string& raw) {
   }
   if (absl::ConsumePrefix(&text, "[") || absl::ConsumePrefix(&text, "(")) {
     if (!absl::ConsumeSuffix(&text, "]") && !absl::ConsumeSuffix(&text, ")")) {
-      return absl::InvalidArgumentError(absl::StrCat("unclosed list '", raw, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("unclosed list '", Quoted(raw), "'"));
     }
     value.is_list = true;
     if (absl::StripAsciiWhitespace(text).empty()) return value;
@@ -73,7 +83,7 @@ absl::StatusOr<OpValue> ParseOpValue(const std::string& raw) {
       double v = 0;
       if (!ParseNumber(part, &v)) {
         return absl::InvalidArgumentError(
-            absl::StrCat("'", absl::StripAsciiWhitespace(part), "' in '", raw,
+            absl::StrCat("'", Quoted(absl::StripAsciiWhitespace(part)), "' in '", Quoted(raw),
                          "' is not a number"));
       }
       value.numbers.push_back(v);
@@ -90,7 +100,7 @@ absl::StatusOr<OpValue> ParseOpValue(const std::string& raw) {
     return value;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("'", raw, "' is not a number, a word or a list [a, b]"));
+      absl::StrCat("'", Quoted(raw), "' is not a number, a word or a list [a, b]"));
 }
 
 std::string OpValueText(const OpValue& value) {
@@ -105,7 +115,7 @@ std::string OpValueText(const OpValue& value) {
 absl::Status ArgError(const std::string& op, const std::string& arg, const std::string& what,
                       const OpValue& got) {
   return absl::InvalidArgumentError(
-      absl::StrCat(op, ": ", arg, " must be ", what, ", got ", OpValueText(got)));
+      absl::StrCat(op, ": ", arg, " must be ", what, ", got ", Quoted(OpValueText(got))));
 }
 
 absl::Status CheckNumberIn(const std::string& op, const OpArgs& args, const std::string& arg,
@@ -222,7 +232,7 @@ absl::StatusOr<std::unique_ptr<Op>> OpRegistry::Create(
   auto it = entries_.find(name);
   if (it == entries_.end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown op '", name, "' ", Suggestion(name, Names())));
+        absl::StrCat("unknown op '", Quoted(name), "' ", Suggestion(name, Names())));
   }
   const OpSchema& schema = it->second.schema;
   std::vector<std::string> known;
@@ -230,8 +240,8 @@ absl::StatusOr<std::unique_ptr<Op>> OpRegistry::Create(
   known.push_back("p");
   for (const auto& [arg, text] : given) {
     if (std::find(known.begin(), known.end(), arg) == known.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " has no argument '", arg, "' ",
-                                                     Suggestion(arg, known)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, " has no argument '", Quoted(arg), "' ", Suggestion(arg, known)));
     }
   }
   OpArgs args;

@@ -185,6 +185,10 @@ class Op {
     const OpSize out = OutputSize(in);
     return out.Known() ? out : in;
   }
+  // ScratchBytes is what Apply allocates for an `in` image besides the input and output
+  // images (float planes, a copy of the input), so that the memory check counts it too:
+  // gaussian_blur's float rows are 4x the image they blur.
+  virtual int64_t ScratchBytes(OpSize in) const { return 0; }
   // Draw draws the op's random parameters for a width × height image. Ops without
   // randomness draw nothing.
   virtual void Draw(int width, int height, SampleRng& rng, OpParams* params) const {}

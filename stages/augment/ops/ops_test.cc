@@ -6,10 +6,12 @@
 #include <new>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "stages/augment/ops/kernels/policy_ops.h"
 #include "stages/augment/ops/op.h"
@@ -72,6 +74,28 @@ TEST(OpRegistryTest, EveryArgumentRefusesHugeNumbersNamingTheOpAndArgument) {
         EXPECT_EQ(message.find('\n'), std::string::npos) << message;
       }
     }
+  }
+}
+
+// A megabyte-long value, op name or argument name is quoted cut to 200 characters with
+// its length: the message stays a line (a 1 MB string gave a 1 MB ValueError before).
+TEST(OpRegistryTest, HugeValuesAndNamesInMessagesAreCut) {
+  const OpRegistry& registry = OpRegistry::Global();
+  const std::string huge(1000000, 'x');
+  const std::string list = "[" + std::string(200000, '1') + ", 2]";
+  const std::string many = "[" + absl::StrJoin(std::vector<std::string>(100000, "1"), ", ") + "]";
+  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> cases = {
+      {"resize", {{"size", huge}}},          {"resize", {{"size", "[" + huge}}},
+      {"resize", {{"size", list + "x]"}}},   {"resize", {{"size", many}}},
+      {"color_jitter", {{"hue", huge}}},     {"resize", {{huge, "1"}}},
+      {huge, {}},                            {"pad", {{"padding", "[" + huge + ", 1]"}}},
+  };
+  for (const auto& [name, args] : cases) {
+    absl::StatusOr<std::unique_ptr<Op>> op = registry.Create(name, args);
+    ASSERT_FALSE(op.ok()) << name.substr(0, 20);
+    const std::string message(op.status().message());
+    EXPECT_LT(message.size(), 1000u) << message.substr(0, 300);
+    EXPECT_TRUE(absl::StrContains(message, " characters)")) << message.substr(0, 300);
   }
 }
 
@@ -236,6 +260,32 @@ TEST(ViewProgramTest, PolicyRecipesRunAndRepeat) {
         EXPECT_GT((*p)->cost(i).busy_ns.load(), 0) << list;
       }
     }
+  }
+}
+
+// The per-sample memory check counts an op's float planes and copies (ScratchBytes), not
+// only its input and output images: under a worker share that holds the images but not
+// gaussian_blur's float rows (4x the image), elastic_transform's noise and fields or
+// aug_mix's float mix, the sample is skipped as op_memory before Apply allocates them
+// (they were allocated: 1073 MiB peak under memory_limit_mb 1024 with a 35 Mpx blur).
+TEST(ViewProgramTest, AnOpsFloatPlanesCountInTheWorkersShare) {
+  const decode::DecodedImage img = Gradient(512, 512);
+  const int64_t image = 512 * 512 * 3;
+  for (const char* list : {"gaussian_blur(kernel_size=3, sigma=1); center_crop(size=16)",
+                           "elastic_transform(); center_crop(size=16)",
+                           "aug_mix(); center_crop(size=16)"}) {
+    absl::StatusOr<std::unique_ptr<ViewProgram>> p = Program(list);
+    ASSERT_TRUE(p.ok()) << list << ": " << p.status();
+    std::vector<uint8_t> out((*p)->output_bytes());
+    // The decoded image, its copy into the list and the op's output fit; the scratch not.
+    auto memory = std::make_shared<WorkerMemory>();
+    memory->Set(4 * image, 1, "memory_limit_mb test");
+    (*p)->set_worker_memory(memory);
+    const absl::Status skipped = (*p)->Run(img, nullptr, {1, 0, 3}, 1, out.data());
+    EXPECT_FALSE(skipped.ok()) << list;
+    EXPECT_TRUE(absl::StrContains(skipped.message(), "(op 1) making 512x512")) << skipped;
+    memory->Update(int64_t{64} << 20);  // Room for all of it: delivered.
+    EXPECT_TRUE((*p)->Run(img, nullptr, {1, 0, 3}, 1, out.data()).ok()) << list;
   }
 }
 

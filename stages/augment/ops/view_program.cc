@@ -293,7 +293,8 @@ absl::Status ViewProgram::CheckOpMemory(size_t i, const OpParams& params, int w,
   if (worker_memory_ == nullptr) return absl::OkStatus();
   const Op& op = *ops_[i];
   const OpSize out = op.WorkingSize(params, OpSize{w, h});
-  const int64_t need = 3 * (int64_t{w} * h + int64_t{out.width} * out.height);
+  const int64_t need =
+      3 * (int64_t{w} * h + int64_t{out.width} * out.height) + op.ScratchBytes(OpSize{w, h});
   return CheckMemory(held, need,
                      absl::StrCat(op.name(), " (op ", i + 1, ") making ", out.width, "x",
                                   out.height, " from ", w, "x", h));

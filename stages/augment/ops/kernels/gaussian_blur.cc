@@ -308,6 +308,9 @@ void GaussianBlur(const Image& src, int kernel_x, int kernel_y, double sigma_x,
 #endif
     ConvolveColumn(centre, s.up.data(), s.down.data(), s.ky, row, dst->Row(y));
   }
+  // Float rows grown for one large image go back at once (the working images' rule,
+  // ViewProgram::Run): a thread keeps at most 16 MiB of them for the next sample.
+  if (s.rows.capacity() * sizeof(float) > (size_t{16} << 20)) s.rows = std::vector<float>();
 }
 
 }  // namespace flowloader::augment::kernels

@@ -1,0 +1,32 @@
+// one_line.h: a message as the one line a user reads, of bounded length, shared by the
+// command line's refusals and the Python module's exceptions.
+//
+// Thread-safety: pure function.
+#ifndef FLOWLOADER_STAGES_CORE_ONE_LINE_H_
+#define FLOWLOADER_STAGES_CORE_ONE_LINE_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace flowloader {
+
+// Values a message quotes are cut to this many characters.
+inline constexpr size_t kMaxValueChars = 200;
+// A message longer than this (after the cuts) keeps its start and end.
+inline constexpr size_t kMaxMessageChars = 1000;
+
+// RedactPasswords is `text` with the password of every URL's user:password@ part
+// replaced by "***" (http://user:secret@host -> http://user:***@host): an endpoint or data
+// URL written with credentials is echoed by messages and logs, its secret never.
+std::string RedactPasswords(absl::string_view text);
+
+// OneLine is `message` on one line (passwords in URLs redacted): line breaks become spaces, every word (a value the
+// message quotes: a path, a flag's text, a spec's string) is cut to kMaxValueChars with
+// its length, and a message still over kMaxMessageChars keeps its start and end.
+std::string OneLine(absl::string_view message);
+
+}  // namespace flowloader
+
+#endif  // FLOWLOADER_STAGES_CORE_ONE_LINE_H_

@@ -1,0 +1,35 @@
+// one_line_test: messages as one bounded line, URL passwords redacted.
+#include "stages/core/one_line.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace flowloader {
+namespace {
+
+TEST(OneLineTest, CutsEachQuotedValueAndJoinsLines) {
+  const std::string line = OneLine("bad path /" + std::string(5000, 'x') + "\nsecond line");
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_LT(line.size(), 300u);
+  EXPECT_NE(line.find("... (5001 characters) second line"), std::string::npos) << line;
+  EXPECT_LE(OneLine(std::string(100000, 'a') + " " + std::string(100000, 'b')).size(), 1100u);
+}
+
+TEST(OneLineTest, RedactsTheOnlyPasswordsOfUrls) {
+  EXPECT_EQ(RedactPasswords("endpoint http://user:s3cr3t@127.0.0.1:1, path-style"),
+            "endpoint http://user:***@127.0.0.1:1, path-style");
+  EXPECT_EQ(RedactPasswords("s3://AK:SK/x@bucket/train/ and https://a:b@h/p?q=1"),
+            "s3://AK:***@bucket/train/ and https://a:***@h/p?q=1");
+  EXPECT_EQ(RedactPasswords("'http://u:p@h/x.tar': no sample"), "'http://u:***@h/x.tar': no sample");
+  // No password, no change: users alone, '@' in paths, plain text.
+  for (const char* same : {"http://user@host/x", "s3://bucket/a@b:c", "weight 3: ok", "://",
+                           "http://h:80/x"}) {
+    EXPECT_EQ(RedactPasswords(same), same);
+  }
+  EXPECT_EQ(OneLine("after 4 attempts: http://u:topsecret@h:1/x.tar"),
+            "after 4 attempts: http://u:***@h:1/x.tar");
+}
+
+}  // namespace
+}  // namespace flowloader
