@@ -1,9 +1,12 @@
 #include "absl/base/thread_annotations.h"
 #include "stages/core/log.h"
 
-#include <mutex>
 #include <atomic>
 #include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "stages/core/one_line.h"
 
 
 namespace flowloader {
@@ -15,8 +18,15 @@ LogSink* sink ABSL_GUARDED_BY(mu) = nullptr;
 
 }  // namespace
 
-void Log(LogLevel level, absl::string_view message) {
+void Log(LogLevel level, absl::string_view logged) {
   if (static_cast<int>(level) < min_level.load(std::memory_order_relaxed)) return;
+  // A URL written with user:password@ (an endpoint, a data path) never shows its password.
+  std::string redacted;
+  absl::string_view message = logged;
+  if (logged.find('@') != absl::string_view::npos) {
+    redacted = RedactPasswords(logged);
+    message = redacted;
+  }
   std::lock_guard<std::mutex> lock(mu);
   if (sink != nullptr) {
     (*sink)(level, message);

@@ -2,8 +2,10 @@
 #include "stages/core/one_line.h"
 
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "stages/core/log.h"
 
 namespace flowloader {
 namespace {
@@ -29,6 +31,17 @@ TEST(OneLineTest, RedactsTheOnlyPasswordsOfUrls) {
   }
   EXPECT_EQ(OneLine("after 4 attempts: http://u:topsecret@h:1/x.tar"),
             "after 4 attempts: http://u:***@h:1/x.tar");
+}
+
+TEST(OneLineTest, LogLinesNeverShowAUrlsPassword) {
+  std::vector<std::string> lines;
+  SetLogSink([&lines](LogLevel, absl::string_view line) { lines.emplace_back(line); });
+  LogInfo("s3: endpoint http://ak:topsecret@127.0.0.1:7480, path-style");
+  LogWarning("plain line without a URL");
+  SetLogSink(nullptr);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "s3: endpoint http://ak:***@127.0.0.1:7480, path-style");
+  EXPECT_EQ(lines[1], "plain line without a URL");
 }
 
 }  // namespace
