@@ -97,6 +97,28 @@ bool IsPixelOnly(const std::string& name) {
   return false;
 }
 
+// RefusedSubOp is `op`, or the first of its sub-ops (compose, random_choice,
+// random_order, nested), that `moves` refuses; nullptr when all pass. An op with sub-ops
+// moves what its sub-ops move (Op::SubOps).
+template <typename Moves>
+const augment::Op* RefusedSubOp(const augment::Op& op, const Moves& moves) {
+  const std::vector<const augment::Op*> subs = op.SubOps();
+  if (subs.empty()) return moves(op) ? nullptr : &op;
+  for (const augment::Op* sub : subs) {
+    if (const augment::Op* refused = RefusedSubOp(*sub, moves); refused != nullptr) {
+      return refused;
+    }
+  }
+  return nullptr;
+}
+
+// OpAndSubOp names an op and, when it is one of its sub-ops that is refused, that one:
+// "random_choice holding random_perspective".
+std::string OpAndSubOp(const augment::Op& op, const augment::Op& refused) {
+  if (&op == &refused) return op.name();
+  return absl::StrCat(op.name(), " holding ", refused.name());
+}
+
 // CheckLabelMapOps refuses, for a sample carrying a semantic label map (`masks` without
 // boxes), a list with an op that moves pixels but cannot move the map (MovesLabels).
 absl::Status CheckLabelMapOps(const augment::ViewProgram& program, size_t views) {
@@ -105,14 +127,16 @@ absl::Status CheckLabelMapOps(const augment::ViewProgram& program, size_t views)
         "transforms: the sample carries a label map, one per sample: bind the stage to one "
         "output, not ", views));
   }
+  const auto moves = [](const augment::Op& op) {
+    return IsPixelOnly(op.name()) || op.MovesLabels() ||
+           op.Targets() == augment::Op::TargetEffect::kKeeps;
+  };
   for (size_t i = program.cost_span(0); i < program.size(); ++i) {
-    const augment::Op& op = program.op(i);
-    if (IsPixelOnly(program.op_name(i)) || op.MovesLabels() ||
-        op.Targets() == augment::Op::TargetEffect::kKeeps) {
-      continue;
-    }
+    const augment::Op* refused = RefusedSubOp(program.op(i), moves);
+    if (refused == nullptr) continue;
     return absl::InvalidArgumentError(absl::StrCat(
-        "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the label map "
+        "transforms: op ", i + 1, " (", OpAndSubOp(program.op(i), *refused),
+        ") cannot move the label map "
         "(masks) the sample carries: label maps move through random_resized_crop, resize, "
         "center_crop, random_crop, pad, the flips, random_affine and random_rotation; "
         "remove it"));
@@ -136,11 +160,14 @@ absl::Status CheckTargetOps(const augment::ViewProgram& program,
         "transforms: the sample carries ", carried.front(), ", one set per sample: bind the "
         "stage to one output, not ", views));
   }
+  const auto moves = [](const augment::Op& op) {
+    return IsPixelOnly(op.name()) || op.Targets() != augment::Op::TargetEffect::kRefuses;
+  };
   for (size_t i = program.cost_span(0); i < program.size(); ++i) {
-    if (!IsPixelOnly(program.op_name(i)) &&
-        program.op(i).Targets() == augment::Op::TargetEffect::kRefuses) {
+    if (const augment::Op* refused = RefusedSubOp(program.op(i), moves); refused != nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "transforms: op ", i + 1, " (", program.op_name(i), ") cannot move the ",
+          "transforms: op ", i + 1, " (", OpAndSubOp(program.op(i), *refused),
+          ") cannot move the ",
           carried.front(), " the sample carries: use the ops that move targets (flips, "
           "crops, resize, pad, random_affine, random_rotation, random_zoom_out, "
           "random_iou_crop, scale_jitter, random_shortest_size, fixed_size_crop) or colour "

@@ -512,6 +512,10 @@ const ErrorCase kErrorCases[] = {
     {"OpArgumentOutOfRange",
      "stages:\n  - type: transforms\n    ops:\n      - random_resized_crop: {size: 64, p: 1.5}\n",
      "t.yaml:4:44: random_resized_crop: p must be a number in [0, 1], got 1.5"},
+    {"SubOpUnknownWhereWritten",
+     "stages:\n  - type: transforms\n    ops:\n      - random_choice:\n"
+     "          transforms: [grayscale, random_invrt]\n",
+     "t.yaml:5:35: unknown op 'random_invrt' (did you mean 'random_invert'?)"},
     {"OpArgumentUnknown",
      "stages:\n  - type: transforms\n    ops:\n      - center_crop: {sise: 64}\n",
      "t.yaml:4:23: center_crop has no argument 'sise' (did you mean 'size'?)"},
@@ -706,6 +710,22 @@ TEST(SpecTest, OpArgumentsAreCheckedTogetherAsTorchvisionChecksThem) {
         absl::StrCat("stages:\n  - type: transforms\n    ops: ", ops, "\n"), "", "t.yaml");
     EXPECT_TRUE(o.ok()) << ops << ": " << o.status();
   }
+}
+
+// compose, random_choice and random_order take an op list as `transforms`, written as
+// the view's own list is; it comes out as the op text's [op(...); op(...)].
+TEST(SpecTest, OpListsAsArgumentsParseIntoTheOpText) {
+  absl::StatusOr<PipelineOptions> o = ParseSpec(
+      "stages:\n  - type: transforms\n    ops:\n"
+      "      - random_choice:\n"
+      "          transforms: [random_horizontal_flip, {color_jitter: {brightness: 0.4}}]\n"
+      "          weights: [1, 3]\n"
+      "      - random_order: {transforms: [grayscale, {random_crop: {size: 8}}]}\n",
+      "", "t.yaml");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->stages[0].args.at("ops"),
+            "random_choice(transforms=[random_horizontal_flip(); color_jitter(brightness=0.4)], "
+            "weights=[1, 3]); random_order(transforms=[grayscale(); random_crop(size=8)])");
 }
 
 TEST(SpecTest, ReadmeOpListBlockParses) {

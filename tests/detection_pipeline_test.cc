@@ -326,6 +326,12 @@ TEST_F(DetectionPipelineTest, SsdJitterAndAffineRecipesRunAndAreDeterministic) {
       // Affine and rotation (with expand, then a fixed size) move boxes and masks too.
       "random_affine(degrees=20, translate=[0.1, 0.1], scale=[0.8, 1.2], shear=5); "
       "random_rotation(degrees=15, expand=true); random_horizontal_flip(); "
+      "resize(size=[48, 48]); normalize()",
+      // Ops over sub-lists move them through the sub-ops they run.
+      "random_choice(transforms=[random_zoom_out(); random_horizontal_flip(p=1); "
+      "color_jitter(brightness=0.3)]); random_order(transforms=[random_horizontal_flip(); "
+      "random_vertical_flip(); random_affine(degrees=10)]); "
+      "compose(transforms=[random_crop(size=40, pad_if_needed=true); random_invert()], p=0.5); "
       "resize(size=[48, 48]); normalize()"};
   for (const std::string& ops : recipes) {
     PipelineOptions one = Options(ops, /*sanitize=*/true);
@@ -346,6 +352,11 @@ TEST_F(DetectionPipelineTest, RefusesOpsAndStagesThatCannotMoveTheTargets) {
         StageSpec{"transforms", "", {{"ops", "random_resized_crop(size=32); "
                                              "trivial_augment_wide(); normalize()"}}}},
        "op 2 (trivial_augment_wide) cannot move the boxes"},
+      {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
+        StageSpec{"transforms", "", {{"ops", "random_resized_crop(size=32); "
+                                             "random_choice(transforms=[random_invert(); "
+                                             "random_perspective()]); normalize()"}}}},
+       "op 2 (random_choice holding random_perspective) cannot move the boxes"},
       {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
         StageSpec{"transforms", "", {{"ops", "scale_jitter(target_size=64); normalize()"}}}},
        "fixed_size_crop"},

@@ -29,8 +29,8 @@ Normalize in one):
 
 RandomApply([t], p) is t with probability p (every op takes a `p`); a Random* class
 inside it (with its own p) applies with the product of both. Anything flowloader does
-not implement (a class, an argument value such as InterpolationMode.LANCZOS or
-Grayscale(num_output_channels=1)) raises TypeError naming it and the supported classes.
+not implement (a class, or an argument value flowloader lacks) raises TypeError naming
+it and the supported classes.
 """
 
 import enum
@@ -53,7 +53,7 @@ __all__ = [
     "TenCrop", "ToPILImage", "ToTensor", "TrivialAugmentWide",
 ]
 # Classes that run when called on an image but not in the loader's op list yet.
-_EAGER_ONLY = ("FiveCrop", "RandomChoice", "RandomOrder", "TenCrop", "ToPILImage")
+_EAGER_ONLY = ("FiveCrop", "TenCrop", "ToPILImage")
 
 
 _EAGER = None  # flowloader._eager, once a transform is first called on an image.
@@ -616,9 +616,10 @@ class ColorJitter(Transform):
 
 
 class Grayscale(Transform):
-    """Grayscale(3): the native grayscale op. Grayscale(1) (torchvision's default) runs
-    eagerly (one channel: mode L for a PIL image); the loader refuses it (a view stays
-    RGB)."""
+    """The native grayscale op. Grayscale(1) (torchvision's default) is one channel: a PIL
+    image in mode L eagerly, a one-channel view in the loader ([1, H, W] after ToTensor
+    and a Normalize with one mean and std; a three-value Normalize broadcasts it to three,
+    as torch does; [H, W, 1] uint8 without ToTensor)."""
     op = "grayscale"
 
     def __init__(self, num_output_channels=1):
@@ -628,10 +629,7 @@ class Grayscale(Transform):
         self.num_output_channels = num_output_channels
 
     def _items(self):
-        if self.num_output_channels != 3:
-            _refuse(f"Grayscale(num_output_channels={self.num_output_channels!r}) in the "
-                    "loader", "a view stays RGB: write Grayscale(num_output_channels=3)")
-        return [(self.op, {"num_output_channels": 3})]
+        return [(self.op, {"num_output_channels": self.num_output_channels})]
 
     def _native(self):
         if "_native_op" not in self.__dict__:
@@ -959,8 +957,27 @@ class RandomErasing(Transform):
 
 
 # -- composition --------------------------------------------------------------------------
+class _OpList(list):
+    """An op list as one op's argument (compose's, random_choice's, random_order's
+    `transforms`): [(name, args)], written `[op(...); op(...)]` in the op text and as a
+    list of {name: args} in a spec."""
+
+
+def _sub_op(owner, t):
+    """Transform t as one sub-op item of `owner` (a Compose of several ops: compose)."""
+    items = _flatten(t)
+    if any(name is None for name, _ in items):
+        _refuse(f"{t!r} inside {owner} in the loader", "tensor conversions (ToTensor, "
+                "PILToTensor, ConvertImageDtype) go outside it, in the view's Compose")
+    if len(items) == 1:
+        return items[0]
+    return ("compose", {"transforms": _OpList(items)})
+
+
 class RandomApply(Transform):
-    """One transform applied with probability p (its op's `p`)."""
+    """The transforms applied with probability p: one op takes p as its own `p` (a
+    Random* class inside it applies with the product of both); several are the native
+    `compose` op with that p (one draw for all, then each its own, as torchvision)."""
 
     def __init__(self, transforms, p=0.5):
         transforms = list(transforms)
@@ -971,19 +988,13 @@ class RandomApply(Transform):
         self._args = {"p": p}
 
     def _items(self):
-        if len(self.transforms) != 1:
-            raise TypeError(f"flowloader.transforms.RandomApply takes one transform in the "
-                            f"loader, got {len(self.transforms)}: a native op applies with its "
-                            "own p, so several under one draw cannot be written; give each "
-                            "its own RandomApply (independent draws) or use one transform "
-                            "(called on an image, several work as torchvision's)")
-        items = _flatten(self.transforms[0])
-        if len(items) != 1 or items[0][0] is None:
-            raise TypeError(f"flowloader.transforms.RandomApply takes one transform that is "
-                            f"one op, got {self.transforms[0]!r}")
-        name, args = items[0]
-        args["p"] = self.p * args.get("p", 1)
-        return [(name, args)]
+        items = [_sub_op("RandomApply", t) for t in self.transforms]
+        if len(items) == 1:
+            name, args = items[0]
+            args = dict(args)
+            args["p"] = self.p * args.get("p", 1)
+            return [(name, args)]
+        return [("compose", {"transforms": _OpList(items), "p": self.p})]
 
     def _eager(self, state, generator):
         # torchvision's forward: `if self.p < torch.rand(1): return img`, then the
@@ -1005,9 +1016,11 @@ class _EagerOnly(Transform):
                 "(eagerly) only")
 
 
-class RandomChoice(_EagerOnly):
+class RandomChoice(Transform):
     """One of the transforms, picked as torchvision picks it (Python's `random.choices`
-    with weights p; with generator=, torch's draw)."""
+    with weights p; with generator=, torch's draw). In the loader: the native
+    random_choice op (its `weights` are p; the sample's stream stands in for Python's
+    random)."""
 
     def __init__(self, transforms, p=None):
         self.transforms = list(transforms)
@@ -1023,6 +1036,12 @@ class RandomChoice(_EagerOnly):
         self.p = p
         self._args = {"p": p}
 
+    def _items(self):
+        args = {"transforms": _OpList(_sub_op("RandomChoice", t) for t in self.transforms)}
+        if self.p is not None:
+            args["weights"] = [float(w) for w in self.p]
+        return [("random_choice", args)]
+
     def _eager(self, state, generator):
         if generator is None:
             import random
@@ -1037,15 +1056,20 @@ class RandomChoice(_EagerOnly):
         return f"RandomChoice({self.transforms!r}, p={self.p!r})"
 
 
-class RandomOrder(_EagerOnly):
+class RandomOrder(Transform):
     """The transforms in a random order (Python's `random.shuffle`, as torchvision; with
-    generator=, torch.randperm)."""
+    generator=, torch.randperm). In the loader: the native random_order op (the sample's
+    stream stands in for Python's random)."""
 
     def __init__(self, transforms):
         self.transforms = list(transforms)
         for t in self.transforms:
             _check(t)
         self._args = {}
+
+    def _items(self):
+        return [("random_order", {"transforms": _OpList(
+            _sub_op("RandomOrder", t) for t in self.transforms)})]
 
     def _eager(self, state, generator):
         if generator is None:
@@ -1184,6 +1208,8 @@ def _value_text(value):
     """A Python value as the op text writes it (ParseOpValue's forms)."""
     if value is None:
         return "null"
+    if isinstance(value, _OpList):
+        return "[" + "; ".join(_op_text(n, a) for n, a in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
@@ -1193,6 +1219,12 @@ def _value_text(value):
     if isinstance(value, numbers.Real):
         return repr(float(value))
     return str(value)
+
+
+def _spec_args(args):
+    """An op's arguments as a spec writes them (an op list as [{name: args}])."""
+    return {k: [{n: _spec_args(a)} for n, a in v] if isinstance(v, _OpList) else v
+            for k, v in args.items()}
 
 
 class Compose(Transform):
@@ -1262,7 +1294,7 @@ class Compose(Transform):
 
     def to_spec(self):
         """The `ops:` list as a spec writes it: [{name: {arg: value}}]."""
-        return [{name: args} for name, args in self.op_items()]
+        return [{name: _spec_args(args)} for name, args in self.op_items()]
 
     def __repr__(self):
         inner = "".join(f"\n    {t!r}," for t in self.transforms)

@@ -8,6 +8,7 @@ Identity with the loader: an eager call with the parameters the loader drew for 
 gives the loader's bytes for that sample.
 """
 
+import math
 import threading
 import time
 
@@ -572,7 +573,13 @@ def _loader_epoch(images, transform, seed):
      T.Resize(40, interpolation=T.InterpolationMode.HAMMING), T.RandomHorizontalFlip()],
     [T.RandomCrop(28), T.AugMix(), T.ElasticTransform(30.0, 3.0),
      T.AugMix(severity=6, mixture_width=2, chain_depth=2, all_ops=False)],
-], ids=["colour_float", "geometry_uint8", "pillow_filters", "augmix_elastic"])
+    [T.RandomCrop(28),
+     T.RandomChoice([T.ColorJitter(0.4, 0.4), T.RandomRotation(20),
+                     T.Compose([T.RandomHorizontalFlip(), T.RandomInvert()])], p=[1, 2, 1]),
+     T.RandomOrder([T.RandomSolarize(100), T.RandomGrayscale(0.5), T.RandomCrop(24),
+                    T.RandomAffine(15)]),
+     T.RandomApply([T.RandomVerticalFlip(), T.ColorJitter(0.3)], p=0.6)],
+], ids=["colour_float", "geometry_uint8", "pillow_filters", "augmix_elastic", "sub_lists"])
 def test_eager_with_the_loaders_draws_is_the_loaders_bytes(transforms):
     rng = np.random.default_rng(3)
     images = [rng.integers(0, 256, (32, 40, 3), dtype=np.uint8) for _ in range(12)]
@@ -657,6 +664,55 @@ def test_composition_classes_draw_as_torchvisions():
             assert np.array_equal(np.asarray(a), np.asarray(b)), (ours, seed)
             seen.add(np.asarray(a).tobytes())
         assert len(seen) > 2  # The choice varies.
+
+
+def test_choice_and_order_in_the_loader_draw_as_pythons_random():
+    # The loader's draws (the op's Draw, the sample's stream for Python's random) over
+    # 12 000 samples: RandomChoice's picks have random.choices' frequencies, RandomOrder's
+    # 6 orders random.shuffle's, within 5 standard errors.
+    import random
+    n = 12000
+    choice = T.RandomChoice([T.RandomInvert(), T.Grayscale(3), T.RandomEqualize()],
+                            p=[0.2, 0.5, 0.3])
+    order = T.RandomOrder([T.RandomInvert(), T.Grayscale(3), T.RandomEqualize()])
+    for t, ref in [(choice, lambda r: r.choices(range(3), weights=[0.2, 0.5, 0.3])[0]),
+                   (order, lambda r: tuple(r.sample(range(3), 3)))]:
+        (name, args), = t._items()
+        op = flowloader._flowloader._EagerOp(T._op_text(name, args))
+        ours = []
+        for i in range(n):
+            applied, drawn = op.loader_draw(16, 16, 5, 0, i, 0, 0)
+            assert applied
+            ours.append(int(drawn[0]) if name == "random_choice" else
+                        tuple(int(v) for v in drawn[:3]))
+        r = random.Random(9)
+        theirs = [ref(r) for _ in range(n)]
+        for value in set(theirs):
+            p1, p2 = ours.count(value) / n, theirs.count(value) / n
+            se = math.sqrt(p2 * (1 - p2) * 2 / n)
+            assert abs(p1 - p2) < 5 * se, (name, value, p1, p2)
+        assert len(set(ours)) == len(set(theirs))
+
+
+def test_choice_order_and_apply_in_the_loader_spec_and_refusals():
+    recipe = T.Compose([T.RandomCrop(20), T.RandomChoice([T.RandomInvert(1.0), T.Grayscale(3)]),
+                        T.RandomOrder([T.RandomHorizontalFlip(), T.RandomSolarize(9)]),
+                        T.RandomApply([T.RandomVerticalFlip(), T.ColorJitter(0.2)], p=0.3)])
+    assert recipe.to_ops() == (
+        "random_crop(size=20, padding=null, pad_if_needed=false, fill=0, padding_mode=constant); "
+        "random_choice(transforms=[random_invert(p=1.0); grayscale(num_output_channels=3)]); "
+        "random_order(transforms=[random_horizontal_flip(p=0.5); random_solarize("
+        "threshold=9, p=0.5)]); compose(transforms=[random_vertical_flip(p=0.5); "
+        "color_jitter(brightness=0.2, contrast=0, saturation=0, hue=0)], p=0.3)")
+    spec = recipe.to_spec()
+    assert spec[1] == {"random_choice": {"transforms": [
+        {"random_invert": {"p": 1.0}}, {"grayscale": {"num_output_channels": 3}}]}}
+    with pytest.raises(TypeError, match="ToTensor.*inside RandomChoice"):
+        T.Compose([T.RandomChoice([T.ToTensor(), T.RandomInvert()])]).to_ops()
+    rng = np.random.default_rng(1)
+    images = [rng.integers(0, 256, (24, 24, 3), dtype=np.uint8) for _ in range(4)]
+    with pytest.raises(Exception, match="random_order: transforms: op 1 \\(normalize\\)"):
+        _loader_epoch(images, T.Compose([T.RandomOrder([T.Normalize([0.5], [0.2])])]), 1)
 
 
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric"])

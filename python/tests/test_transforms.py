@@ -37,6 +37,8 @@ CASES = [
     ("ColorJitter_ranges", [T.ColorJitter(brightness=(0.5, 1.5), hue=(-0.2, 0.1))],
      ["color_jitter: {brightness: [0.5, 1.5], hue: [-0.2, 0.1]}"]),
     ("Grayscale", [T.Grayscale(num_output_channels=3)], ["grayscale: {}"]),
+    ("Grayscale_3_broadcast", [T.Grayscale(1), T.ToTensor(), T.Normalize(*IMAGENET)],
+     ["grayscale: {num_output_channels: 1}", NORM_YAML]),
     ("RandomGrayscale", [T.RandomGrayscale()], ["random_grayscale: {p: 0.1}"]),
     ("GaussianBlur", [T.GaussianBlur(5)], ["gaussian_blur: {kernel_size: 5, sigma: [0.1, 2.0]}"]),
     ("PILGaussianBlur", [T.PILGaussianBlur(1.0)],
@@ -84,6 +86,28 @@ CASES = [
      ["random_invert: {p: 0.25}"]),
     ("Compose_nested", [T.Compose([T.RandomHorizontalFlip(), T.Compose([T.RandomInvert()])])],
      ["random_horizontal_flip: {}", "random_invert: {}"]),
+    # Ops over sub-lists: the spec writes the sub-ops as the view's own list.
+    ("RandomChoice", [T.RandomChoice([T.RandomInvert(1.0), T.RandomSolarize(9, p=1.0),
+                                      T.Compose([T.RandomCrop(24), T.Resize(32)])],
+                                     p=[1, 2, 1])],
+     ["random_choice: {transforms: [{random_invert: {p: 1}}, "
+      "{random_solarize: {threshold: 9, p: 1}}, {compose: {transforms: [{random_crop: "
+      "{size: 24}}, {resize: {size: 32}}]}}], weights: [1, 2, 1]}"]),
+    ("RandomOrder", [T.RandomOrder([T.RandomInvert(), T.ColorJitter(0.4),
+                                    T.RandomRotation(30)])],
+     ["random_order: {transforms: [random_invert, {color_jitter: {brightness: 0.4}}, "
+      "{random_rotation: {degrees: 30}}]}"]),
+    ("RandomApply_several", [T.RandomApply([T.RandomVerticalFlip(1.0), T.RandomInvert(1.0)],
+                                           p=0.6)],
+     ["compose: {transforms: [{random_vertical_flip: {p: 1}}, {random_invert: {p: 1}}], "
+      "p: 0.6}"]),
+    # Grayscale(1): a one-channel view ([1, H, W] with one mean and std; [H, W, 1] uint8).
+    ("Grayscale_1", [T.Grayscale(), T.RandomGrayscale(0.5), T.ToTensor(),
+                     T.Normalize([0.5], [0.25])],
+     ["grayscale: {num_output_channels: 1}", "random_grayscale: {p: 0.5}",
+      "normalize: {mean: 0.5, std: 0.25}"]),
+    ("Grayscale_1_uint8", [T.Grayscale(1), T.RandomInvert()],
+     ["grayscale: {num_output_channels: 1}", "random_invert: {}"]),
 ]
 
 
@@ -196,7 +220,7 @@ class FiveCrop:  # A torchvision class flowloader does not have (by its name).
     (lambda: T.RandomApply([FiveCrop(24)]), "FiveCrop"),
     (lambda: T.RandomRotation(9, interpolation=T.InterpolationMode.LANCZOS), "lanczos"),
     (lambda: T.RandomAffine(9, interpolation=1), "interpolation=1"),  # PIL's LANCZOS.
-    (lambda: T.Compose([T.Grayscale()]).to_ops(), "num_output_channels=1"),
+    (lambda: T.Compose([T.RandomChoice([T.ToTensor()])]).to_ops(), "inside RandomChoice"),
     (lambda: T.RandomRotation(10, center=(3, 3)), "center=(3, 3)"),
     (lambda: T.RandomAffine(10, center=(3, 3)), "center=(3, 3)"),
     (lambda: T.ConvertImageDtype(torch.uint8), "ConvertImageDtype(torch.uint8)"),
@@ -211,15 +235,41 @@ def test_unsupported_class_or_argument_is_a_type_error(make, names):
     assert "supported: AugMix, AutoAugment, CenterCrop" in str(e.value)  # The list of classes.
 
 
-def test_random_apply_of_several_is_a_type_error_in_the_loader():
+def test_random_apply_of_several_is_the_compose_op():
     several = T.RandomApply([T.ColorJitter(0.4), T.RandomGrayscale()], p=0.8)
-    with pytest.raises(TypeError, match="RandomApply takes one transform in the loader, got 2"):
-        T.Compose([several]).to_ops()
+    assert T.Compose([several]).to_ops() == (
+        "compose(transforms=[color_jitter(brightness=0.4, contrast=0, saturation=0, hue=0); "
+        "random_grayscale(p=0.1)], p=0.8)")
 
 
-@pytest.mark.parametrize("eager_only", [
-    T.FiveCrop(4), T.TenCrop(4), T.RandomChoice([T.RandomInvert()]),
-    T.RandomOrder([T.RandomInvert()])], ids=lambda t: type(t).__name__)
+def test_one_channel_views_are_torchvisions_shapes(small_data):
+    """Grayscale(1) in the loader: [B, 1, H, W] float with one mean and std, [B, 3, H, W]
+    with three (torch broadcasts), uint8 [B, H, W, 1] without ToTensor; the values are
+    torchvision's L image's, normalized."""
+    one = T.Compose([T.CenterCrop(32), T.Grayscale(), T.ToTensor(), T.Normalize([0.5], [0.25])])
+    three = T.Compose([T.CenterCrop(32), T.Grayscale(), T.ToTensor(), T.Normalize(*IMAGENET)])
+    raw = T.Compose([T.CenterCrop(32), T.Grayscale()])
+    (a, _), = _epoch(data=small_data, transform=one, batch_size=40)[0][:1]
+    (b, _), = _epoch(data=small_data, transform=three, batch_size=40)[0][:1]
+    (c, _), = _epoch(data=small_data, transform=raw, batch_size=40)[0][:1]
+    assert a.shape[1:] == (1, 32, 32) and a.dtype == torch.float32
+    assert b.shape[1:] == (3, 32, 32)
+    assert c.shape[1:] == (32, 32, 1) and c.dtype == torch.uint8
+    gray = c.permute(0, 3, 1, 2).float() / 255
+    assert torch.allclose(a, (gray - 0.5) / 0.25, atol=1e-5)
+    mean = torch.tensor(IMAGENET[0]).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET[1]).view(1, 3, 1, 1)
+    assert torch.allclose(b, (gray - mean) / std, atol=1e-5)
+    with pytest.raises(ValueError, match="num_output_channels=1 must apply to every sample"):
+        flowloader.DataLoader(small_data, transform=T.Compose([
+            T.CenterCrop(8), T.RandomApply([T.Grayscale()], p=0.5)]))
+    with pytest.raises(ValueError, match="a sub-op cannot"):
+        flowloader.DataLoader(small_data, transform=T.Compose([
+            T.CenterCrop(8), T.RandomChoice([T.Grayscale(), T.RandomInvert()])]))
+
+
+@pytest.mark.parametrize("eager_only", [T.FiveCrop(4), T.TenCrop(4)],
+                         ids=lambda t: type(t).__name__)
 def test_eager_only_classes_are_a_type_error_in_the_loader(eager_only):
     with pytest.raises(TypeError, match="runs when called on an image"):
         T.Compose([T.CenterCrop(8), eager_only]).to_ops()

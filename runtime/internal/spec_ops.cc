@@ -4,7 +4,9 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "stages/augment/ops/op.h"
@@ -14,8 +16,34 @@ namespace flowloader {
 namespace spec_internal {
 namespace {
 
-// ArgText is an argument's value as the op list writes it: a scalar, or [a, b, ...].
+absl::Status ParseOne(const SpecReader& r, const YAML::Node& item, augment::OpText* op,
+                      YAML::Node* at);
+
+// IsOpItem: a list item that is an op (`name: {args}`, or a name that is not a number).
+bool IsOpItem(const YAML::Node& item) {
+  if (item.IsMap()) return true;
+  double unused = 0;
+  if (!item.IsScalar() || absl::SimpleAtod(item.Scalar(), &unused)) return false;
+  const std::string& s = item.Scalar();
+  return !s.empty() && absl::ascii_isalpha(static_cast<unsigned char>(s[0])) && s != "true" &&
+         s != "false" && s != "True" && s != "False";
+}
+
+// ArgText is an argument's value as the op list writes it: a scalar, [a, b, ...], or an
+// op list [op(...); op(...)] (compose's, random_choice's, random_order's transforms),
+// each op checked where it is written.
 absl::Status ArgText(const SpecReader& r, const Field& f, std::string* text) {
+  if (f.value.IsSequence() && f.value.size() > 0 && IsOpItem(f.value[0])) {
+    std::vector<augment::OpText> subs;
+    for (const YAML::Node& item : f.value) {
+      augment::OpText sub;
+      YAML::Node at;
+      if (absl::Status s = ParseOne(r, item, &sub, &at); !s.ok()) return s;
+      subs.push_back(std::move(sub));
+    }
+    *text = absl::StrCat("[", augment::OpListText(subs), "]");
+    return absl::OkStatus();
+  }
   if (f.value.IsScalar()) {
     *text = f.value.Scalar();
     return absl::OkStatus();

@@ -48,6 +48,21 @@ bool IsWord(absl::string_view text) {
   return true;
 }
 
+// IsOpListText: a list's inner text that starts with an op's name (`[grayscale();
+// random_invert(p=1)]`), not a number (true/false are numbers).
+bool IsOpListText(absl::string_view inner) {
+  inner = absl::StripAsciiWhitespace(inner);
+  size_t end = 0;
+  while (end < inner.size() && (absl::ascii_isalnum(static_cast<unsigned char>(inner[end])) ||
+                                inner[end] == '_')) {
+    ++end;
+  }
+  const absl::string_view first = inner.substr(0, end);
+  if (first.empty() || !absl::ascii_isalpha(static_cast<unsigned char>(first[0]))) return false;
+  double unused = 0;
+  return !absl::SimpleAtod(first, &unused) && !ParseNumber(first, &unused);
+}
+
 std::string NumberText(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrCat(static_cast<int64_t>(v));
   return absl::StrCat(v);
@@ -79,6 +94,10 @@ absl::StatusOr<OpValue> ParseOpValue(const std::string& raw) {
     }
     value.is_list = true;
     if (absl::StripAsciiWhitespace(text).empty()) return value;
+    if (IsOpListText(text)) {
+      value.ops = std::string(absl::StripAsciiWhitespace(text));
+      return value;
+    }
     for (absl::string_view part : absl::StrSplit(text, ',')) {
       double v = 0;
       if (!ParseNumber(part, &v)) {
@@ -105,6 +124,7 @@ absl::StatusOr<OpValue> ParseOpValue(const std::string& raw) {
 
 std::string OpValueText(const OpValue& value) {
   if (value.is_none) return "null";
+  if (!value.ops.empty()) return absl::StrCat("[", value.ops, "]");
   if (!value.word.empty()) return value.word;
   std::vector<std::string> parts;
   for (double v : value.numbers) parts.push_back(NumberText(v));

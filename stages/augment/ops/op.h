@@ -45,6 +45,9 @@ struct OpValue {
   std::string word;     // Non-empty for a word (`bicubic`, `random`, `imagenet`).
   bool is_list = false;  // Written as [a, b, ...].
   bool is_none = false;  // Written as null / none.
+  // An op list written as a value, `[op(...); op(...)]`: its text between the brackets
+  // (the sub-ops of compose, random_choice, random_order; internal/sub_ops.h).
+  std::string ops;
 
   bool IsNumber() const { return word.empty() && !is_none && !is_list && numbers.size() == 1; }
 };
@@ -283,6 +286,10 @@ class Op {
   virtual bool Normalization(std::array<float, 3>* mean, std::array<float, 3>* std) const {
     return false;
   }
+
+  // SubOps: an op that runs other ops (compose, random_choice, random_order) lists them,
+  // so that a check of a list (targets, label maps) can name the sub-op it refuses.
+  virtual std::vector<const Op*> SubOps() const { return {}; }
 
   const std::string& name() const { return name_; }
   double p() const { return p_; }

@@ -519,3 +519,103 @@ TEST(PolicyAllocationTest, AutoAugmentAndRandomErasingDoNotAllocate) {
 
 }  // namespace
 }  // namespace flowloader::augment
+
+namespace flowloader::augment {
+namespace {
+
+// compose, random_choice and random_order: a nested list round-trips, sizes are fixed
+// only where every choice and order agrees.
+TEST(SubOpsTest, NestedListsRoundTripAndSizesMustAgree) {
+  const std::string text =
+      "random_choice(transforms=[grayscale(); random_invert(p=1)], weights=[1, 2]); "
+      "center_crop(size=8)";
+  absl::StatusOr<std::vector<OpText>> ops = ParseOpListText(text);
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  ASSERT_EQ(ops->size(), 2u);
+  EXPECT_EQ((*ops)[0].args.at("transforms"), "[grayscale(); random_invert(p=1)]");
+  EXPECT_EQ(OpListText(*ops), text);
+  EXPECT_EQ(Refusal(text), "accepted");
+  EXPECT_EQ(Refusal("random_choice(transforms=[center_crop(size=8); random_crop(size=8)])"),
+            "accepted");
+  EXPECT_TRUE(absl::StrContains(
+      Refusal("random_choice(transforms=[center_crop(size=8); center_crop(size=9)])"),
+      "output size depends on the image"));
+  // resize then crop is 8 × 8, crop then resize 20 × 20.
+  EXPECT_TRUE(absl::StrContains(
+      Refusal("random_order(transforms=[resize(size=[20, 20]); center_crop(size=8)])"),
+      "output size depends on the image"));
+  EXPECT_EQ(Refusal("random_order(transforms=[resize(size=[20, 20]); "
+                    "random_horizontal_flip()]); compose(transforms=[grayscale(); "
+                    "center_crop(size=4)], p=1)"),
+            "accepted");
+}
+
+// The boxes move as the pixels: a lone white pixel and its 1 × 1 box end up together
+// through every choice and order the ops draw.
+TEST(SubOpsTest, TargetsMoveWithThePixelsThroughEveryDraw) {
+  for (const char* text :
+       {"random_order(transforms=[random_horizontal_flip(); random_vertical_flip(); "
+        "pad(padding=[1, 2]); random_crop(size=[9, 11])])",
+        "random_choice(transforms=[random_horizontal_flip(p=1); random_vertical_flip(p=1); "
+        "compose(transforms=[pad(padding=[2, 3, 1, 3]); random_rotation(degrees=[90, 90])])], "
+        "weights=[1, 1, 2])"}) {
+    absl::StatusOr<std::vector<OpText>> ops = ParseOpListText(text);
+    ASSERT_TRUE(ops.ok()) << ops.status();
+    absl::StatusOr<std::unique_ptr<Op>> op =
+        OpRegistry::Global().Create((*ops)[0].name, (*ops)[0].args);
+    ASSERT_TRUE(op.ok()) << op.status();
+    EXPECT_EQ((*op)->SubOps().size(), (*ops)[0].name == "random_order" ? 4u : 3u);
+    std::map<std::string, int> outcomes;
+    for (uint64_t sample = 0; sample < 200; ++sample) {
+      Image rgb, spare;
+      rgb.Resize(13, 10, 3);
+      std::memset(rgb.pixels.data(), 0, rgb.pixels.size());
+      const int x0 = 4, y0 = 6;
+      std::memset(&rgb.pixels[(y0 * 13 + x0) * 3], 255, 3);
+      detection::Targets targets;
+      targets.canvas_width = 13;
+      targets.canvas_height = 10;
+      targets.boxes = {x0, y0, x0 + 1, y0 + 1};
+      targets.labels = {1};
+      targets.iscrowd = {0};
+      targets.area = {1};
+      SampleRng rng(3, 0, sample, 1);
+      OpParams params;
+      (*op)->Draw(13, 10, rng, &params);
+      OpImage image;
+      image.rgb = &rgb;
+      image.spare = &spare;
+      ASSERT_TRUE((*op)->Apply(params, image).ok());
+      ASSERT_TRUE((*op)->MoveTargets(params, &targets).ok());
+      EXPECT_EQ(targets.canvas_width, rgb.width);
+      EXPECT_EQ(targets.canvas_height, rgb.height);
+      int found = -1;
+      for (int i = 0; i < rgb.width * rgb.height; ++i) {
+        if (rgb.pixels[3 * i] == 255) {
+          EXPECT_EQ(found, -1) << text;
+          found = i;
+        }
+      }
+      if (found < 0) {  // Cropped away: the box is outside the canvas or empty.
+        ASSERT_EQ(targets.boxes.size(), 4u);
+        EXPECT_TRUE(targets.boxes[2] <= 0 || targets.boxes[0] >= rgb.width ||
+                    targets.boxes[3] <= 0 || targets.boxes[1] >= rgb.height ||
+                    targets.boxes[0] >= targets.boxes[2] || targets.boxes[1] >= targets.boxes[3])
+            << text;
+        continue;
+      }
+      const float x = static_cast<float>(found % rgb.width);
+      const float y = static_cast<float>(found / rgb.width);
+      ASSERT_EQ(targets.boxes.size(), 4u);
+      EXPECT_NEAR(targets.boxes[0], x, 1e-4) << text << " sample " << sample;
+      EXPECT_NEAR(targets.boxes[1], y, 1e-4) << text << " sample " << sample;
+      EXPECT_NEAR(targets.boxes[2], x + 1, 1e-4) << text;
+      EXPECT_NEAR(targets.boxes[3], y + 1, 1e-4) << text;
+      outcomes[std::to_string(rgb.width) + "x" + std::to_string(found)]++;
+    }
+    EXPECT_GE(outcomes.size(), 3u) << text;  // The draws vary.
+  }
+}
+
+}  // namespace
+}  // namespace flowloader::augment

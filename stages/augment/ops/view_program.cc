@@ -233,6 +233,7 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
                 "fixed_size_crop or resize to [height, width]");
   }
   program->output_size_ = size;
+  if (absl::Status s = program->PlanChannels(ops, fail); !s.ok()) return s;
 
   // The head: planned from the header, before decoding.
   TransformOptions head;
@@ -272,14 +273,52 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
   return program;
 }
 
+absl::Status ViewProgram::PlanChannels(
+    const std::vector<OpText>& ops,
+    const std::function<absl::Status(size_t, const std::string&)>& fail) {
+  // How many values an argument has (its default's count where not written).
+  const auto count = [](const OpText& op, const std::string& arg, size_t fallback) {
+    auto it = op.args.find(arg);
+    if (it == op.args.end()) return fallback;
+    absl::StatusOr<OpValue> v = ParseOpValue(it->second);
+    return v.ok() ? v->numbers.size() : fallback;
+  };
+  const auto one = [](const OpText& op) {
+    auto it = op.args.find("num_output_channels");
+    if (it == op.args.end()) return false;
+    absl::StatusOr<OpValue> v = ParseOpValue(it->second);
+    return v.ok() && v->IsNumber() && v->numbers[0] == 1;
+  };
+  bool one_channel = false;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].name != "grayscale" || !one(ops[i])) continue;
+    if (ops_[i]->p() < 1) {
+      return fail(i, "num_output_channels=1 must apply to every sample (p=1): a batch has "
+                     "one channel count (random_grayscale keeps three)");
+    }
+    one_channel = true;
+  }
+  // torch broadcasts a 3-value mean or std over a one-channel tensor: 3 channels again.
+  if (one_channel && normalize_index_ >= 0) {
+    const OpText& n = ops[static_cast<size_t>(normalize_index_)];
+    one_channel = count(n, "mean", 3) == 1 && count(n, "std", 3) == 1;
+  }
+  channels_ = one_channel ? 1 : 3;
+  if (channels_ == 1 && is_float()) {  // The three planes normalize writes, then one kept.
+    scratch_bytes_ += 3 * sizeof(float) * static_cast<size_t>(output_size_.width) *
+                      static_cast<size_t>(output_size_.height);
+  }
+  return absl::OkStatus();
+}
+
 std::array<int64_t, 3> ViewProgram::shape() const {
-  if (is_float()) return {3, output_size_.height, output_size_.width};
-  return {output_size_.height, output_size_.width, 3};
+  if (is_float()) return {channels_, output_size_.height, output_size_.width};
+  return {output_size_.height, output_size_.width, channels_};
 }
 
 size_t ViewProgram::output_bytes() const {
-  return static_cast<size_t>(output_size_.width) * output_size_.height * 3 *
-         (is_float() ? sizeof(float) : 1);
+  return static_cast<size_t>(output_size_.width) * output_size_.height *
+         static_cast<size_t>(channels_) * (is_float() ? sizeof(float) : 1);
 }
 
 absl::Status ViewProgram::CheckMemory(int64_t held, int64_t need,
@@ -457,6 +496,13 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
   image.chw = static_cast<float*>(dst);
   image.width = output_size_.width;
   image.height = output_size_.height;
+  // A one-channel float view: the ops write three (equal) planes here, the slot gets one.
+  const size_t plane = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  thread_local std::vector<float> planes;
+  if (channels_ == 1 && is_float()) {
+    planes.resize(3 * plane);
+    image.chw = planes.data();
+  }
   if (!fused_) {
     const size_t pixel_end = normalize_index_ >= 0 ? static_cast<size_t>(normalize_index_) + 1
                                                    : ops_.size();
@@ -470,12 +516,19 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
                                                 "x", work.rgb.height, ", planned ",
                                                 output_size_.width, "x", output_size_.height));
       }
-      std::memcpy(dst, work.rgb.pixels.data(), output_bytes());
+      if (channels_ == 1) {  // Grayscale(1): the (equal) channels' first.
+        uint8_t* out = static_cast<uint8_t*>(dst);
+        for (size_t k = 0; k < plane; ++k) out[k] = work.rgb.pixels[3 * k];
+      } else {
+        std::memcpy(dst, work.rgb.pixels.data(), output_bytes());
+      }
       return absl::OkStatus();
     }
   }
-  return RunPixelOps(key, view_stream, next, ops_.size(), image, held, observer, targets,
-                     labels);
+  absl::Status s = RunPixelOps(key, view_stream, next, ops_.size(), image, held, observer,
+                               targets, labels);
+  if (s.ok() && channels_ == 1) std::memcpy(dst, planes.data(), plane * sizeof(float));
+  return s;
 }
 
 }  // namespace flowloader::augment

@@ -38,6 +38,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -91,8 +92,10 @@ class ViewProgram {
   // head is the planned crop-and-resize (nullptr for a list that needs the whole image).
   const Transform* head() const { return head_.get(); }
 
-  // The batch tensor one sample of this view writes: float32 [3, H, W] after normalize,
-  // else uint8 [H, W, 3].
+  // The batch tensor one sample of this view writes: float32 [C, H, W] after normalize,
+  // else uint8 [H, W, C]. C is 3, or 1 after grayscale(num_output_channels=1) (the ops
+  // still work on three equal channels; the view keeps the first) unless normalize's mean
+  // or std has three values (torch broadcasts them over the one channel: 3 again).
   bool is_float() const { return normalize_index_ >= 0; }
   std::array<int64_t, 3> shape() const;
   size_t output_bytes() const;
@@ -157,6 +160,9 @@ class ViewProgram {
                      const CropPlan* plan, const SampleKey& key, uint64_t view_stream,
                      void* dst, const OpObserver* observer,
                      detection::Targets* targets, LabelPlane* labels) const;
+  // PlanChannels sets channels_ (shape()'s C) from the list.
+  absl::Status PlanChannels(const std::vector<OpText>& ops,
+                            const std::function<absl::Status(size_t, const std::string&)>& fail);
   // CheckMemory is OK when images of `need` bytes, with the `held` bytes of the decoded
   // image, fit the worker's memory (or no limit is set); else op_memory naming `what`.
   absl::Status CheckMemory(int64_t held, int64_t need, const std::string& what) const;
@@ -171,6 +177,7 @@ class ViewProgram {
   size_t head_ops_ = 0;          // Ops the head runs (1 or 2).
   bool fused_ = false;           // The head writes the normalized slot itself.
   int normalize_index_ = -1;     // Position of normalize, or -1.
+  int64_t channels_ = 3;         // The view's channels (PlanChannels).
   OpSize output_size_;
   size_t scratch_bytes_ = 0;
   int largest_op_ = -1;
