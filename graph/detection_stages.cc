@@ -19,7 +19,9 @@ class AnnotationsStage : public SampleStage {
   AnnotationsStage(const Dataset* dataset, bool masks)
       : dataset_(dataset), coco_(dataset->annotations()), masks_(masks) {}
   absl::Status Process(SampleContext& sample) const override {
-    coco_->MakeTargets(dataset_->annotation_image(sample.index), masks_, &sample.targets);
+    // Windowed masks (Targets::masks_windowed): only each instance's box is rasterised.
+    coco_->MakeTargets(dataset_->annotation_image(sample.index), masks_, &sample.targets,
+                       /*windowed=*/true);
     return absl::OkStatus();
   }
   size_t BytesProduced(const SampleContext& sample) const override {

@@ -759,7 +759,7 @@ static void ReserveHuge(std::vector<T>& v, size_t n) {
 static void ReserveBatchTargets(BatchToken& token) {
   size_t masks = 0, semantic = 0;
   for (int slot = 0; slot < token.size; ++slot) {
-    masks += token.samples[slot].targets.masks.size();
+    masks += token.samples[slot].targets.MaskPlaneBytes();
     semantic += token.samples[slot].targets.semantic.size();
   }
   ReserveHuge(token.batch.targets.masks, masks);

@@ -178,7 +178,9 @@ void BatchTargets::Append(const detection::Targets& t) {
     has_masks = true;
     mask_height = t.canvas_height;
     mask_width = t.canvas_width;
-    masks.insert(masks.end(), t.masks.begin(), t.masks.end());
+    const size_t at = masks.size();
+    masks.resize(at + t.MaskPlaneBytes());  // Windowed masks expand straight into the batch.
+    t.WriteMaskPlanes(masks.data() + at);
   }
 }
 

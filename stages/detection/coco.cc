@@ -358,7 +358,39 @@ absl::Status CocoDataset::Parse(const std::string& text) {
   return absl::OkStatus();
 }
 
-void CocoDataset::MakeTargets(size_t i, bool masks, Targets* out) const {
+// AppendMaskWindow rasterises one instance's segmentation (its RLE and polygons, merged)
+// into the smallest window holding it (its tight box; 0 × 0 when empty) at the end of
+// out->masks, and appends the window to out->mask_windows.
+static void AppendMaskWindow(const CocoInstance& instance, int height, int width,
+                             Targets* out) {
+  thread_local std::vector<Rle> polygons;
+  polygons.clear();
+  for (const std::vector<double>& polygon : instance.polygons) {
+    polygons.push_back(RleFromPolygon(polygon, height, width));
+  }
+  std::vector<const Rle*> parts;
+  if (instance.has_rle) parts.push_back(&instance.rle);
+  for (const Rle& rle : polygons) parts.push_back(&rle);
+  int x0 = width, y0 = height, x1 = 0, y1 = 0;  // The union of the parts' boxes, [x0, x1).
+  for (const Rle* part : parts) {
+    double box[4];
+    RleBox(*part, box);
+    if (box[2] <= 0 || box[3] <= 0) continue;
+    x0 = std::min(x0, static_cast<int>(box[0]));
+    y0 = std::min(y0, static_cast<int>(box[1]));
+    x1 = std::max(x1, static_cast<int>(box[0] + box[2]));
+    y1 = std::max(y1, static_cast<int>(box[1] + box[3]));
+  }
+  if (x1 <= x0 || y1 <= y0) x0 = y0 = x1 = y1 = 0;
+  const size_t at = out->masks.size();
+  out->masks.resize(at + static_cast<size_t>(x1 - x0) * static_cast<size_t>(y1 - y0), 0);
+  for (const Rle* part : parts) {
+    DecodeRleIntoWindow(*part, x0, y0, x1 - x0, y1 - y0, out->masks.data() + at);
+  }
+  out->mask_windows.insert(out->mask_windows.end(), {x0, y0, x1 - x0, y1 - y0});
+}
+
+void CocoDataset::MakeTargets(size_t i, bool masks, Targets* out, bool windowed) const {
   const CocoImage& image = images_[i];
   out->Clear();
   out->image_id = image.id;
@@ -371,7 +403,8 @@ void CocoDataset::MakeTargets(size_t i, bool masks, Targets* out) const {
   out->iscrowd.resize(k);
   out->area.resize(k);
   out->has_masks = masks;
-  if (masks) out->masks.assign(k * out->mask_plane(), 0);
+  out->masks_windowed = masks && windowed;
+  if (masks && !windowed) out->masks.assign(k * out->mask_plane(), 0);
   out->has_keypoints = num_keypoints_ > 0;
   out->num_keypoints = num_keypoints_;
   if (out->has_keypoints) out->keypoints.assign(k * out->keypoint_stride(), 0.0f);
@@ -386,6 +419,10 @@ void CocoDataset::MakeTargets(size_t i, bool masks, Targets* out) const {
                 out->keypoints.begin() + static_cast<int64_t>(j * out->keypoint_stride()));
     }
     if (!masks) continue;
+    if (windowed) {
+      AppendMaskWindow(instance, image.height, image.width, out);
+      continue;
+    }
     uint8_t* plane = out->masks.data() + j * out->mask_plane();
     if (instance.has_rle) DecodeRleInto(instance.rle, plane);
     for (const std::vector<double>& polygon : instance.polygons) {

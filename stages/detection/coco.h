@@ -125,8 +125,10 @@ class CocoDataset {
   // iscrowd, area, image_id, keypoints when the file has them (zeros, visibility 0, for
   // an instance without), and (with options().masks) one mask plane per instance.
   void MakeTargets(size_t i, Targets* out) const { MakeTargets(i, options_.masks, out); }
-  // MakeTargets with `masks` false leaves the masks out (boxes only).
-  void MakeTargets(size_t i, bool masks, Targets* out) const;
+  // MakeTargets with `masks` false leaves the masks out (boxes only); with `windowed`,
+  // the masks are windowed (Targets::masks_windowed): each instance's window is the
+  // tight box of its segmentation, the same planes once expanded.
+  void MakeTargets(size_t i, bool masks, Targets* out, bool windowed = false) const;
   // MaxPlaneBytes is the largest image's width × height (one mask plane).
   int64_t MaxPlaneBytes() const { return max_plane_bytes_; }
 

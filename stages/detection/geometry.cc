@@ -301,6 +301,7 @@ void ApplyToKeypoints(const Geometry& g, int canvas_width, int canvas_height, fl
 }
 
 void Apply(const Geometry& geometry, Targets* t) {
+  t->ExpandMasks();  // Op by op, masks move as full planes.
   int w = t->canvas_width, h = t->canvas_height;
   ApplyToBoxes(geometry, t->format, &w, &h, t->boxes.data(), t->size());
   if (t->has_keypoints) {

@@ -193,6 +193,33 @@ void DecodeRleInto(const Rle& rle, uint8_t* mask) {
   }
 }
 
+void DecodeRleIntoWindow(const Rle& rle, int x, int y, int width, int height,
+                         uint8_t* window) {
+  uint64_t pos = 0;
+  const uint64_t h = static_cast<uint64_t>(rle.h);
+  const int64_t y0 = y, y1 = int64_t{y} + height;  // The window's rows [y0, y1).
+  const int64_t x0 = x, x1 = int64_t{x} + width;
+  for (size_t i = 0; i < rle.counts.size(); ++i) {
+    const uint64_t end = pos + rle.counts[i];
+    if (i % 2 == 1 && end > pos) {
+      // Column by column: the part of each column inside the window is one stride walk.
+      for (uint64_t p = pos; p < end;) {
+        const int64_t col = static_cast<int64_t>(p / h), row = static_cast<int64_t>(p % h);
+        const uint64_t col_end = std::min<uint64_t>(end, (p / h + 1) * h);
+        const int64_t last = row + static_cast<int64_t>(col_end - p);  // Rows [row, last).
+        if (col >= x0 && col < x1) {
+          uint8_t* out = window + (col - x0);
+          for (int64_t r = std::max(row, y0); r < std::min(last, y1); ++r) {
+            out[(r - y0) * width] = 1;
+          }
+        }
+        p = col_end;
+      }
+    }
+    pos = end;
+  }
+}
+
 int64_t RleArea(const Rle& rle) {
   int64_t area = 0;
   for (size_t i = 1; i < rle.counts.size(); i += 2) area += rle.counts[i];

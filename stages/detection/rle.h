@@ -55,6 +55,12 @@ absl::Status CheckRle(const Rle& rle);
 // annotation merge, as COCO's merge does). The RLE must pass CheckRle.
 void DecodeRleInto(const Rle& rle, uint8_t* mask);
 
+// DecodeRleIntoWindow ORs the part of the mask inside the window of width × height
+// pixels at (x, y) of the canvas into `window` (row-major, width × height): what
+// DecodeRleInto writes there. Pixels outside the window are left out.
+void DecodeRleIntoWindow(const Rle& rle, int x, int y, int width, int height,
+                         uint8_t* window);
+
 // RleArea is the number of pixels set (COCO's area of a mask).
 int64_t RleArea(const Rle& rle);
 

@@ -42,6 +42,15 @@ struct Targets {
   std::vector<float> area;       // K.
   bool has_masks = false;        // masks holds K planes of canvas_height × canvas_width.
   std::vector<uint8_t> masks;
+  // Windowed masks (masks_windowed, with has_masks): instance k's plane is 0 outside the
+  // rectangle mask_windows[4k .. 4k+3] = x, y, width, height of the canvas, and `masks`
+  // holds only the windows' bytes, row-major, one window after another. The annotations
+  // stage writes them and the geometry chain moves them, so the Mask R-CNN recipe never
+  // builds (and faults in) K full planes per sample until collate writes the batch: an
+  // instance covers a small part of its canvas. Every other reader calls ExpandMasks()
+  // first, which makes the K full planes (the same bytes).
+  bool masks_windowed = false;
+  std::vector<int32_t> mask_windows;
   // Keypoints (COCO `keypoints`): num_keypoints (P) points per instance, each (x, y,
   // visibility), K × P × 3 floats, when the annotations carry them. Geometric ops move
   // (x, y) as torchvision v2 moves KeyPoints and keep the visibility; points may leave the
@@ -67,6 +76,13 @@ struct Targets {
   // Keep keeps the instances whose keep[k] is true, in order, in every per-instance
   // field (boxes, labels, iscrowd, area, masks, keypoints). Returns how many were dropped.
   int64_t Keep(const std::vector<bool>& keep);
+  // ExpandMasks turns windowed masks into K full planes (nothing when not windowed).
+  void ExpandMasks();
+  // WriteMaskPlanes writes the K full planes (windowed or not) to `out`, K × mask_plane()
+  // bytes.
+  void WriteMaskPlanes(uint8_t* out) const;
+  // MaskPlaneBytes is K × mask_plane() when the sample has masks (windowed or not), else 0.
+  size_t MaskPlaneBytes() const { return has_masks ? mask_plane() * labels.size() : 0; }
   // Bytes is what the targets hold (for the memory plan and the bytes metric).
   size_t Bytes() const;
 };

@@ -62,8 +62,10 @@ bool WriteTargets(const std::string& path, const Targets& t) {
   }
   if (t.has_masks) {
     out << "masks\n";
-    out.write(reinterpret_cast<const char*>(t.masks.data()),
-              static_cast<std::streamsize>(t.masks.size()));
+    std::vector<uint8_t> planes(t.MaskPlaneBytes());  // Full planes, windowed or not.
+    t.WriteMaskPlanes(planes.data());
+    out.write(reinterpret_cast<const char*>(planes.data()),
+              static_cast<std::streamsize>(planes.size()));
   }
   return static_cast<bool>(out);
 }

@@ -1,6 +1,7 @@
 // geometry_chain_test: a list's geometric ops run as one chain (internal/geometry_chain.h)
 // write the bytes, boxes, labels and masks they write one by one, on many draws: the
 // detection recipes (large-scale jitter, SSD), other filters, and gathers alone.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -71,6 +72,38 @@ detection::Targets Instances(int width, int height, bool masks, std::mt19937& ge
   return t;
 }
 
+// Windowed is `t` with windowed masks (Targets::masks_windowed): each plane's window is
+// its nonzero pixels' box grown by 0-3 pixels a side (within the canvas), so windows both
+// tight and with zero borders are tested; an all-zero plane gets an empty window or a
+// small one of zeros.
+detection::Targets Windowed(const detection::Targets& t, std::mt19937& gen) {
+  detection::Targets out = t;
+  out.masks.clear();
+  out.masks_windowed = true;
+  const int w = t.canvas_width, h = t.canvas_height;
+  for (int64_t k = 0; k < t.size(); ++k) {
+    const uint8_t* plane = t.masks.data() + static_cast<size_t>(k) * t.mask_plane();
+    int x0 = w, y0 = h, x1 = -1, y1 = -1;
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        if (plane[static_cast<size_t>(y) * w + x] == 0) continue;
+        x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+      }
+    }
+    if (x1 < 0) x0 = y0 = 0, x1 = y1 = static_cast<int>(gen() % 2) - 1;  // Empty or 1 × 1.
+    x0 = std::max(0, x0 - static_cast<int>(gen() % 4));
+    y0 = std::max(0, y0 - static_cast<int>(gen() % 4));
+    x1 = std::min(w - 1, x1 + static_cast<int>(gen() % 4));
+    y1 = std::min(h - 1, y1 + static_cast<int>(gen() % 4));
+    if (x1 < x0 || y1 < y0) x0 = y0 = 0, x1 = y1 = -1;
+    out.mask_windows.insert(out.mask_windows.end(), {x0, y0, x1 - x0 + 1, y1 - y0 + 1});
+    for (int y = y0; y <= y1; ++y) {
+      for (int x = x0; x <= x1; ++x) out.masks.push_back(plane[static_cast<size_t>(y) * w + x]);
+    }
+  }
+  return out;
+}
+
 struct Out {
   absl::Status status;
   std::vector<uint8_t> pixels;
@@ -93,6 +126,7 @@ void ExpectSame(const std::string& list, bool with_targets, bool masks, int samp
   std::unique_ptr<ViewProgram> program = MakeProgram(list);
   std::mt19937 gen(11);
   const int64_t chains_before = internal::GeometryChainsRunForTesting();
+  int windowed_chains = 0;
   for (int s = 0; s < samples; ++s) {
     const int w = 8 + static_cast<int>(gen() % 90), h = 8 + static_cast<int>(gen() % 90);
     const decode::DecodedImage decoded = Picture(w, h, gen);
@@ -113,9 +147,34 @@ void ExpectSame(const std::string& list, bool with_targets, bool masks, int samp
     EXPECT_EQ(chained.targets.area, plain.targets.area) << where;
     EXPECT_EQ(chained.targets.has_masks, plain.targets.has_masks) << where;
     EXPECT_TRUE(chained.targets.masks == plain.targets.masks) << where;
+    if (!masks) continue;
+    // Windowed masks (as the annotations stage writes them), chained and op by op, come
+    // out as the same planes.
+    const detection::Targets windowed = Windowed(t, gen);
+    detection::Targets expanded = windowed;
+    expanded.ExpandMasks();
+    ASSERT_TRUE(expanded.masks == t.masks) << where;
+    for (const bool chain : {true, false}) {
+      const int64_t runs = internal::GeometryChainsRunForTesting();
+      Out out = RunOnce(*program, decoded, &windowed, s, chain);
+      ASSERT_EQ(out.status.ok(), plain.status.ok()) << where << ": " << out.status;
+      if (!out.status.ok()) continue;
+      // A chain keeps them windowed; an op run alone expands them first.
+      const bool ran_chain = internal::GeometryChainsRunForTesting() > runs;
+      if (ran_chain) windowed_chains++;
+      EXPECT_EQ(out.targets.masks_windowed, ran_chain) << where;
+      out.targets.ExpandMasks();
+      EXPECT_EQ(out.targets.boxes, plain.targets.boxes) << where;
+      EXPECT_EQ(out.targets.labels, plain.targets.labels) << where;
+      EXPECT_EQ(out.targets.canvas_width, plain.targets.canvas_width) << where;
+      EXPECT_TRUE(out.targets.masks == plain.targets.masks) << where << (chain ? " chained" : "");
+    }
   }
   // Not vacuous: most samples ran as a chain (two or more of the ops applied).
   EXPECT_GT(internal::GeometryChainsRunForTesting() - chains_before, samples / 4) << list;
+  if (masks) {
+    EXPECT_GT(windowed_chains, samples / 4) << list;
+  }
 }
 
 TEST(GeometryChainTest, LargeScaleJitterWithMasks) {

@@ -141,6 +141,7 @@ void AffinePoints(const AffineMove& mv, int width, int height, float* points, in
 }  // namespace
 
 absl::Status AffineTargets(const AffineMove& move, detection::Targets* targets) {
+  targets->ExpandMasks();  // Windowed masks (from the annotations stage) as full planes.
   const int w = targets->canvas_width, h = targets->canvas_height;
   int out_w = w, out_h = h;
   if (move.rotate) kernels::RotatedSize(w, h, move.angle, move.expand, &out_w, &out_h);

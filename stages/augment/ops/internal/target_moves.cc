@@ -12,6 +12,7 @@ absl::Status MoveTargetsBy(const detection::Geometry& geometry, detection::Targe
 
 void PadTargets(int top, int left, const std::vector<int>& map_x,
                 const std::vector<int>& map_y, detection::Targets* targets) {
+  targets->ExpandMasks();  // Windowed masks (from the annotations stage) as full planes.
   const int out_w = static_cast<int>(map_x.size()), out_h = static_cast<int>(map_y.size());
   int cw = targets->canvas_width, ch = targets->canvas_height;
   detection::ApplyToBoxes(detection::Geometry::Crop(top, left, out_h, out_w),
