@@ -88,14 +88,13 @@ class ReadStage : public SampleStage {
       }
       return;
     }
-    ReadAhead::ReadFn read = [this, &source, path = std::move(path)](std::string* contents) {
-      return Read(source, path, contents);
-    };
-    if (due_now) {  // The consumer waits for these now: ahead of the rest, past the limit.
-      read_ahead_->StartUrgent({epoch, position}, std::move(read));
-    } else {
-      read_ahead_->Start({epoch, position}, std::move(read));
-    }
+    // Files of their own (an s3:// prefix) are not urgent: 64 GETs at once to a gateway
+    // on the same 2 cores made the first batch slower (s3_bench.py, folder_s3: 0.82-0.97
+    // s -> 1.43-1.66 s at load 17-19) than the adaptive limit's 8.
+    read_ahead_->Start({epoch, position},
+                       [this, &source, path = std::move(path)](std::string* contents) {
+                         return Read(source, path, contents);
+                       });
   }
 
  private:
