@@ -170,7 +170,7 @@ class PipelineGraph::Impl {
                 flow::multifunction_node<std::tuple<BatchPlan, BatchToken*>,
                                          std::tuple<SampleContext*>>::output_ports_type& out);
   void AnnounceAhead(const BatchPlan& plan);
-  void AnnounceOne(int64_t epoch, int64_t position, int64_t index) const;
+  void AnnounceOne(int64_t epoch, int64_t position, int64_t index, bool due_now) const;
   void SetOutputSlots(void* buffer, int slot, SampleContext& s) const;
   void FillTensors(BatchToken* token);
   void FillLabel(BatchToken* token);
@@ -666,7 +666,8 @@ void PipelineGraph::Impl::AnnounceAhead(const BatchPlan& plan) {
   const int64_t size = static_cast<int64_t>(order_.size());
   if (announce_epoch_ == plan.epoch) {
     for (; announce_position_ < std::min(until, size); ++announce_position_) {
-      AnnounceOne(plan.epoch, announce_position_, order_[announce_position_]);
+      AnnounceOne(plan.epoch, announce_position_, order_[announce_position_],
+                  /*due_now=*/announce_position_ < plan.end);
     }
     const bool more_epochs = options_.epochs == 0 || plan.epoch + 1 < options_.epochs;
     if (until <= size || !more_epochs) return;
@@ -680,12 +681,14 @@ void PipelineGraph::Impl::AnnounceAhead(const BatchPlan& plan) {
   }
   const int64_t next_until = std::min(until - size, static_cast<int64_t>(next_order_.size()));
   for (; announce_position_ < next_until; ++announce_position_) {
-    AnnounceOne(announce_epoch_, announce_position_, next_order_[announce_position_]);
+    AnnounceOne(announce_epoch_, announce_position_, next_order_[announce_position_],
+                /*due_now=*/false);
   }
 }
 
-void PipelineGraph::Impl::AnnounceOne(int64_t epoch, int64_t position, int64_t index) const {
-  for (const SampleStage* stage : announcers_) stage->Announce(epoch, position, index);
+void PipelineGraph::Impl::AnnounceOne(int64_t epoch, int64_t position, int64_t index,
+                                      bool due_now) const {
+  for (const SampleStage* stage : announcers_) stage->Announce(epoch, position, index, due_now);
 }
 
 SampleContext* PipelineGraph::Impl::RunGroup(NodeGroup& group, EdgeStats* out_edge,

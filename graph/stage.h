@@ -124,7 +124,10 @@ class SampleStage {
   // to Process: called from one thread in sample order (across an epoch's end too), once
   // per sample, before it is dispatched. The read stage starts remote reads here; such a
   // sample may still never come (the run stops, drop_last, an earlier stage fails it).
-  virtual void Announce(int64_t /*epoch*/, int64_t /*position*/, int64_t /*index*/) const {}
+  // `due_now`: the sample's batch is being dispatched at this moment (the run's first
+  // batch, or one the window did not reach), so the consumer already waits for it.
+  virtual void Announce(int64_t /*epoch*/, int64_t /*position*/, int64_t /*index*/,
+                        bool /*due_now*/) const {}
 };
 
 enum class OptionType { kInt, kFloat, kBool, kString };

@@ -104,8 +104,10 @@ std::string WithOutputs(std::string json, const std::vector<OutputSpec>& outputs
 std::string WithStorage(std::string json, const Pipeline& pipeline) {
   const StorageEnv* storage = pipeline.storage();
   if (storage == nullptr || json.empty() || json.back() != '}') return json;
+  // Any remote Env made (s3, or plain http(s) whose Describe line is empty): its requests
+  // and read-ahead figures are what a run from a server is judged by.
+  if (storage->remote_envs().empty()) return json;
   const std::vector<std::string> remote = storage->Describe();
-  if (remote.empty()) return json;
   std::vector<std::string> quoted;
   for (const std::string& line : remote) quoted.push_back(Quoted(line));
   json.pop_back();
@@ -119,7 +121,11 @@ std::string WithStorage(std::string json, const Pipeline& pipeline) {
                     absl::StrFormat("%.6f", r.mean_latency_seconds), ", \"started\": ", r.started,
                     ", \"ready\": ", r.ready, ", \"waited\": ", r.waited,
                     ", \"not_started\": ", r.not_started, ", \"reused_buffers\": ", r.reused,
-                    "}");
+                    ", \"urgent\": ", r.urgent, "}");
+  }
+  if (storage->admitted_shards() > 0) {  // The block cache of remote shards.
+    absl::StrAppend(&json, ", \"blocks\": {\"fetched\": ", storage->block_fetches(),
+                    ", \"member_reads\": ", storage->member_reads(), "}");
   }
   if (const internal::DiskCache* cache = storage->disk_cache(); cache != nullptr) {
     const internal::DiskCacheStats s = cache->stats();

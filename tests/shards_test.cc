@@ -14,7 +14,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "runtime/pipeline.h"
+#include "runtime/run_summary.h"
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/http_env.h"
@@ -264,7 +266,9 @@ TEST_F(ShardsTest, CachedShardsCostOneRequestPerBlockInsteadOfOnePerMember) {
   before = RequestsLogged(nginx_dir);
   const Delivered on_small = RunAll(small_blocks);
   ASSERT_TRUE(on_small.status.ok()) << on_small.status;
-  EXPECT_LE(RequestsLogged(nginx_dir) - before, index_requests + blocks)
+  // The first batch's members whose blocks were not cached are read alone first (at
+  // most batch_size requests; TheFirstBatchsMembersAreReadAloneAheadOfTheirBlocks).
+  EXPECT_LE(RequestsLogged(nginx_dir) - before, index_requests + blocks + 5)
       << "2 epochs: each block at most once, the second epoch from memory";
   EXPECT_GT(RequestsLogged(nginx_dir) - before, index_requests);
   EXPECT_EQ(on.batches, on_small.batches);
@@ -298,14 +302,54 @@ TEST_F(ShardsTest, CachedShardsAreReadAheadByBlocksNotByMembers) {
   ASSERT_TRUE(d.status.ok()) << d.status;
   const ReadAheadFigures ra = (*p)->storage()->storage_stats()->read_ahead();
   ASSERT_TRUE(ra.present);
-  // One read-ahead per block at most (each claimed once), not one per member (36).
+  // One read-ahead per block at most (each claimed once), not one per member (36),
+  // besides the first batch's members read alone (urgent, at most batch_size 5).
   EXPECT_GT(ra.started, 0);
-  EXPECT_LE(ra.started, blocks);
+  EXPECT_LE(ra.urgent, 5);
+  EXPECT_LE(ra.started - ra.urgent, blocks);
   EXPECT_LT(ra.started, 36);
-  EXPECT_EQ(ra.reused, 0) << "no member bytes went through read-ahead buffers";
+  EXPECT_LE(ra.reused, ra.urgent) << "no other member bytes went through read-ahead buffers";
   // And the same batches as the disk.
   PipelineOptions disk = Options(*pattern_);
   disk.epochs = 1;
+  PipelineOptions remote = o;
+  EXPECT_EQ(RunAll(remote).batches, RunAll(disk).batches);
+}
+
+// The run's first batch does not wait for whole blocks: each of its members whose
+// blocks are not cached is read alone with one small range request, ahead of every
+// block fetch (ReadAhead's urgent reads; their order is read_ahead_test's), counted in
+// the summary (storage.blocks.member_reads, storage.read_ahead.urgent); every other
+// request is a block, each fetched once; the batches are the disk's.
+TEST_F(ShardsTest, TheFirstBatchsMembersAreReadAloneAheadOfTheirBlocks) {
+  const std::string nginx_dir = TempDirForTest("nginx_");
+  Server nginx = Server::Nginx(*shard_dir_, nginx_dir);
+  ASSERT_TRUE(nginx.running());
+  const std::string data = nginx.Url("/train-{000000..000004}.tar");
+  const int64_t index_requests = IndexRequests(data, nginx_dir);
+  PipelineOptions o = Options(data);
+  o.http.block_bytes = 16 << 10;  // The index windows seed only each shard's first block.
+  const int64_t before = RequestsLogged(nginx_dir);
+  absl::StatusOr<std::unique_ptr<Pipeline>> p = Pipeline::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const Drained d = Drain(p->get());
+  ASSERT_TRUE(d.status.ok()) << d.status;
+  const StorageEnv* storage = (*p)->storage();
+  const int64_t member_reads = storage->member_reads();
+  EXPECT_GE(member_reads, 1) << "the first batch (5 of 36 samples) needs uncached blocks";
+  EXPECT_LE(member_reads, 5) << "only the first batch's members: 2 epochs, batch_size 5";
+  EXPECT_EQ(storage->storage_stats()->read_ahead().urgent, member_reads);
+  EXPECT_EQ(RequestsLogged(nginx_dir) - before,
+            index_requests + storage->block_fetches() + member_reads)
+      << "besides the index and the first batch's members, one request per block";
+  const nlohmann::json summary =
+      nlohmann::json::parse(PipelineSummaryJson(**p, 1.0, 2, 0.1, 0.1, {0.5, 1.0}));
+  EXPECT_EQ(summary["storage"]["blocks"]["member_reads"].get<int64_t>(), member_reads)
+      << summary["storage"];
+  EXPECT_EQ(summary["storage"]["blocks"]["fetched"].get<int64_t>(), storage->block_fetches());
+  EXPECT_EQ(summary["storage"]["read_ahead"]["urgent"].get<int64_t>(), member_reads);
+  EXPECT_EQ(summary["storage"]["remote"].size(), 0u) << "plain HTTP names no credentials";
+  PipelineOptions disk = Options(*pattern_);
   PipelineOptions remote = o;
   EXPECT_EQ(RunAll(remote).batches, RunAll(disk).batches);
 }
@@ -500,6 +544,9 @@ TEST_F(ShardsTest, ADyingShardPartlyCachedSkipsTheSamplesOutsideItsCachedBlock) 
   // Shard 2 answers its index window and the first block asked for, then 500.
   PipelineOptions o = DyingShardOptions(bad, /*answers=*/2);
   o.http.block_bytes = block;
+  // The workers read by blocks: read-ahead would read the first batch's members alone
+  // (urgent), and one of shard 2's could take its second answer instead of a block.
+  o.http.read_ahead = 0;
   const Delivered r = RunAll(o);
   ASSERT_TRUE(r.status.ok()) << r.status;
   std::map<std::string, int> delivered;

@@ -28,8 +28,15 @@ absl::Status FileReader::Read(const std::string& path, std::string* contents) co
 
 absl::Status FileReader::ReadRange(const std::string& path, int64_t offset, int64_t length,
                                    std::string* contents) const {
+  return ReadRangeWith(path, offset, length, contents,
+                       [&] { return env_->ReadRange(path, offset, length, contents); });
+}
+
+absl::Status FileReader::ReadRangeWith(const std::string& path, int64_t offset, int64_t length,
+                                       std::string* contents,
+                                       const std::function<absl::Status()>& read) const {
   if (length > options_.max_file_bytes) return TooLarge(path, length, options_.max_file_bytes);
-  absl::Status status = Retry([&] { return env_->ReadRange(path, offset, length, contents); });
+  absl::Status status = Retry(read);
   if (status.ok() && static_cast<int64_t>(contents->size()) < length) {
     return SampleError(absl::StatusCode::kDataLoss, reason::kTruncated,
                        absl::StrCat(path, ": the member at byte ", offset, " ends after ",

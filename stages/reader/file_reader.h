@@ -45,6 +45,12 @@ class FileReader {
   // or rewritten since it was indexed) is an error with reason truncated.
   absl::Status ReadRange(const std::string& path, int64_t offset, int64_t length,
                          std::string* contents) const;
+  // ReadRangeWith is ReadRange with `read` (one attempt of the read into *contents)
+  // instead of the Env's ReadRange: the same size limit, retries and truncation check
+  // (the read stage's member reads past a block cache, StorageEnv::ReadMember).
+  absl::Status ReadRangeWith(const std::string& path, int64_t offset, int64_t length,
+                             std::string* contents,
+                             const std::function<absl::Status()>& read) const;
 
  private:
   // Retry runs `attempt` until it succeeds, fails permanently or runs out of retries.

@@ -767,6 +767,15 @@ bool HttpEnv::ClaimBlocks(const std::string& url, int64_t offset, int64_t length
   return claimed;
 }
 
+absl::StatusOr<internal::BlockCache::Block> HttpEnv::CachedBlock(const std::string& url,
+                                                                 int64_t shard_bytes,
+                                                                 int64_t index) {
+  const int64_t block_start = index * options_.block_bytes;
+  return cache_.Get({url, index}, [&](char* into) -> absl::StatusOr<int64_t> {
+    return FetchBlock(url, shard_bytes, block_start, into);
+  });
+}
+
 absl::Status HttpEnv::FetchBlocks(const std::string& url, int64_t offset, int64_t length) {
   const int64_t shard_bytes = AdmittedSize(url);
   if (shard_bytes < 0) return absl::OkStatus();  // Not cached: nothing to fetch ahead.
@@ -774,14 +783,29 @@ absl::Status HttpEnv::FetchBlocks(const std::string& url, int64_t offset, int64_
   const int64_t block_bytes = options_.block_bytes;
   const int64_t end = std::min(offset + length, shard_bytes);
   for (int64_t index = offset / block_bytes; index * block_bytes < end; ++index) {
-    const int64_t block_start = index * block_bytes;
-    absl::StatusOr<internal::BlockCache::Block> block =
-        cache_.Get({url, index}, [&](char* into) -> absl::StatusOr<int64_t> {
-          return FetchBlock(url, shard_bytes, block_start, into);
-        });
+    absl::StatusOr<internal::BlockCache::Block> block = CachedBlock(url, shard_bytes, index);
     if (!block.ok()) return block.status();
   }
   return absl::OkStatus();
+}
+
+bool HttpEnv::BlocksCached(const std::string& url, int64_t offset, int64_t length) const {
+  const int64_t shard_bytes = AdmittedSize(url);
+  if (shard_bytes < 0 || offset < 0 || length < 0) return false;
+  const int64_t block_bytes = options_.block_bytes;
+  const int64_t end = std::min(offset + length, shard_bytes);
+  for (int64_t index = offset / block_bytes; index * block_bytes < end; ++index) {
+    if (!cache_.Contains({url, index})) return false;
+  }
+  return true;
+}
+
+absl::Status HttpEnv::ReadMember(const std::string& url, int64_t offset, int64_t length,
+                                 std::string* contents) {
+  if (!Handles(url)) return base_->ReadRange(url, offset, length, contents);
+  if (absl::Status s = CheckRange(url, offset, length); !s.ok()) return s;
+  member_reads_.fetch_add(1, std::memory_order_relaxed);
+  return ReadUncached(url, offset, length, contents);
 }
 
 absl::Status HttpEnv::ReadCached(const std::string& url, int64_t shard_bytes, int64_t offset,
@@ -792,12 +816,9 @@ absl::Status HttpEnv::ReadCached(const std::string& url, int64_t shard_bytes, in
   // One allocation for the member (the blocks' bytes are appended to it).
   contents->reserve(static_cast<size_t>(std::min<int64_t>(length, shard_bytes)));
   for (int64_t index = offset / block_bytes; index * block_bytes < end; ++index) {
-    const int64_t block_start = index * block_bytes;
-    absl::StatusOr<internal::BlockCache::Block> block =
-        cache_.Get({url, index}, [&](char* into) -> absl::StatusOr<int64_t> {
-          return FetchBlock(url, shard_bytes, block_start, into);
-        });
+    absl::StatusOr<internal::BlockCache::Block> block = CachedBlock(url, shard_bytes, index);
     if (!block.ok()) return block.status();
+    const int64_t block_start = index * block_bytes;
     const absl::string_view data = **block;
     const int64_t from = std::max(offset, block_start) - block_start;
     const int64_t to = std::min<int64_t>(end - block_start, data.size());

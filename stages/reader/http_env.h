@@ -182,6 +182,20 @@ class HttpEnv : public Env {
   bool ClaimBlocks(const std::string& url, int64_t offset, int64_t length);
   bool IsAdmitted(const std::string& url) const { return AdmittedSize(url) >= 0; }
   absl::Status FetchBlocks(const std::string& url, int64_t offset, int64_t length);
+  // BlocksCached reports whether every block of [offset, offset + length) of the
+  // admitted shard `url` is in the cache (false for a shard not admitted).
+  bool BlocksCached(const std::string& url, int64_t offset, int64_t length) const;
+  // ReadMember reads [offset, offset + length) of `url` with one Range request past the
+  // block cache (nothing kept, no block fetched): the read stage's read of a member of
+  // the batch being dispatched now, whose whole blocks (~1 MiB each, ~50 for the first
+  // batch of a shuffled epoch) would come later than its ~100 KB. Counted
+  // (member_reads).
+  absl::Status ReadMember(const std::string& url, int64_t offset, int64_t length,
+                          std::string* contents);
+  // block_fetches is how many blocks were fetched into the cache (requests, retries
+  // not counted twice); member_reads how many ReadMember calls were made.
+  int64_t block_fetches() const { return cache_.fetches(); }
+  int64_t member_reads() const { return member_reads_.load(std::memory_order_relaxed); }
   // admitted lists the admitted shards (by URL); admitted_bytes and admitted_shards sum
   // them up.
   std::vector<ShardSize> admitted() const;
@@ -251,6 +265,10 @@ class HttpEnv : public Env {
   // starts at `block_start` into `into` (room for block_bytes); returns its size.
   absl::StatusOr<int64_t> FetchBlock(const std::string& url, int64_t shard_bytes,
                                      int64_t block_start, char* into);
+  // CachedBlock is block `index` of the admitted shard `url` (`shard_bytes` long): from
+  // the cache, from a fetch in flight, or fetched now (BlockCache::Get).
+  absl::StatusOr<internal::BlockCache::Block> CachedBlock(const std::string& url,
+                                                          int64_t shard_bytes, int64_t index);
   // ReadCached assembles [offset, offset + length) from cached blocks.
   absl::Status ReadCached(const std::string& url, int64_t shard_bytes, int64_t offset,
                           int64_t length, std::string* contents);
@@ -280,6 +298,7 @@ class HttpEnv : public Env {
   std::map<std::string, int> consecutive_failures_ ABSL_GUARDED_BY(mu_);
   int64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> retries_{0};
+  std::atomic<int64_t> member_reads_{0};
   std::atomic<bool> answered_{false};
   // Shards whose reads are cached, with their sizes (blocks never reach past them, so the
   // cache holds at most admitted_bytes_).

@@ -49,6 +49,7 @@ ReadAhead::~ReadAhead() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
     queue_.clear();
+    urgent_queue_.clear();
   }
   work_.notify_all();
   for (std::thread& t : threads_) t.join();
@@ -56,22 +57,26 @@ ReadAhead::~ReadAhead() {
 }
 
 void ReadAhead::StartFetch(Key key, std::function<absl::Status()> fetch) {
-  Queue(key, [fetch = std::move(fetch)](std::string*) { return fetch(); }, true);
+  Queue(key, [fetch = std::move(fetch)](std::string*) { return fetch(); }, true, false);
 }
 
-void ReadAhead::Start(Key key, ReadFn read) { Queue(key, std::move(read), false); }
+void ReadAhead::Start(Key key, ReadFn read) { Queue(key, std::move(read), false, false); }
 
-void ReadAhead::Queue(Key key, ReadFn read, bool fetch_only) {
+void ReadAhead::StartUrgent(Key key, ReadFn read) { Queue(key, std::move(read), false, true); }
+
+void ReadAhead::Queue(Key key, ReadFn read, bool fetch_only, bool urgent) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_ || entries_.count(key) > 0) return;
   Entry& entry = entries_[key];
   entry.read = std::move(read);
   entry.fetch_only = fetch_only;
-  queue_.push_back(key);
+  entry.urgent = urgent;
+  (urgent ? urgent_queue_ : queue_).push_back(key);
   order_.push_back(key);
   ForgetLocked();
   // A thread per read in flight, made when none is free (threads_ only grows here).
-  if (idle_threads_ == 0 && static_cast<int>(threads_.size()) < limit_) {
+  if (idle_threads_ == 0 &&
+      static_cast<int>(threads_.size()) < (urgent ? UrgentLimitLocked() : limit_)) {
     threads_.emplace_back([this] { Work(); });
     stats_.threads = static_cast<int>(threads_.size());
   }
@@ -94,8 +99,14 @@ void ReadAhead::ForgetLocked() {
   while (!order_.empty() && entries_.count(order_.front()) == 0) order_.pop_front();
 }
 
+int ReadAhead::UrgentLimitLocked() const {
+  return options_.adaptive ? options_.max_in_flight : limit_;
+}
+
 bool ReadAhead::CanStartLocked() const {
-  return !queue_.empty() && running_ < limit_ && done_bytes_ < options_.max_bytes;
+  if (done_bytes_ >= options_.max_bytes) return false;
+  return (!urgent_queue_.empty() && running_ < UrgentLimitLocked()) ||
+         (!queue_.empty() && running_ < limit_);
 }
 
 void ReadAhead::Work() {
@@ -107,11 +118,15 @@ void ReadAhead::Work() {
     });
     --idle_threads_;
     if (stop_) return;
-    const Key key = queue_.front();
-    queue_.pop_front();
+    // Urgent reads first, while their limit allows; the rest within the limit.
+    std::deque<Key>& from =
+        !urgent_queue_.empty() && running_ < UrgentLimitLocked() ? urgent_queue_ : queue_;
+    const Key key = from.front();
+    from.pop_front();
     auto it = entries_.find(key);
     if (it == entries_.end() || it->second.state != State::kQueued) continue;  // Taken.
     it->second.state = State::kRunning;
+    if (it->second.urgent) ++stats_.urgent;
     ReadFn read = std::move(it->second.read);
     ++running_;
     ++stats_.started;
@@ -241,6 +256,7 @@ ReadAheadFigures ReadAhead::figures() const {
   f.waited = s.waited;
   f.not_started = s.not_started;
   f.reused = s.reused;
+  f.urgent = s.urgent;
   f.mean_latency_seconds = absl::ToDoubleSeconds(s.mean_latency);
   return f;
 }

@@ -32,6 +32,12 @@
 //     cache (once per block, not once per member), and the worker then copies its member
 //     out of the cache into its own recycled buffer. Take waits for such a read and says
 //     "read it yourself"; it holds no bytes and no spare buffer.
+//   * Urgent reads (StartUrgent) are those of the batch being dispatched now (the run's
+//     first batch: nothing was announced ahead of it): the consumer already waits for
+//     them, so they run before every queued read and, in the adaptive mode, past the
+//     adaptive limit up to max_in_flight: a 20 ms round trip then costs the first batch
+//     about one round trip instead of batch / min_in_flight of them. A fixed limit
+//     (read_ahead=N) holds for them too.
 //   * Threads blocked on the network cost no CPU: one thread per read in flight, made
 //     when first needed, joined by the destructor. Cancellation is the Env's (StorageEnv::
 //     Cancel on Pipeline::Stop ends each read in flight within ~100 ms); the destructor
@@ -87,6 +93,7 @@ struct ReadAheadStats {
   int64_t unknown = 0;      // Takes of a sample never Started (or forgotten).
   int64_t dropped = 0;      // Reads forgotten untaken (max_entries).
   int64_t reused = 0;       // Reads that filled a recycled buffer.
+  int64_t urgent = 0;       // Reads started from StartUrgent.
   int limit = 0;            // The in-flight limit now.
   int peak_in_flight = 0;   // The most reads in flight at once.
   int threads = 0;          // Threads made.
@@ -111,6 +118,9 @@ class ReadAhead {
   // StartFetch queues `fetch` as Start does, for a read that returns no bytes (it fills
   // a cache the caller then reads): Take waits for it to finish and returns false.
   void StartFetch(Key key, std::function<absl::Status()> fetch);
+  // StartUrgent queues `read` as Start does, ahead of every read queued by Start or
+  // StartFetch and past the adaptive limit (see above).
+  void StartUrgent(Key key, ReadFn read);
 
   // Take hands over the read of `key`: true when it was started here, with its result in
   // *status and its bytes swapped into *contents (after waiting for it to finish), the
@@ -129,17 +139,21 @@ class ReadAhead {
   struct Entry {
     ReadFn read;
     bool fetch_only = false;  // StartFetch: no bytes, no spare buffer.
+    bool urgent = false;      // StartUrgent: queued in urgent_queue_.
     State state = State::kQueued;
     std::string bytes;
     absl::Status status;
   };
 
   explicit ReadAhead(const ReadAheadOptions& options);
-  // Queue is Start and StartFetch.
-  void Queue(Key key, ReadFn read, bool fetch_only);
+  // Queue is Start, StartFetch and StartUrgent.
+  void Queue(Key key, ReadFn read, bool fetch_only, bool urgent);
   // Work is a read-ahead thread: it runs queued reads while the limits allow.
   void Work();
   bool CanStartLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // UrgentLimitLocked is the in-flight limit for urgent reads: max_in_flight when
+  // adaptive, else the fixed limit.
+  int UrgentLimitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Forget drops the oldest entries past max_entries (not those running).
   void ForgetLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Estimate updates the limit from the take rate and read latency (adaptive).
@@ -156,6 +170,7 @@ class ReadAhead {
   std::condition_variable done_;   // A read finished.
   std::map<Key, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::deque<Key> queue_ ABSL_GUARDED_BY(mu_);  // Queued keys in order (stale ones skipped).
+  std::deque<Key> urgent_queue_ ABSL_GUARDED_BY(mu_);  // The same, for StartUrgent: first.
   std::deque<Key> order_ ABSL_GUARDED_BY(mu_);  // Every remembered key, oldest first.
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   int idle_threads_ ABSL_GUARDED_BY(mu_) = 0;

@@ -222,6 +222,88 @@ TEST(ReadAheadTest, ForgetsReadsNeverTakenPastMaxEntries) {
   EXPECT_GE((*ra)->stats().dropped, 5);
 }
 
+// Urgent reads (the batch being dispatched) run before every read queued earlier, and
+// a fixed limit holds for them too.
+TEST(ReadAheadTest, UrgentReadsRunBeforeQueuedOnesWithinAFixedLimit) {
+  auto ra = ReadAhead::Create(Fixed(1));
+  ASSERT_TRUE(ra.ok());
+  std::atomic<bool> release{false};
+  std::atomic<bool> running{false};
+  std::mutex mu;
+  std::string order;  // The reads in the order they ran.
+  (*ra)->Start({0, 0}, [&](std::string*) {
+    running.store(true);
+    while (!release.load()) absl::SleepFor(absl::Milliseconds(1));
+    return absl::OkStatus();
+  });
+  while (!running.load()) absl::SleepFor(absl::Milliseconds(1));
+  Concurrency c;
+  auto read = [&](const char* name) {
+    return [&, name](std::string* out) {
+      c.Enter();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        order += name;
+      }
+      absl::SleepFor(absl::Milliseconds(2));
+      c.Leave();
+      *out = name;
+      return absl::OkStatus();
+    };
+  };
+  (*ra)->Start({0, 1}, read("q1 "));
+  (*ra)->Start({0, 2}, read("q2 "));
+  (*ra)->StartUrgent({0, 3}, read("u3 "));
+  (*ra)->StartUrgent({0, 4}, read("u4 "));
+  release.store(true);
+  std::string bytes;
+  absl::Status status;
+  WaitUntilStarted(**ra, 5);  // All of them, so no Take finds one queued.
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE((*ra)->Take({0, i}, &bytes, &status)) << i;
+  EXPECT_EQ(order, "u3 u4 q1 q2 ");
+  EXPECT_EQ(c.peak.load(), 1);
+  EXPECT_EQ((*ra)->stats().urgent, 2);
+  EXPECT_EQ((*ra)->stats().peak_in_flight, 1);
+}
+
+// In the adaptive mode urgent reads run past the adaptive limit (8 at the start), up to
+// max_in_flight: a first batch of 64 reads of 20 ms costs about one round trip, not 8.
+TEST(ReadAheadTest, UrgentReadsRunPastTheAdaptiveLimitUpToMaxInFlight) {
+  ReadAheadOptions o;  // Adaptive, from 8.
+  o.max_in_flight = 48;
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok());
+  Concurrency c;
+  std::atomic<bool> release{false};
+  for (int i = 0; i < 64; ++i) {
+    (*ra)->StartUrgent({0, i}, [&](std::string* out) {
+      c.Enter();
+      while (!release.load()) absl::SleepFor(absl::Milliseconds(1));
+      c.Leave();
+      *out = "x";
+      return absl::OkStatus();
+    });
+  }
+  (*ra)->Start({0, 64}, [](std::string* out) {
+    *out = "later";
+    return absl::OkStatus();
+  });
+  WaitUntilStarted(**ra, 48);
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(c.now.load(), 48) << "past the adaptive limit (8), never past max_in_flight";
+  EXPECT_EQ((*ra)->stats().limit, 8);
+  release.store(true);
+  std::string bytes;
+  absl::Status status;
+  for (int i = 0; i <= 64; ++i) {
+    WaitUntilStarted(**ra, i + 1);
+    ASSERT_TRUE((*ra)->Take({0, i}, &bytes, &status)) << i;
+  }
+  EXPECT_EQ(bytes, "later");
+  EXPECT_EQ((*ra)->stats().urgent, 64);
+  EXPECT_EQ((*ra)->stats().peak_in_flight, 48);
+}
+
 TEST(ReadAheadTest, TheAdaptiveLimitGrowsWhileTheReadsAreTheBottleneck) {
   ReadAheadOptions o;  // Adaptive, from 8.
   auto ra = ReadAhead::Create(o);

@@ -134,6 +134,31 @@ absl::Status StorageEnv::FetchBlocks(const std::string& url, int64_t offset,
   return http == nullptr ? absl::OkStatus() : http->FetchBlocks(url, offset, length);
 }
 
+bool StorageEnv::BlocksCached(const std::string& url, int64_t offset, int64_t length) const {
+  if (disk_cache_ != nullptr) return false;
+  HttpEnv* http = RemoteEnv(url);
+  return http != nullptr && http->BlocksCached(url, offset, length);
+}
+
+absl::Status StorageEnv::ReadMember(const std::string& url, int64_t offset, int64_t length,
+                                    std::string* contents) const {
+  HttpEnv* http = disk_cache_ != nullptr ? nullptr : RemoteEnv(url);
+  if (http == nullptr) return base_->ReadRange(url, offset, length, contents);
+  return http->ReadMember(url, offset, length, contents);
+}
+
+int64_t StorageEnv::block_fetches() const {
+  int64_t total = 0;
+  for (const auto& [family, env] : remote_envs()) total += env->block_fetches();
+  return total;
+}
+
+int64_t StorageEnv::member_reads() const {
+  int64_t total = 0;
+  for (const auto& [family, env] : remote_envs()) total += env->member_reads();
+  return total;
+}
+
 bool StorageEnv::BlockCached(const std::string& url) const {
   if (disk_cache_ != nullptr) return false;
   HttpEnv* http = RemoteEnv(url);

@@ -73,6 +73,14 @@ class StorageEnv : public Env {
   // Const (as Cancel) so the read stage may call them through a const Dataset.
   bool ClaimBlocks(const std::string& url, int64_t offset, int64_t length) const;
   absl::Status FetchBlocks(const std::string& url, int64_t offset, int64_t length) const;
+  // BlocksCached and ReadMember are HttpEnv's for a remote shard admitted to its Env's
+  // block cache (false, and a plain ReadRange, for anything else).
+  bool BlocksCached(const std::string& url, int64_t offset, int64_t length) const;
+  absl::Status ReadMember(const std::string& url, int64_t offset, int64_t length,
+                          std::string* contents) const;
+  // block_fetches and member_reads sum up every remote Env's (HttpEnv's).
+  int64_t block_fetches() const;
+  int64_t member_reads() const;
   // BlockCached reports whether the reads of `url` are served by a block cache (a
   // remote shard admitted to it).
   bool BlockCached(const std::string& url) const;

@@ -65,6 +65,7 @@ struct ReadAheadFigures {
   int64_t waited = 0;       // Takes that waited for it.
   int64_t not_started = 0;  // Takes the worker read itself (read-ahead behind).
   int64_t reused = 0;       // Reads into a recycled buffer.
+  int64_t urgent = 0;       // Reads of the batch being dispatched (StartUrgent).
   double mean_latency_seconds = 0;  // Of the reads run ahead.
 };
 

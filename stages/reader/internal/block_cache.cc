@@ -108,6 +108,11 @@ void BlockCache::InsertLocked(const Key& key, Block block) {
   cached_bytes_ += size;
 }
 
+bool BlockCache::Contains(const Key& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.count(key) != 0;
+}
+
 int64_t BlockCache::cached_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cached_bytes_;

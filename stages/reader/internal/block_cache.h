@@ -64,6 +64,9 @@ class BlockCache {
   // an unfetched claim only stops later Claims, never a read.
   bool Claim(const Key& key);
 
+  // Contains reports whether `key` is cached (not merely being fetched or claimed).
+  bool Contains(const Key& key) const;
+
   int64_t cached_bytes() const;
   int64_t fetches() const;  // How many times `fetch` ran.
   // pool_mapped_bytes is the memory the block pool has mapped (block_pool.h).
