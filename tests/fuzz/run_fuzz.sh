@@ -40,6 +40,7 @@ source "$HERE/fuzz_common.sh"
 LIB_SRCS=(
   stages/core/cpu.cc
   stages/core/log.cc
+  stages/core/one_line.cc
   stages/core/rng.cc
   stages/core/sample_error.cc
   stages/decode/decoder.cc

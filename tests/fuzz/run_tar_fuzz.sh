@@ -27,6 +27,7 @@ source "$HERE/fuzz_common.sh"
 
 SRCS=(
   stages/core/log.cc
+  stages/core/one_line.cc
   stages/core/sample_error.cc
   stages/reader/tar_index.cc
   stages/reader/internal/shard_names.cc
