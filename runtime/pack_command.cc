@@ -186,10 +186,7 @@ absl::Status WriteClassNames(const std::vector<std::string>& names, const std::s
 
 // WriteIndex writes a shard's index file (locally or as an object).
 absl::Status WriteIndex(const TarIndexFile& index, const std::string& path, Env* env) {
-  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status s = (*file)->Append(FormatTarIndexFile(index)); !s.ok()) return s;
-  return (*file)->Close();
+  return WriteWhole(FormatTarIndexFile(index), path, env);
 }
 
 bool Cancelled(const PackOptions& o) {
