@@ -37,8 +37,9 @@ grep -qE '^  mixup_cutmix +cutmix_alpha=1.0, label_smoothing=0.1, mixup_alpha=0.
   "$TMP/graph.txt" || fail "no batch op line: $(cat "$TMP/graph.txt")"
 grep -q "^label: float32 \[N, the data's classes\] soft targets$" "$TMP/graph.txt" ||
   fail "no label line: $(cat "$TMP/graph.txt")"
-"$FLOWLOADER" graph --spec="$TMP/mix.yaml" --dot | grep -q '"batch_op:mixup_cutmix"' ||
-  fail "no batch op node in --dot"
+# Into a file, not `| grep -q`: under pipefail the writer's SIGPIPE would fail the test.
+"$FLOWLOADER" graph --spec="$TMP/mix.yaml" --dot >"$TMP/graph.dot"
+grep -q '"batch_op:mixup_cutmix"' "$TMP/graph.dot" || fail "no batch op node in --dot"
 
 # 3. run: outputs.label is float32 [4], the memory plan counts 4 floats a row.
 "$FLOWLOADER" run --spec="$TMP/mix.yaml" --metrics_address= --progress=false \

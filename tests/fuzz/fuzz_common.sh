@@ -13,6 +13,11 @@ command -v "$CXX" >/dev/null || {
   exit 2
 }
 
+# A command that fails under `set -e` names itself and its line, so a CI log that shows
+# nothing else still says which step (compile, link, seeds, run) stopped the script.
+set -E
+trap 'fuzz_rc=$?; echo "$FUZZ_NAME: failed (exit $fuzz_rc) at ${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND" >&2' ERR
+
 FUZZ_ABSL_LIBS=(-labsl_status -labsl_statusor -labsl_cord -labsl_cord_internal
   -labsl_cordz_info -labsl_cordz_handle -labsl_cordz_functions -labsl_str_format_internal
   -labsl_strings -labsl_strings_internal -labsl_synchronization -labsl_time
@@ -24,8 +29,15 @@ FUZZ_ABSL_LIBS=(-labsl_status -labsl_statusor -labsl_cord -labsl_cord_internal
 FUZZ_COMMON=(-std=c++17 -march=x86-64-v2 -g -O1 -I"$ROOT" -fno-omit-frame-pointer)
 FUZZ_SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 
-# An object is rebuilt when its source, or any header it could include, is newer.
-FUZZ_NEWEST_HEADER="$(ls -t "$ROOT"/stages/*/*.h "$ROOT"/stages/*/internal/*.h "$ROOT"/tests/fuzz/*.h | head -1)"
+# An object is rebuilt when its source, or any header it could include, is newer. No
+# `ls -t | head -1` here: under pipefail, ls dies of SIGPIPE whenever its listing passes
+# one 4 KiB write (a long checkout path), which stopped CI's fuzz smoke test at random.
+FUZZ_NEWEST_HEADER=""
+for header in "$ROOT"/stages/*/*.h "$ROOT"/stages/*/internal/*.h "$ROOT"/tests/fuzz/*.h; do
+  if [[ -z "$FUZZ_NEWEST_HEADER" || "$header" -nt "$FUZZ_NEWEST_HEADER" ]]; then
+    FUZZ_NEWEST_HEADER="$header"
+  fi
+done
 
 # fuzz_isa_flags: the resampler's kernel files are compiled for their instruction sets, as
 # in stages/augment/BUILD (copts of :resample_avx2, :pillow_avx2, :pillow_vnni,
