@@ -605,8 +605,8 @@ const std::vector<Key>& Keys() {
        "(MemAvailable, cgroup limit)",
        [](R r, F f, O o) { return r.Int(f, 0, kInt64Max >> 20, &o->memory_limit_mb); }},
       {"checksum", "false",
-       "hash every delivered batch's tensor bytes and labels in order: data_checksum in "
-       "the summary JSON",
+       "hash every delivered batch's tensor bytes, labels and targets in order: "
+       "data_checksum in the summary JSON",
        [](R r, F f, O o) { return r.Bool(f, &o->checksum); }},
   };
   return *keys;

@@ -34,10 +34,11 @@ DataChecksum::DataChecksum()
     : total_(std::make_unique<Stream>()), row_(std::make_unique<Stream>()) {}
 
 // RowHash is the hash of row `row`'s bytes: XXH3 of the one tensor's row, or of its rows
-// in every tensor, one after the other (streamed, so several tensors cost no copy).
+// in every tensor, one after the other (streamed, so several tensors cost no copy), then
+// the row's detection / segmentation targets when the batch has them.
 uint64_t DataChecksum::RowHash(const Batch& batch, int64_t row) {
   const int64_t rows = batch.size();
-  if (batch.tensors.size() <= 1) {
+  if (batch.tensors.size() <= 1 && !batch.targets.present) {
     const size_t row_bytes = batch.bytes() / static_cast<size_t>(rows);
     const auto* data = static_cast<const unsigned char*>(batch.host_data());
     return XXH3_64bits(data + static_cast<size_t>(row) * row_bytes, row_bytes);
@@ -48,7 +49,38 @@ uint64_t DataChecksum::RowHash(const Batch& batch, int64_t row) {
     const auto* data = static_cast<const unsigned char*>(t.host_data);
     row_->Update(data + static_cast<size_t>(row) * row_bytes, row_bytes);
   }
+  if (batch.targets.present) AddRowTargets(batch.targets, row);
   return row_->Digest();
+}
+
+// AddRowTargets streams row `row`'s targets into the row hash: its image id and instance
+// count (8 bytes each, little-endian), then its slice of each field the batch carries, in
+// BatchTargets' order (boxes, labels, iscrowd, area, masks, keypoints, the label map),
+// as their bytes in memory (x86-64 is little-endian, as the records are).
+void DataChecksum::AddRowTargets(const BatchTargets& targets, int64_t row) {
+  const auto r = static_cast<size_t>(row);
+  const auto first = static_cast<size_t>(targets.offsets[r]);
+  const size_t count = static_cast<size_t>(targets.offsets[r + 1]) - first;
+  unsigned char header[16];
+  PutLittleEndian(static_cast<uint64_t>(targets.image_ids[r]), header);
+  PutLittleEndian(count, header + 8);
+  row_->Update(header, sizeof(header));
+  const auto add = [this](const auto& values, size_t begin, size_t n) {
+    row_->Update(reinterpret_cast<const unsigned char*>(values.data() + begin),
+                 n * sizeof(values[0]));
+  };
+  add(targets.boxes, first * 4, count * 4);
+  add(targets.labels, first, count);
+  add(targets.iscrowd, first, count);
+  add(targets.area, first, count);
+  const size_t plane =
+      static_cast<size_t>(targets.mask_height) * static_cast<size_t>(targets.mask_width);
+  if (targets.has_masks) add(targets.masks, first * plane, count * plane);
+  if (targets.has_keypoints) {
+    const size_t stride = static_cast<size_t>(targets.num_keypoints) * 3;
+    add(targets.keypoints, first * stride, count * stride);
+  }
+  if (targets.has_semantic) add(targets.semantic, r * plane, plane);
 }
 DataChecksum::~DataChecksum() = default;
 

@@ -4,7 +4,9 @@
 // The hash is xxHash's XXH3 (64-bit, seed 0), from Debian's libxxhash: each delivered row's
 // tensor bytes are hashed alone, and the checksum is XXH3 over the stream of 16-byte
 // records (row hash, label), both little-endian, row after row in delivery order; with
-// float32 soft targets (Batch::label [N, C]) the label word is XXH3 of the row's C floats. The
+// float32 soft targets (Batch::label [N, C]) the label word is XXH3 of the row's C floats.
+// A detection or segmentation row's hash covers its targets too (image id, instance
+// count, boxes, labels, iscrowd, area, masks, keypoints, label map), after its pixels. The
 // stream is per row, not per batch, so the value depends only on which samples came out,
 // in which order and with which bytes: not on num_workers, on completion order, or on how
 // rows were grouped into batches (SetBatchSize mid-run gives the same checksum). XXH3 is
@@ -34,8 +36,9 @@ class DataChecksum {
   DataChecksum& operator=(const DataChecksum&) = delete;
 
   // Add hashes `batch`'s rows, in order, into the total and into its epoch's checksum. A
-  // row's hash covers its bytes in every tensor of the batch (Batch::tensors, in order);
-  // with one tensor it is that tensor's row, as it always was.
+  // row's hash covers its bytes in every tensor of the batch (Batch::tensors, in order),
+  // then its targets (Batch::targets) when present; with one tensor and no targets it is
+  // that tensor's row, as it always was.
   void Add(const Batch& batch);
 
   // Text is "xxh3:XXXXXXXXXXXXXXXX" (16 lowercase hex digits) over everything added.
@@ -51,6 +54,7 @@ class DataChecksum {
  private:
   class Stream;  // XXH3's streaming state.
   uint64_t RowHash(const Batch& batch, int64_t row);
+  void AddRowTargets(const BatchTargets& targets, int64_t row);
   static uint64_t LabelWord(const Batch& batch, int64_t row);
   std::unique_ptr<Stream> total_;
   std::unique_ptr<Stream> epoch_;  // The epoch of the last batch added.

@@ -127,6 +127,117 @@ TEST(DataChecksumTest, SoftTargetsAreHashedByTheirBytesNotTheClassIndex) {
   EXPECT_NE(other.Text(), sum.Text());
 }
 
+// DetectionBatch is two uint8 rows ("abc", "def") with targets: row 0 has two instances,
+// row 1 one, each with a 2×2 mask and one keypoint.
+Batch DetectionBatch(const Rows& rows) {
+  Batch b = BatchOf(rows, 3, 0, 2);
+  BatchTargets& t = b.targets;
+  t.present = true;
+  t.offsets = {0, 2, 3};
+  t.boxes = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  t.labels = {4, 5, 6};
+  t.iscrowd = {0, 1, 0};
+  t.area = {4.5f, 5.5f, 6.5f};
+  t.image_ids = {100, 200};
+  t.has_masks = true;
+  t.mask_height = 2;
+  t.mask_width = 2;
+  t.masks = {1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1};
+  t.has_keypoints = true;
+  t.num_keypoints = 1;
+  t.keypoints = {1, 1, 2, 3, 3, 2, 5, 5, 0};
+  return b;
+}
+
+TEST(DataChecksumTest, ARowsTargetsFollowItsPixelsInItsHash) {
+  // Row 1's hash, computed here from the library: its pixels, then image id and instance
+  // count as little-endian words, then its slice of each field in BatchTargets' order.
+  Rows r;
+  r.data = {'a', 'b', 'c', 'd', 'e', 'f'};
+  r.labels = {0, 0};
+  const Batch b = DetectionBatch(r);
+  std::string row1 = "def";
+  auto put = [&row1](const void* p, size_t n) { row1.append(static_cast<const char*>(p), n); };
+  const uint64_t image_id = 200, count = 1;
+  put(&image_id, 8);
+  put(&count, 8);
+  put(b.targets.boxes.data() + 8, 16);
+  put(b.targets.labels.data() + 2, 8);
+  put(b.targets.iscrowd.data() + 2, 8);
+  put(b.targets.area.data() + 2, 4);
+  put(b.targets.masks.data() + 8, 4);
+  put(b.targets.keypoints.data() + 6, 12);
+  DataChecksum only_row1;
+  Batch second = b;
+  second.tensors[0].shape = {1, 3};
+  second.tensors[0].host_data = r.data.data() + 3;
+  second.labels = {0};
+  second.targets.offsets = {0, 1};
+  second.targets.boxes.erase(second.targets.boxes.begin(), second.targets.boxes.begin() + 8);
+  second.targets.labels = {6};
+  second.targets.iscrowd = {0};
+  second.targets.area = {6.5f};
+  second.targets.image_ids = {200};
+  second.targets.masks.erase(second.targets.masks.begin(), second.targets.masks.begin() + 8);
+  second.targets.keypoints.erase(second.targets.keypoints.begin(),
+                                 second.targets.keypoints.begin() + 6);
+  only_row1.Add(second);
+  unsigned char record[16];
+  const uint64_t hash = XXH3_64bits(row1.data(), row1.size());
+  for (int i = 0; i < 8; ++i) record[i] = static_cast<unsigned char>(hash >> (8 * i));
+  std::memset(record + 8, 0, 8);
+  EXPECT_EQ(only_row1.Text(), DataChecksum::Format(XXH3_64bits(record, sizeof(record))));
+}
+
+TEST(DataChecksumTest, EveryTargetFieldChangesIt) {
+  Rows r;
+  r.data = {'a', 'b', 'c', 'd', 'e', 'f'};
+  r.labels = {0, 0};
+  DataChecksum base;
+  base.Add(DetectionBatch(r));
+  DataChecksum pixels_only;  // The same pixels and labels without targets.
+  pixels_only.Add(BatchOf(r, 3, 0, 2));
+  EXPECT_NE(base.Text(), pixels_only.Text());
+  const std::vector<void (*)(BatchTargets*)> edits = {
+      [](BatchTargets* t) { t->boxes[5] += 0.5f; },
+      [](BatchTargets* t) { t->labels[2] = 9; },
+      [](BatchTargets* t) { t->iscrowd[0] = 1; },
+      [](BatchTargets* t) { t->area[1] = 0; },
+      [](BatchTargets* t) { t->image_ids[0] = 101; },
+      [](BatchTargets* t) { t->masks[11] = 0; },
+      [](BatchTargets* t) { t->keypoints[2] = 1; },
+      [](BatchTargets* t) { t->offsets = {0, 1, 3}; },  // An instance moves to row 1.
+  };
+  for (size_t i = 0; i < edits.size(); ++i) {
+    Batch edited = DetectionBatch(r);
+    edits[i](&edited.targets);
+    DataChecksum sum;
+    sum.Add(edited);
+    EXPECT_NE(sum.Text(), base.Text()) << "edit " << i;
+  }
+}
+
+TEST(DataChecksumTest, ASemanticLabelMapIsPartOfItsRow) {
+  Rows r;
+  r.data = {'a', 'b', 'c', 'd', 'e', 'f'};
+  r.labels = {0, 0};
+  auto with_maps = [&r](int64_t last) {
+    Batch b = BatchOf(r, 3, 0, 2);
+    b.targets.present = true;
+    b.targets.offsets = {0, 0, 0};
+    b.targets.image_ids = {1, 2};
+    b.targets.has_semantic = true;
+    b.targets.mask_height = 1;
+    b.targets.mask_width = 2;
+    b.targets.semantic = {0, 255, 3, last};
+    DataChecksum sum;
+    sum.Add(b);
+    return sum.Text();
+  };
+  EXPECT_EQ(with_maps(4), with_maps(4));
+  EXPECT_NE(with_maps(4), with_maps(5));
+}
+
 TEST(DataChecksumTest, EachEpochHasItsOwnChecksumAndTheTotalCoversAll) {
   const Rows r = SixRows();
   DataChecksum sum;
