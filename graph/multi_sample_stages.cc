@@ -101,6 +101,12 @@ void RowTargets(const BatchTargets& b, int64_t r, const Geometry& g, Targets* t)
     const size_t plane = t->mask_plane();
     t->masks.assign(b.masks.begin() + begin * plane, b.masks.begin() + end * plane);
   }
+  t->has_keypoints = b.has_keypoints;
+  t->num_keypoints = b.has_keypoints ? b.num_keypoints : 0;
+  if (b.has_keypoints) {
+    const size_t stride = t->keypoint_stride();
+    t->keypoints.assign(b.keypoints.begin() + begin * stride, b.keypoints.begin() + end * stride);
+  }
 }
 
 // CheckTargets checks that the batch's targets are instance targets on its image size.

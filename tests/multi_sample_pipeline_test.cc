@@ -64,7 +64,7 @@ class MultiSamplePipelineTest : public ::testing::Test {
       s.push_back('|');
     };
     add(t.offsets), add(t.boxes), add(t.labels), add(t.iscrowd), add(t.area);
-    add(t.image_ids), add(t.masks);
+    add(t.image_ids), add(t.masks), add(t.keypoints);
     return s;
   }
 
@@ -146,6 +146,96 @@ TEST_F(MultiSamplePipelineTest, CopyPasteIsTheSameForAnyWorkersAndOnResume) {
                           "resize(size=[48, 48]); normalize()");
   auto p = MustCreate(Options(Op("copy_paste"), 2, "resize(size=[48, 48])"));
   Drain(*p, 8, CheckCanvas);
+}
+
+// Keypoints (make-dataset --keypoints) ride through both ops: a row the op leaves has its
+// points unchanged (they were dropped before), a mosaic row has P points per kept
+// instance, unlabelled (v = 0) where they lie off its canvas, and copy_paste keeps them.
+TEST_F(MultiSamplePipelineTest, KeypointsRideThroughBothOps) {
+  DetectionDatasetOptions d;
+  d.root = *root_ + "_keypoints";
+  d.images = 14;
+  d.min_side = 64;
+  d.max_side = 96;
+  d.max_instances = 6;
+  d.keypoints = true;
+  ASSERT_TRUE(GenerateDetectionDataset(d).ok());
+  auto options = [&d](StageSpec op) {
+    PipelineOptions o = Options(std::move(op), 2, "resize(size=[48, 48])");
+    o.data = d.root + "/images";
+    o.annotations = d.root + "/annotations/instances.json";
+    o.epochs = 1;
+    return o;
+  };
+  // Rows is what the test keeps of a batch (the pipeline reuses its buffers).
+  struct Rows {
+    std::string pixels;
+    size_t row_bytes = 0;
+    int64_t rows = 0;
+    bool has_keypoints = false;
+    int num_keypoints = 0;
+    std::vector<int64_t> offsets;
+    std::vector<float> keypoints;
+  };
+  auto batches = [](const PipelineOptions& o) {
+    std::vector<Rows> out;
+    auto p = MustCreate(o);
+    while (p != nullptr) {
+      std::shared_ptr<const Batch> b;
+      bool end = false;
+      const absl::Status s = p->Next(&b, &end);
+      EXPECT_TRUE(s.ok()) << s;
+      if (!s.ok() || (end && p->done())) break;
+      if (b == nullptr || b->size() == 0) continue;
+      Rows r;
+      r.pixels.assign(static_cast<const char*>(b->host_data()), b->bytes());
+      r.rows = b->size();
+      r.row_bytes = b->bytes() / static_cast<size_t>(r.rows);
+      r.has_keypoints = b->targets.has_keypoints;
+      r.num_keypoints = b->targets.num_keypoints;
+      r.offsets = b->targets.offsets;
+      r.keypoints = b->targets.keypoints;
+      out.push_back(std::move(r));
+    }
+    return out;
+  };
+  PipelineOptions plain_options = options(Op("mosaic"));
+  plain_options.batch_ops.clear();
+  const std::vector<Rows> plain = batches(plain_options);
+  ASSERT_EQ(plain.size(), 4u);
+  for (const char* type : {"mosaic", "copy_paste"}) {
+    const std::vector<Rows> got = batches(options(Op(type, {{"p", "0.5"}})));
+    ASSERT_EQ(got.size(), plain.size());
+    int left = 0, changed = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const Rows& t = got[i];
+      const Rows& u = plain[i];
+      ASSERT_TRUE(t.has_keypoints) << type;
+      ASSERT_EQ(t.num_keypoints, 3);
+      ASSERT_EQ(t.keypoints.size(), static_cast<size_t>(t.offsets.back()) * 9) << type;
+      for (int64_t r = 0; r < t.rows; ++r) {
+        if (t.pixels.compare(r * t.row_bytes, t.row_bytes, u.pixels, r * u.row_bytes,
+                             u.row_bytes) != 0) {
+          ++changed;
+          continue;
+        }
+        ++left;  // The op left this row: its points are the plain graph's.
+        const std::vector<float> want(u.keypoints.begin() + 9 * u.offsets[r],
+                                      u.keypoints.begin() + 9 * u.offsets[r + 1]);
+        const std::vector<float> have(t.keypoints.begin() + 9 * t.offsets[r],
+                                      t.keypoints.begin() + 9 * t.offsets[r + 1]);
+        EXPECT_EQ(have, want) << type << " batch " << i << " row " << r;
+      }
+      for (size_t j = 0; j < t.keypoints.size(); j += 3) {
+        const float x = t.keypoints[j], y = t.keypoints[j + 1], v = t.keypoints[j + 2];
+        if (std::string(type) == "mosaic" && (x < 0 || y < 0 || x > 48 || y > 48)) {
+          EXPECT_EQ(v, 0) << "a point off the mosaic's canvas is labelled";
+        }
+      }
+    }
+    EXPECT_GT(left, 0) << type;
+    EXPECT_GT(changed, 0) << type;
+  }
 }
 
 TEST_F(MultiSamplePipelineTest, MemoryPlanCountsTheCopies) {

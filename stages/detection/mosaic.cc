@@ -68,6 +68,37 @@ bool Candidate(const MosaicOptions& o, const double* b1, const double* b2) {
          ar < o.max_aspect_ratio;
 }
 
+// MoveKeypoints appends instance k's points of `in` to *out as ultralytics' pose mosaic
+// moves them (ultralytics/ultralytics, data/augment.py and utils/instance.py; YOLOv5 has no
+// keypoints): shifted with their tile (Instances.add_padding), marked unlabelled (v = 0)
+// when outside the 2W × 2H canvas and clipped to it (Mosaic._cat_labels' Instances.clip),
+// then shifted by the border crop and marked v = 0 when outside the H × W window, left
+// unclipped (RandomPerspective.apply_keypoints). An instance of a tile without keypoints,
+// or with another count per instance, gets P points of zeros (as collate pads them).
+void MoveKeypoints(const Targets& in, int64_t k, int padw, int padh, int ox, int oy,
+                   Targets* out) {
+  const size_t stride = out->keypoint_stride();
+  const size_t at = out->keypoints.size();
+  out->keypoints.resize(at + stride, 0.0f);
+  if (!in.has_keypoints || in.keypoint_stride() != stride ||
+      in.keypoints.size() < (static_cast<size_t>(k) + 1) * stride) {
+    return;
+  }
+  const float canvas_w = 2.0f * out->canvas_width, canvas_h = 2.0f * out->canvas_height;
+  const float w = out->canvas_width, h = out->canvas_height;
+  const float* src = &in.keypoints[static_cast<size_t>(k) * stride];
+  float* dst = &out->keypoints[at];
+  for (size_t j = 0; j < stride; j += 3) {
+    float x = src[j] + static_cast<float>(padw), y = src[j + 1] + static_cast<float>(padh);
+    float v = src[j + 2];
+    if (x < 0 || x > canvas_w || y < 0 || y > canvas_h) v = 0;
+    x = std::min(std::max(x, 0.0f), canvas_w) - static_cast<float>(ox);
+    y = std::min(std::max(y, 0.0f), canvas_h) - static_cast<float>(oy);
+    if (x < 0 || y < 0 || x > w || y > h) v = 0;
+    dst[j] = x, dst[j + 1] = y, dst[j + 2] = v;
+  }
+}
+
 // AddInstances appends tile `tile`'s instances that survive to *out.
 void AddInstances(const MosaicOptions& o, const Targets& in, const TilePlacement& t,
                   const Window& v, int ox, int oy, Targets* out) {
@@ -88,6 +119,7 @@ void AddInstances(const MosaicOptions& o, const Targets& in, const TilePlacement
     out->labels.push_back(in.labels[k]);
     out->iscrowd.push_back(k < static_cast<int64_t>(in.iscrowd.size()) ? in.iscrowd[k] : 0);
     out->area.push_back(k < static_cast<int64_t>(in.area.size()) ? in.area[k] : 0.0f);
+    if (out->has_keypoints) MoveKeypoints(in, k, padw, padh, ox, oy, out);
     if (!out->has_masks) continue;
     const size_t at = out->masks.size();
     out->masks.resize(at + plane, 0);
@@ -116,7 +148,15 @@ void Mosaic(const MosaicDraw& d, const MosaicOptions& o,
   out_targets->canvas_width = w;
   out_targets->canvas_height = h;
   out_targets->has_masks = false;
-  for (const Targets* t : tile_targets) out_targets->has_masks |= t->has_masks;
+  out_targets->has_keypoints = false;
+  out_targets->num_keypoints = 0;
+  for (const Targets* t : tile_targets) {
+    out_targets->has_masks |= t->has_masks;
+    if (t->has_keypoints && !out_targets->has_keypoints) {  // The first tile's count.
+      out_targets->has_keypoints = true;
+      out_targets->num_keypoints = t->num_keypoints;
+    }
+  }
   FillImage(out, o.fill);
   for (int i = 0; i < 4; ++i) {
     const TilePlacement t = PlaceTile(i, d.xc, d.yc, w, h);

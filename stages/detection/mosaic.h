@@ -18,6 +18,9 @@
 // its warp is then that integer shift). Instance masks move as their image (shifted,
 // cropped, zero elsewhere), and are dropped with their box. Boxes stay the clipped boxes
 // (as torchvision v2's crop), not recomputed from the masks; area and iscrowd are carried.
+// Keypoints move as ultralytics' pose mosaic moves them (YOLOv5 has none): shifted with
+// their tile, clipped to the canvas, shifted by the crop, and marked unlabelled (v = 0)
+// where they leave the canvas or the window (mosaic.cc, MoveKeypoints).
 //
 // Thread-safety: pure functions.
 #ifndef FLOWLOADER_STAGES_DETECTION_MOSAIC_H_

@@ -15,8 +15,11 @@ utils/dataloaders.py) with its draws (centre, the four images in order) taken as
 parameters, followed by utils/augmentations.py random_perspective with degrees, translate,
 scale, shear and perspective 0 (its warp is then the integer shift of the border crop,
 written as the slice cv2.warpAffine makes of it) and box_candidates. Instance masks move
-as load_mosaic moves the pixels (zero where no image lands). Pixels and masks equal, boxes
-within 1e-3 px, the same instances kept.
+as load_mosaic moves the pixels (zero where no image lands). Keypoints (YOLOv5 has none)
+move as ultralytics' pose mosaic moves them (ultralytics/ultralytics data/augment.py:
+Mosaic._mosaic4's Instances.add_padding, _cat_labels' Instances.clip to the 2s canvas,
+utils/instance.py; then RandomPerspective.apply_keypoints). Pixels and masks equal, boxes
+and keypoints within 1e-3 px, visibilities equal, the same instances kept.
 
 Fails, never skips, when torch or torchvision are missing.
 """
@@ -50,13 +53,17 @@ class Tool:
 
 def write_targets(path, t):
     h, w = t["size"]
+    kp = t.get("keypoints")
+    p = 0 if kp is None else kp.shape[1]
     with open(path, "wb") as f:
-        f.write(f"{w} {h} {len(t['labels'])} 1\n".encode())
+        f.write(f"{w} {h} {len(t['labels'])} 1 {p}\n".encode())
         for k in range(len(t["labels"])):
             b = [float(v) for v in t["boxes"][k]]
             f.write((" ".join(repr(v) for v in b) +
                      f" {int(t['labels'][k])} {int(t['iscrowd'][k])} "
                      f"{float(t['area'][k])!r}\n").encode())
+        for k in range(len(t["labels"]) if p else 0):
+            f.write((" ".join(repr(float(v)) for v in kp[k].reshape(-1)) + "\n").encode())
         f.write(b"masks\n")
         f.write(np.asarray(t["masks"], dtype=np.uint8).tobytes())
 
@@ -64,16 +71,36 @@ def write_targets(path, t):
 def read_targets(path):
     data = open(path, "rb").read()
     header, rest = data.split(b"\n", 1)
-    w, h, k, m = (int(v) for v in header.split()[:4])  # The 5th, keypoints: 0 here.
+    fields = [int(v) for v in header.split()]
+    w, h, k, m = fields[:4]
+    p = fields[4] if len(fields) > 4 else 0
     rows = []
     for _ in range(k):
         line, rest = rest.split(b"\n", 1)
         rows.append([float(v) for v in line.split()])
     rows = np.array(rows, dtype=np.float64).reshape(k, 7)
+    kp = []
+    for _ in range(k if p else 0):
+        line, rest = rest.split(b"\n", 1)
+        kp.append([float(v) for v in line.split()])
+    kp = np.array(kp, dtype=np.float64).reshape(k, p, 3) if p else None
     _, rest = rest.split(b"\n", 1)
     masks = np.frombuffer(rest, dtype=np.uint8).reshape(k, h, w)
     return {"boxes": rows[:, :4], "labels": rows[:, 4].astype(np.int64),
-            "iscrowd": rows[:, 5].astype(np.int64), "area": rows[:, 6], "masks": masks}
+            "iscrowd": rows[:, 5].astype(np.int64), "area": rows[:, 6], "masks": masks,
+            "keypoints": kp}
+
+
+def with_keypoints(g, t, p):
+    """t with p keypoints per instance: points in and around the image (some outside it),
+    visibility 0, 1 or 2."""
+    h, w = t["size"]
+    k = len(t["labels"])
+    kp = np.zeros((k, p, 3), dtype=np.float32)
+    kp[..., 0] = g.uniform(-0.3 * w, 1.3 * w, (k, p)).round(2)
+    kp[..., 1] = g.uniform(-0.3 * h, 1.3 * h, (k, p)).round(2)
+    kp[..., 2] = g.integers(0, 3, (k, p))
+    return dict(t, keypoints=kp)
 
 
 def sample(g, w, h, k, first_label=1, thin=False):
@@ -169,7 +196,8 @@ def ref_mosaic(images, targets, xc, yc, area_thr):
     given; labels rows [instance id, x1, y1, x2, y2]; masks placed as the pixels."""
     h, w = images[0].shape[:2]
     s = w  # Square tiles: YOLOv5's img_size.
-    labels4, masks4, ids4 = [], [], []
+    labels4, masks4, ids4, kp4 = [], [], [], []
+    p = next((t["keypoints"].shape[1] for t in targets if t.get("keypoints") is not None), 0)
     for i in range(4):
         img = images[i]
         if i == 0:  # top left
@@ -195,8 +223,22 @@ def ref_mosaic(images, targets, xc, yc, area_thr):
             m4[y1a:y2a, x1a:x2a] = t["masks"][k][y1b:y2b, x1b:x2b]
             masks4.append(m4)
             ids4.append((i, k))
+            kp = None  # A tile without keypoints: zeros in the output (as collate pads).
+            if p and t.get("keypoints") is not None and t["keypoints"].shape[1] == p:
+                kp = t["keypoints"][k].copy()
+                kp[:, 0] += padw  # Instances.add_padding
+                kp[:, 1] += padh
+            kp4.append(kp)
     labels4 = np.array(labels4, dtype=np.float64).reshape(-1, 5)
     np.clip(labels4[:, 1:], 0, 2 * s, out=labels4[:, 1:])
+    unlabelled = [kp is None for kp in kp4]
+    kp4 = np.array([np.zeros((p, 3)) if kp is None else kp for kp in kp4],
+                   dtype=np.float32).reshape(len(kp4), p, 3)
+    # _cat_labels: Instances.clip(2s, 2s) marks points off the canvas unlabelled, clips them.
+    off = (kp4[..., 0] < 0) | (kp4[..., 0] > 2 * s) | (kp4[..., 1] < 0) | (kp4[..., 1] > 2 * s)
+    kp4[..., 2][off] = 0.0
+    kp4[..., 0] = kp4[..., 0].clip(0, 2 * s)
+    kp4[..., 1] = kp4[..., 1].clip(0, 2 * s)
     # random_perspective(img4, labels4, degrees=0, translate=0, scale=0, shear=0,
     # perspective=0, border=(-s // 2, -s // 2)): M = T @ C, a shift by s // 2 - s.
     border = -s // 2
@@ -221,7 +263,19 @@ def ref_mosaic(images, targets, xc, yc, area_thr):
         new[:, [0, 2]] = new[:, [0, 2]].clip(0, width)
         new[:, [1, 3]] = new[:, [1, 3]].clip(0, height)
         keep = box_candidates(box1=labels4[:, 1:5].T * 1.0, box2=new.T, area_thr=area_thr)
-        kept = [(ids4[j], new[j], out_masks[j]) for j in range(n) if keep[j]]
+        # RandomPerspective.apply_keypoints: moved by M, unlabelled outside the window.
+        kps = np.zeros((n, p, 3))
+        if p:
+            xy = np.ones((n * p, 3), dtype=kp4.dtype)
+            visible = kp4[..., 2].reshape(n * p, 1).copy()
+            xy[:, :2] = kp4[..., :2].reshape(n * p, 2)
+            xy = xy @ M.T
+            xy = xy[:, :2] / xy[:, 2:3]
+            out_mask = (xy[:, 0] < 0) | (xy[:, 1] < 0) | (xy[:, 0] > width) | (xy[:, 1] > height)
+            visible[out_mask] = 0
+            kps = np.concatenate([xy, visible], axis=-1).reshape(n, p, 3)
+            kps[unlabelled] = 0
+        kept = [(ids4[j], new[j], out_masks[j], kps[j]) for j in range(n) if keep[j]]
     return out, kept
 
 
@@ -285,6 +339,9 @@ def main():
     for case in range(30):
         s = int(g.integers(12, 40)) * 2
         tiles = [sample(g, s, s, int(g.integers(0, 6)), 10 * (i + 1)) for i in range(4)]
+        # Keypoints on every tile, on none, or on the first two only (the others' zeros).
+        tiles = [(img, with_keypoints(g, t, 3) if case % 3 == 0 or (case % 3 == 2 and i < 2)
+                  else t) for i, (img, t) in enumerate(tiles)]
         lo, hi = (s // 2, 2 * s - s // 2) if case % 4 else (0, 2 * s)
         xc, yc = int(g.integers(lo, hi)), int(g.integers(lo, hi))
         area_thr = 0.1 if case % 2 else 0.01
@@ -304,13 +361,22 @@ def main():
         got = read_targets(path("mot.txt"))
         if not np.array_equal(got_image, want_image):
             failures.append(f"{where}: pixels differ")
-        want_labels = [tiles[i][1]["labels"][k] for (i, k), _, _ in kept]
+        want_labels = [tiles[i][1]["labels"][k] for (i, k), _, _, _ in kept]
         if got["labels"].tolist() != want_labels:
             failures.append(f"{where}: labels {got['labels'].tolist()} vs {want_labels}")
             continue
-        for j, ((i, k), box, mask) in enumerate(kept):
+        want_p = 3 if case % 3 != 1 else 0
+        got_p = 0 if got["keypoints"] is None else got["keypoints"].shape[1]
+        if got_p != want_p:
+            failures.append(f"{where}: {got_p} keypoints per instance, want {want_p}")
+            continue
+        for j, ((i, k), box, mask, kp) in enumerate(kept):
             if np.abs(got["boxes"][j] - box).max() > 1e-3:
                 failures.append(f"{where}: box {j} {got['boxes'][j]} vs {box}")
+            if want_p and (np.abs(got["keypoints"][j][:, :2] - kp[:, :2]).max() > 1e-3 or
+                           not np.array_equal(got["keypoints"][j][:, 2], kp[:, 2])):
+                failures.append(f"{where}: keypoints {j} {got['keypoints'][j].tolist()} "
+                                f"vs {kp.tolist()}")
             if not np.array_equal(got["masks"][j], mask):
                 failures.append(f"{where}: mask {j} differs")
             if got["iscrowd"][j] != tiles[i][1]["iscrowd"][k] or \
