@@ -317,6 +317,68 @@ TEST_F(DetectionPipelineTest, KeypointsMoveWithTheBoxesAndBatchFlat) {
   }
 }
 
+// keypoint_flip reorders each instance's points as the flip mirrors them (references'
+// flip_inds), in the op-by-op path and after random_resized_crop (whose fused head must
+// then leave the flip to the op); a list that is not a permutation is refused at Create.
+TEST_F(DetectionPipelineTest, KeypointFlipSwapsEachInstancesPoints) {
+  DetectionDatasetOptions d;
+  d.root = *root_ + "_keypoint_flip";
+  d.images = 8;
+  d.min_side = 64;
+  d.max_side = 96;
+  d.max_instances = 5;
+  d.keypoints = true;
+  ASSERT_TRUE(GenerateDetectionDataset(d).ok());
+  auto options = [&d](const std::string& ops) {
+    PipelineOptions o = Options(ops);
+    o.data = d.root + "/images";
+    o.annotations = d.root + "/annotations/instances.json";
+    return o;
+  };
+  const int perm[3] = {2, 0, 1};
+  for (const std::string head : {"resize(size=[40, 44])", "random_resized_crop(size=40)"}) {
+    const auto plain = Run(options(head + "; random_horizontal_flip(p=1)"));
+    const auto swapped =
+        Run(options(head + "; random_horizontal_flip(p=1, keypoint_flip=[2, 0, 1])"));
+    ASSERT_EQ(plain.size(), swapped.size());
+    ASSERT_FALSE(plain.empty());
+    for (size_t b = 0; b < plain.size(); ++b) {
+      const BatchTargets& p = plain[b]->targets;
+      const BatchTargets& q = swapped[b]->targets;
+      ASSERT_TRUE(p.has_keypoints && q.has_keypoints);
+      ASSERT_EQ(p.boxes, q.boxes) << head;
+      ASSERT_EQ(p.keypoints.size(), q.keypoints.size());
+      for (size_t k = 0; k < p.keypoints.size() / 9; ++k) {
+        for (int i = 0; i < 3; ++i) {
+          for (int c = 0; c < 3; ++c) {
+            EXPECT_EQ(q.keypoints[9 * k + 3 * i + c], p.keypoints[9 * k + 3 * perm[i] + c])
+                << head << " instance " << k << " point " << i;
+          }
+        }
+      }
+    }
+  }
+  for (const std::string flip : {"[0, 0, 1]", "[1, 2, 3]", "[0.5, 1]", "left"}) {
+    auto p = Pipeline::Create(options("random_horizontal_flip(keypoint_flip=" + flip + ")"));
+    ASSERT_FALSE(p.ok()) << flip;
+    EXPECT_NE(p.status().message().find("random_horizontal_flip: keypoint_flip must be"), std::string::npos)
+        << p.status();
+    EXPECT_EQ(p.status().message().find('\n'), std::string::npos);
+  }
+  // coco_person is COCO's 17 points: on 3 points per instance each sample is refused,
+  // counted and named.
+  const auto coco = Run(options("resize(size=[40, 44]); "
+                                "random_horizontal_flip(p=1, keypoint_flip=coco_person)"));
+  int64_t skipped = 0;
+  for (const auto& b : coco) {
+    for (const SkippedSample& s : b->skipped) {
+      ++skipped;
+      EXPECT_NE(s.message.find("keypoint_flip lists 17 points"), std::string::npos) << s.message;
+    }
+  }
+  EXPECT_EQ(skipped, 8);
+}
+
 TEST_F(DetectionPipelineTest, SsdJitterAndAffineRecipesRunAndAreDeterministic) {
   const std::string recipes[] = {
       "random_photometric_distort(); random_zoom_out(fill=[123, 117, 104]); "

@@ -459,11 +459,17 @@ class RandomCrop(Transform):
 
 
 class RandomHorizontalFlip(Transform):
+    """torchvision's RandomHorizontalFlip. `keypoint_flip` (flowloader's; detection
+    keypoints only): "coco_person" or a permutation of the P keypoint indices, swapping
+    each instance's left and right points as the references' flip_inds do."""
     op = "random_horizontal_flip"
     _draws_p = True
 
-    def __init__(self, p=0.5):
-        super().__init__(p=p)
+    def __init__(self, p=0.5, keypoint_flip=None):
+        if keypoint_flip is None:
+            super().__init__(p=p)
+        else:
+            super().__init__(p=p, keypoint_flip=keypoint_flip)
 
 
 class RandomVerticalFlip(Transform):

@@ -7,6 +7,7 @@
 #include "stages/augment/internal/crop_math.h"
 #include "stages/augment/internal/pillow_resample.h"
 #include "stages/augment/ops/kernels/label_plane.h"
+#include "stages/augment/ops/internal/flip.h"
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/target_moves.h"
 #include "stages/augment/ops/op.h"
@@ -87,7 +88,8 @@ class RandomResizedCrop : public Op {
     o->ratio_min = ratio_.first;
     o->ratio_max = ratio_.second;
     o->interpolation = interpolation_;
-    *absorbed_next = next != nullptr && next->name() == "random_horizontal_flip";
+    *absorbed_next = next != nullptr && next->name() == "random_horizontal_flip" &&
+                     !internal::SwapsKeypoints(*next);
     o->flip_p = *absorbed_next ? next_p : 0.0;
     return true;
   }
