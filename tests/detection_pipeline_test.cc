@@ -248,23 +248,17 @@ void ExpectSaneAndSame(const Batches& a, const Batches& b, int side, int64_t* in
 // after it as the geometry functions say, batch flat as [total, P, 3], and sanitize drops
 // them with their boxes.
 TEST_F(DetectionPipelineTest, KeypointsMoveWithTheBoxesAndBatchFlat) {
-  DetectionDatasetOptions d;
-  d.root = *root_ + "_keypoints";
-  d.images = 12;
-  d.min_side = 64;
-  d.max_side = 96;
-  d.max_instances = 9;
-  d.keypoints = true;
-  ASSERT_TRUE(GenerateDetectionDataset(d).ok());
-  auto with_keypoints = [&d](const std::string& ops, bool sanitize) {
+  const std::string root = *root_ + "_keypoints";
+  ASSERT_TRUE(testing::MakeKeypointDataset(root, 12, 9).ok());
+  auto with_keypoints = [&root](const std::string& ops, bool sanitize) {
     PipelineOptions o = Options(ops, sanitize);
-    o.data = d.root + "/images";
-    o.annotations = d.root + "/annotations/instances.json";
+    o.data = root + "/images";
+    o.annotations = root + "/annotations/instances.json";
     return o;
   };
   detection::CocoOptions c;
-  c.annotations = d.root + "/annotations/instances.json";
-  c.images = d.root + "/images";
+  c.annotations = root + "/annotations/instances.json";
+  c.images = root + "/images";
   const auto coco = std::move(detection::CocoDataset::Open(c).value());
   ASSERT_EQ(coco->NumKeypoints(), 3);
   int64_t rows = 0;
@@ -321,18 +315,12 @@ TEST_F(DetectionPipelineTest, KeypointsMoveWithTheBoxesAndBatchFlat) {
 // flip_inds), in the op-by-op path and after random_resized_crop (whose fused head must
 // then leave the flip to the op); a list that is not a permutation is refused at Create.
 TEST_F(DetectionPipelineTest, KeypointFlipSwapsEachInstancesPoints) {
-  DetectionDatasetOptions d;
-  d.root = *root_ + "_keypoint_flip";
-  d.images = 8;
-  d.min_side = 64;
-  d.max_side = 96;
-  d.max_instances = 5;
-  d.keypoints = true;
-  ASSERT_TRUE(GenerateDetectionDataset(d).ok());
-  auto options = [&d](const std::string& ops) {
+  const std::string root = *root_ + "_keypoint_flip";
+  ASSERT_TRUE(testing::MakeKeypointDataset(root, 8, 5).ok());
+  auto options = [&root](const std::string& ops) {
     PipelineOptions o = Options(ops);
-    o.data = d.root + "/images";
-    o.annotations = d.root + "/annotations/instances.json";
+    o.data = root + "/images";
+    o.annotations = root + "/annotations/instances.json";
     return o;
   };
   const int perm[3] = {2, 0, 1};

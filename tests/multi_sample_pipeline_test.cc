@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "runtime/detection_dataset.h"
 #include "runtime/pipeline.h"
+#include "tests/testing/pipeline_helpers.h"
 
 namespace flowloader {
 namespace {
@@ -152,18 +153,12 @@ TEST_F(MultiSamplePipelineTest, CopyPasteIsTheSameForAnyWorkersAndOnResume) {
 // points unchanged (they were dropped before), a mosaic row has P points per kept
 // instance, unlabelled (v = 0) where they lie off its canvas, and copy_paste keeps them.
 TEST_F(MultiSamplePipelineTest, KeypointsRideThroughBothOps) {
-  DetectionDatasetOptions d;
-  d.root = *root_ + "_keypoints";
-  d.images = 14;
-  d.min_side = 64;
-  d.max_side = 96;
-  d.max_instances = 6;
-  d.keypoints = true;
-  ASSERT_TRUE(GenerateDetectionDataset(d).ok());
-  auto options = [&d](StageSpec op) {
+  const std::string root = *root_ + "_keypoints";
+  ASSERT_TRUE(testing::MakeKeypointDataset(root, 14, 6).ok());
+  auto options = [&root](StageSpec op) {
     PipelineOptions o = Options(std::move(op), 2, "resize(size=[48, 48])");
-    o.data = d.root + "/images";
-    o.annotations = d.root + "/annotations/instances.json";
+    o.data = root + "/images";
+    o.annotations = root + "/annotations/instances.json";
     o.epochs = 1;
     return o;
   };

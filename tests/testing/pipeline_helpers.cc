@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/detection_dataset.h"
 #include "stages/core/log.h"
 
 namespace flowloader::testing {
@@ -17,6 +18,17 @@ PipelineOptions SmallCpuOptions(const std::string& data, int batch_size, Env* en
   o.device = DeviceChoice::kCpu;
   o.env = env;
   return o;
+}
+
+absl::Status MakeKeypointDataset(const std::string& root, int images, int max_instances) {
+  DetectionDatasetOptions d;
+  d.root = root;
+  d.images = images;
+  d.min_side = 64;
+  d.max_side = 96;
+  d.max_instances = max_instances;
+  d.keypoints = true;
+  return GenerateDetectionDataset(d);
 }
 
 Drained Drain(Pipeline* pipeline, int max_calls) {

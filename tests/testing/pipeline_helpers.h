@@ -68,6 +68,12 @@ Delivered RunAll(const PipelineOptions& o, const std::function<void(int)>& befor
 // place among the batch's tensors (bytes grows to fit).
 void AppendTensorBytes(const Batch& batch, std::vector<std::string>* bytes);
 
+// MakeKeypointDataset writes generated COCO data with keypoints (make-dataset --task=
+// detection --keypoints: 3 per shape) under `root`: `images` JPEGs of 64 to 96 pixels a
+// side with up to `max_instances` shapes each, root/images and
+// root/annotations/instances.json.
+absl::Status MakeKeypointDataset(const std::string& root, int images, int max_instances);
+
 // LogCapture collects every log line from construction to destruction (it lowers the
 // minimum level to kInfo and replaces the log sink; the destructor restores stderr).
 class LogCapture {
