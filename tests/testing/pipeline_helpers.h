@@ -1,7 +1,8 @@
 // pipeline_helpers.h: running a real pipeline in tests: SmallCpuOptions, Drain (every
 // Next until an error or the last epoch), EachBatch (the same loop handing each batch to
-// the test), RunAll (every batch of a run as comparable values), AppendTensorBytes and
-// LogCapture (the log lines a run wrote).
+// the test), RunAll (every batch of a run as comparable values), AppendTensorBytes,
+// MakeKeypointDataset (generated COCO data with keypoints) and LogCapture (the log lines
+// a run wrote).
 //
 // Thread-safety: Drain runs on the calling thread (the pipeline's own workers do the
 // rest); LogCapture may be written from any thread and read from any.
