@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "stages/reader/dataset.h"
+#include "stages/reader/env_util.h"
 #include "stages/reader/shard_index_load.h"
 #include "stages/reader/storage_env.h"
 #include "stages/reader/tar_index.h"
@@ -87,13 +88,6 @@ absl::StatusOr<TarIndexFile> ScanToIndexFile(RandomAccessFile* file, const std::
   return index;
 }
 
-absl::Status WriteText(Env* env, const std::string& path, const std::string& text) {
-  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status s = (*file)->Append(text); !s.ok()) return s;
-  return (*file)->Close();
-}
-
 // Outcome of one shard.
 struct ShardOutcome {
   bool written = false;
@@ -122,7 +116,7 @@ ShardOutcome IndexOneShard(StorageEnv* env, const std::string& shard,
   }
   const std::string path = o.out.empty() ? TarIndexFileName(shard)
                                          : absl::StrCat(o.out, "/", BaseName(TarIndexFileName(shard)));
-  if (absl::Status s = WriteText(env, path, FormatTarIndexFile(*index)); !s.ok()) {
+  if (absl::Status s = WriteWholeFile(env, path, FormatTarIndexFile(*index)); !s.ok()) {
     out.failure = absl::StrCat("writing ", path, ": ", s.message());
     return out;
   }
