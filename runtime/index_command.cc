@@ -24,11 +24,6 @@ namespace {
 // request serves the headers of many small members.
 constexpr int64_t kRemoteWindowBytes = int64_t{1} << 20;
 
-std::string StripTrailingSlashes(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
-
 std::string BaseName(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "stages/core/log.h"
+#include "stages/reader/env_util.h"
 #include "stages/reader/internal/list_columns.h"
 #include "stages/reader/internal/shard_names.h"
 #include "stages/reader/schemes.h"
@@ -19,11 +20,6 @@ namespace {
 
 using reader_internal::kColumnsHeader;
 using reader_internal::ParseColumnsHeader;
-
-std::string StripTrailingSlashes(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
 
 std::string DirName(const std::string& path) {
   const size_t slash = path.rfind('/');

@@ -7,6 +7,11 @@
 
 namespace flowloader {
 
+std::string StripTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
 absl::Status WriteWholeFile(Env* env, const std::string& path, const std::string& text) {
   absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
   if (!file.ok()) return file.status();

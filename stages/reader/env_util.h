@@ -1,4 +1,4 @@
-// env_util.h: small helpers over an Env, shared by the datasets and the
+// env_util.h: small helpers over an Env and its paths, shared by the datasets and the
 // commands (pack, index). Kept out of env.h, which most of the tree includes, so adding
 // a helper here recompiles only its users.
 //
@@ -12,6 +12,10 @@
 #include "stages/reader/env.h"
 
 namespace flowloader {
+
+// StripTrailingSlashes is `path` without its trailing '/'s ("/" stays "/"), so that
+// "root/" and "root" name the same directory or prefix when keys are joined to it.
+std::string StripTrailingSlashes(std::string path);
 
 // WriteWholeFile writes `text` as the whole file or object `path` through `env` (one
 // WritableFile: Append, then Close; nothing is left behind on failure).
