@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
+#include "stages/reader/dataset_storage.h"
 #include "stages/reader/env_util.h"
 #include "stages/reader/schemes.h"
 
@@ -66,8 +67,7 @@ const std::string& Dataset::label_map(int64_t i) const {
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenLabelMaps(const DatasetOptions& options,
                                                               const std::string& label_maps) {
   if (IsMemberExtension(label_maps)) return OpenShardLabelMaps(options, label_maps);
-  absl::StatusOr<std::unique_ptr<StorageEnv>> storage =
-      StorageEnv::Create(options.env, StorageOptions{options.http, options.s3});
+  absl::StatusOr<std::unique_ptr<StorageEnv>> storage = OpenStorage(options);
   if (!storage.ok()) return storage.status();
   Env* env = storage->get();
   const std::string maps = StripTrailingSlashes(label_maps);
