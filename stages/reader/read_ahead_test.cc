@@ -154,6 +154,37 @@ TEST(ReadAheadTest, TheBufferHandedInAtTakeIsFilledByALaterRead) {
   EXPECT_EQ((*ra)->stats().reused, 1);
 }
 
+// Workers hand buffers back a batch at a time: spares are kept past the adaptive limit
+// (up to max_in_flight, within max_bytes), so every read of the next burst fills one.
+TEST(ReadAheadTest, SparesHandedBackInABurstAreAllReused) {
+  ReadAheadOptions o;  // Adaptive: the limit stays at min_in_flight for these 16 reads.
+  o.min_in_flight = 1;
+  o.max_in_flight = 16;
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok());
+  auto read = [](std::string* out) {
+    out->append("bytes");
+    return absl::OkStatus();
+  };
+  for (int i = 0; i < 8; ++i) (*ra)->Start({0, i}, read);
+  WaitUntilStarted(**ra, 8);
+  absl::Status status;
+  for (int i = 0; i < 8; ++i) {
+    std::string spare;
+    spare.reserve(4096);  // Each worker's spare, handed in at its Take.
+    ASSERT_TRUE((*ra)->Take({0, i}, &spare, &status));
+  }
+  ASSERT_EQ((*ra)->stats().limit, 1);
+  for (int i = 8; i < 16; ++i) (*ra)->Start({0, i}, read);
+  WaitUntilStarted(**ra, 16);
+  for (int i = 8; i < 16; ++i) {
+    std::string bytes;
+    ASSERT_TRUE((*ra)->Take({0, i}, &bytes, &status));
+    EXPECT_GE(bytes.capacity(), 4096u) << i;
+  }
+  EXPECT_EQ((*ra)->stats().reused, 8);
+}
+
 TEST(ReadAheadTest, AFetchOnlyReadIsWaitedForAndLeavesTheReadToTheCaller) {
   auto ra = ReadAhead::Create(Fixed(1));
   ASSERT_TRUE(ra.ok());
