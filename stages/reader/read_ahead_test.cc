@@ -300,7 +300,7 @@ TEST(ReadAheadTest, UrgentReadsRunBeforeQueuedOnesWithinAFixedLimit) {
 // In the adaptive mode urgent reads run past the adaptive limit (8 at the start), up to
 // max_in_flight: a first batch of 64 reads of 20 ms costs about one round trip, not 8.
 TEST(ReadAheadTest, UrgentReadsRunPastTheAdaptiveLimitUpToMaxInFlight) {
-  ReadAheadOptions o;  // Adaptive, from 8.
+  ReadAheadOptions o;  // Adaptive, from min_in_flight.
   o.max_in_flight = 48;
   auto ra = ReadAhead::Create(o);
   ASSERT_TRUE(ra.ok());
@@ -321,8 +321,8 @@ TEST(ReadAheadTest, UrgentReadsRunPastTheAdaptiveLimitUpToMaxInFlight) {
   });
   WaitUntilStarted(**ra, 48);
   absl::SleepFor(absl::Milliseconds(20));
-  EXPECT_EQ(c.now.load(), 48) << "past the adaptive limit (8), never past max_in_flight";
-  EXPECT_EQ((*ra)->stats().limit, 8);
+  EXPECT_EQ(c.now.load(), 48) << "past the adaptive limit, never past max_in_flight";
+  EXPECT_EQ((*ra)->stats().limit, o.min_in_flight);
   release.store(true);
   std::string bytes;
   absl::Status status;
