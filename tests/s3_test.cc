@@ -157,6 +157,29 @@ TEST_F(S3Test, ShardIndexWindowsServeTheEpochsWithoutAnotherGet) {
   EXPECT_EQ(dataset->storage()->requests(), index_gets);
 }
 
+// Under read_ahead: auto, a prefix of objects keeps at least 16 GETs in flight (the read
+// stage's floor for objects of their own: a gateway serves requests that arrive together
+// for less CPU each), though Little's law on loopback asks for fewer.
+TEST_F(S3Test, AutoReadAheadKeepsAtLeast16GetsInFlightForAPrefix) {
+  PipelineOptions o = Options("s3://data/train/");
+  DatasetOptions listing;
+  listing.path = o.data;
+  listing.s3 = o.s3;
+  listing.http = o.http;
+  auto ds = Dataset::Open(listing);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  std::shared_ptr<const Dataset> dataset = std::move(*ds);
+  o.dataset = dataset;
+  o.data.clear();
+  const Delivered s3 = RunAll(o);
+  ASSERT_TRUE(s3.status.ok()) << s3.status;
+  const ReadAheadFigures f = dataset->storage()->storage_stats()->read_ahead();
+  ASSERT_TRUE(f.present);
+  EXPECT_TRUE(f.adaptive);
+  EXPECT_GE(f.limit, 16);
+  EXPECT_GT(f.started, 0);
+}
+
 TEST_F(S3Test, ListsByPagesAndReadsExactRanges) {
   S3Options s3 = S3();
   s3.list_page_keys = 2;

@@ -76,11 +76,9 @@ struct ReadAheadOptions {
   // Most reads in flight at once; >= 1. Default 128.
   int max_in_flight = 128;
   // Fewest reads in flight the adaptive limit goes down to (and starts at); in
-  // [1, max_in_flight]. Default 16: on a store with a short round trip (loopback,
-  // the same rack) Little's law asks for fewer, but a gateway serves requests that
-  // arrive together for less CPU each (radosgw + OSD on the same 2 cores, 2000 GETs of
-  // ~55 KB: 0.43 ms a GET at 8 in flight, 0.32 at 16, no less at 32 or 64).
-  int min_in_flight = 16;
+  // [1, max_in_flight]. Default 8 (the read stage starts objects of their own at 16:
+  // graph/read_stage.cc).
+  int min_in_flight = 8;
   // true: the limit follows demand (see above); false: always max_in_flight.
   bool adaptive = true;
   // Finished bytes not yet taken past which no read starts; > 0. Default 64 MiB.
