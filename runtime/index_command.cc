@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "stages/reader/dataset.h"
+#include "stages/reader/env_util.h"
 #include "stages/reader/shard_index_load.h"
 #include "stages/reader/storage_env.h"
 #include "stages/reader/tar_index.h"
@@ -22,11 +23,6 @@ namespace {
 // Remote shards are scanned in windows of this size (the block cache's block): one
 // request serves the headers of many small members.
 constexpr int64_t kRemoteWindowBytes = int64_t{1} << 20;
-
-std::string StripTrailingSlashes(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
 
 std::string BaseName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -87,13 +83,6 @@ absl::StatusOr<TarIndexFile> ScanToIndexFile(RandomAccessFile* file, const std::
   return index;
 }
 
-absl::Status WriteText(Env* env, const std::string& path, const std::string& text) {
-  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status s = (*file)->Append(text); !s.ok()) return s;
-  return (*file)->Close();
-}
-
 // Outcome of one shard.
 struct ShardOutcome {
   bool written = false;
@@ -122,7 +111,7 @@ ShardOutcome IndexOneShard(StorageEnv* env, const std::string& shard,
   }
   const std::string path = o.out.empty() ? TarIndexFileName(shard)
                                          : absl::StrCat(o.out, "/", BaseName(TarIndexFileName(shard)));
-  if (absl::Status s = WriteText(env, path, FormatTarIndexFile(*index)); !s.ok()) {
+  if (absl::Status s = WriteWholeFile(env, path, FormatTarIndexFile(*index)); !s.ok()) {
     out.failure = absl::StrCat("writing ", path, ": ", s.message());
     return out;
   }

@@ -26,6 +26,7 @@
 #include "stages/decode/encoder.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/env.h"
+#include "stages/reader/env_util.h"
 #include "stages/reader/s3_env.h"
 #include "stages/reader/storage_env.h"
 #include "stages/reader/tar_index_file.h"
@@ -168,25 +169,17 @@ absl::Status PrepareOut(const PackOptions& o, Env* env) {
   return absl::OkStatus();
 }
 
-// WriteWhole writes `text` as the file or object `path`.
-absl::Status WriteWhole(const std::string& text, const std::string& path, Env* env) {
-  absl::StatusOr<std::unique_ptr<WritableFile>> file = env->NewWritableFile(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status s = (*file)->Append(text); !s.ok()) return s;
-  return (*file)->Close();
-}
-
 // WriteClassNames writes OUT/classes.txt (locally or as an object).
 absl::Status WriteClassNames(const std::vector<std::string>& names, const std::string& path,
                              Env* env) {
   std::string classes;
   for (const std::string& c : names) absl::StrAppend(&classes, EscapeClassName(c), "\n");
-  return WriteWhole(classes, path, env);
+  return WriteWholeFile(env, path, classes);
 }
 
 // WriteIndex writes a shard's index file (locally or as an object).
 absl::Status WriteIndex(const TarIndexFile& index, const std::string& path, Env* env) {
-  return WriteWhole(FormatTarIndexFile(index), path, env);
+  return WriteWholeFile(env, path, FormatTarIndexFile(index));
 }
 
 bool Cancelled(const PackOptions& o) {
@@ -308,7 +301,7 @@ absl::StatusOr<PackResult> Pack(const PackOptions& options) {
   if (!(*ds)->categories_json().empty()) {
     // The file's label map: shards that miss a category keep every label.
     const std::string path = o.out + "/categories.json";
-    if (absl::Status s = WriteWhole((*ds)->categories_json(), path, env->get()); !s.ok()) {
+    if (absl::Status s = WriteWholeFile(env->get(), path, (*ds)->categories_json()); !s.ok()) {
       return s;
     }
     absl::StrAppend(&result.run_flags, " --categories='", path, "'");

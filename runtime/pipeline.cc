@@ -15,6 +15,7 @@
 #include "stages/core/resources.h"
 #include "stages/detection/coco.h"
 #include "stages/reader/data_sources.h"
+#include "stages/reader/dataset_storage.h"
 #include "stages/reader/http_env.h"
 #include "stages/reader/schemes.h"
 #include "stages/reader/storage_env.h"
@@ -97,8 +98,7 @@ absl::Status ReadCategories(const DatasetOptions& dataset, const std::string& pa
     absl::Status s = Env::Default()->ReadFile(path, max_bytes, text);
     return s.ok() ? s : absl::Status(s.code(), absl::StrCat("categories: ", s.message()));
   }
-  absl::StatusOr<std::unique_ptr<StorageEnv>> storage = StorageEnv::Create(
-      dataset.env, StorageOptions{dataset.http, dataset.s3, dataset.cache});
+  absl::StatusOr<std::unique_ptr<StorageEnv>> storage = OpenStorage(dataset);
   if (!storage.ok()) return storage.status();
   absl::Status s = (*storage)->ReadFile(path, max_bytes, text);
   return s.ok() ? s : absl::Status(s.code(), absl::StrCat("categories: ", s.message()));
@@ -135,8 +135,7 @@ absl::StatusOr<DataSources> OpenData(const PipelineOptions& options) {
     coco.skip_empty = options.skip_empty;
     // The images, and a remote JSON (s3://, http(s)://), are read through the storage
     // Envs, so either may lie in a bucket.
-    absl::StatusOr<std::unique_ptr<StorageEnv>> storage = StorageEnv::Create(
-        data.dataset.env, StorageOptions{data.dataset.http, data.dataset.s3, data.dataset.cache});
+    absl::StatusOr<std::unique_ptr<StorageEnv>> storage = OpenStorage(data.dataset);
     if (!storage.ok()) return storage.status();
     if (IsRemotePath(options.annotations)) {
       coco.read_file = [env = storage->get()](const std::string& path, int64_t max_bytes,

@@ -82,6 +82,22 @@ class S3Test : public ::testing::Test {
     o.s3.list_page_keys = 5;  // 12 images a class: three pages each.
     return o;
   }
+  // OpenShared opens `o`'s data as the pipeline would (its block cache included) and
+  // makes `o` run on it, so a test reads the Dataset's storage counts after the run.
+  static std::shared_ptr<const Dataset> OpenShared(PipelineOptions* o) {
+    DatasetOptions listing;
+    listing.path = o->data;
+    listing.s3 = o->s3;
+    listing.http = o->http;
+    listing.http.cache_bytes = o->http_cache_mb << 20;
+    auto ds = Dataset::Open(listing);
+    EXPECT_TRUE(ds.ok()) << ds.status();
+    if (!ds.ok()) return nullptr;
+    std::shared_ptr<const Dataset> dataset = std::move(*ds);
+    o->dataset = dataset;
+    o->data.clear();
+    return dataset;
+  }
   S3Options S3() const {
     S3Options s3;
     s3.endpoint = gateway_->endpoint();
@@ -136,25 +152,33 @@ TEST_F(S3Test, ShardsByBraceRangeAndByPrefixDeliverTheLocalBatches) {
 // windows are kept as the block cache's blocks, so both epochs cost no further GET.
 TEST_F(S3Test, ShardIndexWindowsServeTheEpochsWithoutAnotherGet) {
   PipelineOptions o = Options("s3://data/shards/train-{000000..000004}.tar");
-  DatasetOptions listing;
-  listing.path = o.data;
-  listing.s3 = o.s3;
-  listing.http = o.http;
-  listing.http.cache_bytes = o.http_cache_mb << 20;
-  auto ds = Dataset::Open(listing);
-  ASSERT_TRUE(ds.ok()) << ds.status();
-  std::shared_ptr<const Dataset> dataset = std::move(*ds);
+  std::shared_ptr<const Dataset> dataset = OpenShared(&o);
+  ASSERT_NE(dataset, nullptr);
   const int64_t index_gets = dataset->storage()->requests();
   // Per shard, its index file's GET (404: GNU tar wrote these shards, without one) and
   // one 1 MiB window.
   EXPECT_EQ(index_gets, 2 * 5);
-  o.dataset = dataset;
-  o.data.clear();
   const Delivered s3 = RunAll(o);
   const Delivered local = RunAll(Options(*pattern_));
   ASSERT_TRUE(s3.status.ok()) << s3.status;
   EXPECT_EQ(s3.batches, local.batches);
   EXPECT_EQ(dataset->storage()->requests(), index_gets);
+}
+
+// Under read_ahead: auto, a prefix of objects keeps at least 16 GETs in flight (the read
+// stage's floor for objects of their own: a gateway serves requests that arrive together
+// for less CPU each), though Little's law on loopback asks for fewer.
+TEST_F(S3Test, AutoReadAheadKeepsAtLeast16GetsInFlightForAPrefix) {
+  PipelineOptions o = Options("s3://data/train/");
+  std::shared_ptr<const Dataset> dataset = OpenShared(&o);
+  ASSERT_NE(dataset, nullptr);
+  const Delivered s3 = RunAll(o);
+  ASSERT_TRUE(s3.status.ok()) << s3.status;
+  const ReadAheadFigures f = dataset->storage()->storage_stats()->read_ahead();
+  ASSERT_TRUE(f.present);
+  EXPECT_TRUE(f.adaptive);
+  EXPECT_GE(f.limit, 16);
+  EXPECT_GT(f.started, 0);
 }
 
 TEST_F(S3Test, ListsByPagesAndReadsExactRanges) {

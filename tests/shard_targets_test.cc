@@ -1,9 +1,10 @@
 // shard_targets_test: detection and segmentation from tar shards. make-dataset's
 // detection (COCO, with keypoints) and segmentation (PNG label maps) data are packed
 // with `pack --annotations=` / `--label_maps=` (KEY.jpg + KEY.json, KEY.jpg + KEY.png),
-// then read back from the shards on disk and through a real nginx: every batch (image
-// bytes, boxes, labels, iscrowd, area, masks, keypoints, image ids, label maps) equals
-// the one read from the folder layout, under random crops and flips. Shards written by
+// then read back from the shards on disk, through a real nginx and from a RADOS Gateway
+// bucket (s3://): every batch (image bytes, boxes, labels, iscrowd, area, masks,
+// keypoints, image ids, label maps) equals the one read from the folder layout, under
+// random crops and flips. Shards written by
 // hand with bad members (no .png, no .json, damaged or incomplete JSON, a repeated
 // image_id) give their good samples and skip the others, counted by reason and named.
 #include <cstdlib>
@@ -22,7 +23,9 @@
 #include "stages/reader/env.h"
 #include "stages/reader/tar_writer.h"
 #include "tests/testing/pipeline_helpers.h"
+#include "tests/testing/s3_server.h"
 #include "tests/testing/shard_data.h"
+#include "tests/testing/test_data.h"
 
 namespace flowloader {
 namespace {
@@ -105,12 +108,15 @@ PackResult MustPack(PackOptions o) {
   return r.ok() ? *r : PackResult();
 }
 
+// ShardRange is the pack's shards as a brace range of names ("train-{000000..000003}.tar").
+std::string ShardRange(const PackResult& r) {
+  return r.shards.size() == 1 ? "train-000000.tar"
+                              : absl::StrFormat("train-{000000..%06d}.tar", r.shards.size() - 1);
+}
+
 // BracePattern is the pack's shards: its pattern, or as `server` serves their directory.
 std::string BracePattern(const Server* server, const PackResult& r) {
-  const std::string range =
-      r.shards.size() == 1 ? "train-000000.tar"
-                           : absl::StrFormat("train-{000000..%06d}.tar", r.shards.size() - 1);
-  return server != nullptr ? server->Url("/" + range) : r.pattern;
+  return server != nullptr ? server->Url("/" + ShardRange(r)) : r.pattern;
 }
 
 class ShardTargetsTest : public ::testing::Test {
@@ -210,6 +216,51 @@ TEST_F(ShardTargetsTest, SegmentationShardsGiveTheFoldersLabelMapsOnDiskAndOverH
   ASSERT_TRUE(nginx.running());
   const Outcome http = RunPipeline(Segmentation(BracePattern(&nginx, *seg_), ".png"));
   ExpectSameBatches(folder, http, &instances);
+}
+
+// The same shards in a bucket of a real S3 server (the RADOS Gateway): detection shards
+// with pack's categories.json read from the bucket too (`categories: s3://...`), and
+// segmentation shards, give the folders' batches.
+TEST_F(ShardTargetsTest, DetectionAndSegmentationShardsFromABucket) {
+  std::unique_ptr<testing::RadosGateway> gateway =
+      testing::RadosGateway::Start(testing::TempDir("rgw"));
+  ASSERT_NE(gateway, nullptr) << "the RADOS Gateway did not start";
+  ::setenv("HOME", testing::TempDir("home").c_str(), 1);  // No ~/.aws of the machine's.
+  for (const char* name : {"AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
+                           "AWS_ENDPOINT_URL_S3", "AWS_CONFIG_FILE",
+                           "AWS_SHARED_CREDENTIALS_FILE"}) {
+    ::unsetenv(name);
+  }
+  ::setenv("AWS_ACCESS_KEY_ID", gateway->access_key().c_str(), 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", gateway->secret_key().c_str(), 1);
+  ASSERT_TRUE(gateway->CreateBucket("targets"));
+  // Each shard, its .tar.idx, and the detection set's categories.json.
+  ASSERT_EQ(gateway->Upload(Tmp() + "/det_shards", "targets", "det/"),
+            static_cast<int>(2 * det_->shards.size() + 1));
+  ASSERT_EQ(gateway->Upload(Tmp() + "/seg_shards", "targets", "seg/"),
+            static_cast<int>(2 * seg_->shards.size()));
+
+  const std::string det = Tmp() + "/det";
+  const Outcome det_folder =
+      RunPipeline(Detection(det + "/images", det + "/annotations/instances.json"));
+  PipelineOptions o = Detection("s3://targets/det/" + ShardRange(*det_), ".json");
+  o.categories = "s3://targets/det/categories.json";
+  o.s3.endpoint = gateway->endpoint();
+  const Outcome det_s3 = RunPipeline(o);
+  int64_t instances = 0;
+  ExpectSameBatches(det_folder, det_s3, &instances);
+  EXPECT_GT(instances, 20);
+  EXPECT_EQ(det_s3.category_ids, det_folder.category_ids);
+  EXPECT_TRUE(det_s3.skipped.empty());
+
+  const std::string seg = Tmp() + "/seg";
+  const Outcome seg_folder = RunPipeline(Segmentation(seg + "/images", seg + "/label_maps"));
+  o = Segmentation("s3://targets/seg/" + ShardRange(*seg_), ".png");
+  o.s3.endpoint = gateway->endpoint();
+  const Outcome seg_s3 = RunPipeline(o);
+  ExpectSameBatches(seg_folder, seg_s3, &instances);
+  ASSERT_FALSE(seg_s3.batches.empty());
+  EXPECT_TRUE(seg_s3.batches.front().targets.has_semantic);
 }
 
 // FirstImage is a JPEG of make-dataset's, for hand-made shards.

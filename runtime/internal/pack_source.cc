@@ -11,16 +11,12 @@
 #include "stages/core/log.h"
 #include "stages/detection/coco.h"
 #include "stages/reader/env.h"
+#include "stages/reader/env_util.h"
 
 namespace flowloader::internal {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string NoTrailingSlash(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
 
 // CocoSamples is each image of the COCO file `text` (already checked by
 // detection::CocoDataset) with its .json member: the image's record and its annotations
@@ -103,7 +99,7 @@ absl::StatusOr<std::unique_ptr<PackSource>> PackSource::Open(const PackSourceOpt
       return s;
     }
     absl::StatusOr<std::vector<PackSample>> samples =
-        CocoSamples(text, o.annotations, NoTrailingSlash(o.data), &source->categories_json_);
+        CocoSamples(text, o.annotations, StripTrailingSlashes(o.data), &source->categories_json_);
     if (!samples.ok()) return samples.status();
     source->coco_samples_ = std::move(*samples);
     source->size_ = static_cast<int64_t>(source->coco_samples_.size());

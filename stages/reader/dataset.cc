@@ -10,6 +10,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "stages/core/log.h"
+#include "stages/reader/dataset_storage.h"
+#include "stages/reader/env_util.h"
 #include "stages/reader/internal/list_columns.h"
 #include "stages/reader/internal/shard_names.h"
 #include "stages/reader/schemes.h"
@@ -19,11 +21,6 @@ namespace {
 
 using reader_internal::kColumnsHeader;
 using reader_internal::ParseColumnsHeader;
-
-std::string StripTrailingSlashes(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
 
 std::string DirName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -125,8 +122,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
   }
   // Every path goes through the StorageEnv: local ones to options.env, remote ones to
   // their scheme's Env (made on first use).
-  absl::StatusOr<std::unique_ptr<StorageEnv>> storage =
-      StorageEnv::Create(options.env, StorageOptions{options.http, options.s3, options.cache});
+  absl::StatusOr<std::unique_ptr<StorageEnv>> storage = OpenStorage(options);
   if (!storage.ok()) return storage.status();
   Env* env = storage->get();
   const std::string path = StripTrailingSlashes(options.path);

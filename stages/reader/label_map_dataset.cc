@@ -11,15 +11,12 @@
 #include "absl/strings/strip.h"
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
+#include "stages/reader/dataset_storage.h"
+#include "stages/reader/env_util.h"
 #include "stages/reader/schemes.h"
 
 namespace flowloader {
 namespace {
-
-std::string NoTrailingSlash(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
 
 // Stem is `key` without its extension ("a/b.jpg" -> "a/b").
 std::string Stem(const std::string& key) {
@@ -70,11 +67,10 @@ const std::string& Dataset::label_map(int64_t i) const {
 absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenLabelMaps(const DatasetOptions& options,
                                                               const std::string& label_maps) {
   if (IsMemberExtension(label_maps)) return OpenShardLabelMaps(options, label_maps);
-  absl::StatusOr<std::unique_ptr<StorageEnv>> storage =
-      StorageEnv::Create(options.env, StorageOptions{options.http, options.s3});
+  absl::StatusOr<std::unique_ptr<StorageEnv>> storage = OpenStorage(options);
   if (!storage.ok()) return storage.status();
   Env* env = storage->get();
-  const std::string maps = NoTrailingSlash(label_maps);
+  const std::string maps = StripTrailingSlashes(label_maps);
   absl::StatusOr<bool> maps_dir = IsListablePath(maps) ? env->IsDirectory(maps) : false;
   if (!maps_dir.ok()) {
     return absl::NotFoundError(
@@ -84,7 +80,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenLabelMaps(const DatasetOpt
   dataset->env_ = env;
   if (*maps_dir) {
     // Two directories: every image under `data`, its map LABEL_MAPS/<stem>.png.
-    const std::string images = NoTrailingSlash(options.path);
+    const std::string images = StripTrailingSlashes(options.path);
     if (images.empty()) {
       return absl::InvalidArgumentError(
           "label_maps is a directory: give `data:` the images' directory to pair with it");
@@ -121,7 +117,7 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenLabelMaps(const DatasetOpt
     std::string text;
     if (absl::Status s = env->ReadFile(maps, int64_t{1} << 30, &text); !s.ok()) return s;
     const size_t slash = maps.rfind('/');
-    const std::string base = !options.path.empty() ? NoTrailingSlash(options.path)
+    const std::string base = !options.path.empty() ? StripTrailingSlashes(options.path)
                              : slash == std::string::npos ? std::string(".")
                                                           : maps.substr(0, slash);
     dataset->root_ = base;

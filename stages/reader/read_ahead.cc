@@ -217,7 +217,7 @@ void ReadAhead::EstimateLocked(absl::Time now) {
 void ReadAhead::RecycleLocked(std::string buffer) {
   const int64_t capacity = static_cast<int64_t>(buffer.capacity());
   if (capacity <= static_cast<int64_t>(std::string().capacity())) return;  // Nothing held.
-  if (static_cast<int>(spares_.size()) >= limit_ ||
+  if (static_cast<int>(spares_.size()) >= options_.max_in_flight ||
       done_bytes_ + spare_bytes_ + capacity > options_.max_bytes) {
     return;  // Freed here.
   }
@@ -228,7 +228,7 @@ void ReadAhead::RecycleLocked(std::string buffer) {
 
 void ReadAhead::TrimSparesLocked() {
   while (!spares_.empty() && (done_bytes_ + spare_bytes_ > options_.max_bytes ||
-                              static_cast<int>(spares_.size()) > limit_)) {
+                              static_cast<int>(spares_.size()) > options_.max_in_flight)) {
     spare_bytes_ -= static_cast<int64_t>(spares_.back().capacity());
     spares_.pop_back();
   }

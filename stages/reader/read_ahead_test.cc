@@ -154,6 +154,37 @@ TEST(ReadAheadTest, TheBufferHandedInAtTakeIsFilledByALaterRead) {
   EXPECT_EQ((*ra)->stats().reused, 1);
 }
 
+// Workers hand buffers back a batch at a time: spares are kept past the adaptive limit
+// (up to max_in_flight, within max_bytes), so every read of the next burst fills one.
+TEST(ReadAheadTest, SparesHandedBackInABurstAreAllReused) {
+  ReadAheadOptions o;  // Adaptive: the limit stays at min_in_flight for these 16 reads.
+  o.min_in_flight = 1;
+  o.max_in_flight = 16;
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok());
+  auto read = [](std::string* out) {
+    out->append("bytes");
+    return absl::OkStatus();
+  };
+  for (int i = 0; i < 8; ++i) (*ra)->Start({0, i}, read);
+  WaitUntilStarted(**ra, 8);
+  absl::Status status;
+  for (int i = 0; i < 8; ++i) {
+    std::string spare;
+    spare.reserve(4096);  // Each worker's spare, handed in at its Take.
+    ASSERT_TRUE((*ra)->Take({0, i}, &spare, &status));
+  }
+  ASSERT_EQ((*ra)->stats().limit, 1);
+  for (int i = 8; i < 16; ++i) (*ra)->Start({0, i}, read);
+  WaitUntilStarted(**ra, 16);
+  for (int i = 8; i < 16; ++i) {
+    std::string bytes;
+    ASSERT_TRUE((*ra)->Take({0, i}, &bytes, &status));
+    EXPECT_GE(bytes.capacity(), 4096u) << i;
+  }
+  EXPECT_EQ((*ra)->stats().reused, 8);
+}
+
 TEST(ReadAheadTest, AFetchOnlyReadIsWaitedForAndLeavesTheReadToTheCaller) {
   auto ra = ReadAhead::Create(Fixed(1));
   ASSERT_TRUE(ra.ok());
@@ -269,7 +300,7 @@ TEST(ReadAheadTest, UrgentReadsRunBeforeQueuedOnesWithinAFixedLimit) {
 // In the adaptive mode urgent reads run past the adaptive limit (8 at the start), up to
 // max_in_flight: a first batch of 64 reads of 20 ms costs about one round trip, not 8.
 TEST(ReadAheadTest, UrgentReadsRunPastTheAdaptiveLimitUpToMaxInFlight) {
-  ReadAheadOptions o;  // Adaptive, from 8.
+  ReadAheadOptions o;  // Adaptive, from min_in_flight.
   o.max_in_flight = 48;
   auto ra = ReadAhead::Create(o);
   ASSERT_TRUE(ra.ok());
@@ -290,8 +321,8 @@ TEST(ReadAheadTest, UrgentReadsRunPastTheAdaptiveLimitUpToMaxInFlight) {
   });
   WaitUntilStarted(**ra, 48);
   absl::SleepFor(absl::Milliseconds(20));
-  EXPECT_EQ(c.now.load(), 48) << "past the adaptive limit (8), never past max_in_flight";
-  EXPECT_EQ((*ra)->stats().limit, 8);
+  EXPECT_EQ(c.now.load(), 48) << "past the adaptive limit, never past max_in_flight";
+  EXPECT_EQ((*ra)->stats().limit, o.min_in_flight);
   release.store(true);
   std::string bytes;
   absl::Status status;
