@@ -15,6 +15,7 @@ PACKAGES=(
   time  # /usr/bin/time -v: peak RSS in tests/memory_guard_rss_test.sh
   python3-venv python3-setuptools python3-wheel python3-numpy  # pip install . (pyproject.toml)
   ceph-mon ceph-osd radosgw ceph-common  # a real S3 server in tests (tests/testing/radosgw.sh)
+  python3-boto3  # torch's side of tests/benchmarks/s3_bench.py (a Dataset reading with boto3)
 )
 
 setup() {

@@ -17,7 +17,8 @@ std::string TempDir(const std::string& name) {
   const char* base = std::getenv("TEST_TMPDIR");
   std::string dir = absl::StrCat(base != nullptr ? base : "/tmp", "/", name);
   std::string cmd = absl::StrCat("rm -rf '", dir, "'");
-  (void)std::system(cmd.c_str());
+  const int removed = std::system(cmd.c_str());  // A leftover that stays fails mkdir's users.
+  (void)removed;
   ::mkdir(dir.c_str(), 0755);
   return dir;
 }
