@@ -53,7 +53,7 @@ __all__ = [
     "TenCrop", "ToPILImage", "ToTensor", "TrivialAugmentWide",
 ]
 # Classes that run when called on an image but not in the loader's op list yet.
-_EAGER_ONLY = ("FiveCrop", "TenCrop", "ToPILImage")
+_EAGER_ONLY = ("ToPILImage",)
 
 
 _EAGER = None  # flowloader._eager, once a transform is first called on an image.
@@ -1096,9 +1096,14 @@ class Pad(Transform):
         super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
 
 
-class FiveCrop(_EagerOnly):
+class FiveCrop(Transform):
     """The four corner crops and the centre crop, a tuple of 5 images (torchvision's
-    order: top-left, top-right, bottom-left, bottom-right, centre)."""
+    order: top-left, top-right, bottom-left, bottom-right, centre). In the loader: the
+    five_crop op, whose view is the 5 crops stacked ([B, 5, C, H, W] after ToTensor /
+    Normalize, else uint8 [B, 5, H, W, 3]); the transforms after it run on each crop, and
+    torchvision's stacking Lambda right after it (torch.stack([ToTensor()(c) for c in
+    crops]), or PILToTensor) is that stack (_stacking_lambda)."""
+    op = "five_crop"
 
     def __init__(self, size):
         super().__init__(size=_size(size))
@@ -1107,8 +1112,10 @@ class FiveCrop(_EagerOnly):
         state.replace(functional.five_crop(state.result(), self._args["size"]))
 
 
-class TenCrop(_EagerOnly):
-    """FiveCrop of the image and of its flip (vertical with vertical_flip=True)."""
+class TenCrop(Transform):
+    """FiveCrop of the image and of its flip (vertical with vertical_flip=True). In the
+    loader: the ten_crop op, a view of the 10 crops stacked (as FiveCrop's)."""
+    op = "ten_crop"
 
     def __init__(self, size, vertical_flip=False):
         super().__init__(size=_size(size), vertical_flip=bool(vertical_flip))
@@ -1185,13 +1192,63 @@ def _check(t):
                 else repr(t))
 
 
-def _flatten(t):
-    """t's op items, ToTensor/PILToTensor/ConvertImageDtype kept as (None, marker)."""
+def _leaves(t):
+    """The transforms of t in order, nested Composes opened."""
     if isinstance(t, Compose):
-        return [item for inner in t.transforms for item in _flatten(inner)]
-    if isinstance(t, ToTensor):
-        return [(None, {"marker": type(t).__name__})]
-    return t._items()
+        return [leaf for inner in t.transforms for leaf in _leaves(inner)]
+    return [t]
+
+
+def _flatten(t):
+    """t's op items, ToTensor/PILToTensor/ConvertImageDtype kept as (None, marker); a
+    Lambda right after FiveCrop/TenCrop that stacks the crops is that conversion's marker
+    (_stacking_lambda)."""
+    out = []
+    leaves = _leaves(t)
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, ToTensor):
+            out.append((None, {"marker": type(leaf).__name__}))
+        elif isinstance(leaf, Lambda) and i > 0 and isinstance(leaves[i - 1], (FiveCrop,
+                                                                             TenCrop)):
+            out.append((None, {"marker": _stacking_lambda(leaves[i - 1], leaf)}))
+        else:
+            out.extend(leaf._items())
+    return out
+
+
+def _stacking_lambda(crop, lam):
+    """What a Lambda right after FiveCrop/TenCrop is in the loader: torchvision's recipe
+    stacks the crops there, `torch.stack([ToTensor()(c) for c in crops])` (or
+    PILToTensor), and the loader's view is that stack already, the ops after it running
+    on each crop. The Lambda is called once, here, on crops of a small random image; a
+    stack of ToTensor's (PILToTensor's) crops makes it that conversion's marker. Any
+    other Lambda there is refused: the loader cannot hand it the crops."""
+    import numpy as np
+    from PIL import Image
+    torch = _torch()
+    n = 10 if isinstance(crop, TenCrop) else 5
+    rng = np.random.default_rng(34)
+    crops = tuple(Image.fromarray(rng.integers(0, 256, (3, 4, 3), dtype=np.uint8), "RGB")
+                  for _ in range(n))
+    name = type(crop).__name__
+    why = (f"in the loader a Lambda right after {name} must stack the crops as tensors, "
+           f"torch.stack([ToTensor()(c) for c in crops]) (or PILToTensor): the loader's view "
+           f"is that stack, [B, {n}, C, H, W], and the transforms after {name} run on each "
+           "crop")
+    out = None
+    if not _wants_rng(lam.lambd):
+        try:
+            out = lam.lambd(crops)
+        except Exception as e:  # noqa: BLE001 -- any failure: not a stacking Lambda.
+            why += f" (called on {n} crops it raised {type(e).__name__}: {_cut(e)})"
+    if isinstance(out, torch.Tensor) and out.shape == (n, 3, 3, 4):
+        pixels = [torch.from_numpy(np.array(c)).permute(2, 0, 1) for c in crops]
+        if out.dtype == torch.uint8 and torch.equal(out, torch.stack(pixels)):
+            return "PILToTensor"
+        if out.dtype == torch.float32 and torch.allclose(
+                out, torch.stack(pixels).float() / 255, rtol=0, atol=1e-6):
+            return "ToTensor"
+    _refuse(f"{lam!r} after {name}", why)
 
 
 def _tensor_normalize_run(ts, i):

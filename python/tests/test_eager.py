@@ -738,7 +738,62 @@ def test_five_and_ten_crop_are_torchvisions():
         [T.PILToTensor()(c) for c in crops]))])(img)
     assert stack.shape == (5, 3, 9, 9)
     with pytest.raises(TypeError, match="FiveCrop/TenCrop"):
-        T.Compose([T.FiveCrop(9), T.RandomInvert()])(img)
+        T.Compose([T.FiveCrop(9), T.RandomInvert(p=1.0)])(img)
+
+
+def _tv_stack(convert):
+    return TV.Lambda(lambda crops: torch.stack([convert(c) for c in crops]))
+
+
+@pytest.mark.parametrize("ours,theirs,atol", [
+    (T.Compose([T.Resize([30, 36]), T.FiveCrop([14, 17]),
+                T.Lambda(lambda crops: torch.stack([T.ToTensor()(c) for c in crops])),
+                T.Normalize(*IMAGENET)]),
+     TV.Compose([TV.Resize([30, 36]), TV.FiveCrop([14, 17]), _tv_stack(TV.ToTensor()),
+                 TV.Normalize(*IMAGENET)]), 1e-5),
+    (T.Compose([T.TenCrop(13, vertical_flip=True),
+                T.Lambda(lambda crops: torch.stack([TV.PILToTensor()(c) for c in crops])),
+                T.ConvertImageDtype(torch.float)]),
+     TV.Compose([TV.TenCrop(13, vertical_flip=True), _tv_stack(TV.PILToTensor()),
+                 TV.ConvertImageDtype(torch.float)]), 1e-6),
+    (T.Compose([T.CenterCrop([27, 31]), T.TenCrop([12, 15])]),
+     TV.Compose([TV.CenterCrop([27, 31]), TV.TenCrop([12, 15]),
+                 TV.Lambda(lambda crops: torch.stack([torch.from_numpy(np.array(c))
+                                                      for c in crops]))]), 0),
+], ids=["five_crop_normalize", "ten_crop_vflip_float", "ten_crop_uint8"])
+def test_five_and_ten_crop_in_the_loader_are_torchvisions_stacks(ours, theirs, atol):
+    """The loader's view of FiveCrop/TenCrop is torchvision's stacked crops, sample by
+    sample: [B, 5 or 10, C, H, W] (uint8 [B, 10, H, W, 3] without ToTensor), the same
+    pixels; a uint8 view is the eager call's crops byte for byte."""
+    rng = np.random.default_rng(8)
+    images = [rng.integers(0, 256, (int(rng.integers(27, 40)), int(rng.integers(31, 45)), 3),
+                           dtype=np.uint8) for _ in range(9)]
+    loaded = _loader_epoch(images, ours, seed=3)
+    assert len(loaded) == len(images)
+    for index, img in enumerate(images):
+        want = theirs(Image.fromarray(img))
+        got = loaded[index]
+        assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
+        if atol == 0:
+            assert torch.equal(got, want), index
+            eager = ours(Image.fromarray(img))  # A tuple of PIL images, as torchvision's.
+            assert got.numpy().tobytes() == b"".join(np.asarray(c).tobytes() for c in eager)
+        else:
+            assert torch.allclose(got, want, rtol=0, atol=atol), (index, (got - want).abs().max())
+
+
+def test_ops_after_the_crops_run_on_each_crop_with_its_own_draws():
+    """TenCrop then RandomInvert in the loader: each crop draws its own p, so within one
+    sample some crops are inverted and some not; every crop is its crop or its inverse."""
+    img = np.full((20, 20, 3), 100, dtype=np.uint8)
+    loaded = _loader_epoch([img] * 8, T.Compose([T.TenCrop(8), T.RandomInvert()]), seed=5)
+    mixed = 0
+    for row in loaded.values():
+        assert row.shape == (10, 8, 8, 3)
+        levels = {int(v) for v in row.reshape(10, -1)[:, 0]}
+        assert levels <= {100, 155}
+        mixed += levels == {100, 155}
+    assert mixed >= 4  # All ten alike has probability 2 / 1024 per sample.
 
 
 def test_show_recipe_example_saves_a_grid(tmp_path):
