@@ -152,15 +152,56 @@ def _seq(value):
 
 
 # -- random draws as torchvision's (torch's generator, or `generator`) -----------------
+_TORCH = None  # The torch module, once imported (an `import` per call cost ~0.2 µs).
+
+
 def _torch():
-    import torch
-    return torch
+    global _TORCH
+    if _TORCH is None:
+        import torch
+        _TORCH = torch
+    return _TORCH
+
+
+# p rounded to float32, by p (a class's p, a few values): _coin runs per eager call.
+_P32 = {}
 
 
 def _coin(p, generator):
     """torchvision's `torch.rand(1) < p`: the float32 draw against p rounded to float32,
     as the tensor comparison does (compared as Python floats: no tensor op per call)."""
-    return _torch().rand(1, generator=generator).item() < _float32(p)
+    p32 = _P32.get(p) if isinstance(p, float) else None
+    if p32 is None:
+        p32 = _float32(p)
+        if isinstance(p, float) and len(_P32) < 256:
+            _P32[p] = p32
+    return _torch().rand(1, generator=generator).item() < p32
+
+
+# -- the one-call path of the flip and crop classes on PIL images ---------------------
+_PIL_FAST = None  # (PIL.Image.Image, Image.core.map_buffer, the extension) or ().
+
+
+def _pil_fast(img):
+    """Whether img takes _pil_gather: a PIL image of mode RGB or L, on a Pillow whose
+    images can map a buffer and show their row pointers (else the general path)."""
+    global _PIL_FAST
+    if _PIL_FAST is None:
+        pil = sys.modules.get("PIL.Image")
+        if pil is None:
+            return False  # PIL not imported: img is not a PIL image.
+        from flowloader import _flowloader
+        ok = hasattr(pil.core, "map_buffer") and hasattr(pil.core.new("L", (1, 1)),
+                                                         "unsafe_ptrs")
+        _PIL_FAST = (pil.Image, pil.core.map_buffer, _flowloader) if ok else ()
+    return bool(_PIL_FAST) and isinstance(img, _PIL_FAST[0]) and img.mode in ("RGB", "L")
+
+
+def _pil_gather(op, params, img):
+    """The gather op `op` (a flip, a crop) with `params` on PIL image img (_pil_fast), in
+    one native call from its rows into a new image's: the loader's Op::Gather maps, the
+    bytes the general path gives, without its ~5 µs of Python per call."""
+    return _PIL_FAST[2]._pil_gather(op, params, img, _PIL_FAST[1])
 
 
 def _float32(x):
@@ -338,11 +379,16 @@ class CenterCrop(Transform):
         super().__init__(size=_size(size))
 
     def __call__(self, img, *, generator=None):
-        # A crop the size of a PIL image is Image.crop of its whole box in torchvision: a
-        # copy of its rows, which Image.copy makes without the native pass's new image.
-        if getattr(img, "mode", None) in ("RGB", "L") and not hasattr(img, "ndim") and (
-                _hw(self._args["size"]) == (img.size[1], img.size[0])):
-            return img.copy()
+        if _pil_fast(img):
+            op = self._native()  # Checks the size.
+            hw = self.__dict__.get("_crop_hw")
+            if hw is None:
+                hw = self._crop_hw = _hw(self._args["size"])
+            # A crop the size of the image is Image.crop of its whole box in
+            # torchvision: a copy of its rows, which Image.copy makes.
+            if hw == (img.size[1], img.size[0]):
+                return img.copy()
+            return _pil_gather(op, (), img)  # F.center_crop's box (zero-padded).
         return super().__call__(img, generator=generator)
 
     def _eager(self, state, generator):
@@ -458,20 +504,27 @@ class RandomCrop(Transform):
                      box=params if no_pad and not self._args["pad_if_needed"] else None)
 
 
-class RandomHorizontalFlip(Transform):
+class _Flip(Transform):
+    """A flip class: on a PIL image, torchvision's draw then one native call
+    (_pil_gather); else the general path."""
+    _draws_p = True
+
+    def __init__(self, p=0.5):
+        super().__init__(p=p)
+
+    def __call__(self, img, *, generator=None):
+        if _pil_fast(img):
+            op = self._native()  # Checks p before the draw reads it.
+            return _pil_gather(op, (), img) if _coin(self._args["p"], generator) else img
+        return super().__call__(img, generator=generator)
+
+
+class RandomHorizontalFlip(_Flip):
     op = "random_horizontal_flip"
-    _draws_p = True
-
-    def __init__(self, p=0.5):
-        super().__init__(p=p)
 
 
-class RandomVerticalFlip(Transform):
+class RandomVerticalFlip(_Flip):
     op = "random_vertical_flip"
-    _draws_p = True
-
-    def __init__(self, p=0.5):
-        super().__init__(p=p)
 
 
 def _center(cls, center):

@@ -109,6 +109,15 @@ Maps BoxMaps(int left, int top, int width, int height) {
   return m;
 }
 
+Maps WholeThen(augment::GatherMaps&& next, int width, int height) {
+  Maps m;
+  m.g = std::move(next);
+  for (int& x : m.g.x_src) x = x < 0 || x >= width ? -1 : x;
+  for (int& y : m.g.y_src) y = y < 0 || y >= height ? -1 : y;
+  m.filled = HasFill(m.g.x_src) || HasFill(m.g.y_src);
+  return m;
+}
+
 bool Then(Maps& acc, const augment::GatherMaps& next) {
   const bool next_fills = HasFill(next.x_src) || HasFill(next.y_src);
   if (acc.filled && next_fills && acc.g.fill != next.fill) return false;

@@ -255,6 +255,43 @@ def test_center_crop_of_the_whole_image_is_a_copy():
         assert np.array_equal(_pixels(a), _pixels(b))
 
 
+@pytest.mark.parametrize("ours,theirs", [
+    (T.CenterCrop([9, 14]), TV.CenterCrop([9, 14])),
+    (T.CenterCrop(60), TV.CenterCrop(60)),  # Larger than the image: zero-padded.
+    (T.RandomHorizontalFlip(1.0), TV.RandomHorizontalFlip(1.0)),
+    (T.RandomVerticalFlip(0.5), TV.RandomVerticalFlip(0.5)),
+], ids=["CenterCrop", "CenterCrop_padded", "hflip", "vflip_half"])
+def test_one_call_path_on_pil_files_and_modes(tmp_path, ours, theirs):
+    """The flips and CenterCrop take one native call on a PIL image (_pil_gather): on an
+    opened file not decoded yet, in modes RGB and L, with the same draws as torchvision's,
+    into a new image of its own (writing it leaves the source alone)."""
+    rng = np.random.default_rng(4)
+    for k, mode in enumerate(("RGB", "L", "RGB")):
+        path = tmp_path / f"{k}.png"
+        Image.fromarray(rng.integers(0, 256, (31, 47, 3), dtype=np.uint8)).convert(mode).save(path)
+        for _ in range(3):
+            seed = int(rng.integers(0, 1000))
+            with Image.open(path) as a_img, Image.open(path) as b_img:
+                torch.manual_seed(seed)
+                a = ours(a_img)
+                after = torch.rand(1)
+                torch.manual_seed(seed)
+                b = theirs(b_img)
+                assert torch.equal(after, torch.rand(1))  # The same draws.
+                assert a.mode == b.mode == mode and a.size == b.size
+                assert np.array_equal(np.asarray(a), np.asarray(b))
+                if a is not a_img:
+                    before = np.asarray(a_img).copy()
+                    a.paste(0, (0, 0) + a.size)
+                    assert np.array_equal(np.asarray(a_img), before)
+    g = torch.Generator().manual_seed(3)
+    img = Image.open(tmp_path / "0.png")
+    first = [np.asarray(ours(img, generator=g)) for _ in range(4)]
+    g.manual_seed(3)
+    assert all(np.array_equal(x, np.asarray(ours(img, generator=g))) for x in first)
+    assert T._PIL_FAST  # This Pillow took the one-call path (maps buffers, shows rows).
+
+
 def test_snippet_from_the_issue():
     img = IMAGES[10].convert("RGB").resize((80, 60))
     out = T.Compose([T.RandomResizedCrop(64), T.ColorJitter(0.4, 0.4, 0.4, 0.1)])(img)
