@@ -273,6 +273,13 @@ class Transform:
             self._native_op = op
         return op
 
+    def __getstate__(self):
+        # The native op made by a first call is not picklable (a torch DataLoader's
+        # spawned workers pickle the transform): it is made again where it is used.
+        state = dict(self.__dict__)
+        state.pop("_native_op", None)
+        return state
+
     def _eager(self, state, generator):
         """Queues this transform's work on `state` (_eager.State)."""
         # The native op first: it checks every argument (p, sizes, paddings) in one line,

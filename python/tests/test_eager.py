@@ -292,6 +292,19 @@ def test_one_call_path_on_pil_files_and_modes(tmp_path, ours, theirs):
     assert T._PIL_FAST  # This Pillow took the one-call path (maps buffers, shows rows).
 
 
+@pytest.mark.parametrize("name,ours", [(c[0], c[1]) for c in PARITY], ids=[c[0] for c in PARITY])
+def test_a_called_transform_pickles(name, ours):
+    """A transform already called (its native op made) pickles, as a torch DataLoader's
+    spawned workers need, and the copy gives the original's output for the same seed."""
+    import pickle
+    img = IMAGES[30].convert("RGB").resize((40, 33))
+    torch.manual_seed(1)
+    first = np.asarray(ours(img))
+    copy = pickle.loads(pickle.dumps(ours))
+    torch.manual_seed(1)
+    assert np.array_equal(np.asarray(copy(img)), first)
+
+
 def test_snippet_from_the_issue():
     img = IMAGES[10].convert("RGB").resize((80, 60))
     out = T.Compose([T.RandomResizedCrop(64), T.ColorJitter(0.4, 0.4, 0.4, 0.1)])(img)
