@@ -381,8 +381,10 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& a
   (*made)->set_worker_memory(env.worker_memory);
   std::shared_ptr<const augment::ViewProgram> program = std::move(*made);
   const std::array<int64_t, 3> shape = program->shape();
-  const OutputSpec spec{{shape[0], shape[1], shape[2]}, program->is_float(),
-                        program->output_bytes()};
+  // A list with five_crop / ten_crop writes its crops stacked: [crops, C, H, W].
+  std::vector<int64_t> sample_shape(shape.begin(), shape.end());
+  if (program->crops() > 1) sample_shape.insert(sample_shape.begin(), program->crops());
+  const OutputSpec spec{std::move(sample_shape), program->is_float(), program->output_bytes()};
   std::vector<int> views = graph_internal::DeclareViews(program->head(), spec, env);
   if (absl::Status s = CheckTargetOps(*program, env.carried, views.size()); !s.ok()) return s;
   if (program->scratch_bytes() > 0) {

@@ -53,7 +53,7 @@ __all__ = [
     "TenCrop", "ToPILImage", "ToTensor", "TrivialAugmentWide",
 ]
 # Classes that run when called on an image but not in the loader's op list yet.
-_EAGER_ONLY = ("FiveCrop", "TenCrop", "ToPILImage")
+_EAGER_ONLY = ("ToPILImage",)
 
 
 _EAGER = None  # flowloader._eager, once a transform is first called on an image.
@@ -152,15 +152,56 @@ def _seq(value):
 
 
 # -- random draws as torchvision's (torch's generator, or `generator`) -----------------
+_TORCH = None  # The torch module, once imported (an `import` per call cost ~0.2 µs).
+
+
 def _torch():
-    import torch
-    return torch
+    global _TORCH
+    if _TORCH is None:
+        import torch
+        _TORCH = torch
+    return _TORCH
+
+
+# p rounded to float32, by p (a class's p, a few values): _coin runs per eager call.
+_P32 = {}
 
 
 def _coin(p, generator):
     """torchvision's `torch.rand(1) < p`: the float32 draw against p rounded to float32,
     as the tensor comparison does (compared as Python floats: no tensor op per call)."""
-    return _torch().rand(1, generator=generator).item() < _float32(p)
+    p32 = _P32.get(p) if isinstance(p, float) else None
+    if p32 is None:
+        p32 = _float32(p)
+        if isinstance(p, float) and len(_P32) < 256:
+            _P32[p] = p32
+    return _torch().rand(1, generator=generator).item() < p32
+
+
+# -- the one-call path of the flip and crop classes on PIL images ---------------------
+_PIL_FAST = None  # (PIL.Image.Image, Image.core.map_buffer, the extension) or ().
+
+
+def _pil_fast(img):
+    """Whether img takes _pil_gather: a PIL image of mode RGB or L, on a Pillow whose
+    images can map a buffer and show their row pointers (else the general path)."""
+    global _PIL_FAST
+    if _PIL_FAST is None:
+        pil = sys.modules.get("PIL.Image")
+        if pil is None:
+            return False  # PIL not imported: img is not a PIL image.
+        from flowloader import _flowloader
+        ok = hasattr(pil.core, "map_buffer") and hasattr(pil.core.new("L", (1, 1)),
+                                                         "unsafe_ptrs")
+        _PIL_FAST = (pil.Image, pil.core.map_buffer, _flowloader) if ok else ()
+    return bool(_PIL_FAST) and isinstance(img, _PIL_FAST[0]) and img.mode in ("RGB", "L")
+
+
+def _pil_gather(op, params, img):
+    """The gather op `op` (a flip, a crop) with `params` on PIL image img (_pil_fast), in
+    one native call from its rows into a new image's: the loader's Op::Gather maps, the
+    bytes the general path gives, without its ~5 µs of Python per call."""
+    return _PIL_FAST[2]._pil_gather(op, params, img, _PIL_FAST[1])
 
 
 def _float32(x):
@@ -231,6 +272,13 @@ class Transform:
             op = _flowloader._EagerOp(_op_text(name, args))
             self._native_op = op
         return op
+
+    def __getstate__(self):
+        # The native op made by a first call is not picklable (a torch DataLoader's
+        # spawned workers pickle the transform): it is made again where it is used.
+        state = dict(self.__dict__)
+        state.pop("_native_op", None)
+        return state
 
     def _eager(self, state, generator):
         """Queues this transform's work on `state` (_eager.State)."""
@@ -338,11 +386,17 @@ class CenterCrop(Transform):
         super().__init__(size=_size(size))
 
     def __call__(self, img, *, generator=None):
-        # A crop the size of a PIL image is Image.crop of its whole box in torchvision: a
-        # copy of its rows, which Image.copy makes without the native pass's new image.
-        if getattr(img, "mode", None) in ("RGB", "L") and not hasattr(img, "ndim") and (
-                _hw(self._args["size"]) == (img.size[1], img.size[0])):
-            return img.copy()
+        if _pil_fast(img):
+            op = self._native()  # Checks the size.
+            hw = self.__dict__.get("_crop_hw")
+            if hw is None:
+                hw = self._crop_hw = _hw(self._args["size"])
+            # A crop the size of the image is Image.crop of its whole box in
+            # torchvision: a copy of its rows, which Image.copy makes (its core's copy
+            # once decoded: Image.load's pixel-access object is ~0.4 µs a call).
+            if hw == (img.size[1], img.size[0]):
+                return img.copy() if img.im is None else img._new(img.im.copy())
+            return _pil_gather(op, (), img)  # F.center_crop's box (zero-padded).
         return super().__call__(img, generator=generator)
 
     def _eager(self, state, generator):
@@ -458,26 +512,36 @@ class RandomCrop(Transform):
                      box=params if no_pad and not self._args["pad_if_needed"] else None)
 
 
-class RandomHorizontalFlip(Transform):
+class _Flip(Transform):
+    """A flip class: on a PIL image, torchvision's draw then one native call
+    (_pil_gather); else the general path."""
+    _draws_p = True
+
+    def __init__(self, p=0.5):
+        super().__init__(p=p)
+
+    def __call__(self, img, *, generator=None):
+        if _pil_fast(img):
+            op = self._native()  # Checks p before the draw reads it.
+            return _pil_gather(op, (), img) if _coin(self._args["p"], generator) else img
+        return super().__call__(img, generator=generator)
+
+
+class RandomHorizontalFlip(_Flip):
     """torchvision's RandomHorizontalFlip. `keypoint_flip` (flowloader's; detection
     keypoints only): "coco_person" or a permutation of the P keypoint indices, swapping
     each instance's left and right points as the references' flip_inds do."""
     op = "random_horizontal_flip"
-    _draws_p = True
 
     def __init__(self, p=0.5, keypoint_flip=None):
         if keypoint_flip is None:
             super().__init__(p=p)
         else:
-            super().__init__(p=p, keypoint_flip=keypoint_flip)
+            Transform.__init__(self, p=p, keypoint_flip=keypoint_flip)
 
 
-class RandomVerticalFlip(Transform):
+class RandomVerticalFlip(_Flip):
     op = "random_vertical_flip"
-    _draws_p = True
-
-    def __init__(self, p=0.5):
-        super().__init__(p=p)
 
 
 def _center(cls, center):
@@ -1102,9 +1166,14 @@ class Pad(Transform):
         super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
 
 
-class FiveCrop(_EagerOnly):
+class FiveCrop(Transform):
     """The four corner crops and the centre crop, a tuple of 5 images (torchvision's
-    order: top-left, top-right, bottom-left, bottom-right, centre)."""
+    order: top-left, top-right, bottom-left, bottom-right, centre). In the loader: the
+    five_crop op, whose view is the 5 crops stacked ([B, 5, C, H, W] after ToTensor /
+    Normalize, else uint8 [B, 5, H, W, 3]); the transforms after it run on each crop, and
+    torchvision's stacking Lambda right after it (torch.stack([ToTensor()(c) for c in
+    crops]), or PILToTensor) is that stack (_stacking_lambda)."""
+    op = "five_crop"
 
     def __init__(self, size):
         super().__init__(size=_size(size))
@@ -1113,8 +1182,10 @@ class FiveCrop(_EagerOnly):
         state.replace(functional.five_crop(state.result(), self._args["size"]))
 
 
-class TenCrop(_EagerOnly):
-    """FiveCrop of the image and of its flip (vertical with vertical_flip=True)."""
+class TenCrop(Transform):
+    """FiveCrop of the image and of its flip (vertical with vertical_flip=True). In the
+    loader: the ten_crop op, a view of the 10 crops stacked (as FiveCrop's)."""
+    op = "ten_crop"
 
     def __init__(self, size, vertical_flip=False):
         super().__init__(size=_size(size), vertical_flip=bool(vertical_flip))
@@ -1191,13 +1262,63 @@ def _check(t):
                 else repr(t))
 
 
-def _flatten(t):
-    """t's op items, ToTensor/PILToTensor/ConvertImageDtype kept as (None, marker)."""
+def _leaves(t):
+    """The transforms of t in order, nested Composes opened."""
     if isinstance(t, Compose):
-        return [item for inner in t.transforms for item in _flatten(inner)]
-    if isinstance(t, ToTensor):
-        return [(None, {"marker": type(t).__name__})]
-    return t._items()
+        return [leaf for inner in t.transforms for leaf in _leaves(inner)]
+    return [t]
+
+
+def _flatten(t):
+    """t's op items, ToTensor/PILToTensor/ConvertImageDtype kept as (None, marker); a
+    Lambda right after FiveCrop/TenCrop that stacks the crops is that conversion's marker
+    (_stacking_lambda)."""
+    out = []
+    leaves = _leaves(t)
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, ToTensor):
+            out.append((None, {"marker": type(leaf).__name__}))
+        elif isinstance(leaf, Lambda) and i > 0 and isinstance(leaves[i - 1], (FiveCrop,
+                                                                             TenCrop)):
+            out.append((None, {"marker": _stacking_lambda(leaves[i - 1], leaf)}))
+        else:
+            out.extend(leaf._items())
+    return out
+
+
+def _stacking_lambda(crop, lam):
+    """What a Lambda right after FiveCrop/TenCrop is in the loader: torchvision's recipe
+    stacks the crops there, `torch.stack([ToTensor()(c) for c in crops])` (or
+    PILToTensor), and the loader's view is that stack already, the ops after it running
+    on each crop. The Lambda is called once, here, on crops of a small random image; a
+    stack of ToTensor's (PILToTensor's) crops makes it that conversion's marker. Any
+    other Lambda there is refused: the loader cannot hand it the crops."""
+    import numpy as np
+    from PIL import Image
+    torch = _torch()
+    n = 10 if isinstance(crop, TenCrop) else 5
+    rng = np.random.default_rng(34)
+    crops = tuple(Image.fromarray(rng.integers(0, 256, (3, 4, 3), dtype=np.uint8), "RGB")
+                  for _ in range(n))
+    name = type(crop).__name__
+    why = (f"in the loader a Lambda right after {name} must stack the crops as tensors, "
+           f"torch.stack([ToTensor()(c) for c in crops]) (or PILToTensor): the loader's view "
+           f"is that stack, [B, {n}, C, H, W], and the transforms after {name} run on each "
+           "crop")
+    out = None
+    if not _wants_rng(lam.lambd):
+        try:
+            out = lam.lambd(crops)
+        except Exception as e:  # noqa: BLE001 -- any failure: not a stacking Lambda.
+            why += f" (called on {n} crops it raised {type(e).__name__}: {_cut(e)})"
+    if isinstance(out, torch.Tensor) and out.shape == (n, 3, 3, 4):
+        pixels = [torch.from_numpy(np.array(c)).permute(2, 0, 1) for c in crops]
+        if out.dtype == torch.uint8 and torch.equal(out, torch.stack(pixels)):
+            return "PILToTensor"
+        if out.dtype == torch.float32 and torch.allclose(
+                out, torch.stack(pixels).float() / 255, rtol=0, atol=1e-6):
+            return "ToTensor"
+    _refuse(f"{lam!r} after {name}", why)
 
 
 def _tensor_normalize_run(ts, i):

@@ -479,6 +479,59 @@ py::object PixelBuffer(int64_t n) {
   return py::reinterpret_steal<py::object>(buffer);
 }
 
+// RowsOf is the row-pointer array of a PIL core image (its unsafe_ptrs' "image" entry).
+uint8_t* const* RowsOf(py::handle core) {
+  for (py::handle entry : core.attr("unsafe_ptrs")) {
+    const py::tuple pair = py::reinterpret_borrow<py::tuple>(entry);
+    if (pair.size() == 2 && py::cast<std::string>(pair[0]) == "image") {
+      return PilRows(py::cast<uintptr_t>(pair[1]));
+    }
+  }
+  RaiseValue("_pil_gather: this Pillow's images have no row pointers (unsafe_ptrs)");
+}
+
+// PilGather is an eager call of one gather op (Op::Gather: a flip, a crop) on a PIL image
+// of mode RGB or L, in one native call, for the classes whose whole work that is (as
+// PIL's own transpose and crop): the source's rows are copied through the op's maps
+// straight into a new image's rows (a bytearray that Image.core.map_buffer maps, so
+// nothing clears it first), the GIL released for the copy; the new image is
+// img._new(...) of it, as PIL's transpose and crop make theirs. It saves the ~5 us of
+// Python the general path (_eager.State) spends per call, which is what a 224² flip or
+// a 224² crop of a 1024² image costs besides its one copy (docs/performance.md).
+py::object PilGather(const EagerOp& op, const std::vector<double>& params, py::handle img,
+                     py::handle map_buffer) {
+  py::object core = img.attr("im");
+  if (core.is_none()) {  // An opened file not decoded yet.
+    img.attr("load")();
+    core = img.attr("im");
+  }
+  const std::string mode = py::cast<std::string>(core.attr("mode"));
+  CheckPilMode(mode);
+  const py::tuple size = core.attr("size");
+  const int width = py::cast<int>(size[0]);
+  const int height = py::cast<int>(size[1]);
+  OpParams drawn;
+  for (double v : params) drawn.Push(v);
+  augment::GatherMaps g;
+  if (!op.op().Gather(drawn, width, height, &g)) {
+    RaiseValue(absl::StrCat("_pil_gather: ", op.text(), " is not a gather for these parameters"));
+  }
+  const Maps maps = pil_rows::WholeThen(std::move(g), width, height);
+  const int out_w = static_cast<int>(maps.g.x_src.size());
+  const int out_h = static_cast<int>(maps.g.y_src.size());
+  const bool rgb = mode == "RGB";
+  py::object buffer = PixelBuffer(int64_t{out_w} * out_h * (rgb ? 4 : 1));
+  py::object out = map_buffer(buffer, py::make_tuple(out_w, out_h), "raw", 0,
+                              py::make_tuple(mode, 0, 1));
+  uint8_t* const* src = RowsOf(core);
+  uint8_t* const* dst = RowsOf(out);
+  {
+    py::gil_scoped_release release;  // The caller holds img; `out` is ours.
+    pil_rows::CopyRows(src, rgb, maps, dst);
+  }
+  return img.attr("_new")(out);
+}
+
 }  // namespace
 
 void RegisterEager(py::module_& m) {
@@ -498,6 +551,8 @@ void RegisterEager(py::module_& m) {
         py::arg("image_height"), py::arg("left"), py::arg("top"), py::arg("width"),
         py::arg("height"));
   m.def("_pixel_buffer", &PixelBuffer, py::arg("n"));
+  m.def("_pil_gather", &PilGather, py::arg("op"), py::arg("params"), py::arg("img"),
+        py::arg("map_buffer"));
   m.def("_pil_write", &PilWrite, py::arg("rows"), py::arg("mode"), py::arg("pixels"));
   m.def("_pil_run", &PilRun, py::arg("ops"), py::arg("params"), py::arg("rows"),
         py::arg("mode"), py::arg("image_width"), py::arg("image_height"), py::arg("left"),

@@ -31,6 +31,11 @@
 //                               op with Op::ApplyRows (the nearest warps) writes dst from
 //                               the source rows itself.
 //   _pixel_buffer(n)            a bytearray of n unwritten bytes (a new PIL image's rows).
+//   _pil_gather(op, params, img, map_buffer) -> PIL image
+//                               one gather op (a flip, a crop) on a PIL image (RGB or L)
+//                               in one call: its rows copied through the op's maps into a
+//                               new image (map_buffer: PIL's Image.core.map_buffer), the
+//                               Python fast path of the flip and crop classes.
 //   _pil_read(rows, mode, image_w, image_h, left, top, w, h) / _pil_write(rows, mode, pixels)
 //                               a box of a PIL image (RGB or L) to uint8 [h, w, 3], and
 //                               uint8 [H, W, 3] into a PIL image, in one pass through its

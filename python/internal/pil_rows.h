@@ -35,6 +35,10 @@ Maps BoxMaps(int left, int top, int width, int height);
 // an op).
 bool Then(Maps& acc, const augment::GatherMaps& next);
 
+// WholeThen is BoxMaps of a whole width × height image, Then `next`, in place: next's
+// own maps, those outside the image made -1 (the fill).
+Maps WholeThen(augment::GatherMaps&& next, int width, int height);
+
 // ReadRows writes `dst` (RGB; L rows as three equal channels) from PIL rows through `m`.
 void ReadRows(const uint8_t* const* rows, bool rgb, const Maps& m, Image* dst);
 

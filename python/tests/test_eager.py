@@ -255,6 +255,56 @@ def test_center_crop_of_the_whole_image_is_a_copy():
         assert np.array_equal(_pixels(a), _pixels(b))
 
 
+@pytest.mark.parametrize("ours,theirs", [
+    (T.CenterCrop([9, 14]), TV.CenterCrop([9, 14])),
+    (T.CenterCrop(60), TV.CenterCrop(60)),  # Larger than the image: zero-padded.
+    (T.RandomHorizontalFlip(1.0), TV.RandomHorizontalFlip(1.0)),
+    (T.RandomVerticalFlip(0.5), TV.RandomVerticalFlip(0.5)),
+], ids=["CenterCrop", "CenterCrop_padded", "hflip", "vflip_half"])
+def test_one_call_path_on_pil_files_and_modes(tmp_path, ours, theirs):
+    """The flips and CenterCrop take one native call on a PIL image (_pil_gather): on an
+    opened file not decoded yet, in modes RGB and L, with the same draws as torchvision's,
+    into a new image of its own (writing it leaves the source alone)."""
+    rng = np.random.default_rng(4)
+    for k, mode in enumerate(("RGB", "L", "RGB")):
+        path = tmp_path / f"{k}.png"
+        Image.fromarray(rng.integers(0, 256, (31, 47, 3), dtype=np.uint8)).convert(mode).save(path)
+        for _ in range(3):
+            seed = int(rng.integers(0, 1000))
+            with Image.open(path) as a_img, Image.open(path) as b_img:
+                torch.manual_seed(seed)
+                a = ours(a_img)
+                after = torch.rand(1)
+                torch.manual_seed(seed)
+                b = theirs(b_img)
+                assert torch.equal(after, torch.rand(1))  # The same draws.
+                assert a.mode == b.mode == mode and a.size == b.size
+                assert np.array_equal(np.asarray(a), np.asarray(b))
+                if a is not a_img:
+                    before = np.asarray(a_img).copy()
+                    a.paste(0, (0, 0) + a.size)
+                    assert np.array_equal(np.asarray(a_img), before)
+    g = torch.Generator().manual_seed(3)
+    img = Image.open(tmp_path / "0.png")
+    first = [np.asarray(ours(img, generator=g)) for _ in range(4)]
+    g.manual_seed(3)
+    assert all(np.array_equal(x, np.asarray(ours(img, generator=g))) for x in first)
+    assert T._PIL_FAST  # This Pillow took the one-call path (maps buffers, shows rows).
+
+
+@pytest.mark.parametrize("name,ours", [(c[0], c[1]) for c in PARITY], ids=[c[0] for c in PARITY])
+def test_a_called_transform_pickles(name, ours):
+    """A transform already called (its native op made) pickles, as a torch DataLoader's
+    spawned workers need, and the copy gives the original's output for the same seed."""
+    import pickle
+    img = IMAGES[30].convert("RGB").resize((40, 33))
+    torch.manual_seed(1)
+    first = np.asarray(ours(img))
+    copy = pickle.loads(pickle.dumps(ours))
+    torch.manual_seed(1)
+    assert np.array_equal(np.asarray(copy(img)), first)
+
+
 def test_snippet_from_the_issue():
     img = IMAGES[10].convert("RGB").resize((80, 60))
     out = T.Compose([T.RandomResizedCrop(64), T.ColorJitter(0.4, 0.4, 0.4, 0.1)])(img)
@@ -738,7 +788,62 @@ def test_five_and_ten_crop_are_torchvisions():
         [T.PILToTensor()(c) for c in crops]))])(img)
     assert stack.shape == (5, 3, 9, 9)
     with pytest.raises(TypeError, match="FiveCrop/TenCrop"):
-        T.Compose([T.FiveCrop(9), T.RandomInvert()])(img)
+        T.Compose([T.FiveCrop(9), T.RandomInvert(p=1.0)])(img)
+
+
+def _tv_stack(convert):
+    return TV.Lambda(lambda crops: torch.stack([convert(c) for c in crops]))
+
+
+@pytest.mark.parametrize("ours,theirs,atol", [
+    (T.Compose([T.Resize([30, 36]), T.FiveCrop([14, 17]),
+                T.Lambda(lambda crops: torch.stack([T.ToTensor()(c) for c in crops])),
+                T.Normalize(*IMAGENET)]),
+     TV.Compose([TV.Resize([30, 36]), TV.FiveCrop([14, 17]), _tv_stack(TV.ToTensor()),
+                 TV.Normalize(*IMAGENET)]), 1e-5),
+    (T.Compose([T.TenCrop(13, vertical_flip=True),
+                T.Lambda(lambda crops: torch.stack([TV.PILToTensor()(c) for c in crops])),
+                T.ConvertImageDtype(torch.float)]),
+     TV.Compose([TV.TenCrop(13, vertical_flip=True), _tv_stack(TV.PILToTensor()),
+                 TV.ConvertImageDtype(torch.float)]), 1e-6),
+    (T.Compose([T.CenterCrop([27, 31]), T.TenCrop([12, 15])]),
+     TV.Compose([TV.CenterCrop([27, 31]), TV.TenCrop([12, 15]),
+                 TV.Lambda(lambda crops: torch.stack([torch.from_numpy(np.array(c))
+                                                      for c in crops]))]), 0),
+], ids=["five_crop_normalize", "ten_crop_vflip_float", "ten_crop_uint8"])
+def test_five_and_ten_crop_in_the_loader_are_torchvisions_stacks(ours, theirs, atol):
+    """The loader's view of FiveCrop/TenCrop is torchvision's stacked crops, sample by
+    sample: [B, 5 or 10, C, H, W] (uint8 [B, 10, H, W, 3] without ToTensor), the same
+    pixels; a uint8 view is the eager call's crops byte for byte."""
+    rng = np.random.default_rng(8)
+    images = [rng.integers(0, 256, (int(rng.integers(27, 40)), int(rng.integers(31, 45)), 3),
+                           dtype=np.uint8) for _ in range(9)]
+    loaded = _loader_epoch(images, ours, seed=3)
+    assert len(loaded) == len(images)
+    for index, img in enumerate(images):
+        want = theirs(Image.fromarray(img))
+        got = loaded[index]
+        assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
+        if atol == 0:
+            assert torch.equal(got, want), index
+            eager = ours(Image.fromarray(img))  # A tuple of PIL images, as torchvision's.
+            assert got.numpy().tobytes() == b"".join(np.asarray(c).tobytes() for c in eager)
+        else:
+            assert torch.allclose(got, want, rtol=0, atol=atol), (index, (got - want).abs().max())
+
+
+def test_ops_after_the_crops_run_on_each_crop_with_its_own_draws():
+    """TenCrop then RandomInvert in the loader: each crop draws its own p, so within one
+    sample some crops are inverted and some not; every crop is its crop or its inverse."""
+    img = np.full((20, 20, 3), 100, dtype=np.uint8)
+    loaded = _loader_epoch([img] * 8, T.Compose([T.TenCrop(8), T.RandomInvert()]), seed=5)
+    mixed = 0
+    for row in loaded.values():
+        assert row.shape == (10, 8, 8, 3)
+        levels = {int(v) for v in row.reshape(10, -1)[:, 0]}
+        assert levels <= {100, 155}
+        mixed += levels == {100, 155}
+    assert mixed >= 4  # All ten alike has probability 2 / 1024 per sample.
 
 
 def test_show_recipe_example_saves_a_grid(tmp_path):

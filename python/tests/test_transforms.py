@@ -108,6 +108,14 @@ CASES = [
       "normalize: {mean: 0.5, std: 0.25}"]),
     ("Grayscale_1_uint8", [T.Grayscale(1), T.RandomInvert()],
      ["grayscale: {num_output_channels: 1}", "random_invert: {}"]),
+    # FiveCrop / TenCrop: the view is the crops stacked; the ops after them run per crop.
+    ("FiveCrop", [T.FiveCrop(16)], ["five_crop: {size: 16}"]),
+    ("TenCrop", [T.TenCrop([12, 14], vertical_flip=True),
+                 T.Lambda(lambda crops: torch.stack([T.ToTensor()(c) for c in crops])),
+                 T.Normalize(*IMAGENET)],
+     ["ten_crop: {size: [12, 14], vertical_flip: true}", NORM_YAML]),
+    ("TenCrop_random_after", [T.TenCrop(12), T.RandomInvert()],
+     ["ten_crop: {size: 12}", "random_invert: {}"]),
 ]
 
 
@@ -210,14 +218,14 @@ def test_to_ops_is_the_native_text():
     flowloader._flowloader.check_ops(compose.to_ops())  # The stage's own parser accepts it.
 
 
-class FiveCrop:  # A torchvision class flowloader does not have (by its name).
-    def __init__(self, size):
-        self.size = size
+class LinearTransformation:  # A torchvision class flowloader does not have (by its name).
+    def __init__(self, matrix):
+        self.matrix = matrix
 
 
 @pytest.mark.parametrize("make,names", [
-    (lambda: T.Compose([T.CenterCrop(32), FiveCrop(24)]), "FiveCrop"),
-    (lambda: T.RandomApply([FiveCrop(24)]), "FiveCrop"),
+    (lambda: T.Compose([T.CenterCrop(32), LinearTransformation(24)]), "LinearTransformation"),
+    (lambda: T.RandomApply([LinearTransformation(24)]), "LinearTransformation"),
     (lambda: T.RandomRotation(9, interpolation=T.InterpolationMode.LANCZOS), "lanczos"),
     (lambda: T.RandomAffine(9, interpolation=1), "interpolation=1"),  # PIL's LANCZOS.
     (lambda: T.Compose([T.RandomChoice([T.ToTensor()])]).to_ops(), "inside RandomChoice"),
@@ -268,16 +276,46 @@ def test_one_channel_views_are_torchvisions_shapes(small_data):
             T.CenterCrop(8), T.RandomChoice([T.Grayscale(), T.RandomInvert()])]))
 
 
-@pytest.mark.parametrize("eager_only", [T.FiveCrop(4), T.TenCrop(4)],
-                         ids=lambda t: type(t).__name__)
-def test_eager_only_classes_are_a_type_error_in_the_loader(eager_only):
+def test_eager_only_classes_are_a_type_error_in_the_loader():
     with pytest.raises(TypeError, match="runs when called on an image"):
-        T.Compose([T.CenterCrop(8), eager_only]).to_ops()
+        T.Compose([T.CenterCrop(8), T.ToPILImage()]).to_ops()
+
+
+def _stack(convert):
+    return T.Lambda(lambda crops: torch.stack([convert(c) for c in crops]))
+
+
+def test_a_lambda_stacking_the_crops_is_the_views_stack():
+    """torchvision's FiveCrop recipe: the Lambda that stacks ToTensor's (PILToTensor's)
+    crops is the loader's stack; torchvision's own ToTensor inside it too."""
+    import torchvision.transforms as TV
+    for convert in (T.ToTensor(), TV.ToTensor()):
+        ops = T.Compose([T.FiveCrop(8), _stack(convert), T.Normalize(*IMAGENET)]).to_ops()
+        assert ops == ("five_crop(size=8); normalize(mean=[0.485, 0.456, 0.406], "
+                       "std=[0.229, 0.224, 0.225], inplace=false)")
+    ops = T.Compose([T.TenCrop(8, vertical_flip=True), _stack(TV.PILToTensor()),
+                     T.ConvertImageDtype(torch.float)]).to_ops()
+    assert ops == "ten_crop(size=8, vertical_flip=true); normalize(mean=0, std=1)"
+    flowloader._flowloader.check_ops(ops)
+
+
+@pytest.mark.parametrize("lam,why", [
+    (T.Lambda(lambda crops: crops[0]), "must stack the crops as tensors"),
+    (T.Lambda(lambda crops: torch.stack([T.ToTensor()(c) for c in crops[:4]])),
+     "must stack the crops"),
+    (T.Lambda(lambda crops: 1 / 0), "it raised ZeroDivisionError"),
+    (T.Lambda(lambda img, rng: img), "must stack the crops"),
+], ids=["first_crop", "four_crops", "raises", "takes_rng"])
+def test_another_lambda_after_the_crops_is_a_type_error(lam, why):
+    with pytest.raises(TypeError, match=why) as e:
+        T.Compose([T.FiveCrop(8), lam]).to_ops()
+    assert "after FiveCrop" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_a_non_transform_view_is_a_type_error(small_data):
-    with pytest.raises(TypeError, match="FiveCrop.*supported"):
-        flowloader.DataLoader(small_data, transform=[T.Compose([T.CenterCrop(8)]), FiveCrop(3)])
+    with pytest.raises(TypeError, match="LinearTransformation.*supported"):
+        flowloader.DataLoader(small_data, transform=[T.Compose([T.CenterCrop(8)]),
+                                                     LinearTransformation(3)])
 
 
 def test_out_of_range_value_is_the_parsers_value_error(small_data):

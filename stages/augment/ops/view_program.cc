@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "stages/augment/ops/internal/geometry_chain.h"
+#include "stages/augment/ops/internal/multi_crop.h"
 #include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/core/sample_error.h"
 
@@ -22,6 +23,7 @@ namespace flowloader::augment {
 struct WorkingImages {
   Image rgb;
   Image spare;
+  Image crops_source;  // What five_crop / ten_crop crop from, kept across the crops.
 };
 
 namespace {
@@ -104,6 +106,12 @@ absl::Status CopyWholeImage(const decode::DecodedImage& decoded, Image* out) {
   out->Resize(in.width, in.height, 3);
   std::memcpy(out->pixels.data(), in.pixels.data(), out->pixels.size());
   return absl::OkStatus();
+}
+
+// CropStream is crop c's stream in a view whose stream is view_stream: the ops after a
+// multi-crop op draw from it, so each crop is an independent random view.
+uint64_t CropStream(uint64_t view_stream, int c) {
+  return Mix64(Mix64(view_stream) ^ (0x6372ULL << 48) ^ static_cast<uint64_t>(c));
 }
 
 int64_t NowNanos() {
@@ -217,6 +225,22 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
       if (op.p() < 1) return fail(i, "normalize cannot be random (p must be 1)");
       program->normalize_index_ = static_cast<int>(i);
     }
+    if (const auto* multi = dynamic_cast<const internal::MultiCrop*>(&op); multi != nullptr) {
+      if (program->crop_index_ >= 0) {
+        return fail(i, absl::StrCat("a view holds one five_crop or ten_crop (op ",
+                                    program->crop_index_ + 1, " is one): crops of crops have "
+                                    "no batch shape"));
+      }
+      if (op.p() < 1) {
+        return fail(i, "must apply to every sample (p=1): a batch has one crop count");
+      }
+      program->crop_index_ = static_cast<int>(i);
+      program->crops_ = multi->crops();
+      // Its input is kept while the crops run: a third image, where its size is known.
+      if (size.Known()) {
+        program->crops_source_bytes_ = 3 * static_cast<size_t>(size.width) * size.height;
+      }
+    }
     OpSize next = op.OutputSize(size);
     if (op.p() < 1 && !(next == size)) next = OpSize{};  // Applied or not: either size.
     size = next;
@@ -267,7 +291,7 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
   // Without a head the list always works in the two images (the decoded one copied in):
   // the sizes its ops make are known from their arguments, the decoded one is not.
   program->scratch_bytes_ = program->head_ == nullptr || has_pixel_ops || !program->fused_
-                                ? 2 * 3 * largest_pixels
+                                ? 2 * 3 * largest_pixels + program->crops_source_bytes_
                                 : 0;
   if (program->scratch_bytes_ == 0) program->largest_op_ = -1;
   return program;
@@ -317,6 +341,10 @@ std::array<int64_t, 3> ViewProgram::shape() const {
 }
 
 size_t ViewProgram::output_bytes() const {
+  return CropBytes() * static_cast<size_t>(crops());
+}
+
+size_t ViewProgram::CropBytes() const {
   return static_cast<size_t>(output_size_.width) * output_size_.height *
          static_cast<size_t>(channels_) * (is_float() ? sizeof(float) : 1);
 }
@@ -438,9 +466,12 @@ absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPla
   // for them (or 16 MiB): larger ones, made for one large image, go back at once, so a
   // thread never keeps what only one sample needed.
   const size_t keep = std::max(scratch_bytes_, kKeptWorkingBytes);
-  if (work.rgb.pixels.capacity() + work.spare.pixels.capacity() > keep) {
+  if (work.rgb.pixels.capacity() + work.spare.pixels.capacity() +
+          work.crops_source.pixels.capacity() >
+      keep) {
     work.rgb = Image();
     work.spare = Image();
+    work.crops_source = Image();
   }
   return status;
 }
@@ -493,6 +524,51 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
     if (absl::Status s = CopyWholeImage(decoded, &work.rgb); !s.ok()) return s;
   }
 
+  if (crop_index_ >= 0) {
+    return RunCrops(work, key, view_stream, next, image, held, dst, observer);
+  }
+  return RunTail(work, key, view_stream, next, image, held, dst, observer, targets, labels);
+}
+
+absl::Status ViewProgram::RunCrops(WorkingImages& work, const SampleKey& key,
+                                   uint64_t view_stream, size_t begin, OpImage& image,
+                                   int64_t held, void* dst, const OpObserver* observer) const {
+  const size_t at = static_cast<size_t>(crop_index_);
+  if (absl::Status s = RunPixelOps(key, view_stream, begin, at, image, held, observer,
+                                   /*targets=*/nullptr, /*labels=*/nullptr);
+      !s.ok()) {
+    return s;
+  }
+  const Op& op = *ops_[at];
+  // The image the crops come from stays in crops_source; each crop is written from it
+  // into work.rgb (Apply writes spare and swaps), then runs the ops after the crop.
+  std::swap(work.crops_source, work.rgb);
+  uint8_t* out = static_cast<uint8_t*>(dst);
+  for (int c = 0; c < crops_; ++c) {
+    const int64_t start = NowNanos();
+    OpParams params;
+    params.Push(c);
+    OpImage crop;
+    crop.rgb = &work.crops_source;
+    crop.spare = &work.rgb;
+    absl::Status s = op.Apply(params, crop);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(op.name(), ": ", s.message()));
+    std::swap(work.crops_source, work.rgb);  // Back: the source, and the crop in rgb.
+    const int64_t took = NowNanos() - start;
+    costs_[at].busy_ns.fetch_add(took, std::memory_order_relaxed);
+    costs_[at].runs.fetch_add(1, std::memory_order_relaxed);
+    if (observer != nullptr) observer->OpRan(at, start, took);
+    s = RunTail(work, key, CropStream(view_stream, c), at + 1, image, held,
+                out + static_cast<size_t>(c) * CropBytes(), observer, nullptr, nullptr);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ViewProgram::RunTail(WorkingImages& work, const SampleKey& key,
+                                  uint64_t view_stream, size_t next, OpImage& image,
+                                  int64_t held, void* dst, const OpObserver* observer,
+                                  detection::Targets* targets, LabelPlane* labels) const {
   image.chw = static_cast<float*>(dst);
   image.width = output_size_.width;
   image.height = output_size_.height;
@@ -520,7 +596,7 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
         uint8_t* out = static_cast<uint8_t*>(dst);
         for (size_t k = 0; k < plane; ++k) out[k] = work.rgb.pixels[3 * k];
       } else {
-        std::memcpy(dst, work.rgb.pixels.data(), output_bytes());
+        std::memcpy(dst, work.rgb.pixels.data(), CropBytes());
       }
       return absl::OkStatus();
     }

@@ -26,6 +26,9 @@
 //   out: Op::Gather) around at most one resize (Op::ResizeTo) run as one pass when two or
 //   more of them apply (internal/geometry_chain.h): no intermediate canvas, the resize
 //   computes only the window the crops keep, masks move once; the same bytes.
+// - Several crops. five_crop / ten_crop (internal/multi_crop.h) split the list: the ops
+//   before it run once, then each crop runs the ops after it into its own part of the
+//   slot, from its own stream (derived from the view's and the crop's index).
 // - Randomness: the head draws from the view's stream (what `augment` draws for the same
 //   view); op i draws from a stream derived from (view stream, i). Every draw is a pure
 //   function of (seed, epoch, sample, view, op position), whatever the thread count.
@@ -98,7 +101,13 @@ class ViewProgram {
   // or std has three values (torch broadcasts them over the one channel: 3 again).
   bool is_float() const { return normalize_index_ >= 0; }
   std::array<int64_t, 3> shape() const;
+  // crops is how many images one sample's view holds: 5 or 10 for a list with five_crop
+  // or ten_crop (the view is then [crops] + shape(), the crops stacked), else 1.
+  int crops() const { return crop_index_ >= 0 ? crops_ : 1; }
+  // output_bytes is the whole view's (every crop's).
   size_t output_bytes() const;
+  // CropBytes is one crop's (output_bytes() without several crops).
+  size_t CropBytes() const;
   // Working memory per thread besides the slot (two uint8 images at the largest size a
   // pixel op sees; 0 where the list's sizes depend on the image or nothing is kept).
   size_t scratch_bytes() const { return scratch_bytes_; }
@@ -155,6 +164,17 @@ class ViewProgram {
                            size_t end, OpImage& image, int64_t held,
                            const OpObserver* observer, detection::Targets* targets,
                            LabelPlane* labels) const;
+  // RunTail runs ops [begin, end) on work.rgb (the head's output, or one crop) and writes
+  // the result (one crop's part of the slot) to dst.
+  absl::Status RunTail(WorkingImages& work, const SampleKey& key, uint64_t view_stream,
+                       size_t begin, OpImage& image, int64_t held, void* dst,
+                       const OpObserver* observer, detection::Targets* targets,
+                       LabelPlane* labels) const;
+  // RunCrops runs the ops from `begin` up to the multi-crop op, then each crop and the
+  // ops after it (RunTail) into its part of dst.
+  absl::Status RunCrops(WorkingImages& work, const SampleKey& key, uint64_t view_stream,
+                        size_t begin, OpImage& image, int64_t held, void* dst,
+                        const OpObserver* observer) const;
   // RunIn is Run on the thread's working images `work`.
   absl::Status RunIn(WorkingImages& work, const decode::DecodedImage& decoded,
                      const CropPlan* plan, const SampleKey& key, uint64_t view_stream,
@@ -177,9 +197,12 @@ class ViewProgram {
   size_t head_ops_ = 0;          // Ops the head runs (1 or 2).
   bool fused_ = false;           // The head writes the normalized slot itself.
   int normalize_index_ = -1;     // Position of normalize, or -1.
+  int crop_index_ = -1;          // Position of five_crop / ten_crop, or -1.
+  int crops_ = 1;                // The crops it makes.
   int64_t channels_ = 3;         // The view's channels (PlanChannels).
   OpSize output_size_;
   size_t scratch_bytes_ = 0;
+  size_t crops_source_bytes_ = 0;  // The image the crops come from, where known.
   int largest_op_ = -1;
   std::string text_;
   std::shared_ptr<const WorkerMemory> worker_memory_;  // Null: no limit.

@@ -49,6 +49,11 @@ absl::StatusOr<SubOps> SubOps::Create(const std::string& op, const OpArgs& args,
           sub, "its draw reads the sample's boxes, which sub-ops do not see: put it in the "
                "view's list"));
     }
+    if (t.name == "five_crop" || t.name == "ten_crop") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          sub, "it makes several crops, which a sub-op cannot (every sample's view has one "
+               "crop count): put it in the view's list"));
+    }
     if (t.name == "grayscale" && t.args.count("num_output_channels") > 0 &&
         t.args.at("num_output_channels") == "1") {
       return absl::InvalidArgumentError(absl::StrCat(
