@@ -155,6 +155,10 @@ struct Batch {
   std::vector<BatchColumn> columns;
   // Detection targets (targets.present) when the graph writes them; else empty.
   BatchTargets targets;
+  // Padded batches (size_divisibility): each row's image size, N × 2 (height, width),
+  // the region of its row of tensors[0] that holds the image (top left; the rest is 0);
+  // empty otherwise. Row r's instance masks are [K, h, w] at its own size.
+  std::vector<int64_t> image_sizes;
   std::vector<SkippedSample> skipped;
   // Every batch tensor, in the graph's order: one per tensor field (a graph with several
   // augment views has several).
