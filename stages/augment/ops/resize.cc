@@ -22,6 +22,13 @@ class Resize : public Op {
       : height_(height), width_(width), max_size_(max_size), interpolation_(interpolation),
         has_other_(has_other), other_(other) {}
 
+  // With max_size the long side is at most max_size, so both are; without it a side grows
+  // with the image's aspect ratio (no bound).
+  OpSize OutputBound(OpSize in) const override {
+    if (width_ > 0) return {width_, height_};
+    if (max_size_ > 0) return {max_size_, max_size_};
+    return {};
+  }
   OpSize OutputSize(OpSize in) const override {
     if (width_ > 0) return {width_, height_};
     if (!in.Known()) return {};
