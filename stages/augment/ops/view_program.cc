@@ -244,32 +244,29 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
       program->largest_op_ = static_cast<int>(i);
     }
   }
-  if (!size.Known() && bounded && !bound.Known()) {
-    // A padded batch's slots hold the largest image the list can make.
+  constexpr char kFixed[] =
+      "a batch tensor needs a fixed size, so end the geometry with random_resized_crop, "
+      "center_crop, random_crop, fixed_size_crop or resize to [height, width]";
+  if (!size.Known() && !bound.Known()) {
+    // Neither fixed nor bounded: name the op that loses the bound (resize without
+    // max_size), or the decoded image's size that no op bounds.
     if (unbounded_op >= 0) {
       return fail(static_cast<size_t>(unbounded_op),
-                  "the view's output size has no upper bound, which a padded batch "
-                  "(size_divisibility) needs to size its slots: give resize a max_size, or "
-                  "end the geometry with a fixed size (fixed_size_crop, resize to [height, "
-                  "width], a crop)");
+                  absl::StrCat("the view's output size depends on the image and has no "
+                               "upper bound: ", kFixed, ", or give resize a max_size and pad "
+                               "the batch's images to one size (size_divisibility)"));
     }
     return fail(ops.size() - 1,
-                "the view's output size is the decoded image's, which has no upper bound, "
-                "and a padded batch (size_divisibility) needs one to size its slots: start "
-                "the list with resize(size=..., max_size=...) (or scale_jitter, "
-                "random_shortest_size) or end it with a fixed size");
+                absl::StrCat("the view's output size depends on the image (the decoded "
+                             "one's, which has no upper bound): ", kFixed, ", or start with "
+                             "resize(size=..., max_size=...) and pad the batch's images to "
+                             "one size (size_divisibility)"));
   }
   if (!size.Known() && !bounded) {
     return fail(ops.size() - 1,
-                absl::StrCat(
-                    "the view's output size depends on the image: batch tensors need a fixed "
-                    "size, so end the geometry with random_resized_crop, center_crop, "
-                    "random_crop, fixed_size_crop or resize to [height, width]",
-                    bound.Known() ? absl::StrCat(", or pad the batch's images of up to ",
-                                                 bound.width, "x", bound.height,
-                                                 " to one size: size_divisibility (e.g. 32)")
-                                  : ", or bound it (resize's max_size) and pad the batch's "
-                                    "images to one size: size_divisibility (e.g. 32)"));
+                absl::StrCat("the view's output size depends on the image: ", kFixed,
+                             ", or pad the batch's images of up to ", bound.width, "x",
+                             bound.height, " to one size: size_divisibility (e.g. 32)"));
   }
   program->variable_ = !size.Known();
   program->output_size_ = size.Known() ? size : bound;
