@@ -265,11 +265,10 @@ py::object Targets(const std::shared_ptr<const Batch>& batch,
     return py::cast(TargetView(t.semantic.data(), {t.rows(), t.mask_height, t.mask_width},
                                DType::kInt64, hold));
   }
-  // A padded batch's rows have masks at their own image's size (torchvision's targets):
-  // each row's planes follow the last row's in the flat vector.
+  // A padded batch's rows have masks at their own image's size (torchvision's targets),
+  // at mask_offsets.
   const std::vector<int64_t>& sizes = batch->image_sizes;
   const bool own_size = sizes.size() == 2 * static_cast<size_t>(t.rows());
-  int64_t mask_at = 0;
   py::list rows;
   for (int64_t r = 0; r < t.rows(); ++r) {
     const int64_t begin = t.offsets[r], k = t.offsets[r + 1] - begin;
@@ -281,9 +280,8 @@ py::object Targets(const std::shared_ptr<const Batch>& batch,
     row["iscrowd"] = py::cast(TargetView(t.iscrowd.data() + begin, {k}, DType::kInt64, hold));
     row["area"] = py::cast(TargetView(t.area.data() + begin, {k}, DType::kFloat32, hold));
     if (t.has_masks) {
-      row["masks"] = py::cast(
-          TargetView(t.masks.data() + mask_at, {k, mask_h, mask_w}, DType::kUint8, hold));
-      mask_at += k * mask_h * mask_w;
+      row["masks"] = py::cast(TargetView(t.masks.data() + t.mask_offsets[r],
+                                         {k, mask_h, mask_w}, DType::kUint8, hold));
     }
     if (t.has_keypoints) {
       const int64_t p = t.num_keypoints;

@@ -119,6 +119,7 @@ class PaddedBatchTest : public ::testing::Test {
       row.boxes.assign(targets.boxes.begin() + 4 * begin, targets.boxes.begin() + 4 * end);
       row.labels.assign(targets.labels.begin() + begin, targets.labels.begin() + end);
       if (targets.has_masks) {
+        EXPECT_EQ(static_cast<size_t>(targets.mask_offsets[r]), mask_at) << "row " << r;
         const size_t bytes = static_cast<size_t>((end - begin) * row.height * row.width);
         row.masks.assign(targets.masks.begin() + mask_at, targets.masks.begin() + mask_at + bytes);
         mask_at += bytes;

@@ -77,9 +77,13 @@ struct BatchTargets {
   std::vector<float> area;             // total.
   std::vector<int64_t> image_ids;      // N.
   bool has_masks = false;
-  int mask_height = 0;                 // Every row's masks are mask_height × mask_width.
+  // Every row's masks are mask_height × mask_width, except in a padded batch
+  // (Batch::image_sizes), where each row's are its own image's size.
+  int mask_height = 0;
   int mask_width = 0;
   std::vector<uint8_t> masks;          // total × mask_height × mask_width.
+  // N + 1: row r's mask bytes are masks[mask_offsets[r], mask_offsets[r + 1]).
+  std::vector<int64_t> mask_offsets = {0};
   // Keypoints: total × num_keypoints × 3 floats (x, y, visibility) on each row's canvas,
   // when the rows carry them (a row without gets zeros, visibility 0).
   bool has_keypoints = false;
