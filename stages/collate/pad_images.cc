@@ -22,23 +22,32 @@ struct Layout {
   size_t run, pitch, plane;
 };
 
-// MoveImage writes the compact image at `src` (rows of src.run bytes) into the padded
-// layout at `dst`, zeroing the padding. Rows go from the last to the first: when dst
-// starts at src (the first row of the batch) every destination lies at or after its
-// source, so a row never overwrites a source row still to be moved.
-void MoveImage(const uint8_t* src, const Layout& s, uint8_t* dst, const Layout& d) {
-  for (int64_t p = d.planes; p-- > 0;) {
-    uint8_t* plane = dst + static_cast<size_t>(p) * d.plane;
-    for (int64_t y = d.rows; y-- > 0;) {
-      uint8_t* row = plane + static_cast<size_t>(y) * d.pitch;
-      if (y >= s.rows) {
-        std::memset(row, 0, d.pitch);
-        continue;
-      }
-      std::memmove(row, src + static_cast<size_t>(p) * s.plane + static_cast<size_t>(y) * s.pitch,
-                   s.run);
-      std::memset(row + s.run, 0, d.pitch - s.run);
-    }
+// MoveImage writes the compact image at `src` (its rows of s.run bytes) into the padded
+// layout at `dst` in place, without a copy, zeroing the padding. Row k's shift
+// (dst_k - src_k) never decreases with k (each padded row and plane is at least as long
+// as the compact one), so the rows that move up (dst_k <= src_k) are a prefix: they go
+// first to last, the rest last to first, and no row overwrites a source still to be
+// moved; the rows below the image are zeroed once every row has moved.
+void MoveImage(uint8_t* src, const Layout& s, uint8_t* dst, const Layout& d) {
+  const int64_t rows = s.planes * s.rows;  // Row k is plane k / s.rows, row k % s.rows.
+  const auto src_at = [&](int64_t k) {
+    return src + static_cast<size_t>(k / s.rows) * s.plane + static_cast<size_t>(k % s.rows) * s.pitch;
+  };
+  const auto dst_at = [&](int64_t k) {
+    return dst + static_cast<size_t>(k / s.rows) * d.plane + static_cast<size_t>(k % s.rows) * d.pitch;
+  };
+  const auto move = [&](int64_t k) {
+    uint8_t* to = dst_at(k);
+    if (to != src_at(k)) std::memmove(to, src_at(k), s.run);
+    std::memset(to + s.run, 0, d.pitch - s.run);
+  };
+  int64_t up = 0;
+  while (up < rows && dst_at(up) <= src_at(up)) ++up;
+  for (int64_t k = rows; k-- > up;) move(k);
+  for (int64_t k = 0; k < up; ++k) move(k);
+  for (int64_t p = 0; p < d.planes; ++p) {
+    std::memset(dst + static_cast<size_t>(p) * d.plane + static_cast<size_t>(s.rows) * d.pitch, 0,
+                static_cast<size_t>(d.rows - s.rows) * d.pitch);
   }
 }
 
@@ -56,9 +65,6 @@ std::vector<int64_t> PadImages(const PaddedImages& images, int64_t divisibility)
   const size_t e = images.elem_bytes;
   const size_t row_bytes = static_cast<size_t>(hb * wb * c) * e;
   auto* base = static_cast<uint8_t*>(images.data);
-  // A row whose padded place overlaps its own slot but starts before it (rows after the
-  // first, when the padded row is smaller than the slot) goes through a copy.
-  thread_local std::vector<uint8_t> copy;
   for (int64_t r = 0; r < n; ++r) {
     const int64_t h = heights[r], w = widths[r];
     Layout s, d;
@@ -70,15 +76,11 @@ std::vector<int64_t> PadImages(const PaddedImages& images, int64_t divisibility)
       s = {1, h, static_cast<size_t>(w * c) * e, static_cast<size_t>(w * c) * e, 0};
       d = {1, hb, s.run, static_cast<size_t>(wb * c) * e, 0};
     }
+    // Row r's padded place ends before row r + 1's slot starts (row_bytes <= slot_bytes),
+    // so only its own source can lie under it.
     uint8_t* src = base + static_cast<size_t>(r) * images.slot_bytes;
     uint8_t* dst = base + static_cast<size_t>(r) * row_bytes;
     if (dst == src && h == hb && w == wb) continue;  // Already in place: nothing to pad.
-    if (dst != src) {
-      const size_t bytes = static_cast<size_t>(h * w * c) * e;
-      copy.resize(bytes);
-      std::memcpy(copy.data(), src, bytes);
-      src = copy.data();
-    }
     MoveImage(src, s, dst, d);
   }
   if (images.chw) return {n, c, hb, wb};

@@ -77,6 +77,12 @@ INSTANTIATE_TEST_SUITE_P(
         // The first row the largest (its padded place is its own slot, moved in place).
         PadCase{true, 2, {9, 7, 3, 2}, 10, 8, /*tight=*/true},
         PadCase{false, 2, {3, 2, 9, 7}, 10, 8, /*tight=*/true},
+        // Tiny rows beside a large one, tight and loose slots: rows whose padded place
+        // starts before their slot and overlaps it (moved in place, no copy).
+        PadCase{true, 0, {2, 3, 9, 9, 1, 1, 7, 2, 9, 1}, 9, 9},
+        PadCase{false, 0, {2, 3, 9, 9, 1, 1, 7, 2, 9, 1}, 9, 9},
+        PadCase{true, 0, {2, 3, 9, 9, 1, 1, 7, 2, 9, 1}, 9, 9, /*tight=*/true},
+        PadCase{false, 3, {9, 9, 1, 1, 7, 2, 9, 1, 2, 3}, 9, 9, /*tight=*/true},
         // Already one size and divisible: nothing moves.
         PadCase{true, 4, {8, 8, 8, 8}, 8, 8, /*tight=*/true}));
 
