@@ -23,6 +23,7 @@
 #include "graph/internal/memory_planning.h"
 #include "graph/internal/parallelism.h"
 #include "graph/internal/token_pool.h"
+#include "stages/collate/pad_images.h"
 #include "stages/core/log.h"
 #include "stages/core/sample_error.h"
 
@@ -172,6 +173,7 @@ class PipelineGraph::Impl {
   void AnnounceAhead(const BatchPlan& plan);
   void AnnounceOne(int64_t epoch, int64_t position, int64_t index, bool due_now) const;
   void SetOutputSlots(void* buffer, int slot, SampleContext& s) const;
+  void PadRows(BatchToken* token);
   void FillTensors(BatchToken* token);
   void FillLabel(BatchToken* token);
   SampleContext* RunGroup(NodeGroup& group, EdgeStats* out_edge, SampleContext* s);
@@ -909,7 +911,34 @@ void PipelineGraph::Impl::FillTensors(BatchToken* token) {
     t.host_data = host;
     t.device_data = nullptr;
   }
+  batch.image_sizes.clear();
+  if (options_.size_divisibility >= 0 && !regions_.empty()) PadRows(token);
   FillLabel(token);
+}
+
+// PadRows lays the kept rows of the one batch tensor out as a padded batch (each image
+// at the top left, zeros around it, sides rounded up to size_divisibility) and records
+// each row's image size (Batch::image_sizes). A row whose stage did not say its size
+// (a stage other than transforms) is the declared shape's.
+void PipelineGraph::Impl::PadRows(BatchToken* token) {
+  Batch& batch = token->batch;
+  const TensorRegion& region = regions_[0];
+  const std::vector<int64_t>& shape = region.spec.sample_shape;  // [C, H, W] or [H, W, C].
+  const bool chw = region.spec.is_float;
+  PaddedImages images;
+  images.data = static_cast<uint8_t*>(token->buffer.host) + region.offset;
+  images.slot_bytes = region.spec.sample_bytes;
+  images.channels = chw ? shape[0] : shape[2];
+  images.elem_bytes = DTypeBytes(region.spec.dtype());
+  images.chw = chw;
+  for (int slot = 0; slot < token->size; ++slot) {
+    if (!token->keep[slot]) continue;
+    const SampleContext::OutputSlot& out = token->samples[slot].outputs[0];
+    images.sizes.push_back(out.height > 0 ? out.height : shape[chw ? 1 : 0]);
+    images.sizes.push_back(out.width > 0 ? out.width : shape[chw ? 2 : 1]);
+  }
+  batch.tensors[0].shape = PadImages(images, options_.size_divisibility);
+  batch.image_sizes = std::move(images.sizes);
 }
 
 // FillLabel writes the label tensor into its region of the buffer: each kept row's class

@@ -87,6 +87,12 @@ struct GraphOptions {
   int max_prefetch_batches = 0;
   // Drop each epoch's last partial batch.
   bool drop_last = false;
+  // Padded batches of images of different sizes (Detectron2's size_divisibility): -1
+  // (default) off, every row one size; >= 0: the op list may make sizes that depend on
+  // the image (up to its bound), and collate pads each image bottom and right with 0 to
+  // the batch's largest height and width, rounded up to a multiple of this (0: not
+  // rounded), recording each row's size (Batch::image_sizes). One batch tensor only.
+  int size_divisibility = -1;
   // Deliver batches in sampler order (true) or as they complete (false).
   bool in_order = true;
   // Epochs to run; 0 = until Stop.

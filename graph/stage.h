@@ -63,6 +63,10 @@ struct SampleContext {
   struct OutputSlot {
     void* data = nullptr;
     size_t bytes = 0;
+    // The image size written, for a padded batch (StageEnv::size_divisibility): the
+    // stage wrote [C, height, width] (or [height, width, C]) at the slot's start.
+    int height = 0;
+    int width = 0;
   };
   std::vector<OutputSlot> outputs;
   // output is the batch slot of the sample's first batch tensor (outputs[0]), what a
@@ -295,6 +299,10 @@ struct StageEnv {
   // The target fields (boxes, masks) earlier stages write: the sample carries them here,
   // so a stage that moves pixels must move them too, or refuse (set by the graph).
   std::vector<std::string> carried;
+  // Padded batches (GraphOptions::size_divisibility): -1 off (every image one size);
+  // else a stage writing the batch tensor may make images of different sizes up to its
+  // declared shape, and records each one's size in its OutputSlot.
+  int size_divisibility = -1;
   // The instance targets the samples carry (set by the annotations stage's factory).
   TargetsSpec targets;
   // Every batch tensor field, in the plan's order (index = view = SampleContext::outputs).

@@ -16,6 +16,7 @@
 #include "graph/internal/view_planning.h"
 #include "graph/stage.h"
 #include "stages/augment/ops/view_program.h"
+#include "stages/collate/pad_images.h"
 #include "stages/decode/coarser.h"
 #include "stages/detection/geometry.h"
 
@@ -245,10 +246,13 @@ class TransformsStage : public SampleStage {
         status = HeadTargets(plan, sample);
         if (!status.ok()) break;
       }
+      augment::OpSize made;
       status = program_->Run(coarser.For(plan), plan, key, ViewStream(view),
                              sample.outputs[view].data, observer,
-                             moves_targets_ ? &sample.targets : nullptr);
+                             moves_targets_ ? &sample.targets : nullptr, nullptr, &made);
       if (!status.ok()) break;
+      sample.outputs[view].height = made.height;  // A padded batch's row (collate).
+      sample.outputs[view].width = made.width;
     }
     if (frees_image_) graph_internal::GiveBack(sample.decoded.image.pixels);
     return status;
@@ -351,6 +355,26 @@ class TransformsStage : public SampleStage {
   const std::vector<int32_t> rows_;  // CostRows(*program_).
 };
 
+// SlotSpec is the batch tensor a sample of `program` writes: its shape; for a padded
+// batch (size_divisibility >= 0) the list's largest image (its bound) with each side
+// rounded up to the divisibility, so that the padded batch fits the slots it is laid out
+// over (stages/collate/pad_images.h).
+OutputSpec SlotSpec(const augment::ViewProgram& program, int size_divisibility) {
+  std::array<int64_t, 3> shape = program.shape();
+  size_t bytes = program.output_bytes();
+  if (size_divisibility >= 0) {
+    const int h = program.is_float() ? 1 : 0;  // [C, H, W] or [H, W, C].
+    for (int side : {h, h + 1}) shape[side] = PaddedSide({shape[side]}, size_divisibility);
+    bytes = static_cast<size_t>(shape[0] * shape[1] * shape[2]) *
+            (program.is_float() ? sizeof(float) : 1);
+  }
+  // A list with five_crop / ten_crop writes its crops stacked: [crops, C, H, W] (never
+  // padded: CreateTransforms refuses size_divisibility with them).
+  std::vector<int64_t> sample_shape(shape.begin(), shape.end());
+  if (program.crops() > 1) sample_shape.insert(sample_shape.begin(), program.crops());
+  return OutputSpec{std::move(sample_shape), program.is_float(), bytes};
+}
+
 StageSchema TransformsSchema() {
   return StageSchema{
       "transforms",
@@ -374,19 +398,32 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& a
   absl::StatusOr<std::vector<augment::OpText>> ops =
       augment::ParseOpListText(args.GetString("ops"));
   if (!ops.ok()) return absl::InvalidArgumentError(absl::StrCat("transforms: ", ops.status().message()));
-  absl::StatusOr<std::unique_ptr<augment::ViewProgram>> made = augment::ViewProgram::Create(*ops);
+  // A padded batch (size_divisibility) takes lists whose size depends on the image, up
+  // to their bound.
+  const bool padded = env.size_divisibility >= 0;
+  absl::StatusOr<std::unique_ptr<augment::ViewProgram>> made =
+      augment::ViewProgram::Create(*ops, nullptr, padded);
   if (!made.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("transforms: ", made.status().message()));
   }
   (*made)->set_worker_memory(env.worker_memory);
   std::shared_ptr<const augment::ViewProgram> program = std::move(*made);
-  const std::array<int64_t, 3> shape = program->shape();
-  // A list with five_crop / ten_crop writes its crops stacked: [crops, C, H, W].
-  std::vector<int64_t> sample_shape(shape.begin(), shape.end());
-  if (program->crops() > 1) sample_shape.insert(sample_shape.begin(), program->crops());
-  const OutputSpec spec{std::move(sample_shape), program->is_float(), program->output_bytes()};
+  if (padded && program->crops() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transforms: size_divisibility ", env.size_divisibility, " pads images of different "
+        "sizes, but the list's ", program->crops(), " crops are one size: remove "
+        "size_divisibility"));
+  }
+  const OutputSpec spec = SlotSpec(*program, env.size_divisibility);
   std::vector<int> views = graph_internal::DeclareViews(program->head(), spec, env);
   if (absl::Status s = CheckTargetOps(*program, env.carried, views.size()); !s.ok()) return s;
+  if (padded && std::find(env.carried.begin(), env.carried.end(), kBoxesField) ==
+                    env.carried.end() && !env.carried.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transforms: size_divisibility ", env.size_divisibility, " pads images of different "
+        "sizes, but the samples carry label maps (one [N, H, W] tensor per batch): end the "
+        "op list with a fixed size and remove size_divisibility"));
+  }
   if (program->scratch_bytes() > 0) {
     // Named by the op whose output is the largest image and its argument, so a refusal
     // says which op's size does not fit ("lower center_crop size or num_workers").

@@ -11,12 +11,14 @@
 //       end of epoch, else
 //       (images: _TensorView, labels: _TensorView, keys or None, must_copy: bool,
 //        epoch, batch index, sources or None, columns or None, extras or None,
-//        targets or None)
+//        targets or None, image_sizes or None)
 //       sources: each row's source name; columns: {name: [str, or bytes where the value
 //       is not valid UTF-8]}; extras (dataset= only): each row's third item element, or
 //       None when no row's item had one; targets (with annotations): one dict per row of
 //       zero-copy _TensorViews {boxes, labels, iscrowd, area, masks, keypoints} and
-//       image_id.
+//       image_id; image_sizes (a padded batch, size_divisibility): each row's (h, w), the
+//       top-left region of its row of images that holds the image (its masks are that
+//       size), else None.
 //   _Loader.source_names: the sources by number ("default" for data).
 //   _Loader.categories: with annotations, [{id, name, label}] (COCO id → label);
 //   _Loader.annotation_skips: {reason: count} of the annotations dropped.
@@ -263,18 +265,23 @@ py::object Targets(const std::shared_ptr<const Batch>& batch,
     return py::cast(TargetView(t.semantic.data(), {t.rows(), t.mask_height, t.mask_width},
                                DType::kInt64, hold));
   }
-  const int64_t plane = static_cast<int64_t>(t.mask_height) * t.mask_width;
+  // A padded batch's rows have masks at their own image's size (torchvision's targets),
+  // at mask_offsets.
+  const std::vector<int64_t>& sizes = batch->image_sizes;
+  const bool own_size = sizes.size() == 2 * static_cast<size_t>(t.rows());
   py::list rows;
   for (int64_t r = 0; r < t.rows(); ++r) {
     const int64_t begin = t.offsets[r], k = t.offsets[r + 1] - begin;
+    const int64_t mask_h = own_size ? sizes[2 * r] : t.mask_height;
+    const int64_t mask_w = own_size ? sizes[2 * r + 1] : t.mask_width;
     py::dict row;
     row["boxes"] = py::cast(TargetView(t.boxes.data() + 4 * begin, {k, 4}, DType::kFloat32, hold));
     row["labels"] = py::cast(TargetView(t.labels.data() + begin, {k}, DType::kInt64, hold));
     row["iscrowd"] = py::cast(TargetView(t.iscrowd.data() + begin, {k}, DType::kInt64, hold));
     row["area"] = py::cast(TargetView(t.area.data() + begin, {k}, DType::kFloat32, hold));
     if (t.has_masks) {
-      row["masks"] = py::cast(TargetView(t.masks.data() + plane * begin,
-                                         {k, t.mask_height, t.mask_width}, DType::kUint8, hold));
+      row["masks"] = py::cast(TargetView(t.masks.data() + t.mask_offsets[r],
+                                         {k, mask_h, mask_w}, DType::kUint8, hold));
     }
     if (t.has_keypoints) {
       const int64_t p = t.num_keypoints;
@@ -453,7 +460,7 @@ class PyLoader {
 
   // Next returns None at an end of epoch, else (images, labels, keys or None, must_copy,
   // epoch, batch index, sources or None, columns or None, extras or None, targets or
-  // None).
+  // None, image_sizes or None).
   py::object Next(bool return_keys, bool return_sources, bool return_columns) {
     RefuseInsideCallback("iterating a DataLoader");
     Loader& loader = Open();
@@ -497,9 +504,16 @@ class PyLoader {
     py::object columns = py::none();
     if (return_columns) columns = Columns(*fetched.batch);
     py::object targets = Targets(fetched.batch, hold);
+    py::object image_sizes = py::none();
+    if (!fetched.batch->image_sizes.empty()) {
+      py::list sizes;
+      const std::vector<int64_t>& s = fetched.batch->image_sizes;
+      for (size_t r = 0; r + 1 < s.size(); r += 2) sizes.append(py::make_tuple(s[r], s[r + 1]));
+      image_sizes = std::move(sizes);
+    }
     return py::make_tuple(std::move(images), std::move(labels), keys, must_copy,
                           fetched.batch->epoch, fetched.batch->index, sources, columns, extras,
-                          targets);
+                          targets, image_sizes);
   }
 
   // Checkpoint is (epoch, batch, sample, batch_size) of the caller's next batch (Cursor).

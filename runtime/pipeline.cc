@@ -178,6 +178,7 @@ GraphOptions GraphOptionsFor(const PipelineOptions& options, const DataSources& 
   graph_options.batch_size = options.batch_size;
   graph_options.prefetch_batches = options.prefetch_batches;
   graph_options.drop_last = options.drop_last;
+  graph_options.size_divisibility = options.size_divisibility;
   graph_options.in_order = options.in_order;
   graph_options.epochs = options.epochs;
   graph_options.start_epoch = options.resume.epoch;

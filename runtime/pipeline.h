@@ -184,6 +184,10 @@ struct PipelineOptions {
   bool shuffle = true;
   // Drop each epoch's last partial batch. Default false.
   bool drop_last = false;
+  // Padded batches of images of different sizes (GraphOptions::size_divisibility): -1
+  // (default) off; >= 0 pads each batch's images to its largest height and width rounded
+  // up to a multiple of this (0: not rounded), recording each row's size.
+  int size_divisibility = -1;
   // Sharding across ranks (each gets the same number of samples per epoch), as
   // torch.utils.data.DistributedSampler shards: rank r takes positions r, r + world_size,
   // ... of the epoch's order. ShardFromEnvironment() (runtime/shard_env.h) reads them

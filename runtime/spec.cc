@@ -562,6 +562,11 @@ const std::vector<Key>& Keys() {
        [](R r, F f, O o) { return r.Bool(f, &o->shuffle); }},
       {"drop_last", "false", "drop each epoch's last partial batch",
        [](R r, F f, O o) { return r.Bool(f, &o->drop_last); }},
+      {"size_divisibility", "-1",
+       "pad a batch's images of different sizes (an op list bounded by resize's max_size, "
+       "scale_jitter, ...) with 0 to its largest height and width rounded up to a multiple "
+       "of this, as Detectron2 (0: not rounded; -1: off, one size per batch)",
+       [](R r, F f, O o) { return r.Int(f, -1, 1024, &o->size_divisibility); }},
       {"shard", "{rank: 0, world_size: 1}", "this process's equal-size shard of each epoch",
        ParseShard},
       {"even_shards", "pad",
@@ -834,7 +839,8 @@ std::string SpecYaml(const PipelineOptions& o) {
       o.batch_size, "\nnum_workers: ", AutoCountText(o.num_workers), "\nprefetch_batches: ",
       AutoCountText(o.prefetch_batches), "\ncpu_budget: ", o.cpu_budget, "\nepochs: ", o.epochs,
       "\nseed: ", o.seed, "\nshuffle: ",
-      b(o.shuffle), "\ndrop_last: ", b(o.drop_last), "\nshard: {rank: ", o.rank,
+      b(o.shuffle), "\ndrop_last: ", b(o.drop_last),
+      "\nsize_divisibility: ", o.size_divisibility, "\nshard: {rank: ", o.rank,
       ", world_size: ", o.world_size, "}\neven_shards: ", YamlScalar(o.even_shards), "\n");
   if (o.stages.empty()) {
     absl::StrAppend(&out, "transform: ", YamlScalar(o.transform), "\nimage_size: ",

@@ -34,6 +34,7 @@ void ExpectSameOptions(const PipelineOptions& a, const PipelineOptions& b) {
   EXPECT_EQ(a.seed, b.seed);
   EXPECT_EQ(a.shuffle, b.shuffle);
   EXPECT_EQ(a.drop_last, b.drop_last);
+  EXPECT_EQ(a.size_divisibility, b.size_divisibility);
   EXPECT_EQ(a.rank, b.rank);
   EXPECT_EQ(a.world_size, b.world_size);
   EXPECT_EQ(a.even_shards, b.even_shards);
@@ -437,7 +438,7 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:1:1: unknown key 'workers' in pipeline (did you mean 'num_workers'?)"},
     {"UnknownKeyListsTheKnown", "colour: red\n",
      "t.yaml:1:1: unknown key 'colour' in pipeline (known: data, annotations, categories, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, read_ahead, http_ca_file, cache_dir, cache_bytes, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, num_workers, "
-     "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, image_size, layout, "
+     "prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, size_divisibility, shard, even_shards, transform, image_size, layout, "
      "stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, memory_limit_mb, checksum)"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
      "t.yaml:3:1: duplicate key 'batch_size' in pipeline (first at line 1)"},
@@ -586,7 +587,7 @@ const ErrorCase kErrorCases[] = {
     // Text that must not break the one-line rule.
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
      "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (known: data, annotations, categories, skip_empty, label_maps, sources, epoch_samples, repeated_augment, label_key, columns, column_max_bytes, http_cache_mb, read_ahead, http_ca_file, cache_dir, cache_bytes, s3_endpoint, s3_region, s3_profile, s3_addressing, s3_anonymous, name, batch_size, "
-     "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, shard, even_shards, transform, "
+     "num_workers, prefetch_batches, cpu_budget, ram_budget, epochs, seed, shuffle, drop_last, size_divisibility, shard, even_shards, transform, "
      "image_size, layout, stages, batch_ops, on_error, max_errors, in_order, device, pin_memory, "
      "memory_limit_mb, checksum)"},
     {"LongValueIsShortened", "batch_size: " + std::string(100, 'x') + "\n",

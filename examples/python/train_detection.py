@@ -11,7 +11,11 @@ detection batches, on data `flowloader make-dataset --task=detection` generates.
 flowloader.DataLoader(images_dir, annotations=instances.json, transform=Compose) yields
 (images, targets): a list of image tensors and a list of dicts {"boxes", "labels",
 "masks", "iscrowd", "area", "image_id"}, the form the model takes, each tensor a view of
-the batch. The labels are COCO's category ids mapped to 1..C (0 is the background), so the
+the batch. The recipe is torchvision's own for its R-CNNs (GeneralizedRCNNTransform:
+shorter side to min_size, longer at most max_size, batched padded to a multiple of 32),
+at a small size: Resize(image_size, max_size) keeps each image's aspect ratio, and
+size_divisibility=32 pads the batch's images into one tensor (images is a
+flowloader.PaddedImages: the list of [3, h, w] views, .tensors, .image_sizes). The labels are COCO's category ids mapped to 1..C (0 is the background), so the
 model has C + 1 classes. Each step prints its losses; the last line is a JSON summary.
 """
 
@@ -30,7 +34,9 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--batch_size", type=int, default=4)
     parser.add_argument("--num_workers", type=int, default=2)
-    parser.add_argument("--image_size", type=int, default=160)
+    parser.add_argument("--image_size", type=int, default=160, help="shorter side")
+    parser.add_argument("--max_size", type=int, default=267,
+                        help="longer side at most (torchvision's 800/1333 ratio)")
     args = parser.parse_args()
 
     import flowloader
@@ -41,12 +47,14 @@ def main():
     loader = flowloader.DataLoader(
         os.path.join(args.data, "images"), annotations=annotations,
         batch_size=args.batch_size, num_workers=args.num_workers, skip_empty=True,
-        transform=T.Compose([T.RandomResizedCrop(args.image_size, scale=(0.5, 1.0)),
+        size_divisibility=32,
+        transform=T.Compose([T.Resize(args.image_size, max_size=args.max_size),
                              T.RandomHorizontalFlip(), T.ToTensor()]))
-    # The model resizes its inputs to min_size itself; keep it at the loader's size.
+    # The model resizes its inputs to min_size / max_size itself: the loader's sizes
+    # already are those, so its resize keeps them.
     model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
         weights=None, weights_backbone=None, num_classes=classes + 1,
-        min_size=args.image_size, max_size=args.image_size)
+        min_size=args.image_size, max_size=args.max_size)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     step, start, losses = 0, time.time(), []

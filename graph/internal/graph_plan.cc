@@ -43,6 +43,29 @@ absl::Status CheckOptions(const GraphOptions& options) {
   if (!(options.max_error_fraction >= 0.0)) {
     return absl::InvalidArgumentError("max_error_fraction must be >= 0");
   }
+  if (options.size_divisibility < -1 || options.size_divisibility > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "size_divisibility must be in [0, 1024] (or -1: off), got ", options.size_divisibility));
+  }
+  return absl::OkStatus();
+}
+
+// CheckPadded refuses what a padded batch (size_divisibility) cannot hold: several batch
+// tensors (one image size per row, of one tensor), or batch ops (mosaic, copy_paste,
+// mixup read every row as one size).
+absl::Status CheckPadded(const GraphOptions& options, const std::vector<OutputSpec>& outputs) {
+  if (options.size_divisibility < 0) return absl::OkStatus();
+  if (outputs.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "size_divisibility ", options.size_divisibility, " pads one image tensor, the graph "
+        "writes ", outputs.size(), ": bind one view, or remove size_divisibility"));
+  }
+  if (!options.batch_stages.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "size_divisibility ", options.size_divisibility, " makes rows of different sizes, "
+        "which batch op ", options.batch_stages.front().type, " cannot read: remove "
+        "size_divisibility (end the op list with a fixed size) or the batch op"));
+  }
   return absl::OkStatus();
 }
 
@@ -187,10 +210,12 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   env.dataset = &dataset;
   env.env = options.env != nullptr ? options.env : Env::Default();
   env.num_workers = options.num_workers;
+  env.size_divisibility = options.size_divisibility;
   plan.worker_memory = env.worker_memory;
   if (absl::Status s = CreateStages(options, env, &plan.stages, &plan.outputs); !s.ok()) {
     return s;
   }
+  if (absl::Status s = CheckPadded(options, plan.outputs); !s.ok()) return s;
   if (absl::Status s = PlanBatchStages(options, dataset, plan.outputs, env.targets,
                                       &plan.batch_stages, &plan.label, &env.memory);
       !s.ok()) {

@@ -49,7 +49,7 @@ from . import _flowloader as _core
 from . import transforms
 from ._flowloader import DataError
 
-__all__ = ["DataLoader", "DataError", "hold_limit", "shard_from_environment", "transforms"]
+__all__ = ["DataLoader", "DataError", "PaddedImages", "hold_limit", "shard_from_environment", "transforms"]
 
 _SPEC_KEYS = {k["name"]: k for k in _core.spec_keys() if k["is_scalar"]}
 # Keywords that are the DataLoader's own, not spec keys.
@@ -335,7 +335,11 @@ class DataLoader:
     [K, P, 3] (when the file has keypoints), "image_id" int}, every
     tensor a zero-copy view of the batch. With transform=Compose the stages are read,
     annotations, decode, the Compose (its head crop or resize moves the targets) and
-    sanitize_bounding_boxes.
+    sanitize_bounding_boxes. size_divisibility=32 (0: not rounded) batches images of
+    different sizes, from a Compose bounded as torchvision's detection models resize
+    (Resize(800, max_size=1333), ScaleJitter, ...): images is then a PaddedImages, the
+    list of [3, h, w] views with .tensors (the zero-padded batch [N, 3, Hb, Wb], Hb and Wb
+    multiples of it) and .image_sizes; each target's masks are [K, h, w].
 
     return_sources=True adds each row's source name (a list of str); return_columns=True
     adds the extra per-sample columns (columns= for tar shards, or a list file's
@@ -711,6 +715,22 @@ def _targets(views, must_copy):
     return out
 
 
+class PaddedImages(list):
+    """A padded batch's images (size_divisibility=): a list of per-image tensors, as
+    torchvision's detection models take them, each a zero-copy view [C, h, w] (uint8
+    [h, w, C] without Normalize) of `tensors`, the padded batch [N, C, Hb, Wb] (each image
+    at the top left, zeros to its right and below; Hb and Wb the batch's largest height
+    and width rounded up to a multiple of size_divisibility), with `image_sizes` each
+    image's (h, w): the fields of torchvision's ImageList and Detectron2's."""
+
+    def __init__(self, tensors, image_sizes):
+        chw = tensors.dtype == torch.float32
+        super().__init__(tensors[i, :, :h, :w] if chw else tensors[i, :h, :w, :]
+                         for i, (h, w) in enumerate(image_sizes))
+        self.tensors = tensors
+        self.image_sizes = [tuple(size) for size in image_sizes]
+
+
 def _rows(images):
     first = next(iter(images.values())) if isinstance(images, dict) else images
     return first.shape[0]
@@ -782,12 +802,15 @@ class _EpochIterator:
         loader = self._loader
         images_view, labels_view, keys, must_copy = got[:4]
         sources, columns, targets_views = got[6], got[7], got[9]
+        image_sizes = got[10] if len(got) > 10 else None
         images = _images(images_view)
         del images_view
         if _rows(images) == 0:
             return None
         if must_copy:
             images = _clone(images)  # The zero-copy views die here: buffer returned.
+        if image_sizes is not None:
+            images = PaddedImages(images, image_sizes)
         if targets_views is not None and not isinstance(targets_views, list):
             # Semantic segmentation: (images, masks), masks int64 [N, H, W] as
             # torchvision's segmentation references feed CrossEntropyLoss: a view of the
@@ -807,7 +830,9 @@ class _EpochIterator:
             del targets_views
             extras = ((keys,) if loader._return_keys else ()) + (
                 (sources,) if loader._return_sources else ())
-            return (list(images.unbind(0)), targets) + extras
+            if not isinstance(images, PaddedImages):
+                images = list(images.unbind(0))
+            return (images, targets) + extras
         labels = from_dlpack(labels_view)
         # dataset= items' third elements, when they have one, as torch collates them.
         items = (got[8],) if got[8] is not None else ()

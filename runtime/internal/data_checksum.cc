@@ -75,7 +75,14 @@ void DataChecksum::AddRowTargets(const BatchTargets& targets, int64_t row) {
   add(targets.area, first, count);
   const size_t plane =
       static_cast<size_t>(targets.mask_height) * static_cast<size_t>(targets.mask_width);
-  if (targets.has_masks) add(targets.masks, first * plane, count * plane);
+  if (targets.has_masks && targets.mask_offsets.size() == targets.offsets.size()) {
+    // The row's own bytes (a padded batch's rows differ in size), as Append recorded
+    // them: the same bytes as count planes from first when every row is one size.
+    const auto begin = static_cast<size_t>(targets.mask_offsets[r]);
+    add(targets.masks, begin, static_cast<size_t>(targets.mask_offsets[r + 1]) - begin);
+  } else if (targets.has_masks) {  // Targets filled by hand, without mask_offsets.
+    add(targets.masks, first * plane, count * plane);
+  }
   if (targets.has_keypoints) {
     const size_t stride = static_cast<size_t>(targets.num_keypoints) * 3;
     add(targets.keypoints, first * stride, count * stride);

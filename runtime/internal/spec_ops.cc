@@ -146,10 +146,17 @@ absl::Status ParseOps(const SpecReader& r, const Field& ops, std::string* text) 
     list.push_back(std::move(op));
     where.push_back(at);
   }
-  // The list as a whole: forms in order (pixel ops before normalize), a fixed size.
+  // The list as a whole: forms in order (pixel ops before normalize), a fixed size, or
+  // one with an upper bound, which the transforms stage takes for a padded batch
+  // (size_divisibility; it refuses such a list without it).
   int failed = -1;
   absl::StatusOr<std::unique_ptr<augment::ViewProgram>> program =
       augment::ViewProgram::Create(list, &failed);
+  if (!program.ok() && failed == static_cast<int>(list.size()) - 1) {
+    absl::StatusOr<std::unique_ptr<augment::ViewProgram>> bounded =
+        augment::ViewProgram::Create(list, nullptr, /*bounded=*/true);
+    if (bounded.ok()) program = std::move(bounded);
+  }
   if (!program.ok()) {
     return failed >= 0 ? r.Error(where[failed], program.status().message())
                        : r.ValueError(ops, program.status().message());

@@ -127,6 +127,7 @@ void BatchTargets::Start() {
   has_masks = false;
   mask_height = mask_width = 0;
   masks.clear();
+  mask_offsets.assign(1, 0);
   has_semantic = false;
   semantic.clear();
   has_keypoints = false;
@@ -182,10 +183,11 @@ void BatchTargets::Append(const detection::Targets& t) {
     masks.resize(at + t.MaskPlaneBytes());  // Windowed masks expand straight into the batch.
     t.WriteMaskPlanes(masks.data() + at);
   }
+  mask_offsets.push_back(static_cast<int64_t>(masks.size()));
 }
 
 size_t BatchTargets::bytes() const {
-  return offsets.size() * 8 + boxes.size() * 4 + labels.size() * 8 + iscrowd.size() * 8 +
+  return offsets.size() * 8 + mask_offsets.size() * 8 + boxes.size() * 4 + labels.size() * 8 + iscrowd.size() * 8 +
          area.size() * 4 + image_ids.size() * 8 + masks.size() + semantic.size() * 8 +
          keypoints.size() * 4;
 }

@@ -77,9 +77,13 @@ struct BatchTargets {
   std::vector<float> area;             // total.
   std::vector<int64_t> image_ids;      // N.
   bool has_masks = false;
-  int mask_height = 0;                 // Every row's masks are mask_height × mask_width.
+  // Every row's masks are mask_height × mask_width, except in a padded batch
+  // (Batch::image_sizes), where each row's are its own image's size.
+  int mask_height = 0;
   int mask_width = 0;
   std::vector<uint8_t> masks;          // total × mask_height × mask_width.
+  // N + 1: row r's mask bytes are masks[mask_offsets[r], mask_offsets[r + 1]).
+  std::vector<int64_t> mask_offsets = {0};
   // Keypoints: total × num_keypoints × 3 floats (x, y, visibility) on each row's canvas,
   // when the rows carry them (a row without gets zeros, visibility 0).
   bool has_keypoints = false;
@@ -155,6 +159,10 @@ struct Batch {
   std::vector<BatchColumn> columns;
   // Detection targets (targets.present) when the graph writes them; else empty.
   BatchTargets targets;
+  // Padded batches (size_divisibility): each row's image size, N × 2 (height, width),
+  // the region of its row of tensors[0] that holds the image (top left; the rest is 0);
+  // empty otherwise. Row r's instance masks are [K, h, w] at its own size.
+  std::vector<int64_t> image_sizes;
   std::vector<SkippedSample> skipped;
   // Every batch tensor, in the graph's order: one per tensor field (a graph with several
   // augment views has several).

@@ -180,6 +180,19 @@ class Op {
   // OutputSize is the image size after the op, given the size before (either may be
   // unknown: 0 × 0).
   virtual OpSize OutputSize(OpSize in) const { return in; }
+  // OutputBound is an upper bound on each side of the image after the op, given a bound
+  // on the image before it (0 × 0: none): what a padded batch's slot must hold
+  // (size_divisibility). By default: the op's fixed output size, or `in` for an op that
+  // keeps the size; 0 × 0 (no bound) for any other op that does not say its own (resize
+  // without max_size: an image's long side grows with its aspect ratio).
+  virtual OpSize OutputBound(OpSize in) const {
+    const OpSize fixed = OutputSize(OpSize{});
+    if (fixed.Known()) return fixed;
+    if (!in.Known()) return {};
+    // Keeps the size: the same for two inputs of different aspect ratios.
+    const OpSize other{in.width + 1, in.height + 2};
+    return OutputSize(in) == in && OutputSize(other) == other ? in : OpSize{};
+  }
   // WorkingSize is the image Apply writes for `params` on an `in` image (OutputSize by
   // default, or `in` where that depends on more than the input's size). An op whose
   // size depends on its draw (rotate with expand) says it here, so that the program can

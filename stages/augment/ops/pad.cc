@@ -25,6 +25,7 @@ class Pad : public Op {
   Pad(Padding padding, std::array<uint8_t, 3> fill, PadMode mode)
       : padding_(padding), fill_(fill), mode_(mode) {}
 
+  OpSize OutputBound(OpSize in) const override { return OutputSize(in); }  // Grows with in.
   OpSize OutputSize(OpSize in) const override {
     if (!in.Known()) return {};
     return {in.width + padding_.left + padding_.right, in.height + padding_.top + padding_.bottom};

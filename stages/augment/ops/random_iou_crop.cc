@@ -67,6 +67,7 @@ class RandomIoUCrop : public Op {
   explicit RandomIoUCrop(Options o) : o_(std::move(o)) {}
 
   OpSize OutputSize(OpSize) const override { return {}; }  // Depends on the draw.
+  OpSize OutputBound(OpSize in) const override { return in; }  // A crop, or the image.
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
 
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {

@@ -22,6 +22,12 @@ class RandomRotation : public Op {
       : degrees_(degrees), interpolation_(interpolation), expand_(expand), fill_(fill) {}
 
   OpSize OutputSize(OpSize in) const override { return expand_ ? OpSize{} : in; }
+  // With expand, any angle's canvas fits the input's diagonal (WorkingSize's + 2).
+  OpSize OutputBound(OpSize in) const override {
+    if (!expand_ || !in.Known()) return expand_ ? OpSize{} : in;
+    const int d = static_cast<int>(std::ceil(std::hypot(in.width, in.height))) + 2;
+    return {d, d};
+  }
   // With expand, the rotated corners' bounding box (kernels::Rotate's, plus its rounding).
   OpSize WorkingSize(const OpParams& p, OpSize in) const override {
     if (!expand_ || p.n < 1) return in;

@@ -28,6 +28,8 @@ class RandomShortestSize : public Op {
       : min_sizes_(std::move(min_sizes)), max_size_(max_size), interpolation_(interpolation) {}
 
   OpSize OutputSize(OpSize) const override { return {}; }  // Depends on the image.
+  // r ≤ max_size / long side: neither side passes max_size (one more for the rounding).
+  OpSize OutputBound(OpSize) const override { return {max_size_ + 1, max_size_ + 1}; }
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
 
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {

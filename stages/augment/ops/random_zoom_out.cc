@@ -9,7 +9,9 @@
 //   left = int((canvas_w − w) · u1), top = int((canvas_h − h) · u2).
 // The output's size depends on the draw, so a list with it needs a fixed-size op after
 // it (resize to [h, w], fixed_size_crop, ...).
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -37,6 +39,12 @@ class RandomZoomOut : public Op {
       : lo_(lo), hi_(hi), fill_(fill) {}
 
   OpSize OutputSize(OpSize) const override { return {}; }  // Depends on the draw.
+  // The canvas is int(side · r), r ≤ side_range[1]; identity where r draws 1.
+  OpSize OutputBound(OpSize in) const override {
+    if (!in.Known()) return {};
+    const double r = std::max(1.0, std::max(lo_, hi_));
+    return {static_cast<int>(std::ceil(in.width * r)), static_cast<int>(std::ceil(in.height * r))};
+  }
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
 
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {

@@ -22,6 +22,13 @@ class Resize : public Op {
       : height_(height), width_(width), max_size_(max_size), interpolation_(interpolation),
         has_other_(has_other), other_(other) {}
 
+  // With max_size the long side is at most max_size, so both are; without it a side grows
+  // with the image's aspect ratio (no bound).
+  OpSize OutputBound(OpSize in) const override {
+    if (width_ > 0) return {width_, height_};
+    if (max_size_ > 0) return {max_size_, max_size_};
+    return {};
+  }
   OpSize OutputSize(OpSize in) const override {
     if (width_ > 0) return {width_, height_};
     if (!in.Known()) return {};
@@ -42,6 +49,7 @@ class Resize : public Op {
     const Image& src = *image.rgb;
     int w = width_, h = height_;
     if (width_ == 0) OutputFor(src.width, src.height, &w, &h);
+    if (w < 1 || h < 1) return EmptyOutput(src.width, src.height, w, h);
     const RectF all{0, 0, static_cast<double>(src.width), static_cast<double>(src.height)};
     if (has_other_) {
       internal::PillowResampleFilter(src.view(), all, w, h, other_, image.spare);
@@ -59,7 +67,7 @@ class Resize : public Op {
     out->height = height_;
     if (width_ == 0) OutputFor(width, height, &out->width, &out->height);
     *filter = interpolation_;
-    return true;
+    return out->width >= 1 && out->height >= 1;  // Else Apply refuses the sample.
   }
 
   // The label map is resized to the same size by nearest neighbour (F.resize(mask,
@@ -69,6 +77,7 @@ class Resize : public Op {
     const Image& src = *plane.labels;
     int w = width_, h = height_;
     if (width_ == 0) OutputFor(src.width, src.height, &w, &h);
+    if (w < 1 || h < 1) return EmptyOutput(src.width, src.height, w, h);
     kernels::LabelResizedCrop(src, 0, 0, src.height, src.width, h, w, plane.fill, plane.spare);
     std::swap(*plane.labels, *plane.spare);
     return absl::OkStatus();
@@ -93,6 +102,13 @@ class Resize : public Op {
   }
 
  private:
+  // EmptyOutput refuses an image whose resized side would be 0 pixels (max_size on a
+  // very long image: torchvision's PIL resize raises there too).
+  absl::Status EmptyOutput(int w, int h, int out_w, int out_h) const {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", w, "x", h, " image would be ", out_w, "x", out_h, " (size ", height_,
+        ", max_size ", max_size_, "): its aspect ratio is too long; raise max_size"));
+  }
   // OutputFor is torchvision's _compute_resized_output_size for an integer size.
   void OutputFor(int w, int h, int* out_w, int* out_h) const {
     const int short_side = std::min(w, h), long_side = std::max(w, h);

@@ -12,6 +12,7 @@
 // resize; boxes scaled per axis, masks nearest (F.resize(mode=nearest)). The size depends
 // on the draw: follow it with fixed_size_crop (or a resize to [h, w]) for a batch tensor.
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +30,13 @@ class ScaleJitter : public Op {
         interpolation_(interpolation) {}
 
   OpSize OutputSize(OpSize) const override { return {}; }  // Depends on the draw.
+  // int(size · r) with r ≤ target / size · scale_range[1]: at most target × the largest
+  // scale (one more for the rounding of the division).
+  OpSize OutputBound(OpSize) const override {
+    const double s = std::max(lo_, hi_);
+    return {static_cast<int>(std::ceil(target_a_ * s)) + 1,
+            static_cast<int>(std::ceil(target_b_ * s)) + 1};
+  }
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
 
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {

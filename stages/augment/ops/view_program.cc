@@ -187,8 +187,18 @@ std::string OpListText(const std::vector<OpText>& ops) {
   return absl::StrJoin(parts, "; ");
 }
 
+namespace {
+
+// Larger is each side's larger of two bounds (either unknown: unknown).
+OpSize Larger(OpSize a, OpSize b) {
+  if (!a.Known() || !b.Known()) return {};
+  return {std::max(a.width, b.width), std::max(a.height, b.height)};
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
-    const std::vector<OpText>& ops, int* failed_op) {
+    const std::vector<OpText>& ops, int* failed_op, bool bounded) {
   if (failed_op != nullptr) *failed_op = -1;
   auto fail = [&](size_t i, const std::string& message) {
     if (failed_op != nullptr) *failed_op = static_cast<int>(i);
@@ -210,6 +220,10 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
 
   // Forms and sizes, in order.
   OpSize size;  // Unknown: the decoded image's.
+  // An upper bound on each side (for padded batches): unknown at the decoded image; an
+  // op that cannot bound its output even from a bounded input is the one to name.
+  OpSize bound;
+  int unbounded_op = -1;
   size_t largest_pixels = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = *program->ops_[i];
@@ -244,19 +258,42 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
     OpSize next = op.OutputSize(size);
     if (op.p() < 1 && !(next == size)) next = OpSize{};  // Applied or not: either size.
     size = next;
+    OpSize next_bound = op.OutputBound(bound);
+    if (op.p() < 1 && !(next_bound == bound)) next_bound = Larger(next_bound, bound);
+    if (!op.OutputBound(OpSize{1024, 1024}).Known()) unbounded_op = static_cast<int>(i);
+    bound = size.Known() ? size : next_bound;
     if (size.Known() && op.Input() == PixelForm::kUint8HWC &&
         static_cast<size_t>(size.width) * size.height > largest_pixels) {
       largest_pixels = static_cast<size_t>(size.width) * size.height;
       program->largest_op_ = static_cast<int>(i);
     }
   }
-  if (!size.Known()) {
+  constexpr char kFixed[] =
+      "a batch tensor needs a fixed size, so end the geometry with random_resized_crop, "
+      "center_crop, random_crop, fixed_size_crop or resize to [height, width]";
+  if (!size.Known() && !bound.Known()) {
+    // Neither fixed nor bounded: name the op that loses the bound (resize without
+    // max_size), or the decoded image's size that no op bounds.
+    if (unbounded_op >= 0) {
+      return fail(static_cast<size_t>(unbounded_op),
+                  absl::StrCat("the view's output size depends on the image and has no "
+                               "upper bound: ", kFixed, ", or give resize a max_size and pad "
+                               "the batch's images to one size (size_divisibility)"));
+    }
     return fail(ops.size() - 1,
-                "the view's output size depends on the image: batch tensors need a fixed "
-                "size, so end the geometry with random_resized_crop, center_crop, random_crop, "
-                "fixed_size_crop or resize to [height, width]");
+                absl::StrCat("the view's output size depends on the image (the decoded "
+                             "one's, which has no upper bound): ", kFixed, ", or start with "
+                             "resize(size=..., max_size=...) and pad the batch's images to "
+                             "one size (size_divisibility)"));
   }
-  program->output_size_ = size;
+  if (!size.Known() && !bounded) {
+    return fail(ops.size() - 1,
+                absl::StrCat("the view's output size depends on the image: ", kFixed,
+                             ", or pad the batch's images of up to ", bound.width, "x",
+                             bound.height, " to one size: size_divisibility (e.g. 32)"));
+  }
+  program->variable_ = !size.Known();
+  program->output_size_ = size.Known() ? size : bound;
   if (absl::Status s = program->PlanChannels(ops, fail); !s.ok()) return s;
 
   // The head: planned from the header, before decoding.
@@ -457,11 +494,13 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
 absl::Status ViewProgram::Run(const decode::DecodedImage& decoded, const CropPlan* plan,
                               const SampleKey& key, uint64_t view_stream, void* dst,
                               const OpObserver* observer, detection::Targets* targets,
-                              LabelPlane* labels) const {
+                              LabelPlane* labels, OpSize* made) const {
   const int head_size = head_ != nullptr ? head_->options().image_size : 0;
   WorkingImages& work = ThreadWorkingImages(head_size);
-  absl::Status status =
-      RunIn(work, decoded, plan, key, view_stream, dst, observer, targets, labels);
+  OpSize written = output_size_;
+  absl::Status status = RunIn(work, decoded, plan, key, view_stream, dst, observer, targets,
+                              labels, variable_ ? &written : nullptr);
+  if (made != nullptr) *made = written;
   // A thread keeps its working images for the next sample, up to what the plan counts
   // for them (or 16 MiB): larger ones, made for one large image, go back at once, so a
   // thread never keeps what only one sample needed.
@@ -480,7 +519,7 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
                                 const CropPlan* plan, const SampleKey& key,
                                 uint64_t view_stream, void* dst,
                                 const OpObserver* observer, detection::Targets* targets,
-                                LabelPlane* labels) const {
+                                LabelPlane* labels, OpSize* made) const {
   // The sample's decoded pixels stay allocated while the ops run.
   const int64_t held = static_cast<int64_t>(decoded.image.pixels.size());
   OpImage image;
@@ -582,28 +621,50 @@ absl::Status ViewProgram::RunTail(WorkingImages& work, const SampleKey& key,
   if (!fused_) {
     const size_t pixel_end = normalize_index_ >= 0 ? static_cast<size_t>(normalize_index_) + 1
                                                    : ops_.size();
-    absl::Status s = RunPixelOps(key, view_stream, next, pixel_end, image, held, observer,
+    // A list whose size depends on the image (made != null) learns the tensor's size
+    // from the pixels just before normalize writes it, compactly at the slot's start.
+    const size_t uint8_end =
+        made != nullptr && normalize_index_ >= 0 ? pixel_end - 1 : pixel_end;
+    absl::Status s = RunPixelOps(key, view_stream, next, uint8_end, image, held, observer,
                                  targets, labels);
     if (!s.ok()) return s;
+    if (made != nullptr) {
+      if (work.rgb.width > output_size_.width || work.rgb.height > output_size_.height) {
+        return absl::InternalError(absl::StrCat("transforms: the list made ", work.rgb.width,
+                                                "x", work.rgb.height, ", past its bound ",
+                                                output_size_.width, "x", output_size_.height));
+      }
+      *made = OpSize{work.rgb.width, work.rgb.height};
+      image.width = made->width;
+      image.height = made->height;
+    }
+    if (uint8_end < pixel_end) {
+      s = RunPixelOps(key, view_stream, uint8_end, pixel_end, image, held, observer, targets,
+                      labels);
+      if (!s.ok()) return s;
+    }
     next = pixel_end;
     if (normalize_index_ < 0) {  // A uint8 view: its pixels are the batch tensor.
-      if (work.rgb.width != output_size_.width || work.rgb.height != output_size_.height) {
+      if (made == nullptr &&
+          (work.rgb.width != output_size_.width || work.rgb.height != output_size_.height)) {
         return absl::InternalError(absl::StrCat("transforms: the list made ", work.rgb.width,
                                                 "x", work.rgb.height, ", planned ",
                                                 output_size_.width, "x", output_size_.height));
       }
+      const size_t pixels = static_cast<size_t>(work.rgb.width) * work.rgb.height;
       if (channels_ == 1) {  // Grayscale(1): the (equal) channels' first.
         uint8_t* out = static_cast<uint8_t*>(dst);
-        for (size_t k = 0; k < plane; ++k) out[k] = work.rgb.pixels[3 * k];
+        for (size_t k = 0; k < pixels; ++k) out[k] = work.rgb.pixels[3 * k];
       } else {
-        std::memcpy(dst, work.rgb.pixels.data(), CropBytes());
+        std::memcpy(dst, work.rgb.pixels.data(), 3 * pixels);
       }
       return absl::OkStatus();
     }
   }
   absl::Status s = RunPixelOps(key, view_stream, next, ops_.size(), image, held, observer,
                                targets, labels);
-  if (s.ok() && channels_ == 1) std::memcpy(dst, planes.data(), plane * sizeof(float));
+  const size_t made_plane = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  if (s.ok() && channels_ == 1) std::memcpy(dst, planes.data(), made_plane * sizeof(float));
   return s;
 }
 

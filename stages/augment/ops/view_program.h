@@ -89,8 +89,16 @@ class ViewProgram {
   // normalize, tensor ops after it, at most one normalize; a fixed output size. A failure
   // is one line starting "op N (NAME): " (N from 1), with *failed_op set to N - 1 (-1 for
   // a failure of the whole list), so a spec can point at the op.
+  // `bounded`: a list whose output size depends on the image is accepted when its sides
+  // have an upper bound (Op::OutputBound: resize with max_size, scale_jitter, ...), for a
+  // padded batch (size_divisibility); its shape() is then that bound, each sample's
+  // image is written compactly ([C, h, w] or [h, w, C]) at the start of the slot, and
+  // Run reports its size. Without a bound it is refused naming the op to bound.
   static absl::StatusOr<std::unique_ptr<ViewProgram>> Create(const std::vector<OpText>& ops,
-                                                            int* failed_op = nullptr);
+                                                            int* failed_op = nullptr,
+                                                            bool bounded = false);
+  // variable is whether the output size depends on the image (Create with bounded).
+  bool variable() const { return variable_; }
 
   // head is the planned crop-and-resize (nullptr for a list that needs the whole image).
   const Transform* head() const { return head_.get(); }
@@ -139,11 +147,12 @@ class ViewProgram {
   // `labels`, when not null, is the sample's label map at the decoded image's size: the
   // head and every op that applies move it with the pixels (Create's caller refuses
   // lists with an op that cannot: MovesLabels).
+  // `made`, when not null, gets the image size written (shape()'s for a fixed list).
   absl::Status Run(const decode::DecodedImage& decoded, const CropPlan* plan,
                    const SampleKey& key, uint64_t view_stream, void* dst,
                    const OpObserver* observer = nullptr,
                    detection::Targets* targets = nullptr,
-                   LabelPlane* labels = nullptr) const;
+                   LabelPlane* labels = nullptr, OpSize* made = nullptr) const;
 
   // The ops, in order (a head counts as its first op), their names and their costs.
   size_t size() const { return ops_.size(); }
@@ -179,7 +188,8 @@ class ViewProgram {
   absl::Status RunIn(WorkingImages& work, const decode::DecodedImage& decoded,
                      const CropPlan* plan, const SampleKey& key, uint64_t view_stream,
                      void* dst, const OpObserver* observer,
-                     detection::Targets* targets, LabelPlane* labels) const;
+                     detection::Targets* targets, LabelPlane* labels,
+                     OpSize* made) const;
   // PlanChannels sets channels_ (shape()'s C) from the list.
   absl::Status PlanChannels(const std::vector<OpText>& ops,
                             const std::function<absl::Status(size_t, const std::string&)>& fail);
@@ -200,7 +210,8 @@ class ViewProgram {
   int crop_index_ = -1;          // Position of five_crop / ten_crop, or -1.
   int crops_ = 1;                // The crops it makes.
   int64_t channels_ = 3;         // The view's channels (PlanChannels).
-  OpSize output_size_;
+  OpSize output_size_;           // The fixed size, or the bound of a variable list.
+  bool variable_ = false;        // The size depends on the image (bounded by output_size_).
   size_t scratch_bytes_ = 0;
   size_t crops_source_bytes_ = 0;  // The image the crops come from, where known.
   int largest_op_ = -1;
