@@ -566,7 +566,8 @@ absl::Status ViewProgram::RunIn(WorkingImages& work, const decode::DecodedImage&
   if (crop_index_ >= 0) {
     return RunCrops(work, key, view_stream, next, image, held, dst, observer);
   }
-  return RunTail(work, key, view_stream, next, image, held, dst, observer, targets, labels);
+  return RunTail(work, key, view_stream, next, image, held, dst, observer, targets, labels,
+                 made);
 }
 
 absl::Status ViewProgram::RunCrops(WorkingImages& work, const SampleKey& key,
@@ -598,7 +599,8 @@ absl::Status ViewProgram::RunCrops(WorkingImages& work, const SampleKey& key,
     costs_[at].runs.fetch_add(1, std::memory_order_relaxed);
     if (observer != nullptr) observer->OpRan(at, start, took);
     s = RunTail(work, key, CropStream(view_stream, c), at + 1, image, held,
-                out + static_cast<size_t>(c) * CropBytes(), observer, nullptr, nullptr);
+                out + static_cast<size_t>(c) * CropBytes(), observer, nullptr, nullptr,
+                /*made=*/nullptr);
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
@@ -607,7 +609,8 @@ absl::Status ViewProgram::RunCrops(WorkingImages& work, const SampleKey& key,
 absl::Status ViewProgram::RunTail(WorkingImages& work, const SampleKey& key,
                                   uint64_t view_stream, size_t next, OpImage& image,
                                   int64_t held, void* dst, const OpObserver* observer,
-                                  detection::Targets* targets, LabelPlane* labels) const {
+                                  detection::Targets* targets, LabelPlane* labels,
+                                  OpSize* made) const {
   image.chw = static_cast<float*>(dst);
   image.width = output_size_.width;
   image.height = output_size_.height;

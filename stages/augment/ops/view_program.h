@@ -174,11 +174,12 @@ class ViewProgram {
                            const OpObserver* observer, detection::Targets* targets,
                            LabelPlane* labels) const;
   // RunTail runs ops [begin, end) on work.rgb (the head's output, or one crop) and writes
-  // the result (one crop's part of the slot) to dst.
+  // the result (one crop's part of the slot) to dst; `made`, when not null (a list whose
+  // size depends on the image), gets the size written, at the slot's start.
   absl::Status RunTail(WorkingImages& work, const SampleKey& key, uint64_t view_stream,
                        size_t begin, OpImage& image, int64_t held, void* dst,
                        const OpObserver* observer, detection::Targets* targets,
-                       LabelPlane* labels) const;
+                       LabelPlane* labels, OpSize* made) const;
   // RunCrops runs the ops from `begin` up to the multi-crop op, then each crop and the
   // ops after it (RunTail) into its part of dst.
   absl::Status RunCrops(WorkingImages& work, const SampleKey& key, uint64_t view_stream,
