@@ -202,6 +202,16 @@ TEST(ShardNamesTest, ExpandsBracesLikeBraceexpand) {
   EXPECT_FALSE(ExpandBraces("{0..9}{0..9}{0..9}", 100).ok());
 }
 
+// The count of a range spanning all of int64 is 2^64, which wrapped to 0 (the range then
+// expanded to no name at all): it is refused as too many.
+TEST(ShardNamesTest, ARangeOverAllOfInt64IsRefusedAsTooMany) {
+  const absl::StatusOr<std::vector<std::string>> all =
+      ExpandBraces("x-{-9223372036854775808..9223372036854775807}.tar");
+  ASSERT_FALSE(all.ok());
+  EXPECT_NE(all.status().message().find("over the limit of 1000000"), std::string::npos)
+      << all.status();
+}
+
 // A list file's lines are each within the brace limit, but together they were not
 // bounded: two lines of a million shards each gave 2 million names (27 s of `flowloader
 // index`). The list as a whole is refused past a million, in one line, fast.
