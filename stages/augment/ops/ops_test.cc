@@ -567,6 +567,25 @@ TEST(SubOpsTest, NestedRandomOrdersAreSizedOncePerInputSize) {
   EXPECT_TRUE(absl::StrContains(Refusal(uneven), "output size depends on the image"));
 }
 
+// Ops over op lists nest as torchvision's classes do, 20 deep and more; past 32 levels
+// they are refused in one line (5000 levels overflowed the stack in Create: SIGSEGV).
+TEST(SubOpsTest, DeepNestingIsRefusedNotAStackOverflow) {
+  auto nest = [](int depth) {
+    std::string text = "random_invert()";
+    const char* kinds[] = {"compose", "random_choice", "random_order"};
+    for (int i = 0; i < depth; ++i) {
+      text = absl::StrCat(kinds[i % 3], "(transforms=[", text, "])");
+    }
+    return absl::StrCat(text, "; center_crop(size=8)");
+  };
+  EXPECT_EQ(Refusal(nest(20)), "accepted");
+  EXPECT_EQ(Refusal(nest(32)), "accepted");
+  for (int depth : {33, 5000}) {
+    const std::string refusal = Refusal(nest(depth));
+    EXPECT_TRUE(absl::StrContains(refusal, "op lists nest more than 32 deep")) << refusal.substr(0, 300);
+  }
+}
+
 // The boxes move as the pixels: a lone white pixel and its 1 × 1 box end up together
 // through every choice and order the ops draw.
 TEST(SubOpsTest, TargetsMoveWithThePixelsThroughEveryDraw) {

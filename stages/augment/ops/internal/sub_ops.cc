@@ -31,6 +31,17 @@ absl::StatusOr<SubOps> SubOps::Create(const std::string& op, const OpArgs& args,
   }
   SubOps out;
   if (value.ops.empty()) return out;  // [] (torchvision's empty list leaves the image).
+  // The lists being made on this thread, outermost first: Create recurses through them.
+  thread_local int depth = 0;
+  if (depth >= kMaxNesting) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "op lists nest more than ", kMaxNesting,
+        " deep (compose, random_choice and random_order inside each other): flatten them"));
+  }
+  struct Nested {
+    Nested() { ++depth; }
+    ~Nested() { --depth; }
+  } nested;
   absl::StatusOr<std::vector<OpText>> texts = ParseOpListText(value.ops);
   if (!texts.ok()) return absl::InvalidArgumentError(absl::StrCat(where, texts.status().message()));
   if (texts->size() > kMaxSubOps) {
