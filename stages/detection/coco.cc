@@ -88,6 +88,26 @@ absl::Status ReadAnnotations(const CocoOptions& options, std::string* text) {
   return absl::OkStatus();
 }
 
+// PolygonIsRasterisable: RleFromPolygon (cocoapi's rleFrPoly) traces the boundary at 5×
+// scale in int, a point per step: a coordinate beyond int / 5 overflowed it (1e300 hung a
+// worker) and a boundary a million pixels long holds millions of points. A part is used
+// when its coordinates are within 4 × 65536 of the origin and its boundary (the longer
+// axis of each edge) is at most 16 × (width + height) of a width × height image: an outline
+// that long is not one of an object in the image. Such parts are bad_polygon parts.
+bool PolygonIsRasterisable(const std::vector<double>& xy, int width, int height) {
+  constexpr double kFar = 4.0 * 65536;
+  const double max_length = 16.0 * (static_cast<double>(width) + height);
+  double length = 0;
+  const size_t points = xy.size() / 2;
+  for (size_t j = 0; j < points; ++j) {
+    const double x = xy[2 * j], y = xy[2 * j + 1];
+    if (!(std::fabs(x) <= kFar && std::fabs(y) <= kFar)) return false;
+    const size_t k = (j + 1) % points;
+    length += std::max(std::fabs(xy[2 * k] - x), std::fabs(xy[2 * k + 1] - y));
+  }
+  return length <= max_length;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CocoDataset>> CocoDataset::Open(const CocoOptions& options) {
@@ -258,6 +278,7 @@ absl::Status CocoDataset::Parse(const std::string& text) {
           ok = part[i].is_number() && std::isfinite(part[i].get<double>());
           if (ok) xy.push_back(part[i].get<double>());
         }
+        ok = ok && PolygonIsRasterisable(xy, image.width, image.height);
         if (ok) {
           instance.polygons.push_back(std::move(xy));
         } else {
@@ -266,7 +287,8 @@ absl::Status CocoDataset::Parse(const std::string& text) {
       }
       if (instance.polygons.empty()) {
         Skip("bad_polygon", absl::StrCat(where, ": segmentation ", ValueText(segmentation),
-                                         " has no polygon of >= 3 points"));
+                                         " has no polygon of >= 3 points within 4 × 65536 "
+                                         "and an outline at most 16 × (width + height)"));
         continue;
       }
       if (bad_parts > 0) ++skipped_["bad_polygon_part"];
