@@ -182,6 +182,9 @@ def _image_wh(img):
     """(width, height) of a PIL image, a numpy HWC array or a tensor [..., C, H, W]."""
     if hasattr(img, "size") and not callable(img.size) and not hasattr(img, "ndim"):
         return tuple(img.size)  # PIL.
+    if not hasattr(img, "shape"):
+        raise TypeError(f"flowloader.transforms: expected a PIL image, a numpy array or a "
+                        f"tensor, got {type(img).__module__}.{type(img).__qualname__}")
     shape = tuple(img.shape)
     if type(img).__module__.startswith("numpy"):
         return shape[1], shape[0]
