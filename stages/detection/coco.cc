@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 
@@ -78,13 +77,27 @@ absl::Status ReadAnnotations(const CocoOptions& options, std::string* text) {
   if (st.st_size > options.max_json_bytes) {
     return TooLargeJson(options, absl::StrCat(st.st_size, " bytes"));
   }
+  if (S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.annotations, " is a directory, not a COCO instances file"));
+  }
+  // Read to at most max_json_bytes whatever stat said: a device or a pipe has no size
+  // (/dev/zero was read until memory ran out).
   std::ifstream in(options.annotations, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (!in) {
+  if (!in) return absl::DataLossError(absl::StrCat(options.annotations, ": cannot be read"));
+  text->clear();
+  std::string chunk(size_t{1} << 20, '\0');
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text->append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text->size()) > options.max_json_bytes) {
+      text->clear();
+      return TooLargeJson(options, "the file (not a regular file: it has no size)");
+    }
+  }
+  if (in.bad()) {
     return absl::DataLossError(absl::StrCat(options.annotations, ": cannot be read"));
   }
-  *text = buffer.str();
   return absl::OkStatus();
 }
 

@@ -166,6 +166,23 @@ TEST(CocoTest, PolygonsTooFarOrTooLongAreBadParts) {
   EXPECT_EQ(RleArea(RleFromMask(t.masks.data() + 100, 10, 10)), 100);
 }
 
+// A file without a size (a device, a pipe) is read to max_json_bytes at most: /dev/zero
+// was read until memory ran out (pack --annotations=/dev/zero never returned).
+TEST(CocoTest, AFileWithoutASizeIsReadToTheLimitOnly) {
+  CocoOptions options;
+  options.annotations = "/dev/zero";
+  options.images = "images";
+  options.max_json_bytes = int64_t{4} << 20;
+  absl::StatusOr<std::unique_ptr<CocoDataset>> zero = CocoDataset::Open(options);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("max_annotation_bytes 4194304"), std::string::npos)
+      << zero.status();
+  options.annotations = std::getenv("TEST_TMPDIR") != nullptr ? std::getenv("TEST_TMPDIR") : "/tmp";
+  absl::StatusOr<std::unique_ptr<CocoDataset>> dir = CocoDataset::Open(options);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("is a directory"), std::string::npos) << dir.status();
+}
+
 TEST(CocoTest, ReadsKeypointsAndSkipsBadOnes) {
   // P = 2 set by the first annotation; one without keypoints gets zeros; a wrong count, a
   // NaN and a non-array are skipped as bad_keypoints, naming the value.
