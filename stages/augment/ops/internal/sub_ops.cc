@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "stages/augment/ops/view_program.h"
+#include "stages/core/sample_error.h"
+#include "stages/core/worker_memory.h"
 
 namespace flowloader::augment::internal {
 namespace {
@@ -118,7 +120,24 @@ bool SubOps::Draw(size_t i, uint64_t seed, int width, int height, OpParams* para
 
 absl::Status SubOps::Run(size_t i, uint64_t seed, OpImage& image) const {
   OpParams params;
-  if (!Draw(i, seed, image.rgb->width, image.rgb->height, &params)) return absl::OkStatus();
+  const int w = image.rgb->width, h = image.rgb->height;
+  if (!Draw(i, seed, w, h, &params)) return absl::OkStatus();
+  // What one worker may hold, checked before the sub-op allocates, as the view's own ops
+  // are (ViewProgram::CheckOpMemory): a resize to 16384² picked by random_choice went
+  // past memory_limit_mb (1.6 GB under 1024 MiB).
+  if (image.memory != nullptr) {
+    const Op& op = *ops_[i];
+    const OpSize out = op.WorkingSize(params, OpSize{w, h});
+    const int64_t need =
+        3 * (int64_t{w} * h + int64_t{out.width} * out.height) + op.ScratchBytes(OpSize{w, h});
+    if (absl::Status s = image.memory->Check(
+            image.held + need, reason::kOpMemory,
+            absl::StrCat(op.name(), " (inside an op list) making ", out.width, "x", out.height,
+                         " from ", w, "x", h));
+        !s.ok()) {
+      return s;
+    }
+  }
   if (absl::Status s = ops_[i]->Apply(params, image); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(ops_[i]->name(), ": ", s.message()));
   }
