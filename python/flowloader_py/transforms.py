@@ -182,9 +182,10 @@ def _image_wh(img):
     """(width, height) of a PIL image, a numpy HWC array or a tensor [..., C, H, W]."""
     if hasattr(img, "size") and not callable(img.size) and not hasattr(img, "ndim"):
         return tuple(img.size)  # PIL.
-    if not hasattr(img, "shape"):
+    if not hasattr(img, "shape") or len(img.shape) < 2:
         raise TypeError(f"flowloader.transforms: expected a PIL image, a numpy array or a "
-                        f"tensor, got {type(img).__module__}.{type(img).__qualname__}")
+                        f"tensor of at least 2 dimensions, got {type(img).__module__}."
+                        f"{type(img).__qualname__}{tuple(getattr(img, 'shape', ())) or ''}")
     shape = tuple(img.shape)
     if type(img).__module__.startswith("numpy"):
         return shape[1], shape[0]

@@ -497,6 +497,10 @@ def test_a_lambda_takes_what_torchvisions_lambda_takes():
     # FiveCrop of what is not an image: TypeError, as torchvision's (was AttributeError).
     with pytest.raises(TypeError, match="expected a PIL image, a numpy array or a tensor"):
         T.FiveCrop(2)([1, 2, 3])
+    with pytest.raises(TypeError, match=r"numpy.ndarray\(12,\)"):  # Was IndexError.
+        T.FiveCrop(2)(np.zeros(12, np.uint8))
+    with pytest.raises(ValueError, match="pic should be 2/3 dimensional"):
+        T.ToPILImage()(np.zeros(12, np.uint8))
 
 
 def test_functional_matches_torchvision():
