@@ -282,19 +282,25 @@ class PILToTensor(ToTensor):
 
 
 class ConvertImageDtype(ToTensor):
-    """Only ConvertImageDtype(torch.float32) after PILToTensor: ToTensor's result."""
+    """ConvertImageDtype(torch.float32) after PILToTensor: ToTensor's result. Called on an
+    image, torch.uint8 too (a float tensor's `x * 255.999`, as torchvision's); the loader
+    takes torch.float32 only."""
 
     def __init__(self, dtype):
         super().__init__()
-        if str(dtype) not in ("torch.float32", "float32"):
+        if str(dtype) not in ("torch.float32", "float32", "torch.uint8", "uint8"):
             _refuse(f"ConvertImageDtype({dtype})", "only torch.float (float32), after "
-                    "PILToTensor")
+                    "PILToTensor, or torch.uint8 called on an image")
+        self._to_uint8 = str(dtype) in ("torch.uint8", "uint8")
         self._args = {"dtype": dtype}
 
     def _eager(self, state, generator):
         if state.kind != "tensor":
             raise TypeError("Input img should be Tensor Image")
-        if not state.is_float:
+        if self._to_uint8:
+            if state.is_float:
+                state.float_to_uint8()
+        elif not state.is_float:
             state.to_float_tensor()
 
 
@@ -1193,6 +1199,9 @@ def _flatten(t):
     """t's op items, ToTensor/PILToTensor/ConvertImageDtype kept as (None, marker)."""
     if isinstance(t, Compose):
         return [item for inner in t.transforms for item in _flatten(inner)]
+    if isinstance(t, ConvertImageDtype) and t._to_uint8:
+        _refuse("ConvertImageDtype(torch.uint8) in the loader", "it runs when called on an "
+                "image (eagerly) only; the loader's ops give uint8 without normalize")
     if isinstance(t, ToTensor):
         return [(None, {"marker": type(t).__name__})]
     return t._items()

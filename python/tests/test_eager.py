@@ -432,6 +432,11 @@ def test_tensor_semantics_of_the_conversions():
     assert torch.equal(T.Normalize(*IMAGENET)(x), TV.Normalize(*IMAGENET)(x))
     assert torch.equal(F.convert_image_dtype(x, torch.uint8),
                        TV.ConvertImageDtype(torch.uint8)(x))
+    # The class too (its construction was refused), and uint8 stays uint8.
+    assert torch.equal(T.ConvertImageDtype(torch.uint8)(x), TV.ConvertImageDtype(torch.uint8)(x))
+    assert torch.equal(T.ConvertImageDtype(torch.uint8)(u8), u8)
+    with pytest.raises(TypeError, match=r"ConvertImageDtype\(torch.uint8\) in the loader"):
+        T.Compose([T.PILToTensor(), T.ConvertImageDtype(torch.uint8)]).to_ops()
     # RandomErasing works on the float tensor.
     torch.manual_seed(2)
     a = T.RandomErasing(p=1, value=0.5)(norm)
