@@ -120,6 +120,12 @@ std::string OpAndSubOp(const augment::Op& op, const augment::Op& refused) {
   return absl::StrCat(op.name(), " holding ", refused.name());
 }
 
+// FirstOpAfterHead is the first op the head does not cover: 0 without a head (the
+// head's span, cost_span(0), is 1 then, which let op 1 past the checks below).
+size_t FirstOpAfterHead(const augment::ViewProgram& program) {
+  return program.head() != nullptr ? program.cost_span(0) : 0;
+}
+
 // CheckLabelMapOps refuses, for a sample carrying a semantic label map (`masks` without
 // boxes), a list with an op that moves pixels but cannot move the map (MovesLabels).
 absl::Status CheckLabelMapOps(const augment::ViewProgram& program, size_t views) {
@@ -132,7 +138,7 @@ absl::Status CheckLabelMapOps(const augment::ViewProgram& program, size_t views)
     return IsPixelOnly(op.name()) || op.MovesLabels() ||
            op.Targets() == augment::Op::TargetEffect::kKeeps;
   };
-  for (size_t i = program.cost_span(0); i < program.size(); ++i) {
+  for (size_t i = FirstOpAfterHead(program); i < program.size(); ++i) {
     const augment::Op* refused = RefusedSubOp(program.op(i), moves);
     if (refused == nullptr) continue;
     return absl::InvalidArgumentError(absl::StrCat(
@@ -164,7 +170,7 @@ absl::Status CheckTargetOps(const augment::ViewProgram& program,
   const auto moves = [](const augment::Op& op) {
     return IsPixelOnly(op.name()) || op.Targets() != augment::Op::TargetEffect::kRefuses;
   };
-  for (size_t i = program.cost_span(0); i < program.size(); ++i) {
+  for (size_t i = FirstOpAfterHead(program); i < program.size(); ++i) {
     if (const augment::Op* refused = RefusedSubOp(program.op(i), moves); refused != nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "transforms: op ", i + 1, " (", OpAndSubOp(program.op(i), *refused),

@@ -746,8 +746,9 @@ class PyLoader {
     if (length < 0) {
       const std::string error = TakeExceptionLine();
       std::string value;
-      try {  // The value, for the message: len() refuses those over 2^63 - 1 itself.
-        value = Cut(std::string(py::str(dataset.attr("__len__")())), kMaxValueChars);
+      try {  // The value (its repr: a str "5" is not 5), for the message: len() refuses
+             // those over 2^63 - 1 itself.
+        value = Cut(std::string(py::repr(dataset.attr("__len__")())), kMaxValueChars);
       } catch (py::error_already_set&) {
         value = "(unreadable)";
       }

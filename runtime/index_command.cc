@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "stages/core/one_line.h"
 #include "stages/reader/dataset.h"
 #include "stages/reader/env_util.h"
 #include "stages/reader/shard_index_load.h"
@@ -23,6 +24,15 @@ namespace {
 // Remote shards are scanned in windows of this size (the block cache's block): one
 // request serves the headers of many small members.
 constexpr int64_t kRemoteWindowBytes = int64_t{1} << 20;
+
+// Shards failing one after another stop the command (the rest are not tried): this many
+// before any shard was indexed (a pattern naming shards that do not exist, missing
+// credentials: a million-shard brace range took seconds to minutes, one line a shard),
+// and kMaxFailuresInARow after one was (a range that runs past the shards that exist).
+constexpr int64_t kMaxFailuresBeforeAny = 64;
+constexpr int64_t kMaxFailuresInARow = 1000;
+// Failures named one a line; the rest are counted on one more.
+constexpr size_t kFailuresShown = 5;
 
 std::string BaseName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -171,10 +181,29 @@ absl::StatusOr<IndexCommandResult> IndexShardFiles(const IndexCommandOptions& op
   }
 
   std::vector<ShardOutcome> outcomes(shards->size());
+  std::vector<bool> tried(shards->size(), false);
   std::atomic<size_t> next{0};
+  std::mutex mu;
+  int64_t indexed = 0;         // Guarded by mu: shards written or already current.
+  int64_t failed_in_a_row = 0;  // Guarded by mu: failures since the last indexed shard.
+  bool stop = false;           // Guarded by mu.
   auto work = [&] {
     for (size_t i = next++; i < shards->size(); i = next++) {
-      outcomes[i] = IndexOneShard(env, (*shards)[i], o);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (stop) return;
+        tried[i] = true;
+      }
+      ShardOutcome outcome = IndexOneShard(env, (*shards)[i], o);
+      std::lock_guard<std::mutex> lock(mu);
+      if (outcome.failure.empty()) {
+        ++indexed;
+        failed_in_a_row = 0;
+      } else if (++failed_in_a_row >= (indexed == 0 ? kMaxFailuresBeforeAny
+                                                      : kMaxFailuresInARow)) {
+        stop = true;
+      }
+      outcomes[i] = std::move(outcome);
     }
   };
   std::vector<std::thread> pool;
@@ -186,6 +215,10 @@ absl::StatusOr<IndexCommandResult> IndexShardFiles(const IndexCommandOptions& op
   IndexCommandResult result;
   result.shards = static_cast<int64_t>(shards->size());
   for (size_t i = 0; i < outcomes.size(); ++i) {
+    if (!tried[i]) {
+      ++result.not_tried;
+      continue;
+    }
     result.written += outcomes[i].written ? 1 : 0;
     result.current += outcomes[i].current ? 1 : 0;
     result.members += outcomes[i].members;
@@ -199,19 +232,43 @@ absl::StatusOr<IndexCommandResult> IndexShardFiles(const IndexCommandOptions& op
 int IndexCommand(const IndexCommandOptions& options) {
   absl::StatusOr<IndexCommandResult> r = IndexShardFiles(options);
   if (!r.ok()) {
-    std::fprintf(stderr, "flowloader: %s\n", std::string(r.status().message()).c_str());
+    std::fprintf(stderr, "flowloader: %s\n", OneLine(r.status().message()).c_str());
     return 2;
   }
-  for (const std::string& line : r->failed) {
-    std::fprintf(stderr, "flowloader: no index for %s\n", line.c_str());
+  const std::string stopped =
+      r->not_tried == 0
+          ? std::string()
+          : absl::StrCat("; stopped after ",
+                         r->written + r->current == 0 ? kMaxFailuresBeforeAny
+                                                      : kMaxFailuresInARow,
+                         " failed in a row, ", r->not_tried, " not tried");
+  if (r->written == 0 && r->current == 0 && !r->failed.empty()) {
+    // Nothing indexed: one line, the first shard's failure for all.
+    std::fprintf(stderr, "flowloader: %s\n",
+                 OneLine(absl::StrCat("no index written: ", r->failed.size(), " of ", r->shards,
+                                      " shard(s) of --data ", options.data, " failed",
+                                      stopped, " (the first: ", r->failed[0],
+                                      "); check --data names existing .tar shards"))
+                     .c_str());
+    return 2;
+  }
+  for (size_t i = 0; i < r->failed.size() && i < kFailuresShown; ++i) {
+    std::fprintf(stderr, "flowloader: no index for %s\n", OneLine(r->failed[i]).c_str());
+  }
+  if (r->failed.size() > kFailuresShown || r->not_tried > 0) {
+    std::fprintf(stderr, "flowloader: %s\n",
+                 absl::StrCat("and ", r->failed.size() - std::min(r->failed.size(), kFailuresShown),
+                              " more shard(s) without an index", stopped)
+                     .c_str());
   }
   std::printf("%lld shard(s): %lld index(es) written %s (%lld members), %lld already indexed, "
-              "%zu left without one\n",
+              "%zu left without one%s\n",
               static_cast<long long>(r->shards), static_cast<long long>(r->written),  // NOLINT
-              options.out.empty() ? "beside them" : ("to " + options.out).c_str(),
+              options.out.empty() ? "beside them" : ("to " + OneLine(options.out)).c_str(),
               static_cast<long long>(r->members), static_cast<long long>(r->current),  // NOLINT
-              r->failed.size());
-  return r->failed.empty() ? 0 : 1;
+              r->failed.size(),
+              r->not_tried > 0 ? absl::StrCat(", ", r->not_tried, " not tried").c_str() : "");
+  return r->failed.empty() && r->not_tried == 0 ? 0 : 1;
 }
 
 }  // namespace flowloader

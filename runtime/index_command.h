@@ -50,14 +50,18 @@ struct IndexCommandResult {
   // Shards left without an index, each "SHARD: why" (damage, skipped members, a failed
   // write).
   std::vector<std::string> failed;
+  // Shards not tried: the command stops after 64 shards failed in a row before any was
+  // indexed, or 1000 after one was (a pattern naming shards that do not exist).
+  int64_t not_tried = 0;
 };
 
 // IndexShardFiles indexes the shards; an error only for what stops them all (no shard
 // named, bad options).
 absl::StatusOr<IndexCommandResult> IndexShardFiles(const IndexCommandOptions& options);
 
-// IndexCommand runs IndexShardFiles and prints what it did; the process exit code (0, or
-// 1 when a shard failed, 2 on an error).
+// IndexCommand runs IndexShardFiles and prints what it did: at most 5 failures a line
+// each, then their count; nothing indexed is one line. The process exit code: 0, or 1
+// when a shard failed, 2 on an error or when no shard could be indexed.
 int IndexCommand(const IndexCommandOptions& options);
 
 }  // namespace flowloader

@@ -729,6 +729,37 @@ TEST(SpecTest, OpListsAsArgumentsParseIntoTheOpText) {
             "weights=[1, 3]); random_order(transforms=[grayscale(); random_crop(size=8)])");
 }
 
+// An item may be one op in the op text's one-line form, as docs/specs.md's detection
+// and segmentation examples write them (they were refused as "unknown op
+// 'random_resized_crop(size=320, scale=[0.3, 1.0])'"); a mistake in one is still one
+// line at the item.
+TEST(SpecTest, AnOpItemMayBeOneOpInTheOneLineForm) {
+  absl::StatusOr<PipelineOptions> o = ParseSpec(
+      "stages:\n  - type: transforms\n    ops:\n"
+      "      - random_resized_crop(size=320, scale=[0.3, 1.0])\n"
+      "      - random_choice(transforms=[random_invert(); grayscale()], weights=[1, 3])\n"
+      "      - color_jitter(brightness=0.2)\n"
+      "      - normalize()\n",
+      "", "t.yaml");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->stages[0].args.at("ops"),
+            "random_resized_crop(scale=[0.3, 1.0], size=320); "
+            "random_choice(transforms=[random_invert(); grayscale()], weights=[1, 3]); "
+            "color_jitter(brightness=0.2); normalize()");
+  for (const auto& [item, want] : std::vector<std::pair<std::string, std::string>>{
+           {"center_crop(sise=64)", "t.yaml:4:9: center_crop has no argument 'sise' (did you "
+                                    "mean 'size'?)"},
+           {"center_crop(size=64); normalize()",
+            "t.yaml:4:9: an item is one op, got 2 (write each op as its own item)"},
+           {"center_crop(size=-3)", "t.yaml:4:9: center_crop: size"}}) {
+    absl::StatusOr<PipelineOptions> bad = ParseSpec(
+        absl::StrCat("stages:\n  - type: transforms\n    ops:\n      - ", item, "\n"), "",
+        "t.yaml");
+    ASSERT_FALSE(bad.ok()) << item;
+    EXPECT_TRUE(absl::StartsWith(bad.status().message(), want)) << bad.status();
+  }
+}
+
 TEST(SpecTest, ReadmeOpListBlockParses) {
   std::ifstream in("README.md");
   const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

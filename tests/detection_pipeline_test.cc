@@ -407,6 +407,17 @@ TEST_F(DetectionPipelineTest, RefusesOpsAndStagesThatCannotMoveTheTargets) {
                                              "random_choice(transforms=[random_invert(); "
                                              "random_perspective()]); normalize()"}}}},
        "op 2 (random_choice holding random_perspective) cannot move the boxes"},
+      // The first op of a list without a head is checked too (it ran, leaving the boxes
+      // where they were while the pixels moved).
+      {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
+        StageSpec{"transforms", "", {{"ops", "trivial_augment_wide(); "
+                                             "fixed_size_crop(size=32); normalize()"}}}},
+       "op 1 (trivial_augment_wide) cannot move the boxes"},
+      {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
+        StageSpec{"transforms", "", {{"ops", "random_order(transforms=[random_perspective(); "
+                                             "random_invert()]); fixed_size_crop(size=32); "
+                                             "normalize()"}}}},
+       "op 1 (random_order holding random_perspective) cannot move the boxes"},
       {{StageSpec{"read"}, StageSpec{"annotations"}, StageSpec{"decode"},
         StageSpec{"transforms", "", {{"ops", "scale_jitter(target_size=64); normalize()"}}}},
        "fixed_size_crop"},

@@ -11,7 +11,8 @@
 #   3. resize(size=16384) then random_crop over small photos: the resize's 16384-high
 #      image is skipped as op_memory before it is made;
 #   4. rotate with expand over 8000x8000 images: the decode fits a worker, the rotated
-#      image beside it does not (op_memory).
+#      image beside it does not (op_memory);
+#   5. the same sizes made by an op inside random_choice or random_order (op_memory).
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
 # skips are still checked.
 set -euo pipefail
@@ -97,4 +98,12 @@ run_case resize_16384 "$TMP/small" \
 run_case rotate_expand "$TMP/large" \
   "random_rotation: {degrees: [45, 45], expand: true};resize: {size: [224, 224]};normalize: {}" \
   1 op_memory 2
-echo "memory_guard_rss_test: 4 passed, 0 failed"
+# 5. an op inside random_choice / random_order (whose sizes the plan cannot know) is
+#    checked as the list's own ops are: it went 1.6 GB past the limit.
+run_case choice_resize "$TMP/small" \
+  "random_choice: {transforms: [{resize: {size: [16384, 16384]}}, {resize: {size: [16000, 16000]}}]};center_crop: {size: 224};normalize: {}" \
+  0 op_memory 2
+run_case order_resize_rotate "$TMP/small" \
+  "random_order: {transforms: [{resize: {size: [16000, 16000]}}, {random_rotation: {degrees: [45, 45], expand: true}}]};center_crop: {size: 224};normalize: {}" \
+  0 op_memory 2
+echo "memory_guard_rss_test: 6 passed, 0 failed"

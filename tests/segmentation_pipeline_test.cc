@@ -166,14 +166,17 @@ TEST_F(SegmentationPipelineTest, AffineAndRotationMoveTheMap) {
 }
 
 TEST_F(SegmentationPipelineTest, AnOpThatCannotMoveTheMapIsRefusedInOneLine) {
-  auto pipeline = Pipeline::Create(
-      Options("random_resized_crop(size=16); trivial_augment_wide()"));
-  ASSERT_FALSE(pipeline.ok());
-  EXPECT_TRUE(absl::StrContains(pipeline.status().message(), "trivial_augment_wide"))
-      << pipeline.status();
-  EXPECT_TRUE(absl::StrContains(pipeline.status().message(), "label map"))
-      << pipeline.status();
-  EXPECT_EQ(pipeline.status().message().find('\n'), std::string::npos);
+  // After a head, and as the first op of a list without one (which was not checked).
+  for (const char* ops : {"random_resized_crop(size=16); trivial_augment_wide()",
+                          "trivial_augment_wide(); resize(size=[16, 16])"}) {
+    auto pipeline = Pipeline::Create(Options(ops));
+    ASSERT_FALSE(pipeline.ok()) << ops;
+    EXPECT_TRUE(absl::StrContains(pipeline.status().message(), "trivial_augment_wide"))
+        << pipeline.status();
+    EXPECT_TRUE(absl::StrContains(pipeline.status().message(), "label map"))
+        << pipeline.status();
+    EXPECT_EQ(pipeline.status().message().find('\n'), std::string::npos);
+  }
 }
 
 TEST_F(SegmentationPipelineTest, MismatchedAndMissingMapsAreSkippedAndCounted) {

@@ -60,6 +60,9 @@ _STRUCTURED_KEYS = ("sources", "stages", "batch_ops")
 # Keywords that configure the built-in stages, which transform=Compose or stages= replace.
 _BUILTIN_STAGE_KEYWORDS = ("transform", "image_size", "layout")
 _STATE_VERSION = 1
+# Keys whose default is "auto" that otherwise take a count (the others with an "auto"
+# default, device and s3_addressing, take words).
+_COUNT_OR_AUTO_KEYS = ("num_workers", "prefetch_batches", "read_ahead")
 # Values quoted in messages are cut to this many characters.
 _MAX_VALUE_CHARS = 200
 # The largest epoch or batch number a loader accepts: the pipeline counts in int64 and
@@ -123,8 +126,9 @@ class _Default:
 
 def _is_int_key(key):
     default = _SPEC_KEYS[key]["default"]
-    if default == "auto":  # num_workers, prefetch_batches: a count or "auto".
-        return True
+    if default == "auto":  # num_workers, prefetch_batches, read_ahead: a count or "auto";
+        return key in _COUNT_OR_AUTO_KEYS  # device and s3_addressing are words.
+
     try:
         int(default)
         return True
@@ -135,6 +139,8 @@ def _is_int_key(key):
 def _setting_text(key, value):
     """The text the spec parser reads for `value`, or TypeError for a wrong type."""
     spec_key = _SPEC_KEYS[key]
+    if key == "device" and type(value).__module__ == "torch" and type(value).__name__ == "device":
+        value = str(value)  # torch.device("cpu") -> "cpu", as torch code passes devices.
     kind = type(value).__name__
     if spec_key["is_bool"]:
         if not isinstance(value, bool):

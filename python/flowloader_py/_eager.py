@@ -157,21 +157,35 @@ class State:
         self._pil_rows = None    # and its row pointers.
         self._box = None
         self.items = None        # Made from _raw when an op first needs pixels.
-        if _is_pil(img):
-            self._from_pil(img)
-        elif isinstance(img, np.ndarray):
-            self._from_numpy(img)
-        elif _is_tensor(img):
-            self._from_tensor(img)
-        elif isinstance(img, (tuple, list)):
-            self.kind = "several"  # FiveCrop's output: given on to the next (a Lambda).
-            self._size = (0, 0)
-        else:
-            raise TypeError(f"flowloader.transforms: cannot transform a "
-                            f"{type(img).__module__}.{type(img).__qualname__}: it takes "
-                            f"{_ACCEPTED}")
+        self._refusal = None     # Why the native ops cannot take _raw (kind "raw").
+        try:
+            if _is_pil(img):
+                self._from_pil(img)
+            elif isinstance(img, np.ndarray):
+                self._from_numpy(img)
+            elif _is_tensor(img):
+                self._from_tensor(img)
+            elif isinstance(img, (tuple, list)):
+                self.kind = "several"  # FiveCrop's output: given on to the next (a Lambda).
+                self._size = (0, 0)
+            else:
+                raise TypeError(f"flowloader.transforms: cannot transform a "
+                                f"{type(img).__module__}.{type(img).__qualname__}: it takes "
+                                f"{_ACCEPTED}")
+        except (TypeError, ValueError) as e:
+            # Kept as it is until an op needs its pixels (refused then, with this error):
+            # a Lambda takes anything, as torchvision's does (Compose([Lambda(lambda im:
+            # im.convert("RGB")), ...]) of a CMYK image, a Lambda returning a label).
+            self.__dict__.update(kind="raw", _refusal=e, _size=None, _pil=None,
+                                 channels=3, is_float=False, lead=(), numpy_2d=False)
+
+    def _check_pixels(self):
+        """Raises why the native ops cannot take the image (kind "raw")."""
+        if self._refusal is not None:
+            raise type(self._refusal)(*self._refusal.args)
 
     def _ensure_items(self):
+        self._check_pixels()
         if self.items is None:
             self.items = self._make_items()
 
@@ -254,6 +268,7 @@ class State:
 
     def size(self):
         """(width, height) after everything queued so far (runs the queue if needed)."""
+        self._check_pixels()
         if self.kind == "several":  # A draw needs one image's size: (0, 0) divided by 0.
             raise TypeError(f"flowloader.transforms: a random crop or draw takes one image, "
                             f"got a {type(self._raw).__name__} of {len(self._raw)} (FiveCrop/"
@@ -287,6 +302,7 @@ class State:
                 self._make_items = lambda: make((left, top, width, height))
                 self._size = (width, height)
                 params = [0, 0] + list(params[2:]) if corner else params
+        self._check_pixels()
         if self.kind == "several":
             raise TypeError(f"flowloader.transforms: {op.name} takes one image, got a "
                             f"{type(self._raw).__name__} of {len(self._raw)} (FiveCrop/TenCrop's "
@@ -351,6 +367,7 @@ class State:
 
     def to_uint8_tensor(self):
         """PILToTensor: the uint8 pixels, given back as a uint8 [C, H, W] tensor."""
+        self._check_pixels()
         self.kind = "tensor"
         self.tensor_dtype = _torch().uint8
 
@@ -372,7 +389,7 @@ class State:
     # -- out --------------------------------------------------------------------------
     def result(self):
         """The transformed image, in the form it came in (or ToTensor's)."""
-        if self.kind == "several":
+        if self.kind in ("several", "raw"):
             return self._raw
         if self.items is None and not self.pending_ops and (
                 self.kind != "tensor" or not _is_pil(self._raw)) and (

@@ -333,6 +333,8 @@ def to_pil_image(pic, mode=None):
         arr = t.permute(1, 2, 0).numpy()
     else:
         arr = np.asarray(pic)
+        if arr.ndim not in (2, 3):  # torchvision's check (a 1-D array broke the shape test).
+            raise ValueError(f"pic should be 2/3 dimensional. Got {arr.ndim} dimensions.")
         if arr.ndim == 2:
             arr = arr[:, :, None]
     if arr.dtype != np.uint8 or arr.shape[2] not in (1, 3):

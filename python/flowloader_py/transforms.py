@@ -223,6 +223,10 @@ def _image_wh(img):
     """(width, height) of a PIL image, a numpy HWC array or a tensor [..., C, H, W]."""
     if hasattr(img, "size") and not callable(img.size) and not hasattr(img, "ndim"):
         return tuple(img.size)  # PIL.
+    if not hasattr(img, "shape") or len(img.shape) < 2:
+        raise TypeError(f"flowloader.transforms: expected a PIL image, a numpy array or a "
+                        f"tensor of at least 2 dimensions, got {type(img).__module__}."
+                        f"{type(img).__qualname__}{tuple(getattr(img, 'shape', ())) or ''}")
     shape = tuple(img.shape)
     if type(img).__module__.startswith("numpy"):
         return shape[1], shape[0]
@@ -326,19 +330,25 @@ class PILToTensor(ToTensor):
 
 
 class ConvertImageDtype(ToTensor):
-    """Only ConvertImageDtype(torch.float32) after PILToTensor: ToTensor's result."""
+    """ConvertImageDtype(torch.float32) after PILToTensor: ToTensor's result. Called on an
+    image, torch.uint8 too (a float tensor's `x * 255.999`, as torchvision's); the loader
+    takes torch.float32 only."""
 
     def __init__(self, dtype):
         super().__init__()
-        if str(dtype) not in ("torch.float32", "float32"):
+        if str(dtype) not in ("torch.float32", "float32", "torch.uint8", "uint8"):
             _refuse(f"ConvertImageDtype({dtype})", "only torch.float (float32), after "
-                    "PILToTensor")
+                    "PILToTensor, or torch.uint8 called on an image")
+        self._to_uint8 = str(dtype) in ("torch.uint8", "uint8")
         self._args = {"dtype": dtype}
 
     def _eager(self, state, generator):
         if state.kind != "tensor":
             raise TypeError("Input img should be Tensor Image")
-        if not state.is_float:
+        if self._to_uint8:
+            if state.is_float:
+                state.float_to_uint8()
+        elif not state.is_float:
             state.to_float_tensor()
 
 
@@ -1276,6 +1286,9 @@ def _flatten(t):
     out = []
     leaves = _leaves(t)
     for i, leaf in enumerate(leaves):
+        if isinstance(leaf, ConvertImageDtype) and leaf._to_uint8:
+            _refuse("ConvertImageDtype(torch.uint8) in the loader", "it runs when called on "
+                    "an image (eagerly) only; the loader's ops give uint8 without normalize")
         if isinstance(leaf, ToTensor):
             out.append((None, {"marker": type(leaf).__name__}))
         elif isinstance(leaf, Lambda) and i > 0 and isinstance(leaves[i - 1], (FiveCrop,

@@ -482,6 +482,11 @@ def test_tensor_semantics_of_the_conversions():
     assert torch.equal(T.Normalize(*IMAGENET)(x), TV.Normalize(*IMAGENET)(x))
     assert torch.equal(F.convert_image_dtype(x, torch.uint8),
                        TV.ConvertImageDtype(torch.uint8)(x))
+    # The class too (its construction was refused), and uint8 stays uint8.
+    assert torch.equal(T.ConvertImageDtype(torch.uint8)(x), TV.ConvertImageDtype(torch.uint8)(x))
+    assert torch.equal(T.ConvertImageDtype(torch.uint8)(u8), u8)
+    with pytest.raises(TypeError, match=r"ConvertImageDtype\(torch.uint8\) in the loader"):
+        T.Compose([T.PILToTensor(), T.ConvertImageDtype(torch.uint8)]).to_ops()
     # RandomErasing works on the float tensor.
     torch.manual_seed(2)
     a = T.RandomErasing(p=1, value=0.5)(norm)
@@ -523,6 +528,34 @@ def test_bad_input_is_one_line_naming_it():
         T.ColorJitter(0.3)(torch.rand(3, 8, 8))
     with pytest.raises(TypeError, match="float tensor"):
         T.RandomErasing(p=1)(torch.zeros(3, 8, 8, dtype=torch.uint8))
+
+
+def test_a_lambda_takes_what_torchvisions_lambda_takes():
+    # The image was checked before the Lambda ran: a Lambda that converts a CMYK image to
+    # RGB, or one given None or a path, was refused as the ops refuse them.
+    cmyk = Image.new("CMYK", (20, 16), (1, 2, 3, 4))
+    to_rgb = [T.Lambda(lambda im: im.convert("RGB")), T.CenterCrop(8)]
+    out = T.Compose(to_rgb)(cmyk)
+    ref = TV.Compose([TV.Lambda(lambda im: im.convert("RGB")), TV.CenterCrop(8)])(cmyk)
+    assert out.mode == "RGB" and np.array_equal(np.asarray(out), np.asarray(ref))
+    for value in (None, "a path", np.zeros((4, 4), np.float64), Image.new("P", (4, 4))):
+        assert T.Lambda(lambda x: x)(value) is value
+        assert T.Compose([])(value) is value
+    assert T.Compose([T.Lambda(lambda x: 7)])(np.zeros((4, 4, 3), np.uint8)) == 7
+    # An op still refuses what it cannot take, in one line, when it gets it.
+    with pytest.raises(TypeError, match="builtins.int") as e:
+        T.Compose([T.Lambda(lambda x: 7), T.RandomHorizontalFlip(p=1)])(np.zeros((4, 4, 3),
+                                                                                 np.uint8))
+    assert "\n" not in str(e.value)
+    with pytest.raises(TypeError, match="mode 'CMYK'"):
+        T.Compose([T.CenterCrop(8), T.Lambda(lambda im: im.convert("RGB"))])(cmyk)
+    # FiveCrop of what is not an image: TypeError, as torchvision's (was AttributeError).
+    with pytest.raises(TypeError, match="expected a PIL image, a numpy array or a tensor"):
+        T.FiveCrop(2)([1, 2, 3])
+    with pytest.raises(TypeError, match=r"numpy.ndarray\(12,\)"):  # Was IndexError.
+        T.FiveCrop(2)(np.zeros(12, np.uint8))
+    with pytest.raises(ValueError, match="pic should be 2/3 dimensional"):
+        T.ToPILImage()(np.zeros(12, np.uint8))
 
 
 def test_functional_matches_torchvision():

@@ -462,6 +462,11 @@ def test_a_len_over_int64_is_refused_in_one_line():
         flowloader.DataLoader(dataset=Sized(2**70), batch_size=8)
     message = str(raised.value)
     assert "\n" not in message and f"len() is {2**70}" in message, message
+    # A len() that is not an int is named as what it is (a str '5' read as "len() is 5").
+    for length, shown in (("5", "len() is '5'"), (5.5, "len() is 5.5")):
+        with pytest.raises(ValueError) as raised:
+            flowloader.DataLoader(dataset=Sized(length), batch_size=8)
+        assert shown in str(raised.value), str(raised.value)
 
 
 TOO_LARGE = """

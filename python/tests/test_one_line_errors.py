@@ -74,6 +74,23 @@ def test_huge_ints_in_keywords_are_one_line(small_data):
     one_line(raised)
 
 
+def test_device_takes_a_torch_device_and_words_are_not_ints(small_data):
+    # device (default "auto") was read as a count like num_workers: torch.device("cpu")
+    # was "device must be an int", and so was any wrong device or s3_addressing.
+    import torch
+    with flowloader.DataLoader(small_data, batch_size=6, image_size=16,
+                               device=torch.device("cpu")) as made:
+        assert next(iter(made))[0].device.type == "cpu"
+    with pytest.raises(ValueError) as raised:
+        flowloader.DataLoader(small_data, device=torch.device("cuda", 1))
+    assert "cuda:1" in one_line(raised) and "must be an int" not in str(raised.value)
+    for key, value in (("device", 5), ("s3_addressing", 3)):
+        with pytest.raises(TypeError) as raised:
+            flowloader.DataLoader(small_data, **{key: value})
+        assert f"{key} must be a str, got int 5" in one_line(raised) or \
+            f"{key} must be a str, got int 3" in str(raised.value)
+
+
 def test_a_torchvision_compose_is_refused_in_one_line(small_data):
     torchvision = pytest.importorskip("torchvision")
     tv = torchvision.transforms

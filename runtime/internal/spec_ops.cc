@@ -2,6 +2,7 @@
 #include "runtime/internal/spec_ops.h"
 
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -86,7 +87,18 @@ absl::Status ParseOne(const SpecReader& r, const YAML::Node& item, augment::OpTe
                       YAML::Node* at) {
   *at = item;
   YAML::Node args;
-  if (item.IsScalar()) {
+  if (item.IsScalar() && item.Scalar().find('(') != std::string::npos) {
+    // The one-line form, `random_resized_crop(size=320, scale=[0.3, 1.0])`, as the op
+    // list text writes one op (the docs' detection and segmentation examples).
+    absl::StatusOr<std::vector<augment::OpText>> texts =
+        augment::ParseOpListText(item.Scalar());
+    if (!texts.ok()) return r.Error(item, texts.status().message());
+    if (texts->size() != 1) {
+      return r.Error(item, absl::StrCat("an item is one op, got ", texts->size(),
+                                        " (write each op as its own item)"));
+    }
+    *op = std::move((*texts)[0]);
+  } else if (item.IsScalar()) {
     op->name = item.Scalar();
   } else if (item.IsMap() && item.size() == 1) {
     absl::StatusOr<std::vector<Field>> fields = r.Fields(item, "an op");

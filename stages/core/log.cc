@@ -20,12 +20,15 @@ LogSink* sink ABSL_GUARDED_BY(mu) = nullptr;
 
 void Log(LogLevel level, absl::string_view logged) {
   if (static_cast<int>(level) < min_level.load(std::memory_order_relaxed)) return;
-  // A URL written with user:password@ (an endpoint, a data path) never shows its password.
-  std::string redacted;
+  // One bounded line (a value it quotes, such as a megabyte-long file name, cut past any
+  // real path's length: kMaxLoggedValueChars), and a URL written with user:password@ (an
+  // endpoint, a data path) never shows its password.
+  std::string cut;
   absl::string_view message = logged;
-  if (logged.find('@') != absl::string_view::npos) {
-    redacted = RedactPasswords(logged);
-    message = redacted;
+  if (logged.size() > kMaxLoggedValueChars ||
+      logged.find_first_of("@\n\r") != absl::string_view::npos) {
+    cut = OneLine(logged, kMaxLoggedValueChars, kMaxLoggedLineChars);
+    message = cut;
   }
   std::lock_guard<std::mutex> lock(mu);
   if (sink != nullptr) {

@@ -48,13 +48,17 @@ std::string RedactPasswords(absl::string_view text) {
 }
 
 std::string OneLine(absl::string_view message) {
+  return OneLine(message, kMaxValueChars, kMaxMessageChars);
+}
+
+std::string OneLine(absl::string_view message, size_t max_value_chars, size_t max_line_chars) {
   const std::string joined = absl::StrReplaceAll(
       RedactPasswords(message), {{"\r\n", " "}, {"\n", " "}, {"\r", " "}});
   std::vector<std::string> words = absl::StrSplit(joined, ' ');
-  for (std::string& word : words) word = Cut(word, kMaxValueChars);
+  for (std::string& word : words) word = Cut(word, max_value_chars);
   std::string line = absl::StrJoin(words, " ");
-  if (line.size() <= kMaxMessageChars) return line;
-  const size_t keep = kMaxMessageChars / 2;
+  if (line.size() <= max_line_chars) return line;
+  const size_t keep = max_line_chars / 2;
   return absl::StrCat(absl::string_view(line).substr(0, keep), " ...(", line.size() - 2 * keep,
                       " characters cut)... ", absl::string_view(line).substr(line.size() - keep));
 }

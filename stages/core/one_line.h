@@ -27,6 +27,13 @@ std::string RedactPasswords(absl::string_view text);
 // its length, and a message still over kMaxMessageChars keeps its start and end.
 std::string OneLine(absl::string_view message);
 
+// Log lines cut only what no path reaches (PATH_MAX): a log names the files it is about in
+// full, and a megabyte-long value (a file name a COCO file made up) still ends up short.
+inline constexpr size_t kMaxLoggedValueChars = 4096;
+inline constexpr size_t kMaxLoggedLineChars = 16384;
+// OneLine with other limits: each word cut to max_value_chars, the line to max_line_chars.
+std::string OneLine(absl::string_view message, size_t max_value_chars, size_t max_line_chars);
+
 }  // namespace flowloader
 
 #endif  // FLOWLOADER_STAGES_CORE_ONE_LINE_H_

@@ -44,5 +44,23 @@ TEST(OneLineTest, LogLinesNeverShowAUrlsPassword) {
   EXPECT_EQ(lines[1], "plain line without a URL");
 }
 
+// A logged line quotes values too (a skipped sample's key is its file name, which a COCO
+// file may make a megabyte long): one line, each value cut past any real path's length (a
+// 3 MB "skipped ..." warning was printed whole); a real path stays whole.
+TEST(OneLineTest, LogLinesAreOneBoundedLine) {
+  std::vector<std::string> lines;
+  SetLogSink([&lines](LogLevel, absl::string_view line) { lines.emplace_back(line); });
+  LogWarning("skipped " + std::string(3000000, 'x') + ".jpg (not_found): gone\nand more");
+  const std::string path = "/" + std::string(300, 'p') + "/a.jpg";
+  LogWarning("skipped " + path + " (corrupt)");
+  SetLogSink(nullptr);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_LT(lines[0].size(), kMaxLoggedValueChars + 100) << lines[0].substr(0, 300);
+  EXPECT_EQ(lines[0].find('\n'), std::string::npos);
+  EXPECT_NE(lines[0].find("(3000004 characters) (not_found): gone and more"), std::string::npos)
+      << lines[0].substr(0, 300);
+  EXPECT_EQ(lines[1], "skipped " + path + " (corrupt)");
+}
+
 }  // namespace
 }  // namespace flowloader

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <unordered_map>
 #include <utility>
 
@@ -78,14 +77,48 @@ absl::Status ReadAnnotations(const CocoOptions& options, std::string* text) {
   if (st.st_size > options.max_json_bytes) {
     return TooLargeJson(options, absl::StrCat(st.st_size, " bytes"));
   }
+  if (S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.annotations, " is a directory, not a COCO instances file"));
+  }
+  // Read to at most max_json_bytes whatever stat said: a device or a pipe has no size
+  // (/dev/zero was read until memory ran out).
   std::ifstream in(options.annotations, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (!in) {
+  if (!in) return absl::DataLossError(absl::StrCat(options.annotations, ": cannot be read"));
+  text->clear();
+  std::string chunk(size_t{1} << 20, '\0');
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text->append(chunk.data(), static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text->size()) > options.max_json_bytes) {
+      text->clear();
+      return TooLargeJson(options, "the file (not a regular file: it has no size)");
+    }
+  }
+  if (in.bad()) {
     return absl::DataLossError(absl::StrCat(options.annotations, ": cannot be read"));
   }
-  *text = buffer.str();
   return absl::OkStatus();
+}
+
+// PolygonIsRasterisable: RleFromPolygon (cocoapi's rleFrPoly) traces the boundary at 5×
+// scale in int, a point per step: a coordinate beyond int / 5 overflowed it (1e300 hung a
+// worker) and a boundary a million pixels long holds millions of points. A part is used
+// when its coordinates are within 4 × 65536 of the origin and its boundary (the longer
+// axis of each edge) is at most 16 × (width + height) of a width × height image: an outline
+// that long is not one of an object in the image. Such parts are bad_polygon parts.
+bool PolygonIsRasterisable(const std::vector<double>& xy, int width, int height) {
+  constexpr double kFar = 4.0 * 65536;
+  const double max_length = 16.0 * (static_cast<double>(width) + height);
+  double length = 0;
+  const size_t points = xy.size() / 2;
+  for (size_t j = 0; j < points; ++j) {
+    const double x = xy[2 * j], y = xy[2 * j + 1];
+    if (!(std::fabs(x) <= kFar && std::fabs(y) <= kFar)) return false;
+    const size_t k = (j + 1) % points;
+    length += std::max(std::fabs(xy[2 * k] - x), std::fabs(xy[2 * k + 1] - y));
+  }
+  return length <= max_length;
 }
 
 }  // namespace
@@ -258,6 +291,7 @@ absl::Status CocoDataset::Parse(const std::string& text) {
           ok = part[i].is_number() && std::isfinite(part[i].get<double>());
           if (ok) xy.push_back(part[i].get<double>());
         }
+        ok = ok && PolygonIsRasterisable(xy, image.width, image.height);
         if (ok) {
           instance.polygons.push_back(std::move(xy));
         } else {
@@ -266,7 +300,8 @@ absl::Status CocoDataset::Parse(const std::string& text) {
       }
       if (instance.polygons.empty()) {
         Skip("bad_polygon", absl::StrCat(where, ": segmentation ", ValueText(segmentation),
-                                         " has no polygon of >= 3 points"));
+                                         " has no polygon of >= 3 points within 4 × 65536 "
+                                         "and an outline at most 16 × (width + height)"));
         continue;
       }
       if (bad_parts > 0) ++skipped_["bad_polygon_part"];

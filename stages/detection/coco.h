@@ -18,6 +18,8 @@
 //   degenerate_box   width or height <= 0 (after clamping to the image)
 //   box_clamped      a box reaching outside its image (kept, clamped: not a skip)
 //   bad_polygon      no polygon part with >= 3 points and an even number of coordinates
+//                    that can be rasterised (coordinates within 4 × 65536, a boundary at
+//                    most 16 × (width + height) long)
 //                    (parts that are bad are dropped; the annotation goes when none is left)
 //   bad_keypoints    keypoints that are not 3 × P finite numbers, P the same for every
 //                    annotation of the file (the first one with keypoints sets it)

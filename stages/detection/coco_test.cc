@@ -136,6 +136,53 @@ TEST(CocoTest, CountsEveryKindOfBadAnnotation) {
   EXPECT_TRUE(found);
 }
 
+// Polygons the rasteriser cannot trace in bounded time and memory are bad parts: a
+// coordinate of 1e300 (its int cast overflowed; the run hung) or 1e8 (a boundary of 10^9
+// points), and an outline far longer than the image's; the annotation keeps its good parts.
+TEST(CocoTest, PolygonsTooFarOrTooLongAreBadParts) {
+  const char json[] = R"({
+    "images": [{"id": 1, "file_name": "a.jpg", "width": 10, "height": 10}],
+    "categories": [{"id": 1, "name": "x"}],
+    "annotations": [
+      {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "segmentation": [[1e300, -1e300, 5, 5, 1e308, 1e308]]},
+      {"id": 2, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "segmentation": [[1, 1, 1e8, 1, 1, 3]]},
+      {"id": 3, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "segmentation": [[1, 1, 3, 1, 3, 3], [0, 0, 400, 0, 0, 1]]},
+      {"id": 4, "image_id": 1, "category_id": 1, "bbox": [1, 1, 2, 2],
+       "segmentation": [[-20, -20, 30, -20, 30, 30, -20, 30]]}
+    ]})";
+  auto coco = OpenText("far.json", json);
+  ASSERT_TRUE(coco.ok()) << coco.status();
+  const auto& skipped = (*coco)->skipped();
+  EXPECT_EQ(skipped.at("bad_polygon"), 2);       // Annotations 1 and 2: no good part.
+  EXPECT_EQ(skipped.at("bad_polygon_part"), 1);  // Annotation 3: its long part dropped.
+  ASSERT_EQ((*coco)->images()[0].instances.size(), 2u);
+  Targets t;
+  (*coco)->MakeTargets(0, &t);
+  ASSERT_EQ(t.size(), 2);
+  // A polygon a little past the image (an outline around it) still covers it all.
+  EXPECT_EQ(RleArea(RleFromMask(t.masks.data() + 100, 10, 10)), 100);
+}
+
+// A file without a size (a device, a pipe) is read to max_json_bytes at most: /dev/zero
+// was read until memory ran out (pack --annotations=/dev/zero never returned).
+TEST(CocoTest, AFileWithoutASizeIsReadToTheLimitOnly) {
+  CocoOptions options;
+  options.annotations = "/dev/zero";
+  options.images = "images";
+  options.max_json_bytes = int64_t{4} << 20;
+  absl::StatusOr<std::unique_ptr<CocoDataset>> zero = CocoDataset::Open(options);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("max_annotation_bytes 4194304"), std::string::npos)
+      << zero.status();
+  options.annotations = std::getenv("TEST_TMPDIR") != nullptr ? std::getenv("TEST_TMPDIR") : "/tmp";
+  absl::StatusOr<std::unique_ptr<CocoDataset>> dir = CocoDataset::Open(options);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("is a directory"), std::string::npos) << dir.status();
+}
+
 TEST(CocoTest, ReadsKeypointsAndSkipsBadOnes) {
   // P = 2 set by the first annotation; one without keypoints gets zeros; a wrong count, a
   // NaN and a non-array are skipped as bad_keypoints, naming the value.

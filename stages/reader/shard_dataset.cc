@@ -186,9 +186,15 @@ absl::StatusOr<std::vector<std::string>> Dataset::ShardPaths(Env* env, const std
   // Not readable here: the list-file reader reports it.
   if (!env->ReadFile(path, int64_t{1} << 30, &text).ok()) return std::vector<std::string>();
   std::vector<std::string> shards;
+  constexpr size_t kMaxShards = 1000000;  // ExpandBraces' limit, for the whole list.
   for (const std::string& line : ShardListLines(text, ParentDir(path))) {
-    absl::StatusOr<std::vector<std::string>> expanded = ExpandBraces(line);
+    absl::StatusOr<std::vector<std::string>> expanded = ExpandBraces(line, kMaxShards);
     if (!expanded.ok()) return expanded.status();
+    if (shards.size() + expanded->size() > kMaxShards) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the list file ", path, " names more than ", kMaxShards,
+          " shards; list fewer (or split the data into several sources)"));
+    }
     shards.insert(shards.end(), expanded->begin(), expanded->end());
   }
   return shards;

@@ -202,6 +202,28 @@ TEST(ShardNamesTest, ExpandsBracesLikeBraceexpand) {
   EXPECT_FALSE(ExpandBraces("{0..9}{0..9}{0..9}", 100).ok());
 }
 
+// The count of a range spanning all of int64 is 2^64, which wrapped to 0 (the range then
+// expanded to no name at all): it is refused as too many.
+TEST(ShardNamesTest, ARangeOverAllOfInt64IsRefusedAsTooMany) {
+  const absl::StatusOr<std::vector<std::string>> all =
+      ExpandBraces("x-{-9223372036854775808..9223372036854775807}.tar");
+  ASSERT_FALSE(all.ok());
+  EXPECT_NE(all.status().message().find("over the limit of 1000000"), std::string::npos)
+      << all.status();
+}
+
+// A list file's lines are each within the brace limit, but together they were not
+// bounded: two lines of a million shards each gave 2 million names (27 s of `flowloader
+// index`). The list as a whole is refused past a million, in one line, fast.
+TEST_F(ShardDatasetTest, AListFileNamingMoreThanAMillionShardsIsRefused) {
+  std::ofstream(dir_ + "/huge.txt") << "x-{000000..999999}.tar\ny-{000000..999999}.tar\n";
+  const absl::StatusOr<std::vector<std::string>> shards =
+      Dataset::ShardPaths(Env::Default(), dir_ + "/huge.txt", false);
+  ASSERT_FALSE(shards.ok());
+  EXPECT_NE(shards.status().message().find("names more than 1000000 shards"), std::string::npos)
+      << shards.status();
+}
+
 TEST(ShardNamesTest, SplitsKeysWithWebdatasetsBasePlusExt) {
   struct Case {
     const char* name;

@@ -550,6 +550,42 @@ TEST(SubOpsTest, NestedListsRoundTripAndSizesMustAgree) {
             "accepted");
 }
 
+// A random_order among a random_order's ops: each sub-op's size is asked once per input
+// size, not once per order of the outer list (8 random_orders of 8 ops inside one ran
+// 10^11 size steps: Create never returned). The answers stay those of every order.
+TEST(SubOpsTest, NestedRandomOrdersAreSizedOncePerInputSize) {
+  std::string order8 = "random_order(transforms=[";
+  for (int i = 0; i < 8; ++i) absl::StrAppend(&order8, i ? "; " : "", "pad(padding=", i, ")");
+  absl::StrAppend(&order8, "])");
+  std::string outer = "random_order(transforms=[";
+  for (int i = 0; i < 8; ++i) absl::StrAppend(&outer, i ? "; " : "", order8);
+  absl::StrAppend(&outer, "]); center_crop(size=8)");
+  EXPECT_EQ(Refusal(outer), "accepted");
+  std::string uneven = "random_order(transforms=[";
+  for (int i = 0; i < 7; ++i) absl::StrAppend(&uneven, order8, "; ");
+  absl::StrAppend(&uneven, "resize(size=[20, 20])])");
+  EXPECT_TRUE(absl::StrContains(Refusal(uneven), "output size depends on the image"));
+}
+
+// Ops over op lists nest as torchvision's classes do, 20 deep and more; past 32 levels
+// they are refused in one line (5000 levels overflowed the stack in Create: SIGSEGV).
+TEST(SubOpsTest, DeepNestingIsRefusedNotAStackOverflow) {
+  auto nest = [](int depth) {
+    std::string text = "random_invert()";
+    const char* kinds[] = {"compose", "random_choice", "random_order"};
+    for (int i = 0; i < depth; ++i) {
+      text = absl::StrCat(kinds[i % 3], "(transforms=[", text, "])");
+    }
+    return absl::StrCat(text, "; center_crop(size=8)");
+  };
+  EXPECT_EQ(Refusal(nest(20)), "accepted");
+  EXPECT_EQ(Refusal(nest(32)), "accepted");
+  for (int depth : {33, 5000}) {
+    const std::string refusal = Refusal(nest(depth));
+    EXPECT_TRUE(absl::StrContains(refusal, "op lists nest more than 32 deep")) << refusal.substr(0, 300);
+  }
+}
+
 // The boxes move as the pixels: a lone white pixel and its 1 × 1 box end up together
 // through every choice and order the ops draw.
 TEST(SubOpsTest, TargetsMoveWithThePixelsThroughEveryDraw) {

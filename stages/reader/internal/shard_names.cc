@@ -71,7 +71,9 @@ bool Range(absl::string_view body, size_t max_names, std::vector<std::string>* o
                           : 0;
     const uint64_t span = a <= b ? static_cast<uint64_t>(b) - static_cast<uint64_t>(a)
                                  : static_cast<uint64_t>(a) - static_cast<uint64_t>(b);
-    *count = span / static_cast<uint64_t>(step) + 1;
+    // The count of [INT64_MIN, INT64_MAX] is 2^64: saturated, not wrapped to 0.
+    *count = span / static_cast<uint64_t>(step);
+    if (*count < std::numeric_limits<uint64_t>::max()) ++*count;
     if (*count > max_names) return true;
     const int64_t dir = a <= b ? step : -step;
     for (uint64_t i = 0; i < *count; ++i) {

@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "stages/augment/ops/view_program.h"
+#include "stages/core/sample_error.h"
+#include "stages/core/worker_memory.h"
 
 namespace flowloader::augment::internal {
 namespace {
@@ -31,6 +33,17 @@ absl::StatusOr<SubOps> SubOps::Create(const std::string& op, const OpArgs& args,
   }
   SubOps out;
   if (value.ops.empty()) return out;  // [] (torchvision's empty list leaves the image).
+  // The lists being made on this thread, outermost first: Create recurses through them.
+  thread_local int depth = 0;
+  if (depth >= kMaxNesting) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, "op lists nest more than ", kMaxNesting,
+        " deep (compose, random_choice and random_order inside each other): flatten them"));
+  }
+  struct Nested {
+    Nested() { ++depth; }
+    ~Nested() { --depth; }
+  } nested;
   absl::StatusOr<std::vector<OpText>> texts = ParseOpListText(value.ops);
   if (!texts.ok()) return absl::InvalidArgumentError(absl::StrCat(where, texts.status().message()));
   if (texts->size() > kMaxSubOps) {
@@ -112,7 +125,24 @@ bool SubOps::Draw(size_t i, uint64_t seed, int width, int height, OpParams* para
 
 absl::Status SubOps::Run(size_t i, uint64_t seed, OpImage& image) const {
   OpParams params;
-  if (!Draw(i, seed, image.rgb->width, image.rgb->height, &params)) return absl::OkStatus();
+  const int w = image.rgb->width, h = image.rgb->height;
+  if (!Draw(i, seed, w, h, &params)) return absl::OkStatus();
+  // What one worker may hold, checked before the sub-op allocates, as the view's own ops
+  // are (ViewProgram::CheckOpMemory): a resize to 16384² picked by random_choice went
+  // past memory_limit_mb (1.6 GB under 1024 MiB).
+  if (image.memory != nullptr) {
+    const Op& op = *ops_[i];
+    const OpSize out = op.WorkingSize(params, OpSize{w, h});
+    const int64_t need =
+        3 * (int64_t{w} * h + int64_t{out.width} * out.height) + op.ScratchBytes(OpSize{w, h});
+    if (absl::Status s = image.memory->Check(
+            image.held + need, reason::kOpMemory,
+            absl::StrCat(op.name(), " (inside an op list) making ", out.width, "x", out.height,
+                         " from ", w, "x", h));
+        !s.ok()) {
+      return s;
+    }
+  }
   if (absl::Status s = ops_[i]->Apply(params, image); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(ops_[i]->name(), ": ", s.message()));
   }

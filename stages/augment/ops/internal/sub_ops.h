@@ -30,6 +30,9 @@ namespace flowloader::augment::internal {
 // kMaxSubOps is the most sub-ops one op holds (random_order checks every order's size,
 // 8! of them, when it is made).
 inline constexpr size_t kMaxSubOps = 8;
+// kMaxNesting is how deep ops over op lists may nest (a compose in a random_choice in
+// ...): each level is a Create on the stack (5000 levels overflowed it).
+inline constexpr int kMaxNesting = 32;
 
 // SubOps is the list an op runs from: made from its `transforms` argument.
 class SubOps {
