@@ -22,10 +22,17 @@ from conftest import files_of
 SLACK_SECONDS = 4.0
 
 
+# Ctrl-C's KeyboardInterrupt in a child, whatever the test runner's own SIGINT: Python
+# installs its handler only when SIGINT is not ignored, and a runner started in the
+# background of a script (`cmd &`) passes SIGINT on ignored.
+SIGINT_RAISES = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
 def run_child(script, *args, timeout=90):
-    """Runs `script` in a fresh python3; returns (returncode, stdout, stderr)."""
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args],
-                          capture_output=True, text=True, timeout=timeout)
+    """Runs `script` in a fresh python3 (SIGINT raising KeyboardInterrupt); returns
+    (returncode, stdout, stderr)."""
+    done = subprocess.run([sys.executable, "-c", SIGINT_RAISES + textwrap.dedent(script),
+                           *args], capture_output=True, text=True, timeout=timeout)
     return done.returncode, done.stdout, done.stderr
 
 
