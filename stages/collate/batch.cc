@@ -187,9 +187,9 @@ void BatchTargets::Append(const detection::Targets& t) {
 }
 
 size_t BatchTargets::bytes() const {
-  return offsets.size() * 8 + mask_offsets.size() * 8 + boxes.size() * 4 + labels.size() * 8 + iscrowd.size() * 8 +
-         area.size() * 4 + image_ids.size() * 8 + masks.size() + semantic.size() * 8 +
-         keypoints.size() * 4;
+  return offsets.size() * 8 + mask_offsets.size() * 8 + boxes.size() * 4 +
+         labels.size() * 8 + iscrowd.size() * 8 + area.size() * 4 + image_ids.size() * 8 +
+         masks.size() + semantic.size() * 8 + keypoints.size() * 4;
 }
 
 }  // namespace flowloader

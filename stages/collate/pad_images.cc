@@ -31,10 +31,12 @@ struct Layout {
 void MoveImage(uint8_t* src, const Layout& s, uint8_t* dst, const Layout& d) {
   const int64_t rows = s.planes * s.rows;  // Row k is plane k / s.rows, row k % s.rows.
   const auto src_at = [&](int64_t k) {
-    return src + static_cast<size_t>(k / s.rows) * s.plane + static_cast<size_t>(k % s.rows) * s.pitch;
+    return src + static_cast<size_t>(k / s.rows) * s.plane +
+           static_cast<size_t>(k % s.rows) * s.pitch;
   };
   const auto dst_at = [&](int64_t k) {
-    return dst + static_cast<size_t>(k / s.rows) * d.plane + static_cast<size_t>(k % s.rows) * d.pitch;
+    return dst + static_cast<size_t>(k / s.rows) * d.plane +
+           static_cast<size_t>(k % s.rows) * d.pitch;
   };
   const auto move = [&](int64_t k) {
     uint8_t* to = dst_at(k);
@@ -46,8 +48,9 @@ void MoveImage(uint8_t* src, const Layout& s, uint8_t* dst, const Layout& d) {
   for (int64_t k = rows; k-- > up;) move(k);
   for (int64_t k = 0; k < up; ++k) move(k);
   for (int64_t p = 0; p < d.planes; ++p) {
-    std::memset(dst + static_cast<size_t>(p) * d.plane + static_cast<size_t>(s.rows) * d.pitch, 0,
-                static_cast<size_t>(d.rows - s.rows) * d.pitch);
+    std::memset(
+        dst + static_cast<size_t>(p) * d.plane + static_cast<size_t>(s.rows) * d.pitch, 0,
+        static_cast<size_t>(d.rows - s.rows) * d.pitch);
   }
 }
 

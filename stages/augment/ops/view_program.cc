@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "stages/augment/ops/internal/geometry_chain.h"
 #include "stages/augment/ops/internal/multi_crop.h"
+#include "stages/augment/ops/internal/op_memory.h"
 #include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/core/sample_error.h"
 
@@ -396,12 +397,10 @@ absl::Status ViewProgram::CheckOpMemory(size_t i, const OpParams& params, int w,
                                         int64_t held) const {
   if (worker_memory_ == nullptr) return absl::OkStatus();
   const Op& op = *ops_[i];
-  const OpSize out = op.WorkingSize(params, OpSize{w, h});
-  const int64_t need =
-      3 * (int64_t{w} * h + int64_t{out.width} * out.height) + op.ScratchBytes(OpSize{w, h});
-  return CheckMemory(held, need,
-                     absl::StrCat(op.name(), " (op ", i + 1, ") making ", out.width, "x",
-                                  out.height, " from ", w, "x", h));
+  const internal::OpWorking working = internal::WorkingOf(op, params, w, h);
+  return CheckMemory(held, working.bytes,
+                     absl::StrCat(op.name(), " (op ", i + 1, ") making ", working.out.width,
+                                  "x", working.out.height, " from ", w, "x", h));
 }
 
 absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
@@ -666,7 +665,8 @@ absl::Status ViewProgram::RunTail(WorkingImages& work, const SampleKey& key,
   }
   absl::Status s = RunPixelOps(key, view_stream, next, ops_.size(), image, held, observer,
                                targets, labels);
-  const size_t made_plane = static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
+  const size_t made_plane =
+      static_cast<size_t>(image.width) * static_cast<size_t>(image.height);
   if (s.ok() && channels_ == 1) std::memcpy(dst, planes.data(), made_plane * sizeof(float));
   return s;
 }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "stages/augment/ops/internal/op_memory.h"
 #include "stages/augment/ops/view_program.h"
 #include "stages/core/sample_error.h"
 #include "stages/core/worker_memory.h"
@@ -132,13 +133,11 @@ absl::Status SubOps::Run(size_t i, uint64_t seed, OpImage& image) const {
   // past memory_limit_mb (1.6 GB under 1024 MiB).
   if (image.memory != nullptr) {
     const Op& op = *ops_[i];
-    const OpSize out = op.WorkingSize(params, OpSize{w, h});
-    const int64_t need =
-        3 * (int64_t{w} * h + int64_t{out.width} * out.height) + op.ScratchBytes(OpSize{w, h});
+    const OpWorking working = WorkingOf(op, params, w, h);
     if (absl::Status s = image.memory->Check(
-            image.held + need, reason::kOpMemory,
-            absl::StrCat(op.name(), " (inside an op list) making ", out.width, "x", out.height,
-                         " from ", w, "x", h));
+            image.held + working.bytes, reason::kOpMemory,
+            absl::StrCat(op.name(), " (inside an op list) making ", working.out.width, "x",
+                         working.out.height, " from ", w, "x", h));
         !s.ok()) {
       return s;
     }

@@ -1,0 +1,26 @@
+// op_memory.h: what one op holds while it runs, for the per-worker memory checks of a
+// view's ops (ViewProgram::CheckOpMemory) and of the sub-ops of compose, random_choice
+// and random_order (SubOps::Run).
+//
+// Thread-safety: pure functions.
+#ifndef FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_OP_MEMORY_H_
+#define FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_OP_MEMORY_H_
+
+#include <cstdint>
+
+#include "stages/augment/ops/op.h"
+
+namespace flowloader::augment::internal {
+
+// OpWorking is an op's largest intermediate image (`out`) and the bytes it holds while it
+// runs on a w × h uint8 RGB input: the input, that image, and its own scratch (float
+// planes, a copy of the input: Op::ScratchBytes).
+struct OpWorking {
+  OpSize out;
+  int64_t bytes = 0;
+};
+OpWorking WorkingOf(const Op& op, const OpParams& params, int w, int h);
+
+}  // namespace flowloader::augment::internal
+
+#endif  // FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_OP_MEMORY_H_
