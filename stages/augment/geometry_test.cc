@@ -2,8 +2,9 @@
 // eight-pixel AVX-512 bilinear and bicubic steps, the whole-pixel shift copy) against
 // PIL's per-pixel filters restated in geometry.cc (the portable path, which
 // ops_parity_test checks against PIL itself), byte for byte, on random matrices and
-// images, edges and tiny images included; the shuffled horizontal flip against a
-// per-pixel one; and PilGaussianBlur's vector paths against its portable one.
+// images, edges and tiny images included; the bilinear perspective warp's vector paths
+// likewise; the shuffled horizontal flip against a per-pixel one; and PilGaussianBlur's
+// vector paths against its portable one.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -240,6 +241,68 @@ TEST_P(GeometryFastPathTest, EdgesAndOddSizes) {
 
 INSTANTIATE_TEST_SUITE_P(Filters, GeometryFastPathTest,
                          ::testing::Values(Interpolation::kBilinear, Interpolation::kBicubic));
+
+// Expects Perspective's bilinear fast paths (AVX-512 where the CPU has it, and AVX2)
+// to give the portable per-pixel path's bytes for `coeffs` on `src`.
+void ExpectSamePerspective(const Image& src, const double coeffs[8],
+                           const std::array<uint8_t, 3>& fill) {
+  Image plain;
+  SetPortableForTesting(true);
+  kernels::Perspective(src, coeffs, Interpolation::kBilinear, fill, &plain);
+  SetPortableForTesting(false);
+  for (const bool avx2_only : {false, true}) {
+    Image fast;
+    kernels::SetAffineAvx2OnlyForTesting(avx2_only);
+    kernels::Perspective(src, coeffs, Interpolation::kBilinear, fill, &fast);
+    kernels::SetAffineAvx2OnlyForTesting(false);
+    ASSERT_EQ(fast.width, plain.width);
+    ASSERT_EQ(fast.height, plain.height);
+    for (int y = 0; y < fast.height; ++y) {
+      for (int x = 0; x < 3 * fast.width; ++x) {
+        ASSERT_EQ(fast.Row(y)[x], plain.Row(y)[x])
+            << "pixel (" << x / 3 << ", " << y << ") channel " << x % 3 << " of " << src.width
+            << "x" << src.height << " coeffs " << coeffs[0] << " " << coeffs[1] << " "
+            << coeffs[2] << " " << coeffs[3] << " " << coeffs[4] << " " << coeffs[5] << " "
+            << coeffs[6] << " " << coeffs[7] << (avx2_only ? " avx2 only" : "");
+      }
+    }
+  }
+}
+
+// RandomPerspective's maps (each corner moved inward by up to `distortion` of half the
+// side, torchvision's get_params), up to corners moved past each other, on images of
+// every size about the eight- and four-lane steps, and raw coefficients whose
+// denominator crosses zero inside the image (infinite and NaN positions), byte for byte
+// against the per-pixel path.
+TEST(PerspectiveFastPathTest, RandomMapsGiveThePortableBytes) {
+  if (!CpuHasAvx2()) GTEST_SKIP() << "no AVX2: the fast paths are the portable ones here";
+  std::mt19937 rng(20261206);
+  std::uniform_real_distribution<double> unit(0, 1), raw(-2, 2);
+  std::uniform_int_distribution<int> side(1, 45), coin(0, 1);
+  for (int i = 0; i < 500; ++i) {
+    const bool big = i % 25 == 0;
+    const int width = big ? 224 + i % 9 : side(rng), height = big ? 160 + i % 7 : side(rng);
+    const Image src = RandomImage(width, height, coin(rng) == 1, rng);
+    double coeffs[8];
+    if (i % 5 == 4) {
+      for (double& c : coeffs) c = raw(rng) * (coin(rng) ? 1.0 : 0.01);
+      coeffs[2] *= width;
+      coeffs[5] *= height;
+    } else {
+      const double distortion = i % 5 == 3 ? 1.5 : unit(rng);
+      const double w = width - 1, h = height - 1;
+      const double dx = distortion * (width / 2), dy = distortion * (height / 2);
+      const double start[8] = {0, 0, w, 0, w, h, 0, h};
+      const double end[8] = {dx * unit(rng),     dy * unit(rng),     w - dx * unit(rng),
+                             dy * unit(rng),     w - dx * unit(rng), h - dy * unit(rng),
+                             dx * unit(rng),     h - dy * unit(rng)};
+      if (!kernels::PerspectiveCoeffs(start, end, coeffs)) continue;
+    }
+    const std::array<uint8_t, 3> fill{static_cast<uint8_t>(i), 77, 250};
+    ExpectSamePerspective(src, coeffs, fill);
+    if (HasFatalFailure()) return;
+  }
+}
 
 // HorizontalFlip (16-pixel shuffles from both row ends, overlapping blocks in the
 // middle, single pixels for the rest) against the plain per-pixel reversal, for every

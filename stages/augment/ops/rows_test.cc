@@ -216,6 +216,42 @@ TEST_P(RowsIsaTest, ApplyRowsWritesApplysPixels) {
   EXPECT_FALSE(rotate->ApplyRows(quarter, sq_in.image, sq_out.image));
 }
 
+// Nearest warps of images larger than the engine's tiles (8 x 256, or 256 x 16 where the
+// map is steep: more than 45° from upright), at angles on both sides of 45° and 135°,
+// with widths that leave every remainder of the 16- and 8-pixel steps, rows evenly
+// spaced (the 32-bit offsets) and not (the row pointers), against Apply.
+TEST_P(RowsIsaTest, LargeNearestWarpsAtEveryAngle) {
+  std::mt19937 gen(29);
+  const std::pair<int, int> sizes[] = {{300, 270}, {523, 97}, {97, 530}, {263, 263}};
+  const double angles[] = {3, 30, 44.9, 45.1, 60, 89, 91, 135.5, 200, 301};
+  int k = 0;
+  for (const auto& [w, h] : sizes) {
+    const Image src = Noise(w, h, gen, false);
+    for (const double a : angles) {
+      const std::string rotate = "random_rotation(degrees=[" + std::to_string(a) + ", " +
+                                 std::to_string(a) + "], fill=[3, 4, 5])";
+      const std::string affine = "random_affine(degrees=[" + std::to_string(a) + ", " +
+                                 std::to_string(a) + "], scale=[0.8, 1.3], shear=[-9, 9, -9, 9])";
+      for (const std::string& text : {rotate, affine}) {
+        ++k;
+        std::unique_ptr<Op> op = MakeOp(text);
+        SampleRng rng(3, 0, static_cast<uint64_t>(k), 0);
+        OpParams params;
+        op->Draw(w, h, rng, &params);
+        Image applied = src;
+        ASSERT_TRUE(ApplyTo(*op, params, &applied).ok()) << text;
+        Rows in = ToRows(src, 4, 0, /*ragged=*/k % 3 == 0);
+        Image blank;
+        blank.Resize(applied.width, applied.height, 3);
+        Rows out = ToRows(blank, 4, 0xA5);
+        ASSERT_TRUE(op->ApplyRows(params, in.image, out.image)) << text;
+        Rows want = ToRows(applied, 4, 0);
+        EXPECT_TRUE(Bytes(out) == Bytes(want)) << text << " " << w << "x" << h;
+      }
+    }
+  }
+}
+
 // The AVX-512 engine where the CPU has it (false), and the per-pixel engines (true).
 INSTANTIATE_TEST_SUITE_P(Isa, RowsIsaTest, ::testing::Values(false, true));
 

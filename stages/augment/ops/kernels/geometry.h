@@ -67,9 +67,9 @@ bool PerspectiveCoeffs(const double start[8], const double end[8], double coeffs
 void Perspective(const Image& src, const double coeffs[8], Interpolation interpolation,
                  const std::array<uint8_t, 3>& fill, Image* dst);
 
-// SetAffineAvx2OnlyForTesting(true) keeps Affine and Rotate's bilinear and bicubic warps
-// to their AVX2 kernels where the CPU has AVX-512, so that a test compares both with the
-// portable path.
+// SetAffineAvx2OnlyForTesting(true) keeps Affine and Rotate's bilinear and bicubic warps,
+// and Perspective's bilinear one, to their AVX2 kernels where the CPU has AVX-512, so
+// that a test compares both with the portable path.
 void SetAffineAvx2OnlyForTesting(bool avx2_only);
 
 // F.vflip: mirrors the rows, in place.
