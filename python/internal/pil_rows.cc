@@ -6,6 +6,7 @@
 // per-pixel gather.
 #include "python/internal/pil_rows.h"
 
+#include <cstdint>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -230,32 +231,38 @@ void CopyRow(const uint8_t* const* src, bool rgb, const Maps& m, Order order, in
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// Lookup256 looks 64 bytes up in a 256-entry table held as four 64-entry quarters: two
-// 128-entry permutes (vpermt2b, index bits 0..6), picked by the bytes' top bit.
+// Lookup256 looks 64 bytes up in a 256-entry table held as four 64-entry quarters
+// (registers): two 128-entry permutes (vpermt2b, index bits 0..6), picked by the bytes'
+// top bit.
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m512i Lookup256(
-    __m512i x, const uint8_t* lut) {
-  const __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(lut), x,
-                                              _mm512_loadu_si512(lut + 64));
-  const __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(lut + 128), x,
-                                              _mm512_loadu_si512(lut + 192));
+    __m512i x, const __m512i (&q)[4]) {
+  const __m512i lo = _mm512_permutex2var_epi8(q[0], x, q[1]);
+  const __m512i hi = _mm512_permutex2var_epi8(q[2], x, q[3]);
   return _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi);
 }
 
 // LutVbmi maps the first n & ~63 bytes of s into d and returns how many: RGBX pixels
 // (`rgbx`: byte j in channel j % 4, the fourth set to 255) or one channel (luts[0]).
 // Measured (1024² RandomPosterize, one core, CPU time): see docs/performance.md.
+// The tables are loaded into registers once, before the loop: read from `luts` in it,
+// GCC reloaded all twelve quarters every 64 bytes (a store to `d` may alias them), which
+// made the pass 2.8x slower: 4 MiB of RGBX, one core, 245-265 us -> 75-105 us.
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) size_t LutVbmi(
     const uint8_t* s, uint8_t* d, size_t n, bool rgbx, bool same, const Luts& luts) {
   const size_t bulk = n & ~static_cast<size_t>(63);
   const __mmask64 g = 0x2222222222222222ull, b = 0x4444444444444444ull;
   const __m512i x_byte = rgbx ? _mm512_set1_epi32(static_cast<int>(0xFF000000u))
                               : _mm512_setzero_si512();
+  __m512i q[3][4];
+  for (int c = 0; c < 3; ++c) {
+    for (int k = 0; k < 4; ++k) q[c][k] = _mm512_loadu_si512(luts[c] + 64 * k);
+  }
   for (size_t i = 0; i < bulk; i += 64) {
     const __m512i x = _mm512_loadu_si512(s + i);
-    __m512i v = Lookup256(x, luts[0]);
+    __m512i v = Lookup256(x, q[0]);
     if (!same) {
-      v = _mm512_mask_blend_epi8(g, v, Lookup256(x, luts[1]));
-      v = _mm512_mask_blend_epi8(b, v, Lookup256(x, luts[2]));
+      v = _mm512_mask_blend_epi8(g, v, Lookup256(x, q[1]));
+      v = _mm512_mask_blend_epi8(b, v, Lookup256(x, q[2]));
     }
     _mm512_storeu_si512(d + i, _mm512_or_si512(v, x_byte));
   }
@@ -304,10 +311,10 @@ namespace {
 
 // CountRow adds n pixels from p (RGBX, or one byte a pixel) to sub-counts (`sub`: 4 x
 // 768, channel c at 256 c): an L row into four (pixel k into sub k % 4), an RGBX row
-// into two (pixel k into sub k % 2), two pixels from two 4-byte loads a step. Measured
-// on a 1024² photo, one core (AMD EPYC, Zen 4): two sub-counts 660 us, four from two
-// 8-byte loads a step 740-760 us (store forwarding of a repeated value costs less than
-// the extra shifts), one 655 us; two keep a repeated value's increments apart.
+// into sub 0, a byte load a value. On this Zen 5 (AMD EPYC, family 26) a repeated
+// value's increments forward from the store at no cost: over a 1024² photo, one core,
+// one table 605-615 us, two sub-counts from 4-byte loads 665-695 us, four 755-780 us,
+// eight 790-815 us (a flat image: 570 / 560 us), so more tables only add work.
 void CountRow(const uint8_t* p, int n, bool rgb, uint32_t* sub) {
   int x = 0;
   if (!rgb) {
@@ -320,21 +327,50 @@ void CountRow(const uint8_t* p, int n, bool rgb, uint32_t* sub) {
     for (; x < n; ++x) ++sub[p[x]];
     return;
   }
-  for (; x + 2 <= n; x += 2, p += 8) {
-    uint32_t a, b;
-    std::memcpy(&a, p, 4);
-    std::memcpy(&b, p + 4, 4);
-    ++sub[a & 255];
-    ++sub[256 + ((a >> 8) & 255)];
-    ++sub[512 + ((a >> 16) & 255)];
-    ++sub[768 + (b & 255)];
-    ++sub[1024 + ((b >> 8) & 255)];
-    ++sub[1280 + ((b >> 16) & 255)];
-  }
   for (; x < n; ++x, p += 4) {
     ++sub[p[0]];
     ++sub[256 + p[1]];
     ++sub[512 + p[2]];
+  }
+}
+
+// The pair count: an RGBX image's counts as (R, G) pairs (rg[R + 256 G], 256 KiB, kept by
+// the thread) and B values: two increments a pixel instead of three, the pair's two
+// values from one 2-byte field. The count is bound by the memory operations (a byte
+// load and an increment's load and store per value, about 2 cycles a pixel here), so
+// fewer of them pay even with the pair table in L2: 1024² photo, one core, 565-570 us
+// against the one table's 605-615 (flat: 400 against 570). Zeroing and summing the
+// pair table costs ~15 us, so CountValues takes it from kPairPixels pixels up.
+constexpr int64_t kPairPixels = int64_t{1} << 18;
+
+// CountPairsRow adds n RGBX pixels from p to the pair counts `rg` and B counts `b`, two
+// pixels a step from one 8-byte load.
+void CountPairsRow(const uint8_t* p, int n, uint32_t* rg, uint32_t* b) {
+  int x = 0;
+  for (; x + 2 <= n; x += 2, p += 8) {
+    uint64_t a;
+    std::memcpy(&a, p, 8);
+    ++rg[a & 0xFFFF];
+    ++b[(a >> 16) & 255];
+    ++rg[(a >> 32) & 0xFFFF];
+    ++b[(a >> 48) & 255];
+  }
+  for (; x < n; ++x, p += 4) {
+    ++rg[p[0] | p[1] << 8];
+    ++b[p[2]];
+  }
+}
+
+// AddPairs adds the pairs' marginals to h: R's over each G row, G's the row sums.
+void AddPairs(const uint32_t* rg, uint32_t (&h)[3][256]) {
+  for (int g = 0; g < 256; ++g) {
+    const uint32_t* row = rg + 256 * g;
+    uint32_t sum = 0;
+    for (int r = 0; r < 256; ++r) {
+      h[0][r] += row[r];
+      sum += row[r];
+    }
+    h[1][g] += sum;
   }
 }
 
@@ -350,10 +386,22 @@ bool Span(const Maps& m, int* first) {
 }  // namespace
 
 void CountValues(const uint8_t* const* rows, bool rgb, const Maps& m, uint32_t (&h)[3][256]) {
-  std::vector<uint32_t> sub(4 * 768, 0);
   const int n = static_cast<int>(m.g.x_src.size());
   int first = 0;
   const bool span = Span(m, &first);
+  if (span && rgb && int64_t{n} * static_cast<int64_t>(m.g.y_src.size()) >= kPairPixels) {
+    // The thread's table, its address taken once (in a shared object each use of a
+    // thread_local is a __tls_get_addr call: 17% of the count, used per increment).
+    thread_local std::vector<uint32_t> pairs;
+    pairs.assign(65536, 0);
+    uint32_t* rg = pairs.data();
+    uint32_t b[256] = {};
+    for (int sy : m.g.y_src) CountPairsRow(rows[sy] + 4 * static_cast<size_t>(first), n, rg, b);
+    AddPairs(rg, h);
+    for (int v = 0; v < 256; ++v) h[2][v] += b[v];
+    return;
+  }
+  std::vector<uint32_t> sub(4 * 768, 0);
   for (int sy : m.g.y_src) {
     const uint8_t* row = rows[sy];
     if (span) {
