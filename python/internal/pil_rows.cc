@@ -343,17 +343,33 @@ void CountRow(const uint8_t* p, int n, bool rgb, uint32_t* sub) {
 // pair table costs ~15 us, so CountValues takes it from kPairPixels pixels up.
 constexpr int64_t kPairPixels = int64_t{1} << 18;
 
-// CountPairsRow adds n RGBX pixels from p to the pair counts `rg` and B counts `b`, two
-// pixels a step from one 8-byte load.
+// CountPair adds the two RGBX pixels of `a` to the pair counts `rg` and B counts `b`.
+inline void CountPair(uint64_t a, uint32_t* rg, uint32_t* b) {
+  ++rg[a & 0xFFFF];
+  ++b[(a >> 16) & 255];
+  ++rg[(a >> 32) & 0xFFFF];
+  ++b[(a >> 48) & 255];
+}
+
+// CountPairsRow adds n RGBX pixels from p to the pair counts, two pixels from one 8-byte
+// load, each 64-byte line after prefetching the one 2 KiB ahead: with the image evicted
+// (caches flushed before each count of a 1024² photo) the pair count took 820-970 us
+// against 555-565 warm, the L2's own prefetches falling behind its table traffic; with
+// this 575-600 cold, warm unchanged (1 KiB ahead: 650-710 cold).
 void CountPairsRow(const uint8_t* p, int n, uint32_t* rg, uint32_t* b) {
   int x = 0;
+  for (; x + 16 <= n; x += 16, p += 64) {
+    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + 2048));
+    for (int k = 0; k < 8; ++k) {
+      uint64_t a;
+      std::memcpy(&a, p + 8 * k, 8);
+      CountPair(a, rg, b);
+    }
+  }
   for (; x + 2 <= n; x += 2, p += 8) {
     uint64_t a;
     std::memcpy(&a, p, 8);
-    ++rg[a & 0xFFFF];
-    ++b[(a >> 16) & 255];
-    ++rg[(a >> 32) & 0xFFFF];
-    ++b[(a >> 48) & 255];
+    CountPair(a, rg, b);
   }
   for (; x < n; ++x, p += 4) {
     ++rg[p[0] | p[1] << 8];

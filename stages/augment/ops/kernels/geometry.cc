@@ -1522,9 +1522,17 @@ __attribute__((target("avx512f"))) inline __m512i Lanes16(int64_t base, int64_t 
 // sums, wrapping where an intermediate (k t0) would not fit but exact in the result,
 // each inside pixel one lane of a 32-bit-index gather (vpgatherdd, 16 a step instead of
 // vpgatherqd's 8). 1024² rotation by 30°, one core, alone: 400-410 -> 300-330 us.
+//
+// `ahead` (bytes; 0: none) prefetches three lanes' source pixels about eight rows
+// below (this step's offsets moved by eight rows' step, rounded: a prefetch needs no
+// exact address and never faults): a shallow map's gathers otherwise wait on memory
+// one line at a time whenever other work has evicted the image. 1024² at 30° and -12°,
+// one core, the caches flushed before each call: 950-1700 -> 370-430 us; warm 295-310
+// -> 320-370 us. (Steep strips gain nothing from it: cold 910 -> 865, warm 560 -> 715.)
 __attribute__((target("avx512f"))) inline void AffineFixedSpan16Avx512(
-    const Rows& src, const int64_t t[6], int32_t stride, __m512i fills, int y, int x0, int x1,
-    uint8_t* out) {
+    const Rows& src, const int64_t t[6], int32_t stride, __m512i fills, intptr_t ahead, int y,
+    int x0, int x1, uint8_t* out) {
+  const uintptr_t prefetch_base = reinterpret_cast<uintptr_t>(src.rows[0]) + ahead;
   __m512i xs = Lanes16(t[2] + y * t[1] + x0 * t[0], t[0]);
   __m512i ys = Lanes16(t[5] + y * t[4] + x0 * t[3], t[3]);
   const __m512i step_x = _mm512_set1_epi32(static_cast<int32_t>(16 * t[0]));
@@ -1537,6 +1545,15 @@ __attribute__((target("avx512f"))) inline void AffineFixedSpan16Avx512(
     const __mmask16 inside =
         _mm512_cmplt_epu32_mask(xin, width) & _mm512_cmplt_epu32_mask(yin, height);
     const __m512i at = _mm512_add_epi32(_mm512_mullo_epi32(yin, strides), _mm512_slli_epi32(xin, 2));
+    if (ahead != 0) {
+      const int32_t lanes[3] = {_mm512_cvtsi512_si32(at),
+                                _mm_cvtsi128_si32(_mm512_extracti32x4_epi32(at, 2)),
+                                _mm_extract_epi32(_mm512_extracti32x4_epi32(at, 3), 3)};
+      for (const int32_t lane : lanes) {
+        _mm_prefetch(reinterpret_cast<const char*>(prefetch_base + static_cast<intptr_t>(lane)),
+                     _MM_HINT_T0);
+      }
+    }
     const __m512i pixels = _mm512_mask_i32gather_epi32(fills, inside, at, src.rows[0], 1);
     _mm512_storeu_si512(out + 4 * static_cast<size_t>(x), pixels);
     xs = _mm512_add_epi32(xs, step_x);
@@ -1573,6 +1590,9 @@ __attribute__((target("avx512f"))) void TiledSpans(const Rows& src, const int64_
                                                    Rows* dst) {
   const bool steep = std::llabs(t[3]) > std::llabs(t[4]);
   const int tile_h = steep ? 256 : 8, tile_w = steep ? 16 : 256;
+  // Eight rows' step in bytes (the span's prefetch), shallow maps only.
+  const intptr_t ahead =
+      steep ? 0 : static_cast<intptr_t>((8 * t[4]) >> 16) * stride + 4 * ((8 * t[1]) >> 16);
   const __m512i fills16 = _mm512_set1_epi32(static_cast<int>(fill_word));
   const __m256i fills8 = _mm256_set1_epi32(static_cast<int>(fill_word));
   for (int y0 = 0; y0 < dst->height; y0 += tile_h) {
@@ -1581,8 +1601,8 @@ __attribute__((target("avx512f"))) void TiledSpans(const Rows& src, const int64_
       const int x1 = std::min(full, x0 + tile_w);
       for (int y = y0; y < y1; ++y) {
         if (int32) {
-          AffineFixedSpan16Avx512(src, t, static_cast<int32_t>(stride), fills16, y, x0, x1,
-                                  dst->rows[y]);
+          AffineFixedSpan16Avx512(src, t, static_cast<int32_t>(stride), fills16, ahead, y, x0,
+                                  x1, dst->rows[y]);
         } else {
           AffineFixedSpanAvx512(src, t, stride, fills8, y, x0, x1, dst->rows[y]);
         }
