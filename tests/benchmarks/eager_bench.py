@@ -4,7 +4,7 @@
     bazel build //python:flowloader
     PYTHONPATH=bazel-bin/python /usr/bin/python3 tests/benchmarks/eager_bench.py \
         [--reps=15] [--loader-images=400] [--only=per_op,compose,loader,noop] [--ops=Flip,Crop]
-        [--clock=wall|cpu]
+        [--clock=wall|cpu] [--flush]
 
 Prints Markdown tables (docs/performance.md, "Calling transforms directly"):
   per_op:  each transform class called on one PIL RGB image at a time, 224² and 1024²,
@@ -94,8 +94,22 @@ def per_op_cases():
 CLOCK = time.perf_counter
 
 
+# --flush: a buffer rewritten before each timed call (outside its time), so that each
+# call finds the image evicted from the caches, as other processes' memory traffic on a
+# shared machine leaves it.
+FLUSH = None
+
+
 def time_calls(fn, img, n, seed):
     torch.manual_seed(seed)
+    if FLUSH is not None:
+        total = 0.0
+        for _ in range(n):
+            FLUSH[:] += 1
+            start = CLOCK()
+            fn(img) if img is not None else fn()
+            total += CLOCK() - start
+        return total / n * 1e6
     start = CLOCK()
     for _ in range(n):
         fn(img) if img is not None else fn()
@@ -258,12 +272,17 @@ def main():
                         help="per_op, compose, noop and breakdown: wall or thread CPU time")
     parser.add_argument("--loader-images", type=int, default=400)
     parser.add_argument("--only", default="per_op,compose,loader,noop")
+    parser.add_argument("--flush", action="store_true",
+                        help="per_op, compose, noop: rewrite a 96 MiB buffer before each "
+                             "timed call (the caches flushed: a shared machine's worst case)")
     parser.add_argument("--ops", default="",
                         help="per_op: only the rows whose name contains one of these "
                              "(comma-separated)")
     args = parser.parse_args()
-    global CLOCK
+    global CLOCK, FLUSH
     CLOCK = time.thread_time if args.clock == "cpu" else time.perf_counter
+    if args.flush:
+        FLUSH = np.zeros(96 << 20, np.uint8)
     only = set(args.only.split(","))
     torch.set_num_threads(1)
     if "loader" in only:  # Two workers on the machine's cores, before pinning.
