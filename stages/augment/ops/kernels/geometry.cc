@@ -1617,7 +1617,7 @@ __attribute__((target("avx512f"))) void TiledSpans(const Rows& src, const int64_
 // 32-bit gather lane. With `stride` (rows evenly spaced from rows[0], as a Pillow image
 // within one arena block) the offset is yin * stride + 4 xin; else (stride 0) each
 // lane's row pointer is gathered first (eight lanes of int64). The output goes tile by
-// tile (ForEachTile): a rotation's output row crosses a source row every pixel or two,
+// tile (TiledSpans): a rotation's output row crosses a source row every pixel or two,
 // so a whole row at a time walks hundreds of source rows (pages), a tile's a few dozen.
 // Measured (1024² RandomRotation(30), one core, CPU time, eager_bench): PIL's engine on
 // the rows 2269 us (PIL 2186), this in rows ~1760, in tiles: docs/performance.md.
