@@ -56,9 +56,10 @@ def _mode(fn, interpolation, resize=False):
 # -- geometry ------------------------------------------------------------------------------
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=None):
     _T._antialias("resize", antialias)
+    aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
     return _run(img, _text("resize", size=_T._size(size),
                            interpolation=_mode("resize", interpolation, True),
-                           max_size=max_size))
+                           max_size=max_size, **aa))
 
 
 def resized_crop(img, top, left, height, width, size,
@@ -71,7 +72,8 @@ def resized_crop(img, top, left, height, width, size,
     image_w, image_h = get_image_size(img)
     if top < 0 or left < 0 or top + height > image_h or left + width > image_w:
         # Partly outside: torchvision's crop pads with zeros, then resizes.
-        return resize(crop(img, top, left, height, width), size, interpolation)
+        return resize(crop(img, top, left, height, width), size, interpolation,
+                      antialias=antialias)
     size = _T._size(size)
     if isinstance(size, numbers.Number):  # F.resize's shorter side, as torchvision.
         short, long = (width, height) if width <= height else (height, width)
@@ -79,8 +81,9 @@ def resized_crop(img, top, left, height, width, size,
         h, w = (new_long, int(size)) if width <= height else (int(size), new_long)
     else:
         h, w = _T._hw(size)
+    aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
     return _run(img, _text("random_resized_crop", size=[h, w],
-                           interpolation=_mode("resized_crop", interpolation, True)),
+                           interpolation=_mode("resized_crop", interpolation, True), **aa),
                 [top, left, height, width], box=[top, left, height, width])
 
 
