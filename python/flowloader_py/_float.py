@@ -112,13 +112,18 @@ def _fill(args, channels, name):
 
 def _check_reflect(args, name, pads, w, h):
     """torch's reflect pad needs each pad (left, top, right, bottom) less than its side
-    of the w × h image it pads (numpy's, the uint8 ops', repeats the reflection)."""
-    if args.get("padding_mode") == "reflect" and any(
-            p >= (w if i % 2 == 0 else h) for i, p in enumerate(pads)):
+    of the w × h image it pads, torchvision's symmetric one at most that side (numpy's,
+    which the uint8 ops follow, repeats the reflection instead)."""
+    mode = args.get("padding_mode")
+    if mode not in ("reflect", "symmetric"):
+        return
+    limit = 0 if mode == "reflect" else 1  # A pad must be < side + limit.
+    if any(p >= (w if i % 2 == 0 else h) + limit for i, p in enumerate(pads)):
         raise ValueError(f"flowloader.transforms: {name} pads {pads} (left, top, right, "
-                         f"bottom) in reflect mode a {w}x{h} float tensor: torch's reflect "
-                         "padding needs each pad less than that side (padding_mode="
-                         "'symmetric' or 'edge' has no limit)")
+                         f"bottom) in {mode} mode a {w}x{h} float tensor: torchvision's "
+                         f"tensor {mode} padding needs each pad "
+                         f"{'less than' if mode == 'reflect' else 'at most'} that side "
+                         "(padding_mode='edge' or 'constant' has no limit)")
 
 
 def _ltrb(padding):
