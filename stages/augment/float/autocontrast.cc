@@ -7,6 +7,31 @@
 #include "stages/augment/float/float_ops.h"
 
 namespace flowloader::augment::floats {
+namespace {
+
+// Extremes finds the lowest and highest of n values, 8 lanes at a time (GCC keeps a
+// scalar min/max loop scalar without -ffast-math; the extremes of numbers do not depend
+// on the order they are compared in).
+template <typename T>
+void Extremes(const T* v, size_t n, T* lo, T* hi) {
+  T l[8], h[8];
+  for (int k = 0; k < 8; ++k) l[k] = h[k] = v[0];
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      l[k] = v[i + k] < l[k] ? v[i + k] : l[k];
+      h[k] = v[i + k] > h[k] ? v[i + k] : h[k];
+    }
+  }
+  for (; i < n; ++i) {
+    l[0] = v[i] < l[0] ? v[i] : l[0];
+    h[0] = v[i] > h[0] ? v[i] : h[0];
+  }
+  *lo = *std::min_element(l, l + 8);
+  *hi = *std::max_element(h, h + 8);
+}
+
+}  // namespace
 
 template <typename T>
 void Autocontrast(const Chw<const T>& in, const Chw<T>& out) {
@@ -14,11 +39,8 @@ void Autocontrast(const Chw<const T>& in, const Chw<T>& out) {
   for (int c = 0; c < in.channels; ++c) {
     const T* src = in.Channel(c);
     T* dst = out.Channel(c);
-    T lo = src[0], hi = src[0];
-    for (size_t i = 1; i < plane; ++i) {
-      lo = std::min(lo, src[i]);
-      hi = std::max(hi, src[i]);
-    }
+    T lo, hi;
+    Extremes(src, plane, &lo, &hi);
     T scale = T(1) / T(hi - lo);
     if (!std::isfinite(scale)) {
       lo = T(0);

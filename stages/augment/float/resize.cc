@@ -119,36 +119,71 @@ Taps<T> MakeTaps(Mode mode, int in, int out) {
   }
 }
 
-// Row: the width interpolation of source row `row` at output column x.
+// WidthPass is the width interpolation of source row `row` at every output column (the
+// inner sums of ATen's kernel: row[idx[0]] * w[0] + row[idx[1]] * w[1] + ...), N taps.
+template <typename T, int N>
+void WidthPassOf(const T* row, const Taps<T>& xt, int out_w, T* dst) {
+  const int* idx = xt.idx.data();
+  const T* w = xt.w.data();
+  for (int x = 0; x < out_w; ++x, idx += N, w += N) {
+    T v = row[idx[0]] * w[0];
+    for (int k = 1; k < N; ++k) v += row[idx[k]] * w[k];
+    dst[x] = v;
+  }
+}
+
 template <typename T>
-T Row(const T* row, const Taps<T>& xt, int x) {
-  const int* idx = &xt.idx[static_cast<size_t>(x) * xt.n];
-  const T* w = &xt.w[static_cast<size_t>(x) * xt.n];
-  T v = row[idx[0]] * w[0];
-  for (int k = 1; k < xt.n; ++k) v += row[idx[k]] * w[k];
-  return v;
+void WidthPass(const T* row, const Taps<T>& xt, int out_w, T* dst) {
+  if (xt.n == 2) return WidthPassOf<T, 2>(row, xt, out_w, dst);
+  WidthPassOf<T, 4>(row, xt, out_w, dst);
 }
 
 }  // namespace
 
+// Each source row a height tap reads is interpolated along the width once (into
+// `rows`); each output row is then its taps' rows times their weights, summed in ATen's
+// order: the same arithmetic as ATen's per-pixel loop, done row by row.
 template <typename T>
 void Resize(const Chw<const T>& in, const Chw<T>& out, Mode mode) {
   const Taps<T> xt = MakeTaps<T>(mode, in.width, out.width);
   const Taps<T> yt = MakeTaps<T>(mode, in.height, out.height);
+  const int w = out.width;
+  if (mode == Mode::kNearest) {  // One tap: the value itself.
+    for (int c = 0; c < out.channels; ++c) {
+      for (int y = 0; y < out.height; ++y) {
+        const T* row = in.Row(c, yt.idx[y]);
+        T* dst = out.Row(c, y);
+        for (int x = 0; x < w; ++x) dst[x] = row[xt.idx[x]];
+      }
+    }
+    return;
+  }
+  // A ring of interpolated rows: an output row's taps lie within yt.n consecutive source
+  // rows, which never move back, so a row leaves the ring after its last use.
+  const int ring = yt.n;
+  std::vector<T> rows(static_cast<size_t>(ring) * w);
+  std::vector<int> held(ring);
   for (int c = 0; c < out.channels; ++c) {
+    std::fill(held.begin(), held.end(), -1);
     for (int y = 0; y < out.height; ++y) {
       const int* ys = &yt.idx[static_cast<size_t>(y) * yt.n];
       const T* wy = &yt.w[static_cast<size_t>(y) * yt.n];
-      T* dst = out.Row(c, y);
-      if (mode == Mode::kNearest) {  // One tap: the value itself.
-        const T* row = in.Row(c, ys[0]);
-        for (int x = 0; x < out.width; ++x) dst[x] = row[xt.idx[x]];
-        continue;
+      const T* r[4];
+      for (int k = 0; k < yt.n; ++k) {
+        const int slot = ys[k] % ring;
+        T* buffer = &rows[static_cast<size_t>(slot) * w];
+        if (held[slot] != ys[k]) {
+          WidthPass(in.Row(c, ys[k]), xt, w, buffer);
+          held[slot] = ys[k];
+        }
+        r[k] = buffer;
       }
-      for (int x = 0; x < out.width; ++x) {
-        T v = Row(in.Row(c, ys[0]), xt, x) * wy[0];
-        for (int k = 1; k < yt.n; ++k) v += Row(in.Row(c, ys[k]), xt, x) * wy[k];
-        dst[x] = v;
+      T* dst = out.Row(c, y);
+      for (int x = 0; x < w; ++x) dst[x] = r[0][x] * wy[0];
+      for (int k = 1; k < yt.n; ++k) {
+        const T* rk = r[k];
+        const T wk = wy[k];
+        for (int x = 0; x < w; ++x) dst[x] += rk[x] * wk;
       }
     }
   }
