@@ -88,7 +88,7 @@ def _tensor_item(chw, is_float):
     its dtype (float32, float64; _float.native_ready makes three planes where a native
     float op needs them)."""
     if is_float:
-        return np.ascontiguousarray(chw.numpy())
+        return chw.numpy()  # A view: _float.py copies where a kernel needs it.
     hwc = chw.permute(1, 2, 0).numpy()
     return _three(hwc[:, :, 0]) if hwc.shape[2] == 1 else np.ascontiguousarray(hwc)
 
@@ -443,7 +443,8 @@ class State:
                 t = t.permute(2, 0, 1)
             if self.channels == 1:
                 t = t[:1]
-            outs.append(t.contiguous())
+            # A float crop stays a view of its image, as torchvision's tensor crop.
+            outs.append(t if self.is_float else t.contiguous())
         if not self.lead:
             return outs[0]
         return torch.stack(outs).reshape(self.lead + tuple(outs[0].shape))

@@ -88,13 +88,24 @@ def args_of(op):
 
 # -- the kernels by op ---------------------------------------------------------------------
 def _gather(a, op, args, params):
-    """A pixel move: the uint8 op's Op::Gather maps, applied to the planes."""
+    """A pixel move: the uint8 op's Op::Gather maps, applied to the planes; a box inside
+    the image is a view of it, as torchvision's tensor crop (img[..., t:b, l:r])."""
     h, w = a.shape[1], a.shape[2]
     maps = op.gather_maps([float(v) for v in params], w, h)
     if maps is None:
         raise ValueError(f"flowloader.transforms: {op.name} with parameters "
                          f"{[float(v) for v in params]} does not fit a {w}x{h} image")
-    return _core()._float_gather(a, maps[0], maps[1], _fill(args, a.shape[0], op.name))
+    xs, ys = maps
+    x0, y0 = int(xs[0]), int(ys[0])
+    if x0 >= 0 and y0 >= 0 and _run_of(xs) and _run_of(ys):
+        return a[:, y0:y0 + len(ys), x0:x0 + len(xs)]
+    return _core()._float_gather(np.ascontiguousarray(a), xs, ys,
+                                 _fill(args, a.shape[0], op.name))
+
+
+def _run_of(m):
+    """Whether map m is consecutive source indices (a crop's, not a flip's or a pad's)."""
+    return len(m) == 1 or bool((np.diff(m) == 1).all())
 
 
 def _fill(args, channels, name):
@@ -207,7 +218,10 @@ def _resize(a, op, args, params):
 
 def _random_resized_crop(a, op, args, params):
     top, left, height, width = (int(v) for v in params[:4])
-    crop = np.ascontiguousarray(a[:, top:top + height, left:left + width])
+    crop = a[:, top:top + height, left:left + width]
+    if (crop.shape[1], crop.shape[2]) == _hw(args["size"]):
+        return crop  # F.resize of that size: the crop itself, a view as torchvision's.
+    crop = np.ascontiguousarray(crop)
     h, w = _hw(args["size"])
     return _resize_to(crop, h, w, _mode(args, op.name), args.get("antialias"))
 
@@ -276,6 +290,9 @@ _KERNELS = {
     "gaussian_blur": _gaussian_blur,
 }
 
+# The kernels that take (and may give) a view of the image: the pixel moves.
+_VIEWS = (_gather, _random_crop, _pad_op)
+
 # Ops torchvision's tensor kernels take only as uint8.
 _UINT8_ONLY = ("random_posterize", "random_equalize")
 
@@ -312,7 +329,9 @@ def run(state, op, params):
     out = []
     for a in state.items:
         if state.channels == 1 and a.shape[0] == 3:
-            a = np.ascontiguousarray(a[:1])  # Three equal planes of a one-channel image.
+            a = a[:1]  # Three equal planes of a one-channel image.
+        if kernel not in _VIEWS:  # The kernels read C-contiguous planes.
+            a = np.ascontiguousarray(a)
         out.append(kernel(a, op, args, params))
     state.items = out
     state._size = state._measured_size()

@@ -15,11 +15,23 @@ bool Contiguous(const int* x_src, int n) {
   return true;
 }
 
+// Reversed: whether x_src is one run of consecutive source columns backwards (a flip).
+bool Reversed(const int* x_src, int n) {
+  if (x_src[0] < 0 || x_src[0] - (n - 1) < 0) return false;
+  for (int x = 1; x < n; ++x) {
+    if (x_src[x] != x_src[0] - x) return false;
+  }
+  return true;
+}
+
 // GatherTyped moves elements of type E (the dtype's size: float is uint32_t's).
 template <typename E>
 void GatherTyped(const E* in, int channels, int in_h, int in_w, const int* x_src, int out_w,
                  const int* y_src, int out_h, const E* fill, E* out) {
   const bool run = Contiguous(x_src, out_w);
+  const bool flip = !run && Reversed(x_src, out_w);
+  bool fills = false;
+  for (int x = 0; x < out_w; ++x) fills = fills || x_src[x] < 0;
   const size_t in_plane = static_cast<size_t>(in_h) * in_w;
   for (int c = 0; c < channels; ++c) {
     const E* plane = in + in_plane * c;
@@ -33,7 +45,14 @@ void GatherTyped(const E* in, int channels, int in_h, int in_w, const int* x_src
         std::memcpy(out, row + x_src[0], sizeof(E) * out_w);
         continue;
       }
-      for (int x = 0; x < out_w; ++x) out[x] = x_src[x] < 0 ? fill[c] : row[x_src[x]];
+      if (flip) {
+        const E* end = row + x_src[0];
+        for (int x = 0; x < out_w; ++x) out[x] = end[-x];
+      } else if (!fills) {
+        for (int x = 0; x < out_w; ++x) out[x] = row[x_src[x]];
+      } else {
+        for (int x = 0; x < out_w; ++x) out[x] = x_src[x] < 0 ? fill[c] : row[x_src[x]];
+      }
     }
   }
 }
