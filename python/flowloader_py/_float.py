@@ -15,6 +15,9 @@ extension's _float_gather, _float_resize and _float_colour, the GIL released):
     random_invert, random_solarize, adjust_gamma,       [0, 1] floats
     random_adjust_sharpness, random_autocontrast,
     gaussian_blur
+    random_rotation, random_affine,                     torchvision's affine / perspective
+    random_perspective                                  grid and grid_sample (nearest,
+                                                        bilinear), its fill mask
 
 Anything else on a float tensor raises TypeError naming the op (posterize and equalize
 take uint8 only, as torchvision's tensor kernels). An image is float32 or float64
@@ -22,7 +25,7 @@ take uint8 only, as torchvision's tensor kernels). An image is float32 or float6
 planes for some, sliced here).
 """
 
-import numbers
+import math
 
 import numpy as np
 
@@ -269,6 +272,108 @@ def _gaussian_blur(a, op, args, params):
     return _colour("gaussian_blur", a, ks[0], ks[1], sigma, sigma)
 
 
+# -- rotate, affine, perspective: torchvision's grids, grid_sample's pixels ---------------
+def _inverse_affine(angle, translate, scale, shear):
+    """torchvision 0.14's _get_inverse_affine_matrix about the centre (0, 0), in double."""
+    rot = math.radians(angle)
+    sx, sy = math.radians(shear[0]), math.radians(shear[1])
+    tx, ty = translate
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    m = [x / scale for x in (d, -b, 0.0, -c, a, 0.0)]
+    m[2] += m[0] * (-tx) + m[1] * (-ty)
+    m[5] += m[3] * (-tx) + m[4] * (-ty)
+    return m
+
+
+def _expanded_size(matrix, w, h):
+    """torchvision's _compute_affine_output_size (float32, as its torch code): (w, h)."""
+    f = np.float32
+    pts = np.array([[-0.5 * w, -0.5 * h, 1.0], [-0.5 * w, 0.5 * h, 1.0],
+                    [0.5 * w, 0.5 * h, 1.0], [0.5 * w, -0.5 * h, 1.0]], f)
+    theta = np.array(matrix, f).reshape(2, 3)
+    new = pts @ theta.T
+    lo = new.min(axis=0) + np.array([w * 0.5, h * 0.5], f)
+    hi = new.max(axis=0) + np.array([w * 0.5, h * 0.5], f)
+    tol = f(1e-4)
+    cmax = np.ceil(np.trunc(hi / tol) * tol)
+    cmin = np.floor(np.trunc(lo / tol) * tol)
+    size = cmax - cmin
+    return int(size[0]), int(size[1])
+
+
+def _perspective_coeffs(start, end):
+    """torchvision's _get_perspective_coeffs (the map from end to start points): solved in
+    double, rounded to float32 as torchvision's float32 lstsq gives them."""
+    a = np.zeros((8, 8))
+    for i, (p1, p2) in enumerate(zip(end, start)):
+        a[2 * i] = [p1[0], p1[1], 1, 0, 0, 0, -p2[0] * p1[0], -p2[0] * p1[1]]
+        a[2 * i + 1] = [0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0], -p2[1] * p1[1]]
+    b = np.array(start, np.float64).reshape(8)
+    try:
+        return [float(v) for v in np.linalg.solve(a, b).astype(np.float32)]
+    except np.linalg.LinAlgError:
+        raise ValueError(f"flowloader.transforms: perspective from {end} to {start} has no "
+                         "solution (a side of one pixel, or points in a line), as torchvision's "
+                         "least squares on a float tensor") from None
+
+
+def _warp_mode(args, name):
+    mode = args.get("interpolation", "nearest")
+    if mode not in ("nearest", "bilinear"):
+        raise ValueError(f"flowloader.transforms: {name}(interpolation={mode}) on a float "
+                         "tensor: torchvision's tensor grid_sample takes NEAREST and BILINEAR")
+    return mode
+
+
+def _warp_fill(args, channels, state):
+    """The classes' fill, one value per channel (torchvision's forward makes a list, so the
+    mask path always runs); F.rotate/affine/perspective with fill=None: none."""
+    if getattr(state, "float_fill_none", False):
+        return None
+    fill = args.get("fill", 0)
+    fill = [0.0] if fill is None else (fill if isinstance(fill, list) else [fill])
+    if len(fill) == 1:
+        return [float(fill[0])] * channels
+    if len(fill) != channels:
+        raise ValueError(f"flowloader.transforms: fill {fill} cannot broadcast to the image's "
+                         f"{channels} channels (torchvision's tensor check): give one value "
+                         "or one per channel")
+    return [float(v) for v in fill]
+
+
+def _rotation(a, op, args, params, state):
+    h, w = a.shape[1], a.shape[2]
+    matrix = _inverse_affine(-float(params[0]), [0.0, 0.0], 1.0, [0.0, 0.0])
+    ow, oh = _expanded_size(matrix, w, h) if args.get("expand") else (w, h)
+    return _core()._float_warp(a, "affine", matrix, oh, ow, _warp_mode(args, op.name),
+                               _warp_fill(args, a.shape[0], state))
+
+
+def _affine(a, op, args, params, state):
+    angle, tx, ty, scale, shx, shy = (float(v) for v in params[:6])
+    matrix = _inverse_affine(angle, [tx, ty], scale, [shx, shy])
+    return _core()._float_warp(a, "affine", matrix, a.shape[1], a.shape[2],
+                               _warp_mode(args, op.name), _warp_fill(args, a.shape[0], state))
+
+
+def _perspective(a, op, args, params, state):
+    h, w = a.shape[1], a.shape[2]
+    v = [float(x) for x in params]
+    end = [v[0:2], v[2:4], v[4:6], v[6:8]]
+    start = [v[8:10], v[10:12], v[12:14], v[14:16]] if len(v) >= 16 else [
+        [0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
+    return _core()._float_warp(a, "perspective", _perspective_coeffs(start, end), h, w,
+                               _warp_mode(args, op.name), _warp_fill(args, a.shape[0], state))
+
+
+# The kernels that read the state too (the functional's fill=None).
+_WARPS = {"random_rotation": _rotation, "random_affine": _affine,
+          "random_perspective": _perspective}
+
+
 _KERNELS = {
     "random_horizontal_flip": _gather,
     "random_vertical_flip": _gather,
@@ -298,7 +403,8 @@ _UINT8_ONLY = ("random_posterize", "random_equalize")
 
 # What float tensors take, for the refusals.
 FLOAT_OPS = ("flips, crops (RandomCrop with padding, CenterCrop, FiveCrop, TenCrop), Pad, "
-             "Resize, RandomResizedCrop, ColorJitter, Grayscale, RandomGrayscale, "
+             "Resize, RandomResizedCrop, RandomRotation, RandomAffine, RandomPerspective, "
+             "ColorJitter, Grayscale, RandomGrayscale, "
              "RandomInvert, RandomSolarize, adjust_gamma, RandomAdjustSharpness, "
              "RandomAutocontrast, GaussianBlur, Normalize, RandomErasing")
 
@@ -315,13 +421,12 @@ def refusal(op, dtype):
                      "with ConvertImageDtype(torch.uint8)")
 
 
-def takes(op):
-    return op.name in _KERNELS
-
-
 def run(state, op, params):
     """Runs `op` with `params` on every image of `state` (float [C, H, W] arrays) now."""
     kernel = _KERNELS.get(op.name)
+    warp = _WARPS.get(op.name)
+    if warp is not None:
+        kernel = lambda a, op, args, params: warp(a, op, args, params, state)  # noqa: E731
     if kernel is None:
         raise refusal(op, state.tensor_dtype or "torch.float32")
     state.flush()

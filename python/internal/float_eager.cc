@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -203,9 +204,55 @@ py::array FloatColour(const std::string& name, const py::array& image,
   return out;
 }
 
+template <typename T>
+void WarpAs(const py::array& image, Shape s, py::array& out, bool affine,
+            const std::vector<double>& coeffs, fl::Mode mode, const double* fill) {
+  const fl::Chw<const T> in = In<T>(image, s);
+  const fl::Chw<T> o = Out<T>(out);
+  py::gil_scoped_release release;
+  std::vector<T> grid(static_cast<size_t>(o.height) * o.width * 2);
+  if (affine) {
+    fl::AffineGrid<T>(coeffs.data(), s.w, s.h, o.width, o.height, grid.data());
+  } else {
+    fl::PerspectiveGrid<T>(coeffs.data(), o.width, o.height, grid.data());
+  }
+  fl::GridSample<T>(in, o, grid.data(), mode, fill);
+}
+
+py::array FloatWarp(const py::array& image, const std::string& kind,
+                    const std::vector<double>& coeffs, int height, int width,
+                    const std::string& mode, const std::optional<std::vector<double>>& fill) {
+  const Shape s = CheckChw(image, "_float_warp");
+  const bool is_double = IsDouble(image, "_float_warp");
+  const bool affine = kind == "affine";
+  if (!affine && kind != "perspective") Raise("_float_warp: kind affine or perspective");
+  if (coeffs.size() != (affine ? 6u : 8u)) {
+    Raise(absl::StrCat("_float_warp: ", kind, " takes ", affine ? 6 : 8, " coefficients, got ",
+                       coeffs.size()));
+  }
+  const fl::Mode m = ModeOf(mode);
+  if (m == fl::Mode::kBicubic) Raise("_float_warp: mode nearest or bilinear");
+  if (height < 1 || width < 1 || height > kMaxSide || width > kMaxSide) {
+    Raise(absl::StrCat("_float_warp: an output of ", width, "x", height));
+  }
+  if (fill.has_value() && fill->size() != static_cast<size_t>(s.c)) {
+    Raise(absl::StrCat("_float_warp: ", fill->size(), " fill values for ", s.c, " channels"));
+  }
+  const double* f = fill.has_value() ? fill->data() : nullptr;
+  py::array out = NewLike(image, s.c, height, width);
+  if (is_double) {
+    WarpAs<double>(image, s, out, affine, coeffs, m, f);
+  } else {
+    WarpAs<float>(image, s, out, affine, coeffs, m, f);
+  }
+  return out;
+}
+
 }  // namespace
 
 void RegisterFloatEager(py::module_& m) {
+  m.def("_float_warp", &FloatWarp, py::arg("image"), py::arg("kind"), py::arg("coeffs"),
+        py::arg("height"), py::arg("width"), py::arg("mode"), py::arg("fill"));
   m.def("_float_gather", &FloatGather, py::arg("image"), py::arg("x_src"), py::arg("y_src"),
         py::arg("fill"));
   m.def("_float_resize", &FloatResize, py::arg("image"), py::arg("height"), py::arg("width"),

@@ -17,6 +17,11 @@
 //                       (threshold), autocontrast, gaussian_blur (kernel_x, kernel_y,
 //                       sigma_x, sigma_y). A bad name or argument count raises
 //                       ValueError.
+//   _float_warp(image, kind, coeffs, height, width, mode, fill) -> array
+//                       grid_sample (nearest / bilinear, zeros, align_corners=False) on
+//                       torchvision's grid: kind "affine" (coeffs: the 6 of the inverse
+//                       matrix) or "perspective" (its 8 coefficients), a height × width
+//                       output; fill None or one value per channel (the mask's fill).
 //
 // Thread-safety: every call allocates its own output; calls may run on many threads.
 #ifndef FLOWLOADER_PYTHON_INTERNAL_FLOAT_EAGER_H_
@@ -27,7 +32,8 @@
 namespace flowloader {
 namespace python_internal {
 
-// RegisterFloatEager adds _float_gather, _float_resize and _float_colour to `m`.
+// RegisterFloatEager adds _float_gather, _float_resize, _float_colour and _float_warp
+// to `m`.
 void RegisterFloatEager(pybind11::module_& m);
 
 }  // namespace python_internal

@@ -4,7 +4,9 @@ same parameters and the same torch seed, over random sizes (1x1 and odd sizes in
 one and three channels, float32 and float64, single images and [B, C, H, W] batches.
 
 Bounds: pixel moves (flips, crops, pads, FiveCrop/TenCrop) exact; resize and the colour
-ops within 1e-5 on float32 (1e-12 on float64) before any Normalize.
+ops within 1e-5 on float32 (1e-12 on float64) before any Normalize; rotate and affine
+within 1e-5 (bilinear) or the same pixels but at rounding edges (nearest); perspective
+within 1e-4 (its coefficients: a float32 least squares in torchvision).
 """
 
 import threading
@@ -262,6 +264,98 @@ def test_colour_classes_draw_and_compute_as_torchvision(make):
         assert torch.equal(after, torch.rand(1))
 
 
+def _mismatch(ours, theirs, atol):
+    """The share of values further apart than atol (same shape and dtype asserted)."""
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    return ((ours.double() - theirs.double()).abs() > atol).double().mean().item()
+
+
+@pytest.mark.parametrize("make,bilinear_atol,nearest_share", [
+    (lambda M, I: M.RandomRotation(40, interpolation=I), (1e-5, 1e-9), 0.002),
+    (lambda M, I: M.RandomRotation([-90, 90], interpolation=I, expand=True, fill=0.25),
+     (1e-5, 1e-9), 0.002),
+    (lambda M, I: M.RandomAffine(25, (0.2, 0.1), (0.7, 1.3), (-10, 10, -5, 5),
+                                 interpolation=I, fill=0.5), (1e-5, 1e-9), 0.002),
+    # torchvision solves the perspective coefficients by a float32 least squares, ours in
+    # double rounded to float32: the grid moves by ~1e-6 of the side.
+    # A nearest sample on a pixel edge then takes the neighbour: on a 3-pixel-wide image
+    # many samples are ties (a sixth of the pixels); with torchvision's coefficients the
+    # pixels are the same (test_perspective_kernel_with_torchvisions_coefficients).
+    # Its coefficients are float32 for float64 images too.
+    (lambda M, I: M.RandomPerspective(0.6, p=1.0, interpolation=I), (1e-4, 1e-4), 0.2),
+], ids=["rotation", "rotation_expand_fill", "affine", "perspective"])
+def test_rotate_affine_perspective_are_torchvisions_grid_sample(make, bilinear_atol,
+                                                                nearest_share):
+    """Nearest: the same source pixel but where a sample lies within rounding of a pixel
+    edge (a share of the values); bilinear: within the bound."""
+    worst = {}
+    for mode in ("NEAREST", "BILINEAR"):
+        ours = make(T, getattr(T.InterpolationMode, mode))
+        theirs = make(TV, getattr(TV.InterpolationMode, mode))
+        for i, x in enumerate(_tensors(120, 10)):
+            torch.manual_seed(i)
+            try:
+                b = theirs(x)
+            except RuntimeError:  # Perspective of a one-pixel side: lstsq fails.
+                torch.manual_seed(i)
+                with pytest.raises(ValueError, match="no solution"):
+                    ours(x)
+                continue
+            after = torch.rand(1)
+            torch.manual_seed(i)
+            a = ours(x)
+            assert torch.equal(after, torch.rand(1))
+            if mode == "BILINEAR":
+                atol = bilinear_atol[x.dtype == torch.float64]
+                _same(a, b, atol, (i, mode))
+            else:
+                share = _mismatch(a, b, 0)
+                worst[i] = share
+                # One pixel of a small image (all its channels, every image of a batch)
+                # is a large share.
+                assert share * a.numel() <= max(6, nearest_share * a.numel()), (i, share)
+    # Most images all alike (perspective: its coefficients move every sample a little).
+    exact = sum(v == 0 for v in worst.values()) / len(worst)
+    assert exact >= (0.3 if isinstance(ours, T.RandomPerspective) else 0.8), exact
+
+
+def test_perspective_kernel_with_torchvisions_coefficients():
+    """The grid and grid_sample alone, given torchvision's float32 coefficients: nearest
+    exact, bilinear within 1e-5."""
+    from torchvision.transforms.functional import _get_perspective_coeffs
+    from flowloader import _flowloader
+    for i, x in enumerate(_tensors(120, 11)):
+        if x.ndim == 4 or min(x.shape[-2:]) < 2:
+            continue
+        h, w = x.shape[-2:]
+        torch.manual_seed(i)
+        start, end = TV.RandomPerspective.get_params(w, h, 0.6)
+        coeffs = _get_perspective_coeffs(start, end)
+        fill = [0.25] * x.shape[0]
+        for mode, atol in (("nearest", 0), ("bilinear", ATOL[x.dtype])):
+            ours = _flowloader._float_warp(x.numpy(), "perspective", coeffs, h, w, mode, fill)
+            theirs = TF.perspective(x, start, end, TV.InterpolationMode(mode), fill=fill)
+            _same(torch.from_numpy(ours), theirs, atol, (i, mode))
+
+
+def test_functional_warps_without_fill_are_plain_grid_sample():
+    """F.rotate/affine/perspective with fill=None: grid_sample's zeros, no fill mask
+    (the classes always pass a fill: their bilinear edges are darkened by the mask)."""
+    x = torch.rand(3, 23, 31)
+    B = T.InterpolationMode.BILINEAR
+    pts = [[0, 0], [30, 0], [30, 22], [0, 22]]
+    ends = [[2, 1], [27, 3], [29, 20], [1, 21]]
+    for ours, theirs, atol in (
+            (F.rotate(x, 17.0, B), TF.rotate(x, 17.0, TV.InterpolationMode.BILINEAR), 1e-5),
+            (F.rotate(x, 17.0, B, fill=0), TF.rotate(x, 17.0, TV.InterpolationMode.BILINEAR,
+                                                      fill=0), 1e-5),
+            (F.affine(x, -8.0, [2, 3], 1.1, [4.0, 0.0], B),
+             TF.affine(x, -8.0, [2, 3], 1.1, [4.0, 0.0], TV.InterpolationMode.BILINEAR), 1e-5),
+            (F.perspective(x, pts, ends), TF.perspective(x, pts, ends), 1e-4)):
+        _same(ours, theirs, atol, "functional")
+    assert not torch.equal(F.rotate(x, 17.0, B), F.rotate(x, 17.0, B, fill=0))
+
+
 def _images(n, seed):
     rng = np.random.default_rng(seed)
     out = [Image.fromarray(rng.integers(0, 256, (1, 1, 3), dtype=np.uint8), "RGB")]
@@ -321,10 +415,13 @@ def test_float_refusals_are_one_line():
         (T.RandomCrop(10, padding=8, padding_mode="reflect"), ValueError, "reflect"),
         (T.RandomCrop(10, padding=1, fill=(1, 2, 3)), TypeError, "fill"),
         (T.TrivialAugmentWide(), TypeError, "trivial_augment_wide on a float tensor"),
+        (T.RandomRotation(10, interpolation=T.InterpolationMode.BICUBIC), ValueError,
+         "NEAREST and BILINEAR"),
+        (T.RandomAffine(10, fill=[0.1, 0.2, 0.3]), ValueError, "broadcast"),
     ]
     for t, kind, words in cases:
         with pytest.raises(kind, match=words) as e:
-            t(x)
+            t(x[:1] if words == "broadcast" else x)
         assert "\n" not in str(e.value)
     for dtype in (torch.float16, torch.bfloat16, torch.int32):
         with pytest.raises(TypeError, match=str(dtype)) as e:

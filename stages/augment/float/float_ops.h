@@ -83,6 +83,21 @@ void GaussianBlur(const Chw<const T>& in, const Chw<T>& out, int kernel_x, int k
                   double sigma_x, double sigma_y);
 std::string ReflectPadError(int kernel_x, int kernel_y, int height, int width);
 
+// AffineGrid: _gen_affine_grid of the 2 x 3 inverse matrix `theta` (torchvision's
+// _get_inverse_affine_matrix, centred) for a w × h input and an ow × oh output: oh × ow
+// (x, y) points in [-1, 1], into `grid`.
+template <typename T>
+void AffineGrid(const double theta[6], int w, int h, int ow, int oh, T* grid);
+// PerspectiveGrid: _perspective_grid of the 8 perspective coefficients, ow × oh.
+template <typename T>
+void PerspectiveGrid(const double coeffs[8], int ow, int oh, T* grid);
+// GridSample: grid_sample(mode nearest or bilinear, padding zeros, align_corners=False)
+// of `in` at out's oh × ow grid points; with `fill` (one value per channel, or null for
+// none), _apply_grid_transform's fill of what the mask of ones says lies outside.
+template <typename T>
+void GridSample(const Chw<const T>& in, const Chw<T>& out, const T* grid, Mode mode,
+                const double* fill);
+
 }  // namespace flowloader::augment::floats
 
 #endif  // FLOWLOADER_STAGES_AUGMENT_FLOAT_FLOAT_OPS_H_
