@@ -120,6 +120,13 @@ def float_cases():
         ("RandomInvert(p=1)", T.RandomInvert(1.0), TV.RandomInvert(1.0)),
         ("RandomAdjustSharpness(2, p=1)", T.RandomAdjustSharpness(2, 1.0),
          TV.RandomAdjustSharpness(2, 1.0)),
+        ("RandomRotation(30)", T.RandomRotation(30), TV.RandomRotation(30)),
+        ("RandomRotation(30, bilinear)",
+         T.RandomRotation(30, interpolation=T.InterpolationMode.BILINEAR),
+         TV.RandomRotation(30, interpolation=TV.InterpolationMode.BILINEAR)),
+        ("RandomAffine(15, .1, .9-1.1, 5)", T.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5),
+         TV.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5)),
+        ("RandomPerspective(p=1)", T.RandomPerspective(p=1.0), TV.RandomPerspective(p=1.0)),
         ("Normalize", T.Normalize(*IMAGENET), TV.Normalize(*IMAGENET)),
     ]
 
