@@ -194,6 +194,9 @@ def _resize_to(a, h, w, mode, antialias):
     """F.resize of a tensor to (h, w): the image itself where the size is already that."""
     if (a.shape[1], a.shape[2]) == (h, w):
         return a
+    s = a.strides
+    if not (s[2] == a.itemsize and s[1] >= s[2] * a.shape[2] and s[0] >= s[1] * a.shape[1]):
+        a = np.ascontiguousarray(a)  # Not a crop of dense planes (a transposed tensor).
     return _core()._float_resize(a, h, w, mode, bool(antialias))
 
 
@@ -224,7 +227,6 @@ def _random_resized_crop(a, op, args, params):
     crop = a[:, top:top + height, left:left + width]
     if (crop.shape[1], crop.shape[2]) == _hw(args["size"]):
         return crop  # F.resize of that size: the crop itself, a view as torchvision's.
-    crop = np.ascontiguousarray(crop)
     h, w = _hw(args["size"])
     return _resize_to(crop, h, w, _mode(args, op.name), args.get("antialias"))
 
@@ -395,8 +397,9 @@ _KERNELS = {
     "gaussian_blur": _gaussian_blur,
 }
 
-# The kernels that take (and may give) a view of the image: the pixel moves.
-_VIEWS = (_gather, _random_crop, _pad_op)
+# The kernels that take (and may give) a view of the image: the pixel moves, and the
+# resizes (_float_resize reads a crop in place).
+_VIEWS = (_gather, _random_crop, _pad_op, _resize, _random_resized_crop)
 
 # Ops torchvision's tensor kernels take only as uint8.
 _UINT8_ONLY = ("random_posterize", "random_equalize")

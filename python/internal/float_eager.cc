@@ -106,9 +106,36 @@ fl::Mode ModeOf(const std::string& mode) {
   Raise(absl::StrCat("_float_resize: mode nearest, bilinear or bicubic, got ", mode));
 }
 
+// Strided is image as a Chw of T that may be a crop of a larger array (positive strides,
+// whole elements, each row dense): resize reads it in place.
+template <typename T>
+fl::Chw<const T> Strided(const py::array& a, Shape s) {
+  fl::Chw<const T> in = In<T>(a, s);
+  in.row_stride = static_cast<size_t>(a.strides(1)) / sizeof(T);
+  in.plane_stride = static_cast<size_t>(a.strides(0)) / sizeof(T);
+  return in;
+}
+
+// CheckStrided is CheckChw for an array whose rows are dense but that may be a crop.
+Shape CheckStrided(const py::array& image, const char* what) {
+  if (image.ndim() != 3) Raise(absl::StrCat(what, ": a [C, H, W] array expected"));
+  const py::ssize_t item = image.itemsize();
+  if (image.strides(2) != item || image.strides(1) < item * image.shape(2) ||
+      image.strides(0) < image.strides(1) * image.shape(1) || image.strides(1) % item != 0 ||
+      image.strides(0) % item != 0) {
+    Raise(absl::StrCat(what, ": an array with dense rows and positive strides expected"));
+  }
+  const int64_t c = image.shape(0), h = image.shape(1), w = image.shape(2);
+  if (c < 1 || h < 1 || w < 1 || h > kMaxSide || w > kMaxSide || c > 4) {
+    Raise(absl::StrCat(what, ": an image of 1 to 4 channels and sides in [1, ", kMaxSide,
+                       "] expected, got ", c, "x", h, "x", w));
+  }
+  return {static_cast<int>(c), static_cast<int>(h), static_cast<int>(w)};
+}
+
 template <typename T>
 void ResizeAs(const py::array& image, Shape s, py::array& out, fl::Mode mode, bool antialias) {
-  const fl::Chw<const T> in = In<T>(image, s);
+  const fl::Chw<const T> in = Strided<T>(image, s);
   const fl::Chw<T> o = Out<T>(out);
   py::gil_scoped_release release;
   if (antialias) {
@@ -120,7 +147,7 @@ void ResizeAs(const py::array& image, Shape s, py::array& out, fl::Mode mode, bo
 
 py::array FloatResize(const py::array& image, int height, int width, const std::string& mode,
                       bool antialias) {
-  const Shape s = CheckChw(image, "_float_resize");
+  const Shape s = CheckStrided(image, "_float_resize");
   const bool is_double = IsDouble(image, "_float_resize");
   const fl::Mode m = ModeOf(mode);
   if (height < 1 || width < 1 || height > kMaxSide || width > kMaxSide) {

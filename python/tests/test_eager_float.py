@@ -394,6 +394,26 @@ def test_recipes_that_put_to_tensor_first():
         _same(c, cifar[1](img), 1e-6, i)
 
 
+def test_views_and_strided_tensors():
+    """A crop inside the image is a view of it (torchvision's too); a resize reads a
+    crop in place; transposed and sliced inputs give torchvision's results."""
+    x = torch.rand(3, 30, 40)
+    crop = F.crop(x, 2, 3, 20, 25)
+    assert crop.data_ptr() == TF.crop(x, 2, 3, 20, 25).data_ptr()
+    _same(crop, TF.crop(x, 2, 3, 20, 25), 0, "view")
+    for t in (x.transpose(1, 2), x[:, 3:27:2, 5:], x[:, :, 4:36], x[:1]):
+        for ours, theirs in ((lambda v: F.resized_crop(v, 1, 2, 9, 11, [7, 5]),
+                              lambda v: TF.resized_crop(v, 1, 2, 9, 11, [7, 5])),
+                             (lambda v: F.resized_crop(v, 1, 2, 9, 11, [17, 4], antialias=True),
+                              lambda v: TF.resized_crop(v, 1, 2, 9, 11, [17, 4],
+                                                        antialias=True)),
+                             (lambda v: F.resize(v, [13, 9]), lambda v: TF.resize(v, [13, 9])),
+                             (F.hflip, TF.hflip),
+                             (lambda v: F.adjust_hue(v, 0.2) if v.shape[0] == 3 else v,
+                              lambda v: TF.adjust_hue(v, 0.2) if v.shape[0] == 3 else v)):
+            _same(ours(t), theirs(t), 1e-5, tuple(t.shape))
+
+
 def test_batches_take_one_draw_for_all_images():
     x = torch.rand(4, 3, 21, 17)
     for make in (lambda M: M.RandomResizedCrop(9), lambda M: M.ColorJitter(0.5, 0.5, 0.5, 0.2),

@@ -11,17 +11,23 @@
 namespace flowloader::augment::floats {
 
 // Chw views channels × height × width values of T (float or double), plane by plane.
+// row_stride / plane_stride (in values; 0: dense) let Resize read a crop of a larger
+// image in place; every other kernel takes dense planes.
 template <typename T>
 struct Chw {
   T* data = nullptr;
   int channels = 0;
   int height = 0;
   int width = 0;
+  size_t row_stride = 0;
+  size_t plane_stride = 0;
 
   size_t Plane() const { return static_cast<size_t>(height) * width; }
   size_t Size() const { return Plane() * channels; }
-  T* Channel(int c) const { return data + Plane() * c; }
-  T* Row(int c, int y) const { return Channel(c) + static_cast<size_t>(y) * width; }
+  T* Channel(int c) const { return data + (plane_stride ? plane_stride : Plane()) * c; }
+  T* Row(int c, int y) const {
+    return Channel(c) + (row_stride ? row_stride : static_cast<size_t>(width)) * y;
+  }
 };
 
 // Clamp01 is torch's clamp(v, 0, 1) (the blends' and the colour ops' last step).

@@ -63,12 +63,11 @@ AxisWeights<T> Weights(Mode mode, int in, int out) {
   return a;
 }
 
-// RowPass resamples `lines` rows of in_len values into rows of out_len (the width pass).
+// RowPass resamples every row of `in` into dense rows of out_len (the width pass).
 template <typename T>
-void RowPass(const T* in, T* out, int lines, int in_len, int out_len,
-             const AxisWeights<T>& a) {
-  for (int l = 0; l < lines; ++l) {
-    const T* src = in + static_cast<size_t>(in_len) * l;
+void RowPass(const Chw<const T>& in, T* out, int out_len, const AxisWeights<T>& a) {
+  for (int l = 0; l < in.channels * in.height; ++l) {
+    const T* src = in.Row(l / in.height, l % in.height);
     T* dst = out + static_cast<size_t>(out_len) * l;
     for (int i = 0; i < out_len; ++i) {
       const T* w = &a.w[static_cast<size_t>(i) * a.span];
@@ -86,20 +85,26 @@ template <typename T>
 void ResizeAntialias(const Chw<const T>& in, const Chw<T>& out, Mode mode) {
   // The width pass (into `mid`, in's height × out's width), then the height pass.
   std::vector<T> mid;
-  const T* src = in.data;
-  if (in.width != out.width) {
+  if (in.width == out.width) {  // The height pass reads in's rows: dense first.
+    mid.resize(in.Size());
+    for (int c = 0; c < in.channels; ++c) {
+      for (int y = 0; y < in.height; ++y) {
+        std::memcpy(&mid[(static_cast<size_t>(c) * in.height + y) * in.width], in.Row(c, y),
+                    sizeof(T) * in.width);
+      }
+    }
+    if (in.height == out.height) {
+      std::memcpy(out.data, mid.data(), sizeof(T) * in.Size());
+      return;
+    }
+  } else {
     const AxisWeights<T> a = Weights<T>(mode, in.width, out.width);
     const bool last = in.height == out.height;
     if (!last) mid.resize(static_cast<size_t>(in.channels) * in.height * out.width);
-    T* dst = last ? out.data : mid.data();
-    RowPass<T>(in.data, dst, in.channels * in.height, in.width, out.width, a);
+    RowPass<T>(in, last ? out.data : mid.data(), out.width, a);
     if (last) return;
-    src = mid.data();
   }
-  if (in.height == out.height) {
-    std::memcpy(out.data, in.data, sizeof(T) * in.Size());
-    return;
-  }
+  const T* src = mid.data();
   // The height pass row by row (each output row a weighted sum of source rows, in
   // ATen's order), so that it runs along memory.
   const AxisWeights<T> a = Weights<T>(mode, in.height, out.height);
