@@ -16,7 +16,7 @@ extension's _float_gather, _float_resize and _float_colour, the GIL released):
     random_adjust_sharpness, random_autocontrast,
     gaussian_blur
     random_rotation, random_affine,                     torchvision's affine / perspective
-    random_perspective                                  grid and grid_sample (nearest,
+    random_perspective, elastic_transform               grid and grid_sample (nearest,
                                                         bilinear), its fill mask
 
 Anything else on a float tensor raises TypeError naming the op (posterize and equalize
@@ -371,6 +371,20 @@ def _perspective(a, op, args, params, state):
                                _warp_mode(args, op.name), _warp_fill(args, a.shape[0], state))
 
 
+def _elastic(a, op, args, params):
+    """ElasticTransform: its grid from the two noise planes, grid_sample in float32 (a
+    float64 image is sampled as float32 and given back as float64, as torchvision's
+    _cast_squeeze_in / _cast_squeeze_out do)."""
+    noise = np.asarray(params, np.float32)
+    fill = args.get("fill", 0)
+    fill = float(fill[0] if isinstance(fill, list) else (0 if fill is None else fill))
+    out = _core()._float_elastic(np.ascontiguousarray(a, np.float32), noise,
+                                 [float(v) for v in args["alpha"]],
+                                 [float(v) for v in args["sigma"]],
+                                 _warp_mode(args, op.name), [fill] * a.shape[0])
+    return out.astype(a.dtype) if a.dtype != np.float32 else out
+
+
 # The kernels that read the state too (the functional's fill=None).
 _WARPS = {"random_rotation": _rotation, "random_affine": _affine,
           "random_perspective": _perspective}
@@ -395,6 +409,7 @@ _KERNELS = {
         "sharpness", a, args["sharpness_factor"]),
     "random_autocontrast": lambda a, op, args, params: _colour("autocontrast", a),
     "gaussian_blur": _gaussian_blur,
+    "elastic_transform": _elastic,
 }
 
 # The kernels that take (and may give) a view of the image: the pixel moves, and the
@@ -407,6 +422,7 @@ _UINT8_ONLY = ("random_posterize", "random_equalize")
 # What float tensors take, for the refusals.
 FLOAT_OPS = ("flips, crops (RandomCrop with padding, CenterCrop, FiveCrop, TenCrop), Pad, "
              "Resize, RandomResizedCrop, RandomRotation, RandomAffine, RandomPerspective, "
+             "ElasticTransform, "
              "ColorJitter, Grayscale, RandomGrayscale, "
              "RandomInvert, RandomSolarize, adjust_gamma, RandomAdjustSharpness, "
              "RandomAutocontrast, GaussianBlur, Normalize, RandomErasing")

@@ -275,9 +275,40 @@ py::array FloatWarp(const py::array& image, const std::string& kind,
   return out;
 }
 
+py::array FloatElastic(const py::array_t<float>& image, const py::array_t<float>& noise,
+                       const std::vector<double>& alpha, const std::vector<double>& sigma,
+                       const std::string& mode, const std::vector<double>& fill) {
+  const Shape s = CheckChw(image, "_float_elastic");
+  const fl::Mode m = ModeOf(mode);
+  if (m == fl::Mode::kBicubic) Raise("_float_elastic: mode nearest or bilinear");
+  if (noise.size() != 2 * static_cast<py::ssize_t>(s.h) * s.w || alpha.size() != 2 ||
+      sigma.size() != 2 || !(noise.flags() & py::array::c_style)) {
+    Raise(absl::StrCat("_float_elastic: 2 noise planes of ", s.w, "x", s.h,
+                       ", 2 alphas and 2 sigmas expected"));
+  }
+  if (fill.size() != static_cast<size_t>(s.c)) {
+    Raise(absl::StrCat("_float_elastic: ", fill.size(), " fill values for ", s.c, " channels"));
+  }
+  py::array out = NewLike(image, s.c, s.h, s.w);
+  const fl::Chw<const float> in = In<float>(image, s);
+  const fl::Chw<float> o = Out<float>(out);
+  const float* planes = noise.data();
+  std::string error;
+  {
+    py::gil_scoped_release release;
+    std::vector<float> grid(static_cast<size_t>(s.h) * s.w * 2);
+    error = fl::ElasticGrid(planes, s.h, s.w, alpha.data(), sigma.data(), grid.data());
+    if (error.empty()) fl::GridSample<float>(in, o, grid.data(), m, fill.data());
+  }
+  if (!error.empty()) Raise(absl::StrCat("flowloader.transforms: elastic_transform's ", error));
+  return out;
+}
+
 }  // namespace
 
 void RegisterFloatEager(py::module_& m) {
+  m.def("_float_elastic", &FloatElastic, py::arg("image"), py::arg("noise"), py::arg("alpha"),
+        py::arg("sigma"), py::arg("mode"), py::arg("fill"));
   m.def("_float_warp", &FloatWarp, py::arg("image"), py::arg("kind"), py::arg("coeffs"),
         py::arg("height"), py::arg("width"), py::arg("mode"), py::arg("fill"));
   m.def("_float_gather", &FloatGather, py::arg("image"), py::arg("x_src"), py::arg("y_src"),

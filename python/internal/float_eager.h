@@ -22,6 +22,10 @@
 //                       torchvision's grid: kind "affine" (coeffs: the 6 of the inverse
 //                       matrix) or "perspective" (its 8 coefficients), a height × width
 //                       output; fill None or one value per channel (the mask's fill).
+//   _float_elastic(image, noise, alpha, sigma, mode, fill) -> array
+//                       ElasticTransform of a float32 image: its grid from get_params'
+//                       two torch.rand planes (noise: 2 × H × W float32), grid_sample with
+//                       the fill mask (fill: one value per channel).
 //
 // Thread-safety: every call allocates its own output; calls may run on many threads.
 #ifndef FLOWLOADER_PYTHON_INTERNAL_FLOAT_EAGER_H_
@@ -32,8 +36,7 @@
 namespace flowloader {
 namespace python_internal {
 
-// RegisterFloatEager adds _float_gather, _float_resize, _float_colour and _float_warp
-// to `m`.
+// RegisterFloatEager adds the _float_* functions above to `m`.
 void RegisterFloatEager(pybind11::module_& m);
 
 }  // namespace python_internal

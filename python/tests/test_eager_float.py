@@ -319,6 +319,40 @@ def test_rotate_affine_perspective_are_torchvisions_grid_sample(make, bilinear_a
     assert exact >= (0.3 if isinstance(ours, T.RandomPerspective) else 0.8), exact
 
 
+@pytest.mark.parametrize("make", [
+    lambda M: M.ElasticTransform(),
+    lambda M: M.ElasticTransform(30.0, 2.5, interpolation=M.InterpolationMode.NEAREST,
+                                 fill=0.5),
+    lambda M: M.ElasticTransform((20.0, 60.0), (3.0, 1.5)),
+], ids=["default", "nearest_fill", "two_axes"])
+def test_elastic_transform_is_torchvisions(make):
+    """get_params' noise planes blurred and scaled as torchvision's, grid_sample in float32
+    (float64 images too, as torchvision casts them): bilinear within 5e-5 (the blur's
+    rounding times alpha / side), nearest the same pixels but at rounding edges."""
+    ours, theirs = make(T), make(TV)
+    nearest = ours._args["interpolation"] == "nearest"
+    compared = 0
+    for i, x in enumerate(_tensors(60, 12, max_side=64)):
+        torch.manual_seed(i)
+        try:
+            want = theirs(x)
+        except RuntimeError:  # The blur's reflect pad: an image under half a kernel.
+            torch.manual_seed(i)
+            with pytest.raises(ValueError, match="reflect"):
+                ours(x)
+            continue
+        after = torch.rand(1)
+        torch.manual_seed(i)
+        got = ours(x)
+        assert torch.equal(after, torch.rand(1))
+        if nearest:
+            assert _mismatch(got, want, 0) * got.numel() <= max(6, 0.002 * got.numel()), i
+        else:
+            _same(got, want, 5e-5, i)
+        compared += 1
+    assert compared >= 10
+
+
 def test_perspective_kernel_with_torchvisions_coefficients():
     """The grid and grid_sample alone, given torchvision's float32 coefficients: nearest
     exact, bilinear within 1e-5."""
@@ -435,6 +469,7 @@ def test_float_refusals_are_one_line():
         (T.RandomCrop(10, padding=8, padding_mode="reflect"), ValueError, "reflect"),
         (T.RandomCrop(10, padding=1, fill=(1, 2, 3)), TypeError, "fill"),
         (T.TrivialAugmentWide(), TypeError, "trivial_augment_wide on a float tensor"),
+        (T.ElasticTransform(), ValueError, "reflect"),
         (T.RandomRotation(10, interpolation=T.InterpolationMode.BICUBIC), ValueError,
          "NEAREST and BILINEAR"),
         (T.RandomAffine(10, fill=[0.1, 0.2, 0.3]), ValueError, "broadcast"),

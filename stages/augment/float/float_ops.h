@@ -91,6 +91,12 @@ void AffineGrid(const double theta[6], int w, int h, int ow, int oh, T* grid);
 // PerspectiveGrid: _perspective_grid of the 8 perspective coefficients, ow × oh.
 template <typename T>
 void PerspectiveGrid(const double coeffs[8], int ow, int oh, T* grid);
+// ElasticGrid: ElasticTransform's sampling grid (identity + displacement, float32) from
+// get_params' two torch.rand planes `noise` (dx's, then dy's, height × width each), for
+// alpha and sigma [x, y]; "" or, where torch's reflect pad of the blur cannot pad the
+// image, ReflectPadError's line (nothing written).
+std::string ElasticGrid(const float* noise, int height, int width, const double alpha[2],
+                        const double sigma[2], float* grid);
 // GridSample: grid_sample(mode nearest or bilinear, padding zeros, align_corners=False)
 // of `in` at out's oh × ow grid points; with `fill` (one value per channel, or null for
 // none), _apply_grid_transform's fill of what the mask of ones says lies outside.
