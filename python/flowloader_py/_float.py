@@ -418,6 +418,7 @@ _VIEWS = (_gather, _random_crop, _pad_op, _resize, _random_resized_crop)
 
 # Ops torchvision's tensor kernels take only as uint8.
 _UINT8_ONLY = ("random_posterize", "random_equalize")
+_POLICIES = ("auto_augment", "rand_augment", "trivial_augment_wide", "aug_mix")
 
 # What float tensors take, for the refusals.
 FLOAT_OPS = ("flips, crops (RandomCrop with padding, CenterCrop, FiveCrop, TenCrop), Pad, "
@@ -435,9 +436,11 @@ def refusal(op, dtype):
                          f"{dtype} tensor (torchvision's tensor kernel takes only uint8): "
                          "put it before ToTensor, or convert with "
                          "ConvertImageDtype(torch.uint8)")
-    return TypeError(f"flowloader.transforms: {op.name} on a float tensor is not supported "
-                     f"(float tensors take {FLOAT_OPS}): put it before ToTensor, or convert "
-                     "with ConvertImageDtype(torch.uint8)")
+    why = (" (torchvision's policies take uint8 tensors: their posterize and equalize do)"
+           if op.name in _POLICIES else "")
+    return TypeError(f"flowloader.transforms: {op.name} on a float tensor is not supported"
+                     f"{why} (float tensors take {FLOAT_OPS}): put it before ToTensor, or "
+                     "convert with ConvertImageDtype(torch.uint8)")
 
 
 def run(state, op, params):

@@ -16,7 +16,8 @@ pixels are the loader's, the GIL released), its random parameters drawn from tor
 generator in torchvision's order, or from `generator=` (a torch.Generator). The get_params
 static methods are torchvision's (RandomResizedCrop.get_params, ...). What an image may be
 is in _eager.py: a PIL image (RGB, L), a numpy uint8 HWC array, or a torch tensor
-[..., C, H, W] (uint8; float32 after ToTensor).
+[..., C, H, W] (uint8: PIL's pixels; float32 / float64: torchvision's tensor kernels,
+_float.py).
 
 How torchvision's tensor conversions map (flowloader's `normalize` op is ToTensor +
 Normalize in one):
