@@ -84,6 +84,7 @@
 #include "absl/time/time.h"
 #include "python/internal/dlpack.h"
 #include "python/internal/eager.h"
+#include "python/internal/float_eager.h"
 #include "python/internal/loader.h"
 #include "python/internal/py_dataset.h"
 #include "python/internal/py_lambda.h"
@@ -827,6 +828,7 @@ PYBIND11_MODULE(_flowloader, m) {
   pi::RegisterPythonDatasetStage();
   pi::RegisterPythonLambdaOp();
   pi::RegisterEager(m);  // flowloader.transforms called on one image (eager.h).
+  pi::RegisterFloatEager(m);  // ... on a float tensor (float_eager.h).
   pi::g_data_error =
       PyErr_NewExceptionWithDoc("flowloader.DataError",
                                 "A fatal data error (on_error='fail', too many errors, a device "

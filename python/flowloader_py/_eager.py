@@ -8,8 +8,8 @@ of native ops together so that they run in one call:
     PIL image (RGB or L)     -> uint8 [H, W, 3]   -> a PIL image of the same mode
     numpy uint8 [H, W, 3] / [H, W, 1] / [H, W]   -> the same shape
     torch uint8 [..., C, H, W], C in (1, 3)      -> the same shape and dtype
-    torch float [..., C, H, W] (after ToTensor)  -> float32 (only normalize and
-                                                    random_erasing read floats)
+    torch float32 / float64 [..., C, H, W]       -> the same dtype: torchvision's tensor
+                                                    kernels (_float.py), not PIL's
 
 One-channel images run as three equal channels (every op keeps them equal) and come back
 with one. A batch [B, C, H, W] takes one draw of the parameters for all its images, as
@@ -19,8 +19,8 @@ torchvision's tensor transforms do.
 import numpy as np
 
 _ACCEPTED = ("a PIL image (mode RGB or L), a numpy uint8 array [H, W, 3], [H, W, 1] or "
-             "[H, W], or a torch tensor [..., C, H, W] with C 1 or 3 (uint8, or float32 "
-             "after ToTensor)")
+             "[H, W], or a torch tensor [..., C, H, W] with C 1 or 3 (uint8, float32 or "
+             "float64)")
 
 
 # The modules, imported on first use (torch and PIL only when an image needs them) and
@@ -41,6 +41,14 @@ def _torch():
     if m is None:
         import torch
         m = _MODULES["torch"] = torch
+    return m
+
+
+def _float():
+    m = _MODULES.get("float")
+    if m is None:
+        from flowloader import _float as m  # The float tensor kernels' half (_float.py).
+        _MODULES["float"] = m
     return m
 
 
@@ -76,12 +84,11 @@ def _check_size(h, w, what):
 
 
 def _tensor_item(chw, is_float):
-    """One [C, H, W] tensor as the native form: uint8 [H, W, 3] or float32 [3, H, W]."""
+    """One [C, H, W] tensor as the native form: uint8 [H, W, 3], or float [C, H, W] of
+    its dtype (float32, float64; _float.native_ready makes three planes where a native
+    float op needs them)."""
     if is_float:
-        arr = chw.numpy()
-        if arr.shape[0] == 1:
-            arr = np.repeat(arr, 3, axis=0)
-        return np.ascontiguousarray(arr, dtype=np.float32)
+        return chw.numpy()  # A view: _float.py copies where a kernel needs it.
     hwc = chw.permute(1, 2, 0).numpy()
     return _three(hwc[:, :, 0]) if hwc.shape[2] == 1 else np.ascontiguousarray(hwc)
 
@@ -235,10 +242,10 @@ class State:
         if t.ndim < 3 or t.shape[-3] not in (1, 3):
             raise ValueError(f"flowloader.transforms: a tensor of shape {tuple(t.shape)} is not "
                              "an image it takes: [..., C, H, W] with C 1 or 3")
-        if t.dtype not in (torch.uint8, torch.float32):
+        if t.dtype not in (torch.uint8, torch.float32, torch.float64):
             raise TypeError(f"flowloader.transforms: a tensor of dtype {t.dtype} is not "
-                            "supported: it takes uint8, or float32 (ToTensor's output); "
-                            "convert with ConvertImageDtype or .float()")
+                            "supported: it takes uint8, float32 (ToTensor's output) or "
+                            "float64; convert with ConvertImageDtype or .float()")
         if t.device.type != "cpu":
             raise TypeError(f"flowloader.transforms: a tensor on {t.device} is not supported: "
                             "the ops run on the CPU (call .cpu() first)")
@@ -249,7 +256,7 @@ class State:
         self.lead = tuple(t.shape[:-3])
         self.tensor_dtype = t.dtype
         self.channels = t.shape[-3]
-        self.is_float = t.dtype == torch.float32
+        self.is_float = t.dtype in (torch.float32, torch.float64)
         self._size = (t.shape[-1], t.shape[-2])
 
         is_float = self.is_float  # As given (native() moves self.is_float ahead).
@@ -309,6 +316,9 @@ class State:
                             "crops: handle them with a Lambda)")
         if params is None:
             return
+        if self.is_float and not op.reads_float:
+            _float().run(self, op, params)  # torchvision's tensor kernel, now.
+            return
         if op.reads_float != self.is_float:
             self._wrong_form(op)
         self.pending_ops.append(op)
@@ -353,6 +363,9 @@ class State:
             return
         self._ensure_items()
         if self.pending_ops:
+            if self.pending_ops[0].reads_float:  # normalize, random_erasing: float32 x 3.
+                name = self.pending_ops[0].name
+                self.items = [_float().native_ready(a, name) for a in self.items]
             run = _core()._eager_run
             self.items = [run(self.pending_ops, self.pending_params, a) for a in self.items]
             self.pending_ops, self.pending_params = [], []
@@ -375,16 +388,25 @@ class State:
         """ConvertImageDtype(torch.uint8) of a float tensor: torchvision's
         `image.mul(255 + 1 - 1e-3).to(uint8)`."""
         self.flush()
+        self.items = [np.ascontiguousarray(np.repeat(a, 3, axis=0) if a.shape[0] == 1 else a)
+                      for a in self.items]
         self.items = [np.ascontiguousarray(
-            (a * np.float32(255.999)).astype(np.uint8).transpose(1, 2, 0)) for a in self.items]
+            (a * a.dtype.type(255.999)).astype(np.uint8).transpose(1, 2, 0)) for a in self.items]
         self.is_float = False
         self.tensor_dtype = _torch().uint8
         self._size = self._measured_size()
 
     def map_float(self, fn):
-        """Applies fn to each float32 [3, H, W] array (Normalize of a float tensor)."""
+        """Applies fn to each float [C, H, W] array (Normalize of a float tensor), the
+        dtype kept."""
         self.flush()
-        self.items = [np.ascontiguousarray(fn(a), dtype=np.float32) for a in self.items]
+        self.items = [np.ascontiguousarray(fn(a), dtype=a.dtype) for a in self.items]
+
+    def to_float32(self):
+        """ConvertImageDtype(torch.float32) of a float64 tensor."""
+        self.map_float(lambda a: a)
+        self.items = [a.astype(np.float32) for a in self.items]
+        self.tensor_dtype = _torch().float32
 
     # -- out --------------------------------------------------------------------------
     def result(self):
@@ -421,7 +443,8 @@ class State:
                 t = t.permute(2, 0, 1)
             if self.channels == 1:
                 t = t[:1]
-            outs.append(t.contiguous())
+            # A float crop stays a view of its image, as torchvision's tensor crop.
+            outs.append(t if self.is_float else t.contiguous())
         if not self.lead:
             return outs[0]
         return torch.stack(outs).reshape(self.lead + tuple(outs[0].shape))

@@ -41,10 +41,12 @@ def _text(name, **args):
     return _T._op_text(name, {k: _T._seq(v) for k, v in args.items()})
 
 
-def _run(img, text, params=(), box=None):
+def _run(img, text, params=(), box=None, fill_none=False):
     """img through one native op with `params`, in the form it came in (box: see
-    _eager.State.native)."""
+    _eager.State.native). fill_none: rotate/affine/perspective's fill=None, which on a
+    float tensor is torchvision's grid_sample without the fill mask (_float.py)."""
     state = _eager.State(img)
+    state.float_fill_none = fill_none
     state.native(_op(text), params, box=box)
     return state.result()
 
@@ -56,9 +58,10 @@ def _mode(fn, interpolation, resize=False):
 # -- geometry ------------------------------------------------------------------------------
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=None):
     _T._antialias("resize", antialias)
+    aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
     return _run(img, _text("resize", size=_T._size(size),
                            interpolation=_mode("resize", interpolation, True),
-                           max_size=max_size))
+                           max_size=max_size, **aa))
 
 
 def resized_crop(img, top, left, height, width, size,
@@ -71,7 +74,8 @@ def resized_crop(img, top, left, height, width, size,
     image_w, image_h = get_image_size(img)
     if top < 0 or left < 0 or top + height > image_h or left + width > image_w:
         # Partly outside: torchvision's crop pads with zeros, then resizes.
-        return resize(crop(img, top, left, height, width), size, interpolation)
+        return resize(crop(img, top, left, height, width), size, interpolation,
+                      antialias=antialias)
     size = _T._size(size)
     if isinstance(size, numbers.Number):  # F.resize's shorter side, as torchvision.
         short, long = (width, height) if width <= height else (height, width)
@@ -79,8 +83,9 @@ def resized_crop(img, top, left, height, width, size,
         h, w = (new_long, int(size)) if width <= height else (int(size), new_long)
     else:
         h, w = _T._hw(size)
+    aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
     return _run(img, _text("random_resized_crop", size=[h, w],
-                           interpolation=_mode("resized_crop", interpolation, True)),
+                           interpolation=_mode("resized_crop", interpolation, True), **aa),
                 [top, left, height, width], box=[top, left, height, width])
 
 
@@ -144,7 +149,7 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
     _T._center("rotate", center)
     return _run(img, _text("random_rotation", degrees=0,
                            interpolation=_mode("rotate", interpolation), expand=bool(expand),
-                           fill=0 if fill is None else fill), [angle])
+                           fill=0 if fill is None else fill), [angle], fill_none=fill is None)
 
 
 def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST,
@@ -156,7 +161,8 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
     return _run(img, _text("random_affine", degrees=0,
                            interpolation=_mode("affine", interpolation),
                            fill=0 if fill is None else fill),
-                [angle, translate[0], translate[1], scale, shear[0], shear[1]])
+                [angle, translate[0], translate[1], scale, shear[0], shear[1]],
+                fill_none=fill is None)
 
 
 def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR,
@@ -169,7 +175,7 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
                          f"got {startpoints!r} and {endpoints!r}")
     return _run(img, _text("random_perspective", p=1,
                            interpolation=_mode("perspective", interpolation),
-                           fill=0 if fill is None else fill), points)
+                           fill=0 if fill is None else fill), points, fill_none=fill is None)
 
 
 # -- colour --------------------------------------------------------------------------------

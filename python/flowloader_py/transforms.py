@@ -16,7 +16,8 @@ pixels are the loader's, the GIL released), its random parameters drawn from tor
 generator in torchvision's order, or from `generator=` (a torch.Generator). The get_params
 static methods are torchvision's (RandomResizedCrop.get_params, ...). What an image may be
 is in _eager.py: a PIL image (RGB, L), a numpy uint8 HWC array, or a torch tensor
-[..., C, H, W] (uint8; float32 after ToTensor).
+[..., C, H, W] (uint8: PIL's pixels; float32 / float64: torchvision's tensor kernels,
+_float.py).
 
 How torchvision's tensor conversions map (flowloader's `normalize` op is ToTensor +
 Normalize in one):
@@ -350,6 +351,8 @@ class ConvertImageDtype(ToTensor):
                 state.float_to_uint8()
         elif not state.is_float:
             state.to_float_tensor()
+        elif state.tensor_dtype != _torch().float32:
+            state.to_float32()  # float64 -> float32, as torchvision's.
 
 
 class Normalize(Transform):
@@ -367,8 +370,10 @@ class Normalize(Transform):
                             + ("a uint8 tensor" if state.kind == "tensor" else
                                f"a {state.kind} image"))
         torch = _torch()
-        mean = torch.as_tensor(self._args["mean"], dtype=torch.float32).reshape(-1, 1, 1)
-        std = torch.as_tensor(self._args["std"], dtype=torch.float32).reshape(-1, 1, 1)
+        # In the tensor's dtype, as torchvision's F.normalize (float64 stays float64).
+        dtype = torch.float64 if state.tensor_dtype == torch.float64 else torch.float32
+        mean = torch.as_tensor(self._args["mean"], dtype=dtype).reshape(-1, 1, 1)
+        std = torch.as_tensor(self._args["std"], dtype=dtype).reshape(-1, 1, 1)
         if (std == 0).any():
             raise ValueError(f"std evaluated to zero after conversion to torch.float32, "
                              f"leading to division by zero: {self._args['std']}")
@@ -387,6 +392,8 @@ class Resize(Transform):
         super().__init__(size=_size(size),
                          interpolation=_interpolation("Resize", interpolation, resize=True),
                          max_size=max_size)
+        if antialias:  # Float tensors' antialias path (PIL images always antialias).
+            self._args["antialias"] = True
 
 
 class CenterCrop(Transform):
@@ -428,6 +435,8 @@ class RandomResizedCrop(Transform):
         super().__init__(size=_size(size), scale=_seq(scale), ratio=_seq(ratio),
                          interpolation=_interpolation("RandomResizedCrop", interpolation,
                                                       resize=True))
+        if antialias:  # Float tensors' antialias path (PIL images always antialias).
+            self._args["antialias"] = True
 
     @staticmethod
     def get_params(img, scale, ratio, *, generator=None):

@@ -64,6 +64,18 @@ class EagerOp {
     return {out.width, out.height};
   }
 
+  // GatherMaps is the op's Op::Gather maps for `params` on a width × height image, as
+  // (x_src, y_src) int32 arrays (-1: the fill), or None where the op is not a gather for
+  // them: the pixel moves of a float tensor (python/internal/float_eager.h).
+  py::object GatherMaps(const std::vector<double>& params, int width, int height) const {
+    OpParams p;
+    for (double v : params) p.Push(v);
+    augment::GatherMaps g;
+    if (!op_->Gather(p, width, height, &g)) return py::none();
+    return py::make_tuple(py::array_t<int>(g.x_src.size(), g.x_src.data()),
+                          py::array_t<int>(g.y_src.size(), g.y_src.data()));
+  }
+
   // LoaderDraw is the loader's draw for this op at `position` of view `view`'s list
   // (ViewProgram::RunPixelOps' stream and order: p's draw, then Draw).
   std::pair<bool, std::vector<double>> LoaderDraw(int width, int height, uint64_t seed,
@@ -543,6 +555,8 @@ void RegisterEager(py::module_& m) {
       .def_property_readonly("reads_float", &EagerOp::reads_float)
       .def_property_readonly("writes_float", &EagerOp::writes_float)
       .def("output_size", &EagerOp::OutputSize, py::arg("width"), py::arg("height"))
+      .def("gather_maps", &EagerOp::GatherMaps, py::arg("params"), py::arg("width"),
+           py::arg("height"))
       .def("loader_draw", &EagerOp::LoaderDraw, py::arg("width"), py::arg("height"),
            py::arg("seed"), py::arg("epoch"), py::arg("index"), py::arg("view"),
            py::arg("position"));

@@ -4,7 +4,7 @@
     bazel build //python:flowloader
     PYTHONPATH=bazel-bin/python /usr/bin/python3 tests/benchmarks/eager_bench.py \
         [--reps=15] [--loader-images=400] [--only=per_op,compose,loader,noop] [--ops=Flip,Crop]
-        [--clock=wall|cpu] [--flush]
+        [--clock=wall|cpu] [--inputs=pil|float] [--flush]
 
 Prints Markdown tables (docs/performance.md, "Calling transforms directly"):
   per_op:  each transform class called on one PIL RGB image at a time, 224² and 1024²,
@@ -20,6 +20,12 @@ Prints Markdown tables (docs/performance.md, "Calling transforms directly"):
   noop:    Compose([]) on a 224² PIL image: the calling overhead.
   breakdown (only when named): a DataLoader worker's time per image, one core: PIL's
            JPEG decode, each library's classic train transform, default_collate.
+
+--inputs=float: per_op on a float32 [3, S, S] tensor in [0, 1] (ToTensor's output) for
+the classes that take floats, against torchvision's tensor kernels (torch on one thread);
+compose: Compose([ToTensor(), RandomResizedCrop(224), RandomHorizontalFlip(),
+ColorJitter(.4, .4, .4, .1), Normalize]) per 500x375 PIL image (the ops after ToTensor on
+floats in both libraries).
 """
 
 import argparse
@@ -88,6 +94,43 @@ def per_op_cases():
     ]
 
 
+def float_cases():
+    """(name, flowloader's, torchvision's) for a float tensor."""
+    B = TV.InterpolationMode.BICUBIC
+    return [
+        ("Resize(256)", T.Resize(256), TV.Resize(256)),
+        ("Resize(256, antialias=True)", T.Resize(256, antialias=True),
+         TV.Resize(256, antialias=True)),
+        ("Resize(256, bicubic)", T.Resize(256, interpolation=B), TV.Resize(256, interpolation=B)),
+        ("CenterCrop(224)", T.CenterCrop(224), TV.CenterCrop(224)),
+        ("RandomResizedCrop(224)", T.RandomResizedCrop(224), TV.RandomResizedCrop(224)),
+        ("RandomCrop(200, padding=4)", T.RandomCrop(200, padding=4),
+         TV.RandomCrop(200, padding=4)),
+        ("Pad(16, reflect)", T.Pad(16, padding_mode="reflect"),
+         TV.Pad(16, padding_mode="reflect")),
+        ("RandomHorizontalFlip(p=1)", T.RandomHorizontalFlip(1.0), TV.RandomHorizontalFlip(1.0)),
+        ("RandomVerticalFlip(p=1)", T.RandomVerticalFlip(1.0), TV.RandomVerticalFlip(1.0)),
+        ("ColorJitter(.4, .4, .4, .1)", T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+         TV.ColorJitter(0.4, 0.4, 0.4, 0.1)),
+        ("ColorJitter(.4, .4, .4)", T.ColorJitter(0.4, 0.4, 0.4), TV.ColorJitter(0.4, 0.4, 0.4)),
+        ("Grayscale(3)", T.Grayscale(3), TV.Grayscale(3)),
+        ("GaussianBlur(23)", T.GaussianBlur(23), TV.GaussianBlur(23)),
+        ("RandomSolarize(0.5, p=1)", T.RandomSolarize(0.5, 1.0), TV.RandomSolarize(0.5, 1.0)),
+        ("RandomAutocontrast(p=1)", T.RandomAutocontrast(1.0), TV.RandomAutocontrast(1.0)),
+        ("RandomInvert(p=1)", T.RandomInvert(1.0), TV.RandomInvert(1.0)),
+        ("RandomAdjustSharpness(2, p=1)", T.RandomAdjustSharpness(2, 1.0),
+         TV.RandomAdjustSharpness(2, 1.0)),
+        ("RandomRotation(30)", T.RandomRotation(30), TV.RandomRotation(30)),
+        ("RandomRotation(30, bilinear)",
+         T.RandomRotation(30, interpolation=T.InterpolationMode.BILINEAR),
+         TV.RandomRotation(30, interpolation=TV.InterpolationMode.BILINEAR)),
+        ("RandomAffine(15, .1, .9-1.1, 5)", T.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5),
+         TV.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5)),
+        ("RandomPerspective(p=1)", T.RandomPerspective(p=1.0), TV.RandomPerspective(p=1.0)),
+        ("Normalize", T.Normalize(*IMAGENET), TV.Normalize(*IMAGENET)),
+    ]
+
+
 # The clock of time_calls: wall (time.perf_counter) or this thread's CPU time
 # (time.thread_time; --clock=cpu), which on a machine shared with other work leaves out
 # the waits for a core that make wall times move by 2x and more under load.
@@ -126,19 +169,22 @@ def side_by_side(ours, theirs, img, reps, n):
     return statistics.median(a), statistics.median(b)
 
 
-def bench_per_op(reps, ops=None):
+def bench_per_op(reps, ops=None, inputs="pil"):
     rows = []
     for size in (224, 1024):
         img = photo(size, size, seed=size)
+        if inputs == "float":
+            img = TV.ToTensor()(img)
         n = 20 if size == 224 else 3
-        for name, ours, theirs in per_op_cases():
+        for name, ours, theirs in (float_cases() if inputs == "float" else per_op_cases()):
             if ops and not any(o in name for o in ops):
                 continue
             a, b = side_by_side(ours, theirs, img, reps, n)
             rows.append((name, f"{size}²", b, a))
             print(f"  {name} {size}: torchvision {b:.0f} µs, flowloader {a:.0f} µs, "
                   f"{b / a:.2f}x", file=sys.stderr)
-    print("\n| op (PIL RGB in, PIL out) | size | torchvision µs | flowloader µs | ratio |")
+    form = "float32 [3, S, S] in and out" if inputs == "float" else "PIL RGB in, PIL out"
+    print(f"\n| op ({form}) | size | torchvision µs | flowloader µs | ratio |")
     print("| --- | --- | ---: | ---: | ---: |")
     for name, size, b, a in rows:
         print(f"| {name} | {size} | {b:.0f} | {a:.0f} | {b / a:.2f}× |")
@@ -159,6 +205,21 @@ def bench_compose(reps):
     print("| --- | ---: | ---: | ---: |")
     print(f"| torchvision v2 recipe (RRC 176, flip, TrivialAugmentWide, Normalize, "
           f"RandomErasing 0.1) | {b:.0f} | {a:.0f} | {b / a:.2f}× |")
+
+
+def to_tensor_first(M):
+    """A recipe that converts first: every op after ToTensor works on floats."""
+    return M.Compose([M.ToTensor(), M.RandomResizedCrop(224), M.RandomHorizontalFlip(),
+                      M.ColorJitter(0.4, 0.4, 0.4, 0.1), M.Normalize(*IMAGENET)])
+
+
+def bench_compose_float(reps):
+    img = photo(500, 375)
+    a, b = side_by_side(to_tensor_first(T), to_tensor_first(TV), img, reps, 10)
+    print("\n| Compose([ToTensor(), RandomResizedCrop(224), flip, ColorJitter(.4, .4, .4, .1), "
+          "Normalize]) per 500x375 PIL image | torchvision µs | flowloader µs | ratio |")
+    print("| --- | ---: | ---: | ---: |")
+    print(f"| per image | {b:.0f} | {a:.0f} | {b / a:.2f}× |")
 
 
 def classic_train(M):
@@ -271,6 +332,9 @@ def main():
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="per_op, compose, noop and breakdown: wall or thread CPU time")
     parser.add_argument("--loader-images", type=int, default=400)
+    parser.add_argument("--inputs", choices=["pil", "float"], default="pil",
+                        help="per_op and compose: PIL images, or float tensors "
+                             "(torchvision's tensor kernels)")
     parser.add_argument("--only", default="per_op,compose,loader,noop")
     parser.add_argument("--flush", action="store_true",
                         help="per_op, compose, noop: rewrite a 96 MiB buffer before each "
@@ -293,9 +357,9 @@ def main():
     if "breakdown" in only:
         bench_breakdown(args.reps)
     if "compose" in only:
-        bench_compose(args.reps)
+        (bench_compose_float if args.inputs == "float" else bench_compose)(args.reps)
     if "per_op" in only:
-        bench_per_op(args.reps, [o for o in args.ops.split(",") if o])
+        bench_per_op(args.reps, [o for o in args.ops.split(",") if o], args.inputs)
 
 
 if __name__ == "__main__":

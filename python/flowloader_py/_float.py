@@ -1,0 +1,475 @@
+"""flowloader.transforms called on a float tensor (docs/python.md, "Calling transforms
+directly", "Float tensors"): torchvision 0.14's tensor kernels, not PIL's.
+
+A native op queued on a float image (_eager.State.native) comes here and runs at once,
+on each image of the batch, through the C++ kernels of stages/augment/float/ (the
+extension's _float_gather, _float_resize and _float_colour, the GIL released):
+
+    flips, crops, pads (center_crop, random_crop, pad)   the uint8 op's own pixel moves
+                                                        (its Op::Gather maps), any dtype,
+                                                        exact; the fill as given
+    resize, random_resized_crop                         interpolate(align_corners=False),
+                                                        antialias as the class's (None:
+                                                        False, as torchvision 0.14)
+    color_jitter, grayscale, random_grayscale,          functional_tensor's formulas on
+    random_invert, random_solarize, adjust_gamma,       [0, 1] floats
+    random_adjust_sharpness, random_autocontrast,
+    gaussian_blur
+    random_rotation, random_affine,                     torchvision's affine / perspective
+    random_perspective, elastic_transform               grid and grid_sample (nearest,
+                                                        bilinear), its fill mask
+
+Anything else on a float tensor raises TypeError naming the op (posterize and equalize
+take uint8 only, as torchvision's tensor kernels). An image is float32 or float64
+[C, H, W], C 1 or 3 (a one-channel image runs as one plane; _eager keeps three equal
+planes for some, sliced here).
+"""
+
+import math
+
+import numpy as np
+
+_MODULES = {}
+
+
+def _core():
+    m = _MODULES.get("core")
+    if m is None:
+        from flowloader import _flowloader
+        m = _MODULES["core"] = _flowloader
+    return m
+
+
+# -- the op's arguments, from its text ("random_crop(size=32, padding=4, ...)") ---------
+_ARGS = {}
+
+
+def _value(text):
+    text = text.strip()
+    if text.startswith("["):
+        inner = text[1:-1].strip()
+        return [_value(v) for v in _split(inner)] if inner else []
+    if text in ("null", "none"):
+        return None
+    if text in ("true", "false"):
+        return text == "true"
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _split(text):
+    """text split at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
+
+
+def args_of(op):
+    """The op's arguments as {name: value} (numbers as floats, lists, words, None)."""
+    text = op.text
+    args = _ARGS.get(text)
+    if args is None:
+        inner = text[text.index("(") + 1:text.rindex(")")] if "(" in text else ""
+        args = {}
+        for part in _split(inner):
+            name, _, value = part.partition("=")
+            args[name.strip()] = _value(value)
+        if len(_ARGS) < 1024:
+            _ARGS[text] = args
+    return args
+
+
+# -- the kernels by op ---------------------------------------------------------------------
+def _gather(a, op, args, params):
+    """A pixel move: the uint8 op's Op::Gather maps, applied to the planes; a box inside
+    the image is a view of it, as torchvision's tensor crop (img[..., t:b, l:r])."""
+    h, w = a.shape[1], a.shape[2]
+    maps = op.gather_maps([float(v) for v in params], w, h)
+    if maps is None:
+        raise ValueError(f"flowloader.transforms: {op.name} with parameters "
+                         f"{[float(v) for v in params]} does not fit a {w}x{h} image")
+    xs, ys = maps
+    x0, y0 = int(xs[0]), int(ys[0])
+    if x0 >= 0 and y0 >= 0 and _run_of(xs) and _run_of(ys):
+        return a[:, y0:y0 + len(ys), x0:x0 + len(xs)]
+    return _core()._float_gather(np.ascontiguousarray(a), xs, ys,
+                                 _fill(args, a.shape[0], op.name))
+
+
+def _run_of(m):
+    """Whether map m is consecutive source indices (a crop's, not a flip's or a pad's)."""
+    return len(m) == 1 or bool((np.diff(m) == 1).all())
+
+
+def _fill(args, channels, name):
+    """The constant padding's value for each channel: torchvision's tensor pad takes one
+    number (int or float), used as given (not scaled)."""
+    fill = args.get("fill", 0)
+    fill = 0 if fill is None else fill
+    if isinstance(fill, list):
+        if len(fill) != 1 and len(set(fill)) != 1:
+            raise TypeError(f"flowloader.transforms: {name}(fill={fill}) on a float tensor: "
+                            "torchvision's tensor pad takes one number (int or float) as fill")
+        fill = fill[0]
+    return [float(fill)] * channels
+
+
+def _check_reflect(args, name, pads, w, h):
+    """torch's reflect pad needs each pad (left, top, right, bottom) less than its side
+    of the w × h image it pads, torchvision's symmetric one at most that side (numpy's,
+    which the uint8 ops follow, repeats the reflection instead)."""
+    mode = args.get("padding_mode")
+    if mode not in ("reflect", "symmetric"):
+        return
+    limit = 0 if mode == "reflect" else 1  # A pad must be < side + limit.
+    if any(p >= (w if i % 2 == 0 else h) + limit for i, p in enumerate(pads)):
+        raise ValueError(f"flowloader.transforms: {name} pads {pads} (left, top, right, "
+                         f"bottom) in {mode} mode a {w}x{h} float tensor: torchvision's "
+                         f"tensor {mode} padding needs each pad "
+                         f"{'less than' if mode == 'reflect' else 'at most'} that side "
+                         "(padding_mode='edge' or 'constant' has no limit)")
+
+
+def _ltrb(padding):
+    if padding is None:
+        return [0, 0, 0, 0]
+    p = padding if isinstance(padding, list) else [padding]
+    p = [int(v) for v in p]
+    if len(p) == 1:
+        return p * 4
+    if len(p) == 2:
+        return [p[0], p[1], p[0], p[1]]
+    return p
+
+
+def _pad_op(a, op, args, params):
+    _check_reflect(args, op.name, _ltrb(args.get("padding")), a.shape[2], a.shape[1])
+    return _gather(a, op, args, params)
+
+
+def _random_crop(a, op, args, params):
+    """RandomCrop's forward: padding, then pad_if_needed's width pad, then its height
+    pad (torch's reflect limit checked at each), then the crop: one gather."""
+    pads = _ltrb(args.get("padding"))
+    w, h = a.shape[2], a.shape[1]
+    _check_reflect(args, op.name, pads, w, h)
+    if args.get("pad_if_needed"):
+        th, tw = _hw(args["size"])
+        w, h = w + pads[0] + pads[2], h + pads[1] + pads[3]
+        more_w = max(tw - w, 0)
+        _check_reflect(args, op.name, [more_w, 0, more_w, 0], w, h)
+        w += 2 * more_w
+        more_h = max(th - h, 0)
+        _check_reflect(args, op.name, [0, more_h, 0, more_h], w, h)
+    return _gather(a, op, args, params)
+
+
+def _hw(size):
+    if isinstance(size, list):
+        return (int(size[0]), int(size[0])) if len(size) == 1 else (int(size[0]), int(size[1]))
+    return int(size), int(size)
+
+
+def _mode(args, name):
+    mode = args.get("interpolation", "bilinear")
+    if mode not in ("nearest", "bilinear", "bicubic"):
+        raise ValueError(f"flowloader.transforms: {name}(interpolation={mode}) on a float "
+                         "tensor: torchvision's tensor resize takes NEAREST, BILINEAR and "
+                         "BICUBIC (BOX, HAMMING and LANCZOS are PIL's filters: resize before "
+                         "ToTensor)")
+    return mode
+
+
+def _resize_to(a, h, w, mode, antialias):
+    """F.resize of a tensor to (h, w): the image itself where the size is already that."""
+    if (a.shape[1], a.shape[2]) == (h, w):
+        return a
+    s = a.strides
+    if not (s[2] == a.itemsize and s[1] >= s[2] * a.shape[2] and s[0] >= s[1] * a.shape[1]):
+        a = np.ascontiguousarray(a)  # Not a crop of dense planes (a transposed tensor).
+    return _core()._float_resize(a, h, w, mode, bool(antialias))
+
+
+def _resized_size(h, w, size, max_size):
+    """torchvision's _compute_resized_output_size: (new_h, new_w)."""
+    if isinstance(size, list) and len(size) == 2:
+        return int(size[0]), int(size[1])
+    requested = int(size[0] if isinstance(size, list) else size)
+    short, long = (w, h) if w <= h else (h, w)
+    new_short, new_long = requested, int(requested * long / short)
+    if max_size is not None:
+        max_size = int(max_size)
+        if max_size <= requested:
+            raise ValueError(f"max_size = {max_size} must be strictly greater than the "
+                             f"requested size for the smaller edge size = {size}")
+        if new_long > max_size:
+            new_short, new_long = int(max_size * new_short / new_long), max_size
+    return (new_long, new_short) if w <= h else (new_short, new_long)
+
+
+def _resize(a, op, args, params):
+    h, w = _resized_size(a.shape[1], a.shape[2], args["size"], args.get("max_size"))
+    return _resize_to(a, h, w, _mode(args, op.name), args.get("antialias"))
+
+
+def _random_resized_crop(a, op, args, params):
+    top, left, height, width = (int(v) for v in params[:4])
+    crop = a[:, top:top + height, left:left + width]
+    if (crop.shape[1], crop.shape[2]) == _hw(args["size"]):
+        return crop  # F.resize of that size: the crop itself, a view as torchvision's.
+    h, w = _hw(args["size"])
+    return _resize_to(crop, h, w, _mode(args, op.name), args.get("antialias"))
+
+
+def _colour(name, a, *args):
+    return _core()._float_colour(name, a, [float(v) for v in args])
+
+
+def _color_jitter(a, op, args, params):
+    """ColorJitter's forward: the four adjustments in fn_idx's order, NaN: not drawn."""
+    order, factors = [int(v) for v in params[:4]], [float(v) for v in params[4:8]]
+    names = ("brightness", "contrast", "saturation", "hue")
+    for i in order:
+        f = factors[i]
+        if f != f:  # NaN: that adjustment is off.
+            continue
+        if names[i] in ("saturation", "hue") and a.shape[0] == 1:
+            continue  # torchvision: a one-channel image is returned as it is.
+        a = _colour(names[i], a, f)
+    return a
+
+
+def _grayscale(a, op, args, params):
+    """rgb_to_grayscale with the input's channel count (1: a copy, as torchvision)."""
+    if a.shape[0] == 1:
+        return a
+    g = _colour("grayscale", a)
+    return np.ascontiguousarray(np.repeat(g, 3, axis=0))
+
+
+def _solarize(a, op, args, params):
+    threshold = float(args["threshold"])
+    if threshold > 1:
+        raise TypeError(f"flowloader.transforms: solarize threshold {threshold} on a float "
+                        "tensor: the threshold must be at most its bound 1.0 (torchvision's "
+                        "'Threshold should be less than bound of img.'); give it in [0, 1]")
+    return _colour("solarize", a, threshold)
+
+
+def _gaussian_blur(a, op, args, params):
+    ks = args["kernel_size"]
+    ks = [int(ks), int(ks)] if not isinstance(ks, list) else (
+        [int(ks[0])] * 2 if len(ks) == 1 else [int(ks[0]), int(ks[1])])
+    sigma = float(params[0])
+    return _colour("gaussian_blur", a, ks[0], ks[1], sigma, sigma)
+
+
+# -- rotate, affine, perspective: torchvision's grids, grid_sample's pixels ---------------
+def _inverse_affine(angle, translate, scale, shear):
+    """torchvision 0.14's _get_inverse_affine_matrix about the centre (0, 0), in double."""
+    rot = math.radians(angle)
+    sx, sy = math.radians(shear[0]), math.radians(shear[1])
+    tx, ty = translate
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    m = [x / scale for x in (d, -b, 0.0, -c, a, 0.0)]
+    m[2] += m[0] * (-tx) + m[1] * (-ty)
+    m[5] += m[3] * (-tx) + m[4] * (-ty)
+    return m
+
+
+def _expanded_size(matrix, w, h):
+    """torchvision's _compute_affine_output_size (float32, as its torch code): (w, h)."""
+    f = np.float32
+    pts = np.array([[-0.5 * w, -0.5 * h, 1.0], [-0.5 * w, 0.5 * h, 1.0],
+                    [0.5 * w, 0.5 * h, 1.0], [0.5 * w, -0.5 * h, 1.0]], f)
+    theta = np.array(matrix, f).reshape(2, 3)
+    new = pts @ theta.T
+    lo = new.min(axis=0) + np.array([w * 0.5, h * 0.5], f)
+    hi = new.max(axis=0) + np.array([w * 0.5, h * 0.5], f)
+    tol = f(1e-4)
+    cmax = np.ceil(np.trunc(hi / tol) * tol)
+    cmin = np.floor(np.trunc(lo / tol) * tol)
+    size = cmax - cmin
+    return int(size[0]), int(size[1])
+
+
+def _perspective_coeffs(start, end):
+    """torchvision's _get_perspective_coeffs (the map from end to start points): solved in
+    double, rounded to float32 as torchvision's float32 lstsq gives them."""
+    a = np.zeros((8, 8))
+    for i, (p1, p2) in enumerate(zip(end, start)):
+        a[2 * i] = [p1[0], p1[1], 1, 0, 0, 0, -p2[0] * p1[0], -p2[0] * p1[1]]
+        a[2 * i + 1] = [0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0], -p2[1] * p1[1]]
+    b = np.array(start, np.float64).reshape(8)
+    try:
+        return [float(v) for v in np.linalg.solve(a, b).astype(np.float32)]
+    except np.linalg.LinAlgError:
+        raise ValueError(f"flowloader.transforms: perspective from {end} to {start} has no "
+                         "solution (a side of one pixel, or points in a line), as torchvision's "
+                         "least squares on a float tensor") from None
+
+
+def _warp_mode(args, name):
+    mode = args.get("interpolation", "nearest")
+    if mode not in ("nearest", "bilinear"):
+        raise ValueError(f"flowloader.transforms: {name}(interpolation={mode}) on a float "
+                         "tensor: torchvision's tensor grid_sample takes NEAREST and BILINEAR")
+    return mode
+
+
+def _warp_fill(args, channels, state):
+    """The classes' fill, one value per channel (torchvision's forward makes a list, so the
+    mask path always runs); F.rotate/affine/perspective with fill=None: none."""
+    if getattr(state, "float_fill_none", False):
+        return None
+    fill = args.get("fill", 0)
+    fill = [0.0] if fill is None else (fill if isinstance(fill, list) else [fill])
+    if len(fill) == 1:
+        return [float(fill[0])] * channels
+    if len(fill) != channels:
+        raise ValueError(f"flowloader.transforms: fill {fill} cannot broadcast to the image's "
+                         f"{channels} channels (torchvision's tensor check): give one value "
+                         "or one per channel")
+    return [float(v) for v in fill]
+
+
+def _rotation(a, op, args, params, state):
+    h, w = a.shape[1], a.shape[2]
+    matrix = _inverse_affine(-float(params[0]), [0.0, 0.0], 1.0, [0.0, 0.0])
+    ow, oh = _expanded_size(matrix, w, h) if args.get("expand") else (w, h)
+    return _core()._float_warp(a, "affine", matrix, oh, ow, _warp_mode(args, op.name),
+                               _warp_fill(args, a.shape[0], state))
+
+
+def _affine(a, op, args, params, state):
+    angle, tx, ty, scale, shx, shy = (float(v) for v in params[:6])
+    matrix = _inverse_affine(angle, [tx, ty], scale, [shx, shy])
+    return _core()._float_warp(a, "affine", matrix, a.shape[1], a.shape[2],
+                               _warp_mode(args, op.name), _warp_fill(args, a.shape[0], state))
+
+
+def _perspective(a, op, args, params, state):
+    h, w = a.shape[1], a.shape[2]
+    v = [float(x) for x in params]
+    end = [v[0:2], v[2:4], v[4:6], v[6:8]]
+    start = [v[8:10], v[10:12], v[12:14], v[14:16]] if len(v) >= 16 else [
+        [0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
+    return _core()._float_warp(a, "perspective", _perspective_coeffs(start, end), h, w,
+                               _warp_mode(args, op.name), _warp_fill(args, a.shape[0], state))
+
+
+def _elastic(a, op, args, params):
+    """ElasticTransform: its grid from the two noise planes, grid_sample in float32 (a
+    float64 image is sampled as float32 and given back as float64, as torchvision's
+    _cast_squeeze_in / _cast_squeeze_out do)."""
+    noise = np.asarray(params, np.float32)
+    fill = args.get("fill", 0)
+    fill = float(fill[0] if isinstance(fill, list) else (0 if fill is None else fill))
+    out = _core()._float_elastic(np.ascontiguousarray(a, np.float32), noise,
+                                 [float(v) for v in args["alpha"]],
+                                 [float(v) for v in args["sigma"]],
+                                 _warp_mode(args, op.name), [fill] * a.shape[0])
+    return out.astype(a.dtype) if a.dtype != np.float32 else out
+
+
+# The kernels that read the state too (the functional's fill=None).
+_WARPS = {"random_rotation": _rotation, "random_affine": _affine,
+          "random_perspective": _perspective}
+
+
+_KERNELS = {
+    "random_horizontal_flip": _gather,
+    "random_vertical_flip": _gather,
+    "center_crop": _gather,
+    "random_crop": _random_crop,
+    "pad": _pad_op,
+    "resize": _resize,
+    "random_resized_crop": _random_resized_crop,
+    "color_jitter": _color_jitter,
+    "grayscale": _grayscale,
+    "random_grayscale": _grayscale,
+    "random_invert": lambda a, op, args, params: _colour("invert", a),
+    "random_solarize": _solarize,
+    "adjust_gamma": lambda a, op, args, params: _colour(
+        "gamma", a, args["gamma"], args.get("gain", 1)),
+    "random_adjust_sharpness": lambda a, op, args, params: _colour(
+        "sharpness", a, args["sharpness_factor"]),
+    "random_autocontrast": lambda a, op, args, params: _colour("autocontrast", a),
+    "gaussian_blur": _gaussian_blur,
+    "elastic_transform": _elastic,
+}
+
+# The kernels that take (and may give) a view of the image: the pixel moves, and the
+# resizes (_float_resize reads a crop in place).
+_VIEWS = (_gather, _random_crop, _pad_op, _resize, _random_resized_crop)
+
+# Ops torchvision's tensor kernels take only as uint8.
+_UINT8_ONLY = ("random_posterize", "random_equalize")
+_POLICIES = ("auto_augment", "rand_augment", "trivial_augment_wide", "aug_mix")
+
+# What float tensors take, for the refusals.
+FLOAT_OPS = ("flips, crops (RandomCrop with padding, CenterCrop, FiveCrop, TenCrop), Pad, "
+             "Resize, RandomResizedCrop, RandomRotation, RandomAffine, RandomPerspective, "
+             "ElasticTransform, "
+             "ColorJitter, Grayscale, RandomGrayscale, "
+             "RandomInvert, RandomSolarize, adjust_gamma, RandomAdjustSharpness, "
+             "RandomAutocontrast, GaussianBlur, Normalize, RandomErasing")
+
+
+def refusal(op, dtype):
+    """The TypeError for op `op` on a float tensor of `dtype` it does not take."""
+    if op.name in _UINT8_ONLY:
+        return TypeError(f"flowloader.transforms: {op.name} takes uint8 pixels, got a "
+                         f"{dtype} tensor (torchvision's tensor kernel takes only uint8): "
+                         "put it before ToTensor, or convert with "
+                         "ConvertImageDtype(torch.uint8)")
+    why = (" (torchvision's policies take uint8 tensors: their posterize and equalize do)"
+           if op.name in _POLICIES else "")
+    return TypeError(f"flowloader.transforms: {op.name} on a float tensor is not supported"
+                     f"{why} (float tensors take {FLOAT_OPS}): put it before ToTensor, or "
+                     "convert with ConvertImageDtype(torch.uint8)")
+
+
+def run(state, op, params):
+    """Runs `op` with `params` on every image of `state` (float [C, H, W] arrays) now."""
+    kernel = _KERNELS.get(op.name)
+    warp = _WARPS.get(op.name)
+    if warp is not None:
+        kernel = lambda a, op, args, params: warp(a, op, args, params, state)  # noqa: E731
+    if kernel is None:
+        raise refusal(op, state.tensor_dtype or "torch.float32")
+    state.flush()
+    args = args_of(op)
+    out = []
+    for a in state.items:
+        if state.channels == 1 and a.shape[0] == 3:
+            a = a[:1]  # Three equal planes of a one-channel image.
+        if kernel not in _VIEWS:  # The kernels read C-contiguous planes.
+            a = np.ascontiguousarray(a)
+        out.append(kernel(a, op, args, params))
+    state.items = out
+    state._size = state._measured_size()
+
+
+def native_ready(a, name):
+    """A float image as the native float ops (normalize, random_erasing) take it:
+    float32 [3, H, W]."""
+    if a.dtype != np.float32:
+        raise TypeError(f"flowloader.transforms: {name} on a {a.dtype} tensor is not "
+                        "supported: it takes float32 (convert with .float())")
+    if a.shape[0] == 1:
+        a = np.repeat(a, 3, axis=0)
+    return np.ascontiguousarray(a)

@@ -1,0 +1,195 @@
+// resize.cc: Resize (float_ops.h), ATen 1.13's CPU upsample kernels for
+// interpolate(align_corners=False): per axis, each output index has source indices and
+// weights (computed in T as ATen's opmath for float and double), and the output is the
+// height weights over the width interpolations, summed in that order.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "stages/augment/float/float_ops.h"
+
+namespace flowloader::augment::floats {
+namespace {
+
+// Taps is one axis: for output index i, taps n indices idx[i * n + k] and weights.
+template <typename T>
+struct Taps {
+  int n = 1;
+  std::vector<int> idx;
+  std::vector<T> w;
+};
+
+// NearestTaps: ATen's nearest_idx (legacy "nearest").
+template <typename T>
+Taps<T> NearestTaps(int in, int out) {
+  Taps<T> t;
+  t.idx.resize(out);
+  t.w.assign(out, T(1));
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  for (int i = 0; i < out; ++i) {
+    if (out == in) {
+      t.idx[i] = i;
+    } else if (out == 2 * in) {
+      t.idx[i] = i >> 1;
+    } else {
+      const int64_t s = static_cast<int64_t>(std::floor(static_cast<float>(i) * scale));
+      t.idx[i] = static_cast<int>(std::min<int64_t>(s, in - 1));
+    }
+  }
+  return t;
+}
+
+// SourceIndex: area_pixel_compute_source_index, align_corners=False.
+template <typename T>
+T SourceIndex(T scale, int i, bool cubic) {
+  const T src = scale * (static_cast<T>(i) + static_cast<T>(0.5)) - static_cast<T>(0.5);
+  return (!cubic && src < T(0)) ? T(0) : src;
+}
+
+// LinearTaps: compute_source_index_and_lambda (guard_index_and_lambda).
+template <typename T>
+Taps<T> LinearTaps(int in, int out) {
+  Taps<T> t;
+  t.n = 2;
+  t.idx.resize(2 * out);
+  t.w.resize(2 * out);
+  const T scale = static_cast<T>(in) / static_cast<T>(out);
+  for (int i = 0; i < out; ++i) {
+    int i0 = i;
+    T l1 = T(0);
+    if (in != out) {
+      const T real = SourceIndex(scale, i, false);
+      i0 = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(std::floor(real)), in - 1));
+      l1 = std::min(std::max(real - static_cast<T>(i0), T(0)), T(1));
+    }
+    t.idx[2 * i] = i0;
+    t.idx[2 * i + 1] = i0 + (i0 < in - 1 ? 1 : 0);
+    t.w[2 * i] = T(1) - l1;
+    t.w[2 * i + 1] = l1;
+  }
+  return t;
+}
+
+template <typename T>
+T CubicConvolution1(T x, T a) {
+  return ((a + T(2)) * x - (a + T(3))) * x * x + T(1);
+}
+
+template <typename T>
+T CubicConvolution2(T x, T a) {
+  return ((a * x - T(5) * a) * x + T(8) * a) * x - T(4) * a;
+}
+
+// CubicTaps: HelperInterpCubic (A = -0.75, indices clamped to the image).
+template <typename T>
+Taps<T> CubicTaps(int in, int out) {
+  Taps<T> t;
+  t.n = 4;
+  t.idx.resize(4 * out);
+  t.w.resize(4 * out);
+  const T scale = static_cast<T>(in) / static_cast<T>(out);
+  const T a = static_cast<T>(-0.75);
+  for (int i = 0; i < out; ++i) {
+    const T real = SourceIndex(scale, i, true);
+    const int64_t i0 = static_cast<int64_t>(std::floor(real));
+    const T f = real - static_cast<T>(i0);
+    const T x2 = T(1) - f;
+    T* w = &t.w[4 * i];
+    w[0] = CubicConvolution2(static_cast<T>(f + T(1)), a);
+    w[1] = CubicConvolution1(f, a);
+    w[2] = CubicConvolution1(x2, a);
+    w[3] = CubicConvolution2(static_cast<T>(x2 + T(1)), a);
+    for (int k = 0; k < 4; ++k) {
+      t.idx[4 * i + k] = static_cast<int>(std::min<int64_t>(std::max<int64_t>(i0 - 1 + k, 0), in - 1));
+    }
+  }
+  return t;
+}
+
+template <typename T>
+Taps<T> MakeTaps(Mode mode, int in, int out) {
+  switch (mode) {
+    case Mode::kNearest:
+      return NearestTaps<T>(in, out);
+    case Mode::kBilinear:
+      return LinearTaps<T>(in, out);
+    default:
+      return CubicTaps<T>(in, out);
+  }
+}
+
+// WidthPass is the width interpolation of source row `row` at every output column (the
+// inner sums of ATen's kernel: row[idx[0]] * w[0] + row[idx[1]] * w[1] + ...), N taps.
+template <typename T, int N>
+void WidthPassOf(const T* row, const Taps<T>& xt, int out_w, T* dst) {
+  const int* idx = xt.idx.data();
+  const T* w = xt.w.data();
+  for (int x = 0; x < out_w; ++x, idx += N, w += N) {
+    T v = row[idx[0]] * w[0];
+    for (int k = 1; k < N; ++k) v += row[idx[k]] * w[k];
+    dst[x] = v;
+  }
+}
+
+template <typename T>
+void WidthPass(const T* row, const Taps<T>& xt, int out_w, T* dst) {
+  if (xt.n == 2) return WidthPassOf<T, 2>(row, xt, out_w, dst);
+  WidthPassOf<T, 4>(row, xt, out_w, dst);
+}
+
+}  // namespace
+
+// Each source row a height tap reads is interpolated along the width once (into
+// `rows`); each output row is then its taps' rows times their weights, summed in ATen's
+// order: the same arithmetic as ATen's per-pixel loop, done row by row.
+template <typename T>
+void Resize(const Chw<const T>& in, const Chw<T>& out, Mode mode) {
+  const Taps<T> xt = MakeTaps<T>(mode, in.width, out.width);
+  const Taps<T> yt = MakeTaps<T>(mode, in.height, out.height);
+  const int w = out.width;
+  if (mode == Mode::kNearest) {  // One tap: the value itself.
+    for (int c = 0; c < out.channels; ++c) {
+      for (int y = 0; y < out.height; ++y) {
+        const T* row = in.Row(c, yt.idx[y]);
+        T* dst = out.Row(c, y);
+        for (int x = 0; x < w; ++x) dst[x] = row[xt.idx[x]];
+      }
+    }
+    return;
+  }
+  // A ring of interpolated rows: an output row's taps lie within yt.n consecutive source
+  // rows, which never move back, so a row leaves the ring after its last use.
+  const int ring = yt.n;
+  std::vector<T> rows(static_cast<size_t>(ring) * w);
+  std::vector<int> held(ring);
+  for (int c = 0; c < out.channels; ++c) {
+    std::fill(held.begin(), held.end(), -1);
+    for (int y = 0; y < out.height; ++y) {
+      const int* ys = &yt.idx[static_cast<size_t>(y) * yt.n];
+      const T* wy = &yt.w[static_cast<size_t>(y) * yt.n];
+      const T* r[4];
+      for (int k = 0; k < yt.n; ++k) {
+        const int slot = ys[k] % ring;
+        T* buffer = &rows[static_cast<size_t>(slot) * w];
+        if (held[slot] != ys[k]) {
+          WidthPass(in.Row(c, ys[k]), xt, w, buffer);
+          held[slot] = ys[k];
+        }
+        r[k] = buffer;
+      }
+      T* dst = out.Row(c, y);
+      for (int x = 0; x < w; ++x) dst[x] = r[0][x] * wy[0];
+      for (int k = 1; k < yt.n; ++k) {
+        const T* rk = r[k];
+        const T wk = wy[k];
+        for (int x = 0; x < w; ++x) dst[x] += rk[x] * wk;
+      }
+    }
+  }
+}
+
+template void Resize<float>(const Chw<const float>&, const Chw<float>&, Mode);
+template void Resize<double>(const Chw<const double>&, const Chw<double>&, Mode);
+
+}  // namespace flowloader::augment::floats
