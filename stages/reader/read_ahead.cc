@@ -22,14 +22,14 @@ constexpr int64_t kLateShare = 8;
 constexpr int64_t kLateMin = 2;
 // A probe multiplies the limit by kProbeGrowth. It is judged once kProbeRoundTrips round
 // trips and kEstimateEvery takes have passed: kept when the take rate rose by kProbeGain
-// or more (a latency-bound store gives ~kProbeGrowth; noise between windows of one
-// load is ~10%), else undone and not tried again for kProbeHold windows.
+// or more (a latency-bound store gives up to kProbeGrowth), else undone and not tried
+// again for kProbeHold windows; the limit comes down only after kProbeHold calm windows.
 constexpr double kProbeGrowth = 1.5;
 constexpr double kProbeGain = 1.2;
 constexpr int kProbeRoundTrips = 3;
 constexpr int kProbeHold = 8;
-// The windows whose best take rate a probe must beat.
-constexpr size_t kRecentRates = 4;
+// The windows whose rate together a probe must beat.
+constexpr size_t kRecentWindows = 4;
 
 }  // namespace
 
@@ -235,7 +235,9 @@ void ReadAhead::EstimateLocked(absl::Time now) {
   // number is bounded by the samples announced and their bytes by the block cache, and a
   // shuffled epoch needs nearly every block early (measured: counting only the takes of
   // the fetches' claimers left shards from loopback servers ~15% slower).
-  const double rate = seconds > 0 ? static_cast<double>(window_takes_) / seconds : 0;
+  // Over this window and the few before it: takes come in bursts of a batch, and one
+  // window's rate swings both ways (the limit follows it up at once, down slowly).
+  const double rate = seconds > 0 ? (recent_takes_ + window_takes_) / (recent_seconds_ + seconds) : 0;
   if (options_.adaptive && window_reads_ > 0 && seconds > 0) {
     const double latency = absl::ToDoubleSeconds(round_trip_);
     const int target = static_cast<int>(std::ceil(kHeadroom * rate * latency)) + 2;
@@ -243,6 +245,7 @@ void ReadAhead::EstimateLocked(absl::Time now) {
                       window_late_ * kLateShare >= window_entry_takes_ + window_block_reads_;
     const int before = limit_;
     int next = limit_;
+    calm_windows_ = late ? 0 : calm_windows_ + 1;
     if (probe_from_ > 0) {
       // A probe is judged on the takes since it began, over a few round trips (the reads
       // it started take one to come back).
@@ -256,28 +259,27 @@ void ReadAhead::EstimateLocked(absl::Time now) {
         }
         probe_from_ = 0;
       }
-    } else if (late && window_full_ && probe_hold_ == 0 && !recent_rates_.empty() &&
+    } else if (late && window_full_ && probe_hold_ == 0 && !recent_.empty() &&
                limit_ < options_.max_in_flight) {
       // Takes wait for reads queued behind the limit: try more in flight, and keep them
       // only if takes come faster (a latency-bound store), not if the reads only queue
-      // longer at a saturated one. Judged against the best rate of the last few windows
-      // (one slow window before the probe would make any probe look like a gain).
+      // longer at a saturated one. Judged against the rate of the last few windows.
       probe_from_ = limit_;
       probe_rate_ = rate;
-      for (const double r : recent_rates_) probe_rate_ = std::max(probe_rate_, r);
       probe_start_ = now;
       probe_takes_ = 0;
       next = std::max(target, static_cast<int>(std::ceil(limit_ * kProbeGrowth)));
       ++stats_.probes;
-    } else if (late) {
-      // Late, but no probe now: Little's law alone. Never lower only, or a saturated
-      // store's late windows would ratchet the limit up on the estimate's noise.
-      next = target;
-    } else {
-      // Keeping up: follow Little's law up at once, down by an eighth a window (a limit
-      // that dropped at once would be late again the next window).
-      next = target >= limit_ ? target : std::max(target, limit_ - std::max(1, limit_ / 8));
+    } else if (!late && target >= limit_) {
+      next = target;  // Little's law asks for more: at once.
+    } else if (!late && calm_windows_ >= kProbeHold) {
+      // Keeping up for a while: down towards Little's law by an eighth a window (a limit
+      // that dropped at once, or after one calm window, would be late again).
+      next = std::max(target, limit_ - std::max(1, limit_ / 8));
     }
+    // Otherwise (late with no probe to make, or calm only briefly) the limit stays: a late
+    // window that followed the estimate down would undo kept probes, and one that followed
+    // it only up would ratchet on its noise at a saturated store.
     if (probe_hold_ > 0) --probe_hold_;
     limit_ = std::clamp(next, options_.min_in_flight, options_.max_in_flight);
     stats_.peak_limit = std::max(stats_.peak_limit, limit_);
@@ -291,8 +293,14 @@ void ReadAhead::EstimateLocked(absl::Time now) {
       work_.notify_all();
     }
   }
-  recent_rates_.push_back(rate);
-  if (recent_rates_.size() > kRecentRates) recent_rates_.pop_front();
+  recent_.emplace_back(window_takes_, seconds);
+  recent_takes_ += window_takes_;
+  recent_seconds_ += seconds;
+  if (recent_.size() > kRecentWindows) {
+    recent_takes_ -= recent_.front().first;
+    recent_seconds_ -= recent_.front().second;
+    recent_.pop_front();
+  }
   window_start_ = now;
   window_takes_ = window_reads_ = window_entry_takes_ = window_late_ = window_block_reads_ = 0;
   window_full_ = false;

@@ -30,9 +30,10 @@
 //     their reads (or found them queued, or, for shards, found their blocks missing:
 //     NoteBlockRead); a late window whose reads queued behind the limit multiplies it by
 //     1.5, and the probe is judged a few round trips later: kept if takes came 20% faster
-//     than the best of the last windows, else undone and not tried for 8 windows (a
-//     saturated store: more in flight only queues longer). When takes keep up the limit
-//     follows Little's law down by an eighth a window, not at once.
+//     than over the last 4 windows, else undone and not tried for 8 windows (a saturated
+//     store: more in flight only queues longer). Little's law still raises the limit at
+//     once; it lowers it only after 8 windows in a row that kept up, by an eighth a
+//     window (a late window leaves it as it is).
 //   * Buffers are recycled: Take hands the caller's buffer (the worker's spare, see
 //     graph/internal/sample_buffers.h) back in exchange for the finished bytes, and the
 //     next read fills it. A fresh ~100 KB buffer per read cost page faults and a copy
@@ -225,7 +226,11 @@ class ReadAhead {
   int64_t window_late_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t window_block_reads_ ABSL_GUARDED_BY(mu_) = 0;  // NoteBlockRead calls.
   bool window_full_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<double> recent_rates_ ABSL_GUARDED_BY(mu_);  // The last windows' take rates.
+  // The last windows' takes and seconds, and their sums; windows in a row not late.
+  std::deque<std::pair<int64_t, double>> recent_ ABSL_GUARDED_BY(mu_);
+  int64_t recent_takes_ ABSL_GUARDED_BY(mu_) = 0;
+  double recent_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  int calm_windows_ ABSL_GUARDED_BY(mu_) = 0;
   // A probe in progress (probe_from_ > 0: the limit before it), and probes held off.
   int probe_from_ ABSL_GUARDED_BY(mu_) = 0;
   double probe_rate_ ABSL_GUARDED_BY(mu_) = 0;
