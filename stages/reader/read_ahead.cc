@@ -90,8 +90,10 @@ void ReadAhead::Queue(Key key, ReadFn read, bool fetch_only, bool urgent) {
   order_.push_back(key);
   ForgetLocked();
   // A thread per read in flight, made when none is free (threads_ only grows here).
-  if (idle_threads_ == 0 &&
-      static_cast<int>(threads_.size()) < (urgent ? UrgentLimitLocked() : limit_)) {
+  const int allowed = urgent       ? UrgentLimitLocked()
+                      : fetch_only ? std::max(limit_, fetch_limit_)
+                                   : limit_;
+  if (idle_threads_ == 0 && static_cast<int>(threads_.size()) < allowed) {
     threads_.emplace_back([this] { Work(); });
     stats_.threads = static_cast<int>(threads_.size());
   }
@@ -118,10 +120,16 @@ int ReadAhead::UrgentLimitLocked() const {
   return options_.adaptive ? options_.max_in_flight : limit_;
 }
 
+int ReadAhead::QueueLimitLocked() const {
+  if (queue_.empty()) return limit_;
+  auto it = entries_.find(queue_.front());
+  return it == entries_.end() || it->second.fetch_only ? std::max(limit_, fetch_limit_) : limit_;
+}
+
 bool ReadAhead::CanStartLocked() const {
   if (done_bytes_ >= options_.max_bytes) return false;
   return (!urgent_queue_.empty() && running_ < UrgentLimitLocked()) ||
-         (!queue_.empty() && running_ < limit_);
+         (!queue_.empty() && running_ < QueueLimitLocked());
 }
 
 void ReadAhead::Work() {
@@ -149,7 +157,7 @@ void ReadAhead::Work() {
     if (it->second.fetch_only) ++stats_.fetches;
     stats_.peak_in_flight = std::max(stats_.peak_in_flight, running_);
     // Reads wait behind the limit: a late window may grow it (EstimateLocked).
-    if (running_ >= limit_ && !queue_.empty()) window_full_ = true;
+    if (running_ >= QueueLimitLocked() && !queue_.empty()) window_full_ = true;
     std::string bytes = it->second.fetch_only ? std::string() : SpareLocked();
     lock.unlock();
     const absl::Time t0 = absl::Now();
@@ -244,6 +252,7 @@ void ReadAhead::EstimateLocked(absl::Time now) {
     const bool late = window_late_ >= kLateMin &&
                       window_late_ * kLateShare >= window_entry_takes_ + window_block_reads_;
     const int before = limit_;
+    const int before_fetch = fetch_limit_;
     int next = limit_;
     calm_windows_ = late ? 0 : calm_windows_ + 1;
     if (probe_from_ > 0) {
@@ -282,11 +291,23 @@ void ReadAhead::EstimateLocked(absl::Time now) {
     // it only up would ratchet on its noise at a saturated store.
     if (probe_hold_ > 0) --probe_hold_;
     limit_ = std::clamp(next, options_.min_in_flight, options_.max_in_flight);
-    stats_.peak_limit = std::max(stats_.peak_limit, limit_);
-    if (limit_ > before) {
+    // Fetch-only reads (shards' blocks) follow this window's own rate up, and never come
+    // down: there is one per block an epoch, their bytes are the block cache's (within
+    // its admitted budget), and a shuffled epoch needs nearly every block in its first
+    // few hundred samples, so fetching them early costs nothing and a limit that fell
+    // in a stalled window (takes slow while blocks are missing) kept them at 8 in flight
+    // (measured: shards through the 20 ms proxy at 0.56x of the runs whose limit grew).
+    const double window_rate = window_takes_ / seconds;
+    fetch_limit_ = std::clamp(
+        std::max({fetch_limit_, limit_,
+                  static_cast<int>(std::ceil(kHeadroom * window_rate * latency)) + 2}),
+        options_.min_in_flight, options_.max_in_flight);
+    stats_.peak_limit = std::max({stats_.peak_limit, limit_, fetch_limit_});
+    const int allowed = std::max(limit_, fetch_limit_);
+    if (allowed > std::max(before, before_fetch)) {
       // Threads for the reads the higher limit lets start (Queue makes them only as reads
       // are queued, so reads queued earlier would wait for the next Start).
-      const int more = std::min(limit_ - static_cast<int>(threads_.size()),
+      const int more = std::min(allowed - static_cast<int>(threads_.size()),
                                 static_cast<int>(queue_.size()));
       for (int i = 0; i < more; ++i) threads_.emplace_back([this] { Work(); });
       stats_.threads = static_cast<int>(threads_.size());

@@ -34,6 +34,11 @@
 //     store: more in flight only queues longer). Little's law still raises the limit at
 //     once; it lowers it only after 8 windows in a row that kept up, by an eighth a
 //     window (a late window leaves it as it is).
+//   * Fetch-only reads have a limit of their own, at least the one above: raised by each
+//     window's own take rate (Little's law in samples, more than the blocks' own rate
+//     asks), never lowered. There is one per block an epoch, their bytes are the block
+//     cache's, and a shuffled epoch needs nearly every block early; a limit that
+//     followed a stalled window down kept shards through a 20 ms proxy at 8 in flight.
 //   * Buffers are recycled: Take hands the caller's buffer (the worker's spare, see
 //     graph/internal/sample_buffers.h) back in exchange for the finished bytes, and the
 //     next read fills it. A fresh ~100 KB buffer per read cost page faults and a copy
@@ -182,6 +187,9 @@ class ReadAhead {
   // Work is a read-ahead thread: it runs queued reads while the limits allow.
   void Work();
   bool CanStartLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // QueueLimitLocked is the in-flight limit for the read at the front of queue_:
+  // max(limit_, fetch_limit_) for a fetch-only read, else limit_.
+  int QueueLimitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // UrgentLimitLocked is the in-flight limit for urgent reads: max_in_flight when
   // adaptive, else the fixed limit.
   int UrgentLimitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -212,6 +220,9 @@ class ReadAhead {
   std::vector<std::string> spares_ ABSL_GUARDED_BY(mu_);  // Empty buffers for reads.
   int64_t spare_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Their capacities.
   int limit_ ABSL_GUARDED_BY(mu_) = 0;
+  // The limit for fetch-only reads (adaptive): at least limit_, raised by each window's
+  // own rate, never lowered (see EstimateLocked).
+  int fetch_limit_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   ReadAheadStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Duration total_latency_ ABSL_GUARDED_BY(mu_);  // Of the finished reads.
