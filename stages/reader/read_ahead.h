@@ -34,11 +34,12 @@
 //     store: more in flight only queues longer). Little's law still raises the limit at
 //     once; it lowers it only after 8 windows in a row that kept up, by an eighth a
 //     window (a late window leaves it as it is).
-//   * Fetch-only reads have a limit of their own, at least the one above: raised by each
-//     window's own take rate (Little's law in samples, more than the blocks' own rate
-//     asks), never lowered. There is one per block an epoch, their bytes are the block
-//     cache's, and a shuffled epoch needs nearly every block early; a limit that
-//     followed a stalled window down kept shards through a 20 ms proxy at 8 in flight.
+//   * Fetch-only reads have a limit of their own, at least the one above: Little's law
+//     on each window's own take rate (in samples, more than the blocks' own rate asks;
+//     there is one per block an epoch, their bytes are the block cache's, and a
+//     shuffled epoch needs nearly every block early). A stalled window (takes slow while
+//     blocks are missing) used to leave them at 8 in flight; its late takes now probe
+//     the limit above up.
 //   * Buffers are recycled: Take hands the caller's buffer (the worker's spare, see
 //     graph/internal/sample_buffers.h) back in exchange for the finished bytes, and the
 //     next read fills it. A fresh ~100 KB buffer per read cost page faults and a copy
@@ -220,8 +221,8 @@ class ReadAhead {
   std::vector<std::string> spares_ ABSL_GUARDED_BY(mu_);  // Empty buffers for reads.
   int64_t spare_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Their capacities.
   int limit_ ABSL_GUARDED_BY(mu_) = 0;
-  // The limit for fetch-only reads (adaptive): at least limit_, raised by each window's
-  // own rate, never lowered (see EstimateLocked).
+  // The limit for fetch-only reads (adaptive): at least limit_, Little's law on each
+  // window's own rate (see EstimateLocked).
   int fetch_limit_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   ReadAheadStats stats_ ABSL_GUARDED_BY(mu_);
