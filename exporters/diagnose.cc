@@ -153,7 +153,9 @@ const StorageSchemeStats* BusiestStorage(const RunSnapshot& run) {
 
 // StorageLatency says what the storage's requests measured: "s3 requests take 23 ms
 // median (p99 81 ms), 4.1 in flight on average" (Little's law: the summed request time
-// over the wall time), with the share that failed when any did; "" without requests.
+// over the wall time), with the share that failed when any did, and read-ahead's limit
+// ("read-ahead auto: limit 64 (peak 96), 41.2 in flight on average while reading");
+// "" without requests.
 std::string StorageLatency(const RunSnapshot& run) {
   const StorageSchemeStats* s = BusiestStorage(run);
   if (s == nullptr || run.facts.wall_seconds <= 0) return "";
@@ -167,6 +169,14 @@ std::string StorageLatency(const RunSnapshot& run) {
     for (const auto& [code, n] : s->errors) codes.push_back(absl::StrCat(code, " ", n));
     absl::StrAppend(&text, ", ", Percent(static_cast<double>(failed) / s->requests),
                     " failed and were retried or skipped (", absl::StrJoin(codes, ", "), ")");
+  }
+  // What read-ahead made of that latency: the limit it ended at (and the highest), and
+  // the reads it really had in flight.
+  if (const ReadAheadFigures& r = run.read_ahead; r.present) {
+    absl::StrAppend(&text, absl::StrFormat("; read-ahead %s: limit %d (peak %d), %.1f in flight "
+                                           "on average while reading",
+                                           r.adaptive ? "auto" : "fixed", r.limit,
+                                           std::max(r.peak_limit, r.limit), r.mean_in_flight));
   }
   return text;
 }

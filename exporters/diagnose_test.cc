@@ -164,6 +164,17 @@ TEST(DiagnoseTest, SlowRemoteReaderNamesStorageWithItsMeasuredLatency) {
                                    "1% failed and were retried or skipped (SlowDown 80)"));
   EXPECT_THAT(d.advice, HasSubstr("raise read_ahead"));
   EXPECT_THAT(d.advice, HasSubstr("cache_dir"));
+  EXPECT_THAT(d.advice, Not(HasSubstr("read-ahead auto"))) << "none ran";
+
+  // With a read-ahead, the limit it chose from that latency and what it had in flight.
+  run.read_ahead.present = true;
+  run.read_ahead.adaptive = true;
+  run.read_ahead.limit = 24;
+  run.read_ahead.peak_limit = 36;
+  run.read_ahead.mean_in_flight = 19.5;
+  EXPECT_THAT(Diagnose(run).advice,
+              HasSubstr("(SlowDown 80); read-ahead auto: limit 24 (peak 36), 19.5 in flight on "
+                        "average while reading"));
 }
 
 TEST(DiagnoseTest, StorageLatencyIsANoteWhenComputeIsTheLimit) {

@@ -80,7 +80,10 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
   run.pinned_bytes_budget = stats.pinned_bytes_budget.load(std::memory_order_relaxed);
   run.memory_plan = stats.memory_plan;
   run.source_samples = stats.SourceSamples();
-  if (stats.storage != nullptr) run.storage = stats.storage->Read();
+  if (stats.storage != nullptr) {
+    run.storage = stats.storage->Read();
+    run.read_ahead = stats.storage->read_ahead();
+  }
   run.autotune = stats.autotune.enabled.load();
   if (run.autotune) {
     // The values in effect now, not the options' "auto".

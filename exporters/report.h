@@ -121,6 +121,9 @@ struct RunSnapshot {
   // Remote storage's counts by scheme (PipelineStats::storage): requests, errors, the
   // request latency; empty for local data.
   std::vector<StorageSchemeStats> storage;
+  // The read stage's read-ahead (StorageStats::read_ahead): the in-flight limit it chose
+  // from the latency it saw; present only when one ran.
+  ReadAheadFigures read_ahead;
 };
 
 // Snapshot copies `stats` (each stage's kind as its type declares it) and attaches

@@ -45,6 +45,13 @@ class ReadStage : public SampleStage {
       if (read_ahead_->Take({sample.epoch, sample.position}, &sample.bytes, &status)) {
         return status;
       }
+      // A member of a shard in the block cache: whether its blocks came ahead of it is
+      // what says if the block fetches keep up (its own Take shows it only for the one
+      // sample that claimed each block).
+      const StorageEnv* storage = dataset_->storage();
+      if (source.shard >= 0 && storage != nullptr && storage->BlockCached(sample.path)) {
+        read_ahead_->NoteBlockRead(storage->BlocksCached(sample.path, source.offset, source.size));
+      }
     }
     return Read(source, sample.path, &sample.bytes);
   }

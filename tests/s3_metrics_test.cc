@@ -4,7 +4,8 @@
 // pipeline's /metrics shows those codes counted by scheme, the request latency
 // histogram's count equals the requests, retries and bytes are there, and the summary
 // JSON has the same counts. No key or secret appears in a label. With every read 40 ms
-// away, the diagnosis names storage with the measured latency.
+// away, the diagnosis names storage with the measured latency, and `auto` read-ahead
+// raises the reads in flight past its start.
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -226,6 +227,40 @@ TEST_F(S3MetricsTest, DiagnosisNamesSlowStorageWithItsMeasuredLatency) {
   EXPECT_GT(ra["started"].get<int>(), 0) << ra;
   EXPECT_GE(ra["started"].get<int>(), ra["ready"].get<int>() + ra["waited"].get<int>()) << ra;
   EXPECT_GT(ra["reused_buffers"].get<int>(), 0) << ra;
+}
+
+// Every object GET 40 ms away and `auto` read-ahead (the default): the reads in flight
+// grow past the floor of 16 the limit starts at for objects (Little's law, and probes
+// while takes wait for reads queued behind the limit), and the summary says so.
+TEST_F(S3MetricsTest, AutoReadAheadGrowsPastItsStartBehindA40msStore) {
+  const std::string folder = testing::MakeImageFolder(testing::TempDir("many"), 4, 96);
+  ASSERT_TRUE(gateway_->CreateBucket("latency"));
+  ASSERT_GE(gateway_->Upload(folder, "latency", "train/"), 384);
+  const std::string log = testing::TempDirForTest("proxy_") + "/faults.log";
+  std::unique_ptr<FaultProxy> proxy = FaultProxy::Start(gateway_->port(), 1, "slow_reads", log);
+  ASSERT_NE(proxy, nullptr);
+  PipelineOptions o = testing::SmallCpuOptions("s3://latency/train/", /*batch_size=*/16, nullptr);
+  o.epochs = 1;
+  o.s3.endpoint = proxy->endpoint();
+  absl::StatusOr<std::unique_ptr<Pipeline>> p = Pipeline::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  int64_t samples = 0;
+  while (true) {
+    std::shared_ptr<const Batch> batch;
+    bool end_of_epoch = false;
+    ASSERT_TRUE((*p)->Next(&batch, &end_of_epoch).ok());
+    if (batch != nullptr) samples += batch->size();
+    if (end_of_epoch && (*p)->done()) break;
+  }
+  EXPECT_EQ(samples, 384);
+  const nlohmann::json summary =
+      nlohmann::json::parse(PipelineSummaryJson(**p, 1.0, 1, 0.1, 0.1, {0.5, 1.0}));
+  const nlohmann::json& ra = summary["storage"]["read_ahead"];
+  EXPECT_EQ(ra["mode"], "auto") << ra;
+  EXPECT_GT(ra["peak_limit"].get<int>(), 16) << ra;
+  EXPECT_GT(ra["peak_in_flight"].get<int>(), 16) << ra;
+  EXPECT_GT(ra["mean_in_flight"].get<double>(), 8) << ra;
+  EXPECT_GE(ra["mean_latency_seconds"].get<double>(), 0.035) << ra;
 }
 
 }  // namespace

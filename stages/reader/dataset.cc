@@ -1,6 +1,8 @@
 #include "stages/reader/dataset.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>  // NOLINT(build/c++11)
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -165,22 +167,42 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
           absl::StrCat(path, ": no class sub-directories (ImageFolder layout is ",
                        "ROOT/CLASS/IMAGE)"));
     }
-    for (size_t label = 0; label < dataset->class_names_.size(); ++label) {
+    const size_t classes = dataset->class_names_.size();
+    std::vector<std::vector<std::pair<std::string, std::string>>> files(classes);
+    std::vector<absl::Status> listed(classes);
+    auto list_class = [&](size_t label) -> absl::Status {
       const std::string& name = dataset->class_names_[label];
-      std::vector<std::pair<std::string, std::string>> files;
       const std::string class_dir = path + "/" + name;
       absl::StatusOr<std::string> canonical_root = env->CanonicalPath(path);
       absl::StatusOr<std::string> canonical_class = env->CanonicalPath(class_dir);
       if (!canonical_root.ok()) return canonical_root.status();
       if (!canonical_class.ok()) return canonical_class.status();
       std::vector<std::string> ancestors = {*canonical_root, *canonical_class};
-      absl::Status s = ListClassFiles(env, class_dir, name, &ancestors, &files);
-      if (!s.ok()) return s;
-      std::sort(files.begin(), files.end());
-      for (const auto& [dir, file] : files) {
+      absl::Status s = ListClassFiles(env, class_dir, name, &ancestors, &files[label]);
+      std::sort(files[label].begin(), files[label].end());
+      return s;
+    };
+    // A remote class is one listing request (or more) each: index_threads of them at once
+    // (an s3:// prefix of 10 classes through a 20 ms proxy took 0.22 s one after another).
+    // The samples come out in label order whatever order the listings finish in.
+    const size_t threads = IsRemotePath(path)
+                               ? std::min<size_t>(std::max(1, options.index_threads), classes)
+                               : 1;
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t label = next++; label < classes; label = next++) listed[label] = list_class(label);
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    for (size_t label = 0; label < classes; ++label) {
+      if (!listed[label].ok()) return listed[label];  // The first class's error, in order.
+      for (const auto& [dir, file] : files[label]) {
         dataset->samples_.push_back(
             SampleSource{absl::StrCat(dir, "/", file), static_cast<int64_t>(label)});
       }
+      files[label] = {};  // Freed as the table grows.
     }
     if (dataset->samples_.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": no image files found"));

@@ -16,6 +16,20 @@ constexpr int64_t kEstimateEvery = 32;
 // Headroom over Little's law: latencies vary, and a read that finishes late stalls a
 // worker.
 constexpr double kHeadroom = 1.5;
+// A window is late when at least 1/kLateShare of the takes of reads queued here (and at
+// least kLateMin) had to wait for their read or found it still queued.
+constexpr int64_t kLateShare = 8;
+constexpr int64_t kLateMin = 2;
+// A probe multiplies the limit by kProbeGrowth. It is judged once kProbeRoundTrips round
+// trips and kEstimateEvery takes have passed: kept when the take rate rose by kProbeGain
+// or more (a latency-bound store gives up to kProbeGrowth), else undone and not tried
+// again for kProbeHold windows; the limit comes down only after kProbeHold calm windows.
+constexpr double kProbeGrowth = 1.5;
+constexpr double kProbeGain = 1.2;
+constexpr int kProbeRoundTrips = 3;
+constexpr int kProbeHold = 8;
+// The windows whose rate together a probe must beat.
+constexpr size_t kRecentWindows = 4;
 
 }  // namespace
 
@@ -38,6 +52,7 @@ ReadAhead::ReadAhead(const ReadAheadOptions& options) : options_(options) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     limit_ = options.adaptive ? options.min_in_flight : options.max_in_flight;
+    stats_.peak_limit = limit_;
     window_start_ = absl::Now();
   }
   // Outside mu_: the report calls figures() (which takes mu_) under its own lock.
@@ -75,8 +90,10 @@ void ReadAhead::Queue(Key key, ReadFn read, bool fetch_only, bool urgent) {
   order_.push_back(key);
   ForgetLocked();
   // A thread per read in flight, made when none is free (threads_ only grows here).
-  if (idle_threads_ == 0 &&
-      static_cast<int>(threads_.size()) < (urgent ? UrgentLimitLocked() : limit_)) {
+  const int allowed = urgent       ? UrgentLimitLocked()
+                      : fetch_only ? std::max(limit_, fetch_limit_)
+                                   : limit_;
+  if (idle_threads_ == 0 && static_cast<int>(threads_.size()) < allowed) {
     threads_.emplace_back([this] { Work(); });
     stats_.threads = static_cast<int>(threads_.size());
   }
@@ -103,10 +120,16 @@ int ReadAhead::UrgentLimitLocked() const {
   return options_.adaptive ? options_.max_in_flight : limit_;
 }
 
+int ReadAhead::QueueLimitLocked() const {
+  if (queue_.empty()) return limit_;
+  auto it = entries_.find(queue_.front());
+  return it == entries_.end() || it->second.fetch_only ? std::max(limit_, fetch_limit_) : limit_;
+}
+
 bool ReadAhead::CanStartLocked() const {
   if (done_bytes_ >= options_.max_bytes) return false;
   return (!urgent_queue_.empty() && running_ < UrgentLimitLocked()) ||
-         (!queue_.empty() && running_ < limit_);
+         (!queue_.empty() && running_ < QueueLimitLocked());
 }
 
 void ReadAhead::Work() {
@@ -128,15 +151,21 @@ void ReadAhead::Work() {
     it->second.state = State::kRunning;
     if (it->second.urgent) ++stats_.urgent;
     ReadFn read = std::move(it->second.read);
+    AccountInFlightLocked(absl::Now());
     ++running_;
     ++stats_.started;
+    if (it->second.fetch_only) ++stats_.fetches;
     stats_.peak_in_flight = std::max(stats_.peak_in_flight, running_);
+    // Reads wait behind the limit: a late window may grow it (EstimateLocked).
+    if (running_ >= QueueLimitLocked() && !queue_.empty()) window_full_ = true;
     std::string bytes = it->second.fetch_only ? std::string() : SpareLocked();
     lock.unlock();
     const absl::Time t0 = absl::Now();
     absl::Status status = read(&bytes);
-    const absl::Duration latency = absl::Now() - t0;
+    const absl::Time t1 = absl::Now();
+    const absl::Duration latency = t1 - t0;
     lock.lock();
+    AccountInFlightLocked(t1);
     --running_;
     total_latency_ += latency;
     ++finished_;
@@ -163,13 +192,16 @@ bool ReadAhead::Take(Key key, std::string* contents, absl::Status* status) {
     ++stats_.unknown;
     return false;
   }
+  ++window_entry_takes_;
   if (it->second.state == State::kQueued) {
     entries_.erase(it);  // Its queue_ key is skipped when reached.
     ++stats_.not_started;
+    ++window_late_;
     return false;
   }
   if (it->second.state == State::kRunning) {
     ++stats_.waited;
+    ++window_late_;
     done_.wait(lock, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return it->second.state == State::kDone;
     });
@@ -192,6 +224,12 @@ bool ReadAhead::Take(Key key, std::string* contents, absl::Status* status) {
   return true;
 }
 
+void ReadAhead::NoteBlockRead(bool cached) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++window_block_reads_;
+  if (!cached) ++window_late_;
+}
+
 void ReadAhead::EstimateLocked(absl::Time now) {
   const double seconds = absl::ToDoubleSeconds(now - window_start_);
   if (!window_latencies_.empty()) {
@@ -200,18 +238,105 @@ void ReadAhead::EstimateLocked(absl::Time now) {
     std::nth_element(window_latencies_.begin(), quartile, window_latencies_.end());
     round_trip_ = std::min(round_trip_, *quartile);
   }
+  // The rate samples are taken at. For fetch-only reads (a block serves ~10-20 samples)
+  // this asks for more in flight than the blocks' own rate would; harmless, as their
+  // number is bounded by the samples announced and their bytes by the block cache, and a
+  // shuffled epoch needs nearly every block early (measured: counting only the takes of
+  // the fetches' claimers left shards from loopback servers ~15% slower).
+  // Over this window and the few before it: takes come in bursts of a batch, and one
+  // window's rate swings both ways (the limit follows it up at once, down slowly).
+  const double rate = seconds > 0 ? (recent_takes_ + window_takes_) / (recent_seconds_ + seconds) : 0;
   if (options_.adaptive && window_reads_ > 0 && seconds > 0) {
-    const double rate = static_cast<double>(window_takes_) / seconds;
     const double latency = absl::ToDoubleSeconds(round_trip_);
     const int target = static_cast<int>(std::ceil(kHeadroom * rate * latency)) + 2;
+    const bool late = window_late_ >= kLateMin &&
+                      window_late_ * kLateShare >= window_entry_takes_ + window_block_reads_;
     const int before = limit_;
-    limit_ = std::clamp(target, options_.min_in_flight, options_.max_in_flight);
-    if (limit_ > before) work_.notify_all();
+    const int before_fetch = fetch_limit_;
+    int next = limit_;
+    calm_windows_ = late ? 0 : calm_windows_ + 1;
+    if (probe_from_ > 0) {
+      // A probe is judged on the takes since it began, over a few round trips (the reads
+      // it started take one to come back).
+      probe_takes_ += window_takes_;
+      if (now - probe_start_ >= kProbeRoundTrips * round_trip_ && probe_takes_ >= kEstimateEvery) {
+        const double after = probe_takes_ / absl::ToDoubleSeconds(now - probe_start_);
+        if (after < kProbeGain * probe_rate_) {  // More in flight bought nothing.
+          next = probe_from_;
+          probe_hold_ = kProbeHold;
+          ++stats_.probes_undone;
+        }
+        probe_from_ = 0;
+      }
+    } else if (late && window_full_ && probe_hold_ == 0 && !recent_.empty() &&
+               limit_ < options_.max_in_flight) {
+      // Takes wait for reads queued behind the limit: try more in flight, and keep them
+      // only if takes come faster (a latency-bound store), not if the reads only queue
+      // longer at a saturated one. Judged against the rate of the last few windows.
+      probe_from_ = limit_;
+      probe_rate_ = rate;
+      probe_start_ = now;
+      probe_takes_ = 0;
+      next = std::max(target, static_cast<int>(std::ceil(limit_ * kProbeGrowth)));
+      ++stats_.probes;
+    } else if (!late && target >= limit_) {
+      next = target;  // Little's law asks for more: at once.
+    } else if (!late && calm_windows_ >= kProbeHold) {
+      // Keeping up for a while: down towards Little's law by an eighth a window (a limit
+      // that dropped at once, or after one calm window, would be late again).
+      next = std::max(target, limit_ - std::max(1, limit_ / 8));
+    }
+    // Otherwise (late with no probe to make, or calm only briefly) the limit stays: a late
+    // window that followed the estimate down would undo kept probes, and one that followed
+    // it only up would ratchet on its noise at a saturated store.
+    if (probe_hold_ > 0) --probe_hold_;
+    limit_ = std::clamp(next, options_.min_in_flight, options_.max_in_flight);
+    // Fetch-only reads (shards' blocks) follow this window's own rate, unsmoothed (one
+    // fetch serves ~10-20 samples: Little's law in samples asks for more than the blocks
+    // need, which costs little, as there is one per block an epoch, their bytes are the
+    // block cache's, and a shuffled epoch needs nearly every block early), never below
+    // limit_, which late windows probe up (a stalled window, takes slow while blocks are
+    // missing, left them at 8 in flight: shards through the 20 ms proxy ran at 0.56x of
+    // the runs whose limit grew). Not a ratchet: kept up to 128, 100 fetches of 1 MiB in
+    // flight cost the client 0.25 s more CPU an epoch (0.75 -> 1.00 s) for no images/s.
+    const double window_rate = window_takes_ / seconds;
+    fetch_limit_ = std::clamp(
+        std::max(limit_, static_cast<int>(std::ceil(kHeadroom * window_rate * latency)) + 2),
+        options_.min_in_flight, options_.max_in_flight);
+    stats_.peak_limit = std::max({stats_.peak_limit, limit_, fetch_limit_});
+    const int allowed = std::max(limit_, fetch_limit_);
+    if (allowed > std::max(before, before_fetch)) {
+      // Threads for the reads the higher limit lets start (Queue makes them only as reads
+      // are queued, so reads queued earlier would wait for the next Start).
+      const int more = std::min(allowed - static_cast<int>(threads_.size()),
+                                static_cast<int>(queue_.size()));
+      for (int i = 0; i < more; ++i) threads_.emplace_back([this] { Work(); });
+      stats_.threads = static_cast<int>(threads_.size());
+      work_.notify_all();
+    }
+  }
+  recent_.emplace_back(window_takes_, seconds);
+  recent_takes_ += window_takes_;
+  recent_seconds_ += seconds;
+  if (recent_.size() > kRecentWindows) {
+    recent_takes_ -= recent_.front().first;
+    recent_seconds_ -= recent_.front().second;
+    recent_.pop_front();
   }
   window_start_ = now;
-  window_takes_ = window_reads_ = 0;
+  window_takes_ = window_reads_ = window_entry_takes_ = window_late_ = window_block_reads_ = 0;
+  window_full_ = false;
   window_latency_ = absl::ZeroDuration();
   window_latencies_.clear();
+}
+
+void ReadAhead::AccountInFlightLocked(absl::Time now) {
+  if (running_ > 0) {
+    const double seconds = absl::ToDoubleSeconds(now - in_flight_since_);
+    in_flight_seconds_ += running_ * seconds;
+    busy_seconds_ += seconds;
+  }
+  in_flight_since_ = now;
 }
 
 void ReadAhead::RecycleLocked(std::string buffer) {
@@ -257,6 +382,11 @@ ReadAheadFigures ReadAhead::figures() const {
   f.not_started = s.not_started;
   f.reused = s.reused;
   f.urgent = s.urgent;
+  f.fetches = s.fetches;
+  f.peak_limit = s.peak_limit;
+  f.mean_in_flight = s.mean_in_flight;
+  f.probes = s.probes;
+  f.probes_undone = s.probes_undone;
   f.mean_latency_seconds = absl::ToDoubleSeconds(s.mean_latency);
   return f;
 }
@@ -266,6 +396,7 @@ ReadAheadStats ReadAhead::stats() const {
   ReadAheadStats s = stats_;
   s.limit = limit_;
   s.mean_latency = finished_ > 0 ? total_latency_ / finished_ : absl::ZeroDuration();
+  s.mean_in_flight = busy_seconds_ > 0 ? in_flight_seconds_ / busy_seconds_ : 0;
   return s;
 }
 

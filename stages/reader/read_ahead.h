@@ -22,6 +22,24 @@
 //     busy server or CPU take longer the more are in flight, and a mean would feed that
 //     back into a larger limit until max_in_flight (measured: through a 20 ms proxy the
 //     limit ran to 128 and the mean latency to 146 ms, for fewer images/s than 48).
+//   * Probing past Little's law: on a busy client or through a proxy the latency of
+//     every read grows with the reads in flight, so the quietest round trip × 1.5 stops
+//     the estimate short while more in flight would still bring faster takes (measured:
+//     s3:// objects through a 20 ms proxy settled at ~40 in flight; a fixed 128 took
+//     ~35% more images/s). A window is late when 1/8 or more of its takes waited for
+//     their reads (or found them queued, or, for shards, found their blocks missing:
+//     NoteBlockRead); a late window whose reads queued behind the limit multiplies it by
+//     1.5, and the probe is judged a few round trips later: kept if takes came 20% faster
+//     than over the last 4 windows, else undone and not tried for 8 windows (a saturated
+//     store: more in flight only queues longer). Little's law still raises the limit at
+//     once; it lowers it only after 8 windows in a row that kept up, by an eighth a
+//     window (a late window leaves it as it is).
+//   * Fetch-only reads have a limit of their own, at least the one above: Little's law
+//     on each window's own take rate (in samples, more than the blocks' own rate asks;
+//     there is one per block an epoch, their bytes are the block cache's, and a
+//     shuffled epoch needs nearly every block early). A stalled window (takes slow while
+//     blocks are missing) used to leave them at 8 in flight; its late takes now probe
+//     the limit above up.
 //   * Buffers are recycled: Take hands the caller's buffer (the worker's spare, see
 //     graph/internal/sample_buffers.h) back in exchange for the finished bytes, and the
 //     next read fills it. A fresh ~100 KB buffer per read cost page faults and a copy
@@ -100,7 +118,14 @@ struct ReadAheadStats {
   int64_t dropped = 0;      // Reads forgotten untaken (max_entries).
   int64_t reused = 0;       // Reads that filled a recycled buffer.
   int64_t urgent = 0;       // Reads started from StartUrgent.
+  int64_t fetches = 0;      // Fetch-only reads run (StartFetch).
+  int64_t probes = 0;       // Times a late window raised the limit to probe (see above).
+  int64_t probes_undone = 0;  // Probes that bought no faster takes, and were undone.
   int limit = 0;            // The in-flight limit now.
+  int peak_limit = 0;       // The highest the limit went.
+  // Reads in flight on average while at least one was (time-weighted): the concurrency
+  // the reads really had, against `limit`.
+  double mean_in_flight = 0;
   int peak_in_flight = 0;   // The most reads in flight at once.
   int threads = 0;          // Threads made.
   absl::Duration mean_latency;  // Of the reads run.
@@ -135,6 +160,12 @@ class ReadAhead {
   // false too for a fetch-only read (StartFetch), after waiting for it to finish.
   bool Take(Key key, std::string* contents, absl::Status* status);
 
+  // NoteBlockRead tells of a sample read through blocks that fetch-only reads bring
+  // (its own Take returned false): `cached` when its blocks were all there, else it waits
+  // for a fetch or fetches itself, and the window counts it late (a take of a sample
+  // without a read here shows nothing of that otherwise).
+  void NoteBlockRead(bool cached);
+
   ReadAheadStats stats() const;
   // figures are stats() as the summary reports them.
   ReadAheadFigures figures() const;
@@ -157,6 +188,9 @@ class ReadAhead {
   // Work is a read-ahead thread: it runs queued reads while the limits allow.
   void Work();
   bool CanStartLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // QueueLimitLocked is the in-flight limit for the read at the front of queue_:
+  // max(limit_, fetch_limit_) for a fetch-only read, else limit_.
+  int QueueLimitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // UrgentLimitLocked is the in-flight limit for urgent reads: max_in_flight when
   // adaptive, else the fixed limit.
   int UrgentLimitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -164,6 +198,9 @@ class ReadAhead {
   void ForgetLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Estimate updates the limit from the take rate and read latency (adaptive).
   void EstimateLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // AccountInFlight adds the reads in flight since the last change to the time-weighted
+  // sums (mean_in_flight); call before running_ changes.
+  void AccountInFlightLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recycle keeps `buffer` (emptied) for a later read while the bounds allow; TrimSpares
   // frees spares past them; SpareLocked is a kept buffer, or an empty string.
   void RecycleLocked(std::string buffer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -184,6 +221,9 @@ class ReadAhead {
   std::vector<std::string> spares_ ABSL_GUARDED_BY(mu_);  // Empty buffers for reads.
   int64_t spare_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Their capacities.
   int limit_ ABSL_GUARDED_BY(mu_) = 0;
+  // The limit for fetch-only reads (adaptive): at least limit_, Little's law on each
+  // window's own rate (see EstimateLocked).
+  int fetch_limit_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   ReadAheadStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Duration total_latency_ ABSL_GUARDED_BY(mu_);  // Of the finished reads.
@@ -192,6 +232,27 @@ class ReadAhead {
   absl::Time window_start_ ABSL_GUARDED_BY(mu_);
   int64_t window_takes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t window_reads_ ABSL_GUARDED_BY(mu_) = 0;
+  // Takes of reads queued here (not of unknown samples), and those that were late (waited
+  // for their read, or found it still queued); whether reads waited behind the limit.
+  int64_t window_entry_takes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t window_late_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t window_block_reads_ ABSL_GUARDED_BY(mu_) = 0;  // NoteBlockRead calls.
+  bool window_full_ ABSL_GUARDED_BY(mu_) = false;
+  // The last windows' takes and seconds, and their sums; windows in a row not late.
+  std::deque<std::pair<int64_t, double>> recent_ ABSL_GUARDED_BY(mu_);
+  int64_t recent_takes_ ABSL_GUARDED_BY(mu_) = 0;
+  double recent_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  int calm_windows_ ABSL_GUARDED_BY(mu_) = 0;
+  // A probe in progress (probe_from_ > 0: the limit before it), and probes held off.
+  int probe_from_ ABSL_GUARDED_BY(mu_) = 0;
+  double probe_rate_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time probe_start_ ABSL_GUARDED_BY(mu_);
+  int64_t probe_takes_ ABSL_GUARDED_BY(mu_) = 0;
+  int probe_hold_ ABSL_GUARDED_BY(mu_) = 0;
+  // mean_in_flight's sums: reads × seconds, and seconds with a read in flight.
+  absl::Time in_flight_since_ ABSL_GUARDED_BY(mu_);
+  double in_flight_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  double busy_seconds_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Duration window_latency_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Duration> window_latencies_ ABSL_GUARDED_BY(mu_);
   // The lowest first-quartile latency of a window so far: the round trip without queueing.

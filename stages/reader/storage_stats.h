@@ -66,6 +66,11 @@ struct ReadAheadFigures {
   int64_t not_started = 0;  // Takes the worker read itself (read-ahead behind).
   int64_t reused = 0;       // Reads into a recycled buffer.
   int64_t urgent = 0;       // Reads of the batch being dispatched (StartUrgent).
+  int64_t fetches = 0;      // Block fetches of shards (StartFetch).
+  int peak_limit = 0;       // The highest the limit went.
+  double mean_in_flight = 0;  // Reads in flight on average while any was.
+  int64_t probes = 0;         // Times the limit was raised because takes waited...
+  int64_t probes_undone = 0;  // ...and undone because takes came no faster.
   double mean_latency_seconds = 0;  // Of the reads run ahead.
 };
 

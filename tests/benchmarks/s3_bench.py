@@ -298,11 +298,16 @@ def measured(fn, rgw):
     """fn's result with the CPU seconds its child process and the gateway used."""
     def run_one(name):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self0 = resource.getrusage(resource.RUSAGE_SELF)
         g0 = gateway_cpu_seconds(rgw)
         r = fn(name)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self1 = resource.getrusage(resource.RUSAGE_SELF)
         r["client_cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         r["gateway_cpu_seconds"] = gateway_cpu_seconds(rgw) - g0
+        # This process's own CPU meanwhile: the delay proxies' relaying (asyncio, one
+        # thread each), on the same cores as the client and the gateway.
+        r["proxy_cpu_seconds"] = (self1.ru_utime - self0.ru_utime) + (self1.ru_stime - self0.ru_stime)
         return r
     return run_one
 
@@ -323,7 +328,13 @@ def flowloader_run(flowloader, data, work, name, env, flags=()):
     return {"images_per_second": s["images_per_second"], "samples": s["samples"],
             "skipped": s["skipped"], "first_batch_seconds": s["first_batch_seconds"],
             "wall_seconds": wall, "requests": s.get("storage", {}).get("requests", 0),
-            "retries": s.get("storage", {}).get("retries", 0)}
+            "retries": s.get("storage", {}).get("retries", 0),
+            # The read-ahead's own account (limit, in flight, latency) and the shards'
+            # block fetches: where a remote run's time went.
+            "read_ahead": s.get("storage", {}).get("read_ahead", {}),
+            # The workers' time in the read stage: reading, and waiting for reads.
+            "read_busy_seconds": s.get("stages", {}).get("read", {}).get("busy_seconds", 0),
+            "blocks": s.get("storage", {}).get("blocks", {})}
 
 
 def torch_run(endpoint, env):
@@ -335,7 +346,8 @@ def torch_run(endpoint, env):
     if res.returncode != 0:
         raise RuntimeError(f"torch+boto3 exited {res.returncode}: {res.stderr[-2000:]}")
     r = json.loads(res.stdout.strip().splitlines()[-1])
-    r.update(wall_seconds=wall, skipped=0, requests=r["samples"], retries=0)
+    r.update(wall_seconds=wall, skipped=0, requests=r["samples"], retries=0, read_busy_seconds=0,
+             read_ahead={})
     return r
 
 
@@ -378,6 +390,10 @@ def main():
     ap.add_argument("--ab", action="store_true",
                     help="also run the gateway variants with --read_ahead=0 (one GET in flight "
                          "per worker), alternating with the rest: read-ahead's A/B")
+    ap.add_argument("--read_ahead_sweep", default="",
+                    help="comma-separated fixed in-flight limits (e.g. 16,64,128): every remote "
+                         "variant also runs with --read_ahead=N as NAME_raN (pick with --only), "
+                         "against the default auto limit")
     args = ap.parse_args()
     global EPOCHS
     EPOCHS = args.epochs
@@ -420,9 +436,17 @@ def main():
             "folder_s3_delay": (s3_prefix, delayed), "shards_disk": (local_shards, env),
             "shards_s3": (s3_shards, direct), "shards_s3_delay": (s3_shards, delayed),
             "shards_http": (http_shards, env), "shards_http_delay": (http_shards_delay, env),
-            "folder_s3_ra0": (s3_prefix, direct, "--read_ahead=0"),
-            "shards_s3_ra0": (s3_shards, direct, "--read_ahead=0"),
         }
+        # --read_ahead_sweep: every remote variant again with a fixed --read_ahead=N.
+        remote = ["folder_s3", "folder_s3_delay", "shards_s3", "shards_s3_delay",
+                  "shards_http", "shards_http_delay"]
+        sweep = [(n, remote) for n in
+                 (int(v) for v in args.read_ahead_sweep.split(",") if v.strip())]
+        if args.ab and 0 not in [n for n, _ in sweep]:  # The gateway rows without read-ahead.
+            sweep.insert(0, (0, ["folder_s3", "shards_s3"]))
+        for n, names in sweep:
+            for name in names:
+                specs[f"{name}_ra{n}"] = (*specs[name], f"--read_ahead={n}")
         variants = [
             ("folder_disk", fl(folder, env)),
             ("folder_s3", fl(s3_prefix, direct)),
@@ -436,9 +460,8 @@ def main():
         ]
         if args.no_torch:
             variants = [v for v in variants if not v[0].startswith("torch")]
-        if args.ab:
-            variants += [("folder_s3_ra0", fl(s3_prefix, direct, "--read_ahead=0")),
-                         ("shards_s3_ra0", fl(s3_shards, direct, "--read_ahead=0"))]
+        for n, names in sweep:
+            variants += [(f"{name}_ra{n}", fl(*specs[f"{name}_ra{n}"])) for name in names]
         if args.baseline:  # Each flowloader variant, then the same with the baseline binary.
             base = os.path.abspath(args.baseline)
             paired = []
@@ -503,6 +526,7 @@ def main():
         f"`/usr/bin/python3 tests/benchmarks/s3_bench.py --flowloader=PATH --images={args.images}"
         f" --reps={args.reps} --delay_ms={args.delay_ms:g} --epochs={args.epochs}"
         f"{' --no_torch' if args.no_torch else ''}{' --ab' if args.ab else ''}"
+        f"{' --read_ahead_sweep=' + args.read_ahead_sweep if args.read_ahead_sweep else ''}"
         f"{' --baseline=PATH' if args.baseline else ''}"
         f"{' --only=' + args.only if args.only else ''}`: {images // args.epochs} ImageNet-like JPEGs "
         f"(10 classes, short side 256-512, q90), batch {BATCH}, {WORKERS} workers, default flags "
@@ -511,18 +535,31 @@ def main():
         "", f"Load average (1 min) over the runs: {min(loads):.2f}-{max(loads):.2f} "
         f"({os.cpu_count()} cores)." + (f" {args.note}" if args.note else ""), "",
         "Client CPU: the run's process (flowloader, or torch's main process and workers); "
-        "gateway CPU: radosgw, the OSD and the monitor, on the same cores.", "",
-        "| data | images/s | first batch (s) | requests | client CPU (s) | gateway CPU (s) "
-        "| gateway ms/request | skipped |", "|---|---|---|---|---|---|---|---|"]
+        "gateway CPU: radosgw, the OSD and the monitor, on the same cores; proxy CPU: this "
+        "script's delay proxies (asyncio); read busy: the workers' seconds in the read stage "
+        "(reading and waiting for reads); in flight: read-ahead's adaptive limit at the end "
+        "(the highest it went) and the reads in flight on average while any was (the summary "
+        "JSON's storage.read_ahead).", "",
+        "| data | images/s | first batch (s) | read busy (s) | requests | client CPU (s) "
+        "| gateway CPU (s) | gateway ms/request | proxy CPU (s) | in flight: limit (peak) | "
+        "mean in flight | skipped |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, _ in variants:
         m, lo, hi = med(name)
         requests = med(name, 'requests')[0]
         gateway = med(name, 'gateway_cpu_seconds')[0]
         per_request = f"{1000 * gateway / requests:.2f}" if requests else "-"
+        ra = [r.get("read_ahead") or {} for r in runs if r["variant"] == name]
+        in_flight = mean_in_flight = "-"
+        if any(ra):
+            in_flight = (f"{statistics.median(a.get('limit', 0) for a in ra):.0f} "
+                         f"({statistics.median(a.get('peak_limit', a.get('limit', 0)) for a in ra):.0f})")
+            mean_in_flight = f"{statistics.median(a.get('mean_in_flight', 0) for a in ra):.1f}"
         lines.append(f"| {name} | {m:.1f} ({lo:.1f}-{hi:.1f}) | "
                      f"{med(name, 'first_batch_seconds')[0]:.2f} | "
+                     f"{med(name, 'read_busy_seconds')[0]:.2f} | "
                      f"{requests:.0f} | {med(name, 'client_cpu_seconds')[0]:.1f} | "
-                     f"{gateway:.1f} | {per_request} | {med(name, 'skipped')[0]:.0f} |")
+                     f"{gateway:.1f} | {per_request} | {med(name, 'proxy_cpu_seconds')[0]:.2f} | "
+                     f"{in_flight} | {mean_in_flight} | {med(name, 'skipped')[0]:.0f} |")
     lines += ceiling_lines(variants, med)
     lines += ["", "| target | ratio | needed | result |", "|---|---|---|---|"]
     passed = True
