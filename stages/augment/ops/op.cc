@@ -1,6 +1,7 @@
 // op.cc: the op registry, argument texts and the range checks the ops share.
 #include "stages/augment/ops/op.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -242,7 +243,8 @@ std::string OpRegistry::Help() const {
     for (const ArgSchema& a : schema.args) {
       absl::StrAppend(&out, "#       ", a.name, ": ", a.accepts, "; ", a.doc, "\n");
     }
-    absl::StrAppend(&out, "#       p: a number in [0, 1]; the probability that it applies\n");
+    absl::StrAppend(&out, "#       p: a number, 1 or more always, 0 or less never; the "
+                          "probability that it applies\n");
   }
   return out;
 }
@@ -277,11 +279,17 @@ absl::StatusOr<std::unique_ptr<Op>> OpRegistry::Create(
     if (absl::Status s = set(a.name, a.default_text); !s.ok()) return s;
   }
   if (absl::Status s = set("p", NumberText(schema.default_p)); !s.ok()) return s;
-  if (absl::Status s = CheckNumberIn(name, args, "p", 0, 1); !s.ok()) return s;
+  // p is torchvision's `torch.rand(1) < p`, which takes any number: 1 or more always
+  // applies, 0 or less never, NaN never (no draw is below it). p() is it in [0, 1].
+  const OpValue& p = args.Get("p");
+  if (!p.IsNumber()) {
+    return ArgError(name, "p", "a number (the probability: 1 or more always applies, 0 or "
+                               "less never)", p);
+  }
   absl::StatusOr<std::unique_ptr<Op>> op = it->second.factory(args);
   if (!op.ok()) return op.status();
   (*op)->name_ = name;
-  (*op)->p_ = args.Number("p");
+  (*op)->p_ = std::isnan(p.numbers[0]) ? 0.0 : std::clamp(p.numbers[0], 0.0, 1.0);
   return op;
 }
 

@@ -144,8 +144,9 @@ TEST(ViewProgramTest, RefusesAnUnknownOpWithASuggestion) {
 }
 
 TEST(ViewProgramTest, RefusesOutOfRangeArguments) {
-  EXPECT_TRUE(absl::StrContains(Refusal("random_resized_crop(size=64, p=1.5)"),
-                                "p must be a number in [0, 1], got 1.5"));
+  EXPECT_TRUE(absl::StrContains(Refusal("random_resized_crop(size=64, p=abc)"),
+                                "p must be a number (the probability: 1 or more always "
+                                "applies, 0 or less never), got abc"));
   EXPECT_TRUE(absl::StrContains(Refusal("normalize(std=0)"), "std must be > 0"));
 }
 
