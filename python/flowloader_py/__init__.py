@@ -520,6 +520,13 @@ class DataLoader:
             # next epoch.
             next(_EpochIterator(self, core, run), None)
         target = self._resume or (self._next_epoch, 0, -1, 0)
+        epochs = core.options["epochs"]
+        if epochs and target[0] > epochs:
+            # Checked before the pipeline is closed for a new one, which Create would
+            # refuse, leaving the loader closed ("the DataLoader is closed" after).
+            raise ValueError(f"epoch {target[0]} is past this loader's epochs={epochs} "
+                             f"(epochs 0 to {epochs - 1}, then empty loops): set_epoch below "
+                             "it, or make the DataLoader with more epochs")
         here = core.checkpoint()
         # The batch sizes and sample positions matter only for a loaded state.
         if here[:2] != list(target[:2]) or (self._resume and here != list(target)):
@@ -534,7 +541,10 @@ class DataLoader:
 
     def _finish(self, run):
         run.finished = True
-        self._next_epoch = run.epoch + 1
+        # Past the last of epochs=E the next loop is empty again, not epoch E + 1 (which
+        # the pipeline does not have: the third loop after the end raised and closed it).
+        epochs = self._core.options["epochs"] if self._core is not None else 0
+        self._next_epoch = min(run.epoch + 1, epochs) if epochs else run.epoch + 1
 
     def _cursor(self, core):
         """(epoch, batch, sample, batch_size) of the next batch: a batch an interrupted
