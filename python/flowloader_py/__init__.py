@@ -40,6 +40,7 @@ import difflib
 import json
 import operator
 import os
+import threading
 import weakref
 
 import torch
@@ -464,6 +465,12 @@ class DataLoader:
         # that it outlives a loop left with `break` (state_dict, and the next iter()).
         self._run = None
         self._active = None        # weakref to the live _EpochIterator.
+        # Held by iter() and by each next(): two threads iterating one loader take turns,
+        # instead of one replacing the pipeline (a new iter()'s set_epoch / resume path)
+        # under the other's next(), which then raised "the DataLoader is closed" and the
+        # epoch restarted from a stale cursor (a sample delivered twice). close() does
+        # not take it: it must end a next() waiting for a batch.
+        self._iter_lock = threading.RLock()
 
     @property
     def categories(self):
@@ -504,6 +511,10 @@ class DataLoader:
     # -- iteration ----------------------------------------------------------------------
     def __iter__(self):
         _refuse_inside("iterating a DataLoader")
+        with self._iter_lock:
+            return self._iter_locked()
+
+    def _iter_locked(self):
         core = self._open_core()
         previous = self._active() if self._active is not None else None
         if previous is not None:
@@ -785,6 +796,10 @@ class _EpochIterator:
         return self
 
     def __next__(self):
+        with self._loader._iter_lock:  # One next() or iter() of a loader at a time.
+            return self._next_locked()
+
+    def _next_locked(self):
         if self._retired:
             raise RuntimeError("this iterator was replaced by a newer iter(loader)")
         run = self._run
