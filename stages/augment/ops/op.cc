@@ -20,10 +20,26 @@ namespace {
 // characters: a 1 MB string in a spec or a Python call gives a line, not a megabyte.
 constexpr size_t kMaxQuotedChars = 200;
 
-// Quoted is `text` cut to kMaxQuotedChars, saying how long it was.
+// Quoted is `text` cut to kMaxQuotedChars, saying how long it was, its control
+// characters escaped (\0, \n, \xNN): a NUL in an argument's name cut the message there
+// ("center_crop has no argument 'size"), a newline made it two lines.
 std::string Quoted(absl::string_view text) {
-  if (text.size() <= kMaxQuotedChars) return std::string(text);
-  return absl::StrCat(text.substr(0, kMaxQuotedChars), "... (", text.size(), " characters)");
+  const absl::string_view kept = text.substr(0, kMaxQuotedChars);
+  std::string out;
+  for (const char c : kept) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u == 0) {
+      out += "\\0";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
+    } else {
+      out += c;
+    }
+  }
+  if (text.size() > kMaxQuotedChars) absl::StrAppend(&out, "... (", text.size(), " characters)");
+  return out;
 }
 
 bool ParseNumber(absl::string_view text, double* out) {
