@@ -511,8 +511,9 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:5:9: unknown op 'random_horizntal_flip' (did you mean "
      "'random_horizontal_flip'?)"},
     {"OpArgumentOutOfRange",
-     "stages:\n  - type: transforms\n    ops:\n      - random_resized_crop: {size: 64, p: 1.5}\n",
-     "t.yaml:4:44: random_resized_crop: p must be a number in [0, 1], got 1.5"},
+     "stages:\n  - type: transforms\n    ops:\n      - random_resized_crop: {size: 64, p: abc}\n",
+     "t.yaml:4:44: random_resized_crop: p must be a number (the probability: 1 or more always "
+     "applies, 0 or less never), got abc"},
     {"SubOpUnknownWhereWritten",
      "stages:\n  - type: transforms\n    ops:\n      - random_choice:\n"
      "          transforms: [grayscale, random_invrt]\n",
@@ -522,11 +523,11 @@ const ErrorCase kErrorCases[] = {
      "t.yaml:4:23: center_crop has no argument 'sise' (did you mean 'size'?)"},
     {"OpArgumentAgainstAnotherGivenOne",
      "stages:\n  - type: transforms\n    ops:\n      - resize: {max_size: 200, size: 300}\n",
-     "t.yaml:4:28: resize: max_size must be an integer in (size=300, 16384], got 200"},
+     "t.yaml:4:28: resize: max_size must be an integer > size=300, got 200"},
     {"RandAugmentMagnitudeBeyondItsBins",
      "stages:\n  - type: transforms\n    ops:\n"
      "      - rand_augment: {num_magnitude_bins: 40, magnitude: 50}\n",
-     "t.yaml:4:59: rand_augment: magnitude must be a number in [0, 39], got 50"},
+     "t.yaml:4:59: rand_augment: magnitude must be a number in [-40, 39], got 50"},
     {"PixelOpAfterNormalize",
      "stages:\n  - type: transforms\n    ops:\n      - center_crop: {size: 8}\n"
      "      - normalize\n      - random_horizontal_flip\n",

@@ -111,6 +111,27 @@ TEST_F(BadInputTest, MaxErrorsStopsAMostlyBrokenRun) {
       << status;
 }
 
+// A path holding a NUL byte (a spec's "data: \"dir\\0/x\"") named the directory before the
+// NUL to the system calls, warned about its entries and was refused as "flowloader: dir",
+// the message cut at the NUL: refused at Create, the NUL shown.
+TEST_F(BadInputTest, APathWithANulByteIsRefusedInOneLine) {
+  PipelineOptions o = Options();
+  o.data = root_ + std::string("\0/x", 3);
+  auto p = Pipeline::Create(o);
+  ASSERT_FALSE(p.ok());
+  const std::string message(p.status().message());
+  EXPECT_TRUE(absl::StrContains(message, "data holds a NUL byte")) << message;
+  EXPECT_TRUE(absl::StrContains(message, root_ + "\\0/x")) << message;
+  EXPECT_EQ(message.find('\0'), std::string::npos);
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+  o = Options();
+  o.annotations = std::string("a.json\0", 7);
+  p = Pipeline::Create(o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_TRUE(absl::StrContains(p.status().message(), "annotations holds a NUL byte"))
+      << p.status();
+}
+
 TEST_F(BadInputTest, MaxErrorFractionIsNamedAsTheUserWroteIt) {
   PipelineOptions o = Options();
   o.epochs = 20;              // 300 samples: the fraction is checked after 100.

@@ -8,8 +8,10 @@
 // plan counts slots of the bound; a list without a bound, a bounded list without
 // size_divisibility, and a batch op with it are refused in one line.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -261,6 +263,38 @@ TEST_F(PaddedBatchTest, RefusesABoundedListWithoutSizeDivisibility) {
   EXPECT_TRUE(absl::StrContains(message, "depends on the image")) << message;
   EXPECT_TRUE(absl::StrContains(message, "size_divisibility")) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+// The built-in graph's fixed image_size fills its batch slots exactly: a size_divisibility
+// that does not divide it would pad each row past its slot into the next (a hostile CLI
+// run, `--size_divisibility=3 --image_size=32`, ended in "double free or corruption").
+TEST_F(PaddedBatchTest, RefusesAFixedSizeThatPaddingWouldOverrun) {
+  const std::string list = *root_ + "/fixed_size.txt";
+  {
+    std::ofstream out(list);
+    for (int i = 0; i < 10; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "img_%05d.jpg", i);
+      out << *root_ << "/images/" << name << "\t0\n";
+    }
+  }
+  PipelineOptions o = testing::SmallCpuOptions(list, 4, nullptr);
+  o.epochs = 1;
+  o.image_size = 32;
+  o.size_divisibility = 3;
+  auto made = Pipeline::Create(o);
+  ASSERT_FALSE(made.ok());
+  const std::string message(made.status().message());
+  EXPECT_TRUE(absl::StrContains(message, "size_divisibility 3 would pad the 32x32 images"))
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  // A size_divisibility that divides the size pads nothing, and runs.
+  o.size_divisibility = 16;
+  auto fits = Pipeline::Create(o);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  const testing::Drained drained = testing::Drain(fits->get());
+  EXPECT_TRUE(drained.status.ok()) << drained.status;
+  EXPECT_EQ(drained.samples + static_cast<int64_t>(drained.skipped.size()), 10);
 }
 
 TEST_F(PaddedBatchTest, RefusesBatchOpsOnPaddedRows) {

@@ -66,6 +66,22 @@ absl::Status CheckPadded(const GraphOptions& options, const std::vector<OutputSp
         "which batch op ", options.batch_stages.front().type, " cannot read: remove "
         "size_divisibility (end the op list with a fixed size) or the batch op"));
   }
+  // Each row is padded in its own batch slot, so a slot's sides must be multiples already
+  // (a transforms list's are: its slots are its bound, rounded up). A stage with a fixed
+  // size that is not (the built-in augment's image_size 32 under size_divisibility 3)
+  // would pad past its slot into the next row's: a heap overrun, found by a hostile run.
+  const std::vector<int64_t>& shape = outputs[0].sample_shape;
+  const int64_t d = options.size_divisibility;
+  if (d > 0 && shape.size() == 3) {
+    const int64_t h = outputs[0].is_float ? shape[1] : shape[0];
+    const int64_t w = outputs[0].is_float ? shape[2] : shape[1];
+    if (h % d != 0 || w % d != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "size_divisibility ", d, " would pad the ", h, "x", w, " images past their batch "
+          "slots (a fixed size that is not a multiple of ", d, "): use a size_divisibility that divides both sides, an image_size that is a "
+          "multiple of it, or remove size_divisibility (one size needs no padding)"));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -40,6 +40,7 @@ import difflib
 import json
 import operator
 import os
+import threading
 import weakref
 
 import torch
@@ -464,6 +465,12 @@ class DataLoader:
         # that it outlives a loop left with `break` (state_dict, and the next iter()).
         self._run = None
         self._active = None        # weakref to the live _EpochIterator.
+        # Held by iter() and by each next(): two threads iterating one loader take turns,
+        # instead of one replacing the pipeline (a new iter()'s set_epoch / resume path)
+        # under the other's next(), which then raised "the DataLoader is closed" and the
+        # epoch restarted from a stale cursor (a sample delivered twice). close() does
+        # not take it: it must end a next() waiting for a batch.
+        self._iter_lock = threading.RLock()
 
     @property
     def categories(self):
@@ -504,6 +511,10 @@ class DataLoader:
     # -- iteration ----------------------------------------------------------------------
     def __iter__(self):
         _refuse_inside("iterating a DataLoader")
+        with self._iter_lock:
+            return self._iter_locked()
+
+    def _iter_locked(self):
         core = self._open_core()
         previous = self._active() if self._active is not None else None
         if previous is not None:
@@ -520,6 +531,13 @@ class DataLoader:
             # next epoch.
             next(_EpochIterator(self, core, run), None)
         target = self._resume or (self._next_epoch, 0, -1, 0)
+        epochs = core.options["epochs"]
+        if epochs and target[0] > epochs:
+            # Checked before the pipeline is closed for a new one, which Create would
+            # refuse, leaving the loader closed ("the DataLoader is closed" after).
+            raise ValueError(f"epoch {target[0]} is past this loader's epochs={epochs} "
+                             f"(epochs 0 to {epochs - 1}, then empty loops): set_epoch below "
+                             "it, or make the DataLoader with more epochs")
         here = core.checkpoint()
         # The batch sizes and sample positions matter only for a loaded state.
         if here[:2] != list(target[:2]) or (self._resume and here != list(target)):
@@ -534,7 +552,10 @@ class DataLoader:
 
     def _finish(self, run):
         run.finished = True
-        self._next_epoch = run.epoch + 1
+        # Past the last of epochs=E the next loop is empty again, not epoch E + 1 (which
+        # the pipeline does not have: the third loop after the end raised and closed it).
+        epochs = self._core.options["epochs"] if self._core is not None else 0
+        self._next_epoch = min(run.epoch + 1, epochs) if epochs else run.epoch + 1
 
     def _cursor(self, core):
         """(epoch, batch, sample, batch_size) of the next batch: a batch an interrupted
@@ -775,6 +796,10 @@ class _EpochIterator:
         return self
 
     def __next__(self):
+        with self._loader._iter_lock:  # One next() or iter() of a loader at a time.
+            return self._next_locked()
+
+    def _next_locked(self):
         if self._retired:
             raise RuntimeError("this iterator was replaced by a newer iter(loader)")
         run = self._run

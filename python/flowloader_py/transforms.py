@@ -256,7 +256,11 @@ class Transform:
     _draws_p = False
 
     def _items(self):
-        return [(self.op, dict(self._args))]
+        args = dict(self._args)
+        p = args.get("p")
+        if isinstance(p, float) and math.isnan(p):
+            args["p"] = 0  # torch.rand(1) < nan: never (NaN is not in the op text).
+        return [(self.op, args)]
 
     def __call__(self, img, *, generator=None):
         """The transform of one image (or one [B, C, H, W] batch, one draw for all):
@@ -862,10 +866,13 @@ class RandAugment(Transform):
         # forward(), per sub-op: op_index, then a sign if signed; (op, level, negate,
         # applied) as the native op reads them.
         params = []
+        level = float(self._args["magnitude"])
+        if level < 0:  # torchvision's magnitudes[magnitude]: a negative index from the end.
+            level += int(self._args["num_magnitude_bins"])
         for _ in range(int(self._args["num_ops"])):
             op = _randint(0, _POLICY_OPS, generator)
             negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
-            params += [op, float(self._args["magnitude"]), negate, 1]
+            params += [op, level, negate, 1]
         return params
 
 
@@ -994,6 +1001,8 @@ class RandomErasing(Transform):
     op = "random_erasing"
 
     def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False):
+        if isinstance(p, numbers.Real) and (p < 0 or p > 1):  # torchvision's own check.
+            raise ValueError(f"Random erasing probability should be between 0 and 1, got {p}")
         super().__init__(p=p, scale=_seq(scale), ratio=_seq(ratio), value=_seq(value),
                          inplace=bool(inplace))
 
@@ -1044,6 +1053,32 @@ class RandomErasing(Transform):
         box = self._box(w, h, self._args["scale"], self._args["ratio"], generator, fill)
         return (list(box) if box is not None else [0, 0, h, w]) + seed
 
+    def _eager(self, state, generator):
+        if self._args["value"] != "random" or state.kind != "tensor" or not state.is_float:
+            return super()._eager(state, generator)
+        # value='random' on a float tensor: torchvision's own normal_ draw, of the tensor's
+        # channels (the native op's noise is its own), so the pixels and torch's generator
+        # stay torchvision's.
+        self._native()  # Checks the arguments before the draws read them.
+        if not _coin(self._args["p"], generator):
+            return
+        w, h = state.size()
+        torch, values = _torch(), []
+
+        def fill(bh, bw):
+            values.append(torch.empty([state.channels, bh, bw], dtype=torch.float32).normal_(
+                generator=generator).numpy())
+        box = self._box(w, h, self._args["scale"], self._args["ratio"], generator, fill)
+        if box is None:
+            return
+        top, left, bh, bw = box
+
+        def erase(a):
+            a = a.copy()
+            a[:, top:top + bh, left:left + bw] = values[0]
+            return a
+        state.map_float(erase)
+
 
 # -- composition --------------------------------------------------------------------------
 class _OpList(list):
@@ -1081,7 +1116,9 @@ class RandomApply(Transform):
         if len(items) == 1:
             name, args = items[0]
             args = dict(args)
-            args["p"] = self.p * args.get("p", 1)
+            # torchvision's coins take any p (1 or more: always, 0 or less: never), so
+            # each is clamped to [0, 1] before the product.
+            args["p"] = _clamp01(self.p, 1) * _clamp01(args.get("p", 1), 0)
             return [(name, args)]
         return [("compose", {"transforms": _OpList(items), "p": self.p})]
 
@@ -1095,6 +1132,15 @@ class RandomApply(Transform):
 
     def __repr__(self):
         return f"RandomApply({self.transforms!r}, p={self.p!r})"
+
+
+def _clamp01(p, nan):
+    """A coin's p as the probability it is (torch.rand(1) < p takes any number): `nan`
+    for NaN (RandomApply's `p < torch.rand(1)` skips never, a Random* class's `torch.rand(1)
+    < p` applies never); a p that is not a number is left for the op's refusal."""
+    if isinstance(p, numbers.Real) and not isinstance(p, bool):
+        return nan if math.isnan(p) else min(max(p, 0), 1)
+    return p
 
 
 class _EagerOnly(Transform):
@@ -1115,23 +1161,33 @@ class RandomChoice(Transform):
         self.transforms = list(transforms)
         for t in self.transforms:
             _check(t)
-        if not self.transforms:
-            raise ValueError("RandomChoice needs at least one transform to choose from, got []")
         if p is not None and not isinstance(p, (list, tuple)):
             raise TypeError("Argument p should be a sequence")
-        if p is not None and len(p) != len(self.transforms):
-            raise ValueError(f"RandomChoice: p has {len(p)} weights for "
-                             f"{len(self.transforms)} transforms; give one weight each")
         self.p = p
         self._args = {"p": p}
 
     def _items(self):
+        # torchvision's takes both at construction and fails on its first call: in the
+        # loader every sample would fail, so they are refused here.
+        if not self.transforms:
+            raise ValueError("RandomChoice([]) has no transform to choose from: every sample "
+                             "would fail (torchvision's raises IndexError on its first call); "
+                             "give it at least one transform")
+        self._check_weights()
         args = {"transforms": _OpList(_sub_op("RandomChoice", t) for t in self.transforms)}
         if self.p is not None:
             args["weights"] = [float(w) for w in self.p]
         return [("random_choice", args)]
 
+    def _check_weights(self):
+        if self.p is not None and len(self.p) != len(self.transforms):
+            raise ValueError(f"RandomChoice: p has {len(self.p)} weights for "
+                             f"{len(self.transforms)} transforms; give one weight each")
+
     def _eager(self, state, generator):
+        if not self.transforms:  # torchvision's random.choices([]) fails so.
+            raise IndexError("RandomChoice([]): cannot choose from an empty sequence")
+        self._check_weights()  # Where random.choices raises its ValueError.
         if generator is None:
             import random
             t = random.choices(self.transforms, weights=self.p)[0]

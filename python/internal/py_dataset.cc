@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "graph/stage.h"
+#include "python/internal/worker_gil.h"
 #include "stages/core/sample_error.h"
 
 namespace py = pybind11;
@@ -299,7 +300,7 @@ absl::Status PyDatasetSource::Fetch(int64_t epoch, int64_t index, int64_t max_it
                                     std::string* bytes) {
   const std::string item = absl::StrCat("dataset[", index, "]");
   CallbackScope scope("a Dataset's __getitem__", item);
-  py::gil_scoped_acquire gil;
+  python::WorkerGil gil;  // Not gil_scoped_acquire: it aborted an abandoned call at exit.
   PyObject* key = PyLong_FromLongLong(index);
   PyObject* got = key != nullptr ? PyObject_GetItem(dataset_, key) : nullptr;
   Py_XDECREF(key);

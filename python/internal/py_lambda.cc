@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "python/internal/py_dataset.h"
+#include "python/internal/worker_gil.h"
 #include "stages/augment/ops/op.h"
 #include "stages/core/sample_error.h"
 
@@ -201,22 +202,9 @@ ThreadGenerator& ThisThreadGenerator() {
 }
 
 // AcquireGil takes the GIL with this thread's Python thread state, which it keeps for the
-// thread's life. pybind11's gil_scoped_acquire on a thread Python did not start makes a
-// thread state and, when released, clears and frees it: on Python 3.11 that is also a
-// 16 KiB frame stack mmap'ed and munmap'ed per call.
-class AcquireGil {
- public:
-  AcquireGil() {
-    static thread_local bool kept = false;
-    if (!kept) {
-      gil_.inc_ref();  // Never reaches 0: the thread state stays for the next call.
-      kept = true;
-    }
-  }
-
- private:
-  py::gil_scoped_acquire gil_;
-};
+// thread's life (python/internal/worker_gil.h: safe when an abandoned call outlives the
+// interpreter, where gil_scoped_acquire aborted the process).
+using AcquireGil = python::WorkerGil;
 
 // LentPixels lends an Image's pixels to Python, without copying, as a writable uint8
 // [H, W, 3] numpy array. The pixel vector moves into an owner that the array's base (a
@@ -226,7 +214,10 @@ class AcquireGil {
 class LentPixels {
  public:
   explicit LentPixels(Image& img) : img_(img) {}
-  ~LentPixels() { Return(/*keep_pixels=*/false); }
+  // Unwound at interpreter exit (worker_gil.h) the GIL is not held: nothing to return.
+  ~LentPixels() {
+    if (!python::Finalizing()) Return(/*keep_pixels=*/false);
+  }
 
   // Lend makes the array (a borrowed reference, owned here), or returns nullptr with a
   // Python exception.

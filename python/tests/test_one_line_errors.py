@@ -3,6 +3,7 @@ names the key and the value (cut to 200 characters), never a pybind11 signature 
 multi-line repr."""
 
 import pytest
+from PIL import Image
 
 import flowloader
 import flowloader.transforms as T
@@ -137,15 +138,24 @@ def test_a_compose_in_a_list_of_transforms_still_works(small_data):
         assert next(iter(l))[0].shape == (4, 3, 16, 16)
 
 
-def test_random_choice_without_transforms_or_with_wrong_weights_is_one_line():
-    # torchvision 0.14 accepts both and fails at the call with an IndexError / ValueError
-    # from Python's random module; refused where the mistake is made instead.
+def test_random_choice_without_transforms_or_with_wrong_weights_is_one_line(small_data):
+    # torchvision 0.14 makes both and fails at the call with an IndexError / ValueError
+    # from Python's random module: so does flowloader, and the loader refuses them (every
+    # sample would fail), each in one line.
+    img = Image.new("RGB", (8, 6))
+    empty = T.RandomChoice([])
+    with pytest.raises(IndexError) as raised:
+        empty(img)
+    assert "empty sequence" in one_line(raised)
     with pytest.raises(ValueError) as raised:
-        T.RandomChoice([])
+        flowloader.DataLoader(small_data, transform=T.Compose([empty]))
     assert "at least one transform" in one_line(raised)
-    with pytest.raises(ValueError) as raised:
-        T.RandomChoice([T.RandomHorizontalFlip(), T.RandomVerticalFlip()], p=[1.0])
-    assert "p has 1 weights for 2 transforms" in one_line(raised)
+    unweighted = T.RandomChoice([T.RandomHorizontalFlip(), T.RandomVerticalFlip()], p=[1.0])
+    for call in (lambda: unweighted(img),
+                 lambda: flowloader.DataLoader(small_data, transform=T.Compose([unweighted]))):
+        with pytest.raises(ValueError) as raised:
+            call()
+        assert "p has 1 weights for 2 transforms" in one_line(raised)
 
 
 @pytest.mark.parametrize("make", [

@@ -141,3 +141,24 @@ def test_set_epoch_after_break_starts_that_epoch_from_its_beginning(small_data):
         loader.set_epoch(0)
         assert (loader.state_dict()["epoch"], loader.state_dict()["batch"]) == (0, 0)
         assert [keys for _, _, keys in loader] == epoch0
+
+
+def test_loops_past_the_last_epoch_are_empty_and_the_loader_stays_open(small_data):
+    # With epochs=1, the loop after the epoch was empty, the next raised "cannot resume at
+    # epoch 2" (the pipeline's own refusal of a resume) and left the loader closed, so
+    # state_dict() and every later call raised "the DataLoader is closed".
+    loader = flowloader.DataLoader(small_data, batch_size=8, image_size=16, epochs=1,
+                                   return_keys=True)
+    first = [k for _, _, keys in loader for k in keys]
+    assert sorted(first) == sorted(set(first)) and len(first) == 36
+    for _ in range(3):
+        assert list(loader) == []
+    assert loader.state_dict()["epoch"] == 1
+    with pytest.raises(ValueError) as raised:
+        loader.set_epoch(5)
+        iter(loader)
+    assert "past this loader's epochs=1" in str(raised.value)
+    assert "\n" not in str(raised.value)
+    loader.set_epoch(0)  # Still open: the epoch again, the same samples.
+    assert sorted(k for _, _, keys in loader for k in keys) == sorted(first)
+    loader.close()

@@ -250,6 +250,15 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
                        ": expected `path<TAB>label` with a label >= 0, got \"",
                        line.substr(0, 200), "\""));
     }
+    if (line.substr(0, tab).find('\0') != absl::string_view::npos) {
+      // The system calls would read the path up to the NUL (another file), and every
+      // message naming it was cut there.
+      std::string shown(line.substr(0, std::min<size_t>(tab, 200)));
+      std::replace(shown.begin(), shown.end(), '\0', '?');
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", line_number, ": the path holds a NUL byte, which no path can: \"", shown,
+          "\" (shown as ?; remove it)"));
+    }
     dataset->samples_.push_back(SampleSource{std::string(line.substr(0, tab)), label});
   }
   if (dataset->samples_.empty()) {

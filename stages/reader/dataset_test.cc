@@ -108,6 +108,18 @@ TEST_F(DatasetTest, ListLineWithTwoTabsIsNamedByLineNumber) {
       << ds.status();
 }
 
+// A NUL byte inside a path (a hostile list file) named another file to the system calls
+// and cut the skip's log line there: refused by line number, the NUL shown as ?.
+TEST_F(DatasetTest, ListPathWithANulByteIsNamedByLineNumber) {
+  MakeFile("nul.tsv", std::string("a.jpg\t1\nb\0.jpg\t2\n", 17));
+  absl::StatusOr<std::unique_ptr<Dataset>> ds = Dataset::Open({root_ + "/nul.tsv"});
+  ASSERT_FALSE(ds.ok());
+  const std::string message(ds.status().message());
+  EXPECT_NE(message.find("nul.tsv:2: the path holds a NUL byte"), std::string::npos) << message;
+  EXPECT_NE(message.find("\"b?.jpg\""), std::string::npos) << message;
+  EXPECT_EQ(message.find('\0'), std::string::npos);
+}
+
 TEST_F(DatasetTest, MissingOrEmptyDatasetsAreClearErrors) {
   EXPECT_EQ(Dataset::Open({root_ + "/missing"}).status().code(),
             absl::StatusCode::kNotFound);

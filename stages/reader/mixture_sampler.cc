@@ -46,7 +46,12 @@ std::vector<int64_t> ApportionDraws(const std::vector<MixtureComponent>& sources
   std::vector<std::pair<double, size_t>> remainders;
   int64_t assigned = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
-    const double exact = static_cast<double>(total) * (sources[i].weight / scale) / weight_sum;
+    double exact = static_cast<double>(total) * (sources[i].weight / scale) / weight_sum;
+    // total × a weight near 1e308 overflows even where the sum does not (1e308 beside
+    // 1e-308): the share first then (an infinite exact looped for 2^63 steps below).
+    if (!std::isfinite(exact)) {
+      exact = static_cast<double>(total) * ((sources[i].weight / scale) / weight_sum);
+    }
     counts[i] = static_cast<int64_t>(std::floor(exact));
     assigned += counts[i];
     remainders.emplace_back(-(exact - std::floor(exact)), i);

@@ -118,6 +118,19 @@ TEST(MixtureScheduleTest, HugeWeightsSplitAsTheirRatio) {
   EXPECT_EQ(counts, (std::map<int, int64_t>{{0, 40}, {1, 40}, {2, 20}}));
 }
 
+// One weight near the largest double beside a tiny one: the sum is finite, but the epoch's
+// length times the large weight was not (a hostile spec, weights 1e308 and 1e-308, hung
+// in Create).
+TEST(MixtureScheduleTest, AHugeWeightBesideATinyOneTakesTheEpoch) {
+  MixtureOptions o;
+  o.sources = {{6, 1e308}, {6, 1e-308}};
+  const MixtureSchedule s = MustCreate(o);
+  ASSERT_EQ(s.epoch_samples(), 12);
+  std::map<int, int64_t> counts;
+  for (int64_t index : s.EpochOrder(0)) ++counts[SourceOf(o.sources, index)];
+  EXPECT_EQ(counts, (std::map<int, int64_t>{{0, 12}}));
+}
+
 TEST(MixtureScheduleTest, RefusesBadWeightsAndEmptySources) {
   MixtureOptions o;
   EXPECT_FALSE(MixtureSchedule::Create(o).ok());

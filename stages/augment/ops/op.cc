@@ -1,6 +1,7 @@
 // op.cc: the op registry, argument texts and the range checks the ops share.
 #include "stages/augment/ops/op.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -19,10 +20,26 @@ namespace {
 // characters: a 1 MB string in a spec or a Python call gives a line, not a megabyte.
 constexpr size_t kMaxQuotedChars = 200;
 
-// Quoted is `text` cut to kMaxQuotedChars, saying how long it was.
+// Quoted is `text` cut to kMaxQuotedChars, saying how long it was, its control
+// characters escaped (\0, \n, \xNN): a NUL in an argument's name cut the message there
+// ("center_crop has no argument 'size"), a newline made it two lines.
 std::string Quoted(absl::string_view text) {
-  if (text.size() <= kMaxQuotedChars) return std::string(text);
-  return absl::StrCat(text.substr(0, kMaxQuotedChars), "... (", text.size(), " characters)");
+  const absl::string_view kept = text.substr(0, kMaxQuotedChars);
+  std::string out;
+  for (const char c : kept) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u == 0) {
+      out += "\\0";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
+    } else {
+      out += c;
+    }
+  }
+  if (text.size() > kMaxQuotedChars) absl::StrAppend(&out, "... (", text.size(), " characters)");
+  return out;
 }
 
 bool ParseNumber(absl::string_view text, double* out) {
@@ -242,7 +259,8 @@ std::string OpRegistry::Help() const {
     for (const ArgSchema& a : schema.args) {
       absl::StrAppend(&out, "#       ", a.name, ": ", a.accepts, "; ", a.doc, "\n");
     }
-    absl::StrAppend(&out, "#       p: a number in [0, 1]; the probability that it applies\n");
+    absl::StrAppend(&out, "#       p: a number, 1 or more always, 0 or less never; the "
+                          "probability that it applies\n");
   }
   return out;
 }
@@ -277,11 +295,17 @@ absl::StatusOr<std::unique_ptr<Op>> OpRegistry::Create(
     if (absl::Status s = set(a.name, a.default_text); !s.ok()) return s;
   }
   if (absl::Status s = set("p", NumberText(schema.default_p)); !s.ok()) return s;
-  if (absl::Status s = CheckNumberIn(name, args, "p", 0, 1); !s.ok()) return s;
+  // p is torchvision's `torch.rand(1) < p`, which takes any number: 1 or more always
+  // applies, 0 or less never, NaN never (no draw is below it). p() is it in [0, 1].
+  const OpValue& p = args.Get("p");
+  if (!p.IsNumber()) {
+    return ArgError(name, "p", "a number (the probability: 1 or more always applies, 0 or "
+                               "less never)", p);
+  }
   absl::StatusOr<std::unique_ptr<Op>> op = it->second.factory(args);
   if (!op.ok()) return op.status();
   (*op)->name_ = name;
-  (*op)->p_ = args.Number("p");
+  (*op)->p_ = std::isnan(p.numbers[0]) ? 0.0 : std::clamp(p.numbers[0], 0.0, 1.0);
   return op;
 }
 

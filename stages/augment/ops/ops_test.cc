@@ -135,6 +135,24 @@ TEST(OpListTextTest, RoundTrips) {
   EXPECT_EQ(OpListText(*ops), text);
 }
 
+// A NUL in an argument's name (a spec's {"size\0": 32}) cut the message at it: "center_crop
+// has no argument 'size"; control characters are escaped, and the message is one line.
+TEST(OpRegistryTest, ControlCharactersInNamesAreEscaped) {
+  const OpRegistry& registry = OpRegistry::Global();
+  absl::StatusOr<std::unique_ptr<Op>> op =
+      registry.Create("center_crop", {{std::string("size\0", 5), "32"}});
+  ASSERT_FALSE(op.ok());
+  std::string message(op.status().message());
+  EXPECT_TRUE(absl::StrContains(message, "center_crop has no argument 'size\\0' (did you mean "
+                                         "'size'?)"))
+      << message;
+  op = registry.Create("center_crop", {{"si\nze", "32"}});
+  ASSERT_FALSE(op.ok());
+  message = std::string(op.status().message());
+  EXPECT_TRUE(absl::StrContains(message, "'si\\nze'")) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
 TEST(ViewProgramTest, RefusesAnUnknownOpWithASuggestion) {
   int failed = -2;
   EXPECT_EQ(Refusal("random_resized_crop(size=64); random_horizntal_flip()", &failed),
@@ -144,8 +162,9 @@ TEST(ViewProgramTest, RefusesAnUnknownOpWithASuggestion) {
 }
 
 TEST(ViewProgramTest, RefusesOutOfRangeArguments) {
-  EXPECT_TRUE(absl::StrContains(Refusal("random_resized_crop(size=64, p=1.5)"),
-                                "p must be a number in [0, 1], got 1.5"));
+  EXPECT_TRUE(absl::StrContains(Refusal("random_resized_crop(size=64, p=abc)"),
+                                "p must be a number (the probability: 1 or more always "
+                                "applies, 0 or less never), got abc"));
   EXPECT_TRUE(absl::StrContains(Refusal("normalize(std=0)"), "std must be > 0"));
 }
 

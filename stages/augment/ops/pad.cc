@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/internal/numpy_pad.h"
 #include "stages/augment/ops/kernels/label_plane.h"
@@ -27,7 +28,7 @@ class Pad : public Op {
 
   OpSize OutputBound(OpSize in) const override { return OutputSize(in); }  // Grows with in.
   OpSize OutputSize(OpSize in) const override {
-    if (!in.Known()) return {};
+    if (!in.Known() || Empty(in.width, in.height)) return {};
     return {in.width + padding_.left + padding_.right, in.height + padding_.top + padding_.bottom};
   }
 
@@ -42,6 +43,7 @@ class Pad : public Op {
   }
 
   absl::Status Apply(const OpParams&, OpImage& image) const override {
+    if (Empty(image.rgb->width, image.rgb->height)) return Nothing(*image.rgb);
     thread_local GatherMaps maps;
     Gather(OpParams{}, image.rgb->width, image.rgb->height, &maps);
     GatherThroughMaps(*image.rgb, maps.x_src, maps.y_src, maps.fill, image.spare);
@@ -53,6 +55,7 @@ class Pad : public Op {
   bool MovesLabels() const override { return true; }
   absl::Status MoveLabels(const OpParams&, LabelPlane& plane) const override {
     const Image& src = *plane.labels;
+    if (Empty(src.width, src.height)) return Nothing(src);
     thread_local std::vector<int> map_x, map_y;
     NumpyPad(src.width, padding_.left, padding_.right, mode_, &map_x);
     NumpyPad(src.height, padding_.top, padding_.bottom, mode_, &map_y);
@@ -62,6 +65,7 @@ class Pad : public Op {
   }
 
   bool Gather(const OpParams&, int width, int height, GatherMaps* maps) const override {
+    if (Empty(width, height)) return false;
     NumpyPad(width, padding_.left, padding_.right, mode_, &maps->x_src);
     NumpyPad(height, padding_.top, padding_.bottom, mode_, &maps->y_src);
     maps->fill = fill_;
@@ -69,6 +73,17 @@ class Pad : public Op {
   }
 
  private:
+  // Empty: negative padding (a crop, as F.pad) leaves no pixel of a width x height image.
+  bool Empty(int width, int height) const {
+    return width + padding_.left + padding_.right <= 0 ||
+           height + padding_.top + padding_.bottom <= 0;
+  }
+  absl::Status Nothing(const Image& src) const {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "padding [", padding_.left, ", ", padding_.top, ", ", padding_.right, ", ",
+        padding_.bottom, "] crops away all of the ", src.width, "x", src.height, " image"));
+  }
+
   const Padding padding_;
   const std::array<uint8_t, 3> fill_;
   const PadMode mode_;
@@ -78,8 +93,8 @@ FLOWLOADER_REGISTER_OP(
     (OpSchema{"pad",
               "pads each border: a fill colour or np.pad's edge, reflect or symmetric pattern",
               {{"padding", "0", "an integer, [left/right, top/bottom] or [left, top, right, "
-                                "bottom], each in [0, 16384]",
-                "pixels added on each border"},
+                                "bottom], each in [-16384, 16384]",
+                "pixels added on each border (a negative one crops it, as F.pad)"},
                {"fill", "0", "a number or [r, g, b] in [0, 255]",
                 "the padding's colour in constant mode"},
                {"padding_mode", "constant", "constant, edge, reflect or symmetric",

@@ -43,7 +43,8 @@ using policy::Space;
 using policy::SubOp;
 
 constexpr char kName[] = "rand_augment";
-constexpr int kMaxOps = OpParams::kMax / 4;
+// torchvision takes any num_ops; past OpParams::kMax / 4 the params spill to OpParams::more.
+constexpr int kMaxOps = 1024;
 
 // RandAugment._augmentation_space, in its order: AutoAugment's without Invert, its last.
 constexpr const Space* kSpace = policy::kTorchvisionSpace;
@@ -105,13 +106,13 @@ class RandAugment : public Op {
   }
 
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
-    if (p.n != 4 * num_ops_) {
+    if (p.Size() != 4 * static_cast<size_t>(num_ops_)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("rand_augment: ", p.n, " params, want 4 per sub-op (op, level, negate, "
-                       "applied)"));
+          absl::StrCat("rand_augment: ", p.Size(), " params, want 4 per sub-op (op, level, "
+                       "negate, applied)"));
     }
     for (int i = 0; i < num_ops_; ++i) {
-      const double* s = p.v + 4 * i;
+      const double s[4] = {p.At(4 * i), p.At(4 * i + 1), p.At(4 * i + 2), p.At(4 * i + 3)};
       const int op = static_cast<int>(s[0]);
       const double level = s[1];
       if (op < 0 || op >= (increasing_ ? kTimmOps : kOps) || !(level >= 0 && level <= bins_ - 1)) {
@@ -207,9 +208,10 @@ FLOWLOADER_REGISTER_OP(
     (OpSchema{kName,
               "RandAugment: num_ops sub-ops drawn from 14 (timm's 15 with increasing), each at "
               "magnitude; uint8 pixels",
-              {{"num_ops", "2", "an integer in [0, 6]", "sub-ops applied in sequence"},
-               {"magnitude", "9", "a number in [0, num_magnitude_bins - 1]",
-                "the magnitude bin of every sub-op"},
+              {{"num_ops", "2", "an integer in [0, 1024]", "sub-ops applied in sequence"},
+               {"magnitude", "9", "a number in [-num_magnitude_bins, num_magnitude_bins - 1]",
+                "the magnitude bin of every sub-op (below 0 counted from the last bin, as "
+                "torchvision's magnitudes[magnitude] indexes)"},
                {"num_magnitude_bins", "31", "an integer in [2, 1024]",
                 "the number of magnitude values"},
                {"interpolation", "nearest", "nearest, bilinear or bicubic",
@@ -234,7 +236,11 @@ FLOWLOADER_REGISTER_OP(
         return s;
       }
       // torchvision indexes magnitudes[magnitude]: beyond the last bin it fails per sample.
-      if (absl::Status s = CheckNumberIn(kName, args, "magnitude", 0, bins - 1); !s.ok()) return s;
+      if (absl::Status s = CheckNumberIn(kName, args, "magnitude", -bins, bins - 1); !s.ok()) {
+        return s;
+      }
+      double magnitude = args.Number("magnitude");
+      if (magnitude < 0) magnitude += bins;  // Python's negative index.
       if (absl::Status s = CheckNumberIn(kName, args, "magnitude_std", 0, 1e9); !s.ok()) return s;
       if (absl::Status s = CheckNumberIn(kName, args, "op_p", 0, 1); !s.ok()) return s;
       const OpValue& increasing = args.Get("increasing");
@@ -243,7 +249,7 @@ FLOWLOADER_REGISTER_OP(
       }
       policy::Geometry geometry;
       if (absl::Status s = policy::ReadGeometry(kName, args, &geometry); !s.ok()) return s;
-      return std::unique_ptr<Op>(new RandAugment(num_ops, args.Number("magnitude"), bins,
+      return std::unique_ptr<Op>(new RandAugment(num_ops, magnitude, bins,
                                                  args.Number("magnitude_std"),
                                                  args.Bool("increasing"), args.Number("op_p"),
                                                  geometry));

@@ -26,13 +26,14 @@ FLOWLOADER_REGISTER_OP(
     (OpSchema{"random_adjust_sharpness",
               "sharpens (factor > 1) or blurs (< 1) as ImageEnhance.Sharpness, with "
               "probability p",
-              {{"sharpness_factor", "2", "a number >= 0",
+              {{"sharpness_factor", "2", "a number",
                 "0 gives the SMOOTH-filtered image, 1 the original, 2 twice as sharp "
-                "(torchvision requires it; F.adjust_sharpness refuses negative "
-                "factors)"}},
+                "(torchvision requires it; below 0 extrapolates past the SMOOTH image and "
+                "clamps, as ImageEnhance.Sharpness, which torchvision uses on PIL images)"}},
               0.5}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
-      if (absl::Status s = CheckNumberIn("random_adjust_sharpness", args, "sharpness_factor", 0,
+      if (absl::Status s = CheckNumberIn("random_adjust_sharpness", args, "sharpness_factor",
+                                         -std::numeric_limits<double>::infinity(),
                                          std::numeric_limits<double>::infinity());
           !s.ok()) {
         return s;

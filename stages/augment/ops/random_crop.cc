@@ -69,6 +69,11 @@ class RandomCrop : public Op {
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     const Image& src = *image.rgb;
     const Axis x = XAxis(src.width), y = YAxis(src.height);
+    if (src.width + x.before + x.after <= 0 || src.height + y.before + y.after <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "padding [", padding_.left, ", ", padding_.top, ", ", padding_.right, ", ",
+          padding_.bottom, "] crops away all of the ", src.width, "x", src.height, " image"));
+    }
     if (x.padded < width_ || y.padded < height_) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the image is ", x.padded, "x", y.padded, " after padding, smaller than size [",
@@ -104,7 +109,8 @@ class RandomCrop : public Op {
     const int top = p.n >= 2 ? static_cast<int>(p.v[0]) : -1;
     const int left = p.n >= 2 ? static_cast<int>(p.v[1]) : -1;
     if (x.padded < width_ || y.padded < height_ || top < 0 || left < 0 ||
-        top > y.padded - height_ || left > x.padded - width_) {
+        top > y.padded - height_ || left > x.padded - width_ ||
+        width + x.before + x.after <= 0 || height + y.before + y.after <= 0) {
       return false;
     }
     thread_local std::vector<int> stage1, stage2;
@@ -134,9 +140,13 @@ class RandomCrop : public Op {
   // start + k along an axis of n pixels, or -1 for the fill.
   void Map(int n, const Axis& a, int start, int count, std::vector<int>* stage1,
            std::vector<int>* stage2, std::vector<int>* out) const {
+    out->resize(count);
+    if (n + a.before + a.after <= 0) {  // Negative padding left nothing (Apply refuses it).
+      std::fill(out->begin(), out->end(), -1);
+      return;
+    }
     NumpyPad(n, a.before, a.after, mode_, stage1);
     NumpyPad(n + a.before + a.after, a.extra, a.extra, mode_, stage2);
-    out->resize(count);
     for (int k = 0; k < count; ++k) {
       const int c = (*stage2)[start + k];
       (*out)[k] = c < 0 ? -1 : (*stage1)[c];

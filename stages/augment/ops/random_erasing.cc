@@ -237,6 +237,8 @@ FLOWLOADER_REGISTER_OP(
                 "timm's max_count: 1 to max_count boxes (uniform), each with area / count"}},
               0.5}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
+      // torchvision's RandomErasing alone checks its p ("should be between 0 and 1").
+      if (absl::Status s = CheckNumberIn(kName, args, "p", 0, 1); !s.ok()) return s;
       const OpValue& scale = args.Get("scale");
       if (!(scale.is_list && scale.numbers.size() == 2 && scale.numbers[0] >= 0 &&
             scale.numbers[0] <= scale.numbers[1] && scale.numbers[1] <= 1)) {

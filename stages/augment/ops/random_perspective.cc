@@ -73,8 +73,9 @@ FLOWLOADER_REGISTER_OP(
     (OpSchema{"random_perspective",
               "a random perspective warp: each corner moved inwards by up to "
               "distortion_scale of half the side",
-              {{"distortion_scale", "0.5", "a number in [0, 1]",
-                "how far the corners may move, as a fraction of half the side"},
+              {{"distortion_scale", "0.5", "a number in [0, 1000000]",
+                "how far the corners may move, as a fraction of half the side (above 1 "
+                "they may move past the opposite side, as torchvision's)"},
                {"interpolation", "bilinear", "nearest, bilinear or bicubic",
                 "PIL's transform filter"},
                {"fill", "0", "a number or [r, g, b] in [0, 255]",
@@ -82,7 +83,7 @@ FLOWLOADER_REGISTER_OP(
               /*default_p=*/0.5}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
       const std::string op = "random_perspective";
-      if (absl::Status s = CheckNumberIn(op, args, "distortion_scale", 0.0, 1.0); !s.ok()) {
+      if (absl::Status s = CheckNumberIn(op, args, "distortion_scale", 0.0, 1e6); !s.ok()) {
         return s;
       }
       Interpolation interpolation;

@@ -79,8 +79,12 @@ class RandomResizedCrop : public Op {
 
   bool PlanHead(const Op* next, double next_p, TransformOptions* o,
                 bool* absorbed_next) const override {
-    // The fused head makes square outputs, with the loader's three filters.
-    if (height_ != width_ || has_other_) return false;
+    // The fused head makes square outputs, with the loader's three filters, from a scale
+    // within (0, 1] (torchvision's other scales, 0 or above 1, run unfused: a box of no
+    // area or larger than the image is drawn again, then the central fallback).
+    if (height_ != width_ || has_other_ || !(scale_.first > 0 && scale_.second <= 1)) {
+      return false;
+    }
     o->mode = Mode::kTrain;
     o->image_size = width_;
     o->scale_min = scale_.first;
@@ -107,7 +111,9 @@ FLOWLOADER_REGISTER_OP(
               "crops a random box (area fraction in scale, aspect ratio in ratio) and resizes "
               "it to size",
               {{"size", "224", "an integer or [height, width]", "output size"},
-               {"scale", "[0.08, 1.0]", "[min, max] within (0, 1]", "area fraction of the box"},
+               {"scale", "[0.08, 1.0]", "[min, max], 0 <= min <= max",
+                "area fraction of the box (a draw of no area or over 1 is drawn again, as "
+                "torchvision)"},
                {"ratio", "[0.75, 1.3333333333333333]", "[min, max], 0 < min <= max",
                 "aspect ratio (width / height) of the box, drawn log-uniformly"},
                {"interpolation", "bilinear",
@@ -120,9 +126,10 @@ FLOWLOADER_REGISTER_OP(
       int h = 0, w = 0;
       if (absl::Status s = ReadSize(op, args, "size", true, &h, &w); !s.ok()) return s;
       const OpValue& scale = args.Get("scale");
-      if (!(scale.numbers.size() == 2 && scale.numbers[0] > 0 &&
-            scale.numbers[0] <= scale.numbers[1] && scale.numbers[1] <= 1)) {
-        return ArgError(op, "scale", "[min, max] with 0 < min <= max <= 1", scale);
+      // torchvision takes any [min, max] its uniform_ draws from: 0 <= min <= max.
+      if (!(scale.numbers.size() == 2 && scale.numbers[0] >= 0 &&
+            scale.numbers[0] <= scale.numbers[1] && std::isfinite(scale.numbers[1]))) {
+        return ArgError(op, "scale", "[min, max] with 0 <= min <= max", scale);
       }
       const OpValue& ratio = args.Get("ratio");
       if (!(ratio.numbers.size() == 2 && ratio.numbers[0] > 0 &&

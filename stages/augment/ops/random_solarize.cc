@@ -30,15 +30,14 @@ class RandomSolarize : public Op {
 FLOWLOADER_REGISTER_OP((OpSchema{"random_solarize",
                                  "inverts every value >= threshold (ImageOps.solarize) with "
                                  "probability p",
-                                 {{"threshold", "128", "a number in [0, 255]",
+                                 {{"threshold", "128", "a number",
                                    "values at or above it are inverted (torchvision requires it; "
-                                   "the default is "
-                                   "ImageOps.solarize's; above 255 torchvision's uint8 path "
-                                   "refuses it)"}},
+                                   "the default is ImageOps.solarize's; 0 or less inverts "
+                                   "everything, above 255 nothing, as ImageOps.solarize)"}},
                                  0.5}),
                        [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
                          if (absl::Status s =
-                                 CheckNumberIn("random_solarize", args, "threshold", 0, 255);
+                                 CheckNumberIn("random_solarize", args, "threshold", -1e300, 1e300);
                              !s.ok()) {
                            return s;
                          }

@@ -2,6 +2,7 @@
 // integer size sets the shorter side (the longer one keeps the aspect ratio, truncated),
 // [height, width] both. Followed by center_crop at the head of a list, the two are
 // planned before decoding as one fused resize-and-crop (transform.h's eval mode).
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -137,7 +138,8 @@ FLOWLOADER_REGISTER_OP(
                 "bilinear, bicubic, nearest, box, hamming or lanczos",
                 "the resize filter (PIL's)"},
                {"max_size", "null", "null or an integer > size",
-                "caps the longer side (integer size only)"},
+                "caps the longer side (integer size only); above 16384, the largest side "
+                "an op makes, it caps at 16384"},
                {"antialias", "null", "null or true", "accepted for torchvision's signature: "
                                                      "PIL images are always antialiased"}}}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
@@ -148,12 +150,13 @@ FLOWLOADER_REGISTER_OP(
       const OpValue& m = args.Get("max_size");
       if (!m.is_none) {
         if (w != 0) return ArgError(op, "max_size", "null when size is [height, width]", m);
-        if (!(m.IsNumber() && m.numbers[0] > h && m.numbers[0] <= 16384 &&
+        // torchvision takes any integer above size; one above 16384 can bind only on an
+        // output no op makes, so it is 16384 (an int, and a bound the memory plan can hold).
+        if (!(m.IsNumber() && m.numbers[0] > h && std::isfinite(m.numbers[0]) &&
               m.numbers[0] == std::floor(m.numbers[0]))) {
-          return ArgError(op, "max_size", absl::StrCat("an integer in (size=", h, ", 16384]"),
-                          m);
+          return ArgError(op, "max_size", absl::StrCat("an integer > size=", h), m);
         }
-        max_size = static_cast<int>(m.numbers[0]);
+        max_size = static_cast<int>(std::min(m.numbers[0], 16384.0));
       }
       Interpolation interpolation;
       bool has_other = false;

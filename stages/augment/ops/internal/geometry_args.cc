@@ -1,6 +1,7 @@
 // geometry_args.cc: the shared argument checks of the geometry ops.
 #include "stages/augment/ops/internal/geometry_args.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -10,16 +11,19 @@ namespace flowloader::augment::internal {
 absl::Status ReadFill(const std::string& op, const OpArgs& args, const std::string& arg,
                       std::array<uint8_t, 3>* fill) {
   const OpValue& v = args.Get(arg);
-  const bool one = v.IsNumber() || (v.is_list && v.numbers.size() == 1);
-  if (!(one || (v.is_list && v.numbers.size() == 3))) {
-    return ArgError(op, arg, "a number or [r, g, b], each in [0, 255]", v);
+  if (v.is_none) {  // torchvision's fill=None: black, as its classes and _parse_fill make it.
+    *fill = {0, 0, 0};
+    return absl::OkStatus();
   }
+  const bool one = v.IsNumber() || (v.is_list && v.numbers.size() == 1);
+  // _parse_fill truncates each to an int and PIL clamps it to [0, 255]; PIL refuses one
+  // outside a C int ("signed integer is greater than maximum").
+  const char* what = "a number or [r, g, b], each an int (clamped to [0, 255], as PIL does)";
+  if (!(one || (v.is_list && v.numbers.size() == 3))) return ArgError(op, arg, what, v);
   for (int c = 0; c < 3; ++c) {
-    const double x = v.numbers[one ? 0 : c];
-    if (!(x >= 0 && x < 256)) {
-      return ArgError(op, arg, "a number or [r, g, b], each in [0, 255]", v);
-    }
-    (*fill)[c] = static_cast<uint8_t>(x);  // int(x), as _parse_fill.
+    const double x = std::trunc(v.numbers[one ? 0 : c]);
+    if (!(x >= -2147483648.0 && x <= 2147483647.0)) return ArgError(op, arg, what, v);
+    (*fill)[c] = static_cast<uint8_t>(std::clamp(x, 0.0, 255.0));
   }
   return absl::OkStatus();
 }

@@ -7,6 +7,20 @@
 namespace flowloader::augment::internal {
 
 void NumpyPad(int n, int before, int after, PadMode mode, std::vector<int>* map) {
+  if (before < 0 || after < 0) {
+    // F.pad crops a negative side first, then pads the rest (functional_pil.pad).
+    const int skip = std::max(-before, 0);
+    const int kept = n - skip - std::max(-after, 0);
+    if (kept <= 0) {  // Nothing of the image is left: all fill (PIL's expand pastes none).
+      map->assign(std::max(n + before + after, 0), -1);
+      return;
+    }
+    NumpyPad(kept, std::max(before, 0), std::max(after, 0), mode, map);
+    for (int& i : *map) {
+      if (i >= 0) i += skip;
+    }
+    return;
+  }
   std::vector<int>& p = *map;
   const int total = n + before + after;
   p.resize(total);
@@ -69,9 +83,9 @@ absl::Status ReadPadding(const std::string& op, const OpArgs& args, const std::s
   const OpValue& v = args.Get(arg);
   if (v.is_none) return absl::OkStatus();
   const char* what = "null, an integer, [left/right, top/bottom] or [left, top, right, bottom], "
-                     "each in [0, 16384]";
+                     "each in [-16384, 16384] (a negative one crops that side, as F.pad)";
   for (double n : v.numbers) {
-    if (!(n >= 0 && n <= 16384 && n == std::floor(n))) return ArgError(op, arg, what, v);
+    if (!(n >= -16384 && n <= 16384 && n == std::floor(n))) return ArgError(op, arg, what, v);
   }
   const std::vector<double>& n = v.numbers;
   if (v.IsNumber() || (v.is_list && n.size() == 1)) {

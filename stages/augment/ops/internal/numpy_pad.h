@@ -25,7 +25,8 @@ struct Padding {
 };
 
 // NumpyPad sets map[c] for c in [0, n + before + after) to the index in [0, n) that
-// np.pad(range(n), (before, after), mode) puts there, or -1 for the constant fill.
+// np.pad(range(n), (before, after), mode) puts there, or -1 for the constant fill. A
+// negative before/after crops that side first (F.pad); all -1 when nothing is left.
 void NumpyPad(int n, int before, int after, PadMode mode, std::vector<int>* map);
 
 // GatherThroughMaps writes dst (map_x.size() × map_y.size(), RGB) with pixel
@@ -36,8 +37,8 @@ void GatherThroughMaps(const Image& src, const std::vector<int>& map_x,
                        Image* dst);
 
 // ReadPadding reads argument `arg`: null (none), an integer (every side),
-// [left/right, top/bottom] or [left, top, right, bottom], each in [0, 16384] (negative
-// pads, which crop, are not supported).
+// [left/right, top/bottom] or [left, top, right, bottom], each in [-16384, 16384] (a
+// negative pad crops that side first, as F.pad; NumpyPad maps it so).
 absl::Status ReadPadding(const std::string& op, const OpArgs& args, const std::string& arg,
                          Padding* pad);
 

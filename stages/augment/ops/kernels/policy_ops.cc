@@ -1,6 +1,7 @@
 // policy_ops.cc: _apply_op on the shared kernels, and torch's linspace rounding.
 #include "stages/augment/ops/kernels/policy_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -230,15 +231,16 @@ absl::Status ReadGeometry(const std::string& op, const OpArgs& args, Geometry* g
   }
   const OpValue& fill = args.Get("fill");
   if (fill.is_none) return absl::OkStatus();
+  // int(x) as _parse_fill, clamped to [0, 255] as PIL does (which refuses beyond a C int).
+  const char* what = "null, a number or [r, g, b], each an int (clamped to [0, 255], as PIL "
+                     "does)";
   if (!fill.word.empty() || (fill.numbers.size() != 1 && fill.numbers.size() != 3)) {
-    return ArgError(op, "fill", "null, a number or [r, g, b], each in [0, 255]", fill);
+    return ArgError(op, "fill", what, fill);
   }
   for (int c = 0; c < 3; ++c) {
-    const double v = fill.numbers[fill.numbers.size() == 1 ? 0 : c];
-    if (!(v >= 0 && v < 256)) {
-      return ArgError(op, "fill", "null, a number or [r, g, b], each in [0, 255]", fill);
-    }
-    geometry->fill[c] = static_cast<uint8_t>(v);  // int(x), as _parse_fill.
+    const double v = std::trunc(fill.numbers[fill.numbers.size() == 1 ? 0 : c]);
+    if (!(v >= -2147483648.0 && v <= 2147483647.0)) return ArgError(op, "fill", what, fill);
+    geometry->fill[c] = static_cast<uint8_t>(std::clamp(v, 0.0, 255.0));
   }
   return absl::OkStatus();
 }

@@ -48,5 +48,5 @@ DISTRIBUTION = [
 REFUSED = [
     ("auto_augment(policy=coco)", "policy must be imagenet, cifar10 or svhn"),
     ("auto_augment(fill=[1, 2, 3, 4])", "fill must be"),
-    ("auto_augment(p=-0.5)", "p must be a number in [0, 1]"),
+    ("auto_augment(p=abc)", "p must be a number (the probability: 1 or more always applies, 0 or less never)"),
 ]

@@ -104,6 +104,6 @@ REFUSED = [
     ("color_jitter(saturation=[-0.5, 1])", "color_jitter: saturation must be"),
     ("color_jitter(saturation=[0.1, 0.2, 0.3])", "color_jitter: saturation must be"),
     ("color_jitter(brightness=bright)", "color_jitter: brightness must be"),
-    ("color_jitter(hue=0.1, p=1.2)", "color_jitter: p must be a number in [0, 1], got 1.2"),
+    ("color_jitter(hue=0.1, p=null)", "color_jitter: p must be a number (the probability: 1 or more always applies, 0 or less never), got null"),
     ("color_jitter(brigthness=0.4)", "did you mean 'brightness'"),
 ]

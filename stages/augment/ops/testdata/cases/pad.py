@@ -30,8 +30,8 @@ PARITY = [
 DISTRIBUTION = []
 
 REFUSED = [
-    ("pad(padding=-1)", "pad: padding must be"),
+    ("pad(padding=-16385)", "pad: padding must be"),
     ("pad(padding=[1, 2, 3])", "pad: padding must be"),
     ("pad(padding_mode=wrap)", "pad: padding_mode must be constant, edge, reflect or symmetric"),
-    ("pad(fill=256)", "pad: fill must be"),
+    ("pad(fill=10000000000)", "pad: fill must be"),
 ]

@@ -174,13 +174,14 @@ DISTRIBUTION = [
 ]
 
 REFUSED = [
-    ("rand_augment(num_ops=-1)", "num_ops must be an integer in [0, 6]"),
-    ("rand_augment(num_ops=7)", "num_ops must be an integer in [0, 6]"),
-    ("rand_augment(magnitude=31)", "magnitude must be a number in [0, 30]"),
-    ("rand_augment(magnitude=11, num_magnitude_bins=11)", "magnitude must be a number in [0, 10]"),
+    ("rand_augment(num_ops=-1)", "num_ops must be an integer in [0, 1024]"),
+    ("rand_augment(num_ops=1025)", "num_ops must be an integer in [0, 1024]"),
+    ("rand_augment(magnitude=31)", "magnitude must be a number in [-31, 30]"),
+    ("rand_augment(magnitude=-32)", "magnitude must be a number in [-31, 30]"),
+    ("rand_augment(magnitude=11, num_magnitude_bins=11)", "magnitude must be a number in [-11, 10]"),
     ("rand_augment(magnitude_std=-1)", "magnitude_std must be"),
     ("rand_augment(op_p=1.5)", "op_p must be a number in [0, 1]"),
-    ("rand_augment(p=1.5)", "p must be a number in [0, 1]"),
+    ("rand_augment(p=[1])", "p must be a number (the probability: 1 or more always applies, 0 or less never)"),
     ("rand_augment(interpolation=box)", "interpolation must be"),
     ("rand_augment(increasing=0.5)", "increasing must be true or false"),
     ("rand_augment(fill=[1, 2])", "fill must be"),

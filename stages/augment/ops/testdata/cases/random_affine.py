@@ -73,5 +73,5 @@ REFUSED = [
     ("random_affine(shear=-4)", "shear must be"),
     ("random_affine(shear=[10, 5])", "shear must be"),
     ("random_affine(center=[3, 3])", "random_affine: center must be null"),
-    ("random_affine(fill=-1)", "random_affine: fill must be"),
+    ("random_affine(fill=-3000000000)", "random_affine: fill must be"),
 ]

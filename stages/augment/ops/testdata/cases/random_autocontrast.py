@@ -25,5 +25,5 @@ DISTRIBUTION = [
     Distribution("random_autocontrast(p=0.7)", 64, 64, None, applied=0.7),
 ]
 
-REFUSED = [("random_autocontrast(p=2)", "random_autocontrast: p must be a number in [0, 1], got 2"),
+REFUSED = [("random_autocontrast(p=[0.5])", "random_autocontrast: p must be a number (the probability: 1 or more always applies, 0 or less never), got [0.5]"),
            ("random_autocontrast(cutoff=2)", "random_autocontrast has no argument 'cutoff'")]

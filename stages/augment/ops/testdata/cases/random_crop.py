@@ -76,7 +76,7 @@ DISTRIBUTION = [
 REFUSED = [
     ("random_crop(size=0)", "random_crop: size must be"),
     ("random_crop(padding=[1, 2, 3])", "random_crop: padding must be null, an integer"),
-    ("random_crop(padding=-1)", "padding must be"),
+    ("random_crop(padding=-16385)", "padding must be"),
     ("random_crop(padding=2.5)", "padding must be"),
     ("random_crop(padding_mode=wrap)", "random_crop: padding_mode must be constant, edge, "
                                        "reflect or symmetric, got wrap"),

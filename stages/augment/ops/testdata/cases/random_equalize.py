@@ -26,4 +26,4 @@ DISTRIBUTION = [
     Distribution("random_equalize(p=0.3)", 64, 64, None, applied=0.3),
 ]
 
-REFUSED = [("random_equalize(p=1.5)", "random_equalize: p must be a number in [0, 1], got 1.5")]
+REFUSED = [("random_equalize(p=inf)", "random_equalize: p must be a number (the probability: 1 or more always applies, 0 or less never), got inf")]

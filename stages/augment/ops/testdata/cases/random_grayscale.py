@@ -11,5 +11,5 @@ DISTRIBUTION = [
     Distribution("random_grayscale(p=0.2)", 64, 64, None, applied=0.2),
 ]
 
-REFUSED = [("random_grayscale(p=1.01)", "random_grayscale: p must be a number in [0, 1], got 1.01"),
+REFUSED = [("random_grayscale(p=[1, 2])", "random_grayscale: p must be a number (the probability: 1 or more always applies, 0 or less never), got [1, 2]"),
            ("random_grayscale(num_output_channels=3)", "random_grayscale has no argument")]

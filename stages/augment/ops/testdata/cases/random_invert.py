@@ -9,4 +9,4 @@ DISTRIBUTION = [
     Distribution("random_invert(p=0.05)", 64, 64, None, applied=0.05),
 ]
 
-REFUSED = [("random_invert(p=-0.5)", "random_invert: p must be a number in [0, 1], got -0.5")]
+REFUSED = [("random_invert(p=half)", "random_invert: p must be a number (the probability: 1 or more always applies, 0 or less never), got half")]

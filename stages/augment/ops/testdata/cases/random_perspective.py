@@ -73,8 +73,8 @@ DISTRIBUTION = [
 ]
 
 REFUSED = [
-    ("random_perspective(distortion_scale=1.5)",
-     "random_perspective: distortion_scale must be a number in [0, 1]"),
+    ("random_perspective(distortion_scale=-0.5)",
+     "random_perspective: distortion_scale must be a number in [0, 1000000]"),
     ("random_perspective(interpolation=box)", "random_perspective: interpolation must be"),
     ("random_perspective(fill=[1, 2])", "random_perspective: fill must be"),
 ]

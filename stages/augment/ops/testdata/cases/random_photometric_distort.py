@@ -90,5 +90,5 @@ REFUSED = [
      "random_photometric_distort: brightness must be [min, max] within [0, 1000]"),
     ("random_photometric_distort(hue=[-0.6, 0.1])", "hue must be [min, max] within [-0.5, 0.5]"),
     ("random_photometric_distort(contrast=[1.5, 0.5])", "contrast must be"),
-    ("random_photometric_distort(p=2)", "p must be"),
+    ("random_photometric_distort(p=[2])", "p must be"),
 ]

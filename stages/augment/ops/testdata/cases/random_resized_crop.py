@@ -50,5 +50,5 @@ REFUSED = [
     ("random_resized_crop(scale=[0.5, 0.2])", "scale must be"),
     ("random_resized_crop(interpolation=sinc)", "interpolation must be"),
     ("random_resized_crop(sise=3)", "did you mean 'size'"),
-    ("random_resized_crop(p=1.5)", "p must be a number in [0, 1]"),
+    ("random_resized_crop(p=null)", "p must be a number (the probability: 1 or more always applies, 0 or less never)"),
 ]

@@ -14,9 +14,6 @@ DISTRIBUTION = [
 ]
 
 REFUSED = [
-    ("random_solarize(threshold=256)",
-     "random_solarize: threshold must be a number in [0, 255], got 256"),
-    ("random_solarize(threshold=-1)",
-     "random_solarize: threshold must be a number in [0, 255], got -1"),
+    ("random_solarize(threshold=abc)", "random_solarize: threshold must be a number in"),
     ("random_solarize(threshold=[1, 2])", "random_solarize: threshold must be"),
 ]

@@ -9,4 +9,4 @@ DISTRIBUTION = [
     Distribution("random_vertical_flip(p=0.3)", 64, 64, None, applied=0.3),
 ]
 
-REFUSED = [("random_vertical_flip(p=2)", "random_vertical_flip: p must be a number in [0, 1]")]
+REFUSED = [("random_vertical_flip(p=two)", "random_vertical_flip: p must be a number (the probability: 1 or more always applies, 0 or less never)")]

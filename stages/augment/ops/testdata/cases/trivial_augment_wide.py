@@ -65,6 +65,6 @@ REFUSED = [
     ("trivial_augment_wide(num_magnitude_bins=7.5)", "num_magnitude_bins must be an integer"),
     ("trivial_augment_wide(interpolation=lanczos)", "interpolation must be"),
     ("trivial_augment_wide(fill=[1, 2])", "fill must be"),
-    ("trivial_augment_wide(fill=300)", "fill must be"),
-    ("trivial_augment_wide(p=1.5)", "p must be a number in [0, 1]"),
+    ("trivial_augment_wide(fill=3000000000)", "fill must be"),
+    ("trivial_augment_wide(p=[1.5])", "p must be a number (the probability: 1 or more always applies, 0 or less never)"),
 ]
