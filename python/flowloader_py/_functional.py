@@ -45,6 +45,10 @@ def _run(img, text, params=(), box=None, fill_none=False):
     """img through one native op with `params`, in the form it came in (box: see
     _eager.State.native). fill_none: rotate/affine/perspective's fill=None, which on a
     float tensor is torchvision's grid_sample without the fill mask (_float.py)."""
+    if type(img) is _eager._TENSOR:  # One float tensor: _float_fast, without a State.
+        out = _eager._fast().run(img, _op(text), params, box, fill_none)
+        if out is not _eager._fast().NO:
+            return out
     state = _eager.State(img)
     state.float_fill_none = fill_none
     state.native(_op(text), params, box=box)

@@ -458,6 +458,51 @@ def test_batches_take_one_draw_for_all_images():
         _same(a, make(TV)(x), 1e-5, "batch")
 
 
+@pytest.mark.parametrize("make", [
+    lambda M: M.CenterCrop(9), lambda M: M.CenterCrop([30, 7]), lambda M: M.RandomCrop(8),
+    lambda M: M.RandomCrop(9, padding=3, padding_mode="reflect"),
+    lambda M: M.RandomCrop(30, pad_if_needed=True), lambda M: M.Pad([2, 1, 0, 3], fill=0.5),
+    lambda M: M.RandomHorizontalFlip(), lambda M: M.RandomVerticalFlip(),
+    lambda M: M.Resize(13), lambda M: M.Resize([9, 31], antialias=True),
+    lambda M: M.RandomResizedCrop(11), lambda M: M.Grayscale(1), lambda M: M.Grayscale(3),
+    lambda M: M.RandomGrayscale(0.5), lambda M: M.ColorJitter(0.4, 0.4, 0.4, 0.1),
+    lambda M: M.RandomInvert(), lambda M: M.RandomSolarize(0.4), lambda M: M.RandomAutocontrast(),
+    lambda M: M.RandomAdjustSharpness(2), lambda M: M.GaussianBlur(3, (0.1, 2.0)),
+    lambda M: M.RandomRotation(20), lambda M: M.RandomAffine(10, (0.1, 0.1), (0.9, 1.1), 5),
+    lambda M: M.RandomPerspective(p=1.0),
+])
+def test_one_image_fast_path_is_the_general_paths(make):
+    """One float [C, H, W] image takes _float_fast (no State); a batch of one takes the
+    general path: the same draws and the same values, and torchvision's for each."""
+    for i, x in enumerate(_tensors(60, 41, max_side=32)):
+        if x.ndim != 3 or min(x.shape[1:]) < 12:
+            continue
+        torch.manual_seed(i)
+        one = make(T)(x)
+        after_one = torch.rand(1)
+        torch.manual_seed(i)
+        batch = make(T)(x[None])
+        assert torch.equal(torch.rand(1), after_one), i  # As many draws.
+        _same(one, batch[0], 0, (i, tuple(x.shape)))
+        torch.manual_seed(i)
+        _same(one, make(TV)(x), 1e-4, (i, tuple(x.shape)))
+
+
+def test_fast_path_views_grad_and_functional():
+    x = torch.rand(3, 20, 30)
+    crop = T.CenterCrop(10)(x)
+    assert crop.data_ptr() == TV.CenterCrop(10)(x).data_ptr()  # A view, as torchvision's.
+    assert T.RandomHorizontalFlip(0.0)(x) is x  # No draw hit: the image itself.
+    # A tensor that needs a gradient takes the general path (detached, as before).
+    g = x.clone().requires_grad_()
+    _same(T.RandomVerticalFlip(1.0)(g), TF.vflip(x), 0, "grad")
+    for ours, theirs in ((F.invert, TF.invert), (F.vflip, TF.vflip),
+                         (lambda v: F.center_crop(v, 40), lambda v: TF.center_crop(v, 40)),
+                         (lambda v: F.crop(v, -2, 3, 9, 40), lambda v: TF.crop(v, -2, 3, 9, 40))):
+        for t in (x, x.transpose(1, 2), x[:1].double()):
+            _same(ours(t), theirs(t), 0, tuple(t.shape))
+
+
 def test_float_refusals_are_one_line():
     x = torch.rand(3, 8, 8)
     cases = [
