@@ -165,6 +165,19 @@ def test_resize_is_torchvisions_tensor_resize():
     assert len(worst) == 5, worst
 
 
+def test_resize_of_large_images_by_uneven_ratios():
+    """Source indices near 1000 (an ulp there is 6e-5): ATen computes them in double."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.rand(3, 800, 1000, generator=g)
+    B, C, N = (TV.InterpolationMode.BILINEAR, TV.InterpolationMode.BICUBIC,
+               TV.InterpolationMode.NEAREST)
+    for size, mode in (([224, 224], B), ([301, 97], B), ([224, 333], C), ([997, 1301], B),
+                       ([113, 451], N)):
+        for t in (x, x[:, 37:781, 101:923], x.double()):
+            ours = F.resize(t, size, T.InterpolationMode(mode.value))
+            _same(ours, TF.resize(t, size, mode), ATOL[t.dtype], (tuple(t.shape), size, mode))
+
+
 @pytest.mark.parametrize("make", [
     lambda M: M.RandomResizedCrop(17),
     lambda M: M.RandomResizedCrop([9, 14], scale=(0.3, 1.0),

@@ -40,11 +40,15 @@ Taps<T> NearestTaps(int in, int out) {
   return t;
 }
 
-// SourceIndex: area_pixel_compute_source_index, align_corners=False.
+// SourceIndex: area_pixel_compute_source_index, align_corners=False, of T's scale but
+// in double, as ATen 1.13's CPU kernels have it (`dst_index + 0.5` is a double, and its
+// linear weights are `real - index0` of that double, rounded to T once): in float, an
+// index near 900 is an ulp (6e-5) coarse, which put a bilinear 900 -> 224 resize 4e-5 from
+// torch's; this way it is within an ulp of the output (torch fuses multiply-adds).
 template <typename T>
-T SourceIndex(T scale, int i, bool cubic) {
-  const T src = scale * (static_cast<T>(i) + static_cast<T>(0.5)) - static_cast<T>(0.5);
-  return (!cubic && src < T(0)) ? T(0) : src;
+double SourceIndex(T scale, int i, bool cubic) {
+  const double src = static_cast<double>(scale) * (i + 0.5) - 0.5;
+  return (!cubic && src < 0) ? 0.0 : src;
 }
 
 // LinearTaps: compute_source_index_and_lambda (guard_index_and_lambda).
@@ -59,9 +63,9 @@ Taps<T> LinearTaps(int in, int out) {
     int i0 = i;
     T l1 = T(0);
     if (in != out) {
-      const T real = SourceIndex(scale, i, false);
+      const double real = SourceIndex(scale, i, false);
       i0 = static_cast<int>(std::min<int64_t>(static_cast<int64_t>(std::floor(real)), in - 1));
-      l1 = std::min(std::max(real - static_cast<T>(i0), T(0)), T(1));
+      l1 = static_cast<T>(std::min(std::max(real - i0, 0.0), 1.0));
     }
     t.idx[2 * i] = i0;
     t.idx[2 * i + 1] = i0 + (i0 < in - 1 ? 1 : 0);
@@ -91,9 +95,9 @@ Taps<T> CubicTaps(int in, int out) {
   const T scale = static_cast<T>(in) / static_cast<T>(out);
   const T a = static_cast<T>(-0.75);
   for (int i = 0; i < out; ++i) {
-    const T real = SourceIndex(scale, i, true);
+    const double real = SourceIndex(scale, i, true);
     const int64_t i0 = static_cast<int64_t>(std::floor(real));
-    const T f = real - static_cast<T>(i0);
+    const T f = static_cast<T>(real - static_cast<double>(i0));
     const T x2 = T(1) - f;
     T* w = &t.w[4 * i];
     w[0] = CubicConvolution2(static_cast<T>(f + T(1)), a);
