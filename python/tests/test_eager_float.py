@@ -178,6 +178,38 @@ def test_resize_of_large_images_by_uneven_ratios():
             _same(ours, TF.resize(t, size, mode), ATOL[t.dtype], (tuple(t.shape), size, mode))
 
 
+def _linear_taps(n_in, n_out):
+    """ATen's bilinear taps on one axis: index 0, index 1, weights 0 and 1 (float32)."""
+    scale = float(np.float32(n_in) / np.float32(n_out))
+    taps = []
+    for i in range(n_out):
+        i0, l1 = i, np.float32(0)
+        if n_in != n_out:
+            real = max(scale * (i + 0.5) - 0.5, 0.0)
+            i0 = min(int(np.floor(real)), n_in - 1)
+            l1 = np.float32(min(max(real - i0, 0.0), 1.0))
+        taps.append((i0, i0 + (1 if i0 < n_in - 1 else 0), np.float32(1) - l1, l1))
+    i0, i1, w0, w1 = zip(*taps)
+    return np.array(i0), np.array(i1), np.array(w0, np.float32), np.array(w1, np.float32)
+
+
+def test_bilinear_resize_sums_in_atens_order():
+    """Every path of the float32 bilinear kernel (rows made once and reused, rows fused,
+    four columns at a time, the last columns one by one) gives the bits of ATen's order
+    of operations: (a w0 + b w1) per row, then row 0 x wy0 + row 1 x wy1, in float32."""
+    rng = np.random.default_rng(0)
+    for h, w, oh, ow in ((1024, 1024, 256, 256), (800, 900, 224, 224), (301, 97, 37, 41),
+                         (9, 13, 4, 1), (100, 3, 50, 2), (40, 40, 20, 80), (20, 30, 50, 45),
+                         (30, 30, 20, 29), (7, 1000, 9, 13)):
+        a = rng.random((3, h, w), dtype=np.float32)
+        yi0, yi1, yw0, yw1 = _linear_taps(h, oh)
+        xi0, xi1, xw0, xw1 = _linear_taps(w, ow)
+        rows = [a[:, yi][:, :, xi0] * xw0 + a[:, yi][:, :, xi1] * xw1 for yi in (yi0, yi1)]
+        want = rows[0] * yw0[:, None] + rows[1] * yw1[:, None]
+        got = F.resize(torch.from_numpy(a), [oh, ow]).numpy()
+        assert np.array_equal(got, want), ((h, w, oh, ow), np.abs(got - want).max())
+
+
 @pytest.mark.parametrize("make", [
     lambda M: M.RandomResizedCrop(17),
     lambda M: M.RandomResizedCrop([9, 14], scale=(0.3, 1.0),
