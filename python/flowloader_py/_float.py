@@ -109,7 +109,7 @@ _MAPS = {}
 def _maps(op, params, w, h):
     """(x map, y map, (top, bottom, left, right) when they are one box inside the image,
     else None) of gather op `op` with `params` on a w x h image."""
-    key = (op.text, tuple(params), w, h)
+    key = (op, tuple(params), w, h)  # The op object (its text is a new str per call).
     hit = _MAPS.get(key)
     if hit is None:
         maps = op.gather_maps([float(v) for v in params], w, h)

@@ -7,10 +7,10 @@ Python before any pixel. Here a call on a plain CPU float32/float64 tensor of 3
 dimensions, C 1 or 3, that needs no gradient, to a transform whose `_eager` only asks
 the state for its size and queues one op (Transform's own, CenterCrop's, RandomCrop's,
 RandomResizedCrop's, Grayscale's; their draws unchanged, so the same torch generator
-state gives the same output), runs that op at once on the tensor's numpy view through
-_float's kernel table. Anything else (a batch, uint8, a Compose, Normalize, ToTensor, a
-native float op such as RandomErasing) returns NO and takes the general path, whose
-checks and refusals are the ones users see.
+state gives the same output), or maps the floats (Normalize's), runs that op at once on
+the tensor's numpy view through _float's kernel table. Anything else (a batch, uint8, a
+Compose, ToTensor, a native float op such as RandomErasing) returns NO and takes the
+general path, whose checks and refusals are the ones users see.
 """
 
 import numpy as np
@@ -80,15 +80,21 @@ class _One:
                     return
                 if corner:
                     params = [0, 0] + list(params[2:])
-        warp = _float._WARPS.get(op.name)
-        kernel = _float._KERNELS.get(op.name) if warp is None else None
+        plan = _PLANS.get(op)
+        if plan is None:
+            plan = _plan(op)
+        warp, kernel, args, dense = plan
         if warp is None and kernel is None:
             raise _float.refusal(op, self.tensor_dtype)
-        args = _float.args_of(op)
-        if kernel not in _float._VIEWS:  # The kernels read C-contiguous planes.
+        if dense:  # The kernels read C-contiguous planes.
             a = np.ascontiguousarray(a)
         self.a = (warp(a, op, args, params, self) if warp is not None
                   else kernel(a, op, args, params))
+
+    def map_float(self, fn):
+        """_eager.State.map_float (Normalize's): fn of the float array, its dtype kept."""
+        a = self.a if self.a is not None else self.t.numpy()
+        self.a = np.ascontiguousarray(fn(a), dtype=a.dtype)
 
     def result(self):
         """The output tensor (_eager.State._result_tensor's), or the tensor given when no
@@ -100,25 +106,45 @@ class _One:
         return out[:1] if self.channels == 1 and a.shape[0] != 1 else out
 
 
-# Whether a transform class's _eager is one this path runs, by class.
+# What _One.native needs of an op, by op (the op object itself: kept alive here, so an
+# id is never reused): (warp, kernel, its {arg: value}, whether it reads dense planes).
+_PLANS = {}
+
+
+def _plan(op):
+    warp = _float._WARPS.get(op.name)
+    kernel = _float._KERNELS.get(op.name) if warp is None else None
+    plan = (warp, kernel, _float.args_of(op), kernel not in _float._VIEWS)
+    if len(_PLANS) >= 1024:
+        _PLANS.clear()
+    _PLANS[op] = plan
+    return plan
+
+
+# How a transform class's _eager runs here, by class: 1, one native op (Transform's
+# own, CenterCrop's, RandomCrop's, RandomResizedCrop's, Grayscale's); 2, Normalize's
+# (map_float); 0, not here.
 _ELIGIBLE = {}
 
 
 def _eligible(cls):
     from flowloader import transforms as T
-    return getattr(cls, "_eager", None) in (T.Transform._eager, T.CenterCrop._eager, T.RandomCrop._eager,
-                            T.RandomResizedCrop._eager, T.Grayscale._eager)
+    eager = getattr(cls, "_eager", None)
+    if eager is T.Normalize._eager:
+        return 2
+    return int(eager in (T.Transform._eager, T.CenterCrop._eager, T.RandomCrop._eager,
+                         T.RandomResizedCrop._eager, T.Grayscale._eager))
 
 
 def call(transform, t, generator):
     """transform(t) on float tensor t, or NO (the general path's case)."""
     cls = type(transform)
-    ok = _ELIGIBLE.get(cls)
-    if ok is None:
-        ok = _ELIGIBLE[cls] = _eligible(cls)
-    if not ok or not _takes(t):
+    how = _ELIGIBLE.get(cls)
+    if how is None:
+        how = _ELIGIBLE[cls] = _eligible(cls)
+    if not how or not _takes(t):
         return NO
-    if transform._native().reads_float:  # normalize, random_erasing: _eager_run's.
+    if how == 1 and transform._native().reads_float:  # random_erasing: _eager_run's.
         return NO
     one = _One(t)
     transform._eager(one, generator)
