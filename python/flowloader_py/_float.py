@@ -96,8 +96,17 @@ def _gather(a, op, args, params):
     xs, ys, box = _maps(op, params, a.shape[2], a.shape[1])
     if box is not None:
         return a[:, box[0]:box[1], box[2]:box[3]]
-    return _core()._float_gather(np.ascontiguousarray(a), xs, ys,
-                                 _fill(args, a.shape[0], op.name))
+    fill = _FILLS.get((op, a.shape[0]))
+    if fill is None:
+        fill = _fill(args, a.shape[0], op.name)  # (Refused here, every call, if wrong.)
+        if len(_FILLS) >= 1024:
+            _FILLS.clear()
+        _FILLS[(op, a.shape[0])] = fill
+    return _core()._float_gather(np.ascontiguousarray(a), xs, ys, fill)
+
+
+# Each op's fill values by (op, channels), as _fill gives them.
+_FILLS = {}
 
 
 # The maps by (op text, params, width, height): a flip's or a crop's are the same call
