@@ -71,7 +71,7 @@ class _One:
             return
         a = self.a if self.a is not None else self.t.numpy()
         if box is not None and self.a is None:
-            top, left, height, width = (int(v) for v in box)
+            top, left, height, width = map(int, box)
             if (0 <= top and 0 <= left and top + height <= a.shape[1]
                     and left + width <= a.shape[2] and height > 0 and width > 0):
                 a = a[:, top:top + height, left:left + width]
