@@ -1322,7 +1322,7 @@ def _flatten(t):
                                                                              TenCrop)):
             out.append((None, {"marker": _stacking_lambda(leaves[i - 1], leaf)}))
         else:
-            if leaf._no_antialias:  # The loader's images are uint8, resized as PIL.
+            if getattr(leaf, "_no_antialias", False):  # The loader's uint8 images.
                 _warn_antialias(None)
             out.extend(leaf._items())
     return out

@@ -932,5 +932,7 @@ def test_pillow_filters_only_where_pil_has_them_and_antialias_as_torchvision():
         assert np.array_equal(np.asarray(t(img)), np.asarray(TV.Resize(9)(img)))
     with pytest.warns(UserWarning, match="ignored on uint8 pixels"):
         t(torch.from_numpy(np.asarray(img).copy()).permute(2, 0, 1))
+    with pytest.warns(UserWarning, match="always applied for PIL"):  # The loader's ops.
+        T.Compose([T.Resize(9, antialias=False)]).to_ops()
     with pytest.raises(TypeError, match="antialias must be None, True or False"):
         T.Resize(9, antialias="yes")
