@@ -554,6 +554,25 @@ def test_fast_path_views_grad_and_functional():
             _same(ours(t), theirs(t), 0, tuple(t.shape))
 
 
+def test_grayscale_of_three_channels_is_a_view_as_torchvisions():
+    """rgb_to_grayscale(num_output_channels=3) is one plane expanded (stride 0) in
+    torchvision; ours too, and what comes after it reads it as three planes."""
+    x = torch.rand(3, 17, 23)
+    ours, theirs = T.Grayscale(3)(x), TV.Grayscale(3)(x)
+    assert ours.stride() == theirs.stride() == (0, 23, 1)
+    _same(ours, theirs, 1e-6, "gray")
+    for make in (lambda M: M.Compose([M.Grayscale(3), M.RandomHorizontalFlip(1.0),
+                                      M.ColorJitter(0.4, 0.4, 0.4, 0.1), M.Resize(9),
+                                      M.Normalize((0.5, 0.4, 0.3), (0.2, 0.3, 0.4))]),
+                 lambda M: M.Compose([M.RandomGrayscale(1.0), M.Pad(2), M.RandomInvert(1.0),
+                                      M.GaussianBlur(3)])):
+        for t in (x, x[None].expand(2, 3, 17, 23)):
+            torch.manual_seed(1)
+            a = make(T)(t)
+            torch.manual_seed(1)
+            _same(a, make(TV)(t), 1e-5, tuple(t.shape))
+
+
 def test_float_refusals_are_one_line():
     x = torch.rand(3, 8, 8)
     cases = [
