@@ -93,17 +93,46 @@ def args_of(op):
 def _gather(a, op, args, params):
     """A pixel move: the uint8 op's Op::Gather maps, applied to the planes; a box inside
     the image is a view of it, as torchvision's tensor crop (img[..., t:b, l:r])."""
-    h, w = a.shape[1], a.shape[2]
-    maps = op.gather_maps([float(v) for v in params], w, h)
-    if maps is None:
-        raise ValueError(f"flowloader.transforms: {op.name} with parameters "
-                         f"{[float(v) for v in params]} does not fit a {w}x{h} image")
-    xs, ys = maps
-    x0, y0 = int(xs[0]), int(ys[0])
-    if x0 >= 0 and y0 >= 0 and _run_of(xs) and _run_of(ys):
-        return a[:, y0:y0 + len(ys), x0:x0 + len(xs)]
-    return _core()._float_gather(np.ascontiguousarray(a), xs, ys,
-                                 _fill(args, a.shape[0], op.name))
+    xs, ys, box = _maps(op, params, a.shape[2], a.shape[1])
+    if box is not None:
+        return a[:, box[0]:box[1], box[2]:box[3]]
+    fill = _FILLS.get((op, a.shape[0]))
+    if fill is None:
+        fill = _fill(args, a.shape[0], op.name)  # (Refused here, every call, if wrong.)
+        if len(_FILLS) >= 1024:
+            _FILLS.clear()
+        _FILLS[(op, a.shape[0])] = fill
+    return _core()._float_gather(np.ascontiguousarray(a), xs, ys, fill)
+
+
+# Each op's fill values by (op, channels), as _fill gives them.
+_FILLS = {}
+
+
+# The maps by (op text, params, width, height): a flip's or a crop's are the same call
+# after call, and making them (gather_maps, then _run_of's numpy checks) cost ~8 µs of a
+# 224² vertical flip's ~20. Cleared when full (random corners make many keys).
+_MAPS = {}
+
+
+def _maps(op, params, w, h):
+    """(x map, y map, (top, bottom, left, right) when they are one box inside the image,
+    else None) of gather op `op` with `params` on a w x h image."""
+    key = (op, tuple(params), w, h)  # The op object (its text is a new str per call).
+    hit = _MAPS.get(key)
+    if hit is None:
+        maps = op.gather_maps([float(v) for v in params], w, h)
+        if maps is None:
+            raise ValueError(f"flowloader.transforms: {op.name} with parameters "
+                             f"{[float(v) for v in params]} does not fit a {w}x{h} image")
+        xs, ys = maps
+        x0, y0 = int(xs[0]), int(ys[0])
+        box = ((y0, y0 + len(ys), x0, x0 + len(xs))
+               if x0 >= 0 and y0 >= 0 and _run_of(xs) and _run_of(ys) else None)
+        if len(_MAPS) >= 4096:
+            _MAPS.clear()
+        hit = _MAPS[key] = (xs, ys, box)
+    return hit
 
 
 def _run_of(m):
@@ -254,7 +283,11 @@ def _grayscale(a, op, args, params):
     if a.shape[0] == 1:
         return a
     g = _colour("grayscale", a)
-    return np.ascontiguousarray(np.repeat(g, 3, axis=0))
+    # torchvision's three channels are l_img.expand(img.shape): one plane seen three times
+    # (stride 0), not a copy; the kernels after it copy where they need dense planes. A
+    # copy was 0.97x torchvision at 1024² (a 12 MB write).
+    return np.lib.stride_tricks.as_strided(g, shape=(3,) + g.shape[1:],
+                                           strides=(0,) + g.strides[1:])
 
 
 def _solarize(a, op, args, params):

@@ -45,10 +45,22 @@ def _run(img, text, params=(), box=None, fill_none=False):
     """img through one native op with `params`, in the form it came in (box: see
     _eager.State.native). fill_none: rotate/affine/perspective's fill=None, which on a
     float tensor is torchvision's grid_sample without the fill mask (_float.py)."""
+    if type(img) is _eager._TENSOR:  # One float tensor: _float_fast, without a State.
+        out = _eager._fast().run(img, _op(text), params, box, fill_none)
+        if out is not _eager._fast().NO:
+            return out
     state = _eager.State(img)
     state.float_fill_none = fill_none
     state.native(_op(text), params, box=box)
     return state.result()
+
+
+def _no_antialias(img):
+    """antialias=False: torchvision's warning unless img is a float tensor (which takes
+    it), as the classes' (_T._warn_antialias)."""
+    if _eager._is_tensor(img) and img.dtype.is_floating_point:
+        return
+    _T._warn_antialias("pil" if _eager._is_pil(img) else "uint8")
 
 
 def _mode(fn, interpolation, resize=False):
@@ -57,7 +69,8 @@ def _mode(fn, interpolation, resize=False):
 
 # -- geometry ------------------------------------------------------------------------------
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=None):
-    _T._antialias("resize", antialias)
+    if _T._antialias("resize", antialias):
+        _no_antialias(img)
     aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
     return _run(img, _text("resize", size=_T._size(size),
                            interpolation=_mode("resize", interpolation, True),
@@ -66,7 +79,7 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
 
 def resized_crop(img, top, left, height, width, size,
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
-    _T._antialias("resized_crop", antialias)
+    no_antialias = _T._antialias("resized_crop", antialias)
     top, left, height, width = int(top), int(left), int(height), int(width)
     if height < 1 or width < 1:
         raise ValueError(f"resized_crop: the box's height and width must be at least 1, got "
@@ -76,6 +89,8 @@ def resized_crop(img, top, left, height, width, size,
         # Partly outside: torchvision's crop pads with zeros, then resizes.
         return resize(crop(img, top, left, height, width), size, interpolation,
                       antialias=antialias)
+    if no_antialias:  # (resize warns in the case above.)
+        _no_antialias(img)
     size = _T._size(size)
     if isinstance(size, numbers.Number):  # F.resize's shorter side, as torchvision.
         short, long = (width, height) if width <= height else (height, width)

@@ -125,15 +125,27 @@ def _interpolation(cls, value, resize=False):
 
 
 def _antialias(cls, antialias):
-    """torchvision 0.14's antialias on PIL images: None and True antialias; False is
-    ignored with torchvision's warning (flowloader resizes as PIL does)."""
+    """torchvision 0.14's antialias: None and True antialias a PIL image; False is taken
+    by a float tensor's resize and ignored on uint8 pixels (resized as PIL resizes), with
+    torchvision's warning where the call is (_warn_antialias), not at construction.
+    Returns whether it is False."""
     if antialias not in (None, True, False):
         raise TypeError(f"{cls}: antialias must be None, True or False, got "
                         f"{_cut(repr(antialias))}")
-    if antialias is False:
-        import warnings
+    return antialias is False
+
+
+def _warn_antialias(kind):
+    """The warning for antialias=False on an image of `kind` (_eager.State.kind; None: the
+    loader's decoded images) whose uint8 pixels resize antialiased: torchvision's own for
+    a PIL image (it warns at each F.resize of one), ours for a uint8 array or tensor."""
+    import warnings
+    if kind in ("pil", None):
         warnings.warn("Anti-alias option is always applied for PIL Image input. Argument "
                       "antialias is ignored.")
+    else:
+        warnings.warn("flowloader.transforms: antialias=False is ignored on uint8 pixels "
+                      "(resized antialiased, as PIL images); a float tensor takes it")
 
 
 def _size(value):
@@ -254,6 +266,8 @@ class Transform:
 
     # Whether torchvision's class draws `torch.rand(1) < p` before its parameters.
     _draws_p = False
+    # Resize / RandomResizedCrop(antialias=False): warned where the pixels are uint8.
+    _no_antialias = False
 
     def _items(self):
         args = dict(self._args)
@@ -294,6 +308,8 @@ class Transform:
         # The native op first: it checks every argument (p, sizes, paddings) in one line,
         # before a draw reads one (p="a" or padding=[1, 2, 3] broke inside the draw).
         op = self._native()
+        if self._no_antialias and not state.is_float:
+            _warn_antialias(state.kind)
         if self._draws_p and not _coin(self._args["p"], generator):
             return
         state.native(op, self._draw(state, generator))
@@ -392,7 +408,7 @@ class Resize(Transform):
 
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
                  antialias=None):
-        _antialias("Resize", antialias)
+        self._no_antialias = _antialias("Resize", antialias)
         super().__init__(size=_size(size),
                          interpolation=_interpolation("Resize", interpolation, resize=True),
                          max_size=max_size)
@@ -435,7 +451,7 @@ class RandomResizedCrop(Transform):
 
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
-        _antialias("RandomResizedCrop", antialias)
+        self._no_antialias = _antialias("RandomResizedCrop", antialias)
         super().__init__(size=_size(size), scale=_seq(scale), ratio=_seq(ratio),
                          interpolation=_interpolation("RandomResizedCrop", interpolation,
                                                       resize=True))
@@ -480,6 +496,8 @@ class RandomResizedCrop(Transform):
 
     def _eager(self, state, generator):
         op = self._native()  # Checks the arguments before the draw reads them.
+        if self._no_antialias and not state.is_float:
+            _warn_antialias(state.kind)
         params = self._draw(state, generator)
         state.native(op, params, box=params)  # Crops first, as F.resized_crop.
 
@@ -1360,6 +1378,8 @@ def _flatten(t):
                                                                              TenCrop)):
             out.append((None, {"marker": _stacking_lambda(leaves[i - 1], leaf)}))
         else:
+            if getattr(leaf, "_no_antialias", False):  # The loader's uint8 images.
+                _warn_antialias(None)
             out.extend(leaf._items())
     return out
 

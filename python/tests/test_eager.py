@@ -11,6 +11,7 @@ gives the loader's bytes for that sample.
 import math
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -946,11 +947,33 @@ def test_pillow_filters_only_where_pil_has_them_and_antialias_as_torchvision():
         # PIL's rotate and affine have no such filters (torchvision's PIL path fails too).
         with pytest.raises(TypeError, match="BOX, HAMMING and LANCZOS in Resize"):
             T.RandomRotation(10, interpolation=ours)
-    # antialias: None and True antialias; False is ignored with torchvision's warning.
-    with pytest.warns(UserWarning, match="always applied for PIL"):
+    # antialias: None and True antialias; False is ignored on a PIL image with
+    # torchvision's warning, given where torchvision gives it: at the call on a PIL image
+    # (not at construction, nor on a float tensor, whose resize takes it).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         t = T.Resize(9, antialias=False)
-    assert np.array_equal(np.asarray(t(img)), np.asarray(TV.Resize(9)(img)))
+        rrc = T.RandomResizedCrop(9, antialias=False)
+        x = torch.rand(3, 20, 16)
+        # (Float resize: within 1e-5 of torch's, as test_eager_float.py.)
+        assert torch.allclose(t(x), TV.Resize(9, antialias=False)(x), rtol=0, atol=1e-5)
+        torch.manual_seed(0)
+        a = rrc(x)
+        torch.manual_seed(0)
+        assert torch.allclose(a, TV.RandomResizedCrop(9, antialias=False)(x), rtol=0,
+                              atol=1e-5)
+        F.resize(x, 9, antialias=False)
+    for call in (lambda: t(img), lambda: rrc(img), lambda: T.Compose([t])(img),
+                 lambda: F.resize(img, 9, antialias=False),
+                 lambda: F.resized_crop(img, 1, 1, 9, 9, 5, antialias=False)):
+        with pytest.warns(UserWarning, match="always applied for PIL") as got:
+            call()
+        assert len(got) == 1
     with pytest.warns(UserWarning, match="always applied for PIL"):
-        T.RandomResizedCrop(9, antialias=False)
+        assert np.array_equal(np.asarray(t(img)), np.asarray(TV.Resize(9)(img)))
+    with pytest.warns(UserWarning, match="ignored on uint8 pixels"):
+        t(torch.from_numpy(np.asarray(img).copy()).permute(2, 0, 1))
+    with pytest.warns(UserWarning, match="always applied for PIL"):  # The loader's ops.
+        T.Compose([T.Resize(9, antialias=False)]).to_ops()
     with pytest.raises(TypeError, match="antialias must be None, True or False"):
         T.Resize(9, antialias="yes")

@@ -165,6 +165,51 @@ def test_resize_is_torchvisions_tensor_resize():
     assert len(worst) == 5, worst
 
 
+def test_resize_of_large_images_by_uneven_ratios():
+    """Source indices near 1000 (an ulp there is 6e-5): ATen computes them in double."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.rand(3, 800, 1000, generator=g)
+    B, C, N = (TV.InterpolationMode.BILINEAR, TV.InterpolationMode.BICUBIC,
+               TV.InterpolationMode.NEAREST)
+    for size, mode in (([224, 224], B), ([301, 97], B), ([224, 333], C), ([997, 1301], B),
+                       ([113, 451], N)):
+        for t in (x, x[:, 37:781, 101:923], x.double()):
+            ours = F.resize(t, size, T.InterpolationMode(mode.value))
+            _same(ours, TF.resize(t, size, mode), ATOL[t.dtype], (tuple(t.shape), size, mode))
+
+
+def _linear_taps(n_in, n_out):
+    """ATen's bilinear taps on one axis: index 0, index 1, weights 0 and 1 (float32)."""
+    scale = float(np.float32(n_in) / np.float32(n_out))
+    taps = []
+    for i in range(n_out):
+        i0, l1 = i, np.float32(0)
+        if n_in != n_out:
+            real = max(scale * (i + 0.5) - 0.5, 0.0)
+            i0 = min(int(np.floor(real)), n_in - 1)
+            l1 = np.float32(min(max(real - i0, 0.0), 1.0))
+        taps.append((i0, i0 + (1 if i0 < n_in - 1 else 0), np.float32(1) - l1, l1))
+    i0, i1, w0, w1 = zip(*taps)
+    return np.array(i0), np.array(i1), np.array(w0, np.float32), np.array(w1, np.float32)
+
+
+def test_bilinear_resize_sums_in_atens_order():
+    """Every path of the float32 bilinear kernel (rows made once and reused, rows fused,
+    four columns at a time, the last columns one by one) gives the bits of ATen's order
+    of operations: (a w0 + b w1) per row, then row 0 x wy0 + row 1 x wy1, in float32."""
+    rng = np.random.default_rng(0)
+    for h, w, oh, ow in ((1024, 1024, 256, 256), (800, 900, 224, 224), (301, 97, 37, 41),
+                         (9, 13, 4, 1), (100, 3, 50, 2), (40, 40, 20, 80), (20, 30, 50, 45),
+                         (30, 30, 20, 29), (7, 1000, 9, 13)):
+        a = rng.random((3, h, w), dtype=np.float32)
+        yi0, yi1, yw0, yw1 = _linear_taps(h, oh)
+        xi0, xi1, xw0, xw1 = _linear_taps(w, ow)
+        rows = [a[:, yi][:, :, xi0] * xw0 + a[:, yi][:, :, xi1] * xw1 for yi in (yi0, yi1)]
+        want = rows[0] * yw0[:, None] + rows[1] * yw1[:, None]
+        got = F.resize(torch.from_numpy(a), [oh, ow]).numpy()
+        assert np.array_equal(got, want), ((h, w, oh, ow), np.abs(got - want).max())
+
+
 @pytest.mark.parametrize("make", [
     lambda M: M.RandomResizedCrop(17),
     lambda M: M.RandomResizedCrop([9, 14], scale=(0.3, 1.0),
@@ -456,6 +501,76 @@ def test_batches_take_one_draw_for_all_images():
         a = make(T)(x)
         torch.manual_seed(3)
         _same(a, make(TV)(x), 1e-5, "batch")
+
+
+@pytest.mark.parametrize("make", [
+    lambda M: M.CenterCrop(9), lambda M: M.CenterCrop([30, 7]), lambda M: M.RandomCrop(8),
+    lambda M: M.RandomCrop(9, padding=3, padding_mode="reflect"),
+    lambda M: M.RandomCrop(30, pad_if_needed=True), lambda M: M.Pad([2, 1, 0, 3], fill=0.5),
+    lambda M: M.RandomHorizontalFlip(), lambda M: M.RandomVerticalFlip(),
+    lambda M: M.Resize(13), lambda M: M.Resize([9, 31], antialias=True),
+    lambda M: M.RandomResizedCrop(11), lambda M: M.Grayscale(1), lambda M: M.Grayscale(3),
+    lambda M: M.RandomGrayscale(0.5), lambda M: M.ColorJitter(0.4, 0.4, 0.4, 0.1),
+    lambda M: M.RandomInvert(), lambda M: M.RandomSolarize(0.4), lambda M: M.RandomAutocontrast(),
+    lambda M: M.RandomAdjustSharpness(2), lambda M: M.GaussianBlur(3, (0.1, 2.0)),
+    lambda M: M.RandomRotation(20), lambda M: M.RandomAffine(10, (0.1, 0.1), (0.9, 1.1), 5),
+    lambda M: M.RandomPerspective(p=1.0),
+    lambda M: M.Normalize((0.5, 0.4, 0.3), (0.2, 0.3, 0.4)), lambda M: M.Normalize([0.5], [0.25]),
+])
+def test_one_image_fast_path_is_the_general_paths(make):
+    """One float [C, H, W] image takes _float_fast (no State); a batch of one takes the
+    general path: the same draws and the same values, and torchvision's for each."""
+    for i, x in enumerate(_tensors(60, 41, max_side=32)):
+        if x.ndim != 3 or min(x.shape[1:]) < 12:
+            continue
+        torch.manual_seed(i)
+        one = make(T)(x)
+        after_one = torch.rand(1)
+        torch.manual_seed(i)
+        batch = make(T)(x[None])
+        assert torch.equal(torch.rand(1), after_one), i  # As many draws.
+        _same(one, batch[0], 0, (i, tuple(x.shape)))
+        torch.manual_seed(i)
+        try:
+            theirs = make(TV)(x)
+        except RuntimeError:  # torchvision's in-place Normalize: 3 means on 1 channel.
+            assert x.shape[0] == 1 and one.shape[0] == 3
+            continue
+        _same(one, theirs, 1e-4, (i, tuple(x.shape)))
+
+
+def test_fast_path_views_grad_and_functional():
+    x = torch.rand(3, 20, 30)
+    crop = T.CenterCrop(10)(x)
+    assert crop.data_ptr() == TV.CenterCrop(10)(x).data_ptr()  # A view, as torchvision's.
+    assert T.RandomHorizontalFlip(0.0)(x) is x  # No draw hit: the image itself.
+    # A tensor that needs a gradient takes the general path (detached, as before).
+    g = x.clone().requires_grad_()
+    _same(T.RandomVerticalFlip(1.0)(g), TF.vflip(x), 0, "grad")
+    for ours, theirs in ((F.invert, TF.invert), (F.vflip, TF.vflip),
+                         (lambda v: F.center_crop(v, 40), lambda v: TF.center_crop(v, 40)),
+                         (lambda v: F.crop(v, -2, 3, 9, 40), lambda v: TF.crop(v, -2, 3, 9, 40))):
+        for t in (x, x.transpose(1, 2), x[:1].double()):
+            _same(ours(t), theirs(t), 0, tuple(t.shape))
+
+
+def test_grayscale_of_three_channels_is_a_view_as_torchvisions():
+    """rgb_to_grayscale(num_output_channels=3) is one plane expanded (stride 0) in
+    torchvision; ours too, and what comes after it reads it as three planes."""
+    x = torch.rand(3, 17, 23)
+    ours, theirs = T.Grayscale(3)(x), TV.Grayscale(3)(x)
+    assert ours.stride() == theirs.stride() == (0, 23, 1)
+    _same(ours, theirs, 1e-6, "gray")
+    for make in (lambda M: M.Compose([M.Grayscale(3), M.RandomHorizontalFlip(1.0),
+                                      M.ColorJitter(0.4, 0.4, 0.4, 0.1), M.Resize(9),
+                                      M.Normalize((0.5, 0.4, 0.3), (0.2, 0.3, 0.4))]),
+                 lambda M: M.Compose([M.RandomGrayscale(1.0), M.Pad(2), M.RandomInvert(1.0),
+                                      M.GaussianBlur(3)])):
+        for t in (x, x[None].expand(2, 3, 17, 23)):
+            torch.manual_seed(1)
+            a = make(T)(t)
+            torch.manual_seed(1)
+            _same(a, make(TV)(t), 1e-5, tuple(t.shape))
 
 
 def test_float_refusals_are_one_line():
