@@ -190,10 +190,25 @@ def _mode(args, name):
     return mode
 
 
-def _resize_to(a, h, w, mode, antialias):
+# The largest side the float kernels make (eager.cc's limit for uint8 images too).
+MAX_SIDE = 16384
+
+
+def _check_output(name, h, w, a, knob):
+    """Refuses, in one line naming the op and the knob, an output side outside [1,
+    MAX_SIDE] (a size the op's own checks pass, reached through the aspect ratio or an
+    expand), before anything is allocated."""
+    if not (1 <= h <= MAX_SIDE and 1 <= w <= MAX_SIDE):
+        raise ValueError(f"flowloader.transforms: {name} of a {a.shape[2]}x{a.shape[1]} "
+                         f"float tensor would make a {w}x{h} image, outside [1, {MAX_SIDE}] "
+                         f"a side: {knob}")
+
+
+def _resize_to(a, h, w, mode, antialias, name="resize"):
     """F.resize of a tensor to (h, w): the image itself where the size is already that."""
     if (a.shape[1], a.shape[2]) == (h, w):
         return a
+    _check_output(name, h, w, a, "give a smaller size, or max_size")
     s = a.strides
     if not (s[2] == a.itemsize and s[1] >= s[2] * a.shape[2] and s[0] >= s[1] * a.shape[1]):
         a = np.ascontiguousarray(a)  # Not a crop of dense planes (a transposed tensor).
