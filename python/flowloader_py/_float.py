@@ -330,11 +330,20 @@ def _perspective_coeffs(start, end):
         a[2 * i + 1] = [0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0], -p2[1] * p1[1]]
     b = np.array(start, np.float64).reshape(8)
     try:
-        return [float(v) for v in np.linalg.solve(a, b).astype(np.float32)]
+        coeffs = np.linalg.solve(a, b)
     except np.linalg.LinAlgError:
+        # End points drawn equal or in a line (RandomPerspective on a small image with a
+        # large distortion_scale): no single solution. torchvision's float32 QR (gels)
+        # fails for certain only where a column is 0 (a one-pixel side: every y 0);
+        # otherwise it mostly returns one of the solutions, and so does this (the
+        # least-norm one) instead of a ValueError in the middle of an epoch.
+        coeffs = (np.linalg.lstsq(a, b, rcond=None)[0] if np.abs(a).max(axis=0).all()
+                  else np.full(8, np.nan))
+    if not np.isfinite(coeffs).all():
         raise ValueError(f"flowloader.transforms: perspective from {end} to {start} has no "
                          "solution (a side of one pixel, or points in a line), as torchvision's "
-                         "least squares on a float tensor") from None
+                         "least squares on a float tensor")
+    return [float(v) for v in coeffs.astype(np.float32)]
 
 
 def _warp_mode(args, name):

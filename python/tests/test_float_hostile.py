@@ -28,3 +28,39 @@ def test_a_resize_whose_long_side_passes_the_limit_names_resize_and_size():
         assert "size" in message.split(":")[-1], message  # The knob to change.
     # Within the limit it is torchvision's size.
     assert T.Resize(2)(x).shape == TF.resize(x, 2).shape == (3, 2, 600)
+
+
+def test_a_perspective_with_two_end_points_drawn_equal_is_not_a_value_error():
+    # RandomPerspective(distortion_scale=1.0) on a 9 x 9 image draws top-left and
+    # top-right both at (4, 3) now and then: torchvision's float32 least squares returns
+    # one of the solutions, and flowloader raised ValueError in the middle of training.
+    x = torch.rand(3, 9, 9)
+    start = [[0, 0], [8, 0], [8, 8], [0, 8]]
+    end = [[4, 3], [4, 3], [8, 6], [3, 6]]
+    theirs = TF.perspective(x, start, end)
+    ours = F.perspective(x, start, end)
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    assert torch.isfinite(ours).all()
+    # The class over many draws on small images: never a refusal where torchvision's
+    # own draw (the same seed) gives an image (it fails on some collinear draws).
+    for side in (3, 5, 9):
+        x = torch.rand(3, side, side)
+        for seed in range(150):
+            torch.manual_seed(seed)
+            try:
+                TV.RandomPerspective(distortion_scale=1.0, p=1.0)(x)
+            except Exception:  # torch's _LinAlgError: torchvision refuses that draw too.
+                continue
+            torch.manual_seed(seed)
+            assert T.RandomPerspective(distortion_scale=1.0, p=1.0)(x).shape == x.shape
+
+
+def test_a_perspective_of_a_one_pixel_side_is_still_refused_as_torchvision_refuses():
+    x = torch.rand(3, 1, 17)
+    start = [[0, 0], [16, 0], [16, 0], [0, 0]]
+    end = [[4, 0], [12, 0], [16, 0], [3, 0]]
+    with pytest.raises(Exception):
+        TF.perspective(x, start, end)
+    with pytest.raises(ValueError) as info:
+        F.perspective(x, start, end)
+    assert "\n" not in str(info.value) and "no solution" in str(info.value)
