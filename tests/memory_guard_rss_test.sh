@@ -15,7 +15,10 @@
 #   5. the same sizes made by an op inside random_choice or random_order (op_memory);
 #   6. one worker, a small photo padded to 8192² (working images the thread keeps, up to
 #      the planned scratch) before a 13000x13000 photo whose decode and copy fit the
-#      worker's share only if the kept images are not counted (op_memory).
+#      worker's share only if the kept images are not counted (op_memory);
+#   7. one worker, pad then resize to 8192 of an 8000x8000 photo: the resize's
+#      horizontal pass (8192 wide, 12000 rows) beside its input and output (op_memory;
+#      the small photo is delivered).
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
 # skips are still checked.
 set -euo pipefail
@@ -52,6 +55,9 @@ def photo(w, h):
 os.makedirs(f"{root}/kept/c", exist_ok=True)
 photo(640, 480).save(f"{root}/kept/c/small.jpg", quality=85)
 photo(13000, 13000).save(f"{root}/kept/c/huge.jpg", quality=85)
+os.makedirs(f"{root}/pass/c", exist_ok=True)
+photo(640, 480).save(f"{root}/pass/c/small.jpg", quality=85)
+photo(8000, 8000).save(f"{root}/pass/c/large.jpg", quality=85)
 PYEOF
 
 # run_case NAME DATA SPEC_OPS EXPECT_SAMPLES EXPECT_REASON EXPECT_SKIPS
@@ -124,4 +130,8 @@ run_case order_resize_rotate "$TMP/small" \
 WORKERS=1 EPOCHS=2 run_case kept_working_images "$TMP/kept" \
   "random_crop: {size: 8192, pad_if_needed: true, padding_mode: edge};gaussian_blur: {kernel_size: 23, sigma: [0.1, 2.0]};resize: {size: [64, 64]};normalize: {}" \
   0 op_memory 4
-echo "memory_guard_rss_test: 7 passed, 0 failed"
+# 7. the resize's own working memory (its horizontal pass) is counted: 1.28 GB before.
+WORKERS=1 run_case resize_pass "$TMP/pass" \
+  "pad: {padding: 2000};resize: {size: 8192};resize: {size: [64, 64]};normalize: {}" \
+  1 op_memory 1
+echo "memory_guard_rss_test: 8 passed, 0 failed"
