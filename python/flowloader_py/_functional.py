@@ -95,6 +95,10 @@ def crop(img, top, left, height, width):
     w, h = get_image_size(img)
     top, left, height, width = int(top), int(left), int(height), int(width)
     pad = [max(0, -left), max(0, -top), max(0, left + width - w), max(0, top + height - h)]
+    if max(pad) > 16384:  # The pad the native op takes; named here as the user wrote it.
+        raise ValueError(f"flowloader.transforms: crop(top={top}, left={left}, height={height}, "
+                         f"width={width}) of a {w}x{h} image reaches {max(pad)} pixels past "
+                         "its edge, over 16384: give a box within 16384 pixels of the image")
     text = _text("random_crop", size=[height, width],
                  padding=pad if any(pad) else None)
     params = [top + pad[1], left + pad[0], height, width]

@@ -64,3 +64,16 @@ def test_a_perspective_of_a_one_pixel_side_is_still_refused_as_torchvision_refus
     with pytest.raises(ValueError) as info:
         F.perspective(x, start, end)
     assert "\n" not in str(info.value) and "no solution" in str(info.value)
+
+
+def test_a_crop_box_far_outside_the_image_names_crop_not_random_crop():
+    # F.crop(t, 2**40, 2**40, 3, 3) was refused as "random_crop: padding must be ... got
+    # [0, 0, 1099511627775, 1099511627775]": an op and an argument the user never wrote.
+    for img in (torch.rand(1, 4, 4), torch.zeros(3, 4, 4, dtype=torch.uint8)):
+        with pytest.raises(ValueError) as info:
+            F.crop(img, 2**40, 2**40, 3, 3)
+        message = str(info.value)
+        assert "\n" not in message and len(message) <= 240, message
+        assert "crop(top=1099511627776" in message and "random_crop" not in message, message
+    # A box partly outside within the limit is still the zero-padded box.
+    assert F.crop(torch.rand(1, 4, 4), -2, -2, 3, 3).shape == (1, 3, 3)
