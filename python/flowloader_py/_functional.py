@@ -226,6 +226,8 @@ def adjust_gamma(img, gamma, gain=1):
 def _non_negative(name, value):
     if value < 0:
         raise ValueError(f"{name} ({value}) is not non-negative.")
+    if value != value:  # NaN is the op's "not drawn": the image came back unchanged.
+        raise ValueError(f"{name} is NaN: give a number >= 0 (1 leaves the image as it is)")
 
 
 def rgb_to_grayscale(img, num_output_channels=1):

@@ -77,3 +77,14 @@ def test_a_crop_box_far_outside_the_image_names_crop_not_random_crop():
         assert "crop(top=1099511627776" in message and "random_crop" not in message, message
     # A box partly outside within the limit is still the zero-padded box.
     assert F.crop(torch.rand(1, 4, 4), -2, -2, 3, 3).shape == (1, 3, 3)
+
+
+@pytest.mark.parametrize("name", ["adjust_brightness", "adjust_contrast", "adjust_saturation"])
+def test_a_nan_colour_factor_is_refused_not_ignored(name):
+    # NaN is color_jitter's "not drawn": F.adjust_contrast(t, nan) gave the image back
+    # unchanged, where torchvision gives NaN pixels (tensor) or some (PIL).
+    for img in (torch.rand(3, 4, 4), torch.zeros(3, 4, 4, dtype=torch.uint8)):
+        with pytest.raises(ValueError) as info:
+            getattr(F, name)(img, float("nan"))
+        assert "NaN" in str(info.value) and "\n" not in str(info.value)
+        assert getattr(F, name)(img, 1.0).shape == img.shape
