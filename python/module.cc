@@ -744,6 +744,11 @@ class PyLoader {
   // (memory_limit_mb, or what the process may use).
   static int64_t DatasetLength(const py::object& dataset, const PipelineOptions& options) {
     const Py_ssize_t length = PyObject_Length(dataset.ptr());
+    if (length < 0 && !PyErr_ExceptionMatches(PyExc_Exception)) {
+      // Ctrl-C (KeyboardInterrupt) or SystemExit inside __len__: raised as it is, not
+      // turned into a ValueError after a second, just as slow, len() for the message.
+      throw py::error_already_set();
+    }
     if (length < 0) {
       const std::string error = TakeExceptionLine();
       std::string value;

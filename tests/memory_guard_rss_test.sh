@@ -12,7 +12,13 @@
 #      image is skipped as op_memory before it is made;
 #   4. rotate with expand over 8000x8000 images: the decode fits a worker, the rotated
 #      image beside it does not (op_memory);
-#   5. the same sizes made by an op inside random_choice or random_order (op_memory).
+#   5. the same sizes made by an op inside random_choice or random_order (op_memory);
+#   6. one worker, a small photo padded to 8192² (working images the thread keeps, up to
+#      the planned scratch) before a 13000x13000 photo whose decode and copy fit the
+#      worker's share only if the kept images are not counted (op_memory);
+#   7. one worker, pad then resize to 8192 of an 8000x8000 photo: the resize's
+#      horizontal pass (8192 wide, 12000 rows) beside its input and output (op_memory;
+#      the small photo is delivered).
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
 # skips are still checked.
 set -euo pipefail
@@ -39,6 +45,19 @@ make("small", (320, 240), [(10, 20, 30), (40, 50, 60)])
 # A photo that fits beside the large ones: skipping is per sample, not per run.
 for folder in ("huge", "large"):
     Image.new("RGB", (320, 240), (90, 90, 90)).save(f"{root}/{folder}/c/fits.jpg")
+# Photo-like (not flat) content: gradients and lines, a whole-image decode.
+import numpy as np
+def photo(w, h):
+    x = (np.arange(w, dtype=np.uint16) % 256).astype(np.uint8)
+    a = np.broadcast_to(np.stack([x, x[::-1], (x * 3) % 251], axis=-1), (h, w, 3)).copy()
+    a[::97] = 255
+    return Image.fromarray(a)
+os.makedirs(f"{root}/kept/c", exist_ok=True)
+photo(640, 480).save(f"{root}/kept/c/small.jpg", quality=85)
+photo(13000, 13000).save(f"{root}/kept/c/huge.jpg", quality=85)
+os.makedirs(f"{root}/pass/c", exist_ok=True)
+photo(640, 480).save(f"{root}/pass/c/small.jpg", quality=85)
+photo(8000, 8000).save(f"{root}/pass/c/large.jpg", quality=85)
 PYEOF
 
 # run_case NAME DATA SPEC_OPS EXPECT_SAMPLES EXPECT_REASON EXPECT_SKIPS
@@ -48,8 +67,8 @@ run_case() {
   {
     echo "data: $data"
     echo "batch_size: 1"
-    echo "num_workers: 2"
-    echo "epochs: 1"
+    echo "num_workers: ${WORKERS:-2}"
+    echo "epochs: ${EPOCHS:-1}"
     echo "memory_limit_mb: $LIMIT_MB"
     if [[ -n "$ops" ]]; then
       echo "stages:"
@@ -106,4 +125,13 @@ run_case choice_resize "$TMP/small" \
 run_case order_resize_rotate "$TMP/small" \
   "random_order: {transforms: [{resize: {size: [16000, 16000]}}, {random_rotation: {degrees: [45, 45], expand: true}}]};center_crop: {size: 224};normalize: {}" \
   0 op_memory 2
-echo "memory_guard_rss_test: 6 passed, 0 failed"
+# 6. working images a thread keeps from one sample stay resident beside the next one's
+#    decode: two epochs, so that the small photo comes before the huge one (1.2 GB).
+WORKERS=1 EPOCHS=2 run_case kept_working_images "$TMP/kept" \
+  "random_crop: {size: 8192, pad_if_needed: true, padding_mode: edge};gaussian_blur: {kernel_size: 23, sigma: [0.1, 2.0]};resize: {size: [64, 64]};normalize: {}" \
+  0 op_memory 4
+# 7. the resize's own working memory (its horizontal pass) is counted: 1.28 GB before.
+WORKERS=1 run_case resize_pass "$TMP/pass" \
+  "pad: {padding: 2000};resize: {size: 8192};resize: {size: [64, 64]};normalize: {}" \
+  1 op_memory 1
+echo "memory_guard_rss_test: 8 passed, 0 failed"

@@ -80,8 +80,9 @@ inline constexpr int64_t kMinWorkerImageBytes = int64_t{32} << 20;
 
 // WorkerImageBytes is what one of `workers` workers may hold for one sample's images at
 // run time (WorkerMemory): an equal share of what `budget` leaves after `plan` (and
-// kUnplannedBytes), plus the per-worker scratch the plan already counts (decode and
-// transforms scratch), which the same images use; at least kMinWorkerImageBytes. 0 (no
+// kUnplannedBytes), plus the per-worker decode scratch the plan already counts, which
+// the same images use (not the transforms scratch: kept working images stay resident
+// beside the next sample's); at least kMinWorkerImageBytes. 0 (no
 // limit) when the budget is unknown.
 int64_t WorkerImageBytes(const MemoryPlan& plan, const MemoryBudget& budget, int workers);
 

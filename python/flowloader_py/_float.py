@@ -219,10 +219,25 @@ def _mode(args, name):
     return mode
 
 
-def _resize_to(a, h, w, mode, antialias):
+# The largest side the float kernels make (eager.cc's limit for uint8 images too).
+MAX_SIDE = 16384
+
+
+def _check_output(name, h, w, a, knob):
+    """Refuses, in one line naming the op and the knob, an output side outside [1,
+    MAX_SIDE] (a size the op's own checks pass, reached through the aspect ratio or an
+    expand), before anything is allocated."""
+    if not (1 <= h <= MAX_SIDE and 1 <= w <= MAX_SIDE):
+        raise ValueError(f"flowloader.transforms: {name} of a {a.shape[2]}x{a.shape[1]} "
+                         f"float tensor would make a {w}x{h} image, outside [1, {MAX_SIDE}] "
+                         f"a side: {knob}")
+
+
+def _resize_to(a, h, w, mode, antialias, name="resize"):
     """F.resize of a tensor to (h, w): the image itself where the size is already that."""
     if (a.shape[1], a.shape[2]) == (h, w):
         return a
+    _check_output(name, h, w, a, "give a smaller size, or max_size")
     s = a.strides
     if not (s[2] == a.itemsize and s[1] >= s[2] * a.shape[2] and s[0] >= s[1] * a.shape[1]):
         a = np.ascontiguousarray(a)  # Not a crop of dense planes (a transposed tensor).
@@ -348,11 +363,20 @@ def _perspective_coeffs(start, end):
         a[2 * i + 1] = [0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0], -p2[1] * p1[1]]
     b = np.array(start, np.float64).reshape(8)
     try:
-        return [float(v) for v in np.linalg.solve(a, b).astype(np.float32)]
+        coeffs = np.linalg.solve(a, b)
     except np.linalg.LinAlgError:
+        # End points drawn equal or in a line (RandomPerspective on a small image with a
+        # large distortion_scale): no single solution. torchvision's float32 QR (gels)
+        # fails for certain only where a column is 0 (a one-pixel side: every y 0);
+        # otherwise it mostly returns one of the solutions, and so does this (the
+        # least-norm one) instead of a ValueError in the middle of an epoch.
+        coeffs = (np.linalg.lstsq(a, b, rcond=None)[0] if np.abs(a).max(axis=0).all()
+                  else np.full(8, np.nan))
+    if not np.isfinite(coeffs).all():
         raise ValueError(f"flowloader.transforms: perspective from {end} to {start} has no "
                          "solution (a side of one pixel, or points in a line), as torchvision's "
-                         "least squares on a float tensor") from None
+                         "least squares on a float tensor")
+    return [float(v) for v in coeffs.astype(np.float32)]
 
 
 def _warp_mode(args, name):

@@ -110,6 +110,10 @@ def crop(img, top, left, height, width):
     w, h = get_image_size(img)
     top, left, height, width = int(top), int(left), int(height), int(width)
     pad = [max(0, -left), max(0, -top), max(0, left + width - w), max(0, top + height - h)]
+    if max(pad) > 16384:  # The pad the native op takes; named here as the user wrote it.
+        raise ValueError(f"flowloader.transforms: crop(top={top}, left={left}, height={height}, "
+                         f"width={width}) of a {w}x{h} image reaches {max(pad)} pixels past "
+                         "its edge, over 16384: give a box within 16384 pixels of the image")
     text = _text("random_crop", size=[height, width],
                  padding=pad if any(pad) else None)
     params = [top + pad[1], left + pad[0], height, width]
@@ -237,6 +241,8 @@ def adjust_gamma(img, gamma, gain=1):
 def _non_negative(name, value):
     if value < 0:
         raise ValueError(f"{name} ({value}) is not non-negative.")
+    if value != value:  # NaN is the op's "not drawn": the image came back unchanged.
+        raise ValueError(f"{name} is NaN: give a number >= 0 (1 leaves the image as it is)")
 
 
 def rgb_to_grayscale(img, num_output_channels=1):

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <vector>
+
+#include <unistd.h>
 
 #include "gtest/gtest.h"
 #include "stages/augment/internal/pillow_resample.h"
@@ -222,6 +225,36 @@ TEST(PillowResampleTest, TapsMatchPillowCoefficients) {
                               << out_size;
   }
   internal::SetPillowScalarForTesting(false);
+}
+
+// ResidentBytes is the process's resident memory (/proc/self/statm), in bytes.
+int64_t ResidentBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  long size = 0, resident = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return int64_t{resident} * sysconf(_SC_PAGESIZE);
+}
+
+TEST(PillowResampleTest, AResizeOfOneLargeImageKeepsNoLargeScratch) {
+  // A 100 x 4000 image widened to 8192: the horizontal pass writes 8192 x 4000 x 3 bytes
+  // (94 MiB). The thread kept that pass's image after the call, beside the next samples'
+  // images and outside the worker's memory check (peak RSS over memory_limit_mb).
+  Image src;
+  src.Resize(100, 4000, 3);
+  std::fill(src.pixels.begin(), src.pixels.end(), uint8_t{77});
+  const int64_t before = ResidentBytes();
+  {
+    Image dst;
+    internal::PillowResample(src.view(), RectF{0, 0, 100, 4000}, 8192, 4000,
+                             Interpolation::kBilinear, false, &dst);
+    ASSERT_EQ(dst.width, 8192);
+    EXPECT_EQ(dst.pixels[12345], 77);
+  }
+  const int64_t kept = ResidentBytes() - before;
+  EXPECT_LT(kept, int64_t{32} << 20) << "kept " << (kept >> 20) << " MiB";
 }
 
 }  // namespace

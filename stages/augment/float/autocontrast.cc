@@ -1,8 +1,9 @@
 // autocontrast.cc: Autocontrast (float_ops.h): per channel, scale = 1 / (max - min); a
-// channel whose scale is not finite (flat) gets min 0 and scale 1; then
+// channel whose scale is not finite (flat, or holding a NaN) gets min 0 and scale 1; then
 // ((img - min) * scale).clamp(0, 1).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "stages/augment/float/float_ops.h"
 #include "stages/core/cpu.h"
@@ -30,6 +31,11 @@ __attribute__((always_inline)) inline void Extremes(const T* v, size_t n, T* lo,
   }
   *lo = *std::min_element(l, l + 8);
   *hi = *std::max_element(h, h + 8);
+  // A NaN pixel makes torch's amin/amax NaN (the comparisons above skip it), so the
+  // channel's scale is not finite and it is only clamped, as torchvision does.
+  bool nan = false;
+  for (size_t j = 0; j < n; ++j) nan |= v[j] != v[j];
+  if (nan) *lo = *hi = std::numeric_limits<T>::quiet_NaN();
 }
 
 // Body is Autocontrast, inlined into the baseline and the AVX2 builds below (the same

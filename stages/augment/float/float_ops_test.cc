@@ -3,6 +3,7 @@
 // elements of every size exactly, resizes to the same size are the identity, a flat
 // channel survives autocontrast, and the reflect-pad limit is one line.
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -65,6 +66,20 @@ TEST(Autocontrast, KeepsAFlatChannelAndStretchesTheOther) {
   EXPECT_EQ(out[0], 0.25f);
   EXPECT_EQ(out[4], 0.0f);
   EXPECT_EQ(out[6], 1.0f);
+}
+
+TEST(Autocontrast, AChannelWithANanIsOnlyClamped) {
+  // torch's amin/amax of a plane holding a NaN are NaN, so torchvision's scale is not
+  // finite and the channel is clamped to [0, 1], not stretched by its other pixels.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> in = {0.2f, nan, 0.6f, 1.5f, 0.2f, 0.4f, 0.6f, 0.2f};
+  std::vector<float> out(in.size());
+  Autocontrast(Chw<const float>{in.data(), 2, 2, 2}, Chw<float>{out.data(), 2, 2, 2});
+  EXPECT_EQ(out[0], 0.2f);
+  EXPECT_NE(out[1], out[1]);
+  EXPECT_EQ(out[2], 0.6f);
+  EXPECT_EQ(out[3], 1.0f);
+  EXPECT_EQ(out[6], 1.0f);  // The other channel is still stretched.
 }
 
 TEST(GaussianBlur, ReflectPadLimitIsOneLine) {

@@ -560,6 +560,10 @@ struct OutputWindow {
 // `other`: one of the filters PillowFilter names (else bicubic or bilinear). `window`
 // (not null) writes only that window of the output: the taps of the full output, sliced,
 // so every pixel is the one the full resize writes there.
+// kKeptTempBytes is what a thread keeps of its horizontal pass between resizes (its
+// storage is reused at the sizes training uses: 224² reads ~1 MiB).
+constexpr size_t kKeptTempBytes = size_t{16} << 20;
+
 bool ResampleInner(const ImageView& src_in, const RectF& box, int out_w, int out_h,
                    bool bicubic, bool flip, Image* dst, const PillowFilter* other = nullptr,
                    const OutputWindow* window = nullptr) {
@@ -618,6 +622,9 @@ bool ResampleInner(const ImageView& src_in, const RectF& box, int out_w, int out
       std::copy(mid.Row(y), mid.Row(y) + out_w * 3, dst->Row(y));
     }
   }
+  // A pass made for one large image goes back at once: kept, it stayed beside the next
+  // samples' images, outside the worker's memory check (152 MiB after an 8192² resize).
+  if (temp.pixels.capacity() > kKeptTempBytes) temp = Image();
   return flipped;
 }
 

@@ -3,10 +3,13 @@
 // detection recipes (large-scale jitter, SSD), other filters, and gathers alone.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "gtest/gtest.h"
 #include "stages/augment/ops/internal/geometry_chain.h"
@@ -213,6 +216,36 @@ TEST(GeometryChainTest, GathersAloneAndWithoutTargets) {
   ExpectSame("resize(size=[20, 31]); pad(padding=[3, 1, 2, 5], fill=[4, 5, 6]); "
              "random_vertical_flip(p=1)",
              false, false, 100);
+}
+
+// ResidentBytes is the process's resident memory (/proc/self/statm), in bytes.
+int64_t ResidentBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  long size = 0, resident = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return int64_t{resident} * sysconf(_SC_PAGESIZE);
+}
+
+TEST(GeometryChainTest, AChainOverOneLargeImageKeepsNoLargeImage) {
+  // pad then resize then a crop: the chain makes the padded 5200 x 5200 image (77 MiB)
+  // the resize reads. The thread kept it after the sample, beside the next samples'
+  // images and outside the worker's memory check (peak RSS over memory_limit_mb).
+  std::unique_ptr<ViewProgram> program =
+      MakeProgram("pad(padding=2500); resize(size=[3000, 3000]); center_crop(size=64)");
+  std::mt19937 gen(5);
+  const decode::DecodedImage decoded = Picture(200, 200, gen);
+  const int64_t chains = internal::GeometryChainsRunForTesting();
+  const int64_t before = ResidentBytes();
+  {
+    const Out out = RunOnce(*program, decoded, nullptr, 0, true);
+    ASSERT_TRUE(out.status.ok()) << out.status;
+  }
+  EXPECT_GT(internal::GeometryChainsRunForTesting(), chains);  // It ran as a chain.
+  const int64_t kept = ResidentBytes() - before;
+  EXPECT_LT(kept, int64_t{32} << 20) << "kept " << (kept >> 20) << " MiB";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
+#include "stages/core/sample_error.h"
 #include "stages/augment/ops/kernels/policy_ops.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
@@ -306,6 +307,27 @@ TEST(ViewProgramTest, AnOpsFloatPlanesCountInTheWorkersShare) {
     memory->Update(int64_t{64} << 20);  // Room for all of it: delivered.
     EXPECT_TRUE((*p)->Run(img, nullptr, {1, 0, 3}, 1, out.data()).ok()) << list;
   }
+}
+
+// A sub-op's op_memory refusal keeps its reason through the lists that hold it: compose
+// holding random_choice holding a resize was counted as invalid_argument.
+TEST(ViewProgramTest, ANestedSubOpsMemoryRefusalIsOpMemory) {
+  const decode::DecodedImage img = Gradient(64, 64);
+  const char* list =
+      "compose(transforms=[random_choice(transforms=[resize(size=4000); resize(size=3999)])], "
+      "p=1); "
+      "center_crop(size=16)";
+  absl::StatusOr<std::unique_ptr<ViewProgram>> p = Program(list);
+  ASSERT_TRUE(p.ok()) << list << ": " << p.status();
+  std::vector<uint8_t> out((*p)->output_bytes());
+  auto memory = std::make_shared<WorkerMemory>();
+  memory->Set(int64_t{1} << 20, 1, "memory_limit_mb test");  // 4000² does not fit.
+  (*p)->set_worker_memory(memory);
+  const absl::Status skipped = (*p)->Run(img, nullptr, {1, 0, 3}, 1, out.data());
+  ASSERT_FALSE(skipped.ok());
+  EXPECT_TRUE(absl::StrContains(skipped.message(), "resize (inside an op list) making"))
+      << skipped;
+  EXPECT_EQ(ErrorReason(skipped), reason::kOpMemory) << skipped;
 }
 
 TEST(OpStreamTest, DerivedPerViewAndOp) {

@@ -24,6 +24,11 @@ class RandomResizedCrop : public Op {
         interpolation_(interpolation), has_other_(has_other), other_(other) {}
 
   OpSize OutputSize(OpSize) const override { return {width_, height_}; }
+  // PillowResample's horizontal pass over the crop's rows (at most the input's), beside
+  // the input and output, when the op runs after others (not fused into the decode).
+  int64_t ScratchBytes(OpSize in) const override {
+    return in.Known() ? int64_t{width_} * in.height * 3 : 0;
+  }
 
   // Targets: v2's resized_crop with the drawn box (top, left, height, width).
   TargetEffect Targets() const override { return TargetEffect::kMoves; }

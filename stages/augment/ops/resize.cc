@@ -37,6 +37,13 @@ class Resize : public Op {
     OutputFor(in.width, in.height, &out.width, &out.height);
     return out;
   }
+  // PillowResample's horizontal pass: the output's width times the rows it reads (at
+  // most the input's), beside the input and output (281 MiB for 12000² to 8192²).
+  int64_t ScratchBytes(OpSize in) const override {
+    const OpSize out = OutputSize(in);
+    if (!in.Known() || !out.Known() || out.width == in.width) return 0;
+    return int64_t{out.width} * in.height * 3;
+  }
 
   // Targets: v2's resize (boxes scaled per axis, masks nearest).
   TargetEffect Targets() const override { return TargetEffect::kMoves; }

@@ -16,6 +16,13 @@
 namespace flowloader::augment::internal {
 namespace {
 
+// ReleaseIfLarge frees a thread's chain image made for one large image (over 16 MiB):
+// kept, it stayed beside the next samples' images, outside the worker's memory check.
+// Smaller ones keep their storage for the next sample.
+void ReleaseIfLarge(Image* image) {
+  if (image->pixels.capacity() > (size_t{16} << 20)) *image = Image();
+}
+
 std::atomic<bool> g_enabled{true};
 std::atomic<int64_t> g_chains_run{0};
 
@@ -272,8 +279,10 @@ void MovePixels(const std::vector<Step>& steps, OpImage& image, AxisMap* before_
   } else {
     window.Resize(1, 1, 3);  // Nothing of the resize shows: every pixel is a fill.
   }
+  ReleaseIfLarge(&composed);
   if (s + 1 == steps.size()) {  // The resize last: the window is the whole output.
     std::swap(*image.rgb, window);
+    ReleaseIfLarge(&window);
     return;
   }
   AxisMap wx = *after_x, wy = *after_y;
@@ -281,6 +290,7 @@ void MovePixels(const std::vector<Step>& steps, OpImage& image, AxisMap* before_
   for (int& v : wy) v = v >= 0 ? v - y0 : v;
   GatherComposed(window.view(), wx, wy, fills, image.spare);
   std::swap(*image.rgb, *image.spare);
+  ReleaseIfLarge(&window);
 }
 
 }  // namespace

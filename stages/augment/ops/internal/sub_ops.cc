@@ -143,6 +143,8 @@ absl::Status SubOps::Run(size_t i, uint64_t seed, OpImage& image) const {
     }
   }
   if (absl::Status s = ops_[i]->Apply(params, image); !s.ok()) {
+    // A nested list's memory refusal stays op_memory (it was counted invalid_argument).
+    if (ErrorReason(s) == reason::kOpMemory) return WithContext(s, ops_[i]->name());
     return absl::InvalidArgumentError(absl::StrCat(ops_[i]->name(), ": ", s.message()));
   }
   return absl::OkStatus();
