@@ -471,8 +471,14 @@ def test_a_dataset_whose_sample_table_cannot_fit_is_refused_in_one_line(length):
 
 
 HUGE_LEN = """
-    import os, resource, sys
+    import os, sys
     import flowloader
+
+    def peak_kib():
+        # This process's own peak RSS (VmHWM). Not ru_maxrss: across fork + exec it keeps
+        # the parent's peak (the pytest process's, hundreds of MiB after the float tests).
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
 
     with open(sys.argv[1], "rb") as f:
         JPEG = f.read()
@@ -494,7 +500,7 @@ HUGE_LEN = """
     images, labels = next(iter(loader))  # Reads 4 of 2^24 items.
     print(f"rows={images.shape[0]}")
     print(f"labels={labels.tolist()}")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_kib() / 1024
     print(f"read_mib={peak - before:.1f}", flush=True)
 """
 
@@ -526,8 +532,14 @@ def test_a_len_over_int64_is_refused_in_one_line():
 
 
 TOO_LARGE = """
-    import resource, sys
+    import sys
     import flowloader
+
+    def peak_kib():
+        # This process's own peak RSS (VmHWM). Not ru_maxrss: across fork + exec it keeps
+        # the parent's peak (the pytest process's, hundreds of MiB after the float tests).
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
 
     with open(sys.argv[1], "rb") as f:
         JPEG = f.read()
@@ -539,12 +551,12 @@ TOO_LARGE = """
         def __getitem__(self, i):
             return (HUGE if i % 3 == 0 else JPEG), 0
 
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = peak_kib()
     with flowloader.DataLoader(dataset=Big(), batch_size=4, image_size=16, num_workers=2,
                                epochs=2) as loader:
         rows = sum(images.shape[0] for _ in range(2) for images, _ in loader)
         stats = loader.stats()
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    grown = peak_kib() - before
     print(f"rows={rows}")
     print(f"errors={stats['errors']}")
     print(f"grown_mib={grown // 1024}")
@@ -562,11 +574,17 @@ def test_a_dataset_item_over_max_item_bytes_is_skipped_uncopied(small_data):
 
 
 HUGE_LAMBDA = """
-    import io, resource, sys
+    import io, sys
     import numpy as np
     from PIL import Image
     import flowloader
     import flowloader.transforms as T
+
+    def peak_kib():
+        # This process's own peak RSS (VmHWM). Not ru_maxrss: across fork + exec it keeps
+        # the parent's peak (the pytest process's, hundreds of MiB after the float tests).
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
 
     with open(sys.argv[1], "rb") as f:
         JPEG = f.read()
@@ -583,14 +601,14 @@ HUGE_LAMBDA = """
         # 300 MiB of zeros for the 30x30 images: calloc'd, so only a copy touches them.
         return np.zeros((10000, 10000, 3), np.uint8) if img.shape[:2] == (30, 30) else img
 
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = peak_kib()
     with flowloader.DataLoader(dataset=Files(), batch_size=4, num_workers=2, epochs=1,
                                memory_limit_mb=600,
                                transform=T.Compose([T.Lambda(grow), T.Resize((16, 16)),
                                                     T.ToTensor()])) as loader:
         rows = sum(images.shape[0] for images, _ in loader)
         stats = loader.stats()
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    grown = peak_kib() - before
     print(f"rows={rows}")
     print(f"errors={stats['errors']}")
     print(f"grown_mib={grown // 1024}")
