@@ -6,28 +6,15 @@
 #include <vector>
 
 #include "stages/augment/float/float_ops.h"
+#include "stages/augment/float/linspace.h"
 
 namespace flowloader::augment::floats {
 namespace {
 
+// KernelOf is ElasticTransform's kernel size for sigma: int(8 sigma + 1), made odd.
 int KernelOf(double sigma) {
   const int k = static_cast<int>(8 * sigma + 1);
   return k % 2 == 0 ? k + 1 : k;
-}
-
-std::vector<float> Linspace(double start, double end, int steps) {
-  std::vector<float> v(steps);
-  const float s = static_cast<float>(start), e = static_cast<float>(end);
-  if (steps == 1) {
-    v[0] = s;
-    return v;
-  }
-  const float step = (e - s) / static_cast<float>(steps - 1);
-  for (int i = 0; i < steps; ++i) {
-    v[i] = i < steps / 2 ? s + step * static_cast<float>(i)
-                         : e - step * static_cast<float>(steps - i - 1);
-  }
-  return v;
 }
 
 }  // namespace

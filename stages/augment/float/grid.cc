@@ -4,29 +4,9 @@
 #include <vector>
 
 #include "stages/augment/float/float_ops.h"
+#include "stages/augment/float/linspace.h"
 
 namespace flowloader::augment::floats {
-namespace {
-
-// Linspace is torch.linspace(start, end, steps) in float32 (ATen's CPU kernel: the first
-// half from start, the second from end).
-std::vector<float> Linspace(double start, double end, int steps) {
-  std::vector<float> v(steps);
-  const float s = static_cast<float>(start), e = static_cast<float>(end);
-  if (steps == 1) {
-    v[0] = s;
-    return v;
-  }
-  const float step = (e - s) / static_cast<float>(steps - 1);
-  const int halfway = steps / 2;
-  for (int i = 0; i < steps; ++i) {
-    v[i] = i < halfway ? s + step * static_cast<float>(i)
-                       : e - step * static_cast<float>(steps - i - 1);
-  }
-  return v;
-}
-
-}  // namespace
 
 template <typename T>
 void AffineGrid(const double theta[6], int w, int h, int ow, int oh, T* grid) {
