@@ -54,6 +54,12 @@ decode::RegionRequest UnionRequest(const std::vector<augment::CropPlan>& plans) 
 }
 
 
+// kKeptFileBytes is the largest file-bytes buffer a decode thread keeps as its spare once
+// the sample is decoded: a larger one (a 24 MB photo's) is freed, not kept resident beside
+// the transforms and every later sample outside the memory plan (GiveBack keeps up to
+// 64 MiB, for decoded pixels).
+constexpr size_t kKeptFileBytes = size_t{4} << 20;
+
 // DecodeStage decodes once per sample. When augment branches read its image, it plans
 // every branch's crop from the header first and decodes only what they need together.
 class DecodeStage : public SampleStage {
@@ -70,7 +76,10 @@ class DecodeStage : public SampleStage {
   absl::Status Process(SampleContext& sample) const override {
     absl::Status status = DecodeBytes(sample);
     // The file's bytes are not needed past decoding, unless a later stage reads them.
-    if (frees_bytes_) GiveBack(sample.bytes);
+    if (frees_bytes_) {
+      if (sample.bytes.capacity() > kKeptFileBytes) std::string().swap(sample.bytes);
+      GiveBack(sample.bytes);
+    }
     return status;
   }
   size_t BytesProduced(const SampleContext& sample) const override {
@@ -96,7 +105,9 @@ class DecodeStage : public SampleStage {
     }
     decode::RegionRequest request;
     if (whole_image_) {
-      if (absl::Status s = CheckMemory(*info, nullptr); !s.ok()) return s;
+      if (absl::Status s = CheckMemory(*info, nullptr, sample.bytes.size()); !s.ok()) {
+        return s;
+      }
       Borrow(sample.decoded.image.pixels);
       return decoder_->Decode(sample.bytes, *info, nullptr, &sample.decoded);
     }
@@ -107,7 +118,9 @@ class DecodeStage : public SampleStage {
       for (const ViewPlanner& p : planners_) request_scratch_.push_back(sample.plans[p.view]);
       request = UnionRequest(request_scratch_);
     }
-    if (absl::Status s = CheckMemory(*info, planners_.empty() ? nullptr : &request); !s.ok()) {
+    if (absl::Status s = CheckMemory(*info, planners_.empty() ? nullptr : &request,
+                                     sample.bytes.size());
+        !s.ok()) {
       return s;
     }
     Borrow(sample.decoded.image.pixels);
@@ -118,11 +131,13 @@ class DecodeStage : public SampleStage {
   // CheckMemory skips, as decode_memory, a sample whose decoded pixels (bounded from the
   // header: the whole image, or the planned box at its scale) would be more than a worker
   // may hold for one sample, before they are allocated.
-  absl::Status CheckMemory(const decode::ImageInfo& info,
-                           const decode::RegionRequest* request) const {
+  absl::Status CheckMemory(const decode::ImageInfo& info, const decode::RegionRequest* request,
+                           size_t encoded_bytes) const {
     if (worker_memory_->bytes() <= 0) return absl::OkStatus();
     const decode::DecodedSize size = decoder_->OutputBound(info, request);
-    const int64_t need = size.bytes();
+    // Beside the pixels, the encoded bytes and the JPEG scan's unstuffed copy of them
+    // (about as large) are held while decoding.
+    const int64_t need = size.bytes() + 2 * static_cast<int64_t>(encoded_bytes);
     if (need <= worker_memory_->bytes()) return absl::OkStatus();
     return worker_memory_->Check(
         need, reason::kDecodeMemory,

@@ -19,6 +19,9 @@
 #   7. one worker, pad then resize to 8192 of an 8000x8000 photo: the resize's
 #      horizontal pass (8192 wide, 12000 rows) beside its input and output (op_memory;
 #      the small photo is delivered).
+#   8. one worker, a blur and a rotate in a compose over a 6950x6950 photo of ~24 MB,
+#      whose working images just fit a worker's share: the file's bytes and the JPEG
+#      scan's copy of them were kept through the transforms (1036 MiB peak).
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
 # skips are still checked.
 set -euo pipefail
@@ -58,6 +61,12 @@ photo(13000, 13000).save(f"{root}/kept/c/huge.jpg", quality=85)
 os.makedirs(f"{root}/pass/c", exist_ok=True)
 photo(640, 480).save(f"{root}/pass/c/small.jpg", quality=85)
 photo(8000, 8000).save(f"{root}/pass/c/large.jpg", quality=85)
+# Noisy rows and columns: a file of ~24 MB for 48 Mpx (a flat one is under 1 MB).
+os.makedirs(f"{root}/dense/c", exist_ok=True)
+a = np.asarray(photo(6950, 6950)).copy()
+a += np.random.default_rng(0).integers(0, 40, size=(6950, 1, 1), dtype=np.uint8)
+a[:, ::13] ^= 0x55
+Image.fromarray(a).save(f"{root}/dense/c/dense.jpg", quality=90)
 PYEOF
 
 # run_case NAME DATA SPEC_OPS EXPECT_SAMPLES EXPECT_REASON EXPECT_SKIPS
@@ -134,4 +143,8 @@ WORKERS=1 EPOCHS=2 run_case kept_working_images "$TMP/kept" \
 WORKERS=1 run_case resize_pass "$TMP/pass" \
   "pad: {padding: 2000};resize: {size: 8192};resize: {size: [64, 64]};normalize: {}" \
   1 op_memory 1
-echo "memory_guard_rss_test: 8 passed, 0 failed"
+# 8. the encoded bytes held beside the transforms: the sample is delivered, within the limit.
+WORKERS=1 run_case encoded_bytes "$TMP/dense" \
+  "compose: {transforms: [{gaussian_blur: {kernel_size: 23, sigma: [0.1, 2.0]}}, {random_rotation: {degrees: 30}}]};resize: {size: [64, 64]};normalize: {}" \
+  1 "" 0
+echo "memory_guard_rss_test: 9 passed, 0 failed"

@@ -248,6 +248,7 @@ class State:
 
         def make(box=None):
             a = arr if box is None else arr[box[1]:box[1] + box[3], box[0]:box[0] + box[2]]
+            _float().check_sides(arr.shape, a.shape[0], a.shape[1])  # Before the copy.
             return [_three(a[:, :, 0]) if a.shape[2] == 1 else np.ascontiguousarray(a)]
         self._make_items = make
 
@@ -280,6 +281,9 @@ class State:
             flat = t.detach().reshape((-1,) + tuple(t.shape[-3:]))
             if box is not None:
                 flat = flat[..., box[1]:box[1] + box[3], box[0]:box[0] + box[2]]
+            # Before _tensor_item's copy (uint8) or the float kernels' (a stride-0
+            # expand() of 100000² is three values, its copy 28 GiB).
+            _float().check_sides(t.shape, flat.shape[-2], flat.shape[-1])
             return [_tensor_item(flat[b], is_float) for b in range(flat.shape[0])]
         self._make_items = make
 

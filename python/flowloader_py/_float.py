@@ -223,6 +223,17 @@ def _mode(args, name):
 MAX_SIDE = 16384
 
 
+def check_sides(shape, h, w):
+    """Refuses, in one line naming the shape and the limit, an image given with a side
+    over MAX_SIDE, before anything copies it or allocates an output of its size (the
+    rule of eager.cc's _eager_run, met there only after a copy): torch's expand() makes
+    a 100000² view of three values that a copy makes 28 GiB."""
+    if h > MAX_SIDE or w > MAX_SIDE:
+        raise ValueError(f"flowloader.transforms: an image of shape {tuple(shape)} has a "
+                         f"side over {MAX_SIDE}: sides in [1, {MAX_SIDE}] expected (crop "
+                         "or resize it first)")
+
+
 def _check_output(name, h, w, a, knob):
     """Refuses, in one line naming the op and the knob, an output side outside [1,
     MAX_SIDE] (a size the op's own checks pass, reached through the aspect ratio or an

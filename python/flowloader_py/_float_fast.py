@@ -80,6 +80,8 @@ class _One:
                     return
                 if corner:
                     params = [0, 0] + list(params[2:])
+        if a.shape[1] > _float.MAX_SIDE or a.shape[2] > _float.MAX_SIDE:
+            _float.check_sides(a.shape, a.shape[1], a.shape[2])  # Before any copy.
         plan = _PLANS.get(op)
         if plan is None:
             plan = _plan(op)
@@ -94,6 +96,7 @@ class _One:
     def map_float(self, fn):
         """_eager.State.map_float (Normalize's): fn of the float array, its dtype kept."""
         a = self.a if self.a is not None else self.t.numpy()
+        _float.check_sides(a.shape, a.shape[1], a.shape[2])  # fn makes an array of a's size.
         self.a = np.ascontiguousarray(fn(a), dtype=a.dtype)
 
     def result(self):

@@ -85,11 +85,6 @@ _PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming
                 1: "lanczos"}
 
 
-def _supported():
-    return ", ".join(name for name in __all__ if name not in (
-        "InterpolationMode", "AutoAugmentPolicy") + _EAGER_ONLY)
-
-
 # Values quoted in messages are cut to this many characters (as flowloader's _short).
 _MAX_VALUE_CHARS = 200
 
@@ -102,11 +97,16 @@ def _cut(text):
     return text
 
 
+# Where a refusal points for what is supported (the list of every class made each
+# refusal ~800 characters long).
+_DOCS = "docs/python.md, \"torchvision 0.14's transform classes\""
+
+
 def _refuse(what, why=""):
     # `what` quotes the user's value (a class's repr, an argument): cut, so that a 1 MB
     # string gives a line, not a megabyte.
     raise TypeError(f"flowloader.transforms: {_cut(what)} is not supported"
-                    f"{': ' + why if why else ''} (supported: {_supported()})")
+                    f"{': ' + why if why else ''} (see {_DOCS})")
 
 
 def _interpolation(cls, value, resize=False):

@@ -88,3 +88,61 @@ def test_a_nan_colour_factor_is_refused_not_ignored(name):
             getattr(F, name)(img, float("nan"))
         assert "NaN" in str(info.value) and "\n" not in str(info.value)
         assert getattr(F, name)(img, 1.0).shape == img.shape
+
+
+EXPANDED = """
+    import sys, time
+    import torch
+    import flowloader.transforms as T
+    import flowloader.transforms.functional as F
+
+    def peak_mib():
+        # This process's own peak RSS (VmHWM). Not ru_maxrss: across fork + exec it keeps
+        # the parent's peak.
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) / 1024
+
+    base = {"uint8": torch.zeros(3, 1, 1, dtype=torch.uint8), "float32": torch.zeros(3, 1, 1)}
+    calls = {"flip": T.RandomHorizontalFlip(1), "invert": F.invert, "hflip": F.hflip,
+             "normalize": T.Normalize([0.5] * 3, [0.5] * 3), "blur": T.GaussianBlur(3)}
+    T.RandomHorizontalFlip(1)(torch.zeros(3, 4, 4))  # Imports done before the baseline.
+    T.RandomHorizontalFlip(1)(torch.zeros(3, 4, 4, dtype=torch.uint8))
+    before = peak_mib()
+    # Views of three values: 100000² (28 GiB as uint8, if copied), 20000² (1.1 GiB).
+    for dtype, one in base.items():
+        for shape in ((3, 100000, 100000), (3, 20000, 20000), (2, 3, 16385, 100)):
+            x = one.expand(*shape) if len(shape) == 3 else one[None].expand(*shape)
+            for name, call in calls.items():
+                if name == "normalize" and dtype == "uint8":
+                    continue
+                start = time.monotonic()
+                try:
+                    call(x)
+                    print(f"RESULT {dtype} {shape} {name}: no error")
+                except Exception as e:
+                    print(f"RESULT {dtype} {shape} {name}: {type(e).__name__}: {e}"
+                          f" | {time.monotonic() - start:.2f}s")
+    print(f"GROWTH {peak_mib() - before:.1f}")
+"""
+
+
+def test_an_expanded_image_over_the_side_limit_is_refused_before_any_copy():
+    # torch.zeros(3, 1, 1).expand(3, 100000, 100000) is a view of three values; the eager
+    # paths copied it (28 GiB as uint8) before eager.cc's side check: a MemoryError, or
+    # (at 20000²) a 1.1 GiB copy before the refusal.
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(EXPANDED)],
+                         capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
+    assert len(lines) == 27, out.stdout
+    for line in lines:
+        message, seconds = line.split(": ", 1)[1].rsplit(" | ", 1)
+        assert message.startswith("ValueError: flowloader.transforms: "), line
+        assert "16384" in message and "shape (" in message and len(message) <= 240, line
+        assert float(seconds[:-1]) < 1, line
+    growth = [l for l in out.stdout.splitlines() if l.startswith("GROWTH ")]
+    assert growth and float(growth[0].split()[1]) < 64, out.stdout  # No copy of any.
