@@ -511,23 +511,39 @@ def refusal(op, dtype):
                      "convert with ConvertImageDtype(torch.uint8)")
 
 
+# What running an op needs, by op (the op object itself: kept alive here, so an id is never
+# reused): (warp, kernel, its {arg: value}, whether the kernel reads dense planes).
+_PLANS = {}
+
+
+def plan(op):
+    """(warp, kernel, args, dense) for `op`: a warp (it reads the state too) or a kernel,
+    both None when float tensors do not take the op."""
+    found = _PLANS.get(op)
+    if found is None:
+        warp = _WARPS.get(op.name)
+        kernel = _KERNELS.get(op.name) if warp is None else None
+        found = (warp, kernel, args_of(op), kernel not in _VIEWS)
+        if len(_PLANS) >= 1024:
+            _PLANS.clear()
+        _PLANS[op] = found
+    return found
+
+
 def run(state, op, params):
     """Runs `op` with `params` on every image of `state` (float [C, H, W] arrays) now."""
-    kernel = _KERNELS.get(op.name)
-    warp = _WARPS.get(op.name)
-    if warp is not None:
-        kernel = lambda a, op, args, params: warp(a, op, args, params, state)  # noqa: E731
-    if kernel is None:
+    warp, kernel, args, dense = plan(op)
+    if warp is None and kernel is None:
         raise refusal(op, state.tensor_dtype or "torch.float32")
     state.flush()
-    args = args_of(op)
     out = []
     for a in state.items:
         if state.channels == 1 and a.shape[0] == 3:
             a = a[:1]  # Three equal planes of a one-channel image.
-        if kernel not in _VIEWS:  # The kernels read C-contiguous planes.
+        if dense:  # The kernels read C-contiguous planes.
             a = np.ascontiguousarray(a)
-        out.append(kernel(a, op, args, params))
+        out.append(warp(a, op, args, params, state) if warp is not None
+                   else kernel(a, op, args, params))
     state.items = out
     state._size = state._measured_size()
 

@@ -82,10 +82,7 @@ class _One:
                     params = [0, 0] + list(params[2:])
         if a.shape[1] > _float.MAX_SIDE or a.shape[2] > _float.MAX_SIDE:
             _float.check_sides(a.shape, a.shape[1], a.shape[2])  # Before any copy.
-        plan = _PLANS.get(op)
-        if plan is None:
-            plan = _plan(op)
-        warp, kernel, args, dense = plan
+        warp, kernel, args, dense = _float.plan(op)
         if warp is None and kernel is None:
             raise _float.refusal(op, self.tensor_dtype)
         if dense:  # The kernels read C-contiguous planes.
@@ -107,21 +104,6 @@ class _One:
             return self.t
         out = _TORCH["from_numpy"](a)
         return out[:1] if self.channels == 1 and a.shape[0] != 1 else out
-
-
-# What _One.native needs of an op, by op (the op object itself: kept alive here, so an
-# id is never reused): (warp, kernel, its {arg: value}, whether it reads dense planes).
-_PLANS = {}
-
-
-def _plan(op):
-    warp = _float._WARPS.get(op.name)
-    kernel = _float._KERNELS.get(op.name) if warp is None else None
-    plan = (warp, kernel, _float.args_of(op), kernel not in _float._VIEWS)
-    if len(_PLANS) >= 1024:
-        _PLANS.clear()
-    _PLANS[op] = plan
-    return plan
 
 
 # How a transform class's _eager runs here, by class: 1, one native op (Transform's

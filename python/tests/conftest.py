@@ -7,6 +7,8 @@ datasets are made by `flowloader make-dataset`, so every test reads real JPEG fi
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -57,3 +59,32 @@ def run_python(code, env=None, timeout=120, **kwargs):
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", code], env=full_env, timeout=timeout,
                           capture_output=True, text=True, **kwargs)
+
+
+def spins_during(call):
+    """How far a Python thread spinning in a loop gets on its own and while call() runs on
+    this thread: (free_rate, during_rate, during_loops), rates in loops a second. A call
+    holding the GIL leaves the spinning thread only the switch intervals of its Python
+    parts; one that releases it shares the cores with it."""
+    counts = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            counts[0] += 1
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        time.sleep(0.05)
+        start_count, start = counts[0], time.perf_counter()
+        time.sleep(0.2)
+        free_rate = (counts[0] - start_count) / (time.perf_counter() - start)
+        start_count, start = counts[0], time.perf_counter()
+        call()
+        during = counts[0] - start_count
+        during_rate = during / (time.perf_counter() - start)
+    finally:
+        stop.set()
+        thread.join()
+    return free_rate, during_rate, during

@@ -9,8 +9,6 @@ gives the loader's bytes for that sample.
 """
 
 import math
-import threading
-import time
 import warnings
 
 import numpy as np
@@ -22,6 +20,7 @@ from PIL import Image
 import flowloader
 import flowloader.transforms as T
 import flowloader.transforms.functional as F
+from conftest import spins_during
 
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 
@@ -730,24 +729,7 @@ def test_gil_is_released_during_native_work():
     big = np.random.default_rng(0).integers(0, 256, (1536, 1536, 3), dtype=np.uint8)
     blur = T.GaussianBlur(31, 8.0)
     blur(big[:64, :64])  # Warm.
-    counts = [0]
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            counts[0] += 1
-
-    thread = threading.Thread(target=spin)
-    thread.start()
-    time.sleep(0.05)
-    start_count, start = counts[0], time.perf_counter()
-    time.sleep(0.2)
-    free_rate = (counts[0] - start_count) / (time.perf_counter() - start)
-    start_count, start = counts[0], time.perf_counter()
-    blur(big)
-    during_rate = (counts[0] - start_count) / (time.perf_counter() - start)
-    stop.set()
-    thread.join()
+    free_rate, during_rate, _ = spins_during(lambda: blur(big))
     # Holding the GIL through the blur would leave the spinning thread only the switch
     # intervals of the call's Python parts (a few ms of 100+): well under a tenth of its
     # free rate. Released, it shares the cores with the blur.

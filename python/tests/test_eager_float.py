@@ -9,8 +9,6 @@ within 1e-5 (bilinear) or the same pixels but at rounding edges (nearest); persp
 within 1e-4 (its coefficients: a float32 least squares in torchvision).
 """
 
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -21,6 +19,7 @@ from PIL import Image
 
 import flowloader.transforms as T
 import flowloader.transforms.functional as F
+from conftest import spins_during
 
 ATOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 # gaussian_blur's kernel is float32 in torchvision whatever the image (its exp and sum
@@ -618,19 +617,6 @@ def test_float64_stays_float64_and_converts_as_torchvision():
 def test_gil_is_released_in_the_float_kernels():
     big = torch.rand(3, 1024, 1024)
     blur = T.GaussianBlur(31, 8.0)
-    counts = [0]
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            counts[0] += 1
-
-    thread = threading.Thread(target=spin)
-    thread.start()
-    time.sleep(0.05)
-    before = counts[0]
-    blur(big)  # ~0.1 s of native work: the spinning thread runs meanwhile.
-    during = counts[0] - before
-    stop.set()
-    thread.join()
+    # ~0.1 s of native work: the spinning thread runs meanwhile.
+    _, _, during = spins_during(lambda: blur(big))
     assert during > 1000

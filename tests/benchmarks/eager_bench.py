@@ -54,81 +54,77 @@ def photo(w, h, seed=0):
     return Image.fromarray(np.clip(img, 0, 255).astype(np.uint8), "RGB")
 
 
+# Each case's transform, made from a module (flowloader.transforms or torchvision's), so
+# both libraries get the same class with the same arguments.
+_CASES = {
+    "Resize(256)": lambda M: M.Resize(256),
+    "Resize(256, antialias=True)": lambda M: M.Resize(256, antialias=True),
+    "Resize(256, bicubic)": lambda M: M.Resize(256, interpolation=M.InterpolationMode.BICUBIC),
+    "CenterCrop(224)": lambda M: M.CenterCrop(224),
+    "RandomResizedCrop(224)": lambda M: M.RandomResizedCrop(224),
+    "RandomCrop(200, padding=4)": lambda M: M.RandomCrop(200, padding=4),
+    "Pad(16, reflect)": lambda M: M.Pad(16, padding_mode="reflect"),
+    "RandomHorizontalFlip(p=1)": lambda M: M.RandomHorizontalFlip(1.0),
+    "RandomVerticalFlip(p=1)": lambda M: M.RandomVerticalFlip(1.0),
+    "ColorJitter(.4, .4, .4, .1)": lambda M: M.ColorJitter(0.4, 0.4, 0.4, 0.1),
+    "ColorJitter(.4, .4, .4)": lambda M: M.ColorJitter(0.4, 0.4, 0.4),
+    "Grayscale(3)": lambda M: M.Grayscale(3),
+    "GaussianBlur(23)": lambda M: M.GaussianBlur(23),
+    "RandomRotation(30)": lambda M: M.RandomRotation(30),
+    "RandomRotation(30, bilinear)": lambda M: M.RandomRotation(
+        30, interpolation=M.InterpolationMode.BILINEAR),
+    "RandomPerspective(p=1)": lambda M: M.RandomPerspective(p=1.0),
+    "RandomAffine(15, .1, .9-1.1, 5)": lambda M: M.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5),
+    "RandomSolarize(128, p=1)": lambda M: M.RandomSolarize(128, 1.0),
+    "RandomSolarize(0.5, p=1)": lambda M: M.RandomSolarize(0.5, 1.0),
+    "RandomPosterize(4, p=1)": lambda M: M.RandomPosterize(4, 1.0),
+    "RandomEqualize(p=1)": lambda M: M.RandomEqualize(1.0),
+    "RandomAutocontrast(p=1)": lambda M: M.RandomAutocontrast(1.0),
+    "RandomInvert(p=1)": lambda M: M.RandomInvert(1.0),
+    "RandomAdjustSharpness(2, p=1)": lambda M: M.RandomAdjustSharpness(2, 1.0),
+    "TrivialAugmentWide": lambda M: M.TrivialAugmentWide(),
+    "RandAugment": lambda M: M.RandAugment(),
+    "AutoAugment": lambda M: M.AutoAugment(),
+    "AugMix": lambda M: M.AugMix(),
+    "ElasticTransform": lambda M: M.ElasticTransform(),
+    "ToTensor": lambda M: M.ToTensor(),
+    "ToTensor+Normalize": lambda M: M.Compose([M.ToTensor(), M.Normalize(*IMAGENET)]),
+    "Normalize": lambda M: M.Normalize(*IMAGENET),
+}
+
+
+def _cases(names):
+    """(name, flowloader's, torchvision's) for each name of _CASES."""
+    return [(name, _CASES[name](T), _CASES[name](TV)) for name in names]
+
+
 def per_op_cases():
-    """(name, flowloader's, torchvision's), the torchvision class with its usual args."""
-    B = TV.InterpolationMode.BILINEAR
-    return [
-        ("Resize(256)", T.Resize(256), TV.Resize(256)),
-        ("CenterCrop(224)", T.CenterCrop(224), TV.CenterCrop(224)),
-        ("RandomResizedCrop(224)", T.RandomResizedCrop(224), TV.RandomResizedCrop(224)),
-        ("RandomCrop(200, padding=4)", T.RandomCrop(200, padding=4),
-         TV.RandomCrop(200, padding=4)),
-        ("RandomHorizontalFlip(p=1)", T.RandomHorizontalFlip(1.0), TV.RandomHorizontalFlip(1.0)),
-        ("RandomVerticalFlip(p=1)", T.RandomVerticalFlip(1.0), TV.RandomVerticalFlip(1.0)),
-        ("ColorJitter(.4, .4, .4, .1)", T.ColorJitter(0.4, 0.4, 0.4, 0.1),
-         TV.ColorJitter(0.4, 0.4, 0.4, 0.1)),
-        ("ColorJitter(.4, .4, .4)", T.ColorJitter(0.4, 0.4, 0.4), TV.ColorJitter(0.4, 0.4, 0.4)),
-        ("Grayscale(3)", T.Grayscale(3), TV.Grayscale(3)),
-        ("GaussianBlur(23)", T.GaussianBlur(23), TV.GaussianBlur(23)),
-        ("RandomRotation(30)", T.RandomRotation(30), TV.RandomRotation(30)),
-        ("RandomRotation(30, bilinear)", T.RandomRotation(30, interpolation=B),
-         TV.RandomRotation(30, interpolation=B)),
-        ("RandomPerspective(p=1)", T.RandomPerspective(p=1.0), TV.RandomPerspective(p=1.0)),
-        ("RandomAffine(15, .1, .9-1.1, 5)",
-         T.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5), TV.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5)),
-        ("RandomSolarize(128, p=1)", T.RandomSolarize(128, 1.0), TV.RandomSolarize(128, 1.0)),
-        ("RandomPosterize(4, p=1)", T.RandomPosterize(4, 1.0), TV.RandomPosterize(4, 1.0)),
-        ("RandomEqualize(p=1)", T.RandomEqualize(1.0), TV.RandomEqualize(1.0)),
-        ("RandomAutocontrast(p=1)", T.RandomAutocontrast(1.0), TV.RandomAutocontrast(1.0)),
-        ("RandomInvert(p=1)", T.RandomInvert(1.0), TV.RandomInvert(1.0)),
-        ("RandomAdjustSharpness(2, p=1)", T.RandomAdjustSharpness(2, 1.0),
-         TV.RandomAdjustSharpness(2, 1.0)),
-        ("TrivialAugmentWide", T.TrivialAugmentWide(), TV.TrivialAugmentWide()),
-        ("RandAugment", T.RandAugment(), TV.RandAugment()),
-        ("AutoAugment", T.AutoAugment(), TV.AutoAugment()),
-        ("AugMix", T.AugMix(), TV.AugMix()),
-        ("ElasticTransform", T.ElasticTransform(), TV.ElasticTransform()),
-        ("ToTensor", T.ToTensor(), TV.ToTensor()),
-        ("ToTensor+Normalize", T.Compose([T.ToTensor(), T.Normalize(*IMAGENET)]),
-         TV.Compose([TV.ToTensor(), TV.Normalize(*IMAGENET)])),
-    ]
+    """The cases on PIL images, the torchvision classes with their usual args."""
+    return _cases([
+        "Resize(256)", "CenterCrop(224)", "RandomResizedCrop(224)",
+        "RandomCrop(200, padding=4)", "RandomHorizontalFlip(p=1)",
+        "RandomVerticalFlip(p=1)", "ColorJitter(.4, .4, .4, .1)", "ColorJitter(.4, .4, .4)",
+        "Grayscale(3)", "GaussianBlur(23)", "RandomRotation(30)",
+        "RandomRotation(30, bilinear)", "RandomPerspective(p=1)",
+        "RandomAffine(15, .1, .9-1.1, 5)", "RandomSolarize(128, p=1)",
+        "RandomPosterize(4, p=1)", "RandomEqualize(p=1)", "RandomAutocontrast(p=1)",
+        "RandomInvert(p=1)", "RandomAdjustSharpness(2, p=1)", "TrivialAugmentWide",
+        "RandAugment", "AutoAugment", "AugMix", "ElasticTransform", "ToTensor",
+        "ToTensor+Normalize"])
 
 
 def float_cases():
-    """(name, flowloader's, torchvision's) for a float tensor."""
-    B = TV.InterpolationMode.BICUBIC
-    return [
-        ("Resize(256)", T.Resize(256), TV.Resize(256)),
-        ("Resize(256, antialias=True)", T.Resize(256, antialias=True),
-         TV.Resize(256, antialias=True)),
-        ("Resize(256, bicubic)", T.Resize(256, interpolation=B), TV.Resize(256, interpolation=B)),
-        ("CenterCrop(224)", T.CenterCrop(224), TV.CenterCrop(224)),
-        ("RandomResizedCrop(224)", T.RandomResizedCrop(224), TV.RandomResizedCrop(224)),
-        ("RandomCrop(200, padding=4)", T.RandomCrop(200, padding=4),
-         TV.RandomCrop(200, padding=4)),
-        ("Pad(16, reflect)", T.Pad(16, padding_mode="reflect"),
-         TV.Pad(16, padding_mode="reflect")),
-        ("RandomHorizontalFlip(p=1)", T.RandomHorizontalFlip(1.0), TV.RandomHorizontalFlip(1.0)),
-        ("RandomVerticalFlip(p=1)", T.RandomVerticalFlip(1.0), TV.RandomVerticalFlip(1.0)),
-        ("ColorJitter(.4, .4, .4, .1)", T.ColorJitter(0.4, 0.4, 0.4, 0.1),
-         TV.ColorJitter(0.4, 0.4, 0.4, 0.1)),
-        ("ColorJitter(.4, .4, .4)", T.ColorJitter(0.4, 0.4, 0.4), TV.ColorJitter(0.4, 0.4, 0.4)),
-        ("Grayscale(3)", T.Grayscale(3), TV.Grayscale(3)),
-        ("GaussianBlur(23)", T.GaussianBlur(23), TV.GaussianBlur(23)),
-        ("RandomSolarize(0.5, p=1)", T.RandomSolarize(0.5, 1.0), TV.RandomSolarize(0.5, 1.0)),
-        ("RandomAutocontrast(p=1)", T.RandomAutocontrast(1.0), TV.RandomAutocontrast(1.0)),
-        ("RandomInvert(p=1)", T.RandomInvert(1.0), TV.RandomInvert(1.0)),
-        ("RandomAdjustSharpness(2, p=1)", T.RandomAdjustSharpness(2, 1.0),
-         TV.RandomAdjustSharpness(2, 1.0)),
-        ("RandomRotation(30)", T.RandomRotation(30), TV.RandomRotation(30)),
-        ("RandomRotation(30, bilinear)",
-         T.RandomRotation(30, interpolation=T.InterpolationMode.BILINEAR),
-         TV.RandomRotation(30, interpolation=TV.InterpolationMode.BILINEAR)),
-        ("RandomAffine(15, .1, .9-1.1, 5)", T.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5),
-         TV.RandomAffine(15, (0.1, 0.1), (0.9, 1.1), 5)),
-        ("RandomPerspective(p=1)", T.RandomPerspective(p=1.0), TV.RandomPerspective(p=1.0)),
-        ("Normalize", T.Normalize(*IMAGENET), TV.Normalize(*IMAGENET)),
-    ]
+    """The cases on float tensors (the ops float tensors take; solarize's threshold in
+    [0, 1])."""
+    return _cases([
+        "Resize(256)", "Resize(256, antialias=True)", "Resize(256, bicubic)",
+        "CenterCrop(224)", "RandomResizedCrop(224)", "RandomCrop(200, padding=4)",
+        "Pad(16, reflect)", "RandomHorizontalFlip(p=1)", "RandomVerticalFlip(p=1)",
+        "ColorJitter(.4, .4, .4, .1)", "ColorJitter(.4, .4, .4)", "Grayscale(3)",
+        "GaussianBlur(23)", "RandomSolarize(0.5, p=1)", "RandomAutocontrast(p=1)",
+        "RandomInvert(p=1)", "RandomAdjustSharpness(2, p=1)", "RandomRotation(30)",
+        "RandomRotation(30, bilinear)", "RandomAffine(15, .1, .9-1.1, 5)",
+        "RandomPerspective(p=1)", "Normalize"])
 
 
 # The clock of time_calls: wall (time.perf_counter) or this thread's CPU time
