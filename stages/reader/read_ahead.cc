@@ -233,62 +233,26 @@ void ReadAhead::NoteBlockRead(bool cached) {
 void ReadAhead::EstimateLocked(absl::Time now) {
   const double seconds = absl::ToDoubleSeconds(now - window_start_);
   if (!window_latencies_.empty()) {
-    // The window's first quartile: one fast read does not set the round trip.
-    auto quartile = window_latencies_.begin() + window_latencies_.size() / 4;
+    const auto quartile = window_latencies_.begin() + window_latencies_.size() / 4;
     std::nth_element(window_latencies_.begin(), quartile, window_latencies_.end());
     round_trip_ = std::min(round_trip_, *quartile);
   }
-  // The rate samples are taken at. For fetch-only reads (a block serves ~10-20 samples)
-  // this asks for more in flight than the blocks' own rate would; harmless, as their
-  // number is bounded by the samples announced and their bytes by the block cache, and a
-  // shuffled epoch needs nearly every block early (measured: counting only the takes of
-  // the fetches' claimers left shards from loopback servers ~15% slower).
-  // Over this window and the few before it: takes come in bursts of a batch, and one
-  // window's rate swings both ways (the limit follows it up at once, down slowly).
-  const double rate = seconds > 0 ? (recent_takes_ + window_takes_) / (recent_seconds_ + seconds) : 0;
   if (options_.adaptive && window_reads_ > 0 && seconds > 0) {
     const double latency = absl::ToDoubleSeconds(round_trip_);
+    // The rate samples are taken at. For fetch-only reads (a block serves ~10-20 samples)
+    // this asks for more in flight than the blocks' own rate would; harmless, as their
+    // number is bounded by the samples announced and their bytes by the block cache, and
+    // a shuffled epoch needs nearly every block early (measured: counting only the takes
+    // of the fetches' claimers left shards from loopback servers ~15% slower).
+    // Over this window and the few before it: takes come in bursts of a batch, and one
+    // window's rate swings both ways (the limit follows it up at once, down slowly).
+    const double rate = RecentRateLocked(seconds);
     const int target = static_cast<int>(std::ceil(kHeadroom * rate * latency)) + 2;
     const bool late = window_late_ >= kLateMin &&
                       window_late_ * kLateShare >= window_entry_takes_ + window_block_reads_;
-    const int before = limit_;
-    const int before_fetch = fetch_limit_;
-    int next = limit_;
+    const int allowed_before = std::max(limit_, fetch_limit_);
     calm_windows_ = late ? 0 : calm_windows_ + 1;
-    if (probe_from_ > 0) {
-      // A probe is judged on the takes since it began, over a few round trips (the reads
-      // it started take one to come back).
-      probe_takes_ += window_takes_;
-      if (now - probe_start_ >= kProbeRoundTrips * round_trip_ && probe_takes_ >= kEstimateEvery) {
-        const double after = probe_takes_ / absl::ToDoubleSeconds(now - probe_start_);
-        if (after < kProbeGain * probe_rate_) {  // More in flight bought nothing.
-          next = probe_from_;
-          probe_hold_ = kProbeHold;
-          ++stats_.probes_undone;
-        }
-        probe_from_ = 0;
-      }
-    } else if (late && window_full_ && probe_hold_ == 0 && !recent_.empty() &&
-               limit_ < options_.max_in_flight) {
-      // Takes wait for reads queued behind the limit: try more in flight, and keep them
-      // only if takes come faster (a latency-bound store), not if the reads only queue
-      // longer at a saturated one. Judged against the rate of the last few windows.
-      probe_from_ = limit_;
-      probe_rate_ = rate;
-      probe_start_ = now;
-      probe_takes_ = 0;
-      next = std::max(target, static_cast<int>(std::ceil(limit_ * kProbeGrowth)));
-      ++stats_.probes;
-    } else if (!late && target >= limit_) {
-      next = target;  // Little's law asks for more: at once.
-    } else if (!late && calm_windows_ >= kProbeHold) {
-      // Keeping up for a while: down towards Little's law by an eighth a window (a limit
-      // that dropped at once, or after one calm window, would be late again).
-      next = std::max(target, limit_ - std::max(1, limit_ / 8));
-    }
-    // Otherwise (late with no probe to make, or calm only briefly) the limit stays: a late
-    // window that followed the estimate down would undo kept probes, and one that followed
-    // it only up would ratchet on its noise at a saturated store.
+    const int next = NextLimitLocked(now, rate, target, late);
     if (probe_hold_ > 0) --probe_hold_;
     limit_ = std::clamp(next, options_.min_in_flight, options_.max_in_flight);
     // Fetch-only reads (shards' blocks) follow this window's own rate, unsmoothed (one
@@ -304,30 +268,77 @@ void ReadAhead::EstimateLocked(absl::Time now) {
         std::max(limit_, static_cast<int>(std::ceil(kHeadroom * window_rate * latency)) + 2),
         options_.min_in_flight, options_.max_in_flight);
     stats_.peak_limit = std::max({stats_.peak_limit, limit_, fetch_limit_});
-    const int allowed = std::max(limit_, fetch_limit_);
-    if (allowed > std::max(before, before_fetch)) {
-      // Threads for the reads the higher limit lets start (Queue makes them only as reads
-      // are queued, so reads queued earlier would wait for the next Start).
-      const int more = std::min(allowed - static_cast<int>(threads_.size()),
-                                static_cast<int>(queue_.size()));
-      for (int i = 0; i < more; ++i) threads_.emplace_back([this] { Work(); });
-      stats_.threads = static_cast<int>(threads_.size());
-      work_.notify_all();
-    }
+    StartThreadsForLimitLocked(allowed_before);
   }
   recent_.emplace_back(window_takes_, seconds);
-  recent_takes_ += window_takes_;
-  recent_seconds_ += seconds;
-  if (recent_.size() > kRecentWindows) {
-    recent_takes_ -= recent_.front().first;
-    recent_seconds_ -= recent_.front().second;
-    recent_.pop_front();
-  }
+  if (recent_.size() > kRecentWindows) recent_.pop_front();
   window_start_ = now;
   window_takes_ = window_reads_ = window_entry_takes_ = window_late_ = window_block_reads_ = 0;
   window_full_ = false;
   window_latency_ = absl::ZeroDuration();
   window_latencies_.clear();
+}
+
+double ReadAhead::RecentRateLocked(double seconds) const {
+  double takes = static_cast<double>(window_takes_);
+  for (const auto& [window_takes, window_seconds] : recent_) {
+    takes += static_cast<double>(window_takes);
+    seconds += window_seconds;
+  }
+  return takes / seconds;
+}
+
+int ReadAhead::NextLimitLocked(absl::Time now, double rate, int target, bool late) {
+  if (probe_from_ > 0) {
+    // A probe is judged on the takes since it began, over a few round trips (the reads it
+    // started take one to come back).
+    probe_takes_ += window_takes_;
+    if (now - probe_start_ < kProbeRoundTrips * round_trip_ || probe_takes_ < kEstimateEvery) {
+      return limit_;
+    }
+    const double after = probe_takes_ / absl::ToDoubleSeconds(now - probe_start_);
+    const int before_probe = probe_from_;
+    probe_from_ = 0;
+    if (after >= kProbeGain * probe_rate_) return limit_;
+    // More in flight bought nothing: back, and no probe for a while.
+    probe_hold_ = kProbeHold;
+    ++stats_.probes_undone;
+    return before_probe;
+  }
+  if (late && window_full_ && probe_hold_ == 0 && !recent_.empty() &&
+      limit_ < options_.max_in_flight) {
+    // Takes wait for reads queued behind the limit: try more in flight, and keep them only
+    // if takes come faster (a latency-bound store), not if the reads only queue longer at a
+    // saturated one. Judged against the rate of the last few windows.
+    probe_from_ = limit_;
+    probe_rate_ = rate;
+    probe_start_ = now;
+    probe_takes_ = 0;
+    ++stats_.probes;
+    return std::max(target, static_cast<int>(std::ceil(limit_ * kProbeGrowth)));
+  }
+  if (!late && target >= limit_) return target;  // Little's law asks for more: at once.
+  if (!late && calm_windows_ >= kProbeHold) {
+    // Keeping up for a while: down towards Little's law by an eighth a window (a limit
+    // that dropped at once, or after one calm window, would be late again).
+    return std::max(target, limit_ - std::max(1, limit_ / 8));
+  }
+  // Otherwise (late with no probe to make, or calm only briefly) the limit stays: a late
+  // window that followed the estimate down would undo kept probes, and one that followed
+  // it only up would ratchet on its noise at a saturated store.
+  return limit_;
+}
+
+void ReadAhead::StartThreadsForLimitLocked(int allowed_before) {
+  const int allowed = std::max(limit_, fetch_limit_);
+  if (allowed <= allowed_before) return;
+  // Threads for the reads the higher limit lets start (Queue makes them only as reads are
+  // queued, so reads queued earlier would wait for the next Start).
+  const int more =
+      std::min(allowed - static_cast<int>(threads_.size()), static_cast<int>(queue_.size()));
+  for (int i = 0; i < more; ++i) threads_.emplace_back([this] { Work(); });
+  stats_.threads = static_cast<int>(threads_.size());
+  work_.notify_all();
 }
 
 void ReadAhead::AccountInFlightLocked(absl::Time now) {

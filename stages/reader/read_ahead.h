@@ -198,6 +198,14 @@ class ReadAhead {
   void ForgetLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Estimate updates the limit from the take rate and read latency (adaptive).
   void EstimateLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RecentRateLocked is the take rate over recent_ and this window (of `seconds`).
+  double RecentRateLocked(double seconds) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // NextLimitLocked is the limit after a window (before clamping): a probe judged or
+  // begun, Little's law followed up at once, or down after calm windows.
+  int NextLimitLocked(absl::Time now, double rate, int target, bool late)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // StartThreadsForLimitLocked makes threads for queued reads a raised limit lets start.
+  void StartThreadsForLimitLocked(int allowed_before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // AccountInFlight adds the reads in flight since the last change to the time-weighted
   // sums (mean_in_flight); call before running_ changes.
   void AccountInFlightLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -238,10 +246,8 @@ class ReadAhead {
   int64_t window_late_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t window_block_reads_ ABSL_GUARDED_BY(mu_) = 0;  // NoteBlockRead calls.
   bool window_full_ ABSL_GUARDED_BY(mu_) = false;
-  // The last windows' takes and seconds, and their sums; windows in a row not late.
+  // The last windows' takes and seconds; windows in a row not late.
   std::deque<std::pair<int64_t, double>> recent_ ABSL_GUARDED_BY(mu_);
-  int64_t recent_takes_ ABSL_GUARDED_BY(mu_) = 0;
-  double recent_seconds_ ABSL_GUARDED_BY(mu_) = 0;
   int calm_windows_ ABSL_GUARDED_BY(mu_) = 0;
   // A probe in progress (probe_from_ > 0: the limit before it), and probes held off.
   int probe_from_ ABSL_GUARDED_BY(mu_) = 0;
