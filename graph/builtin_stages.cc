@@ -56,8 +56,8 @@ decode::RegionRequest UnionRequest(const std::vector<augment::CropPlan>& plans) 
 
 // kKeptFileBytes is the largest file-bytes buffer a decode thread keeps as its spare once
 // the sample is decoded: a larger one (a 24 MB photo's) is freed, not kept resident beside
-// the transforms and every later sample outside the memory plan (GiveBack keeps up to
-// 64 MiB, for decoded pixels).
+// the transforms and every later sample outside the memory plan (spares of decoded pixels
+// are kept up to kKeptSpareBytes, 64 MiB).
 constexpr size_t kKeptFileBytes = size_t{4} << 20;
 
 // DecodeStage decodes once per sample. When augment branches read its image, it plans
@@ -76,10 +76,7 @@ class DecodeStage : public SampleStage {
   absl::Status Process(SampleContext& sample) const override {
     absl::Status status = DecodeBytes(sample);
     // The file's bytes are not needed past decoding, unless a later stage reads them.
-    if (frees_bytes_) {
-      if (sample.bytes.capacity() > kKeptFileBytes) std::string().swap(sample.bytes);
-      GiveBack(sample.bytes);
-    }
+    if (frees_bytes_) GiveBack(sample.bytes, kKeptFileBytes);
     return status;
   }
   size_t BytesProduced(const SampleContext& sample) const override {

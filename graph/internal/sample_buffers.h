@@ -36,10 +36,12 @@ void Borrow(Buffer& buffer) {
 // the thread for good.
 inline constexpr size_t kKeptSpareBytes = size_t{64} << 20;
 
+// GiveBack keeps `buffer`'s block as the thread's spare when it is larger than the spare
+// and at most `max_kept` bytes, and frees it otherwise.
 template <typename Buffer>
-void GiveBack(Buffer& buffer) {
+void GiveBack(Buffer& buffer, size_t max_kept = kKeptSpareBytes) {
   Buffer& spare = ThreadSpare<Buffer>();
-  if (spare.capacity() < buffer.capacity() && buffer.capacity() <= kKeptSpareBytes) {
+  if (spare.capacity() < buffer.capacity() && buffer.capacity() <= max_kept) {
     spare.swap(buffer);
   }
   Buffer().swap(buffer);  // Frees whatever the sample still holds.

@@ -36,6 +36,23 @@ TEST(SampleBuffersTest, AVectorGivenBackIsLentToTheNextSample) {
   GiveBack(next);
 }
 
+TEST(SampleBuffersTest, ABufferOverMaxKeptIsFreedNotKept) {
+  std::string spare_before;
+  Borrow(spare_before);  // Empties the thread's spare.
+  std::string big(2000, 'z');
+  GiveBack(big, 1000);  // Over max_kept: freed.
+  EXPECT_TRUE(big.empty());
+  std::string next;
+  Borrow(next);
+  EXPECT_LT(next.capacity(), 2000u);
+  std::string small(500, 'w');
+  const char* const block = small.data();
+  GiveBack(small, 1000);  // Within it: kept.
+  std::string again;
+  Borrow(again);
+  EXPECT_EQ(again.data(), block);
+}
+
 TEST(SampleBuffersTest, ABufferWithItsOwnBlockKeepsIt) {
   std::string own(1000, 'y');
   const char* const block = own.data();
