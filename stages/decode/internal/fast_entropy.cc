@@ -45,6 +45,11 @@ struct FastEntropy {
 // A decode that held a huge scan gives its buffer back rather than keep it per thread.
 constexpr size_t kKeepScanBytes = size_t{8} << 20;
 
+// FreeHugeScan frees fe's scan copy when it is over kKeepScanBytes.
+void FreeHugeScan(FastEntropy* fe) {
+  if (fe->scan.bytes.capacity() > kKeepScanBytes) ScanData().bytes.swap(fe->scan.bytes);
+}
+
 FastEntropy* ThreadState() {
   // On the heap (about 55 KB of tables); freed when the thread exits.
   thread_local std::unique_ptr<FastEntropy> state(new FastEntropy());
@@ -158,7 +163,7 @@ bool InstallFastEntropyDecoder(jpeg_decompress_struct* cinfo, FailFn fail,
                            &fe->ac[comp->ac_tbl_no]);
     if (fe->dc_of[b] == nullptr || fe->ac_of[b] == nullptr) return false;  // libjpeg's.
   }
-  if (fe->scan.bytes.capacity() > kKeepScanBytes) ScanData().bytes.swap(fe->scan.bytes);
+  FreeHugeScan(fe);
   UnstuffScan(cinfo->src->next_input_byte, cinfo->src->bytes_in_buffer, &fe->scan);
   fe->fail = fail;
   if (!fe->scan.ended_at_marker) {
@@ -191,7 +196,7 @@ void FinishFastEntropyDecoder(jpeg_decompress_struct* cinfo) {
   // A huge scan's copy (about the file's size) is given back now, not at the next decode:
   // kept, it stayed resident beside the sample's transforms, outside the memory plan (a
   // 24 MB JPEG of 6950x6950 went 12 MiB past memory_limit_mb=1024).
-  if (fe->scan.bytes.capacity() > kKeepScanBytes) ScanData().bytes.swap(fe->scan.bytes);
+  FreeHugeScan(fe);
 #else
   (void)cinfo;
 #endif
