@@ -13,8 +13,10 @@ namespace {
 
 std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100 * fraction); }
 
-// The wait used in Little's law is capped: at 100% it would ask for infinity.
-constexpr double kMaxStorageWait = 0.9;
+// The wait used in Little's law is capped, so that one raise at most doubles the reads in
+// flight: a wait that began in an earlier window counts whole in the window it ends in
+// (shares over 100% are common), and at 100% it would ask for infinity.
+constexpr double kMaxStorageWait = 0.5;
 
 }  // namespace
 
@@ -56,6 +58,7 @@ std::optional<AutotuneChange> AutotunePolicy::GrowReadAhead(const AutotuneWindow
                                                             int read_ahead) {
   // The ceiling: the read-ahead's own, lowered by a saturated store, and the reads whose
   // bytes its budget holds (each read in flight lands as one finished, untaken body).
+  if (windows_ >= saturated_until_) max_read_ahead_ = options_.max_read_ahead;
   int cap = max_read_ahead_;
   if (w.storage_bytes_per_request > 0) {
     cap = static_cast<int>(std::min<double>(
@@ -68,8 +71,7 @@ std::optional<AutotuneChange> AutotunePolicy::GrowReadAhead(const AutotuneWindow
   // Little's law: the reads in flight now (requests/s × latency), for the rate that
   // stops the waits: 1 / (1 - wait) times this one, with the smaller of the consumer's
   // wait (the rate it needs) and the workers' storage wait (the rate they could take
-  // without it). A wait that began in an earlier window counts whole in the window it
-  // ends in, so either may read over 1: capped.
+  // without it), capped (kMaxStorageWait).
   const double wait = std::min(
       {w.consumer_wait_fraction, w.storage_wait_fraction, kMaxStorageWait});
   const double in_flight = w.storage_requests_per_second * w.storage_latency_seconds;
@@ -102,23 +104,36 @@ std::optional<AutotuneChange> AutotunePolicy::JudgeReadAhead(const AutotuneWindo
     return std::nullopt;
   }
   // A saturated store: more in flight only queued longer. Back, and no raise past the
-  // limit the read-ahead had then.
+  // limit the read-ahead had then for regret_windows (a store's load changes; so does a
+  // shared machine's).
   max_read_ahead_ = std::max(options_.min_read_ahead, raise_limit_);
+  saturated_until_ = windows_ + options_.regret_windows;
   return Made({kKnobReadAhead, read_ahead, raise_from_,
                absl::StrFormat("%d in flight brought %.0f requests/s against %.0f before "
-                               "(requests %.1f ms): the store is saturated; no raise past %d",
+                               "(requests %.1f ms against %.1f): the store is saturated; no "
+                               "raise past %d for %d windows",
                                read_ahead, w.storage_requests_per_second, raise_rate_,
-                               1e3 * w.storage_latency_seconds, max_read_ahead_)});
+                               1e3 * w.storage_latency_seconds, 1e3 * raise_latency_,
+                               max_read_ahead_, options_.regret_windows)});
 }
 
 std::optional<AutotuneChange> AutotunePolicy::Grow(const AutotuneWindow& w, int workers,
                                                    int buffers, int read_ahead) {
-  // Workers waiting on remote reads: more reads in flight, never more workers.
-  if (StorageBound(w)) return GrowReadAhead(w, read_ahead);
   const std::string waited =
       absl::StrCat("the consumer waited ", Percent(w.consumer_wait_fraction));
   const bool workers_are_the_limit = w.worker_busy_fraction >= options_.busy_to_grow;
   const bool cpu_free = w.cpu_cores <= options_.cpu_budget - options_.free_cpu_margin;
+  // Idle workers: they run out of samples when every buffer is taken (whatever they wait
+  // on while busy: with no sample to read, more reads in flight would not feed them).
+  if (!workers_are_the_limit && options_.tune_buffers && buffers < max_buffers_ &&
+      w.source_blocked_fraction > options_.blocked_to_grow_buffers) {
+    return Made({kKnobPrefetchBatches, buffers, buffers + 1,
+                 absl::StrCat(waited, ", workers busy only ", Percent(w.worker_busy_fraction),
+                              " and the source waited for a free buffer ",
+                              Percent(w.source_blocked_fraction))});
+  }
+  // Workers waiting on remote reads: more reads in flight, never more workers.
+  if (StorageBound(w)) return GrowReadAhead(w, read_ahead);
   if (workers_are_the_limit) {
     if (!options_.tune_workers || workers >= options_.max_workers || !cpu_free) {
       // Busy workers and no CPU to add: the loader needs more than cpu_budget. A buffer
@@ -134,14 +149,6 @@ std::optional<AutotuneChange> AutotunePolicy::Grow(const AutotuneWindow& w, int 
                                                     Percent(w.storage_wait_fraction), ")")
                                      : "",
                                  w.cpu_cores, options_.cpu_budget)});
-  }
-  // Idle workers: they run out of samples when every buffer is taken.
-  if (options_.tune_buffers && buffers < max_buffers_ &&
-      w.source_blocked_fraction > options_.blocked_to_grow_buffers) {
-    return Made({kKnobPrefetchBatches, buffers, buffers + 1,
-                 absl::StrCat(waited, ", workers busy only ", Percent(w.worker_busy_fraction),
-                              " and the source waited for a free buffer ",
-                              Percent(w.source_blocked_fraction))});
   }
   return std::nullopt;  // Neither knob is what holds the consumer up (a serial stage).
 }

@@ -12,16 +12,17 @@
 //     buffer when the workers are idle and the source waited for a free buffer (they ran
 //     out of samples); else nothing: busy workers at the CPU budget (or on a contended
 //     machine) would not go faster with more memory;
-//   - storage first: while the consumer waits and the workers spend `storage_to_grow`
-//     (25%) or more of their time waiting on remote reads, storage is the limit, not the
-//     workers: a worker more would only wait too (and take CPU and memory), so none is
-//     added; read_ahead's floor is raised instead, to Little's law for the rate that
-//     stops the waits (requests/s × latency / (1 - wait), the smaller of the consumer's
-//     and the workers' storage wait), at least 1.5 × the
-//     read-ahead's limit, within its ceiling and the reads its byte budget holds. The
-//     raise is judged on the next window: a store whose requests/s did not rise by 10%
-//     while its latency did, storage still the limit, is saturated (more in flight only
-//     queue): the floor goes back and is not raised past the limit it had then. At the
+//   - storage before workers (after a buffer for idle workers): while the consumer waits
+//     and the workers spend `storage_to_grow` (25%) or more of their time waiting on
+//     remote reads, storage is the limit, not the workers: a worker more would only wait
+//     too (and take CPU and memory), so none is added; read_ahead's floor is raised
+//     instead, to Little's law for the rate that stops the waits (requests/s × latency /
+//     (1 - wait), the smaller of the consumer's and the workers' storage wait, at most
+//     50%: a raise at most doubles the reads in flight), at least 1.5 × the read-ahead's
+//     limit, within its ceiling and the reads its byte budget holds. The raise is judged
+//     on the next window: a store whose requests/s did not rise by 10% while its latency
+//     did, storage still the limit, is saturated (more in flight only queue): the floor
+//     goes back and is not raised past the limit it had then for `regret_windows`. At the
 //     ceiling nothing changes;
 //   - shrink after `calm_windows` windows in a row of the consumer waiting under
 //     `calm_wait` (the trainer gets the CPU back): a worker when the others could carry its
@@ -121,7 +122,7 @@ class AutotunePolicy {
   int calm_windows_needed() const { return calm_needed_; }
   int max_buffers() const { return max_buffers_; }
   // The most reads in flight a raise of read_ahead may ask for now (a saturated store
-  // lowers it).
+  // lowers it for regret_windows).
   int max_read_ahead() const { return max_read_ahead_; }
 
  private:
@@ -146,6 +147,7 @@ class AutotunePolicy {
   std::string last_shrunk_;   // The knob last shrunk, and when (windows_).
   int last_shrink_window_ = -1;
   int max_read_ahead_;
+  int saturated_until_ = 0;  // max_read_ahead_ is lowered until this window.
   // The last raise of read_ahead, until judged: the floor and limit before it, and the
   // store's requests/s in the window that asked for it.
   bool raise_pending_ = false;

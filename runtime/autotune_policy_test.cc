@@ -156,14 +156,16 @@ TEST_P(AutotuneStorageTest, DecidesOneChange) {
 INSTANTIATE_TEST_SUITE_P(
     Table, AutotuneStorageTest,
     ::testing::Values(
-        // Workers 95% busy, 70% of it waiting on 20 ms reads, a CPU free, the consumer
-        // waiting 80%: no worker, but Little's law for 1 / (1 - 0.7) of the 500
-        // requests/s (the smaller wait): 500 × 0.02 / 0.3 = 34.
+        // Workers 95% busy, 70% of it waiting on 30 ms reads, a CPU free, the consumer
+        // waiting 80%: no worker, but Little's law on the 1000 requests/s × 30 ms in
+        // flight, for the rate that stops the waits, at most doubled: 60.
         StorageCase{"WaitingOnReadsRaisesReadAheadNotWorkers", true,
-                    StorageWindow(0.80, 0.95, 1.0, 0.70, 500, 0.020, 16), kKnobReadAhead, 34},
-        // The consumer waits only 30%: it needs 1 / 0.7 of the rate, 15 in flight; the
-        // raise is then 1.5 × the limit.
+                    StorageWindow(0.80, 0.95, 1.0, 0.70, 1000, 0.030, 16), kKnobReadAhead, 60},
+        // The consumer waits only 30%: it needs 1 / 0.7 of the rate, 43 in flight.
         StorageCase{"TheConsumersNeedSizesTheRaise", true,
+                    StorageWindow(0.30, 0.95, 1.0, 0.70, 1000, 0.030, 16), kKnobReadAhead, 43},
+        // Few in flight for the limit: the raise is 1.5 × the limit.
+        StorageCase{"RaiseIsAtLeastHalfAgainTheLimitFromItsStart", true,
                     StorageWindow(0.30, 0.95, 1.0, 0.70, 500, 0.020, 16), kKnobReadAhead, 24},
         // The read-ahead's own limit is past Little's law: 1.5 × it.
         StorageCase{"RaiseIsAtLeastHalfAgainTheLimit", true,
@@ -186,6 +188,15 @@ INSTANTIATE_TEST_SUITE_P(
         // read_ahead fixed (or local data): the policy as before.
         StorageCase{"UntunedReadAheadLeavesTheWorkerRule", false,
                     StorageWindow(0.30, 0.95, 1.0, 0.70, 500, 0.020, 16), kKnobNumWorkers, 2},
+        // Idle workers and a source out of buffers: a buffer first, as without remote
+        // reads (with no sample to read, more reads in flight would not feed them).
+        StorageCase{"IdleWorkersStalledSourceAddABufferFirst", true,
+                    [] {
+                      AutotuneWindow w = StorageWindow(0.30, 0.60, 1.0, 0.30, 500, 0.020, 16);
+                      w.source_blocked_fraction = 0.5;
+                      return w;
+                    }(),
+                    kKnobPrefetchBatches, 3},
         // The consumer does not wait: nothing, however long the reads.
         StorageCase{"FedConsumerHolds", true,
                     StorageWindow(0.03, 0.95, 1.0, 0.70, 500, 0.020, 16), std::nullopt, 0}),
@@ -207,12 +218,19 @@ TEST(AutotunePolicyTest, ARaiseThatBroughtNoRequestsIsUndoneAndNotRepeated) {
   EXPECT_EQ(changes[1].to, 16);  // Back where it was.
   EXPECT_NE(changes[1].reason.find("saturated"), std::string::npos) << changes[1].reason;
   EXPECT_EQ(policy.max_read_ahead(), 40);  // The limit the read-ahead had: no raise past it.
-  // Storage still waits; nothing more is tried, and no worker is added for it.
-  EXPECT_TRUE(Feed(policy, std::vector<AutotuneWindow>(6, after), &workers, &buffers,
+  // Storage still waits; nothing more is tried for 20 windows (this one the 3rd), and no
+  // worker is added for it.
+  EXPECT_TRUE(Feed(policy, std::vector<AutotuneWindow>(19, after), &workers, &buffers,
                    &read_ahead)
                   .empty());
   EXPECT_EQ(workers, 1);
   EXPECT_EQ(read_ahead, 16);
+  // Then the store is tried again: 1.5 × the limit of 60.
+  changes = Feed(policy, {after}, &workers, &buffers, &read_ahead);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].knob, kKnobReadAhead);
+  EXPECT_EQ(changes[0].to, 90);
+  EXPECT_EQ(policy.max_read_ahead(), 128);
 }
 
 TEST(AutotunePolicyTest, ARaiseThatBroughtRequestsIsKeptAndGrowsOn) {
