@@ -273,8 +273,9 @@ int64_t SeekIndexFiles(const StageEnv& env) {
 // bytes a worker. With several views the decode covers the union of their crops at the
 // finest scale: counted as each view's bound times the number of views (an estimate: the
 // box between the crops is decoded too). Without a crop planner (full decodes) the size
-// depends on the images, so nothing is counted; nor is the file-bytes spare, about one
-// compressed file a worker.
+// depends on the images, so nothing is counted for them. Each thread also keeps, between
+// samples, the largest file-bytes buffer up to kKeptFileBytes and a JPEG's scan copy up
+// to decode::kKeptScanBytes: counted at those bounds, once per worker.
 void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
                          const std::vector<ViewPlanner>& planners, StageEnv& env) {
   if (o.seek_index_bytes > 0) {
@@ -295,6 +296,14 @@ void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
                     o.max_decode_bytes >> 20,
                     " (progressive JPEG coefficients, lossless WebP ARGB)"),
        {"max_decode_mb", "num_workers"}});
+  const int64_t file_bytes = static_cast<int64_t>(kKeptFileBytes);
+  const int64_t kept = file_bytes + decode::kKeptScanBytes;
+  env.memory.push_back(
+      {"decode buffers", "decode_kept", int64_t{env.num_workers} * kept,
+       absl::StrCat("num_workers ", env.num_workers, " × ", FormatBytes(kept),
+                    " kept by a thread (file bytes up to ", FormatBytes(file_bytes),
+                    ", JPEG scan copy up to ", FormatBytes(decode::kKeptScanBytes), ")"),
+       {"num_workers"}});
   if (planners.empty()) return;
   int64_t output_pixels = 0;
   for (const ViewPlanner& p : planners) {
