@@ -136,12 +136,18 @@ class DecodeStage : public SampleStage {
     // (about as large) are held while decoding.
     const int64_t need = size.bytes() + 2 * static_cast<int64_t>(encoded_bytes);
     if (need <= worker_memory_->bytes()) return absl::OkStatus();
+    // The message names both parts of `need`, so that the sum adds up for the reader.
+    const std::string parts =
+        absl::StrCat(" (", FormatBytes(size.bytes()), " of pixels, and 2 × the ",
+                     FormatBytes(static_cast<int64_t>(encoded_bytes)),
+                     " encoded file: its bytes and the decoder's copy of them)");
     return worker_memory_->Check(
         need, reason::kDecodeMemory,
         request == nullptr
-            ? absl::StrCat("decoding the whole ", info.width, "x", info.height, " image")
+            ? absl::StrCat("decoding the whole ", info.width, "x", info.height, " image",
+                           parts)
             : absl::StrCat("decoding ", size.width, "x", size.height, " pixels of a ",
-                           info.width, "x", info.height, " image"));
+                           info.width, "x", info.height, " image", parts));
   }
 
   std::unique_ptr<decode::Decoder> decoder_;
