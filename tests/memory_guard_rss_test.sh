@@ -23,6 +23,10 @@
 #      whose working images just fit a worker's share: the file's bytes and the JPEG
 #      scan's copy of them were kept through the transforms (1036 MiB peak at 6950², which
 #      no longer fits since the plan counts the 12 MiB of buffers a decode thread keeps).
+#   9. one worker, elastic_transform over the 13000x13000 JPEGs (the decode fits a
+#      worker's share): its draw made two float noise planes of the image's size, 1.3 GB,
+#      before the memory check (2282 MiB peak); now checked before the draw (op_memory),
+#      in a compose too.
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
 # skips are still checked.
 set -euo pipefail
@@ -148,4 +152,11 @@ WORKERS=1 run_case resize_pass "$TMP/pass" \
 WORKERS=1 run_case encoded_bytes "$TMP/dense" \
   "compose: {transforms: [{gaussian_blur: {kernel_size: 23, sigma: [0.1, 2.0]}}, {random_rotation: {degrees: 30}}]};resize: {size: [64, 64]};normalize: {}" \
   1 "" 0
-echo "memory_guard_rss_test: 9 passed, 0 failed"
+# 9. an op whose draw allocates by the image's size: checked before the draw.
+WORKERS=1 run_case elastic_draw "$TMP/huge" \
+  "elastic_transform: {alpha: 50.0, sigma: 5.0};resize: {size: [64, 64]};normalize: {}" \
+  1 op_memory 2
+WORKERS=1 run_case elastic_draw_in_compose "$TMP/huge" \
+  "compose: {transforms: [{elastic_transform: {alpha: 50.0, sigma: 5.0}}]};resize: {size: [64, 64]};normalize: {}" \
+  1 op_memory 2
+echo "memory_guard_rss_test: 11 passed, 0 failed"
