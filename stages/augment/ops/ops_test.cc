@@ -166,7 +166,9 @@ TEST(ViewProgramTest, RefusesOutOfRangeArguments) {
   EXPECT_TRUE(absl::StrContains(Refusal("random_resized_crop(size=64, p=abc)"),
                                 "p must be a number (the probability: 1 or more always "
                                 "applies, 0 or less never), got abc"));
-  EXPECT_TRUE(absl::StrContains(Refusal("normalize(std=0)"), "std must be > 0"));
+  EXPECT_TRUE(absl::StrContains(Refusal("normalize(std=0)"), "std must be non-zero"));
+  // A negative std is taken, as torchvision takes it.
+  EXPECT_EQ(Refusal("center_crop(size=8); normalize(std=[0.2, -0.2, 0.5])"), "accepted");
 }
 
 TEST(ViewProgramTest, RefusesAPixelOpAfterNormalize) {
