@@ -40,6 +40,7 @@ import math
 import numbers
 import struct
 import sys
+from collections.abc import Sequence
 
 __all__ = [
     "AugMix", "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ColorJitter", "Compose",
@@ -113,6 +114,9 @@ def _interpolation(cls, value, resize=False):
     """InterpolationMode (ours or torchvision's), its name, or a PIL filter constant ->
     the op's word. `resize`: a resize also takes BOX, HAMMING and LANCZOS (Pillow's
     filters; PIL's rotate and affine take none of them, as torchvision's PIL path)."""
+    if isinstance(value, (str, bytes)):  # torchvision: "should be a InterpolationMode".
+        raise TypeError(f"{cls}: interpolation should be an InterpolationMode, got "
+                        f"{_cut(repr(value))} (InterpolationMode.BILINEAR, not its name)")
     name = getattr(value, "value", value)
     if isinstance(name, numbers.Integral) and not isinstance(name, bool):
         name = _PIL_FILTERS.get(int(name), name)
@@ -154,6 +158,50 @@ def _size(value):
         return value
     value = list(value)
     return value[0] if len(value) == 1 else value
+
+
+def _resize_size(cls, value):
+    """Resize's size as torchvision 0.14 takes it: an int, or a sequence of 1 or 2 values
+    (it refuses a float, a str or a numpy int with a TypeError)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (int, Sequence)):
+        raise TypeError(f"{cls}: size should be int or sequence. Got {_cut(type(value))}")
+    if isinstance(value, Sequence) and len(value) not in (1, 2):
+        raise ValueError(f"{cls}: if size is a sequence, it should have 1 or 2 values, got "
+                         f"{_cut(list(value))}")
+    return _size(value)
+
+
+def _setup_size(cls, value):
+    """torchvision's _setup_size, the size of CenterCrop, RandomCrop, RandomResizedCrop,
+    FiveCrop and TenCrop: a number is int(number) (5.5 is 5), a sequence of 1 its value;
+    any other length is refused."""
+    if isinstance(value, numbers.Number):
+        return int(value)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{cls}: size should be an int or a sequence (h, w), got "
+                        f"{_cut(repr(value))}")
+    if len(value) not in (1, 2):
+        raise ValueError(f"{cls}: please provide only two dimensions (h, w) for size, got "
+                         f"{_cut(list(value))}")
+    return _size(value)
+
+
+def _not_text(cls, name, value):
+    """value unless it is a str or bytes: torchvision compares or computes with the number
+    (a TypeError for '128'), where the op text would read it as one."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{cls}: {name} must be a number, got {_cut(repr(value))}")
+    return value
+
+
+def _padding(cls, value):
+    """torchvision's padding: an int or a sequence of ints (a float or a str is its
+    TypeError, "Got inappropriate padding arg")."""
+    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    if not all(isinstance(v, int) for v in values):
+        raise TypeError(f"{cls}: padding must be an int or a sequence of ints, got "
+                        f"{_cut(repr(value))}")
+    return value
 
 
 def _seq(value):
@@ -262,6 +310,9 @@ class Transform:
     op = None  # The native op's name.
 
     def __init__(self, **args):
+        p = args.get("p")
+        if getattr(p, "ndim", None) == 0 and hasattr(p, "item"):
+            args["p"] = p.item()  # A 0-d tensor or numpy p: torch.rand(1) < p takes it.
         self._args = args
 
     # Whether torchvision's class draws `torch.rand(1) < p` before its parameters.
@@ -409,7 +460,7 @@ class Resize(Transform):
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
                  antialias=None):
         self._no_antialias = _antialias("Resize", antialias)
-        super().__init__(size=_size(size),
+        super().__init__(size=_resize_size("Resize", size),
                          interpolation=_interpolation("Resize", interpolation, resize=True),
                          max_size=max_size)
         if antialias:  # Float tensors' antialias path (PIL images always antialias).
@@ -420,7 +471,7 @@ class CenterCrop(Transform):
     op = "center_crop"
 
     def __init__(self, size):
-        super().__init__(size=_size(size))
+        super().__init__(size=_setup_size("CenterCrop", size))
 
     def __call__(self, img, *, generator=None):
         if _pil_fast(img):
@@ -452,7 +503,12 @@ class RandomResizedCrop(Transform):
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
         self._no_antialias = _antialias("RandomResizedCrop", antialias)
-        super().__init__(size=_size(size), scale=_seq(scale), ratio=_seq(ratio),
+        # torchvision reads scale[0], scale[1] (ratio's too): a longer list's rest is unused.
+        scale, ratio = _seq(scale), _seq(ratio)
+        scale = scale[:2] if isinstance(scale, list) and len(scale) > 2 else scale
+        ratio = ratio[:2] if isinstance(ratio, list) and len(ratio) > 2 else ratio
+        super().__init__(size=_setup_size("RandomResizedCrop", size), scale=scale,
+                         ratio=ratio,
                          interpolation=_interpolation("RandomResizedCrop", interpolation,
                                                       resize=True))
         if antialias:  # Float tensors' antialias path (PIL images always antialias).
@@ -506,7 +562,10 @@ class RandomCrop(Transform):
     op = "random_crop"
 
     def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
-        super().__init__(size=_size(size), padding=_seq(padding), pad_if_needed=pad_if_needed,
+        if padding is not None:
+            _padding("RandomCrop", padding)
+        super().__init__(size=_setup_size("RandomCrop", size), padding=_seq(padding),
+                         pad_if_needed=pad_if_needed,
                          fill=_seq(fill), padding_mode=padding_mode)
 
     @staticmethod
@@ -768,6 +827,7 @@ class GaussianBlur(Transform):
     op = "gaussian_blur"
 
     def __init__(self, kernel_size, sigma=(0.1, 2.0)):
+        _not_text("GaussianBlur", "sigma", sigma)  # A str is a sequence of its length there.
         super().__init__(kernel_size=_seq(kernel_size), sigma=_seq(sigma))
 
     @staticmethod
@@ -803,7 +863,7 @@ class RandomSolarize(Transform):
     _draws_p = True
 
     def __init__(self, threshold, p=0.5):
-        super().__init__(threshold=threshold, p=p)
+        super().__init__(threshold=_not_text("RandomSolarize", "threshold", threshold), p=p)
 
 
 class RandomPosterize(Transform):
@@ -811,7 +871,7 @@ class RandomPosterize(Transform):
     _draws_p = True
 
     def __init__(self, bits, p=0.5):
-        super().__init__(bits=bits, p=p)
+        super().__init__(bits=_not_text("RandomPosterize", "bits", bits), p=p)
 
 
 class RandomEqualize(Transform):
@@ -843,7 +903,8 @@ class RandomAdjustSharpness(Transform):
     _draws_p = True
 
     def __init__(self, sharpness_factor, p=0.5):
-        super().__init__(sharpness_factor=sharpness_factor, p=p)
+        super().__init__(sharpness_factor=_not_text("RandomAdjustSharpness", "sharpness_factor",
+                                                    sharpness_factor), p=p)
 
 
 # -- augment policies -------------------------------------------------------------------
@@ -875,6 +936,12 @@ class RandAugment(Transform):
 
     def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31,
                  interpolation=InterpolationMode.NEAREST, fill=None):
+        if isinstance(magnitude, numbers.Number) and not isinstance(magnitude, numbers.Integral):
+            # torchvision indexes magnitudes[magnitude]: an IndexError for 9.5.
+            raise TypeError(f"RandAugment: magnitude must be an int (an index into the "
+                            f"magnitude bins), got {_cut(repr(magnitude))}")
+        if isinstance(num_ops, numbers.Integral) and num_ops < 0:
+            num_ops = 0  # torchvision's range(num_ops): no op drawn, the image as it is.
         super().__init__(num_ops=num_ops, magnitude=magnitude,
                          num_magnitude_bins=num_magnitude_bins,
                          interpolation=_interpolation("RandAugment", interpolation),
@@ -900,7 +967,7 @@ class AutoAugment(Transform):
     def __init__(self, policy=AutoAugmentPolicy.IMAGENET,
                  interpolation=InterpolationMode.NEAREST, fill=None):
         name = getattr(policy, "value", policy)
-        if name not in ("imagenet", "cifar10", "svhn"):
+        if isinstance(policy, str) or name not in ("imagenet", "cifar10", "svhn"):
             _refuse(f"AutoAugment(policy={policy!r})")
         super().__init__(policy=name, interpolation=_interpolation("AutoAugment", interpolation),
                          fill=_seq(fill))
@@ -928,6 +995,8 @@ class AugMix(Transform):
                  interpolation=InterpolationMode.BILINEAR, fill=None):
         if not (1 <= severity <= 10):
             raise ValueError(f"The severity must be between [1, 10]. Got {severity} instead.")
+        if not isinstance(alpha, numbers.Real):  # float("x" * 10**6) quoted it whole.
+            raise TypeError(f"AugMix: alpha must be a number, got {_cut(repr(alpha))}")
         super().__init__(severity=severity, mixture_width=mixture_width,
                          chain_depth=chain_depth, alpha=float(alpha), all_ops=bool(all_ops),
                          interpolation=_interpolation("AugMix", interpolation),
@@ -966,10 +1035,10 @@ class ElasticTransform(Transform):
             if not isinstance(value, (float, list, tuple)):
                 raise TypeError(f"{name} should be float or a sequence of floats. "
                                 f"Got {type(value)}")
-            value = [value] if isinstance(value, float) else list(value)
-            if len(value) not in (1, 2):
+            if not isinstance(value, float) and len(value) != 2:
                 raise ValueError(f"If {name} is a sequence its length should be 2. "
                                  f"Got {len(value)}")
+            value = [value] if isinstance(value, float) else list(value)
             return [float(value[0]), float(value[-1])]
         if not isinstance(fill, (int, float)):
             raise TypeError(f"fill should be int or float. Got {type(fill)}")
@@ -1019,6 +1088,8 @@ class RandomErasing(Transform):
     op = "random_erasing"
 
     def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False):
+        if isinstance(p, (str, bytes)):  # torchvision's 0 <= p: a TypeError.
+            raise TypeError(f"RandomErasing: p must be a number in [0, 1], got {_cut(repr(p))}")
         if isinstance(p, numbers.Real) and (p < 0 or p > 1):  # torchvision's own check.
             raise ValueError(f"Random erasing probability should be between 0 and 1, got {p}")
         super().__init__(p=p, scale=_seq(scale), ratio=_seq(ratio), value=_seq(value),
@@ -1256,6 +1327,7 @@ class Pad(Transform):
         if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
             raise ValueError("Padding mode should be either constant, edge, reflect or "
                              "symmetric")
+        _padding("Pad", padding)
         super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
 
 
@@ -1269,7 +1341,7 @@ class FiveCrop(Transform):
     op = "five_crop"
 
     def __init__(self, size):
-        super().__init__(size=_size(size))
+        super().__init__(size=_setup_size("FiveCrop", size))
 
     def _eager(self, state, generator):
         state.replace(functional.five_crop(state.result(), self._args["size"]))
@@ -1281,7 +1353,7 @@ class TenCrop(Transform):
     op = "ten_crop"
 
     def __init__(self, size, vertical_flip=False):
-        super().__init__(size=_size(size), vertical_flip=bool(vertical_flip))
+        super().__init__(size=_setup_size("TenCrop", size), vertical_flip=bool(vertical_flip))
 
     def _eager(self, state, generator):
         state.replace(functional.ten_crop(state.result(), self._args["size"],

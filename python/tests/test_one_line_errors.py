@@ -278,3 +278,56 @@ def test_a_draw_on_a_list_of_images_is_a_type_error(make):
     with pytest.raises(TypeError) as raised:
         make()([1, 2, 3])
     assert "takes one image, got a list of 3" in one_line(raised)
+
+
+# Round 6: functional calls with a value torchvision refuses (a str, a float where it takes
+# an int, a list of the wrong length, an image of the wrong kind), each taken before or
+# refused as another exception type (ZeroDivisionError, AttributeError). Refused in one line.
+FUNCTIONAL_REFUSED = [
+    "F.affine(x, '0', [0, 0], 1, [0])", "F.affine(x, 0, [0, 0], 0, [0])",
+    "F.affine(x, 0, [0, 0], -1, [0])", "F.affine(x, 0, [0, 0], 1, [0, 0, 0])",
+    "F.affine(x, 0, [0], 1, [0])", "F.rotate(x, '30')", "F.crop(x, '0', 0, 5, 5)",
+    "F.gaussian_blur(x, [3])", "F.gaussian_blur(x, [3.0, 3])", "F.pad(x, 1.0)",
+    "F.solarize(x, '1')", "F.posterize(x, '4')", "F.resized_crop(x, 0, 0, 10, 10, (5, 6, 7))",
+    "F.ten_crop(x, (5, 6, 7))", "F.five_crop(x, [4, 5, 6])", "F.to_pil_image(x)",
+    "F.convert_image_dtype(x, torch.float16)",
+]
+
+
+@pytest.mark.parametrize("expr", FUNCTIONAL_REFUSED)
+def test_a_functional_call_torchvision_refuses_is_refused_in_one_line(expr):
+    import torch
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    x = Image.fromarray(np.random.default_rng(3).integers(0, 256, (30, 41, 3), np.uint8))
+    with pytest.raises(Exception):
+        eval(expr, {"F": TVF, "x": x, "torch": torch})  # noqa: S307 -- the test's own.
+    with pytest.raises((ValueError, TypeError)) as raised:
+        eval(expr, {"F": FF, "x": x, "torch": torch})  # noqa: S307
+    assert len(one_line(raised)) <= 300
+
+
+def test_round_6_values_in_messages_are_cut():
+    # Each quoted a 1 MB string or a 309-digit number whole.
+    import torch
+    import flowloader.transforms.functional as FF
+    img = Image.new("RGB", (41, 30))
+    for make in (lambda: T.AugMix(alpha="a" * 10**6),
+                 lambda: FF.erase(torch.zeros(3, 8, 8), "i" * 10**6, 0, 2, 2, 0),
+                 lambda: FF.five_crop(img, 1e308), lambda: T.TenCrop(1e308)(img),
+                 lambda: FF.crop(img, 1e308, 0, 5, 5),
+                 lambda: FF.resized_crop(img, 0, -1e308, 5, 5, 8),
+                 lambda: FF.convert_image_dtype(torch.zeros(3, 4, 4), "d" * 10**6)):
+        with pytest.raises((ValueError, TypeError)) as raised:
+            make()
+        assert len(one_line(raised)) <= 450
+
+
+def test_a_policy_on_a_float_tensor_is_refused_in_a_short_line():
+    # The list of every op float tensors take made this line ~580 characters long.
+    import torch
+    for policy in (T.AutoAugment(), T.RandAugment(), T.TrivialAugmentWide(), T.AugMix()):
+        with pytest.raises(TypeError) as raised:
+            policy(torch.rand(3, 8, 8))
+        message = one_line(raised)
+        assert len(message) <= 300 and "docs/python.md" in message, message
