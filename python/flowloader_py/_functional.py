@@ -194,8 +194,10 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
            fill=None):
     _T._center("rotate", center)
     _number("rotate", "angle", angle)
+    mode = _mode("rotate", interpolation)
+    _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     return _run(img, _text("random_rotation", degrees=0,
-                           interpolation=_mode("rotate", interpolation), expand=bool(expand),
+                           interpolation=mode, expand=bool(expand),
                            fill=0 if fill is None else fill), [angle], fill_none=fill is None)
 
 
@@ -219,8 +221,10 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
     if len(shear) != 2:
         raise ValueError(f"affine: shear should be a sequence containing two values, got "
                          f"{_T._cut(shear)}")
+    mode = _mode("affine", interpolation)
+    _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     return _run(img, _text("random_affine", degrees=0,
-                           interpolation=_mode("affine", interpolation),
+                           interpolation=mode,
                            fill=0 if fill is None else fill),
                 [angle, translate[0], translate[1], scale, shear[0], shear[1]],
                 fill_none=fill is None)
@@ -234,8 +238,10 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     if len(points) != 16:
         raise ValueError("perspective: startpoints and endpoints must be 4 [x, y] points each, "
                          f"got {startpoints!r} and {endpoints!r}")
+    mode = _mode("perspective", interpolation)
+    _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     return _run(img, _text("random_perspective", p=1,
-                           interpolation=_mode("perspective", interpolation),
+                           interpolation=mode,
                            fill=0 if fill is None else fill), points, fill_none=fill is None)
 
 

@@ -690,6 +690,7 @@ class RandomAffine(Transform):
         angle, (tx, ty), scale, (sx, sy) = self.get_params(
             degrees, self._args["translate"], self._args["scale"], shear, state.size(),
             generator=generator)
+        _tensor_grid(state.kind, self._args["interpolation"])
         return [angle, tx, ty, scale, sx, sy]
 
 
@@ -709,7 +710,9 @@ class RandomRotation(Transform):
         return float(_uniform(float(degrees[0]), float(degrees[1]), generator))
 
     def _draw(self, state, generator):
-        return [self.get_params(_symmetric(self._args["degrees"]), generator=generator)]
+        angle = self.get_params(_symmetric(self._args["degrees"]), generator=generator)
+        _tensor_grid(state.kind, self._args["interpolation"])
+        return [angle]
 
 
 class RandomPerspective(Transform):
@@ -739,7 +742,18 @@ class RandomPerspective(Transform):
     def _draw(self, state, generator):
         w, h = state.size()
         _, end = self.get_params(w, h, self._args["distortion_scale"], generator=generator)
+        _tensor_grid(state.kind, self._args["interpolation"])
         return [v for point in end for v in point]
+
+
+def _tensor_grid(kind, mode):
+    """torchvision's tensor rotate, affine and perspective take NEAREST and BILINEAR only
+    (_assert_grid_transform_inputs): another mode on a tensor is its ValueError, after the
+    draws (PIL images take BICUBIC)."""
+    if kind == "tensor" and mode not in ("nearest", "bilinear"):
+        raise ValueError(f"Interpolation mode '{mode}' is unsupported with Tensor input "
+                         "(torchvision's tensor rotate, affine and perspective take NEAREST "
+                         "and BILINEAR)")
 
 
 def _symmetric(value):
@@ -913,6 +927,7 @@ class RandomAdjustSharpness(Transform):
 _POLICY_OPS = 14
 _POLICY_UNSIGNED_OR_FLAT = {0, 10, 11, 12, 13}
 _POLICY_FLAT = {0, 12, 13}
+_POLICY_GEOMETRIC = {1, 2, 3, 4, 5}  # ShearX, ShearY, TranslateX, TranslateY, Rotate.
 class TrivialAugmentWide(Transform):
     op = "trivial_augment_wide"
 
@@ -928,6 +943,8 @@ class TrivialAugmentWide(Transform):
         bins = int(self._args["num_magnitude_bins"])
         bin_ = 0 if op in _POLICY_FLAT else _randint(0, bins, generator)
         negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
+        if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
+            _tensor_grid(state.kind, self._args["interpolation"])
         return [op, bin_, negate]
 
 
@@ -957,6 +974,8 @@ class RandAugment(Transform):
         for _ in range(int(self._args["num_ops"])):
             op = _randint(0, _POLICY_OPS, generator)
             negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
+            if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
+                _tensor_grid(state.kind, self._args["interpolation"])
             params += [op, level, negate, 1]
         return params
 

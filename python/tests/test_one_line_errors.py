@@ -331,3 +331,60 @@ def test_a_policy_on_a_float_tensor_is_refused_in_a_short_line():
             policy(torch.rand(3, 8, 8))
         message = one_line(raised)
         assert len(message) <= 300 and "docs/python.md" in message, message
+
+
+BICUBIC_ON_TENSORS = [
+    "T.RandomRotation(10, interpolation=I.BICUBIC)(x)",
+    "T.RandomAffine(10, interpolation=I.BICUBIC)(x)",
+    "T.RandomPerspective(p=1, interpolation=I.BICUBIC)(x)",
+    "F.rotate(x, 10.0, interpolation=I.BICUBIC)",
+    "F.affine(x, 10.0, [0, 0], 1.0, [0.0], interpolation=I.BICUBIC)",
+    "F.perspective(x, [[0, 0], [40, 0], [40, 29], [0, 29]], [[1, 1], [39, 0], [40, 29], "
+    "[0, 29]], interpolation=I.BICUBIC)",
+]
+
+
+@pytest.mark.parametrize("expr", BICUBIC_ON_TENSORS)
+def test_bicubic_on_a_tensor_is_refused_as_torchvision_refuses_it(expr):
+    # torchvision's tensor rotate, affine and perspective take NEAREST and BILINEAR only;
+    # flowloader's uint8 tensors (PIL's pixels) took BICUBIC. A PIL image takes it in both.
+    import torch
+    import torchvision.transforms as TV
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    pil = Image.fromarray(np.random.default_rng(3).integers(0, 256, (30, 41, 3), np.uint8))
+    tensor = torch.from_numpy(np.array(pil)).permute(2, 0, 1).contiguous()
+    for x in (pil, tensor):
+        spaces = [{"T": TV, "F": TVF, "I": TV.InterpolationMode, "x": x},
+                  {"T": T, "F": FF, "I": T.InterpolationMode, "x": x}]
+        if x is pil:
+            for space in spaces:
+                eval(expr, space)  # noqa: S307 -- the test's own expressions.
+            continue
+        for space in spaces:
+            with pytest.raises(ValueError, match="Interpolation mode 'bicubic' is unsupported "
+                                                 "with Tensor input") as raised:
+                eval(expr, space)  # noqa: S307
+            one_line(raised)
+
+
+@pytest.mark.parametrize("policy", ["TrivialAugmentWide", "RandAugment"])
+def test_a_policy_with_bicubic_on_a_tensor_fails_on_the_draws_torchvisions_fails_on(policy):
+    # Only a geometric sub-op (shear, translate, rotate) takes the interpolation.
+    import torch
+    import torchvision.transforms as TV
+    x = torch.from_numpy(np.random.default_rng(5).integers(0, 256, (3, 30, 41), np.uint8))
+    outcomes = []
+    for module in (TV, T):
+        failed = []
+        for seed in range(40):
+            torch.manual_seed(seed)
+            try:
+                getattr(module, policy)(interpolation=module.InterpolationMode.BICUBIC)(x)
+                failed.append(False)
+            except ValueError as e:
+                assert "Interpolation mode 'bicubic' is unsupported" in str(e)
+                failed.append(True)
+        outcomes.append(failed)
+    assert outcomes[0] == outcomes[1]
+    assert any(outcomes[0]) and not all(outcomes[0])
