@@ -79,6 +79,11 @@ def _two(fn, name, size):
     return size
 
 
+def _uint8_tensor(img):
+    """"tensor" for a uint8 tensor (float tensors' kernels check for themselves), else ""."""
+    return "tensor" if _eager._is_tensor(img) and not img.dtype.is_floating_point else ""
+
+
 def _mode(fn, interpolation, resize=False):
     return _T._interpolation(fn, interpolation, resize)
 
@@ -88,8 +93,10 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
     if _T._antialias("resize", antialias):
         _no_antialias(img)
     aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
+    mode = _mode("resize", interpolation, True)
+    _T._tensor_resize(_uint8_tensor(img), mode)
     return _run(img, _text("resize", size=_T._size(size),
-                           interpolation=_mode("resize", interpolation, True),
+                           interpolation=mode,
                            max_size=max_size, **aa))
 
 
@@ -116,8 +123,10 @@ def resized_crop(img, top, left, height, width, size,
     else:
         h, w = _T._hw(size)
     aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
+    mode = _mode("resized_crop", interpolation, True)
+    _T._tensor_resize(_uint8_tensor(img), mode)
     return _run(img, _text("random_resized_crop", size=[h, w],
-                           interpolation=_mode("resized_crop", interpolation, True), **aa),
+                           interpolation=mode, **aa),
                 [top, left, height, width], box=[top, left, height, width])
 
 
@@ -125,9 +134,12 @@ def crop(img, top, left, height, width):
     """The box (top, left, height, width); zeros where it lies outside the image, as
     torchvision pads."""
     w, h = get_image_size(img)
+    tensor = _eager._is_tensor(img)
     for name, value in (("top", top), ("left", left), ("height", height), ("width", width)):
-        if not isinstance(value, numbers.Real):  # A str: torchvision's TypeError too.
-            raise TypeError(f"crop: {name} must be a number, got {_T._cut(repr(value))}")
+        # A str: torchvision's TypeError too; a float on a tensor: its slice's TypeError.
+        if not isinstance(value, numbers.Integral if tensor else numbers.Real):
+            raise TypeError(f"crop: {name} must be {'an int' if tensor else 'a number'}, got "
+                            f"{_T._cut(repr(value))}")
     top, left, height, width = int(top), int(left), int(height), int(width)
     pad = [max(0, -left), max(0, -top), max(0, left + width - w), max(0, top + height - h)]
     if max(pad) > 16384:  # The pad the native op takes; named here as the user wrote it.
@@ -155,6 +167,10 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     if len(p) not in (1, 2, 4):
         raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a "
                          f"{len(p)} element tuple")
+    kind = _uint8_tensor(img)
+    _T._tensor_pad(kind, *get_image_size(img), p, padding_mode)
+    if padding_mode == "constant":
+        _T._tensor_fill(kind, fill)
     return _run(img, _text("pad", padding=[int(v) for v in p], fill=fill,
                            padding_mode=padding_mode))
 
@@ -323,6 +339,7 @@ def gaussian_blur(img, kernel_size, sigma=None):
                          f"2, got {len(ks)}")
     if not all(isinstance(k, int) for k in ks):
         raise TypeError(f"gaussian_blur: kernel_size should be integers, got {_T._cut(ks)}")
+    _T._tensor_blur(*get_image_size(img), ks)
     if sigma is None:  # torchvision's default: from the kernel size.
         sigma = [ksize * 0.15 + 0.35 for ksize in ks]
     sigma = [sigma, sigma] if isinstance(sigma, numbers.Number) else list(sigma)
@@ -337,11 +354,13 @@ def gaussian_blur(img, kernel_size, sigma=None):
 
 def solarize(img, threshold):
     _T._not_text("solarize", "threshold", threshold)
+    _T._solarize_bound(_uint8_tensor(img), threshold)
     return _run(img, _text("random_solarize", threshold=threshold, p=1))
 
 
 def posterize(img, bits):
     _T._not_text("posterize", "bits", bits)
+    _T._pil_bits("pil" if _eager._is_pil(img) else "", bits)
     return _run(img, _text("random_posterize", bits=bits, p=1))
 
 

@@ -466,6 +466,10 @@ class Resize(Transform):
         if antialias:  # Float tensors' antialias path (PIL images always antialias).
             self._args["antialias"] = True
 
+    def _draw(self, state, generator):
+        _tensor_resize(_uint8_tensor(state), self._args["interpolation"])
+        return []
+
 
 class CenterCrop(Transform):
     op = "center_crop"
@@ -548,7 +552,9 @@ class RandomResizedCrop(Transform):
 
     def _draw(self, state, generator):
         w, h = state.size()
-        return list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
+        box = list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
+        _tensor_resize(_uint8_tensor(state), self._args["interpolation"])
+        return box
 
     def _eager(self, state, generator):
         op = self._native()  # Checks the arguments before the draw reads them.
@@ -606,6 +612,18 @@ class RandomCrop(Transform):
 
     def _eager(self, state, generator):
         op = self._native()  # Checks the arguments before the draw reads them.
+        w, h = state.size()
+        mode, kind = self._args["padding_mode"], _uint8_tensor(state)
+        _tensor_pad(kind, w, h, self._args["padding"], mode)
+        if self._args["padding"] is not None and mode == "constant":
+            _tensor_fill(kind, self._args["fill"])
+        if self._args["pad_if_needed"] and kind == "tensor":  # forward's second pad.
+            pad = self._args["padding"]
+            p = [0] if pad is None else [pad] if isinstance(pad, numbers.Number) else pad
+            p = p * 4 if len(p) == 1 else [p[0], p[1], p[0], p[1]] if len(p) == 2 else p
+            pw, ph = w + int(p[0]) + int(p[2]), h + int(p[1]) + int(p[3])
+            th, tw = _hw(self._args["size"])
+            _tensor_pad(kind, pw, ph, [max(0, tw - pw), max(0, th - ph)], mode)
         params = self._draw(state, generator)
         no_pad = self._args["padding"] in (None, 0, [0], [0, 0], [0, 0, 0, 0])
         state.native(op, params,
@@ -756,6 +774,74 @@ def _tensor_grid(kind, mode):
                          "and BILINEAR)")
 
 
+def _tensor_pad(kind, w, h, padding, mode):
+    """torchvision's tensor pad: reflect needs each side's padding below the image's size
+    on that axis (torch's reflection pad), symmetric at most that size (its own index
+    gather); a PIL image (numpy's pad) takes any. A wider one on a tensor is refused, as
+    torchvision's fails (RuntimeError, IndexError)."""
+    if kind != "tensor" or mode not in ("reflect", "symmetric") or padding is None:
+        return
+    p = [padding] if isinstance(padding, numbers.Number) else list(padding)
+    p = p * 4 if len(p) == 1 else [p[0], p[1], p[0], p[1]] if len(p) == 2 else p
+    x, y = max(int(p[0]), int(p[2])), max(int(p[1]), int(p[3]))
+    limit_w, limit_h = (w - 1, h - 1) if mode == "reflect" else (w, h)
+    if x > limit_w or y > limit_h:
+        raise ValueError(f"padding {_cut(list(p))} in {mode} mode is wider than the {w}x{h} "
+                         f"tensor image: torchvision's tensor pad takes at most {limit_w} "
+                         f"a side horizontally and {limit_h} vertically")
+
+
+def _uint8_tensor(state):
+    """state.kind, "float" for a float tensor: float tensors run torchvision's tensor
+    kernels in _float.py, which make these checks themselves; uint8 tensors ("tensor")
+    take PIL's pixels, so the checks torchvision makes on tensors are made here."""
+    return "float" if state.kind == "tensor" and state.is_float else state.kind
+
+
+def _tensor_resize(kind, mode):
+    """torchvision's tensor resize is torch's interpolate: BOX, HAMMING and LANCZOS (PIL's
+    filters, which PIL images take) are its NotImplementedError on a tensor."""
+    if kind == "tensor" and mode in _RESIZE_ONLY:
+        raise ValueError(f"interpolation {mode.upper()} is unsupported with Tensor input: "
+                         "torchvision resizes tensors with NEAREST, BILINEAR or BICUBIC "
+                         "(PIL images take it)")
+
+
+def _tensor_fill(kind, fill):
+    """torchvision's tensor pad takes one number as fill (TypeError "Got inappropriate fill
+    arg" for a sequence); a PIL image takes a colour."""
+    if kind == "tensor" and not isinstance(fill, (int, float)):
+        raise TypeError(f"Got inappropriate fill arg {_cut(repr(fill))}: torchvision's tensor "
+                        "pad takes one number")
+
+
+def _solarize_bound(kind, threshold):
+    """torchvision's uint8 tensor solarize: a threshold above 255 is its TypeError; a PIL
+    image takes any (float tensors: _float.py)."""
+    if kind == "tensor" and isinstance(threshold, numbers.Real) and threshold > 255:
+        raise TypeError(f"Threshold should be less than bound of img: {_cut(threshold)} > "
+                        "255")
+
+
+def _pil_bits(kind, bits):
+    """PIL's posterize takes an int number of bits (its `~` of a float is a TypeError);
+    tensors take a float."""
+    if kind == "pil" and not isinstance(bits, numbers.Integral):
+        raise TypeError(f"posterize: bits must be an int on a PIL image, got "
+                        f"{_cut(repr(bits))}")
+
+
+def _tensor_blur(w, h, kernel_size):
+    """torchvision's gaussian_blur pads by half the kernel in reflect mode (PIL images too,
+    as tensors): a kernel whose half is not below the image's side is its RuntimeError."""
+    kx, ky = (kernel_size, kernel_size) if isinstance(kernel_size, numbers.Number) else (
+        (kernel_size[0], kernel_size[0]) if len(kernel_size) == 1 else kernel_size[:2])
+    if int(kx) // 2 >= w or int(ky) // 2 >= h:
+        raise ValueError(f"gaussian_blur: kernel_size {_cut([kx, ky])} is too large for a "
+                         f"{w}x{h} image (torchvision's reflect padding of half the kernel "
+                         "must be smaller than the image): lower kernel_size")
+
+
 def _symmetric(value):
     """torchvision's degrees/shear: a number d is [-d, d]; a sequence its two values."""
     if isinstance(value, numbers.Number):
@@ -853,7 +939,9 @@ class GaussianBlur(Transform):
         sigma = self._args["sigma"]
         lo, hi = (sigma, sigma) if isinstance(sigma, numbers.Number) else (
             (sigma[0], sigma[0]) if len(sigma) == 1 else sigma)
-        return [self.get_params(float(lo), float(hi), generator=generator)]
+        drawn = self.get_params(float(lo), float(hi), generator=generator)
+        _tensor_blur(*state.size(), self._args["kernel_size"])
+        return [drawn]
 
 
 class PILGaussianBlur(Transform):
@@ -879,6 +967,10 @@ class RandomSolarize(Transform):
     def __init__(self, threshold, p=0.5):
         super().__init__(threshold=_not_text("RandomSolarize", "threshold", threshold), p=p)
 
+    def _draw(self, state, generator):  # After the coin, as torchvision's F call.
+        _solarize_bound(_uint8_tensor(state), self._args["threshold"])
+        return []
+
 
 class RandomPosterize(Transform):
     op = "random_posterize"
@@ -886,6 +978,10 @@ class RandomPosterize(Transform):
 
     def __init__(self, bits, p=0.5):
         super().__init__(bits=_not_text("RandomPosterize", "bits", bits), p=p)
+
+    def _draw(self, state, generator):  # After the coin, as torchvision's F call.
+        _pil_bits(state.kind, self._args["bits"])
+        return []
 
 
 class RandomEqualize(Transform):
@@ -1348,6 +1444,13 @@ class Pad(Transform):
                              "symmetric")
         _padding("Pad", padding)
         super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
+
+    def _eager(self, state, generator):
+        kind = _uint8_tensor(state)
+        _tensor_pad(kind, *state.size(), self._args["padding"], self._args["padding_mode"])
+        if self._args["padding_mode"] == "constant":
+            _tensor_fill(kind, self._args["fill"])
+        super()._eager(state, generator)
 
 
 class FiveCrop(Transform):

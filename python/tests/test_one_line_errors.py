@@ -388,3 +388,62 @@ def test_a_policy_with_bicubic_on_a_tensor_fails_on_the_draws_torchvisions_fails
         outcomes.append(failed)
     assert outcomes[0] == outcomes[1]
     assert any(outcomes[0]) and not all(outcomes[0])
+
+
+# What torchvision refuses on one kind of image only: its tensor pad (reflect wider than
+# the image, symmetric past it, a colour fill), tensor solarize (a threshold over 255),
+# tensor resize (PIL's BOX, HAMMING, LANCZOS), tensor crop (a float box); on both kinds
+# a blur kernel whose half is not below the image's side; on PIL a float number of bits.
+# flowloader's uint8 tensors take PIL's pixels and took all of these.
+KIND_REFUSED = [
+    "T.Pad(100, padding_mode='reflect')(u8)", "T.Pad(31, padding_mode='symmetric')(u8)",
+    "T.Pad(1, fill=[1, 2, 3])(u8)", "T.RandomCrop(5, padding=100, padding_mode='reflect')(u8)",
+    "T.RandomCrop(100, pad_if_needed=True, padding_mode='reflect')(u8)",
+    "F.pad(u8, 50, padding_mode='reflect')", "F.pad(u8, [1, 2], fill=(1, 2, 3))",
+    "F.solarize(u8, 300)", "T.RandomSolarize(256, p=1)(u8)",
+    "F.resize(u8, 5, interpolation=I.BOX)", "T.Resize(5, interpolation=I.LANCZOS)(u8)",
+    "T.RandomResizedCrop(5, interpolation=I.HAMMING)(u8)", "F.crop(u8, 0.5, 0, 5, 5)",
+    "T.GaussianBlur(101)(u8)", "T.GaussianBlur(101)(pil)", "F.gaussian_blur(pil, [99, 99])",
+    "T.RandomPosterize(4.0, p=1)(pil)", "F.posterize(pil, 3.0)",
+]
+# The same values on the other kind: taken by both.
+KIND_TAKEN = [
+    "T.Pad(100, padding_mode='reflect')(pil)", "T.Pad(1, fill=[1, 2, 3])(pil)",
+    "T.Pad(30, padding_mode='symmetric')(u8)", "T.Pad(29, padding_mode='reflect')(u8)",
+    "F.solarize(pil, 300)", "F.solarize(u8, 255)", "T.Resize(5, interpolation=I.LANCZOS)(pil)",
+    "F.crop(pil, 0.5, 0, 5, 5)", "F.posterize(u8, 3.0)", "T.GaussianBlur(59)(pil)",
+]
+
+
+def _kind_space(module_t, module_f):
+    import torch
+    pil = Image.fromarray(np.random.default_rng(3).integers(0, 256, (30, 41, 3), np.uint8))
+    u8 = torch.from_numpy(np.array(pil)).permute(2, 0, 1).contiguous()
+    return {"T": module_t, "F": module_f, "I": module_t.InterpolationMode, "pil": pil,
+            "u8": u8}
+
+
+@pytest.mark.parametrize("expr", KIND_REFUSED)
+def test_what_torchvision_refuses_on_one_kind_of_image_is_refused_there(expr):
+    import torch
+    import torchvision.transforms as TV
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    torch.manual_seed(0)
+    with pytest.raises(Exception):
+        eval(expr, _kind_space(TV, TVF))  # noqa: S307 -- the test's own expressions.
+    torch.manual_seed(0)
+    with pytest.raises((ValueError, TypeError)) as raised:
+        eval(expr, _kind_space(T, FF))  # noqa: S307
+    assert len(one_line(raised)) <= 300
+
+
+@pytest.mark.parametrize("expr", KIND_TAKEN)
+def test_the_same_values_on_the_other_kind_are_taken_by_both(expr):
+    import torch
+    import torchvision.transforms as TV
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    for module_t, module_f in ((TV, TVF), (T, FF)):
+        torch.manual_seed(0)
+        eval(expr, _kind_space(module_t, module_f))  # noqa: S307
