@@ -570,6 +570,10 @@ class RandomCrop(Transform):
     def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
         if padding is not None:
             _padding("RandomCrop", padding)
+        elif not pad_if_needed:
+            # Never padded: torchvision never reads fill or padding_mode (a 'wrap' or a
+            # fill of two values is taken), so neither is checked.
+            fill, padding_mode = 0, "constant"
         super().__init__(size=_setup_size("RandomCrop", size), padding=_seq(padding),
                          pad_if_needed=pad_if_needed,
                          fill=_seq(fill), padding_mode=padding_mode)

@@ -71,6 +71,8 @@ PIL_CASES = [
     "T.RandAugment(-1)", "T.RandomResizedCrop(16, scale=(0.5, 1.0, 7), ratio=(1, 2, 0))",
     # p a 0-d tensor: torch.rand(1) < p takes it.
     "T.RandomHorizontalFlip(torch.tensor(0.7))", "T.RandomGrayscale(np.float32(0.6))",
+    # Never padded: fill and padding_mode are not read.
+    "T.RandomCrop(16, padding_mode='wrap')", "T.RandomCrop(16, fill=(1, 2))",
 ]
 # Cases on float tensors (after ToTensor).
 TENSOR_CASES = [
