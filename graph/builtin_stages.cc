@@ -56,9 +56,10 @@ decode::RegionRequest UnionRequest(const std::vector<augment::CropPlan>& plans) 
 
 // kKeptFileBytes is the largest file-bytes buffer a decode thread keeps as its spare once
 // the sample is decoded: a larger one (a 24 MB photo's) is freed, not kept resident beside
-// the transforms and every later sample outside the memory plan (spares of decoded pixels
-// are kept up to kKeptSpareBytes, 64 MiB).
-constexpr size_t kKeptFileBytes = size_t{4} << 20;
+// the transforms and every later sample (spares of decoded pixels are kept up to
+// kKeptSpareBytes, 64 MiB). Counted in the memory plan once per worker, with the JPEG
+// scan's copy (decode::kKeptScanBytes), so small: 1 MiB holds nearly all web photos.
+constexpr size_t kKeptFileBytes = size_t{1} << 20;
 
 // DecodeStage decodes once per sample. When augment branches read its image, it plans
 // every branch's crop from the header first and decodes only what they need together.

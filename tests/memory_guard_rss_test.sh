@@ -22,7 +22,7 @@
 #   8. one worker, a blur and a rotate in a compose over a 6880x6880 photo of ~24 MB,
 #      whose working images just fit a worker's share: the file's bytes and the JPEG
 #      scan's copy of them were kept through the transforms (1036 MiB peak at 6950², which
-#      no longer fits since the plan counts the 12 MiB of buffers a decode thread keeps).
+#      no longer fits since the plan counts the buffers a decode thread keeps).
 #   9. one worker, elastic_transform over the 13000x13000 JPEGs (the decode fits a
 #      worker's share): its draw made two float noise planes of the image's size, 1.3 GB,
 #      before the memory check (2282 MiB peak); now checked before the draw (op_memory),

@@ -72,9 +72,9 @@ TEST_F(MemoryPlanTest, PlanIsInTheStatsWithItsParts) {
   EXPECT_EQ(plan["decode_scratch_bytes"], 2 * (2 * 2 * 16 * 16 * 3));  // 2 workers.
   // decode's per-decode codec budget (max_decode_mb 8), once per worker.
   EXPECT_EQ(plan["decode_codec_bytes"], 2 * (8 << 20));
-  // What each decode thread keeps between samples: a file's bytes up to 4 MiB and a
-  // JPEG's scan copy up to 8 MiB, once per worker.
-  EXPECT_EQ(plan["decode_kept_bytes"], 2 * (12 << 20));
+  // What each decode thread keeps between samples: a file's bytes up to 1 MiB and a
+  // JPEG's scan copy up to 1 MiB, once per worker.
+  EXPECT_EQ(plan["decode_kept_bytes"], 2 * (2 << 20));
   EXPECT_EQ(plan["batch_labels_bytes"], 3 * 4 * 8);  // int64 labels in each buffer.
   EXPECT_EQ(plan["total_bytes"], plan["batch_pool_bytes"] + plan["batch_labels_bytes"] +
                                      plan["seek_index_bytes"] + plan["decode_codec_bytes"] +
@@ -100,9 +100,9 @@ TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
 // far below 257 MiB.
 TEST_F(MemoryPlanTest, TheSeekIndexIsPlannedFromTheDatasetsSize) {
   PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
-  // Codec memory 2 × 8 MiB + kept buffers 2 × 12 MiB + pool 36 KiB + seek index 80 KiB
+  // Codec memory 2 × 8 MiB + kept buffers 2 × 2 MiB + pool 36 KiB + seek index 80 KiB
   // + scratch 6 KiB.
-  o.memory_limit_mb = 41;
+  o.memory_limit_mb = 21;
   absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_NE(plan->Describe().find("seek index 80.0 KiB (10 files × 8.0 KiB, within decode "

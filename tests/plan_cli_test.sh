@@ -24,9 +24,9 @@ grep -qE '^  decode scratch +96\.0 KiB  num_workers 2 × 48\.0 KiB decoded pixel
   fail "no decode scratch line: $(cat "$TMP/plan.txt")"
 grep -qE '^  codec memory +16\.0 MiB  num_workers 2 × decode max_decode_mb 8 \(progressive JPEG coefficients, lossless WebP ARGB\)$' "$TMP/plan.txt" ||
   fail "no codec memory line: $(cat "$TMP/plan.txt")"
-grep -qE '^  decode buffers +24\.0 MiB  num_workers 2 × 12\.0 MiB kept by a thread \(file bytes up to 4\.0 MiB, JPEG scan copy up to 8\.0 MiB\)$' "$TMP/plan.txt" ||
+grep -qE '^  decode buffers +4\.0 MiB  num_workers 2 × 2\.0 MiB kept by a thread \(file bytes up to 1\.0 MiB, JPEG scan copy up to 1\.0 MiB\)$' "$TMP/plan.txt" ||
   fail "no decode buffers line: $(cat "$TMP/plan.txt")"
-grep -qE '^  total +41\.5 MiB  of .* available \(.*\): fits$' "$TMP/plan.txt" ||
+grep -qE '^  total +21\.5 MiB  of .* available \(.*\): fits$' "$TMP/plan.txt" ||
   fail "no total line: $(cat "$TMP/plan.txt")"
 ! grep -q "device batches" "$TMP/plan.txt" || fail "a device part without a device"
 
