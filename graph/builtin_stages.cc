@@ -56,9 +56,10 @@ decode::RegionRequest UnionRequest(const std::vector<augment::CropPlan>& plans) 
 
 // kKeptFileBytes is the largest file-bytes buffer a decode thread keeps as its spare once
 // the sample is decoded: a larger one (a 24 MB photo's) is freed, not kept resident beside
-// the transforms and every later sample outside the memory plan (spares of decoded pixels
-// are kept up to kKeptSpareBytes, 64 MiB).
-constexpr size_t kKeptFileBytes = size_t{4} << 20;
+// the transforms and every later sample (spares of decoded pixels are kept up to
+// kKeptSpareBytes, 64 MiB). Counted in the memory plan once per worker, with the JPEG
+// scan's copy (decode::kKeptScanBytes), so small: 1 MiB holds nearly all web photos.
+constexpr size_t kKeptFileBytes = size_t{1} << 20;
 
 // DecodeStage decodes once per sample. When augment branches read its image, it plans
 // every branch's crop from the header first and decodes only what they need together.
@@ -136,12 +137,18 @@ class DecodeStage : public SampleStage {
     // (about as large) are held while decoding.
     const int64_t need = size.bytes() + 2 * static_cast<int64_t>(encoded_bytes);
     if (need <= worker_memory_->bytes()) return absl::OkStatus();
+    // The message names both parts of `need`, so that the sum adds up for the reader.
+    const std::string parts =
+        absl::StrCat(" (", FormatBytes(size.bytes()), " of pixels, and 2 × the ",
+                     FormatBytes(static_cast<int64_t>(encoded_bytes)),
+                     " encoded file: its bytes and the decoder's copy of them)");
     return worker_memory_->Check(
         need, reason::kDecodeMemory,
         request == nullptr
-            ? absl::StrCat("decoding the whole ", info.width, "x", info.height, " image")
+            ? absl::StrCat("decoding the whole ", info.width, "x", info.height, " image",
+                           parts)
             : absl::StrCat("decoding ", size.width, "x", size.height, " pixels of a ",
-                           info.width, "x", info.height, " image"));
+                           info.width, "x", info.height, " image", parts));
   }
 
   std::unique_ptr<decode::Decoder> decoder_;
@@ -273,8 +280,9 @@ int64_t SeekIndexFiles(const StageEnv& env) {
 // bytes a worker. With several views the decode covers the union of their crops at the
 // finest scale: counted as each view's bound times the number of views (an estimate: the
 // box between the crops is decoded too). Without a crop planner (full decodes) the size
-// depends on the images, so nothing is counted; nor is the file-bytes spare, about one
-// compressed file a worker.
+// depends on the images, so nothing is counted for them. Each thread also keeps, between
+// samples, the largest file-bytes buffer up to kKeptFileBytes and a JPEG's scan copy up
+// to decode::kKeptScanBytes: counted at those bounds, once per worker.
 void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
                          const std::vector<ViewPlanner>& planners, StageEnv& env) {
   if (o.seek_index_bytes > 0) {
@@ -295,6 +303,14 @@ void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
                     o.max_decode_bytes >> 20,
                     " (progressive JPEG coefficients, lossless WebP ARGB)"),
        {"max_decode_mb", "num_workers"}});
+  const int64_t file_bytes = static_cast<int64_t>(kKeptFileBytes);
+  const int64_t kept = file_bytes + decode::kKeptScanBytes;
+  env.memory.push_back(
+      {"decode buffers", "decode_kept", int64_t{env.num_workers} * kept,
+       absl::StrCat("num_workers ", env.num_workers, " × ", FormatBytes(kept),
+                    " kept by a thread (file bytes up to ", FormatBytes(file_bytes),
+                    ", JPEG scan copy up to ", FormatBytes(decode::kKeptScanBytes), ")"),
+       {"num_workers"}});
   if (planners.empty()) return;
   int64_t output_pixels = 0;
   for (const ViewPlanner& p : planners) {

@@ -25,6 +25,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "graph/stage.h"
@@ -48,6 +49,10 @@
 
 namespace flowloader {
 namespace {
+
+// The largest times the flags take: finite, and far above any real use.
+constexpr double kHourMs = 3600.0 * 1000;
+constexpr double kDaySeconds = 24 * 3600.0;
 
 using cli::CommandDef;
 using cli::FlagDef;
@@ -93,9 +98,10 @@ std::vector<CommandDef> Commands() {
        "write every delivered sample to FILE as tab-separated epoch, batch, key, label"},
       {"trace_out", "", "write a Chrome/Perfetto trace of per-stage spans to FILE"},
       {"trace_spans", "200000", "--trace_out keeps the first N spans of the run; > 0"},
-      {"report_every", "0", "print a diagnosis every N seconds (0 = only at the end); >= 0"},
-      {"consumer_ms", "0", "simulate a training step: sleep this long per batch; >= 0"},
-      {"linger_seconds", "0", "keep serving metrics this long after the run; >= 0"},
+      {"report_every", "0",
+       "print a diagnosis every N seconds (0 = only at the end); 0 to 86400"},
+      {"consumer_ms", "0", "simulate a training step: sleep this long per batch; 0 to 3600000"},
+      {"linger_seconds", "0", "keep serving metrics this long after the run; 0 to 86400"},
       {"progress", "true", "show a live progress line", true},
       {"verbose", "false", "also log details, such as why there is no CUDA device", true},
   };
@@ -208,11 +214,13 @@ class FlagReader {
     }
     return "";
   }
-  absl::Status Double(const std::string& name, double min, double* out) const {
+  // Double reads a number in [min, max]: finite (--consumer_ms=1e999 read as inf slept
+  // for ever, --time_budget=inf tuned for ever).
+  absl::Status Double(const std::string& name, double min, double max, double* out) const {
     const std::string text = Text(name);
-    if (!absl::SimpleAtod(text, out) || !(*out >= min)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", name, " must be a number >= ", min, ", got '", text, "'"));
+    if (!absl::SimpleAtod(text, out) || !(*out >= min && *out <= max)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--%s must be a number in [%.10g, %.10g], got '%s'", name, min, max, text));
     }
     return absl::OkStatus();
   }
@@ -333,9 +341,9 @@ int Run(const CommandDef& command, const ParsedFlags& parsed, absl::Time process
   c.trace_out = flags.Text("trace_out");
   int64_t spans = 0;
   absl::Status s = flags.Int("trace_spans", 1, int64_t{1} << 32, &spans);
-  if (s.ok()) s = flags.Double("report_every", 0, &c.report_every_seconds);
-  if (s.ok()) s = flags.Double("consumer_ms", 0, &c.consumer_ms);
-  if (s.ok()) s = flags.Double("linger_seconds", 0, &c.linger_seconds);
+  if (s.ok()) s = flags.Double("report_every", 0, kDaySeconds, &c.report_every_seconds);
+  if (s.ok()) s = flags.Double("consumer_ms", 0, kHourMs, &c.consumer_ms);
+  if (s.ok()) s = flags.Double("linger_seconds", 0, kDaySeconds, &c.linger_seconds);
   if (s.ok()) s = flags.Bool("progress", &c.progress);
   bool verbose = false;
   if (s.ok()) s = flags.Bool("verbose", &verbose);
@@ -383,9 +391,9 @@ int TuneFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   o.ram_budget_bytes = o.pipeline.ram_budget_bytes;
   absl::Status s = IntList("batch_sizes", flags.Text("batch_sizes"), &o.batch_sizes);
   if (s.ok()) s = IntList("prefetch_choices", flags.Text("prefetch_choices"), &o.prefetch_choices);
-  if (s.ok()) s = flags.Double("consumer_ms", 0, &o.consumer_ms);
-  if (s.ok()) s = flags.Double("time_budget", 0.001, &o.time_budget_seconds);
-  if (s.ok()) s = flags.Double("trial_seconds", 0, &o.trial_seconds);
+  if (s.ok()) s = flags.Double("consumer_ms", 0, kHourMs, &o.consumer_ms);
+  if (s.ok()) s = flags.Double("time_budget", 0.001, 7 * kDaySeconds, &o.time_budget_seconds);
+  if (s.ok()) s = flags.Double("trial_seconds", 0, kDaySeconds, &o.trial_seconds);
   if (s.ok()) s = flags.Bool("grid", &o.grid);
   if (!s.ok()) return Fail(std::string(s.message()));
   return TuneCommand(o, flags.Text("out"));
@@ -404,7 +412,7 @@ absl::Status ReadShapeSetFlags(const FlagReader& flags, ShapeSetOptions& o, int*
   if (s.ok()) s = flags.Int("max_instances", 1, 9, &shapes);
   if (s.ok()) s = flags.Int("quality", 1, 100, &quality);
   if (s.ok()) s = flags.Int("seed", 0, std::numeric_limits<int64_t>::max(), &seed);
-  if (s.ok()) s = flags.Double("noise", 0, &o.noise);
+  if (s.ok()) s = flags.Double("noise", 0, 1e6, &o.noise);
   if (s.ok()) s = flags.Bool("overwrite", &o.overwrite);
   if (!s.ok()) return s;
   o.images = static_cast<int>(images);
@@ -467,7 +475,7 @@ int MakeDataset(const CommandDef& command, const ParsedFlags& parsed) {
   if (s.ok()) s = flags.Int("max_short_side", min_side, 65000, &max_side);
   if (s.ok()) s = flags.Int("quality", 1, 100, &quality);
   if (s.ok()) s = flags.Int("seed", 0, std::numeric_limits<int64_t>::max(), &seed);
-  if (s.ok()) s = flags.Double("noise", 0, &o.noise);
+  if (s.ok()) s = flags.Double("noise", 0, 1e6, &o.noise);
   if (s.ok()) s = flags.Bool("overwrite", &o.overwrite);
   if (!s.ok()) return Fail(std::string(s.message()));
   o.classes = static_cast<int>(classes);

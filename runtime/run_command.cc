@@ -10,6 +10,7 @@
 #include <cstring>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -281,8 +282,18 @@ class LiveOutput {
 
 // ConsumeBatches takes every batch from `pipeline` until it is done or fails, as a
 // training loop would: writes the row files, sleeps the simulated step, prints progress.
+// ConsumerSleep is --consumer_ms's simulated training step, cut short by a signal (it may
+// be minutes long; Ctrl-C ends a run within a second).
+void ConsumerSleep(double ms, const std::function<bool()>& signalled) {
+  const absl::Time until = absl::Now() + absl::Milliseconds(ms);
+  for (absl::Time now = absl::Now(); now < until && !signalled(); now = absl::Now()) {
+    absl::SleepFor(std::min(until - now, absl::Milliseconds(50)));
+  }
+}
+
 Consumed ConsumeBatches(const RunConfig& config, Pipeline& pipeline, absl::Time start,
-                        RowFiles* files, LiveOutput* live) {
+                        RowFiles* files, LiveOutput* live,
+                        const std::function<bool()>& signalled) {
   Consumed consumed;
   while (true) {
     std::shared_ptr<const Batch> batch;
@@ -301,7 +312,7 @@ Consumed ConsumeBatches(const RunConfig& config, Pipeline& pipeline, absl::Time 
       consumed.startup_seconds = absl::ToDoubleSeconds(now - start);
     }
     WriteRows(*batch, pipeline, files);
-    if (config.consumer_ms > 0) absl::SleepFor(absl::Milliseconds(config.consumer_ms));
+    if (config.consumer_ms > 0) ConsumerSleep(config.consumer_ms, signalled);
     batch.reset();
     live->AfterBatch(pipeline, consumed, absl::Now());
   }
@@ -417,7 +428,8 @@ int RunCommand(const RunConfig& config) {
 
   signals.OnSignal([p = pipeline.get()] { p->Stop(); });
   LiveOutput live(config, start);
-  Consumed consumed = ConsumeBatches(config, *pipeline, start, &files, &live);
+  Consumed consumed = ConsumeBatches(config, *pipeline, start, &files, &live,
+                                     [&signals] { return signals.received() != 0; });
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   if (pipeline->done()) consumed.epochs_done = config.pipeline.epochs;
   if (config.progress && live.tty()) std::fprintf(stderr, "\n");

@@ -75,9 +75,16 @@ PYEOF
 R=(run --data="$DATA" --metrics_address= --progress=false --image_size=32)
 expect 2 "^flowloader: --out is a flag of flowloader make-dataset, not of flowloader run$" "${R[@]}" --out=x
 expect 2 "unknown flag --batchsize for flowloader run (did you mean --batch_size?)" "${R[@]}" --batchsize=3
-expect 2 "^flowloader: --consumer_ms must be a number >= 0, got '-1'$" "${R[@]}" --consumer_ms=-1
-expect 2 "^flowloader: --report_every must be a number >= 0" "${R[@]}" --report_every=-1
-expect 2 "^flowloader: --linger_seconds must be a number >= 0" "${R[@]}" --linger_seconds=-5
+expect 2 "^flowloader: --consumer_ms must be a number in \[0, 3600000\], got '-1'$" "${R[@]}" \
+  --consumer_ms=-1
+expect 2 "^flowloader: --report_every must be a number in \[0, 86400\]" "${R[@]}" --report_every=-1
+expect 2 "^flowloader: --linger_seconds must be a number in \[0, 86400\]" "${R[@]}" \
+  --linger_seconds=-5
+# Finite: 1e999 and inf were read as inf, a sleep without end (the run hung).
+expect 2 "^flowloader: --consumer_ms must be a number in \[0, 3600000\], got '1e999'$" \
+  "${R[@]}" --consumer_ms=1e999
+expect 2 "^flowloader: --linger_seconds must be a number in \[0, 86400\], got 'inf'$" \
+  "${R[@]}" --linger_seconds=inf
 expect 2 "^flowloader: --trace_spans must be an integer in \[1," "${R[@]}" --trace_out="$TMP/t.json" --trace_spans=-3
 expect 2 "^flowloader: --shuffle must be true or false, got 'yes'$" "${R[@]}" --shuffle=yes
 expect 2 "^flowloader: --summary_json=$TMP/no/such/dir/s.json: cannot create it in" "${R[@]}" \
@@ -144,6 +151,22 @@ set +e; wait $PID; rc=$?; set -e
 CURSOR=$("$PY" -c "import json; c=json.load(open('$TMP/part1.json'))['checkpoint']; print('%d:%d' % (c['epoch'], c['batch']))")
 grep -q "interrupted at checkpoint $CURSOR: resume with --resume=$CURSOR" "$TMP/part1.out" ||
   fail "no checkpoint line: $(cat "$TMP/part1.out")"
+# A long simulated training step ends at Ctrl-C, not when it would have (it slept its
+# whole --consumer_ms first: ten minutes here).
+"$FLOWLOADER" "${R[@]}" --epochs=1 --batch_size=5 --consumer_ms=600000 \
+  --samples_out="$TMP/long.tsv" >"$TMP/long.out" 2>&1 &
+PID=$!
+for _ in $(seq 1 600); do
+  [ -f "$TMP/long.tsv" ] && [ "$(wc -l <"$TMP/long.tsv")" -gt 1 ] && break
+  sleep 0.01
+done
+sent=$(date +%s.%N)
+kill -INT $PID 2>/dev/null || true
+set +e; wait $PID; rc=$?; set -e
+took=$("$PY" -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$sent" "$(date +%s.%N)")
+[ $rc -eq 130 ] || fail "a run in a long consumer step exited $rc after SIGINT, want 130"
+"$PY" -c "import sys; assert float(sys.argv[1]) < 5, sys.argv[1]" "$took" ||
+  fail "a run in a long consumer step took ${took}s to end after SIGINT"
 "$FLOWLOADER" "${R[@]}" --epochs=2 --batch_size=5 --seed=3 --resume="$CURSOR" \
   --samples_out="$TMP/part2.tsv" >/dev/null 2>&1 || fail "resumed run exited $?"
 "$PY" - "$TMP/full.tsv" "$TMP/part1.tsv" "$TMP/part2.tsv" <<'PYEOF'

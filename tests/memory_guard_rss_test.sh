@@ -19,9 +19,14 @@
 #   7. one worker, pad then resize to 8192 of an 8000x8000 photo: the resize's
 #      horizontal pass (8192 wide, 12000 rows) beside its input and output (op_memory;
 #      the small photo is delivered).
-#   8. one worker, a blur and a rotate in a compose over a 6950x6950 photo of ~24 MB,
+#   8. one worker, a blur and a rotate in a compose over a 6880x6880 photo of ~24 MB,
 #      whose working images just fit a worker's share: the file's bytes and the JPEG
-#      scan's copy of them were kept through the transforms (1036 MiB peak).
+#      scan's copy of them were kept through the transforms (1036 MiB peak at 6950², which
+#      no longer fits since the plan counts the buffers a decode thread keeps).
+#   9. one worker, elastic_transform over the 13000x13000 JPEGs (the decode fits a
+#      worker's share): its draw made two float noise planes of the image's size, 1.3 GB,
+#      before the memory check (2282 MiB peak); now checked before the draw (op_memory),
+#      in a compose too.
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
 # skips are still checked.
 set -euo pipefail
@@ -63,8 +68,8 @@ photo(640, 480).save(f"{root}/pass/c/small.jpg", quality=85)
 photo(8000, 8000).save(f"{root}/pass/c/large.jpg", quality=85)
 # Noisy rows and columns: a file of ~24 MB for 48 Mpx (a flat one is under 1 MB).
 os.makedirs(f"{root}/dense/c", exist_ok=True)
-a = np.asarray(photo(6950, 6950)).copy()
-a += np.random.default_rng(0).integers(0, 40, size=(6950, 1, 1), dtype=np.uint8)
+a = np.asarray(photo(6880, 6880)).copy()
+a += np.random.default_rng(0).integers(0, 40, size=(6880, 1, 1), dtype=np.uint8)
 a[:, ::13] ^= 0x55
 Image.fromarray(a).save(f"{root}/dense/c/dense.jpg", quality=90)
 PYEOF
@@ -147,4 +152,11 @@ WORKERS=1 run_case resize_pass "$TMP/pass" \
 WORKERS=1 run_case encoded_bytes "$TMP/dense" \
   "compose: {transforms: [{gaussian_blur: {kernel_size: 23, sigma: [0.1, 2.0]}}, {random_rotation: {degrees: 30}}]};resize: {size: [64, 64]};normalize: {}" \
   1 "" 0
-echo "memory_guard_rss_test: 9 passed, 0 failed"
+# 9. an op whose draw allocates by the image's size: checked before the draw.
+WORKERS=1 run_case elastic_draw "$TMP/huge" \
+  "elastic_transform: {alpha: 50.0, sigma: 5.0};resize: {size: [64, 64]};normalize: {}" \
+  1 op_memory 2
+WORKERS=1 run_case elastic_draw_in_compose "$TMP/huge" \
+  "compose: {transforms: [{elastic_transform: {alpha: 50.0, sigma: 5.0}}]};resize: {size: [64, 64]};normalize: {}" \
+  1 op_memory 2
+echo "memory_guard_rss_test: 11 passed, 0 failed"

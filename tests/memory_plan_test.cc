@@ -2,15 +2,18 @@
 // pool holds at most an epoch's samples per buffer, and a plan above the memory the
 // pipeline may use is refused in one line naming the bytes and the knobs.
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "graph/graph_builder.h"
 #include "gtest/gtest.h"
 #include "runtime/pipeline.h"
 #include "runtime/tune.h"
+#include "stages/core/memory_plan.h"
 #include "stages/core/resources.h"
 #include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/test_data.h"
@@ -69,10 +72,13 @@ TEST_F(MemoryPlanTest, PlanIsInTheStatsWithItsParts) {
   EXPECT_EQ(plan["decode_scratch_bytes"], 2 * (2 * 2 * 16 * 16 * 3));  // 2 workers.
   // decode's per-decode codec budget (max_decode_mb 8), once per worker.
   EXPECT_EQ(plan["decode_codec_bytes"], 2 * (8 << 20));
+  // What each decode thread keeps between samples: a file's bytes up to 1 MiB and a
+  // JPEG's scan copy up to 1 MiB, once per worker.
+  EXPECT_EQ(plan["decode_kept_bytes"], 2 * (2 << 20));
   EXPECT_EQ(plan["batch_labels_bytes"], 3 * 4 * 8);  // int64 labels in each buffer.
   EXPECT_EQ(plan["total_bytes"], plan["batch_pool_bytes"] + plan["batch_labels_bytes"] +
                                      plan["seek_index_bytes"] + plan["decode_codec_bytes"] +
-                                     plan["decode_scratch_bytes"]);
+                                     plan["decode_kept_bytes"] + plan["decode_scratch_bytes"]);
   EXPECT_GT(plan["available_bytes"], 0);  // MemAvailable is always readable on Linux.
 }
 
@@ -94,8 +100,9 @@ TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
 // far below 257 MiB.
 TEST_F(MemoryPlanTest, TheSeekIndexIsPlannedFromTheDatasetsSize) {
   PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
-  // Codec memory 2 × 16 MiB + pool 36 KiB + seek index 80 KiB + scratch 6 KiB.
-  o.memory_limit_mb = 33;
+  // Codec memory 2 × 8 MiB + kept buffers 2 × 2 MiB + pool 36 KiB + seek index 80 KiB
+  // + scratch 6 KiB.
+  o.memory_limit_mb = 21;
   absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_NE(plan->Describe().find("seek index 80.0 KiB (10 files × 8.0 KiB, within decode "
@@ -237,6 +244,45 @@ TEST_F(MemoryPlanTest, AnOpImageOverAWorkersShareIsSkippedAsOpMemory) {
   EXPECT_TRUE(out.status.ok()) << out.status;
   EXPECT_TRUE(out.skipped.empty());
   EXPECT_EQ(out.keys.size(), static_cast<size_t>(kImages));
+}
+
+// A whole decode over a worker's share is skipped as decode_memory, and the message
+// names both parts of what it would hold: the pixels and 2 × the encoded file (its bytes
+// and the decoder's copy), so that the sum it states adds up.
+TEST_F(MemoryPlanTest, ADecodeMemorySkipNamesTheEncodedBytesItCounts) {
+  const std::string data = TempDirForTest("memory_plan_decode_");
+  std::filesystem::create_directories(data + "/a");
+  testing::WriteFile(data + "/a/big.jpg", testing::ValidJpeg(4000, 3000));  // 34.3 MiB.
+  GraphBuilder graph;
+  graph.Add("read");
+  graph.Add("decode");
+  graph.Add("transforms").Option(
+      "ops", "random_rotation(degrees=[30, 30], expand=true); resize(size=[16, 16]); "
+             "normalize()");
+  absl::StatusOr<std::vector<StageSpec>> stages = graph.Build();
+  ASSERT_TRUE(stages.ok()) << stages.status();
+  PipelineOptions o = SmallCpuOptions(data, 1, nullptr);
+  o.stages = *stages;
+  o.num_workers = 1;
+  o.prefetch_batches = 1;
+  absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // Just the unplanned 48 MiB beyond the plan: the worker's share is its 32 MiB minimum.
+  o.memory_limit_mb = ((plan->total_bytes() + (int64_t{48} << 20)) >> 20) + 1;
+  testing::LogCapture log;
+  absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+  EXPECT_EQ(Drain(pipeline->get()).samples, 0);
+  const StageStats* decode = (*pipeline)->stats()->Stage("decode");
+  ASSERT_NE(decode, nullptr);
+  EXPECT_EQ(decode->Errors(), (std::map<std::string, uint64_t>{{"decode_memory", 1}}));
+  const int64_t file_bytes = static_cast<int64_t>(testing::ReadFile(data + "/a/big.jpg").size());
+  EXPECT_EQ(log.LinesNaming(absl::StrCat("decoding the whole 4000x3000 image (34.3 MiB of "
+                                         "pixels, and 2 × the ",
+                                         FormatBytes(file_bytes),
+                                         " encoded file: its bytes and the decoder's copy of "
+                                         "them) needs ")),
+            1);
 }
 
 // With a fixed prefetch_batches, a plan over its budget even without the seek index runs

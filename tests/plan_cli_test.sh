@@ -24,7 +24,9 @@ grep -qE '^  decode scratch +96\.0 KiB  num_workers 2 × 48\.0 KiB decoded pixel
   fail "no decode scratch line: $(cat "$TMP/plan.txt")"
 grep -qE '^  codec memory +16\.0 MiB  num_workers 2 × decode max_decode_mb 8 \(progressive JPEG coefficients, lossless WebP ARGB\)$' "$TMP/plan.txt" ||
   fail "no codec memory line: $(cat "$TMP/plan.txt")"
-grep -qE '^  total +17\.5 MiB  of .* available \(.*\): fits$' "$TMP/plan.txt" ||
+grep -qE '^  decode buffers +4\.0 MiB  num_workers 2 × 2\.0 MiB kept by a thread \(file bytes up to 1\.0 MiB, JPEG scan copy up to 1\.0 MiB\)$' "$TMP/plan.txt" ||
+  fail "no decode buffers line: $(cat "$TMP/plan.txt")"
+grep -qE '^  total +21\.5 MiB  of .* available \(.*\): fits$' "$TMP/plan.txt" ||
   fail "no total line: $(cat "$TMP/plan.txt")"
 ! grep -q "device batches" "$TMP/plan.txt" || fail "a device part without a device"
 
@@ -40,7 +42,7 @@ assert text.count("\n") == 1, "not one line: %r" % text
 p = json.loads(text)
 items = p["items"]
 assert list(items) == ["batch_pool", "batch_labels", "seek_index", "decode_codec",
-                       "decode_scratch"], list(items)
+                       "decode_kept", "decode_scratch"], list(items)
 pool = items["batch_pool"]
 assert pool == {"bytes": 5 * 4 * 3 * 64 * 64 * 4,
                 "formula": "prefetch 5 × batch 4 × 3×64² float32",

@@ -63,6 +63,27 @@ def _no_antialias(img):
     _T._warn_antialias("pil" if _eager._is_pil(img) else "uint8")
 
 
+def _number(fn, name, value):
+    """value when it is an int or a float (torchvision: "Argument angle should be int or
+    float"), else that TypeError in one line."""
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"{fn}: {name} should be int or float, got {_T._cut(repr(value))}")
+    return value
+
+
+def _two(fn, name, size):
+    """A size of 1 or 2 values (torchvision's ValueError for any other length)."""
+    if isinstance(size, (list, tuple)) and len(size) not in (1, 2):
+        raise ValueError(f"{fn}: {name} must be an int or a 1 or 2 element tuple/list, not "
+                         f"a {len(size)} element tuple/list")
+    return size
+
+
+def _uint8_tensor(img):
+    """"tensor" for a uint8 tensor (float tensors' kernels check for themselves), else ""."""
+    return "tensor" if _eager._is_tensor(img) and not img.dtype.is_floating_point else ""
+
+
 def _mode(fn, interpolation, resize=False):
     return _T._interpolation(fn, interpolation, resize)
 
@@ -72,14 +93,17 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
     if _T._antialias("resize", antialias):
         _no_antialias(img)
     aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
+    mode = _mode("resize", interpolation, True)
+    _T._tensor_resize(_uint8_tensor(img), mode)
     return _run(img, _text("resize", size=_T._size(size),
-                           interpolation=_mode("resize", interpolation, True),
+                           interpolation=mode,
                            max_size=max_size, **aa))
 
 
 def resized_crop(img, top, left, height, width, size,
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
     no_antialias = _T._antialias("resized_crop", antialias)
+    _two("resized_crop", "size", size)
     top, left, height, width = int(top), int(left), int(height), int(width)
     if height < 1 or width < 1:
         raise ValueError(f"resized_crop: the box's height and width must be at least 1, got "
@@ -99,8 +123,10 @@ def resized_crop(img, top, left, height, width, size,
     else:
         h, w = _T._hw(size)
     aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
+    mode = _mode("resized_crop", interpolation, True)
+    _T._tensor_resize(_uint8_tensor(img), mode)
     return _run(img, _text("random_resized_crop", size=[h, w],
-                           interpolation=_mode("resized_crop", interpolation, True), **aa),
+                           interpolation=mode, **aa),
                 [top, left, height, width], box=[top, left, height, width])
 
 
@@ -108,12 +134,21 @@ def crop(img, top, left, height, width):
     """The box (top, left, height, width); zeros where it lies outside the image, as
     torchvision pads."""
     w, h = get_image_size(img)
+    tensor = _eager._is_tensor(img)
+    for name, value in (("top", top), ("left", left), ("height", height), ("width", width)):
+        # A str: torchvision's TypeError too; a float on a tensor: its slice's TypeError.
+        if not isinstance(value, numbers.Integral if tensor else numbers.Real):
+            raise TypeError(f"crop: {name} must be {'an int' if tensor else 'a number'}, got "
+                            f"{_T._cut(repr(value))}")
     top, left, height, width = int(top), int(left), int(height), int(width)
     pad = [max(0, -left), max(0, -top), max(0, left + width - w), max(0, top + height - h)]
     if max(pad) > 16384:  # The pad the native op takes; named here as the user wrote it.
-        raise ValueError(f"flowloader.transforms: crop(top={top}, left={left}, height={height}, "
-                         f"width={width}) of a {w}x{h} image reaches {max(pad)} pixels past "
-                         "its edge, over 16384: give a box within 16384 pixels of the image")
+        box = _T._cut(f"top={top}, left={left}, height={height}, width={width}")
+        # A huge distance (1e308 as an int) is not quoted.
+        past = (f"{max(pad)} pixels past its edge, over 16384" if max(pad) < 10**9
+                else "more than 16384 pixels past its edge")
+        raise ValueError(f"flowloader.transforms: crop({box}) of a {w}x{h} image reaches "
+                         f"{past}: give a box within 16384 pixels of the image")
     text = _text("random_crop", size=[height, width],
                  padding=pad if any(pad) else None)
     params = [top + pad[1], left + pad[0], height, width]
@@ -127,22 +162,30 @@ def center_crop(img, output_size):
 def pad(img, padding, fill=0, padding_mode="constant"):
     """torchvision's pad: padding an int, [left/right, top/bottom] or [l, t, r, b]; modes
     constant, edge, reflect, symmetric (the native pad op)."""
+    _T._padding("pad", padding)
     p = [padding] if isinstance(padding, numbers.Number) else list(padding)
     if len(p) not in (1, 2, 4):
         raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a "
                          f"{len(p)} element tuple")
+    kind = _uint8_tensor(img)
+    _T._tensor_pad(kind, *get_image_size(img), p, padding_mode)
+    if padding_mode == "constant":
+        _T._tensor_fill(kind, fill)
     return _run(img, _text("pad", padding=[int(v) for v in p], fill=fill,
                            padding_mode=padding_mode))
 
 
 def five_crop(img, size):
     """(top-left, top-right, bottom-left, bottom-right, centre) crops of size [h, w]."""
+    if not isinstance(size, numbers.Number) and len(size) not in (1, 2):
+        raise ValueError(f"five_crop: please provide only two dimensions (h, w) for size, "
+                         f"got {_T._cut(list(size))}")
     crop_h, crop_w = _T._hw(size if isinstance(size, numbers.Number) or len(size) != 1
                             else size[0])
     image_w, image_h = get_image_size(img)
     if crop_w > image_w or crop_h > image_h:
-        raise ValueError(f"Requested crop size {(crop_h, crop_w)} is bigger than input size "
-                         f"{(image_h, image_w)}")
+        raise ValueError(f"Requested crop size {_T._cut((crop_h, crop_w))} is bigger than "
+                         f"input size {(image_h, image_w)}")
     tl = crop(img, 0, 0, crop_h, crop_w)
     tr = crop(img, 0, image_w - crop_w, crop_h, crop_w)
     bl = crop(img, image_h - crop_h, 0, crop_h, crop_w)
@@ -166,19 +209,38 @@ def vflip(img):
 def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, center=None,
            fill=None):
     _T._center("rotate", center)
+    _number("rotate", "angle", angle)
+    mode = _mode("rotate", interpolation)
+    _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     return _run(img, _text("random_rotation", degrees=0,
-                           interpolation=_mode("rotate", interpolation), expand=bool(expand),
+                           interpolation=mode, expand=bool(expand),
                            fill=0 if fill is None else fill), [angle], fill_none=fill is None)
 
 
 def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST,
            fill=None, center=None):
     _T._center("affine", center)
+    # torchvision's checks, in its order.
+    _number("affine", "angle", angle)
+    if not isinstance(translate, (list, tuple)) or len(translate) != 2:
+        raise ValueError(f"affine: translate should be a sequence of length 2, got "
+                         f"{_T._cut(repr(translate))}")
+    _number("affine", "scale", scale)
+    if scale <= 0.0:
+        raise ValueError(f"affine: scale should be positive, got {scale}")
+    if not isinstance(shear, (numbers.Number, list, tuple)):
+        raise TypeError(f"affine: shear should be either a single value or a sequence of two "
+                        f"values, got {_T._cut(repr(shear))}")
     shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
     if len(shear) == 1:
         shear = [shear[0], shear[0]]
+    if len(shear) != 2:
+        raise ValueError(f"affine: shear should be a sequence containing two values, got "
+                         f"{_T._cut(shear)}")
+    mode = _mode("affine", interpolation)
+    _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     return _run(img, _text("random_affine", degrees=0,
-                           interpolation=_mode("affine", interpolation),
+                           interpolation=mode,
                            fill=0 if fill is None else fill),
                 [angle, translate[0], translate[1], scale, shear[0], shear[1]],
                 fill_none=fill is None)
@@ -192,8 +254,10 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     if len(points) != 16:
         raise ValueError("perspective: startpoints and endpoints must be 4 [x, y] points each, "
                          f"got {startpoints!r} and {endpoints!r}")
+    mode = _mode("perspective", interpolation)
+    _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     return _run(img, _text("random_perspective", p=1,
-                           interpolation=_mode("perspective", interpolation),
+                           interpolation=mode,
                            fill=0 if fill is None else fill), points, fill_none=fill is None)
 
 
@@ -266,7 +330,16 @@ def to_grayscale(img, num_output_channels=1):
 
 
 def gaussian_blur(img, kernel_size, sigma=None):
+    if not isinstance(kernel_size, (int, list, tuple)):
+        raise TypeError(f"gaussian_blur: kernel_size should be int or a sequence of integers, "
+                        f"got {_T._cut(repr(kernel_size))}")
     ks = [kernel_size, kernel_size] if isinstance(kernel_size, int) else list(kernel_size)
+    if len(ks) != 2:
+        raise ValueError(f"gaussian_blur: if kernel_size is a sequence its length should be "
+                         f"2, got {len(ks)}")
+    if not all(isinstance(k, int) for k in ks):
+        raise TypeError(f"gaussian_blur: kernel_size should be integers, got {_T._cut(ks)}")
+    _T._tensor_blur(*get_image_size(img), ks)
     if sigma is None:  # torchvision's default: from the kernel size.
         sigma = [ksize * 0.15 + 0.35 for ksize in ks]
     sigma = [sigma, sigma] if isinstance(sigma, numbers.Number) else list(sigma)
@@ -280,10 +353,14 @@ def gaussian_blur(img, kernel_size, sigma=None):
 
 
 def solarize(img, threshold):
+    _T._not_text("solarize", "threshold", threshold)
+    _T._solarize_bound(_uint8_tensor(img), threshold)
     return _run(img, _text("random_solarize", threshold=threshold, p=1))
 
 
 def posterize(img, bits):
+    _T._not_text("posterize", "bits", bits)
+    _T._pil_bits("pil" if _eager._is_pil(img) else "", bits)
     return _run(img, _text("random_posterize", bits=bits, p=1))
 
 
@@ -302,6 +379,9 @@ def invert(img):
 # -- tensors -------------------------------------------------------------------------------
 def erase(img, i, j, h, w, v, inplace=False):
     """The box set to v (a number, or one value per channel) on a float tensor."""
+    for name, value in (("i", i), ("j", j), ("h", h), ("w", w)):
+        if not isinstance(value, numbers.Real):
+            raise TypeError(f"erase: {name} must be an int, got {_T._cut(repr(value))}")
     value = v.flatten().tolist() if hasattr(v, "flatten") else v
     if isinstance(value, list) and len(value) not in (1, 3):
         raise ValueError(f"flowloader's erase takes v as one value or one per channel, got "
@@ -333,6 +413,9 @@ def pil_to_tensor(pic):
 
 def convert_image_dtype(image, dtype=None):
     import torch
+    if not isinstance(image, torch.Tensor):
+        raise TypeError(f"convert_image_dtype: input img should be a Tensor Image, got "
+                        f"{type(image).__name__}")
     dtype = torch.float if dtype is None else dtype
     if dtype == torch.float32:
         return _T.ConvertImageDtype(dtype)(image)
@@ -343,7 +426,7 @@ def convert_image_dtype(image, dtype=None):
     if dtype == image.dtype:
         return image
     raise TypeError(f"flowloader's convert_image_dtype converts between uint8 and float32, "
-                    f"got {image.dtype} -> {dtype}")
+                    f"got {image.dtype} -> {_T._cut(dtype)}")
 
 
 def to_pil_image(pic, mode=None):
@@ -351,6 +434,9 @@ def to_pil_image(pic, mode=None):
     or HWC array with 1 or 3 channels, as a PIL image (L or RGB)."""
     import numpy as np
     from PIL import Image
+    if not (_eager._is_tensor(pic) or isinstance(pic, np.ndarray)):
+        raise TypeError(f"to_pil_image: pic should be Tensor or ndarray, got "
+                        f"{type(pic).__name__}")
     if _eager._is_tensor(pic):
         if pic.ndim not in (2, 3):
             raise ValueError(f"pic should be 2/3 dimensional. Got {pic.ndim} dimensions.")

@@ -40,6 +40,7 @@ import math
 import numbers
 import struct
 import sys
+from collections.abc import Sequence
 
 __all__ = [
     "AugMix", "AutoAugment", "AutoAugmentPolicy", "CenterCrop", "ColorJitter", "Compose",
@@ -113,6 +114,9 @@ def _interpolation(cls, value, resize=False):
     """InterpolationMode (ours or torchvision's), its name, or a PIL filter constant ->
     the op's word. `resize`: a resize also takes BOX, HAMMING and LANCZOS (Pillow's
     filters; PIL's rotate and affine take none of them, as torchvision's PIL path)."""
+    if isinstance(value, (str, bytes)):  # torchvision: "should be a InterpolationMode".
+        raise TypeError(f"{cls}: interpolation should be an InterpolationMode, got "
+                        f"{_cut(repr(value))} (InterpolationMode.BILINEAR, not its name)")
     name = getattr(value, "value", value)
     if isinstance(name, numbers.Integral) and not isinstance(name, bool):
         name = _PIL_FILTERS.get(int(name), name)
@@ -154,6 +158,50 @@ def _size(value):
         return value
     value = list(value)
     return value[0] if len(value) == 1 else value
+
+
+def _resize_size(cls, value):
+    """Resize's size as torchvision 0.14 takes it: an int, or a sequence of 1 or 2 values
+    (it refuses a float, a str or a numpy int with a TypeError)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (int, Sequence)):
+        raise TypeError(f"{cls}: size should be int or sequence. Got {_cut(type(value))}")
+    if isinstance(value, Sequence) and len(value) not in (1, 2):
+        raise ValueError(f"{cls}: if size is a sequence, it should have 1 or 2 values, got "
+                         f"{_cut(list(value))}")
+    return _size(value)
+
+
+def _setup_size(cls, value):
+    """torchvision's _setup_size, the size of CenterCrop, RandomCrop, RandomResizedCrop,
+    FiveCrop and TenCrop: a number is int(number) (5.5 is 5), a sequence of 1 its value;
+    any other length is refused."""
+    if isinstance(value, numbers.Number):
+        return int(value)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{cls}: size should be an int or a sequence (h, w), got "
+                        f"{_cut(repr(value))}")
+    if len(value) not in (1, 2):
+        raise ValueError(f"{cls}: please provide only two dimensions (h, w) for size, got "
+                         f"{_cut(list(value))}")
+    return _size(value)
+
+
+def _not_text(cls, name, value):
+    """value unless it is a str or bytes: torchvision compares or computes with the number
+    (a TypeError for '128'), where the op text would read it as one."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{cls}: {name} must be a number, got {_cut(repr(value))}")
+    return value
+
+
+def _padding(cls, value):
+    """torchvision's padding: an int or a sequence of ints (a float or a str is its
+    TypeError, "Got inappropriate padding arg")."""
+    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    if not all(isinstance(v, int) for v in values):
+        raise TypeError(f"{cls}: padding must be an int or a sequence of ints, got "
+                        f"{_cut(repr(value))}")
+    return value
 
 
 def _seq(value):
@@ -262,6 +310,9 @@ class Transform:
     op = None  # The native op's name.
 
     def __init__(self, **args):
+        p = args.get("p")
+        if getattr(p, "ndim", None) == 0 and hasattr(p, "item"):
+            args["p"] = p.item()  # A 0-d tensor or numpy p: torch.rand(1) < p takes it.
         self._args = args
 
     # Whether torchvision's class draws `torch.rand(1) < p` before its parameters.
@@ -409,18 +460,22 @@ class Resize(Transform):
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
                  antialias=None):
         self._no_antialias = _antialias("Resize", antialias)
-        super().__init__(size=_size(size),
+        super().__init__(size=_resize_size("Resize", size),
                          interpolation=_interpolation("Resize", interpolation, resize=True),
                          max_size=max_size)
         if antialias:  # Float tensors' antialias path (PIL images always antialias).
             self._args["antialias"] = True
+
+    def _draw(self, state, generator):
+        _tensor_resize(_uint8_tensor(state), self._args["interpolation"])
+        return []
 
 
 class CenterCrop(Transform):
     op = "center_crop"
 
     def __init__(self, size):
-        super().__init__(size=_size(size))
+        super().__init__(size=_setup_size("CenterCrop", size))
 
     def __call__(self, img, *, generator=None):
         if _pil_fast(img):
@@ -452,7 +507,12 @@ class RandomResizedCrop(Transform):
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
         self._no_antialias = _antialias("RandomResizedCrop", antialias)
-        super().__init__(size=_size(size), scale=_seq(scale), ratio=_seq(ratio),
+        # torchvision reads scale[0], scale[1] (ratio's too): a longer list's rest is unused.
+        scale, ratio = _seq(scale), _seq(ratio)
+        scale = scale[:2] if isinstance(scale, list) and len(scale) > 2 else scale
+        ratio = ratio[:2] if isinstance(ratio, list) and len(ratio) > 2 else ratio
+        super().__init__(size=_setup_size("RandomResizedCrop", size), scale=scale,
+                         ratio=ratio,
                          interpolation=_interpolation("RandomResizedCrop", interpolation,
                                                       resize=True))
         if antialias:  # Float tensors' antialias path (PIL images always antialias).
@@ -492,7 +552,9 @@ class RandomResizedCrop(Transform):
 
     def _draw(self, state, generator):
         w, h = state.size()
-        return list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
+        box = list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
+        _tensor_resize(_uint8_tensor(state), self._args["interpolation"])
+        return box
 
     def _eager(self, state, generator):
         op = self._native()  # Checks the arguments before the draw reads them.
@@ -506,7 +568,14 @@ class RandomCrop(Transform):
     op = "random_crop"
 
     def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
-        super().__init__(size=_size(size), padding=_seq(padding), pad_if_needed=pad_if_needed,
+        if padding is not None:
+            _padding("RandomCrop", padding)
+        elif not pad_if_needed:
+            # Never padded: torchvision never reads fill or padding_mode (a 'wrap' or a
+            # fill of two values is taken), so neither is checked.
+            fill, padding_mode = 0, "constant"
+        super().__init__(size=_setup_size("RandomCrop", size), padding=_seq(padding),
+                         pad_if_needed=pad_if_needed,
                          fill=_seq(fill), padding_mode=padding_mode)
 
     @staticmethod
@@ -547,6 +616,18 @@ class RandomCrop(Transform):
 
     def _eager(self, state, generator):
         op = self._native()  # Checks the arguments before the draw reads them.
+        w, h = state.size()
+        mode, kind = self._args["padding_mode"], _uint8_tensor(state)
+        _tensor_pad(kind, w, h, self._args["padding"], mode)
+        if self._args["padding"] is not None and mode == "constant":
+            _tensor_fill(kind, self._args["fill"])
+        if self._args["pad_if_needed"] and kind == "tensor":  # forward's second pad.
+            pad = self._args["padding"]
+            p = [0] if pad is None else [pad] if isinstance(pad, numbers.Number) else pad
+            p = p * 4 if len(p) == 1 else [p[0], p[1], p[0], p[1]] if len(p) == 2 else p
+            pw, ph = w + int(p[0]) + int(p[2]), h + int(p[1]) + int(p[3])
+            th, tw = _hw(self._args["size"])
+            _tensor_pad(kind, pw, ph, [max(0, tw - pw), max(0, th - ph)], mode)
         params = self._draw(state, generator)
         no_pad = self._args["padding"] in (None, 0, [0], [0, 0], [0, 0, 0, 0])
         state.native(op, params,
@@ -631,6 +712,7 @@ class RandomAffine(Transform):
         angle, (tx, ty), scale, (sx, sy) = self.get_params(
             degrees, self._args["translate"], self._args["scale"], shear, state.size(),
             generator=generator)
+        _tensor_grid(state.kind, self._args["interpolation"])
         return [angle, tx, ty, scale, sx, sy]
 
 
@@ -650,7 +732,9 @@ class RandomRotation(Transform):
         return float(_uniform(float(degrees[0]), float(degrees[1]), generator))
 
     def _draw(self, state, generator):
-        return [self.get_params(_symmetric(self._args["degrees"]), generator=generator)]
+        angle = self.get_params(_symmetric(self._args["degrees"]), generator=generator)
+        _tensor_grid(state.kind, self._args["interpolation"])
+        return [angle]
 
 
 class RandomPerspective(Transform):
@@ -680,7 +764,86 @@ class RandomPerspective(Transform):
     def _draw(self, state, generator):
         w, h = state.size()
         _, end = self.get_params(w, h, self._args["distortion_scale"], generator=generator)
+        _tensor_grid(state.kind, self._args["interpolation"])
         return [v for point in end for v in point]
+
+
+def _tensor_grid(kind, mode):
+    """torchvision's tensor rotate, affine and perspective take NEAREST and BILINEAR only
+    (_assert_grid_transform_inputs): another mode on a tensor is its ValueError, after the
+    draws (PIL images take BICUBIC)."""
+    if kind == "tensor" and mode not in ("nearest", "bilinear"):
+        raise ValueError(f"Interpolation mode '{mode}' is unsupported with Tensor input "
+                         "(torchvision's tensor rotate, affine and perspective take NEAREST "
+                         "and BILINEAR)")
+
+
+def _tensor_pad(kind, w, h, padding, mode):
+    """torchvision's tensor pad: reflect needs each side's padding below the image's size
+    on that axis (torch's reflection pad), symmetric at most that size (its own index
+    gather); a PIL image (numpy's pad) takes any. A wider one on a tensor is refused, as
+    torchvision's fails (RuntimeError, IndexError)."""
+    if kind != "tensor" or mode not in ("reflect", "symmetric") or padding is None:
+        return
+    p = [padding] if isinstance(padding, numbers.Number) else list(padding)
+    p = p * 4 if len(p) == 1 else [p[0], p[1], p[0], p[1]] if len(p) == 2 else p
+    x, y = max(int(p[0]), int(p[2])), max(int(p[1]), int(p[3]))
+    limit_w, limit_h = (w - 1, h - 1) if mode == "reflect" else (w, h)
+    if x > limit_w or y > limit_h:
+        raise ValueError(f"padding {_cut(list(p))} in {mode} mode is wider than the {w}x{h} "
+                         f"tensor image: torchvision's tensor pad takes at most {limit_w} "
+                         f"a side horizontally and {limit_h} vertically")
+
+
+def _uint8_tensor(state):
+    """state.kind, "float" for a float tensor: float tensors run torchvision's tensor
+    kernels in _float.py, which make these checks themselves; uint8 tensors ("tensor")
+    take PIL's pixels, so the checks torchvision makes on tensors are made here."""
+    return "float" if state.kind == "tensor" and state.is_float else state.kind
+
+
+def _tensor_resize(kind, mode):
+    """torchvision's tensor resize is torch's interpolate: BOX, HAMMING and LANCZOS (PIL's
+    filters, which PIL images take) are its NotImplementedError on a tensor."""
+    if kind == "tensor" and mode in _RESIZE_ONLY:
+        raise ValueError(f"interpolation {mode.upper()} is unsupported with Tensor input: "
+                         "torchvision resizes tensors with NEAREST, BILINEAR or BICUBIC "
+                         "(PIL images take it)")
+
+
+def _tensor_fill(kind, fill):
+    """torchvision's tensor pad takes one number as fill (TypeError "Got inappropriate fill
+    arg" for a sequence); a PIL image takes a colour."""
+    if kind == "tensor" and not isinstance(fill, (int, float)):
+        raise TypeError(f"Got inappropriate fill arg {_cut(repr(fill))}: torchvision's tensor "
+                        "pad takes one number")
+
+
+def _solarize_bound(kind, threshold):
+    """torchvision's uint8 tensor solarize: a threshold above 255 is its TypeError; a PIL
+    image takes any (float tensors: _float.py)."""
+    if kind == "tensor" and isinstance(threshold, numbers.Real) and threshold > 255:
+        raise TypeError(f"Threshold should be less than bound of img: {_cut(threshold)} > "
+                        "255")
+
+
+def _pil_bits(kind, bits):
+    """PIL's posterize takes an int number of bits (its `~` of a float is a TypeError);
+    tensors take a float."""
+    if kind == "pil" and not isinstance(bits, numbers.Integral):
+        raise TypeError(f"posterize: bits must be an int on a PIL image, got "
+                        f"{_cut(repr(bits))}")
+
+
+def _tensor_blur(w, h, kernel_size):
+    """torchvision's gaussian_blur pads by half the kernel in reflect mode (PIL images too,
+    as tensors): a kernel whose half is not below the image's side is its RuntimeError."""
+    kx, ky = (kernel_size, kernel_size) if isinstance(kernel_size, numbers.Number) else (
+        (kernel_size[0], kernel_size[0]) if len(kernel_size) == 1 else kernel_size[:2])
+    if int(kx) // 2 >= w or int(ky) // 2 >= h:
+        raise ValueError(f"gaussian_blur: kernel_size {_cut([kx, ky])} is too large for a "
+                         f"{w}x{h} image (torchvision's reflect padding of half the kernel "
+                         "must be smaller than the image): lower kernel_size")
 
 
 def _symmetric(value):
@@ -768,6 +931,7 @@ class GaussianBlur(Transform):
     op = "gaussian_blur"
 
     def __init__(self, kernel_size, sigma=(0.1, 2.0)):
+        _not_text("GaussianBlur", "sigma", sigma)  # A str is a sequence of its length there.
         super().__init__(kernel_size=_seq(kernel_size), sigma=_seq(sigma))
 
     @staticmethod
@@ -779,7 +943,9 @@ class GaussianBlur(Transform):
         sigma = self._args["sigma"]
         lo, hi = (sigma, sigma) if isinstance(sigma, numbers.Number) else (
             (sigma[0], sigma[0]) if len(sigma) == 1 else sigma)
-        return [self.get_params(float(lo), float(hi), generator=generator)]
+        drawn = self.get_params(float(lo), float(hi), generator=generator)
+        _tensor_blur(*state.size(), self._args["kernel_size"])
+        return [drawn]
 
 
 class PILGaussianBlur(Transform):
@@ -803,7 +969,11 @@ class RandomSolarize(Transform):
     _draws_p = True
 
     def __init__(self, threshold, p=0.5):
-        super().__init__(threshold=threshold, p=p)
+        super().__init__(threshold=_not_text("RandomSolarize", "threshold", threshold), p=p)
+
+    def _draw(self, state, generator):  # After the coin, as torchvision's F call.
+        _solarize_bound(_uint8_tensor(state), self._args["threshold"])
+        return []
 
 
 class RandomPosterize(Transform):
@@ -811,7 +981,11 @@ class RandomPosterize(Transform):
     _draws_p = True
 
     def __init__(self, bits, p=0.5):
-        super().__init__(bits=bits, p=p)
+        super().__init__(bits=_not_text("RandomPosterize", "bits", bits), p=p)
+
+    def _draw(self, state, generator):  # After the coin, as torchvision's F call.
+        _pil_bits(state.kind, self._args["bits"])
+        return []
 
 
 class RandomEqualize(Transform):
@@ -843,7 +1017,8 @@ class RandomAdjustSharpness(Transform):
     _draws_p = True
 
     def __init__(self, sharpness_factor, p=0.5):
-        super().__init__(sharpness_factor=sharpness_factor, p=p)
+        super().__init__(sharpness_factor=_not_text("RandomAdjustSharpness", "sharpness_factor",
+                                                    sharpness_factor), p=p)
 
 
 # -- augment policies -------------------------------------------------------------------
@@ -852,6 +1027,7 @@ class RandomAdjustSharpness(Transform):
 _POLICY_OPS = 14
 _POLICY_UNSIGNED_OR_FLAT = {0, 10, 11, 12, 13}
 _POLICY_FLAT = {0, 12, 13}
+_POLICY_GEOMETRIC = {1, 2, 3, 4, 5}  # ShearX, ShearY, TranslateX, TranslateY, Rotate.
 class TrivialAugmentWide(Transform):
     op = "trivial_augment_wide"
 
@@ -867,6 +1043,8 @@ class TrivialAugmentWide(Transform):
         bins = int(self._args["num_magnitude_bins"])
         bin_ = 0 if op in _POLICY_FLAT else _randint(0, bins, generator)
         negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
+        if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
+            _tensor_grid(state.kind, self._args["interpolation"])
         return [op, bin_, negate]
 
 
@@ -875,6 +1053,12 @@ class RandAugment(Transform):
 
     def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31,
                  interpolation=InterpolationMode.NEAREST, fill=None):
+        if isinstance(magnitude, numbers.Number) and not isinstance(magnitude, numbers.Integral):
+            # torchvision indexes magnitudes[magnitude]: an IndexError for 9.5.
+            raise TypeError(f"RandAugment: magnitude must be an int (an index into the "
+                            f"magnitude bins), got {_cut(repr(magnitude))}")
+        if isinstance(num_ops, numbers.Integral) and num_ops < 0:
+            num_ops = 0  # torchvision's range(num_ops): no op drawn, the image as it is.
         super().__init__(num_ops=num_ops, magnitude=magnitude,
                          num_magnitude_bins=num_magnitude_bins,
                          interpolation=_interpolation("RandAugment", interpolation),
@@ -890,6 +1074,8 @@ class RandAugment(Transform):
         for _ in range(int(self._args["num_ops"])):
             op = _randint(0, _POLICY_OPS, generator)
             negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
+            if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
+                _tensor_grid(state.kind, self._args["interpolation"])
             params += [op, level, negate, 1]
         return params
 
@@ -900,7 +1086,7 @@ class AutoAugment(Transform):
     def __init__(self, policy=AutoAugmentPolicy.IMAGENET,
                  interpolation=InterpolationMode.NEAREST, fill=None):
         name = getattr(policy, "value", policy)
-        if name not in ("imagenet", "cifar10", "svhn"):
+        if isinstance(policy, str) or name not in ("imagenet", "cifar10", "svhn"):
             _refuse(f"AutoAugment(policy={policy!r})")
         super().__init__(policy=name, interpolation=_interpolation("AutoAugment", interpolation),
                          fill=_seq(fill))
@@ -928,6 +1114,8 @@ class AugMix(Transform):
                  interpolation=InterpolationMode.BILINEAR, fill=None):
         if not (1 <= severity <= 10):
             raise ValueError(f"The severity must be between [1, 10]. Got {severity} instead.")
+        if not isinstance(alpha, numbers.Real):  # float("x" * 10**6) quoted it whole.
+            raise TypeError(f"AugMix: alpha must be a number, got {_cut(repr(alpha))}")
         super().__init__(severity=severity, mixture_width=mixture_width,
                          chain_depth=chain_depth, alpha=float(alpha), all_ops=bool(all_ops),
                          interpolation=_interpolation("AugMix", interpolation),
@@ -966,10 +1154,10 @@ class ElasticTransform(Transform):
             if not isinstance(value, (float, list, tuple)):
                 raise TypeError(f"{name} should be float or a sequence of floats. "
                                 f"Got {type(value)}")
-            value = [value] if isinstance(value, float) else list(value)
-            if len(value) not in (1, 2):
+            if not isinstance(value, float) and len(value) != 2:
                 raise ValueError(f"If {name} is a sequence its length should be 2. "
                                  f"Got {len(value)}")
+            value = [value] if isinstance(value, float) else list(value)
             return [float(value[0]), float(value[-1])]
         if not isinstance(fill, (int, float)):
             raise TypeError(f"fill should be int or float. Got {type(fill)}")
@@ -1019,6 +1207,8 @@ class RandomErasing(Transform):
     op = "random_erasing"
 
     def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False):
+        if isinstance(p, (str, bytes)):  # torchvision's 0 <= p: a TypeError.
+            raise TypeError(f"RandomErasing: p must be a number in [0, 1], got {_cut(repr(p))}")
         if isinstance(p, numbers.Real) and (p < 0 or p > 1):  # torchvision's own check.
             raise ValueError(f"Random erasing probability should be between 0 and 1, got {p}")
         super().__init__(p=p, scale=_seq(scale), ratio=_seq(ratio), value=_seq(value),
@@ -1256,7 +1446,15 @@ class Pad(Transform):
         if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
             raise ValueError("Padding mode should be either constant, edge, reflect or "
                              "symmetric")
+        _padding("Pad", padding)
         super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
+
+    def _eager(self, state, generator):
+        kind = _uint8_tensor(state)
+        _tensor_pad(kind, *state.size(), self._args["padding"], self._args["padding_mode"])
+        if self._args["padding_mode"] == "constant":
+            _tensor_fill(kind, self._args["fill"])
+        super()._eager(state, generator)
 
 
 class FiveCrop(Transform):
@@ -1269,7 +1467,7 @@ class FiveCrop(Transform):
     op = "five_crop"
 
     def __init__(self, size):
-        super().__init__(size=_size(size))
+        super().__init__(size=_setup_size("FiveCrop", size))
 
     def _eager(self, state, generator):
         state.replace(functional.five_crop(state.result(), self._args["size"]))
@@ -1281,7 +1479,7 @@ class TenCrop(Transform):
     op = "ten_crop"
 
     def __init__(self, size, vertical_flip=False):
-        super().__init__(size=_size(size), vertical_flip=bool(vertical_flip))
+        super().__init__(size=_setup_size("TenCrop", size), vertical_flip=bool(vertical_flip))
 
     def _eager(self, state, generator):
         state.replace(functional.ten_crop(state.result(), self._args["size"],

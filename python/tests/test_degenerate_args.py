@@ -65,17 +65,35 @@ PIL_CASES = [
     "T.GaussianBlur(1, sigma=(0.1, 0.1))", "T.GaussianBlur((1, 3))", "T.RandAugment(0)",
     "T.RandAugment(2, 30)", "T.Pad(0)", "T.RandomOrder([])", "T.RandomApply([])",
     "T.Compose([])", "T.RandomRotation(0, expand=True)", "T.TrivialAugmentWide(2)",
+    # _setup_size's int(size): a float size is its integer part (refused before round 6).
+    "T.CenterCrop(5.5)", "T.RandomCrop(16.9)", "T.RandomResizedCrop(16.0)",
+    # range(num_ops): a negative count draws nothing. scale and ratio: their first two.
+    "T.RandAugment(-1)", "T.RandomResizedCrop(16, scale=(0.5, 1.0, 7), ratio=(1, 2, 0))",
+    # p a 0-d tensor: torch.rand(1) < p takes it.
+    "T.RandomHorizontalFlip(torch.tensor(0.7))", "T.RandomGrayscale(np.float32(0.6))",
+    # Never padded: fill and padding_mode are not read.
+    "T.RandomCrop(16, padding_mode='wrap')", "T.RandomCrop(16, fill=(1, 2))",
 ]
 # Cases on float tensors (after ToTensor).
 TENSOR_CASES = [
     "T.RandomErasing(1, value='random')", "T.RandomErasing(1, value='random', scale=(0.5, 0.5))",
     "T.RandomErasing(1, scale=(0, 0))", "T.RandomErasing(1, ratio=(1, 1))",
+    # Normalize refuses only a std of 0; a negative one negates (refused before round 6).
+    "T.Normalize((0.5, 0.4, 0.3), (-0.25, 0.5, -2))",
 ]
 # Refused by torchvision (made or called): refused by flowloader, in one line.
 REFUSED = [
     "T.RandomErasing(2)", "T.RandomErasing(-0.5)", "T.RandomResizedCrop(16, scale=(1.0, 0.5))",
     "T.RandomResizedCrop(16, ratio=(0, 1))", "T.RandomAffine(-5)",
     "T.RandAugment(2, -32)", "T.Pad(2, fill=1e10)", "T.RandomChoice([])",
+    # Round 6: types torchvision refuses (made or called), which flowloader took.
+    "T.Resize(7.0)", "T.Resize('7')", "T.Resize(np.int64(7))",
+    "T.Resize(7, interpolation='bilinear')", "T.RandomRotation(10, interpolation='nearest')",
+    "T.Pad('1')", "T.Pad(1.0)", "T.RandomCrop(5, padding='1')", "T.RandomCrop(5, padding=2.0)",
+    "T.GaussianBlur(3, sigma='1')", "T.RandomSolarize('128', p=1)",
+    "T.RandomPosterize('4', p=1)", "T.RandomAdjustSharpness('2', p=1)",
+    "T.RandAugment(2, 9.5)", "T.AutoAugment('imagenet')", "T.ElasticTransform((1.0,))",
+    "T.FiveCrop((5, 6, 7))", "T.TenCrop([5, 6, 7])", "T.CenterCrop((5, 6, 7))",
 ]
 
 
@@ -90,7 +108,7 @@ def _run(module, expr, inputs):
     and Python's generators stand after them."""
     torch.manual_seed(7)
     random.seed(7)
-    t = eval(expr, {"T": module})  # noqa: S307 -- the test's own expressions.
+    t = eval(expr, {"T": module, "np": np, "torch": torch})  # noqa: S307 -- the test's own.
     outs = [np.asarray(t(x.clone() if isinstance(x, torch.Tensor) else x.copy()))
             for x in inputs]
     return outs, torch.rand(1).item(), random.random()
@@ -129,7 +147,7 @@ def test_degenerate_value_is_torchvisions_on_tensors(expr):
 
 
 def _compose(expr, tensor):
-    t = eval(expr, {"T": FT})  # noqa: S307
+    t = eval(expr, {"T": FT, "np": np, "torch": torch})  # noqa: S307
     if tensor:
         return FT.Compose([FT.Resize((16, 16)), FT.ToTensor(), t])
     return FT.Compose([FT.Resize((30, 40)), t, FT.Resize((16, 16))])
@@ -166,7 +184,7 @@ def test_what_torchvision_refuses_is_refused_in_one_line(expr):
     with pytest.raises(Exception):  # torchvision refuses it, made or called.
         _run(TV, expr, _images(6))
     with pytest.raises((ValueError, TypeError, IndexError)) as e:
-        t = eval(expr, {"T": FT})  # noqa: S307
+        t = eval(expr, {"T": FT, "np": np, "torch": torch})  # noqa: S307
         t(_images(1)[0])
     message = str(e.value)
     assert "\n" not in message and 0 < len(message) <= 400, message

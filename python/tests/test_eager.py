@@ -186,10 +186,15 @@ ELASTIC = [
     (T.ElasticTransform(80.0, 2.0), TV.ElasticTransform(80.0, 2.0), 9),
     (T.ElasticTransform([20.0, 60.0], [2.0, 1.5], T.InterpolationMode.NEAREST, fill=40),
      TV.ElasticTransform([20.0, 60.0], [2.0, 1.5], TV.InterpolationMode.NEAREST, fill=40), 9),
+    # Any sign, as torchvision (refused before round 6): a negative alpha, sigma <= 0.
+    (T.ElasticTransform(-60.0, 2.0), TV.ElasticTransform(-60.0, 2.0), 9),
+    (T.ElasticTransform([30.0, -40.0], -1.0), TV.ElasticTransform([30.0, -40.0], -1.0), 1),
 ]
 
 
-@pytest.mark.parametrize("ours,theirs,min_side", ELASTIC, ids=["default", "sigma2", "nearest"])
+@pytest.mark.parametrize("ours,theirs,min_side", ELASTIC,
+                         ids=["default", "sigma2", "nearest", "negative_alpha",
+                              "negative_sigma"])
 def test_elastic_transform_is_torchvisions(ours, theirs, min_side):
     seen = 0
     for k, img in enumerate(_images(200, seed=4, max_side=60)):

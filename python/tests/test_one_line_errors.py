@@ -278,3 +278,172 @@ def test_a_draw_on_a_list_of_images_is_a_type_error(make):
     with pytest.raises(TypeError) as raised:
         make()([1, 2, 3])
     assert "takes one image, got a list of 3" in one_line(raised)
+
+
+# Round 6: functional calls with a value torchvision refuses (a str, a float where it takes
+# an int, a list of the wrong length, an image of the wrong kind), each taken before or
+# refused as another exception type (ZeroDivisionError, AttributeError). Refused in one line.
+FUNCTIONAL_REFUSED = [
+    "F.affine(x, '0', [0, 0], 1, [0])", "F.affine(x, 0, [0, 0], 0, [0])",
+    "F.affine(x, 0, [0, 0], -1, [0])", "F.affine(x, 0, [0, 0], 1, [0, 0, 0])",
+    "F.affine(x, 0, [0], 1, [0])", "F.rotate(x, '30')", "F.crop(x, '0', 0, 5, 5)",
+    "F.gaussian_blur(x, [3])", "F.gaussian_blur(x, [3.0, 3])", "F.pad(x, 1.0)",
+    "F.solarize(x, '1')", "F.posterize(x, '4')", "F.resized_crop(x, 0, 0, 10, 10, (5, 6, 7))",
+    "F.ten_crop(x, (5, 6, 7))", "F.five_crop(x, [4, 5, 6])", "F.to_pil_image(x)",
+    "F.convert_image_dtype(x, torch.float16)",
+]
+
+
+@pytest.mark.parametrize("expr", FUNCTIONAL_REFUSED)
+def test_a_functional_call_torchvision_refuses_is_refused_in_one_line(expr):
+    import torch
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    x = Image.fromarray(np.random.default_rng(3).integers(0, 256, (30, 41, 3), np.uint8))
+    with pytest.raises(Exception):
+        eval(expr, {"F": TVF, "x": x, "torch": torch})  # noqa: S307 -- the test's own.
+    with pytest.raises((ValueError, TypeError)) as raised:
+        eval(expr, {"F": FF, "x": x, "torch": torch})  # noqa: S307
+    assert len(one_line(raised)) <= 300
+
+
+def test_round_6_values_in_messages_are_cut():
+    # Each quoted a 1 MB string or a 309-digit number whole.
+    import torch
+    import flowloader.transforms.functional as FF
+    img = Image.new("RGB", (41, 30))
+    for make in (lambda: T.AugMix(alpha="a" * 10**6),
+                 lambda: FF.erase(torch.zeros(3, 8, 8), "i" * 10**6, 0, 2, 2, 0),
+                 lambda: FF.five_crop(img, 1e308), lambda: T.TenCrop(1e308)(img),
+                 lambda: FF.crop(img, 1e308, 0, 5, 5),
+                 lambda: FF.resized_crop(img, 0, -1e308, 5, 5, 8),
+                 lambda: FF.convert_image_dtype(torch.zeros(3, 4, 4), "d" * 10**6)):
+        with pytest.raises((ValueError, TypeError)) as raised:
+            make()
+        assert len(one_line(raised)) <= 450
+
+
+def test_a_policy_on_a_float_tensor_is_refused_in_a_short_line():
+    # The list of every op float tensors take made this line ~580 characters long.
+    import torch
+    for policy in (T.AutoAugment(), T.RandAugment(), T.TrivialAugmentWide(), T.AugMix()):
+        with pytest.raises(TypeError) as raised:
+            policy(torch.rand(3, 8, 8))
+        message = one_line(raised)
+        assert len(message) <= 300 and "docs/python.md" in message, message
+
+
+BICUBIC_ON_TENSORS = [
+    "T.RandomRotation(10, interpolation=I.BICUBIC)(x)",
+    "T.RandomAffine(10, interpolation=I.BICUBIC)(x)",
+    "T.RandomPerspective(p=1, interpolation=I.BICUBIC)(x)",
+    "F.rotate(x, 10.0, interpolation=I.BICUBIC)",
+    "F.affine(x, 10.0, [0, 0], 1.0, [0.0], interpolation=I.BICUBIC)",
+    "F.perspective(x, [[0, 0], [40, 0], [40, 29], [0, 29]], [[1, 1], [39, 0], [40, 29], "
+    "[0, 29]], interpolation=I.BICUBIC)",
+]
+
+
+@pytest.mark.parametrize("expr", BICUBIC_ON_TENSORS)
+def test_bicubic_on_a_tensor_is_refused_as_torchvision_refuses_it(expr):
+    # torchvision's tensor rotate, affine and perspective take NEAREST and BILINEAR only;
+    # flowloader's uint8 tensors (PIL's pixels) took BICUBIC. A PIL image takes it in both.
+    import torch
+    import torchvision.transforms as TV
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    pil = Image.fromarray(np.random.default_rng(3).integers(0, 256, (30, 41, 3), np.uint8))
+    tensor = torch.from_numpy(np.array(pil)).permute(2, 0, 1).contiguous()
+    for x in (pil, tensor):
+        spaces = [{"T": TV, "F": TVF, "I": TV.InterpolationMode, "x": x},
+                  {"T": T, "F": FF, "I": T.InterpolationMode, "x": x}]
+        if x is pil:
+            for space in spaces:
+                eval(expr, space)  # noqa: S307 -- the test's own expressions.
+            continue
+        for space in spaces:
+            with pytest.raises(ValueError, match="Interpolation mode 'bicubic' is unsupported "
+                                                 "with Tensor input") as raised:
+                eval(expr, space)  # noqa: S307
+            one_line(raised)
+
+
+@pytest.mark.parametrize("policy", ["TrivialAugmentWide", "RandAugment"])
+def test_a_policy_with_bicubic_on_a_tensor_fails_on_the_draws_torchvisions_fails_on(policy):
+    # Only a geometric sub-op (shear, translate, rotate) takes the interpolation.
+    import torch
+    import torchvision.transforms as TV
+    x = torch.from_numpy(np.random.default_rng(5).integers(0, 256, (3, 30, 41), np.uint8))
+    outcomes = []
+    for module in (TV, T):
+        failed = []
+        for seed in range(40):
+            torch.manual_seed(seed)
+            try:
+                getattr(module, policy)(interpolation=module.InterpolationMode.BICUBIC)(x)
+                failed.append(False)
+            except ValueError as e:
+                assert "Interpolation mode 'bicubic' is unsupported" in str(e)
+                failed.append(True)
+        outcomes.append(failed)
+    assert outcomes[0] == outcomes[1]
+    assert any(outcomes[0]) and not all(outcomes[0])
+
+
+# What torchvision refuses on one kind of image only: its tensor pad (reflect wider than
+# the image, symmetric past it, a colour fill), tensor solarize (a threshold over 255),
+# tensor resize (PIL's BOX, HAMMING, LANCZOS), tensor crop (a float box); on both kinds
+# a blur kernel whose half is not below the image's side; on PIL a float number of bits.
+# flowloader's uint8 tensors take PIL's pixels and took all of these.
+KIND_REFUSED = [
+    "T.Pad(100, padding_mode='reflect')(u8)", "T.Pad(31, padding_mode='symmetric')(u8)",
+    "T.Pad(1, fill=[1, 2, 3])(u8)", "T.RandomCrop(5, padding=100, padding_mode='reflect')(u8)",
+    "T.RandomCrop(100, pad_if_needed=True, padding_mode='reflect')(u8)",
+    "F.pad(u8, 50, padding_mode='reflect')", "F.pad(u8, [1, 2], fill=(1, 2, 3))",
+    "F.solarize(u8, 300)", "T.RandomSolarize(256, p=1)(u8)",
+    "F.resize(u8, 5, interpolation=I.BOX)", "T.Resize(5, interpolation=I.LANCZOS)(u8)",
+    "T.RandomResizedCrop(5, interpolation=I.HAMMING)(u8)", "F.crop(u8, 0.5, 0, 5, 5)",
+    "T.GaussianBlur(101)(u8)", "T.GaussianBlur(101)(pil)", "F.gaussian_blur(pil, [99, 99])",
+    "T.RandomPosterize(4.0, p=1)(pil)", "F.posterize(pil, 3.0)",
+]
+# The same values on the other kind: taken by both.
+KIND_TAKEN = [
+    "T.Pad(100, padding_mode='reflect')(pil)", "T.Pad(1, fill=[1, 2, 3])(pil)",
+    "T.Pad(30, padding_mode='symmetric')(u8)", "T.Pad(29, padding_mode='reflect')(u8)",
+    "F.solarize(pil, 300)", "F.solarize(u8, 255)", "T.Resize(5, interpolation=I.LANCZOS)(pil)",
+    "F.crop(pil, 0.5, 0, 5, 5)", "F.posterize(u8, 3.0)", "T.GaussianBlur(59)(pil)",
+]
+
+
+def _kind_space(module_t, module_f):
+    import torch
+    pil = Image.fromarray(np.random.default_rng(3).integers(0, 256, (30, 41, 3), np.uint8))
+    u8 = torch.from_numpy(np.array(pil)).permute(2, 0, 1).contiguous()
+    return {"T": module_t, "F": module_f, "I": module_t.InterpolationMode, "pil": pil,
+            "u8": u8}
+
+
+@pytest.mark.parametrize("expr", KIND_REFUSED)
+def test_what_torchvision_refuses_on_one_kind_of_image_is_refused_there(expr):
+    import torch
+    import torchvision.transforms as TV
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    torch.manual_seed(0)
+    with pytest.raises(Exception):
+        eval(expr, _kind_space(TV, TVF))  # noqa: S307 -- the test's own expressions.
+    torch.manual_seed(0)
+    with pytest.raises((ValueError, TypeError)) as raised:
+        eval(expr, _kind_space(T, FF))  # noqa: S307
+    assert len(one_line(raised)) <= 300
+
+
+@pytest.mark.parametrize("expr", KIND_TAKEN)
+def test_the_same_values_on_the_other_kind_are_taken_by_both(expr):
+    import torch
+    import torchvision.transforms as TV
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    for module_t, module_f in ((TV, TVF), (T, FF)):
+        torch.manual_seed(0)
+        eval(expr, _kind_space(module_t, module_f))  # noqa: S307

@@ -405,7 +405,9 @@ TEST(NormalizeKernelsTest, EveryPathWritesTheLiteralFormula) {
                         {"portable", false, true}};
   const std::pair<std::string, std::pair<std::array<double, 3>, std::array<double, 3>>> lists[] =
       {{"normalize()", {{0.485, 0.456, 0.406}, {0.229, 0.224, 0.225}}},
-       {"normalize(mean=0.5, std=[0.25, 0.5, 3])", {{0.5, 0.5, 0.5}, {0.25, 0.5, 3}}}};
+       {"normalize(mean=0.5, std=[0.25, 0.5, 3])", {{0.5, 0.5, 0.5}, {0.25, 0.5, 3}}},
+       // A negative std, which torchvision takes (it refuses only 0).
+       {"normalize(mean=0.5, std=[-0.25, 0.5, -3])", {{0.5, 0.5, 0.5}, {-0.25, 0.5, -3}}}};
   std::mt19937 gen(29);
   for (const auto& [text, stats] : lists) {
     absl::StatusOr<std::vector<OpText>> ops = ParseOpListText(text);

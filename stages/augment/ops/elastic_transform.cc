@@ -230,17 +230,18 @@ class ElasticTransform : public Op {
   const std::array<uint8_t, 3> fill_;
 };
 
-// ReadPair reads "a number or [x, y]" in [0, hi] into a pair.
+// ReadPair reads "a number or [x, y]" in [-hi, hi] into a pair: torchvision takes any
+// sign (a negative alpha moves pixels the other way, a sigma <= 0 is no blur).
 absl::Status ReadPair(const OpArgs& args, const std::string& arg, double hi, double out[2]) {
   const OpValue& v = args.Get(arg);
-  const std::string what = absl::StrCat("a number or [x, y], each in [0, ", hi, "]");
+  const std::string what = absl::StrCat("a number or [x, y], each in [-", hi, ", ", hi, "]");
   if (!v.word.empty() || v.is_none || (v.numbers.size() != 1 && v.numbers.size() != 2)) {
     return ArgError(kName, arg, what, v);
   }
   out[0] = v.numbers[0];
   out[1] = v.numbers.size() == 2 ? v.numbers[1] : v.numbers[0];
   for (int i = 0; i < 2; ++i) {
-    if (!(out[i] >= 0 && out[i] <= hi)) return ArgError(kName, arg, what, v);
+    if (!(out[i] >= -hi && out[i] <= hi)) return ArgError(kName, arg, what, v);
   }
   return absl::OkStatus();
 }
@@ -249,10 +250,11 @@ FLOWLOADER_REGISTER_OP(
     (OpSchema{kName,
               "an elastic warp: every pixel moved by a random displacement field (noise "
               "blurred by sigma, scaled by alpha), as torchvision's grid_sample",
-              {{"alpha", "50.0", "a number or [x, y], each in [0, 10000]",
-                "the displacements' magnitude"},
-               {"sigma", "5.0", "a number or [x, y], each in [0, 100], both 0 or both > 0",
-                "the displacements' smoothness (the Gaussian blur's sigma)"},
+              {{"alpha", "50.0", "a number or [x, y], each in [-10000, 10000]",
+                "the displacements' magnitude (negative: the other way)"},
+               {"sigma", "5.0",
+                "a number or [x, y], each in [-100, 100], both <= 0 or both > 0",
+                "the displacements' smoothness (the Gaussian blur's sigma; <= 0: no blur)"},
                {"interpolation", "bilinear", "nearest or bilinear",
                 "grid_sample's mode"},
                {"fill", "0", "null, a number or [r, g, b] in [0, 255]",
@@ -263,7 +265,7 @@ FLOWLOADER_REGISTER_OP(
       if (absl::Status s = ReadPair(args, "sigma", 100, sigma); !s.ok()) return s;
       if ((sigma[0] > 0) != (sigma[1] > 0)) {
         // torchvision blurs dx with both sigmas when sigma[0] > 0: a zero one gives NaNs.
-        return ArgError(kName, "sigma", "a number or [x, y], both 0 or both > 0",
+        return ArgError(kName, "sigma", "a number or [x, y], both <= 0 or both > 0",
                         args.Get("sigma"));
       }
       Interpolation interpolation;

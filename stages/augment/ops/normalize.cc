@@ -182,7 +182,7 @@ class Normalize : public Op {
 };
 
 absl::StatusOr<std::array<float, 3>> ReadTriple(const OpArgs& args, const std::string& arg,
-                                                bool positive) {
+                                                bool nonzero) {
   const OpValue& v = args.Get(arg);
   std::array<float, 3> out{};
   if (v.numbers.size() != 1 && v.numbers.size() != 3) {
@@ -190,7 +190,10 @@ absl::StatusOr<std::array<float, 3>> ReadTriple(const OpArgs& args, const std::s
   }
   for (int c = 0; c < 3; ++c) {
     out[c] = static_cast<float>(v.numbers[v.numbers.size() == 1 ? 0 : c]);
-    if (positive && !(out[c] > 0)) return ArgError("normalize", arg, "> 0 in every channel", v);
+    // torchvision refuses only a std of 0 (a division by zero); a negative one negates.
+    if (nonzero && !(out[c] != 0)) {
+      return ArgError("normalize", arg, "non-zero in every channel", v);
+    }
   }
   return out;
 }
@@ -202,7 +205,7 @@ FLOWLOADER_REGISTER_OP(
               {{"mean", "[0.485, 0.456, 0.406]", "[r, g, b] or a number",
                 "per-channel mean on the 0..1 scale (torchvision requires it; the default is "
                 "ImageNet's)"},
-               {"std", "[0.229, 0.224, 0.225]", "[r, g, b] or a number > 0",
+               {"std", "[0.229, 0.224, 0.225]", "[r, g, b] or a number, not 0",
                 "per-channel standard deviation (default ImageNet's)"},
                {"inplace", "false", "true or false", "accepted for torchvision's signature; "
                                                      "flowloader always writes the slot"}}}),

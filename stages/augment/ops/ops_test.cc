@@ -166,7 +166,15 @@ TEST(ViewProgramTest, RefusesOutOfRangeArguments) {
   EXPECT_TRUE(absl::StrContains(Refusal("random_resized_crop(size=64, p=abc)"),
                                 "p must be a number (the probability: 1 or more always "
                                 "applies, 0 or less never), got abc"));
-  EXPECT_TRUE(absl::StrContains(Refusal("normalize(std=0)"), "std must be > 0"));
+  EXPECT_TRUE(absl::StrContains(Refusal("normalize(std=0)"), "std must be non-zero"));
+  // elastic_transform takes any sign, as torchvision: a negative alpha, a sigma <= 0
+  // (no blur); sigmas on both sides of 0 stay refused (torchvision's blur fails on them).
+  EXPECT_EQ(Refusal("center_crop(size=8); elastic_transform(alpha=[-50, 20], sigma=-1)"),
+            "accepted");
+  EXPECT_TRUE(absl::StrContains(
+      Refusal("center_crop(size=8); elastic_transform(sigma=[2, -1])"), "both <= 0"));
+  // A negative std is taken, as torchvision takes it.
+  EXPECT_EQ(Refusal("center_crop(size=8); normalize(std=[0.2, -0.2, 0.5])"), "accepted");
 }
 
 TEST(ViewProgramTest, RefusesAPixelOpAfterNormalize) {

@@ -455,6 +455,16 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
                                                                               : image.height;
     if (ShouldApply(op, rng)) {
       OpParams params;
+      // Before the draw too, which may allocate by the image's size (BeforeDraw).
+      if (op.Input() == PixelForm::kUint8HWC && worker_memory_ != nullptr) {
+        const internal::OpWorking before = internal::BeforeDraw(op, w, h);
+        if (absl::Status s = CheckMemory(held, before.bytes,
+                                         absl::StrCat(op.name(), " (op ", i + 1, ") making ",
+                                                      w, "x", h, " from ", w, "x", h));
+            !s.ok()) {
+          return s;
+        }
+      }
       if (targets != nullptr) {
         op.DrawWithTargets(w, h, *targets, rng, &params);
       } else {

@@ -8,6 +8,7 @@
 
 #include "absl/hash/hash.h"
 #include "stages/core/sample_error.h"
+#include "stages/decode/decoder.h"
 #include "stages/decode/internal/huffman_scan.h"
 #include "stages/decode/internal/libjpeg_private.h"
 
@@ -42,12 +43,12 @@ struct FastEntropy {
   const HuffmanTable* ac_of[D_MAX_BLOCKS_IN_MCU];
 };
 
-// A decode that held a huge scan gives its buffer back rather than keep it per thread.
-constexpr size_t kKeepScanBytes = size_t{8} << 20;
-
-// FreeHugeScan frees fe's scan copy when it is over kKeepScanBytes.
+// FreeHugeScan frees fe's scan copy when it is over kKeptScanBytes (decoder.h): a decode
+// that held a huge scan gives its buffer back rather than keep it per thread.
 void FreeHugeScan(FastEntropy* fe) {
-  if (fe->scan.bytes.capacity() > kKeepScanBytes) ScanData().bytes.swap(fe->scan.bytes);
+  if (fe->scan.bytes.capacity() > static_cast<size_t>(kKeptScanBytes)) {
+    ScanData().bytes.swap(fe->scan.bytes);
+  }
 }
 
 FastEntropy* ThreadState() {

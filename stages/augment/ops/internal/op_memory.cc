@@ -11,4 +11,11 @@ OpWorking WorkingOf(const Op& op, const OpParams& params, int w, int h) {
   return working;
 }
 
+OpWorking BeforeDraw(const Op& op, int w, int h) {
+  OpWorking working;
+  working.out = OpSize{w, h};
+  working.bytes = 3 * int64_t{w} * h + op.ScratchBytes(OpSize{w, h});
+  return working;
+}
+
 }  // namespace flowloader::augment::internal

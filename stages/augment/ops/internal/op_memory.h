@@ -21,6 +21,12 @@ struct OpWorking {
 };
 OpWorking WorkingOf(const Op& op, const OpParams& params, int w, int h);
 
+// BeforeDraw is what the op is known to hold before its parameters are drawn: the input
+// and its scratch (WorkingOf's bytes without the output, so never more than them). Checked
+// before Draw, which itself may allocate by the image's size: elastic_transform's two
+// noise planes of a 13000² image are 1.3 GB.
+OpWorking BeforeDraw(const Op& op, int w, int h);
+
 }  // namespace flowloader::augment::internal
 
 #endif  // FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_OP_MEMORY_H_

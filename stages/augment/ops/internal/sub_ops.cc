@@ -127,21 +127,23 @@ bool SubOps::Draw(size_t i, uint64_t seed, int width, int height, OpParams* para
 absl::Status SubOps::Run(size_t i, uint64_t seed, OpImage& image) const {
   OpParams params;
   const int w = image.rgb->width, h = image.rgb->height;
-  if (!Draw(i, seed, w, h, &params)) return absl::OkStatus();
+  const Op& op = *ops_[i];
   // What one worker may hold, checked before the sub-op allocates, as the view's own ops
   // are (ViewProgram::CheckOpMemory): a resize to 16384² picked by random_choice went
-  // past memory_limit_mb (1.6 GB under 1024 MiB).
-  if (image.memory != nullptr) {
-    const Op& op = *ops_[i];
-    const OpWorking working = WorkingOf(op, params, w, h);
-    if (absl::Status s = image.memory->Check(
-            image.held + working.bytes, reason::kOpMemory,
-            absl::StrCat(op.name(), " (inside an op list) making ", working.out.width, "x",
-                         working.out.height, " from ", w, "x", h));
-        !s.ok()) {
-      return s;
-    }
-  }
+  // past memory_limit_mb (1.6 GB under 1024 MiB). Once before the draw, which may itself
+  // allocate by the image's size (BeforeDraw), and once with the drawn parameters.
+  const auto check = [&](const OpWorking& working) {
+    if (image.memory == nullptr) return absl::OkStatus();
+    return image.memory->Check(
+        image.held + working.bytes, reason::kOpMemory,
+        absl::StrCat(op.name(), " (inside an op list) making ", working.out.width, "x",
+                     working.out.height, " from ", w, "x", h));
+  };
+  SampleRng rng(seed, 0, i, kSubOpStream);
+  if (!ShouldApply(op, rng)) return absl::OkStatus();
+  if (absl::Status s = check(BeforeDraw(op, w, h)); !s.ok()) return s;
+  op.Draw(w, h, rng, &params);
+  if (absl::Status s = check(WorkingOf(op, params, w, h)); !s.ok()) return s;
   if (absl::Status s = ops_[i]->Apply(params, image); !s.ok()) {
     // A nested list's memory refusal stays op_memory (it was counted invalid_argument).
     if (ErrorReason(s) == reason::kOpMemory) return WithContext(s, ops_[i]->name());

@@ -57,8 +57,8 @@ def draws(width, height, n):
 DISTRIBUTION = [Distribution("elastic_transform()", 3, 2, draws, applied=1.0)]
 
 REFUSED = [
-    ("elastic_transform(alpha=-1)", "elastic_transform: alpha must be"),
-    ("elastic_transform(sigma=[5, 0])", "sigma must be a number or [x, y], both 0"),
+    ("elastic_transform(alpha=-20000)", "elastic_transform: alpha must be"),
+    ("elastic_transform(sigma=[5, 0])", "sigma must be a number or [x, y], both <= 0"),
     ("elastic_transform(interpolation=bicubic)", "interpolation must be nearest or bilinear"),
     ("elastic_transform(fill=[1, 2])", "fill must be"),
 ]
