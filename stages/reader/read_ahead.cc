@@ -86,6 +86,7 @@ void ReadAhead::Queue(Key key, ReadFn read, bool fetch_only, bool urgent) {
   entry.read = std::move(read);
   entry.fetch_only = fetch_only;
   entry.urgent = urgent;
+  if (fetch_only) ++queued_fetches_;
   (urgent ? urgent_queue_ : queue_).push_back(key);
   order_.push_back(key);
   ForgetLocked();
@@ -106,6 +107,7 @@ void ReadAhead::ForgetLocked() {
     if (it != entries_.end() && it->second.state == State::kRunning) break;
     if (it != entries_.end()) {
       if (it->second.state == State::kDone) done_bytes_ -= it->second.bytes.size();
+      if (it->second.state == State::kQueued && it->second.fetch_only) --queued_fetches_;
       entries_.erase(it);
       ++stats_.dropped;
     }
@@ -149,6 +151,7 @@ void ReadAhead::Work() {
     auto it = entries_.find(key);
     if (it == entries_.end() || it->second.state != State::kQueued) continue;  // Taken.
     it->second.state = State::kRunning;
+    if (it->second.fetch_only) --queued_fetches_;
     if (it->second.urgent) ++stats_.urgent;
     ReadFn read = std::move(it->second.read);
     AccountInFlightLocked(absl::Now());
@@ -194,6 +197,7 @@ bool ReadAhead::Take(Key key, std::string* contents, absl::Status* status) {
   }
   ++window_entry_takes_;
   if (it->second.state == State::kQueued) {
+    if (it->second.fetch_only) --queued_fetches_;
     entries_.erase(it);  // Its queue_ key is skipped when reached.
     ++stats_.not_started;
     ++window_late_;
@@ -263,10 +267,17 @@ void ReadAhead::EstimateLocked(absl::Time now) {
     // missing, left them at 8 in flight: shards through the 20 ms proxy ran at 0.56x of
     // the runs whose limit grew). Not a ratchet: kept up to 128, 100 fetches of 1 MiB in
     // flight cost the client 0.25 s more CPU an epoch (0.75 -> 1.00 s) for no images/s.
+    // But not lowered while fetch-only reads are queued: the blocks the announced samples
+    // need are waiting, and a window whose takes stalled on them measures a low rate that
+    // says nothing of how many are needed (traced through the 20 ms proxy: one fast
+    // window raised the limit to 30, the next, stalled, put it back to 12 with ~60 blocks
+    // still queued, and the workers waited ~0.4 s for them at 8-12 in flight). It follows
+    // the rate again once the queue has drained (the burst at an epoch's start is over).
     const double window_rate = window_takes_ / seconds;
-    fetch_limit_ = std::clamp(
+    const int fetch_target = std::clamp(
         std::max(limit_, static_cast<int>(std::ceil(kHeadroom * window_rate * latency)) + 2),
         options_.min_in_flight, options_.max_in_flight);
+    fetch_limit_ = queued_fetches_ > 0 ? std::max(fetch_limit_, fetch_target) : fetch_target;
     stats_.peak_limit = std::max({stats_.peak_limit, limit_, fetch_limit_});
     StartThreadsForLimitLocked(allowed_before);
   }
@@ -406,6 +417,7 @@ ReadAheadStats ReadAhead::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ReadAheadStats s = stats_;
   s.limit = limit_;
+  s.fetch_limit = std::max(limit_, fetch_limit_);
   s.mean_latency = finished_ > 0 ? total_latency_ / finished_ : absl::ZeroDuration();
   s.mean_in_flight = busy_seconds_ > 0 ? in_flight_seconds_ / busy_seconds_ : 0;
   return s;

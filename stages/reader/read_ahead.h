@@ -39,7 +39,9 @@
 //     there is one per block an epoch, their bytes are the block cache's, and a
 //     shuffled epoch needs nearly every block early). A stalled window (takes slow while
 //     blocks are missing) used to leave them at 8 in flight; its late takes now probe
-//     the limit above up.
+//     the limit above up. It is not lowered while fetch-only reads are queued (a
+//     shuffled epoch's first blocks: a window stalled on them measures a low rate that
+//     says nothing of how many are still needed); it follows the rate once they ran.
 //   * Buffers are recycled: Take hands the caller's buffer (the worker's spare, see
 //     graph/internal/sample_buffers.h) back in exchange for the finished bytes, and the
 //     next read fills it. A fresh ~100 KB buffer per read cost page faults and a copy
@@ -122,6 +124,7 @@ struct ReadAheadStats {
   int64_t probes = 0;       // Times a late window raised the limit to probe (see above).
   int64_t probes_undone = 0;  // Probes that bought no faster takes, and were undone.
   int limit = 0;            // The in-flight limit now.
+  int fetch_limit = 0;      // The in-flight limit for fetch-only reads now (>= limit).
   int peak_limit = 0;       // The highest the limit went.
   // Reads in flight on average while at least one was (time-weighted): the concurrency
   // the reads really had, against `limit`.
@@ -232,6 +235,8 @@ class ReadAhead {
   // The limit for fetch-only reads (adaptive): at least limit_, Little's law on each
   // window's own rate (see EstimateLocked).
   int fetch_limit_ ABSL_GUARDED_BY(mu_) = 0;
+  // Fetch-only reads queued, not started: while any are, fetch_limit_ is not lowered.
+  int queued_fetches_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   ReadAheadStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Duration total_latency_ ABSL_GUARDED_BY(mu_);  // Of the finished reads.

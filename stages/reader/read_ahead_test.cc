@@ -452,6 +452,57 @@ TEST(ReadAheadTest, BlockReadsThatFindTheirBlocksMissingProbeAHigherLimit) {
   EXPECT_GT((*ra)->stats().peak_limit, o.min_in_flight);
 }
 
+// A shuffled epoch's first blocks: fetches queued far beyond those in flight. One window
+// whose takes came fast (samples whose blocks were there) raises the fetch-only limit;
+// the windows after it, whose takes stall on missing blocks, measure a low rate, and do
+// not lower it while fetches are still queued (it fell back to the read limit, ~8-12,
+// with ~60 blocks still to come, before).
+TEST(ReadAheadTest, TheFetchLimitIsNotLoweredWhileFetchesAreQueued) {
+  ReadAheadOptions o;  // Adaptive, from 8.
+  o.max_entries = 100000;
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok());
+  // 50 ms each, 20000 of them: at most 128 at once, the queue lasts >= 7.8 s.
+  for (int64_t i = 0; i < 20000; ++i) {
+    (*ra)->StartFetch({0, i}, [] {
+      absl::SleepFor(absl::Milliseconds(50));
+      return absl::OkStatus();
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(60));  // The first fetches come back: a round trip.
+  std::string bytes;
+  absl::Status status;
+  int64_t taken = 0;
+  // Stalled takes (5 ms each, their blocks missing), then fast ones (samples of cached
+  // blocks, no read of their own here) until one window of them has raised the fetch
+  // limit (its own rate × 50 ms) above the read limit (the recent windows' rate).
+  for (int i = 0; i < 2 * 32; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+    (*ra)->NoteBlockRead(false);
+    (*ra)->Take({1, taken++}, &bytes, &status);
+  }
+  while ((*ra)->stats().fetch_limit < 64 && taken < 2000) {
+    absl::SleepFor(absl::Microseconds(200));
+    (*ra)->NoteBlockRead(true);
+    (*ra)->Take({1, taken++}, &bytes, &status);
+  }
+  const int raised = (*ra)->stats().fetch_limit;
+  ASSERT_GE(raised, 64) << "a fast window's rate × 50 ms";
+  ASSERT_LT((*ra)->stats().limit, raised) << "the read limit follows the recent windows";
+  // Stalled takes: 5 ms each, their blocks missing; 4 windows, with fetches queued all
+  // along (those windows' reads still finish, so each is estimated).
+  const int64_t fetches_before = (*ra)->stats().fetches;
+  for (int i = 0; i < 4 * 32; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+    (*ra)->NoteBlockRead(false);
+    (*ra)->Take({1, taken++}, &bytes, &status);
+  }
+  const ReadAheadStats s = (*ra)->stats();
+  ASSERT_LT(s.started, 20000) << "fetches still queued";
+  ASSERT_GT(s.fetches, fetches_before) << "reads finished in the stalled windows";
+  EXPECT_GE(s.fetch_limit, raised) << "limit " << s.limit;
+}
+
 // Reads that queue a little at the store (20 ms + 0.5 ms for each read in flight, as
 // through a proxy on busy cores) still finish faster the more are in flight. Little's law
 // with the quietest round trip stops short (at N in flight, rate × round trip × 1.5 falls
