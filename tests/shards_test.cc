@@ -316,7 +316,7 @@ TEST_F(ShardsTest, CachedShardsAreReadAheadByBlocksNotByMembers) {
   EXPECT_EQ(RunAll(remote).batches, RunAll(disk).batches);
 }
 
-// The block read-ahead fetches a member's block and the blocks after it (up to 4 MiB)
+// The block read-ahead fetches a member's block and the blocks after it (up to 2 MiB)
 // with one Range request, each block cached as its bytes arrive: a shard smaller than
 // that costs one request for all of its blocks, not one per block, to the same bytes.
 TEST_F(ShardsTest, BlocksAreReadAheadInRunsOfOneRequest) {

@@ -30,10 +30,13 @@ namespace {
 // needs nearly every block of a shard early, so the blocks after the one asked for are
 // wanted soon too. Measured (s3_bench.py's shard rows, 110 blocks of 1 MiB an epoch):
 // runs of 4 MiB cut the gateway's and the 20 ms proxy's CPU an epoch from 0.17 to 0.13 s
-// (direct) and 0.25 to 0.21 s (proxy), 44 block requests instead of 110; runs of 8 MiB were slower
-// through the proxy, whose relay moves each connection's bytes at ~150-250 MB/s here: a
-// run's last block came ~0.3-0.7 s after its first with ~20 in flight.
-constexpr int64_t kRunBytes = int64_t{4} << 20;
+// (direct) and 0.25 to 0.21 s (proxy) with 44 block requests instead of 110, but radosgw
+// reads a range's whole 4 MiB RADOS chunks before its first byte (time to first byte on
+// loopback: 1 and 2 MiB ranges ~2 ms, 4 MiB ~4 ms), and the workers waited for blocks
+// twice as long from the gateway (read busy 0.25 against 0.11 s an epoch); runs of 8 MiB
+// were slower still through the proxy, whose relay moves each connection's bytes at
+// ~150-250 MB/s here. 2 MiB: the first byte as early as a block alone, half the requests.
+constexpr int64_t kRunBytes = int64_t{2} << 20;
 
 // Error bodies are kept up to this many bytes (an S3 <Error> document is a few hundred).
 constexpr size_t kErrorBodyBytes = 16384;

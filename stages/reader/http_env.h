@@ -180,7 +180,7 @@ class HttpEnv : public Env {
   // cached, being fetched nor claimed, and claims it (the caller then runs FetchBlocks);
   // false otherwise, and for a shard not admitted. FetchBlocks brings every block of the
   // range into the cache (each fetched once, whoever asks) without copying any out, with
-  // the blocks after them up to 4 MiB in the same request (a run, BlockCache::Run: each
+  // the blocks after them up to 2 MiB in the same request (a run, BlockCache::Run: each
   // block cached as its bytes arrive); a block another fetch is bringing is not waited
   // for (its reader waits for it in the cache). A failed attempt is retried from the
   // first block it did not complete.
