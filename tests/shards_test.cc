@@ -336,12 +336,17 @@ TEST_F(ShardsTest, BlocksAreReadAheadInRunsOfOneRequest) {
   // A member in the shard's second block: the run starts there.
   const int64_t member = o.block_bytes + 100;
   ASSERT_TRUE((*env)->ClaimBlocks(url, member, 10));
-  ASSERT_TRUE((*env)->FetchBlocks(url, member, 10).ok());
+  absl::StatusOr<bool> requested = (*env)->FetchBlocks(url, member, 10);
+  ASSERT_TRUE(requested.ok()) << requested.status();
+  EXPECT_TRUE(*requested);
   EXPECT_EQ(RequestsLogged(nginx_dir) - before, 1) << "one request for the run";
   EXPECT_EQ((*env)->block_fetches(), 1);
   EXPECT_FALSE((*env)->BlocksCached(url, 0, 1)) << "runs go forward from the block asked for";
   EXPECT_TRUE((*env)->BlocksCached(url, o.block_bytes, size - o.block_bytes));
   EXPECT_FALSE((*env)->ClaimBlocks(url, member, size - member)) << "all there already";
+  requested = (*env)->FetchBlocks(url, 2 * o.block_bytes, 10);
+  ASSERT_TRUE(requested.ok());
+  EXPECT_FALSE(*requested) << "brought by the run: nothing to fetch, no request";
   std::string read;
   ASSERT_TRUE((*env)->ReadRange(url, o.block_bytes, size - o.block_bytes, &read).ok());
   EXPECT_TRUE(read == bytes.substr(static_cast<size_t>(o.block_bytes))) << "byte for byte";
@@ -367,7 +372,7 @@ TEST_F(ShardsTest, ACutRunKeepsItsCompletedBlocksAndRetriesOnlyTheRest) {
   ASSERT_GE(blocks, 16);
   const std::string url = bad.Url("/close/train-000001.tar");
   ASSERT_EQ((*env)->AdmitShards({{url, size}}), size);
-  const absl::Status cut = (*env)->FetchBlocks(url, 0, 1);
+  const absl::Status cut = (*env)->FetchBlocks(url, 0, 1).status();
   EXPECT_FALSE(cut.ok()) << "every attempt is cut";
   EXPECT_EQ((*env)->retries(), 2);
   // Attempts of the whole shard, then of the rest from its first block not completed:

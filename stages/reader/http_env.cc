@@ -800,9 +800,10 @@ absl::StatusOr<internal::BlockCache::Block> HttpEnv::CachedBlock(const std::stri
   });
 }
 
-absl::Status HttpEnv::FetchBlocks(const std::string& url, int64_t offset, int64_t length) {
+absl::StatusOr<bool> HttpEnv::FetchBlocks(const std::string& url, int64_t offset,
+                                          int64_t length) {
   const int64_t shard_bytes = AdmittedSize(url);
-  if (shard_bytes < 0) return absl::OkStatus();  // Not cached: nothing to fetch ahead.
+  if (shard_bytes < 0) return false;  // Not cached: nothing to fetch ahead.
   if (absl::Status s = CheckRange(url, offset, length); !s.ok()) return s;
   const int64_t block_bytes = options_.block_bytes;
   const int64_t end = std::min(offset + length, shard_bytes);
@@ -810,6 +811,7 @@ absl::Status HttpEnv::FetchBlocks(const std::string& url, int64_t offset, int64_
   // a block cached already, or being fetched by another run, is not waited for: its
   // reader waits for it in the cache (and this read-ahead thread starts the next run).
   const int64_t run_blocks = std::max<int64_t>(1, kRunBytes / block_bytes);
+  bool requested = false;
   for (int64_t index = offset / block_bytes; index * block_bytes < end; ++index) {
     std::unique_ptr<internal::BlockCache::Run> run =
         cache_.BeginRun(url, index, run_blocks, shard_bytes);
@@ -824,9 +826,10 @@ absl::Status HttpEnv::FetchBlocks(const std::string& url, int64_t offset, int64_
       run->Fail(status);
       return status;
     }
+    requested = true;
     index = run->first() + run->count() - 1;  // Every block of the run is cached.
   }
-  return absl::OkStatus();
+  return requested;
 }
 
 bool HttpEnv::BlocksCached(const std::string& url, int64_t offset, int64_t length) const {

@@ -186,7 +186,8 @@ class HttpEnv : public Env {
   // first block it did not complete.
   bool ClaimBlocks(const std::string& url, int64_t offset, int64_t length);
   bool IsAdmitted(const std::string& url) const { return AdmittedSize(url) >= 0; }
-  absl::Status FetchBlocks(const std::string& url, int64_t offset, int64_t length);
+  // FetchBlocks returns whether it sent a request (false: nothing to fetch).
+  absl::StatusOr<bool> FetchBlocks(const std::string& url, int64_t offset, int64_t length);
   // BlocksCached reports whether every block of [offset, offset + length) of the
   // admitted shard `url` is in the cache (false for a shard not admitted).
   bool BlocksCached(const std::string& url, int64_t offset, int64_t length) const;

@@ -71,19 +71,23 @@ ReadAhead::~ReadAhead() {
   if (options_.report != nullptr) options_.report->DetachReadAhead();  // Keeps the last.
 }
 
-void ReadAhead::StartFetch(Key key, std::function<absl::Status()> fetch) {
-  Queue(key, [fetch = std::move(fetch)](std::string*) { return fetch(); }, true, false);
+void ReadAhead::StartFetch(Key key, FetchFn fetch) {
+  Queue(key, nullptr, std::move(fetch), false);
 }
 
-void ReadAhead::Start(Key key, ReadFn read) { Queue(key, std::move(read), false, false); }
+void ReadAhead::Start(Key key, ReadFn read) { Queue(key, std::move(read), nullptr, false); }
 
-void ReadAhead::StartUrgent(Key key, ReadFn read) { Queue(key, std::move(read), false, true); }
+void ReadAhead::StartUrgent(Key key, ReadFn read) {
+  Queue(key, std::move(read), nullptr, true);
+}
 
-void ReadAhead::Queue(Key key, ReadFn read, bool fetch_only, bool urgent) {
+void ReadAhead::Queue(Key key, ReadFn read, FetchFn fetch, bool urgent) {
+  const bool fetch_only = fetch != nullptr;
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_ || entries_.count(key) > 0) return;
   Entry& entry = entries_[key];
   entry.read = std::move(read);
+  entry.fetch = std::move(fetch);
   entry.fetch_only = fetch_only;
   entry.urgent = urgent;
   if (fetch_only) ++queued_fetches_;
@@ -154,6 +158,7 @@ void ReadAhead::Work() {
     if (it->second.fetch_only) --queued_fetches_;
     if (it->second.urgent) ++stats_.urgent;
     ReadFn read = std::move(it->second.read);
+    FetchFn fetch = std::move(it->second.fetch);
     AccountInFlightLocked(absl::Now());
     ++running_;
     ++stats_.started;
@@ -164,17 +169,28 @@ void ReadAhead::Work() {
     std::string bytes = it->second.fetch_only ? std::string() : SpareLocked();
     lock.unlock();
     const absl::Time t0 = absl::Now();
-    absl::Status status = read(&bytes);
+    // A fetch with nothing to do waited on no store: no latency to learn from.
+    bool measured = true;
+    absl::Status status;
+    if (fetch != nullptr) {
+      absl::StatusOr<bool> requested = fetch();
+      measured = !requested.ok() || *requested;
+      status = requested.status();
+    } else {
+      status = read(&bytes);
+    }
     const absl::Time t1 = absl::Now();
     const absl::Duration latency = t1 - t0;
     lock.lock();
     AccountInFlightLocked(t1);
     --running_;
-    total_latency_ += latency;
-    ++finished_;
-    window_latency_ += latency;
-    ++window_reads_;
-    window_latencies_.push_back(latency);
+    if (measured) {
+      total_latency_ += latency;
+      ++finished_;
+      window_latency_ += latency;
+      ++window_reads_;
+      window_latencies_.push_back(latency);
+    }
     // A running entry is never erased (Take waits, Forget skips it).
     Entry& entry = entries_[key];
     entry.state = State::kDone;

@@ -151,7 +151,12 @@ class ReadAhead {
   void Start(Key key, ReadFn read);
   // StartFetch queues `fetch` as Start does, for a read that returns no bytes (it fills
   // a cache the caller then reads): Take waits for it to finish and returns false.
-  void StartFetch(Key key, std::function<absl::Status()> fetch);
+  // `fetch` returns whether it waited on the store (sent a request); one that found
+  // nothing to do (its blocks cached, or brought by another fetch's run) measured no
+  // round trip, and its latency is left out of the estimate (a window of such ~0 s
+  // latencies set the round trip to ~0, and Little's law then kept the limit at 8).
+  using FetchFn = std::function<absl::StatusOr<bool>()>;
+  void StartFetch(Key key, FetchFn fetch);
   // StartUrgent queues `read` as Start does, ahead of every read queued by Start or
   // StartFetch and past the adaptive limit (see above).
   void StartUrgent(Key key, ReadFn read);
@@ -178,6 +183,7 @@ class ReadAhead {
   enum class State { kQueued, kRunning, kDone };
   struct Entry {
     ReadFn read;
+    FetchFn fetch;            // StartFetch's, instead of `read`.
     bool fetch_only = false;  // StartFetch: no bytes, no spare buffer.
     bool urgent = false;      // StartUrgent: queued in urgent_queue_.
     State state = State::kQueued;
@@ -186,8 +192,8 @@ class ReadAhead {
   };
 
   explicit ReadAhead(const ReadAheadOptions& options);
-  // Queue is Start, StartFetch and StartUrgent.
-  void Queue(Key key, ReadFn read, bool fetch_only, bool urgent);
+  // Queue is Start, StartFetch (with `fetch` set) and StartUrgent.
+  void Queue(Key key, ReadFn read, FetchFn fetch, bool urgent);
   // Work is a read-ahead thread: it runs queued reads while the limits allow.
   void Work();
   bool CanStartLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
