@@ -2,9 +2,9 @@
 
 pip runs this through setuptools (pyproject.toml). The `build_py` step runs
 `bazel build //python:flowloader` in this checkout (the same target and configuration
-as python/run_tests.sh, so Bazel's cache makes a rebuild cheap) and copies its files,
-flowloader/__init__.py, transforms.py, _eager.py, _functional.py and _flowloader.so, into the
-package. The extension
+as python/run_tests.sh, so Bazel's cache makes a rebuild cheap) and copies its files (the
+modules python/BUILD lists in PY_MODULES and _flowloader.so, as `bazel cquery` names
+them) into the package. The extension
 links Debian's shared libraries (oneTBB, libjpeg-turbo, ...), so a wheel made here
 installs on the same kind of machine (Debian 12 with dev.sh's packages), not anywhere.
 """
@@ -19,7 +19,8 @@ from setuptools.dist import Distribution
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 TARGET = "//python:flowloader"
-FILES = ("__init__.py", "transforms.py", "_eager.py", "_functional.py", "_flowloader.so")
+# The file names of TARGET's outputs, one a line (all in bazel-bin/python/flowloader/).
+FILES_EXPR = "'\\n'.join([f.basename for f in target.files.to_list()])"
 
 
 def git_version():
@@ -46,9 +47,12 @@ class BazelBuildPy(build_py):
         # another configuration's build).
         bin_dir = subprocess.check_output([bazel, "info", "bazel-bin"], cwd=ROOT,
                                           text=True).strip()
+        files = subprocess.check_output([bazel, "cquery", TARGET, "--output=starlark",
+                                         "--starlark:expr=" + FILES_EXPR], cwd=ROOT,
+                                        text=True).split()
         out = os.path.join(self.build_lib, "flowloader")
         os.makedirs(out, exist_ok=True)
-        for name in FILES:
+        for name in files:
             target = os.path.join(out, name)
             if os.path.exists(target):
                 os.chmod(target, 0o644)  # Bazel's outputs are read-only.

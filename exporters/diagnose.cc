@@ -177,6 +177,11 @@ std::string StorageLatency(const RunSnapshot& run) {
                                            "on average while reading",
                                            r.adaptive ? "auto" : "fixed", r.limit,
                                            std::max(r.peak_limit, r.limit), r.mean_in_flight));
+    if (r.adaptive && r.floor > r.min_in_flight) {  // Raised by autotune for storage waits.
+      absl::StrAppend(&text, absl::StrFormat(", at least %d kept in flight by autotune (of "
+                                             "%d at most)",
+                                             r.floor, r.max_in_flight));
+    }
   }
   return text;
 }
@@ -198,6 +203,23 @@ std::string StorageAdvice(const WorkerLoad& l, double wait, const RunSnapshot& r
                       "128) so more requests overlap, set cache_dir so later epochs read "
                       "from local disk, or pack the data into tar shards (one request per "
                       "block, not per sample)");
+}
+
+// WaitingOnStorage is the storage stage of `l` (the stage, or one of its worker group)
+// whose workers waited on remote reads at least storage_wait_share of their time, or
+// nullptr: then storage is the limit even where decoding is busier (the workers would
+// not wait with the bytes there; more of them would wait too).
+const StageLoad* WaitingOnStorage(const WorkerLoad& l, const RunSnapshot& run,
+                                  const DiagnoseOptions& o) {
+  if (run.storage.empty() || StorageLatency(run).empty()) return nullptr;
+  for (const StageLoad& s : run.stages) {
+    const bool ours = l.group.empty() ? s.name == l.heaviest.name : s.worker_group == l.group;
+    if (ours && s.kind == StageKind::kStorage &&
+        Utilization(s, run.facts.wall_seconds) >= o.storage_wait_share) {
+      return &s;
+    }
+  }
+  return nullptr;
 }
 
 // LoaderBoundAdvice: the consumer starves; say which stage and what to change.
@@ -412,15 +434,24 @@ Diagnosis Diagnose(const RunSnapshot& run, const DiagnoseOptions& options) {
                             "waiting for a CPU");
   } else if (d.loader_bound) {
     d.bottleneck = busiest->heaviest.name;
-    d.advice = LoaderBoundAdvice(*busiest, d.consumer_wait_share, run, options, !memory.empty());
+    if (const StageLoad* reads = WaitingOnStorage(*busiest, run, options); reads != nullptr) {
+      // Workers waiting on remote reads: storage, named with its latency.
+      const WorkerLoad load{*reads, "", Utilization(*reads, wall), ""};
+      d.bottleneck = reads->name;
+      d.advice = StorageAdvice(load, d.consumer_wait_share, run);
+    } else {
+      d.advice =
+          LoaderBoundAdvice(*busiest, d.consumer_wait_share, run, options, !memory.empty());
+    }
     // Saturated workers running an op list: which op to make cheaper (or drop).
-    if (busiest->utilization >= options.saturated &&
+    if (busiest->utilization >= options.saturated && d.bottleneck == busiest->heaviest.name &&
         busiest->heaviest.kind == StageKind::kCompute) {
       std::string op = CostliestOpNote(busiest->heaviest);
       if (!op.empty()) d.notes.push_back(std::move(op));
     }
     if (std::string storage = StorageLatency(run);
-        !storage.empty() && busiest->heaviest.kind != StageKind::kStorage) {
+        !storage.empty() && busiest->heaviest.kind != StageKind::kStorage &&
+        d.bottleneck == busiest->heaviest.name) {
       d.notes.push_back(absl::StrCat("storage: ", storage));
     }
     std::string fluctuation = FluctuationNote(run, d.wait_cv, options);

@@ -177,6 +177,36 @@ TEST(DiagnoseTest, SlowRemoteReaderNamesStorageWithItsMeasuredLatency) {
                         "average while reading"));
 }
 
+// Workers waiting on remote reads a third of their time, decode busier: the waits are
+// what a faster store (or more reads in flight) removes, so storage is named, with its
+// latency and what autotune kept in flight; a few reads' waits leave decode named.
+TEST(DiagnoseTest, WorkersWaitingOnRemoteReadsNameStorageOverABusierDecode) {
+  const std::string g = "read+decode+augment";
+  RunSnapshot run = MakeRun({Grouped("read", 2, 0.35, g), Grouped("decode", 2, 0.55, g),
+                             Grouped("augment", 2, 0.08, g)},
+                            0.4);
+  run.storage = {S3Requests(4000, 0.025)};
+  run.read_ahead.present = true;
+  run.read_ahead.adaptive = true;
+  run.read_ahead.limit = 80;
+  run.read_ahead.peak_limit = 80;
+  run.read_ahead.floor = 72;
+  run.read_ahead.min_in_flight = 16;
+  run.read_ahead.max_in_flight = 128;
+  Diagnosis d = Diagnose(run);
+  EXPECT_EQ(d.bottleneck, "read") << d.advice;
+  EXPECT_THAT(d.advice, StartsWith("read starves the pipeline: s3 requests take 28 ms median"));
+  EXPECT_THAT(d.advice, HasSubstr("at least 72 kept in flight by autotune (of 128 at most)"));
+  EXPECT_THAT(d.advice, HasSubstr("(read is 35% busy on 2 workers, consumer waited 40%)"));
+  EXPECT_THAT(d.notes, Not(Contains(StartsWith("storage: ")))) << "named once, in the advice";
+
+  run.stages[0] = Grouped("read", 2, 0.10, g);
+  run.stages[1] = Grouped("decode", 2, 0.80, g);
+  d = Diagnose(run);
+  EXPECT_EQ(d.bottleneck, "decode") << d.advice;
+  EXPECT_THAT(d.notes, Contains(StartsWith("storage: s3 requests take 28 ms median")));
+}
+
 TEST(DiagnoseTest, StorageLatencyIsANoteWhenComputeIsTheLimit) {
   RunSnapshot run = MakeRun({Stage("read", 2, 0.10), Stage("decode", 2, 0.95)}, 0.5, 2, 16);
   run.storage = {S3Requests(1000, 0.002)};

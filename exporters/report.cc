@@ -90,6 +90,7 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
     run.facts.num_workers = stats.autotune.num_workers.load();
     run.facts.prefetch_batches = stats.autotune.prefetch_batches.load();
     run.autotune_decisions = stats.autotune.Decisions();
+    run.autotune_read_ahead = stats.autotune.read_ahead.load();
   }
   for (const auto& s : stats.stages()) {
     StageLoad load;
@@ -130,6 +131,9 @@ std::string AutotuneJson(const RunSnapshot& run) {
   }
   return absl::StrCat("{\"num_workers\": ", run.facts.num_workers,
                       ", \"prefetch_batches\": ", run.facts.prefetch_batches,
+                      run.autotune_read_ahead > 0
+                          ? absl::StrCat(", \"read_ahead\": ", run.autotune_read_ahead)
+                          : "",
                       ", \"decisions\": [", absl::StrJoin(decisions, ", "), "]}");
 }
 

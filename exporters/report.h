@@ -118,6 +118,7 @@ struct RunSnapshot {
   // it settled on (also in facts.num_workers / prefetch_batches) and every change.
   bool autotune = false;
   std::vector<AutotuneRecord> autotune_decisions;
+  int autotune_read_ahead = 0;  // The read-ahead floor it set; 0 when not tuned.
   // Remote storage's counts by scheme (PipelineStats::storage): requests, errors, the
   // request latency; empty for local data.
   std::vector<StorageSchemeStats> storage;
@@ -168,6 +169,11 @@ struct DiagnoseOptions {
   int min_waits_for_cv = 8;
   // max_workers_per_cpu: num_workers over this many per usable CPU warns.
   int max_workers_per_cpu = 4;
+  // storage_wait_share: with remote storage, workers waiting on reads (the read stage's
+  // busy share) at least this much of their time make storage the bottleneck of a
+  // loader-bound run, even where another stage of their group is busier (as autotune's
+  // storage_to_grow: runtime/autotune_policy.h).
+  double storage_wait_share = 0.25;
 };
 
 // Diagnosis names what limits the run and what to do about it.
@@ -211,8 +217,10 @@ std::string OversubscribedWorkers(const RunFacts& facts, const DiagnoseOptions& 
 //                  "consumer_wait_share": float, "loader_bound": bool, "too_short": bool,
 //                  "wait_cv": float, "advice": str, "notes": [str]},
 //    "autotune": {"num_workers": int, "prefetch_batches": int,      (only when a knob
-//                 "decisions": [{"seconds": float, "knob": str,      is auto; "seconds"
-//                                "from": int, "to": int, "reason": str}]}}  since start)
+//                 "read_ahead": int,             (only when tuned:  is auto; "seconds"
+//                                                 remote, auto)     since start)
+//                 "decisions": [{"seconds": float, "knob": str,
+//                                "from": int, "to": int, "reason": str}]}}
 // The first ten keys are the fixed schema scripts rely on; the rest are extras.
 // "errors" is summed over stages by reason. Floats always carry a '.' or exponent, and
 // non-finite values are written as 0, so every parser reads the same types.

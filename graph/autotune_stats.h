@@ -25,6 +25,9 @@ namespace flowloader {
 // AutotuneKnob names a setting the autotuner changes.
 inline constexpr const char kKnobNumWorkers[] = "num_workers";
 inline constexpr const char kKnobPrefetchBatches[] = "prefetch_batches";
+// The read stage's read-ahead floor: the fewest remote reads it keeps in flight
+// (ReadAhead::SetFloor), raised when the workers wait on storage.
+inline constexpr const char kKnobReadAhead[] = "read_ahead";
 
 // AutotuneRecord is one change: `seconds` after the pipeline started, `knob` went from
 // `from` to `to` because of `reason` (one line, with the figures that decided it).
@@ -44,12 +47,16 @@ class AutotuneStats {
   // The current values (also set for a knob that is fixed, so reports show both).
   std::atomic<int> num_workers{0};
   std::atomic<int> prefetch_batches{0};
+  // The read-ahead floor; 0 when autotune does not tune it (no read-ahead, or a fixed
+  // read_ahead=N).
+  std::atomic<int> read_ahead{0};
 
   // Record appends `record`, updates the knob's current value and counts it by
   // direction ("up" or "down").
   void Record(const AutotuneRecord& record);
   std::vector<AutotuneRecord> Decisions() const;
-  // Counts are the decisions by (knob, direction), both directions of both knobs present.
+  // Counts are the decisions by (knob, direction), both directions of num_workers and
+  // prefetch_batches present, and of read_ahead when it is tuned (read_ahead > 0).
   std::map<std::pair<std::string, std::string>, uint64_t> Counts() const;
 
  private:

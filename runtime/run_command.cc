@@ -326,8 +326,11 @@ void PrintReport(const RunConfig& config, const Pipeline& pipeline,
                    : absl::StrFormat("first batch after %.3f s", consumed.first_batch_seconds)
                          .c_str());
   if (pipeline.stats()->autotune.enabled.load()) {
-    std::fprintf(stdout, "autotune settled on num_workers %d, prefetch_batches %d (%zu changes)\n",
+    // read_ahead only where autotune tunes it (remote data, read_ahead auto).
+    const int read_ahead = pipeline.stats()->autotune.read_ahead.load();
+    std::fprintf(stdout, "autotune settled on num_workers %d, prefetch_batches %d%s (%zu changes)\n",
                  pipeline.num_workers(), pipeline.prefetch_batches(),
+                 read_ahead > 0 ? absl::StrCat(", read_ahead ", read_ahead).c_str() : "",
                  pipeline.stats()->autotune.Decisions().size());
   }
   if (config.pipeline.checksum) {

@@ -116,7 +116,8 @@ std::string WithStorage(std::string json, const Pipeline& pipeline) {
                   storage->retries(), ", \"schemes\": ", SchemesJson(*storage->storage_stats()));
   if (const ReadAheadFigures r = storage->storage_stats()->read_ahead(); r.present) {
     absl::StrAppend(&json, ", \"read_ahead\": {\"mode\": \"", r.adaptive ? "auto" : "fixed",
-                    "\", \"limit\": ", r.limit, ", \"peak_limit\": ", r.peak_limit,
+                    "\", \"limit\": ", r.limit, ", \"floor\": ", r.floor,
+                    ", \"peak_limit\": ", r.peak_limit,
                     ", \"peak_in_flight\": ", r.peak_in_flight, ", \"mean_in_flight\": ",
                     absl::StrFormat("%.1f", r.mean_in_flight), ", \"probes\": ", r.probes,
                     ", \"probes_undone\": ", r.probes_undone, ", \"fetches\": ", r.fetches,

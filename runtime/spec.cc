@@ -6,12 +6,7 @@
 // declared schemas the same way.
 #include "runtime/spec.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <limits>
 #include <map>
 #include <utility>
@@ -29,6 +24,7 @@
 #include "runtime/internal/spec_reader.h"
 #include "runtime/internal/spec_sources.h"
 #include "stages/augment/transform.h"
+#include "stages/core/bounded_read.h"
 #include "stages/core/resources.h"
 #include "stages/reader/dataset.h"
 #include "yaml-cpp/yaml.h"
@@ -645,33 +641,24 @@ absl::Status ParsePipeline(const SpecReader& r, const YAML::Node& root, Pipeline
   return absl::OkStatus();
 }
 
+// ReadSpecFile reads the spec to at most kMaxSpecBytes (a pipe such as <(...) has no size
+// up front).
 absl::Status ReadSpecFile(const std::string& path, std::string* text) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open the spec"));
+  const BoundedRead read = ReadBounded(path, static_cast<int64_t>(kMaxSpecBytes), text);
+  switch (read.outcome) {
+    case BoundedRead::Outcome::kRead:
+      return absl::OkStatus();
+    case BoundedRead::Outcome::kCannotOpen:
+      return absl::ErrnoToStatus(read.error, absl::StrCat(path, ": cannot open the spec"));
+    case BoundedRead::Outcome::kDirectory:
+      return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a spec file"));
+    case BoundedRead::Outcome::kTooLarge:
+      return absl::InvalidArgumentError(absl::StrCat(path, ": over ", kMaxSpecBytes >> 20,
+                                                     " MiB, too large for a spec (the wrong file?)"));
+    case BoundedRead::Outcome::kCannotRead:
+      break;
   }
-  struct stat st;
-  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a spec file"));
-  }
-  // Read to the end (a pipe such as <(...) has no size up front), at most the cap.
-  char chunk[16384];
-  int error = 0;
-  while (text->size() <= kMaxSpecBytes) {
-    const ssize_t n = read(fd, chunk, sizeof(chunk));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) error = errno;
-    if (n <= 0) break;
-    text->append(chunk, static_cast<size_t>(n));
-  }
-  close(fd);
-  if (error != 0) return absl::ErrnoToStatus(error, absl::StrCat(path, ": cannot read the spec"));
-  if (text->size() > kMaxSpecBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": over ", kMaxSpecBytes >> 20,
-                                                   " MiB, too large for a spec (the wrong file?)"));
-  }
-  return absl::OkStatus();
+  return absl::ErrnoToStatus(read.error, absl::StrCat(path, ": cannot read the spec"));
 }
 
 }  // namespace

@@ -4,10 +4,14 @@
 // pipeline's /metrics shows those codes counted by scheme, the request latency
 // histogram's count equals the requests, retries and bytes are there, and the summary
 // JSON has the same counts. No key or secret appears in a label. With every read 40 ms
-// away, the diagnosis names storage with the measured latency, and `auto` read-ahead
-// raises the reads in flight past its start.
+// away, the diagnosis names storage with the measured latency, `auto` read-ahead raises
+// the reads in flight past its start, and autotune answers workers waiting on reads with
+// more reads in flight, not more workers.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <map>
 #include <memory>
 #include <string>
@@ -261,6 +265,112 @@ TEST_F(S3MetricsTest, AutoReadAheadGrowsPastItsStartBehindA40msStore) {
   EXPECT_GT(ra["peak_in_flight"].get<int>(), 16) << ra;
   EXPECT_GT(ra["mean_in_flight"].get<double>(), 8) << ra;
   EXPECT_GE(ra["mean_latency_seconds"].get<double>(), 0.035) << ra;
+}
+
+// StoragePercent reads "waiting on storage 12.3%" out of a worker decision's reason; -1
+// when it is not there.
+double StoragePercent(const std::string& reason) {
+  const std::string tag = "waiting on storage ";
+  const size_t at = reason.find(tag);
+  double percent = -1;
+  if (at == std::string::npos) return -1;
+  const std::string rest = reason.substr(at + tag.size());
+  if (!absl::SimpleAtod(rest.substr(0, rest.find('%')), &percent)) return -1;
+  return percent;
+}
+
+// Autotune behind a store 40 ms away. First a slow consumer (100 ms a batch) makes the
+// run calm, and autotune gives a worker back; then the consumer takes as fast as it can,
+// the one worker waits on reads, and autotune raises read-ahead's floor instead of adding
+// the worker back (which would only wait too): the run ends with more reads in flight
+// than that phase began with, and every worker it adds came in a window where the
+// workers were not waiting on storage (before autotune knew of storage, the one worker
+// busy waiting on reads with a CPU free got its second worker back).
+TEST_F(S3MetricsTest, AutotuneRaisesReadAheadNotWorkersWhenWorkersWaitOnStorage) {
+  const std::string folder = testing::MakeImageFolder(testing::TempDir("auto"), 4, 96);
+  ASSERT_TRUE(gateway_->CreateBucket("autotune"));
+  ASSERT_GE(gateway_->Upload(folder, "autotune", "train/"), 384);
+  const std::string log = testing::TempDirForTest("proxy_") + "/faults.log";
+  std::unique_ptr<FaultProxy> proxy = FaultProxy::Start(gateway_->port(), 1, "slow_reads", log);
+  ASSERT_NE(proxy, nullptr);
+  PipelineOptions o = testing::SmallCpuOptions("s3://autotune/train/", /*batch_size=*/16, nullptr);
+  o.num_workers = PipelineOptions::kAuto;
+  o.prefetch_batches = PipelineOptions::kAuto;
+  o.cpu_budget = 2;
+  o.epochs = 8;
+  o.s3.endpoint = proxy->endpoint();
+  absl::StatusOr<std::unique_ptr<Pipeline>> p = Pipeline::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const PipelineStats& stats = *(*p)->stats();
+  ASSERT_GT(stats.autotune.read_ahead.load(), 0) << "read_ahead is not tuned";
+  const int start_floor = stats.autotune.read_ahead.load();
+  auto decisions_of = [&stats](const std::string& knob, bool up) {
+    std::vector<AutotuneRecord> out;
+    for (const AutotuneRecord& d : stats.autotune.Decisions()) {
+      if (d.knob == knob && (d.to > d.from) == up) out.push_back(d);
+    }
+    return out;
+  };
+  int64_t samples = 0;
+  bool done = false;
+  auto next = [&]() {
+    std::shared_ptr<const Batch> batch;
+    bool end_of_epoch = false;
+    EXPECT_TRUE((*p)->Next(&batch, &end_of_epoch).ok());
+    if (batch != nullptr) samples += batch->size();
+    done = end_of_epoch && (*p)->done();
+  };
+  // Calm: a slow consumer until autotune gives a worker back (10 calm windows, ~2 s).
+  const absl::Time calm_until = absl::Now() + absl::Seconds(20);
+  while (!done && decisions_of(kKnobNumWorkers, false).empty() && absl::Now() < calm_until) {
+    next();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(decisions_of(kKnobNumWorkers, false).empty()) << "the calm run kept 2 workers";
+  ASSERT_FALSE(done) << "the run ended before the fast phase; more epochs";
+  const size_t calm_decisions = stats.autotune.Decisions().size();
+  const int limit_before = stats.storage->read_ahead().limit;
+  // Hungry: as fast as it can; the one worker waits on 40 ms reads.
+  while (!done) next();
+  EXPECT_EQ(samples, 8 * 384);
+
+  const std::vector<AutotuneRecord> all = stats.autotune.Decisions();
+  for (const AutotuneRecord& d : all) {  // In the test log, for a failure's reader.
+    std::printf("autotune: at %.1f s %s %d -> %d: %s\n", d.seconds, d.knob.c_str(), d.from,
+                d.to, d.reason.c_str());
+  }
+  int read_ahead_ups = 0;
+  for (size_t i = calm_decisions; i < all.size(); ++i) {
+    const AutotuneRecord& d = all[i];
+    if (d.knob == kKnobReadAhead && d.to > d.from) {
+      ++read_ahead_ups;
+      EXPECT_NE(d.reason.find("workers waited on storage"), std::string::npos) << d.reason;
+    }
+    if (d.knob == kKnobNumWorkers && d.to > d.from) {
+      // A worker only where the workers were the limit, not the reads.
+      const double storage = StoragePercent(d.reason);
+      EXPECT_GE(storage, 0) << d.reason;
+      EXPECT_LT(storage, 25) << d.reason;
+      EXPECT_GT(read_ahead_ups, 0) << "a worker before any read-ahead raise: " << d.reason;
+    }
+  }
+  const ReadAheadFigures ra = stats.storage->read_ahead();
+  // Autotune raised the floor, unless the read-ahead's own probes reached its ceiling
+  // first (then no window had room to raise it: they race, both within ~0.5 s).
+  EXPECT_TRUE(read_ahead_ups > 0 || ra.peak_limit >= ra.max_in_flight)
+      << "autotune never raised read-ahead behind a 40 ms store, peak " << ra.peak_limit;
+  std::printf("read-ahead: limit %d before the hungry phase, %d at the end (floor %d, peak %d, "
+              "%.1f in flight on average, %.1f ms a read)\n",
+              limit_before, ra.limit, ra.floor, ra.peak_limit, ra.mean_in_flight,
+              1e3 * ra.mean_latency_seconds);
+  EXPECT_GT(ra.limit, limit_before) << "reads in flight at the end vs the hungry start";
+  EXPECT_GT(ra.limit, start_floor);
+  // The summary reports the knob with the others.
+  const nlohmann::json summary =
+      nlohmann::json::parse(PipelineSummaryJson(**p, 1.0, 8, 0.1, 0.1, {0.5, 1.0}));
+  EXPECT_GE(summary["autotune"]["read_ahead"].get<int>(), start_floor) << summary["autotune"];
+  EXPECT_EQ(summary["storage"]["read_ahead"]["floor"].get<int>(),
+            summary["autotune"]["read_ahead"].get<int>());
 }
 
 }  // namespace

@@ -131,7 +131,8 @@ constexpr FamilySpec kSpecs[] = {
     {kQueueCapacity, "flowloader_queue_capacity", MetricType::Gauge,
      "Capacity of the bounded hand-off between two stages, in items."},
     {kAutotuneValue, "flowloader_autotune_value", MetricType::Gauge,
-     "Value the online autotuner has set for a knob (num_workers, prefetch_batches); "
+     "Value the online autotuner has set for a knob (num_workers, prefetch_batches, "
+     "read_ahead: the remote reads kept in flight at least); "
      "only for pipelines with a knob on auto."},
     {kAutotuneDecisions, "flowloader_autotune_decisions_total", MetricType::Counter,
      "Changes the online autotuner made, by knob and direction (up, down)."},
@@ -260,6 +261,10 @@ void AppendAutotune(const PipelineStats& stats, std::vector<MetricFamily>* famil
   AddGauge(&f[kAutotuneValue],
            {{"pipeline", stats.pipeline()}, {"knob", kKnobPrefetchBatches}},
            a.prefetch_batches.load());
+  if (const int floor = a.read_ahead.load(); floor > 0) {  // Tuned: remote reads, auto.
+    AddGauge(&f[kAutotuneValue], {{"pipeline", stats.pipeline()}, {"knob", kKnobReadAhead}},
+             floor);
+  }
   for (const auto& [key, count] : a.Counts()) {
     AddCounter(&f[kAutotuneDecisions],
                {{"pipeline", stats.pipeline()}, {"knob", key.first}, {"direction", key.second}},

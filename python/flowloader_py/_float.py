@@ -29,15 +29,7 @@ import math
 
 import numpy as np
 
-_MODULES = {}
-
-
-def _core():
-    m = _MODULES.get("core")
-    if m is None:
-        from flowloader import _flowloader
-        m = _MODULES["core"] = _flowloader
-    return m
+from flowloader._eager import _core  # The extension, imported on first use and kept.
 
 
 # -- the op's arguments, from its text ("random_crop(size=32, padding=4, ...)") ---------

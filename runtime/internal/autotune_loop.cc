@@ -114,12 +114,25 @@ AutotuneLoop::AutotuneLoop(PipelineGraph* graph, std::shared_ptr<PipelineStats> 
                            const AutotunePolicyOptions& policy, double window_seconds)
     : graph_(graph),
       stats_(std::move(stats)),
-      policy_(policy),
+      policy_(WithReadAhead(policy, *stats_)),
       window_nanos_(static_cast<int64_t>(window_seconds * 1e9)) {
   thread_ = std::thread([this] { Run(); });
 }
 
 AutotuneLoop::~AutotuneLoop() { Stop(); }
+
+AutotunePolicyOptions AutotuneLoop::WithReadAhead(AutotunePolicyOptions policy,
+                                                  PipelineStats& stats) {
+  if (stats.storage == nullptr) return policy;
+  const ReadAheadFigures r = stats.storage->read_ahead();
+  if (!r.present || !r.adaptive) return policy;  // Local data, or read_ahead=N: not ours.
+  policy.tune_read_ahead = true;
+  policy.min_read_ahead = r.min_in_flight;
+  policy.max_read_ahead = r.max_in_flight;
+  policy.read_ahead_bytes = r.max_bytes;
+  stats.autotune.read_ahead.store(r.floor);
+  return policy;
+}
 
 void AutotuneLoop::Stop() {
   {
@@ -137,8 +150,17 @@ AutotuneLoop::Totals AutotuneLoop::Read() const {
   t.consumer_wait_seconds = stats_->steady_consumer_waits.Read().sum_seconds;
   for (const auto& stage : stats_->stages()) {
     if (stage->follows_num_workers()) {
-      t.worker_busy_nanos += stage->busy_nanos.load(std::memory_order_relaxed);
+      const int64_t busy = stage->busy_nanos.load(std::memory_order_relaxed);
+      t.worker_busy_nanos += busy;
+      // The read stage's busy time is the workers waiting for their bytes.
+      if (stage->kind() == StageKind::kStorage) t.storage_busy_nanos += busy;
     }
+  }
+  if (stats_->storage != nullptr) {
+    const StorageSchemeStats total = stats_->storage->Total();
+    t.storage_requests = total.requests;
+    t.storage_latency_seconds = total.latency_sum_seconds;
+    t.storage_bytes = total.bytes;
   }
   if (const StageStats* source = stats_->Stage("source"); source != nullptr) {
     t.source_blocked_nanos = source->blocked_nanos.load(std::memory_order_relaxed);
@@ -159,6 +181,17 @@ AutotuneWindow AutotuneLoop::Difference(const Totals& before, const Totals& afte
   w.source_blocked_fraction =
       (after.source_blocked_nanos - before.source_blocked_nanos) / 1e9 / wall;
   w.cpu_cores = (after.cpu_nanos - before.cpu_nanos) / 1e9 / wall;
+  w.storage_wait_fraction = (after.storage_busy_nanos - before.storage_busy_nanos) / 1e9 /
+                            (std::max(1, workers) * wall);
+  const int64_t requests = after.storage_requests - before.storage_requests;
+  w.storage_requests_per_second = requests / wall;
+  if (requests > 0) {
+    w.storage_latency_seconds =
+        (after.storage_latency_seconds - before.storage_latency_seconds) / requests;
+    w.storage_bytes_per_request =
+        static_cast<double>(after.storage_bytes - before.storage_bytes) / requests;
+  }
+  if (stats_->storage != nullptr) w.read_ahead_limit = stats_->storage->read_ahead().limit;
   return w;
 }
 
@@ -174,7 +207,8 @@ void AutotuneLoop::Run() {
       const int workers = graph_->workers();
       const AutotuneWindow window = Difference(before, after, workers);
       const std::optional<AutotuneChange> change =
-          policy_.Decide(window, workers, graph_->prefetch_batches());
+          policy_.Decide(window, workers, graph_->prefetch_batches(),
+                         stats_->autotune.read_ahead.load(std::memory_order_relaxed));
       if (change.has_value()) Apply(*change);
     }
     before = after;
@@ -184,8 +218,14 @@ void AutotuneLoop::Run() {
 
 void AutotuneLoop::Apply(const AutotuneChange& change) {
   const bool workers = change.knob == kKnobNumWorkers;
-  const absl::Status status =
-      workers ? graph_->SetWorkers(change.to) : graph_->SetPrefetchBatches(change.to);
+  absl::Status status;
+  if (change.knob == kKnobReadAhead) {
+    if (stats_->storage == nullptr || !stats_->storage->SetReadAheadFloor(change.to)) {
+      return;  // The read-ahead is gone (the run is ending): nothing to change.
+    }
+  } else {
+    status = workers ? graph_->SetWorkers(change.to) : graph_->SetPrefetchBatches(change.to);
+  }
   if (!status.ok()) {
     if (!workers) policy_.MarkBuffersFull(change.to);
     LogInfo(absl::StrCat("autotune: keeping ", change.knob, " at ", change.from, ": ",

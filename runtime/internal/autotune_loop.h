@@ -6,7 +6,9 @@
 // whose memory plan, on top of what the process already holds, fits ram_budget; it starts
 // at 1 worker and 2 buffers and lets the policy (autotune_policy.h) grow from there.
 // AutotuneLoop never touches what is delivered: it only calls PipelineGraph::SetWorkers
-// and SetPrefetchBatches, which keep every sample's place.
+// and SetPrefetchBatches, which keep every sample's place, and, for remote data read
+// ahead with read_ahead auto, the read-ahead's floor (StorageStats::SetReadAheadFloor),
+// which changes when bytes are read, never which.
 //
 // Thread-safety: PlanAutotune is a pure function of its arguments and the process's
 // resources; AutotuneLoop's constructor starts its thread, Stop (idempotent, any thread)
@@ -68,7 +70,16 @@ class AutotuneLoop {
     int64_t worker_busy_nanos = 0;
     int64_t source_blocked_nanos = 0;
     int64_t cpu_nanos = 0;
+    int64_t storage_busy_nanos = 0;  // The num_workers stages that read (kind kStorage).
+    int64_t storage_requests = 0;    // Remote requests that ended (StorageStats::Total).
+    double storage_latency_seconds = 0;
+    int64_t storage_bytes = 0;
   };
+  // WithReadAhead is `policy` with read_ahead tuned when the graph reads ahead remotely
+  // with an adaptive limit (its range from the read-ahead's options); it records the
+  // starting floor in stats->autotune.
+  static AutotunePolicyOptions WithReadAhead(AutotunePolicyOptions policy,
+                                             PipelineStats& stats);
   Totals Read() const;
   AutotuneWindow Difference(const Totals& before, const Totals& after, int workers) const;
   void Run();

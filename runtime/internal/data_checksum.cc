@@ -33,16 +33,12 @@ class DataChecksum::Stream {
 DataChecksum::DataChecksum()
     : total_(std::make_unique<Stream>()), row_(std::make_unique<Stream>()) {}
 
-// RowHash is the hash of row `row`'s bytes: XXH3 of the one tensor's row, or of its rows
-// in every tensor, one after the other (streamed, so several tensors cost no copy), then
-// the row's detection / segmentation targets when the batch has them.
+// RowHash is the hash of row `row`'s bytes: XXH3 of its rows in every tensor, one after
+// the other (streamed, so several tensors cost no copy), then the row's detection /
+// segmentation targets when the batch has them. With one tensor and no targets that is
+// XXH3 of the tensor's row alone (XXH3's streaming digest equals its one-shot hash).
 uint64_t DataChecksum::RowHash(const Batch& batch, int64_t row) {
   const int64_t rows = batch.size();
-  if (batch.tensors.size() <= 1 && !batch.targets.present) {
-    const size_t row_bytes = batch.bytes() / static_cast<size_t>(rows);
-    const auto* data = static_cast<const unsigned char*>(batch.host_data());
-    return XXH3_64bits(data + static_cast<size_t>(row) * row_bytes, row_bytes);
-  }
   row_->Reset();
   for (const BatchTensor& t : batch.tensors) {
     const size_t row_bytes = t.bytes() / static_cast<size_t>(rows);

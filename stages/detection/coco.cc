@@ -2,18 +2,16 @@
 // every value once at Open so that MakeTargets, per sample, only copies and rasterises.
 #include "stages/detection/coco.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <unordered_map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "stages/core/bounded_read.h"
 #include "stages/detection/json_int.h"
 
 namespace flowloader::detection {
@@ -69,36 +67,25 @@ absl::Status ReadAnnotations(const CocoOptions& options, std::string* text) {
     if (s.code() == absl::StatusCode::kResourceExhausted) return TooLargeJson(options, "the file");
     return s;
   }
-  struct stat st;
-  if (::stat(options.annotations.c_str(), &st) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat(options.annotations, ": ", std::strerror(errno)));
+  // A local file, read to at most max_json_bytes whatever its size: a device or a pipe
+  // has no size (/dev/zero was read until memory ran out).
+  const BoundedRead read = ReadBounded(options.annotations, options.max_json_bytes, text);
+  switch (read.outcome) {
+    case BoundedRead::Outcome::kRead:
+      return absl::OkStatus();
+    case BoundedRead::Outcome::kCannotOpen:
+      return absl::ErrnoToStatus(read.error, options.annotations);
+    case BoundedRead::Outcome::kDirectory:
+      return absl::InvalidArgumentError(
+          absl::StrCat(options.annotations, " is a directory, not a COCO instances file"));
+    case BoundedRead::Outcome::kTooLarge:
+      return TooLargeJson(options, read.size >= 0
+                                       ? absl::StrCat(read.size, " bytes")
+                                       : "the file (not a regular file: it has no size)");
+    case BoundedRead::Outcome::kCannotRead:
+      break;
   }
-  if (st.st_size > options.max_json_bytes) {
-    return TooLargeJson(options, absl::StrCat(st.st_size, " bytes"));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(options.annotations, " is a directory, not a COCO instances file"));
-  }
-  // Read to at most max_json_bytes whatever stat said: a device or a pipe has no size
-  // (/dev/zero was read until memory ran out).
-  std::ifstream in(options.annotations, std::ios::binary);
-  if (!in) return absl::DataLossError(absl::StrCat(options.annotations, ": cannot be read"));
-  text->clear();
-  std::string chunk(size_t{1} << 20, '\0');
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    text->append(chunk.data(), static_cast<size_t>(in.gcount()));
-    if (static_cast<int64_t>(text->size()) > options.max_json_bytes) {
-      text->clear();
-      return TooLargeJson(options, "the file (not a regular file: it has no size)");
-    }
-  }
-  if (in.bad()) {
-    return absl::DataLossError(absl::StrCat(options.annotations, ": cannot be read"));
-  }
-  return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(options.annotations, ": cannot be read"));
 }
 
 // PolygonIsRasterisable: RleFromPolygon (cocoapi's rleFrPoly) traces the boundary at 5×

@@ -52,11 +52,15 @@ ReadAhead::ReadAhead(const ReadAheadOptions& options) : options_(options) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     limit_ = options.adaptive ? options.min_in_flight : options.max_in_flight;
+    floor_ = options.min_in_flight;
     stats_.peak_limit = limit_;
     window_start_ = absl::Now();
   }
   // Outside mu_: the report calls figures() (which takes mu_) under its own lock.
-  if (options_.report != nullptr) options_.report->AttachReadAhead([this] { return figures(); });
+  if (options_.report != nullptr) {
+    options_.report->AttachReadAhead([this] { return figures(); },
+                                     [this](int floor) { SetFloor(floor); });
+  }
 }
 
 ReadAhead::~ReadAhead() {
@@ -274,7 +278,7 @@ void ReadAhead::EstimateLocked(absl::Time now) {
     calm_windows_ = late ? 0 : calm_windows_ + 1;
     const int next = NextLimitLocked(now, rate, target, late);
     if (probe_hold_ > 0) --probe_hold_;
-    limit_ = std::clamp(next, options_.min_in_flight, options_.max_in_flight);
+    limit_ = std::clamp(next, floor_, options_.max_in_flight);
     // Fetch-only reads (shards' blocks) follow this window's own rate, unsmoothed (one
     // fetch serves ~10-20 samples: Little's law in samples asks for more than the blocks
     // need, which costs little, as there is one per block an epoch, their bytes are the
@@ -368,6 +372,18 @@ void ReadAhead::StartThreadsForLimitLocked(int allowed_before) {
   work_.notify_all();
 }
 
+void ReadAhead::SetFloor(int floor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!options_.adaptive || stop_) return;
+  floor_ = std::clamp(floor, options_.min_in_flight, options_.max_in_flight);
+  if (limit_ >= floor_) return;  // Lowered (or under the limit): the limit follows demand.
+  const int allowed_before = std::max(limit_, fetch_limit_);
+  limit_ = floor_;
+  fetch_limit_ = std::max(fetch_limit_, limit_);
+  stats_.peak_limit = std::max(stats_.peak_limit, limit_);
+  StartThreadsForLimitLocked(allowed_before);
+}
+
 void ReadAhead::AccountInFlightLocked(absl::Time now) {
   if (running_ > 0) {
     const double seconds = absl::ToDoubleSeconds(now - in_flight_since_);
@@ -412,6 +428,10 @@ ReadAheadFigures ReadAhead::figures() const {
   f.present = true;
   f.adaptive = options_.adaptive;
   f.limit = s.limit;
+  f.floor = s.floor;
+  f.min_in_flight = options_.min_in_flight;
+  f.max_in_flight = options_.max_in_flight;
+  f.max_bytes = options_.max_bytes;
   f.peak_in_flight = s.peak_in_flight;
   f.threads = s.threads;
   f.started = s.started;
@@ -434,6 +454,7 @@ ReadAheadStats ReadAhead::stats() const {
   ReadAheadStats s = stats_;
   s.limit = limit_;
   s.fetch_limit = std::max(limit_, fetch_limit_);
+  s.floor = floor_;
   s.mean_latency = finished_ > 0 ? total_latency_ / finished_ : absl::ZeroDuration();
   s.mean_in_flight = busy_seconds_ > 0 ? in_flight_seconds_ / busy_seconds_ : 0;
   return s;

@@ -63,6 +63,10 @@
 //     adaptive limit up to max_in_flight: a 20 ms round trip then costs the first batch
 //     about one round trip instead of batch / min_in_flight of them. A fixed limit
 //     (read_ahead=N) holds for them too.
+//   * A floor from outside (SetFloor): the runtime's autotuner, which sees the consumer
+//     wait for workers that wait on reads, raises the fewest reads kept in flight (at once
+//     past Little's law and a probe's judgement) and lowers it back when the run is calm;
+//     the limit then follows demand above it, down to it only (runtime/autotune_policy.h).
 //   * Threads blocked on the network cost no CPU: one thread per read in flight, made
 //     when first needed, joined by the destructor. Cancellation is the Env's (StorageEnv::
 //     Cancel on Pipeline::Stop ends each read in flight within ~100 ms); the destructor
@@ -125,6 +129,7 @@ struct ReadAheadStats {
   int64_t probes_undone = 0;  // Probes that bought no faster takes, and were undone.
   int limit = 0;            // The in-flight limit now.
   int fetch_limit = 0;      // The in-flight limit for fetch-only reads now (>= limit).
+  int floor = 0;            // The fewest the limit goes down to now (SetFloor).
   int peak_limit = 0;       // The highest the limit went.
   // Reads in flight on average while at least one was (time-weighted): the concurrency
   // the reads really had, against `limit`.
@@ -173,6 +178,12 @@ class ReadAhead {
   // for a fetch or fetches itself, and the window counts it late (a take of a sample
   // without a read here shows nothing of that otherwise).
   void NoteBlockRead(bool cached);
+
+  // SetFloor makes `floor` (clamped to [min_in_flight, max_in_flight]) the fewest reads
+  // the adaptive limit keeps: raised, the limit goes there at once (threads made for the
+  // queued reads it lets start); lowered, the limit comes down by itself after calm
+  // windows. A fixed limit (read_ahead=N) ignores it.
+  void SetFloor(int floor);
 
   ReadAheadStats stats() const;
   // figures are stats() as the summary reports them.
@@ -238,6 +249,7 @@ class ReadAhead {
   std::vector<std::string> spares_ ABSL_GUARDED_BY(mu_);  // Empty buffers for reads.
   int64_t spare_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Their capacities.
   int limit_ ABSL_GUARDED_BY(mu_) = 0;
+  int floor_ ABSL_GUARDED_BY(mu_) = 0;  // SetFloor's; min_in_flight until set.
   // The limit for fetch-only reads (adaptive): at least limit_, Little's law on each
   // window's own rate (see EstimateLocked).
   int fetch_limit_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,5 +1,6 @@
 // Tests of ReadAhead: the in-flight limit, order, handing over results and errors, the
-// byte and entry bounds, recycled buffers, the adaptive limit, and a prompt destructor.
+// byte and entry bounds, recycled buffers, the adaptive limit, the autotuner's floor, and
+// a prompt destructor.
 #include "stages/reader/read_ahead.h"
 
 #include <algorithm>
@@ -578,6 +579,45 @@ TEST(ReadAheadTest, TheDestructorDropsQueuedReadsAndWaitsOnlyForRunningOnes) {
   ra->reset();
   EXPECT_LT(absl::Now() - t0, absl::Milliseconds(500));
   EXPECT_LE(runs.load(), 4);
+}
+
+// The autotuner's floor (SetFloor): raised, that many reads start at once, without a take
+// or an estimate; lowered past the start, it stops at min_in_flight and the limit stays
+// until calm windows bring it down; a fixed limit ignores it.
+TEST(ReadAheadTest, ARaisedFloorStartsThatManyReadsAtOnce) {
+  auto fixed = ReadAhead::Create(Fixed(3));
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  (*fixed)->SetFloor(20);
+  EXPECT_EQ((*fixed)->stats().limit, 3);
+
+  Concurrency c;  // Before the read-ahead: its destructor waits for reads that use these.
+  std::atomic<bool> release{false};
+  ReadAheadOptions o;
+  o.min_in_flight = 2;
+  o.max_in_flight = 32;
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok()) << ra.status();
+  for (int i = 0; i < 40; ++i) {
+    (*ra)->Start({0, i}, [&](std::string* out) {
+      c.Enter();
+      while (!release.load()) absl::SleepFor(absl::Milliseconds(1));
+      c.Leave();
+      *out = "bytes";
+      return absl::OkStatus();
+    });
+  }
+  WaitUntilStarted(**ra, 2);
+  EXPECT_EQ((*ra)->stats().limit, 2);
+  (*ra)->SetFloor(10);
+  while (c.now.load() < 10) absl::SleepFor(absl::Milliseconds(1));
+  absl::SleepFor(absl::Milliseconds(20));  // No more than the floor start.
+  EXPECT_EQ(c.peak.load(), 10);
+  EXPECT_EQ((*ra)->stats().limit, 10);
+  EXPECT_EQ((*ra)->figures().floor, 10);
+  (*ra)->SetFloor(1);  // Below the read-ahead's own floor: clamped to it.
+  EXPECT_EQ((*ra)->stats().floor, 2);
+  EXPECT_EQ((*ra)->stats().limit, 10);
+  release = true;
 }
 
 TEST(ReadAheadTest, RefusesBadLimits) {

@@ -239,6 +239,10 @@ TEST(ShardNamesTest, SplitsKeysWithWebdatasetsBasePlusExt) {
       {"dir/noext", false, "", ""},
       {".hidden", false, "", ""},
       {"a/.x.jpg", true, "a/", "x.jpg"},  // The regex backtracks: `[^.]+` takes "a/".
+      {"a.c/b/.x", true, "a.c/b/", "x"},  // Only the last directory part is looked at.
+      {"a.c/.x", false, "", ""},          // `[^.]+` cannot take "a.c/".
+      {"/.x", true, "/", "x"},
+      {"a//.x", true, "a//", "x"},
   };
   for (const Case& c : cases) {
     std::string key, extension;

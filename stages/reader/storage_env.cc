@@ -1,6 +1,8 @@
 // storage_env.cc: StorageEnv, routing paths by scheme (see storage_env.h).
 #include "stages/reader/storage_env.h"
 
+#include <map>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -8,6 +10,18 @@
 #include "stages/reader/s3_env.h"
 
 namespace flowloader {
+namespace {
+
+// SumOver adds up one of HttpEnv's counts over `envs` (remote_envs(): every remote Env
+// made so far), for the StorageEnv's totals of them.
+template <typename T>
+T SumOver(const std::map<std::string, const HttpEnv*>& envs, T (HttpEnv::*count)() const) {
+  T total = 0;
+  for (const auto& [family, env] : envs) total += (env->*count)();
+  return total;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<StorageEnv>> StorageEnv::Create(Env* base,
                                                                const StorageOptions& options) {
@@ -149,15 +163,11 @@ absl::Status StorageEnv::ReadMember(const std::string& url, int64_t offset, int6
 }
 
 int64_t StorageEnv::block_fetches() const {
-  int64_t total = 0;
-  for (const auto& [family, env] : remote_envs()) total += env->block_fetches();
-  return total;
+  return SumOver(remote_envs(), &HttpEnv::block_fetches);
 }
 
 int64_t StorageEnv::member_reads() const {
-  int64_t total = 0;
-  for (const auto& [family, env] : remote_envs()) total += env->member_reads();
-  return total;
+  return SumOver(remote_envs(), &HttpEnv::member_reads);
 }
 
 bool StorageEnv::BlockCached(const std::string& url) const {
@@ -183,15 +193,11 @@ std::vector<HttpEnv::ShardSize> StorageEnv::admitted() const {
 }
 
 int64_t StorageEnv::admitted_bytes() const {
-  int64_t total = 0;
-  for (const auto& [family, env] : remote_envs()) total += env->admitted_bytes();
-  return total;
+  return SumOver(remote_envs(), &HttpEnv::admitted_bytes);
 }
 
 int StorageEnv::admitted_shards() const {
-  int total = 0;
-  for (const auto& [family, env] : remote_envs()) total += env->admitted_shards();
-  return total;
+  return SumOver(remote_envs(), &HttpEnv::admitted_shards);
 }
 
 void StorageEnv::Cancel() const {
@@ -207,15 +213,11 @@ std::map<std::string, const HttpEnv*> StorageEnv::remote_envs() const {
 }
 
 int64_t StorageEnv::requests() const {
-  int64_t total = 0;
-  for (const auto& [family, env] : remote_envs()) total += env->requests();
-  return total;
+  return SumOver(remote_envs(), &HttpEnv::requests);
 }
 
 int64_t StorageEnv::retries() const {
-  int64_t total = 0;
-  for (const auto& [family, env] : remote_envs()) total += env->retries();
-  return total;
+  return SumOver(remote_envs(), &HttpEnv::retries);
 }
 
 std::vector<std::string> StorageEnv::Describe() const {

@@ -94,15 +94,26 @@ std::string StorageStats::SchemeLabel(absl::string_view url) {
   return plain ? scheme : "other";
 }
 
-void StorageStats::AttachReadAhead(std::function<ReadAheadFigures()> read) const {
+void StorageStats::AttachReadAhead(std::function<ReadAheadFigures()> read,
+                                   std::function<void(int)> set_floor) const {
   std::lock_guard<std::mutex> lock(mu_);
   read_ahead_source_ = std::move(read);
+  read_ahead_floor_ = std::move(set_floor);
 }
 
 void StorageStats::DetachReadAhead() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (read_ahead_source_) read_ahead_ = read_ahead_source_();
   read_ahead_source_ = nullptr;
+  read_ahead_floor_ = nullptr;
+}
+
+bool StorageStats::SetReadAheadFloor(int floor) const {
+  // Under mu_, as read_ahead(): the read-ahead cannot detach (and be destroyed) meanwhile.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!read_ahead_floor_) return false;
+  read_ahead_floor_(floor);
+  return true;
 }
 
 ReadAheadFigures StorageStats::read_ahead() const {

@@ -1,6 +1,7 @@
 // storage_stats.h: what remote storage (s3://, http(s)://) did for a pipeline, by scheme:
 // requests sent, body bytes received, retries, errors by code, and a request latency
-// histogram; and the read stage's read-ahead figures (ReadAheadFigures).
+// histogram; and the read stage's read-ahead figures (ReadAheadFigures), with the one
+// setting of it the runtime's autotuner moves (SetReadAheadFloor).
 //
 // HttpEnv (and S3Env on it) records one entry per attempt it sends; StorageEnv owns one
 // StorageStats shared by all its remote Envs, and the pipeline's PipelineStats holds it
@@ -58,6 +59,10 @@ struct ReadAheadFigures {
   bool present = false;   // A read-ahead ran (remote data, read_ahead not 0).
   bool adaptive = false;  // read_ahead=auto.
   int limit = 0;          // The in-flight limit (at the end).
+  int floor = 0;          // The fewest it keeps now (raised by autotune: SetReadAheadFloor).
+  int min_in_flight = 0;  // The limit's own floor and start (ReadAheadOptions).
+  int max_in_flight = 0;  // Its ceiling.
+  int64_t max_bytes = 0;  // Finished bytes past which no read starts (the memory plan's).
   int peak_in_flight = 0;
   int threads = 0;
   int64_t started = 0;      // Reads run ahead.
@@ -90,12 +95,17 @@ class StorageStats {
   // Total sums every scheme's counts into one (scheme "all").
   StorageSchemeStats Total() const;
 
-  // AttachReadAhead makes `read` the source of read_ahead() while the read-ahead lives;
-  // DetachReadAhead keeps its last figures. Const, as StorageEnv::Cancel: the read stage
-  // holds a const Dataset. One read-ahead at a time (a pipeline has one read stage).
-  void AttachReadAhead(std::function<ReadAheadFigures()> read) const;
+  // AttachReadAhead makes `read` the source of read_ahead() and `set_floor` (may be null)
+  // what SetReadAheadFloor calls while the read-ahead lives; DetachReadAhead keeps its last
+  // figures. Const, as StorageEnv::Cancel: the read stage holds a const Dataset. One
+  // read-ahead at a time (a pipeline has one read stage).
+  void AttachReadAhead(std::function<ReadAheadFigures()> read,
+                       std::function<void(int)> set_floor = nullptr) const;
   void DetachReadAhead() const;
   ReadAheadFigures read_ahead() const;
+  // SetReadAheadFloor passes `floor` to the read-ahead (ReadAhead::SetFloor): false when
+  // none is attached. The runtime's autotuner calls it; it knows the graph, not its stages.
+  bool SetReadAheadFloor(int floor) const;
 
   // SchemeLabel is `url`'s scheme as a label ("s3", "http", "https"; "other" for one
   // that is not short and alphanumeric).
@@ -105,6 +115,7 @@ class StorageStats {
   mutable std::mutex mu_;
   std::map<std::string, StorageSchemeStats> schemes_ ABSL_GUARDED_BY(mu_);
   mutable std::function<ReadAheadFigures()> read_ahead_source_ ABSL_GUARDED_BY(mu_);
+  mutable std::function<void(int)> read_ahead_floor_ ABSL_GUARDED_BY(mu_);
   mutable ReadAheadFigures read_ahead_ ABSL_GUARDED_BY(mu_);  // Once detached.
 };
 

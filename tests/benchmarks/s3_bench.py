@@ -325,6 +325,10 @@ def flowloader_run(flowloader, data, work, name, env, flags=()):
         raise RuntimeError(f"{name}: flowloader exited {res.returncode}: {res.stderr[-2000:]}")
     with open(summary) as f:
         s = json.load(f)
+    # What autotune changed (read_ahead's floor for remote reads among them), in the log.
+    for d in s.get("autotune", {}).get("decisions", []):
+        log(f"{name}: autotune at {d['seconds']:.1f} s {d['knob']} {d['from']} -> {d['to']}: "
+            f"{d['reason']}")
     return {"images_per_second": s["images_per_second"], "samples": s["samples"],
             "skipped": s["skipped"], "first_batch_seconds": s["first_batch_seconds"],
             "wall_seconds": wall, "requests": s.get("storage", {}).get("requests", 0),

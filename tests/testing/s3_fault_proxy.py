@@ -168,6 +168,10 @@ class Proxy(http.server.BaseHTTPRequestHandler):
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver listens with a backlog of 5: a client opening dozens of connections at
+    # once (read-ahead raised to 128 in flight) lost SYNs and waited out their 1-3-7 s
+    # retransmits, which no real store does.
+    request_queue_size = 256
 
 
 Server(("127.0.0.1", PORT), Proxy).serve_forever()

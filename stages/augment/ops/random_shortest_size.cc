@@ -22,15 +22,14 @@
 namespace flowloader::augment {
 namespace {
 
-class RandomShortestSize : public Op {
+class RandomShortestSize : public internal::DrawnResizeOp {
  public:
   RandomShortestSize(std::vector<int> min_sizes, int max_size, Interpolation interpolation)
-      : min_sizes_(std::move(min_sizes)), max_size_(max_size), interpolation_(interpolation) {}
+      : DrawnResizeOp(interpolation), min_sizes_(std::move(min_sizes)), max_size_(max_size) {}
 
   OpSize OutputSize(OpSize) const override { return {}; }  // Depends on the image.
   // r ≤ max_size / long side: neither side passes max_size (one more for the rounding).
   OpSize OutputBound(OpSize) const override { return {max_size_ + 1, max_size_ + 1}; }
-  TargetEffect Targets() const override { return TargetEffect::kMoves; }
 
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {
     const int m = min_sizes_[static_cast<size_t>(
@@ -41,24 +40,9 @@ class RandomShortestSize : public Op {
     params->Push(std::max(1, static_cast<int>(width * r)));
   }
 
-  absl::Status Apply(const OpParams& p, OpImage& image) const override {
-    return internal::ResizeToDrawnSize(p, interpolation_, image);
-  }
-
-  bool ResizeTo(const OpParams& p, int, int, OpSize* out,
-                Interpolation* filter) const override {
-    *filter = interpolation_;
-    return internal::DrawnSize(p, out);
-  }
-
-  absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
-    return internal::MoveTargetsToDrawnSize(p, targets);
-  }
-
  private:
   const std::vector<int> min_sizes_;
   const int max_size_;
-  const Interpolation interpolation_;
 };
 
 FLOWLOADER_REGISTER_OP(

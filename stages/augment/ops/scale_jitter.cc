@@ -23,11 +23,11 @@
 namespace flowloader::augment {
 namespace {
 
-class ScaleJitter : public Op {
+class ScaleJitter : public internal::DrawnResizeOp {
  public:
   ScaleJitter(int target_a, int target_b, double lo, double hi, Interpolation interpolation)
-      : target_a_(target_a), target_b_(target_b), lo_(lo), hi_(hi),
-        interpolation_(interpolation) {}
+      : DrawnResizeOp(interpolation), target_a_(target_a), target_b_(target_b), lo_(lo),
+        hi_(hi) {}
 
   OpSize OutputSize(OpSize) const override { return {}; }  // Depends on the draw.
   // int(size · r) with r ≤ target / size · scale_range[1]: at most target × the largest
@@ -37,7 +37,6 @@ class ScaleJitter : public Op {
     return {static_cast<int>(std::ceil(target_a_ * s)) + 1,
             static_cast<int>(std::ceil(target_b_ * s)) + 1};
   }
-  TargetEffect Targets() const override { return TargetEffect::kMoves; }
 
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {
     const double scale = lo_ + rng.Uniform(0, 1) * (hi_ - lo_);
@@ -48,24 +47,9 @@ class ScaleJitter : public Op {
     params->Push(std::max(1, static_cast<int>(width * r)));
   }
 
-  absl::Status Apply(const OpParams& p, OpImage& image) const override {
-    return internal::ResizeToDrawnSize(p, interpolation_, image);
-  }
-
-  bool ResizeTo(const OpParams& p, int, int, OpSize* out,
-                Interpolation* filter) const override {
-    *filter = interpolation_;
-    return internal::DrawnSize(p, out);
-  }
-
-  absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
-    return internal::MoveTargetsToDrawnSize(p, targets);
-  }
-
  private:
   const int target_a_, target_b_;  // target_size[0], target_size[1].
   const double lo_, hi_;
-  const Interpolation interpolation_;
 };
 
 FLOWLOADER_REGISTER_OP(

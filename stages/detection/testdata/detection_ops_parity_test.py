@@ -29,7 +29,6 @@ Fails, never skips, when torch, torchvision or PIL are missing.
 """
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -44,24 +43,9 @@ from torchvision.transforms import InterpolationMode
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from detection_parity_test import ref_boxes, ref_masks  # noqa: E402  (v2's kernels)
+from line_tool import Tool  # noqa: E402
 
 N_DRAWS = 10000
-
-
-class Tool:
-    def __init__(self, path):
-        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-
-    def ask(self, *fields):
-        self.proc.stdin.write("\t".join(str(f) for f in fields) + "\n")
-        self.proc.stdin.flush()
-        lines = []
-        while True:
-            line = self.proc.stdout.readline()
-            if line == "" or line.rstrip("\n") == "END":
-                return "\n".join(lines)
-            lines.append(line.rstrip("\n"))
 
 
 def write_targets(path, t):

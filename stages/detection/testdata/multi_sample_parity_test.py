@@ -24,7 +24,6 @@ and keypoints within 1e-3 px, visibilities equal, the same instances kept.
 Fails, never skips, when torch or torchvision are missing.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -34,21 +33,8 @@ import torchvision.ops as ops
 import torchvision.transforms.functional as F
 from PIL import Image
 
-
-class Tool:
-    def __init__(self, path):
-        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-
-    def ask(self, *fields):
-        self.proc.stdin.write("\t".join(str(f) for f in fields) + "\n")
-        self.proc.stdin.flush()
-        lines = []
-        while True:
-            line = self.proc.stdout.readline()
-            if line == "" or line.rstrip("\n") == "END":
-                return "\n".join(lines)
-            lines.append(line.rstrip("\n"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from line_tool import Tool  # noqa: E402
 
 
 def write_targets(path, t):

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
-#include <regex>  // NOLINT(build/c++11): only for names the fast path cannot decide.
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -166,18 +165,19 @@ bool SplitKey(const std::string& name, std::string* key, std::string* extension)
   const size_t slash = name.rfind('/');
   const size_t base = slash == std::string::npos ? 0 : slash + 1;
   const size_t dot = name.find('.', base);
-  if (dot != std::string::npos && dot > base) {
-    // The regex's greedy `.*/` takes the last slash and `[^.]+` the basename's first part.
-    *key = name.substr(0, dot);
-    *extension = name.substr(dot + 1);
-    return true;
+  if (dot == std::string::npos) return false;  // The basename has no dot: no extension.
+  if (dot == base) {
+    // A basename starting with a dot: base_plus_ext's `[^.]+` backtracks over the slash
+    // before it, so the key is the whole directory part ("a/.x.jpg": "a/", "x.jpg") when
+    // the directory's last part has no dot; with no directory (".hidden") it is no match.
+    if (base == 0) return false;
+    const size_t parent = base >= 2 ? name.rfind('/', base - 2) : std::string::npos;
+    const size_t parent_begin = parent == std::string::npos ? 0 : parent + 1;
+    if (name.find('.', parent_begin) < base) return false;
   }
-  // A basename starting with a dot, or without one: only the regex says (rare).
-  static const std::regex* const kBasePlusExt = new std::regex(R"(^((?:.*/|)[^.]+)[.]([^/]*)$)");
-  std::smatch match;
-  if (!std::regex_match(name, match, *kBasePlusExt)) return false;
-  *key = match[1].str();
-  *extension = match[2].str();
+  // The regex's greedy `.*/` takes the last slash and `[^.]+` the basename's first part.
+  *key = name.substr(0, dot);
+  *extension = name.substr(dot + 1);
   return true;
 }
 

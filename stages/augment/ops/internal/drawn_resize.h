@@ -24,6 +24,30 @@ bool DrawnSize(const OpParams& p, OpSize* out);
 // boxes per axis, masks nearest (v2's F.resize(mode=nearest)).
 absl::Status MoveTargetsToDrawnSize(const OpParams& p, detection::Targets* targets);
 
+// DrawnResizeOp is such an op but for its draw: Apply, ResizeTo and MoveTargets are the
+// functions above with the op's interpolation; the op draws the size (Draw) and bounds it
+// (OutputSize, OutputBound).
+class DrawnResizeOp : public Op {
+ public:
+  explicit DrawnResizeOp(Interpolation interpolation) : interpolation_(interpolation) {}
+
+  TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  absl::Status Apply(const OpParams& p, OpImage& image) const override {
+    return ResizeToDrawnSize(p, interpolation_, image);
+  }
+  bool ResizeTo(const OpParams& p, int, int, OpSize* out,
+                Interpolation* filter) const override {
+    *filter = interpolation_;
+    return DrawnSize(p, out);
+  }
+  absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
+    return MoveTargetsToDrawnSize(p, targets);
+  }
+
+ private:
+  const Interpolation interpolation_;
+};
+
 }  // namespace flowloader::augment::internal
 
 #endif  // FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_DRAWN_RESIZE_H_

@@ -1,4 +1,30 @@
-"""harness: the case records of ops_parity_test (see its docstring)."""
+"""harness: the case records of ops_parity_test (see its docstring), and OpTool, the
+op_tool process both parity tests (ops_parity_test, label_parity_test) talk to."""
+import subprocess
+
+
+class OpTool:
+    """One op_tool process, fed commands line by line."""
+
+    def __init__(self, path):
+        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+
+    def run(self, *fields):
+        self.proc.stdin.write("\t".join(str(f) for f in fields) + "\n")
+        self.proc.stdin.flush()
+        lines = []
+        while True:
+            line = self.proc.stdout.readline()
+            if line == "":
+                raise RuntimeError("op_tool exited")
+            if line.rstrip("\n") == "END":
+                return "\n".join(lines)
+            lines.append(line.rstrip("\n"))
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 class Parity:

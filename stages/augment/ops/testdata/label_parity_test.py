@@ -11,7 +11,6 @@ Run by Bazel as `label_parity_test.py PATH_TO_op_tool`. Where an op uncovers pix
 reference pads the PIL mask with the same value, as the references pad with 255.
 """
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -21,31 +20,14 @@ from PIL import Image
 import torchvision.transforms.functional as F
 from torchvision.transforms import InterpolationMode
 
+# Bazel runs a copy of this file from stages/augment/; harness.py stays in ops/testdata/.
+HERE = os.path.dirname(os.path.abspath(__file__))
+if not os.path.isfile(os.path.join(HERE, "harness.py")):
+    HERE = os.path.join(HERE, "ops", "testdata")
+sys.path.insert(0, HERE)
+from harness import OpTool  # noqa: E402
+
 FILL = 255
-
-
-class OpTool:
-    """One op_tool process, fed commands line by line."""
-
-    def __init__(self, path):
-        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-
-    def run(self, *fields):
-        self.proc.stdin.write("\t".join(str(f) for f in fields) + "\n")
-        self.proc.stdin.flush()
-        lines = []
-        while True:
-            line = self.proc.stdout.readline()
-            if line == "":
-                raise RuntimeError("op_tool exited")
-            if line.rstrip("\n") == "END":
-                return "\n".join(lines)
-            lines.append(line.rstrip("\n"))
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
 
 
 def masks(rng):

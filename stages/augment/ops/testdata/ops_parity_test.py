@@ -27,7 +27,6 @@ Fails, never skips, when python3-pil, torch or torchvision are missing.
 import glob
 import importlib.util
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -40,34 +39,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if not os.path.isdir(os.path.join(HERE, "cases")):
     HERE = os.path.join(HERE, "ops", "testdata")
 sys.path.insert(0, HERE)
-from harness import Distribution, Parity  # noqa: E402
+from harness import Distribution, OpTool, Parity  # noqa: E402
 
 TOOL = None  # Set from argv in __main__.
 N_DRAWS = 10000
-
-
-class OpTool:
-    """One op_tool process, fed commands line by line."""
-
-    def __init__(self, path):
-        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-
-    def run(self, *fields):
-        self.proc.stdin.write("\t".join(str(f) for f in fields) + "\n")
-        self.proc.stdin.flush()
-        lines = []
-        while True:
-            line = self.proc.stdout.readline()
-            if line == "":
-                raise RuntimeError("op_tool exited")
-            if line.rstrip("\n") == "END":
-                return "\n".join(lines)
-            lines.append(line.rstrip("\n"))
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait()
 
 
 def test_images():

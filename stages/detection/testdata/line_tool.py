@@ -1,0 +1,19 @@
+"""line_tool: a parity tool process (det_op_tool, multi_sample_tool) asked one command a
+line, tab-separated; its answer is the lines it writes up to END (or to its exit)."""
+import subprocess
+
+
+class Tool:
+    def __init__(self, path):
+        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+
+    def ask(self, *fields):
+        self.proc.stdin.write("\t".join(str(f) for f in fields) + "\n")
+        self.proc.stdin.flush()
+        lines = []
+        while True:
+            line = self.proc.stdout.readline()
+            if line == "" or line.rstrip("\n") == "END":
+                return "\n".join(lines)
+            lines.append(line.rstrip("\n"))
