@@ -93,6 +93,7 @@ class ReadStage : public SampleStage {
       if (storage->ClaimBlocks(path, source.offset, source.size)) {
         read_ahead_->StartFetch({epoch, position},
                                 [storage, &source, path = std::move(path)]() {
+                                  // Whether it sent a request (ReadAhead's latencies).
                                   return storage->FetchBlocks(path, source.offset, source.size);
                                 });
       }

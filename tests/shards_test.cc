@@ -316,6 +316,82 @@ TEST_F(ShardsTest, CachedShardsAreReadAheadByBlocksNotByMembers) {
   EXPECT_EQ(RunAll(remote).batches, RunAll(disk).batches);
 }
 
+// The block read-ahead fetches a member's block and the blocks after it (up to 2 MiB)
+// with one Range request, each block cached as its bytes arrive: a shard smaller than
+// that costs one request for all of its blocks, not one per block, to the same bytes.
+TEST_F(ShardsTest, BlocksAreReadAheadInRunsOfOneRequest) {
+  const std::string nginx_dir = TempDirForTest("nginx_");
+  Server nginx = Server::Nginx(*shard_dir_, nginx_dir);
+  ASSERT_TRUE(nginx.running());
+  HttpOptions o;
+  o.block_bytes = 16 << 10;
+  auto env = HttpEnv::Create(nullptr, o);
+  ASSERT_TRUE(env.ok()) << env.status();
+  const std::string bytes = testing::ReadFile(*shard_dir_ + "/train-000001.tar");
+  const int64_t size = static_cast<int64_t>(bytes.size());
+  ASSERT_GT(size, 3 * o.block_bytes) << "several blocks";
+  const std::string url = nginx.Url("/train-000001.tar");
+  ASSERT_EQ((*env)->AdmitShards({{url, size}}), size);
+  const int64_t before = RequestsLogged(nginx_dir);
+  // A member in the shard's second block: the run starts there.
+  const int64_t member = o.block_bytes + 100;
+  ASSERT_TRUE((*env)->ClaimBlocks(url, member, 10));
+  absl::StatusOr<bool> requested = (*env)->FetchBlocks(url, member, 10);
+  ASSERT_TRUE(requested.ok()) << requested.status();
+  EXPECT_TRUE(*requested);
+  EXPECT_EQ(RequestsLogged(nginx_dir) - before, 1) << "one request for the run";
+  EXPECT_EQ((*env)->block_fetches(), 1);
+  EXPECT_FALSE((*env)->BlocksCached(url, 0, 1)) << "runs go forward from the block asked for";
+  EXPECT_TRUE((*env)->BlocksCached(url, o.block_bytes, size - o.block_bytes));
+  EXPECT_FALSE((*env)->ClaimBlocks(url, member, size - member)) << "all there already";
+  requested = (*env)->FetchBlocks(url, 2 * o.block_bytes, 10);
+  ASSERT_TRUE(requested.ok());
+  EXPECT_FALSE(*requested) << "brought by the run: nothing to fetch, no request";
+  std::string read;
+  ASSERT_TRUE((*env)->ReadRange(url, o.block_bytes, size - o.block_bytes, &read).ok());
+  EXPECT_TRUE(read == bytes.substr(static_cast<size_t>(o.block_bytes))) << "byte for byte";
+  EXPECT_EQ(RequestsLogged(nginx_dir) - before, 1) << "read from the cache";
+}
+
+// A run whose response is cut keeps the blocks it completed, and its retry asks only for
+// the rest: each attempt of /close/ sends half of what was asked for, so each completes
+// a few more blocks, every one with the file's bytes, and the blocks never completed are
+// not cached (a later read fetches them).
+TEST_F(ShardsTest, ACutRunKeepsItsCompletedBlocksAndRetriesOnlyTheRest) {
+  Server bad = Server::Misbehaving(*shard_dir_);
+  ASSERT_TRUE(bad.running());
+  HttpOptions o;
+  o.block_bytes = 2 << 10;  // ~26 blocks of a ~52 KiB shard.
+  o.max_retries = 2;        // Three attempts.
+  o.initial_backoff = absl::Milliseconds(1);
+  auto env = HttpEnv::Create(nullptr, o);
+  ASSERT_TRUE(env.ok()) << env.status();
+  const std::string bytes = testing::ReadFile(*shard_dir_ + "/train-000001.tar");
+  const int64_t size = static_cast<int64_t>(bytes.size());
+  const int64_t blocks = (size + o.block_bytes - 1) / o.block_bytes;
+  ASSERT_GE(blocks, 16);
+  const std::string url = bad.Url("/close/train-000001.tar");
+  ASSERT_EQ((*env)->AdmitShards({{url, size}}), size);
+  const absl::Status cut = (*env)->FetchBlocks(url, 0, 1).status();
+  EXPECT_FALSE(cut.ok()) << "every attempt is cut";
+  EXPECT_EQ((*env)->retries(), 2);
+  // Attempts of the whole shard, then of the rest from its first block not completed:
+  // half of each completes at least the blocks before its middle.
+  int64_t cached = 0;
+  while (cached < blocks && (*env)->BlocksCached(url, cached * o.block_bytes, 1)) ++cached;
+  EXPECT_GE(cached, blocks / 2 + blocks / 4 - 2) << "the second attempt resumed, kept its half";
+  EXPECT_LT(cached, blocks);
+  for (int64_t i = cached; i < blocks; ++i) {
+    EXPECT_FALSE((*env)->BlocksCached(url, i * o.block_bytes, 1)) << "block " << i;
+  }
+  const int64_t requests = (*env)->requests();
+  std::string read;
+  ASSERT_TRUE((*env)->ReadRange(url, 0, cached * o.block_bytes, &read).ok());
+  EXPECT_TRUE(read == bytes.substr(0, static_cast<size_t>(cached * o.block_bytes)))
+      << "the kept blocks hold the file's bytes";
+  EXPECT_EQ((*env)->requests(), requests) << "from the cache";
+}
+
 // The run's first batch does not wait for whole blocks: each of its members whose
 // blocks are not cached is read alone with one small range request, ahead of every
 // block fetch (ReadAhead's urgent reads; their order is read_ahead_test's), counted in

@@ -39,7 +39,8 @@
 //     epoch. A failed block is not cached, so a shard that dies keeps serving the blocks
 //     already fetched and fails the reads that need others. A block's body is written
 //     straight into its slot of the cache's huge-page pool (internal/block_pool.h), and
-//     ClaimBlocks / FetchBlocks let the read stage fetch blocks ahead, each once.
+//     ClaimBlocks / FetchBlocks let the read stage fetch blocks ahead, each once, several
+//     consecutive blocks with one request.
 //   * Index reads are not cached as they are read: NewRandomAccessFile reads each range
 //     with its own request (indexing reads every shard, admitted or not, before admission
 //     decides); the dataset then hands the index windows of the admitted shards to
@@ -178,10 +179,15 @@ class HttpEnv : public Env {
   // when some block of [offset, offset + length) of the admitted shard `url` is neither
   // cached, being fetched nor claimed, and claims it (the caller then runs FetchBlocks);
   // false otherwise, and for a shard not admitted. FetchBlocks brings every block of the
-  // range into the cache (each fetched once, whoever asks) without copying any out.
+  // range into the cache (each fetched once, whoever asks) without copying any out, with
+  // the blocks after them up to 2 MiB in the same request (a run, BlockCache::Run: each
+  // block cached as its bytes arrive); a block another fetch is bringing is not waited
+  // for (its reader waits for it in the cache). A failed attempt is retried from the
+  // first block it did not complete.
   bool ClaimBlocks(const std::string& url, int64_t offset, int64_t length);
   bool IsAdmitted(const std::string& url) const { return AdmittedSize(url) >= 0; }
-  absl::Status FetchBlocks(const std::string& url, int64_t offset, int64_t length);
+  // FetchBlocks returns whether it sent a request (false: nothing to fetch).
+  absl::StatusOr<bool> FetchBlocks(const std::string& url, int64_t offset, int64_t length);
   // BlocksCached reports whether every block of [offset, offset + length) of the
   // admitted shard `url` is in the cache (false for a shard not admitted).
   bool BlocksCached(const std::string& url, int64_t offset, int64_t length) const;
@@ -192,8 +198,8 @@ class HttpEnv : public Env {
   // (member_reads).
   absl::Status ReadMember(const std::string& url, int64_t offset, int64_t length,
                           std::string* contents);
-  // block_fetches is how many blocks were fetched into the cache (requests, retries
-  // not counted twice); member_reads how many ReadMember calls were made.
+  // block_fetches is how many requests fetched blocks into the cache (a run of blocks
+  // is one; retries not counted twice); member_reads how many ReadMember calls were made.
   int64_t block_fetches() const { return cache_.fetches(); }
   int64_t member_reads() const { return member_reads_.load(std::memory_order_relaxed); }
   // admitted lists the admitted shards (by URL); admitted_bytes and admitted_shards sum

@@ -75,21 +75,26 @@ ReadAhead::~ReadAhead() {
   if (options_.report != nullptr) options_.report->DetachReadAhead();  // Keeps the last.
 }
 
-void ReadAhead::StartFetch(Key key, std::function<absl::Status()> fetch) {
-  Queue(key, [fetch = std::move(fetch)](std::string*) { return fetch(); }, true, false);
+void ReadAhead::StartFetch(Key key, FetchFn fetch) {
+  Queue(key, nullptr, std::move(fetch), false);
 }
 
-void ReadAhead::Start(Key key, ReadFn read) { Queue(key, std::move(read), false, false); }
+void ReadAhead::Start(Key key, ReadFn read) { Queue(key, std::move(read), nullptr, false); }
 
-void ReadAhead::StartUrgent(Key key, ReadFn read) { Queue(key, std::move(read), false, true); }
+void ReadAhead::StartUrgent(Key key, ReadFn read) {
+  Queue(key, std::move(read), nullptr, true);
+}
 
-void ReadAhead::Queue(Key key, ReadFn read, bool fetch_only, bool urgent) {
+void ReadAhead::Queue(Key key, ReadFn read, FetchFn fetch, bool urgent) {
+  const bool fetch_only = fetch != nullptr;
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_ || entries_.count(key) > 0) return;
   Entry& entry = entries_[key];
   entry.read = std::move(read);
+  entry.fetch = std::move(fetch);
   entry.fetch_only = fetch_only;
   entry.urgent = urgent;
+  if (fetch_only) ++queued_fetches_;
   (urgent ? urgent_queue_ : queue_).push_back(key);
   order_.push_back(key);
   ForgetLocked();
@@ -110,6 +115,7 @@ void ReadAhead::ForgetLocked() {
     if (it != entries_.end() && it->second.state == State::kRunning) break;
     if (it != entries_.end()) {
       if (it->second.state == State::kDone) done_bytes_ -= it->second.bytes.size();
+      if (it->second.state == State::kQueued && it->second.fetch_only) --queued_fetches_;
       entries_.erase(it);
       ++stats_.dropped;
     }
@@ -153,8 +159,10 @@ void ReadAhead::Work() {
     auto it = entries_.find(key);
     if (it == entries_.end() || it->second.state != State::kQueued) continue;  // Taken.
     it->second.state = State::kRunning;
+    if (it->second.fetch_only) --queued_fetches_;
     if (it->second.urgent) ++stats_.urgent;
     ReadFn read = std::move(it->second.read);
+    FetchFn fetch = std::move(it->second.fetch);
     AccountInFlightLocked(absl::Now());
     ++running_;
     ++stats_.started;
@@ -165,17 +173,28 @@ void ReadAhead::Work() {
     std::string bytes = it->second.fetch_only ? std::string() : SpareLocked();
     lock.unlock();
     const absl::Time t0 = absl::Now();
-    absl::Status status = read(&bytes);
+    // A fetch with nothing to do waited on no store: no latency to learn from.
+    bool measured = true;
+    absl::Status status;
+    if (fetch != nullptr) {
+      absl::StatusOr<bool> requested = fetch();
+      measured = !requested.ok() || *requested;
+      status = requested.status();
+    } else {
+      status = read(&bytes);
+    }
     const absl::Time t1 = absl::Now();
     const absl::Duration latency = t1 - t0;
     lock.lock();
     AccountInFlightLocked(t1);
     --running_;
-    total_latency_ += latency;
-    ++finished_;
-    window_latency_ += latency;
-    ++window_reads_;
-    window_latencies_.push_back(latency);
+    if (measured) {
+      total_latency_ += latency;
+      ++finished_;
+      window_latency_ += latency;
+      ++window_reads_;
+      window_latencies_.push_back(latency);
+    }
     // A running entry is never erased (Take waits, Forget skips it).
     Entry& entry = entries_[key];
     entry.state = State::kDone;
@@ -198,6 +217,7 @@ bool ReadAhead::Take(Key key, std::string* contents, absl::Status* status) {
   }
   ++window_entry_takes_;
   if (it->second.state == State::kQueued) {
+    if (it->second.fetch_only) --queued_fetches_;
     entries_.erase(it);  // Its queue_ key is skipped when reached.
     ++stats_.not_started;
     ++window_late_;
@@ -267,10 +287,17 @@ void ReadAhead::EstimateLocked(absl::Time now) {
     // missing, left them at 8 in flight: shards through the 20 ms proxy ran at 0.56x of
     // the runs whose limit grew). Not a ratchet: kept up to 128, 100 fetches of 1 MiB in
     // flight cost the client 0.25 s more CPU an epoch (0.75 -> 1.00 s) for no images/s.
+    // But not lowered while fetch-only reads are queued: the blocks the announced samples
+    // need are waiting, and a window whose takes stalled on them measures a low rate that
+    // says nothing of how many are needed (traced through the 20 ms proxy: one fast
+    // window raised the limit to 30, the next, stalled, put it back to 12 with ~60 blocks
+    // still queued, and the workers waited ~0.4 s for them at 8-12 in flight). It follows
+    // the rate again once the queue has drained (the burst at an epoch's start is over).
     const double window_rate = window_takes_ / seconds;
-    fetch_limit_ = std::clamp(
+    const int fetch_target = std::clamp(
         std::max(limit_, static_cast<int>(std::ceil(kHeadroom * window_rate * latency)) + 2),
         options_.min_in_flight, options_.max_in_flight);
+    fetch_limit_ = queued_fetches_ > 0 ? std::max(fetch_limit_, fetch_target) : fetch_target;
     stats_.peak_limit = std::max({stats_.peak_limit, limit_, fetch_limit_});
     StartThreadsForLimitLocked(allowed_before);
   }
@@ -426,6 +453,7 @@ ReadAheadStats ReadAhead::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ReadAheadStats s = stats_;
   s.limit = limit_;
+  s.fetch_limit = std::max(limit_, fetch_limit_);
   s.floor = floor_;
   s.mean_latency = finished_ > 0 ? total_latency_ / finished_ : absl::ZeroDuration();
   s.mean_in_flight = busy_seconds_ > 0 ? in_flight_seconds_ / busy_seconds_ : 0;

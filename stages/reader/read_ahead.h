@@ -39,7 +39,9 @@
 //     there is one per block an epoch, their bytes are the block cache's, and a
 //     shuffled epoch needs nearly every block early). A stalled window (takes slow while
 //     blocks are missing) used to leave them at 8 in flight; its late takes now probe
-//     the limit above up.
+//     the limit above up. It is not lowered while fetch-only reads are queued (a
+//     shuffled epoch's first blocks: a window stalled on them measures a low rate that
+//     says nothing of how many are still needed); it follows the rate once they ran.
 //   * Buffers are recycled: Take hands the caller's buffer (the worker's spare, see
 //     graph/internal/sample_buffers.h) back in exchange for the finished bytes, and the
 //     next read fills it. A fresh ~100 KB buffer per read cost page faults and a copy
@@ -126,6 +128,7 @@ struct ReadAheadStats {
   int64_t probes = 0;       // Times a late window raised the limit to probe (see above).
   int64_t probes_undone = 0;  // Probes that bought no faster takes, and were undone.
   int limit = 0;            // The in-flight limit now.
+  int fetch_limit = 0;      // The in-flight limit for fetch-only reads now (>= limit).
   int floor = 0;            // The fewest the limit goes down to now (SetFloor).
   int peak_limit = 0;       // The highest the limit went.
   // Reads in flight on average while at least one was (time-weighted): the concurrency
@@ -153,7 +156,12 @@ class ReadAhead {
   void Start(Key key, ReadFn read);
   // StartFetch queues `fetch` as Start does, for a read that returns no bytes (it fills
   // a cache the caller then reads): Take waits for it to finish and returns false.
-  void StartFetch(Key key, std::function<absl::Status()> fetch);
+  // `fetch` returns whether it waited on the store (sent a request); one that found
+  // nothing to do (its blocks cached, or brought by another fetch's run) measured no
+  // round trip, and its latency is left out of the estimate (a window of such ~0 s
+  // latencies set the round trip to ~0, and Little's law then kept the limit at 8).
+  using FetchFn = std::function<absl::StatusOr<bool>()>;
+  void StartFetch(Key key, FetchFn fetch);
   // StartUrgent queues `read` as Start does, ahead of every read queued by Start or
   // StartFetch and past the adaptive limit (see above).
   void StartUrgent(Key key, ReadFn read);
@@ -186,6 +194,7 @@ class ReadAhead {
   enum class State { kQueued, kRunning, kDone };
   struct Entry {
     ReadFn read;
+    FetchFn fetch;            // StartFetch's, instead of `read`.
     bool fetch_only = false;  // StartFetch: no bytes, no spare buffer.
     bool urgent = false;      // StartUrgent: queued in urgent_queue_.
     State state = State::kQueued;
@@ -194,8 +203,8 @@ class ReadAhead {
   };
 
   explicit ReadAhead(const ReadAheadOptions& options);
-  // Queue is Start, StartFetch and StartUrgent.
-  void Queue(Key key, ReadFn read, bool fetch_only, bool urgent);
+  // Queue is Start, StartFetch (with `fetch` set) and StartUrgent.
+  void Queue(Key key, ReadFn read, FetchFn fetch, bool urgent);
   // Work is a read-ahead thread: it runs queued reads while the limits allow.
   void Work();
   bool CanStartLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -244,6 +253,8 @@ class ReadAhead {
   // The limit for fetch-only reads (adaptive): at least limit_, Little's law on each
   // window's own rate (see EstimateLocked).
   int fetch_limit_ ABSL_GUARDED_BY(mu_) = 0;
+  // Fetch-only reads queued, not started: while any are, fetch_limit_ is not lowered.
+  int queued_fetches_ ABSL_GUARDED_BY(mu_) = 0;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   ReadAheadStats stats_ ABSL_GUARDED_BY(mu_);
   absl::Duration total_latency_ ABSL_GUARDED_BY(mu_);  // Of the finished reads.

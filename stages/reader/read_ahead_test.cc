@@ -195,7 +195,7 @@ TEST(ReadAheadTest, AFetchOnlyReadIsWaitedForAndLeavesTheReadToTheCaller) {
   (*ra)->StartFetch({0, 0}, [&]() {
     while (!release.load()) absl::SleepFor(absl::Milliseconds(1));
     fetched = true;  // E.g. a block now in the cache.
-    return absl::OkStatus();
+    return true;
   });
   WaitUntilStarted(**ra, 1);
   std::string buffer;
@@ -406,9 +406,9 @@ TEST(ReadAheadTest, FetchOnlyReadsGrowPastTheStartWhileTakesWaitForThem) {
   ASSERT_TRUE(ra.ok());
   constexpr int64_t kPerBlock = 8;
   constexpr int64_t kSamples = 2048;
-  auto fetch = [] {
+  auto fetch = []() -> absl::StatusOr<bool> {
     absl::SleepFor(absl::Milliseconds(20));
-    return absl::OkStatus();
+    return true;
   };
   int64_t announced = 0;
   for (int64_t taken = 0; taken < kSamples; ++taken) {
@@ -419,7 +419,7 @@ TEST(ReadAheadTest, FetchOnlyReadsGrowPastTheStartWhileTakesWaitForThem) {
     std::string bytes;
     absl::Status status;
     EXPECT_FALSE((*ra)->Take({0, taken}, &bytes, &status)) << "a fetch hands over no bytes";
-    if ((*ra)->stats().not_started > not_started) fetch().IgnoreError();  // Its own fetch.
+    if ((*ra)->stats().not_started > not_started) fetch().status().IgnoreError();  // Its own fetch.
     (*ra)->NoteBlockRead(true);  // Read from the cache; its block came before it.
   }
   const ReadAheadStats s = (*ra)->stats();
@@ -437,9 +437,9 @@ TEST(ReadAheadTest, BlockReadsThatFindTheirBlocksMissingProbeAHigherLimit) {
   auto ra = ReadAhead::Create(o);
   ASSERT_TRUE(ra.ok());
   for (int64_t i = 0; i < 1024; ++i) {
-    (*ra)->StartFetch({0, i}, [] {
+    (*ra)->StartFetch({0, i}, []() -> absl::StatusOr<bool> {
       absl::SleepFor(absl::Milliseconds(20));
-      return absl::OkStatus();
+      return true;
     });
   }
   for (int64_t taken = 0; taken < 160; ++taken) {
@@ -451,6 +451,85 @@ TEST(ReadAheadTest, BlockReadsThatFindTheirBlocksMissingProbeAHigherLimit) {
   }
   EXPECT_GE((*ra)->stats().probes, 1);
   EXPECT_GT((*ra)->stats().peak_limit, o.min_in_flight);
+}
+
+// Fetches that found nothing to do (their blocks cached, or brought by another fetch's
+// run of blocks) waited on no store: their ~0 s are left out of the round trip and the
+// mean latency, which stay those of the fetches that sent a request, so Little's law
+// still sees the store's 20 ms (with them counted, 3 in 4 latencies ~0 made the round
+// trip ~0, and the limit stayed at 8).
+TEST(ReadAheadTest, FetchesWithNothingToDoAreLeftOutOfTheLatency) {
+  ReadAheadOptions o;  // Adaptive, from 8.
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok());
+  for (int64_t i = 0; i < 1000; ++i) {
+    (*ra)->StartFetch({0, i}, [i]() -> absl::StatusOr<bool> {
+      if (i % 4 != 0) return false;  // Its block came with an earlier run.
+      absl::SleepFor(absl::Milliseconds(20));
+      return true;
+    });
+  }
+  std::string bytes;
+  absl::Status status;
+  for (int64_t taken = 0; (*ra)->stats().started < 600 && taken < 100000; ++taken) {
+    absl::SleepFor(absl::Microseconds(500));
+    (*ra)->NoteBlockRead(true);
+    (*ra)->Take({1, taken}, &bytes, &status);  // Samples of cached blocks.
+  }
+  const ReadAheadStats s = (*ra)->stats();
+  EXPECT_GE(s.mean_latency, absl::Milliseconds(20)) << "only the fetches that waited";
+  EXPECT_GT(s.fetch_limit, o.min_in_flight) << "Little's law on 20 ms";
+}
+
+// A shuffled epoch's first blocks: fetches queued far beyond those in flight. One window
+// whose takes came fast (samples whose blocks were there) raises the fetch-only limit;
+// the windows after it, whose takes stall on missing blocks, measure a low rate, and do
+// not lower it while fetches are still queued (it fell back to the read limit, ~8-12,
+// with ~60 blocks still to come, before).
+TEST(ReadAheadTest, TheFetchLimitIsNotLoweredWhileFetchesAreQueued) {
+  ReadAheadOptions o;  // Adaptive, from 8.
+  o.max_entries = 100000;
+  auto ra = ReadAhead::Create(o);
+  ASSERT_TRUE(ra.ok());
+  // 50 ms each, 20000 of them: at most 128 at once, the queue lasts >= 7.8 s.
+  for (int64_t i = 0; i < 20000; ++i) {
+    (*ra)->StartFetch({0, i}, []() -> absl::StatusOr<bool> {
+      absl::SleepFor(absl::Milliseconds(50));
+      return true;
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(60));  // The first fetches come back: a round trip.
+  std::string bytes;
+  absl::Status status;
+  int64_t taken = 0;
+  // Stalled takes (5 ms each, their blocks missing), then fast ones (samples of cached
+  // blocks, no read of their own here) until one window of them has raised the fetch
+  // limit (its own rate × 50 ms) above the read limit (the recent windows' rate).
+  for (int i = 0; i < 2 * 32; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+    (*ra)->NoteBlockRead(false);
+    (*ra)->Take({1, taken++}, &bytes, &status);
+  }
+  while ((*ra)->stats().fetch_limit < 64 && taken < 2000) {
+    absl::SleepFor(absl::Microseconds(200));
+    (*ra)->NoteBlockRead(true);
+    (*ra)->Take({1, taken++}, &bytes, &status);
+  }
+  const int raised = (*ra)->stats().fetch_limit;
+  ASSERT_GE(raised, 64) << "a fast window's rate × 50 ms";
+  ASSERT_LT((*ra)->stats().limit, raised) << "the read limit follows the recent windows";
+  // Stalled takes: 5 ms each, their blocks missing; 4 windows, with fetches queued all
+  // along (those windows' reads still finish, so each is estimated).
+  const int64_t fetches_before = (*ra)->stats().fetches;
+  for (int i = 0; i < 4 * 32; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+    (*ra)->NoteBlockRead(false);
+    (*ra)->Take({1, taken++}, &bytes, &status);
+  }
+  const ReadAheadStats s = (*ra)->stats();
+  ASSERT_LT(s.started, 20000) << "fetches still queued";
+  ASSERT_GT(s.fetches, fetches_before) << "reads finished in the stalled windows";
+  EXPECT_GE(s.fetch_limit, raised) << "limit " << s.limit;
 }
 
 // Reads that queue a little at the store (20 ms + 0.5 ms for each read in flight, as

@@ -141,11 +141,12 @@ bool StorageEnv::ClaimBlocks(const std::string& url, int64_t offset, int64_t len
   return http != nullptr && http->ClaimBlocks(url, offset, length);
 }
 
-absl::Status StorageEnv::FetchBlocks(const std::string& url, int64_t offset,
-                                     int64_t length) const {
-  if (disk_cache_ != nullptr) return absl::OkStatus();
+absl::StatusOr<bool> StorageEnv::FetchBlocks(const std::string& url, int64_t offset,
+                                             int64_t length) const {
+  if (disk_cache_ != nullptr) return false;
   HttpEnv* http = RemoteEnv(url);
-  return http == nullptr ? absl::OkStatus() : http->FetchBlocks(url, offset, length);
+  if (http == nullptr) return false;
+  return http->FetchBlocks(url, offset, length);
 }
 
 bool StorageEnv::BlocksCached(const std::string& url, int64_t offset, int64_t length) const {

@@ -72,7 +72,10 @@ class StorageEnv : public Env {
   // anything else (a local path, a shard not admitted, a disk cache).
   // Const (as Cancel) so the read stage may call them through a const Dataset.
   bool ClaimBlocks(const std::string& url, int64_t offset, int64_t length) const;
-  absl::Status FetchBlocks(const std::string& url, int64_t offset, int64_t length) const;
+  // FetchBlocks returns whether it sent a request (false: the blocks were cached, or
+  // being fetched by another run, or not admitted).
+  absl::StatusOr<bool> FetchBlocks(const std::string& url, int64_t offset,
+                                   int64_t length) const;
   // BlocksCached and ReadMember are HttpEnv's for a remote shard admitted to its Env's
   // block cache (false, and a plain ReadRange, for anything else).
   bool BlocksCached(const std::string& url, int64_t offset, int64_t length) const;

@@ -1,7 +1,11 @@
 #include "stages/reader/internal/block_cache.h"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace flowloader::internal {
 
@@ -24,7 +28,16 @@ BlockCache::BlockCache(int64_t capacity_bytes, int64_t block_bytes)
       block_bytes_(block_bytes > 0 ? block_bytes : 1),
       pool_(std::make_shared<BlockPool>(static_cast<size_t>(block_bytes_))) {}
 
-absl::StatusOr<BlockCache::Block> BlockCache::Run(const FetchFn& fetch) const {
+BlockCache::Block BlockCache::SlotBlock(char* slot, int64_t size) const {
+  const absl::string_view bytes(slot, static_cast<size_t>(size));
+  std::shared_ptr<BlockPool> pool = pool_;
+  return Block(new absl::string_view(bytes), [pool, slot](const absl::string_view* view) {
+    pool->Release(slot);
+    delete view;
+  });
+}
+
+absl::StatusOr<BlockCache::Block> BlockCache::FetchInto(const FetchFn& fetch) const {
   char* slot = pool_->Acquire();
   std::string heap;  // Only when the pool could map nothing.
   if (slot == nullptr) {
@@ -41,12 +54,14 @@ absl::StatusOr<BlockCache::Block> BlockCache::Run(const FetchFn& fetch) const {
     heap.resize(static_cast<size_t>(*size));
     return OwnedBlock(std::move(heap));
   }
-  const absl::string_view bytes(slot, static_cast<size_t>(*size));
-  std::shared_ptr<BlockPool> pool = pool_;
-  return Block(new absl::string_view(bytes), [pool, slot](const absl::string_view* view) {
-    pool->Release(slot);
-    delete view;
-  });
+  return SlotBlock(slot, *size);
+}
+
+void BlockCache::EndFetch(const Key& key, const Block* block) {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_flight_.erase(key);
+  claimed_.erase(key);
+  if (block != nullptr) InsertLocked(key, *block);
 }
 
 absl::StatusOr<BlockCache::Block> BlockCache::Get(const Key& key, const FetchFn& fetch) {
@@ -67,15 +82,28 @@ absl::StatusOr<BlockCache::Block> BlockCache::Get(const Key& key, const FetchFn&
     in_flight_.emplace(key, promise.get_future().share());
     ++fetches_;
   }
-  absl::StatusOr<Block> block = Run(fetch);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    in_flight_.erase(key);
-    claimed_.erase(key);
-    if (block.ok()) InsertLocked(key, *block);
-  }
+  absl::StatusOr<Block> block = FetchInto(fetch);
+  EndFetch(key, block.ok() ? &*block : nullptr);
   promise.set_value(block);
   return block;
+}
+
+std::unique_ptr<BlockCache::Run> BlockCache::BeginRun(const std::string& url, int64_t first,
+                                                     int64_t max_blocks, int64_t file_bytes) {
+  std::unique_ptr<Run> run(new Run(this, url, first));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int64_t index = first; index - first < max_blocks && index * block_bytes_ < file_bytes;
+       ++index) {
+    const Key key(url, index);
+    if (entries_.count(key) != 0 || in_flight_.count(key) != 0) break;
+    run->blocks_.emplace_back();
+    Run::Pending& p = run->blocks_.back();
+    p.size = std::min(block_bytes_, file_bytes - index * block_bytes_);
+    in_flight_.emplace(key, p.promise.get_future().share());
+  }
+  if (run->blocks_.empty()) return nullptr;
+  ++fetches_;
+  return run;
 }
 
 bool BlockCache::Put(const Key& key, std::string block) {
@@ -121,6 +149,58 @@ int64_t BlockCache::cached_bytes() const {
 int64_t BlockCache::fetches() const {
   std::lock_guard<std::mutex> lock(mu_);
   return fetches_;
+}
+
+BlockCache::Run::~Run() {
+  if (error_.ok()) {
+    error_ = absl::InternalError(absl::StrCat(url_, ": the response ended before block ",
+                                              first_ + static_cast<int64_t>(done_)));
+  }
+  for (size_t i = done_; i < blocks_.size(); ++i) {
+    Pending& p = blocks_[i];
+    if (p.slot != nullptr && p.heap.empty()) cache_->pool_->Release(p.slot);
+    cache_->EndFetch({url_, first_ + static_cast<int64_t>(i)}, nullptr);
+    p.promise.set_value(error_);
+  }
+}
+
+char* BlockCache::Run::Buffer(Pending& p) {
+  if (p.slot == nullptr) {
+    p.slot = cache_->pool_->Acquire();
+    if (p.slot == nullptr) {  // The pool could map nothing: heap memory, as Get does.
+      p.heap.resize(static_cast<size_t>(p.size));
+      p.slot = p.heap.data();
+    }
+  }
+  return p.slot;
+}
+
+void BlockCache::Run::Write(const char* data, size_t n) {
+  while (n > 0 && done_ < blocks_.size()) {
+    Pending& p = blocks_[done_];
+    const size_t take = std::min(n, static_cast<size_t>(p.size - p.written));
+    std::memcpy(Buffer(p) + p.written, data, take);
+    p.written += static_cast<int64_t>(take);
+    data += take;
+    n -= take;
+    if (p.written < p.size) break;
+    // Complete: cached now, so its readers need not wait for the rest of the run.
+    Block block =
+        p.heap.empty() ? cache_->SlotBlock(p.slot, p.size) : OwnedBlock(std::move(p.heap));
+    cache_->EndFetch({url_, first_ + static_cast<int64_t>(done_)}, &block);
+    p.promise.set_value(std::move(block));
+    ++done_;
+  }
+}
+
+void BlockCache::Run::Rewind() {
+  if (done_ < blocks_.size()) blocks_[done_].written = 0;
+}
+
+int64_t BlockCache::Run::remaining_bytes() const {
+  int64_t bytes = 0;
+  for (size_t i = done_; i < blocks_.size(); ++i) bytes += blocks_[i].size;
+  return bytes;
 }
 
 }  // namespace flowloader::internal

@@ -32,6 +32,10 @@ struct HttpEnv::Request {
   std::string* out = nullptr;
   char* into = nullptr;
   int64_t into_size = 0;
+  // Or, when `run` is set, into the block cache's run of blocks (into_size counts the
+  // attempt's bytes): each block cached as it completes; a retry resumes at the first
+  // block not completed (ClearBody moves offset and length there).
+  internal::BlockCache::Run* run = nullptr;
   // The method: empty = GET; "PUT" or "POST" send `body` (with its Content-Length),
   // "DELETE" none. A 200's body goes to `out` (up to `length` bytes), as a GET's.
   std::string method;
