@@ -10,6 +10,7 @@ are refused in one line. (Earlier, p=2, threshold=256, scale=(0, 1), padding=-1,
 fill=None, num_ops=10, magnitude=-1 and others were refused here.)
 """
 
+import os
 import random
 
 import numpy as np
@@ -196,3 +197,32 @@ def test_random_choice_of_nothing_fails_when_called_as_torchvisions(tiny_data):
         t(_images(1)[0])
     with pytest.raises(ValueError, match=r"RandomChoice\(\[\]\) has no transform"):
         flowloader.DataLoader(tiny_data, transform=FT.Compose([t]))
+
+
+def test_a_blur_kernel_wider_than_the_image_is_a_counted_skip_in_the_loader(tmp_path):
+    """torchvision's gaussian_blur (its tensor kernel, PIL images too) reflect-pads by
+    kernel_size // 2, which must be less than the image's side: it raises on the 5x5
+    images and blurs the 20x20 ones. The loader skips and counts exactly the ones it
+    refuses, naming the kernel and the size, instead of blurring them some other way."""
+    import torchvision.transforms.functional as TVF
+    root = tmp_path / "data" / "c"
+    os.makedirs(root)
+    sizes = {f"{i}.png": (5, 5) if i % 2 else (20, 20) for i in range(6)}
+    refused = set()
+    for name, size in sizes.items():
+        image = Image.new("RGB", size, (40 * len(name), 90, 200))
+        image.save(root / name)
+        try:
+            TVF.gaussian_blur(image, [11, 11], [1.0, 1.0])
+        except RuntimeError:
+            refused.add(f"c/{name}")
+    assert len(refused) == 3
+    transform = FT.Compose([FT.GaussianBlur(11, sigma=1.0), FT.Resize([8, 8])])
+    with flowloader.DataLoader(str(tmp_path / "data"), batch_size=6, shuffle=False,
+                               transform=transform, return_keys=True) as loader:
+        kept = [k for _, _, keys in loader for k in keys]
+        stats = loader.stats()
+    assert set(kept) == {f"c/{n}" for n in sizes} - refused
+    # invalid_argument: the reason of every op's refusal of one sample (random_crop's too).
+    assert stats["skipped"] == 3 and stats["errors"] == {"invalid_argument": 3}, stats["errors"]
+
