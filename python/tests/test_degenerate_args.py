@@ -226,3 +226,30 @@ def test_a_blur_kernel_wider_than_the_image_is_a_counted_skip_in_the_loader(tmp_
     # invalid_argument: the reason of every op's refusal of one sample (random_crop's too).
     assert stats["skipped"] == 3 and stats["errors"] == {"invalid_argument": 3}, stats["errors"]
 
+
+_CORNERS = [[0, 0], [19, 0], [19, 19], [0, 19]]
+
+
+@pytest.mark.parametrize("start,end", [
+    ([[0, 0]] * 4, _CORNERS),                       # Start points all equal.
+    (_CORNERS, [[3, 3]] * 4),                       # End points all equal.
+    (_CORNERS, [[0, 0], [5, 0], [10, 0], [15, 0]]),  # End points in a line.
+])
+@pytest.mark.parametrize("kind", ["pil", "uint8", "float"])
+def test_a_perspective_without_solution_is_refused_as_torchvision(start, end, kind):
+    """torchvision's F.perspective raises (its least squares) for these points, on every
+    image type; flowloader's raises one ValueError naming the points, where it used to
+    warp the image some way of its own."""
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    pil = Image.new("RGB", (20, 20), (10, 120, 30))
+    img = {"pil": pil, "uint8": TVF.pil_to_tensor(pil),
+           "float": TVF.pil_to_tensor(pil).float() / 255}[kind]
+    with pytest.raises(RuntimeError):
+        TVF.perspective(img, start, end)
+    with pytest.raises(ValueError, match=r"^perspective: startpoints .* have no solution "
+                                         r".*no three in a line$") as e:
+        FF.perspective(img, start, end)
+    assert "\n" not in str(e.value)
+    # A solvable map is still taken, on the same image.
+    FF.perspective(img, _CORNERS, [[1, 2], [18, 0], [19, 17], [2, 19]])
