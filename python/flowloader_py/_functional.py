@@ -95,6 +95,8 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
     aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
     mode = _mode("resize", interpolation, True)
     _T._tensor_resize(_uint8_tensor(img), mode)
+    _T._tensor_bool_size("resize", "tensor" if _eager._is_tensor(img) else "",
+                         _T._bool_first(size, (2,)))
     return _run(img, _text("resize", size=_T._size(size),
                            interpolation=mode,
                            max_size=max_size, **aa))
@@ -115,6 +117,8 @@ def resized_crop(img, top, left, height, width, size,
                       antialias=antialias)
     if no_antialias:  # (resize warns in the case above.)
         _no_antialias(img)
+    _T._tensor_bool_size("resized_crop", "tensor" if _eager._is_tensor(img) else "",
+                         _T._bool_first(size, (2,)))
     size = _T._size(size)
     if isinstance(size, numbers.Number):  # F.resize's shorter side, as torchvision.
         short, long = (width, height) if width <= height else (height, width)

@@ -253,3 +253,34 @@ def test_a_perspective_without_solution_is_refused_as_torchvision(start, end, ki
     assert "\n" not in str(e.value)
     # A solvable map is still taken, on the same image.
     FF.perspective(img, _CORNERS, [[1, 2], [18, 0], [19, 17], [2, 19]])
+
+
+@pytest.mark.parametrize("call", [
+    "T.Resize([True, True])(img)", "T.Resize([True, 2])(img)", "T.Resize([2, True])(img)",
+    "T.Resize([True])(img)", "T.Resize(True)(img)", "F.resize(img, [True, True])",
+    "F.resize(img, (True, 3))", "T.RandomResizedCrop([True])(img)",
+    "T.RandomResizedCrop([True, True])(img)", "T.RandomResizedCrop([3, True])(img)",
+    "F.resized_crop(img, 0, 0, 5, 5, [True, True])",
+])
+@pytest.mark.parametrize("kind", ["pil", "uint8", "float", "one_pixel"])
+def test_a_size_starting_with_a_bool_is_refused_on_a_tensor_as_torchvision(call, kind):
+    """torchvision hands torch's interpolate a size of two as given, and it refuses a list
+    that starts with a bool (TypeError), even of a 1x1 tensor; a PIL image
+    takes it (True is 1). flowloader takes and refuses exactly the same, in one line."""
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    pil = Image.new("RGB", (20, 20), (10, 120, 30))
+    img = {"pil": pil, "uint8": TVF.pil_to_tensor(pil),
+           "float": TVF.pil_to_tensor(pil).float() / 255,
+           "one_pixel": torch.zeros(3, 1, 1, dtype=torch.uint8)}[kind]
+    outcomes = []
+    for T, F in ((TV, TVF), (FT, FF)):
+        try:
+            eval(call, {"T": T, "F": F, "img": img})
+            outcomes.append(None)
+        except (TypeError, ValueError, RuntimeError) as e:
+            outcomes.append(e)
+    assert (outcomes[0] is None) == (outcomes[1] is None), (call, kind, outcomes)
+    if outcomes[1] is not None:
+        assert isinstance(outcomes[1], TypeError) and "\n" not in str(outcomes[1])
+        assert "starts with a bool" in str(outcomes[1]), outcomes[1]
