@@ -19,7 +19,10 @@ using exporters_internal::JsonString;
 
 double Seconds(int64_t nanos) { return static_cast<double>(nanos) * 1e-9; }
 
+// ErrorsByReason is the summary's "errors": the delivered skips by reason when the graph
+// counts them, so they hold the epochs delivered and nothing read ahead of them.
 std::map<std::string, uint64_t> ErrorsByReason(const RunSnapshot& run) {
+  if (run.skip_reasons_counted) return run.skip_reasons;
   std::map<std::string, uint64_t> total;
   for (const StageLoad& s : run.stages) {
     for (const auto& [reason, n] : s.errors) total[reason] += n;
@@ -69,6 +72,8 @@ RunSnapshot Snapshot(const PipelineStats& stats, const RunFacts& facts) {
   run.samples = stats.samples.load(std::memory_order_relaxed);
   run.batches = stats.batches.load(std::memory_order_relaxed);
   run.skipped = stats.skipped.load(std::memory_order_relaxed);
+  run.skip_reasons_counted = stats.counts_skips.load(std::memory_order_relaxed);
+  if (run.skip_reasons_counted) run.skip_reasons = stats.SkipReasons();
   run.consumer_wait_seconds = Seconds(stats.consumer_wait_nanos.load(std::memory_order_relaxed));
   const WaitSpread::Snapshot waits = stats.steady_consumer_waits.Read();
   run.steady_waits = waits.count;

@@ -97,6 +97,10 @@ struct RunSnapshot {
   uint64_t samples = 0;
   uint64_t batches = 0;
   uint64_t skipped = 0;
+  // Delivered skips by reason (PipelineStats::SkipReasons), when the graph counts them
+  // (skip_reasons_counted); else the summary's errors sum the stages' counters.
+  bool skip_reasons_counted = false;
+  std::map<std::string, uint64_t> skip_reasons;
   double consumer_wait_seconds = 0;  // Time Next() blocked.
   // The consumer's waits batch by batch after the first (PipelineStats::
   // steady_consumer_waits): count, sum and sum of squares, for their spread.

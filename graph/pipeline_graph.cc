@@ -293,6 +293,7 @@ void PipelineGraph::Impl::RegisterStages(
   const int64_t sample_capacity =
       static_cast<int64_t>(options_.prefetch_batches) * options_.batch_size;
   source_stats_ = stats_->AddStage("source", 1);
+  stats_->counts_skips.store(true);  // The summary's errors by reason: CountEpochSkips.
   std::string previous = "source";
   runners_.resize(stages.size());
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -883,6 +884,7 @@ void PipelineGraph::Impl::RunBatchStage(BatchRunner& runner, BatchToken* token) 
   Trace(runner.stats, t0, dt, token->sequence);
   if (!status.ok()) {
     st.CountError(std::string(reason::kStageError));
+    stats_->CountSkip(reason::kStageError);  // Ends the run: no epoch to wait for.
     Fail(WithContext(status, absl::StrCat("batch op ", st.name(), " on epoch ", batch.epoch,
                                           " batch ", batch.index)));
     return;
@@ -998,7 +1000,6 @@ void PipelineGraph::Impl::ApplyErrorPolicy(BatchToken* token, int64_t failed_in_
   if (stopping_.load()) return;  // Samples cut short by Stop are not errors.
   const int64_t failed = failed_.fetch_add(failed_in_batch) + failed_in_batch;
   const int64_t processed = processed_.load() + token->size;
-  stats_->skipped.fetch_add(failed_in_batch, std::memory_order_relaxed);
   LogFirstSkips(token->batch.skipped);
   if (options_.on_error == ErrorPolicy::kFail) {
     token->fatal = first_failed->status;  // Raised by Pop, in delivery order.
@@ -1028,7 +1029,14 @@ void PipelineGraph::Impl::LogFirstSkips(const std::vector<SkippedSample>& skippe
   }
 }
 
+// CountEpochSkips counts the delivered batch's skips, in the run's totals and by reason,
+// at delivery: workers finish the next epoch's first batches ahead of the consumer, and
+// counting their skips then showed an epoch more skips than it had.
 void PipelineGraph::Impl::CountEpochSkips(const Batch& batch, bool ends_epoch) {
+  stats_->skipped.fetch_add(batch.skipped.size(), std::memory_order_relaxed);
+  for (const SkippedSample& s : batch.skipped) {
+    stats_->CountSkip(s.reason.empty() ? std::string(reason::kStageError) : s.reason);
+  }
   skipped_in_epoch_ += static_cast<int64_t>(batch.skipped.size());
   if (!ends_epoch) return;
   if (skipped_in_epoch_ > 0) {
@@ -1052,6 +1060,7 @@ BatchToken* PipelineGraph::Impl::Upload(BatchToken* token) {
     Trace(upload_stats_, t0, dt, token->sequence);
     if (!status.ok()) {
       st.CountError(reason::kCudaError);
+      stats_->CountSkip(reason::kCudaError);  // Ends the run: no epoch to wait for.
       Fail(WithContext(status, "upload to the device"));
     } else {
       st.bytes.fetch_add(bytes, std::memory_order_relaxed);

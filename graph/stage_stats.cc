@@ -57,6 +57,16 @@ uint64_t StageStats::TotalErrors() const {
   return total;
 }
 
+void PipelineStats::CountSkip(absl::string_view reason) {
+  std::lock_guard<std::mutex> lock(skips_mu_);
+  ++skip_reasons_[std::string(reason)];
+}
+
+std::map<std::string, uint64_t> PipelineStats::SkipReasons() const {
+  std::lock_guard<std::mutex> lock(skips_mu_);
+  return skip_reasons_;
+}
+
 void TraceBuffer::Record(int32_t stage, int64_t start_nanos, int64_t duration_nanos,
                          int64_t item, int32_t op) {
   if (next_.load(std::memory_order_relaxed) >= spans_.size()) return;  // Window is over.

@@ -202,7 +202,17 @@ class PipelineStats {
 
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> samples{0};
+  // Samples skipped, counted when their batch is delivered (so an epoch's count never
+  // holds the next epoch's samples that workers finished ahead), and their reasons.
   std::atomic<uint64_t> skipped{0};
+  // CountSkip adds one delivered skip with `reason`; also used for the batch-level errors
+  // that end a run (a batch op's, the upload's), which belong to no sample's epoch.
+  void CountSkip(absl::string_view reason);
+  std::map<std::string, uint64_t> SkipReasons() const;
+  // Whether the graph counts skips by reason at delivery (CountSkip): the summary's
+  // "errors" then come from SkipReasons, not from the stages' counters (which count when
+  // a sample is processed, the next epoch's read-ahead included).
+  std::atomic<bool> counts_skips{false};
   std::atomic<int64_t> epoch{0};
   std::atomic<int64_t> consumer_wait_nanos{0};   // Time Next() blocked: the GPU starving.
   // The same waits one by one, after the first batch (whose wait is the start-up).
@@ -248,6 +258,8 @@ class PipelineStats {
   std::vector<std::unique_ptr<StageStats>> stages_;
   std::vector<std::unique_ptr<EdgeStats>> edges_;
   std::unique_ptr<std::atomic<uint64_t>[]> source_samples_;  // source_names.size() of them.
+  mutable std::mutex skips_mu_;
+  std::map<std::string, uint64_t> skip_reasons_ ABSL_GUARDED_BY(skips_mu_);
 };
 
 }  // namespace flowloader

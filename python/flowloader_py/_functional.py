@@ -95,6 +95,8 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
     aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
     mode = _mode("resize", interpolation, True)
     _T._tensor_resize(_uint8_tensor(img), mode)
+    _T._tensor_bool_size("resize", "tensor" if _eager._is_tensor(img) else "",
+                         _T._bool_first(size, (2,)))
     return _run(img, _text("resize", size=_T._size(size),
                            interpolation=mode,
                            max_size=max_size, **aa))
@@ -115,6 +117,8 @@ def resized_crop(img, top, left, height, width, size,
                       antialias=antialias)
     if no_antialias:  # (resize warns in the case above.)
         _no_antialias(img)
+    _T._tensor_bool_size("resized_crop", "tensor" if _eager._is_tensor(img) else "",
+                         _T._bool_first(size, (2,)))
     size = _T._size(size)
     if isinstance(size, numbers.Number):  # F.resize's shorter side, as torchvision.
         short, long = (width, height) if width <= height else (height, width)
@@ -254,11 +258,33 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     if len(points) != 16:
         raise ValueError("perspective: startpoints and endpoints must be 4 [x, y] points each, "
                          f"got {startpoints!r} and {endpoints!r}")
+    _solvable("perspective", startpoints, endpoints)
     mode = _mode("perspective", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     return _run(img, _text("random_perspective", p=1,
                            interpolation=mode,
                            fill=0 if fill is None else fill), points, fill_none=fill is None)
+
+
+def _solvable(name, startpoints, endpoints):
+    """Raises where torchvision's _get_perspective_coeffs does: its float32 least squares
+    (torch.linalg.lstsq, driver gels) on the same matrix fails for points that are equal
+    or in a line (no single map). Solved here as torchvision solves it, so that exactly
+    its refusals are refused."""
+    import torch
+    a = torch.zeros(8, 8, dtype=torch.float)
+    for i, (p1, p2) in enumerate(zip(endpoints, startpoints)):
+        a[2 * i, :] = torch.tensor([p1[0], p1[1], 1, 0, 0, 0, -p2[0] * p1[0], -p2[0] * p1[1]])
+        a[2 * i + 1, :] = torch.tensor([0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0],
+                                        -p2[1] * p1[1]])
+    b = torch.tensor(startpoints, dtype=torch.float).view(8)
+    try:
+        torch.linalg.lstsq(a, b, driver="gels")
+    except RuntimeError:  # torch.linalg.LinAlgError is one.
+        raise ValueError(f"{name}: startpoints {_T._cut(startpoints)} and endpoints "
+                         f"{_T._cut(endpoints)} have no solution (points equal or three in a "
+                         "line), where torchvision's least squares raises: give four "
+                         "distinct corners, no three in a line") from None
 
 
 # -- colour --------------------------------------------------------------------------------

@@ -465,9 +465,11 @@ class Resize(Transform):
                          max_size=max_size)
         if antialias:  # Float tensors' antialias path (PIL images always antialias).
             self._args["antialias"] = True
+        self._bool_size = _bool_first(size, (2,))  # A size of one becomes ints.
 
     def _draw(self, state, generator):
         _tensor_resize(_uint8_tensor(state), self._args["interpolation"])
+        _tensor_bool_size("Resize", state.kind, self._bool_size)
         return []
 
 
@@ -517,6 +519,8 @@ class RandomResizedCrop(Transform):
                                                       resize=True))
         if antialias:  # Float tensors' antialias path (PIL images always antialias).
             self._args["antialias"] = True
+        # _setup_size makes (s, s) of a size of one: its height a bool too.
+        self._bool_size = _bool_first(size, (1, 2))
 
     @staticmethod
     def get_params(img, scale, ratio, *, generator=None):
@@ -554,6 +558,7 @@ class RandomResizedCrop(Transform):
         w, h = state.size()
         box = list(self._box(w, h, self._args["scale"], self._args["ratio"], generator))
         _tensor_resize(_uint8_tensor(state), self._args["interpolation"])
+        _tensor_bool_size("RandomResizedCrop", state.kind, self._bool_size)
         return box
 
     def _eager(self, state, generator):
@@ -809,6 +814,25 @@ def _tensor_resize(kind, mode):
         raise ValueError(f"interpolation {mode.upper()} is unsupported with Tensor input: "
                          "torchvision resizes tensors with NEAREST, BILINEAR or BICUBIC "
                          "(PIL images take it)")
+
+
+def _bool_first(value, lengths):
+    """value as given when it is a sequence of one of `lengths` whose first item is a bool
+    (the height torchvision hands torch's interpolate as it is), else None."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        return None
+    value = list(value)
+    return value if len(value) in lengths and isinstance(value[0], bool) else None
+
+
+def _tensor_bool_size(cls, kind, given):
+    """torchvision resizes a tensor to a size of two as given, and torch's interpolate
+    refuses a size list that starts with a bool (a TypeError; torchvision's check for an
+    unchanged size compares a tuple with that list, never equal). A PIL image takes it
+    (True is 1)."""
+    if kind == "tensor" and given is not None:
+        raise TypeError(f"{cls}: size {_cut(given)} starts with a bool, which torch's "
+                        "interpolate refuses for a tensor (as torchvision): give ints")
 
 
 def _tensor_fill(kind, fill):

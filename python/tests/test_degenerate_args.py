@@ -10,6 +10,7 @@ are refused in one line. (Earlier, p=2, threshold=256, scale=(0, 1), padding=-1,
 fill=None, num_ops=10, magnitude=-1 and others were refused here.)
 """
 
+import os
 import random
 
 import numpy as np
@@ -196,3 +197,90 @@ def test_random_choice_of_nothing_fails_when_called_as_torchvisions(tiny_data):
         t(_images(1)[0])
     with pytest.raises(ValueError, match=r"RandomChoice\(\[\]\) has no transform"):
         flowloader.DataLoader(tiny_data, transform=FT.Compose([t]))
+
+
+def test_a_blur_kernel_wider_than_the_image_is_a_counted_skip_in_the_loader(tmp_path):
+    """torchvision's gaussian_blur (its tensor kernel, PIL images too) reflect-pads by
+    kernel_size // 2, which must be less than the image's side: it raises on the 5x5
+    images and blurs the 20x20 ones. The loader skips and counts exactly the ones it
+    refuses, naming the kernel and the size, instead of blurring them some other way."""
+    import torchvision.transforms.functional as TVF
+    root = tmp_path / "data" / "c"
+    os.makedirs(root)
+    sizes = {f"{i}.png": (5, 5) if i % 2 else (20, 20) for i in range(6)}
+    refused = set()
+    for name, size in sizes.items():
+        image = Image.new("RGB", size, (40 * len(name), 90, 200))
+        image.save(root / name)
+        try:
+            TVF.gaussian_blur(image, [11, 11], [1.0, 1.0])
+        except RuntimeError:
+            refused.add(f"c/{name}")
+    assert len(refused) == 3
+    transform = FT.Compose([FT.GaussianBlur(11, sigma=1.0), FT.Resize([8, 8])])
+    with flowloader.DataLoader(str(tmp_path / "data"), batch_size=6, shuffle=False,
+                               transform=transform, return_keys=True) as loader:
+        kept = [k for _, _, keys in loader for k in keys]
+        stats = loader.stats()
+    assert set(kept) == {f"c/{n}" for n in sizes} - refused
+    # invalid_argument: the reason of every op's refusal of one sample (random_crop's too).
+    assert stats["skipped"] == 3 and stats["errors"] == {"invalid_argument": 3}, stats["errors"]
+
+
+_CORNERS = [[0, 0], [19, 0], [19, 19], [0, 19]]
+
+
+@pytest.mark.parametrize("start,end", [
+    ([[0, 0]] * 4, _CORNERS),                       # Start points all equal.
+    (_CORNERS, [[3, 3]] * 4),                       # End points all equal.
+    (_CORNERS, [[0, 0], [5, 0], [10, 0], [15, 0]]),  # End points in a line.
+])
+@pytest.mark.parametrize("kind", ["pil", "uint8", "float"])
+def test_a_perspective_without_solution_is_refused_as_torchvision(start, end, kind):
+    """torchvision's F.perspective raises (its least squares) for these points, on every
+    image type; flowloader's raises one ValueError naming the points, where it used to
+    warp the image some way of its own."""
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    pil = Image.new("RGB", (20, 20), (10, 120, 30))
+    img = {"pil": pil, "uint8": TVF.pil_to_tensor(pil),
+           "float": TVF.pil_to_tensor(pil).float() / 255}[kind]
+    with pytest.raises(RuntimeError):
+        TVF.perspective(img, start, end)
+    with pytest.raises(ValueError, match=r"^perspective: startpoints .* have no solution "
+                                         r".*no three in a line$") as e:
+        FF.perspective(img, start, end)
+    assert "\n" not in str(e.value)
+    # A solvable map is still taken, on the same image.
+    FF.perspective(img, _CORNERS, [[1, 2], [18, 0], [19, 17], [2, 19]])
+
+
+@pytest.mark.parametrize("call", [
+    "T.Resize([True, True])(img)", "T.Resize([True, 2])(img)", "T.Resize([2, True])(img)",
+    "T.Resize([True])(img)", "T.Resize(True)(img)", "F.resize(img, [True, True])",
+    "F.resize(img, (True, 3))", "T.RandomResizedCrop([True])(img)",
+    "T.RandomResizedCrop([True, True])(img)", "T.RandomResizedCrop([3, True])(img)",
+    "F.resized_crop(img, 0, 0, 5, 5, [True, True])",
+])
+@pytest.mark.parametrize("kind", ["pil", "uint8", "float", "one_pixel"])
+def test_a_size_starting_with_a_bool_is_refused_on_a_tensor_as_torchvision(call, kind):
+    """torchvision hands torch's interpolate a size of two as given, and it refuses a list
+    that starts with a bool (TypeError), even of a 1x1 tensor; a PIL image
+    takes it (True is 1). flowloader takes and refuses exactly the same, in one line."""
+    import torchvision.transforms.functional as TVF
+    import flowloader.transforms.functional as FF
+    pil = Image.new("RGB", (20, 20), (10, 120, 30))
+    img = {"pil": pil, "uint8": TVF.pil_to_tensor(pil),
+           "float": TVF.pil_to_tensor(pil).float() / 255,
+           "one_pixel": torch.zeros(3, 1, 1, dtype=torch.uint8)}[kind]
+    outcomes = []
+    for T, F in ((TV, TVF), (FT, FF)):
+        try:
+            eval(call, {"T": T, "F": F, "img": img})
+            outcomes.append(None)
+        except (TypeError, ValueError, RuntimeError) as e:
+            outcomes.append(e)
+    assert (outcomes[0] is None) == (outcomes[1] is None), (call, kind, outcomes)
+    if outcomes[1] is not None:
+        assert isinstance(outcomes[1], TypeError) and "\n" not in str(outcomes[1])
+        assert "starts with a bool" in str(outcomes[1]), outcomes[1]

@@ -107,6 +107,28 @@ def test_stats_is_the_summary_json(small_data):
     assert stats["first_batch_seconds"] >= 0 and len(stats["epoch_end_seconds"]) == 1
 
 
+def test_stats_counts_each_epochs_skips_not_the_next_ones_read_ahead(tmp_path):
+    """Three files of 20 are not images. Skips count when their batch is delivered: after
+    each epoch stats() shows exactly 3 more, though the workers have by then finished the
+    next epoch's first batches (which hold the bad files) ahead of the consumer."""
+    import time
+    from conftest import make_dataset
+    root = make_dataset(tmp_path / "data", classes=1, images_per_class=17)
+    cls = os.path.join(root, os.listdir(root)[0])
+    for i in range(3):  # Sorted first: the first batch of every epoch holds them.
+        with open(os.path.join(cls, f"0bad{i}.jpg"), "wb") as f:
+            f.write(b"not a JPEG" * (i + 1))
+    with flowloader.DataLoader(root, batch_size=4, num_workers=2, prefetch_batches=4,
+                               shuffle=False, image_size=16) as loader:
+        for epoch in range(3):
+            rows = sum(images.shape[0] for images, _ in loader)
+            assert rows == 17
+            time.sleep(0.5)  # The next epoch's read-ahead runs meanwhile.
+            stats = loader.stats()
+            assert stats["skipped"] == 3 * (epoch + 1), (epoch, stats["skipped"])
+            assert sum(stats["errors"].values()) == 3 * (epoch + 1), stats["errors"]
+
+
 def test_close_and_the_context_manager_end_the_loader(small_data):
     with flowloader.DataLoader(small_data, batch_size=6, image_size=16) as loader:
         next(iter(loader))

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "stages/augment/ops/kernels/geometry.h"
 #include "stages/augment/ops/op.h"
 
@@ -28,6 +29,15 @@ class GaussianBlur : public Op {
 
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     if (p.n < 1 || !(p.v[0] > 0)) return absl::InvalidArgumentError("sigma must be > 0");
+    // torchvision reflect-pads by kernel // 2, which torch needs less than the image's
+    // side (it raises): the sample is refused (a counted skip), not blurred another way.
+    if (kernel_x_ / 2 >= image.rgb->width || kernel_y_ / 2 >= image.rgb->height) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel_size [", kernel_x_, ", ", kernel_y_, "] reflect-pads ",
+          kernel_x_ / 2, " x ", kernel_y_ / 2, " pixels, which must be less than the image's ",
+          "width and height (", image.rgb->width, " x ", image.rgb->height,
+          ") as in torchvision: lower kernel_size or resize the image first"));
+    }
     kernels::GaussianBlur(*image.rgb, kernel_x_, kernel_y_, p.v[0], p.v[0], image.spare);
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
