@@ -627,9 +627,7 @@ class RandomCrop(Transform):
         if self._args["padding"] is not None and mode == "constant":
             _tensor_fill(kind, self._args["fill"])
         if self._args["pad_if_needed"] and kind == "tensor":  # forward's second pad.
-            pad = self._args["padding"]
-            p = [0] if pad is None else [pad] if isinstance(pad, numbers.Number) else pad
-            p = p * 4 if len(p) == 1 else [p[0], p[1], p[0], p[1]] if len(p) == 2 else p
+            p = _sides([0] if self._args["padding"] is None else self._args["padding"])
             pw, ph = w + int(p[0]) + int(p[2]), h + int(p[1]) + int(p[3])
             th, tw = _hw(self._args["size"])
             _tensor_pad(kind, pw, ph, [max(0, tw - pw), max(0, th - ph)], mode)
@@ -783,6 +781,13 @@ def _tensor_grid(kind, mode):
                          "and BILINEAR)")
 
 
+def _sides(padding):
+    """torchvision's padding as [left, top, right, bottom]: a number for all four, (x, y)
+    for left/right and top/bottom, or the four."""
+    p = [padding] if isinstance(padding, numbers.Number) else list(padding)
+    return p * 4 if len(p) == 1 else [p[0], p[1], p[0], p[1]] if len(p) == 2 else p
+
+
 def _tensor_pad(kind, w, h, padding, mode):
     """torchvision's tensor pad: reflect needs each side's padding below the image's size
     on that axis (torch's reflection pad), symmetric at most that size (its own index
@@ -790,8 +795,7 @@ def _tensor_pad(kind, w, h, padding, mode):
     torchvision's fails (RuntimeError, IndexError)."""
     if kind != "tensor" or mode not in ("reflect", "symmetric") or padding is None:
         return
-    p = [padding] if isinstance(padding, numbers.Number) else list(padding)
-    p = p * 4 if len(p) == 1 else [p[0], p[1], p[0], p[1]] if len(p) == 2 else p
+    p = _sides(padding)
     x, y = max(int(p[0]), int(p[2])), max(int(p[1]), int(p[3]))
     limit_w, limit_h = (w - 1, h - 1) if mode == "reflect" else (w, h)
     if x > limit_w or y > limit_h:
