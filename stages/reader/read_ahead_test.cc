@@ -41,6 +41,20 @@ void WaitUntilStarted(const ReadAhead& ra, int64_t n) {
   while (ra.stats().started < n) absl::SleepFor(absl::Milliseconds(1));
 }
 
+// TakeInOrder takes keys 0..n-1 in order, as a worker does, with `read` started for each
+// key 256 ahead of the takes, each take once its read has started (a worker that finds
+// its read still queued reads it itself).
+void TakeInOrder(ReadAhead& ra, int64_t n, const ReadAhead::ReadFn& read) {
+  int64_t started = 0;
+  for (int64_t taken = 0; taken < n; ++taken) {
+    for (; started < taken + 256; ++started) ra.Start({0, started}, read);
+    WaitUntilStarted(ra, taken + 1);
+    std::string bytes;
+    absl::Status status;
+    EXPECT_TRUE(ra.Take({0, taken}, &bytes, &status));
+  }
+}
+
 TEST(ReadAheadTest, KeepsAtMostTheLimitInFlightAndHandsOverEachResult) {
   auto ra = ReadAhead::Create(Fixed(3));
   ASSERT_TRUE(ra.ok()) << ra.status();
@@ -343,20 +357,11 @@ TEST(ReadAheadTest, TheAdaptiveLimitGrowsWhileTheReadsAreTheBottleneck) {
   ASSERT_TRUE(ra.ok());
   // 20 ms reads taken as fast as they come: 8 in flight give 400 takes/s, which needs
   // 1.5 × 400 × 0.02 + 2 = 14: the limit grows.
-  int64_t started = 0;
-  for (int64_t taken = 0; taken < 400; ++taken) {
-    for (; started < taken + 256; ++started) {
-      (*ra)->Start({0, started}, [](std::string* out) {
-        absl::SleepFor(absl::Milliseconds(20));
-        *out = "x";
-        return absl::OkStatus();
-      });
-    }
-    WaitUntilStarted(**ra, taken + 1);  // A worker that finds it queued reads itself.
-    std::string bytes;
-    absl::Status status;
-    EXPECT_TRUE((*ra)->Take({0, taken}, &bytes, &status));
-  }
+  TakeInOrder(**ra, 400, [](std::string* out) {
+    absl::SleepFor(absl::Milliseconds(20));
+    *out = "x";
+    return absl::OkStatus();
+  });
   const ReadAheadStats s = (*ra)->stats();
   EXPECT_GT(s.limit, 16) << "probes " << s.probes << ", undone " << s.probes_undone;
   EXPECT_GT(s.peak_in_flight, 16);
@@ -370,21 +375,12 @@ TEST(ReadAheadTest, QueueingAtTheServerDoesNotRatchetTheLimit) {
   auto ra = ReadAhead::Create(o);
   ASSERT_TRUE(ra.ok());
   std::mutex server;
-  int64_t started = 0;
-  for (int64_t taken = 0; taken < 400; ++taken) {
-    for (; started < taken + 256; ++started) {
-      (*ra)->Start({0, started}, [&server](std::string* out) {
-        std::lock_guard<std::mutex> one_at_a_time(server);
-        absl::SleepFor(absl::Milliseconds(2));
-        *out = "x";
-        return absl::OkStatus();
-      });
-    }
-    WaitUntilStarted(**ra, taken + 1);
-    std::string bytes;
-    absl::Status status;
-    EXPECT_TRUE((*ra)->Take({0, taken}, &bytes, &status));
-  }
+  TakeInOrder(**ra, 400, [&server](std::string* out) {
+    std::lock_guard<std::mutex> one_at_a_time(server);
+    absl::SleepFor(absl::Milliseconds(2));
+    *out = "x";
+    return absl::OkStatus();
+  });
   // The lock is not fair: a quarter of the reads get through in about one service time,
   // so the round trip is ~2 ms and the limit stays near its floor of 8 (measured: 8-12).
   // A late window probes 1.5 × the limit; the probe buys no faster takes and is undone
@@ -542,22 +538,13 @@ TEST(ReadAheadTest, ProbesPastLittlesLawWhileMoreInFlightBringsFasterTakes) {
   auto ra = ReadAhead::Create(o);
   ASSERT_TRUE(ra.ok());
   Concurrency c;
-  int64_t started = 0;
-  for (int64_t taken = 0; taken < 3000; ++taken) {
-    for (; started < taken + 256; ++started) {
-      (*ra)->Start({0, started}, [&c](std::string* out) {
-        c.Enter();
-        absl::SleepFor(absl::Milliseconds(20) + c.now.load() * absl::Microseconds(500));
-        c.Leave();
-        *out = "x";
-        return absl::OkStatus();
-      });
-    }
-    WaitUntilStarted(**ra, taken + 1);
-    std::string bytes;
-    absl::Status status;
-    EXPECT_TRUE((*ra)->Take({0, taken}, &bytes, &status));
-  }
+  TakeInOrder(**ra, 3000, [&c](std::string* out) {
+    c.Enter();
+    absl::SleepFor(absl::Milliseconds(20) + c.now.load() * absl::Microseconds(500));
+    c.Leave();
+    *out = "x";
+    return absl::OkStatus();
+  });
   const ReadAheadStats s = (*ra)->stats();
   EXPECT_GT(s.probes - s.probes_undone, 0) << "a probe that brought faster takes is kept";
   EXPECT_GT(s.peak_limit, 24) << "probes " << s.probes << ", undone " << s.probes_undone;
