@@ -26,7 +26,6 @@ transforms.v2, so its kernels cannot be imported):
 import math
 import os
 import random
-import subprocess
 import sys
 import tempfile
 
@@ -35,19 +34,11 @@ import torch
 import torch.nn.functional as TF
 from PIL import Image, ImageDraw
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from line_tool import Tool  # noqa: E402  (ask_line: det_tool answers one line)
+
 TOOL = sys.argv[1]
 FAILURES = []
-
-
-class Tool:
-    def __init__(self, path):
-        self.proc = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-
-    def ask(self, *fields):
-        self.proc.stdin.write("\t".join(str(f) for f in fields) + "\n")
-        self.proc.stdin.flush()
-        return self.proc.stdout.readline().strip()
 
 
 def check(cond, message):
@@ -343,7 +334,7 @@ def test_boxes_and_masks(tool, tmp):
         b = torch.tensor(boxes, dtype=torch.float32).reshape(-1, 4)
         g = random_geometry(rng, h, w)
         want, (wh, ww) = ref_boxes(g, b, h, w)
-        got = tool.ask("boxes", geometry_text(g), "xyxy", f"{w},{h}",
+        got = tool.ask_line("boxes", geometry_text(g), "xyxy", f"{w},{h}",
                        nums(b.reshape(-1).tolist()))
         size, _, values = got.partition(" ")
         check(size == f"{ww},{wh}", f"{g} on {w}x{h}: canvas {size}, want {ww},{wh}")
@@ -361,7 +352,7 @@ def test_boxes_and_masks(tool, tmp):
         src, dst = os.path.join(tmp, "in.bin"), os.path.join(tmp, "out.bin")
         m.numpy().tofile(src)
         want_m = ref_masks(g, m)
-        got = tool.ask("masks", geometry_text(g), f"{m.shape[0]},{w},{h}", src, dst)
+        got = tool.ask_line("masks", geometry_text(g), f"{m.shape[0]},{w},{h}", src, dst)
         mh, mw = want_m.shape[-2:]
         check(got == f"{mw},{mh}", f"{g} on {w}x{h}: mask size {got}, want {mw},{mh}")
         got_m = np.fromfile(dst, np.uint8)
@@ -375,11 +366,11 @@ def test_boxes_and_masks(tool, tmp):
 def test_box_formats(tool):
     # xywh and cxcywh go through xyxy as v2 does.
     b = torch.tensor([[10.0, 5.0, 20.0, 8.0]])  # xywh
-    got = tool.ask("boxes", "hflip", "xywh", "50,40", nums(b.reshape(-1).tolist()))
+    got = tool.ask_line("boxes", "hflip", "xywh", "50,40", nums(b.reshape(-1).tolist()))
     want = [50 - 10 - 20, 5, 20, 8]
     vals = [float(v) for v in got.split(" ")[1].split(",")]
     check(all(abs(a - c) <= 1e-4 for a, c in zip(vals, want)), f"xywh hflip {vals} != {want}")
-    got = tool.ask("boxes", "crop:2,4,30,30", "cxcywh", "50,40", nums([15, 10, 10, 4]))
+    got = tool.ask_line("boxes", "crop:2,4,30,30", "cxcywh", "50,40", nums([15, 10, 10, 4]))
     vals = [float(v) for v in got.split(" ")[1].split(",")]
     check(all(abs(a - c) <= 1e-4 for a, c in zip(vals, [11, 8, 10, 4])), f"cxcywh crop {vals}")
 
@@ -397,7 +388,7 @@ def test_sanitize(tool):
         min_size, min_area = rng.choice([1.0, 0.5, 2.0]), rng.choice([1.0, 0.0, 4.0])
         b = torch.tensor(boxes, dtype=torch.float32).reshape(-1, 4)
         want = ref_sanitize(b, h, w, min_size, min_area).to(torch.int).tolist()
-        got = tool.ask("sanitize", f"{w},{h}", f"{min_size},{min_area}", nums(boxes))
+        got = tool.ask_line("sanitize", f"{w},{h}", f"{min_size},{min_area}", nums(boxes))
         check(got == ",".join(str(v) for v in want), f"sanitize {boxes}: {got} != {want}")
 
 
@@ -414,16 +405,16 @@ def test_rle(tool, tmp):
         counts = ref_encode(mask)
         want = ref_rle_to_string(counts)
         mask.tofile(path)
-        got = tool.ask("rle_encode", f"{h},{w}", path)
+        got = tool.ask_line("rle_encode", f"{h},{w}", path)
         check(got == want, f"rle_encode {h}x{w}: {got!r} != {want!r}")
         check(ref_rle_from_string(want) == counts, "reference decoder disagrees with encoder")
-        got = tool.ask("rle_decode", f"{h},{w}", want, path)
+        got = tool.ask_line("rle_decode", f"{h},{w}", want, path)
         check(got == "ok" and np.array_equal(np.fromfile(path, np.uint8).reshape(h, w), mask),
               f"rle_decode {h}x{w} of {want!r}: {got}")
     # Counts that overrun the image, and a bad character: refused, not decoded.
-    got = tool.ask("rle_decode", "2,2", ref_rle_to_string([2, 5]), path)
+    got = tool.ask_line("rle_decode", "2,2", ref_rle_to_string([2, 5]), path)
     check(got.startswith("error: RLE counts sum to 7"), f"overrun accepted: {got}")
-    got = tool.ask("rle_decode", "2,2", "2\x7f1", path)
+    got = tool.ask_line("rle_decode", "2,2", "2\x7f1", path)
     check(got.startswith("error:"), f"bad character accepted: {got}")
     print("rle: 200 masks encoded and decoded as cocoapi defines")
 
@@ -435,7 +426,7 @@ def test_polygons(tool, tmp):
     for _ in range(150):
         h, w = rng.randint(5, 64), rng.randint(5, 64)
         xy = random_polygon(rng, h, w)
-        got = tool.ask("poly", f"{h},{w}", nums(xy), path)
+        got = tool.ask_line("poly", f"{h},{w}", nums(xy), path)
         mask = np.fromfile(path, np.uint8).reshape(h, w)
         want = ref_poly(xy, h, w)
         check(got == "ok" and np.array_equal(mask, want), f"polygon {xy} on {w}x{h} != rleFrPoly")
