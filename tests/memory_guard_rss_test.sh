@@ -27,6 +27,13 @@
 #      worker's share): its draw made two float noise planes of the image's size, 1.3 GB,
 #      before the memory check (2282 MiB peak); now checked before the draw (op_memory),
 #      in a compose too.
+#  10. ops whose output size is their draw: scale_jitter (target_size 16000) and
+#      random_shortest_size (in a random_choice) over small photos, 2 workers: the drawn
+#      size was counted as the input's (1151 and 1077 MiB peak); random_zoom_out's 4x
+#      canvas of a 4000x3000 photo likewise (1259 MiB). Now op_memory before allocating.
+#  11. 2 workers, elastic_transform over 8000x8000 photos (the decode fits a worker): the
+#      geometry chain drew the op (its noise planes, 512 MiB) to see whether it chains,
+#      before any check (1497 MiB peak); now checked before that draw too (op_memory).
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
 # skips are still checked.
 set -euo pipefail
@@ -53,6 +60,10 @@ make("small", (320, 240), [(10, 20, 30), (40, 50, 60)])
 # A photo that fits beside the large ones: skipping is per sample, not per run.
 for folder in ("huge", "large"):
     Image.new("RGB", (320, 240), (90, 90, 90)).save(f"{root}/{folder}/c/fits.jpg")
+# 4000x3000 photos, whose 4x zoom-out canvas is 549 MiB.
+os.makedirs(f"{root}/zoom/c", exist_ok=True)
+for i, c in enumerate([(20, 120, 220), (220, 120, 20)]):
+    Image.new("RGB", (4000, 3000), c).save(f"{root}/zoom/c/{i}.jpg", quality=50)
 # Photo-like (not flat) content: gradients and lines, a whole-image decode.
 import numpy as np
 def photo(w, h):
@@ -159,4 +170,18 @@ WORKERS=1 run_case elastic_draw "$TMP/huge" \
 WORKERS=1 run_case elastic_draw_in_compose "$TMP/huge" \
   "compose: {transforms: [{elastic_transform: {alpha: 50.0, sigma: 5.0}}]};resize: {size: [64, 64]};normalize: {}" \
   1 op_memory 2
-echo "memory_guard_rss_test: 11 passed, 0 failed"
+# 10. an output size that is the op's draw.
+run_case scale_jitter "$TMP/small" \
+  "scale_jitter: {target_size: [16000, 16000], scale_range: [1.0, 1.0]};resize: {size: [224, 224]};normalize: {}" \
+  0 op_memory 2
+run_case choice_shortest_size "$TMP/small" \
+  "random_choice: {transforms: [{random_shortest_size: {min_size: [12000], max_size: 16384}}]};resize: {size: [224, 224]};normalize: {}" \
+  0 op_memory 2
+run_case zoom_out "$TMP/zoom" \
+  "random_zoom_out: {side_range: [4.0, 4.0], p: 1.0};gaussian_blur: {kernel_size: 3};resize: {size: [224, 224]};normalize: {}" \
+  0 op_memory 2
+# 11. an op drawn by the geometry chain to see whether it chains: checked before that draw.
+run_case elastic_chain_draw "$TMP/large" \
+  "elastic_transform: {alpha: 50.0, sigma: 5.0};resize: {size: [224, 224]};normalize: {}" \
+  1 op_memory 2
+echo "memory_guard_rss_test: 15 passed, 0 failed"

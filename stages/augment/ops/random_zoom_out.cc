@@ -46,6 +46,14 @@ class RandomZoomOut : public Op {
     return {static_cast<int>(std::ceil(in.width * r)), static_cast<int>(std::ceil(in.height * r))};
   }
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  // The canvas drawn (params: left, top, right, bottom padding), so that the memory check
+  // counts it before Apply allocates it: up to 16 times the input's pixels at side_range
+  // 4 (a 4000x3000 photo's canvas is 549 MiB).
+  OpSize WorkingSize(const OpParams& p, OpSize in) const override {
+    if (!Check(p).ok()) return in;
+    return {in.width + static_cast<int>(p.v[0] + p.v[2]),
+            in.height + static_cast<int>(p.v[1] + p.v[3])};
+  }
 
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {
     const double r = lo_ + rng.Uniform(0, 1) * (hi_ - lo_);

@@ -398,9 +398,23 @@ absl::Status ViewProgram::CheckOpMemory(size_t i, const OpParams& params, int w,
   if (worker_memory_ == nullptr) return absl::OkStatus();
   const Op& op = *ops_[i];
   const internal::OpWorking working = internal::WorkingOf(op, params, w, h);
+  const int64_t limit = worker_memory_->bytes();
+  if (limit <= 0 || held + working.bytes <= limit) return absl::OkStatus();
   return CheckMemory(held, working.bytes,
                      absl::StrCat(op.name(), " (op ", i + 1, ") making ", working.out.width,
                                   "x", working.out.height, " from ", w, "x", h));
+}
+
+absl::Status ViewProgram::CheckDrawMemory(size_t i, int w, int h, int64_t held) const {
+  if (worker_memory_ == nullptr) return absl::OkStatus();
+  const Op& op = *ops_[i];
+  const internal::OpWorking before = internal::BeforeDraw(op, w, h);
+  // The message only for a refusal: this runs for each op of each sample.
+  const int64_t limit = worker_memory_->bytes();
+  if (limit <= 0 || held + before.bytes <= limit) return absl::OkStatus();
+  return CheckMemory(held, before.bytes,
+                     absl::StrCat(op.name(), " (op ", i + 1, ") making ", w, "x", h, " from ",
+                                  w, "x", h));
 }
 
 absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream, size_t begin,
@@ -420,6 +434,9 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
     }
     return true;
   };
+  const internal::CheckDraw check_draw = [&](size_t j, int w, int h) {
+    return CheckDrawMemory(j, w, h, held);
+  };
   const internal::CheckStep check = [&](size_t j, const OpParams& params, int w, int h) {
     return CheckOpMemory(j, params, w, h, held);
   };
@@ -432,7 +449,8 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
       // applied counts a run and an equal share of the pass's time, as consecutive spans,
       // so every op keeps its own row and trace span.
       absl::StatusOr<size_t> chain =
-          internal::RunGeometryChain(ops_, i, end, draw, check, image, targets, &chained);
+          internal::RunGeometryChain(ops_, i, end, draw, check_draw, check, image, targets,
+                                     &chained);
       if (!chain.ok()) return chain.status();
       if (*chain > 0) {
         const int64_t share = (NowNanos() - start) / static_cast<int64_t>(chained.size());
@@ -456,14 +474,8 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
     if (ShouldApply(op, rng)) {
       OpParams params;
       // Before the draw too, which may allocate by the image's size (BeforeDraw).
-      if (op.Input() == PixelForm::kUint8HWC && worker_memory_ != nullptr) {
-        const internal::OpWorking before = internal::BeforeDraw(op, w, h);
-        if (absl::Status s = CheckMemory(held, before.bytes,
-                                         absl::StrCat(op.name(), " (op ", i + 1, ") making ",
-                                                      w, "x", h, " from ", w, "x", h));
-            !s.ok()) {
-          return s;
-        }
+      if (op.Input() == PixelForm::kUint8HWC) {
+        if (absl::Status s = CheckDrawMemory(i, w, h, held); !s.ok()) return s;
       }
       if (targets != nullptr) {
         op.DrawWithTargets(w, h, *targets, rng, &params);

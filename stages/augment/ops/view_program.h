@@ -201,6 +201,9 @@ class ViewProgram {
   // its input and output side by side (Op::WorkingSize), with the decoded image held.
   absl::Status CheckOpMemory(size_t i, const OpParams& params, int w, int h,
                              int64_t held) const;
+  // CheckDrawMemory is CheckMemory for op `i` before its draw on a w × h uint8 image
+  // (internal/op_memory.h's BeforeDraw: the input and the op's scratch).
+  absl::Status CheckDrawMemory(size_t i, int w, int h, int64_t held) const;
 
   std::vector<std::unique_ptr<Op>> ops_;
   std::unique_ptr<OpCost[]> costs_;

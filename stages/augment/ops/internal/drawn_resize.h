@@ -32,6 +32,13 @@ class DrawnResizeOp : public Op {
   explicit DrawnResizeOp(Interpolation interpolation) : interpolation_(interpolation) {}
 
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
+  // The drawn size, so that the memory check counts the output (and DrawnResizeBytes'
+  // horizontal pass) before Apply allocates it: scale_jitter's target_size 16000 made a
+  // 16000x12000 image from a 320x240 one, counted as 320x240.
+  OpSize WorkingSize(const OpParams& p, OpSize in) const override {
+    OpSize out;
+    return DrawnSize(p, &out) ? out : in;
+  }
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     return ResizeToDrawnSize(p, interpolation_, image);
   }

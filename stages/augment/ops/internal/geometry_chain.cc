@@ -202,7 +202,8 @@ void GatherWindows(const std::vector<uint8_t>& in, const std::vector<int32_t>& w
 // the chain's one resize. The boxes move through `standin` as each op moves them (its
 // labels are the instance numbers). Returns how many ops the chain covers.
 absl::StatusOr<size_t> Plan(const std::vector<std::unique_ptr<Op>>& ops, size_t begin,
-                            size_t end, const DrawOp& draw, int width, int height,
+                            size_t end, const DrawOp& draw, const CheckDraw& check_draw,
+                            int width, int height,
                             bool has_masks, detection::Targets* standin,
                             std::vector<Step>* steps) {
   bool resized = false;
@@ -210,6 +211,9 @@ absl::StatusOr<size_t> Plan(const std::vector<std::unique_ptr<Op>>& ops, size_t 
   for (; i < end; ++i) {
     const Op& op = *ops[i];
     if (op.Input() != PixelForm::kUint8HWC || op.Output() != PixelForm::kUint8HWC) break;
+    // Not drawn where the draw itself may not fit (2 GB of elastic_transform noise for an
+    // 80 Mpx image were drawn here, then dropped, before the op's own check refused it).
+    if (!check_draw(i, width, height).ok()) break;
     Step step;
     step.op = i;
     if (!draw(i, width, height, standin, &step.params)) continue;  // Not applied: no pixel moves.
@@ -297,7 +301,8 @@ void MovePixels(const std::vector<Step>& steps, OpImage& image, AxisMap* before_
 
 absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& ops,
                                         size_t begin, size_t end, const DrawOp& draw,
-                                        const CheckStep& check, OpImage& image,
+                                        const CheckDraw& check_draw, const CheckStep& check,
+                                        OpImage& image,
                                         detection::Targets* targets,
                                         std::vector<size_t>* applied) {
   applied->clear();
@@ -322,7 +327,7 @@ absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& 
   }
   std::vector<Step> steps;
   absl::StatusOr<size_t> covered =
-      Plan(ops, begin, end, draw, image.rgb->width, image.rgb->height, has_masks,
+      Plan(ops, begin, end, draw, check_draw, image.rgb->width, image.rgb->height, has_masks,
            targets != nullptr ? &standin : nullptr, &steps);
   if (!covered.ok()) return covered.status();
   if (steps.size() < 2) return 0;  // One op (or none) applied: the op's own pass is as fast.

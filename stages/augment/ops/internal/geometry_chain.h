@@ -46,13 +46,20 @@ using DrawOp = std::function<bool(size_t i, int width, int height,
 using CheckStep = std::function<absl::Status(size_t i, const OpParams& params, int width,
                                              int height)>;
 
+// CheckDraw is asked before op `i` is drawn for a width × height image whether what it
+// holds before its draw fits (internal/op_memory.h's BeforeDraw: a draw may allocate by
+// the image's size, elastic_transform's noise planes); a non-OK status ends the chain
+// before that op, which the caller then refuses one by one as it would without a chain.
+using CheckDraw = std::function<absl::Status(size_t i, int width, int height)>;
+
 // RunGeometryChain runs ops [begin, end) from `begin` as one chain as far as they form one
 // (uint8 ops that apply as a gather or as the one resize, or do not apply) and returns how
 // many ops it covered, their positions that applied in *applied; 0 (nothing done) when
 // fewer than two ops apply in the chain. `targets` (null: none) move as the ops move them.
 absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& ops,
                                         size_t begin, size_t end, const DrawOp& draw,
-                                        const CheckStep& check, OpImage& image,
+                                        const CheckDraw& check_draw, const CheckStep& check,
+                                        OpImage& image,
                                         detection::Targets* targets,
                                         std::vector<size_t>* applied);
 
