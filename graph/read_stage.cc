@@ -8,13 +8,18 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "graph/internal/sample_buffers.h"
 #include "stages/reader/data_sources.h"
 #include "stages/reader/file_reader.h"
 #include "stages/reader/read_ahead.h"
 #include "stages/reader/schemes.h"
+#include "stages/core/sample_error.h"
+#include "stages/core/worker_memory.h"
 
 namespace flowloader {
 namespace {
@@ -27,11 +32,13 @@ constexpr int kObjectsMinInFlight = 16;
 class ReadStage : public SampleStage {
  public:
   ReadStage(const Dataset* dataset, std::unique_ptr<FileReader> reader,
-            std::unique_ptr<FileReader> shard_reader, std::unique_ptr<ReadAhead> read_ahead)
+            std::unique_ptr<FileReader> shard_reader, std::unique_ptr<ReadAhead> read_ahead,
+            std::shared_ptr<const WorkerMemory> worker_memory)
       : dataset_(dataset),
         reader_(std::move(reader)),
         shard_reader_(std::move(shard_reader)),
-        read_ahead_(std::move(read_ahead)) {}
+        read_ahead_(std::move(read_ahead)),
+        worker_memory_(std::move(worker_memory)) {}
 
   absl::Status Process(SampleContext& sample) const override {
     const SampleSource& source = *sample.source;
@@ -109,18 +116,48 @@ class ReadStage : public SampleStage {
   }
 
  private:
+  // Read reads the sample's bytes, but not those of a file larger than a worker may hold
+  // for one sample: the decode counts them (twice: they and the JPEG scan's copy) and would
+  // refuse it as decode_memory after the read had held them (two 504 MB BMPs went
+  // 982 MiB past memory_limit_mb 256), so it is that skip, unread. Only a comparison per
+  // sample: the limit rides on the read's own size check.
   absl::Status Read(const SampleSource& source, const std::string& path,
                     std::string* contents) const {
+    const int64_t limit = worker_memory_->bytes();
     if (source.shard >= 0) {
+      if (limit > 0 && source.size > limit && source.size <= shard_reader_->max_file_bytes()) {
+        return OverWorkerMemory(source.size);
+      }
       return shard_reader_->ReadRange(path, source.offset, source.size, contents);
     }
-    return reader_->Read(path, contents);
+    if (limit <= 0 || limit >= reader_->max_file_bytes()) return reader_->Read(path, contents);
+    absl::Status status = reader_->Read(path, limit, contents);
+    if (status.code() != absl::StatusCode::kResourceExhausted) return status;
+    const int64_t size = TooLargeSize(status);
+    if (size <= limit || size > reader_->max_file_bytes()) return status;  // max_file_bytes'.
+    return OverWorkerMemory(size);
+  }
+  absl::Status OverWorkerMemory(int64_t size) const {
+    return worker_memory_->Check(size, reason::kDecodeMemory,
+                                 "reading the file (its bytes, before decoding)");
+  }
+  // TooLargeSize is the file size TooLarge (stages/reader/env.h) names in `status`
+  // ("<path>: <size> bytes is over the limit of <max>"), or -1.
+  static int64_t TooLargeSize(const absl::Status& status) {
+    const absl::string_view text = status.message();
+    const size_t at = text.rfind(" bytes is over the limit of ");
+    if (at == absl::string_view::npos) return -1;
+    size_t begin = at;
+    while (begin > 0 && absl::ascii_isdigit(static_cast<unsigned char>(text[begin - 1]))) --begin;
+    int64_t size = -1;
+    return absl::SimpleAtoi(text.substr(begin, at - begin), &size) ? size : -1;
   }
 
   const Dataset* const dataset_;
   std::unique_ptr<FileReader> reader_;
   std::unique_ptr<FileReader> shard_reader_;
   std::unique_ptr<ReadAhead> read_ahead_;  // Null unless the data is remote.
+  const std::shared_ptr<const WorkerMemory> worker_memory_;
 };
 
 }  // namespace
@@ -165,7 +202,8 @@ absl::StatusOr<std::unique_ptr<SampleStage>> MakeReadStage(const StageArgs& args
          {"read_ahead"}});
   }
   return std::unique_ptr<SampleStage>(new ReadStage(
-      env.dataset, std::move(*reader), std::move(*shard_reader), std::move(read_ahead)));
+      env.dataset, std::move(*reader), std::move(*shard_reader), std::move(read_ahead),
+      env.worker_memory));
 }
 
 }  // namespace flowloader

@@ -34,6 +34,9 @@
 #  11. 2 workers, elastic_transform over 8000x8000 photos (the decode fits a worker): the
 #      geometry chain drew the op (its noise planes, 512 MiB) to see whether it chains,
 #      before any check (1497 MiB peak); now checked before that draw too (op_memory).
+#  12. under memory_limit_mb 256 with 2 workers, two 7000x7000 uncompressed BMPs (140 MiB
+#      files): the read stage read each whole file before the decode's check refused it
+#      (300 MiB peak); a file over a worker's share is now that skip (decode_memory) unread.
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
 # skips are still checked.
 set -euo pipefail
@@ -64,6 +67,11 @@ for folder in ("huge", "large"):
 os.makedirs(f"{root}/zoom/c", exist_ok=True)
 for i, c in enumerate([(20, 120, 220), (220, 120, 20)]):
     Image.new("RGB", (4000, 3000), c).save(f"{root}/zoom/c/{i}.jpg", quality=50)
+# Uncompressed files larger than a worker's share under memory_limit_mb 256.
+os.makedirs(f"{root}/bmp/c", exist_ok=True)
+for i, c in enumerate([(20, 220, 120), (120, 20, 220)]):
+    Image.new("RGB", (7000, 7000), c).save(f"{root}/bmp/c/{i}.bmp")
+Image.new("RGB", (320, 240), (90, 90, 90)).save(f"{root}/bmp/c/fits.jpg")
 # Photo-like (not flat) content: gradients and lines, a whole-image decode.
 import numpy as np
 def photo(w, h):
@@ -184,4 +192,6 @@ run_case zoom_out "$TMP/zoom" \
 run_case elastic_chain_draw "$TMP/large" \
   "elastic_transform: {alpha: 50.0, sigma: 5.0};resize: {size: [224, 224]};normalize: {}" \
   1 op_memory 2
-echo "memory_guard_rss_test: 15 passed, 0 failed"
+# 12. a file over a worker's share is not read.
+LIMIT_MB=256 run_case file_over_share "$TMP/bmp" "" 1 decode_memory 2
+echo "memory_guard_rss_test: 16 passed, 0 failed"

@@ -1,5 +1,7 @@
 #include "stages/reader/file_reader.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "stages/core/sample_error.h"
@@ -24,6 +26,12 @@ absl::StatusOr<std::unique_ptr<FileReader>> FileReader::Create(
 
 absl::Status FileReader::Read(const std::string& path, std::string* contents) const {
   return Retry([&] { return env_->ReadFile(path, options_.max_file_bytes, contents); });
+}
+
+absl::Status FileReader::Read(const std::string& path, int64_t max_bytes,
+                              std::string* contents) const {
+  const int64_t limit = std::min(max_bytes, options_.max_file_bytes);
+  return Retry([&] { return env_->ReadFile(path, limit, contents); });
 }
 
 absl::Status FileReader::ReadRange(const std::string& path, int64_t offset, int64_t length,

@@ -39,6 +39,10 @@ class FileReader {
   // Read replaces *contents with the file at `path`. Errors carry a reason tag and name
   // the path.
   absl::Status Read(const std::string& path, std::string* contents) const;
+  // Read with a tighter limit: a file over min(max_bytes, max_file_bytes) is refused as
+  // one over max_file_bytes is, unread (the read stage's per-worker memory).
+  absl::Status Read(const std::string& path, int64_t max_bytes, std::string* contents) const;
+  int64_t max_file_bytes() const { return options_.max_file_bytes; }
 
   // ReadRange replaces *contents with the `length` bytes of `path` at `offset` (a member
   // of a tar shard), with the same retries. Fewer bytes than `length` (the shard was cut
