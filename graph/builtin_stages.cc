@@ -313,8 +313,13 @@ void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
        {"num_workers"}});
   if (planners.empty()) return;
   int64_t output_pixels = 0;
+  // The knobs: num_workers, then the options that set the views' crop sizes (image_size,
+  // or the op a list's head is: "random_resized_crop size").
+  std::vector<std::string> knobs = {"num_workers"};
   for (const ViewPlanner& p : planners) {
     if (p.planner == nullptr) return;  // A whole-image decode: its size is the images'.
+    const std::string knob = p.size_knob.empty() ? "image_size" : p.size_knob;
+    if (std::find(knobs.begin(), knobs.end(), knob) == knobs.end()) knobs.push_back(knob);
     const std::array<int, 3> shape = p.planner->OutputShape();  // 3 channels.
     output_pixels += int64_t{shape[0]} * shape[1] * shape[2] / 3;
   }
@@ -324,7 +329,7 @@ void DeclareDecodeMemory(const decode::DecoderOptions& o, int64_t seek_index_mb,
                         absl::StrCat("num_workers ", env.num_workers, " × ",
                                      FormatBytes(per_worker), " decoded pixels",
                                      views > 1 ? absl::StrCat(" (", views, " views)") : ""),
-                        {"num_workers", "image_size"}});
+                        std::move(knobs)});
 }
 
 // PlannersFor are the crop planners of the branches reading decode's image `field`; a
@@ -429,7 +434,7 @@ bool MayFree(const StageEnv& env, size_t port) {
 }
 
 std::vector<int> DeclareViews(const augment::Transform* transform, const OutputSpec& spec,
-                              StageEnv& env) {
+                              StageEnv& env, const std::string& size_knob) {
   std::vector<int> views;
   const std::vector<std::string> names =
       env.outputs.empty() ? std::vector<std::string>{kOutputField} : env.outputs;
@@ -439,7 +444,7 @@ std::vector<int> DeclareViews(const augment::Transform* transform, const OutputS
     views.push_back(view);
   }
   const std::string image = env.inputs.empty() ? kImageField : env.inputs.front();
-  for (int view : views) env.view_planners[image].push_back({transform, view});
+  for (int view : views) env.view_planners[image].push_back({transform, view, size_knob});
   if (transform != nullptr) env.crop_planner = transform;
   return views;
 }

@@ -502,7 +502,8 @@ absl::Status PipelineGraph::Impl::SetPrefetchBatches(int count) {
   while (pool_->Count() < count) {
     // Checked before allocating, against what the process may use now.
     const MemoryPlan plan = PlanForBuffers(pool_->Count() + 1);
-    if (absl::Status s = plan.CheckFits(GraphMemoryBudget(options_.memory_limit_bytes)); !s.ok()) {
+    if (absl::Status s = plan.CheckFits(PlanBudget(GraphMemoryBudget(options_.memory_limit_bytes)));
+        !s.ok()) {
       return s;
     }
     if (absl::Status s = pool_->Add(); !s.ok()) return s;
@@ -1238,7 +1239,7 @@ absl::StatusOr<MemoryPlan> PipelineGraph::Plan(const GraphOptions& options,
 }
 
 MemoryBudget PipelineGraph::Budget(const GraphOptions& options) {
-  return GraphMemoryBudget(options.memory_limit_bytes);
+  return PlanBudget(GraphMemoryBudget(options.memory_limit_bytes));
 }
 
 absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
@@ -1258,8 +1259,9 @@ absl::StatusOr<std::unique_ptr<PipelineGraph>> PipelineGraph::Create(
   if (!plan.ok()) return plan.status();
   // Check the memory plan before the pool exists: a configuration that cannot fit is
   // refused in one line instead of failing to map or being OOM-killed mid-epoch.
-  const MemoryBudget budget = Budget(options);
-  if (absl::Status s = plan->memory.CheckFits(budget); !s.ok()) return s;
+  if (absl::Status s = plan->memory.CheckFits(Budget(options)); !s.ok()) return s;
+  // The whole budget: the workers' share leaves the process its part itself.
+  const MemoryBudget budget = GraphMemoryBudget(options.memory_limit_bytes);
   // What the plan leaves is the workers' for their samples' images (WorkerMemory).
   plan->worker_memory->Set(WorkerImageBytes(plan->memory, budget, widest.num_workers),
                            widest.num_workers,

@@ -131,7 +131,8 @@ class PipelineGraph {
   static absl::StatusOr<MemoryPlan> Plan(const GraphOptions& options, const Dataset& dataset,
                                          const Sampler& sampler, const DeviceMemory& memory);
   // Budget is what Create checks the plan against: what the process may use
-  // (resources.h AvailableMemory), capped by options.memory_limit_bytes when that is set.
+  // (resources.h AvailableMemory), capped by options.memory_limit_bytes when that is set,
+  // less what the process holds besides the plan when it is (PlanBudget).
   static MemoryBudget Budget(const GraphOptions& options);
 
   // Create validates the options, creates the stages (last first; see StageEnv), checks

@@ -253,6 +253,9 @@ struct OutputSpec {
   bool is_float = true;               // float32 when true, uint8 otherwise.
   size_t sample_bytes = 0;
   std::string name;                   // The batch tensor's field name (set by the graph).
+  // The option the user sets the sample's size with, for the memory plan's refusals:
+  // "five_crop size" for an op list's last op of a fixed size; empty is image_size.
+  std::string size_knob;
 
   DType dtype() const { return is_float ? DType::kFloat32 : DType::kUint8; }
 };
@@ -265,6 +268,9 @@ struct OutputSpec {
 struct ViewPlanner {
   const augment::Transform* planner = nullptr;
   int view = 0;
+  // The option that sets the planned crop's size (the decode scratch's refusal names
+  // it): "random_resized_crop size" for an op list's head; empty is image_size.
+  std::string size_knob;
 };
 
 // ViewStream is view `view`'s random stream: view 0 keeps stream 1, the stream a

@@ -361,6 +361,32 @@ class TransformsStage : public SampleStage {
   const std::vector<int32_t> rows_;  // CostRows(*program_).
 };
 
+// SizeKnob is the argument that sets the size of what `program` writes, for the memory
+// plan's refusals: the last op of a fixed output size ("five_crop size", "resize size"),
+// else image_size.
+std::string SizeKnob(const augment::ViewProgram& program) {
+  for (size_t i = program.size(); i-- > 0;) {
+    if (program.op(i).OutputSize(augment::OpSize{}).Known()) {
+      return absl::StrCat(program.op_name(i), " size");
+    }
+  }
+  return "image_size";
+}
+
+// HeadKnob is the argument that sets the head's planned crop (the decode scratch's
+// knob): the head's first op's size ("random_resized_crop size"), or the crop a resize
+// head absorbed ("center_crop size"), which sets what it writes.
+std::string HeadKnob(const augment::ViewProgram& program) {
+  if (program.head() == nullptr || program.size() == 0) return "image_size";
+  const size_t span = program.cost_span(0);
+  for (size_t i = std::min(span, program.size()); i-- > 0;) {
+    if (program.op(i).OutputSize(augment::OpSize{}).Known()) {
+      return absl::StrCat(program.op_name(i), " size");
+    }
+  }
+  return absl::StrCat(program.op_name(0), " size");
+}
+
 // SlotSpec is the batch tensor a sample of `program` writes: its shape; for a padded
 // batch (size_divisibility >= 0) the list's largest image (its bound) with each side
 // rounded up to the divisibility, so that the padded batch fits the slots it is laid out
@@ -378,7 +404,9 @@ OutputSpec SlotSpec(const augment::ViewProgram& program, int size_divisibility) 
   // padded: CreateTransforms refuses size_divisibility with them).
   std::vector<int64_t> sample_shape(shape.begin(), shape.end());
   if (program.crops() > 1) sample_shape.insert(sample_shape.begin(), program.crops());
-  return OutputSpec{std::move(sample_shape), program.is_float(), bytes};
+  OutputSpec spec{std::move(sample_shape), program.is_float(), bytes};
+  spec.size_knob = SizeKnob(program);
+  return spec;
 }
 
 StageSchema TransformsSchema() {
@@ -421,7 +449,8 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& a
         "size_divisibility"));
   }
   const OutputSpec spec = SlotSpec(*program, env.size_divisibility);
-  std::vector<int> views = graph_internal::DeclareViews(program->head(), spec, env);
+  std::vector<int> views =
+      graph_internal::DeclareViews(program->head(), spec, env, HeadKnob(*program));
   if (absl::Status s = CheckTargetOps(*program, env.carried, views.size()); !s.ok()) return s;
   if (padded && std::find(env.carried.begin(), env.carried.end(), kBoxesField) ==
                     env.carried.end() && !env.carried.empty()) {

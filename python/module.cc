@@ -774,7 +774,9 @@ class PyLoader {
                                             : FormatBytes(static_cast<int64_t>(needed)),
                              " (", per_sample, " bytes a sample), over half of the ",
                              FormatBytes(budget.bytes), " the pipeline may use (", budget.source,
-                             budget.source == "memory_limit_mb" ? "" : "; memory_limit_mb caps it",
+                             budget.source.rfind("memory_limit_mb", 0) == 0
+                                 ? ""
+                                 : "; memory_limit_mb caps it",
                              "): give a dataset of fewer samples"));
     }
     return length;

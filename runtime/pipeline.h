@@ -261,7 +261,8 @@ class Pipeline {
   // PlanMemoryAsGiven is PlanMemory without shrinking anything.
   static absl::StatusOr<MemoryPlan> PlanMemoryAsGiven(const PipelineOptions& options);
   // MemoryBudgetFor is what Create checks that plan against: what the process may use
-  // (MemAvailable, the cgroup limit), capped by memory_limit_mb when set.
+  // (MemAvailable, the cgroup limit), capped by memory_limit_mb when set (less the 48 MiB
+  // the process holds itself besides the plan: the limit is the whole process's).
   static MemoryBudget MemoryBudgetFor(const PipelineOptions& options);
 
   // Next sets *batch to the next batch, or sets *end_of_epoch (and leaves *batch null)

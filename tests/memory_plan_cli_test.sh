@@ -33,7 +33,7 @@ set +e
 rc=$?
 set -e
 [[ $rc -eq 2 ]] || fail "expected exit 2 above the limit, got $rc: $(cat "$TMP/err2.txt")"
-want="flowloader: the batch pool needs 270.0 MiB (prefetch 3 × batch 30 (an epoch's samples; batch_size 100000) × 3×512² float32) but 100.0 MiB is available (memory_limit_mb): lower batch_size, image_size or prefetch_batches"
+want="flowloader: the batch pool needs 270.0 MiB (prefetch 3 × batch 30 (an epoch's samples; batch_size 100000) × 3×512² float32) but 52.0 MiB is available (memory_limit_mb 100.0 MiB less 48.0 MiB the process holds itself): lower batch_size, image_size or prefetch_batches"
 grep -qxF "$want" "$TMP/err2.txt" || fail "no one-line refusal; stderr was: $(cat "$TMP/err2.txt")"
 [[ $(grep -c "batch pool" "$TMP/err2.txt") -eq 1 ]] || fail "refusal not on one line"
 [[ ! -s "$TMP/out2.txt" ]] || fail "a refused run printed a report: $(cat "$TMP/out2.txt")"
@@ -45,7 +45,7 @@ set +e
   --metrics_address= --progress=false >/dev/null 2>"$TMP/err3.txt"
 rc=$?
 set -e
-[[ $rc -eq 2 ]] && grep -qF "100.0 MiB is available (memory_limit_mb)" "$TMP/err3.txt" \
+[[ $rc -eq 2 ]] && grep -qF "52.0 MiB is available (memory_limit_mb 100.0 MiB less 48.0 MiB" "$TMP/err3.txt" \
   || fail "spec memory_limit_mb: rc $rc, $(cat "$TMP/err3.txt")"
 "$FLOWLOADER" run --spec="$TMP/limit.yaml" --memory_limit_mb=0 --data="$DATA" \
   --batch_size=100000 --image_size=512 --metrics_address= --progress=false >/dev/null \

@@ -28,6 +28,9 @@ using testing::SmallCpuOptions;
 using testing::TempDirForTest;
 
 constexpr int kImages = 10;
+// What the plan leaves of memory_limit_mb for the process itself (kUnplannedBytes,
+// graph/internal/memory_planning.h): the plan fits the limit less this.
+constexpr int64_t kProcessBytes = int64_t{48} << 20;
 
 class MemoryPlanTest : public ::testing::Test {
  protected:
@@ -91,8 +94,9 @@ TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
   ASSERT_FALSE(pipeline.ok());
   EXPECT_EQ(pipeline.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(pipeline.status().message(),
-            "the batch pool needs 3.4 GiB (prefetch 3 × batch 4 × 3×5000² float32) but 1.0 GiB "
-            "is available (memory_limit_mb): lower batch_size, image_size or prefetch_batches");
+            "the batch pool needs 3.4 GiB (prefetch 3 × batch 4 × 3×5000² float32) but 976.0 MiB "
+            "is available (memory_limit_mb 1.0 GiB less 48.0 MiB the process holds itself): "
+            "lower batch_size, image_size or prefetch_batches");
 }
 
 // The seek index is planned from the dataset (files × 8 KiB, within seek_index_mb), not
@@ -101,8 +105,8 @@ TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
 TEST_F(MemoryPlanTest, TheSeekIndexIsPlannedFromTheDatasetsSize) {
   PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
   // Codec memory 2 × 8 MiB + kept buffers 2 × 2 MiB + pool 36 KiB + seek index 80 KiB
-  // + scratch 6 KiB.
-  o.memory_limit_mb = 21;
+  // + scratch 6 KiB, and the 48 MiB the process holds itself.
+  o.memory_limit_mb = 21 + (kProcessBytes >> 20);
   absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_NE(plan->Describe().find("seek index 80.0 KiB (10 files × 8.0 KiB, within decode "
@@ -134,8 +138,8 @@ TEST_F(MemoryPlanTest, TheSeekIndexShrinksToFitTheLimitBeforeARefusal) {
     if (part.key == "seek_index") seek = part.bytes;
   }
   ASSERT_EQ(seek, 600 * (8 << 10));
-  o.memory_limit_mb = (full->total_bytes() - seek / 2) >> 20;
-  const int64_t limit = o.memory_limit_mb << 20;
+  o.memory_limit_mb = (full->total_bytes() - seek / 2 + kProcessBytes) >> 20;
+  const int64_t limit = (o.memory_limit_mb << 20) - kProcessBytes;  // The plan's.
   ASSERT_LT(full->total_bytes() - seek, limit);
   ASSERT_FALSE(full->CheckFits(Pipeline::MemoryBudgetFor(o)).ok());  // Refused as given.
   absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
@@ -149,7 +153,7 @@ TEST_F(MemoryPlanTest, TheSeekIndexShrinksToFitTheLimitBeforeARefusal) {
   ASSERT_TRUE(planned.ok()) << planned.status();
   EXPECT_EQ(planned->total_bytes(), plan["total_bytes"]);
   // A limit that the plan does not fit even without a seek index: the refusal stands.
-  o.memory_limit_mb = (full->total_bytes() - seek - (2 << 20)) >> 20;
+  o.memory_limit_mb = (full->total_bytes() - seek - (2 << 20) + kProcessBytes) >> 20;
   EXPECT_EQ(Pipeline::Create(o).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
@@ -173,6 +177,37 @@ TEST_F(MemoryPlanTest, AnOpsLargestImageIsPlannedAndRefusedNamingTheOp) {
     EXPECT_NE(message.find("transforms scratch"), std::string::npos) << message;
     EXPECT_NE(message.find(knob), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+// A part too big for the limit names the argument the user wrote, not image_size, which
+// the list does not have: the batch pool of five_crop's or ten_crop's crops, the decode
+// scratch of a random_resized_crop head (or a resize head's absorbed center_crop).
+TEST_F(MemoryPlanTest, APartsRefusalNamesTheOpArgumentThatSizesIt) {
+  struct Case {
+    std::string ops, part, knob;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"resize(size=8000); five_crop(size=4000); normalize()", "batch pool",
+            "five_crop size"},
+           {"resize(size=6000); ten_crop(size=3000); normalize()", "batch pool",
+            "ten_crop size"},
+           {"random_resized_crop(size=16384); resize(size=[32, 32]); normalize()",
+            "decode scratch", "random_resized_crop size"},
+           {"resize(size=16384); center_crop(size=16384); resize(size=[32, 32]); normalize()",
+            "decode scratch", "center_crop size"}}) {
+    PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
+    o.prefetch_batches = 1;
+    o.memory_limit_mb = 1024;
+    o.stages = {StageSpec{"read"}, StageSpec{"decode"},
+                StageSpec{"transforms", "", {{"ops", c.ops}}, 0}};
+    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+    ASSERT_FALSE(pipeline.ok()) << c.ops;
+    EXPECT_EQ(pipeline.status().code(), absl::StatusCode::kResourceExhausted);
+    const std::string message(pipeline.status().message());
+    EXPECT_NE(message.find("the " + c.part + " needs"), std::string::npos) << message;
+    EXPECT_NE(message.find(c.knob), std::string::npos) << message;
+    EXPECT_EQ(message.find("image_size"), std::string::npos) << message;
   }
 }
 
@@ -301,19 +336,19 @@ TEST_F(MemoryPlanTest, PrefetchShrinksToFitTheLimitBeforeARefusal) {
   const int64_t per_buffer = pool / 8;
   ASSERT_GT(per_buffer, int64_t{1} << 20);
   // Room for about 4 of the 8 buffers.
-  o.memory_limit_mb = (full->total_bytes() - 4 * per_buffer) >> 20;
+  o.memory_limit_mb = (full->total_bytes() - 4 * per_buffer + kProcessBytes) >> 20;
   {
     testing::LogCapture log;
     absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
     ASSERT_TRUE(pipeline.ok()) << pipeline.status();
     EXPECT_GE((*pipeline)->prefetch_batches(), 2);
     EXPECT_LT((*pipeline)->prefetch_batches(), 8);
-    EXPECT_LE(Plan(**pipeline)["total_bytes"], o.memory_limit_mb << 20);
+    EXPECT_LE(Plan(**pipeline)["total_bytes"], (o.memory_limit_mb << 20) - kProcessBytes);
     EXPECT_EQ(log.LinesNaming("prefetch_batches cut from 8 to"), 1);
     EXPECT_EQ(Drain(pipeline->get()).samples, kImages);
   }
   // Not even one buffer fits: the refusal names the batch pool.
-  o.memory_limit_mb = (full->total_bytes() - pool) >> 20;
+  o.memory_limit_mb = (full->total_bytes() - pool + kProcessBytes) >> 20;
   absl::StatusOr<std::unique_ptr<Pipeline>> refused = Pipeline::Create(o);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);

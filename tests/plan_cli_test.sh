@@ -63,9 +63,9 @@ set +e
 rc=$?
 set -e
 [[ $rc -eq 2 ]] || fail "a plan over the limit exited $rc, want 2"
-want="flowloader: the batch pool needs 4.2 GiB (prefetch 3 × batch 30 (an epoch's samples; batch_size 64) × 3×2048² float32) but 100.0 MiB is available (memory_limit_mb): lower batch_size, image_size or prefetch_batches"
+want="flowloader: the batch pool needs 4.2 GiB (prefetch 3 × batch 30 (an epoch's samples; batch_size 64) × 3×2048² float32) but 52.0 MiB is available (memory_limit_mb 100.0 MiB less 48.0 MiB the process holds itself): lower batch_size, image_size or prefetch_batches"
 grep -qxF "$want" "$TMP/big.err" || fail "no refusal line: $(cat "$TMP/big.err")"
-"$PY" -c "import json,sys; p=json.load(open(sys.argv[1])); assert p['fits'] is False and p['available_bytes'] == 100 << 20, p" \
+"$PY" -c "import json,sys; p=json.load(open(sys.argv[1])); assert p['fits'] is False and p['available_bytes'] == (100 - 48) << 20, p" \
   "$TMP/big.json" || fail "the refused plan was not printed: $(cat "$TMP/big.json")"
 
 # 4. Invalid options: exit 2, one line, nothing on stdout.

@@ -94,7 +94,15 @@ MemoryPlan PlanGraphMemory(const GraphOptions& options, const std::vector<Output
   // rows are a part of their own so that soft targets' size is visible.
   const std::string pool_formula = absl::StrCat("prefetch ", options.prefetch_batches, " × ",
                                                 rows, " × ", OutputsText(outputs));
-  const std::vector<std::string> knobs = {"batch_size", "image_size", "prefetch_batches"};
+  // batch_size, the options that set the samples' sizes (image_size, or an op list's
+  // last op of a fixed size: "five_crop size"), prefetch_batches.
+  std::vector<std::string> knobs = {"batch_size"};
+  for (const OutputSpec& o : outputs) {
+    const std::string knob = o.size_knob.empty() ? "image_size" : o.size_knob;
+    if (std::find(knobs.begin(), knobs.end(), knob) == knobs.end()) knobs.push_back(knob);
+  }
+  if (outputs.empty()) knobs.push_back("image_size");
+  knobs.push_back("prefetch_batches");
   MemoryPlan plan;
   plan.Add({"batch pool", "batch_pool", pool_bytes, pool_formula, knobs, pinned});
   // (Counted from the tensors' end: the up to 63 bytes aligning it are its own.)
@@ -123,6 +131,14 @@ MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes) {
     budget = MemoryBudget{memory_limit_bytes, "memory_limit_mb"};
   }
   return budget;
+}
+
+MemoryBudget PlanBudget(const MemoryBudget& budget) {
+  if (!budget.known() || budget.source != "memory_limit_mb") return budget;
+  return MemoryBudget{std::max<int64_t>(0, budget.bytes - kUnplannedBytes),
+                      absl::StrCat("memory_limit_mb ", FormatBytes(budget.bytes), " less ",
+                                   FormatBytes(kUnplannedBytes),
+                                   " the process holds itself")};
 }
 
 int64_t WorkerImageBytes(const MemoryPlan& plan, const MemoryBudget& budget, int workers) {

@@ -73,6 +73,14 @@ MemoryBudget GraphMemoryBudget(int64_t memory_limit_bytes);
 // together stay under the budget.
 inline constexpr int64_t kUnplannedBytes = int64_t{48} << 20;
 
+// PlanBudget is what a memory plan may fill of `budget`: memory_limit_mb less
+// kUnplannedBytes, which the process holds besides the plan, so that the plan and the
+// process together stay within the limit the user set (a batch pool that filled
+// memory_limit_mb 512 to the byte peaked at 524 MiB); any other budget (MemAvailable,
+// a cgroup's) as it is. Named so in refusals: "but 464.0 MiB is available
+// (memory_limit_mb 512.0 MiB less 48.0 MiB the process holds itself)".
+MemoryBudget PlanBudget(const MemoryBudget& budget);
+
 // kMinWorkerImageBytes is the least a worker may hold for one sample however tight the
 // budget: the plan counts typical images (the decode scratch is 2 × the output a side), and
 // a budget the plan fills to the byte must not skip ordinary photos (a 10 Mpx decode).

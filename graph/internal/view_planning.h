@@ -23,9 +23,10 @@ bool MayFree(const StageEnv& env, size_t port);
 
 // DeclareViews declares a stage's output tensor `spec` under each name it is bound to and
 // offers `planner` to the decode of the image it reads (nullptr: the stage needs the whole
-// image, so decode decodes it all); returns the views' indexes.
+// image, so decode decodes it all); returns the views' indexes. `size_knob` names the
+// option that sets the planner's crop size (empty: image_size).
 std::vector<int> DeclareViews(const augment::Transform* planner, const OutputSpec& spec,
-                              StageEnv& env);
+                              StageEnv& env, const std::string& size_knob = "");
 
 }  // namespace graph_internal
 
