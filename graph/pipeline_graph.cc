@@ -188,7 +188,9 @@ class PipelineGraph::Impl {
   void ApplyErrorPolicy(BatchToken* token, int64_t failed_in_batch, SampleContext* first_failed,
                         SampleContext* last_failed);
   void LogFirstSkips(const std::vector<SkippedSample>& skipped);
-  void CountEpochSkips(const Batch& batch, bool ends_epoch);
+  void CountEpochSkips(const BatchToken& token, bool ends_epoch);
+  // CountStageErrors adds the token's skipped samples to their stages' error counts.
+  static void CountStageErrors(const BatchToken& token);
   void Fail(absl::Status status);
 
   const GraphOptions options_;
@@ -278,6 +280,7 @@ class PipelineGraph::Impl {
   int64_t epoch_first_index_ = 0;   // Its first batch's number (start_batch on resume).
   int64_t epoch_last_index_ = -1;   // Its last batch's number once popped; -1 before.
   std::vector<SkippedSample> carried_skips_;  // From empty batches, for the next one.
+  std::vector<StageStats*> carried_stages_;  // The stage that failed each of them.
   int64_t skipped_in_epoch_ = 0;    // Skips delivered in the epoch being delivered.
 
   // Dataset indexes of the skipped samples already logged (each is logged once a run).
@@ -737,8 +740,7 @@ void PipelineGraph::Impl::RunStage(StageRunner& runner, SampleContext* s) {
     st.bytes.fetch_add(runner.stage->BytesProduced(*s), std::memory_order_relaxed);
     return;
   }
-  const std::string reason = ErrorReason(status);
-  st.CountError(reason.empty() ? std::string(reason::kStageError) : reason);
+  // Its stage's error count grows when the sample's batch is delivered (CountEpochSkips).
   s->failed_stage = st.name();
   s->status = WithContext(status, absl::StrCat(st.name(), " failed on ", s->key()));
 }
@@ -782,6 +784,7 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
   batch.sources.clear();
   batch.copies.clear();
   batch.skipped.clear();
+  token->skipped_stages.clear();
   StartColumns(dataset_->column_names(), &batch.columns);
   batch.targets.Start();
   int64_t failed = 0;
@@ -811,6 +814,8 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
       last_failed = &s;
       batch.skipped.push_back(SkippedSample{s.index, s.source->key, ErrorReason(s.status),
                                             std::string(s.status.message())});
+      token->skipped_stages.push_back(s.failed_stage.empty() ? nullptr
+                                                             : stats_->Stage(s.failed_stage));
     }
   }
   FillTensors(token);
@@ -839,8 +844,7 @@ bool PipelineGraph::Impl::LabelInRange(SampleContext& s) {
       absl::StatusCode::kOutOfRange, reason::kLabelOutOfRange,
       absl::StrCat(s.key(), ": label ", label, " is outside [0, ", label_.num_classes,
                    "), the soft targets' num_classes"));
-  s.failed_stage = "collate";
-  collate_stats_->CountError(std::string(reason::kLabelOutOfRange));
+  s.failed_stage = "collate";  // Counted on collate at delivery (CountEpochSkips).
   return false;
 }
 
@@ -1006,8 +1010,10 @@ void PipelineGraph::Impl::ApplyErrorPolicy(BatchToken* token, int64_t failed_in_
     token->fatal = first_failed->status;  // Raised by Pop, in delivery order.
     return;
   }
-  // The limits are named as the user sets them (--max_errors, spec max_errors).
+  // The limits are named as the user sets them (--max_errors, spec max_errors). The batch
+  // that passes one ends the run undelivered: its failures count on their stages now.
   if (options_.max_errors >= 0 && failed > options_.max_errors) {
+    CountStageErrors(*token);
     Fail(absl::ResourceExhaustedError(absl::StrCat(
         failed, " samples failed, more than max_errors=", options_.max_errors,
         " allows; last: ", last_failed->status.message())));
@@ -1015,9 +1021,19 @@ void PipelineGraph::Impl::ApplyErrorPolicy(BatchToken* token, int64_t failed_in_
   }
   if (options_.max_error_fraction < 1.0 && processed >= 100 &&
       static_cast<double>(failed) > options_.max_error_fraction * static_cast<double>(processed)) {
+    CountStageErrors(*token);
     Fail(absl::ResourceExhaustedError(absl::StrCat(
         failed, " of ", processed, " samples failed, more than max_errors=",
         options_.max_error_fraction * 100, "% allows; last: ", last_failed->status.message())));
+  }
+}
+
+void PipelineGraph::Impl::CountStageErrors(const BatchToken& token) {
+  for (size_t i = 0; i < token.batch.skipped.size() && i < token.skipped_stages.size(); ++i) {
+    if (token.skipped_stages[i] == nullptr) continue;
+    const std::string& reason = token.batch.skipped[i].reason;
+    token.skipped_stages[i]->CountError(reason.empty() ? std::string(reason::kStageError)
+                                                       : reason);
   }
 }
 
@@ -1031,9 +1047,12 @@ void PipelineGraph::Impl::LogFirstSkips(const std::vector<SkippedSample>& skippe
 }
 
 // CountEpochSkips counts the delivered batch's skips, in the run's totals and by reason,
-// at delivery: workers finish the next epoch's first batches ahead of the consumer, and
-// counting their skips then showed an epoch more skips than it had.
-void PipelineGraph::Impl::CountEpochSkips(const Batch& batch, bool ends_epoch) {
+// and on the stages that failed them, at delivery: workers finish the next epoch's first
+// batches ahead of the consumer, and counting their skips then showed an epoch more skips
+// than it had (and the stages' error counters more than the summary's skips).
+void PipelineGraph::Impl::CountEpochSkips(const BatchToken& token, bool ends_epoch) {
+  const Batch& batch = token.batch;
+  CountStageErrors(token);
   stats_->skipped.fetch_add(batch.skipped.size(), std::memory_order_relaxed);
   for (const SkippedSample& s : batch.skipped) {
     stats_->CountSkip(s.reason.empty() ? std::string(reason::kStageError) : s.reason);
@@ -1136,6 +1155,7 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
   stats_->consumer_wait_nanos.fetch_add(waited, std::memory_order_relaxed);
   if (delivered_sequence_ > 1) stats_->steady_consumer_waits.Observe(waited);
   if (!token->fatal.ok()) {
+    CountStageErrors(*token);  // Not skips: the run ends with the first of them.
     const absl::Status fatal = token->fatal;
     if (fatal_.ok()) fatal_ = fatal;
     stopping_.store(true);
@@ -1151,6 +1171,8 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
     // empty, so that no skip is reported in the wrong epoch or lost after the last one.)
     carried_skips_.insert(carried_skips_.end(), token->batch.skipped.begin(),
                           token->batch.skipped.end());
+    carried_stages_.insert(carried_stages_.end(), token->skipped_stages.begin(),
+                           token->skipped_stages.end());
     lock.unlock();
     pool_->Release(token);
     return absl::OkStatus();
@@ -1159,8 +1181,11 @@ absl::Status PipelineGraph::Impl::Pop(Popped* out) {
     auto& skipped = token->batch.skipped;
     skipped.insert(skipped.begin(), carried_skips_.begin(), carried_skips_.end());
     carried_skips_.clear();
+    token->skipped_stages.insert(token->skipped_stages.begin(), carried_stages_.begin(),
+                                 carried_stages_.end());
+    carried_stages_.clear();
   }
-  CountEpochSkips(token->batch, out->ends_epoch);
+  CountEpochSkips(*token, out->ends_epoch);
   stats_->batches.fetch_add(1, std::memory_order_relaxed);
   stats_->samples.fetch_add(token->batch.size(), std::memory_order_relaxed);
   stats_->epoch.store(token->batch.epoch, std::memory_order_relaxed);

@@ -87,6 +87,45 @@ TEST_F(BadInputTest, SkipDeliversEveryGoodSampleOnceAndCountsEachBadOneByReason)
   EXPECT_EQ(log_.LinesNaming("epoch 1: 5 samples skipped"), 1);
 }
 
+// The stages' error counts (the stage table, stats()["stages"], the metrics'
+// flowloader_stage_errors_total) grow when a skipped sample's batch is delivered, as the
+// summary's skips do: right after epoch 0, with the workers well into epoch 1 (every
+// buffer filled ahead), both say epoch 0's five bad files. They counted when a worker
+// failed the sample, so read-ahead made the stages show up to twice the skips.
+TEST_F(BadInputTest, StageErrorsCountTheDeliveredSkipsNotTheReadAhead) {
+  PipelineOptions o = Options();
+  o.epochs = 2;
+  o.shuffle = false;
+  o.prefetch_batches = 4;  // 15 samples: an epoch's 4 batches fit the buffers ahead.
+  auto p = Pipeline::Create(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const auto stage_errors = [&p] {
+    std::map<std::string, uint64_t> by_reason;
+    for (const char* name : {"read", "decode", "augment", "collate"}) {
+      const StageStats* stage = (*p)->stats()->Stage(name);
+      if (stage == nullptr) continue;
+      for (const auto& [reason, n] : stage->Errors()) by_reason[reason] += n;
+    }
+    return by_reason;
+  };
+  bool end = false;
+  while (!end) {
+    std::shared_ptr<const Batch> batch;
+    ASSERT_TRUE((*p)->Next(&batch, &end).ok());
+  }
+  // Let the workers read epoch 1 ahead into every free buffer.
+  for (int i = 0; i < 100 && (*p)->stats()->Stage("decode")->items_in.load() < 30; ++i) {
+    ::usleep(10000);
+  }
+  EXPECT_EQ((*p)->stats()->skipped.load(), 5u);
+  EXPECT_EQ(stage_errors(), (*p)->stats()->SkipReasons());
+  const Drained rest = Drain(p->get());
+  ASSERT_TRUE(rest.status.ok()) << rest.status;
+  EXPECT_EQ((*p)->stats()->skipped.load(), 10u);
+  EXPECT_EQ(stage_errors(), (*p)->stats()->SkipReasons());
+  EXPECT_EQ((*p)->stats()->Stage("decode")->TotalErrors(), 10u);
+}
+
 TEST_F(BadInputTest, FailPolicyStopsWithTheFileAndTheReason) {
   PipelineOptions o = Options();
   o.on_error = ErrorPolicy::kFail;

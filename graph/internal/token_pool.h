@@ -43,6 +43,9 @@ struct BatchToken {
   // Under on_error=fail, the first failed sample's status: the pipeline stops when this
   // batch's turn comes, so the error reported is the first in delivery order.
   absl::Status fatal;
+  // The stage that failed each of batch.skipped (null: none known), whose error count
+  // grows when the batch is delivered, with the summary's skips.
+  std::vector<StageStats*> skipped_stages;
 };
 
 class TokenPool : public std::enable_shared_from_this<TokenPool> {
