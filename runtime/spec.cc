@@ -602,8 +602,8 @@ const std::vector<Key>& Keys() {
       {"pin_memory", "true", "pinned host buffers where CUDA is present",
        [](R r, F f, O o) { return r.Bool(f, &o->pin_memory); }},
       {"memory_limit_mb", "0",
-       "memory the pipeline may plan for, in MiB; 0 = what the process may use "
-       "(MemAvailable, cgroup limit)",
+       "the process's peak memory, in MiB (the plan fits it less 48 MiB the process holds "
+       "itself); 0 = what the process may use (MemAvailable, cgroup limit)",
        [](R r, F f, O o) { return r.Int(f, 0, kInt64Max >> 20, &o->memory_limit_mb); }},
       {"checksum", "false",
        "hash every delivered batch's tensor bytes, labels and targets in order: "

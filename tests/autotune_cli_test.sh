@@ -67,6 +67,25 @@ WANT="--cpu_budget" expect2 run "${R[@]}" --num_workers=auto --cpu_budget=-1
 WANT="--ram_budget must be bytes" expect2 run "${R[@]}" --prefetch_batches=auto --ram_budget=lots
 WANT="ram_budget 1.0 MiB is below one batch buffer's plan (.*): raise ram_budget or lower max_decode_mb" expect2 run "${R[@]}" \
   --prefetch_batches=auto --ram_budget=1MiB
+# prefetch_batches=auto under a memory_limit_mb that one batch buffer fits and two do not:
+# it runs with one (it started at two whatever the limit, and was refused).
+plan_mb() {
+  "$FLOWLOADER" plan --data="$DATA" --image_size=512 --batch_size=4 --num_workers=2 \
+    --prefetch_batches="$1" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['total_bytes'] / 2**20)"
+}
+LIMIT=$("$PY" -c "print(int(48 + ($(plan_mb 1) + $(plan_mb 2)) / 2))")
+"$FLOWLOADER" run --data="$DATA" --image_size=512 --batch_size=4 --num_workers=2 \
+  --prefetch_batches=auto --memory_limit_mb="$LIMIT" --epochs=1 --metrics_address= \
+  --progress=false --summary_json="$TMP/one.json" >/dev/null 2>"$TMP/one.err" \
+  || fail "prefetch_batches=auto under memory_limit_mb $LIMIT exited $?: $(cat "$TMP/one.err")"
+"$PY" -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['samples'] == 60 and s['autotune']['prefetch_batches'] == 1, s" \
+  "$TMP/one.json" || fail "not one buffer: $(cat "$TMP/one.json")"
+
+# A memory_limit_mb that not even one buffer fits is what the refusal names, not the unset
+# ram_budget's default (half of MemAvailable), which the 180 GiB buffer passed too.
+WANT="the batch pool needs 180.0 GiB (prefetch 1 × .*) but 52.0 MiB is available (memory_limit_mb 100.0 MiB less 48.0 MiB the process holds itself): lower batch_size" \
+  expect2 run "${R[@]}" --prefetch_batches=auto --image_size=16384 --batch_size=64 \
+  --memory_limit_mb=100
 printf 'data: %s\nnum_workers: many\n' "$DATA" >"$TMP/bad.yaml"
 WANT="bad.yaml:2:14: num_workers must be an integer, got 'many'" expect2 run --spec="$TMP/bad.yaml"
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "graph/autotune_stats.h"
+#include "graph/pipeline_graph.h"
 #include "stages/core/log.h"
 #include "stages/core/resources.h"
 
@@ -83,6 +84,7 @@ absl::StatusOr<AutotunePlan> PlanAutotune(const PipelineOptions& options,
   }
   if (auto_buffers) {
     int64_t ram_budget = options.ram_budget_bytes;
+    const bool ram_budget_set = ram_budget > 0;
     if (ram_budget <= 0) {
       const MemoryBudget available = AvailableMemory();
       ram_budget = available.known() ? available.bytes / 2 : std::numeric_limits<int64_t>::max();
@@ -92,10 +94,25 @@ absl::StatusOr<AutotunePlan> PlanAutotune(const PipelineOptions& options,
     one_buffer.max_prefetch_batches = 0;
     const absl::StatusOr<MemoryPlan> one_buffer_plan = plan_memory(one_buffer);
     if (!one_buffer_plan.ok()) return one_buffer_plan.status();
-    const int most = BuffersWithin(*one_buffer_plan, resident_bytes, ram_budget);
+    int most = BuffersWithin(*one_buffer_plan, resident_bytes, ram_budget);
+    // The run's own budget (memory_limit_mb less the process's part, or what the process
+    // may use) caps them too: auto started at two buffers whatever memory_limit_mb said,
+    // and was refused where one fit (memory_limit_mb 128 over 2000 files).
+    const MemoryBudget run_budget = PipelineGraph::Budget(*graph);
+    if (run_budget.known()) {
+      most = std::min(most, BuffersWithin(*one_buffer_plan, 0, run_budget.bytes));
+    }
     if (most < 1) {
+      // A limit the user set (memory_limit_mb), or what the process may use, that the one
+      // buffer's plan does not fit either is the refusal Create would make: it names that
+      // limit and the plan's own knobs, not an unset ram_budget's default (half of
+      // MemAvailable, 10 GiB here, where memory_limit_mb 1024 was what did not fit).
+      if (absl::Status fits = one_buffer_plan->CheckFits(run_budget); !fits.ok()) {
+        return fits;
+      }
       return absl::ResourceExhaustedError(absl::StrCat(
-          "ram_budget ", FormatBytes(ram_budget), " is below one batch buffer's plan (",
+          ram_budget_set ? "ram_budget " : "ram_budget (unset: half of MemAvailable) ",
+          FormatBytes(ram_budget), " is below one batch buffer's plan (",
           one_buffer_plan->Describe(), ", plus ", FormatBytes(resident_bytes),
           " the process holds): raise ram_budget or lower ", LargestPartKnob(*one_buffer_plan)));
     }
