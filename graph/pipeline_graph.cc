@@ -762,6 +762,17 @@ static void ReserveHuge(std::vector<T>& v, size_t n) {
   if (last > first) (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 }
 
+// ReleaseLargeTargets frees a slot's instance masks and label map once copied into the
+// batch when they hold over 16 MiB: each slot of each batch buffer kept the largest it
+// ever held (4 slots × 80 masks of 1200×900 and more), outside the plan, which counts two
+// copies per worker (a rotate with expand over 60-instance 3 Mpx images: 1072 MiB under
+// memory_limit_mb 1024). Smaller ones keep their storage for the next sample.
+static void ReleaseLargeTargets(detection::Targets& targets) {
+  constexpr size_t kKeep = size_t{16} << 20;
+  if (targets.masks.capacity() > kKeep) std::vector<uint8_t>().swap(targets.masks);
+  if (targets.semantic.capacity() > kKeep) std::vector<uint8_t>().swap(targets.semantic);
+}
+
 // ReserveBatchTargets sizes the batch's instance masks and semantic label maps for all its
 // rows at once (ReserveHuge). The LSJ recipe's first batches spent ~10% of their CPU
 // faulting the growing mask vector in (perf).
@@ -807,7 +818,10 @@ void PipelineGraph::Impl::Collect(BatchToken* token) {
       }
       // Targets were written (the annotations stage sets their canvas); a graph without
       // them pays this one test per sample.
-      if (s.targets.canvas_width > 0) batch.targets.Append(s.targets);
+      if (s.targets.canvas_width > 0) {
+        batch.targets.Append(s.targets);
+        ReleaseLargeTargets(s.targets);
+      }
     } else {
       ++failed;
       if (first_failed == nullptr) first_failed = &s;
