@@ -441,6 +441,12 @@ absl::StatusOr<std::unique_ptr<SampleStage>> CreateTransforms(const StageArgs& a
     return absl::InvalidArgumentError(absl::StrCat("transforms: ", made.status().message()));
   }
   (*made)->set_worker_memory(env.worker_memory);
+  // The annotations stage plans two copies of a sample's instance masks at the most
+  // instances and the largest image (graph/detection_stages.cc): ops check the rest.
+  if (env.dataset != nullptr && env.dataset->annotations() != nullptr) {
+    const detection::CocoDataset& coco = *env.dataset->annotations();
+    (*made)->set_planned_mask_bytes(coco.MaxInstances() * 2 * coco.MaxPlaneBytes());
+  }
   std::shared_ptr<const augment::ViewProgram> program = std::move(*made);
   if (padded && program->crops() > 1) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # detection_masks_rss_test.sh: instance masks of large images with many instances stay
-# within memory_limit_mb 1024 through a rotate with expand (one worker, batch 2): each
-# slot of each batch buffer kept the largest masks it ever held, and the move of a
-# sample's masks kept its input planes in a thread-local buffer until the next sample,
-# both outside the memory plan (1072 MiB peak; 655 once both are given back over 16 MiB).
+# within memory_limit_mb 1024 (one worker, batch 2):
+#   1. through a rotate with expand: each slot of each batch buffer kept the largest masks
+#      it ever held, and the move of a sample's masks kept its input planes in a
+#      thread-local buffer until the next sample, both outside the memory plan (1414 MiB
+#      peak; under 700 once both are given back over 16 MiB);
+#   2. through a 4x random_zoom_out (not chained): the op checked its image, not the
+#      masks it moves onto the canvas (2.9 GB); now op_memory;
+#   3. the zoom-out chained with a resize: masks move once to the chain's output, all
+#      delivered.
 # Sanitized builds map shadow memory: there RSS says nothing, only the delivery is checked.
 set -euo pipefail
 FLOWLOADER="$1"
@@ -37,7 +42,10 @@ json.dump({"images": images, "annotations": annotations,
            "categories": [{"id": c, "name": str(c)} for c in (1, 2, 3)]},
           open(f"{root}/instances.json", "w"))
 PYEOF
-cat >"$TMP/spec.yaml" <<EOF2
+# run_list NAME OP_LINES SAMPLES OP_MEMORY_SKIPS: the list over the four images, two epochs.
+run_list() {
+  local name="$1" ops="$2" samples="$3" skips="$4"
+  cat >"$TMP/$name.yaml" <<EOF2
 data: $TMP/images
 annotations: $TMP/instances.json
 batch_size: 2
@@ -51,23 +59,39 @@ stages:
   - type: decode
   - type: transforms
     ops:
-      - random_rotation: {degrees: 30, expand: true}
-      - resize: {size: [512, 512]}
-      - normalize: {}
+$ops
   - type: sanitize_bounding_boxes
 EOF2
-/usr/bin/time -v "$FLOWLOADER" run --spec="$TMP/spec.yaml" --metrics_address= --noprogress \
-  --summary_json="$TMP/summary.json" >/dev/null 2>"$TMP/err.txt" \
-  || fail "run exited $?: $(grep -v '^\s' "$TMP/err.txt" | tail -3)"
-"$PY" - "$TMP/summary.json" "$TMP/err.txt" "$LIMIT_MB" "$SANITIZED" <<'PYEOF'
+  /usr/bin/time -v "$FLOWLOADER" run --spec="$TMP/$name.yaml" --metrics_address= --noprogress \
+    --summary_json="$TMP/$name.json" >/dev/null 2>"$TMP/$name.err" \
+    || fail "$name: run exited $?: $(grep -v '^\s' "$TMP/$name.err" | tail -3)"
+  "$PY" - "$name" "$TMP/$name.json" "$TMP/$name.err" "$LIMIT_MB" "$SANITIZED" "$samples" "$skips" <<'PYEOF'
 import json, re, sys
-summary, log, limit_mb, sanitized = sys.argv[1:]
+name, summary, log, limit_mb, sanitized, samples, skips = sys.argv[1:]
 s = json.load(open(summary))
 kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(log).read()).group(1))
-print(f"detection_masks_rss_test: {s['samples']} samples, skipped {s['errors']}, "
+print(f"detection_masks_rss_test: {name}: {s['samples']} samples, skipped {s['errors']}, "
       f"peak RSS {kb / 1024:.0f} MiB (limit {limit_mb})")
-assert s["samples"] == 8 and s["skipped"] == 0, s
+assert s["samples"] == int(samples), s
+assert s["skipped"] == int(skips) and s["errors"].get("op_memory", 0) == int(skips), s
 if sanitized == "0":
-    assert kb / 1024 <= int(limit_mb), f"peak RSS {kb / 1024:.0f} MiB over {limit_mb}"
+    assert kb / 1024 <= int(limit_mb), f"{name}: peak RSS {kb / 1024:.0f} MiB over {limit_mb}"
 PYEOF
-echo "detection_masks_rss_test: 1 passed, 0 failed"
+}
+# 1. Kept masks given back: every sample delivered.
+run_list rotate "      - random_rotation: {degrees: 30, expand: true}
+      - resize: {size: [512, 512]}
+      - normalize: {}" 8 0
+# 2. A 4x zoom-out moved the masks onto its canvas unchecked (60 planes of 8000x6000: 2.9
+#    GB); now op_memory beyond the masks the plan holds, but for the 5-instance image.
+run_list zoom_out "      - random_zoom_out: {side_range: [4.0, 4.0], p: 1.0}
+      - gaussian_blur: {kernel_size: 3}
+      - resize: {size: [512, 512]}
+      - normalize: {}" 2 6
+# 3. The same zoom-out in a geometry chain with a resize (SSD's): its masks move once, to
+#    300x300, as the chain builds no canvas: every sample delivered.
+run_list zoom_chain "      - random_zoom_out: {side_range: [4.0, 4.0], p: 1.0}
+      - random_horizontal_flip: {}
+      - resize: {size: [300, 300]}
+      - normalize: {}" 8 0
+echo "detection_masks_rss_test: 3 passed, 0 failed"

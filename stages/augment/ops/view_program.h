@@ -130,6 +130,11 @@ class ViewProgram {
   void set_worker_memory(std::shared_ptr<const WorkerMemory> memory) {
     worker_memory_ = std::move(memory);
   }
+  // set_planned_mask_bytes is what the memory plan holds for a sample's instance masks
+  // (annotation targets: two copies at the most instances and the largest image): an op
+  // that moves masks onto a larger canvas (random_zoom_out, rotate with expand) counts
+  // the planes beyond it in its check. Call before sharing the program.
+  void set_planned_mask_bytes(int64_t bytes) { planned_mask_bytes_ = bytes; }
 
   // Run writes one sample's view to `dst` (output_bytes() bytes). `plan` is the head's
   // crop drawn from the header (nullptr: the head is planned here, on the whole decoded
@@ -199,11 +204,20 @@ class ViewProgram {
   absl::Status CheckMemory(int64_t held, int64_t need, const std::string& what) const;
   // CheckOpMemory is CheckMemory for op `i` drawn with `params` on a w × h uint8 image:
   // its input and output side by side (Op::WorkingSize), with the decoded image held.
-  absl::Status CheckOpMemory(size_t i, const OpParams& params, int w, int h,
-                             int64_t held) const;
+  // With `targets` carrying instance masks that op i moves, the K planes on each side
+  // beyond planned_mask_bytes_ count too.
+  absl::Status CheckOpMemory(size_t i, const OpParams& params, int w, int h, int64_t held,
+                             const detection::Targets* targets = nullptr) const;
   // CheckDrawMemory is CheckMemory for op `i` before its draw on a w × h uint8 image
   // (internal/op_memory.h's BeforeDraw: the input and the op's scratch).
   absl::Status CheckDrawMemory(size_t i, int w, int h, int64_t held) const;
+  // MaskBytesPastPlan is what `targets`' instance masks (none: 0) take beyond
+  // planned_mask_bytes_ while they move from a w × h canvas to out_w × out_h, K planes
+  // each; CheckMaskMemory checks those bytes alone (a geometry chain's one move).
+  int64_t MaskBytesPastPlan(const detection::Targets* targets, int w, int h, int out_w,
+                            int out_h) const;
+  absl::Status CheckMaskMemory(const detection::Targets* targets, int w, int h, int out_w,
+                               int out_h, int64_t held) const;
 
   std::vector<std::unique_ptr<Op>> ops_;
   std::unique_ptr<OpCost[]> costs_;
@@ -221,6 +235,7 @@ class ViewProgram {
   int largest_op_ = -1;
   std::string text_;
   std::shared_ptr<const WorkerMemory> worker_memory_;  // Null: no limit.
+  int64_t planned_mask_bytes_ = 0;  // set_planned_mask_bytes.
 };
 
 // ShouldApply draws whether `op` applies to this sample (its p; RandomApply's draw).

@@ -302,7 +302,7 @@ void MovePixels(const std::vector<Step>& steps, OpImage& image, AxisMap* before_
 absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& ops,
                                         size_t begin, size_t end, const DrawOp& draw,
                                         const CheckDraw& check_draw, const CheckStep& check,
-                                        OpImage& image,
+                                        const CheckMasks& check_masks, OpImage& image,
                                         detection::Targets* targets,
                                         std::vector<size_t>* applied) {
   applied->clear();
@@ -333,6 +333,13 @@ absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& 
   if (steps.size() < 2) return 0;  // One op (or none) applied: the op's own pass is as fast.
   for (const Step& step : steps) {
     if (absl::Status s = check(step.op, step.params, step.in_width, step.in_height); !s.ok()) {
+      return s;
+    }
+  }
+  if (has_masks) {
+    if (absl::Status s = check_masks(image.rgb->width, image.rgb->height,
+                                     steps.back().out_width, steps.back().out_height);
+        !s.ok()) {
       return s;
     }
   }

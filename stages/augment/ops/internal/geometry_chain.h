@@ -52,6 +52,12 @@ using CheckStep = std::function<absl::Status(size_t i, const OpParams& params, i
 // before that op, which the caller then refuses one by one as it would without a chain.
 using CheckDraw = std::function<absl::Status(size_t i, int width, int height)>;
 
+// CheckMasks is asked, before any pixel moves and only where the sample has instance
+// masks, whether the masks may move once from the chain's w × h input canvas to its
+// out_w × out_h output (the chain builds no canvas between: a zoom-out then a resize
+// moves K planes of the input's size to K of the resize's).
+using CheckMasks = std::function<absl::Status(int w, int h, int out_w, int out_h)>;
+
 // RunGeometryChain runs ops [begin, end) from `begin` as one chain as far as they form one
 // (uint8 ops that apply as a gather or as the one resize, or do not apply) and returns how
 // many ops it covered, their positions that applied in *applied; 0 (nothing done) when
@@ -59,7 +65,7 @@ using CheckDraw = std::function<absl::Status(size_t i, int width, int height)>;
 absl::StatusOr<size_t> RunGeometryChain(const std::vector<std::unique_ptr<Op>>& ops,
                                         size_t begin, size_t end, const DrawOp& draw,
                                         const CheckDraw& check_draw, const CheckStep& check,
-                                        OpImage& image,
+                                        const CheckMasks& check_masks, OpImage& image,
                                         detection::Targets* targets,
                                         std::vector<size_t>* applied);
 
