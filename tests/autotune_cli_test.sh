@@ -81,6 +81,28 @@ LIMIT=$("$PY" -c "print(int(48 + ($(plan_mb 1) + $(plan_mb 2)) / 2))")
 "$PY" -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['samples'] == 60 and s['autotune']['prefetch_batches'] == 1, s" \
   "$TMP/one.json" || fail "not one buffer: $(cat "$TMP/one.json")"
 
+# The same with soft labels of 4 million classes (64 MiB a buffer of 4 rows, beside 48 KiB
+# of pixels): a buffer's labels count as its pixels do (auto took two buffers, refused).
+spec_labels() {
+  printf 'data: %s\nimage_size: 32\nbatch_size: 4\nnum_workers: 2\nprefetch_batches: %s\n' \
+    "$DATA" "$1"
+  printf 'batch_ops:\n  - type: label_smoothing\n    options: {smoothing: 0.1, num_classes: 4000000}\n'
+}
+spec_labels 1 >"$TMP/labels1.yaml"
+spec_labels 2 >"$TMP/labels2.yaml"
+spec_labels auto >"$TMP/labels_auto.yaml"
+spec_mb() {
+  "$FLOWLOADER" plan --spec="$1" --json \
+    | "$PY" -c "import json,sys; print(json.load(sys.stdin)['total_bytes'] / 2**20)"
+}
+LIMIT=$("$PY" -c "print(int(48 + ($(spec_mb "$TMP/labels1.yaml") + $(spec_mb "$TMP/labels2.yaml")) / 2))")
+"$FLOWLOADER" run --spec="$TMP/labels_auto.yaml" --memory_limit_mb="$LIMIT" --epochs=1 \
+  --metrics_address= --progress=false --summary_json="$TMP/labels.json" >/dev/null \
+  2>"$TMP/labels.err" \
+  || fail "soft labels, prefetch_batches=auto under memory_limit_mb $LIMIT exited $?: $(cat "$TMP/labels.err")"
+"$PY" -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['samples'] == 60 and s['autotune']['prefetch_batches'] == 1, s" \
+  "$TMP/labels.json" || fail "not one buffer: $(cat "$TMP/labels.json")"
+
 # A memory_limit_mb that not even one buffer fits is what the refusal names, not the unset
 # ram_budget's default (half of MemAvailable), which the 180 GiB buffer passed too.
 WANT="the batch pool needs 180.0 GiB (prefetch 1 × .*) but 52.0 MiB is available (memory_limit_mb 100.0 MiB less 48.0 MiB the process holds itself): lower batch_size" \
