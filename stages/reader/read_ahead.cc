@@ -98,14 +98,10 @@ void ReadAhead::Queue(Key key, ReadFn read, FetchFn fetch, bool urgent) {
   (urgent ? urgent_queue_ : queue_).push_back(key);
   order_.push_back(key);
   ForgetLocked();
-  // A thread per read in flight, made when none is free (threads_ only grows here);
-  // queued reads get theirs beside those of the urgent reads (adaptive: queued or
-  // running, as the threads just made for them may not have taken them yet).
-  const int beside_urgent =
-      options_.adaptive ? running_urgent_ + static_cast<int>(urgent_queue_.size()) : 0;
+  // A thread per read in flight, made when none is free (threads_ only grows here).
   const int allowed = urgent       ? UrgentLimitLocked()
-                      : fetch_only ? std::max(limit_, fetch_limit_) + beside_urgent
-                                   : limit_ + beside_urgent;
+                      : fetch_only ? std::max(limit_, fetch_limit_)
+                                   : limit_;
   if (idle_threads_ == 0 && static_cast<int>(threads_.size()) < allowed) {
     threads_.emplace_back([this] { Work(); });
     stats_.threads = static_cast<int>(threads_.size());
@@ -140,17 +136,10 @@ int ReadAhead::QueueLimitLocked() const {
   return it == entries_.end() || it->second.fetch_only ? std::max(limit_, fetch_limit_) : limit_;
 }
 
-int ReadAhead::UrgentRunningLocked() const {
-  return options_.adaptive ? running_urgent_ : 0;
-}
-
 bool ReadAhead::CanStartLocked() const {
   if (done_bytes_ >= options_.max_bytes) return false;
-  // Queued reads within their limit, not counting the urgent ones, and all of them
-  // within max_in_flight.
   return (!urgent_queue_.empty() && running_ < UrgentLimitLocked()) ||
-         (!queue_.empty() && running_ - UrgentRunningLocked() < QueueLimitLocked() &&
-          running_ < options_.max_in_flight);
+         (!queue_.empty() && running_ < QueueLimitLocked());
 }
 
 void ReadAhead::Work() {
@@ -171,11 +160,7 @@ void ReadAhead::Work() {
     if (it == entries_.end() || it->second.state != State::kQueued) continue;  // Taken.
     it->second.state = State::kRunning;
     if (it->second.fetch_only) --queued_fetches_;
-    const bool urgent = it->second.urgent;
-    if (urgent) {
-      ++stats_.urgent;
-      ++running_urgent_;
-    }
+    if (it->second.urgent) ++stats_.urgent;
     ReadFn read = std::move(it->second.read);
     FetchFn fetch = std::move(it->second.fetch);
     AccountInFlightLocked(absl::Now());
@@ -184,9 +169,7 @@ void ReadAhead::Work() {
     if (it->second.fetch_only) ++stats_.fetches;
     stats_.peak_in_flight = std::max(stats_.peak_in_flight, running_);
     // Reads wait behind the limit: a late window may grow it (EstimateLocked).
-    if (running_ - UrgentRunningLocked() >= QueueLimitLocked() && !queue_.empty()) {
-      window_full_ = true;
-    }
+    if (running_ >= QueueLimitLocked() && !queue_.empty()) window_full_ = true;
     std::string bytes = it->second.fetch_only ? std::string() : SpareLocked();
     lock.unlock();
     const absl::Time t0 = absl::Now();
@@ -205,7 +188,6 @@ void ReadAhead::Work() {
     lock.lock();
     AccountInFlightLocked(t1);
     --running_;
-    if (urgent) --running_urgent_;
     if (measured) {
       total_latency_ += latency;
       ++finished_;

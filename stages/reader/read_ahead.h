@@ -62,13 +62,7 @@
 //     them, so they run before every queued read and, in the adaptive mode, past the
 //     adaptive limit up to max_in_flight: a 20 ms round trip then costs the first batch
 //     about one round trip instead of batch / min_in_flight of them. A fixed limit
-//     (read_ahead=N) holds for them too. In the adaptive mode they do not count against
-//     the limit of the queued reads, which start beside them (all within max_in_flight):
-//     a shard's first batch sends 64 member reads, and its block fetches used to wait
-//     for those to finish, a round trip or more after the epoch's order was known
-//     (traced through a 20 ms proxy: member reads sent 40-100 ms into the run, the first
-//     block fetch at 100 ms), while the samples after the first batch need nearly every
-//     block.
+//     (read_ahead=N) holds for them too.
 //   * A floor from outside (SetFloor): the runtime's autotuner, which sees the consumer
 //     wait for workers that wait on reads, raises the fewest reads kept in flight (at once
 //     past Little's law and a probe's judgement) and lowers it back when the run is calm;
@@ -214,9 +208,6 @@ class ReadAhead {
   // Work is a read-ahead thread: it runs queued reads while the limits allow.
   void Work();
   bool CanStartLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // UrgentRunningLocked is the urgent reads running that queued reads start beside:
-  // running_urgent_ when adaptive, else 0 (a fixed limit holds for all).
-  int UrgentRunningLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // QueueLimitLocked is the in-flight limit for the read at the front of queue_:
   // max(limit_, fetch_limit_) for a fetch-only read, else limit_.
   int QueueLimitLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -253,8 +244,6 @@ class ReadAhead {
   std::deque<Key> urgent_queue_ ABSL_GUARDED_BY(mu_);  // The same, for StartUrgent: first.
   std::deque<Key> order_ ABSL_GUARDED_BY(mu_);  // Every remembered key, oldest first.
   int running_ ABSL_GUARDED_BY(mu_) = 0;
-  // Of running_, urgent reads (StartUrgent): they do not hold back queued reads.
-  int running_urgent_ ABSL_GUARDED_BY(mu_) = 0;
   int idle_threads_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t done_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Finished, not taken.
   std::vector<std::string> spares_ ABSL_GUARDED_BY(mu_);  // Empty buffers for reads.

@@ -351,55 +351,6 @@ TEST(ReadAheadTest, UrgentReadsRunPastTheAdaptiveLimitUpToMaxInFlight) {
   EXPECT_EQ((*ra)->stats().peak_in_flight, 48);
 }
 
-// A shard's first batch: its members' urgent reads, then the block fetches the samples
-// after it need. The fetches start beside the urgent reads (up to their own limit, all
-// within max_in_flight) instead of waiting for them to finish.
-TEST(ReadAheadTest, QueuedReadsStartBesideTheUrgentOnes) {
-  ReadAheadOptions o;  // Adaptive, from 8, up to 128.
-  auto ra = ReadAhead::Create(o);
-  ASSERT_TRUE(ra.ok());
-  std::atomic<bool> release{false};
-  Concurrency urgent;
-  Concurrency fetches;
-  for (int i = 0; i < 64; ++i) {
-    (*ra)->StartUrgent({0, i}, [&](std::string* out) {
-      urgent.Enter();
-      while (!release.load()) absl::SleepFor(absl::Milliseconds(1));
-      urgent.Leave();
-      *out = "member";
-      return absl::OkStatus();
-    });
-  }
-  for (int i = 64; i < 128; ++i) {
-    (*ra)->StartFetch({0, i}, [&]() -> absl::StatusOr<bool> {
-      fetches.Enter();
-      while (!release.load()) absl::SleepFor(absl::Milliseconds(1));
-      fetches.Leave();
-      return true;
-    });
-  }
-  // Up to 5 s for the threads of a loaded machine (before, the fetches never started
-  // while the urgent reads ran).
-  for (int i = 0; i < 5000 && (*ra)->stats().started < 64 + o.min_in_flight; ++i) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  absl::SleepFor(absl::Milliseconds(20));
-  EXPECT_EQ(urgent.now.load(), 64) << "every urgent read runs";
-  EXPECT_EQ(fetches.now.load(), o.min_in_flight) << "fetches beside them, at their limit";
-  release.store(true);
-  std::string bytes;
-  absl::Status status;
-  for (int i = 0; i < 64; ++i) {
-    ASSERT_TRUE((*ra)->Take({0, i}, &bytes, &status)) << i;
-    EXPECT_EQ(bytes, "member");
-  }
-  for (int i = 64; i < 128; ++i) {
-    WaitUntilStarted(**ra, i + 1);
-    EXPECT_FALSE((*ra)->Take({0, i}, &bytes, &status)) << "a fetch hands over no bytes";
-  }
-  EXPECT_LE((*ra)->stats().peak_in_flight, o.max_in_flight);
-}
-
 TEST(ReadAheadTest, TheAdaptiveLimitGrowsWhileTheReadsAreTheBottleneck) {
   ReadAheadOptions o;  // Adaptive, from 8.
   auto ra = ReadAhead::Create(o);
