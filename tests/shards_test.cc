@@ -375,7 +375,7 @@ TEST_F(ShardsTest, AdmittedShardsHaveTheirBlockSlotsFaultedInAhead) {
   EXPECT_EQ((*env)->block_fetches(), 0) << "nothing fetched yet";
   const int64_t want = blocks * o.block_bytes;
   for (int i = 0; i < 10000 && (*env)->block_pool_bytes() < want; ++i) {
-    absl::SleepFor(absl::Milliseconds(1));  // Its thread runs on a loaded machine.
+    absl::SleepFor(absl::Milliseconds(1));  // Its thread runs at nice 19.
   }
   const int64_t mapped = (*env)->block_pool_bytes();
   EXPECT_GE(mapped, want) << blocks << " blocks of 16 KiB";

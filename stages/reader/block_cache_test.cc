@@ -101,7 +101,7 @@ TEST(BlockCacheTest, PrefaultFaultsTheSlotsInAheadOfTheFetches) {
   cache.Prefault(20);  // 20 slots: 3 regions of 8.
   const int64_t want = 3 * static_cast<int64_t>(BlockPool::kRegionBytes);
   for (int i = 0; i < 10000 && cache.pool_mapped_bytes() < want; ++i) {
-    absl::SleepFor(absl::Milliseconds(1));  // Its thread runs on a loaded machine.
+    absl::SleepFor(absl::Milliseconds(1));  // Its thread runs at nice 19.
   }
   ASSERT_EQ(cache.pool_mapped_bytes(), want);
   char* first = nullptr;

@@ -1,5 +1,9 @@
 #include "stages/reader/internal/block_cache.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -46,10 +50,10 @@ void BlockCache::Prefault(int64_t blocks) {
   if (prefault_running_) return;  // The thread picks the new target up.
   if (prefault_.joinable()) prefault_.join();  // Done with an earlier target.
   prefault_running_ = true;
-  // At the default priority: at nice 19 it hardly ran on cores shared with other work,
-  // and the blocks' writes faulted the pages in themselves (s3_bench.py's shard rows
-  // from nginx, load ~3.5: 4585 img/s at nice 19, 5106 at nice 0, 5081 before).
   prefault_ = std::thread([this] {
+    // Nice 19 (this thread only, on Linux): it uses what the pipeline leaves idle,
+    // e.g. while the first batch's reads wait for the network.
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
     int64_t target = 0;
     {
       std::lock_guard<std::mutex> lock(prefault_mu_);

@@ -16,7 +16,7 @@
 //     back to the pool when its block is evicted and no reader holds it any more. The
 //     pool is kept for the cache's life (a later epoch's blocks reuse the slots), and
 //     Prefault maps and faults in the slots of blocks known to come (the admitted
-//     shards') on a background thread, ahead of the fetches.
+//     shards') on a background thread at nice 19, ahead of the fetches.
 //   * Runs: consecutive blocks fetched with one request (BeginRun, the read stage's block
 //     read-ahead). Its bytes are written in order, each into its block's slot, and each
 //     block is cached, and its waiters woken, as soon as its last byte is in, so the
@@ -66,8 +66,8 @@ class BlockCache {
   BlockCache& operator=(const BlockCache&) = delete;
 
   // Prefault has the pool map and fault in slots for `blocks` blocks in all (at most
-  // the capacity's worth), on a background thread, so that fetches write into memory
-  // already there. A later call with more raises the target.
+  // the capacity's worth), on a background thread at the lowest priority, so that
+  // fetches write into memory already there. A later call with more raises the target.
   void Prefault(int64_t blocks);
 
   // Get returns the block `key`, from the cache, from a fetch in flight, or by running

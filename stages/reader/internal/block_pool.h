@@ -18,7 +18,7 @@
 //   * Acquire returns nullptr when the kernel refuses the mapping; the cache then keeps
 //     that block in ordinary heap memory.
 //   * Reserve maps and faults in regions ahead (the block cache does it for the admitted
-//     shards on a background thread): each page is touched before its slots
+//     shards on a background thread at nice 19): each page is touched before its slots
 //     are handed out, so the epoch's fetches write into memory that is there. Measured
 //     (perf, a shard epoch from nginx on loopback, 110 MiB of blocks): zeroing the huge
 //     pages on first touch cost ~23 ms of the client's CPU inside the epoch, against a
