@@ -353,41 +353,6 @@ TEST_F(ShardsTest, BlocksAreReadAheadInRunsOfOneRequest) {
   EXPECT_EQ(RequestsLogged(nginx_dir) - before, 1) << "read from the cache";
 }
 
-// Admitting shards faults their block slots in on a background thread: by the time the
-// blocks come, the pool holds a slot for each, and fetching every block maps nothing.
-TEST_F(ShardsTest, AdmittedShardsHaveTheirBlockSlotsFaultedInAhead) {
-  const std::string nginx_dir = TempDirForTest("nginx_");
-  Server nginx = Server::Nginx(*shard_dir_, nginx_dir);
-  ASSERT_TRUE(nginx.running());
-  HttpOptions o;
-  o.block_bytes = 16 << 10;
-  auto env = HttpEnv::Create(nullptr, o);
-  ASSERT_TRUE(env.ok()) << env.status();
-  std::vector<HttpEnv::ShardSize> shards;
-  int64_t blocks = 0;
-  for (int i = 0; i < 5; ++i) {
-    const std::string name = absl::StrFormat("/train-%06d.tar", i);
-    const int64_t size = FileBytes(*shard_dir_ + name);
-    shards.push_back({nginx.Url(name), size});
-    blocks += (size + o.block_bytes - 1) / o.block_bytes;
-  }
-  ASSERT_GT((*env)->AdmitShards(shards), 0);
-  EXPECT_EQ((*env)->block_fetches(), 0) << "nothing fetched yet";
-  const int64_t want = blocks * o.block_bytes;
-  for (int i = 0; i < 10000 && (*env)->block_pool_bytes() < want; ++i) {
-    absl::SleepFor(absl::Milliseconds(1));  // Its thread runs at nice 19.
-  }
-  const int64_t mapped = (*env)->block_pool_bytes();
-  EXPECT_GE(mapped, want) << blocks << " blocks of 16 KiB";
-  for (const HttpEnv::ShardSize& shard : shards) {
-    ASSERT_TRUE((*env)->ClaimBlocks(shard.url, 0, shard.bytes));
-    absl::StatusOr<bool> requested = (*env)->FetchBlocks(shard.url, 0, shard.bytes);
-    ASSERT_TRUE(requested.ok()) << requested.status();
-    EXPECT_TRUE((*env)->BlocksCached(shard.url, 0, shard.bytes));
-  }
-  EXPECT_EQ((*env)->block_pool_bytes(), mapped) << "every block went into a slot faulted in ahead";
-}
-
 // A run whose response is cut keeps the blocks it completed, and its retry asks only for
 // the rest: each attempt of /close/ sends half of what was asked for, so each completes
 // a few more blocks, every one with the file's bytes, and the blocks never completed are

@@ -1,10 +1,8 @@
 // Tests of BlockCache and its BlockPool: blocks fetched straight into huge-page slots,
 // slots recycled on eviction, blocks held past eviction and past the cache, failed
-// fetches, claims for the read stage's block read-ahead, runs of blocks fetched with one
-// request, and slots faulted in ahead (Prefault).
+// fetches, claims for the read stage's block read-ahead, and runs of blocks fetched with
+// one request.
 #include "stages/reader/internal/block_cache.h"
-
-#include <sys/mman.h>
 
 #include <cstdint>
 #include <cstring>
@@ -13,12 +11,10 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace flowloader::internal {
@@ -83,53 +79,6 @@ TEST(BlockCacheTest, AFetchWritesItsBlockInPlaceInAHugePageSlot) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->data(), into);
   EXPECT_EQ(cache.fetches(), 1);
-}
-
-// ResidentPages is how many of the 4 KiB pages of [start, start + length) are in memory.
-int64_t ResidentPages(const char* start, size_t length) {
-  std::vector<unsigned char> in(length / 4096);
-  if (mincore(const_cast<char*>(start), length, in.data()) != 0) return -1;
-  int64_t resident = 0;
-  for (unsigned char page : in) resident += page & 1;
-  return resident;
-}
-
-// Prefault maps and faults in the slots of blocks known to come, before any fetch: the
-// fetches then write into pages already there, and map nothing more.
-TEST(BlockCacheTest, PrefaultFaultsTheSlotsInAheadOfTheFetches) {
-  BlockCache cache(64 * kBlock, kBlock);
-  cache.Prefault(20);  // 20 slots: 3 regions of 8.
-  const int64_t want = 3 * static_cast<int64_t>(BlockPool::kRegionBytes);
-  for (int i = 0; i < 10000 && cache.pool_mapped_bytes() < want; ++i) {
-    absl::SleepFor(absl::Milliseconds(1));  // Its thread runs at nice 19.
-  }
-  ASSERT_EQ(cache.pool_mapped_bytes(), want);
-  char* first = nullptr;
-  ASSERT_TRUE(cache.Get({"u", 0}, Fill('a', 10, &first)).ok());
-  // The region holding the first slot was in memory before the fetch wrote into it
-  // (10 bytes touch one page; all 2048 of the region are there).
-  EXPECT_EQ(ResidentPages(first, BlockPool::kRegionBytes),
-            static_cast<int64_t>(BlockPool::kRegionBytes / 4096));
-  for (int64_t i = 1; i < 20; ++i) ASSERT_TRUE(cache.Get({"u", i}, Fill('b', kBlock)).ok());
-  EXPECT_EQ(cache.pool_mapped_bytes(), want) << "the fetches mapped nothing more";
-  cache.Prefault(10);  // Fewer: nothing to do.
-  EXPECT_EQ(cache.pool_mapped_bytes(), want);
-}
-
-// A Prefault larger than the capacity's worth stops there; the destructor stops one in
-// progress.
-TEST(BlockCacheTest, PrefaultStaysWithinTheCapacity) {
-  {
-    BlockCache cache(8 * kBlock, kBlock);
-    cache.Prefault(1000);
-    for (int i = 0; i < 10000 && cache.pool_mapped_bytes() < 8 * kBlock; ++i) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-    EXPECT_EQ(cache.pool_mapped_bytes(), 8 * kBlock) << "8 blocks of capacity: one region";
-  }
-  BlockCache large(int64_t{1} << 40, kBlock);
-  large.Prefault(int64_t{1} << 20);  // 1 TiB: stopped by the destructor, not mapped.
 }
 
 TEST(BlockCacheTest, EvictedBlocksGiveTheirSlotsBackInsteadOfMappingMore) {

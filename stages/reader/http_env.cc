@@ -715,23 +715,12 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> HttpEnv::NewRandomAccessFile(
 }
 
 int64_t HttpEnv::AdmitShards(const std::vector<ShardSize>& shards) {
-  int64_t admitted_bytes = 0;
-  int64_t blocks = 0;  // The admitted shards' blocks (a shard's last one may be short).
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const ShardSize& shard : shards) {
-      if (admitted_bytes_ + shard.bytes > options_.cache_bytes) break;
-      if (admitted_.emplace(shard.url, shard.bytes).second) admitted_bytes_ += shard.bytes;
-    }
-    for (const auto& [url, bytes] : admitted_) {
-      blocks += (bytes + options_.block_bytes - 1) / options_.block_bytes;
-    }
-    admitted_bytes = admitted_bytes_;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ShardSize& shard : shards) {
+    if (admitted_bytes_ + shard.bytes > options_.cache_bytes) break;
+    if (admitted_.emplace(shard.url, shard.bytes).second) admitted_bytes_ += shard.bytes;
   }
-  // Every admitted block is fetched once (an epoch reads the admitted shards through
-  // the cache): its slot is faulted in now, in the background, not as its bytes arrive.
-  cache_.Prefault(blocks);
-  return admitted_bytes;
+  return admitted_bytes_;
 }
 
 int64_t HttpEnv::SeedBlock(const std::string& url, int64_t offset, std::string bytes) {

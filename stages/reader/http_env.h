@@ -167,9 +167,7 @@ class HttpEnv : public Env {
   // AdmitShards admits `shards` to the block cache in the order given, while the sum of
   // their sizes fits cache_bytes (it stops at the first that does not fit), and returns
   // the admitted bytes. Call it before the reads the cache should serve; a later call
-  // (a mixture's next source) adds to what was admitted, within the same budget. The
-  // admitted shards' block slots are then faulted in on a background thread
-  // (BlockCache::Prefault).
+  // (a mixture's next source) adds to what was admitted, within the same budget.
   int64_t AdmitShards(const std::vector<ShardSize>& shards);
   // SeedBlock puts bytes read at `offset` of an admitted shard (a window its index read,
   // window_prefetch.h) in the block cache as the block starting there, so the block is
@@ -210,9 +208,6 @@ class HttpEnv : public Env {
   int64_t admitted_bytes() const;
   int admitted_shards() const;
   int64_t cache_budget_bytes() const { return options_.cache_bytes; }
-  // block_pool_bytes is the memory the block cache's pool has mapped (its slots, faulted
-  // in ahead for the admitted shards: BlockCache::Prefault).
-  int64_t block_pool_bytes() const { return cache_.pool_mapped_bytes(); }
 
   // requests is how many HTTP requests were sent (attempts, retries included); retries
   // how many of them were retries after a failed attempt.

@@ -1,9 +1,5 @@
 #include "stages/reader/internal/block_cache.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -31,45 +27,6 @@ BlockCache::BlockCache(int64_t capacity_bytes, int64_t block_bytes)
     : capacity_bytes_(capacity_bytes),
       block_bytes_(block_bytes > 0 ? block_bytes : 1),
       pool_(std::make_shared<BlockPool>(static_cast<size_t>(block_bytes_))) {}
-
-BlockCache::~BlockCache() {
-  stop_prefault_.store(true);
-  std::thread prefault;
-  {
-    std::lock_guard<std::mutex> lock(prefault_mu_);
-    prefault = std::move(prefault_);
-  }
-  if (prefault.joinable()) prefault.join();
-}
-
-void BlockCache::Prefault(int64_t blocks) {
-  blocks = std::min(blocks, capacity_bytes_ / block_bytes_);
-  std::lock_guard<std::mutex> lock(prefault_mu_);
-  if (blocks <= prefault_target_ || stop_prefault_.load()) return;
-  prefault_target_ = blocks;
-  if (prefault_running_) return;  // The thread picks the new target up.
-  if (prefault_.joinable()) prefault_.join();  // Done with an earlier target.
-  prefault_running_ = true;
-  prefault_ = std::thread([this] {
-    // Nice 19 (this thread only, on Linux): it uses what the pipeline leaves idle,
-    // e.g. while the first batch's reads wait for the network.
-    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-    int64_t target = 0;
-    {
-      std::lock_guard<std::mutex> lock(prefault_mu_);
-      target = prefault_target_;
-    }
-    while (true) {
-      pool_->Reserve(target, stop_prefault_);
-      std::lock_guard<std::mutex> lock(prefault_mu_);
-      if (stop_prefault_.load() || prefault_target_ == target) {
-        prefault_running_ = false;
-        return;
-      }
-      target = prefault_target_;
-    }
-  });
-}
 
 BlockCache::Block BlockCache::SlotBlock(char* slot, int64_t size) const {
   const absl::string_view bytes(slot, static_cast<size_t>(size));

@@ -13,10 +13,7 @@
 //     of that block fetches it again.
 //   * Fetched blocks live in a BlockPool's huge-page slots (block_pool.h): a fetch writes
 //     the block straight into its slot (no string grown, no copy after), and a slot comes
-//     back to the pool when its block is evicted and no reader holds it any more. The
-//     pool is kept for the cache's life (a later epoch's blocks reuse the slots), and
-//     Prefault maps and faults in the slots of blocks known to come (the admitted
-//     shards') on a background thread at nice 19, ahead of the fetches.
+//     back to the pool when its block is evicted and no reader holds it any more.
 //   * Runs: consecutive blocks fetched with one request (BeginRun, the read stage's block
 //     read-ahead). Its bytes are written in order, each into its block's slot, and each
 //     block is cached, and its waiters woken, as soon as its last byte is in, so the
@@ -29,7 +26,6 @@
 #ifndef FLOWLOADER_STAGES_READER_INTERNAL_BLOCK_CACHE_H_
 #define FLOWLOADER_STAGES_READER_INTERNAL_BLOCK_CACHE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -39,7 +35,6 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>  // NOLINT(build/c++11)
 #include <utility>
 #include <vector>
 
@@ -61,14 +56,6 @@ class BlockCache {
 
   // `block_bytes` > 0: the most bytes a block holds (the pool's slot size).
   BlockCache(int64_t capacity_bytes, int64_t block_bytes);
-  ~BlockCache();  // Stops a Prefault in progress (within one region) and waits for it.
-  BlockCache(const BlockCache&) = delete;
-  BlockCache& operator=(const BlockCache&) = delete;
-
-  // Prefault has the pool map and fault in slots for `blocks` blocks in all (at most
-  // the capacity's worth), on a background thread at the lowest priority, so that
-  // fetches write into memory already there. A later call with more raises the target.
-  void Prefault(int64_t blocks);
 
   // Get returns the block `key`, from the cache, from a fetch in flight, or by running
   // `fetch` (and keeping its result if it succeeded and fits).
@@ -120,12 +107,6 @@ class BlockCache {
 
   const int64_t capacity_bytes_;
   const int64_t block_bytes_;
-  // Prefault's thread, its target (slots) and its stop flag.
-  std::mutex prefault_mu_;
-  std::thread prefault_ ABSL_GUARDED_BY(prefault_mu_);
-  bool prefault_running_ ABSL_GUARDED_BY(prefault_mu_) = false;
-  int64_t prefault_target_ ABSL_GUARDED_BY(prefault_mu_) = 0;
-  std::atomic<bool> stop_prefault_{false};
   // Shared with every Block's deleter, so a block held past the cache still has its pool.
   const std::shared_ptr<BlockPool> pool_;
   mutable std::mutex mu_;

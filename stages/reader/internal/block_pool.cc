@@ -17,53 +17,20 @@ BlockPool::~BlockPool() {
   for (const Region& r : regions_) munmap(r.start, r.length);
 }
 
-size_t BlockPool::RegionLength() const {
+bool BlockPool::MapRegionLocked() {
   // Whole huge pages holding at least one slot, kRegionBytes when slots are small.
-  return RoundUpToHugePages(slot_bytes_ > kRegionBytes ? slot_bytes_ : kRegionBytes);
-}
-
-void BlockPool::AddRegionLocked(void* start, size_t length) {
+  size_t length = slot_bytes_ > kRegionBytes ? slot_bytes_ : kRegionBytes;
+  length = RoundUpToHugePages(length);
+  void* start = MapHugeAligned(length);
+  if (start == nullptr) return false;
   regions_.push_back({start, length});
   mapped_bytes_ += static_cast<int64_t>(length);
   char* base = static_cast<char*>(start);
   const size_t slots = length / slot_bytes_;
-  mapped_slots_ += static_cast<int64_t>(slots);
   // Pushed last-first, so Acquire hands them out in address order (one huge page filled
   // before the next is touched).
   for (size_t i = slots; i > 0; --i) free_.push_back(base + (i - 1) * slot_bytes_);
-}
-
-bool BlockPool::MapRegionLocked() {
-  const size_t length = RegionLength();
-  void* start = MapHugeAligned(length);
-  if (start == nullptr) return false;
-  AddRegionLocked(start, length);
   return true;
-}
-
-int64_t BlockPool::Reserve(int64_t slots, const std::atomic<bool>& stop) {
-  const size_t length = RegionLength();
-  const int64_t region_slots = static_cast<int64_t>(length / slot_bytes_);
-  while (!stop.load(std::memory_order_relaxed)) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (mapped_slots_ + reserving_slots_ >= slots) return mapped_slots_;
-      reserving_slots_ += region_slots;
-    }
-    // Mapped and touched outside the lock (Acquire maps its own meanwhile); no slot of
-    // it is handed out before every page of it is in.
-    void* start = MapHugeAligned(length);
-    if (start != nullptr) {
-      volatile char* bytes = static_cast<char*>(start);
-      for (size_t page = 0; page < length; page += 4096) bytes[page] = 0;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    reserving_slots_ -= region_slots;
-    if (start == nullptr) return mapped_slots_;
-    AddRegionLocked(start, length);
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  return mapped_slots_;
 }
 
 char* BlockPool::Acquire() {

@@ -17,19 +17,11 @@
 //     pages, correct, only slower.
 //   * Acquire returns nullptr when the kernel refuses the mapping; the cache then keeps
 //     that block in ordinary heap memory.
-//   * Reserve maps and faults in regions ahead (the block cache does it for the admitted
-//     shards on a background thread at nice 19): each page is touched before its slots
-//     are handed out, so the epoch's fetches write into memory that is there. Measured
-//     (perf, a shard epoch from nginx on loopback, 110 MiB of blocks): zeroing the huge
-//     pages on first touch cost ~23 ms of the client's CPU inside the epoch, against a
-//     ~330 ms epoch from disk. Regions mapped by Acquire meanwhile count toward the
-//     reservation, so the pool never maps much more than the larger of the two.
 //
 // Thread-safety: thread-safe.
 #ifndef FLOWLOADER_STAGES_READER_INTERNAL_BLOCK_POOL_H_
 #define FLOWLOADER_STAGES_READER_INTERNAL_BLOCK_POOL_H_
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -58,10 +50,6 @@ class BlockPool {
   // Release gives back a slot Acquire returned; it is handed out again before any new
   // region is mapped.
   void Release(char* slot);
-  // Reserve maps regions, touching every page of each before its slots go on the free
-  // list, until the pool has mapped at least `slots` slots; it stops early when `stop`
-  // becomes true or the kernel refuses a mapping. Returns the slots mapped by then.
-  int64_t Reserve(int64_t slots, const std::atomic<bool>& stop);
 
   size_t slot_bytes() const { return slot_bytes_; }
   // mapped_bytes is the memory of every region mapped so far; free_slots the slots
@@ -77,18 +65,12 @@ class BlockPool {
   // MapRegionLocked maps one region and puts its slots on the free list; false when the
   // kernel refused.
   bool MapRegionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // RegionLength is the bytes of one region: whole huge pages holding at least one slot.
-  size_t RegionLength() const;
-  // AddRegionLocked records a mapped region and puts its slots on the free list.
-  void AddRegionLocked(void* start, size_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t slot_bytes_;
   mutable std::mutex mu_;
   std::vector<Region> regions_ ABSL_GUARDED_BY(mu_);
   std::vector<char*> free_ ABSL_GUARDED_BY(mu_);
   int64_t mapped_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t mapped_slots_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t reserving_slots_ ABSL_GUARDED_BY(mu_) = 0;  // Of regions Reserve is touching.
 };
 
 }  // namespace flowloader::internal
