@@ -130,19 +130,16 @@ class DelayProxy:
     pass back at once. .port is where it listens; .report() says what it added.
 
     It models network latency, so it must add `delay` and nothing else, and cost little
-    CPU on the cores it shares with the client and the server. The asyncio relay it
-    replaces did neither (measured on the shard rows through it, 2026-12-07, load ~3):
-    one Python thread copied every answer's bytes (110 MiB an epoch) through user space,
-    0.10-0.14 s of CPU an epoch (a third of a disk epoch's 0.33 s), and while it copied,
-    requests waited: the hold ended 1-2 ms late at the median, 6-13 ms at p90 and up to 22
-    ms (its event loop lagged up to 10-25 ms), so a "20 ms" round trip was often 26-40 ms,
-    and each connection's answer moved at ~150-250 MB/s. Here each connection has two
-    threads that block in the kernel, at nice -10: one reads the client's chunks and
-    sends each `delay` after the kernel received it (SO_TIMESTAMPNS: a thread slow to
-    start or to run does not lengthen the hold; its lateness past the due time is
-    recorded), and one moves the server's bytes to the client with os.splice (socket ->
-    pipe -> socket, no copy through Python). Measured (load 2-6): 0.06-0.10 s of CPU a
-    shard epoch, requests late 0.1-0.4 ms at the median and 0.7-6 ms at p90.
+    CPU on the cores it shares with the client and the server: a relay that copies the
+    answers through one Python thread (asyncio) spends ~0.1 s of CPU a shard epoch (a third
+    of a disk epoch) and its loop's lag makes a "20 ms" round trip 26-40 ms. So each
+    connection has two threads that block in the kernel, at nice -10: one reads the
+    client's chunks and sends each `delay` after the kernel received it (SO_TIMESTAMPNS:
+    a thread slow to start or to run does not lengthen the hold; its lateness past the due
+    time is recorded), and one moves the server's bytes to the client with os.splice
+    (socket -> pipe -> socket, no copy through Python). Measured at load 7: 0.07 s of CPU
+    a shard epoch, requests late 0.1 ms at the median and 0.4-1.4 ms at p90
+    (tests/benchmarks/results/s3.md).
     """
 
     def __init__(self, upstream_port, delay):
