@@ -326,14 +326,37 @@ std::string Cut(absl::string_view text, size_t max) {
   return absl::StrCat(text.substr(0, max), "... (", text.size(), " characters)");
 }
 
-[[noreturn]] void Raise(PyObject* type, const absl::Status& status) {
-  PyErr_SetString(type, OneLine(status.message()).c_str());
+// RaiseText raises `type` with `message`. A message quoting a path that is not UTF-8
+// (a file name's bytes) has those bytes as \xff escapes: PyErr_SetString decodes strictly
+// and, failing, raised a ValueError with an empty message.
+[[noreturn]] void RaiseText(PyObject* type, const std::string& message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                        "backslashreplace");
+  if (text == nullptr) throw py::error_already_set();
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
   throw py::error_already_set();
 }
 
-[[noreturn]] void RaiseText(PyObject* type, const std::string& message) {
-  PyErr_SetString(type, message.c_str());
-  throw py::error_already_set();
+[[noreturn]] void Raise(PyObject* type, const absl::Status& status) {
+  RaiseText(type, OneLine(status.message()));
+}
+
+// PathText is a path or key as str, as os.fsdecode gives it: bytes that are not UTF-8 (a
+// file name's) become surrogates that os.fsencode turns back into the same bytes (py::str
+// raised UnicodeDecodeError on them).
+py::str PathText(const std::string& path) {
+  PyObject* text =
+      PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size()));
+  if (text == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(text);
+}
+
+// PathList is PathText of each.
+py::list PathList(const std::vector<std::string>& paths) {
+  py::list out;
+  for (const std::string& path : paths) out.append(PathText(path));
+  return out;
 }
 
 // RefuseInsideCallback raises RuntimeError when the calling thread runs the user's
@@ -494,7 +517,7 @@ class PyLoader {
     const bool must_copy =
         loader.live_views()->load() >= HoldLimit(loader.pipeline().prefetch_batches());
     py::object keys = py::none();
-    if (return_keys) keys = py::cast(fetched.batch->keys);
+    if (return_keys) keys = PathList(fetched.batch->keys);
     TensorView labels = LabelsView(*fetched.batch, std::move(labels_of_rows));
     // One hold for the images and the targets: a held batch counts once in the hold rule
     // (two holds made every detection batch count twice, so each was copied).
@@ -639,7 +662,7 @@ class PyLoader {
   py::dict Options() {
     const PipelineOptions& o = Open().pipeline().options();
     py::dict d;
-    d["data"] = o.data;
+    d["data"] = PathText(o.data);
     d["name"] = o.name;
     d["batch_size"] = o.batch_size;
     d["num_workers"] = o.num_workers;

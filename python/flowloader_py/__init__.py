@@ -99,6 +99,35 @@ def _checked_int(name, value, low, high):
     return number
 
 
+def _path_text(value):
+    """A path argument (str, bytes or os.PathLike) as str: bytes as os.fsdecode reads them
+    (a non-UTF-8 name keeps its bytes as surrogates), not as their repr "b'...'"."""
+    value = os.fspath(value)
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
+def _native_text(text):
+    """text for the C++ core, which takes UTF-8: a str holding surrogates (a file name
+    that is not UTF-8, as os.fsdecode gives it) goes as its file-system bytes, which name
+    the same file (as str it failed pybind11's conversion with its signature dump)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return os.fsencode(text)
+
+
+def _check_position(batch, sample, batch_size):
+    """ValueError when a state_dict's sample (the position of the next sample, -1 when not
+    known) cannot follow `batch` batches: each had 1 to batch_size samples. The pipeline
+    resumes at `sample` when it is given, so a forged pair (batch 5, sample 2) resumed
+    silently at sample 2, three batches' samples again."""
+    if sample != -1 and not batch <= sample <= batch * batch_size:
+        raise ValueError(f"state_dict's sample must be in [{batch}, {batch * batch_size}] after "
+                         f"batch {batch} (each batch holds 1 to batch_size={batch_size} "
+                         f"samples), got {sample}: pass a dict made by DataLoader.state_dict()")
+
+
 def _refuse_torchvision(name, value):
     """TypeError for a torchvision object where flowloader.transforms' are expected."""
     kind = type(value)
@@ -381,8 +410,8 @@ class DataLoader:
         if data is not None:
             if not isinstance(data, (str, bytes)) and not hasattr(data, "__fspath__"):
                 raise TypeError(f"data must be a path, got {type(data).__name__} {_short(data)}")
-            given["data"] = str(data.__fspath__() if hasattr(data, "__fspath__") else data)
-        if spec is not None and not isinstance(spec, str) and not hasattr(spec, "__fspath__"):
+            given["data"] = _path_text(data)
+        if spec is not None and not isinstance(spec, (str, bytes)) and not hasattr(spec, "__fspath__"):
             raise TypeError(f"spec must be a path, got {type(spec).__name__} {_short(spec)}")
         _check_bool("return_keys", return_keys)
         _check_bool("return_sources", return_sources)
@@ -444,7 +473,7 @@ class DataLoader:
         self._settings = [(k, v if k in _STRUCTURED_KEYS else _setting_text(k, v))
                           for k, v in given.items() if not isinstance(v, _Default)]
         self._settings += self._shard_settings(rank, world_size)
-        self._spec = None if spec is None else str(getattr(spec, "__fspath__", lambda: spec)())
+        self._spec = None if spec is None else _path_text(spec)
         self._metrics_address = metrics_address or ""
         self._return_keys = return_keys
         self._return_sources = return_sources
@@ -498,8 +527,9 @@ class DataLoader:
         return settings
 
     def _create_core(self, cursor):
-        core = _core._Loader(self._spec, self._settings, self._metrics_address, list(cursor),
-                             self._dataset)
+        settings = [(k, _native_text(v)) for k, v in self._settings]
+        spec = None if self._spec is None else _native_text(self._spec)
+        core = _core._Loader(spec, settings, self._metrics_address, list(cursor), self._dataset)
         _open_cores.add(core)
         return core
 
@@ -632,6 +662,7 @@ class DataLoader:
                               mine["samples_per_epoch"])
         batch_size = _checked_int("state_dict's current_batch_size",
                                   state.get("current_batch_size", 0), 0, mine["batch_size"])
+        _check_position(batch, sample, mine["batch_size"])
         self._next_epoch = epoch
         self._run = None
         self._resume = (epoch, batch, sample, batch_size)

@@ -447,3 +447,47 @@ def test_the_same_values_on_the_other_kind_are_taken_by_both(expr):
     for module_t, module_f in ((TV, TVF), (T, FF)):
         torch.manual_seed(0)
         eval(expr, _kind_space(module_t, module_f))  # noqa: S307
+
+
+# -- round 7 ------------------------------------------------------------------------------
+@pytest.mark.parametrize("key", ["data", "spec", "annotations"])
+def test_a_path_that_is_not_utf8_is_one_line_naming_its_bytes(small_data, key):
+    # A file name that is not UTF-8 comes from os.listdir / os.fsdecode as a str with
+    # surrogates: it was pybind11's signature dump (the str would not convert), and a
+    # message quoting its bytes was a ValueError with an empty message.
+    missing = "/nonexistent/caf\udce9"
+    kwargs = {"data": small_data, key: missing} if key != "data" else {"data": missing}
+    with pytest.raises(ValueError) as raised:
+        flowloader.DataLoader(batch_size=2, image_size=16, **kwargs)
+    assert "/nonexistent/caf\\xe9" in one_line(raised)
+
+
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["surrogates", "bytes"])
+def test_data_under_a_name_that_is_not_utf8_is_read_and_keyed(small_data, tmp_path, as_bytes):
+    import os
+    import shutil
+    root = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    classes = sorted(c for c in os.listdir(small_data) if not c.startswith("."))[:1]
+    shutil.copytree(os.path.join(small_data, classes[0]),
+                    os.fsdecode(os.path.join(root, os.fsencode(classes[0]) + b"\xff")))
+    data = root if as_bytes else os.fsdecode(root)
+    loader = flowloader.DataLoader(data, batch_size=4, image_size=16, return_keys=True,
+                                   shuffle=False)
+    keys = [key for _, _, batch_keys in loader for key in batch_keys]
+    assert len(keys) == 12
+    # The keys are os.fsdecode's: os.fsencode gives the file's bytes back.
+    assert os.path.exists(os.path.join(root, os.fsencode(keys[0])))
+    assert loader.__repr__().count("\n") == 0
+
+
+def test_a_state_dicts_sample_must_follow_its_batch(loader):
+    # sample is where the pipeline resumes; batch 5 with sample 2 resumed at sample 2,
+    # delivering three batches' samples again without a word.
+    state = loader.state_dict() | {"batch": 5, "sample": 2}
+    with pytest.raises(ValueError) as raised:
+        loader.load_state_dict(state)
+    assert "state_dict's sample must be in [5, 30] after batch 5" in one_line(raised)
+    with pytest.raises(ValueError) as raised:
+        loader.load_state_dict(loader.state_dict() | {"batch": 1, "sample": 7})
+    assert "got 7" in one_line(raised)
+    loader.load_state_dict(loader.state_dict() | {"batch": 2, "sample": -1})  # Not known.
