@@ -137,6 +137,15 @@ def _refuse_torchvision(name, value):
                         "as T: the same classes and arguments)")
 
 
+def _inside_callback():
+    """Whether this thread runs a Dataset's __getitem__ or a Lambda for a loader."""
+    try:
+        _core._refuse_inside_callback("")
+    except RuntimeError:
+        return True
+    return False
+
+
 def _refuse_inside(what):
     """RuntimeError when called from a Dataset's __getitem__ or a transforms.Lambda."""
     _core._refuse_inside_callback(what)
@@ -397,6 +406,10 @@ class DataLoader:
                  metrics_address=None, return_keys=False, device=_Default("auto"),
                  sources=None, return_sources=False, return_columns=False, dataset=None,
                  stages=None, batch_ops=None, **options):
+        # A loader made inside a Dataset's __getitem__ or a Lambda could not be closed
+        # there (close is refused on a worker thread): dropping it printed "Exception
+        # ignored in __del__" and left its threads to the interpreter's exit.
+        _refuse_inside("making a DataLoader")
         for key in options:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
@@ -726,8 +739,10 @@ class DataLoader:
 
     def __del__(self):
         core = getattr(self, "_core", None)
-        if core is not None:
+        if core is not None and not _inside_callback():
             core.close()
+        # Inside a callback close() is refused: the core, dropped with this object, lets
+        # go of its pipeline instead (PyLoader's destructor), without a traceback.
 
     def __repr__(self):
         if self._core is None or self._core.closed:

@@ -401,6 +401,9 @@ REENTRANT = """
                 attempt("getitem state_dict", loader.state_dict)
                 attempt("getitem set_epoch", lambda: loader.set_epoch(1))
                 attempt("getitem iter", lambda: next(iter(loader)))
+                # A loader made here could not be closed here: dropping it printed
+                # "Exception ignored in __del__" (round 7).
+                attempt("getitem new", lambda: flowloader.DataLoader(sys.argv[2]))
             return JPEG, 0
 
     loader = flowloader.DataLoader(dataset=Calling(), batch_size=8, image_size=16, epochs=1)
@@ -439,12 +442,14 @@ def test_calls_into_the_loader_from_its_dataset_or_lambda_raise(small_data):
                 "getitem state_dict": "DataLoader.state_dict()",
                 "getitem set_epoch": "DataLoader.set_epoch()",
                 "getitem iter": "iterating a DataLoader",
+                "getitem new": "making a DataLoader",
                 "lambda close": "DataLoader.close()"}
     for name, what in expected.items():
         inside = "a transforms.Lambda" if name.startswith("lambda") else \
             "a Dataset's __getitem__"
         assert got[name].startswith(f"{what} is not allowed inside {inside}: "), got[name]
     assert "Lambda raised RuntimeError: DataLoader.close() is not allowed" in err
+    assert "Exception ignored" not in err, err[-3000:]
 
 
 # -- dataset= sizes ----------------------------------------------------------------------
