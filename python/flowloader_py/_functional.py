@@ -498,6 +498,9 @@ def get_dimensions(img):
     """[channels, height, width]."""
     if _eager._is_pil(img):
         return [len(img.getbands()), img.size[1], img.size[0]]
+    if not hasattr(img, "shape") or len(img.shape) < 2:  # torchvision's TypeError.
+        raise TypeError(f"get_dimensions: unexpected type {type(img).__module__}."
+                        f"{type(img).__qualname__}: a PIL image, a tensor or an array")
     shape = tuple(img.shape)
     if _eager._is_tensor(img):
         return [shape[-3] if len(shape) >= 3 else 1, shape[-2], shape[-1]]

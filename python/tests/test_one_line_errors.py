@@ -184,8 +184,9 @@ def test_an_eager_call_checks_its_arguments_before_drawing(make):
         "antialias"])
 def test_a_huge_value_in_a_transforms_refusal_is_cut(make):
     # The value a refusal quotes is cut to 200 characters (was the whole megabyte); the
-    # rest is the refusal's own words and where the docs list what is supported.
-    with pytest.raises(TypeError) as raised:
+    # rest is the refusal's own words and where the docs list what is supported. (An
+    # unknown policy is a ValueError, as torchvision's.)
+    with pytest.raises((TypeError, ValueError)) as raised:
         make()
     message = str(raised.value)
     assert "\n" not in message and len(message) < 450, f"{len(message)}: {message[:300]}"
@@ -491,3 +492,15 @@ def test_a_state_dicts_sample_must_follow_its_batch(loader):
         loader.load_state_dict(loader.state_dict() | {"batch": 1, "sample": 7})
     assert "got 7" in one_line(raised)
     loader.load_state_dict(loader.state_dict() | {"batch": 2, "sample": -1})  # Not known.
+
+
+@pytest.mark.parametrize("value", [None, 3, "img", [1, 2], {}], ids=["none", "int", "str",
+                                                                      "list", "dict"])
+def test_get_dimensions_of_what_is_no_image_is_torchvisions_type_error(value):
+    import flowloader.transforms.functional as F
+    import torchvision.transforms.functional as TF
+    with pytest.raises(TypeError):
+        TF.get_dimensions(value)
+    with pytest.raises(TypeError) as raised:  # Was AttributeError: no attribute 'shape'.
+        F.get_dimensions(value)
+    one_line(raised)
