@@ -110,6 +110,11 @@ def _refuse(what, why=""):
                     f"{': ' + why if why else ''} (see {_DOCS})")
 
 
+class _FilterError(TypeError, ValueError):
+    """A resampling filter PIL's rotate and transform lack: torchvision's ValueError, and
+    the TypeError flowloader raised before."""
+
+
 def _interpolation(cls, value, resize=False):
     """InterpolationMode (ours or torchvision's), its name, or a PIL filter constant ->
     the op's word. `resize`: a resize also takes BOX, HAMMING and LANCZOS (Pillow's
@@ -128,6 +133,14 @@ def _interpolation(cls, value, resize=False):
     takes = _INTERPOLATIONS + (_RESIZE_ONLY if resize else ())
     if isinstance(name, str) and name.lower() in takes:
         return name.lower()
+    if isinstance(name, str) and name.lower() in _RESIZE_ONLY:
+        # PIL's rotate and transform refuse these filters with a ValueError (torchvision's
+        # call raises it); flowloader raised a TypeError at construction: both, so that
+        # code catching either keeps working.
+        raise _FilterError(f"flowloader.transforms: {cls}(interpolation={_cut(repr(value))}) "
+                           "is not supported: flowloader implements NEAREST, BILINEAR, BICUBIC "
+                           "(BOX, HAMMING and LANCZOS in Resize and RandomResizedCrop; PIL's "
+                           f"rotate and transform have no such filter) (see {_DOCS})")
     _refuse(f"{cls}(interpolation={value!r})", "flowloader implements NEAREST, BILINEAR, "
             "BICUBIC" + (", BOX, HAMMING and LANCZOS" if resize else " (BOX, HAMMING and "
                          "LANCZOS in Resize and RandomResizedCrop)"))
@@ -420,6 +433,9 @@ class Transform:
     # Arguments torchvision uses as ints (range, randint, linspace, indexing): a float
     # there, even 2.0, is its TypeError (_check_types).
     _int_args = ()
+    # Of those, the ones torch takes as its own argument (randint's high, linspace's
+    # steps), where a bool is its TypeError (range() and indexing take one).
+    _no_bool_args = ()
     # Resize / RandomResizedCrop(antialias=False): warned where the pixels are uint8.
     _no_antialias = False
 
@@ -448,6 +464,10 @@ class Transform:
             from flowloader import _flowloader
             (name, args), = self._items()
             _check_types(type(self).__name__, args, self._int_args)
+            for arg in self._no_bool_args:
+                if isinstance(args.get(arg), bool):
+                    raise TypeError(f"{type(self).__name__}: {arg} must be an int, got bool "
+                                    f"{args[arg]!r}")
             try:
                 op = _flowloader._EagerOp(_op_text(name, args))
             except ValueError as e:
@@ -1297,6 +1317,7 @@ _POLICY_GEOMETRIC = {1, 2, 3, 4, 5}  # ShearX, ShearY, TranslateX, TranslateY, R
 class TrivialAugmentWide(Transform):
     op = "trivial_augment_wide"
     _int_args = ("num_magnitude_bins",)  # torch.linspace's steps.
+    _no_bool_args = ("num_magnitude_bins",)
 
     def __init__(self, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST,
                  fill=None):
@@ -1318,6 +1339,7 @@ class TrivialAugmentWide(Transform):
 class RandAugment(Transform):
     op = "rand_augment"
     _int_args = ("num_ops", "num_magnitude_bins")  # range() and torch.linspace's steps.
+    _no_bool_args = ("num_magnitude_bins",)
 
     def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31,
                  interpolation=InterpolationMode.NEAREST, fill=None):
@@ -1382,6 +1404,7 @@ class AugMix(Transform):
     op = "aug_mix"
     # torch.randint's bound, list repetition and range().
     _int_args = ("severity", "mixture_width", "chain_depth")
+    _no_bool_args = ("severity",)  # torch.randint's high.
 
     def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
                  interpolation=InterpolationMode.BILINEAR, fill=None):
@@ -1424,13 +1447,20 @@ class ElasticTransform(Transform):
     def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR,
                  fill=0):
         def pair(name, value):
-            if not isinstance(value, (float, list, tuple)):
+            # torchvision's checks: a float or a Sequence (a str is one, of its length) of
+            # two floats (an int in it is its TypeError).
+            if not isinstance(value, (float, Sequence)):
                 raise TypeError(f"{name} should be float or a sequence of floats. "
                                 f"Got {type(value)}")
             if not isinstance(value, float) and len(value) != 2:
                 raise ValueError(f"If {name} is a sequence its length should be 2. "
                                  f"Got {len(value)}")
             value = [value] if isinstance(value, float) else list(value)
+            for element in value:
+                if not isinstance(element, float):
+                    raise TypeError(f"ElasticTransform: {name} should be a sequence of floats, "
+                                    f"got {_cut(repr(value))} (an item of type "
+                                    f"{_type_name(element)})")
             return [float(value[0]), float(value[-1])]
         if not isinstance(fill, (int, float)):
             raise TypeError(f"fill should be int or float. Got {type(fill)}")

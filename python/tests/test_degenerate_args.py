@@ -294,6 +294,8 @@ PIL_CASES_7 = [
     "T.Pad(np.int64(3))", "T.RandomCrop(16, padding=np.int64(2))",
     "T.RandomRotation(10, expand=2)", "T.RandomCrop(40, pad_if_needed=3)",
     "T.GaussianBlur(3.5)", "T.RandomResizedCrop(torch.tensor([12, 10]))",
+    # A bool where torchvision's range() or list repetition takes it as an int.
+    "T.RandAugment(num_ops=True)", "T.RandAugment(num_ops=np.int64(3))",
 ]
 
 
@@ -340,6 +342,12 @@ SAME_ERROR_7 = [
     "T.GaussianBlur(4)", "T.GaussianBlur(3, sigma=0)", "T.GaussianBlur(3, sigma=(2, 1))",
     "T.GaussianBlur(3, sigma=(1, 2, 3))", "T.GaussianBlur(('a', 3))",
     "T.AutoAugment(0)", "T.AutoAugment('imagenet')",
+    # ElasticTransform's floats; a bool where torch takes the int (randint, linspace);
+    # PIL's rotate and transform refuse Pillow's other filters with a ValueError.
+    "T.ElasticTransform(alpha=(2, 3))", "T.ElasticTransform(sigma='ab')",
+    "T.TrivialAugmentWide(True)", "T.AugMix(severity=True)",
+    "T.RandomRotation(10, interpolation=T.InterpolationMode.LANCZOS)",
+    "T.RandomAffine(10, interpolation=5)",
 ]
 TENSOR_ERRORS_7 = [
     "T.RandomErasing(scale=0.5)", "T.RandomErasing(ratio='ab')", "T.RandomErasing(value=None)",
