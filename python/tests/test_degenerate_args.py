@@ -383,3 +383,53 @@ def test_round_7_torchvisions_refusals_are_its_exception_class(expr):
     assert isinstance(ours, kind), f"{expr}: {ours!r}, torchvision's {theirs!r}"
     message = str(ours)
     assert "\n" not in message and 0 < len(message) <= 400, message
+
+
+# Round 7, transforms.functional on an RGB image: refused by torchvision with this class.
+FUNCTIONAL_ERRORS_7 = [
+    "F.resize(img, 2.5)", "F.resize(img, np.int64(8))", "F.resize(img, [8, 9.0])",
+    "F.resize(img, '3')", "F.resize(img, ('a', 'b'))", "F.resize(img, [12, 10], max_size=20)",
+    "F.resized_crop(img, '', 3, 10, 12, [8, 8])", "F.resized_crop(img, 2, 3, 10, 12, [8, 8.0])",
+    "F.resized_crop(img, 2, 3, 10, 12, 2.5)",
+    "F.pad(img, 2, fill='3')", "F.pad(img, 2, fill=(1,))", "F.pad(img, 2, padding_mode=1)",
+    "F.rotate(img, 30.0, fill=(1,))", "F.affine(img, 10.0, 0, 1.0, 0.0)",
+    "F.affine(img, 10.0, ('a', 'b'), 1.0, 0.0)", "F.affine(img, 10.0, [1, 2], 1.0, ('a', 'b'))",
+    "F.affine(img, 10.0, [1, 2], 1.0, 0.0, fill=[5])",
+    "F.perspective(img, [[0, 0], [30, 0], [30, 22], [0, 22]], "
+    "[[1, 1], [29, 0], [30, 20], [2, 22]], fill=(1, 2))",
+    "F.gaussian_blur(img, [3, 3], sigma='1')", "F.solarize(img, None)", "F.posterize(img, None)",
+]
+# Taken by torchvision, with these results.
+FUNCTIONAL_TAKEN_7 = [
+    "F.pad(img, 2, fill=None)", "F.center_crop(img, 8.5)",
+    "F.affine(img, 10.0, [1, 2], np.float32(1.2), 0.0)",
+]
+
+
+@pytest.mark.parametrize("expr", FUNCTIONAL_ERRORS_7)
+def test_round_7_functional_refusals_are_torchvisions_exception_class(expr):
+    import flowloader.transforms.functional as FF
+    import torchvision.transforms.functional as TF
+    img = _images(1)[0]
+
+    def error(module):
+        try:
+            eval(expr, {"F": module, "np": np, "torch": torch, "img": img})  # noqa: S307
+        except Exception as e:  # noqa: BLE001 - the class is what is compared.
+            return e
+        return None
+    theirs, ours = error(TF), error(FF)
+    assert isinstance(theirs, (TypeError, ValueError)), (expr, theirs)
+    kind = TypeError if isinstance(theirs, TypeError) else ValueError
+    assert isinstance(ours, kind), f"{expr}: {ours!r}, torchvision's {theirs!r}"
+    assert "\n" not in str(ours) and 0 < len(str(ours)) <= 400, str(ours)
+
+
+@pytest.mark.parametrize("expr", FUNCTIONAL_TAKEN_7)
+def test_round_7_functional_values_torchvision_takes_are_taken(expr):
+    import flowloader.transforms.functional as FF
+    import torchvision.transforms.functional as TF
+    img = _images(1)[0]
+    outs = [np.asarray(eval(expr, {"F": module, "np": np, "torch": torch, "img": img}))  # noqa
+            for module in (TF, FF)]
+    assert outs[0].shape == outs[1].shape and np.array_equal(outs[0], outs[1]), expr
