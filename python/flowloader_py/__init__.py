@@ -87,7 +87,7 @@ def _short(value):
 
 def _checked_int(name, value, low, high):
     """value as an int in [low, high], or TypeError / ValueError naming `name` and it."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy's bool too.
         raise TypeError(f"{name} must be an int, got bool {value!r}")
     try:
         number = operator.index(value)
@@ -115,6 +115,32 @@ def _native_text(text):
         return text
     except UnicodeEncodeError:
         return os.fsencode(text)
+
+
+# The keys of a state_dict besides the fingerprint's (DataLoader._fingerprint).
+_STATE_POSITION_KEYS = ("version", "epoch", "batch", "sample", "current_batch_size")
+
+
+def _check_state_keys(state, fingerprint):
+    """A forged or foreign state_dict, refused in one line: a key state_dict() does not
+    write (a typo, another loader's), or a fingerprint value of the wrong type (True for
+    world_size=1, 1.0 for shuffle=True compared equal and were taken). numpy ints and
+    bools, as a round trip through numpy or torch.save may give, are taken."""
+    for key in state:
+        if key not in fingerprint and key not in _STATE_POSITION_KEYS:
+            raise ValueError(f"state_dict has an unknown key {_short(key)} (its keys: "
+                             f"{', '.join(_STATE_POSITION_KEYS + tuple(fingerprint))}): pass a "
+                             "dict made by DataLoader.state_dict()")
+    for key, mine in fingerprint.items():
+        value = state.get(key)
+        if isinstance(mine, bool):
+            ok = type(value).__name__ in ("bool", "bool_")
+        else:
+            ok = type(value).__name__ not in ("bool", "bool_") and hasattr(value, "__index__") \
+                and getattr(value, "ndim", 0) == 0
+        if key in state and not ok:
+            raise TypeError(f"state_dict's {key} must be {'a bool' if isinstance(mine, bool) else 'an int'}, "
+                            f"got {type(value).__name__} {_short(value)}")
 
 
 def _check_position(batch, sample, batch_size):
@@ -655,10 +681,14 @@ class DataLoader:
         _refuse_inside("DataLoader.load_state_dict()")
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"state version {_short(state.get('version'))} is not "
+        version = state.get("version")
+        # An int (a numpy one too), not True or 1.0, which compare equal to 1.
+        if type(version).__name__ in ("bool", "bool_") or not hasattr(version, "__index__") \
+                or version != _STATE_VERSION:
+            raise ValueError(f"state version {_short(version)} is not "
                              f"{_STATE_VERSION}: pass a dict made by DataLoader.state_dict()")
         mine = self._fingerprint()
+        _check_state_keys(state, mine)
         for key, value in mine.items():
             if state.get(key) != value:
                 raise ValueError(f"state_dict was saved with {key}={_short(state.get(key))} but "

@@ -504,3 +504,29 @@ def test_get_dimensions_of_what_is_no_image_is_torchvisions_type_error(value):
     with pytest.raises(TypeError) as raised:  # Was AttributeError: no attribute 'shape'.
         F.get_dimensions(value)
     one_line(raised)
+
+
+@pytest.mark.parametrize("change,error,words", [
+    ({"extra": 1}, ValueError, "state_dict has an unknown key 'extra'"),
+    ({"version": True}, ValueError, "state version True is not 1"),
+    ({"version": 1.0}, ValueError, "state version 1.0 is not 1"),
+    ({"world_size": True}, TypeError, "state_dict's world_size must be an int, got bool"),
+    ({"shuffle": 1}, TypeError, "state_dict's shuffle must be a bool, got int 1"),
+    ({"seed": 0.0}, TypeError, "state_dict's seed must be an int, got float 0.0"),
+    ({"epoch": np.bool_(True)}, TypeError, "state_dict's epoch must be an int, got bool"),
+], ids=["extra_key", "version_true", "version_float", "world_size_bool", "shuffle_int",
+        "seed_float", "epoch_numpy_bool"])
+def test_a_forged_state_dicts_types_and_keys_are_refused(loader, change, error, words):
+    # Each compared equal to the loader's own value (True == 1, 1.0 == 1) or was ignored
+    # (an unknown key), and was taken.
+    with pytest.raises(error) as raised:
+        loader.load_state_dict(loader.state_dict() | change)
+    assert words in one_line(raised)
+
+
+def test_a_state_dict_with_numpy_ints_and_bools_is_taken(loader):
+    # A round trip through numpy (or torch.save of numpy values) keeps the meaning.
+    state = {k: (np.bool_(v) if isinstance(v, bool) else np.int64(v))
+             for k, v in loader.state_dict().items()}
+    loader.load_state_dict(state)
+    assert loader.state_dict()["epoch"] == int(state["epoch"])
