@@ -69,6 +69,10 @@ _MAX_VALUE_CHARS = 200
 # The largest epoch or batch number a loader accepts: the pipeline counts in int64 and
 # adds to them.
 _MAX_COUNT = 2**62
+# Why a DataLoader is not copied or pickled.
+_NO_COPY = ("a flowloader.DataLoader cannot be copied or pickled (its threads and batch "
+            "buffers belong to it, in this process): make another DataLoader with the same "
+            "arguments (in a spawned process, from arguments you pass it)")
 # A stashed result of _core.next: nothing stashed (None is an end of epoch).
 _NOTHING = object()
 
@@ -679,6 +683,7 @@ class DataLoader:
         missing, of the wrong type or out of range is a KeyError, TypeError or ValueError
         naming it and its value."""
         _refuse_inside("DataLoader.load_state_dict()")
+        self._open_core()  # A closed loader says so first, whatever the state holds.
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
         version = state.get("version")
@@ -762,6 +767,18 @@ class DataLoader:
 
     def __enter__(self):
         return self
+
+    # A shallow copy shared the pipeline, and the first copy garbage-collected closed it
+    # under the other ("the DataLoader is closed" on the loop that never closed it); a
+    # pickle (multiprocessing's spawn) failed on the C++ object's name.
+    def __copy__(self):
+        raise TypeError(_NO_COPY)
+
+    def __deepcopy__(self, memo):
+        raise TypeError(_NO_COPY)
+
+    def __reduce__(self):
+        raise TypeError(_NO_COPY)
 
     def __exit__(self, *exc):
         self.close()

@@ -530,3 +530,17 @@ def test_a_state_dict_with_numpy_ints_and_bools_is_taken(loader):
              for k, v in loader.state_dict().items()}
     loader.load_state_dict(state)
     assert loader.state_dict()["epoch"] == int(state["epoch"])
+
+
+def test_a_loader_is_neither_copied_nor_pickled(small_data):
+    import copy
+    import pickle
+    with flowloader.DataLoader(small_data, batch_size=6, image_size=16) as made:
+        for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
+            # A shallow copy shared the pipeline: dropping it closed the original's.
+            with pytest.raises(TypeError) as raised:
+                attempt(made)
+            assert "cannot be copied or pickled" in one_line(raised)
+        assert sum(images.shape[0] for images, _ in made) == 36  # Still open.
+    with pytest.raises(ValueError, match="the DataLoader is closed"):
+        made.load_state_dict({})  # Was "state version None is not 1".
