@@ -89,9 +89,14 @@ def _short(value):
     return text
 
 
+def _is_bool(value):
+    """A Python or numpy bool (numpy's has __index__, so operator.index takes it)."""
+    return isinstance(value, bool) or type(value).__name__ == "bool_"
+
+
 def _checked_int(name, value, low, high):
     """value as an int in [low, high], or TypeError / ValueError naming `name` and it."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy's bool too.
+    if _is_bool(value):
         raise TypeError(f"{name} must be an int, got bool {value!r}")
     try:
         number = operator.index(value)
@@ -223,7 +228,7 @@ def _setting_text(key, value):
     if _is_int_key(key):
         if isinstance(value, str):
             return value  # "auto", or digits: read by the parser as the CLI reads them.
-        if isinstance(value, bool):
+        if _is_bool(value):  # numpy's bool too, whose __index__ made True a count of 1.
             raise TypeError(f"{key} must be an int, got bool {value!r}")
         try:
             return str(operator.index(value))
@@ -239,7 +244,7 @@ def _setting_text(key, value):
 def _int_or_none(name, value):
     if value is None:
         return None
-    if isinstance(value, bool):
+    if _is_bool(value):
         raise TypeError(f"{name} must be an int, got bool {value!r}")
     try:
         return operator.index(value)

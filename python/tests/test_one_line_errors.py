@@ -544,3 +544,13 @@ def test_a_loader_is_neither_copied_nor_pickled(small_data):
         assert sum(images.shape[0] for images, _ in made) == 36  # Still open.
     with pytest.raises(ValueError, match="the DataLoader is closed"):
         made.load_state_dict({})  # Was "state version None is not 1".
+
+
+@pytest.mark.parametrize("key", ["batch_size", "num_workers", "seed", "epochs", "read_ahead",
+                                 "world_size"])
+def test_a_numpy_bool_is_no_count_in_a_keyword(small_data, key):
+    # numpy's bool has __index__: np.bool_(True) was taken as a count of 1.
+    with pytest.raises(TypeError) as raised:
+        flowloader.DataLoader(small_data, image_size=16, **{key: np.bool_(True)})
+    assert f"{key} must be an int, got bool True" in one_line(raised)
+    flowloader.DataLoader(small_data, image_size=16, **{key: np.int64(1)}).close()
