@@ -548,6 +548,7 @@ class DataLoader:
         # epoch restarted from a stale cursor (a sample delivered twice). close() does
         # not take it: it must end a next() waiting for a batch.
         self._iter_lock = threading.RLock()
+        self._pid = os.getpid()    # The process that made it (_refuse_forked).
 
     @property
     def categories(self):
@@ -589,8 +590,16 @@ class DataLoader:
     # -- iteration ----------------------------------------------------------------------
     def __iter__(self):
         _refuse_inside("iterating a DataLoader")
+        self._refuse_forked()
         with self._iter_lock:
             return self._iter_locked()
+
+    def _refuse_forked(self):
+        """The core's RuntimeError in a forked child, before the iteration lock: a child
+        forked while a thread of the parent waited in next() inherits that lock held, by
+        a thread it does not have (its iter() waited for ever)."""
+        if os.getpid() != self._pid and self._core is not None:
+            self._core.options  # Raises: loaders do not survive fork.
 
     def _iter_locked(self):
         core = self._open_core()
@@ -812,8 +821,14 @@ class DataLoader:
 _open_cores = weakref.WeakSet()
 
 
+# Set at exit, before the open loaders are closed (_EpochIterator._next_or_closed).
+_exiting = False
+
+
 @atexit.register
 def _close_all():
+    global _exiting
+    _exiting = True
     for core in list(_open_cores):
         core.close()
 
@@ -894,6 +909,7 @@ class _EpochIterator:
         return self
 
     def __next__(self):
+        self._loader._refuse_forked()
         with self._loader._iter_lock:  # One next() or iter() of a loader at a time.
             return self._next_locked()
 
@@ -909,8 +925,7 @@ class _EpochIterator:
             run.pending = _NOTHING
             try:
                 if got is _NOTHING:
-                    got = self._core.next(loader._return_keys, loader._return_sources,
-                                          loader._return_columns)
+                    got = self._next_or_closed()
                 if got is None:
                     loader._finish(run)
                     break
@@ -923,6 +938,23 @@ class _EpochIterator:
             if batch is not None:
                 return batch
         raise StopIteration
+
+    def _next_or_closed(self):
+        """_core.next, where a close() of the loader while it waited (from another thread,
+        or the interpreter's exit) is not a data error: a ValueError saying so, or at exit
+        SystemExit, which ends a daemon thread's loop without a traceback (it was
+        DataError: the pipeline was stopped, printed by every such thread at exit)."""
+        loader = self._loader
+        try:
+            return self._core.next(loader._return_keys, loader._return_sources,
+                                   loader._return_columns)
+        except DataError:
+            if not self._core.closed:
+                raise
+        if _exiting:
+            raise SystemExit(0)
+        raise ValueError("the DataLoader was closed while this next() waited for a batch "
+                         "(close() from another thread)")
 
     def _batch(self, got):
         """The batch tuple of a _core.next result, or None for an epoch's last batch

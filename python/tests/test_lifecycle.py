@@ -628,3 +628,100 @@ def test_a_lambda_result_over_the_worker_memory_is_skipped_uncopied(small_data):
     assert got["rows"] == "8" and got["errors"] == "{'op_memory': 4}", got
     assert int(got["grown_mib"]) < 150, got
     assert "a transforms.Lambda's 10000x10000 result needs" in err, err[-3000:]
+
+
+# -- round 7 ------------------------------------------------------------------------------
+FORK_WHILE_WAITING = """
+    import os, sys, threading, time
+    import flowloader
+    import flowloader.transforms as T
+
+    release = threading.Event()
+    loader = flowloader.DataLoader(sys.argv[1], batch_size=2, shuffle=False, num_workers=2,
+                                   transform=T.Compose([T.CenterCrop(16),
+                                                        T.Lambda(lambda im: release.wait(60)),
+                                                        T.ToTensor()]))
+    it = iter(loader)
+    # A thread waits in next(), holding the loader's iteration lock, when the fork comes.
+    threading.Thread(target=lambda: next(it, None), daemon=True).start()
+    time.sleep(0.5)
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            iter(loader)  # Waited for ever for the lock the parent's thread held.
+            os._exit(3)
+        except RuntimeError as e:
+            os._exit(0 if "do not survive fork" in str(e) else 4)
+    code = "hung"
+    while time.monotonic() - start < 20:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    print(f"child={time.monotonic() - start:.2f} {code}", flush=True)
+    release.set()
+"""
+
+
+def test_a_child_forked_while_a_thread_waits_in_next_refuses_the_loader(small_data):
+    code, out, err = run_child(FORK_WHILE_WAITING, small_data)
+    assert code == 0, err[-3000:]
+    seconds, status = results(out)["child"].split()
+    assert status == "0", out  # "hung" before: killed after 20 s.
+    assert float(seconds) < 1.0 + SLACK_SECONDS, out
+
+
+CLOSED_UNDER_NEXT = """
+    import sys, threading, time
+    import flowloader
+
+    with open(sys.argv[1], "rb") as f:
+        JPEG = f.read()
+    release = threading.Event()
+
+    class Blocking:
+        def __len__(self):
+            return 30
+        def __getitem__(self, i):
+            if i == 7:
+                release.wait(60)
+            return JPEG, 0
+
+    loader = flowloader.DataLoader(dataset=Blocking(), batch_size=2, image_size=16,
+                                   shuffle=False)
+    got = {}
+
+    def loop():
+        try:
+            for _ in loader:
+                pass
+        except Exception as e:
+            got["error"] = f"{type(e).__name__}: {e}"
+
+    thread = threading.Thread(target=loop)
+    thread.start()
+    time.sleep(0.8)
+    loader.close()
+    thread.join(10)
+    print(f"error={got.get('error')}", flush=True)
+    # At exit, a daemon thread waiting in next() of a loader the exit closes ends quietly.
+    second = flowloader.DataLoader(dataset=Blocking(), batch_size=2, image_size=16,
+                                   shuffle=False)
+    threading.Thread(target=lambda: [None for _ in second], daemon=True).start()
+    time.sleep(0.8)
+"""
+
+
+def test_a_next_that_a_close_ends_says_so_and_a_daemons_ends_quietly_at_exit(small_data):
+    code, out, err = run_child(CLOSED_UNDER_NEXT, first_jpeg(small_data))
+    assert code == 0, err[-3000:]
+    # Was "DataError: the pipeline was stopped", and at exit that traceback per thread.
+    assert results(out)["error"] == ("ValueError: the DataLoader was closed while this "
+                                     "next() waited for a batch (close() from another "
+                                     "thread)"), out
+    assert "Traceback" not in err and "Exception in thread" not in err, err[-3000:]
