@@ -88,6 +88,7 @@
 #include "python/internal/loader.h"
 #include "python/internal/py_dataset.h"
 #include "python/internal/py_lambda.h"
+#include "python/internal/worker_gil.h"
 #include "runtime/shard_env.h"
 #include "stages/core/one_line.h"
 #include "runtime/spec.h"
@@ -359,6 +360,28 @@ py::list PathList(const std::vector<std::string>& paths) {
   return out;
 }
 
+// WithoutGil returns wait() run with the GIL released. It takes the GIL back outside
+// any destructor, and not at all once the interpreter is finalizing: a thread (a daemon
+// one) waiting for a batch when the interpreter exits is ended by CPython with
+// pthread_exit as it takes the GIL back, and in gil_scoped_release's destructor
+// (noexcept) that unwinding was std::terminate ("terminate called without an active
+// exception", the process aborting at exit). Such a thread is parked instead, as a
+// worker's is (worker_gil.h); the process ends around it.
+template <typename Wait>
+bool WithoutGil(Wait&& wait) {
+  PyThreadState* state = PyEval_SaveThread();
+  bool result = false;
+  try {
+    result = wait();
+  } catch (...) {
+    PyEval_RestoreThread(state);
+    throw;
+  }
+  if (python::Finalizing()) python::ParkForever();
+  PyEval_RestoreThread(state);
+  return result;
+}
+
 // RefuseInsideCallback raises RuntimeError when the calling thread runs the user's
 // code for a pipeline (py_dataset.h, CallbackScope): `what` ("DataLoader.close()")
 // would wait for, or drive, the pipeline whose thread this is.
@@ -495,10 +518,7 @@ class PyLoader {
     } else {
       while (true) {
         bool came = false;
-        {
-          py::gil_scoped_release release;
-          came = loader.WaitNext(kWaitSlice, &fetched);
-        }
+        came = WithoutGil([&] { return loader.WaitNext(kWaitSlice, &fetched); });
         if (PyErr_CheckSignals() != 0) {
           // Ctrl-C: what came with it is the next call's, so an interrupted loop that
           // iterates again loses nothing.
@@ -551,10 +571,7 @@ class PyLoader {
     } else {
       while (true) {
         bool came = false;
-        {
-          py::gil_scoped_release release;
-          came = loader.WaitCursor(kWaitSlice, &cursor);
-        }
+        came = WithoutGil([&] { return loader.WaitCursor(kWaitSlice, &cursor); });
         if (came) break;
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       }
