@@ -360,13 +360,26 @@ py::list PathList(const std::vector<std::string>& paths) {
   return out;
 }
 
-// WithoutGil returns wait() run with the GIL released. It takes the GIL back outside
-// any destructor, and not at all once the interpreter is finalizing: a thread (a daemon
-// one) waiting for a batch when the interpreter exits is ended by CPython with
-// pthread_exit as it takes the GIL back, and in gil_scoped_release's destructor
-// (noexcept) that unwinding was std::terminate ("terminate called without an active
-// exception", the process aborting at exit). Such a thread is parked instead, as a
-// worker's is (worker_gil.h); the process ends around it.
+// The interpreter's main thread, which finalizes it (set at import).
+unsigned long g_main_thread = 0;
+
+// ParkIfEnded parks a thread other than the main one that the interpreter's finalization
+// ends: CPython ends it with pthread_exit as it takes the GIL back, and that unwinding
+// stops in this destructor (as in worker_gil.h's), instead of going on through pybind11's
+// frames (which drop Python references without the GIL) or reaching a noexcept
+// destructor (gil_scoped_release's: std::terminate, "terminate called without an active
+// exception", seen once at exit with a daemon thread waiting in next()). The main thread
+// finalizes: it is never parked. A thread that took the GIL back normally finds the
+// interpreter not finalizing (CPython ends the others in take_gil).
+struct ParkIfEnded {
+  ~ParkIfEnded() {
+    if (python::Finalizing() && PyThread_get_thread_ident() != g_main_thread) {
+      python::ParkForever();
+    }
+  }
+};
+
+// WithoutGil returns wait() run with the GIL released, taking it back under ParkIfEnded.
 template <typename Wait>
 bool WithoutGil(Wait&& wait) {
   PyThreadState* state = PyEval_SaveThread();
@@ -377,7 +390,7 @@ bool WithoutGil(Wait&& wait) {
     PyEval_RestoreThread(state);
     throw;
   }
-  if (python::Finalizing()) python::ParkForever();
+  ParkIfEnded park;
   PyEval_RestoreThread(state);
   return result;
 }
@@ -870,6 +883,10 @@ PYBIND11_MODULE(_flowloader, m) {
   // (os.fork, multiprocessing, torch's workers) spun in every absl::Mutex destructor at
   // exit (seconds, or for ever). Detection is a debugging aid; the C++ tests keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  pi::g_main_thread = py::module_::import("threading")
+                          .attr("main_thread")()
+                          .attr("ident")
+                          .cast<unsigned long>();
   pi::RegisterPythonDatasetStage();
   pi::RegisterPythonLambdaOp();
   pi::RegisterEager(m);  // flowloader.transforms called on one image (eager.h).
