@@ -232,6 +232,8 @@ def five_crop(img, size):
     if not isinstance(size, numbers.Number) and len(size) not in (1, 2):
         raise ValueError(f"five_crop: please provide only two dimensions (h, w) for size, "
                          f"got {_T._cut(list(size))}")
+    if not isinstance(size, numbers.Number):
+        _T._numbers("five_crop", "size", size)  # torchvision compares them (TypeError).
     crop_h, crop_w = _T._hw(size if isinstance(size, numbers.Number) or len(size) != 1
                             else size[0])
     image_w, image_h = get_image_size(img)

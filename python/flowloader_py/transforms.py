@@ -351,7 +351,7 @@ _WORD_ARGS = ("padding_mode", "value", "policy", "interpolation", "keypoint_flip
 # Arguments that are one number in torchvision: a sequence there is its TypeError.
 _SCALAR_ARGS = ("p", "sharpness_factor", "threshold", "bits", "num_ops", "magnitude",
                 "num_magnitude_bins", "severity", "mixture_width", "chain_depth",
-                "distortion_scale", "max_size")
+                "distortion_scale", "max_size", "gamma", "gain")
 
 
 def _is_number(value):

@@ -398,6 +398,7 @@ FUNCTIONAL_ERRORS_7 = [
     "F.perspective(img, [[0, 0], [30, 0], [30, 22], [0, 22]], "
     "[[1, 1], [29, 0], [30, 20], [2, 22]], fill=(1, 2))",
     "F.gaussian_blur(img, [3, 3], sigma='1')", "F.solarize(img, None)", "F.posterize(img, None)",
+    "F.five_crop(img, ('a', 'b'))", "F.ten_crop(img, ('a', 'b'))", "F.adjust_gamma(img, 1.5, (2, 3))",
 ]
 # Taken by torchvision, with these results.
 FUNCTIONAL_TAKEN_7 = [
