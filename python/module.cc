@@ -116,6 +116,13 @@ PyObject* g_data_error = nullptr;
 // there no thread at all: its first batch would never come.
 std::atomic<pid_t> g_threads_pid{0};
 
+// Why a wait ended when the loader it waited on was closed under it (_next_or_closed in
+// __init__.py words the same).
+constexpr char kClosedInHandler[] =
+    "the DataLoader was closed while this call waited for it (close() from another thread "
+    "or a signal handler, or a signal handler's new iter() of it, which starts a new "
+    "pipeline)";
+
 // kForkAdvice ends the messages about fork.
 constexpr char kForkAdvice[] =
     "loaders do not survive fork (their threads, oneTBB's too, stay in the parent): make "
@@ -532,7 +539,15 @@ class PyLoader {
       while (true) {
         bool came = false;
         came = WithoutGil([&] { return loader.WaitNext(kWaitSlice, &fetched); });
-        if (PyErr_CheckSignals() != 0) {
+        const bool signalled = PyErr_CheckSignals() != 0;
+        // A Python signal handler runs in PyErr_CheckSignals, on this thread: one that
+        // closed the loader (or iterated it anew, which closes it) freed `loader`, which
+        // this call then used (a segfault). Nothing of it is touched after that.
+        if (loader_.get() != &loader) {
+          if (signalled) throw py::error_already_set();
+          RaiseText(PyExc_ValueError, kClosedInHandler);
+        }
+        if (signalled) {
           // Ctrl-C: what came with it is the next call's, so an interrupted loop that
           // iterates again loses nothing.
           if (came) held_ = std::move(fetched);
@@ -587,6 +602,7 @@ class PyLoader {
         came = WithoutGil([&] { return loader.WaitCursor(kWaitSlice, &cursor); });
         if (came) break;
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        if (loader_.get() != &loader) RaiseText(PyExc_ValueError, kClosedInHandler);
       }
     }
     return {cursor.epoch, cursor.batch, cursor.sample, cursor.batch_size};

@@ -948,13 +948,14 @@ class _EpochIterator:
         try:
             return self._core.next(loader._return_keys, loader._return_sources,
                                    loader._return_columns)
-        except DataError:
+        except (DataError, ValueError):  # The core's own ValueError when it saw it.
             if not self._core.closed:
                 raise
         if _exiting:
             raise SystemExit(0)
-        raise ValueError("the DataLoader was closed while this next() waited for a batch "
-                         "(close() from another thread)")
+        raise ValueError("the DataLoader was closed while this call waited for it (close() "
+                         "from another thread or a signal handler, or a signal handler's new "
+                         "iter() of it, which starts a new pipeline)")
 
     def _batch(self, got):
         """The batch tuple of a _core.next result, or None for an epoch's last batch

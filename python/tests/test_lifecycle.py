@@ -721,7 +721,71 @@ def test_a_next_that_a_close_ends_says_so_and_a_daemons_ends_quietly_at_exit(sma
     code, out, err = run_child(CLOSED_UNDER_NEXT, first_jpeg(small_data))
     assert code == 0, err[-3000:]
     # Was "DataError: the pipeline was stopped", and at exit that traceback per thread.
-    assert results(out)["error"] == ("ValueError: the DataLoader was closed while this "
-                                     "next() waited for a batch (close() from another "
-                                     "thread)"), out
+    assert results(out)["error"].startswith("ValueError: the DataLoader was closed while "
+                                            "this call waited for it (close() from "
+                                            "another thread"), out
     assert "Traceback" not in err and "Exception in thread" not in err, err[-3000:]
+
+
+HANDLER_DURING_NEXT = """
+    import os, signal, sys, threading, time
+    import flowloader
+
+    with open(sys.argv[1], "rb") as f:
+        JPEG = f.read()
+    release = threading.Event()
+
+    class Blocking:
+        def __len__(self):
+            return 30
+        def __getitem__(self, i):
+            if i == 7:
+                release.wait(3)
+            return JPEG, 0
+
+    for call in ("close", "set_epoch_and_iterate", "iterate", "load_state_dict"):
+        release.clear()
+        loader = flowloader.DataLoader(dataset=Blocking(), batch_size=2, image_size=16,
+                                       shuffle=False)
+
+        def handler(signum, frame, call=call, loader=loader):
+            # Runs inside next()'s wait (PyErr_CheckSignals), on the iterating thread.
+            if call == "close":
+                loader.close()
+            elif call == "set_epoch_and_iterate":
+                loader.set_epoch(1)
+                next(iter(loader), None)
+            elif call == "iterate":
+                iter(loader)
+            else:
+                loader.load_state_dict(loader.state_dict())
+                iter(loader)
+
+        signal.signal(signal.SIGUSR1, handler)
+        threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+        threading.Timer(1.5, release.set).start()
+        try:
+            for _ in loader:
+                pass
+            outcome = "ended"
+        except Exception as e:
+            outcome = f"{type(e).__name__}: {e}"
+        print(f"{call}={outcome}", flush=True)
+        time.sleep(1.0)
+        loader.close()
+"""
+
+
+def test_a_signal_handler_that_closes_or_reiterates_the_loader_during_next(small_data):
+    # The handler freed the pipeline that the interrupted next() then used: a segfault
+    # (exit code -11) or a wait on freed memory.
+    code, out, err = run_child(HANDLER_DURING_NEXT, first_jpeg(small_data))
+    assert code == 0, f"exit {code}: {err[-3000:]}"
+    got = results(out)
+    for call in ("close", "set_epoch_and_iterate"):  # Each freed the pipeline.
+        assert got[call].startswith("ValueError: the DataLoader was closed while this "
+                                    "call waited for it (close() from another thread or a "
+                                    "signal handler"), got[call]
+    for call in ("iterate", "load_state_dict"):  # The same position: a newer iterator.
+        assert got[call] == "RuntimeError: this iterator was replaced by a newer " \
+                            "iter(loader)", got[call]
