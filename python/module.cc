@@ -88,6 +88,7 @@
 #include "python/internal/loader.h"
 #include "python/internal/py_dataset.h"
 #include "python/internal/py_lambda.h"
+#include "python/internal/worker_gil.h"
 #include "runtime/shard_env.h"
 #include "stages/core/one_line.h"
 #include "runtime/spec.h"
@@ -114,6 +115,13 @@ PyObject* g_data_error = nullptr;
 // A forked child has none of them, and oneTBB, which cannot tell, would give a loader made
 // there no thread at all: its first batch would never come.
 std::atomic<pid_t> g_threads_pid{0};
+
+// Why a wait ended when the loader it waited on was closed under it (_next_or_closed in
+// __init__.py words the same).
+constexpr char kClosedInHandler[] =
+    "the DataLoader was closed while this call waited for it (close() from another thread "
+    "or a signal handler, or a signal handler's new iter() of it, which starts a new "
+    "pipeline)";
 
 // kForkAdvice ends the messages about fork.
 constexpr char kForkAdvice[] =
@@ -326,14 +334,72 @@ std::string Cut(absl::string_view text, size_t max) {
   return absl::StrCat(text.substr(0, max), "... (", text.size(), " characters)");
 }
 
-[[noreturn]] void Raise(PyObject* type, const absl::Status& status) {
-  PyErr_SetString(type, OneLine(status.message()).c_str());
+// RaiseText raises `type` with `message`. A message quoting a path that is not UTF-8
+// (a file name's bytes) has those bytes as \xff escapes: PyErr_SetString decodes strictly
+// and, failing, raised a ValueError with an empty message.
+[[noreturn]] void RaiseText(PyObject* type, const std::string& message) {
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
+                                        "backslashreplace");
+  if (text == nullptr) throw py::error_already_set();
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
   throw py::error_already_set();
 }
 
-[[noreturn]] void RaiseText(PyObject* type, const std::string& message) {
-  PyErr_SetString(type, message.c_str());
-  throw py::error_already_set();
+[[noreturn]] void Raise(PyObject* type, const absl::Status& status) {
+  RaiseText(type, OneLine(status.message()));
+}
+
+// PathText is a path or key as str, as os.fsdecode gives it: bytes that are not UTF-8 (a
+// file name's) become surrogates that os.fsencode turns back into the same bytes (py::str
+// raised UnicodeDecodeError on them).
+py::str PathText(const std::string& path) {
+  PyObject* text =
+      PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size()));
+  if (text == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(text);
+}
+
+// PathList is PathText of each.
+py::list PathList(const std::vector<std::string>& paths) {
+  py::list out;
+  for (const std::string& path : paths) out.append(PathText(path));
+  return out;
+}
+
+// The interpreter's main thread, which finalizes it (set at import).
+unsigned long g_main_thread = 0;
+
+// ParkIfEnded parks a thread other than the main one that the interpreter's finalization
+// ends: CPython ends it with pthread_exit as it takes the GIL back, and that unwinding
+// stops in this destructor (as in worker_gil.h's), instead of going on through pybind11's
+// frames (which drop Python references without the GIL) or reaching a noexcept
+// destructor (gil_scoped_release's: std::terminate, "terminate called without an active
+// exception", seen once at exit with a daemon thread waiting in next()). The main thread
+// finalizes: it is never parked. A thread that took the GIL back normally finds the
+// interpreter not finalizing (CPython ends the others in take_gil).
+struct ParkIfEnded {
+  ~ParkIfEnded() {
+    if (python::Finalizing() && PyThread_get_thread_ident() != g_main_thread) {
+      python::ParkForever();
+    }
+  }
+};
+
+// WithoutGil returns wait() run with the GIL released, taking it back under ParkIfEnded.
+template <typename Wait>
+bool WithoutGil(Wait&& wait) {
+  PyThreadState* state = PyEval_SaveThread();
+  bool result = false;
+  try {
+    result = wait();
+  } catch (...) {
+    PyEval_RestoreThread(state);
+    throw;
+  }
+  ParkIfEnded park;
+  PyEval_RestoreThread(state);
+  return result;
 }
 
 // RefuseInsideCallback raises RuntimeError when the calling thread runs the user's
@@ -472,11 +538,16 @@ class PyLoader {
     } else {
       while (true) {
         bool came = false;
-        {
-          py::gil_scoped_release release;
-          came = loader.WaitNext(kWaitSlice, &fetched);
+        came = WithoutGil([&] { return loader.WaitNext(kWaitSlice, &fetched); });
+        const bool signalled = PyErr_CheckSignals() != 0;
+        // A Python signal handler runs in PyErr_CheckSignals, on this thread: one that
+        // closed the loader (or iterated it anew, which closes it) freed `loader`, which
+        // this call then used (a segfault). Nothing of it is touched after that.
+        if (loader_.get() != &loader) {
+          if (signalled) throw py::error_already_set();
+          RaiseText(PyExc_ValueError, kClosedInHandler);
         }
-        if (PyErr_CheckSignals() != 0) {
+        if (signalled) {
           // Ctrl-C: what came with it is the next call's, so an interrupted loop that
           // iterates again loses nothing.
           if (came) held_ = std::move(fetched);
@@ -494,7 +565,7 @@ class PyLoader {
     const bool must_copy =
         loader.live_views()->load() >= HoldLimit(loader.pipeline().prefetch_batches());
     py::object keys = py::none();
-    if (return_keys) keys = py::cast(fetched.batch->keys);
+    if (return_keys) keys = PathList(fetched.batch->keys);
     TensorView labels = LabelsView(*fetched.batch, std::move(labels_of_rows));
     // One hold for the images and the targets: a held batch counts once in the hold rule
     // (two holds made every detection batch count twice, so each was copied).
@@ -528,12 +599,10 @@ class PyLoader {
     } else {
       while (true) {
         bool came = false;
-        {
-          py::gil_scoped_release release;
-          came = loader.WaitCursor(kWaitSlice, &cursor);
-        }
+        came = WithoutGil([&] { return loader.WaitCursor(kWaitSlice, &cursor); });
         if (came) break;
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        if (loader_.get() != &loader) RaiseText(PyExc_ValueError, kClosedInHandler);
       }
     }
     return {cursor.epoch, cursor.batch, cursor.sample, cursor.batch_size};
@@ -639,7 +708,7 @@ class PyLoader {
   py::dict Options() {
     const PipelineOptions& o = Open().pipeline().options();
     py::dict d;
-    d["data"] = o.data;
+    d["data"] = PathText(o.data);
     d["name"] = o.name;
     d["batch_size"] = o.batch_size;
     d["num_workers"] = o.num_workers;
@@ -832,6 +901,10 @@ PYBIND11_MODULE(_flowloader, m) {
   // (os.fork, multiprocessing, torch's workers) spun in every absl::Mutex destructor at
   // exit (seconds, or for ever). Detection is a debugging aid; the C++ tests keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  pi::g_main_thread = py::module_::import("threading")
+                          .attr("main_thread")()
+                          .attr("ident")
+                          .cast<unsigned long>();
   pi::RegisterPythonDatasetStage();
   pi::RegisterPythonLambdaOp();
   pi::RegisterEager(m);  // flowloader.transforms called on one image (eager.h).

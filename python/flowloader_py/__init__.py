@@ -69,6 +69,10 @@ _MAX_VALUE_CHARS = 200
 # The largest epoch or batch number a loader accepts: the pipeline counts in int64 and
 # adds to them.
 _MAX_COUNT = 2**62
+# Why a DataLoader is not copied or pickled.
+_NO_COPY = ("a flowloader.DataLoader cannot be copied or pickled (its threads and batch "
+            "buffers belong to it, in this process): make another DataLoader with the same "
+            "arguments (in a spawned process, from arguments you pass it)")
 # A stashed result of _core.next: nothing stashed (None is an end of epoch).
 _NOTHING = object()
 
@@ -85,9 +89,14 @@ def _short(value):
     return text
 
 
+def _is_bool(value):
+    """A Python or numpy bool (numpy's has __index__, so operator.index takes it)."""
+    return isinstance(value, bool) or type(value).__name__ == "bool_"
+
+
 def _checked_int(name, value, low, high):
     """value as an int in [low, high], or TypeError / ValueError naming `name` and it."""
-    if isinstance(value, bool):
+    if _is_bool(value):
         raise TypeError(f"{name} must be an int, got bool {value!r}")
     try:
         number = operator.index(value)
@@ -99,6 +108,61 @@ def _checked_int(name, value, low, high):
     return number
 
 
+def _path_text(value):
+    """A path argument (str, bytes or os.PathLike) as str: bytes as os.fsdecode reads them
+    (a non-UTF-8 name keeps its bytes as surrogates), not as their repr "b'...'"."""
+    value = os.fspath(value)
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
+def _native_text(text):
+    """text for the C++ core, which takes UTF-8: a str holding surrogates (a file name
+    that is not UTF-8, as os.fsdecode gives it) goes as its file-system bytes, which name
+    the same file (as str it failed pybind11's conversion with its signature dump)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return os.fsencode(text)
+
+
+# The keys of a state_dict besides the fingerprint's (DataLoader._fingerprint).
+_STATE_POSITION_KEYS = ("version", "epoch", "batch", "sample", "current_batch_size")
+
+
+def _check_state_keys(state, fingerprint):
+    """A forged or foreign state_dict, refused in one line: a key state_dict() does not
+    write (a typo, another loader's), or a fingerprint value of the wrong type (True for
+    world_size=1, 1.0 for shuffle=True compared equal and were taken). numpy ints and
+    bools, as a round trip through numpy or torch.save may give, are taken."""
+    for key in state:
+        if key not in fingerprint and key not in _STATE_POSITION_KEYS:
+            raise ValueError(f"state_dict has an unknown key {_short(key)} (its keys: "
+                             f"{', '.join(_STATE_POSITION_KEYS + tuple(fingerprint))}): pass a "
+                             "dict made by DataLoader.state_dict()")
+    for key, mine in fingerprint.items():
+        value = state.get(key)
+        if isinstance(mine, bool):
+            ok = type(value).__name__ in ("bool", "bool_")
+        else:
+            ok = type(value).__name__ not in ("bool", "bool_") and hasattr(value, "__index__") \
+                and getattr(value, "ndim", 0) == 0
+        if key in state and not ok:
+            raise TypeError(f"state_dict's {key} must be {'a bool' if isinstance(mine, bool) else 'an int'}, "
+                            f"got {type(value).__name__} {_short(value)}")
+
+
+def _check_position(batch, sample, batch_size):
+    """ValueError when a state_dict's sample (the position of the next sample, -1 when not
+    known) cannot follow `batch` batches: each had 1 to batch_size samples. The pipeline
+    resumes at `sample` when it is given, so a forged pair (batch 5, sample 2) resumed
+    silently at sample 2, three batches' samples again."""
+    if sample != -1 and not batch <= sample <= batch * batch_size:
+        raise ValueError(f"state_dict's sample must be in [{batch}, {batch * batch_size}] after "
+                         f"batch {batch} (each batch holds 1 to batch_size={batch_size} "
+                         f"samples), got {sample}: pass a dict made by DataLoader.state_dict()")
+
+
 def _refuse_torchvision(name, value):
     """TypeError for a torchvision object where flowloader.transforms' are expected."""
     kind = type(value)
@@ -106,6 +170,15 @@ def _refuse_torchvision(name, value):
         raise TypeError(f"{name} is {kind.__module__}.{kind.__qualname__}, torchvision's: build "
                         "it with flowloader.transforms instead (import flowloader.transforms "
                         "as T: the same classes and arguments)")
+
+
+def _inside_callback():
+    """Whether this thread runs a Dataset's __getitem__ or a Lambda for a loader."""
+    try:
+        _core._refuse_inside_callback("")
+    except RuntimeError:
+        return True
+    return False
 
 
 def _refuse_inside(what):
@@ -155,7 +228,7 @@ def _setting_text(key, value):
     if _is_int_key(key):
         if isinstance(value, str):
             return value  # "auto", or digits: read by the parser as the CLI reads them.
-        if isinstance(value, bool):
+        if _is_bool(value):  # numpy's bool too, whose __index__ made True a count of 1.
             raise TypeError(f"{key} must be an int, got bool {value!r}")
         try:
             return str(operator.index(value))
@@ -171,7 +244,7 @@ def _setting_text(key, value):
 def _int_or_none(name, value):
     if value is None:
         return None
-    if isinstance(value, bool):
+    if _is_bool(value):
         raise TypeError(f"{name} must be an int, got bool {value!r}")
     try:
         return operator.index(value)
@@ -368,6 +441,10 @@ class DataLoader:
                  metrics_address=None, return_keys=False, device=_Default("auto"),
                  sources=None, return_sources=False, return_columns=False, dataset=None,
                  stages=None, batch_ops=None, **options):
+        # A loader made inside a Dataset's __getitem__ or a Lambda could not be closed
+        # there (close is refused on a worker thread): dropping it printed "Exception
+        # ignored in __del__" and left its threads to the interpreter's exit.
+        _refuse_inside("making a DataLoader")
         for key in options:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
@@ -381,8 +458,8 @@ class DataLoader:
         if data is not None:
             if not isinstance(data, (str, bytes)) and not hasattr(data, "__fspath__"):
                 raise TypeError(f"data must be a path, got {type(data).__name__} {_short(data)}")
-            given["data"] = str(data.__fspath__() if hasattr(data, "__fspath__") else data)
-        if spec is not None and not isinstance(spec, str) and not hasattr(spec, "__fspath__"):
+            given["data"] = _path_text(data)
+        if spec is not None and not isinstance(spec, (str, bytes)) and not hasattr(spec, "__fspath__"):
             raise TypeError(f"spec must be a path, got {type(spec).__name__} {_short(spec)}")
         _check_bool("return_keys", return_keys)
         _check_bool("return_sources", return_sources)
@@ -444,7 +521,7 @@ class DataLoader:
         self._settings = [(k, v if k in _STRUCTURED_KEYS else _setting_text(k, v))
                           for k, v in given.items() if not isinstance(v, _Default)]
         self._settings += self._shard_settings(rank, world_size)
-        self._spec = None if spec is None else str(getattr(spec, "__fspath__", lambda: spec)())
+        self._spec = None if spec is None else _path_text(spec)
         self._metrics_address = metrics_address or ""
         self._return_keys = return_keys
         self._return_sources = return_sources
@@ -471,6 +548,7 @@ class DataLoader:
         # epoch restarted from a stale cursor (a sample delivered twice). close() does
         # not take it: it must end a next() waiting for a batch.
         self._iter_lock = threading.RLock()
+        self._pid = os.getpid()    # The process that made it (_refuse_forked).
 
     @property
     def categories(self):
@@ -498,8 +576,9 @@ class DataLoader:
         return settings
 
     def _create_core(self, cursor):
-        core = _core._Loader(self._spec, self._settings, self._metrics_address, list(cursor),
-                             self._dataset)
+        settings = [(k, _native_text(v)) for k, v in self._settings]
+        spec = None if self._spec is None else _native_text(self._spec)
+        core = _core._Loader(spec, settings, self._metrics_address, list(cursor), self._dataset)
         _open_cores.add(core)
         return core
 
@@ -511,8 +590,16 @@ class DataLoader:
     # -- iteration ----------------------------------------------------------------------
     def __iter__(self):
         _refuse_inside("iterating a DataLoader")
+        self._refuse_forked()
         with self._iter_lock:
             return self._iter_locked()
+
+    def _refuse_forked(self):
+        """The core's RuntimeError in a forked child, before the iteration lock: a child
+        forked while a thread of the parent waited in next() inherits that lock held, by
+        a thread it does not have (its iter() waited for ever)."""
+        if os.getpid() != self._pid and self._core is not None:
+            self._core.options  # Raises: loaders do not survive fork.
 
     def _iter_locked(self):
         core = self._open_core()
@@ -610,12 +697,17 @@ class DataLoader:
         missing, of the wrong type or out of range is a KeyError, TypeError or ValueError
         naming it and its value."""
         _refuse_inside("DataLoader.load_state_dict()")
+        self._open_core()  # A closed loader says so first, whatever the state holds.
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"state version {_short(state.get('version'))} is not "
+        version = state.get("version")
+        # An int (a numpy one too), not True or 1.0, which compare equal to 1.
+        if type(version).__name__ in ("bool", "bool_") or not hasattr(version, "__index__") \
+                or version != _STATE_VERSION:
+            raise ValueError(f"state version {_short(version)} is not "
                              f"{_STATE_VERSION}: pass a dict made by DataLoader.state_dict()")
         mine = self._fingerprint()
+        _check_state_keys(state, mine)
         for key, value in mine.items():
             if state.get(key) != value:
                 raise ValueError(f"state_dict was saved with {key}={_short(state.get(key))} but "
@@ -632,6 +724,7 @@ class DataLoader:
                               mine["samples_per_epoch"])
         batch_size = _checked_int("state_dict's current_batch_size",
                                   state.get("current_batch_size", 0), 0, mine["batch_size"])
+        _check_position(batch, sample, mine["batch_size"])
         self._next_epoch = epoch
         self._run = None
         self._resume = (epoch, batch, sample, batch_size)
@@ -689,14 +782,28 @@ class DataLoader:
     def __enter__(self):
         return self
 
+    # A shallow copy shared the pipeline, and the first copy garbage-collected closed it
+    # under the other ("the DataLoader is closed" on the loop that never closed it); a
+    # pickle (multiprocessing's spawn) failed on the C++ object's name.
+    def __copy__(self):
+        raise TypeError(_NO_COPY)
+
+    def __deepcopy__(self, memo):
+        raise TypeError(_NO_COPY)
+
+    def __reduce__(self):
+        raise TypeError(_NO_COPY)
+
     def __exit__(self, *exc):
         self.close()
         return False
 
     def __del__(self):
         core = getattr(self, "_core", None)
-        if core is not None:
+        if core is not None and not _inside_callback():
             core.close()
+        # Inside a callback close() is refused: the core, dropped with this object, lets
+        # go of its pipeline instead (PyLoader's destructor), without a traceback.
 
     def __repr__(self):
         if self._core is None or self._core.closed:
@@ -714,8 +821,14 @@ class DataLoader:
 _open_cores = weakref.WeakSet()
 
 
+# Set at exit, before the open loaders are closed (_EpochIterator._next_or_closed).
+_exiting = False
+
+
 @atexit.register
 def _close_all():
+    global _exiting
+    _exiting = True
     for core in list(_open_cores):
         core.close()
 
@@ -796,6 +909,7 @@ class _EpochIterator:
         return self
 
     def __next__(self):
+        self._loader._refuse_forked()
         with self._loader._iter_lock:  # One next() or iter() of a loader at a time.
             return self._next_locked()
 
@@ -811,8 +925,7 @@ class _EpochIterator:
             run.pending = _NOTHING
             try:
                 if got is _NOTHING:
-                    got = self._core.next(loader._return_keys, loader._return_sources,
-                                          loader._return_columns)
+                    got = self._next_or_closed()
                 if got is None:
                     loader._finish(run)
                     break
@@ -825,6 +938,24 @@ class _EpochIterator:
             if batch is not None:
                 return batch
         raise StopIteration
+
+    def _next_or_closed(self):
+        """_core.next, where a close() of the loader while it waited (from another thread,
+        or the interpreter's exit) is not a data error: a ValueError saying so, or at exit
+        SystemExit, which ends a daemon thread's loop without a traceback (it was
+        DataError: the pipeline was stopped, printed by every such thread at exit)."""
+        loader = self._loader
+        try:
+            return self._core.next(loader._return_keys, loader._return_sources,
+                                   loader._return_columns)
+        except (DataError, ValueError):  # The core's own ValueError when it saw it.
+            if not self._core.closed:
+                raise
+        if _exiting:
+            raise SystemExit(0)
+        raise ValueError("the DataLoader was closed while this call waited for it (close() "
+                         "from another thread or a signal handler, or a signal handler's new "
+                         "iter() of it, which starts a new pipeline)")
 
     def _batch(self, got):
         """The batch tuple of a _core.next result, or None for an epoch's last batch

@@ -12,6 +12,7 @@ not (adjust_gamma, ...) is not here: calling it raises AttributeError.
 
 import functools
 import numbers
+from collections.abc import Sequence
 
 from flowloader import _eager
 from flowloader import transforms as _T
@@ -38,7 +39,18 @@ def _op(text):
 
 
 def _text(name, **args):
-    return _T._op_text(name, {k: _T._seq(v) for k, v in args.items()})
+    """The op text of `name` with `args`, after torchvision's type checks (_T._check_types:
+    a str, None or object where its function computes with a number is its TypeError, not
+    the op parser's ValueError)."""
+    args = {k: _T._seq(v) for k, v in args.items()}
+    _T._check_types(name, args, ())
+    text = _T._op_text(name, args)
+    try:
+        _op(text)
+    except ValueError as e:
+        _T._raise_wrong_type(e, args)
+        raise
+    return text
 
 
 def _run(img, text, params=(), box=None, fill_none=False):
@@ -89,7 +101,29 @@ def _mode(fn, interpolation, resize=False):
 
 
 # -- geometry ------------------------------------------------------------------------------
+def _pil_fill(fn, img, fill):
+    """torchvision's _parse_fill on a PIL image: one fill value per channel, or one number
+    (a ValueError at the call; flowloader's op would repeat one value)."""
+    if _eager._is_pil(img) and isinstance(fill, (tuple, list)) and \
+            len(fill) != len(img.getbands()):
+        raise ValueError(f"{fn}: the number of elements in 'fill' does not match the number "
+                         f"of channels of the image ({len(fill)} != {len(img.getbands())})")
+
+
+def _size_ints(fn, size):
+    """torchvision's resize size: an int or a sequence of one or two ints (a float, a numpy
+    int or a str is its TypeError, a float in the sequence too)."""
+    _T._resize_size(fn, size)
+    _T._check_types(fn, {"size": _T._seq(size)}, ("size",))
+
+
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=None):
+    if max_size is not None and isinstance(size, Sequence) and len(size) != 1:
+        # torchvision's first check of max_size (its ValueError), before its type.
+        raise ValueError(f"resize: max_size should only be passed if size specifies the length "
+                         f"of the smaller edge (an int or a sequence of one), got size "
+                         f"{_T._cut(repr(size))}")
+    _size_ints("resize", size)
     if _T._antialias("resize", antialias):
         _no_antialias(img)
     aa = {"antialias": True} if antialias else {}  # Float tensors' antialias path.
@@ -106,6 +140,10 @@ def resized_crop(img, top, left, height, width, size,
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
     no_antialias = _T._antialias("resized_crop", antialias)
     _two("resized_crop", "size", size)
+    _size_ints("resized_crop", size)
+    for name, value in (("top", top), ("left", left), ("height", height), ("width", width)):
+        if not _T._is_number(value) or isinstance(value, bool):  # torchvision's TypeError.
+            raise TypeError(f"resized_crop: {name} must be a number, got {_T._cut(repr(value))}")
     top, left, height, width = int(top), int(left), int(height), int(width)
     if height < 1 or width < 1:
         raise ValueError(f"resized_crop: the box's height and width must be at least 1, got "
@@ -160,6 +198,9 @@ def crop(img, top, left, height, width):
 
 
 def center_crop(img, output_size):
+    # torchvision: a number is int(number) (2.5 is 2), as the CenterCrop class's size.
+    if isinstance(output_size, numbers.Number):
+        output_size = int(output_size)
     return _run(img, _text("center_crop", size=_T._size(output_size)))
 
 
@@ -167,6 +208,8 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     """torchvision's pad: padding an int, [left/right, top/bottom] or [l, t, r, b]; modes
     constant, edge, reflect, symmetric (the native pad op)."""
     _T._padding("pad", padding)
+    if not isinstance(padding_mode, str):  # torchvision's check.
+        raise TypeError(f"pad: got inappropriate padding_mode arg {_T._cut(repr(padding_mode))}")
     p = [padding] if isinstance(padding, numbers.Number) else list(padding)
     if len(p) not in (1, 2, 4):
         raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a "
@@ -174,7 +217,12 @@ def pad(img, padding, fill=0, padding_mode="constant"):
     kind = _uint8_tensor(img)
     _T._tensor_pad(kind, *get_image_size(img), p, padding_mode)
     if padding_mode == "constant":
+        fill = 0 if fill is None else fill  # torchvision's _parse_fill.
+        if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
+            raise TypeError(f"pad: got inappropriate fill arg {_T._cut(repr(fill))}: a number "
+                            "or a tuple of them")
         _T._tensor_fill(kind, fill)
+        _pil_fill("pad", img, fill)
     return _run(img, _text("pad", padding=[int(v) for v in p], fill=fill,
                            padding_mode=padding_mode))
 
@@ -184,6 +232,8 @@ def five_crop(img, size):
     if not isinstance(size, numbers.Number) and len(size) not in (1, 2):
         raise ValueError(f"five_crop: please provide only two dimensions (h, w) for size, "
                          f"got {_T._cut(list(size))}")
+    if not isinstance(size, numbers.Number):
+        _T._numbers("five_crop", "size", size)  # torchvision compares them (TypeError).
     crop_h, crop_w = _T._hw(size if isinstance(size, numbers.Number) or len(size) != 1
                             else size[0])
     image_w, image_h = get_image_size(img)
@@ -216,6 +266,7 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
     _number("rotate", "angle", angle)
     mode = _mode("rotate", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
+    _pil_fill("rotate", img, fill)
     return _run(img, _text("random_rotation", degrees=0,
                            interpolation=mode, expand=bool(expand),
                            fill=0 if fill is None else fill), [angle], fill_none=fill is None)
@@ -226,16 +277,22 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
     _T._center("affine", center)
     # torchvision's checks, in its order.
     _number("affine", "angle", angle)
-    if not isinstance(translate, (list, tuple)) or len(translate) != 2:
+    if not isinstance(translate, (list, tuple)):
+        raise TypeError(f"affine: translate should be a sequence, got "
+                        f"{_T._cut(repr(translate))}")
+    if len(translate) != 2:
         raise ValueError(f"affine: translate should be a sequence of length 2, got "
                          f"{_T._cut(repr(translate))}")
-    _number("affine", "scale", scale)
+    _T._numbers("affine", "translate", translate)  # Its arithmetic's TypeError.
+    if not _T._is_number(scale):  # torchvision compares it with 0.0 (a numpy one too).
+        raise TypeError(f"affine: scale should be a number, got {_T._cut(repr(scale))}")
     if scale <= 0.0:
         raise ValueError(f"affine: scale should be positive, got {scale}")
     if not isinstance(shear, (numbers.Number, list, tuple)):
         raise TypeError(f"affine: shear should be either a single value or a sequence of two "
                         f"values, got {_T._cut(repr(shear))}")
     shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
+    _T._numbers("affine", "shear", shear)
     if len(shear) == 1:
         shear = [shear[0], shear[0]]
     if len(shear) != 2:
@@ -243,6 +300,7 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
                          f"{_T._cut(shear)}")
     mode = _mode("affine", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
+    _pil_fill("affine", img, fill)
     return _run(img, _text("random_affine", degrees=0,
                            interpolation=mode,
                            fill=0 if fill is None else fill),
@@ -261,6 +319,7 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     _solvable("perspective", startpoints, endpoints)
     mode = _mode("perspective", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
+    _pil_fill("perspective", img, fill)
     return _run(img, _text("random_perspective", p=1,
                            interpolation=mode,
                            fill=0 if fill is None else fill), points, fill_none=fill is None)
@@ -498,6 +557,9 @@ def get_dimensions(img):
     """[channels, height, width]."""
     if _eager._is_pil(img):
         return [len(img.getbands()), img.size[1], img.size[0]]
+    if not hasattr(img, "shape") or len(img.shape) < 2:  # torchvision's TypeError.
+        raise TypeError(f"get_dimensions: unexpected type {type(img).__module__}."
+                        f"{type(img).__qualname__}: a PIL image, a tensor or an array")
     shape = tuple(img.shape)
     if _eager._is_tensor(img):
         return [shape[-3] if len(shape) >= 3 else 1, shape[-2], shape[-1]]

@@ -110,6 +110,11 @@ def _refuse(what, why=""):
                     f"{': ' + why if why else ''} (see {_DOCS})")
 
 
+class _FilterError(TypeError, ValueError):
+    """A resampling filter PIL's rotate and transform lack: torchvision's ValueError, and
+    the TypeError flowloader raised before."""
+
+
 def _interpolation(cls, value, resize=False):
     """InterpolationMode (ours or torchvision's), its name, or a PIL filter constant ->
     the op's word. `resize`: a resize also takes BOX, HAMMING and LANCZOS (Pillow's
@@ -118,11 +123,24 @@ def _interpolation(cls, value, resize=False):
         raise TypeError(f"{cls}: interpolation should be an InterpolationMode, got "
                         f"{_cut(repr(value))} (InterpolationMode.BILINEAR, not its name)")
     name = getattr(value, "value", value)
-    if isinstance(name, numbers.Integral) and not isinstance(name, bool):
+    if isinstance(name, int):
+        # torchvision converts a Python int (True is 1: LANCZOS) with a warning; a numpy
+        # int is no InterpolationMode to it (a TypeError at its call).
         name = _PIL_FILTERS.get(int(name), name)
+    elif isinstance(name, numbers.Number):
+        raise TypeError(f"{cls}: interpolation should be an InterpolationMode, got "
+                        f"{_type_name(value)} {_cut(repr(value))}")
     takes = _INTERPOLATIONS + (_RESIZE_ONLY if resize else ())
     if isinstance(name, str) and name.lower() in takes:
         return name.lower()
+    if isinstance(name, str) and name.lower() in _RESIZE_ONLY:
+        # PIL's rotate and transform refuse these filters with a ValueError (torchvision's
+        # call raises it); flowloader raised a TypeError at construction: both, so that
+        # code catching either keeps working.
+        raise _FilterError(f"flowloader.transforms: {cls}(interpolation={_cut(repr(value))}) "
+                           "is not supported: flowloader implements NEAREST, BILINEAR, BICUBIC "
+                           "(BOX, HAMMING and LANCZOS in Resize and RandomResizedCrop; PIL's "
+                           f"rotate and transform have no such filter) (see {_DOCS})")
     _refuse(f"{cls}(interpolation={value!r})", "flowloader implements NEAREST, BILINEAR, "
             "BICUBIC" + (", BOX, HAMMING and LANCZOS" if resize else " (BOX, HAMMING and "
                          "LANCZOS in Resize and RandomResizedCrop)"))
@@ -162,13 +180,26 @@ def _size(value):
 
 def _resize_size(cls, value):
     """Resize's size as torchvision 0.14 takes it: an int, or a sequence of 1 or 2 values
-    (it refuses a float, a str or a numpy int with a TypeError)."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (int, Sequence)):
+    (it refuses a float or a numpy int with a TypeError; a str is a sequence of its
+    length, refused with a ValueError unless it has 1 or 2 characters, which its call
+    refuses with a TypeError)."""
+    if not isinstance(value, (int, Sequence)):
         raise TypeError(f"{cls}: size should be int or sequence. Got {_cut(type(value))}")
     if isinstance(value, Sequence) and len(value) not in (1, 2):
         raise ValueError(f"{cls}: if size is a sequence, it should have 1 or 2 values, got "
-                         f"{_cut(list(value))}")
+                         f"{_cut(repr(value))}")
+    if isinstance(value, Sequence):
+        _numbers(cls, "size", value)
     return _size(value)
+
+
+def _numbers(cls, name, values):
+    """TypeError unless every item of `values` is a number (torchvision's call computes
+    with them: a str or None there is its TypeError)."""
+    for item in values:
+        if not _is_number(item):
+            raise TypeError(f"{cls}: {name} must hold numbers, got {_cut(repr(values))} (an "
+                            f"item of type {_type_name(item)})")
 
 
 def _setup_size(cls, value):
@@ -177,12 +208,20 @@ def _setup_size(cls, value):
     any other length is refused."""
     if isinstance(value, numbers.Number):
         return int(value)
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise TypeError(f"{cls}: size should be an int or a sequence (h, w), got "
-                        f"{_cut(repr(value))}")
-    if len(value) not in (1, 2):
-        raise ValueError(f"{cls}: please provide only two dimensions (h, w) for size, got "
-                         f"{_cut(list(value))}")
+    # torchvision: a sequence of one is its value twice; anything else with a len() of 2
+    # (a tensor, an array, a str of two) is taken, any other len() a ValueError, and no
+    # len() at all a TypeError.
+    if not (isinstance(value, Sequence) and len(value) == 1):
+        try:
+            length = len(value)
+        except TypeError:
+            raise TypeError(f"{cls}: size should be an int or a sequence (h, w), got "
+                            f"{_cut(repr(value))}") from None
+        if length != 2:
+            raise ValueError(f"{cls}: please provide only two dimensions (h, w) for size, "
+                             f"got {_cut(repr(value))}")
+    value = _seq(value)
+    _numbers(cls, "size", value)  # Its call computes with them.
     return _size(value)
 
 
@@ -195,10 +234,10 @@ def _not_text(cls, name, value):
 
 
 def _padding(cls, value):
-    """torchvision's padding: an int or a sequence of ints (a float or a str is its
-    TypeError, "Got inappropriate padding arg")."""
+    """torchvision's padding: an int (a numpy one too) or a sequence of ints (a float or a
+    str is its TypeError, "Got inappropriate padding arg")."""
     values = list(value) if isinstance(value, (tuple, list)) else [value]
-    if not all(isinstance(v, int) for v in values):
+    if not all(isinstance(v, numbers.Integral) for v in values):
         raise TypeError(f"{cls}: padding must be an int or a sequence of ints, got "
                         f"{_cut(repr(value))}")
     return value
@@ -304,6 +343,80 @@ def _op_text(name, args):
     return f"{name}(" + ", ".join(f"{k}={_value_text(v)}" for k, v in args.items()) + ")"
 
 
+# Arguments that take words (the op parser's ValueError for an unknown one, as
+# torchvision's); any other argument given a str is a TypeError, as torchvision compares
+# or computes with it (a p of '0.5', a kernel_size of '3', which the op text read as
+# numbers).
+_WORD_ARGS = ("padding_mode", "value", "policy", "interpolation", "keypoint_flip")
+# Arguments that are one number in torchvision: a sequence there is its TypeError.
+_SCALAR_ARGS = ("p", "sharpness_factor", "threshold", "bits", "num_ops", "magnitude",
+                "num_magnitude_bins", "severity", "mixture_width", "chain_depth",
+                "distortion_scale", "max_size", "gamma", "gain")
+
+
+def _is_number(value):
+    """A real number as torchvision computes with one (bools are ints; a 0-d tensor or
+    numpy scalar is one too, as it compares and multiplies as one)."""
+    if isinstance(value, numbers.Real):
+        return True
+    return getattr(value, "ndim", None) == 0 and hasattr(value, "item")
+
+
+def _type_name(value):
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def _wrong_type(name, value):
+    """Why `value` of argument `name` is of a type torchvision refuses with a TypeError,
+    or None. None itself is only judged where the op refused it (_raise_wrong_type)."""
+    if isinstance(value, (list, tuple)):
+        if name in _SCALAR_ARGS:
+            return f"a number, got {_type_name(value)} {_cut(repr(value))}"
+        for item in value:
+            if item is None or not (_is_number(item) or isinstance(item, (list, tuple))):
+                return (f"a number or a sequence of numbers, got {_cut(repr(value))} (an item "
+                        f"of type {_type_name(item)})")
+        return None
+    if isinstance(value, (str, bytes)):
+        return None if name in _WORD_ARGS else f"a number, got str {_cut(repr(value))}"
+    if value is None or _is_number(value) or isinstance(value, (enum.Enum, _OpList)):
+        return None
+    if name in _WORD_ARGS:
+        return None
+    return f"a number or a sequence of numbers, got {_type_name(value)} {_cut(repr(value))}"
+
+
+def _check_types(cls, args, int_args):
+    """TypeError, as torchvision's, for an argument it cannot compute with: a str where it
+    takes a number (the op text read '0.5' as 0.5), an object, a sequence where it takes
+    one number, or a float where it takes an int (int_args)."""
+    for name, value in args.items():
+        why = _wrong_type(name, value)
+        if why is not None:
+            raise TypeError(f"{cls}: {name} must be {why}")
+        if name in int_args:
+            values = value if isinstance(value, (list, tuple)) else [value]
+            for item in values:
+                if isinstance(item, float) or (_is_number(item) and not isinstance(
+                        item, numbers.Integral) and "int" not in str(getattr(item, "dtype", ""))):
+                    raise TypeError(f"{cls}: {name} must be an int or ints, got "
+                                    f"{_cut(repr(value))} (torchvision takes no float there)")
+
+
+def _raise_wrong_type(error, args):
+    """The op parser's ValueError `error` as a TypeError when the argument it names holds
+    None (torchvision's comparisons and arithmetic with None raise TypeError) or a float
+    with a fraction where the op takes an integer (torchvision's int operations on it,
+    `~` of posterize's bits, raise TypeError)."""
+    head = str(error).split(":", 2)
+    name = head[1].strip().split(" ")[0] if len(head) > 1 else ""
+    value = args.get(name, 0)
+    fraction = isinstance(value, float) and not value.is_integer()
+    if name in args and (value is None or (fraction and "must be an integer" in head[1])):
+        raise TypeError(str(error)) from None
+
+
 class Transform:
     """A torchvision transform as native op(s). _items() is [(op name, {arg: value})]."""
 
@@ -317,6 +430,12 @@ class Transform:
 
     # Whether torchvision's class draws `torch.rand(1) < p` before its parameters.
     _draws_p = False
+    # Arguments torchvision uses as ints (range, randint, linspace, indexing): a float
+    # there, even 2.0, is its TypeError (_check_types).
+    _int_args = ()
+    # Of those, the ones torch takes as its own argument (randint's high, linspace's
+    # steps), where a bool is its TypeError (range() and indexing take one).
+    _no_bool_args = ()
     # Resize / RandomResizedCrop(antialias=False): warned where the pixels are uint8.
     _no_antialias = False
 
@@ -338,12 +457,22 @@ class Transform:
         return _EAGER.call(self, img, generator)
 
     def _native(self):
-        """The native op (an _EagerOp), made once."""
+        """The native op (an _EagerOp), made once. Arguments of a type torchvision cannot
+        compute with are its TypeError (_check_types), not the op parser's ValueError."""
         op = self.__dict__.get("_native_op")
         if op is None:
             from flowloader import _flowloader
             (name, args), = self._items()
-            op = _flowloader._EagerOp(_op_text(name, args))
+            _check_types(type(self).__name__, args, self._int_args)
+            for arg in self._no_bool_args:
+                if isinstance(args.get(arg), bool):
+                    raise TypeError(f"{type(self).__name__}: {arg} must be an int, got bool "
+                                    f"{args[arg]!r}")
+            try:
+                op = _flowloader._EagerOp(_op_text(name, args))
+            except ValueError as e:
+                _raise_wrong_type(e, args)
+                raise
             self._native_op = op
         return op
 
@@ -455,6 +584,7 @@ class Normalize(Transform):
 
 # -- geometry ----------------------------------------------------------------------------
 class Resize(Transform):
+    _int_args = ("size",)  # Its call's int sizes: (1.0, 2.0) is torchvision's TypeError.
     op = "resize"
 
     def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
@@ -504,11 +634,16 @@ class CenterCrop(Transform):
 
 
 class RandomResizedCrop(Transform):
+    _int_args = ("size",)  # Its call's int sizes: (1.0, 2.0) is torchvision's TypeError.
     op = "random_resized_crop"
 
     def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
                  interpolation=InterpolationMode.BILINEAR, antialias=None):
         self._no_antialias = _antialias("RandomResizedCrop", antialias)
+        for name, pair in (("scale", scale), ("ratio", ratio)):
+            if not isinstance(pair, Sequence):  # torchvision's own check.
+                raise TypeError(f"RandomResizedCrop: {name} should be a sequence, got "
+                                f"{_type_name(pair)} {_cut(repr(pair))}")
         # torchvision reads scale[0], scale[1] (ratio's too): a longer list's rest is unused.
         scale, ratio = _seq(scale), _seq(ratio)
         scale = scale[:2] if isinstance(scale, list) and len(scale) > 2 else scale
@@ -570,6 +705,7 @@ class RandomResizedCrop(Transform):
 
 
 class RandomCrop(Transform):
+    _int_args = ("size",)  # Its call's int sizes: (1.0, 2.0) is torchvision's TypeError.
     op = "random_crop"
 
     def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
@@ -580,7 +716,7 @@ class RandomCrop(Transform):
             # fill of two values is taken), so neither is checked.
             fill, padding_mode = 0, "constant"
         super().__init__(size=_setup_size("RandomCrop", size), padding=_seq(padding),
-                         pad_if_needed=pad_if_needed,
+                         pad_if_needed=bool(pad_if_needed),  # torchvision tests its truth.
                          fill=_seq(fill), padding_mode=padding_mode)
 
     @staticmethod
@@ -669,6 +805,62 @@ class RandomVerticalFlip(_Flip):
     op = "random_vertical_flip"
 
 
+def _check_angle(cls, name, value, lengths=(2,)):
+    """torchvision's _setup_angle / _check_sequence_input, their checks only (the op takes
+    the value as given): a number >= 0, or a sequence of one of `lengths` numbers; no
+    sequence at all (None, a tensor, a numpy bool) is its TypeError, a str a sequence of
+    its length (its ValueError)."""
+    if isinstance(value, numbers.Number):
+        if value < 0:
+            raise ValueError(f"{cls}: if {name} is a single number, it must be positive, got "
+                             f"{_cut(repr(value))}")
+        return
+    if not isinstance(value, Sequence):
+        raise TypeError(f"{cls}: {name} should be a sequence of length "
+                        f"{' or '.join(map(str, lengths))}, got {_type_name(value)} "
+                        f"{_cut(repr(value))}")
+    if len(value) not in lengths:
+        raise ValueError(f"{cls}: {name} should be a sequence of length "
+                         f"{' or '.join(map(str, lengths))}, got {_cut(repr(value))}")
+    for item in value:
+        if isinstance(item, (str, bytes)):  # float('a'): torchvision's ValueError.
+            raise ValueError(f"{cls}: {name} must hold numbers, got {_cut(repr(value))}")
+    _numbers(cls, name, value)
+
+
+def _check_fill(cls, fill):
+    """torchvision's fill check of the rotations and warps: None, a number or a sequence."""
+    if fill is not None and not isinstance(fill, (Sequence, numbers.Number)):
+        raise TypeError(f"{cls}: fill should be either a sequence or a number, got "
+                        f"{_type_name(fill)} {_cut(repr(fill))}")
+
+
+def _check_affine_ranges(translate, scale):
+    """RandomAffine's translate and scale checks, torchvision's: sequences of two, each
+    translate in [0, 1] and each scale > 0."""
+    for name, pair in (("translate", translate), ("scale", scale)):
+        if pair is None:
+            continue
+        if not isinstance(pair, Sequence):  # A number too: _check_sequence_input's.
+            raise TypeError(f"RandomAffine: {name} should be a sequence of length 2, got "
+                            f"{_type_name(pair)} {_cut(repr(pair))}")
+        _check_angle("RandomAffine", name, pair)
+        if name == "translate" and not all(0.0 <= t <= 1.0 for t in pair):
+            raise ValueError(f"RandomAffine: translation values should be between 0 and 1, "
+                             f"got {_cut(repr(pair))}")
+        if name == "scale" and any(v <= 0 for v in pair):
+            raise ValueError(f"RandomAffine: scale values should be positive, got "
+                             f"{_cut(repr(pair))}")
+
+
+def _pil_fill(state, cls, fill):
+    """torchvision's _parse_fill on a PIL image: a fill sequence must have one value per
+    channel (a ValueError at the call; flowloader's op would repeat one value)."""
+    if state.kind == "pil" and isinstance(fill, (list, tuple)) and len(fill) != state.channels:
+        raise ValueError(f"{cls}: the number of elements in 'fill' does not match the number "
+                         f"of channels of the image ({len(fill)} != {state.channels})")
+
+
 def _center(cls, center):
     if center is not None:
         _refuse(f"{cls}(center={center!r})", "only the image centre (center=None)")
@@ -680,6 +872,11 @@ class RandomAffine(Transform):
     def __init__(self, degrees, translate=None, scale=None, shear=None,
                  interpolation=InterpolationMode.NEAREST, fill=0, center=None):
         _center("RandomAffine", center)
+        _check_angle("RandomAffine", "degrees", degrees)
+        _check_affine_ranges(translate, scale)
+        _check_fill("RandomAffine", fill)
+        if shear is not None:
+            _check_angle("RandomAffine", "shear", shear, (2, 4))
         super().__init__(degrees=_seq(degrees), translate=_seq(translate), scale=_seq(scale),
                          shear=_seq(shear),
                          interpolation=_interpolation("RandomAffine", interpolation),
@@ -707,6 +904,7 @@ class RandomAffine(Transform):
         return angle, (tx, ty), scale, (shear_x, shear_y)
 
     def _draw(self, state, generator):
+        _pil_fill(state, "RandomAffine", self._args["fill"])
         degrees = _symmetric(self._args["degrees"])
         shear = self._args["shear"]
         if shear is not None:
@@ -725,9 +923,12 @@ class RandomRotation(Transform):
     def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False,
                  center=None, fill=0):
         _center("RandomRotation", center)
+        _check_angle("RandomRotation", "degrees", degrees)
+        _check_fill("RandomRotation", fill)
+        # torchvision hands expand to PIL's rotate, which reads its truth value.
         super().__init__(degrees=_seq(degrees),
                          interpolation=_interpolation("RandomRotation", interpolation),
-                         expand=expand, fill=_seq(fill))
+                         expand=bool(expand), fill=_seq(fill))
 
     @staticmethod
     def get_params(degrees, *, generator=None):
@@ -735,6 +936,7 @@ class RandomRotation(Transform):
         return float(_uniform(float(degrees[0]), float(degrees[1]), generator))
 
     def _draw(self, state, generator):
+        _pil_fill(state, "RandomRotation", self._args["fill"])
         angle = self.get_params(_symmetric(self._args["degrees"]), generator=generator)
         _tensor_grid(state.kind, self._args["interpolation"])
         return [angle]
@@ -746,6 +948,7 @@ class RandomPerspective(Transform):
 
     def __init__(self, distortion_scale=0.5, p=0.5, interpolation=InterpolationMode.BILINEAR,
                  fill=0):
+        _check_fill("RandomPerspective", fill)
         super().__init__(distortion_scale=distortion_scale, p=p,
                          interpolation=_interpolation("RandomPerspective", interpolation),
                          fill=_seq(0 if fill is None else fill))
@@ -768,6 +971,7 @@ class RandomPerspective(Transform):
         w, h = state.size()
         _, end = self.get_params(w, h, self._args["distortion_scale"], generator=generator)
         _tensor_grid(state.kind, self._args["interpolation"])
+        _pil_fill(state, "RandomPerspective", self._args["fill"])
         return [v for point in end for v in point]
 
 
@@ -883,10 +1087,36 @@ def _symmetric(value):
 
 
 # -- colour --------------------------------------------------------------------------------
+def _check_jitter(name, value, center, bound, clip_first_on_zero):
+    """torchvision's ColorJitter._check_input, its checks only (the op takes the value as
+    given): a number >= 0 or a list/tuple of two within `bound`; anything else its
+    TypeError (a str of '3' was an IndexError in the draw)."""
+    if isinstance(value, numbers.Number):
+        if value < 0:
+            raise ValueError(f"ColorJitter: if {name} is a single number, it must be non "
+                             f"negative, got {_cut(repr(value))}")
+        value = [center - float(value), center + float(value)]
+        if clip_first_on_zero:
+            value[0] = max(value[0], 0.0)
+    elif isinstance(value, (tuple, list)) and len(value) == 2:
+        _numbers("ColorJitter", name, value)
+        value = [float(value[0]), float(value[1])]
+    else:
+        raise TypeError(f"ColorJitter: {name} should be a single number or a list/tuple with "
+                        f"length 2, got {_type_name(value)} {_cut(repr(value))}")
+    if not bound[0] <= value[0] <= value[1] <= bound[1]:
+        raise ValueError(f"ColorJitter: {name} values should be between {bound}, got "
+                         f"{_cut(repr(value))}")
+
+
 class ColorJitter(Transform):
     op = "color_jitter"
 
     def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        for name, value in (("brightness", brightness), ("contrast", contrast),
+                            ("saturation", saturation)):
+            _check_jitter(name, value, 1.0, (0, float("inf")), True)
+        _check_jitter("hue", hue, 0.0, (-0.5, 0.5), False)
         super().__init__(brightness=_seq(brightness), contrast=_seq(contrast),
                          saturation=_seq(saturation), hue=_seq(hue))
 
@@ -955,11 +1185,39 @@ class RandomGrayscale(Transform):
         super().__init__(p=p)
 
 
+def _check_blur(kernel_size, sigma):
+    """GaussianBlur's constructor checks, torchvision's: each kernel side odd and > 0, sigma
+    a number > 0 or a (min, max) with 0 < min <= max (a float kernel side that passes is
+    its call's TypeError, _int_args)."""
+    for side in kernel_size if isinstance(kernel_size, list) else [kernel_size]:
+        if side <= 0 or side % 2 == 0:
+            raise ValueError(f"GaussianBlur: kernel size value should be an odd and positive "
+                             f"number, got {_cut(repr(kernel_size))}")
+    if isinstance(sigma, numbers.Number):
+        if sigma <= 0:
+            raise ValueError(f"GaussianBlur: if sigma is a single number, it must be "
+                             f"positive, got {_cut(repr(sigma))}")
+    elif isinstance(sigma, Sequence) and len(sigma) == 2:
+        _numbers("GaussianBlur", "sigma", sigma)
+        if not 0.0 < sigma[0] <= sigma[1]:
+            raise ValueError(f"GaussianBlur: sigma values should be positive and of the form "
+                             f"(min, max), got {_cut(repr(sigma))}")
+    else:
+        raise ValueError(f"GaussianBlur: sigma should be a single number or a list/tuple with "
+                         f"length 2, got {_type_name(sigma)} {_cut(repr(sigma))}")
+
+
 class GaussianBlur(Transform):
     op = "gaussian_blur"
+    _int_args = ("kernel_size",)  # torch.linspace's steps.
 
     def __init__(self, kernel_size, sigma=(0.1, 2.0)):
         _not_text("GaussianBlur", "sigma", sigma)  # A str is a sequence of its length there.
+        if isinstance(kernel_size, numbers.Number):
+            kernel_size = int(kernel_size)  # torchvision's _setup_size: 3.5 is 3.
+        else:
+            kernel_size = _setup_size("GaussianBlur", kernel_size)
+        _check_blur(kernel_size, sigma)
         super().__init__(kernel_size=_seq(kernel_size), sigma=_seq(sigma))
 
     @staticmethod
@@ -1058,6 +1316,8 @@ _POLICY_FLAT = {0, 12, 13}
 _POLICY_GEOMETRIC = {1, 2, 3, 4, 5}  # ShearX, ShearY, TranslateX, TranslateY, Rotate.
 class TrivialAugmentWide(Transform):
     op = "trivial_augment_wide"
+    _int_args = ("num_magnitude_bins",)  # torch.linspace's steps.
+    _no_bool_args = ("num_magnitude_bins",)
 
     def __init__(self, num_magnitude_bins=31, interpolation=InterpolationMode.NEAREST,
                  fill=None):
@@ -1078,6 +1338,8 @@ class TrivialAugmentWide(Transform):
 
 class RandAugment(Transform):
     op = "rand_augment"
+    _int_args = ("num_ops", "num_magnitude_bins")  # range() and torch.linspace's steps.
+    _no_bool_args = ("num_magnitude_bins",)
 
     def __init__(self, num_ops=2, magnitude=9, num_magnitude_bins=31,
                  interpolation=InterpolationMode.NEAREST, fill=None):
@@ -1115,7 +1377,10 @@ class AutoAugment(Transform):
                  interpolation=InterpolationMode.NEAREST, fill=None):
         name = getattr(policy, "value", policy)
         if isinstance(policy, str) or name not in ("imagenet", "cifar10", "svhn"):
-            _refuse(f"AutoAugment(policy={policy!r})")
+            # torchvision compares with its three policies: anything else (a name, a
+            # number) is its ValueError.
+            raise ValueError(f"AutoAugment: the provided policy {_cut(repr(policy))} is not "
+                             "recognized (AutoAugmentPolicy.IMAGENET, CIFAR10 or SVHN)")
         super().__init__(policy=name, interpolation=_interpolation("AutoAugment", interpolation),
                          fill=_seq(fill))
 
@@ -1137,6 +1402,9 @@ class AugMix(Transform):
     """torchvision's AugMix: the native aug_mix op (the policies' PIL sub-ops; torchvision
     runs its tensor kernels, a level or so apart per sub-op)."""
     op = "aug_mix"
+    # torch.randint's bound, list repetition and range().
+    _int_args = ("severity", "mixture_width", "chain_depth")
+    _no_bool_args = ("severity",)  # torch.randint's high.
 
     def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
                  interpolation=InterpolationMode.BILINEAR, fill=None):
@@ -1179,13 +1447,20 @@ class ElasticTransform(Transform):
     def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR,
                  fill=0):
         def pair(name, value):
-            if not isinstance(value, (float, list, tuple)):
+            # torchvision's checks: a float or a Sequence (a str is one, of its length) of
+            # two floats (an int in it is its TypeError).
+            if not isinstance(value, (float, Sequence)):
                 raise TypeError(f"{name} should be float or a sequence of floats. "
                                 f"Got {type(value)}")
             if not isinstance(value, float) and len(value) != 2:
                 raise ValueError(f"If {name} is a sequence its length should be 2. "
                                  f"Got {len(value)}")
             value = [value] if isinstance(value, float) else list(value)
+            for element in value:
+                if not isinstance(element, float):
+                    raise TypeError(f"ElasticTransform: {name} should be a sequence of floats, "
+                                    f"got {_cut(repr(value))} (an item of type "
+                                    f"{_type_name(element)})")
             return [float(value[0]), float(value[-1])]
         if not isinstance(fill, (int, float)):
             raise TypeError(f"fill should be int or float. Got {type(fill)}")
@@ -1231,14 +1506,37 @@ class ElasticTransform(Transform):
 
 
 # -- tensor ops ---------------------------------------------------------------------------
+def _check_erasing(p, scale, ratio, value):
+    """RandomErasing's constructor checks, torchvision's, in its order (a scale or ratio
+    of fewer than two items, its IndexError, is a ValueError here)."""
+    if not isinstance(value, (numbers.Number, str, tuple, list)):
+        raise TypeError(f"RandomErasing: argument value should be either a number or str or a "
+                        f"sequence, got {_type_name(value)} {_cut(repr(value))}")
+    if isinstance(value, str) and value != "random":
+        raise ValueError(f"RandomErasing: if value is str, it should be 'random', got "
+                         f"{_cut(repr(value))}")
+    for name, pair in (("scale", scale), ("ratio", ratio)):
+        if not isinstance(pair, (tuple, list)):
+            raise TypeError(f"RandomErasing: {name} should be a sequence, got "
+                            f"{_type_name(pair)} {_cut(repr(pair))}")
+        if len(pair) < 2:
+            raise ValueError(f"RandomErasing: {name} should be (min, max), got "
+                             f"{_cut(repr(pair))}")
+        _numbers("RandomErasing", name, pair)
+    if scale[0] < 0 or scale[1] > 1:
+        raise ValueError(f"RandomErasing: scale should be between 0 and 1, got "
+                         f"{_cut(repr(scale))}")
+    if isinstance(p, (str, bytes)) or not _is_number(p):  # torchvision's 0 <= p.
+        raise TypeError(f"RandomErasing: p must be a number in [0, 1], got {_cut(repr(p))}")
+    if p < 0 or p > 1:  # torchvision's own check.
+        raise ValueError(f"Random erasing probability should be between 0 and 1, got {p}")
+
+
 class RandomErasing(Transform):
     op = "random_erasing"
 
     def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False):
-        if isinstance(p, (str, bytes)):  # torchvision's 0 <= p: a TypeError.
-            raise TypeError(f"RandomErasing: p must be a number in [0, 1], got {_cut(repr(p))}")
-        if isinstance(p, numbers.Real) and (p < 0 or p > 1):  # torchvision's own check.
-            raise ValueError(f"Random erasing probability should be between 0 and 1, got {p}")
+        _check_erasing(p, scale, ratio, value)
         super().__init__(p=p, scale=_seq(scale), ratio=_seq(ratio), value=_seq(value),
                          inplace=bool(inplace))
 
@@ -1475,6 +1773,9 @@ class Pad(Transform):
             raise ValueError("Padding mode should be either constant, edge, reflect or "
                              "symmetric")
         _padding("Pad", padding)
+        if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
+            raise TypeError(f"Pad: got inappropriate fill arg {_type_name(fill)} "
+                            f"{_cut(repr(fill))}: a number or a tuple of them")
         super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
 
     def _eager(self, state, generator):
@@ -1482,6 +1783,7 @@ class Pad(Transform):
         _tensor_pad(kind, *state.size(), self._args["padding"], self._args["padding_mode"])
         if self._args["padding_mode"] == "constant":
             _tensor_fill(kind, self._args["fill"])
+            _pil_fill(state, "Pad", self._args["fill"])
         super()._eager(state, generator)
 
 

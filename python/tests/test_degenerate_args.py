@@ -284,3 +284,153 @@ def test_a_size_starting_with_a_bool_is_refused_on_a_tensor_as_torchvision(call,
     if outcomes[1] is not None:
         assert isinstance(outcomes[1], TypeError) and "\n" not in str(outcomes[1])
         assert "starts with a bool" in str(outcomes[1]), outcomes[1]
+
+
+# Round 7: torchvision accepts these (made and called on RGB images); flowloader refused
+# them (an int interpolation of True, a numpy int padding, a truthy expand or
+# pad_if_needed, a float blur kernel, which _setup_size truncates).
+PIL_CASES_7 = [
+    "T.Resize(12, interpolation=True)", "T.Resize(12, interpolation=False)",
+    "T.Pad(np.int64(3))", "T.RandomCrop(16, padding=np.int64(2))",
+    "T.RandomRotation(10, expand=2)", "T.RandomCrop(40, pad_if_needed=3)",
+    "T.GaussianBlur(3.5)", "T.RandomResizedCrop(torch.tensor([12, 10]))",
+    # A bool where torchvision's range() or list repetition takes it as an int.
+    "T.RandAugment(num_ops=True)", "T.RandAugment(num_ops=np.int64(3))",
+]
+
+
+@pytest.mark.parametrize("expr", PIL_CASES_7)
+def test_round_7_values_torchvision_takes_are_taken(expr):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torchvision's int interpolation warning.
+        _check_parity(expr, _images())
+
+
+# Round 7: refused by torchvision with this exception class (made or called on an RGB
+# image); flowloader refused them with the other class, or took them.
+SAME_ERROR_7 = [
+    # A str, None or an object where torchvision computes with a number: its TypeError
+    # (the op text read '0.5' as a number; None was the op parser's ValueError; a p of
+    # '0.5' was struct.error "required argument is not a float").
+    "T.RandomHorizontalFlip('0.5')", "T.RandomInvert(None)", "T.RandomSolarize(None)",
+    "T.RandomAdjustSharpness(None)", "T.RandomPosterize(None)", "T.GaussianBlur('3')",
+    "T.RandAugment(num_ops='3')", "T.TrivialAugmentWide('3')", "T.RandomAdjustSharpness((2, 3))",
+    # A float where torchvision takes an int (range, randint, linspace): its TypeError.
+    "T.RandAugment(num_ops=1.0)", "T.RandAugment(num_magnitude_bins=7.0)",
+    "T.TrivialAugmentWide(7.0)", "T.AugMix(severity=2.0)", "T.GaussianBlur((3.0, 3.0))",
+    "T.Resize((8.0, 8.0))", "T.RandomCrop((8.0, 8.0))", "T.RandomResizedCrop((8.0, 8.0))",
+    "T.RandomPosterize(2.5)",
+    # Sizes: a str is a sequence of its length (ValueError), a dict has a len() (ValueError),
+    # items that are not numbers fail the call (TypeError); a numpy int interpolation is
+    # no InterpolationMode (TypeError).
+    "T.Resize('')", "T.CenterCrop('abc')", "T.RandomCrop({'a': 1})", "T.FiveCrop(('a', 'b'))",
+    "T.Resize(12, interpolation=np.int64(2))",
+    # ColorJitter's _check_input (a '3' was an IndexError in the draw).
+    "T.ColorJitter(brightness='3')", "T.ColorJitter(contrast=None)",
+    "T.ColorJitter(saturation=torch.tensor([2, 3]))", "T.ColorJitter(hue=[0.1, 0.9])",
+    # Angles, translate, scale and fill of the rotations and warps.
+    "T.RandomRotation(None)", "T.RandomRotation('3')", "T.RandomAffine(torch.tensor(3))",
+    "T.RandomAffine(10, translate=0)", "T.RandomAffine(10, translate=(0.5, 2))",
+    "T.RandomAffine(10, scale=(0, 1))", "T.RandomAffine(10, shear=(1, 2, 3))",
+    "T.RandomRotation(10, fill=np.bool_(True))", "T.RandomPerspective(fill=np.bool_(True))",
+    "T.RandomRotation(10, fill=(1,))", "T.RandomAffine(10, fill=[5, 6])",
+    "T.RandomPerspective(p=1.0, fill=(1, 2))", "T.Pad(2, fill=(1,))", "T.Pad(2, fill=None)",
+    "T.Pad(2, fill='3')",
+    # RandomResizedCrop's and RandomErasing's constructor checks; GaussianBlur's.
+    "T.RandomResizedCrop(10, scale=0.5)", "T.RandomResizedCrop(10, ratio=2)",
+    "T.GaussianBlur(4)", "T.GaussianBlur(3, sigma=0)", "T.GaussianBlur(3, sigma=(2, 1))",
+    "T.GaussianBlur(3, sigma=(1, 2, 3))", "T.GaussianBlur(('a', 3))",
+    "T.AutoAugment(0)", "T.AutoAugment('imagenet')",
+    # ElasticTransform's floats; a bool where torch takes the int (randint, linspace);
+    # PIL's rotate and transform refuse Pillow's other filters with a ValueError.
+    "T.ElasticTransform(alpha=(2, 3))", "T.ElasticTransform(sigma='ab')",
+    "T.TrivialAugmentWide(True)", "T.AugMix(severity=True)",
+    "T.RandomRotation(10, interpolation=T.InterpolationMode.LANCZOS)",
+    "T.RandomAffine(10, interpolation=5)",
+]
+TENSOR_ERRORS_7 = [
+    "T.RandomErasing(scale=0.5)", "T.RandomErasing(ratio='ab')", "T.RandomErasing(value=None)",
+    "T.RandomErasing(value='zeros')", "T.RandomErasing(scale=(0.5, 2))",
+    "T.RandomErasing(p=(0.5,))",
+]
+
+
+def _error_class(module, expr, img):
+    """The exception class expr raises, made from `module` and called on img."""
+    try:
+        t = eval(expr, {"T": module, "np": np, "torch": torch})  # noqa: S307 -- the test's own.
+        torch.manual_seed(0)
+        t(img)
+    except Exception as e:  # noqa: BLE001 - the class is what is compared.
+        return e
+    return None
+
+
+@pytest.mark.parametrize("expr", SAME_ERROR_7 + TENSOR_ERRORS_7)
+def test_round_7_torchvisions_refusals_are_its_exception_class(expr):
+    import warnings
+    img = _images(1)[0]
+    if expr in TENSOR_ERRORS_7:
+        img = TV.ToTensor()(img)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = _error_class(TV, expr, img)
+        ours = _error_class(FT, expr, img)
+    assert isinstance(theirs, (TypeError, ValueError)), (expr, theirs)
+    assert ours is not None, f"{expr}: taken, torchvision raises {theirs!r}"
+    kind = TypeError if isinstance(theirs, TypeError) else ValueError
+    assert isinstance(ours, kind), f"{expr}: {ours!r}, torchvision's {theirs!r}"
+    message = str(ours)
+    assert "\n" not in message and 0 < len(message) <= 400, message
+
+
+# Round 7, transforms.functional on an RGB image: refused by torchvision with this class.
+FUNCTIONAL_ERRORS_7 = [
+    "F.resize(img, 2.5)", "F.resize(img, np.int64(8))", "F.resize(img, [8, 9.0])",
+    "F.resize(img, '3')", "F.resize(img, ('a', 'b'))", "F.resize(img, [12, 10], max_size=20)",
+    "F.resized_crop(img, '', 3, 10, 12, [8, 8])", "F.resized_crop(img, 2, 3, 10, 12, [8, 8.0])",
+    "F.resized_crop(img, 2, 3, 10, 12, 2.5)",
+    "F.pad(img, 2, fill='3')", "F.pad(img, 2, fill=(1,))", "F.pad(img, 2, padding_mode=1)",
+    "F.rotate(img, 30.0, fill=(1,))", "F.affine(img, 10.0, 0, 1.0, 0.0)",
+    "F.affine(img, 10.0, ('a', 'b'), 1.0, 0.0)", "F.affine(img, 10.0, [1, 2], 1.0, ('a', 'b'))",
+    "F.affine(img, 10.0, [1, 2], 1.0, 0.0, fill=[5])",
+    "F.perspective(img, [[0, 0], [30, 0], [30, 22], [0, 22]], "
+    "[[1, 1], [29, 0], [30, 20], [2, 22]], fill=(1, 2))",
+    "F.gaussian_blur(img, [3, 3], sigma='1')", "F.solarize(img, None)", "F.posterize(img, None)",
+    "F.five_crop(img, ('a', 'b'))", "F.ten_crop(img, ('a', 'b'))", "F.adjust_gamma(img, 1.5, (2, 3))",
+]
+# Taken by torchvision, with these results.
+FUNCTIONAL_TAKEN_7 = [
+    "F.pad(img, 2, fill=None)", "F.center_crop(img, 8.5)",
+    "F.affine(img, 10.0, [1, 2], np.float32(1.2), 0.0)",
+]
+
+
+@pytest.mark.parametrize("expr", FUNCTIONAL_ERRORS_7)
+def test_round_7_functional_refusals_are_torchvisions_exception_class(expr):
+    import flowloader.transforms.functional as FF
+    import torchvision.transforms.functional as TF
+    img = _images(1)[0]
+
+    def error(module):
+        try:
+            eval(expr, {"F": module, "np": np, "torch": torch, "img": img})  # noqa: S307
+        except Exception as e:  # noqa: BLE001 - the class is what is compared.
+            return e
+        return None
+    theirs, ours = error(TF), error(FF)
+    assert isinstance(theirs, (TypeError, ValueError)), (expr, theirs)
+    kind = TypeError if isinstance(theirs, TypeError) else ValueError
+    assert isinstance(ours, kind), f"{expr}: {ours!r}, torchvision's {theirs!r}"
+    assert "\n" not in str(ours) and 0 < len(str(ours)) <= 400, str(ours)
+
+
+@pytest.mark.parametrize("expr", FUNCTIONAL_TAKEN_7)
+def test_round_7_functional_values_torchvision_takes_are_taken(expr):
+    import flowloader.transforms.functional as FF
+    import torchvision.transforms.functional as TF
+    img = _images(1)[0]
+    outs = [np.asarray(eval(expr, {"F": module, "np": np, "torch": torch, "img": img}))  # noqa
+            for module in (TF, FF)]
+    assert outs[0].shape == outs[1].shape and np.array_equal(outs[0], outs[1]), expr

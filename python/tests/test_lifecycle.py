@@ -401,6 +401,9 @@ REENTRANT = """
                 attempt("getitem state_dict", loader.state_dict)
                 attempt("getitem set_epoch", lambda: loader.set_epoch(1))
                 attempt("getitem iter", lambda: next(iter(loader)))
+                # A loader made here could not be closed here: dropping it printed
+                # "Exception ignored in __del__" (round 7).
+                attempt("getitem new", lambda: flowloader.DataLoader(sys.argv[2]))
             return JPEG, 0
 
     loader = flowloader.DataLoader(dataset=Calling(), batch_size=8, image_size=16, epochs=1)
@@ -439,12 +442,14 @@ def test_calls_into_the_loader_from_its_dataset_or_lambda_raise(small_data):
                 "getitem state_dict": "DataLoader.state_dict()",
                 "getitem set_epoch": "DataLoader.set_epoch()",
                 "getitem iter": "iterating a DataLoader",
+                "getitem new": "making a DataLoader",
                 "lambda close": "DataLoader.close()"}
     for name, what in expected.items():
         inside = "a transforms.Lambda" if name.startswith("lambda") else \
             "a Dataset's __getitem__"
         assert got[name].startswith(f"{what} is not allowed inside {inside}: "), got[name]
     assert "Lambda raised RuntimeError: DataLoader.close() is not allowed" in err
+    assert "Exception ignored" not in err, err[-3000:]
 
 
 # -- dataset= sizes ----------------------------------------------------------------------
@@ -623,3 +628,164 @@ def test_a_lambda_result_over_the_worker_memory_is_skipped_uncopied(small_data):
     assert got["rows"] == "8" and got["errors"] == "{'op_memory': 4}", got
     assert int(got["grown_mib"]) < 150, got
     assert "a transforms.Lambda's 10000x10000 result needs" in err, err[-3000:]
+
+
+# -- round 7 ------------------------------------------------------------------------------
+FORK_WHILE_WAITING = """
+    import os, sys, threading, time
+    import flowloader
+    import flowloader.transforms as T
+
+    release = threading.Event()
+    loader = flowloader.DataLoader(sys.argv[1], batch_size=2, shuffle=False, num_workers=2,
+                                   transform=T.Compose([T.CenterCrop(16),
+                                                        T.Lambda(lambda im: release.wait(60)),
+                                                        T.ToTensor()]))
+    it = iter(loader)
+    # A thread waits in next(), holding the loader's iteration lock, when the fork comes.
+    threading.Thread(target=lambda: next(it, None), daemon=True).start()
+    time.sleep(0.5)
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            iter(loader)  # Waited for ever for the lock the parent's thread held.
+            os._exit(3)
+        except RuntimeError as e:
+            os._exit(0 if "do not survive fork" in str(e) else 4)
+    code = "hung"
+    while time.monotonic() - start < 20:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    print(f"child={time.monotonic() - start:.2f} {code}", flush=True)
+    release.set()
+"""
+
+
+def test_a_child_forked_while_a_thread_waits_in_next_refuses_the_loader(small_data):
+    code, out, err = run_child(FORK_WHILE_WAITING, small_data)
+    assert code == 0, err[-3000:]
+    seconds, status = results(out)["child"].split()
+    assert status == "0", out  # "hung" before: killed after 20 s.
+    assert float(seconds) < 1.0 + SLACK_SECONDS, out
+
+
+CLOSED_UNDER_NEXT = """
+    import sys, threading, time
+    import flowloader
+
+    with open(sys.argv[1], "rb") as f:
+        JPEG = f.read()
+    release = threading.Event()
+
+    class Blocking:
+        def __len__(self):
+            return 30
+        def __getitem__(self, i):
+            if i == 7:
+                release.wait(60)
+            return JPEG, 0
+
+    loader = flowloader.DataLoader(dataset=Blocking(), batch_size=2, image_size=16,
+                                   shuffle=False)
+    got = {}
+
+    def loop():
+        try:
+            for _ in loader:
+                pass
+        except Exception as e:
+            got["error"] = f"{type(e).__name__}: {e}"
+
+    thread = threading.Thread(target=loop)
+    thread.start()
+    time.sleep(0.8)
+    loader.close()
+    thread.join(10)
+    print(f"error={got.get('error')}", flush=True)
+    # At exit, a daemon thread waiting in next() of a loader the exit closes ends quietly.
+    second = flowloader.DataLoader(dataset=Blocking(), batch_size=2, image_size=16,
+                                   shuffle=False)
+    threading.Thread(target=lambda: [None for _ in second], daemon=True).start()
+    time.sleep(0.8)
+"""
+
+
+def test_a_next_that_a_close_ends_says_so_and_a_daemons_ends_quietly_at_exit(small_data):
+    code, out, err = run_child(CLOSED_UNDER_NEXT, first_jpeg(small_data))
+    assert code == 0, err[-3000:]
+    # Was "DataError: the pipeline was stopped", and at exit that traceback per thread.
+    assert results(out)["error"].startswith("ValueError: the DataLoader was closed while "
+                                            "this call waited for it (close() from "
+                                            "another thread"), out
+    assert "Traceback" not in err and "Exception in thread" not in err, err[-3000:]
+
+
+HANDLER_DURING_NEXT = """
+    import os, signal, sys, threading, time
+    import flowloader
+
+    with open(sys.argv[1], "rb") as f:
+        JPEG = f.read()
+    release = threading.Event()
+
+    class Blocking:
+        def __len__(self):
+            return 30
+        def __getitem__(self, i):
+            if i == 7:
+                release.wait(3)
+            return JPEG, 0
+
+    for call in ("close", "set_epoch_and_iterate", "iterate", "load_state_dict"):
+        release.clear()
+        loader = flowloader.DataLoader(dataset=Blocking(), batch_size=2, image_size=16,
+                                       shuffle=False)
+
+        def handler(signum, frame, call=call, loader=loader):
+            # Runs inside next()'s wait (PyErr_CheckSignals), on the iterating thread.
+            if call == "close":
+                loader.close()
+            elif call == "set_epoch_and_iterate":
+                loader.set_epoch(1)
+                next(iter(loader), None)
+            elif call == "iterate":
+                iter(loader)
+            else:
+                loader.load_state_dict(loader.state_dict())
+                iter(loader)
+
+        signal.signal(signal.SIGUSR1, handler)
+        threading.Timer(0.6, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+        threading.Timer(1.5, release.set).start()
+        try:
+            for _ in loader:
+                pass
+            outcome = "ended"
+        except Exception as e:
+            outcome = f"{type(e).__name__}: {e}"
+        print(f"{call}={outcome}", flush=True)
+        time.sleep(1.0)
+        loader.close()
+"""
+
+
+def test_a_signal_handler_that_closes_or_reiterates_the_loader_during_next(small_data):
+    # The handler freed the pipeline that the interrupted next() then used: a segfault
+    # (exit code -11) or a wait on freed memory.
+    code, out, err = run_child(HANDLER_DURING_NEXT, first_jpeg(small_data))
+    assert code == 0, f"exit {code}: {err[-3000:]}"
+    got = results(out)
+    for call in ("close", "set_epoch_and_iterate"):  # Each freed the pipeline.
+        assert got[call].startswith("ValueError: the DataLoader was closed while this "
+                                    "call waited for it (close() from another thread or a "
+                                    "signal handler"), got[call]
+    for call in ("iterate", "load_state_dict"):  # The same position: a newer iterator.
+        assert got[call] == "RuntimeError: this iterator was replaced by a newer " \
+                            "iter(loader)", got[call]

@@ -184,8 +184,9 @@ def test_an_eager_call_checks_its_arguments_before_drawing(make):
         "antialias"])
 def test_a_huge_value_in_a_transforms_refusal_is_cut(make):
     # The value a refusal quotes is cut to 200 characters (was the whole megabyte); the
-    # rest is the refusal's own words and where the docs list what is supported.
-    with pytest.raises(TypeError) as raised:
+    # rest is the refusal's own words and where the docs list what is supported. (An
+    # unknown policy is a ValueError, as torchvision's.)
+    with pytest.raises((TypeError, ValueError)) as raised:
         make()
     message = str(raised.value)
     assert "\n" not in message and len(message) < 450, f"{len(message)}: {message[:300]}"
@@ -447,3 +448,109 @@ def test_the_same_values_on_the_other_kind_are_taken_by_both(expr):
     for module_t, module_f in ((TV, TVF), (T, FF)):
         torch.manual_seed(0)
         eval(expr, _kind_space(module_t, module_f))  # noqa: S307
+
+
+# -- round 7 ------------------------------------------------------------------------------
+@pytest.mark.parametrize("key", ["data", "spec", "annotations"])
+def test_a_path_that_is_not_utf8_is_one_line_naming_its_bytes(small_data, key):
+    # A file name that is not UTF-8 comes from os.listdir / os.fsdecode as a str with
+    # surrogates: it was pybind11's signature dump (the str would not convert), and a
+    # message quoting its bytes was a ValueError with an empty message.
+    missing = "/nonexistent/caf\udce9"
+    kwargs = {"data": small_data, key: missing} if key != "data" else {"data": missing}
+    with pytest.raises(ValueError) as raised:
+        flowloader.DataLoader(batch_size=2, image_size=16, **kwargs)
+    assert "/nonexistent/caf\\xe9" in one_line(raised)
+
+
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["surrogates", "bytes"])
+def test_data_under_a_name_that_is_not_utf8_is_read_and_keyed(small_data, tmp_path, as_bytes):
+    import os
+    import shutil
+    root = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    classes = sorted(c for c in os.listdir(small_data) if not c.startswith("."))[:1]
+    shutil.copytree(os.path.join(small_data, classes[0]),
+                    os.fsdecode(os.path.join(root, os.fsencode(classes[0]) + b"\xff")))
+    data = root if as_bytes else os.fsdecode(root)
+    loader = flowloader.DataLoader(data, batch_size=4, image_size=16, return_keys=True,
+                                   shuffle=False)
+    keys = [key for _, _, batch_keys in loader for key in batch_keys]
+    assert len(keys) == 12
+    # The keys are os.fsdecode's: os.fsencode gives the file's bytes back.
+    assert os.path.exists(os.path.join(root, os.fsencode(keys[0])))
+    assert loader.__repr__().count("\n") == 0
+
+
+def test_a_state_dicts_sample_must_follow_its_batch(loader):
+    # sample is where the pipeline resumes; batch 5 with sample 2 resumed at sample 2,
+    # delivering three batches' samples again without a word.
+    state = loader.state_dict() | {"batch": 5, "sample": 2}
+    with pytest.raises(ValueError) as raised:
+        loader.load_state_dict(state)
+    assert "state_dict's sample must be in [5, 30] after batch 5" in one_line(raised)
+    with pytest.raises(ValueError) as raised:
+        loader.load_state_dict(loader.state_dict() | {"batch": 1, "sample": 7})
+    assert "got 7" in one_line(raised)
+    loader.load_state_dict(loader.state_dict() | {"batch": 2, "sample": -1})  # Not known.
+
+
+@pytest.mark.parametrize("value", [None, 3, "img", [1, 2], {}], ids=["none", "int", "str",
+                                                                      "list", "dict"])
+def test_get_dimensions_of_what_is_no_image_is_torchvisions_type_error(value):
+    import flowloader.transforms.functional as F
+    import torchvision.transforms.functional as TF
+    with pytest.raises(TypeError):
+        TF.get_dimensions(value)
+    with pytest.raises(TypeError) as raised:  # Was AttributeError: no attribute 'shape'.
+        F.get_dimensions(value)
+    one_line(raised)
+
+
+@pytest.mark.parametrize("change,error,words", [
+    ({"extra": 1}, ValueError, "state_dict has an unknown key 'extra'"),
+    ({"version": True}, ValueError, "state version True is not 1"),
+    ({"version": 1.0}, ValueError, "state version 1.0 is not 1"),
+    ({"world_size": True}, TypeError, "state_dict's world_size must be an int, got bool"),
+    ({"shuffle": 1}, TypeError, "state_dict's shuffle must be a bool, got int 1"),
+    ({"seed": 0.0}, TypeError, "state_dict's seed must be an int, got float 0.0"),
+    ({"epoch": np.bool_(True)}, TypeError, "state_dict's epoch must be an int, got bool"),
+], ids=["extra_key", "version_true", "version_float", "world_size_bool", "shuffle_int",
+        "seed_float", "epoch_numpy_bool"])
+def test_a_forged_state_dicts_types_and_keys_are_refused(loader, change, error, words):
+    # Each compared equal to the loader's own value (True == 1, 1.0 == 1) or was ignored
+    # (an unknown key), and was taken.
+    with pytest.raises(error) as raised:
+        loader.load_state_dict(loader.state_dict() | change)
+    assert words in one_line(raised)
+
+
+def test_a_state_dict_with_numpy_ints_and_bools_is_taken(loader):
+    # A round trip through numpy (or torch.save of numpy values) keeps the meaning.
+    state = {k: (np.bool_(v) if isinstance(v, bool) else np.int64(v))
+             for k, v in loader.state_dict().items()}
+    loader.load_state_dict(state)
+    assert loader.state_dict()["epoch"] == int(state["epoch"])
+
+
+def test_a_loader_is_neither_copied_nor_pickled(small_data):
+    import copy
+    import pickle
+    with flowloader.DataLoader(small_data, batch_size=6, image_size=16) as made:
+        for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
+            # A shallow copy shared the pipeline: dropping it closed the original's.
+            with pytest.raises(TypeError) as raised:
+                attempt(made)
+            assert "cannot be copied or pickled" in one_line(raised)
+        assert sum(images.shape[0] for images, _ in made) == 36  # Still open.
+    with pytest.raises(ValueError, match="the DataLoader is closed"):
+        made.load_state_dict({})  # Was "state version None is not 1".
+
+
+@pytest.mark.parametrize("key", ["batch_size", "num_workers", "seed", "epochs", "read_ahead",
+                                 "world_size"])
+def test_a_numpy_bool_is_no_count_in_a_keyword(small_data, key):
+    # numpy's bool has __index__: np.bool_(True) was taken as a count of 1.
+    with pytest.raises(TypeError) as raised:
+        flowloader.DataLoader(small_data, image_size=16, **{key: np.bool_(True)})
+    assert f"{key} must be an int, got bool True" in one_line(raised)
+    flowloader.DataLoader(small_data, image_size=16, **{key: np.int64(1)}).close()
