@@ -8,13 +8,11 @@
 #include <string>
 #include <utility>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "graph/internal/sample_buffers.h"
 #include "stages/reader/data_sources.h"
+#include "stages/reader/env.h"
 #include "stages/reader/file_reader.h"
 #include "stages/reader/read_ahead.h"
 #include "stages/reader/schemes.h"
@@ -140,17 +138,6 @@ class ReadStage : public SampleStage {
   absl::Status OverWorkerMemory(int64_t size) const {
     return worker_memory_->Check(size, reason::kDecodeMemory,
                                  "reading the file (its bytes, before decoding)");
-  }
-  // TooLargeSize is the file size TooLarge (stages/reader/env.h) names in `status`
-  // ("<path>: <size> bytes is over the limit of <max>"), or -1.
-  static int64_t TooLargeSize(const absl::Status& status) {
-    const absl::string_view text = status.message();
-    const size_t at = text.rfind(" bytes is over the limit of ");
-    if (at == absl::string_view::npos) return -1;
-    size_t begin = at;
-    while (begin > 0 && absl::ascii_isdigit(static_cast<unsigned char>(text[begin - 1]))) --begin;
-    int64_t size = -1;
-    return absl::SimpleAtoi(text.substr(begin, at - begin), &size) ? size : -1;
   }
 
   const Dataset* const dataset_;

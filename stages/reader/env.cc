@@ -12,9 +12,13 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <utility>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
 #include "stages/core/sample_error.h"
 
 namespace flowloader {
@@ -94,9 +98,21 @@ absl::Status StatusFromErrno(int error_number, const std::string& path) {
   }
 }
 
+constexpr char kFileSizeUrl[] = "flowloader/file_size";
+
 absl::Status TooLarge(const std::string& path, int64_t size, int64_t max_bytes) {
-  return SampleError(absl::StatusCode::kResourceExhausted, reason::kReadError,
-                     absl::StrCat(path, ": ", size, " bytes is over the limit of ", max_bytes));
+  absl::Status status =
+      SampleError(absl::StatusCode::kResourceExhausted, reason::kReadError,
+                  absl::StrCat(path, ": ", size, " bytes is over the limit of ", max_bytes));
+  status.SetPayload(kFileSizeUrl, absl::Cord(absl::StrCat(size)));
+  return status;
+}
+
+int64_t TooLargeSize(const absl::Status& status) {
+  const absl::optional<absl::Cord> payload = status.GetPayload(kFileSizeUrl);
+  int64_t size = -1;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &size)) return -1;
+  return size;
 }
 
 namespace {

@@ -136,6 +136,9 @@ class ForwardingEnv : public Env {
 
 // TooLarge is the error for a file of `size` bytes over the `max_bytes` limit.
 absl::Status TooLarge(const std::string& path, int64_t size, int64_t max_bytes);
+// TooLargeSize is the file size a TooLarge error carries (a payload, so callers need not
+// parse its message), or -1 for any other status.
+int64_t TooLargeSize(const absl::Status& status);
 
 // StatusFromErrno turns an errno from an operation on `path` into a Status with a reason.
 absl::Status StatusFromErrno(int error_number, const std::string& path);
