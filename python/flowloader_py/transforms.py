@@ -150,11 +150,10 @@ def _antialias(cls, antialias):
     """torchvision 0.14's antialias: None and True antialias a PIL image; False is taken
     by a float tensor's resize and ignored on uint8 pixels (resized as PIL resizes), with
     torchvision's warning where the call is (_warn_antialias), not at construction.
-    Returns whether it is False."""
-    if antialias not in (None, True, False):
-        raise TypeError(f"{cls}: antialias must be None, True or False, got "
-                        f"{_cut(repr(antialias))}")
-    return antialias is False
+    Any other value counts by its truth, as torchvision's `antialias is not None and not
+    antialias` (PIL) and `if antialias` (tensors): 0, "" and [] are False, "yes" is True.
+    Returns whether it counts as False."""
+    return antialias is not None and not antialias
 
 
 def _warn_antialias(kind):

@@ -969,5 +969,37 @@ def test_pillow_filters_only_where_pil_has_them_and_antialias_as_torchvision():
         t(torch.from_numpy(np.asarray(img).copy()).permute(2, 0, 1))
     with pytest.warns(UserWarning, match="always applied for PIL"):  # The loader's ops.
         T.Compose([T.Resize(9, antialias=False)]).to_ops()
-    with pytest.raises(TypeError, match="antialias must be None, True or False"):
-        T.Resize(9, antialias="yes")
+
+
+def _warned(call):
+    """call()'s result and the messages of the warnings it gave."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        out = call()
+    return out, [str(w.message) for w in got]
+
+
+def test_antialias_other_values_count_by_truth_as_torchvision():
+    # torchvision 0.14 takes any antialias: a PIL image warns when it is "not None and
+    # falsy", a tensor antialiases when it is truthy. Same pixels, same warnings.
+    img = IMAGES[5].convert("RGB").resize((31, 17))
+    x = torch.rand(3, 20, 16)
+    for aa in ("yes", "", 0, 1, 2.5, 0.0, [], [1], np.bool_(False), np.bool_(True)):
+        for ours, theirs in ((lambda i: T.Resize(9, antialias=aa)(i),
+                              lambda i: TV.Resize(9, antialias=aa)(i)),
+                             (lambda i: F.resize(i, 9, antialias=aa),
+                              lambda i: TV.functional.resize(i, 9, antialias=aa)),
+                             (lambda i: F.resized_crop(i, 1, 2, 9, 11, 7, antialias=aa),
+                              lambda i: TV.functional.resized_crop(i, 1, 2, 9, 11, 7,
+                                                                   antialias=aa))):
+            a, warned_a = _warned(lambda: ours(img))
+            b, warned_b = _warned(lambda: theirs(img))
+            assert np.array_equal(np.asarray(a), np.asarray(b)), repr(aa)
+            assert (len(warned_a), len(warned_b)) in ((0, 0), (1, 1)), (repr(aa), warned_a)
+            a, b = ours(x), theirs(x)
+            assert torch.allclose(a, b, rtol=0, atol=1e-5), repr(aa)
+        torch.manual_seed(0)
+        a = T.RandomResizedCrop(9, antialias=aa)(x)
+        torch.manual_seed(0)
+        b = TV.RandomResizedCrop(9, antialias=aa)(x)
+        assert torch.allclose(a, b, rtol=0, atol=1e-5), repr(aa)
