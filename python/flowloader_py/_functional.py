@@ -103,11 +103,17 @@ def _mode(fn, interpolation, resize=False):
 # -- geometry ------------------------------------------------------------------------------
 def _pil_fill(fn, img, fill):
     """torchvision's _parse_fill on a PIL image: one fill value per channel, or one number
-    (a ValueError at the call; flowloader's op would repeat one value)."""
+    (a ValueError at the call; flowloader's op would repeat one value). Returns the fill
+    to use: a numpy scalar on a PIL image of several channels is PIL's packed colour
+    (_T._packed_fill)."""
     if _eager._is_pil(img) and isinstance(fill, (tuple, list)) and \
             len(fill) != len(img.getbands()):
         raise ValueError(f"{fn}: the number of elements in 'fill' does not match the number "
                          f"of channels of the image ({len(fill)} != {len(img.getbands())})")
+    packed = _T._packed_fill(fill)
+    if packed is not None and _eager._is_pil(img) and len(img.getbands()) > 1:
+        return _T._unpacked(packed, len(img.getbands()))  # PIL's packed colour.
+    return fill
 
 
 def _size_ints(fn, size):
@@ -222,7 +228,7 @@ def pad(img, padding, fill=0, padding_mode="constant"):
             raise TypeError(f"pad: got inappropriate fill arg {_T._cut(repr(fill))}: a number "
                             "or a tuple of them")
         _T._tensor_fill(kind, fill)
-        _pil_fill("pad", img, fill)
+        fill = _pil_fill("pad", img, fill)
     return _run(img, _text("pad", padding=[int(v) for v in p], fill=fill,
                            padding_mode=padding_mode))
 
@@ -266,7 +272,7 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
     _number("rotate", "angle", angle)
     mode = _mode("rotate", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    _pil_fill("rotate", img, fill)
+    fill = _pil_fill("rotate", img, fill)
     return _run(img, _text("random_rotation", degrees=0,
                            interpolation=mode, expand=bool(expand),
                            fill=0 if fill is None else fill), [angle], fill_none=fill is None)
@@ -300,7 +306,7 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
                          f"{_T._cut(shear)}")
     mode = _mode("affine", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    _pil_fill("affine", img, fill)
+    fill = _pil_fill("affine", img, fill)
     return _run(img, _text("random_affine", degrees=0,
                            interpolation=mode,
                            fill=0 if fill is None else fill),
@@ -319,7 +325,7 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     _solvable("perspective", startpoints, endpoints)
     mode = _mode("perspective", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    _pil_fill("perspective", img, fill)
+    fill = _pil_fill("perspective", img, fill)
     return _run(img, _text("random_perspective", p=1,
                            interpolation=mode,
                            fill=0 if fill is None else fill), points, fill_none=fill is None)

@@ -434,3 +434,46 @@ def test_round_7_functional_values_torchvision_takes_are_taken(expr):
     outs = [np.asarray(eval(expr, {"F": module, "np": np, "torch": torch, "img": img}))  # noqa
             for module in (TF, FF)]
     assert outs[0].shape == outs[1].shape and np.array_equal(outs[0], outs[1]), expr
+
+
+# Round 8 (issue 35): a numpy scalar fill on a PIL image. torchvision's _parse_fill repeats
+# only a Python int or float per channel; PIL reads the one numpy value as a packed colour
+# (0xBBGGRR of its truncated int: np.int64(300) is red 44, green 1, blue 0), a tint.
+# On an L image the value is clamped, as a Python number's.
+NUMPY_FILL_8 = [
+    "T.RandomRotation((30, 30), fill=np.int64(300))", "T.RandomRotation(40, fill=np.int32(-2))",
+    "T.RandomAffine(30, fill=np.uint8(200))", "T.RandomAffine(30, fill=np.float32(-2.5))",
+    "T.RandomPerspective(0.8, p=1, fill=np.int16(70000 % 32768))",
+    "T.Pad(3, fill=np.int64(0x123456))", "T.RandomCrop(36, padding=4, fill=np.int64(300))",
+    "T.RandomCrop(45, pad_if_needed=True, fill=np.float16(3.7))",
+    "T.RandAugment(3, 20, fill=np.int64(0xABCDEF))", "T.TrivialAugmentWide(fill=np.int8(-3))",
+    "T.AutoAugment(fill=np.int64(300))",
+    "T.RandomRotation(30, fill=np.float64(300.7))",  # A Python float: repeated, clamped.
+]
+
+
+@pytest.mark.parametrize("expr", NUMPY_FILL_8)
+@pytest.mark.parametrize("mode", ["RGB", "L"])
+def test_round_8_numpy_fill_is_pils_packed_colour_as_torchvisions(expr, mode):
+    _check_parity(expr, [img.convert(mode) for img in _images()])
+
+
+NUMPY_FILL_FUNCTIONAL_8 = [
+    "F.rotate(img, 30.0, fill=np.int64(300))", "F.rotate(img, 30.0, fill=np.float32(-1.5))",
+    "F.affine(img, 20.0, [1, 2], 1.0, [0.0, 0.0], fill=np.uint8(99))",
+    "F.perspective(img, [[0, 0], [30, 0], [30, 22], [0, 22]], "
+    "[[3, 4], [27, 0], [30, 20], [2, 18]], fill=np.int64(0xFF00FF))",
+    "F.pad(img, [2, 3], fill=np.int32(-1))", "F.pad(img, 2, fill=np.int64(256 + 7))",
+]
+
+
+@pytest.mark.parametrize("expr", NUMPY_FILL_FUNCTIONAL_8)
+@pytest.mark.parametrize("mode", ["RGB", "L"])
+def test_round_8_functional_numpy_fill_is_pils_packed_colour(expr, mode):
+    import flowloader.transforms.functional as FF
+    import torchvision.transforms.functional as TF
+    img = _images(1)[0].convert(mode)
+    outs = [np.asarray(eval(expr, {"F": module, "np": np, "torch": torch, "img": img}))  # noqa
+            for module in (TF, FF)]
+    assert outs[0].shape == outs[1].shape, expr
+    _same_pixels(expr, [outs[1]], [outs[0]])
