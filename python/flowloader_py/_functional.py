@@ -360,17 +360,17 @@ def _jitter(img, which, factor, name):
 
 
 def adjust_brightness(img, brightness_factor):
-    _non_negative("brightness_factor", brightness_factor)
+    _non_negative("brightness_factor", brightness_factor, img)
     return _jitter(img, 0, brightness_factor, "brightness")
 
 
 def adjust_contrast(img, contrast_factor):
-    _non_negative("contrast_factor", contrast_factor)
+    _non_negative("contrast_factor", contrast_factor, img)
     return _jitter(img, 1, contrast_factor, "contrast")
 
 
 def adjust_saturation(img, saturation_factor):
-    _non_negative("saturation_factor", saturation_factor)
+    _non_negative("saturation_factor", saturation_factor, img)
     return _jitter(img, 2, saturation_factor, "saturation")
 
 
@@ -381,7 +381,7 @@ def adjust_hue(img, hue_factor):
 
 
 def adjust_sharpness(img, sharpness_factor):
-    _non_negative("sharpness_factor", sharpness_factor)
+    _non_negative("sharpness_factor", sharpness_factor, img)
     return _run(img, _text("random_adjust_sharpness", sharpness_factor=sharpness_factor, p=1))
 
 
@@ -393,8 +393,10 @@ def adjust_gamma(img, gamma, gain=1):
     return _run(img, _text("adjust_gamma", gamma=gamma, gain=gain))
 
 
-def _non_negative(name, value):
-    if value < 0:
+def _non_negative(name, value, img):
+    """torchvision's check of an enhancement factor: its tensor kernels refuse a negative
+    one; its PIL path (ImageEnhance's blend) takes it and extrapolates, as the op does."""
+    if value < 0 and not _eager._is_pil(img):
         raise ValueError(f"{name} ({value}) is not non-negative.")
     if value != value:  # NaN is the op's "not drawn": the image came back unchanged.
         raise ValueError(f"{name} is NaN: give a number >= 0 (1 leaves the image as it is)")

@@ -477,3 +477,24 @@ def test_round_8_functional_numpy_fill_is_pils_packed_colour(expr, mode):
             for module in (TF, FF)]
     assert outs[0].shape == outs[1].shape, expr
     _same_pixels(expr, [outs[1]], [outs[0]])
+
+
+@pytest.mark.parametrize("fn", ["adjust_brightness", "adjust_contrast", "adjust_saturation",
+                                "adjust_sharpness"])
+@pytest.mark.parametrize("factor", [-0.01, -0.5, -1, -2.5, -7])
+def test_round_8_a_negative_enhance_factor_extrapolates_on_pil_as_torchvision(fn, factor):
+    """torchvision's PIL path (ImageEnhance's blend) takes a negative factor and
+    extrapolates, clamped; its tensor kernels refuse it. flowloader: the same pixels on
+    RGB and L images, the same ValueError on uint8 and float tensors."""
+    import flowloader.transforms.functional as FF
+    import torchvision.transforms.functional as TF
+    img = _images(1)[0]
+    for image in (img, img.convert("L")):
+        theirs = np.asarray(getattr(TF, fn)(image, factor))
+        ours = np.asarray(getattr(FF, fn)(image, factor))
+        assert ours.shape == theirs.shape and np.array_equal(ours, theirs), (fn, image.mode)
+    for tensor in (TF.pil_to_tensor(img), TF.to_tensor(img)):
+        with pytest.raises(ValueError):
+            getattr(TF, fn)(tensor, factor)
+        with pytest.raises(ValueError, match="is not non-negative"):
+            getattr(FF, fn)(tensor, factor)
