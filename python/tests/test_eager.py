@@ -212,6 +212,32 @@ def test_elastic_transform_is_torchvisions(ours, theirs, min_side):
     assert seen >= 40
 
 
+@pytest.mark.parametrize("fill", [-1, 300, -1.5, 3.7, 1000, -700.25, 255.5])
+@pytest.mark.parametrize("mode", ["BILINEAR", "NEAREST"])
+def test_elastic_out_of_range_fill_wraps_as_torchvisions_uint8_cast(fill, mode):
+    # torchvision blends its float fill and casts to uint8 as torch does (modular: -1 is
+    # 255, 300 is 44), on PIL images and uint8 tensors alike. Levels compare modulo 256
+    # (one level apart across the wrap is 255 apart as bytes), within the ELASTIC bound.
+    ours = T.ElasticTransform(80.0, 2.0, getattr(T.InterpolationMode, mode), fill=fill)
+    theirs = TV.ElasticTransform(80.0, 2.0, getattr(TV.InterpolationMode, mode), fill=fill)
+    wrapped = int(torch.tensor([float(fill)]).round().to(torch.uint8))
+    seen = filled = 0
+    for k, img in enumerate(_images(60, seed=4, max_side=60)):
+        if min(img.size) < 9:
+            continue
+        for x in (img, torch.from_numpy(np.asarray(img.convert("RGB")).copy()).permute(2, 0, 1)):
+            torch.manual_seed(k)
+            a = np.asarray(ours(x)).astype(np.int16)
+            torch.manual_seed(k)
+            b = np.asarray(theirs(x)).astype(np.int16)
+            assert a.shape == b.shape
+            diff = np.abs(a - b) % 256
+            assert np.minimum(diff, 256 - diff).max() <= 1, (k, img.size, img.mode, fill)
+            filled += int((b == wrapped).sum())
+            seen += 1
+    assert seen >= 40 and filled > 0  # The fill shows (its wrapped level).
+
+
 def test_elastic_get_params_is_torchvisions():
     for alpha, sigma, size in [([50.0, 50.0], [5.0, 5.0], [30, 41]),
                                ([20.0, 70.0], [2.0, 3.5], [40, 33]),
