@@ -316,8 +316,8 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
 
 def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR,
                 fill=None):
-    """torchvision's: the map taking endpoints to startpoints ([[x, y]] * 4), solved in
-    double (torchvision: float32)."""
+    """torchvision's: the map taking endpoints to startpoints ([[x, y]] * 4), solved as
+    torchvision solves it (torch's float32 least squares, _T._perspective_solution)."""
     points = [float(v) for pts in (endpoints, startpoints) for pt in pts for v in pt]
     if len(points) != 16:
         raise ValueError("perspective: startpoints and endpoints must be 4 [x, y] points each, "
@@ -326,6 +326,9 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     mode = _mode("perspective", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     fill = _pil_fill("perspective", img, fill)
+    coeffs = _T._perspective_solution(startpoints, endpoints)
+    if coeffs is not None:  # torchvision's own map (its float32 solution).
+        points += coeffs
     return _run(img, _text("random_perspective", p=1,
                            interpolation=mode,
                            fill=0 if fill is None else fill), points, fill_none=fill is None)

@@ -1006,7 +1006,34 @@ class RandomPerspective(Transform):
         _, end = self.get_params(w, h, self._args["distortion_scale"], generator=generator)
         _tensor_grid(state.kind, self._args["interpolation"])
         _pil_fill(state, "RandomPerspective", self._args["fill"])
-        return [v for point in end for v in point]
+        params = [v for point in end for v in point]
+        start = [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
+        coeffs = _perspective_solution(start, end)
+        if coeffs is not None:  # torchvision's map: end, start and its coefficients.
+            params += [v for point in start for v in point] + coeffs
+        return params
+
+
+def _perspective_solution(start, end):
+    """torchvision's _get_perspective_coeffs: the map from end to start points ([[x, y]] *
+    4) by torch's float32 least squares (driver gels) on the same matrix, its 8 values as
+    floats; None where it raises or is not finite (points equal or three in a line).
+    The native op solves in double, which differs where the map is ill-conditioned (a
+    distortion_scale of 1 or more often draws one): eager calls hand it torch's."""
+    torch = _torch()
+    import numpy as np
+    a = np.zeros((8, 8))
+    for i, (p1, p2) in enumerate(zip(end, start)):
+        a[2 * i] = [p1[0], p1[1], 1, 0, 0, 0, -p2[0] * p1[0], -p2[0] * p1[1]]
+        a[2 * i + 1] = [0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0], -p2[1] * p1[1]]
+    b = np.array(start, np.float64).reshape(8)
+    try:
+        out = torch.linalg.lstsq(torch.from_numpy(a.astype(np.float32)),
+                                 torch.from_numpy(b.astype(np.float32)),
+                                 driver="gels").solution.tolist()
+    except RuntimeError:  # torch.linalg.LinAlgError is one.
+        return None
+    return out if all(math.isfinite(v) for v in out) else None
 
 
 def _tensor_grid(kind, mode):
