@@ -1970,7 +1970,13 @@ def _flatten(t):
         else:
             if getattr(leaf, "_no_antialias", False):  # The loader's uint8 images.
                 _warn_antialias(None)
-            out.extend(leaf._items())
+            items = leaf._items()
+            if getattr(leaf, "_packed_fill", None) is not None:
+                # The loader's images are RGB, as ImageFolder's PIL images: a numpy fill
+                # is PIL's packed colour there (_packed_fill).
+                items = [(name, dict(args, fill=_unpacked(leaf._packed_fill, 3)))
+                         for name, args in items]
+            out.extend(items)
     return out
 
 

@@ -575,3 +575,22 @@ def test_round_8_a_huge_distortion_scale_draws_in_the_loader(tmp_path):
     Image.new("RGB", (6, 4400), (10, 200, 30)).save(root / "tall.png")
     transform = FT.Compose([FT.RandomPerspective(1e6, p=1), FT.Resize((4, 4))])
     assert _delivered(data=str(tmp_path / "data"), transform=transform) == 2
+
+
+def test_round_8_numpy_fill_in_the_loader_is_pils_packed_colour(tmp_path):
+    """The loader's images are RGB, as ImageFolder's PIL images: a numpy fill is the
+    packed colour there too (the bytes torchvision gives the decoded PNG)."""
+    import torchvision.transforms.functional as TF
+    root = tmp_path / "data" / "c"
+    os.makedirs(root)
+    src = _images(1)[0]
+    src.save(root / "a.png")
+    # (A Resize to its own size: the batch's fixed size; PIL's resize then copies.)
+    ours = FT.Compose([FT.Resize(src.size[::-1]), FT.RandomRotation((40, 40), fill=np.int64(300)),
+                       FT.ToTensor()])
+    with flowloader.DataLoader(str(tmp_path / "data"), batch_size=1, transform=ours) as loader:
+        (images, _), = list(loader)
+    theirs = TF.to_tensor(TV.RandomRotation((40, 40), fill=np.int64(300))(
+        Image.open(root / "a.png").convert("RGB")))
+    assert torch.allclose(images[0].cpu(), theirs, rtol=0, atol=1e-6)
+    assert (theirs[:, 0, 0] * 255).round().tolist() == [44, 1, 0]  # The packed colour.
