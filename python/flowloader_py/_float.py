@@ -427,7 +427,10 @@ def _perspective(a, op, args, params, state):
     end = [v[0:2], v[2:4], v[4:6], v[6:8]]
     start = [v[8:10], v[10:12], v[12:14], v[14:16]] if len(v) >= 16 else [
         [0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
-    return _core()._float_warp(a, "perspective", _perspective_coeffs(start, end), h, w,
+    # 24 params: the coefficients torch's float32 least squares gave (torchvision's own,
+    # _T._perspective_solution), else solved here.
+    coeffs = v[16:24] if len(v) == 24 else _perspective_coeffs(start, end)
+    return _core()._float_warp(a, "perspective", coeffs, h, w,
                                _warp_mode(args, op.name), _warp_fill(args, a.shape[0], state))
 
 

@@ -103,11 +103,17 @@ def _mode(fn, interpolation, resize=False):
 # -- geometry ------------------------------------------------------------------------------
 def _pil_fill(fn, img, fill):
     """torchvision's _parse_fill on a PIL image: one fill value per channel, or one number
-    (a ValueError at the call; flowloader's op would repeat one value)."""
+    (a ValueError at the call; flowloader's op would repeat one value). Returns the fill
+    to use: a numpy scalar on a PIL image of several channels is PIL's packed colour
+    (_T._packed_fill)."""
     if _eager._is_pil(img) and isinstance(fill, (tuple, list)) and \
             len(fill) != len(img.getbands()):
         raise ValueError(f"{fn}: the number of elements in 'fill' does not match the number "
                          f"of channels of the image ({len(fill)} != {len(img.getbands())})")
+    packed = _T._packed_fill(fill)
+    if packed is not None and _eager._is_pil(img) and len(img.getbands()) > 1:
+        return _T._unpacked(packed, len(img.getbands()))  # PIL's packed colour.
+    return fill
 
 
 def _size_ints(fn, size):
@@ -222,7 +228,7 @@ def pad(img, padding, fill=0, padding_mode="constant"):
             raise TypeError(f"pad: got inappropriate fill arg {_T._cut(repr(fill))}: a number "
                             "or a tuple of them")
         _T._tensor_fill(kind, fill)
-        _pil_fill("pad", img, fill)
+        fill = _pil_fill("pad", img, fill)
     return _run(img, _text("pad", padding=[int(v) for v in p], fill=fill,
                            padding_mode=padding_mode))
 
@@ -266,7 +272,7 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
     _number("rotate", "angle", angle)
     mode = _mode("rotate", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    _pil_fill("rotate", img, fill)
+    fill = _pil_fill("rotate", img, fill)
     return _run(img, _text("random_rotation", degrees=0,
                            interpolation=mode, expand=bool(expand),
                            fill=0 if fill is None else fill), [angle], fill_none=fill is None)
@@ -300,7 +306,7 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
                          f"{_T._cut(shear)}")
     mode = _mode("affine", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    _pil_fill("affine", img, fill)
+    fill = _pil_fill("affine", img, fill)
     return _run(img, _text("random_affine", degrees=0,
                            interpolation=mode,
                            fill=0 if fill is None else fill),
@@ -310,8 +316,8 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
 
 def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR,
                 fill=None):
-    """torchvision's: the map taking endpoints to startpoints ([[x, y]] * 4), solved in
-    double (torchvision: float32)."""
+    """torchvision's: the map taking endpoints to startpoints ([[x, y]] * 4), solved as
+    torchvision solves it (torch's float32 least squares, _T._perspective_solution)."""
     points = [float(v) for pts in (endpoints, startpoints) for pt in pts for v in pt]
     if len(points) != 16:
         raise ValueError("perspective: startpoints and endpoints must be 4 [x, y] points each, "
@@ -319,7 +325,10 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     _solvable("perspective", startpoints, endpoints)
     mode = _mode("perspective", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    _pil_fill("perspective", img, fill)
+    fill = _pil_fill("perspective", img, fill)
+    coeffs = _T._perspective_solution(startpoints, endpoints)
+    if coeffs is not None:  # torchvision's own map (its float32 solution).
+        points += coeffs
     return _run(img, _text("random_perspective", p=1,
                            interpolation=mode,
                            fill=0 if fill is None else fill), points, fill_none=fill is None)
@@ -354,17 +363,17 @@ def _jitter(img, which, factor, name):
 
 
 def adjust_brightness(img, brightness_factor):
-    _non_negative("brightness_factor", brightness_factor)
+    _non_negative("brightness_factor", brightness_factor, img)
     return _jitter(img, 0, brightness_factor, "brightness")
 
 
 def adjust_contrast(img, contrast_factor):
-    _non_negative("contrast_factor", contrast_factor)
+    _non_negative("contrast_factor", contrast_factor, img)
     return _jitter(img, 1, contrast_factor, "contrast")
 
 
 def adjust_saturation(img, saturation_factor):
-    _non_negative("saturation_factor", saturation_factor)
+    _non_negative("saturation_factor", saturation_factor, img)
     return _jitter(img, 2, saturation_factor, "saturation")
 
 
@@ -375,7 +384,7 @@ def adjust_hue(img, hue_factor):
 
 
 def adjust_sharpness(img, sharpness_factor):
-    _non_negative("sharpness_factor", sharpness_factor)
+    _non_negative("sharpness_factor", sharpness_factor, img)
     return _run(img, _text("random_adjust_sharpness", sharpness_factor=sharpness_factor, p=1))
 
 
@@ -387,8 +396,10 @@ def adjust_gamma(img, gamma, gain=1):
     return _run(img, _text("adjust_gamma", gamma=gamma, gain=gain))
 
 
-def _non_negative(name, value):
-    if value < 0:
+def _non_negative(name, value, img):
+    """torchvision's check of an enhancement factor: its tensor kernels refuse a negative
+    one; its PIL path (ImageEnhance's blend) takes it and extrapolates, as the op does."""
+    if value < 0 and not _eager._is_pil(img):
         raise ValueError(f"{name} ({value}) is not non-negative.")
     if value != value:  # NaN is the op's "not drawn": the image came back unchanged.
         raise ValueError(f"{name} is NaN: give a number >= 0 (1 leaves the image as it is)")

@@ -150,11 +150,10 @@ def _antialias(cls, antialias):
     """torchvision 0.14's antialias: None and True antialias a PIL image; False is taken
     by a float tensor's resize and ignored on uint8 pixels (resized as PIL resizes), with
     torchvision's warning where the call is (_warn_antialias), not at construction.
-    Returns whether it is False."""
-    if antialias not in (None, True, False):
-        raise TypeError(f"{cls}: antialias must be None, True or False, got "
-                        f"{_cut(repr(antialias))}")
-    return antialias is False
+    Any other value counts by its truth, as torchvision's `antialias is not None and not
+    antialias` (PIL) and `if antialias` (tensors): 0, "" and [] are False, "yes" is True.
+    Returns whether it counts as False."""
+    return antialias is not None and not antialias
 
 
 def _warn_antialias(kind):
@@ -417,12 +416,30 @@ def _raise_wrong_type(error, args):
         raise TypeError(str(error)) from None
 
 
+def _packed_fill(fill):
+    """A fill that torchvision's _parse_fill leaves one value on a PIL image of several
+    channels (it repeats only Python ints and floats): a numpy scalar such as np.int64(7)
+    or np.float32(2.5). PIL reads that one value as a packed colour, 0xAABBGGRR of its
+    int (truncated): returns that int (np.int64(300) is red 44, green 1), else None."""
+    if isinstance(fill, numbers.Number) and not isinstance(fill, (int, float)) and \
+            hasattr(fill, "dtype") and getattr(fill, "ndim", 0) == 0:
+        return int(fill) & 0xFFFFFFFF
+    return None
+
+
+def _unpacked(packed, channels):
+    """The `channels` values PIL takes from packed colour `packed` (R in the low byte)."""
+    return [(packed >> (8 * i)) & 0xFF for i in range(channels)]
+
+
 class Transform:
     """A torchvision transform as native op(s). _items() is [(op name, {arg: value})]."""
 
     op = None  # The native op's name.
 
     def __init__(self, **args):
+        # A numpy scalar fill that torchvision hands to PIL as one packed colour.
+        self._packed_fill = _packed_fill(args.pop("_raw_fill", None))
         p = args.get("p")
         if getattr(p, "ndim", None) == 0 and hasattr(p, "item"):
             args["p"] = p.item()  # A 0-d tensor or numpy p: torch.rand(1) < p takes it.
@@ -456,8 +473,9 @@ class Transform:
             _EAGER = _eager
         return _EAGER.call(self, img, generator)
 
-    def _native(self):
-        """The native op (an _EagerOp), made once. Arguments of a type torchvision cannot
+    def _native(self, state=None):
+        """The native op (an _EagerOp), made once (for `state`'s image: a packed fill's
+        on a PIL image, _packed_op). Arguments of a type torchvision cannot
         compute with are its TypeError (_check_types), not the op parser's ValueError."""
         op = self.__dict__.get("_native_op")
         if op is None:
@@ -474,20 +492,35 @@ class Transform:
                 _raise_wrong_type(e, args)
                 raise
             self._native_op = op
+        if state is not None and self.__dict__.get("_packed_fill") is not None and \
+                state.kind == "pil" and state.channels > 1:
+            return self._packed_op(state.channels)
         return op
+
+    def _packed_op(self, channels):
+        """The native op of a packed numpy fill (_packed_fill) on a PIL image of
+        `channels` channels: its fill the channel values PIL reads from it."""
+        ops = self.__dict__.setdefault("_packed_ops", {})
+        if channels not in ops:
+            from flowloader import _flowloader
+            (name, args), = self._items()
+            args["fill"] = _unpacked(self._packed_fill, channels)
+            ops[channels] = _flowloader._EagerOp(_op_text(name, args))
+        return ops[channels]
 
     def __getstate__(self):
         # The native op made by a first call is not picklable (a torch DataLoader's
         # spawned workers pickle the transform): it is made again where it is used.
         state = dict(self.__dict__)
         state.pop("_native_op", None)
+        state.pop("_packed_ops", None)
         return state
 
     def _eager(self, state, generator):
         """Queues this transform's work on `state` (_eager.State)."""
         # The native op first: it checks every argument (p, sizes, paddings) in one line,
         # before a draw reads one (p="a" or padding=[1, 2, 3] broke inside the draw).
-        op = self._native()
+        op = self._native(state)
         if self._no_antialias and not state.is_float:
             _warn_antialias(state.kind)
         if self._draws_p and not _coin(self._args["p"], generator):
@@ -717,7 +750,7 @@ class RandomCrop(Transform):
             fill, padding_mode = 0, "constant"
         super().__init__(size=_setup_size("RandomCrop", size), padding=_seq(padding),
                          pad_if_needed=bool(pad_if_needed),  # torchvision tests its truth.
-                         fill=_seq(fill), padding_mode=padding_mode)
+                         fill=_seq(fill), _raw_fill=fill, padding_mode=padding_mode)
 
     @staticmethod
     def get_params(img, output_size, *, generator=None):
@@ -756,7 +789,7 @@ class RandomCrop(Transform):
         return list(self._corner(w, h, (th, tw), generator))
 
     def _eager(self, state, generator):
-        op = self._native()  # Checks the arguments before the draw reads them.
+        op = self._native(state)  # Checks the arguments before the draw reads them.
         w, h = state.size()
         mode, kind = self._args["padding_mode"], _uint8_tensor(state)
         _tensor_pad(kind, w, h, self._args["padding"], mode)
@@ -880,7 +913,7 @@ class RandomAffine(Transform):
         super().__init__(degrees=_seq(degrees), translate=_seq(translate), scale=_seq(scale),
                          shear=_seq(shear),
                          interpolation=_interpolation("RandomAffine", interpolation),
-                         fill=_seq(fill))
+                         fill=_seq(fill), _raw_fill=fill)
 
     @staticmethod
     def get_params(degrees, translate, scale_ranges, shears, img_size, *, generator=None):
@@ -928,7 +961,7 @@ class RandomRotation(Transform):
         # torchvision hands expand to PIL's rotate, which reads its truth value.
         super().__init__(degrees=_seq(degrees),
                          interpolation=_interpolation("RandomRotation", interpolation),
-                         expand=bool(expand), fill=_seq(fill))
+                         expand=bool(expand), fill=_seq(fill), _raw_fill=fill)
 
     @staticmethod
     def get_params(degrees, *, generator=None):
@@ -951,7 +984,8 @@ class RandomPerspective(Transform):
         _check_fill("RandomPerspective", fill)
         super().__init__(distortion_scale=distortion_scale, p=p,
                          interpolation=_interpolation("RandomPerspective", interpolation),
-                         fill=_seq(0 if fill is None else fill))
+                         fill=_seq(0 if fill is None else fill),
+                         _raw_fill=fill)
 
     @staticmethod
     def get_params(width, height, distortion_scale, *, generator=None):
@@ -972,7 +1006,34 @@ class RandomPerspective(Transform):
         _, end = self.get_params(w, h, self._args["distortion_scale"], generator=generator)
         _tensor_grid(state.kind, self._args["interpolation"])
         _pil_fill(state, "RandomPerspective", self._args["fill"])
-        return [v for point in end for v in point]
+        params = [v for point in end for v in point]
+        start = [[0, 0], [w - 1, 0], [w - 1, h - 1], [0, h - 1]]
+        coeffs = _perspective_solution(start, end)
+        if coeffs is not None:  # torchvision's map: end, start and its coefficients.
+            params += [v for point in start for v in point] + coeffs
+        return params
+
+
+def _perspective_solution(start, end):
+    """torchvision's _get_perspective_coeffs: the map from end to start points ([[x, y]] *
+    4) by torch's float32 least squares (driver gels) on the same matrix, its 8 values as
+    floats; None where it raises or is not finite (points equal or three in a line).
+    The native op solves in double, which differs where the map is ill-conditioned (a
+    distortion_scale of 1 or more often draws one): eager calls hand it torch's."""
+    torch = _torch()
+    import numpy as np
+    a = np.zeros((8, 8))
+    for i, (p1, p2) in enumerate(zip(end, start)):
+        a[2 * i] = [p1[0], p1[1], 1, 0, 0, 0, -p2[0] * p1[0], -p2[0] * p1[1]]
+        a[2 * i + 1] = [0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0], -p2[1] * p1[1]]
+    b = np.array(start, np.float64).reshape(8)
+    try:
+        out = torch.linalg.lstsq(torch.from_numpy(a.astype(np.float32)),
+                                 torch.from_numpy(b.astype(np.float32)),
+                                 driver="gels").solution.tolist()
+    except RuntimeError:  # torch.linalg.LinAlgError is one.
+        return None
+    return out if all(math.isfinite(v) for v in out) else None
 
 
 def _tensor_grid(kind, mode):
@@ -1323,7 +1384,7 @@ class TrivialAugmentWide(Transform):
                  fill=None):
         super().__init__(num_magnitude_bins=num_magnitude_bins,
                          interpolation=_interpolation("TrivialAugmentWide", interpolation),
-                         fill=_seq(fill))
+                         fill=_seq(fill), _raw_fill=fill)
 
     def _draw(self, state, generator):
         # forward(): op_index, a bin if the op has magnitudes, a sign if it is signed.
@@ -1352,7 +1413,7 @@ class RandAugment(Transform):
         super().__init__(num_ops=num_ops, magnitude=magnitude,
                          num_magnitude_bins=num_magnitude_bins,
                          interpolation=_interpolation("RandAugment", interpolation),
-                         fill=_seq(fill))
+                         fill=_seq(fill), _raw_fill=fill)
 
     def _draw(self, state, generator):
         # forward(), per sub-op: op_index, then a sign if signed; (op, level, negate,
@@ -1382,7 +1443,7 @@ class AutoAugment(Transform):
             raise ValueError(f"AutoAugment: the provided policy {_cut(repr(policy))} is not "
                              "recognized (AutoAugmentPolicy.IMAGENET, CIFAR10 or SVHN)")
         super().__init__(policy=name, interpolation=_interpolation("AutoAugment", interpolation),
-                         fill=_seq(fill))
+                         fill=_seq(fill), _raw_fill=fill)
 
     @staticmethod
     def get_params(transform_num, *, generator=None):
@@ -1415,7 +1476,7 @@ class AugMix(Transform):
         super().__init__(severity=severity, mixture_width=mixture_width,
                          chain_depth=chain_depth, alpha=float(alpha), all_ops=bool(all_ops),
                          interpolation=_interpolation("AugMix", interpolation),
-                         fill=_seq(fill))
+                         fill=_seq(fill))  # (Its PIL image runs as a tensor: not packed.)
 
     def _draw(self, state, generator):
         # forward()'s order: the Beta weight (a 2-Dirichlet), the chains' Dirichlet
@@ -1776,7 +1837,8 @@ class Pad(Transform):
         if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
             raise TypeError(f"Pad: got inappropriate fill arg {_type_name(fill)} "
                             f"{_cut(repr(fill))}: a number or a tuple of them")
-        super().__init__(padding=_seq(padding), fill=_seq(fill), padding_mode=padding_mode)
+        super().__init__(padding=_seq(padding), fill=_seq(fill), _raw_fill=fill,
+                         padding_mode=padding_mode)
 
     def _eager(self, state, generator):
         kind = _uint8_tensor(state)
@@ -1908,7 +1970,13 @@ def _flatten(t):
         else:
             if getattr(leaf, "_no_antialias", False):  # The loader's uint8 images.
                 _warn_antialias(None)
-            out.extend(leaf._items())
+            items = leaf._items()
+            if getattr(leaf, "_packed_fill", None) is not None:
+                # The loader's images are RGB, as ImageFolder's PIL images: a numpy fill
+                # is PIL's packed colour there (_packed_fill).
+                items = [(name, dict(args, fill=_unpacked(leaf._packed_fill, 3)))
+                         for name, args in items]
+            out.extend(items)
     return out
 
 

@@ -212,6 +212,32 @@ def test_elastic_transform_is_torchvisions(ours, theirs, min_side):
     assert seen >= 40
 
 
+@pytest.mark.parametrize("fill", [-1, 300, -1.5, 3.7, 1000, -700.25, 255.5])
+@pytest.mark.parametrize("mode", ["BILINEAR", "NEAREST"])
+def test_elastic_out_of_range_fill_wraps_as_torchvisions_uint8_cast(fill, mode):
+    # torchvision blends its float fill and casts to uint8 as torch does (modular: -1 is
+    # 255, 300 is 44), on PIL images and uint8 tensors alike. Levels compare modulo 256
+    # (one level apart across the wrap is 255 apart as bytes), within the ELASTIC bound.
+    ours = T.ElasticTransform(80.0, 2.0, getattr(T.InterpolationMode, mode), fill=fill)
+    theirs = TV.ElasticTransform(80.0, 2.0, getattr(TV.InterpolationMode, mode), fill=fill)
+    wrapped = int(torch.tensor([float(fill)]).round().to(torch.uint8))
+    seen = filled = 0
+    for k, img in enumerate(_images(60, seed=4, max_side=60)):
+        if min(img.size) < 9:
+            continue
+        for x in (img, torch.from_numpy(np.asarray(img.convert("RGB")).copy()).permute(2, 0, 1)):
+            torch.manual_seed(k)
+            a = np.asarray(ours(x)).astype(np.int16)
+            torch.manual_seed(k)
+            b = np.asarray(theirs(x)).astype(np.int16)
+            assert a.shape == b.shape
+            diff = np.abs(a - b) % 256
+            assert np.minimum(diff, 256 - diff).max() <= 1, (k, img.size, img.mode, fill)
+            filled += int((b == wrapped).sum())
+            seen += 1
+    assert seen >= 40 and filled > 0  # The fill shows (its wrapped level).
+
+
 def test_elastic_get_params_is_torchvisions():
     for alpha, sigma, size in [([50.0, 50.0], [5.0, 5.0], [30, 41]),
                                ([20.0, 70.0], [2.0, 3.5], [40, 33]),
@@ -969,5 +995,37 @@ def test_pillow_filters_only_where_pil_has_them_and_antialias_as_torchvision():
         t(torch.from_numpy(np.asarray(img).copy()).permute(2, 0, 1))
     with pytest.warns(UserWarning, match="always applied for PIL"):  # The loader's ops.
         T.Compose([T.Resize(9, antialias=False)]).to_ops()
-    with pytest.raises(TypeError, match="antialias must be None, True or False"):
-        T.Resize(9, antialias="yes")
+
+
+def _warned(call):
+    """call()'s result and the messages of the warnings it gave."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        out = call()
+    return out, [str(w.message) for w in got]
+
+
+def test_antialias_other_values_count_by_truth_as_torchvision():
+    # torchvision 0.14 takes any antialias: a PIL image warns when it is "not None and
+    # falsy", a tensor antialiases when it is truthy. Same pixels, same warnings.
+    img = IMAGES[5].convert("RGB").resize((31, 17))
+    x = torch.rand(3, 20, 16)
+    for aa in ("yes", "", 0, 1, 2.5, 0.0, [], [1], np.bool_(False), np.bool_(True)):
+        for ours, theirs in ((lambda i: T.Resize(9, antialias=aa)(i),
+                              lambda i: TV.Resize(9, antialias=aa)(i)),
+                             (lambda i: F.resize(i, 9, antialias=aa),
+                              lambda i: TV.functional.resize(i, 9, antialias=aa)),
+                             (lambda i: F.resized_crop(i, 1, 2, 9, 11, 7, antialias=aa),
+                              lambda i: TV.functional.resized_crop(i, 1, 2, 9, 11, 7,
+                                                                   antialias=aa))):
+            a, warned_a = _warned(lambda: ours(img))
+            b, warned_b = _warned(lambda: theirs(img))
+            assert np.array_equal(np.asarray(a), np.asarray(b)), repr(aa)
+            assert (len(warned_a), len(warned_b)) in ((0, 0), (1, 1)), (repr(aa), warned_a)
+            a, b = ours(x), theirs(x)
+            assert torch.allclose(a, b, rtol=0, atol=1e-5), repr(aa)
+        torch.manual_seed(0)
+        a = T.RandomResizedCrop(9, antialias=aa)(x)
+        torch.manual_seed(0)
+        b = TV.RandomResizedCrop(9, antialias=aa)(x)
+        assert torch.allclose(a, b, rtol=0, atol=1e-5), repr(aa)

@@ -179,9 +179,9 @@ def test_an_eager_call_checks_its_arguments_before_drawing(make):
     lambda: T.Compose(["x" * 10**6]), lambda: T.RandomApply([list(range(10**5))]),
     lambda: T.Resize(10, interpolation="i" * 10**6), lambda: T.AutoAugment("p" * 10**6),
     lambda: T.ConvertImageDtype("d" * 10**6), lambda: T.RandomRotation(10, center=[1] * 10**5),
-    lambda: T.Resize(10, antialias="a" * 10**6),
+    lambda: T.Pad(1, fill="f" * 10**6),
 ], ids=["compose_str", "random_apply_list", "interpolation", "policy", "dtype", "center",
-        "antialias"])
+        "pad_fill"])
 def test_a_huge_value_in_a_transforms_refusal_is_cut(make):
     # The value a refusal quotes is cut to 200 characters (was the whole megabyte); the
     # rest is the refusal's own words and where the docs list what is supported. (An

@@ -8,7 +8,9 @@
 // (ky from sigma[1], scaled by alpha[1] / W: torchvision's own size order). Even on a PIL
 // image the pixels are its tensor kernel: grid_sample(align_corners=False, zeros
 // padding) with a mask channel for the fill (out = v * mask + (1 - mask) * fill, which
-// also darkens the border pixels once more, as torchvision does), rounded half to even.
+// also darkens the border pixels once more, as torchvision does), rounded half to even,
+// then cast to uint8 as torch casts: modular (a fill of -1 is 255, 300 is 44; the fill is
+// torchvision's float, not truncated or clamped as PIL's fills are).
 //
 // Params: the two torch.rand planes as drawn, dx's H × W values then dy's (row-major,
 // float32 in [0, 1)), so that an eager call with torch's draws gives torchvision's
@@ -23,6 +25,8 @@
 // wider than the image (an image under kx / 2 pixels a side); here it folds again.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +38,15 @@ namespace flowloader::augment {
 namespace {
 
 constexpr char kName[] = "elastic_transform";
+
+// TorchUint8 is torch's float -> uint8 cast of a rounded value on x86: through int32
+// (its low byte: -1 is 255, 300 is 44), and a value outside int32 (or NaN) is int32's
+// minimum, whose low byte is 0.
+uint8_t TorchUint8(float rounded) {
+  const bool in_range = rounded >= -2147483648.0f && rounded < 2147483648.0f;
+  return static_cast<uint8_t>(static_cast<uint32_t>(
+      in_range ? static_cast<int32_t>(rounded) : std::numeric_limits<int32_t>::min()));
+}
 
 // KernelSize is get_params' int(8 * sigma + 1), made odd.
 int KernelSize(double sigma) {
@@ -102,7 +115,7 @@ void Blur(std::vector<float>& plane, int width, int height, int k, double sigma_
 class ElasticTransform : public Op {
  public:
   ElasticTransform(double alpha_x, double alpha_y, double sigma_x, double sigma_y,
-                   Interpolation interpolation, bool has_fill, std::array<uint8_t, 3> fill)
+                   Interpolation interpolation, bool has_fill, std::array<float, 3> fill)
       : alpha_{alpha_x, alpha_y},
         sigma_{sigma_x, sigma_y},
         interpolation_(interpolation),
@@ -192,7 +205,7 @@ class ElasticTransform : public Op {
           }
           for (int c = 0; c < 3; ++c) {
             const float o = has_fill_ && mask < 0.5f ? fill_[c] : v[c];
-            out[3 * x + c] = static_cast<uint8_t>(o);
+            out[3 * x + c] = TorchUint8(std::nearbyint(o));
           }
           continue;
         }
@@ -215,9 +228,10 @@ class ElasticTransform : public Op {
         }
         for (int c = 0; c < 3; ++c) {
           float o = v[c];
-          if (has_fill_) o = o * mask + (1.0f - mask) * static_cast<float>(fill_[c]);
-          o = std::nearbyint(o);  // torch.round: half to even.
-          out[3 * x + c] = static_cast<uint8_t>(std::clamp(o, 0.0f, 255.0f));
+          if (has_fill_) o = o * mask + (1.0f - mask) * fill_[c];
+          // torch.round (half to even), then the uint8 cast (modular: an out-of-range
+          // fill wraps, as torchvision's; in-range values never leave [0, 255]).
+          out[3 * x + c] = TorchUint8(std::nearbyint(o));
         }
       }
     }
@@ -227,7 +241,7 @@ class ElasticTransform : public Op {
   const double sigma_[2];
   const Interpolation interpolation_;
   const bool has_fill_;
-  const std::array<uint8_t, 3> fill_;
+  const std::array<float, 3> fill_;  // torchvision's float fill, any value.
 };
 
 // ReadPair reads "a number or [x, y]" in [-hi, hi] into a pair: torchvision takes any
@@ -246,6 +260,25 @@ absl::Status ReadPair(const OpArgs& args, const std::string& arg, double hi, dou
   return absl::OkStatus();
 }
 
+// ReadFloatFill reads ElasticTransform's fill: a number (every channel) or [r, g, b],
+// each finite, kept as the float torchvision's tensor kernel blends (not PIL's truncated,
+// clamped fill: ElasticTransform runs its tensor kernel on PIL images too).
+absl::Status ReadFloatFill(const OpArgs& args, std::array<float, 3>* fill) {
+  const OpValue& v = args.Get("fill");
+  const bool one = v.IsNumber() || (v.is_list && v.numbers.size() == 1);
+  const char* what = "null, a number or [r, g, b], each finite (-1 is 255 and 300 is 44 "
+                     "on uint8 pixels, as torchvision's cast)";
+  if (!v.word.empty() || !(one || (v.is_list && v.numbers.size() == 3))) {
+    return ArgError(kName, "fill", what, v);
+  }
+  for (int c = 0; c < 3; ++c) {
+    const double x = v.numbers[one ? 0 : c];
+    if (!std::isfinite(static_cast<float>(x))) return ArgError(kName, "fill", what, v);
+    (*fill)[c] = static_cast<float>(x);
+  }
+  return absl::OkStatus();
+}
+
 FLOWLOADER_REGISTER_OP(
     (OpSchema{kName,
               "an elastic warp: every pixel moved by a random displacement field (noise "
@@ -257,8 +290,9 @@ FLOWLOADER_REGISTER_OP(
                 "the displacements' smoothness (the Gaussian blur's sigma; <= 0: no blur)"},
                {"interpolation", "bilinear", "nearest or bilinear",
                 "grid_sample's mode"},
-               {"fill", "0", "null, a number or [r, g, b] in [0, 255]",
-                "the colour of pixels from outside the image (null: zeros, no mask)"}}}),
+               {"fill", "0", "null, a number or [r, g, b], each finite",
+                "the colour of pixels from outside the image (null: zeros, no mask); "
+                "outside [0, 255] it wraps as torchvision's uint8 cast (-1 is 255)"}}}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
       double alpha[2], sigma[2];
       if (absl::Status s = ReadPair(args, "alpha", 10000, alpha); !s.ok()) return s;
@@ -278,10 +312,10 @@ FLOWLOADER_REGISTER_OP(
                         "kernel, which ElasticTransform uses on PIL images too)",
                         args.Get("interpolation"));
       }
-      std::array<uint8_t, 3> fill{};
+      std::array<float, 3> fill{};
       const bool has_fill = !args.Get("fill").is_none;
       if (has_fill) {
-        if (absl::Status s = internal::ReadFill(kName, args, "fill", &fill); !s.ok()) return s;
+        if (absl::Status s = ReadFloatFill(args, &fill); !s.ok()) return s;
       }
       return std::unique_ptr<Op>(new ElasticTransform(alpha[0], alpha[1], sigma[0], sigma[1],
                                                       interpolation, has_fill, fill));

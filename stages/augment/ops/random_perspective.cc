@@ -9,6 +9,7 @@
 // neighbour: the parity cases bound the difference by PSNR. A side of one pixel gives
 // no single map (torchvision's lstsq raises): the image is left as it is.
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "stages/augment/ops/internal/geometry_args.h"
@@ -28,10 +29,12 @@ class RandomPerspective : public Op {
   // y (get_params' `endpoints`; its `startpoints` are the image's corners). torch's
   // randint(lo, hi) per value, in get_params' order.
   void Draw(int width, int height, SampleRng& rng, OpParams* params) const override {
-    const int dx = static_cast<int>(scale_ * (width / 2));
-    const int dy = static_cast<int>(scale_ * (height / 2));
-    auto near = [&rng](int d) { return static_cast<double>(rng.UniformInt(0, d + 1)); };
-    auto far = [&rng](int side, int d) {
+    // int64: a distortion_scale above 1 moves corners past the opposite side, up to
+    // 10^6 half-sides (Python's int(distortion_scale * half_w) never overflows).
+    const int64_t dx = static_cast<int64_t>(scale_ * (width / 2));
+    const int64_t dy = static_cast<int64_t>(scale_ * (height / 2));
+    auto near = [&rng](int64_t d) { return static_cast<double>(rng.UniformInt(0, d + 1)); };
+    auto far = [&rng](int64_t side, int64_t d) {
       return static_cast<double>(rng.UniformInt(side - d - 1, side));
     };
     params->Push(near(dx));          // top-left
@@ -45,17 +48,22 @@ class RandomPerspective : public Op {
   }
 
   // Apply also takes 16 params: the end points, then start points other than the
-  // corners (F.perspective's `startpoints`, for the functional call).
+  // corners (F.perspective's `startpoints`, for the functional call); or 24: those 16,
+  // then the map's 8 coefficients as torchvision's float32 least squares gives them (the
+  // eager calls solve with torch itself, so that an ill-conditioned map, frequent with
+  // a distortion_scale of 1 or more, is torchvision's to the bit).
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
-    if (p.n != 8 && p.n != 16) {
+    if (p.n != 8 && p.n != 16 && p.n != 24) {
       return absl::InvalidArgumentError("needs its 8 end point coordinates (or 8 end "
-                                        "and 8 start point coordinates)");
+                                        "and 8 start point coordinates, and 8 coefficients)");
     }
     const Image& src = *image.rgb;
     const double w1 = src.width - 1, h1 = src.height - 1;
     const double corners[8] = {0, 0, w1, 0, w1, h1, 0, h1};
     double coeffs[8];
-    if (!kernels::PerspectiveCoeffs(p.n == 16 ? p.v + 8 : corners, p.v, coeffs)) {
+    if (p.n == 24) {
+      std::copy(p.v + 16, p.v + 24, coeffs);
+    } else if (!kernels::PerspectiveCoeffs(p.n == 16 ? p.v + 8 : corners, p.v, coeffs)) {
       return absl::OkStatus();
     }
     kernels::Perspective(src, coeffs, interpolation_, fill_, image.spare);
