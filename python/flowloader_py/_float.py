@@ -357,14 +357,20 @@ def _expanded_size(matrix, w, h):
     return int(size[0]), int(size[1])
 
 
-def _perspective_coeffs(start, end):
-    """torchvision's _get_perspective_coeffs (the map from end to start points): solved in
-    double, rounded to float32 as torchvision's float32 lstsq gives them."""
+def _perspective_system(start, end):
+    """torchvision's _get_perspective_coeffs' linear system a x = b (float64) for the map
+    from end to start points ([[x, y]] * 4)."""
     a = np.zeros((8, 8))
     for i, (p1, p2) in enumerate(zip(end, start)):
         a[2 * i] = [p1[0], p1[1], 1, 0, 0, 0, -p2[0] * p1[0], -p2[0] * p1[1]]
         a[2 * i + 1] = [0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0], -p2[1] * p1[1]]
-    b = np.array(start, np.float64).reshape(8)
+    return a, np.array(start, np.float64).reshape(8)
+
+
+def _perspective_coeffs(start, end):
+    """torchvision's _get_perspective_coeffs (the map from end to start points): solved in
+    double, rounded to float32 as torchvision's float32 lstsq gives them."""
+    a, b = _perspective_system(start, end)
     try:
         coeffs = np.linalg.solve(a, b)
     except np.linalg.LinAlgError:

@@ -1022,11 +1022,8 @@ def _perspective_solution(start, end):
     distortion_scale of 1 or more often draws one): eager calls hand it torch's."""
     torch = _torch()
     import numpy as np
-    a = np.zeros((8, 8))
-    for i, (p1, p2) in enumerate(zip(end, start)):
-        a[2 * i] = [p1[0], p1[1], 1, 0, 0, 0, -p2[0] * p1[0], -p2[0] * p1[1]]
-        a[2 * i + 1] = [0, 0, 0, p1[0], p1[1], 1, -p2[1] * p1[0], -p2[1] * p1[1]]
-    b = np.array(start, np.float64).reshape(8)
+    from flowloader._float import _perspective_system  # numpy's, loaded on first use.
+    a, b = _perspective_system(start, end)
     try:
         out = torch.linalg.lstsq(torch.from_numpy(a.astype(np.float32)),
                                  torch.from_numpy(b.astype(np.float32)),
