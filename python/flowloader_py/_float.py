@@ -326,8 +326,10 @@ def _gaussian_blur(a, op, args, params):
 
 
 # -- rotate, affine, perspective: torchvision's grids, grid_sample's pixels ---------------
-def _inverse_affine(angle, translate, scale, shear):
-    """torchvision 0.14's _get_inverse_affine_matrix about the centre (0, 0), in double."""
+def _inverse_affine(angle, translate, scale, shear, center=(0.0, 0.0)):
+    """torchvision 0.14's _get_inverse_affine_matrix about `center` (relative to the image
+    centre, as its tensor functions give it), in double."""
+    cx, cy = center
     rot = math.radians(angle)
     sx, sy = math.radians(shear[0]), math.radians(shear[1])
     tx, ty = translate
@@ -336,9 +338,18 @@ def _inverse_affine(angle, translate, scale, shear):
     c = math.sin(rot - sy) / math.cos(sy)
     d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
     m = [x / scale for x in (d, -b, 0.0, -c, a, 0.0)]
-    m[2] += m[0] * (-tx) + m[1] * (-ty)
-    m[5] += m[3] * (-tx) + m[4] * (-ty)
+    m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty)
+    m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty)
+    m[2] += cx
+    m[5] += cy
     return m
+
+
+def _center(args, w, h):
+    """The op's center=[x, y] in pixels as torchvision's tensor functions' center_f
+    (relative to the image centre); the image centre (0, 0) when null."""
+    c = args.get("center")
+    return (0.0, 0.0) if c is None else (1.0 * (c[0] - w * 0.5), 1.0 * (c[1] - h * 0.5))
 
 
 def _expanded_size(matrix, w, h):
@@ -414,7 +425,8 @@ def _warp_fill(args, channels, state):
 
 def _rotation(a, op, args, params, state):
     h, w = a.shape[1], a.shape[2]
-    matrix = _inverse_affine(-float(params[0]), [0.0, 0.0], 1.0, [0.0, 0.0])
+    matrix = _inverse_affine(-float(params[0]), [0.0, 0.0], 1.0, [0.0, 0.0],
+                             _center(args, w, h))
     ow, oh = _expanded_size(matrix, w, h) if args.get("expand") else (w, h)
     return _core()._float_warp(a, "affine", matrix, oh, ow, _warp_mode(args, op.name),
                                _warp_fill(args, a.shape[0], state))
@@ -422,7 +434,8 @@ def _rotation(a, op, args, params, state):
 
 def _affine(a, op, args, params, state):
     angle, tx, ty, scale, shx, shy = (float(v) for v in params[:6])
-    matrix = _inverse_affine(angle, [tx, ty], scale, [shx, shy])
+    matrix = _inverse_affine(angle, [tx, ty], scale, [shx, shy],
+                             _center(args, a.shape[2], a.shape[1]))
     return _core()._float_warp(a, "affine", matrix, a.shape[1], a.shape[2],
                                _warp_mode(args, op.name), _warp_fill(args, a.shape[0], state))
 

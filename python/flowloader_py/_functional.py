@@ -266,21 +266,39 @@ def vflip(img):
     return _run(img, "random_vertical_flip(p=1)")
 
 
+def _center(fn, img, center):
+    """F.rotate/affine's center: None or a list or tuple (torchvision's TypeError), [x, y]
+    in pixels from the top-left. Its first two values (PIL's rotate and the tensor
+    functions' zip read no more; F.affine's PIL matrix unpacks exactly two), the op args'
+    {"center": [x, y]}; {} for None."""
+    if center is None:
+        return {}
+    if not isinstance(center, (list, tuple)):
+        raise TypeError(f"{fn}: Argument center should be a sequence, got "
+                        f"{_T._cut(repr(center))}")
+    exact = fn == "affine" and _eager._is_pil(img)
+    if len(center) < 2 or (exact and len(center) != 2):
+        raise ValueError(f"{fn}: center should hold two values [x, y], got "
+                         f"{_T._cut(repr(center))}")
+    _T._numbers(fn, "center", center[:2])
+    return {"center": [center[0], center[1]]}
+
+
 def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, center=None,
            fill=None):
-    _T._center("rotate", center)
     _number("rotate", "angle", angle)
+    centre = _center("rotate", img, center)  # torchvision's order: before interpolation.
     mode = _mode("rotate", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     fill = _pil_fill("rotate", img, fill)
     return _run(img, _text("random_rotation", degrees=0,
                            interpolation=mode, expand=bool(expand),
-                           fill=0 if fill is None else fill), [angle], fill_none=fill is None)
+                           fill=0 if fill is None else fill, **centre), [angle],
+                fill_none=fill is None)
 
 
 def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST,
            fill=None, center=None):
-    _T._center("affine", center)
     # torchvision's checks, in its order.
     _number("affine", "angle", angle)
     if not isinstance(translate, (list, tuple)):
@@ -305,11 +323,12 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
         raise ValueError(f"affine: shear should be a sequence containing two values, got "
                          f"{_T._cut(shear)}")
     mode = _mode("affine", interpolation)
+    centre = _center("affine", img, center)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
     fill = _pil_fill("affine", img, fill)
     return _run(img, _text("random_affine", degrees=0,
                            interpolation=mode,
-                           fill=0 if fill is None else fill),
+                           fill=0 if fill is None else fill, **centre),
                 [angle, translate[0], translate[1], scale, shear[0], shear[1]],
                 fill_none=fill is None)
 

@@ -895,8 +895,18 @@ def _pil_fill(state, cls, fill):
 
 
 def _center(cls, center):
-    if center is not None:
-        _refuse(f"{cls}(center={center!r})", "only the image centre (center=None)")
+    """torchvision's _check_sequence_input(center, "center", req_sizes=(2,)) of the classes:
+    the op args' {"center": [x, y]} in pixels (origin top-left), {} for the image centre."""
+    if center is None:
+        return {}
+    if not isinstance(center, Sequence):
+        raise TypeError(f"{cls}: center should be a sequence of length 2, got "
+                        f"{_type_name(center)} {_cut(repr(center))}")
+    if len(center) != 2:
+        raise ValueError(f"{cls}: center should be sequence of length 2, got "
+                         f"{_cut(repr(center))}")
+    _numbers(cls, "center", center)
+    return {"center": [center[0], center[1]]}
 
 
 class RandomAffine(Transform):
@@ -904,7 +914,7 @@ class RandomAffine(Transform):
 
     def __init__(self, degrees, translate=None, scale=None, shear=None,
                  interpolation=InterpolationMode.NEAREST, fill=0, center=None):
-        _center("RandomAffine", center)
+        centre = _center("RandomAffine", center)
         _check_angle("RandomAffine", "degrees", degrees)
         _check_affine_ranges(translate, scale)
         _check_fill("RandomAffine", fill)
@@ -913,7 +923,7 @@ class RandomAffine(Transform):
         super().__init__(degrees=_seq(degrees), translate=_seq(translate), scale=_seq(scale),
                          shear=_seq(shear),
                          interpolation=_interpolation("RandomAffine", interpolation),
-                         fill=_seq(fill), _raw_fill=fill)
+                         fill=_seq(fill), _raw_fill=fill, **centre)
 
     @staticmethod
     def get_params(degrees, translate, scale_ranges, shears, img_size, *, generator=None):
@@ -955,13 +965,13 @@ class RandomRotation(Transform):
 
     def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False,
                  center=None, fill=0):
-        _center("RandomRotation", center)
+        centre = _center("RandomRotation", center)
         _check_angle("RandomRotation", "degrees", degrees)
         _check_fill("RandomRotation", fill)
         # torchvision hands expand to PIL's rotate, which reads its truth value.
         super().__init__(degrees=_seq(degrees),
                          interpolation=_interpolation("RandomRotation", interpolation),
-                         expand=bool(expand), fill=_seq(fill), _raw_fill=fill)
+                         expand=bool(expand), fill=_seq(fill), _raw_fill=fill, **centre)
 
     @staticmethod
     def get_params(degrees, *, generator=None):

@@ -2,6 +2,7 @@
 // shear=None, interpolation=nearest, fill=0, center=None): RandomAffine.get_params
 // draws angle, (tx, ty), scale, (shear_x, shear_y) in that order; F.affine applies them
 // about the centre with PIL's Image.transform (kernels/geometry.cc, PIL's bytes).
+#include <array>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -27,8 +28,10 @@ struct AffineRanges {
 
 class RandomAffine : public Op {
  public:
-  RandomAffine(AffineRanges r, Interpolation interpolation, std::array<uint8_t, 3> fill)
-      : r_(r), interpolation_(interpolation), fill_(fill) {}
+  RandomAffine(AffineRanges r, Interpolation interpolation, std::array<uint8_t, 3> fill,
+               bool has_center, std::array<double, 2> center)
+      : r_(r), interpolation_(interpolation), fill_(fill), has_center_(has_center),
+        center_(center) {}
 
   // Params: angle, tx, ty, scale, shear_x, shear_y (RandomAffine.get_params, with
   // img_size = [width, height]).
@@ -53,7 +56,7 @@ class RandomAffine : public Op {
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     if (!Valid(p)) return absl::InvalidArgumentError("needs 6 params, scale > 0");
     kernels::Affine(*image.rgb, p.v[0], p.v[1], p.v[2], p.v[3], p.v[4], p.v[5], interpolation_,
-                    fill_, image.spare);
+                    fill_, image.spare, Center());
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }
@@ -61,22 +64,32 @@ class RandomAffine : public Op {
   bool ApplyRows(const OpParams& p, const RowImage& src, const RowImage& dst) const override {
     return Valid(p) && interpolation_ == Interpolation::kNearest &&
            kernels::AffineNearestRows(src, p.v[0], p.v[1], p.v[2], p.v[3], p.v[4], p.v[5],
-                                      fill_, dst);
+                                      fill_, dst, Center());
   }
 
   // Boxes, masks and label maps move with the same drawn parameters (affine_targets.h).
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
   absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
     if (!Valid(p)) return absl::InvalidArgumentError("needs 6 params, scale > 0");
+    if (has_center_) return NoTargets();
     return internal::AffineTargets(Move(p), targets);
   }
   bool MovesLabels() const override { return true; }
   absl::Status MoveLabels(const OpParams& p, LabelPlane& plane) const override {
     if (!Valid(p)) return absl::InvalidArgumentError("needs 6 params, scale > 0");
+    if (has_center_) return NoTargets();
     return internal::AffineLabels(Move(p), plane);
   }
 
  private:
+  const double* Center() const { return has_center_ ? center_.data() : nullptr; }
+  // Boxes, masks and label maps move about the image centre only (affine_targets.h).
+  static absl::Status NoTargets() {
+    return absl::InvalidArgumentError(
+        "random_affine: center=[x, y] does not move boxes, masks or label maps; use "
+        "center=null in a list with targets");
+  }
+
   static bool Valid(const OpParams& p) { return p.n >= 6 && p.v[3] > 0; }
   static internal::AffineMove Move(const OpParams& p) {
     internal::AffineMove m;
@@ -92,6 +105,8 @@ class RandomAffine : public Op {
   const AffineRanges r_;
   const Interpolation interpolation_;
   const std::array<uint8_t, 3> fill_;
+  const bool has_center_;
+  const std::array<double, 2> center_;
 };
 
 // ReadShear: _setup_angle(shear, req_sizes=(2, 4)): a number s >= 0 gives x in [-s, s],
@@ -135,7 +150,8 @@ FLOWLOADER_REGISTER_OP(
                 "PIL's transform filter"},
                {"fill", "0", "a number or [r, g, b] in [0, 255]",
                 "the colour of pixels from outside the image"},
-               {"center", "null", "null", "the image centre (others not supported)"}}}),
+               {"center", "null", "null or [x, y] in pixels",
+                "the centre (null: the image centre; no boxes/masks with [x, y])"}}}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
       const std::string op = "random_affine";
       AffineRanges r;
@@ -170,12 +186,12 @@ FLOWLOADER_REGISTER_OP(
       }
       std::array<uint8_t, 3> fill{};
       if (absl::Status st = internal::ReadFill(op, args, "fill", &fill); !st.ok()) return st;
-      if (absl::Status st = internal::RequireNull(op, args, "center",
-                                                  "transforms about the image centre only");
-          !st.ok()) {
+      bool has_center = false;
+      std::array<double, 2> center{};
+      if (absl::Status st = internal::ReadCenter(op, args, &has_center, &center); !st.ok()) {
         return st;
       }
-      return std::unique_ptr<Op>(new RandomAffine(r, interpolation, fill));
+      return std::unique_ptr<Op>(new RandomAffine(r, interpolation, fill, has_center, center));
     });
 
 }  // namespace

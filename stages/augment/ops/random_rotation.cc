@@ -4,6 +4,7 @@
 // (kernels/geometry.cc, PIL's bytes). With expand the output's size depends on the
 // angle, so a list must end its geometry with a fixed-size op after it.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 
@@ -18,8 +19,9 @@ namespace {
 class RandomRotation : public Op {
  public:
   RandomRotation(std::pair<double, double> degrees, Interpolation interpolation, bool expand,
-                 std::array<uint8_t, 3> fill)
-      : degrees_(degrees), interpolation_(interpolation), expand_(expand), fill_(fill) {}
+                 std::array<uint8_t, 3> fill, bool has_center, std::array<double, 2> center)
+      : degrees_(degrees), interpolation_(interpolation), expand_(expand), fill_(fill),
+        has_center_(has_center), center_(center) {}
 
   OpSize OutputSize(OpSize in) const override { return expand_ ? OpSize{} : in; }
   // With expand, any angle's canvas fits the input's diagonal (WorkingSize's + 2).
@@ -44,14 +46,14 @@ class RandomRotation : public Op {
 
   absl::Status Apply(const OpParams& p, OpImage& image) const override {
     if (p.n < 1) return absl::InvalidArgumentError("needs its angle");
-    kernels::Rotate(*image.rgb, p.v[0], interpolation_, expand_, fill_, image.spare);
+    kernels::Rotate(*image.rgb, p.v[0], interpolation_, expand_, fill_, image.spare, Center());
     std::swap(*image.rgb, *image.spare);
     return absl::OkStatus();
   }
   // Nearest: PIL's engines straight on Pillow's rows (the eager path).
   bool ApplyRows(const OpParams& p, const RowImage& src, const RowImage& dst) const override {
     return p.n >= 1 && interpolation_ == Interpolation::kNearest &&
-           kernels::RotateNearestRows(src, p.v[0], expand_, fill_, dst);
+           kernels::RotateNearestRows(src, p.v[0], expand_, fill_, dst, Center());
   }
 
   // Boxes, masks and label maps move with the same angle (affine_targets.h); with expand
@@ -59,15 +61,25 @@ class RandomRotation : public Op {
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
   absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
     if (p.n < 1) return absl::InvalidArgumentError("needs its angle");
+    if (has_center_) return NoTargets();
     return internal::AffineTargets(Move(p), targets);
   }
   bool MovesLabels() const override { return true; }
   absl::Status MoveLabels(const OpParams& p, LabelPlane& plane) const override {
     if (p.n < 1) return absl::InvalidArgumentError("needs its angle");
+    if (has_center_) return NoTargets();
     return internal::AffineLabels(Move(p), plane);
   }
 
  private:
+  const double* Center() const { return has_center_ ? center_.data() : nullptr; }
+  // Boxes, masks and label maps move about the image centre only (affine_targets.h).
+  static absl::Status NoTargets() {
+    return absl::InvalidArgumentError(
+        "random_rotation: center=[x, y] does not move boxes, masks or label maps; use "
+        "center=null in a list with targets");
+  }
+
   internal::AffineMove Move(const OpParams& p) const {
     internal::AffineMove m;
     m.rotate = true;
@@ -80,6 +92,8 @@ class RandomRotation : public Op {
   const Interpolation interpolation_;
   const bool expand_;
   const std::array<uint8_t, 3> fill_;
+  const bool has_center_;
+  const std::array<double, 2> center_;
 };
 
 FLOWLOADER_REGISTER_OP(
@@ -92,7 +106,8 @@ FLOWLOADER_REGISTER_OP(
                 "PIL's transform filter"},
                {"expand", "false", "true or false",
                 "grow the output to hold the whole rotated image"},
-               {"center", "null", "null", "the image centre (others not supported)"},
+               {"center", "null", "null or [x, y] in pixels",
+                "the rotation's centre (null: the image centre; no boxes/masks with [x, y])"},
                {"fill", "0", "a number or [r, g, b] in [0, 255]",
                 "the colour of pixels from outside the image"}}}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
@@ -107,14 +122,14 @@ FLOWLOADER_REGISTER_OP(
       }
       bool expand = false;
       if (absl::Status s = internal::ReadBool(op, args, "expand", &expand); !s.ok()) return s;
-      if (absl::Status s = internal::RequireNull(op, args, "center",
-                                                 "rotation about the image centre only");
-          !s.ok()) {
+      bool has_center = false;
+      std::array<double, 2> center{};
+      if (absl::Status s = internal::ReadCenter(op, args, &has_center, &center); !s.ok()) {
         return s;
       }
       std::array<uint8_t, 3> fill{};
       if (absl::Status s = internal::ReadFill(op, args, "fill", &fill); !s.ok()) return s;
-      return std::unique_ptr<Op>(new RandomRotation(*degrees, interpolation, expand, fill));
+      return std::unique_ptr<Op>(new RandomRotation(*degrees, interpolation, expand, fill, has_center, center));
     });
 
 }  // namespace

@@ -59,6 +59,19 @@ absl::Status RequireNull(const std::string& op, const OpArgs& args, const std::s
   return absl::OkStatus();
 }
 
+absl::Status ReadCenter(const std::string& op, const OpArgs& args, bool* has,
+                        std::array<double, 2>* center) {
+  const OpValue& v = args.Get("center");
+  *has = !v.is_none;
+  if (!*has) return absl::OkStatus();
+  if (!(v.is_list && v.numbers.size() == 2 && std::isfinite(v.numbers[0]) &&
+        std::isfinite(v.numbers[1]))) {
+    return ArgError(op, "center", "null or [x, y] in pixels (finite numbers)", v);
+  }
+  *center = {v.numbers[0], v.numbers[1]};
+  return absl::OkStatus();
+}
+
 absl::Status ReadResizeFilter(const std::string& op, const OpArgs& args, const std::string& arg,
                               Interpolation* interpolation, bool* has_other, PillowFilter* other) {
   const std::string& word = args.Word(arg);

@@ -38,6 +38,11 @@ absl::Status ReadBool(const std::string& op, const OpArgs& args, const std::stri
 absl::Status RequireNull(const std::string& op, const OpArgs& args, const std::string& arg,
                          const std::string& why);
 
+// ReadCenter reads a rotation's or affine's centre: null (the image centre; *has false)
+// or [x, y] in pixels, any finite numbers (torchvision's center=, origin top-left).
+absl::Status ReadCenter(const std::string& op, const OpArgs& args, bool* has,
+                        std::array<double, 2>* center);
+
 // ReadResizeFilter reads a resize's interpolation: what ReadInterpolation takes into
 // `interpolation`, or box, hamming or lanczos (Pillow's other resize filters) into
 // `other` (set only then).

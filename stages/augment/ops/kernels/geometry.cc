@@ -1696,11 +1696,13 @@ void NearestRows(const RowImage& src, const double a[6], const std::array<uint8_
 }
 
 // AffineMatrix: F.affine's inverse map on a PIL image of width × height, about the centre
-// (w * 0.5, h * 0.5): _get_inverse_affine_matrix(center, angle, translate, scale, shear),
-// term by term.
+// (w * 0.5, h * 0.5) or `center` ([x, y], F.affine's center=):
+// _get_inverse_affine_matrix(center, angle, translate, scale, shear), term by term.
 void AffineMatrix(int width, int height, double angle, double translate_x, double translate_y,
-                  double scale, double shear_x, double shear_y, double m[6]) {
-  const double cx = width * 0.5, cy = height * 0.5;
+                  double scale, double shear_x, double shear_y, double m[6],
+                  const double* center) {
+  const double cx = center ? center[0] : width * 0.5;
+  const double cy = center ? center[1] : height * 0.5;
   const double rot = Radians(angle);
   const double sx = Radians(shear_x);
   const double sy = Radians(shear_y);
@@ -1718,8 +1720,10 @@ void AffineMatrix(int width, int height, double angle, double translate_x, doubl
 
 // RotateTransposes says which transpose Image.rotate takes for `angle` (already mod 360)
 // on a width × height image: 0 (none: an affine map), 90, 180 or 270; 360 stands for the
-// plain copy of angle 0.
-int RotateTransposes(double angle, int width, int height, bool expand) {
+// plain copy of angle 0. With a centre PIL always maps (`if not (center or translate)`).
+int RotateTransposes(double angle, int width, int height, bool expand,
+                     const double* center = nullptr) {
+  if (center) return 0;
   if (angle == 0) return 360;
   if (angle == 180) return 180;
   if ((angle == 90 || angle == 270) && (expand || width == height)) {
@@ -1729,10 +1733,11 @@ int RotateTransposes(double angle, int width, int height, bool expand) {
 }
 
 // RotateMatrix: Image.rotate's inverse map (output to source) about the centre
-// (w / 2, h / 2), its entries rounded to 15 decimals as PIL does; with `expand` the output
-// grows to the rotated corners' bounding box, re-centred. Writes the output's size.
+// (w / 2, h / 2) or `center` ([x, y]), its entries rounded to 15 decimals as PIL does; with
+// `expand` the output grows to the rotated corners' bounding box, re-centred as PIL does
+// (by half the growth, whatever the centre). Writes the output's size.
 void RotateMatrix(int w, int h, double angle, bool expand, double m[6], int* out_w,
-                  int* out_h) {
+                  int* out_h, const double* center = nullptr) {
   const double r = -Radians(angle);
   const double rounded[6] = {Round15(std::cos(r)), Round15(std::sin(r)),  0.0,
                              Round15(-std::sin(r)), Round15(std::cos(r)), 0.0};
@@ -1741,7 +1746,7 @@ void RotateMatrix(int w, int h, double angle, bool expand, double m[6], int* out
     *ox = m[0] * x + m[1] * y + m[2];
     *oy = m[3] * x + m[4] * y + m[5];
   };
-  const double cx = w / 2.0, cy = h / 2.0;
+  const double cx = center ? center[0] : w / 2.0, cy = center ? center[1] : h / 2.0;
   map(-cx, -cy, &m[2], &m[5]);
   m[2] += cx;
   m[5] += cy;
@@ -1766,10 +1771,10 @@ void RotateMatrix(int w, int h, double angle, bool expand, double m[6], int* out
 
 void Affine(const Image& src, double angle, double translate_x, double translate_y,
             double scale, double shear_x, double shear_y, Interpolation interpolation,
-            const std::array<uint8_t, 3>& fill, Image* dst) {
+            const std::array<uint8_t, 3>& fill, Image* dst, const double* center) {
   double m[6];
   AffineMatrix(src.width, src.height, angle, translate_x, translate_y, scale, shear_x, shear_y,
-               m);
+               m, center);
   TransformAffine(src, m, src.width, src.height, interpolation, fill, dst);
 }
 
@@ -1777,15 +1782,15 @@ void AffinePlane(const Image& src, double angle, double translate_x, double tran
                  double scale, double shear_x, double shear_y, uint8_t fill, Image* dst) {
   double m[6];
   AffineMatrix(src.width, src.height, angle, translate_x, translate_y, scale, shear_x, shear_y,
-               m);
+               m, nullptr);
   NearestPlane(src, m, src.width, src.height, fill, dst);
 }
 
 void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
-            const std::array<uint8_t, 3>& fill, Image* dst) {
-  // Image.rotate(angle, resample, expand, center=None, translate=None, fillcolor).
+            const std::array<uint8_t, 3>& fill, Image* dst, const double* center) {
+  // Image.rotate(angle, resample, expand, center, translate=None, fillcolor).
   angle = PyMod(angle, 360.0);
-  switch (RotateTransposes(angle, src.width, src.height, expand)) {
+  switch (RotateTransposes(angle, src.width, src.height, expand, center)) {
     case 360: *dst = src; return;
     case 180: Rotate180(src, dst); return;
     case 90: Rotate90(src, true, dst); return;
@@ -1794,7 +1799,7 @@ void Rotate(const Image& src, double angle, Interpolation interpolation, bool ex
   }
   double m[6];
   int w = 0, h = 0;
-  RotateMatrix(src.width, src.height, angle, expand, m, &w, &h);
+  RotateMatrix(src.width, src.height, angle, expand, m, &w, &h, center);
   TransformAffine(src, m, w, h, interpolation, fill, dst);
 }
 
@@ -1815,28 +1820,30 @@ void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Imag
 
 bool AffineNearestRows(const RowImage& src, double angle, double translate_x,
                        double translate_y, double scale, double shear_x, double shear_y,
-                       const std::array<uint8_t, 3>& fill, const RowImage& dst) {
+                       const std::array<uint8_t, 3>& fill, const RowImage& dst,
+                       const double* center) {
   if (src.bpp != dst.bpp || (src.bpp != 4 && src.bpp != 1) || dst.width != src.width ||
       dst.height != src.height) {
     return false;
   }
   double m[6];
   AffineMatrix(src.width, src.height, angle, translate_x, translate_y, scale, shear_x, shear_y,
-               m);
+               m, center);
   NearestRows(src, m, fill, dst);
   return true;
 }
 
 bool RotateNearestRows(const RowImage& src, double angle, bool expand,
-                       const std::array<uint8_t, 3>& fill, const RowImage& dst) {
+                       const std::array<uint8_t, 3>& fill, const RowImage& dst,
+                       const double* center) {
   angle = PyMod(angle, 360.0);
   if (src.bpp != dst.bpp || (src.bpp != 4 && src.bpp != 1) ||
-      RotateTransposes(angle, src.width, src.height, expand) != 0) {
+      RotateTransposes(angle, src.width, src.height, expand, center) != 0) {
     return false;  // The transposes: Rotate's own paths.
   }
   double m[6];
   int w = 0, h = 0;
-  RotateMatrix(src.width, src.height, angle, expand, m, &w, &h);
+  RotateMatrix(src.width, src.height, angle, expand, m, &w, &h, center);
   if (w != dst.width || h != dst.height) return false;
   NearestRows(src, m, fill, dst);
   return true;

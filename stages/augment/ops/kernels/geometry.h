@@ -23,12 +23,14 @@ namespace flowloader::augment::kernels {
 // size of `src`; pixels from outside are `fill`.
 void Affine(const Image& src, double angle, double translate_x, double translate_y,
             double scale, double shear_x, double shear_y, Interpolation interpolation,
-            const std::array<uint8_t, 3>& fill, Image* dst);
+            const std::array<uint8_t, 3>& fill, Image* dst, const double* center = nullptr);
 
-// F.rotate(img, angle, interpolation, expand, center=None, fill): PIL's Image.rotate.
+// F.rotate(img, angle, interpolation, expand, center, fill): PIL's Image.rotate.
+// `center` (Affine's too): null for the image centre, else [x, y] in pixels (PIL's; a
+// rotation with a centre is never one of PIL's transposes).
 // With `expand` the output grows to hold the whole rotated image.
 void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
-            const std::array<uint8_t, 3>& fill, Image* dst);
+            const std::array<uint8_t, 3>& fill, Image* dst, const double* center = nullptr);
 
 // AffinePlane and RotatePlane move a one-channel plane (an instance mask, a label map:
 // Image with channels 1) as Affine and Rotate move an image of its size with the same
@@ -46,9 +48,11 @@ void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Imag
 // nothing is written.
 bool AffineNearestRows(const RowImage& src, double angle, double translate_x,
                        double translate_y, double scale, double shear_x, double shear_y,
-                       const std::array<uint8_t, 3>& fill, const RowImage& dst);
+                       const std::array<uint8_t, 3>& fill, const RowImage& dst,
+                       const double* center = nullptr);
 bool RotateNearestRows(const RowImage& src, double angle, bool expand,
-                       const std::array<uint8_t, 3>& fill, const RowImage& dst);
+                       const std::array<uint8_t, 3>& fill, const RowImage& dst,
+                       const double* center = nullptr);
 
 // RotatedSize is the size Rotate writes for a width × height image (PIL's, with expand
 // the rotated corners' bounding box rounded outwards).
