@@ -199,10 +199,11 @@ def _bad_eager_calls():
     img = Image.new("RGB", (32, 24))
     t = torch.zeros(3, 24, 32, dtype=torch.uint8)
     return {
-        "rotate_center": lambda: F.rotate(img, 30, center=[3, 3]),
-        "rotate_center_tensor": lambda: F.rotate(t, 30, center=[3, 3]),
-        "affine_center": lambda: F.affine(img, 10, [0, 0], 1.0, [0.0], center=[1, 1]),
-        "random_rotation_center": lambda: T.RandomRotation(10, center=(3, 3))(img),
+        # center= is taken (issue 35); a malformed one is refused.
+        "rotate_center": lambda: F.rotate(img, 30, center=[3]),
+        "rotate_center_tensor": lambda: F.rotate(t, 30, center=3),
+        "affine_center": lambda: F.affine(img, 10, [0, 0], 1.0, [0.0], center=[1, 1, 1]),
+        "random_rotation_center": lambda: T.RandomRotation(10, center=(3, "x"))(img),
         "random_affine_interpolation": lambda: T.RandomAffine(9, interpolation=1)(img),
         "resize_interpolation": lambda: T.Resize(10, interpolation="lanczos2")(img),
         "auto_augment_policy": lambda: T.AutoAugment("imagenet2")(img),

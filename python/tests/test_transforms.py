@@ -229,8 +229,6 @@ class LinearTransformation:  # A torchvision class flowloader does not have (by 
     (lambda: T.RandomRotation(9, interpolation=T.InterpolationMode.LANCZOS), "lanczos"),
     (lambda: T.RandomAffine(9, interpolation=1), "interpolation=1"),  # PIL's LANCZOS.
     (lambda: T.Compose([T.RandomChoice([T.ToTensor()])]).to_ops(), "inside RandomChoice"),
-    (lambda: T.RandomRotation(10, center=(3, 3)), "center=(3, 3)"),
-    (lambda: T.RandomAffine(10, center=(3, 3)), "center=(3, 3)"),
     (lambda: T.Compose([T.PILToTensor(), T.ConvertImageDtype(torch.uint8)]).to_ops(),
      "ConvertImageDtype(torch.uint8) in the loader"),
     (lambda: T.Compose([T.CenterCrop(32), T.PILToTensor()]).to_ops(), "PILToTensor"),
