@@ -72,6 +72,6 @@ REFUSED = [
     ("random_affine(shear=[1, 2, 3])", "random_affine: shear must be"),
     ("random_affine(shear=-4)", "shear must be"),
     ("random_affine(shear=[10, 5])", "shear must be"),
-    ("random_affine(center=[3, 3])", "random_affine: center must be null"),
+    ("random_affine(center=[3, 3, 3])", "random_affine: center must be null or [x, y]"),
     ("random_affine(fill=-3000000000)", "random_affine: fill must be"),
 ]

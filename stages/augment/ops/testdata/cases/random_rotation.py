@@ -48,7 +48,7 @@ REFUSED = [
     ("random_rotation(degrees=[1, 2, 3])", "degrees must be a number >= 0 or [min, max]"),
     ("random_rotation(degrees=[20, 10])", "degrees must be a number >= 0 or [min, max] with "
                                           "min <= max, got [20, 10]"),
-    ("random_rotation(degrees=10, center=[3, 4])", "random_rotation: center must be null"),
+    ("random_rotation(degrees=10, center=[3])", "random_rotation: center must be null or [x, y]"),
     ("random_rotation(degrees=10, fill=3000000000)", "random_rotation: fill must be"),
     ("random_rotation(degrees=10, fill=[1, 2])", "fill must be a number or [r, g, b]"),
     ("random_rotation(degrees=10, interpolation=box)", "interpolation must be"),
