@@ -44,6 +44,7 @@
 #include "runtime/version.h"
 #include "stages/core/bool_text.h"
 #include "stages/core/log.h"
+#include "stages/core/memory_plan.h"
 #include "stages/core/resources.h"
 #include "stages/core/one_line.h"
 
@@ -399,6 +400,21 @@ int TuneFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   return TuneCommand(o, flags.Text("out"));
 }
 
+// CheckImageMemory refuses a make-dataset whose largest image (width × height pixels of
+// bytes_per_pixel, built whole before it is encoded) cannot fit what the process may use:
+// --max_short_side 65000 allocated 16+ GB per image and was OOM-killed, or took the
+// machine down with it.
+absl::Status CheckImageMemory(int64_t max_short_side, int64_t width, int64_t height,
+                              int64_t bytes_per_pixel) {
+  const int64_t bytes = width * height * bytes_per_pixel;
+  const MemoryBudget available = AvailableMemory();
+  if (!available.known() || bytes <= available.bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "--max_short_side ", max_short_side, " makes images of up to ", width, "x", height,
+      " pixels, ", FormatBytes(bytes), " each in memory, but ", FormatBytes(available.bytes),
+      " is available (", available.source, "): lower --max_short_side"));
+}
+
 // ReadShapeSetFlags reads the flags make-dataset's detection and segmentation sets share
 // into `o` (DetectionDatasetOptions or SegmentationDatasetOptions); *max_shapes gets
 // --max_instances (shapes per image).
@@ -414,6 +430,8 @@ absl::Status ReadShapeSetFlags(const FlagReader& flags, ShapeSetOptions& o, int*
   if (s.ok()) s = flags.Int("seed", 0, std::numeric_limits<int64_t>::max(), &seed);
   if (s.ok()) s = flags.Double("noise", 0, 1e6, &o.noise);
   if (s.ok()) s = flags.Bool("overwrite", &o.overwrite);
+  // Both sides are drawn from [min, max]; label maps and masks come beside the RGB pixels.
+  if (s.ok()) s = CheckImageMemory(max_side, max_side, max_side, 6);
   if (!s.ok()) return s;
   o.images = static_cast<int>(images);
   o.min_side = static_cast<int>(min_side);
@@ -477,6 +495,8 @@ int MakeDataset(const CommandDef& command, const ParsedFlags& parsed) {
   if (s.ok()) s = flags.Int("seed", 0, std::numeric_limits<int64_t>::max(), &seed);
   if (s.ok()) s = flags.Double("noise", 0, 1e6, &o.noise);
   if (s.ok()) s = flags.Bool("overwrite", &o.overwrite);
+  // The long side is up to 1.5 × the short one (sample_dataset.cc).
+  if (s.ok()) s = CheckImageMemory(max_side, max_side * 3 / 2, max_side, 3);
   if (!s.ok()) return Fail(std::string(s.message()));
   o.classes = static_cast<int>(classes);
   o.images_per_class = static_cast<int>(images);

@@ -221,12 +221,21 @@ void WriteRows(const Batch& batch, const Pipeline& pipeline, RowFiles* files) {
   }
 }
 
-// CloseRowFiles closes the row files and says whether every write to them succeeded.
-bool CloseRowFiles(RowFiles* files) {
+// CloseRowFiles closes them; a write that failed (disk full, /dev/full) is named by its
+// flag and path.
+absl::Status CloseRowFiles(const RunConfig& config, RowFiles* files) {
   const bool keys_failed = files->keys.is_open() && (files->keys.close(), files->keys.fail());
   const bool samples_failed =
       files->samples.is_open() && (files->samples.close(), files->samples.fail());
-  return !keys_failed && !samples_failed;
+  if (keys_failed) {
+    return absl::InternalError(
+        absl::StrCat("writing --keys_out=", config.keys_out, " failed (disk full?)"));
+  }
+  if (samples_failed) {
+    return absl::InternalError(
+        absl::StrCat("writing --samples_out=", config.samples_out, " failed (disk full?)"));
+  }
+  return absl::OkStatus();
 }
 
 // Consumed is what the consumer loop saw: how it ended and when things happened.
@@ -374,7 +383,10 @@ absl::Status WriteRunFiles(const RunConfig& config, const Pipeline& pipeline,
     }
   }
   if (!config.trace_out.empty()) {
-    if (absl::Status s = WriteChromeTrace(*pipeline.stats(), config.trace_out); !s.ok()) return s;
+    // WriteChromeTrace names the path; the user wrote the flag.
+    if (absl::Status s = WriteChromeTrace(*pipeline.stats(), config.trace_out); !s.ok()) {
+      return absl::InternalError("cannot write --trace_out=" + config.trace_out);
+    }
   }
   return absl::OkStatus();
 }
@@ -441,9 +453,7 @@ int RunCommand(const RunConfig& config) {
       *pipeline->stats(), Facts(config, wall, consumed.epochs_done, consumed.startup_seconds));
   const Cursor checkpoint = pipeline->Checkpoint();
   PrintReport(config, *pipeline, snapshot, consumed, wall, checkpoint, signo);
-  if (!CloseRowFiles(&files)) {
-    return Fail("writing --keys_out or --samples_out failed (disk full?)");
-  }
+  if (absl::Status s = CloseRowFiles(config, &files); !s.ok()) return Fail(s.message());
   if (absl::Status s = WriteRunFiles(config, *pipeline, snapshot, consumed, checkpoint);
       !s.ok()) {
     return Fail(s.message());

@@ -1,6 +1,7 @@
 #include "runtime/tune_command.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -65,6 +66,19 @@ int TuneCommand(const TuneOptions& options, const std::string& out_dir) {
   if (::mkdir(out_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return Fail(absl::StrCat("--out=", out_dir, ": cannot create it: ", std::strerror(errno)));
   }
+  // Before the trials, not after them (--out=/dev/null spent the whole time budget, then
+  // said "cannot write /dev/null/tune.json").
+  struct stat st;
+  if (::stat(out_dir.c_str(), &st) != 0) {
+    return Fail(absl::StrCat("--out=", out_dir, ": ", std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Fail(absl::StrCat("--out=", out_dir, " is not a directory; give a directory for "
+                             "tune.json, best.yaml and tune.svg"));
+  }
+  if (::access(out_dir.c_str(), W_OK) != 0) {
+    return Fail(absl::StrCat("--out=", out_dir, ": cannot write in it: ", std::strerror(errno)));
+  }
   absl::StatusOr<TuneResult> result = Tune(options);
   if (!result.ok()) return Fail(std::string(result.status().message()));
   PipelineOptions best = TunedOptions(options.pipeline, *result);
@@ -78,7 +92,9 @@ int TuneCommand(const TuneOptions& options, const std::string& out_dir) {
                                                         {"best.yaml", yaml},
                                                         {"tune.svg", Plot(*result)}}) {
     const std::string path = absl::StrCat(out_dir, "/", name);
-    if (!WriteText(path, text)) return Fail(absl::StrCat("cannot write ", path));
+    if (!WriteText(path, text)) {
+      return Fail(absl::StrCat("--out=", out_dir, ": cannot write ", path));
+    }
   }
   const TrialResult& b = result->best;
   std::printf(

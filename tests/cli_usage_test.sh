@@ -93,7 +93,28 @@ expect 2 "^flowloader: --trace_out=$TMP is a directory" "${R[@]}" --trace_out="$
 expect 2 "^flowloader: --resume must be EPOCH:BATCH" "${R[@]}" --resume=3
 expect 2 "cannot resume at epoch 1 batch 1: the run has 1 epochs" "${R[@]}" --batch_size=5 --resume=1:1
 expect 2 "no IPv6 support" "${R[@]}" --metrics_address='[::1]:0' --epochs=1
+# A refusal names the flag and the value (it said "bad metrics address", "cannot write trace
+# to /dev/full" and "writing --keys_out or --samples_out failed").
+expect 2 "^flowloader: bad metrics_address 'garbage': not a port number" "${R[@]}" \
+  --metrics_address=garbage --epochs=1
+if [ -w /dev/full ]; then
+  expect 2 "^flowloader: cannot write --trace_out=/dev/full$" "${R[@]}" --epochs=1 \
+    --trace_out=/dev/full
+  expect 2 "^flowloader: writing --samples_out=/dev/full failed (disk full?)$" "${R[@]}" \
+    --epochs=1 --samples_out=/dev/full
+fi
 expect 2 "is not empty .*pass --overwrite" make-dataset --out="$DATA" --classes=2
+# An image larger than the memory there is is refused before it is drawn (65000 pixels a
+# side took 16+ GB and was OOM-killed); where 24 GiB are available it is not refused.
+AVAIL_KB=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+if [ "$AVAIL_KB" -lt $((65000 * 97500 * 3 / 1024)) ]; then
+  expect 2 "^flowloader: --max_short_side 65000 makes images of up to 97500x65000 pixels, .* each in memory, but .* is available (.*): lower --max_short_side$" \
+    make-dataset --out="$TMP/huge" --classes=1 --images_per_class=1 --min_short_side=65000 \
+    --max_short_side=65000
+  expect 2 "^flowloader: --max_short_side 65000 makes images of up to 65000x65000 pixels" \
+    make-dataset --task=detection --out="$TMP/huge" --images=1 --min_short_side=65000 \
+    --max_short_side=65000
+fi
 "$FLOWLOADER" make-dataset --out="$DATA" --classes=3 --images_per_class=12 \
   --min_short_side=48 --max_short_side=64 >/dev/null || fail "the same dataset again must be a no-op"
 # A quoted number and a yes are refused in a spec as on the command line, for pipeline

@@ -93,7 +93,12 @@ expect2() {
 WANT="--ram_budget must be bytes" expect2 tune "${T[@]}" --out="$TMP/x" --ram_budget=lots
 WANT="--batch_sizes must be integers >= 1" expect2 tune "${T[@]}" --out="$TMP/x" --batch_sizes=8,0
 WANT="tune needs --out=DIR" expect2 tune "${T[@]}"
-WANT="no configuration could be measured: it would need" expect2 tune "${T[@]}" --out="$TMP/x" \
-  --ram_budget=1MiB --time_budget=5
+WANT="no configuration could be measured: it would need .*; largest: .*ram_budget (flowloader plan lists every part)" \
+  expect2 tune "${T[@]}" --out="$TMP/x" --ram_budget=1MiB --time_budget=5
+# The largest part, not the whole plan (a 715-character line).
+[ "$(wc -c <"$TMP/e")" -le 400 ] || fail "tune's ram_budget refusal: $(cat "$TMP/e")"
+# --out is checked before the trials (/dev/null was refused after the whole time budget).
+: >"$TMP/a_file"
+WANT="^flowloader: --out=$TMP/a_file is not a directory" expect2 tune "${T[@]}" --out="$TMP/a_file"
 
 echo "tune_cli_test: 1 passed, 0 failed"

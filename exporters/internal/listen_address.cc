@@ -19,7 +19,7 @@ namespace {
 
 absl::Status Malformed(absl::string_view address, absl::string_view why) {
   return absl::InvalidArgumentError(
-      absl::StrCat("bad metrics address '", address, "': ", why,
+      absl::StrCat("bad metrics_address '", address, "': ", why,
                    " (expected host:port, [v6]:port or a port)"));
 }
 

@@ -54,13 +54,29 @@ int BuffersWithin(const MemoryPlan& one_buffer_plan, int64_t resident_bytes, int
   return static_cast<int>(std::min<int64_t>(kMaxAutoBuffers, 1 + room / per_buffer));
 }
 
-// LargestPartKnob names the option that most shrinks the plan's largest part.
-std::string LargestPartKnob(const MemoryPlan& plan) {
+// LargestPart is the plan's largest host part, or null when it has none.
+const MemoryPart* LargestPart(const MemoryPlan& plan) {
   const MemoryPart* largest = nullptr;
   for (const MemoryPart& part : plan.parts()) {
     if (!part.device && (largest == nullptr || part.bytes > largest->bytes)) largest = &part;
   }
+  return largest;
+}
+
+// LargestPartKnob names the option that most shrinks the plan's largest part.
+std::string LargestPartKnob(const MemoryPlan& plan) {
+  const MemoryPart* largest = LargestPart(plan);
   return largest == nullptr || largest->knobs.empty() ? "batch_size" : largest->knobs.front();
+}
+
+// LargestPartText is "; largest: codec memory 16.0 MiB (num_workers 2 × ...)", or "" for a
+// plan without host parts: the whole plan (six parts, 650 characters) is `flowloader
+// plan`'s to list, not a refusal's.
+std::string LargestPartText(const MemoryPlan& plan) {
+  const MemoryPart* largest = LargestPart(plan);
+  if (largest == nullptr) return "";
+  return absl::StrCat("; largest: ", largest->name, " ", FormatBytes(largest->bytes),
+                      largest->formula.empty() ? "" : absl::StrCat(" (", largest->formula, ")"));
 }
 
 }  // namespace
@@ -117,8 +133,9 @@ absl::StatusOr<AutotunePlan> PlanAutotune(const PipelineOptions& options,
       return absl::ResourceExhaustedError(absl::StrCat(
           ram_budget_set ? "ram_budget " : "ram_budget (unset: half of MemAvailable) ",
           FormatBytes(ram_budget), " is below one batch buffer's plan (",
-          one_buffer_plan->Describe(), ", plus ", FormatBytes(resident_bytes),
-          " the process holds): raise ram_budget or lower ", LargestPartKnob(*one_buffer_plan)));
+          FormatBytes(one_buffer_plan->total_bytes()), LargestPartText(*one_buffer_plan),
+          ", plus ", FormatBytes(resident_bytes), " the process holds): raise ram_budget or lower ",
+          LargestPartKnob(*one_buffer_plan), " (flowloader plan lists every part)"));
     }
     policy.max_buffers = most;
     policy.min_buffers = std::min(kFirstAutoBuffers, most);

@@ -114,7 +114,9 @@ absl::Status ParseOne(const SpecReader& r, const YAML::Node& item, augment::OpTe
   std::vector<Field> written;
   if (registry.Find(op->name) == nullptr) {
     return r.Error(*at, absl::StrCat("unknown op ", Quote(op->name), " ",
-                                     Suggestion(op->name, registry.Names())));
+                                     spec_internal::ShortSuggestion(
+                                         op->name, registry.Names(),
+                                         "flowloader stages lists the ops")));
   }
   if (args.IsDefined() && !args.IsNull()) {
     if (!args.IsMap()) {

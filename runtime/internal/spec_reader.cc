@@ -149,8 +149,9 @@ absl::Status SpecReader::Expected(const Field& field, absl::string_view expected
 
 absl::Status SpecReader::UnknownKey(const Field& field, absl::string_view what,
                                     const std::vector<std::string>& known) const {
-  return Error(field.key_node, absl::StrCat("unknown key ", Quote(field.key), " in ", what, " ",
-                                            Suggestion(field.key, known)));
+  return Error(field.key_node,
+               absl::StrCat("unknown key ", Quote(field.key), " in ", what, " ",
+                            ShortSuggestion(field.key, known, "flowloader stages lists the keys")));
 }
 
 absl::Status SpecReader::Scalar(const Field& field, absl::string_view expected,
@@ -248,6 +249,17 @@ std::string Quote(absl::string_view text) {
   }
   if (text.size() > kMax) out += "...";
   return out + "'";
+}
+
+std::string ShortSuggestion(absl::string_view name, const std::vector<std::string>& known,
+                            absl::string_view listed_by) {
+  // The longest list shown whole: a stage item's or a source's keys, the stage types.
+  constexpr size_t kMaxListChars = 200;
+  std::string hint = Suggestion(name, known);
+  if (absl::StartsWith(hint, "(known: ") && hint.size() > kMaxListChars) {
+    hint = absl::StrCat("(none is close; ", listed_by, ")");
+  }
+  return hint;
 }
 
 std::string Describe(const YAML::Node& node) {

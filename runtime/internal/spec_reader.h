@@ -105,6 +105,12 @@ std::string Describe(const YAML::Node& node);
 // Suggestion (stages/core/suggest.h) ends an unknown-name message.
 using ::flowloader::Suggestion;
 
+// ShortSuggestion is Suggestion, except that a "(known: ...)" list longer than a line's
+// share (the spec's 46 keys, the 40 ops: a 650-character refusal) becomes "(none is
+// close; `listed_by`)", saying where the list is: an unknown name stays one short line.
+std::string ShortSuggestion(absl::string_view name, const std::vector<std::string>& known,
+                            absl::string_view listed_by);
+
 }  // namespace spec_internal
 }  // namespace flowloader
 

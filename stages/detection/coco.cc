@@ -2,6 +2,8 @@
 // every value once at Open so that MakeTargets, per sample, only copies and rasterises.
 #include "stages/detection/coco.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "stages/core/bounded_read.h"
 #include "stages/detection/json_int.h"
@@ -65,7 +68,17 @@ absl::Status ReadAnnotations(const CocoOptions& options, std::string* text) {
   if (options.read_file) {
     absl::Status s = options.read_file(options.annotations, options.max_json_bytes, text);
     if (s.code() == absl::StatusCode::kResourceExhausted) return TooLargeJson(options, "the file");
+    // The store's message names the URL; say which setting it is.
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat("annotations: ", s.message()));
     return s;
+  }
+  // A device is no COCO file, and reading one to max_json_bytes (/dev/zero: 1 GiB, 2 GB of
+  // memory for 10 s) only to refuse it helps no one; a pipe (<(zcat ...)) is read.
+  struct stat st;
+  if (::stat(options.annotations.c_str(), &st) == 0 &&
+      (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "annotations ", options.annotations, " is a device, not a COCO instances file"));
   }
   // A local file, read to at most max_json_bytes whatever its size: a device or a pipe
   // has no size (/dev/zero was read until memory ran out).
@@ -74,7 +87,8 @@ absl::Status ReadAnnotations(const CocoOptions& options, std::string* text) {
     case BoundedRead::Outcome::kRead:
       return absl::OkStatus();
     case BoundedRead::Outcome::kCannotOpen:
-      return absl::ErrnoToStatus(read.error, options.annotations);
+      return absl::ErrnoToStatus(
+          read.error, absl::StrCat("annotations ", options.annotations, " cannot be read"));
     case BoundedRead::Outcome::kDirectory:
       return absl::InvalidArgumentError(
           absl::StrCat(options.annotations, " is a directory, not a COCO instances file"));
@@ -137,7 +151,13 @@ absl::Status CocoDataset::Parse(const std::string& text) {
   try {
     root = Json::parse(text);
   } catch (const Json::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat("not JSON (byte ", e.byte, "): ", e.what()));
+    // what() starts with the library's id ("[json.exception.parse_error.101] "): not for a
+    // user, who reads the rest ("parse error at line 1, column 1: syntax error ...").
+    absl::string_view what = e.what();
+    if (const size_t id_end = what.find("] "); what.front() == '[' && id_end != what.npos) {
+      what.remove_prefix(id_end + 2);
+    }
+    return absl::InvalidArgumentError(absl::StrCat("not JSON (byte ", e.byte, "): ", what));
   }
   if (!root.is_object() || !root.contains("images") || !root["images"].is_array()) {
     return absl::InvalidArgumentError("not a COCO instances file: no \"images\" list");

@@ -1,9 +1,15 @@
 // coco_test: the COCO instances reader on files the test writes: labels, boxes, masks
 // from polygons and both RLE forms, and every kind of bad input counted or refused.
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "gtest/gtest.h"
 #include "stages/detection/coco.h"
@@ -169,14 +175,33 @@ TEST(CocoTest, PolygonsTooFarOrTooLongAreBadParts) {
 // A file without a size (a device, a pipe) is read to max_json_bytes at most: /dev/zero
 // was read until memory ran out (pack --annotations=/dev/zero never returned).
 TEST(CocoTest, AFileWithoutASizeIsReadToTheLimitOnly) {
+  // A pipe (<(zcat instances.json.gz)) has no size: it is read to max_annotation_bytes and
+  // no further, while its writer would go on for ever.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::thread writer([fd = fds[1]] {
+    const std::string zeros(1 << 16, '0');
+    while (::write(fd, zeros.data(), zeros.size()) > 0) {
+    }
+    ::close(fd);
+  });
   CocoOptions options;
-  options.annotations = "/dev/zero";
+  options.annotations = absl::StrCat("/proc/self/fd/", fds[0]);
   options.images = "images";
   options.max_json_bytes = int64_t{4} << 20;
-  absl::StatusOr<std::unique_ptr<CocoDataset>> zero = CocoDataset::Open(options);
-  ASSERT_FALSE(zero.ok());
-  EXPECT_NE(zero.status().message().find("max_annotation_bytes 4194304"), std::string::npos)
-      << zero.status();
+  absl::StatusOr<std::unique_ptr<CocoDataset>> endless = CocoDataset::Open(options);
+  ::close(fds[0]);  // The writer's next write fails: it ends.
+  writer.join();
+  ASSERT_FALSE(endless.ok());
+  EXPECT_NE(endless.status().message().find("max_annotation_bytes 4194304"), std::string::npos)
+      << endless.status();
+  // A device is no COCO file: refused before a byte is read (/dev/zero was read to
+  // max_annotation_bytes, 1 GiB: 2 GB of memory for 10 s).
+  options.annotations = "/dev/zero";
+  const absl::Status device = CocoDataset::Open(options).status();
+  EXPECT_EQ(device.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(device.message(), "annotations /dev/zero is a device, not a COCO instances file");
   options.annotations = std::getenv("TEST_TMPDIR") != nullptr ? std::getenv("TEST_TMPDIR") : "/tmp";
   absl::StatusOr<std::unique_ptr<CocoDataset>> dir = CocoDataset::Open(options);
   ASSERT_FALSE(dir.ok());
@@ -254,6 +279,9 @@ TEST(CocoTest, RefusesWhatLeavesNothingToTrainOn) {
   ASSERT_FALSE(not_json.ok());
   EXPECT_NE(not_json.status().message().find("broken.json: not JSON"), std::string::npos)
       << not_json.status();
+  // The JSON library's exception id is not for a user.
+  EXPECT_EQ(not_json.status().message().find("json.exception"), std::string::npos)
+      << not_json.status();
   auto no_size = OpenText("nosize.json", R"({"images": [{"id": 1, "file_name": "a.jpg"}]})");
   EXPECT_FALSE(no_size.ok());
   CocoOptions small;
@@ -264,7 +292,11 @@ TEST(CocoTest, RefusesWhatLeavesNothingToTrainOn) {
   EXPECT_NE(big.status().message().find("max_annotation_bytes"), std::string::npos);
   CocoOptions missing;
   missing.annotations = "/nonexistent/instances.json";
-  EXPECT_EQ(CocoDataset::Open(missing).status().code(), absl::StatusCode::kNotFound);
+  const absl::Status not_found = CocoDataset::Open(missing).status();
+  EXPECT_EQ(not_found.code(), absl::StatusCode::kNotFound);
+  // The message names the setting, not only a path.
+  EXPECT_EQ(not_found.message(),
+            "annotations /nonexistent/instances.json cannot be read: No such file or directory");
 }
 
 }  // namespace
