@@ -508,5 +508,34 @@ TEST(PipelineCollectorStorageTest, ExportsStorageBySchemeAndCode) {
             nullptr);
 }
 
+// A pipeline whose knobs are fixed exports them too, with 0 changes, so the dashboard's
+// autotune panel reads the values rather than No data (train.yaml, num_workers: 2).
+TEST(PipelineCollectorAutotuneTest, FixedKnobsExportTheirValuesAndNoChanges) {
+  auto stats = std::make_shared<PipelineStats>("fixed");
+  stats->autotune.num_workers = 2;
+  stats->autotune.prefetch_batches = 3;
+  PipelineCollector collector;
+  ASSERT_TRUE(collector.Register(stats).ok());
+  const std::vector<MetricFamily> families = collector.Collect();
+  const ClientMetric* workers = FindMetric(families, "flowloader_autotune_value",
+                                           {{"pipeline", "fixed"}, {"knob", "num_workers"}});
+  ASSERT_NE(workers, nullptr);
+  EXPECT_EQ(workers->gauge.value, 2);
+  const ClientMetric* buffers = FindMetric(families, "flowloader_autotune_value",
+                                           {{"pipeline", "fixed"}, {"knob", "prefetch_batches"}});
+  ASSERT_NE(buffers, nullptr);
+  EXPECT_EQ(buffers->gauge.value, 3);
+  const ClientMetric* ups =
+      FindMetric(families, "flowloader_autotune_decisions_total",
+                 {{"pipeline", "fixed"}, {"knob", "num_workers"}, {"direction", "up"}});
+  ASSERT_NE(ups, nullptr);
+  EXPECT_EQ(ups->counter.value, 0);
+  // Stats no pipeline has set up (no knob value yet) export none.
+  auto bare = std::make_shared<PipelineStats>("bare");
+  PipelineCollector plain;
+  ASSERT_TRUE(plain.Register(bare).ok());
+  EXPECT_EQ(FindFamily(plain.Collect(), "flowloader_autotune_value"), nullptr);
+}
+
 }  // namespace
 }  // namespace flowloader

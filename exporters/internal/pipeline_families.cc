@@ -132,8 +132,8 @@ constexpr FamilySpec kSpecs[] = {
      "Capacity of the bounded hand-off between two stages, in items."},
     {kAutotuneValue, "flowloader_autotune_value", MetricType::Gauge,
      "Value the online autotuner has set for a knob (num_workers, prefetch_batches, "
-     "read_ahead: the remote reads kept in flight at least); "
-     "only for pipelines with a knob on auto."},
+     "read_ahead: the remote reads kept in flight at least), or the knob's fixed value "
+     "where it is not on auto."},
     {kAutotuneDecisions, "flowloader_autotune_decisions_total", MetricType::Counter,
      "Changes the online autotuner made, by knob and direction (up, down)."},
     {kStorageRequests, "flowloader_storage_requests_total", MetricType::Counter,
@@ -377,7 +377,12 @@ void AppendPipeline(const PipelineStats& stats, absl::Time now, MonotonicState* 
     AddGauge(&f[kQueueDepth], labels, e->depth.load(std::memory_order_relaxed));
     AddGauge(&f[kQueueCapacity], labels, e->capacity);
   }
-  if (stats.autotune.enabled.load()) AppendAutotune(stats, families);
+  // Fixed knobs too (their values, 0 changes): the dashboard's autotune panel answers for
+  // every pipeline (train.yaml's fixed num_workers read No data). Stats a Pipeline has
+  // not set up (no knob value yet) have nothing to say.
+  if (stats.autotune.enabled.load() || stats.autotune.num_workers.load() > 0) {
+    AppendAutotune(stats, families);
+  }
   AppendStorage(stats, families);
   AppendBuildInfo(stats, &f[kBuildInfo]);
 }
