@@ -531,7 +531,17 @@ const std::vector<Key>& Keys() {
        "s3:// data: unsigned requests for a public bucket (no credentials looked up)",
        [](R r, F f, O o) { return r.Bool(f, &o->s3.anonymous); }},
       {"name", "default", "the `pipeline` label in metrics",
-       [](R r, F f, O o) { return r.String(f, &o->name); }},
+       [](R r, F f, O o) {
+         if (absl::Status s = r.String(f, &o->name); !s.ok()) return s;
+         // A label that is not UTF-8 fails Prometheus's whole scrape (--name=$'\xe4').
+         size_t at = 0;
+         if (const std::string why = spec_internal::NotText(o->name, &at); !why.empty()) {
+           return r.ValueError(f, absl::StrCat("must be UTF-8 text without control characters "
+                                               "(it is the pipeline label in metrics), got ",
+                                               why, " at byte ", at));
+         }
+         return absl::OkStatus();
+       }},
       {"batch_size", "64", "samples per batch; >= 1",
        [](R r, F f, O o) { return r.Int(f, 1, kIntMax, &o->batch_size); }},
       {"num_workers", "auto",

@@ -161,6 +161,11 @@ TEST(SpecTest, ReadsAutoKnobsAndTheirBudgets) {
   EXPECT_EQ(flags.num_workers, PipelineOptions::kAuto);
   EXPECT_EQ(std::string(ApplySpecValue("ram_budget", "lots", &flags).message()),
             "--ram_budget must be bytes (2147483648, 2GiB, 512MiB) or a share (50%), got 'lots'");
+  // --name is the metrics label: not UTF-8, it failed Prometheus's whole scrape.
+  EXPECT_EQ(std::string(ApplySpecValue("name", "a\xe4", &flags).message()),
+            "--name must be UTF-8 text without control characters (it is the pipeline label in "
+            "metrics), got byte 0xe4, which is not UTF-8 at byte 1");
+  EXPECT_TRUE(ApplySpecValue("name", "caf\xc3\xa9 \xe2\x82\xac", &flags).ok());
 }
 
 // SpecYaml (what `flowloader tune` writes as best.yaml) reads back to the same options,
@@ -595,6 +600,17 @@ const ErrorCase kErrorCases[] = {
     {"ControlCharactersInKey", "\"bad\\nkey\\x01\": 1\n",
      "t.yaml:1:1: unknown key 'bad\\x0akey\\x01' in pipeline (none is close; flowloader "
      "stages lists the keys)"},
+    // What YAML forbids and yaml-cpp passed through: a NUL (the name 'a\0b' read 'a' in
+    // logs) and a byte that is not UTF-8 (a label that fails Prometheus's whole scrape).
+    {"NulByteInText", std::string("data: d\nname: a\0b\n", 18),
+     "t.yaml:2:8: the text holds a control character (\\x00): a spec is plain UTF-8 text "
+     "(is this the right file?)"},
+    {"Latin1ByteInText", "data: d\nname: a\xe4" "b\n",
+     "t.yaml:2:8: the text holds byte 0xe4, which is not UTF-8: a spec is plain UTF-8 text "
+     "(is this the right file?)"},
+    {"TruncatedUtf8AtTheEnd", "data: d\nname: a\xc3",
+     "t.yaml:2:8: the text holds byte 0xc3, which is not UTF-8: a spec is plain UTF-8 text "
+     "(is this the right file?)"},
     {"LongValueIsShortened", "batch_size: " + std::string(100, 'x') + "\n",
      "t.yaml:1:13: batch_size must be an integer, got '" + std::string(40, 'x') + "...'"},
     // An alias is the node it names, so the message points at the anchor.

@@ -95,6 +95,8 @@ expect 2 "cannot resume at epoch 1 batch 1: the run has 1 epochs" "${R[@]}" --ba
 expect 2 "no IPv6 support" "${R[@]}" --metrics_address='[::1]:0' --epochs=1
 # A refusal names the flag and the value (it said "bad metrics address", "cannot write trace
 # to /dev/full" and "writing --keys_out or --samples_out failed").
+expect 2 "^flowloader: data $TMP/no/such/dir not found: No such file or directory$" run \
+  --data="$TMP/no/such/dir" --metrics_address= --progress=false
 expect 2 "^flowloader: bad metrics_address 'garbage': not a port number" "${R[@]}" \
   --metrics_address=garbage --epochs=1
 if [ -w /dev/full ]; then

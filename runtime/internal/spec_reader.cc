@@ -52,9 +52,79 @@ bool IsDecimal(absl::string_view text) {
   });
 }
 
+// ContinuationBytes is how many continuation bytes a UTF-8 sequence starting with `lead`
+// has, with the range its first one must be in (no overlong forms, no surrogates, nothing
+// past U+10FFFF); -1 when `lead` starts none.
+int ContinuationBytes(unsigned char lead, unsigned char* low, unsigned char* high) {
+  *low = 0x80;
+  *high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) return 1;
+  if (lead >= 0xE0 && lead <= 0xEF) {
+    if (lead == 0xE0) *low = 0xA0;
+    if (lead == 0xED) *high = 0x9F;
+    return 2;
+  }
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    if (lead == 0xF0) *low = 0x90;
+    if (lead == 0xF4) *high = 0x8F;
+    return 3;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string NotText(const std::string& text, size_t* at) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    *at = i;
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+        return absl::StrFormat("a control character (\\x%02x)", c);
+      }
+      continue;
+    }
+    unsigned char low = 0, high = 0;
+    const int more = ContinuationBytes(c, &low, &high);
+    bool valid = more > 0 && i + more < text.size();
+    for (int k = 1; valid && k <= more; ++k) {
+      const unsigned char next = static_cast<unsigned char>(text[i + k]);
+      valid = k == 1 ? next >= low && next <= high : next >= 0x80 && next <= 0xBF;
+    }
+    if (!valid) {
+      return absl::StrFormat("byte 0x%02x, which is not UTF-8", c);
+    }
+    i += static_cast<size_t>(more);
+  }
+  return "";
+}
+
+namespace {
+
+// IsWideUnicode: the UTF-16 or UTF-32 text yaml-cpp decodes itself (a byte order mark, or
+// YAML's detection by the NULs around the first, ASCII, character).
+bool IsWideUnicode(const std::string& text) {
+  if (text.size() < 2) return false;
+  const unsigned char a = static_cast<unsigned char>(text[0]);
+  const unsigned char b = static_cast<unsigned char>(text[1]);
+  return (a == 0xFE && b == 0xFF) || (a == 0xFF && b == 0xFE) || a == 0 || b == 0;
+}
+
 }  // namespace
 
 absl::StatusOr<YAML::Node> SpecReader::Load(const std::string& text) const {
+  if (size_t at = 0; !IsWideUnicode(text)) {
+    if (const std::string why = NotText(text, &at); !why.empty()) {
+      const size_t newline = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+      const size_t line_start = newline == std::string::npos ? 0 : newline + 1;
+      YAML::Mark mark;
+      mark.pos = static_cast<int>(at);
+      mark.line = static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+      mark.column = static_cast<int>(at - line_start);
+      return ErrorAt(mark, absl::StrCat("the text holds ", why,
+                                        ": a spec is plain UTF-8 text (is this the right file?)"));
+    }
+  }
   try {
     // Count the documents with the event parser first, three at most: yaml-cpp 0.7's
     // LoadAll never returns on a stray ',' where a document should begin (the parser

@@ -94,6 +94,14 @@ class SpecReader {
   std::string file_;
 };
 
+// NotText names what makes `text` not the UTF-8 text YAML reads ("byte 0xe4, which is
+// not UTF-8", "a control character (\x00)"), with *at its offset (0-based), or "" when
+// it is text. yaml-cpp passes through what YAML forbids: a NUL
+// in `name: a\0b` made the pipeline label 'a' in logs, and a Latin-1 "ä" made a label
+// that is not UTF-8, which fails Prometheus's whole scrape. Tab, line feed and carriage
+// return are the control characters text may hold.
+std::string NotText(const std::string& text, size_t* at);
+
 // Quote returns user text for a message: in single quotes, at most 40 characters, with
 // control characters escaped.
 std::string Quote(absl::string_view text);

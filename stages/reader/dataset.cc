@@ -142,13 +142,26 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenOne(const DatasetOptions& 
                                         : is_dir.status().code();
       return absl::Status(code, is_dir.status().message());
     }
-    return absl::NotFoundError(absl::StrCat("dataset ", path, " not found: ",
-                                            is_dir.status().message()));
+    // The Env's message starts with the path again: once is enough (a long path made a
+    // 500-character line), and `data` is the setting that named it.
+    return absl::NotFoundError(
+        absl::StrCat("data ", path, " not found: ",
+                     absl::StripPrefix(is_dir.status().message(), absl::StrCat(path, ": "))));
   }
   absl::StatusOr<std::vector<std::string>> shards = ShardPaths(env, path, *is_dir);
   if (!shards.ok()) return shards.status();
   if (!shards->empty()) {
     return OpenShards(options, std::move(*storage), *shards, *is_dir ? path : DirName(path));
+  }
+  if (!options.label_key.empty() && !in_mixture) {
+    // Not ignored: whoever set it expects labels from JSON, which only shards carry (in a
+    // mixture it is for the sources that are shards).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "label_key '", options.label_key, "' is for tar shards (the .json member's field that "
+        "holds the label), but ", path,
+        *is_dir ? " is an ImageFolder directory (labels from its class directories)"
+                : " is a list file (labels from its label column)",
+        ": remove label_key"));
   }
   std::unique_ptr<Dataset> dataset(new Dataset());
   dataset->env_ = env;

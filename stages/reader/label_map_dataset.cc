@@ -73,8 +73,10 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::OpenLabelMaps(const DatasetOpt
   const std::string maps = StripTrailingSlashes(label_maps);
   absl::StatusOr<bool> maps_dir = IsListablePath(maps) ? env->IsDirectory(maps) : false;
   if (!maps_dir.ok()) {
+    // The Env's message starts with the path again: once is enough.
     return absl::NotFoundError(
-        absl::StrCat("label_maps ", maps, " not found: ", maps_dir.status().message()));
+        absl::StrCat("label_maps ", maps, " not found: ",
+                     absl::StripPrefix(maps_dir.status().message(), absl::StrCat(maps, ": "))));
   }
   std::unique_ptr<Dataset> dataset(new Dataset());
   dataset->env_ = env;

@@ -132,6 +132,21 @@ TEST_F(ShardDatasetTest, LabelKeyReadsTheLabelFromJson) {
   EXPECT_EQ(ErrorReason((*ds)->sample(1).error), reason::kMissingLabel);
 }
 
+// label_key with data that is not shards is refused, not ignored (it was: the labels
+// came from the class directories while the user expected the JSON field).
+TEST_F(ShardDatasetTest, LabelKeyWithoutShardsIsRefused) {
+  Sh(absl::StrCat("mkdir -p ", dir_, "/folder/cat && echo x > ", dir_, "/folder/cat/a.jpg"));
+  DatasetOptions o;
+  o.path = dir_ + "/folder";
+  o.label_key = "label";
+  absl::StatusOr<std::unique_ptr<Dataset>> ds = Dataset::Open(o);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().message(),
+            absl::StrCat("label_key 'label' is for tar shards (the .json member's field that "
+                         "holds the label), but ", dir_, "/folder is an ImageFolder directory "
+                         "(labels from its class directories): remove label_key"));
+}
+
 TEST_F(ShardDatasetTest, BadSamplesAndShardsBecomeFailingEntriesWithReasons) {
   const std::string good = MakeSamples(0, 3);
   Write("nolabel.jpg", "x");
