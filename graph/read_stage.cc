@@ -152,8 +152,21 @@ class ReadStage : public SampleStage {
 absl::StatusOr<std::unique_ptr<SampleStage>> MakeReadStage(const StageArgs& args, StageEnv& env) {
   FileReaderOptions o;
   o.max_retries = static_cast<int>(args.GetInt("max_retries"));
-  o.initial_backoff = absl::Microseconds(args.GetFloat("backoff_ms") * 1000.0);
+  // Checked here, in the options' own names (FileReader says "initial_backoff"): a
+  // backoff of 1e18 ms waited for ever on the first transient error.
+  constexpr double kMaxBackoffMs = 60 * 1000;
+  const double backoff_ms = args.GetFloat("backoff_ms");
+  if (!(backoff_ms >= 0 && backoff_ms <= kMaxBackoffMs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("backoff_ms must be in [0, ", kMaxBackoffMs, "] (milliseconds), got ",
+                     args.GetString("backoff_ms")));
+  }
+  o.initial_backoff = absl::Microseconds(backoff_ms * 1000.0);
   o.max_file_bytes = args.GetInt("max_file_bytes");
+  if (o.max_file_bytes < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_file_bytes must be >= 1, got ", o.max_file_bytes));
+  }
   // Files of their own go through the dataset's StorageEnv when it has one (an s3://
   // ImageFolder), which passes local paths to the same env.env.
   o.env = env.dataset != nullptr && env.dataset->storage() != nullptr ? env.dataset->shard_env()

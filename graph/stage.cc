@@ -3,6 +3,7 @@
 #include "graph/batch_stage.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <utility>
 
@@ -38,7 +39,9 @@ bool Valid(OptionType type, const std::string& text) {
     case OptionType::kInt:
       return absl::SimpleAtoi(text, &i);
     case OptionType::kFloat:
-      return absl::SimpleAtod(text, &d);
+      // Finite: "inf", "nan" and 1e309 (which reads as inf) made a read's retry wait for
+      // ever (backoff_ms) and a mixing weight of inf.
+      return absl::SimpleAtod(text, &d) && std::isfinite(d);
     case OptionType::kBool:
       return ParseBoolText(text, &b);
     case OptionType::kString:
@@ -196,10 +199,10 @@ absl::StatusOr<StageArgs> StageArgs::Parse(const StageSchema& schema,
           known.empty() ? "none" : absl::StrJoin(known, ", "), ")"));
     }
     if (!Valid(option->type, value)) {
-      return absl::InvalidArgumentError(absl::StrCat("stage '", schema.type, "' option '",
-                                                     name, "' must be ",
-                                                     TypeName(option->type), ", got '",
-                                                     value, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "stage '", schema.type, "' option '", name, "' must be ",
+          option->type == OptionType::kFloat ? "a finite number" : TypeName(option->type),
+          ", got '", value, "'"));
     }
     if (int64_t v = 0; option->type == OptionType::kInt && absl::SimpleAtoi(value, &v) &&
                        (v < option->min_int || v > option->max_int)) {

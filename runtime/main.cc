@@ -17,6 +17,8 @@
 // flag and a spec key cannot disagree on a name, a default or what they accept. Exit codes:
 // 0 success, 1 a fatal data error, 2 an invalid flag, value, data path or spec, 3 a run
 // that delivered no sample, 130/143 after SIGINT/SIGTERM.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -400,6 +402,41 @@ int TuneFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   return TuneCommand(o, flags.Text("out"));
 }
 
+// CheckOutDirectory refuses an --out that exists and is not a directory up front, naming
+// the flag ("mkdir /dev/null/class_000: Not a directory" named neither).
+absl::Status CheckOutDirectory(const std::string& out) {
+  struct stat st;
+  if (::stat(out.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--out=", out, " exists and is not a directory: give a directory (made if missing)"));
+  }
+  return absl::OkStatus();
+}
+
+// TaskFlags refuses make-dataset flags that the chosen --task does not read (--images
+// with the default classification task made 10 × 30 images, not 5).
+absl::Status TaskFlags(const ParsedFlags& parsed, const std::string& task) {
+  const bool classification = task == "classification";
+  for (const char* flag : {"classes", "images_per_class"}) {
+    if (!classification && parsed.Has(flag)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " is for --task=classification; --task=", task, " makes --images images"));
+    }
+  }
+  for (const char* flag : {"images", "max_instances"}) {
+    if (classification && parsed.Has(flag)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " is for --task=detection or segmentation; --task=classification makes "
+          "--classes × --images_per_class images"));
+    }
+  }
+  if (task != "detection" && parsed.Has("keypoints")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--keypoints is for --task=detection, not --task=", task));
+  }
+  return absl::OkStatus();
+}
+
 // CheckImageMemory refuses a make-dataset whose largest image (width × height pixels of
 // bytes_per_pixel, built whole before it is encoded) cannot fit what the process may use:
 // --max_short_side 65000 allocated 16+ GB per image and was OOM-killed, or took the
@@ -481,6 +518,10 @@ int MakeDataset(const CommandDef& command, const ParsedFlags& parsed) {
                              task, "'"));
   }
   if (flags.Text("out").empty()) return Fail("make-dataset needs --out=DIR");
+  if (absl::Status s = TaskFlags(parsed, task); !s.ok()) return Fail(std::string(s.message()));
+  if (absl::Status s = CheckOutDirectory(flags.Text("out")); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   if (task == "detection") return MakeDetectionDataset(flags);
   if (task == "segmentation") return MakeSegmentationDataset(flags);
   SampleDatasetOptions o;
@@ -518,6 +559,9 @@ int PackFromFlags(const CommandDef& command, const ParsedFlags& parsed) {
   o.prefix = flags.Text("prefix");
   o.annotations = flags.Text("annotations");
   o.label_maps = flags.Text("label_maps");
+  if (o.out.rfind("s3://", 0) != 0) {
+    if (absl::Status s = CheckOutDirectory(o.out); !s.ok()) return Fail(std::string(s.message()));
+  }
   int64_t max_side = 0, quality = 0;
   absl::Status s = flags.Int("max_side", 0, 65000, &max_side);
   if (s.ok()) s = flags.Int("quality", 1, 100, &quality);

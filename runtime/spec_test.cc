@@ -447,6 +447,12 @@ const ErrorCase kErrorCases[] = {
      "the keys)"},
     {"UnknownKeyOfAShortListListsThem", "shard: {colour: 1}\n",
      "t.yaml:1:9: unknown key 'colour' in shard (known: rank, world_size)"},
+    {"MergeKeyIsNamed", "shard: {<<: {rank: 0}}\n",
+     "t.yaml:1:9: merge keys (<<) are not supported (yaml-cpp 0.7): write the keys out in "
+     "shard"},
+    {"MergeKeyInAStage", "stages:\n  - &r {type: read}\n  - {<<: *r, name: r2}\n",
+     "t.yaml:3:6: merge keys (<<) are not supported (yaml-cpp 0.7): write the keys out in a "
+     "stage"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
      "t.yaml:3:1: duplicate key 'batch_size' in pipeline (first at line 1)"},
     // Wrong types.
@@ -611,6 +617,11 @@ const ErrorCase kErrorCases[] = {
     {"TruncatedUtf8AtTheEnd", "data: d\nname: a\xc3",
      "t.yaml:2:8: the text holds byte 0xc3, which is not UTF-8: a spec is plain UTF-8 text "
      "(is this the right file?)"},
+    // A float option is finite: 1e309 reads as inf (a read retry that waits for ever).
+    {"FloatOptionOverflows", "stages:\n  - type: read\n    options: {backoff_ms: 1e309}\n",
+     "t.yaml:3:27: stage 'read' option 'backoff_ms' must be a finite number, got '1e309'"},
+    {"FloatOptionInf", "stages:\n  - type: read\n    options: {backoff_ms: inf}\n",
+     "t.yaml:3:27: stage 'read' option 'backoff_ms' must be a finite number, got 'inf'"},
     {"LongValueIsShortened", "batch_size: " + std::string(100, 'x') + "\n",
      "t.yaml:1:13: batch_size must be an integer, got '" + std::string(40, 'x') + "...'"},
     // An alias is the node it names, so the message points at the anchor.

@@ -93,6 +93,21 @@ expect 2 "^flowloader: --trace_out=$TMP is a directory" "${R[@]}" --trace_out="$
 expect 2 "^flowloader: --resume must be EPOCH:BATCH" "${R[@]}" --resume=3
 expect 2 "cannot resume at epoch 1 batch 1: the run has 1 epochs" "${R[@]}" --batch_size=5 --resume=1:1
 expect 2 "no IPv6 support" "${R[@]}" --metrics_address='[::1]:0' --epochs=1
+# An unknown op in a transforms stage's string form: one line, the 40 known ops cut (it
+# listed them all: 770 characters).
+printf 'data: %s\nstages:\n  - type: read\n  - type: decode\n  - type: transforms\n    options: {ops: "posterise_more()"}\n' \
+  "$DATA" >"$TMP/ops_string.yaml"
+expect 2 "unknown op 'posterise_more' (known: adjust_gamma, .*\.\.\. [0-9]* more)" run \
+  --spec="$TMP/ops_string.yaml" --metrics_address= --progress=false
+# (The spec's path, long in a sandbox, aside.)
+[ "$(grep -v '^flowloader: [IW] ' "$TMP/e" | sed 's|^.*ops_string.yaml|ops_string.yaml|' | wc -c)" \
+  -le 400 ] || fail "long: $(cat "$TMP/e")"
+# The read stage's backoff is bounded and named as written (it was "initial_backoff must
+# be >= 0", and 1e18 ms waited for ever on the first transient error).
+printf 'data: %s\nstages:\n  - type: read\n    options: {backoff_ms: 1e18}\n  - type: decode\n  - type: augment\n' \
+  "$DATA" >"$TMP/backoff.yaml"
+expect 2 "stage 'read': backoff_ms must be in \[0, 60000\] (milliseconds), got 1e18$" run \
+  --spec="$TMP/backoff.yaml" --metrics_address= --progress=false
 # A refusal names the flag and the value (it said "bad metrics address", "cannot write trace
 # to /dev/full" and "writing --keys_out or --samples_out failed").
 expect 2 "^flowloader: data $TMP/no/such/dir not found: No such file or directory$" run \
@@ -106,6 +121,16 @@ if [ -w /dev/full ]; then
     --epochs=1 --samples_out=/dev/full
 fi
 expect 2 "is not empty .*pass --overwrite" make-dataset --out="$DATA" --classes=2
+# A flag the task does not read is refused (--images made 10 × 30 classification images),
+# and an --out that is a file is named as --out (it said "mkdir FILE/class_000").
+expect 2 "^flowloader: --images is for --task=detection or segmentation; --task=classification makes --classes × --images_per_class images$" \
+  make-dataset --out="$TMP/five" --images=5
+expect 2 "^flowloader: --classes is for --task=classification; --task=detection makes --images images$" \
+  make-dataset --task=detection --out="$TMP/five" --classes=5
+: >"$TMP/a_file"
+expect 2 "^flowloader: --out=$TMP/a_file exists and is not a directory" make-dataset --out="$TMP/a_file"
+expect 2 "^flowloader: --out=$TMP/a_file exists and is not a directory" pack --data="$DATA" \
+  --out="$TMP/a_file"
 # An image larger than the memory there is is refused before it is drawn (65000 pixels a
 # side took 16+ GB and was OOM-killed); where 24 GiB are available it is not refused.
 AVAIL_KB=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)

@@ -187,6 +187,12 @@ absl::StatusOr<std::vector<Field>> SpecReader::Fields(const YAML::Node& node,
       return Error(key,
                    absl::StrCat("keys in ", what, " must be plain names, got ", Describe(key)));
     }
+    // yaml-cpp 0.7 has no merge keys: `<<: *base` is an ordinary key named "<<", and its
+    // stage then "needs a type" that the user did give, in the anchor.
+    if (key.Scalar() == "<<" && key.Tag() != "!") {
+      return Error(key, absl::StrCat("merge keys (<<) are not supported (yaml-cpp 0.7): write "
+                                     "the keys out in ", what));
+    }
     // yaml-cpp keeps both entries of a repeated key (and lookups see only the first), so
     // a repeated key would silently lose a value: refuse it.
     for (const Field& seen : fields) {
@@ -326,7 +332,8 @@ std::string ShortSuggestion(absl::string_view name, const std::vector<std::strin
   // The longest list shown whole: a stage item's or a source's keys, the stage types.
   constexpr size_t kMaxListChars = 200;
   std::string hint = Suggestion(name, known);
-  if (absl::StartsWith(hint, "(known: ") && hint.size() > kMaxListChars) {
+  if (!absl::StartsWith(hint, "(did you mean") &&
+      absl::StrJoin(known, ", ").size() > kMaxListChars) {
     hint = absl::StrCat("(none is close; ", listed_by, ")");
   }
   return hint;

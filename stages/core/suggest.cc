@@ -51,7 +51,18 @@ std::string Suggestion(absl::string_view name, const std::vector<std::string>& k
     }
   }
   if (best != nullptr) return absl::StrCat("(did you mean '", *best, "'?)");
-  return absl::StrCat("(known: ", absl::StrJoin(known, ", "), ")");
+  // A long list (40 ops: 600 characters) is cut, saying how many there are, so the
+  // message stays a line; callers that know where the list is printed say so instead.
+  constexpr size_t kMaxListChars = 160;
+  std::string list;
+  size_t shown = 0;
+  for (const std::string& k : known) {
+    if (shown > 0 && list.size() + 2 + k.size() > kMaxListChars) break;
+    absl::StrAppend(&list, shown > 0 ? ", " : "", k);
+    ++shown;
+  }
+  if (shown == known.size()) return absl::StrCat("(known: ", list, ")");
+  return absl::StrCat("(known: ", list, ", ... ", known.size() - shown, " more)");
 }
 
 }  // namespace flowloader

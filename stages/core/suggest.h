@@ -17,7 +17,8 @@ namespace flowloader {
 size_t EditDistance(absl::string_view a, absl::string_view b);
 
 // Suggestion is the parenthesis that ends an unknown-name message: "(did you mean 'x'?)"
-// when `name` is a likely typo of a known name, else "(known: a, b, c)".
+// when `name` is a likely typo of a known name, else "(known: a, b, c)", a long list cut
+// to about 160 characters and "... N more)".
 std::string Suggestion(absl::string_view name, const std::vector<std::string>& known);
 
 }  // namespace flowloader
