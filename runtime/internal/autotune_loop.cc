@@ -54,29 +54,26 @@ int BuffersWithin(const MemoryPlan& one_buffer_plan, int64_t resident_bytes, int
   return static_cast<int>(std::min<int64_t>(kMaxAutoBuffers, 1 + room / per_buffer));
 }
 
-// LargestPart is the plan's largest host part, or null when it has none.
-const MemoryPart* LargestPart(const MemoryPlan& plan) {
-  const MemoryPart* largest = nullptr;
-  for (const MemoryPart& part : plan.parts()) {
-    if (!part.device && (largest == nullptr || part.bytes > largest->bytes)) largest = &part;
-  }
-  return largest;
-}
-
-// LargestPartKnob names the option that most shrinks the plan's largest part.
-std::string LargestPartKnob(const MemoryPlan& plan) {
-  const MemoryPart* largest = LargestPart(plan);
-  return largest == nullptr || largest->knobs.empty() ? "batch_size" : largest->knobs.front();
-}
-
 // LargestPartText is "; largest: codec memory 16.0 MiB (num_workers 2 × ...)", or "" for a
 // plan without host parts: the whole plan (six parts, 650 characters) is `flowloader
 // plan`'s to list, not a refusal's.
 std::string LargestPartText(const MemoryPlan& plan) {
-  const MemoryPart* largest = LargestPart(plan);
+  const MemoryPart* largest = nullptr;
+  for (const MemoryPart& part : plan.parts()) {
+    if (!part.device && (largest == nullptr || part.bytes > largest->bytes)) largest = &part;
+  }
   if (largest == nullptr) return "";
   return absl::StrCat("; largest: ", largest->name, " ", FormatBytes(largest->bytes),
                       largest->formula.empty() ? "" : absl::StrCat(" (", largest->formula, ")"));
+}
+
+// LargestPartKnob names the option that most shrinks the plan's largest part.
+std::string LargestPartKnob(const MemoryPlan& plan) {
+  const MemoryPart* largest = nullptr;
+  for (const MemoryPart& part : plan.parts()) {
+    if (!part.device && (largest == nullptr || part.bytes > largest->bytes)) largest = &part;
+  }
+  return largest == nullptr || largest->knobs.empty() ? "batch_size" : largest->knobs.front();
 }
 
 }  // namespace
