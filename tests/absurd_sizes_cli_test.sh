@@ -4,10 +4,7 @@
 # (--num_workers=100000 used to deliver and then die in pthread_create; --epoch_samples
 # of 10^9, 10^12 and 2^62 sat with no batch while the epoch's order grew; a brace range
 # of 10^9 shards took 538 MB to fail with "not_found").
-set -euo pipefail
-FLOWLOADER="$1"
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source tests/testing/cli_test_lib.sh "$@"
 
 "$FLOWLOADER" make-dataset --out="$TMP/ds" --classes=2 --images_per_class=4 \
   --min_short_side=48 --max_short_side=64 >/dev/null

@@ -10,14 +10,8 @@
 #   3. the zoom-out chained with a resize: masks move once to the chain's output, all
 #      delivered.
 # Sanitized builds map shadow memory: there RSS says nothing, only the delivery is checked.
-set -euo pipefail
-FLOWLOADER="$1"
-PY=/usr/bin/python3
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source tests/testing/cli_test_lib.sh "$@"
 LIMIT_MB=1024
-SANITIZED=0
-if grep -qa -e __asan_init -e __tsan_init "$FLOWLOADER"; then SANITIZED=1; fi
 
 # Four images of 0.3-3.8 Mpx with 5-80 instances whose boxes cover most of the image.
 "$PY" - "$TMP" <<'PYEOF'

@@ -39,14 +39,8 @@
 #      (300 MiB peak); a file over a worker's share is now that skip (decode_memory) unread.
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing, but the
 # skips are still checked.
-set -euo pipefail
-FLOWLOADER="$1"
-PY=/usr/bin/python3
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source tests/testing/cli_test_lib.sh "$@"
 LIMIT_MB=1024
-SANITIZED=0
-if grep -qa -e __asan_init -e __tsan_init "$FLOWLOADER"; then SANITIZED=1; fi
 
 # Flat-colour JPEGs: hundreds of megapixels, a few MB on disk, made in seconds.
 "$PY" - "$TMP" <<'PYEOF'

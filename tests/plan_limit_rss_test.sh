@@ -10,14 +10,8 @@
 #   2. the same batch with prefetch_batches 1 already: refused at Create, in one line
 #      naming the limit, what the process holds and batch_size (exit 2).
 # Sanitized builds map shadow memory: there RSS says nothing, only the refusal is checked.
-set -euo pipefail
-FLOWLOADER="$1"
-PY=/usr/bin/python3
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source tests/testing/cli_test_lib.sh "$@"
 LIMIT_MB=256
-SANITIZED=0
-if grep -qa -e __asan_init -e __tsan_init "$FLOWLOADER"; then SANITIZED=1; fi
 
 # 600 noisy 500x375 photos: rows for a batch of ~200 (602112 bytes a 3×224² float32 row).
 "$PY" - "$TMP/data" <<'PYEOF'

@@ -5,14 +5,10 @@
 # whole process's peak (wait4), binary and libraries included, against the plan's total.
 # A memory limit 15% above the peak must not refuse it either.
 # Sanitized builds map shadow memory and quarantine frees: there RSS says nothing.
-set -euo pipefail
-FLOWLOADER="$1"
-PY=/usr/bin/python3
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+source tests/testing/cli_test_lib.sh "$@"
 DATA="$TMP/data"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
-if grep -qa -e __asan_init -e __tsan_init "$FLOWLOADER"; then
+if [ "$SANITIZED" = 1 ]; then
   echo "plan_rss_cli_test: skipped (sanitized build)"
   exit 0
 fi
