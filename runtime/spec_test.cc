@@ -448,11 +448,9 @@ const ErrorCase kErrorCases[] = {
     {"UnknownKeyOfAShortListListsThem", "shard: {colour: 1}\n",
      "t.yaml:1:9: unknown key 'colour' in shard (known: rank, world_size)"},
     {"MergeKeyIsNamed", "shard: {<<: {rank: 0}}\n",
-     "t.yaml:1:9: merge keys (<<) are not supported (yaml-cpp 0.7): write the keys out in "
-     "shard"},
+     "t.yaml:1:9: merge keys (<<) are not supported: write the keys out in shard"},
     {"MergeKeyInAStage", "stages:\n  - &r {type: read}\n  - {<<: *r, name: r2}\n",
-     "t.yaml:3:6: merge keys (<<) are not supported (yaml-cpp 0.7): write the keys out in a "
-     "stage"},
+     "t.yaml:3:6: merge keys (<<) are not supported: write the keys out in a stage"},
     {"DuplicateKey", "batch_size: 8\ndata: d\nbatch_size: 16\n",
      "t.yaml:3:1: duplicate key 'batch_size' in pipeline (first at line 1)"},
     // Wrong types.

@@ -190,8 +190,8 @@ absl::StatusOr<std::vector<Field>> SpecReader::Fields(const YAML::Node& node,
     // yaml-cpp 0.7 has no merge keys: `<<: *base` is an ordinary key named "<<", and its
     // stage then "needs a type" that the user did give, in the anchor.
     if (key.Scalar() == "<<" && key.Tag() != "!") {
-      return Error(key, absl::StrCat("merge keys (<<) are not supported (yaml-cpp 0.7): write "
-                                     "the keys out in ", what));
+      return Error(key, absl::StrCat("merge keys (<<) are not supported: write the keys out in ",
+                                     what));
     }
     // yaml-cpp keeps both entries of a repeated key (and lookups see only the first), so
     // a repeated key would silently lose a value: refuse it.
