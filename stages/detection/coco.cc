@@ -91,7 +91,8 @@ absl::Status ReadAnnotations(const CocoOptions& options, std::string* text) {
           read.error, absl::StrCat("annotations ", options.annotations, " cannot be read"));
     case BoundedRead::Outcome::kDirectory:
       return absl::InvalidArgumentError(
-          absl::StrCat(options.annotations, " is a directory, not a COCO instances file"));
+          absl::StrCat("annotations ", options.annotations,
+                       " is a directory, not a COCO instances file"));
     case BoundedRead::Outcome::kTooLarge:
       return TooLargeJson(options, read.size >= 0
                                        ? absl::StrCat(read.size, " bytes")
