@@ -57,14 +57,27 @@ def _run(img, text, params=(), box=None, fill_none=False):
     """img through one native op with `params`, in the form it came in (box: see
     _eager.State.native). fill_none: rotate/affine/perspective's fill=None, which on a
     float tensor is torchvision's grid_sample without the fill mask (_float.py)."""
+    op = _op(text) if isinstance(text, str) else text  # (Or an op: _fill_op's.)
     if type(img) is _eager._TENSOR:  # One float tensor: _float_fast, without a State.
-        out = _eager._fast().run(img, _op(text), params, box, fill_none)
+        out = _eager._fast().run(img, op, params, box, fill_none)
         if out is not _eager._fast().NO:
             return out
     state = _eager.State(img)
     state.float_fill_none = fill_none
-    state.native(_op(text), params, box=box)
+    state.native(op, params, box=box)
     return state.result()
+
+
+def _fill_op(name, fill, **args):
+    """The op `name` with `fill` and `args` (the text, as _run takes it). A fill the op
+    parser refuses (past a C int, NaN), which only a float tensor gets here (torchvision's
+    float kernels take any float): the op made with fill 0, its text (what _float.py
+    reads) holding the fill."""
+    if _T._c_int_fill_error(name, _T._seq(fill)) is None:
+        return _text(name, fill=fill, **args)
+    op = _op(_text(name, fill=0, **args))
+    return _T._FloatFillOp(op, _T._op_text(name, dict(
+        {k: _T._seq(v) for k, v in args.items()}, fill=_T._seq(fill))))
 
 
 def _no_antialias(img):
@@ -113,6 +126,26 @@ def _pil_fill(fn, img, fill):
     packed = _T._packed_fill(fill)
     if packed is not None and _eager._is_pil(img) and len(img.getbands()) > 1:
         return _T._unpacked(packed, len(img.getbands()))  # PIL's packed colour.
+    return fill
+
+
+def _grid_fill(fn, img, fill):
+    """rotate/affine/perspective's fill: _pil_fill's on a PIL image; on a uint8 tensor the
+    levels torchvision's grid transform fills with, torch's uint8 cast of the float fill
+    (_T._grid_fill_levels: 300 is 44, 2.7 is 3)."""
+    fill = _pil_fill(fn, img, fill)
+    if fill is not None and _uint8_tensor(img):
+        return _T._grid_fill_levels(fn, _T._seq(fill), img.shape[-3])
+    return _c_int(fn, img, fill)
+
+
+def _c_int(fn, img, fill):
+    """fill, unless PIL's int of it fails (_T._c_int_fill_error: past a C int, infinite,
+    NaN): that error, but on a float tensor (torchvision fills it with any float:
+    _fill_op)."""
+    error = _T._c_int_fill_error(fn, _T._seq(fill))
+    if error is not None and not _eager._is_tensor(img):
+        raise error
     return fill
 
 
@@ -227,10 +260,11 @@ def pad(img, padding, fill=0, padding_mode="constant"):
         if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
             raise TypeError(f"pad: got inappropriate fill arg {_T._cut(repr(fill))}: a number "
                             "or a tuple of them")
-        _T._tensor_fill(kind, fill)
-        fill = _pil_fill("pad", img, fill)
-    return _run(img, _text("pad", padding=[int(v) for v in p], fill=fill,
-                           padding_mode=padding_mode))
+        # (A float tensor's fill too: torchvision's tensor pad takes a Python number.)
+        _T._tensor_fill(kind or ("float" if _eager._is_tensor(img) else ""), fill)
+        fill = _c_int("pad", img, _pil_fill("pad", img, fill))
+    return _run(img, _fill_op("pad", fill, padding=[int(v) for v in p],
+                              padding_mode=padding_mode))
 
 
 def five_crop(img, size):
@@ -290,10 +324,9 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
     centre = _center("rotate", img, center)  # torchvision's order: before interpolation.
     mode = _mode("rotate", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    fill = _pil_fill("rotate", img, fill)
-    return _run(img, _text("random_rotation", degrees=0,
-                           interpolation=mode, expand=bool(expand),
-                           fill=0 if fill is None else fill, **centre), [angle],
+    fill = _grid_fill("rotate", img, fill)
+    return _run(img, _fill_op("random_rotation", 0 if fill is None else fill, degrees=0,
+                              interpolation=mode, expand=bool(expand), **centre), [angle],
                 fill_none=fill is None)
 
 
@@ -325,10 +358,9 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
     mode = _mode("affine", interpolation)
     centre = _center("affine", img, center)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    fill = _pil_fill("affine", img, fill)
-    return _run(img, _text("random_affine", degrees=0,
-                           interpolation=mode,
-                           fill=0 if fill is None else fill, **centre),
+    fill = _grid_fill("affine", img, fill)
+    return _run(img, _fill_op("random_affine", 0 if fill is None else fill, degrees=0,
+                              interpolation=mode, **centre),
                 [angle, translate[0], translate[1], scale, shear[0], shear[1]],
                 fill_none=fill is None)
 
@@ -344,13 +376,12 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     _solvable("perspective", startpoints, endpoints)
     mode = _mode("perspective", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    fill = _pil_fill("perspective", img, fill)
+    fill = _grid_fill("perspective", img, fill)
     coeffs = _T._perspective_solution(startpoints, endpoints)
     if coeffs is not None:  # torchvision's own map (its float32 solution).
         points += coeffs
-    return _run(img, _text("random_perspective", p=1,
-                           interpolation=mode,
-                           fill=0 if fill is None else fill), points, fill_none=fill is None)
+    return _run(img, _fill_op("random_perspective", 0 if fill is None else fill, p=1,
+                              interpolation=mode), points, fill_none=fill is None)
 
 
 def _solvable(name, startpoints, endpoints):

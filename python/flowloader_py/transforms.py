@@ -110,6 +110,27 @@ def _refuse(what, why=""):
                     f"{': ' + why if why else ''} (see {_DOCS})")
 
 
+class _FillRangeError(OverflowError, ValueError):
+    """A fill past a C int, or infinite: PIL's OverflowError (torchvision's on a PIL
+    image), and the ValueError flowloader raised before."""
+
+
+def _c_int_fill_error(cls, fill):
+    """The error torchvision's PIL path raises for `fill` (its _parse_fill's int() of
+    each value, then PIL's C int), or None: NaN is int()'s ValueError, an infinity or a
+    value past a C int an OverflowError."""
+    for v in fill if isinstance(fill, (list, tuple)) else [fill]:
+        if not isinstance(v, numbers.Real) or isinstance(v, bool):
+            continue  # Refused by the type checks, or taken.
+        if isinstance(v, float) and math.isnan(v):
+            return ValueError(f"{cls}: fill {v!r} cannot convert to an integer (PIL's fill: "
+                              "give levels in [0, 255])")
+        if math.isinf(v) or not -2**31 <= int(v) < 2**31:
+            return _FillRangeError(f"{cls}: fill {_cut(repr(v))} is past a C int (PIL's fill: "
+                                   "give levels in [0, 255])")
+    return None
+
+
 class _FilterError(TypeError, ValueError):
     """A resampling filter PIL's rotate and transform lack: torchvision's ValueError, and
     the TypeError flowloader raised before."""
@@ -432,6 +453,34 @@ def _unpacked(packed, channels):
     return [(packed >> (8 * i)) & 0xFF for i in range(channels)]
 
 
+def _grid_fill_levels(cls, fill, channels):
+    """The levels torchvision's grid transforms (rotate, affine, perspective, the policies'
+    sub-ops) fill a uint8 tensor with: `fill` (a number or a sequence) as a float32
+    tensor, torch.round (half to even), cast to uint8 as torch casts (modular: 300 is 44,
+    -1 is 255, 2.7 is 3; past int32 or NaN 0), where PIL would truncate and clamp. A
+    sequence of more than one value must have one per channel (_assert_grid_transform_
+    inputs' ValueError). Returns three levels (a one-channel image runs as three)."""
+    torch = _torch()
+    values = list(fill) if isinstance(fill, (list, tuple)) else [fill]
+    if len(values) > 1 and len(values) != channels and channels > 0:
+        raise ValueError(f"{cls}: the number of elements in 'fill' cannot broadcast to match "
+                         f"the number of channels of the image ({len(values)} != {channels})")
+    levels = torch.tensor(values, dtype=torch.float32).round().to(torch.uint8).tolist()
+    return (levels * 3)[:3] if len(levels) == 1 else (levels * 3 if channels == 1 else levels)
+
+
+class _FloatFillOp:
+    """A native op as a float tensor's kernels read it (_float.py reads the arguments
+    from `text`): its text holds a fill the op parser refuses (past a C int, NaN), which
+    torchvision's float kernels take as they take any float."""
+
+    def __init__(self, op, text):
+        self._op, self.text = op, text
+
+    def __getattr__(self, name):
+        return getattr(self._op, name)
+
+
 class Transform:
     """A torchvision transform as native op(s). _items() is [(op name, {arg: value})]."""
 
@@ -439,7 +488,10 @@ class Transform:
 
     def __init__(self, **args):
         # A numpy scalar fill that torchvision hands to PIL as one packed colour.
-        self._packed_fill = _packed_fill(args.pop("_raw_fill", None))
+        raw_fill = args.pop("_raw_fill", None)
+        self._packed_fill = _packed_fill(raw_fill)
+        if self._packed_fill is not None:
+            self._raw_fill_type = type(raw_fill).__name__  # (_tensor_fill_op's TypeError.)
         p = args.get("p")
         if getattr(p, "ndim", None) == 0 and hasattr(p, "item"):
             args["p"] = p.item()  # A 0-d tensor or numpy p: torch.rand(1) < p takes it.
@@ -455,6 +507,13 @@ class Transform:
     _no_bool_args = ()
     # Resize / RandomResizedCrop(antialias=False): warned where the pixels are uint8.
     _no_antialias = False
+    # The fill is torchvision's grid_sample fill on a tensor (rotations, warps, the
+    # policies): on a uint8 tensor its level is torch's cast (_grid_fill_levels).
+    _grid_fill = False
+    _grid_fill_pil = False  # On a PIL image too (AugMix runs it as a tensor).
+    # The fill is parsed only when a geometric sub-op is drawn (the policies'
+    # F.affine / F.rotate): its length is checked there (_policy_fill).
+    _fill_at_draw = False
 
     def _items(self):
         args = dict(self._args)
@@ -478,24 +537,82 @@ class Transform:
         on a PIL image, _packed_op). Arguments of a type torchvision cannot
         compute with are its TypeError (_check_types), not the op parser's ValueError."""
         op = self.__dict__.get("_native_op")
+        uint8_grid = state is not None and self._grid_fill and not state.is_float and (
+            state.kind == "tensor" or (state.kind == "pil" and self._grid_fill_pil))
         if op is None:
-            from flowloader import _flowloader
             (name, args), = self._items()
-            _check_types(type(self).__name__, args, self._int_args)
-            for arg in self._no_bool_args:
-                if isinstance(args.get(arg), bool):
-                    raise TypeError(f"{type(self).__name__}: {arg} must be an int, got bool "
-                                    f"{args[arg]!r}")
-            try:
-                op = _flowloader._EagerOp(_op_text(name, args))
-            except ValueError as e:
-                _raise_wrong_type(e, args)
-                raise
-            self._native_op = op
+            fill_error = _c_int_fill_error(type(self).__name__, self._args.get("fill"))
+            if fill_error is not None and "fill" in args:
+                # A fill PIL cannot take (past a C int, NaN) is PIL's error on a PIL image;
+                # the op made with fill 0 checks the other arguments, and is not kept.
+                base = self._make_op(name, dict(args, fill=0))
+                if uint8_grid:  # A uint8 tensor's fill: torch's cast of it, any value.
+                    return self._tensor_fill_op(state.channels, state.kind == "tensor")
+                if state is not None and state.kind == "tensor" and state.is_float:
+                    self._float_checks(state)
+                    return _FloatFillOp(base, _op_text(name, args))
+                if state is not None and state.kind == "tensor":
+                    return base  # A uint8 tensor's pad refuses it where it pads (_tensor_fill).
+                raise fill_error
+            op = self._native_op = self._make_op(name, args)
+        if uint8_grid:
+            return self._tensor_fill_op(state.channels, state.kind == "tensor")
+        if state is not None and state.kind == "tensor" and state.is_float:
+            self._float_checks(state)
         if state is not None and self.__dict__.get("_packed_fill") is not None and \
                 state.kind == "pil" and state.channels > 1:
             return self._packed_op(state.channels)
         return op
+
+    def _float_checks(self, state):
+        """torchvision's forward on a float tensor: a warp's fill made floats (`[float(f)
+        for f in fill]`: a numpy scalar that is not a Python float is its TypeError)."""
+        if self._grid_fill and self.__dict__.get("_raw_fill_type") is not None and \
+                self._args.get("fill") is not None:
+            raise TypeError(f"{type(self).__name__}: '{self._raw_fill_type}' object is not "
+                            "iterable (torchvision's fill on a tensor: a Python int or float, "
+                            "or a sequence)")
+
+    def _make_op(self, name, args):
+        """The _EagerOp of `name` with `args`, after torchvision's type checks."""
+        from flowloader import _flowloader
+        _check_types(type(self).__name__, args, self._int_args)
+        for arg in self._no_bool_args:
+            if isinstance(args.get(arg), bool):
+                raise TypeError(f"{type(self).__name__}: {arg} must be an int, got bool "
+                                f"{args[arg]!r}")
+        try:
+            return _flowloader._EagerOp(_op_text(name, args))
+        except ValueError as e:
+            _raise_wrong_type(e, args)
+            raise
+
+    def _tensor_fill_op(self, channels, tensor):
+        """The native op for a uint8 tensor of `channels` channels (`tensor`; AugMix's PIL
+        image, which it runs as one, otherwise): torchvision's forward makes a tensor's
+        fill floats (`[float(fill)] * channels`, or `[float(f) for f in fill]`: a numpy
+        int scalar is its TypeError there), and its grid transform fills with their torch
+        uint8 cast (_grid_fill_levels)."""
+        fill = self._args.get("fill")
+        if fill is None:
+            return self._native()
+        if tensor and self.__dict__.get("_raw_fill_type") is not None:
+            raise TypeError(f"{type(self).__name__}: '{self._raw_fill_type}' object is not "
+                            "iterable (torchvision's fill on a tensor: a Python int or float, "
+                            "or a sequence)")
+        # The policies check the fill's length where a geometric sub-op is drawn
+        # (_policy_fill): -1 channels, none checked here.
+        levels = _grid_fill_levels(type(self).__name__, fill,
+                                   -1 if self._fill_at_draw else channels)
+        levels = (levels * 3)[:3]
+        ops = self.__dict__.setdefault("_packed_ops", {})
+        key = ("tensor", tuple(levels))
+        if key not in ops:
+            from flowloader import _flowloader
+            (name, args), = self._items()
+            args["fill"] = levels
+            ops[key] = _flowloader._EagerOp(_op_text(name, args))
+        return ops[key]
 
     def _packed_op(self, channels):
         """The native op of a packed numpy fill (_packed_fill) on a PIL image of
@@ -793,13 +910,19 @@ class RandomCrop(Transform):
         w, h = state.size()
         mode, kind = self._args["padding_mode"], _uint8_tensor(state)
         _tensor_pad(kind, w, h, self._args["padding"], mode)
+        raw_type = self.__dict__.get("_raw_fill_type")
         if self._args["padding"] is not None and mode == "constant":
-            _tensor_fill(kind, self._args["fill"])
-        if self._args["pad_if_needed"] and kind == "tensor":  # forward's second pad.
-            p = _sides([0] if self._args["padding"] is None else self._args["padding"])
-            pw, ph = w + int(p[0]) + int(p[2]), h + int(p[1]) + int(p[3])
-            th, tw = _hw(self._args["size"])
+            _tensor_fill(kind, self._args["fill"], raw_type)
+        p = _sides([0] if self._args["padding"] is None else self._args["padding"])
+        pw, ph = w + int(p[0]) + int(p[2]), h + int(p[1]) + int(p[3])
+        th, tw = _hw(self._args["size"])
+        second = self._args["pad_if_needed"] and (pw < tw or ph < th)  # forward's 2nd pad.
+        if self._args["pad_if_needed"]:
             _tensor_pad(kind, pw, ph, [max(0, tw - pw), max(0, th - ph)], mode)
+        if second and mode == "constant":
+            _tensor_fill(kind, self._args["fill"], raw_type)
+        if mode == "constant" and (self._args["padding"] is not None or second):
+            _pil_fill(state, "RandomCrop", self._args["fill"])  # Where F.pad parses it.
         params = self._draw(state, generator)
         no_pad = self._args["padding"] in (None, 0, [0], [0, 0], [0, 0, 0, 0])
         state.native(op, params,
@@ -894,6 +1017,19 @@ def _pil_fill(state, cls, fill):
                          f"of channels of the image ({len(fill)} != {state.channels})")
 
 
+def _policy_fill(state, cls, fill):
+    """A policy's fill where a geometric sub-op is drawn, as its F.affine / F.rotate
+    parse it: on a PIL image one value per channel or one number (_parse_fill), on a
+    tensor one value or one per channel (_assert_grid_transform_inputs); ValueError."""
+    if state.kind == "pil":
+        _pil_fill(state, cls, fill)
+    elif state.kind == "tensor" and isinstance(fill, (list, tuple)) and len(fill) > 1 and \
+            len(fill) != state.channels:
+        raise ValueError(f"{cls}: the number of elements in 'fill' cannot broadcast to match "
+                         f"the number of channels of the image ({len(fill)} != "
+                         f"{state.channels})")
+
+
 def _center(cls, center):
     """torchvision's _check_sequence_input(center, "center", req_sizes=(2,)) of the classes:
     the op args' {"center": [x, y]} in pixels (origin top-left), {} for the image centre."""
@@ -911,6 +1047,7 @@ def _center(cls, center):
 
 class RandomAffine(Transform):
     op = "random_affine"
+    _grid_fill = True
 
     def __init__(self, degrees, translate=None, scale=None, shear=None,
                  interpolation=InterpolationMode.NEAREST, fill=0, center=None):
@@ -962,6 +1099,7 @@ class RandomAffine(Transform):
 
 class RandomRotation(Transform):
     op = "random_rotation"
+    _grid_fill = True
 
     def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False,
                  center=None, fill=0):
@@ -987,6 +1125,7 @@ class RandomRotation(Transform):
 
 class RandomPerspective(Transform):
     op = "random_perspective"
+    _grid_fill = True
     _draws_p = True
 
     def __init__(self, distortion_scale=0.5, p=0.5, interpolation=InterpolationMode.BILINEAR,
@@ -1111,12 +1250,22 @@ def _tensor_bool_size(cls, kind, given):
                         "interpolate refuses for a tensor (as torchvision): give ints")
 
 
-def _tensor_fill(kind, fill):
+def _tensor_fill(kind, fill, raw_type=None):
     """torchvision's tensor pad takes one number as fill (TypeError "Got inappropriate fill
-    arg" for a sequence); a PIL image takes a colour."""
-    if kind == "tensor" and not isinstance(fill, (int, float)):
-        raise TypeError(f"Got inappropriate fill arg {_cut(repr(fill))}: torchvision's tensor "
-                        "pad takes one number")
+    arg" for a sequence, or a numpy int scalar: `raw_type`, the class's given fill's type
+    name); a PIL image takes a colour. On a uint8 tensor torch's constant pad takes a
+    value in [0, 255] only (its RuntimeError "value cannot be converted to type uint8_t
+    without overflow" for -1, 255.5 or NaN; 2.7 is 2)."""
+    if kind not in ("tensor", "float"):
+        return
+    if not isinstance(fill, (int, float)) or raw_type is not None:
+        shown = f"{raw_type}({fill!r})" if raw_type is not None else repr(fill)
+        raise TypeError(f"Got inappropriate fill arg {_cut(shown)}: torchvision's tensor "
+                        "pad takes one number (a Python int or float)")
+    if kind == "tensor" and not 0 <= fill <= 255:
+        raise RuntimeError(f"pad: fill {_cut(repr(fill))} cannot be converted to type uint8_t "
+                           "without overflow (torch's constant pad of a uint8 tensor takes "
+                           "[0, 255])")
 
 
 def _solarize_bound(kind, threshold):
@@ -1231,7 +1380,7 @@ class Grayscale(Transform):
     def _items(self):
         return [(self.op, {"num_output_channels": self.num_output_channels})]
 
-    def _native(self):
+    def _native(self, state=None):
         if "_native_op" not in self.__dict__:
             from flowloader import _flowloader
             self._native_op = _flowloader._EagerOp("grayscale()")
@@ -1384,6 +1533,7 @@ _POLICY_FLAT = {0, 12, 13}
 _POLICY_GEOMETRIC = {1, 2, 3, 4, 5}  # ShearX, ShearY, TranslateX, TranslateY, Rotate.
 class TrivialAugmentWide(Transform):
     op = "trivial_augment_wide"
+    _grid_fill = _fill_at_draw = True
     _int_args = ("num_magnitude_bins",)  # torch.linspace's steps.
     _no_bool_args = ("num_magnitude_bins",)
 
@@ -1401,11 +1551,13 @@ class TrivialAugmentWide(Transform):
         negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
         if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
             _tensor_grid(state.kind, self._args["interpolation"])
+            _policy_fill(state, type(self).__name__, self._args["fill"])
         return [op, bin_, negate]
 
 
 class RandAugment(Transform):
     op = "rand_augment"
+    _grid_fill = _fill_at_draw = True
     _int_args = ("num_ops", "num_magnitude_bins")  # range() and torch.linspace's steps.
     _no_bool_args = ("num_magnitude_bins",)
 
@@ -1434,12 +1586,14 @@ class RandAugment(Transform):
             negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
             if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
                 _tensor_grid(state.kind, self._args["interpolation"])
+                _policy_fill(state, type(self).__name__, self._args["fill"])
             params += [op, level, negate, 1]
         return params
 
 
 class AutoAugment(Transform):
     op = "auto_augment"
+    _grid_fill = _fill_at_draw = True
 
     def __init__(self, policy=AutoAugmentPolicy.IMAGENET,
                  interpolation=InterpolationMode.NEAREST, fill=None):
@@ -1463,7 +1617,27 @@ class AutoAugment(Transform):
 
     def _draw(self, state, generator):
         policy_id, probs, signs = self.get_params(25, generator=generator)  # 25 per policy.
+        for i in range(2):
+            p = _AUTO_AUGMENT_GEOMETRIC[self._args["policy"]].get((policy_id, i))
+            if p is not None and bool(probs[i] <= p):  # Its F.affine / F.rotate runs.
+                _tensor_grid(state.kind, self._args["interpolation"])
+                _policy_fill(state, "AutoAugment", self._args["fill"])
         return [policy_id, probs[0].item(), probs[1].item(), signs[0].item(), signs[1].item()]
+
+
+# AutoAugment's geometric sub-ops (ShearX/Y, TranslateX/Y, Rotate), torchvision 0.14's
+# _get_policies: {(sub-policy, slot): its probability}, by policy.
+_AUTO_AUGMENT_GEOMETRIC = {
+    "imagenet": {(0, 1): 0.6, (5, 1): 0.8, (8, 0): 0.2, (10, 0): 0.8, (11, 0): 0.4,
+                 (15, 0): 0.8, (18, 0): 0.6},
+    "cifar10": {(1, 0): 0.7, (1, 1): 0.3, (3, 0): 0.5, (3, 1): 0.7, (5, 0): 0.2,
+                (10, 1): 0.5, (12, 0): 0.4, (21, 0): 0.9, (21, 1): 0.7, (24, 0): 0.7},
+    "svhn": {(0, 0): 0.9, (1, 0): 0.9, (4, 1): 0.9, (5, 0): 0.9, (6, 0): 0.9, (7, 0): 0.9,
+             (9, 1): 0.9, (10, 0): 0.9, (11, 0): 0.8, (12, 1): 0.6, (14, 1): 0.8,
+             (15, 1): 0.0, (16, 0): 0.7, (17, 1): 0.8, (18, 0): 0.3, (18, 1): 0.9,
+             (19, 0): 0.1, (20, 1): 0.6, (21, 0): 0.8, (22, 0): 0.7, (22, 1): 0.8,
+             (23, 0): 0.8, (24, 0): 0.7},
+}
 
 
 class AugMix(Transform):
@@ -1473,6 +1647,7 @@ class AugMix(Transform):
     # torch.randint's bound, list repetition and range().
     _int_args = ("severity", "mixture_width", "chain_depth")
     _no_bool_args = ("severity",)  # torch.randint's high.
+    _grid_fill = _grid_fill_pil = True
 
     def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
                  interpolation=InterpolationMode.BILINEAR, fill=None):
@@ -1484,6 +1659,16 @@ class AugMix(Transform):
                          chain_depth=chain_depth, alpha=float(alpha), all_ops=bool(all_ops),
                          interpolation=_interpolation("AugMix", interpolation),
                          fill=_seq(fill))  # (Its PIL image runs as a tensor: not packed.)
+        if _packed_fill(fill) is not None:  # A numpy int scalar: refused on a tensor.
+            self._raw_fill_type = type(fill).__name__
+
+    def _items(self):
+        # The loader's images are RGB PIL images, which AugMix runs as uint8 tensors: the
+        # fill's levels are torch's cast of it (_grid_fill_levels).
+        (name, args), = super()._items()
+        if args.get("fill") is not None:
+            args["fill"] = _grid_fill_levels("AugMix", args["fill"], 3)
+        return [(name, args)]
 
     def _draw(self, state, generator):
         # forward()'s order: the Beta weight (a 2-Dirichlet), the chains' Dirichlet
@@ -1851,7 +2036,7 @@ class Pad(Transform):
         kind = _uint8_tensor(state)
         _tensor_pad(kind, *state.size(), self._args["padding"], self._args["padding_mode"])
         if self._args["padding_mode"] == "constant":
-            _tensor_fill(kind, self._args["fill"])
+            _tensor_fill(kind, self._args["fill"], self.__dict__.get("_raw_fill_type"))
             _pil_fill(state, "Pad", self._args["fill"])
         super()._eager(state, generator)
 
