@@ -75,6 +75,12 @@ def _pil():
     return m
 
 
+class _ModeError(TypeError, ValueError, OSError):
+    """A PIL mode the native ops do not take (RGBA, P, I;16, CMYK, ...): flowloader's
+    TypeError, and the ValueError / OSError PIL and torchvision raise where an operation
+    lacks the mode (ImageOps' "not supported for this image mode", F.adjust_hue's)."""
+
+
 def _is_pil(img):
     try:
         return isinstance(img, _pil().Image)
@@ -215,7 +221,7 @@ class State:
     def _from_pil(self, img):
         self.kind = "pil"
         if img.mode not in ("RGB", "L"):
-            raise TypeError(f"flowloader.transforms: PIL image mode {img.mode!r} is not "
+            raise _ModeError(f"flowloader.transforms: PIL image mode {img.mode!r} is not "
                             "supported: it takes mode RGB or L (convert first, e.g. "
                             "img.convert('RGB'))")
         w, h = img.size

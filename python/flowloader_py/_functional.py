@@ -49,6 +49,7 @@ def _text(name, **args):
         _op(text)
     except ValueError as e:
         _T._raise_wrong_type(e, args)
+        _T._raise_torch_failure(e, args)
         raise
     return text
 
@@ -180,10 +181,14 @@ def resized_crop(img, top, left, height, width, size,
     no_antialias = _T._antialias("resized_crop", antialias)
     _two("resized_crop", "size", size)
     _size_ints("resized_crop", size)
+    tensor = _eager._is_tensor(img)
     for name, value in (("top", top), ("left", left), ("height", height), ("width", width)):
         if not _T._is_number(value) or isinstance(value, bool):  # torchvision's TypeError.
             raise TypeError(f"resized_crop: {name} must be a number, got {_T._cut(repr(value))}")
-    top, left, height, width = int(top), int(left), int(height), int(width)
+        if tensor and not isinstance(value, numbers.Integral):  # Its slice's TypeError.
+            raise TypeError(f"resized_crop: {name} must be an int on a tensor (slice indices), "
+                            f"got {_T._cut(repr(value))}")
+    top, left, height, width = _pil_box(tensor, top, left, height, width)
     if height < 1 or width < 1:
         raise ValueError(f"resized_crop: the box's height and width must be at least 1, got "
                          f"{height}x{width}")
@@ -211,6 +216,17 @@ def resized_crop(img, top, left, height, width, size,
                 [top, left, height, width], box=[top, left, height, width])
 
 
+def _pil_box(tensor, top, left, height, width):
+    """The box (top, left, height, width) as ints: a PIL image's crop is Image.crop((left,
+    top, left + width, top + height)), which rounds each edge (Python's round, half to
+    even: a height of 7.5 from 100 is 8); a tensor's are ints already (its slice)."""
+    if tensor:
+        return int(top), int(left), int(height), int(width)
+    x0, y0 = round(float(left)), round(float(top))
+    x1, y1 = round(float(left) + float(width)), round(float(top) + float(height))
+    return y0, x0, y1 - y0, x1 - x0
+
+
 def crop(img, top, left, height, width):
     """The box (top, left, height, width); zeros where it lies outside the image, as
     torchvision pads."""
@@ -221,7 +237,7 @@ def crop(img, top, left, height, width):
         if not isinstance(value, numbers.Integral if tensor else numbers.Real):
             raise TypeError(f"crop: {name} must be {'an int' if tensor else 'a number'}, got "
                             f"{_T._cut(repr(value))}")
-    top, left, height, width = int(top), int(left), int(height), int(width)
+    top, left, height, width = _pil_box(tensor, top, left, height, width)
     pad = [max(0, -left), max(0, -top), max(0, left + width - w), max(0, top + height - h)]
     if max(pad) > 16384:  # The pad the native op takes; named here as the user wrote it.
         box = _T._cut(f"top={top}, left={left}, height={height}, width={width}")
@@ -371,7 +387,9 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     torchvision solves it (torch's float32 least squares, _T._perspective_solution)."""
     points = [float(v) for pts in (endpoints, startpoints) for pt in pts for v in pt]
     if len(points) != 16:
-        raise ValueError("perspective: startpoints and endpoints must be 4 [x, y] points each, "
+        # torchvision's view(8) of the points fails so (a RuntimeError).
+        raise _T._TorchRuntimeError("perspective: startpoints and endpoints must be 4 [x, y] "
+                                    "points each, "
                          f"got {startpoints!r} and {endpoints!r}")
     _solvable("perspective", startpoints, endpoints)
     mode = _mode("perspective", interpolation)
@@ -382,6 +400,18 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
         points += coeffs
     return _run(img, _fill_op("random_perspective", 0 if fill is None else fill, p=1,
                               interpolation=mode), points, fill_none=fill is None)
+
+
+_SOLVE_ERROR = []
+
+
+def _solve_error(torch):
+    """The class of an unsolvable perspective: torch.linalg.LinAlgError (torchvision's
+    least squares raises it) and the ValueError flowloader raised before."""
+    if not _SOLVE_ERROR:
+        _SOLVE_ERROR.append(type("_PerspectiveSolveError",
+                                 (ValueError, torch.linalg.LinAlgError), {}))
+    return _SOLVE_ERROR[0]
 
 
 def _solvable(name, startpoints, endpoints):
@@ -399,7 +429,7 @@ def _solvable(name, startpoints, endpoints):
     try:
         torch.linalg.lstsq(a, b, driver="gels")
     except RuntimeError:  # torch.linalg.LinAlgError is one.
-        raise ValueError(f"{name}: startpoints {_T._cut(startpoints)} and endpoints "
+        raise _solve_error(torch)(f"{name}: startpoints {_T._cut(startpoints)} and endpoints "
                          f"{_T._cut(endpoints)} have no solution (points equal or three in a "
                          "line), where torchvision's least squares raises: give four "
                          "distinct corners, no three in a line") from None
@@ -462,8 +492,10 @@ def rgb_to_grayscale(img, num_output_channels=1):
         raise ValueError("num_output_channels should be either 1 or 3")
     state = _eager.State(img)
     state.native(_op("grayscale()"), [])
-    if num_output_channels == 1:
-        state.channels = 1
+    # A PIL L image with 3 becomes RGB; a tensor keeps its channels with 3 (torchvision's
+    # expand to the input's shape: one channel stays one).
+    if num_output_channels == 1 or state.kind == "pil":
+        state.channels = num_output_channels
     return state.result()
 
 
@@ -501,6 +533,7 @@ def gaussian_blur(img, kernel_size, sigma=None):
 def solarize(img, threshold):
     _T._not_text("solarize", "threshold", threshold)
     _T._solarize_bound(_uint8_tensor(img), threshold)
+    threshold = _T._tensor_threshold(_uint8_tensor(img), threshold)
     return _run(img, _text("random_solarize", threshold=threshold, p=1))
 
 

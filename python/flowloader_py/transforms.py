@@ -424,6 +424,62 @@ def _check_types(cls, args, int_args):
                                     f"{_cut(repr(value))} (torchvision takes no float there)")
 
 
+class _TorchRuntimeError(ValueError, RuntimeError):
+    """An argument torchvision's call fails on inside torch, a RuntimeError (a size of 0
+    for interpolate, a reversed range for uniform_, a reflect pad wider than the image):
+    that class, and the ValueError flowloader raised before."""
+
+
+class _TorchIndexError(ValueError, IndexError):
+    """An argument torchvision indexes with past its end (RandAugment's magnitude into its
+    bins): its IndexError, and the ValueError flowloader raised before."""
+
+
+def _reversed_pair(v):
+    return isinstance(v, (list, tuple)) and len(v) == 2 and all(
+        isinstance(x, numbers.Real) for x in v) and v[0] > v[1]
+
+
+def _has_nonpositive(v):
+    values = v if isinstance(v, (list, tuple)) else [v]
+    return any(isinstance(x, numbers.Real) and not isinstance(x, bool) and x <= 0
+               for x in values)
+
+
+# The op parser's refusals of values torchvision's call fails on inside torch (or by an
+# index): (op, argument) -> (the class, when the value is one it fails on).
+_TORCH_FAILURES = {
+    ("resize", "size"): (_TorchRuntimeError, _has_nonpositive),  # (PIL: its ValueError.)
+    ("random_resized_crop", "size"): (_TorchRuntimeError, _has_nonpositive),
+    ("random_resized_crop", "scale"): (_TorchRuntimeError, _reversed_pair),
+    ("random_resized_crop", "ratio"): (
+        _TorchRuntimeError, lambda v: _reversed_pair(v) or (
+            isinstance(v, (list, tuple)) and len(v) == 2 and _has_nonpositive(v))),
+    ("random_erasing", "scale"): (_TorchRuntimeError, _reversed_pair),
+    ("random_erasing", "ratio"): (_TorchRuntimeError, _reversed_pair),
+    ("random_rotation", "degrees"): (_TorchRuntimeError, _reversed_pair),
+    ("random_affine", "degrees"): (_TorchRuntimeError, _reversed_pair),
+    ("random_affine", "shear"): (_TorchRuntimeError, _reversed_pair),
+    ("random_perspective", "distortion_scale"): (
+        _TorchRuntimeError, lambda v: isinstance(v, numbers.Real) and v < 0),
+    ("trivial_augment_wide", "num_magnitude_bins"): (
+        _TorchRuntimeError, lambda v: isinstance(v, numbers.Integral) and v < 1),
+    ("rand_augment", "num_magnitude_bins"): (
+        _TorchIndexError, lambda v: isinstance(v, numbers.Integral) and v < 1),
+    ("rand_augment", "magnitude"): (_TorchIndexError, lambda v: isinstance(v, numbers.Real)),
+}
+
+
+def _raise_torch_failure(error, args):
+    """The op parser's ValueError `error` as the class torchvision's call raises for that
+    value (_TORCH_FAILURES), which is a ValueError too."""
+    head = str(error).split(":", 2)
+    op, name = head[0].strip(), head[1].strip().split(" ")[0] if len(head) > 1 else ""
+    found = _TORCH_FAILURES.get((op, name))
+    if found is not None and name in args and found[1](args[name]):
+        raise found[0](str(error)) from None
+
+
 def _raise_wrong_type(error, args):
     """The op parser's ValueError `error` as a TypeError when the argument it names holds
     None (torchvision's comparisons and arithmetic with None raise TypeError) or a float
@@ -585,6 +641,7 @@ class Transform:
             return _flowloader._EagerOp(_op_text(name, args))
         except ValueError as e:
             _raise_wrong_type(e, args)
+            _raise_torch_failure(e, args)
             raise
 
     def _tensor_fill_op(self, channels, tensor):
@@ -1276,6 +1333,17 @@ def _solarize_bound(kind, threshold):
                         "255")
 
 
+def _tensor_threshold(kind, threshold):
+    """A solarize threshold as torchvision's uint8 tensor compares with it: `img >=
+    threshold` casts an integer to uint8 (modular: -1 is 255, -300 is 212), where a float
+    promotes the pixels (-0.5 inverts all); PIL images and float tensors take it as is."""
+    integer = isinstance(threshold, numbers.Integral) or (
+        getattr(threshold, "ndim", None) == 0 and "int" in str(getattr(threshold, "dtype", "")))
+    if kind == "tensor" and integer and not isinstance(threshold, bool) and int(threshold) < 0:
+        return int(threshold) % 256
+    return threshold
+
+
 def _pil_bits(kind, bits):
     """PIL's posterize takes an int number of bits (its `~` of a float is a TypeError);
     tensors take a float."""
@@ -1290,7 +1358,7 @@ def _tensor_blur(w, h, kernel_size):
     kx, ky = (kernel_size, kernel_size) if isinstance(kernel_size, numbers.Number) else (
         (kernel_size[0], kernel_size[0]) if len(kernel_size) == 1 else kernel_size[:2])
     if int(kx) // 2 >= w or int(ky) // 2 >= h:
-        raise ValueError(f"gaussian_blur: kernel_size {_cut([kx, ky])} is too large for a "
+        raise _TorchRuntimeError(f"gaussian_blur: kernel_size {_cut([kx, ky])} is too large for a "
                          f"{w}x{h} image (torchvision's reflect padding of half the kernel "
                          "must be smaller than the image): lower kernel_size")
 
@@ -1388,7 +1456,10 @@ class Grayscale(Transform):
 
     def _eager(self, state, generator):
         state.native(self._native(), [])
-        state.channels = self.num_output_channels
+        # torchvision's tensor kernel expands to the input's shape: a one-channel tensor
+        # stays one channel (a PIL L image becomes RGB).
+        if state.kind == "pil" or self.num_output_channels == 1:
+            state.channels = self.num_output_channels
 
     def __repr__(self):
         return f"Grayscale(num_output_channels={self.num_output_channels})"
@@ -1472,7 +1543,23 @@ class RandomSolarize(Transform):
     _draws_p = True
 
     def __init__(self, threshold, p=0.5):
+        if getattr(threshold, "ndim", None) == 0 and hasattr(threshold, "item"):
+            threshold = threshold.item()  # A 0-d tensor or numpy value: torch compares it.
         super().__init__(threshold=_not_text("RandomSolarize", "threshold", threshold), p=p)
+
+    def _native(self, state=None):
+        # A uint8 tensor's negative integer threshold wraps (_tensor_threshold).
+        op = super()._native(state)
+        t = self._args["threshold"]
+        wrapped = _tensor_threshold(_uint8_tensor(state), t) if state is not None else t
+        if wrapped is t:
+            return op
+        ops = self.__dict__.setdefault("_packed_ops", {})
+        if ("threshold", wrapped) not in ops:
+            from flowloader import _flowloader
+            ops[("threshold", wrapped)] = _flowloader._EagerOp(_op_text(
+                self.op, dict(self._args, threshold=wrapped)))
+        return ops[("threshold", wrapped)]
 
     def _draw(self, state, generator):  # After the coin, as torchvision's F call.
         _solarize_bound(_uint8_tensor(state), self._args["threshold"])

@@ -1,0 +1,116 @@
+"""What round 8's differential probe (issue 35; random argument combinations against
+torchvision 0.14, kept outside the repository) found, each case written once over `M`
+(torchvision's module or flowloader's) and run from both on the same image and seed:
+the same pixels and generator state, or the same exception class (flowloader's message
+one line)."""
+
+import random
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torchvision.transforms as TV
+import torchvision.transforms.functional as TF
+from PIL import Image
+
+import flowloader.transforms as FT
+import flowloader.transforms.functional as FF
+
+
+def _image(kind, w=13, h=9):
+    rng = np.random.default_rng(8)
+    base = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+    if kind == "pil":
+        return Image.fromarray(base, "RGB")
+    if kind == "L":
+        return Image.fromarray(base[:, :, 0], "L")
+    if kind in ("RGBA", "P", "I;16"):
+        rgb = Image.fromarray(base, "RGB")
+        return rgb.convert(kind) if kind != "I;16" else Image.fromarray(
+            base[:, :, 0].astype(np.uint16) * 200).convert("I;16")
+    t = torch.from_numpy(base).permute(2, 0, 1).contiguous()
+    return {"u8": t, "u8_1": t[:1].clone(), "float": t.float() / 255,
+            "batch_u8": torch.stack([t, t.flip(-1)])}[kind]
+
+
+def _run(expr, functional, module_pair, img):
+    module = module_pair[0] if functional else module_pair[1]
+    torch.manual_seed(5)
+    random.seed(5)
+    x = img.clone() if isinstance(img, torch.Tensor) else img.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = eval(expr, {"M": module, "np": np, "torch": torch, "x": x})  # noqa: S307
+        except Exception as e:  # noqa: BLE001 -- the class is compared.
+            return e, torch.rand(2)
+    return out, torch.rand(2)
+
+
+def _compare(expr, kind):
+    functional = not expr.split("(")[0][2:3].isupper()
+    img = _image(kind)
+    theirs, after_theirs = _run(expr, functional, (TF, TV), img)
+    ours, after_ours = _run(expr, functional, (FF, FT), img)
+    if isinstance(theirs, Exception):
+        assert isinstance(ours, type(theirs)), (theirs, ours)
+        assert "\n" not in str(ours)
+        return theirs
+    assert not isinstance(ours, Exception), ours
+    assert torch.equal(after_ours, after_theirs)
+    if isinstance(theirs, Image.Image):
+        assert ours.mode == theirs.mode and ours.size == theirs.size
+    assert np.array_equal(np.asarray(ours), np.asarray(theirs))
+    return theirs
+
+
+@pytest.mark.parametrize("expr,kind", [
+    # A uint8 tensor compares with an integer threshold cast to uint8: -1 is 255.
+    ("M.solarize(x, -1)", "u8"), ("M.solarize(x, -300)", "u8_1"),
+    ("M.solarize(x, torch.tensor(-1))", "u8"), ("M.solarize(x, -0.5)", "u8"),
+    ("M.RandomSolarize(-1, p=1)(x)", "batch_u8"), ("M.RandomSolarize(-1, p=1)(x)", "pil"),
+    ("M.RandomSolarize(torch.tensor(-3), p=1)(x)", "u8"),
+    # An L image to three channels is RGB; a one-channel tensor stays one channel.
+    ("M.to_grayscale(x, num_output_channels=3)", "L"),
+    ("M.rgb_to_grayscale(x, num_output_channels=3)", "L"),
+    ("M.rgb_to_grayscale(x, num_output_channels=3)", "u8_1"),
+    ("M.Grayscale(3)(x)", "u8_1"), ("M.Grayscale(3)(x)", "L"),
+    # A PIL crop box of floats: Image.crop rounds each edge (half to even).
+    ("M.crop(x, 1, 1.5, 7.5, 4)", "pil"), ("M.crop(x, -3, 3, 7.5, 6.5)", "L"),
+    ("M.crop(x, 2.5, 1.5, 3.5, 2.5)", "pil"),
+    ("M.resized_crop(x, 2, 1, 7.5, 5, (3, 4))", "pil"),
+    ("M.resized_crop(x, 5.5, 0, 3, 6.5, 6)", "pil"),
+    ("M.resized_crop(x, 2, 1, 7.5, 4, [7])", "u8"),  # A tensor's slice: TypeError.
+])
+def test_pixels_and_classes_as_torchvision(expr, kind):
+    _compare(expr, kind)
+
+
+@pytest.mark.parametrize("expr,kind", [
+    # Sizes of 0 or less: torch's interpolate RuntimeError on tensors, PIL's ValueError.
+    ("M.Resize(0)(x)", "u8"), ("M.Resize(-2)(x)", "float"), ("M.resize(x, (0, 4))", "u8"),
+    ("M.RandomResizedCrop(0)(x)", "float"), ("M.Resize(0)(x)", "pil"),
+    # Reversed ranges: torch's uniform_ RuntimeError.
+    ("M.RandomRotation((30, 10))(x)", "pil"), ("M.RandomAffine((30, 10))(x)", "u8"),
+    ("M.RandomAffine(0, shear=(10, 5))(x)", "pil"),
+    ("M.RandomResizedCrop(8, ratio=(2.0, 0.5))(x)", "float"),
+    ("M.RandomResizedCrop(8, scale=(1.0, 0.5))(x)", "pil"),
+    ("M.RandomErasing(p=1, ratio=(2.0, 0.5))(x)", "float"),
+    ("M.TrivialAugmentWide(num_magnitude_bins=0)(x)", "u8"),
+    # RandAugment indexes its bins: IndexError.
+    ("M.RandAugment(magnitude=31)(x)", "pil"), ("M.RandAugment(num_magnitude_bins=0)(x)", "u8"),
+    # torch's reflect pad of a blur kernel wider than the image: RuntimeError.
+    ("M.gaussian_blur(x, 101)", "pil"), ("M.GaussianBlur(3)(x[..., :1, :])", "float"),
+    # perspective: not four points (view(8)), or no single map (torch.linalg.LinAlgError).
+    ("M.perspective(x, [[0, 0], [7, 0], [7, 5]], [[0, 0], [7, 0], [7, 5], [0, 5]])", "pil"),
+    ("M.perspective(x, [[0, 0]] * 4, [[2, 2], [5, 1], [6, 4], [1, 5]])", "u8"),
+    # A PIL mode flowloader does not take, where PIL or torchvision fail on it: their
+    # OSError / ValueError (flowloader's refusal is both, and a TypeError).
+    ("M.autocontrast(x)", "RGBA"), ("M.equalize(x)", "RGBA"), ("M.solarize(x, 100)", "I;16"),
+    ("M.adjust_sharpness(x, 2)", "P"), ("M.RandomEqualize(p=1)(x)", "RGBA"),
+    ("M.posterize(x, 4)", "RGBA"), ("M.invert(x)", "RGBA"),
+])
+def test_refusals_are_torchvisions_class(expr, kind):
+    theirs = _compare(expr, kind)
+    assert isinstance(theirs, Exception)  # torchvision refuses each of these.
