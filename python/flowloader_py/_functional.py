@@ -253,7 +253,10 @@ def crop(img, top, left, height, width):
 
 
 def center_crop(img, output_size):
-    # torchvision: a number is int(number) (2.5 is 2), as the CenterCrop class's size.
+    # torchvision: a number is int(number) (2.5 is 2), as the CenterCrop class's size; a
+    # float in a sequence is a tensor's slice's TypeError.
+    _T._tensor_int_size("tensor" if _eager._is_tensor(img) else "", "center_crop",
+                        output_size)
     if isinstance(output_size, numbers.Number):
         output_size = int(output_size)
     return _run(img, _text("center_crop", size=_T._size(output_size)))
@@ -270,14 +273,19 @@ def pad(img, padding, fill=0, padding_mode="constant"):
         raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a "
                          f"{len(p)} element tuple")
     kind = _uint8_tensor(img)
+    # torchvision's tensor pad checks padding's and fill's types first, in every mode (a
+    # float tensor's too: a Python int, tuple or list; a Python number).
+    any_tensor = kind or ("float" if _eager._is_tensor(img) else "")
+    _T._tensor_padding(any_tensor, padding)
+    if any_tensor:
+        _T._tensor_fill(any_tensor, 0 if fill is None else fill,
+                        constant=padding_mode == "constant")
     _T._tensor_pad(kind, *get_image_size(img), p, padding_mode)
     if padding_mode == "constant":
         fill = 0 if fill is None else fill  # torchvision's _parse_fill.
         if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
             raise TypeError(f"pad: got inappropriate fill arg {_T._cut(repr(fill))}: a number "
                             "or a tuple of them")
-        # (A float tensor's fill too: torchvision's tensor pad takes a Python number.)
-        _T._tensor_fill(kind or ("float" if _eager._is_tensor(img) else ""), fill)
         fill = _c_int("pad", img, _pil_fill("pad", img, fill))
     return _run(img, _fill_op("pad", fill, padding=[int(v) for v in p],
                               padding_mode=padding_mode))
@@ -296,6 +304,8 @@ def five_crop(img, size):
     if crop_w > image_w or crop_h > image_h:
         raise ValueError(f"Requested crop size {_T._cut((crop_h, crop_w))} is bigger than "
                          f"input size {(image_h, image_w)}")
+    if not isinstance(size, numbers.Number):  # Its crops' slices (after that check).
+        _T._tensor_int_size("tensor" if _eager._is_tensor(img) else "", "five_crop", size)
     tl = crop(img, 0, 0, crop_h, crop_w)
     tr = crop(img, 0, image_w - crop_w, crop_h, crop_w)
     bl = crop(img, image_h - crop_h, 0, crop_h, crop_w)

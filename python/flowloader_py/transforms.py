@@ -832,6 +832,7 @@ class CenterCrop(Transform):
 
     def _eager(self, state, generator):
         # F.center_crop's box where it fits (a larger crop pads, in the op).
+        _tensor_int_size(_uint8_tensor(state), "CenterCrop", self._args["size"])
         w, h = state.size()
         th, tw = _hw(self._args["size"])
         box = None
@@ -925,6 +926,8 @@ class RandomCrop(Transform):
         super().__init__(size=_setup_size("RandomCrop", size), padding=_seq(padding),
                          pad_if_needed=bool(pad_if_needed),  # torchvision tests its truth.
                          fill=_seq(fill), _raw_fill=fill, padding_mode=padding_mode)
+        if padding is not None and not isinstance(padding, (int, tuple, list)):
+            self._raw_padding = padding  # A numpy int: a tensor's TypeError (_tensor_padding).
 
     @staticmethod
     def get_params(img, output_size, *, generator=None):
@@ -968,16 +971,17 @@ class RandomCrop(Transform):
         mode, kind = self._args["padding_mode"], _uint8_tensor(state)
         _tensor_pad(kind, w, h, self._args["padding"], mode)
         raw_type = self.__dict__.get("_raw_fill_type")
-        if self._args["padding"] is not None and mode == "constant":
-            _tensor_fill(kind, self._args["fill"], raw_type)
+        if self._args["padding"] is not None:  # forward's first F.pad: its type checks.
+            _tensor_padding(kind, self.__dict__.get("_raw_padding"))
+            _tensor_fill(kind, self._args["fill"], raw_type, constant=mode == "constant")
         p = _sides([0] if self._args["padding"] is None else self._args["padding"])
         pw, ph = w + int(p[0]) + int(p[2]), h + int(p[1]) + int(p[3])
         th, tw = _hw(self._args["size"])
         second = self._args["pad_if_needed"] and (pw < tw or ph < th)  # forward's 2nd pad.
         if self._args["pad_if_needed"]:
             _tensor_pad(kind, pw, ph, [max(0, tw - pw), max(0, th - ph)], mode)
-        if second and mode == "constant":
-            _tensor_fill(kind, self._args["fill"], raw_type)
+        if second:
+            _tensor_fill(kind, self._args["fill"], raw_type, constant=mode == "constant")
         if mode == "constant" and (self._args["padding"] is not None or second):
             _pil_fill(state, "RandomCrop", self._args["fill"])  # Where F.pad parses it.
         params = self._draw(state, generator)
@@ -1307,7 +1311,25 @@ def _tensor_bool_size(cls, kind, given):
                         "interpolate refuses for a tensor (as torchvision): give ints")
 
 
-def _tensor_fill(kind, fill, raw_type=None):
+def _tensor_padding(kind, raw_padding):
+    """torchvision's tensor pad takes a Python int, tuple or list as padding ("Got
+    inappropriate padding arg", a TypeError, for a numpy int; a PIL image takes one)."""
+    if kind in ("tensor", "float") and raw_padding is not None and not isinstance(
+            raw_padding, (int, tuple, list)):
+        raise TypeError(f"Got inappropriate padding arg {_cut(repr(raw_padding))}: "
+                        "torchvision's tensor pad takes an int, a tuple or a list")
+
+
+def _tensor_int_size(kind, cls, size):
+    """A tensor's crops slice (and pad) with the size's values: a float in a size
+    sequence is torchvision's TypeError there (a PIL image's crop rounds it)."""
+    if kind in ("tensor", "float") and isinstance(size, (list, tuple)) and any(
+            isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral) for v in size):
+        raise TypeError(f"{cls}: size {_cut(repr(size))} holds a float: a tensor's crop "
+                        "slices with ints (torchvision's TypeError)")
+
+
+def _tensor_fill(kind, fill, raw_type=None, constant=True):
     """torchvision's tensor pad takes one number as fill (TypeError "Got inappropriate fill
     arg" for a sequence, or a numpy int scalar: `raw_type`, the class's given fill's type
     name); a PIL image takes a colour. On a uint8 tensor torch's constant pad takes a
@@ -1319,7 +1341,7 @@ def _tensor_fill(kind, fill, raw_type=None):
         shown = f"{raw_type}({fill!r})" if raw_type is not None else repr(fill)
         raise TypeError(f"Got inappropriate fill arg {_cut(shown)}: torchvision's tensor "
                         "pad takes one number (a Python int or float)")
-    if kind == "tensor" and not 0 <= fill <= 255:
+    if constant and kind == "tensor" and not 0 <= fill <= 255:
         raise RuntimeError(f"pad: fill {_cut(repr(fill))} cannot be converted to type uint8_t "
                            "without overflow (torch's constant pad of a uint8 tensor takes "
                            "[0, 255])")
@@ -1610,6 +1632,13 @@ class RandomAdjustSharpness(Transform):
         super().__init__(sharpness_factor=_not_text("RandomAdjustSharpness", "sharpness_factor",
                                                     sharpness_factor), p=p)
 
+    def _draw(self, state, generator):  # After the coin, where F.adjust_sharpness runs.
+        factor = self._args["sharpness_factor"]
+        if state.kind == "tensor" and isinstance(factor, numbers.Real) and factor < 0:
+            # Its tensor kernel's check (a PIL image extrapolates, as the op does).
+            raise ValueError(f"sharpness_factor ({factor}) is not non-negative.")
+        return []
+
 
 # -- augment policies -------------------------------------------------------------------
 # torchvision's RandAugment / TrivialAugmentWide op spaces, in their order (14 ops): which
@@ -1841,6 +1870,14 @@ class ElasticTransform(Transform):
         # get_params: torch.rand([1, 1, H, W]) for dx, then for dy.
         torch = _torch()
         w, h = state.size()
+        for s in self._args["sigma"]:
+            k = int(8 * s + 1) if s > 0 else 0
+            k += 1 - k % 2 if k else 0
+            if k // 2 >= min(w, h):  # Its F.gaussian_blur of the noise: a reflect pad.
+                raise _TorchRuntimeError(
+                    f"ElasticTransform: sigma {s} blurs the noise with a {k}x{k} kernel, too "
+                    f"large for a {w}x{h} image (torchvision's reflect padding of half the "
+                    "kernel must be smaller than each side): lower sigma")
         planes = [torch.rand([1, 1, h, w], generator=generator) for _ in range(2)]
         return torch.cat([p.flatten() for p in planes]).numpy()  # native() lists it.
 
@@ -2118,12 +2155,17 @@ class Pad(Transform):
                             f"{_cut(repr(fill))}: a number or a tuple of them")
         super().__init__(padding=_seq(padding), fill=_seq(fill), _raw_fill=fill,
                          padding_mode=padding_mode)
+        if not isinstance(padding, (int, tuple, list)):
+            self._raw_padding = padding  # A numpy int: a tensor's TypeError (_tensor_padding).
 
     def _eager(self, state, generator):
-        kind = _uint8_tensor(state)
-        _tensor_pad(kind, *state.size(), self._args["padding"], self._args["padding_mode"])
-        if self._args["padding_mode"] == "constant":
-            _tensor_fill(kind, self._args["fill"], self.__dict__.get("_raw_fill_type"))
+        # torchvision's tensor pad checks padding's and fill's types in every mode first.
+        kind, mode = _uint8_tensor(state), self._args["padding_mode"]
+        _tensor_padding(kind, self.__dict__.get("_raw_padding"))
+        _tensor_fill(kind, self._args["fill"], self.__dict__.get("_raw_fill_type"),
+                     constant=mode == "constant")
+        _tensor_pad(kind, *state.size(), self._args["padding"], mode)
+        if mode == "constant":
             _pil_fill(state, "Pad", self._args["fill"])
         super()._eager(state, generator)
 

@@ -105,6 +105,20 @@ def test_pixels_and_classes_as_torchvision(expr, kind):
     # perspective: not four points (view(8)), or no single map (torch.linalg.LinAlgError).
     ("M.perspective(x, [[0, 0], [7, 0], [7, 5]], [[0, 0], [7, 0], [7, 5], [0, 5]])", "pil"),
     ("M.perspective(x, [[0, 0]] * 4, [[2, 2], [5, 1], [6, 4], [1, 5]])", "u8"),
+    # ElasticTransform blurs its noise with F.gaussian_blur: a reflect pad.
+    ("M.ElasticTransform(sigma=0.5)(x[..., :2, :])", "u8"),
+    ("M.ElasticTransform()(x[..., :7, :5])", "float"),
+    # A tensor's sharpness kernel refuses a negative factor (when the coin applies it).
+    ("M.RandomAdjustSharpness(-1, p=1)(x)", "u8_1"),
+    # A tensor's pad takes a Python int padding, and a Python number fill in any mode.
+    ("M.pad(x, np.int64(2), padding_mode='reflect')", "float"),
+    ("M.Pad(np.int64(2), padding_mode='symmetric')(x)", "u8"),
+    ("M.pad(x, (0, 0, 4, 0), fill=np.int64(300), padding_mode='reflect')", "u8"),
+    ("M.Pad((1, 2), fill=[1, 2, 3], padding_mode='edge')(x)", "float"),
+    ("M.RandomCrop(8, padding=np.int64(1))(x)", "batch_u8"),
+    # A tensor's crops slice with ints: a float in a size sequence is a TypeError.
+    ("M.CenterCrop((6.0, 9.0))(x)", "u8"), ("M.center_crop(x, (6.0, 9.0))", "float"),
+    ("M.FiveCrop((6.0, 9.0))(x)", "u8_1"), ("M.ten_crop(x, (6.0, 9.0))", "batch_u8"),
     # A PIL mode flowloader does not take, where PIL or torchvision fail on it: their
     # OSError / ValueError (flowloader's refusal is both, and a TypeError).
     ("M.autocontrast(x)", "RGBA"), ("M.equalize(x)", "RGBA"), ("M.solarize(x, 100)", "I;16"),
