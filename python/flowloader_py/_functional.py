@@ -144,10 +144,13 @@ def _c_int(fn, img, fill):
     """fill, unless PIL's int of it fails (_T._c_int_fill_error: past a C int, infinite,
     NaN): that error, but on a float tensor (torchvision fills it with any float:
     _fill_op)."""
-    error = _T._c_int_fill_error(fn, _T._seq(fill))
-    if error is not None and not _eager._is_tensor(img):
+    if _eager._is_tensor(img) or _T._c_int_fill_error(fn, _T._seq(fill)) is None:
+        return fill
+    one_band = _eager._is_pil(img) and len(img.getbands()) == 1
+    error = _T._c_int_fill_error(fn, _T._seq(fill), one_band)
+    if error is not None:
         raise error
-    return fill
+    return _T._clamped_fill(_T._seq(fill))  # A one-band image's C long: PIL clamps it.
 
 
 def _size_ints(fn, size):

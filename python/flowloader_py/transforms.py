@@ -115,20 +115,31 @@ class _FillRangeError(OverflowError, ValueError):
     image), and the ValueError flowloader raised before."""
 
 
-def _c_int_fill_error(cls, fill):
+def _c_int_fill_error(cls, fill, one_band=False):
     """The error torchvision's PIL path raises for `fill` (its _parse_fill's int() of
-    each value, then PIL's C int), or None: NaN is int()'s ValueError, an infinity or a
-    value past a C int an OverflowError."""
+    each value, then PIL's C int; a one-band image's single number PIL takes as a C long),
+    or None: NaN is int()'s ValueError, an infinity or a value past that an OverflowError."""
+    bits = 63 if one_band and not isinstance(fill, (list, tuple)) else 31
     for v in fill if isinstance(fill, (list, tuple)) else [fill]:
         if not isinstance(v, numbers.Real) or isinstance(v, bool):
             continue  # Refused by the type checks, or taken.
         if isinstance(v, float) and math.isnan(v):
             return ValueError(f"{cls}: fill {v!r} cannot convert to an integer (PIL's fill: "
                               "give levels in [0, 255])")
-        if math.isinf(v) or not -2**31 <= int(v) < 2**31:
+        if math.isinf(v) or not -2**bits <= int(v) < 2**bits:
             return _FillRangeError(f"{cls}: fill {_cut(repr(v))} is past a C int (PIL's fill: "
                                    "give levels in [0, 255])")
     return None
+
+
+def _clamped_fill(fill):
+    """PIL's levels of `fill`: each value's int, clamped to [0, 255] (0 for NaN and the
+    infinities, which _c_int_fill_error refuses)."""
+    def level(v):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v):
+            return 0
+        return min(max(int(v), 0), 255)
+    return [level(v) for v in fill] if isinstance(fill, (list, tuple)) else level(fill)
 
 
 class _FilterError(TypeError, ValueError):
@@ -570,6 +581,19 @@ class Transform:
     # The fill is parsed only when a geometric sub-op is drawn (the policies'
     # F.affine / F.rotate): its length is checked there (_policy_fill).
     _fill_at_draw = False
+    # The fill is PIL's int() of it on a PIL image (ElasticTransform's is a float).
+    _pil_int_fill = True
+
+    def _fill_parsed(self, state):
+        """Whether torchvision's call parses the fill (Pad: constant mode only)."""
+        return True
+
+    def _raise_fill_error(self):
+        """PIL's error for a fill it cannot take (_c_int_fill_error), kept by _native
+        for the place torchvision's call parses the fill."""
+        error = self.__dict__.get("_fill_error")
+        if error is not None:
+            raise error
 
     def _items(self):
         args = dict(self._args)
@@ -597,11 +621,12 @@ class Transform:
             state.kind == "tensor" or (state.kind == "pil" and self._grid_fill_pil))
         if op is None:
             (name, args), = self._items()
-            fill_error = _c_int_fill_error(type(self).__name__, self._args.get("fill"))
+            fill_error = _c_int_fill_error(type(self).__name__, self._args.get("fill")) \
+                if self._pil_int_fill else None
             if fill_error is not None and "fill" in args:
                 # A fill PIL cannot take (past a C int, NaN) is PIL's error on a PIL image;
                 # the op made with fill 0 checks the other arguments, and is not kept.
-                base = self._make_op(name, dict(args, fill=0))
+                base = self._make_op(name, dict(args, fill=_clamped_fill(args["fill"])))
                 if uint8_grid:  # A uint8 tensor's fill: torch's cast of it, any value.
                     return self._tensor_fill_op(state.channels, state.kind == "tensor")
                 if state is not None and state.kind == "tensor" and state.is_float:
@@ -609,7 +634,14 @@ class Transform:
                     return _FloatFillOp(base, _op_text(name, args))
                 if state is not None and state.kind == "tensor":
                     return base  # A uint8 tensor's pad refuses it where it pads (_tensor_fill).
-                raise fill_error
+                if state is None:
+                    raise fill_error
+                # A PIL image: raised where torchvision parses the fill (_raise_fill_error:
+                # after the coin, where a pad is constant, where a policy's warp is drawn);
+                # a one-band image's number past a C int but not a C long is clamped.
+                self._fill_error = _c_int_fill_error(
+                    type(self).__name__, self._args.get("fill"), state.channels == 1)
+                return base
             op = self._native_op = self._make_op(name, args)
         if uint8_grid:
             return self._tensor_fill_op(state.channels, state.kind == "tensor")
@@ -699,6 +731,8 @@ class Transform:
             _warn_antialias(state.kind)
         if self._draws_p and not _coin(self._args["p"], generator):
             return
+        if not self._fill_at_draw and self._fill_parsed(state):
+            self._raise_fill_error()
         state.native(op, self._draw(state, generator))
 
     def _draw(self, state, generator):
@@ -724,6 +758,9 @@ class ToTensor(Transform):
     def _eager(self, state, generator):
         if state.kind == "tensor":
             raise TypeError("pic should be PIL Image or ndarray. Got <class 'torch.Tensor'>")
+        if _other_mode_pil(state):
+            state.replace(_other_mode_tensor(state._raw, to_float=True))
+            return
         state.to_float_tensor()
 
 
@@ -732,9 +769,42 @@ class PILToTensor(ToTensor):
     views are float32 after normalize, or uint8 [H, W, 3])."""
 
     def _eager(self, state, generator):
+        if _other_mode_pil(state):
+            state.replace(_other_mode_tensor(state._raw, to_float=False))
+            return
         if state.kind != "pil":
             raise TypeError(f"pic should be PIL Image. Got {state.kind}")
         state.to_uint8_tensor()
+
+
+def _other_mode_pil(state):
+    """Whether the image is a PIL image of a mode the native ops do not take (RGBA, P,
+    I;16, ...): ToTensor and PILToTensor convert it as torchvision does."""
+    if state.kind != "raw":
+        return False
+    from PIL import Image
+    return isinstance(state._raw, Image.Image)
+
+
+def _other_mode_tensor(pic, to_float):
+    """torchvision 0.14's to_tensor (to_float) or pil_to_tensor of a PIL image of any mode:
+    its numpy array as [C, H, W] (I as int32, I;16 as int16, F as float32; mode 1 times
+    255 for to_tensor), uint8 ones divided by 255 to float32 by to_tensor."""
+    import numpy as np
+    torch = _torch()
+    if to_float:
+        dtype = {"I": np.int32, "I;16": np.int16, "F": np.float32}.get(pic.mode, np.uint8)
+        img = torch.from_numpy(np.array(pic, dtype, copy=True))
+        if pic.mode == "1":
+            img = 255 * img
+    else:
+        img = torch.as_tensor(np.array(pic, copy=True))
+    img = img.view(pic.size[1], pic.size[0], len(pic.getbands())).permute((2, 0, 1))
+    if not to_float:
+        return img
+    img = img.contiguous()
+    return img.to(dtype=torch.get_default_dtype()).div(255) if img.dtype == torch.uint8 \
+        else img
 
 
 class ConvertImageDtype(ToTensor):
@@ -984,6 +1054,7 @@ class RandomCrop(Transform):
             _tensor_fill(kind, self._args["fill"], raw_type, constant=mode == "constant")
         if mode == "constant" and (self._args["padding"] is not None or second):
             _pil_fill(state, "RandomCrop", self._args["fill"])  # Where F.pad parses it.
+            self._raise_fill_error()
         params = self._draw(state, generator)
         no_pad = self._args["padding"] in (None, 0, [0], [0, 0], [0, 0, 0, 0])
         state.native(op, params,
@@ -1668,6 +1739,7 @@ class TrivialAugmentWide(Transform):
         if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
             _tensor_grid(state.kind, self._args["interpolation"])
             _policy_fill(state, type(self).__name__, self._args["fill"])
+            self._raise_fill_error()
         return [op, bin_, negate]
 
 
@@ -1703,6 +1775,7 @@ class RandAugment(Transform):
             if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
                 _tensor_grid(state.kind, self._args["interpolation"])
                 _policy_fill(state, type(self).__name__, self._args["fill"])
+                self._raise_fill_error()
             params += [op, level, negate, 1]
         return params
 
@@ -1738,6 +1811,7 @@ class AutoAugment(Transform):
             if p is not None and bool(probs[i] <= p):  # Its F.affine / F.rotate runs.
                 _tensor_grid(state.kind, self._args["interpolation"])
                 _policy_fill(state, "AutoAugment", self._args["fill"])
+                self._raise_fill_error()
         return [policy_id, probs[0].item(), probs[1].item(), signs[0].item(), signs[1].item()]
 
 
@@ -1812,6 +1886,7 @@ class ElasticTransform(Transform):
     """torchvision's ElasticTransform: the native elastic_transform op, given the two
     torch.rand planes torchvision's get_params draws (the same field, blurred natively)."""
     op = "elastic_transform"
+    _pil_int_fill = False  # A float fill, cast as torch casts (the op's own check).
 
     def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR,
                  fill=0):
@@ -2168,6 +2243,9 @@ class Pad(Transform):
         if mode == "constant":
             _pil_fill(state, "Pad", self._args["fill"])
         super()._eager(state, generator)
+
+    def _fill_parsed(self, state):
+        return self._args["padding_mode"] == "constant"
 
 
 class FiveCrop(Transform):

@@ -82,6 +82,17 @@ def _compare(expr, kind):
     ("M.resized_crop(x, 2, 1, 7.5, 5, (3, 4))", "pil"),
     ("M.resized_crop(x, 5.5, 0, 3, 6.5, 6)", "pil"),
     ("M.resized_crop(x, 2, 1, 7.5, 4, [7])", "u8"),  # A tensor's slice: TypeError.
+    # ToTensor / PILToTensor of any PIL mode: torchvision's numpy conversion.
+    ("M.ToTensor()(x)", "RGBA"), ("M.PILToTensor()(x)", "P"), ("M.to_tensor(x)", "I;16"),
+    ("M.pil_to_tensor(x)", "RGBA"), ("M.to_tensor(x)", "P"),
+    # A fill PIL cannot take fails where torchvision parses it: after the coin, in a
+    # constant pad, where a policy draws a warp (otherwise it is never read).
+    ("M.RandomPerspective(p=0, fill=float('nan'))(x)", "pil"),
+    ("M.RandomPerspective(p=1, fill=float('nan'))(x)", "pil"),
+    ("M.Pad(2, fill=1e10, padding_mode='edge')(x)", "pil"),
+    ("M.Pad(2, fill=1e10)(x)", "L"),
+    ("[M.TrivialAugmentWide(fill=float('nan'))(x) for _ in range(4)]", "pil"),
+    ("[M.RandAugment(fill=1e10)(x) for _ in range(3)]", "pil"),
 ])
 def test_pixels_and_classes_as_torchvision(expr, kind):
     _compare(expr, kind)
@@ -128,3 +139,14 @@ def test_pixels_and_classes_as_torchvision(expr, kind):
 def test_refusals_are_torchvisions_class(expr, kind):
     theirs = _compare(expr, kind)
     assert isinstance(theirs, Exception)  # torchvision refuses each of these.
+
+
+def test_elastic_takes_a_fill_past_a_c_int():
+    """ElasticTransform blends a float fill (its tensor kernel, PIL images too): 1e10 is
+    torch's uint8 cast of it, as torchvision's, not PIL's int() refusal."""
+    for kind in ("pil", "u8"):
+        img = _image(kind, 40, 30)
+        for module in (TV, FT):
+            torch.manual_seed(1)
+            out = np.asarray(module.ElasticTransform(80.0, 2.0, fill=1e10)(img))
+            assert out.shape == np.asarray(img).shape
