@@ -258,6 +258,7 @@ def crop(img, top, left, height, width):
 def center_crop(img, output_size):
     # torchvision: a number is int(number) (2.5 is 2), as the CenterCrop class's size; a
     # float in a sequence is a tensor's slice's TypeError.
+    _str_size("center_crop", output_size)
     _T._tensor_int_size("tensor" if _eager._is_tensor(img) else "", "center_crop",
                         output_size)
     if isinstance(output_size, numbers.Number):
@@ -294,8 +295,20 @@ def pad(img, padding, fill=0, padding_mode="constant"):
                               padding_mode=padding_mode))
 
 
+def _str_size(fn, size):
+    """A str size is a sequence of its characters to torchvision: one of a length other
+    than two fails as unpacking / its length check (ValueError), two as comparisons of
+    str with int (TypeError)."""
+    if isinstance(size, str):
+        if len(size) != 2:
+            raise ValueError(f"{fn}: please provide only two dimensions (h, w) for size, got "
+                             f"{_T._cut(repr(size))}")
+        raise TypeError(f"{fn}: size must hold numbers, got {_T._cut(repr(size))}")
+
+
 def five_crop(img, size):
     """(top-left, top-right, bottom-left, bottom-right, centre) crops of size [h, w]."""
+    _str_size("five_crop", size)
     if not isinstance(size, numbers.Number) and len(size) not in (1, 2):
         raise ValueError(f"five_crop: please provide only two dimensions (h, w) for size, "
                          f"got {_T._cut(list(size))}")

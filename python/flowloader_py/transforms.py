@@ -466,6 +466,11 @@ _TORCH_FAILURES = {
     ("random_resized_crop", "ratio"): (
         _TorchRuntimeError, lambda v: _reversed_pair(v) or (
             isinstance(v, (list, tuple)) and len(v) == 2 and _has_nonpositive(v))),
+    # A scale or ratio of one value: get_params' scale[1] / ratio[1], an IndexError.
+    ("random_resized_crop", "scale "): (
+        _TorchIndexError, lambda v: isinstance(v, (list, tuple)) and len(v) < 2),
+    ("random_resized_crop", "ratio "): (
+        _TorchIndexError, lambda v: isinstance(v, (list, tuple)) and len(v) < 2),
     ("random_erasing", "scale"): (_TorchRuntimeError, _reversed_pair),
     ("random_erasing", "ratio"): (_TorchRuntimeError, _reversed_pair),
     ("random_rotation", "degrees"): (_TorchRuntimeError, _reversed_pair),
@@ -486,9 +491,10 @@ def _raise_torch_failure(error, args):
     value (_TORCH_FAILURES), which is a ValueError too."""
     head = str(error).split(":", 2)
     op, name = head[0].strip(), head[1].strip().split(" ")[0] if len(head) > 1 else ""
-    found = _TORCH_FAILURES.get((op, name))
-    if found is not None and name in args and found[1](args[name]):
-        raise found[0](str(error)) from None
+    for key in ((op, name), (op, name + " ")):  # (A second class for the same argument.)
+        found = _TORCH_FAILURES.get(key)
+        if found is not None and name in args and found[1](args[name]):
+            raise found[0](str(error)) from None
 
 
 def _raise_wrong_type(error, args):
@@ -1093,6 +1099,18 @@ class RandomVerticalFlip(_Flip):
     op = "random_vertical_flip"
 
 
+def _str_angle(value, lengths=(2,)):
+    """torchvision's _setup_angle of a str of an accepted length: a sequence of its
+    characters, each float() (degrees='10' is [1.0, 0.0]; 'ab' its ValueError)."""
+    if isinstance(value, str) and len(value) in lengths:
+        try:
+            return [float(c) for c in value]
+        except ValueError:
+            raise ValueError(f"could not convert string to float in {_cut(repr(value))} "
+                             "(torchvision's float() of each character)") from None
+    return value
+
+
 def _check_angle(cls, name, value, lengths=(2,)):
     """torchvision's _setup_angle / _check_sequence_input, their checks only (the op takes
     the value as given): a number >= 0, or a sequence of one of `lengths` numbers; no
@@ -1184,6 +1202,8 @@ class RandomAffine(Transform):
     def __init__(self, degrees, translate=None, scale=None, shear=None,
                  interpolation=InterpolationMode.NEAREST, fill=0, center=None):
         centre = _center("RandomAffine", center)
+        degrees = _str_angle(degrees)
+        shear = _str_angle(shear, (2, 4))
         _check_angle("RandomAffine", "degrees", degrees)
         _check_affine_ranges(translate, scale)
         _check_fill("RandomAffine", fill)
@@ -1236,6 +1256,7 @@ class RandomRotation(Transform):
     def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False,
                  center=None, fill=0):
         centre = _center("RandomRotation", center)
+        degrees = _str_angle(degrees)
         _check_angle("RandomRotation", "degrees", degrees)
         _check_fill("RandomRotation", fill)
         # torchvision hands expand to PIL's rotate, which reads its truth value.
@@ -1593,6 +1614,9 @@ class GaussianBlur(Transform):
     _int_args = ("kernel_size",)  # torch.linspace's steps.
 
     def __init__(self, kernel_size, sigma=(0.1, 2.0)):
+        if isinstance(sigma, str) and len(sigma) != 2:  # A sequence of its length there.
+            raise ValueError(f"GaussianBlur: sigma should be a single number or a list/tuple "
+                             f"with length 2, got {_cut(repr(sigma))}")
         _not_text("GaussianBlur", "sigma", sigma)  # A str is a sequence of its length there.
         if isinstance(kernel_size, numbers.Number):
             kernel_size = int(kernel_size)  # torchvision's _setup_size: 3.5 is 3.
@@ -1851,6 +1875,7 @@ class AugMix(Transform):
                          fill=_seq(fill))  # (Its PIL image runs as a tensor: not packed.)
         if _packed_fill(fill) is not None:  # A numpy int scalar: refused on a tensor.
             self._raw_fill_type = type(fill).__name__
+        self._int_alpha = isinstance(alpha, numbers.Integral)  # (_items refuses it.)
 
     def _items(self):
         # The loader's images are RGB PIL images, which AugMix runs as uint8 tensors: the
@@ -1858,6 +1883,11 @@ class AugMix(Transform):
         (name, args), = super()._items()
         if args.get("fill") is not None:
             args["fill"] = _grid_fill_levels("AugMix", args["fill"], 3)
+        if self.__dict__.get("_int_alpha"):
+            raise _TorchRuntimeError(
+                f"AugMix: alpha {args['alpha']:g} is an int: torchvision's torch.tensor([alpha, "
+                "alpha]) is then Long, which its Dirichlet draw refuses (\"dirichlet\" not "
+                "implemented for 'Long'); give a float")
         return [(name, args)]
 
     def _draw(self, state, generator):
@@ -1971,9 +2001,9 @@ def _check_erasing(p, scale, ratio, value):
         if not isinstance(pair, (tuple, list)):
             raise TypeError(f"RandomErasing: {name} should be a sequence, got "
                             f"{_type_name(pair)} {_cut(repr(pair))}")
-        if len(pair) < 2:
-            raise ValueError(f"RandomErasing: {name} should be (min, max), got "
-                             f"{_cut(repr(pair))}")
+        if len(pair) < 2:  # torchvision's scale[1] / ratio[1]: its IndexError.
+            raise _TorchIndexError(f"RandomErasing: {name} should be (min, max), got "
+                                   f"{_cut(repr(pair))}")
         _numbers("RandomErasing", name, pair)
     if scale[0] < 0 or scale[1] > 1:
         raise ValueError(f"RandomErasing: scale should be between 0 and 1, got "
@@ -2147,7 +2177,7 @@ class RandomChoice(Transform):
         self.transforms = list(transforms)
         for t in self.transforms:
             _check(t)
-        if p is not None and not isinstance(p, (list, tuple)):
+        if p is not None and not isinstance(p, Sequence):  # (A str is one, as there.)
             raise TypeError("Argument p should be a sequence")
         self.p = p
         self._args = {"p": p}
@@ -2221,13 +2251,16 @@ class Pad(Transform):
     op = "pad"
 
     def __init__(self, padding, fill=0, padding_mode="constant"):
+        # torchvision's order: padding's type, fill's type, then padding_mode.
+        if not isinstance(padding, (numbers.Number, tuple, list)):
+            raise TypeError(f"Pad: got inappropriate padding arg {_cut(repr(padding))}")
+        if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
+            raise TypeError(f"Pad: got inappropriate fill arg {_type_name(fill)} "
+                            f"{_cut(repr(fill))}: a number or a tuple of them")
         if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
             raise ValueError("Padding mode should be either constant, edge, reflect or "
                              "symmetric")
         _padding("Pad", padding)
-        if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
-            raise TypeError(f"Pad: got inappropriate fill arg {_type_name(fill)} "
-                            f"{_cut(repr(fill))}: a number or a tuple of them")
         super().__init__(padding=_seq(padding), fill=_seq(fill), _raw_fill=fill,
                          padding_mode=padding_mode)
         if not isinstance(padding, (int, tuple, list)):

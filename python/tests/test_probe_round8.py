@@ -93,6 +93,7 @@ def _compare(expr, kind):
     ("M.Pad(2, fill=1e10)(x)", "L"),
     ("[M.TrivialAugmentWide(fill=float('nan'))(x) for _ in range(4)]", "pil"),
     ("[M.RandAugment(fill=1e10)(x) for _ in range(3)]", "pil"),
+    ("M.RandomRotation('15')(x)", "pil"),  # degrees [1.0, 5.0].
 ])
 def test_pixels_and_classes_as_torchvision(expr, kind):
     _compare(expr, kind)
@@ -130,6 +131,16 @@ def test_pixels_and_classes_as_torchvision(expr, kind):
     # A tensor's crops slice with ints: a float in a size sequence is a TypeError.
     ("M.CenterCrop((6.0, 9.0))(x)", "u8"), ("M.center_crop(x, (6.0, 9.0))", "float"),
     ("M.FiveCrop((6.0, 9.0))(x)", "u8_1"), ("M.ten_crop(x, (6.0, 9.0))", "batch_u8"),
+    # A scale or ratio of one value: get_params' [1], an IndexError.
+    ("M.RandomErasing(p=1, ratio=[1])(x)", "float"), ("M.RandomResizedCrop(8, scale=[0.2])(x)",
+                                                     "pil"),
+    # A str is a sequence of its characters: weights of the wrong count, a sigma or size
+    # of the wrong length (ValueError), degrees '10' as [1.0, 0.0] (uniform_'s range).
+    ("M.RandomChoice([M.Pad(2)], p='0.5')(x)", "u8"), ("M.GaussianBlur(3, sigma='1')(x)", "pil"),
+    ("M.five_crop(x, '8')", "u8"), ("M.center_crop(x, '8')", "pil"),
+    ("M.RandomRotation('10')(x)", "pil"), ("M.RandomAffine('10')(x)", "float"),
+    # Pad checks padding's type before padding_mode; AugMix's int alpha is a Long tensor.
+    ("M.Pad(None, padding_mode=None)(x)", "pil"), ("M.AugMix(alpha=1)(x)", "pil"),
     # A PIL mode flowloader does not take, where PIL or torchvision fail on it: their
     # OSError / ValueError (flowloader's refusal is both, and a TypeError).
     ("M.autocontrast(x)", "RGBA"), ("M.equalize(x)", "RGBA"), ("M.solarize(x, 100)", "I;16"),
