@@ -1005,6 +1005,13 @@ class RandomCrop(Transform):
         if padding is not None and not isinstance(padding, (int, tuple, list)):
             self._raw_padding = padding  # A numpy int: a tensor's TypeError (_tensor_padding).
 
+    def _items(self):
+        # torchvision reads the fill in constant mode only (Pad's _items).
+        (name, args), = super()._items()
+        if args["padding_mode"] != "constant":
+            args["fill"] = 0
+        return [(name, args)]
+
     @staticmethod
     def get_params(img, output_size, *, generator=None):
         """torchvision's: (top, left, height, width) of a random output_size crop."""
@@ -2124,6 +2131,8 @@ class RandomApply(Transform):
         for t in transforms:
             _check(t)
         self.transforms = transforms
+        if getattr(p, "ndim", None) == 0 and hasattr(p, "item"):
+            p = p.item()  # A 0-d tensor or numpy p: `p < torch.rand(1)` takes it.
         self.p = p
         self._args = {"p": p}
 
@@ -2136,7 +2145,8 @@ class RandomApply(Transform):
             # each is clamped to [0, 1] before the product.
             args["p"] = _clamp01(self.p, 1) * _clamp01(args.get("p", 1), 0)
             return [(name, args)]
-        return [("compose", {"transforms": _OpList(items), "p": self.p})]
+        # (NaN: `nan < torch.rand(1)` never skips, so always applied.)
+        return [("compose", {"transforms": _OpList(items), "p": _clamp01(self.p, 1)})]
 
     def _eager(self, state, generator):
         # torchvision's forward: `if self.p < torch.rand(1): return img`, then the
@@ -2276,6 +2286,14 @@ class Pad(Transform):
         if mode == "constant":
             _pil_fill(state, "Pad", self._args["fill"])
         super()._eager(state, generator)
+
+    def _items(self):
+        # torchvision reads the fill in constant mode only: another mode takes any (the
+        # loader's op, which checks it, gets 0).
+        (name, args), = super()._items()
+        if args["padding_mode"] != "constant":
+            args["fill"] = 0
+        return [(name, args)]
 
     def _fill_parsed(self, state):
         return self._args["padding_mode"] == "constant"

@@ -161,3 +161,32 @@ def test_elastic_takes_a_fill_past_a_c_int():
             torch.manual_seed(1)
             out = np.asarray(module.ElasticTransform(80.0, 2.0, fill=1e10)(img))
             assert out.shape == np.asarray(img).shape
+
+
+@pytest.mark.parametrize("make", [
+    # RandomApply's `p < torch.rand(1)`: NaN never skips, a 0-d tensor is a number.
+    lambda M: M.RandomApply([M.RandomInvert(1.0), M.RandomHorizontalFlip(1.0)],
+                            p=float("nan")),
+    lambda M: M.RandomApply([M.RandomGrayscale(1.0)], p=torch.tensor(1.0)),
+    # A padding mode other than constant never reads the fill.
+    lambda M: M.Pad(3, fill=1e10, padding_mode="symmetric"),
+    lambda M: M.RandomCrop((21, 25), padding=2, fill=float("nan"), padding_mode="edge"),
+], ids=["apply_nan_p", "apply_tensor_p", "pad_mode_fill", "crop_mode_fill"])
+def test_loader_takes_what_torchvision_takes(make, tmp_path):
+    """The loader's op list made from a transform torchvision runs on every image
+    delivers torchvision's pixels (these were refused when the loader was made)."""
+    import os
+
+    import flowloader
+    root = tmp_path / "c"
+    os.makedirs(root)
+    img = _image("pil", 21, 17)
+    img.save(root / "a.png")
+    # (A Resize to its own size first: the batch's fixed size; PIL's resize then copies.)
+    ours = FT.Compose([FT.Resize((17, 21)), make(FT), FT.ToTensor()])
+    with flowloader.DataLoader(str(tmp_path), batch_size=1, transform=ours) as loader:
+        (images, _), = list(loader)
+    theirs = TF.to_tensor(make(TV)(Image.open(root / "a.png").convert("RGB")))
+    if theirs.shape[0] == 1:
+        theirs = theirs.expand(3, -1, -1)
+    assert torch.allclose(images[0].cpu().expand_as(theirs), theirs, rtol=0, atol=1e-6)
