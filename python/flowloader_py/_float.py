@@ -204,10 +204,11 @@ def _hw(size):
 def _mode(args, name):
     mode = args.get("interpolation", "bilinear")
     if mode not in ("nearest", "bilinear", "bicubic"):
-        raise ValueError(f"flowloader.transforms: {name}(interpolation={mode}) on a float "
-                         "tensor: torchvision's tensor resize takes NEAREST, BILINEAR and "
-                         "BICUBIC (BOX, HAMMING and LANCZOS are PIL's filters: resize before "
-                         "ToTensor)")
+        from flowloader.transforms import _TorchNotImplementedError  # torch's interpolate's.
+        raise _TorchNotImplementedError(
+            f"flowloader.transforms: {name}(interpolation={mode}) on a float tensor: "
+            "torchvision's tensor resize takes NEAREST, BILINEAR and BICUBIC (BOX, HAMMING "
+            "and LANCZOS are PIL's filters: resize before ToTensor)")
     return mode
 
 
@@ -393,9 +394,12 @@ def _perspective_coeffs(start, end):
         coeffs = (np.linalg.lstsq(a, b, rcond=None)[0] if np.abs(a).max(axis=0).all()
                   else np.full(8, np.nan))
     if not np.isfinite(coeffs).all():
-        raise ValueError(f"flowloader.transforms: perspective from {end} to {start} has no "
-                         "solution (a side of one pixel, or points in a line), as torchvision's "
-                         "least squares on a float tensor")
+        import torch  # torchvision's least squares raises torch.linalg.LinAlgError here.
+        from flowloader._functional import _solve_error
+        raise _solve_error(torch)(
+            f"flowloader.transforms: perspective from {end} to {start} has no solution (a "
+            "side of one pixel, or points in a line), as torchvision's least squares on a "
+            "float tensor")
     return [float(v) for v in coeffs.astype(np.float32)]
 
 

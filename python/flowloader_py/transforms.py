@@ -441,6 +441,11 @@ class _TorchRuntimeError(ValueError, RuntimeError):
     that class, and the ValueError flowloader raised before."""
 
 
+class _TorchNotImplementedError(ValueError, NotImplementedError):
+    """A PIL filter (BOX, HAMMING, LANCZOS) in a tensor's resize: torch's interpolate's
+    NotImplementedError, and the ValueError flowloader raised before."""
+
+
 class _TorchIndexError(ValueError, IndexError):
     """An argument torchvision indexes with past its end (RandAugment's magnitude into its
     bins): its IndexError, and the ValueError flowloader raised before."""
@@ -1386,9 +1391,9 @@ def _tensor_resize(kind, mode):
     """torchvision's tensor resize is torch's interpolate: BOX, HAMMING and LANCZOS (PIL's
     filters, which PIL images take) are its NotImplementedError on a tensor."""
     if kind == "tensor" and mode in _RESIZE_ONLY:
-        raise ValueError(f"interpolation {mode.upper()} is unsupported with Tensor input: "
-                         "torchvision resizes tensors with NEAREST, BILINEAR or BICUBIC "
-                         "(PIL images take it)")
+        raise _TorchNotImplementedError(
+            f"interpolation {mode.upper()} is unsupported with Tensor input: torchvision "
+            "resizes tensors with NEAREST, BILINEAR or BICUBIC (PIL images take it)")
 
 
 def _bool_first(value, lengths):

@@ -57,8 +57,8 @@ def painted(tmp_path_factory):
 
 
 def _detections(root, warp):
-    ops = [T.Resize((H, W))] + ([warp] if warp is not None else []) + [T.PILToTensor(),
-                                                                       T.ConvertImageDtype(torch.float)]
+    ops = [T.Resize((H, W))] + ([warp] if warp is not None else []) + [
+        T.PILToTensor(), T.ConvertImageDtype(torch.float)]
     with flowloader.DataLoader(str(root / "images"), annotations=str(root / "instances.json"),
                                batch_size=1, shuffle=False, transform=T.Compose(ops)) as loader:
         return [(images[0].clone(), {k: v.clone() if isinstance(v, torch.Tensor) else v

@@ -141,6 +141,11 @@ def test_pixels_and_classes_as_torchvision(expr, kind):
     ("M.RandomRotation('10')(x)", "pil"), ("M.RandomAffine('10')(x)", "float"),
     # Pad checks padding's type before padding_mode; AugMix's int alpha is a Long tensor.
     ("M.Pad(None, padding_mode=None)(x)", "pil"), ("M.AugMix(alpha=1)(x)", "pil"),
+    # A PIL filter in a tensor's resize: torch's interpolate's NotImplementedError.
+    ("M.resize(x, 8, interpolation=M.InterpolationMode.LANCZOS)", "float"),
+    ("M.Resize(5, interpolation=M.InterpolationMode.HAMMING)(x)", "u8"),
+    # A perspective with no single map on a float tensor: torch's LinAlgError.
+    ("M.RandomPerspective(1.0, p=1)(x[..., :1, :])", "float"),
     # A PIL mode flowloader does not take, where PIL or torchvision fail on it: their
     # OSError / ValueError (flowloader's refusal is both, and a TypeError).
     ("M.autocontrast(x)", "RGBA"), ("M.equalize(x)", "RGBA"), ("M.solarize(x, 100)", "I;16"),
