@@ -114,9 +114,11 @@ def _maps(op, params, w, h):
     hit = _MAPS.get(key)
     if hit is None:
         maps = op.gather_maps([float(v) for v in params], w, h)
-        if maps is None:
-            raise ValueError(f"flowloader.transforms: {op.name} with parameters "
-                             f"{[float(v) for v in params]} does not fit a {w}x{h} image")
+        if maps is None:  # (torch's slice or pad fails so: a RuntimeError there.)
+            from flowloader.transforms import _TorchRuntimeError
+            raise _TorchRuntimeError(f"flowloader.transforms: {op.name} with parameters "
+                                     f"{[float(v) for v in params]} does not fit a {w}x{h} "
+                                     "image")
         xs, ys = maps
         x0, y0 = int(xs[0]), int(ys[0])
         box = ((y0, y0 + len(ys), x0, x0 + len(xs))

@@ -146,6 +146,9 @@ def test_pixels_and_classes_as_torchvision(expr, kind):
     ("M.Resize(5, interpolation=M.InterpolationMode.HAMMING)(x)", "u8"),
     # A perspective with no single map on a float tensor: torch's LinAlgError.
     ("M.RandomPerspective(1.0, p=1)(x[..., :1, :])", "float"),
+    # A negative padding that crops the whole image away: torch's RuntimeError on a
+    # tensor (PIL's crop's ValueError).
+    ("M.pad(x, (2, -5))", "float"), ("M.Pad(-5)(x)", "u8_1"), ("M.pad(x, -5)", "pil"),
     # A PIL mode flowloader does not take, where PIL or torchvision fail on it: their
     # OSError / ValueError (flowloader's refusal is both, and a TypeError).
     ("M.autocontrast(x)", "RGBA"), ("M.equalize(x)", "RGBA"), ("M.solarize(x, 100)", "I;16"),
