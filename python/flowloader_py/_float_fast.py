@@ -130,8 +130,11 @@ def call(transform, t, generator):
     if not how or not _takes(t):
         return NO
     one = _One(t)
-    if how == 1 and transform._native(one).reads_float:  # random_erasing: _eager_run's.
-        return NO
+    try:
+        if how == 1 and transform._native(one).reads_float:  # random_erasing: _eager_run's.
+            return NO
+    except (TypeError, ValueError):
+        return NO  # The general path refuses it (after the coin, where torchvision does).
     transform._eager(one, generator)
     return one.result()
 

@@ -737,7 +737,17 @@ class Transform:
         """Queues this transform's work on `state` (_eager.State)."""
         # The native op first: it checks every argument (p, sizes, paddings) in one line,
         # before a draw reads one (p="a" or padding=[1, 2, 3] broke inside the draw).
-        op = self._native(state)
+        try:
+            op = self._native(state)
+        except (TypeError, ValueError):
+            # torchvision's classes that draw `torch.rand(1) < p` first read their other
+            # arguments only in the F call the coin makes: a value it refuses there fails
+            # only when the coin applies it (RandomPosterize(-1, p=0.5) returns the image
+            # half the time). A p that is no number is refused at once, as before.
+            if not self._draws_p or not _is_number(self._args.get("p")) or isinstance(
+                    self._args.get("p"), (str, bytes)) or _coin(self._args["p"], generator):
+                raise
+            return
         if self._no_antialias and not state.is_float:
             _warn_antialias(state.kind)
         if self._draws_p and not _coin(self._args["p"], generator):

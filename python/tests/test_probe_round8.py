@@ -94,6 +94,13 @@ def _compare(expr, kind):
     ("[M.TrivialAugmentWide(fill=float('nan'))(x) for _ in range(4)]", "pil"),
     ("[M.RandAugment(fill=1e10)(x) for _ in range(3)]", "pil"),
     ("M.RandomRotation('15')(x)", "pil"),  # degrees [1.0, 5.0].
+    # A class drawing `torch.rand(1) < p` first reads its other arguments only when the
+    # coin applies it: a value its F call refuses fails then only.
+    ("[M.RandomPosterize(-1)(x) for _ in range(6)]", "pil"),
+    ("[M.RandomPosterize(9, p=0.3)(x) for _ in range(2)]", "u8"),
+    ("[M.RandomSolarize(None)(x) for _ in range(2)]", "float"),
+    ("[M.RandomAdjustSharpness(None)(x) for _ in range(2)]", "pil"),
+    ("[M.RandomPerspective(distortion_scale='0.5')(x) for _ in range(2)]", "u8"),
 ])
 def test_pixels_and_classes_as_torchvision(expr, kind):
     _compare(expr, kind)
