@@ -259,6 +259,8 @@ def center_crop(img, output_size):
     # torchvision: a number is int(number) (2.5 is 2), as the CenterCrop class's size; a
     # float in a sequence is a tensor's slice's TypeError.
     _str_size("center_crop", output_size)
+    _T._pil_float_pad("pil" if _eager._is_pil(img) else "", "center_crop", output_size,
+                      *get_image_size(img))
     _T._tensor_int_size("tensor" if _eager._is_tensor(img) else "", "center_crop",
                         output_size)
     if isinstance(output_size, numbers.Number):

@@ -418,6 +418,17 @@ def _wrong_type(name, value):
     return f"a number or a sequence of numbers, got {_type_name(value)} {_cut(repr(value))}"
 
 
+class _StrValueError(TypeError, ValueError):
+    """A str where torchvision takes a number and converts it (float(fill), int() of
+    distortion_scale times a width, torch.tensor([alpha])): its ValueError there, and the
+    TypeError flowloader raised before."""
+
+
+# Arguments torchvision converts (float(), int(), torch.tensor()) rather than compares:
+# a str there is its ValueError.
+_CONVERTED_ARGS = ("fill", "distortion_scale", "alpha")
+
+
 def _check_types(cls, args, int_args):
     """TypeError, as torchvision's, for an argument it cannot compute with: a str where it
     takes a number (the op text read '0.5' as 0.5), an object, a sequence where it takes
@@ -425,7 +436,9 @@ def _check_types(cls, args, int_args):
     for name, value in args.items():
         why = _wrong_type(name, value)
         if why is not None:
-            raise TypeError(f"{cls}: {name} must be {why}")
+            converted = name in _CONVERTED_ARGS and (isinstance(value, str) or (
+                isinstance(value, (list, tuple)) and any(isinstance(v, str) for v in value)))
+            raise (_StrValueError if converted else TypeError)(f"{cls}: {name} must be {why}")
         if name in int_args:
             values = value if isinstance(value, (list, tuple)) else [value]
             for item in values:
@@ -456,6 +469,12 @@ def _reversed_pair(v):
         isinstance(x, numbers.Real) for x in v) and v[0] > v[1]
 
 
+def _nan(v):
+    """Whether v holds a NaN (uniform_'s "from is out of bounds" RuntimeError)."""
+    values = v if isinstance(v, (list, tuple)) else [v]
+    return any(isinstance(x, float) and math.isnan(x) for x in values)
+
+
 def _has_nonpositive(v):
     values = v if isinstance(v, (list, tuple)) else [v]
     return any(isinstance(x, numbers.Real) and not isinstance(x, bool) and x <= 0
@@ -478,8 +497,8 @@ _TORCH_FAILURES = {
         _TorchIndexError, lambda v: isinstance(v, (list, tuple)) and len(v) < 2),
     ("random_erasing", "scale"): (_TorchRuntimeError, _reversed_pair),
     ("random_erasing", "ratio"): (_TorchRuntimeError, _reversed_pair),
-    ("random_rotation", "degrees"): (_TorchRuntimeError, _reversed_pair),
-    ("random_affine", "degrees"): (_TorchRuntimeError, _reversed_pair),
+    ("random_rotation", "degrees"): (_TorchRuntimeError, lambda v: _reversed_pair(v) or _nan(v)),
+    ("random_affine", "degrees"): (_TorchRuntimeError, lambda v: _reversed_pair(v) or _nan(v)),
     ("random_affine", "shear"): (_TorchRuntimeError, _reversed_pair),
     ("random_perspective", "distortion_scale"): (
         _TorchRuntimeError, lambda v: isinstance(v, numbers.Real) and v < 0),
@@ -918,6 +937,7 @@ class CenterCrop(Transform):
             # once decoded: Image.load's pixel-access object is ~0.4 µs a call).
             if hw == (img.size[1], img.size[0]):
                 return img.copy() if img.im is None else img._new(img.im.copy())
+            _pil_float_pad("pil", "CenterCrop", self._args["size"], *img.size)
             return _pil_gather(op, (), img)  # F.center_crop's box (zero-padded).
         return super().__call__(img, generator=generator)
 
@@ -925,6 +945,7 @@ class CenterCrop(Transform):
         # F.center_crop's box where it fits (a larger crop pads, in the op).
         _tensor_int_size(_uint8_tensor(state), "CenterCrop", self._args["size"])
         w, h = state.size()
+        _pil_float_pad(state.kind, "CenterCrop", self._args["size"], w, h)
         th, tw = _hw(self._args["size"])
         box = None
         if th <= h and tw <= w:
@@ -1434,6 +1455,19 @@ def _tensor_padding(kind, raw_padding):
                         "torchvision's tensor pad takes an int, a tuple or a list")
 
 
+def _pil_float_pad(kind, cls, size, w, h):
+    """F.center_crop pads a PIL image by (crop - side) // 2 first when the crop is larger:
+    a float size makes float paddings, PIL's TypeError ('float' object cannot be
+    interpreted as an integer)."""
+    if kind in ("pil", "numpy") and isinstance(size, (list, tuple)) and any(
+            isinstance(v, float) for v in size):
+        th, tw = (size[0], size[0]) if len(size) == 1 else (size[0], size[1])
+        if th > h or tw > w:
+            raise TypeError(f"{cls}: size {_cut(repr(size))} holds a float and is larger "
+                            f"than the {w}x{h} image: its padding would be floats (PIL's "
+                            "TypeError)")
+
+
 def _tensor_int_size(kind, cls, size):
     """A tensor's crops slice (and pad) with the size's values: a float in a size
     sequence is torchvision's TypeError there (a PIL image's crop rounds it)."""
@@ -1890,7 +1924,8 @@ class AugMix(Transform):
         if not (1 <= severity <= 10):
             raise ValueError(f"The severity must be between [1, 10]. Got {severity} instead.")
         if not isinstance(alpha, numbers.Real):  # float("x" * 10**6) quoted it whole.
-            raise TypeError(f"AugMix: alpha must be a number, got {_cut(repr(alpha))}")
+            raise (_StrValueError if isinstance(alpha, str) else TypeError)(
+                f"AugMix: alpha must be a number, got {_cut(repr(alpha))}")
         super().__init__(severity=severity, mixture_width=mixture_width,
                          chain_depth=chain_depth, alpha=float(alpha), all_ops=bool(all_ops),
                          interpolation=_interpolation("AugMix", interpolation),

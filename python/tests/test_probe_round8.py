@@ -156,6 +156,15 @@ def test_pixels_and_classes_as_torchvision(expr, kind):
     # A negative padding that crops the whole image away: torch's RuntimeError on a
     # tensor (PIL's crop's ValueError).
     ("M.pad(x, (2, -5))", "float"), ("M.Pad(-5)(x)", "u8_1"), ("M.pad(x, -5)", "pil"),
+    # A str where torchvision converts a number: float() / int() / torch.tensor()'s
+    # ValueError (when the coin applies it, for RandomPerspective).
+    ("M.RandomPerspective(fill='a', p=1)(x)", "u8"),
+    ("M.RandomPerspective(distortion_scale='0.5', p=1)(x)", "pil"),
+    ("M.AugMix(alpha='a')(x)", "u8"), ("M.TrivialAugmentWide(fill='a')(x)", "u8_1"),
+    # NaN degrees: uniform_'s "from is out of bounds" RuntimeError.
+    ("M.RandomRotation(float('nan'))(x)", "L"),
+    # A float crop size larger than a PIL image: float paddings, PIL's TypeError.
+    ("M.center_crop(x, (6.0, 19.0))", "pil"), ("M.CenterCrop((16.0, 9.0))(x)", "L"),
     # A PIL mode flowloader does not take, where PIL or torchvision fail on it: their
     # OSError / ValueError (flowloader's refusal is both, and a TypeError).
     ("M.autocontrast(x)", "RGBA"), ("M.equalize(x)", "RGBA"), ("M.solarize(x, 100)", "I;16"),
