@@ -246,7 +246,9 @@ def _resize_to(a, h, w, mode, antialias, name="resize"):
     _check_output(name, h, w, a, "give a smaller size, or max_size")
     s = a.strides
     if not (s[2] == a.itemsize and s[1] >= s[2] * a.shape[2] and s[0] >= s[1] * a.shape[1]):
-        a = np.ascontiguousarray(a)  # Not a crop of dense planes (a transposed tensor).
+        # Not a crop of dense planes (a transposed tensor): a copy with numpy's own
+        # strides (ascontiguousarray keeps odd ones where a side is 1: a permuted 1x1).
+        a = np.array(a, order="C")
     return _core()._float_resize(a, h, w, mode, bool(antialias))
 
 

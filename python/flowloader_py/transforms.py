@@ -1718,7 +1718,8 @@ class RandomSolarize(Transform):
     def __init__(self, threshold, p=0.5):
         if getattr(threshold, "ndim", None) == 0 and hasattr(threshold, "item"):
             threshold = threshold.item()  # A 0-d tensor or numpy value: torch compares it.
-        super().__init__(threshold=_not_text("RandomSolarize", "threshold", threshold), p=p)
+        # (A str is refused at the call its coin applies, as torchvision's: _eager.)
+        super().__init__(threshold=threshold, p=p)
 
     def _native(self, state=None):
         # A uint8 tensor's negative integer threshold wraps (_tensor_threshold).
@@ -1744,7 +1745,7 @@ class RandomPosterize(Transform):
     _draws_p = True
 
     def __init__(self, bits, p=0.5):
-        super().__init__(bits=_not_text("RandomPosterize", "bits", bits), p=p)
+        super().__init__(bits=bits, p=p)  # (A str: refused where its coin applies.)
 
     def _draw(self, state, generator):  # After the coin, as torchvision's F call.
         _pil_bits(state.kind, self._args["bits"])
@@ -1780,8 +1781,8 @@ class RandomAdjustSharpness(Transform):
     _draws_p = True
 
     def __init__(self, sharpness_factor, p=0.5):
-        super().__init__(sharpness_factor=_not_text("RandomAdjustSharpness", "sharpness_factor",
-                                                    sharpness_factor), p=p)
+        # (A str is refused at the call its coin applies, as torchvision's: _eager.)
+        super().__init__(sharpness_factor=sharpness_factor, p=p)
 
     def _draw(self, state, generator):  # After the coin, where F.adjust_sharpness runs.
         factor = self._args["sharpness_factor"]
