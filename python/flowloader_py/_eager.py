@@ -75,6 +75,22 @@ def _pil():
     return m
 
 
+def _run_error(error):
+    """A native op's ValueError as the class torchvision's call raises there too: a pad
+    whose negative padding crops the whole image away is torch's RuntimeError on a tensor
+    (PIL's crop: its ValueError), so both."""
+    if "crops away all" in str(error):
+        from flowloader.transforms import _TorchRuntimeError
+        return _TorchRuntimeError(str(error))
+    return error
+
+
+class _ModeError(TypeError, ValueError, OSError):
+    """A PIL mode the native ops do not take (RGBA, P, I;16, CMYK, ...): flowloader's
+    TypeError, and the ValueError / OSError PIL and torchvision raise where an operation
+    lacks the mode (ImageOps' "not supported for this image mode", F.adjust_hue's)."""
+
+
 def _is_pil(img):
     try:
         return isinstance(img, _pil().Image)
@@ -215,7 +231,7 @@ class State:
     def _from_pil(self, img):
         self.kind = "pil"
         if img.mode not in ("RGB", "L"):
-            raise TypeError(f"flowloader.transforms: PIL image mode {img.mode!r} is not "
+            raise _ModeError(f"flowloader.transforms: PIL image mode {img.mode!r} is not "
                             "supported: it takes mode RGB or L (convert first, e.g. "
                             "img.convert('RGB'))")
         w, h = img.size
@@ -368,9 +384,12 @@ class State:
             dst_rows, dst_mode, dst_w, dst_h = 0, "", 0, 0
         else:
             dst_rows, dst_mode, (dst_w, dst_h) = _rows(dst.im), dst.mode, dst.size
-        out = _core()._pil_run(self.pending_ops, self.pending_params, self._pil_rows,
-                               img.mode, w, h, left, top, width, height, dst_rows, dst_mode,
-                               dst_w, dst_h)
+        try:
+            out = _core()._pil_run(self.pending_ops, self.pending_params, self._pil_rows,
+                                   img.mode, w, h, left, top, width, height, dst_rows,
+                                   dst_mode, dst_w, dst_h)
+        except ValueError as e:
+            raise _run_error(e) from None
         self.pending_ops, self.pending_params = [], []
         return out
 
@@ -386,7 +405,10 @@ class State:
                 name = self.pending_ops[0].name
                 self.items = [_float().native_ready(a, name) for a in self.items]
             run = _core()._eager_run
-            self.items = [run(self.pending_ops, self.pending_params, a) for a in self.items]
+            try:
+                self.items = [run(self.pending_ops, self.pending_params, a) for a in self.items]
+            except ValueError as e:
+                raise _run_error(e) from None
             self.pending_ops, self.pending_params = [], []
         self._size = self._measured_size()
 

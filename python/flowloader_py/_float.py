@@ -114,9 +114,11 @@ def _maps(op, params, w, h):
     hit = _MAPS.get(key)
     if hit is None:
         maps = op.gather_maps([float(v) for v in params], w, h)
-        if maps is None:
-            raise ValueError(f"flowloader.transforms: {op.name} with parameters "
-                             f"{[float(v) for v in params]} does not fit a {w}x{h} image")
+        if maps is None:  # (torch's slice or pad fails so: a RuntimeError there.)
+            from flowloader.transforms import _TorchRuntimeError
+            raise _TorchRuntimeError(f"flowloader.transforms: {op.name} with parameters "
+                                     f"{[float(v) for v in params]} does not fit a {w}x{h} "
+                                     "image")
         xs, ys = maps
         x0, y0 = int(xs[0]), int(ys[0])
         box = ((y0, y0 + len(ys), x0, x0 + len(xs))
@@ -204,10 +206,11 @@ def _hw(size):
 def _mode(args, name):
     mode = args.get("interpolation", "bilinear")
     if mode not in ("nearest", "bilinear", "bicubic"):
-        raise ValueError(f"flowloader.transforms: {name}(interpolation={mode}) on a float "
-                         "tensor: torchvision's tensor resize takes NEAREST, BILINEAR and "
-                         "BICUBIC (BOX, HAMMING and LANCZOS are PIL's filters: resize before "
-                         "ToTensor)")
+        from flowloader.transforms import _TorchNotImplementedError  # torch's interpolate's.
+        raise _TorchNotImplementedError(
+            f"flowloader.transforms: {name}(interpolation={mode}) on a float tensor: "
+            "torchvision's tensor resize takes NEAREST, BILINEAR and BICUBIC (BOX, HAMMING "
+            "and LANCZOS are PIL's filters: resize before ToTensor)")
     return mode
 
 
@@ -243,7 +246,9 @@ def _resize_to(a, h, w, mode, antialias, name="resize"):
     _check_output(name, h, w, a, "give a smaller size, or max_size")
     s = a.strides
     if not (s[2] == a.itemsize and s[1] >= s[2] * a.shape[2] and s[0] >= s[1] * a.shape[1]):
-        a = np.ascontiguousarray(a)  # Not a crop of dense planes (a transposed tensor).
+        # Not a crop of dense planes (a transposed tensor): a copy with numpy's own
+        # strides (ascontiguousarray keeps odd ones where a side is 1: a permuted 1x1).
+        a = np.array(a, order="C")
     return _core()._float_resize(a, h, w, mode, bool(antialias))
 
 
@@ -393,9 +398,12 @@ def _perspective_coeffs(start, end):
         coeffs = (np.linalg.lstsq(a, b, rcond=None)[0] if np.abs(a).max(axis=0).all()
                   else np.full(8, np.nan))
     if not np.isfinite(coeffs).all():
-        raise ValueError(f"flowloader.transforms: perspective from {end} to {start} has no "
-                         "solution (a side of one pixel, or points in a line), as torchvision's "
-                         "least squares on a float tensor")
+        import torch  # torchvision's least squares raises torch.linalg.LinAlgError here.
+        from flowloader._functional import _solve_error
+        raise _solve_error(torch)(
+            f"flowloader.transforms: perspective from {end} to {start} has no solution (a "
+            "side of one pixel, or points in a line), as torchvision's least squares on a "
+            "float tensor")
     return [float(v) for v in coeffs.astype(np.float32)]
 
 

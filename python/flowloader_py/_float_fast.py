@@ -129,9 +129,12 @@ def call(transform, t, generator):
         how = _ELIGIBLE[cls] = _eligible(cls)
     if not how or not _takes(t):
         return NO
-    if how == 1 and transform._native().reads_float:  # random_erasing: _eager_run's.
-        return NO
     one = _One(t)
+    try:
+        if how == 1 and transform._native(one).reads_float:  # random_erasing: _eager_run's.
+            return NO
+    except (TypeError, ValueError):
+        return NO  # The general path refuses it (after the coin, where torchvision does).
     transform._eager(one, generator)
     return one.result()
 

@@ -49,6 +49,7 @@ def _text(name, **args):
         _op(text)
     except ValueError as e:
         _T._raise_wrong_type(e, args)
+        _T._raise_torch_failure(e, args)
         raise
     return text
 
@@ -57,14 +58,27 @@ def _run(img, text, params=(), box=None, fill_none=False):
     """img through one native op with `params`, in the form it came in (box: see
     _eager.State.native). fill_none: rotate/affine/perspective's fill=None, which on a
     float tensor is torchvision's grid_sample without the fill mask (_float.py)."""
+    op = _op(text) if isinstance(text, str) else text  # (Or an op: _fill_op's.)
     if type(img) is _eager._TENSOR:  # One float tensor: _float_fast, without a State.
-        out = _eager._fast().run(img, _op(text), params, box, fill_none)
+        out = _eager._fast().run(img, op, params, box, fill_none)
         if out is not _eager._fast().NO:
             return out
     state = _eager.State(img)
     state.float_fill_none = fill_none
-    state.native(_op(text), params, box=box)
+    state.native(op, params, box=box)
     return state.result()
+
+
+def _fill_op(name, fill, **args):
+    """The op `name` with `fill` and `args` (the text, as _run takes it). A fill the op
+    parser refuses (past a C int, NaN), which only a float tensor gets here (torchvision's
+    float kernels take any float): the op made with fill 0, its text (what _float.py
+    reads) holding the fill."""
+    if _T._c_int_fill_error(name, _T._seq(fill)) is None:
+        return _text(name, fill=fill, **args)
+    op = _op(_text(name, fill=0, **args))
+    return _T._FloatFillOp(op, _T._op_text(name, dict(
+        {k: _T._seq(v) for k, v in args.items()}, fill=_T._seq(fill))))
 
 
 def _no_antialias(img):
@@ -116,6 +130,29 @@ def _pil_fill(fn, img, fill):
     return fill
 
 
+def _grid_fill(fn, img, fill):
+    """rotate/affine/perspective's fill: _pil_fill's on a PIL image; on a uint8 tensor the
+    levels torchvision's grid transform fills with, torch's uint8 cast of the float fill
+    (_T._grid_fill_levels: 300 is 44, 2.7 is 3)."""
+    fill = _pil_fill(fn, img, fill)
+    if fill is not None and _uint8_tensor(img):
+        return _T._grid_fill_levels(fn, _T._seq(fill), img.shape[-3])
+    return _c_int(fn, img, fill)
+
+
+def _c_int(fn, img, fill):
+    """fill, unless PIL's int of it fails (_T._c_int_fill_error: past a C int, infinite,
+    NaN): that error, but on a float tensor (torchvision fills it with any float:
+    _fill_op)."""
+    if _eager._is_tensor(img) or _T._c_int_fill_error(fn, _T._seq(fill)) is None:
+        return fill
+    one_band = _eager._is_pil(img) and len(img.getbands()) == 1
+    error = _T._c_int_fill_error(fn, _T._seq(fill), one_band)
+    if error is not None:
+        raise error
+    return _T._clamped_fill(_T._seq(fill))  # A one-band image's C long: PIL clamps it.
+
+
 def _size_ints(fn, size):
     """torchvision's resize size: an int or a sequence of one or two ints (a float, a numpy
     int or a str is its TypeError, a float in the sequence too)."""
@@ -147,10 +184,14 @@ def resized_crop(img, top, left, height, width, size,
     no_antialias = _T._antialias("resized_crop", antialias)
     _two("resized_crop", "size", size)
     _size_ints("resized_crop", size)
+    tensor = _eager._is_tensor(img)
     for name, value in (("top", top), ("left", left), ("height", height), ("width", width)):
         if not _T._is_number(value) or isinstance(value, bool):  # torchvision's TypeError.
             raise TypeError(f"resized_crop: {name} must be a number, got {_T._cut(repr(value))}")
-    top, left, height, width = int(top), int(left), int(height), int(width)
+        if tensor and not isinstance(value, numbers.Integral):  # Its slice's TypeError.
+            raise TypeError(f"resized_crop: {name} must be an int on a tensor (slice indices), "
+                            f"got {_T._cut(repr(value))}")
+    top, left, height, width = _pil_box(tensor, top, left, height, width)
     if height < 1 or width < 1:
         raise ValueError(f"resized_crop: the box's height and width must be at least 1, got "
                          f"{height}x{width}")
@@ -178,6 +219,17 @@ def resized_crop(img, top, left, height, width, size,
                 [top, left, height, width], box=[top, left, height, width])
 
 
+def _pil_box(tensor, top, left, height, width):
+    """The box (top, left, height, width) as ints: a PIL image's crop is Image.crop((left,
+    top, left + width, top + height)), which rounds each edge (Python's round, half to
+    even: a height of 7.5 from 100 is 8); a tensor's are ints already (its slice)."""
+    if tensor:
+        return int(top), int(left), int(height), int(width)
+    x0, y0 = round(float(left)), round(float(top))
+    x1, y1 = round(float(left) + float(width)), round(float(top) + float(height))
+    return y0, x0, y1 - y0, x1 - x0
+
+
 def crop(img, top, left, height, width):
     """The box (top, left, height, width); zeros where it lies outside the image, as
     torchvision pads."""
@@ -188,7 +240,7 @@ def crop(img, top, left, height, width):
         if not isinstance(value, numbers.Integral if tensor else numbers.Real):
             raise TypeError(f"crop: {name} must be {'an int' if tensor else 'a number'}, got "
                             f"{_T._cut(repr(value))}")
-    top, left, height, width = int(top), int(left), int(height), int(width)
+    top, left, height, width = _pil_box(tensor, top, left, height, width)
     pad = [max(0, -left), max(0, -top), max(0, left + width - w), max(0, top + height - h)]
     if max(pad) > 16384:  # The pad the native op takes; named here as the user wrote it.
         box = _T._cut(f"top={top}, left={left}, height={height}, width={width}")
@@ -204,7 +256,13 @@ def crop(img, top, left, height, width):
 
 
 def center_crop(img, output_size):
-    # torchvision: a number is int(number) (2.5 is 2), as the CenterCrop class's size.
+    # torchvision: a number is int(number) (2.5 is 2), as the CenterCrop class's size; a
+    # float in a sequence is a tensor's slice's TypeError.
+    _str_size("center_crop", output_size)
+    _T._pil_float_pad("pil" if _eager._is_pil(img) else "", "center_crop", output_size,
+                      *get_image_size(img))
+    _T._tensor_int_size("tensor" if _eager._is_tensor(img) else "", "center_crop",
+                        output_size)
     if isinstance(output_size, numbers.Number):
         output_size = int(output_size)
     return _run(img, _text("center_crop", size=_T._size(output_size)))
@@ -221,20 +279,38 @@ def pad(img, padding, fill=0, padding_mode="constant"):
         raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a "
                          f"{len(p)} element tuple")
     kind = _uint8_tensor(img)
+    # torchvision's tensor pad checks padding's and fill's types first, in every mode (a
+    # float tensor's too: a Python int, tuple or list; a Python number).
+    any_tensor = kind or ("float" if _eager._is_tensor(img) else "")
+    _T._tensor_padding(any_tensor, padding)
+    if any_tensor:
+        _T._tensor_fill(any_tensor, 0 if fill is None else fill,
+                        constant=padding_mode == "constant")
     _T._tensor_pad(kind, *get_image_size(img), p, padding_mode)
     if padding_mode == "constant":
         fill = 0 if fill is None else fill  # torchvision's _parse_fill.
         if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
             raise TypeError(f"pad: got inappropriate fill arg {_T._cut(repr(fill))}: a number "
                             "or a tuple of them")
-        _T._tensor_fill(kind, fill)
-        fill = _pil_fill("pad", img, fill)
-    return _run(img, _text("pad", padding=[int(v) for v in p], fill=fill,
-                           padding_mode=padding_mode))
+        fill = _c_int("pad", img, _pil_fill("pad", img, fill))
+    return _run(img, _fill_op("pad", fill, padding=[int(v) for v in p],
+                              padding_mode=padding_mode))
+
+
+def _str_size(fn, size):
+    """A str size is a sequence of its characters to torchvision: one of a length other
+    than two fails as unpacking / its length check (ValueError), two as comparisons of
+    str with int (TypeError)."""
+    if isinstance(size, str):
+        if len(size) != 2:
+            raise ValueError(f"{fn}: please provide only two dimensions (h, w) for size, got "
+                             f"{_T._cut(repr(size))}")
+        raise TypeError(f"{fn}: size must hold numbers, got {_T._cut(repr(size))}")
 
 
 def five_crop(img, size):
     """(top-left, top-right, bottom-left, bottom-right, centre) crops of size [h, w]."""
+    _str_size("five_crop", size)
     if not isinstance(size, numbers.Number) and len(size) not in (1, 2):
         raise ValueError(f"five_crop: please provide only two dimensions (h, w) for size, "
                          f"got {_T._cut(list(size))}")
@@ -246,6 +322,8 @@ def five_crop(img, size):
     if crop_w > image_w or crop_h > image_h:
         raise ValueError(f"Requested crop size {_T._cut((crop_h, crop_w))} is bigger than "
                          f"input size {(image_h, image_w)}")
+    if not isinstance(size, numbers.Number):  # Its crops' slices (after that check).
+        _T._tensor_int_size("tensor" if _eager._is_tensor(img) else "", "five_crop", size)
     tl = crop(img, 0, 0, crop_h, crop_w)
     tr = crop(img, 0, image_w - crop_w, crop_h, crop_w)
     bl = crop(img, image_h - crop_h, 0, crop_h, crop_w)
@@ -290,10 +368,9 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
     centre = _center("rotate", img, center)  # torchvision's order: before interpolation.
     mode = _mode("rotate", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    fill = _pil_fill("rotate", img, fill)
-    return _run(img, _text("random_rotation", degrees=0,
-                           interpolation=mode, expand=bool(expand),
-                           fill=0 if fill is None else fill, **centre), [angle],
+    fill = _grid_fill("rotate", img, fill)
+    return _run(img, _fill_op("random_rotation", 0 if fill is None else fill, degrees=0,
+                              interpolation=mode, expand=bool(expand), **centre), [angle],
                 fill_none=fill is None)
 
 
@@ -325,10 +402,9 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
     mode = _mode("affine", interpolation)
     centre = _center("affine", img, center)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    fill = _pil_fill("affine", img, fill)
-    return _run(img, _text("random_affine", degrees=0,
-                           interpolation=mode,
-                           fill=0 if fill is None else fill, **centre),
+    fill = _grid_fill("affine", img, fill)
+    return _run(img, _fill_op("random_affine", 0 if fill is None else fill, degrees=0,
+                              interpolation=mode, **centre),
                 [angle, translate[0], translate[1], scale, shear[0], shear[1]],
                 fill_none=fill is None)
 
@@ -339,18 +415,31 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     torchvision solves it (torch's float32 least squares, _T._perspective_solution)."""
     points = [float(v) for pts in (endpoints, startpoints) for pt in pts for v in pt]
     if len(points) != 16:
-        raise ValueError("perspective: startpoints and endpoints must be 4 [x, y] points each, "
+        # torchvision's view(8) of the points fails so (a RuntimeError).
+        raise _T._TorchRuntimeError("perspective: startpoints and endpoints must be 4 [x, y] "
+                                    "points each, "
                          f"got {startpoints!r} and {endpoints!r}")
     _solvable("perspective", startpoints, endpoints)
     mode = _mode("perspective", interpolation)
     _T._tensor_grid("tensor" if _eager._is_tensor(img) else "", mode)
-    fill = _pil_fill("perspective", img, fill)
+    fill = _grid_fill("perspective", img, fill)
     coeffs = _T._perspective_solution(startpoints, endpoints)
     if coeffs is not None:  # torchvision's own map (its float32 solution).
         points += coeffs
-    return _run(img, _text("random_perspective", p=1,
-                           interpolation=mode,
-                           fill=0 if fill is None else fill), points, fill_none=fill is None)
+    return _run(img, _fill_op("random_perspective", 0 if fill is None else fill, p=1,
+                              interpolation=mode), points, fill_none=fill is None)
+
+
+_SOLVE_ERROR = []
+
+
+def _solve_error(torch):
+    """The class of an unsolvable perspective: torch.linalg.LinAlgError (torchvision's
+    least squares raises it) and the ValueError flowloader raised before."""
+    if not _SOLVE_ERROR:
+        _SOLVE_ERROR.append(type("_PerspectiveSolveError",
+                                 (ValueError, torch.linalg.LinAlgError), {}))
+    return _SOLVE_ERROR[0]
 
 
 def _solvable(name, startpoints, endpoints):
@@ -368,7 +457,7 @@ def _solvable(name, startpoints, endpoints):
     try:
         torch.linalg.lstsq(a, b, driver="gels")
     except RuntimeError:  # torch.linalg.LinAlgError is one.
-        raise ValueError(f"{name}: startpoints {_T._cut(startpoints)} and endpoints "
+        raise _solve_error(torch)(f"{name}: startpoints {_T._cut(startpoints)} and endpoints "
                          f"{_T._cut(endpoints)} have no solution (points equal or three in a "
                          "line), where torchvision's least squares raises: give four "
                          "distinct corners, no three in a line") from None
@@ -431,8 +520,10 @@ def rgb_to_grayscale(img, num_output_channels=1):
         raise ValueError("num_output_channels should be either 1 or 3")
     state = _eager.State(img)
     state.native(_op("grayscale()"), [])
-    if num_output_channels == 1:
-        state.channels = 1
+    # A PIL L image with 3 becomes RGB; a tensor keeps its channels with 3 (torchvision's
+    # expand to the input's shape: one channel stays one).
+    if num_output_channels == 1 or state.kind == "pil":
+        state.channels = num_output_channels
     return state.result()
 
 
@@ -470,6 +561,7 @@ def gaussian_blur(img, kernel_size, sigma=None):
 def solarize(img, threshold):
     _T._not_text("solarize", "threshold", threshold)
     _T._solarize_bound(_uint8_tensor(img), threshold)
+    threshold = _T._tensor_threshold(_uint8_tensor(img), threshold)
     return _run(img, _text("random_solarize", threshold=threshold, p=1))
 
 

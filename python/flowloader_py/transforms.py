@@ -110,6 +110,38 @@ def _refuse(what, why=""):
                     f"{': ' + why if why else ''} (see {_DOCS})")
 
 
+class _FillRangeError(OverflowError, ValueError):
+    """A fill past a C int, or infinite: PIL's OverflowError (torchvision's on a PIL
+    image), and the ValueError flowloader raised before."""
+
+
+def _c_int_fill_error(cls, fill, one_band=False):
+    """The error torchvision's PIL path raises for `fill` (its _parse_fill's int() of
+    each value, then PIL's C int; a one-band image's single number PIL takes as a C long),
+    or None: NaN is int()'s ValueError, an infinity or a value past that an OverflowError."""
+    bits = 63 if one_band and not isinstance(fill, (list, tuple)) else 31
+    for v in fill if isinstance(fill, (list, tuple)) else [fill]:
+        if not isinstance(v, numbers.Real) or isinstance(v, bool):
+            continue  # Refused by the type checks, or taken.
+        if isinstance(v, float) and math.isnan(v):
+            return ValueError(f"{cls}: fill {v!r} cannot convert to an integer (PIL's fill: "
+                              "give levels in [0, 255])")
+        if math.isinf(v) or not -2**bits <= int(v) < 2**bits:
+            return _FillRangeError(f"{cls}: fill {_cut(repr(v))} is past a C int (PIL's fill: "
+                                   "give levels in [0, 255])")
+    return None
+
+
+def _clamped_fill(fill):
+    """PIL's levels of `fill`: each value's int, clamped to [0, 255] (0 for NaN and the
+    infinities, which _c_int_fill_error refuses)."""
+    def level(v):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v):
+            return 0
+        return min(max(int(v), 0), 255)
+    return [level(v) for v in fill] if isinstance(fill, (list, tuple)) else level(fill)
+
+
 class _FilterError(TypeError, ValueError):
     """A resampling filter PIL's rotate and transform lack: torchvision's ValueError, and
     the TypeError flowloader raised before."""
@@ -386,6 +418,17 @@ def _wrong_type(name, value):
     return f"a number or a sequence of numbers, got {_type_name(value)} {_cut(repr(value))}"
 
 
+class _StrValueError(TypeError, ValueError):
+    """A str where torchvision takes a number and converts it (float(fill), int() of
+    distortion_scale times a width, torch.tensor([alpha])): its ValueError there, and the
+    TypeError flowloader raised before."""
+
+
+# Arguments torchvision converts (float(), int(), torch.tensor()) rather than compares:
+# a str there is its ValueError.
+_CONVERTED_ARGS = ("fill", "distortion_scale", "alpha")
+
+
 def _check_types(cls, args, int_args):
     """TypeError, as torchvision's, for an argument it cannot compute with: a str where it
     takes a number (the op text read '0.5' as 0.5), an object, a sequence where it takes
@@ -393,7 +436,9 @@ def _check_types(cls, args, int_args):
     for name, value in args.items():
         why = _wrong_type(name, value)
         if why is not None:
-            raise TypeError(f"{cls}: {name} must be {why}")
+            converted = name in _CONVERTED_ARGS and (isinstance(value, str) or (
+                isinstance(value, (list, tuple)) and any(isinstance(v, str) for v in value)))
+            raise (_StrValueError if converted else TypeError)(f"{cls}: {name} must be {why}")
         if name in int_args:
             values = value if isinstance(value, (list, tuple)) else [value]
             for item in values:
@@ -401,6 +446,79 @@ def _check_types(cls, args, int_args):
                         item, numbers.Integral) and "int" not in str(getattr(item, "dtype", ""))):
                     raise TypeError(f"{cls}: {name} must be an int or ints, got "
                                     f"{_cut(repr(value))} (torchvision takes no float there)")
+
+
+class _TorchRuntimeError(ValueError, RuntimeError):
+    """An argument torchvision's call fails on inside torch, a RuntimeError (a size of 0
+    for interpolate, a reversed range for uniform_, a reflect pad wider than the image):
+    that class, and the ValueError flowloader raised before."""
+
+
+class _TorchNotImplementedError(ValueError, NotImplementedError):
+    """A PIL filter (BOX, HAMMING, LANCZOS) in a tensor's resize: torch's interpolate's
+    NotImplementedError, and the ValueError flowloader raised before."""
+
+
+class _TorchIndexError(ValueError, IndexError):
+    """An argument torchvision indexes with past its end (RandAugment's magnitude into its
+    bins): its IndexError, and the ValueError flowloader raised before."""
+
+
+def _reversed_pair(v):
+    return isinstance(v, (list, tuple)) and len(v) == 2 and all(
+        isinstance(x, numbers.Real) for x in v) and v[0] > v[1]
+
+
+def _nan(v):
+    """Whether v holds a NaN (uniform_'s "from is out of bounds" RuntimeError)."""
+    values = v if isinstance(v, (list, tuple)) else [v]
+    return any(isinstance(x, float) and math.isnan(x) for x in values)
+
+
+def _has_nonpositive(v):
+    values = v if isinstance(v, (list, tuple)) else [v]
+    return any(isinstance(x, numbers.Real) and not isinstance(x, bool) and x <= 0
+               for x in values)
+
+
+# The op parser's refusals of values torchvision's call fails on inside torch (or by an
+# index): (op, argument) -> (the class, when the value is one it fails on).
+_TORCH_FAILURES = {
+    ("resize", "size"): (_TorchRuntimeError, _has_nonpositive),  # (PIL: its ValueError.)
+    ("random_resized_crop", "size"): (_TorchRuntimeError, _has_nonpositive),
+    ("random_resized_crop", "scale"): (_TorchRuntimeError, _reversed_pair),
+    ("random_resized_crop", "ratio"): (
+        _TorchRuntimeError, lambda v: _reversed_pair(v) or (
+            isinstance(v, (list, tuple)) and len(v) == 2 and _has_nonpositive(v))),
+    # A scale or ratio of one value: get_params' scale[1] / ratio[1], an IndexError.
+    ("random_resized_crop", "scale "): (
+        _TorchIndexError, lambda v: isinstance(v, (list, tuple)) and len(v) < 2),
+    ("random_resized_crop", "ratio "): (
+        _TorchIndexError, lambda v: isinstance(v, (list, tuple)) and len(v) < 2),
+    ("random_erasing", "scale"): (_TorchRuntimeError, _reversed_pair),
+    ("random_erasing", "ratio"): (_TorchRuntimeError, _reversed_pair),
+    ("random_rotation", "degrees"): (_TorchRuntimeError, lambda v: _reversed_pair(v) or _nan(v)),
+    ("random_affine", "degrees"): (_TorchRuntimeError, lambda v: _reversed_pair(v) or _nan(v)),
+    ("random_affine", "shear"): (_TorchRuntimeError, _reversed_pair),
+    ("random_perspective", "distortion_scale"): (
+        _TorchRuntimeError, lambda v: isinstance(v, numbers.Real) and v < 0),
+    ("trivial_augment_wide", "num_magnitude_bins"): (
+        _TorchRuntimeError, lambda v: isinstance(v, numbers.Integral) and v < 1),
+    ("rand_augment", "num_magnitude_bins"): (
+        _TorchIndexError, lambda v: isinstance(v, numbers.Integral) and v < 1),
+    ("rand_augment", "magnitude"): (_TorchIndexError, lambda v: isinstance(v, numbers.Real)),
+}
+
+
+def _raise_torch_failure(error, args):
+    """The op parser's ValueError `error` as the class torchvision's call raises for that
+    value (_TORCH_FAILURES), which is a ValueError too."""
+    head = str(error).split(":", 2)
+    op, name = head[0].strip(), head[1].strip().split(" ")[0] if len(head) > 1 else ""
+    for key in ((op, name), (op, name + " ")):  # (A second class for the same argument.)
+        found = _TORCH_FAILURES.get(key)
+        if found is not None and name in args and found[1](args[name]):
+            raise found[0](str(error)) from None
 
 
 def _raise_wrong_type(error, args):
@@ -432,6 +550,34 @@ def _unpacked(packed, channels):
     return [(packed >> (8 * i)) & 0xFF for i in range(channels)]
 
 
+def _grid_fill_levels(cls, fill, channels):
+    """The levels torchvision's grid transforms (rotate, affine, perspective, the policies'
+    sub-ops) fill a uint8 tensor with: `fill` (a number or a sequence) as a float32
+    tensor, torch.round (half to even), cast to uint8 as torch casts (modular: 300 is 44,
+    -1 is 255, 2.7 is 3; past int32 or NaN 0), where PIL would truncate and clamp. A
+    sequence of more than one value must have one per channel (_assert_grid_transform_
+    inputs' ValueError). Returns three levels (a one-channel image runs as three)."""
+    torch = _torch()
+    values = list(fill) if isinstance(fill, (list, tuple)) else [fill]
+    if len(values) > 1 and len(values) != channels and channels > 0:
+        raise ValueError(f"{cls}: the number of elements in 'fill' cannot broadcast to match "
+                         f"the number of channels of the image ({len(values)} != {channels})")
+    levels = torch.tensor(values, dtype=torch.float32).round().to(torch.uint8).tolist()
+    return (levels * 3)[:3] if len(levels) == 1 else (levels * 3 if channels == 1 else levels)
+
+
+class _FloatFillOp:
+    """A native op as a float tensor's kernels read it (_float.py reads the arguments
+    from `text`): its text holds a fill the op parser refuses (past a C int, NaN), which
+    torchvision's float kernels take as they take any float."""
+
+    def __init__(self, op, text):
+        self._op, self.text = op, text
+
+    def __getattr__(self, name):
+        return getattr(self._op, name)
+
+
 class Transform:
     """A torchvision transform as native op(s). _items() is [(op name, {arg: value})]."""
 
@@ -439,7 +585,10 @@ class Transform:
 
     def __init__(self, **args):
         # A numpy scalar fill that torchvision hands to PIL as one packed colour.
-        self._packed_fill = _packed_fill(args.pop("_raw_fill", None))
+        raw_fill = args.pop("_raw_fill", None)
+        self._packed_fill = _packed_fill(raw_fill)
+        if self._packed_fill is not None:
+            self._raw_fill_type = type(raw_fill).__name__  # (_tensor_fill_op's TypeError.)
         p = args.get("p")
         if getattr(p, "ndim", None) == 0 and hasattr(p, "item"):
             args["p"] = p.item()  # A 0-d tensor or numpy p: torch.rand(1) < p takes it.
@@ -455,6 +604,26 @@ class Transform:
     _no_bool_args = ()
     # Resize / RandomResizedCrop(antialias=False): warned where the pixels are uint8.
     _no_antialias = False
+    # The fill is torchvision's grid_sample fill on a tensor (rotations, warps, the
+    # policies): on a uint8 tensor its level is torch's cast (_grid_fill_levels).
+    _grid_fill = False
+    _grid_fill_pil = False  # On a PIL image too (AugMix runs it as a tensor).
+    # The fill is parsed only when a geometric sub-op is drawn (the policies'
+    # F.affine / F.rotate): its length is checked there (_policy_fill).
+    _fill_at_draw = False
+    # The fill is PIL's int() of it on a PIL image (ElasticTransform's is a float).
+    _pil_int_fill = True
+
+    def _fill_parsed(self, state):
+        """Whether torchvision's call parses the fill (Pad: constant mode only)."""
+        return True
+
+    def _raise_fill_error(self):
+        """PIL's error for a fill it cannot take (_c_int_fill_error), kept by _native
+        for the place torchvision's call parses the fill."""
+        error = self.__dict__.get("_fill_error")
+        if error is not None:
+            raise error
 
     def _items(self):
         args = dict(self._args)
@@ -478,24 +647,91 @@ class Transform:
         on a PIL image, _packed_op). Arguments of a type torchvision cannot
         compute with are its TypeError (_check_types), not the op parser's ValueError."""
         op = self.__dict__.get("_native_op")
+        uint8_grid = state is not None and self._grid_fill and not state.is_float and (
+            state.kind == "tensor" or (state.kind == "pil" and self._grid_fill_pil))
         if op is None:
-            from flowloader import _flowloader
             (name, args), = self._items()
-            _check_types(type(self).__name__, args, self._int_args)
-            for arg in self._no_bool_args:
-                if isinstance(args.get(arg), bool):
-                    raise TypeError(f"{type(self).__name__}: {arg} must be an int, got bool "
-                                    f"{args[arg]!r}")
-            try:
-                op = _flowloader._EagerOp(_op_text(name, args))
-            except ValueError as e:
-                _raise_wrong_type(e, args)
-                raise
-            self._native_op = op
+            fill_error = _c_int_fill_error(type(self).__name__, self._args.get("fill")) \
+                if self._pil_int_fill else None
+            if fill_error is not None and "fill" in args:
+                # A fill PIL cannot take (past a C int, NaN) is PIL's error on a PIL image;
+                # the op made with fill 0 checks the other arguments, and is not kept.
+                base = self._make_op(name, dict(args, fill=_clamped_fill(args["fill"])))
+                if uint8_grid:  # A uint8 tensor's fill: torch's cast of it, any value.
+                    return self._tensor_fill_op(state.channels, state.kind == "tensor")
+                if state is not None and state.kind == "tensor" and state.is_float:
+                    self._float_checks(state)
+                    return _FloatFillOp(base, _op_text(name, args))
+                if state is not None and state.kind == "tensor":
+                    return base  # A uint8 tensor's pad refuses it where it pads (_tensor_fill).
+                if state is None:
+                    raise fill_error
+                # A PIL image: raised where torchvision parses the fill (_raise_fill_error:
+                # after the coin, where a pad is constant, where a policy's warp is drawn);
+                # a one-band image's number past a C int but not a C long is clamped.
+                self._fill_error = _c_int_fill_error(
+                    type(self).__name__, self._args.get("fill"), state.channels == 1)
+                return base
+            op = self._native_op = self._make_op(name, args)
+        if uint8_grid:
+            return self._tensor_fill_op(state.channels, state.kind == "tensor")
+        if state is not None and state.kind == "tensor" and state.is_float:
+            self._float_checks(state)
         if state is not None and self.__dict__.get("_packed_fill") is not None and \
                 state.kind == "pil" and state.channels > 1:
             return self._packed_op(state.channels)
         return op
+
+    def _float_checks(self, state):
+        """torchvision's forward on a float tensor: a warp's fill made floats (`[float(f)
+        for f in fill]`: a numpy scalar that is not a Python float is its TypeError)."""
+        if self._grid_fill and self.__dict__.get("_raw_fill_type") is not None and \
+                self._args.get("fill") is not None:
+            raise TypeError(f"{type(self).__name__}: '{self._raw_fill_type}' object is not "
+                            "iterable (torchvision's fill on a tensor: a Python int or float, "
+                            "or a sequence)")
+
+    def _make_op(self, name, args):
+        """The _EagerOp of `name` with `args`, after torchvision's type checks."""
+        from flowloader import _flowloader
+        _check_types(type(self).__name__, args, self._int_args)
+        for arg in self._no_bool_args:
+            if isinstance(args.get(arg), bool):
+                raise TypeError(f"{type(self).__name__}: {arg} must be an int, got bool "
+                                f"{args[arg]!r}")
+        try:
+            return _flowloader._EagerOp(_op_text(name, args))
+        except ValueError as e:
+            _raise_wrong_type(e, args)
+            _raise_torch_failure(e, args)
+            raise
+
+    def _tensor_fill_op(self, channels, tensor):
+        """The native op for a uint8 tensor of `channels` channels (`tensor`; AugMix's PIL
+        image, which it runs as one, otherwise): torchvision's forward makes a tensor's
+        fill floats (`[float(fill)] * channels`, or `[float(f) for f in fill]`: a numpy
+        int scalar is its TypeError there), and its grid transform fills with their torch
+        uint8 cast (_grid_fill_levels)."""
+        fill = self._args.get("fill")
+        if fill is None:
+            return self._native()
+        if tensor and self.__dict__.get("_raw_fill_type") is not None:
+            raise TypeError(f"{type(self).__name__}: '{self._raw_fill_type}' object is not "
+                            "iterable (torchvision's fill on a tensor: a Python int or float, "
+                            "or a sequence)")
+        # The policies check the fill's length where a geometric sub-op is drawn
+        # (_policy_fill): -1 channels, none checked here.
+        levels = _grid_fill_levels(type(self).__name__, fill,
+                                   -1 if self._fill_at_draw else channels)
+        levels = (levels * 3)[:3]
+        ops = self.__dict__.setdefault("_packed_ops", {})
+        key = ("tensor", tuple(levels))
+        if key not in ops:
+            from flowloader import _flowloader
+            (name, args), = self._items()
+            args["fill"] = levels
+            ops[key] = _flowloader._EagerOp(_op_text(name, args))
+        return ops[key]
 
     def _packed_op(self, channels):
         """The native op of a packed numpy fill (_packed_fill) on a PIL image of
@@ -520,11 +756,23 @@ class Transform:
         """Queues this transform's work on `state` (_eager.State)."""
         # The native op first: it checks every argument (p, sizes, paddings) in one line,
         # before a draw reads one (p="a" or padding=[1, 2, 3] broke inside the draw).
-        op = self._native(state)
+        try:
+            op = self._native(state)
+        except (TypeError, ValueError):
+            # torchvision's classes that draw `torch.rand(1) < p` first read their other
+            # arguments only in the F call the coin makes: a value it refuses there fails
+            # only when the coin applies it (RandomPosterize(-1, p=0.5) returns the image
+            # half the time). A p that is no number is refused at once, as before.
+            if not self._draws_p or not _is_number(self._args.get("p")) or isinstance(
+                    self._args.get("p"), (str, bytes)) or _coin(self._args["p"], generator):
+                raise
+            return
         if self._no_antialias and not state.is_float:
             _warn_antialias(state.kind)
         if self._draws_p and not _coin(self._args["p"], generator):
             return
+        if not self._fill_at_draw and self._fill_parsed(state):
+            self._raise_fill_error()
         state.native(op, self._draw(state, generator))
 
     def _draw(self, state, generator):
@@ -550,6 +798,9 @@ class ToTensor(Transform):
     def _eager(self, state, generator):
         if state.kind == "tensor":
             raise TypeError("pic should be PIL Image or ndarray. Got <class 'torch.Tensor'>")
+        if _other_mode_pil(state):
+            state.replace(_other_mode_tensor(state._raw, to_float=True))
+            return
         state.to_float_tensor()
 
 
@@ -558,9 +809,42 @@ class PILToTensor(ToTensor):
     views are float32 after normalize, or uint8 [H, W, 3])."""
 
     def _eager(self, state, generator):
+        if _other_mode_pil(state):
+            state.replace(_other_mode_tensor(state._raw, to_float=False))
+            return
         if state.kind != "pil":
             raise TypeError(f"pic should be PIL Image. Got {state.kind}")
         state.to_uint8_tensor()
+
+
+def _other_mode_pil(state):
+    """Whether the image is a PIL image of a mode the native ops do not take (RGBA, P,
+    I;16, ...): ToTensor and PILToTensor convert it as torchvision does."""
+    if state.kind != "raw":
+        return False
+    from PIL import Image
+    return isinstance(state._raw, Image.Image)
+
+
+def _other_mode_tensor(pic, to_float):
+    """torchvision 0.14's to_tensor (to_float) or pil_to_tensor of a PIL image of any mode:
+    its numpy array as [C, H, W] (I as int32, I;16 as int16, F as float32; mode 1 times
+    255 for to_tensor), uint8 ones divided by 255 to float32 by to_tensor."""
+    import numpy as np
+    torch = _torch()
+    if to_float:
+        dtype = {"I": np.int32, "I;16": np.int16, "F": np.float32}.get(pic.mode, np.uint8)
+        img = torch.from_numpy(np.array(pic, dtype, copy=True))
+        if pic.mode == "1":
+            img = 255 * img
+    else:
+        img = torch.as_tensor(np.array(pic, copy=True))
+    img = img.view(pic.size[1], pic.size[0], len(pic.getbands())).permute((2, 0, 1))
+    if not to_float:
+        return img
+    img = img.contiguous()
+    return img.to(dtype=torch.get_default_dtype()).div(255) if img.dtype == torch.uint8 \
+        else img
 
 
 class ConvertImageDtype(ToTensor):
@@ -653,12 +937,15 @@ class CenterCrop(Transform):
             # once decoded: Image.load's pixel-access object is ~0.4 µs a call).
             if hw == (img.size[1], img.size[0]):
                 return img.copy() if img.im is None else img._new(img.im.copy())
+            _pil_float_pad("pil", "CenterCrop", self._args["size"], *img.size)
             return _pil_gather(op, (), img)  # F.center_crop's box (zero-padded).
         return super().__call__(img, generator=generator)
 
     def _eager(self, state, generator):
         # F.center_crop's box where it fits (a larger crop pads, in the op).
+        _tensor_int_size(_uint8_tensor(state), "CenterCrop", self._args["size"])
         w, h = state.size()
+        _pil_float_pad(state.kind, "CenterCrop", self._args["size"], w, h)
         th, tw = _hw(self._args["size"])
         box = None
         if th <= h and tw <= w:
@@ -751,6 +1038,15 @@ class RandomCrop(Transform):
         super().__init__(size=_setup_size("RandomCrop", size), padding=_seq(padding),
                          pad_if_needed=bool(pad_if_needed),  # torchvision tests its truth.
                          fill=_seq(fill), _raw_fill=fill, padding_mode=padding_mode)
+        if padding is not None and not isinstance(padding, (int, tuple, list)):
+            self._raw_padding = padding  # A numpy int: a tensor's TypeError (_tensor_padding).
+
+    def _items(self):
+        # torchvision reads the fill in constant mode only (Pad's _items).
+        (name, args), = super()._items()
+        if args["padding_mode"] != "constant":
+            args["fill"] = 0
+        return [(name, args)]
 
     @staticmethod
     def get_params(img, output_size, *, generator=None):
@@ -793,13 +1089,21 @@ class RandomCrop(Transform):
         w, h = state.size()
         mode, kind = self._args["padding_mode"], _uint8_tensor(state)
         _tensor_pad(kind, w, h, self._args["padding"], mode)
-        if self._args["padding"] is not None and mode == "constant":
-            _tensor_fill(kind, self._args["fill"])
-        if self._args["pad_if_needed"] and kind == "tensor":  # forward's second pad.
-            p = _sides([0] if self._args["padding"] is None else self._args["padding"])
-            pw, ph = w + int(p[0]) + int(p[2]), h + int(p[1]) + int(p[3])
-            th, tw = _hw(self._args["size"])
+        raw_type = self.__dict__.get("_raw_fill_type")
+        if self._args["padding"] is not None:  # forward's first F.pad: its type checks.
+            _tensor_padding(kind, self.__dict__.get("_raw_padding"))
+            _tensor_fill(kind, self._args["fill"], raw_type, constant=mode == "constant")
+        p = _sides([0] if self._args["padding"] is None else self._args["padding"])
+        pw, ph = w + int(p[0]) + int(p[2]), h + int(p[1]) + int(p[3])
+        th, tw = _hw(self._args["size"])
+        second = self._args["pad_if_needed"] and (pw < tw or ph < th)  # forward's 2nd pad.
+        if self._args["pad_if_needed"]:
             _tensor_pad(kind, pw, ph, [max(0, tw - pw), max(0, th - ph)], mode)
+        if second:
+            _tensor_fill(kind, self._args["fill"], raw_type, constant=mode == "constant")
+        if mode == "constant" and (self._args["padding"] is not None or second):
+            _pil_fill(state, "RandomCrop", self._args["fill"])  # Where F.pad parses it.
+            self._raise_fill_error()
         params = self._draw(state, generator)
         no_pad = self._args["padding"] in (None, 0, [0], [0, 0], [0, 0, 0, 0])
         state.native(op, params,
@@ -836,6 +1140,18 @@ class RandomHorizontalFlip(_Flip):
 
 class RandomVerticalFlip(_Flip):
     op = "random_vertical_flip"
+
+
+def _str_angle(value, lengths=(2,)):
+    """torchvision's _setup_angle of a str of an accepted length: a sequence of its
+    characters, each float() (degrees='10' is [1.0, 0.0]; 'ab' its ValueError)."""
+    if isinstance(value, str) and len(value) in lengths:
+        try:
+            return [float(c) for c in value]
+        except ValueError:
+            raise ValueError(f"could not convert string to float in {_cut(repr(value))} "
+                             "(torchvision's float() of each character)") from None
+    return value
 
 
 def _check_angle(cls, name, value, lengths=(2,)):
@@ -894,6 +1210,19 @@ def _pil_fill(state, cls, fill):
                          f"of channels of the image ({len(fill)} != {state.channels})")
 
 
+def _policy_fill(state, cls, fill):
+    """A policy's fill where a geometric sub-op is drawn, as its F.affine / F.rotate
+    parse it: on a PIL image one value per channel or one number (_parse_fill), on a
+    tensor one value or one per channel (_assert_grid_transform_inputs); ValueError."""
+    if state.kind == "pil":
+        _pil_fill(state, cls, fill)
+    elif state.kind == "tensor" and isinstance(fill, (list, tuple)) and len(fill) > 1 and \
+            len(fill) != state.channels:
+        raise ValueError(f"{cls}: the number of elements in 'fill' cannot broadcast to match "
+                         f"the number of channels of the image ({len(fill)} != "
+                         f"{state.channels})")
+
+
 def _center(cls, center):
     """torchvision's _check_sequence_input(center, "center", req_sizes=(2,)) of the classes:
     the op args' {"center": [x, y]} in pixels (origin top-left), {} for the image centre."""
@@ -911,10 +1240,13 @@ def _center(cls, center):
 
 class RandomAffine(Transform):
     op = "random_affine"
+    _grid_fill = True
 
     def __init__(self, degrees, translate=None, scale=None, shear=None,
                  interpolation=InterpolationMode.NEAREST, fill=0, center=None):
         centre = _center("RandomAffine", center)
+        degrees = _str_angle(degrees)
+        shear = _str_angle(shear, (2, 4))
         _check_angle("RandomAffine", "degrees", degrees)
         _check_affine_ranges(translate, scale)
         _check_fill("RandomAffine", fill)
@@ -962,10 +1294,12 @@ class RandomAffine(Transform):
 
 class RandomRotation(Transform):
     op = "random_rotation"
+    _grid_fill = True
 
     def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False,
                  center=None, fill=0):
         centre = _center("RandomRotation", center)
+        degrees = _str_angle(degrees)
         _check_angle("RandomRotation", "degrees", degrees)
         _check_fill("RandomRotation", fill)
         # torchvision hands expand to PIL's rotate, which reads its truth value.
@@ -987,6 +1321,7 @@ class RandomRotation(Transform):
 
 class RandomPerspective(Transform):
     op = "random_perspective"
+    _grid_fill = True
     _draws_p = True
 
     def __init__(self, distortion_scale=0.5, p=0.5, interpolation=InterpolationMode.BILINEAR,
@@ -1087,9 +1422,9 @@ def _tensor_resize(kind, mode):
     """torchvision's tensor resize is torch's interpolate: BOX, HAMMING and LANCZOS (PIL's
     filters, which PIL images take) are its NotImplementedError on a tensor."""
     if kind == "tensor" and mode in _RESIZE_ONLY:
-        raise ValueError(f"interpolation {mode.upper()} is unsupported with Tensor input: "
-                         "torchvision resizes tensors with NEAREST, BILINEAR or BICUBIC "
-                         "(PIL images take it)")
+        raise _TorchNotImplementedError(
+            f"interpolation {mode.upper()} is unsupported with Tensor input: torchvision "
+            "resizes tensors with NEAREST, BILINEAR or BICUBIC (PIL images take it)")
 
 
 def _bool_first(value, lengths):
@@ -1111,12 +1446,53 @@ def _tensor_bool_size(cls, kind, given):
                         "interpolate refuses for a tensor (as torchvision): give ints")
 
 
-def _tensor_fill(kind, fill):
+def _tensor_padding(kind, raw_padding):
+    """torchvision's tensor pad takes a Python int, tuple or list as padding ("Got
+    inappropriate padding arg", a TypeError, for a numpy int; a PIL image takes one)."""
+    if kind in ("tensor", "float") and raw_padding is not None and not isinstance(
+            raw_padding, (int, tuple, list)):
+        raise TypeError(f"Got inappropriate padding arg {_cut(repr(raw_padding))}: "
+                        "torchvision's tensor pad takes an int, a tuple or a list")
+
+
+def _pil_float_pad(kind, cls, size, w, h):
+    """F.center_crop pads a PIL image by (crop - side) // 2 first when the crop is larger:
+    a float size makes float paddings, PIL's TypeError ('float' object cannot be
+    interpreted as an integer)."""
+    if kind in ("pil", "numpy") and isinstance(size, (list, tuple)) and any(
+            isinstance(v, float) for v in size):
+        th, tw = (size[0], size[0]) if len(size) == 1 else (size[0], size[1])
+        if th > h or tw > w:
+            raise TypeError(f"{cls}: size {_cut(repr(size))} holds a float and is larger "
+                            f"than the {w}x{h} image: its padding would be floats (PIL's "
+                            "TypeError)")
+
+
+def _tensor_int_size(kind, cls, size):
+    """A tensor's crops slice (and pad) with the size's values: a float in a size
+    sequence is torchvision's TypeError there (a PIL image's crop rounds it)."""
+    if kind in ("tensor", "float") and isinstance(size, (list, tuple)) and any(
+            isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral) for v in size):
+        raise TypeError(f"{cls}: size {_cut(repr(size))} holds a float: a tensor's crop "
+                        "slices with ints (torchvision's TypeError)")
+
+
+def _tensor_fill(kind, fill, raw_type=None, constant=True):
     """torchvision's tensor pad takes one number as fill (TypeError "Got inappropriate fill
-    arg" for a sequence); a PIL image takes a colour."""
-    if kind == "tensor" and not isinstance(fill, (int, float)):
-        raise TypeError(f"Got inappropriate fill arg {_cut(repr(fill))}: torchvision's tensor "
-                        "pad takes one number")
+    arg" for a sequence, or a numpy int scalar: `raw_type`, the class's given fill's type
+    name); a PIL image takes a colour. On a uint8 tensor torch's constant pad takes a
+    value in [0, 255] only (its RuntimeError "value cannot be converted to type uint8_t
+    without overflow" for -1, 255.5 or NaN; 2.7 is 2)."""
+    if kind not in ("tensor", "float"):
+        return
+    if not isinstance(fill, (int, float)) or raw_type is not None:
+        shown = f"{raw_type}({fill!r})" if raw_type is not None else repr(fill)
+        raise TypeError(f"Got inappropriate fill arg {_cut(shown)}: torchvision's tensor "
+                        "pad takes one number (a Python int or float)")
+    if constant and kind == "tensor" and not 0 <= fill <= 255:
+        raise RuntimeError(f"pad: fill {_cut(repr(fill))} cannot be converted to type uint8_t "
+                           "without overflow (torch's constant pad of a uint8 tensor takes "
+                           "[0, 255])")
 
 
 def _solarize_bound(kind, threshold):
@@ -1125,6 +1501,17 @@ def _solarize_bound(kind, threshold):
     if kind == "tensor" and isinstance(threshold, numbers.Real) and threshold > 255:
         raise TypeError(f"Threshold should be less than bound of img: {_cut(threshold)} > "
                         "255")
+
+
+def _tensor_threshold(kind, threshold):
+    """A solarize threshold as torchvision's uint8 tensor compares with it: `img >=
+    threshold` casts an integer to uint8 (modular: -1 is 255, -300 is 212), where a float
+    promotes the pixels (-0.5 inverts all); PIL images and float tensors take it as is."""
+    integer = isinstance(threshold, numbers.Integral) or (
+        getattr(threshold, "ndim", None) == 0 and "int" in str(getattr(threshold, "dtype", "")))
+    if kind == "tensor" and integer and not isinstance(threshold, bool) and int(threshold) < 0:
+        return int(threshold) % 256
+    return threshold
 
 
 def _pil_bits(kind, bits):
@@ -1141,7 +1528,7 @@ def _tensor_blur(w, h, kernel_size):
     kx, ky = (kernel_size, kernel_size) if isinstance(kernel_size, numbers.Number) else (
         (kernel_size[0], kernel_size[0]) if len(kernel_size) == 1 else kernel_size[:2])
     if int(kx) // 2 >= w or int(ky) // 2 >= h:
-        raise ValueError(f"gaussian_blur: kernel_size {_cut([kx, ky])} is too large for a "
+        raise _TorchRuntimeError(f"gaussian_blur: kernel_size {_cut([kx, ky])} is too large for a "
                          f"{w}x{h} image (torchvision's reflect padding of half the kernel "
                          "must be smaller than the image): lower kernel_size")
 
@@ -1231,7 +1618,7 @@ class Grayscale(Transform):
     def _items(self):
         return [(self.op, {"num_output_channels": self.num_output_channels})]
 
-    def _native(self):
+    def _native(self, state=None):
         if "_native_op" not in self.__dict__:
             from flowloader import _flowloader
             self._native_op = _flowloader._EagerOp("grayscale()")
@@ -1239,7 +1626,10 @@ class Grayscale(Transform):
 
     def _eager(self, state, generator):
         state.native(self._native(), [])
-        state.channels = self.num_output_channels
+        # torchvision's tensor kernel expands to the input's shape: a one-channel tensor
+        # stays one channel (a PIL L image becomes RGB).
+        if state.kind == "pil" or self.num_output_channels == 1:
+            state.channels = self.num_output_channels
 
     def __repr__(self):
         return f"Grayscale(num_output_channels={self.num_output_channels})"
@@ -1280,6 +1670,9 @@ class GaussianBlur(Transform):
     _int_args = ("kernel_size",)  # torch.linspace's steps.
 
     def __init__(self, kernel_size, sigma=(0.1, 2.0)):
+        if isinstance(sigma, str) and len(sigma) != 2:  # A sequence of its length there.
+            raise ValueError(f"GaussianBlur: sigma should be a single number or a list/tuple "
+                             f"with length 2, got {_cut(repr(sigma))}")
         _not_text("GaussianBlur", "sigma", sigma)  # A str is a sequence of its length there.
         if isinstance(kernel_size, numbers.Number):
             kernel_size = int(kernel_size)  # torchvision's _setup_size: 3.5 is 3.
@@ -1323,7 +1716,24 @@ class RandomSolarize(Transform):
     _draws_p = True
 
     def __init__(self, threshold, p=0.5):
-        super().__init__(threshold=_not_text("RandomSolarize", "threshold", threshold), p=p)
+        if getattr(threshold, "ndim", None) == 0 and hasattr(threshold, "item"):
+            threshold = threshold.item()  # A 0-d tensor or numpy value: torch compares it.
+        # (A str is refused at the call its coin applies, as torchvision's: _eager.)
+        super().__init__(threshold=threshold, p=p)
+
+    def _native(self, state=None):
+        # A uint8 tensor's negative integer threshold wraps (_tensor_threshold).
+        op = super()._native(state)
+        t = self._args["threshold"]
+        wrapped = _tensor_threshold(_uint8_tensor(state), t) if state is not None else t
+        if wrapped is t:
+            return op
+        ops = self.__dict__.setdefault("_packed_ops", {})
+        if ("threshold", wrapped) not in ops:
+            from flowloader import _flowloader
+            ops[("threshold", wrapped)] = _flowloader._EagerOp(_op_text(
+                self.op, dict(self._args, threshold=wrapped)))
+        return ops[("threshold", wrapped)]
 
     def _draw(self, state, generator):  # After the coin, as torchvision's F call.
         _solarize_bound(_uint8_tensor(state), self._args["threshold"])
@@ -1335,7 +1745,7 @@ class RandomPosterize(Transform):
     _draws_p = True
 
     def __init__(self, bits, p=0.5):
-        super().__init__(bits=_not_text("RandomPosterize", "bits", bits), p=p)
+        super().__init__(bits=bits, p=p)  # (A str: refused where its coin applies.)
 
     def _draw(self, state, generator):  # After the coin, as torchvision's F call.
         _pil_bits(state.kind, self._args["bits"])
@@ -1371,8 +1781,15 @@ class RandomAdjustSharpness(Transform):
     _draws_p = True
 
     def __init__(self, sharpness_factor, p=0.5):
-        super().__init__(sharpness_factor=_not_text("RandomAdjustSharpness", "sharpness_factor",
-                                                    sharpness_factor), p=p)
+        # (A str is refused at the call its coin applies, as torchvision's: _eager.)
+        super().__init__(sharpness_factor=sharpness_factor, p=p)
+
+    def _draw(self, state, generator):  # After the coin, where F.adjust_sharpness runs.
+        factor = self._args["sharpness_factor"]
+        if state.kind == "tensor" and isinstance(factor, numbers.Real) and factor < 0:
+            # Its tensor kernel's check (a PIL image extrapolates, as the op does).
+            raise ValueError(f"sharpness_factor ({factor}) is not non-negative.")
+        return []
 
 
 # -- augment policies -------------------------------------------------------------------
@@ -1384,6 +1801,7 @@ _POLICY_FLAT = {0, 12, 13}
 _POLICY_GEOMETRIC = {1, 2, 3, 4, 5}  # ShearX, ShearY, TranslateX, TranslateY, Rotate.
 class TrivialAugmentWide(Transform):
     op = "trivial_augment_wide"
+    _grid_fill = _fill_at_draw = True
     _int_args = ("num_magnitude_bins",)  # torch.linspace's steps.
     _no_bool_args = ("num_magnitude_bins",)
 
@@ -1401,11 +1819,14 @@ class TrivialAugmentWide(Transform):
         negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
         if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
             _tensor_grid(state.kind, self._args["interpolation"])
+            _policy_fill(state, type(self).__name__, self._args["fill"])
+            self._raise_fill_error()
         return [op, bin_, negate]
 
 
 class RandAugment(Transform):
     op = "rand_augment"
+    _grid_fill = _fill_at_draw = True
     _int_args = ("num_ops", "num_magnitude_bins")  # range() and torch.linspace's steps.
     _no_bool_args = ("num_magnitude_bins",)
 
@@ -1434,12 +1855,15 @@ class RandAugment(Transform):
             negate = 0 if op in _POLICY_UNSIGNED_OR_FLAT else _randint(0, 2, generator)
             if op in _POLICY_GEOMETRIC:  # Its F.affine / F.rotate.
                 _tensor_grid(state.kind, self._args["interpolation"])
+                _policy_fill(state, type(self).__name__, self._args["fill"])
+                self._raise_fill_error()
             params += [op, level, negate, 1]
         return params
 
 
 class AutoAugment(Transform):
     op = "auto_augment"
+    _grid_fill = _fill_at_draw = True
 
     def __init__(self, policy=AutoAugmentPolicy.IMAGENET,
                  interpolation=InterpolationMode.NEAREST, fill=None):
@@ -1463,7 +1887,28 @@ class AutoAugment(Transform):
 
     def _draw(self, state, generator):
         policy_id, probs, signs = self.get_params(25, generator=generator)  # 25 per policy.
+        for i in range(2):
+            p = _AUTO_AUGMENT_GEOMETRIC[self._args["policy"]].get((policy_id, i))
+            if p is not None and bool(probs[i] <= p):  # Its F.affine / F.rotate runs.
+                _tensor_grid(state.kind, self._args["interpolation"])
+                _policy_fill(state, "AutoAugment", self._args["fill"])
+                self._raise_fill_error()
         return [policy_id, probs[0].item(), probs[1].item(), signs[0].item(), signs[1].item()]
+
+
+# AutoAugment's geometric sub-ops (ShearX/Y, TranslateX/Y, Rotate), torchvision 0.14's
+# _get_policies: {(sub-policy, slot): its probability}, by policy.
+_AUTO_AUGMENT_GEOMETRIC = {
+    "imagenet": {(0, 1): 0.6, (5, 1): 0.8, (8, 0): 0.2, (10, 0): 0.8, (11, 0): 0.4,
+                 (15, 0): 0.8, (18, 0): 0.6},
+    "cifar10": {(1, 0): 0.7, (1, 1): 0.3, (3, 0): 0.5, (3, 1): 0.7, (5, 0): 0.2,
+                (10, 1): 0.5, (12, 0): 0.4, (21, 0): 0.9, (21, 1): 0.7, (24, 0): 0.7},
+    "svhn": {(0, 0): 0.9, (1, 0): 0.9, (4, 1): 0.9, (5, 0): 0.9, (6, 0): 0.9, (7, 0): 0.9,
+             (9, 1): 0.9, (10, 0): 0.9, (11, 0): 0.8, (12, 1): 0.6, (14, 1): 0.8,
+             (15, 1): 0.0, (16, 0): 0.7, (17, 1): 0.8, (18, 0): 0.3, (18, 1): 0.9,
+             (19, 0): 0.1, (20, 1): 0.6, (21, 0): 0.8, (22, 0): 0.7, (22, 1): 0.8,
+             (23, 0): 0.8, (24, 0): 0.7},
+}
 
 
 class AugMix(Transform):
@@ -1473,17 +1918,35 @@ class AugMix(Transform):
     # torch.randint's bound, list repetition and range().
     _int_args = ("severity", "mixture_width", "chain_depth")
     _no_bool_args = ("severity",)  # torch.randint's high.
+    _grid_fill = _grid_fill_pil = True
 
     def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
                  interpolation=InterpolationMode.BILINEAR, fill=None):
         if not (1 <= severity <= 10):
             raise ValueError(f"The severity must be between [1, 10]. Got {severity} instead.")
         if not isinstance(alpha, numbers.Real):  # float("x" * 10**6) quoted it whole.
-            raise TypeError(f"AugMix: alpha must be a number, got {_cut(repr(alpha))}")
+            raise (_StrValueError if isinstance(alpha, str) else TypeError)(
+                f"AugMix: alpha must be a number, got {_cut(repr(alpha))}")
         super().__init__(severity=severity, mixture_width=mixture_width,
                          chain_depth=chain_depth, alpha=float(alpha), all_ops=bool(all_ops),
                          interpolation=_interpolation("AugMix", interpolation),
                          fill=_seq(fill))  # (Its PIL image runs as a tensor: not packed.)
+        if _packed_fill(fill) is not None:  # A numpy int scalar: refused on a tensor.
+            self._raw_fill_type = type(fill).__name__
+        self._int_alpha = isinstance(alpha, numbers.Integral)  # (_items refuses it.)
+
+    def _items(self):
+        # The loader's images are RGB PIL images, which AugMix runs as uint8 tensors: the
+        # fill's levels are torch's cast of it (_grid_fill_levels).
+        (name, args), = super()._items()
+        if args.get("fill") is not None:
+            args["fill"] = _grid_fill_levels("AugMix", args["fill"], 3)
+        if self.__dict__.get("_int_alpha"):
+            raise _TorchRuntimeError(
+                f"AugMix: alpha {args['alpha']:g} is an int: torchvision's torch.tensor([alpha, "
+                "alpha]) is then Long, which its Dirichlet draw refuses (\"dirichlet\" not "
+                "implemented for 'Long'); give a float")
+        return [(name, args)]
 
     def _draw(self, state, generator):
         # forward()'s order: the Beta weight (a 2-Dirichlet), the chains' Dirichlet
@@ -1511,6 +1974,7 @@ class ElasticTransform(Transform):
     """torchvision's ElasticTransform: the native elastic_transform op, given the two
     torch.rand planes torchvision's get_params draws (the same field, blurred natively)."""
     op = "elastic_transform"
+    _pil_int_fill = False  # A float fill, cast as torch casts (the op's own check).
 
     def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR,
                  fill=0):
@@ -1569,6 +2033,14 @@ class ElasticTransform(Transform):
         # get_params: torch.rand([1, 1, H, W]) for dx, then for dy.
         torch = _torch()
         w, h = state.size()
+        for s in self._args["sigma"]:
+            k = int(8 * s + 1) if s > 0 else 0
+            k += 1 - k % 2 if k else 0
+            if k // 2 >= min(w, h):  # Its F.gaussian_blur of the noise: a reflect pad.
+                raise _TorchRuntimeError(
+                    f"ElasticTransform: sigma {s} blurs the noise with a {k}x{k} kernel, too "
+                    f"large for a {w}x{h} image (torchvision's reflect padding of half the "
+                    "kernel must be smaller than each side): lower sigma")
         planes = [torch.rand([1, 1, h, w], generator=generator) for _ in range(2)]
         return torch.cat([p.flatten() for p in planes]).numpy()  # native() lists it.
 
@@ -1587,9 +2059,9 @@ def _check_erasing(p, scale, ratio, value):
         if not isinstance(pair, (tuple, list)):
             raise TypeError(f"RandomErasing: {name} should be a sequence, got "
                             f"{_type_name(pair)} {_cut(repr(pair))}")
-        if len(pair) < 2:
-            raise ValueError(f"RandomErasing: {name} should be (min, max), got "
-                             f"{_cut(repr(pair))}")
+        if len(pair) < 2:  # torchvision's scale[1] / ratio[1]: its IndexError.
+            raise _TorchIndexError(f"RandomErasing: {name} should be (min, max), got "
+                                   f"{_cut(repr(pair))}")
         _numbers("RandomErasing", name, pair)
     if scale[0] < 0 or scale[1] > 1:
         raise ValueError(f"RandomErasing: scale should be between 0 and 1, got "
@@ -1710,6 +2182,8 @@ class RandomApply(Transform):
         for t in transforms:
             _check(t)
         self.transforms = transforms
+        if getattr(p, "ndim", None) == 0 and hasattr(p, "item"):
+            p = p.item()  # A 0-d tensor or numpy p: `p < torch.rand(1)` takes it.
         self.p = p
         self._args = {"p": p}
 
@@ -1722,7 +2196,8 @@ class RandomApply(Transform):
             # each is clamped to [0, 1] before the product.
             args["p"] = _clamp01(self.p, 1) * _clamp01(args.get("p", 1), 0)
             return [(name, args)]
-        return [("compose", {"transforms": _OpList(items), "p": self.p})]
+        # (NaN: `nan < torch.rand(1)` never skips, so always applied.)
+        return [("compose", {"transforms": _OpList(items), "p": _clamp01(self.p, 1)})]
 
     def _eager(self, state, generator):
         # torchvision's forward: `if self.p < torch.rand(1): return img`, then the
@@ -1763,7 +2238,7 @@ class RandomChoice(Transform):
         self.transforms = list(transforms)
         for t in self.transforms:
             _check(t)
-        if p is not None and not isinstance(p, (list, tuple)):
+        if p is not None and not isinstance(p, Sequence):  # (A str is one, as there.)
             raise TypeError("Argument p should be a sequence")
         self.p = p
         self._args = {"p": p}
@@ -1837,23 +2312,42 @@ class Pad(Transform):
     op = "pad"
 
     def __init__(self, padding, fill=0, padding_mode="constant"):
+        # torchvision's order: padding's type, fill's type, then padding_mode.
+        if not isinstance(padding, (numbers.Number, tuple, list)):
+            raise TypeError(f"Pad: got inappropriate padding arg {_cut(repr(padding))}")
+        if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
+            raise TypeError(f"Pad: got inappropriate fill arg {_type_name(fill)} "
+                            f"{_cut(repr(fill))}: a number or a tuple of them")
         if padding_mode not in ("constant", "edge", "reflect", "symmetric"):
             raise ValueError("Padding mode should be either constant, edge, reflect or "
                              "symmetric")
         _padding("Pad", padding)
-        if not isinstance(fill, (numbers.Number, tuple, list)):  # torchvision's check.
-            raise TypeError(f"Pad: got inappropriate fill arg {_type_name(fill)} "
-                            f"{_cut(repr(fill))}: a number or a tuple of them")
         super().__init__(padding=_seq(padding), fill=_seq(fill), _raw_fill=fill,
                          padding_mode=padding_mode)
+        if not isinstance(padding, (int, tuple, list)):
+            self._raw_padding = padding  # A numpy int: a tensor's TypeError (_tensor_padding).
 
     def _eager(self, state, generator):
-        kind = _uint8_tensor(state)
-        _tensor_pad(kind, *state.size(), self._args["padding"], self._args["padding_mode"])
-        if self._args["padding_mode"] == "constant":
-            _tensor_fill(kind, self._args["fill"])
+        # torchvision's tensor pad checks padding's and fill's types in every mode first.
+        kind, mode = _uint8_tensor(state), self._args["padding_mode"]
+        _tensor_padding(kind, self.__dict__.get("_raw_padding"))
+        _tensor_fill(kind, self._args["fill"], self.__dict__.get("_raw_fill_type"),
+                     constant=mode == "constant")
+        _tensor_pad(kind, *state.size(), self._args["padding"], mode)
+        if mode == "constant":
             _pil_fill(state, "Pad", self._args["fill"])
         super()._eager(state, generator)
+
+    def _items(self):
+        # torchvision reads the fill in constant mode only: another mode takes any (the
+        # loader's op, which checks it, gets 0).
+        (name, args), = super()._items()
+        if args["padding_mode"] != "constant":
+            args["fill"] = 0
+        return [(name, args)]
+
+    def _fill_parsed(self, state):
+        return self._args["padding_mode"] == "constant"
 
 
 class FiveCrop(Transform):

@@ -594,3 +594,27 @@ def test_round_8_numpy_fill_in_the_loader_is_pils_packed_colour(tmp_path):
         Image.open(root / "a.png").convert("RGB")))
     assert torch.allclose(images[0].cpu(), theirs, rtol=0, atol=1e-6)
     assert (theirs[:, 0, 0] * 255).round().tolist() == [44, 1, 0]  # The packed colour.
+
+
+@pytest.mark.parametrize("wrap", ["RandomApply([{}], p=1)", "RandomChoice([{}])",
+                                  "RandomApply([{}, T.RandomVerticalFlip(0)], p=1)",
+                                  "RandomOrder([{}])"])
+def test_round_9_numpy_fill_inside_random_apply_or_choice_is_packed(wrap, tmp_path):
+    """Inside RandomApply / RandomChoice / RandomOrder, the loader's numpy fill is PIL's
+    packed colour too, as torchvision's (which hands it to PIL as one value)."""
+    import torchvision.transforms.functional as TF
+    root = tmp_path / "data" / "c"
+    os.makedirs(root)
+    src = _images(1)[0]
+    src.save(root / "a.png")
+    inner = "T.RandomAffine((30, 30), fill=np.int64(300))"
+    expr = "T." + wrap.format(inner)
+
+    def build(module):
+        return eval(expr, {"T": module, "np": np})  # noqa: S307 -- the test's own.
+    ours = FT.Compose([FT.Resize(src.size[::-1]), build(FT), FT.ToTensor()])
+    with flowloader.DataLoader(str(tmp_path / "data"), batch_size=1, transform=ours) as loader:
+        (images, _), = list(loader)
+    theirs = TF.to_tensor(build(TV)(Image.open(root / "a.png").convert("RGB")))
+    assert torch.allclose(images[0].cpu(), theirs, rtol=0, atol=1e-6)
+    assert (theirs[:, 0, 0] * 255).round().tolist() == [44, 1, 0]  # The packed colour.

@@ -71,28 +71,23 @@ class RandomAffine : public Op {
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
   absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
     if (!Valid(p)) return absl::InvalidArgumentError("needs 6 params, scale > 0");
-    if (has_center_) return NoTargets();
     return internal::AffineTargets(Move(p), targets);
   }
   bool MovesLabels() const override { return true; }
   absl::Status MoveLabels(const OpParams& p, LabelPlane& plane) const override {
     if (!Valid(p)) return absl::InvalidArgumentError("needs 6 params, scale > 0");
-    if (has_center_) return NoTargets();
     return internal::AffineLabels(Move(p), plane);
   }
 
  private:
   const double* Center() const { return has_center_ ? center_.data() : nullptr; }
-  // Boxes, masks and label maps move about the image centre only (affine_targets.h).
-  static absl::Status NoTargets() {
-    return absl::InvalidArgumentError(
-        "random_affine: center=[x, y] does not move boxes, masks or label maps; use "
-        "center=null in a list with targets");
-  }
 
   static bool Valid(const OpParams& p) { return p.n >= 6 && p.v[3] > 0; }
-  static internal::AffineMove Move(const OpParams& p) {
+  internal::AffineMove Move(const OpParams& p) const {
     internal::AffineMove m;
+    m.has_center = has_center_;  // About center=[x, y]: the pixels' own map.
+    m.center[0] = center_[0];
+    m.center[1] = center_[1];
     m.angle = p.v[0];
     m.translate_x = p.v[1];
     m.translate_y = p.v[2];
@@ -151,7 +146,7 @@ FLOWLOADER_REGISTER_OP(
                {"fill", "0", "a number or [r, g, b] in [0, 255]",
                 "the colour of pixels from outside the image"},
                {"center", "null", "null or [x, y] in pixels",
-                "the centre (null: the image centre; no boxes/masks with [x, y])"}}}),
+                "the centre (null: the image centre); targets move about it too"}}}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
       const std::string op = "random_affine";
       AffineRanges r;

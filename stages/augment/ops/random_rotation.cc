@@ -61,30 +61,25 @@ class RandomRotation : public Op {
   TargetEffect Targets() const override { return TargetEffect::kMoves; }
   absl::Status MoveTargets(const OpParams& p, detection::Targets* targets) const override {
     if (p.n < 1) return absl::InvalidArgumentError("needs its angle");
-    if (has_center_) return NoTargets();
     return internal::AffineTargets(Move(p), targets);
   }
   bool MovesLabels() const override { return true; }
   absl::Status MoveLabels(const OpParams& p, LabelPlane& plane) const override {
     if (p.n < 1) return absl::InvalidArgumentError("needs its angle");
-    if (has_center_) return NoTargets();
     return internal::AffineLabels(Move(p), plane);
   }
 
  private:
   const double* Center() const { return has_center_ ? center_.data() : nullptr; }
-  // Boxes, masks and label maps move about the image centre only (affine_targets.h).
-  static absl::Status NoTargets() {
-    return absl::InvalidArgumentError(
-        "random_rotation: center=[x, y] does not move boxes, masks or label maps; use "
-        "center=null in a list with targets");
-  }
 
   internal::AffineMove Move(const OpParams& p) const {
     internal::AffineMove m;
     m.rotate = true;
     m.angle = p.v[0];
     m.expand = expand_;
+    m.has_center = has_center_;  // About center=[x, y]: the pixels' own map.
+    m.center[0] = center_[0];
+    m.center[1] = center_[1];
     return m;
   }
 
@@ -107,7 +102,7 @@ FLOWLOADER_REGISTER_OP(
                {"expand", "false", "true or false",
                 "grow the output to hold the whole rotated image"},
                {"center", "null", "null or [x, y] in pixels",
-                "the rotation's centre (null: the image centre; no boxes/masks with [x, y])"},
+                "the rotation's centre (null: the image centre); targets turn about it too"},
                {"fill", "0", "a number or [r, g, b] in [0, 255]",
                 "the colour of pixels from outside the image"}}}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {

@@ -290,7 +290,7 @@ def ref_fixed_size_crop(size, fill=0, padding_mode="constant"):
 
 # --- random_affine / random_rotation: v2's box kernel, masks as PIL masks --------------
 
-def v2_affine_boxes(boxes, size, angle, translate, scale, shear, expand=False):
+def v2_affine_boxes(boxes, size, angle, translate, scale, shear, expand=False, center=None):
     """torchvision/transforms/v2/functional/_geometry.py, _affine_bounding_boxes_with_expand
     (v0.16; _affine_bounding_box_xyxy in v0.15), on xyxy float32 boxes of a canvas `size`
     (h, w): each box's four corners through the forward matrix, their enclosing box; with
@@ -298,7 +298,7 @@ def v2_affine_boxes(boxes, size, angle, translate, scale, shear, expand=False):
     (_compute_affine_output_size with the centre at [0, 0], the size v2's rotate_image gives
     the image); then clamp_bounding_boxes."""
     height, width = size
-    center = [width * 0.5, height * 0.5]
+    center = [width * 0.5, height * 0.5] if center is None else center
     affine_vector = F._get_inverse_affine_matrix(center, angle, translate, scale, shear,
                                                  inverted=False)
     transposed_affine_matrix = torch.tensor(affine_vector, dtype=torch.float32).reshape(2, 3).T
@@ -321,11 +321,11 @@ def v2_affine_boxes(boxes, size, angle, translate, scale, shear, expand=False):
     return out_bboxes, size
 
 
-def v2_affine_keypoints(kp, size, angle, translate, scale, shear, expand=False):
+def v2_affine_keypoints(kp, size, angle, translate, scale, shear, expand=False, center=None):
     """_affine_keypoints_with_expand (v0.23): every point through the forward matrix; with
     expand, shifted by the transformed canvas corners' minimum; not clamped."""
     height, width = size
-    center = [width * 0.5, height * 0.5]
+    center = [width * 0.5, height * 0.5] if center is None else center
     affine_vector = F._get_inverse_affine_matrix(center, angle, translate, scale, shear,
                                                  inverted=False)
     transposed_affine_matrix = torch.tensor(affine_vector, dtype=torch.float32).reshape(2, 3).T
@@ -377,6 +377,75 @@ def ref_rotation(expand):
         check(out.size == (target["size"][1], target["size"][0]),
               f"v2's canvas {target['size']} is not PIL's image {out.size}")
         return out, target
+    return run
+
+
+def ref_affine_at(center):
+    """F.affine about `center`: v2's box and keypoint kernels take the centre too."""
+    def run(image, target, p):
+        angle, tx, ty, scale, shx, shy = (float(v) for v in p)
+        kw = dict(angle=angle, translate=[tx, ty], scale=scale, shear=[shx, shy],
+                  interpolation=InterpolationMode.NEAREST, center=center)
+        args = (angle, [tx, ty], scale, [shx, shy])
+        target = dict(target)
+        target["keypoints"] = v2_affine_keypoints(target["keypoints"], target["size"], *args,
+                                                  center=center)
+        target["boxes"], target["size"] = v2_affine_boxes(target["boxes"], target["size"],
+                                                          *args, center=center)
+        target["masks"] = pil_masks(target["masks"], lambda m: F.affine(m, fill=0, **kw))
+        return F.affine(image, fill=0, **kw), target
+    return run
+
+
+def pil_rotate_forward(size, angle, center, expand):
+    """The map Image.rotate(angle, expand=expand, center=center) moves pixels by (Pillow's
+    Image.rotate, restated: its inverse matrix about the centre, entries rounded to 15
+    places, with expand re-centred by half the growth, whatever the centre), inverted:
+    (3x3 forward matrix, (new width, new height)). v2's boxes shift by the rotated
+    corners' minimum instead, which with a centre leaves the pixels PIL gives."""
+    h, w = size
+    a = -math.radians(angle % 360.0)
+    m = [round(math.cos(a), 15), round(math.sin(a), 15), 0.0,
+         round(-math.sin(a), 15), round(math.cos(a), 15), 0.0]
+
+    def tr(x, y):
+        return m[0] * x + m[1] * y + m[2], m[3] * x + m[4] * y + m[5]
+    m[2], m[5] = tr(-center[0], -center[1])
+    m[2] += center[0]
+    m[5] += center[1]
+    if expand:
+        xs, ys = zip(*(tr(x, y) for x, y in ((0, 0), (w, 0), (w, h), (0, h))))
+        nw = math.ceil(max(xs)) - math.floor(min(xs))
+        nh = math.ceil(max(ys)) - math.floor(min(ys))
+        m[2], m[5] = tr(-(nw - w) / 2.0, -(nh - h) / 2.0)
+        w, h = nw, nh
+    inverse = np.array([[m[0], m[1], m[2]], [m[3], m[4], m[5]], [0.0, 0.0, 1.0]])
+    return np.linalg.inv(inverse), (w, h)
+
+
+def ref_rotation_at(center, expand):
+    """F.rotate about `center`: boxes (corners' enclosing box, clamped) and keypoints
+    through the map the pixels move by (pil_rotate_forward), masks as PIL masks."""
+    def run(image, target, p):
+        angle = float(p[0])
+        kw = dict(angle=angle, interpolation=InterpolationMode.NEAREST, expand=expand,
+                  center=center)
+        fwd, (nw, nh) = pil_rotate_forward(target["size"], angle, center, expand)
+        target = dict(target)
+        kp = target["keypoints"].clone()
+        pts = kp[..., :2].reshape(-1, 2).double().numpy()
+        moved = pts @ fwd[:2, :2].T + fwd[:2, 2]
+        kp[..., :2] = torch.tensor(moved, dtype=torch.float32).reshape(kp[..., :2].shape)
+        target["keypoints"] = kp
+        corners = target["boxes"][:, [[0, 1], [2, 1], [2, 3], [0, 3]]].reshape(-1, 2)
+        mc = (corners.double().numpy() @ fwd[:2, :2].T + fwd[:2, 2]).reshape(-1, 4, 2)
+        boxes = torch.tensor(np.concatenate([mc.min(axis=1), mc.max(axis=1)], axis=1),
+                             dtype=torch.float32).reshape(-1, 4)
+        boxes[:, 0::2].clamp_(0, nw)
+        boxes[:, 1::2].clamp_(0, nh)
+        target["boxes"], target["size"] = boxes, (nh, nw)
+        target["masks"] = pil_masks(target["masks"], lambda m: F.rotate(m, fill=0, **kw))
+        return F.rotate(image, fill=0, **kw), target
     return run
 
 
@@ -445,6 +514,19 @@ CASES = [
     ("random_rotation(degrees=180, expand=true)", [-127.0], ref_rotation(True), 0),
     ("random_rotation(degrees=180, expand=true)", [90], ref_rotation(True), 0),
     ("random_rotation(degrees=180, expand=true)", [270], ref_rotation(True), 0),
+    # center=[x, y]: targets turn about it with the pixels (issue 35, round 8).
+    ("random_affine(degrees=30, center=[10, 60])", [17.5, 0, 0, 1, 0, 0],
+     ref_affine_at([10, 60]), 0),
+    ("random_affine(degrees=30, translate=[0.2, 0.2], scale=[0.7, 1.3], shear=10, "
+     "center=[-7.5, 3.25])", [-23.0, 9, -5, 1.2, 7.5, 0], ref_affine_at([-7.5, 3.25]), 0),
+    ("random_rotation(degrees=45, center=[80, 5])", [33.3], ref_rotation_at([80, 5], False), 0),
+    ("random_rotation(degrees=180, center=[0, 0])", [90], ref_rotation_at([0, 0], False), 0),
+    ("random_rotation(degrees=45, expand=true, center=[80, 5])", [33.3],
+     ref_rotation_at([80, 5], True), 0),
+    ("random_rotation(degrees=180, expand=true, center=[20.5, 50])", [-127.0],
+     ref_rotation_at([20.5, 50], True), 0),
+    ("random_rotation(degrees=180, expand=true, center=[48.5, 35.5])", [90],
+     ref_rotation_at([48.5, 35.5], True), 0),
 ]
 
 

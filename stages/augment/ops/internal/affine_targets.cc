@@ -44,13 +44,67 @@ void MoveMatrix(const AffineMove& mv, int width, int height, double m[6]) {
   }
 }
 
+// ExpandShift is expand's shift: the canvas corners through `m`, their minimum (which
+// moves to the origin).
+void ExpandShift(const double m[6], int width, int height, double* shift_x, double* shift_y) {
+  const double xs[4] = {0, 0, static_cast<double>(width), static_cast<double>(width)};
+  const double ys[4] = {0, static_cast<double>(height), static_cast<double>(height), 0};
+  *shift_x = *shift_y = INFINITY;
+  for (int k = 0; k < 4; ++k) {
+    *shift_x = std::min(*shift_x, m[0] * xs[k] + m[1] * ys[k] + m[2]);
+    *shift_y = std::min(*shift_y, m[3] * xs[k] + m[4] * ys[k] + m[5]);
+  }
+}
+
+// Invert2x3 inverts the affine map m (x' = m0 x + m1 y + m2, y' = m3 x + m4 y + m5);
+// false when it has no inverse.
+bool Invert2x3(const double m[6], double inv[6]) {
+  const double det = m[0] * m[4] - m[1] * m[3];
+  if (!(det != 0) || !std::isfinite(1.0 / det)) return false;
+  inv[0] = m[4] / det;
+  inv[1] = -m[1] / det;
+  inv[3] = -m[3] / det;
+  inv[4] = m[0] / det;
+  inv[2] = -(inv[0] * m[2] + inv[1] * m[5]);
+  inv[5] = -(inv[3] * m[2] + inv[4] * m[5]);
+  return true;
+}
+
+// CenteredForward is, for a move about a given centre, the map the pixels move by: the
+// inverse of the kernel's own inverse map (kernels::AffineInverse / RotateInverse, PIL's
+// expand re-centring included), so that targets stay on what the pixels show.
+bool CenteredForward(const AffineMove& mv, int width, int height, double m[6]) {
+  double inv[6];
+  if (mv.rotate) {
+    int w = 0, h = 0;
+    kernels::RotateInverse(width, height, mv.angle, mv.expand, mv.center, inv, &w, &h);
+  } else {
+    kernels::AffineInverse(width, height, mv.angle, mv.translate_x, mv.translate_y, mv.scale,
+                           mv.shear_x, mv.shear_y, mv.center, inv);
+  }
+  return Invert2x3(inv, m);
+}
+
+// ForwardMap is the map of a width × height canvas's coordinates after the move, and the
+// shift subtracted after it: v2's matrix about the canvas centre and expand's shift, or
+// with a centre the pixels' own map (CenteredForward; no shift).
+bool ForwardMap(const AffineMove& mv, int width, int height, double m[6], double* shift_x,
+                double* shift_y) {
+  *shift_x = *shift_y = 0;
+  if (mv.has_center) return CenteredForward(mv, width, height, m);
+  MoveMatrix(mv, width, height, m);
+  if (mv.rotate && mv.expand) ExpandShift(m, width, height, shift_x, shift_y);
+  return true;
+}
+
 // MovePlane moves one plane (width × height bytes at `in`) into `out`, as the image moves.
 void MovePlane(const AffineMove& mv, const Image& in, uint8_t fill, Image* out) {
+  const double* center = mv.has_center ? mv.center : nullptr;
   if (mv.rotate) {
-    kernels::RotatePlane(in, mv.angle, mv.expand, fill, out);
+    kernels::RotatePlane(in, mv.angle, mv.expand, fill, out, center);
   } else {
     kernels::AffinePlane(in, mv.angle, mv.translate_x, mv.translate_y, mv.scale, mv.shear_x,
-                         mv.shear_y, fill, out);
+                         mv.shear_y, fill, out, center);
   }
 }
 
@@ -73,30 +127,14 @@ void MovePlanes(const AffineMove& mv, int width, int height, int64_t count, uint
   planes->swap(moved);
 }
 
-// ExpandShift is expand's shift: the canvas corners through `m`, their minimum (which
-// moves to the origin).
-void ExpandShift(const double m[6], int width, int height, double* shift_x, double* shift_y) {
-  const double xs[4] = {0, 0, static_cast<double>(width), static_cast<double>(width)};
-  const double ys[4] = {0, static_cast<double>(height), static_cast<double>(height), 0};
-  *shift_x = *shift_y = INFINITY;
-  for (int k = 0; k < 4; ++k) {
-    *shift_x = std::min(*shift_x, m[0] * xs[k] + m[1] * ys[k] + m[2]);
-    *shift_y = std::min(*shift_y, m[3] * xs[k] + m[4] * ys[k] + m[5]);
-  }
-}
-
-// AffineBoxes is v2's _affine_bounding_boxes_with_expand on xyxy boxes of a width × height
-// canvas, clamped to the out_w × out_h canvas after the op.
-void AffineBoxes(const AffineMove& mv, int width, int height, int out_w, int out_h,
+// AffineBoxes is v2's _affine_bounding_boxes_with_expand on xyxy boxes, each box's corners
+// through ForwardMap's `m` less its shift, clamped to the out_w × out_h canvas after the op.
+void AffineBoxes(const double m[6], double shift_x, double shift_y, int out_w, int out_h,
                  float* boxes, int64_t count) {
-  double m[6];
-  MoveMatrix(mv, width, height, m);
   auto map = [&m](double x, double y, double* ox, double* oy) {
     *ox = m[0] * x + m[1] * y + m[2];
     *oy = m[3] * x + m[4] * y + m[5];
   };
-  double shift_x = 0, shift_y = 0;
-  if (mv.rotate && mv.expand) ExpandShift(m, width, height, &shift_x, &shift_y);
   for (int64_t i = 0; i < count; ++i) {
     float* b = boxes + 4 * i;
     // Corners (x0, y0), (x1, y0), (x1, y1), (x0, y1), as v2 lists them.
@@ -122,14 +160,10 @@ void AffineBoxes(const AffineMove& mv, int width, int height, int out_w, int out
   }
 }
 
-// AffinePoints is v2's _affine_keypoints_with_expand on (x, y, visibility) points of a
-// width × height canvas: each point through the forward matrix, shifted by the rotated
-// canvas corners' minimum with expand; not clamped (points may leave the canvas).
-void AffinePoints(const AffineMove& mv, int width, int height, float* points, int64_t count) {
-  double m[6];
-  MoveMatrix(mv, width, height, m);
-  double shift_x = 0, shift_y = 0;
-  if (mv.rotate && mv.expand) ExpandShift(m, width, height, &shift_x, &shift_y);
+// AffinePoints is v2's _affine_keypoints_with_expand on (x, y, visibility) points: each
+// point through ForwardMap's `m` less its shift; not clamped (points may leave the canvas).
+void AffinePoints(const double m[6], double shift_x, double shift_y, float* points,
+                  int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     float* p = points + 3 * i;
     const double x = p[0], y = p[1];
@@ -144,17 +178,25 @@ absl::Status AffineTargets(const AffineMove& move, detection::Targets* targets) 
   targets->ExpandMasks();  // Windowed masks (from the annotations stage) as full planes.
   const int w = targets->canvas_width, h = targets->canvas_height;
   int out_w = w, out_h = h;
-  if (move.rotate) kernels::RotatedSize(w, h, move.angle, move.expand, &out_w, &out_h);
+  if (move.rotate) {
+    kernels::RotatedSize(w, h, move.angle, move.expand, &out_w, &out_h,
+                         move.has_center ? move.center : nullptr);
+  }
+  double m[6], shift_x, shift_y;
+  if (!ForwardMap(move, w, h, m, &shift_x, &shift_y)) {
+    return absl::InvalidArgumentError("the affine map has no inverse: boxes cannot follow it");
+  }
   const detection::BoxFormat format = targets->format;
   if (format != detection::BoxFormat::kXYXY) {
     detection::ConvertBoxes(format, detection::BoxFormat::kXYXY, &targets->boxes);
   }
-  AffineBoxes(move, w, h, out_w, out_h, targets->boxes.data(), targets->size());
+  AffineBoxes(m, shift_x, shift_y, out_w, out_h, targets->boxes.data(), targets->size());
   if (format != detection::BoxFormat::kXYXY) {
     detection::ConvertBoxes(detection::BoxFormat::kXYXY, format, &targets->boxes);
   }
   if (targets->has_keypoints) {
-    AffinePoints(move, w, h, targets->keypoints.data(), targets->size() * targets->num_keypoints);
+    AffinePoints(m, shift_x, shift_y, targets->keypoints.data(),
+                 targets->size() * targets->num_keypoints);
   }
   int mw = out_w, mh = out_h;
   if (targets->has_masks && targets->size() > 0) {

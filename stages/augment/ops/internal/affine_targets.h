@@ -13,6 +13,10 @@
 // (label maps) where the image is uncovered. The canvas after the op is the image's size
 // (PIL's; v2's _compute_affine_output_size gives the same but for extents within 1e-4 of
 // an integer, where PIL rounds outward and v2 does not).
+// With a centre (center=[x, y]) boxes and keypoints go through the pixels' own map, the
+// inverse of the kernel's (PIL's expand re-centres by half the growth whatever the centre,
+// where v2's boxes would shift by the rotated corners: they would leave the pixels), and
+// masks and label maps through the same map about that centre.
 //
 // Thread-safety: pure functions on the caller's targets.
 #ifndef FLOWLOADER_STAGES_AUGMENT_OPS_INTERNAL_AFFINE_TARGETS_H_
@@ -33,6 +37,8 @@ struct AffineMove {
   double scale = 1;
   double shear_x = 0, shear_y = 0;
   bool expand = false;
+  bool has_center = false;  // center=[x, y] in pixels; otherwise the canvas centre.
+  double center[2] = {0, 0};
 };
 
 // AffineTargets moves the boxes, keypoints and instance masks of `targets` and sets its

@@ -1779,11 +1779,24 @@ void Affine(const Image& src, double angle, double translate_x, double translate
 }
 
 void AffinePlane(const Image& src, double angle, double translate_x, double translate_y,
-                 double scale, double shear_x, double shear_y, uint8_t fill, Image* dst) {
+                 double scale, double shear_x, double shear_y, uint8_t fill, Image* dst,
+                 const double* center) {
   double m[6];
   AffineMatrix(src.width, src.height, angle, translate_x, translate_y, scale, shear_x, shear_y,
-               m, nullptr);
+               m, center);
   NearestPlane(src, m, src.width, src.height, fill, dst);
+}
+
+void AffineInverse(int width, int height, double angle, double translate_x,
+                   double translate_y, double scale, double shear_x, double shear_y,
+                   const double* center, double m[6]) {
+  AffineMatrix(width, height, angle, translate_x, translate_y, scale, shear_x, shear_y, m,
+               center);
+}
+
+void RotateInverse(int width, int height, double angle, bool expand, const double* center,
+                   double m[6], int* out_width, int* out_height) {
+  RotateMatrix(width, height, PyMod(angle, 360.0), expand, m, out_width, out_height, center);
 }
 
 void Rotate(const Image& src, double angle, Interpolation interpolation, bool expand,
@@ -1803,9 +1816,10 @@ void Rotate(const Image& src, double angle, Interpolation interpolation, bool ex
   TransformAffine(src, m, w, h, interpolation, fill, dst);
 }
 
-void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Image* dst) {
+void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Image* dst,
+                 const double* center) {
   angle = PyMod(angle, 360.0);
-  switch (RotateTransposes(angle, src.width, src.height, expand)) {
+  switch (RotateTransposes(angle, src.width, src.height, expand, center)) {
     case 360: *dst = src; return;
     case 180: Rotate180<1>(src, dst); return;
     case 90: Rotate90<1>(src, true, dst); return;
@@ -1814,7 +1828,7 @@ void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Imag
   }
   double m[6];
   int w = 0, h = 0;
-  RotateMatrix(src.width, src.height, angle, expand, m, &w, &h);
+  RotateMatrix(src.width, src.height, angle, expand, m, &w, &h, center);
   NearestPlane(src, m, w, h, fill, dst);
 }
 
@@ -1850,9 +1864,9 @@ bool RotateNearestRows(const RowImage& src, double angle, bool expand,
 }
 
 void RotatedSize(int width, int height, double angle, bool expand, int* out_width,
-                 int* out_height) {
+                 int* out_height, const double* center) {
   angle = PyMod(angle, 360.0);
-  const int turn = RotateTransposes(angle, width, height, expand);
+  const int turn = RotateTransposes(angle, width, height, expand, center);
   if (turn == 90 || turn == 270) {
     *out_width = height;
     *out_height = width;
@@ -1864,7 +1878,7 @@ void RotatedSize(int width, int height, double angle, bool expand, int* out_widt
     return;
   }
   double m[6];
-  RotateMatrix(width, height, angle, expand, m, out_width, out_height);
+  RotateMatrix(width, height, angle, expand, m, out_width, out_height, center);
 }
 
 namespace {

@@ -37,8 +37,20 @@ void Rotate(const Image& src, double angle, Interpolation interpolation, bool ex
 // arguments, by nearest neighbour (PIL's NEAREST on an "L" image, the same inverse map):
 // every output byte is one source byte, or `fill` where the map falls outside.
 void AffinePlane(const Image& src, double angle, double translate_x, double translate_y,
-                 double scale, double shear_x, double shear_y, uint8_t fill, Image* dst);
-void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Image* dst);
+                 double scale, double shear_x, double shear_y, uint8_t fill, Image* dst,
+                 const double* center = nullptr);
+void RotatePlane(const Image& src, double angle, bool expand, uint8_t fill, Image* dst,
+                 const double* center = nullptr);
+
+// AffineInverse and RotateInverse write the inverse map (output coordinates to source
+// coordinates, pixel centres at + 0.5) that Affine and Rotate resample a width × height
+// image with, and the output's size: what moves targets exactly as the pixels move
+// (Rotate's transposes are this map too, but for PIL's rounding to 15 decimals).
+void AffineInverse(int width, int height, double angle, double translate_x,
+                   double translate_y, double scale, double shear_x, double shear_y,
+                   const double* center, double m[6]);
+void RotateInverse(int width, int height, double angle, bool expand, const double* center,
+                   double m[6], int* out_width, int* out_height);
 
 // AffineNearestRows and RotateNearestRows are Affine and Rotate with kNearest on
 // row-pointer images (op.h's RowImage: Pillow's RGB rows of 4 bytes a pixel, or L rows
@@ -57,7 +69,7 @@ bool RotateNearestRows(const RowImage& src, double angle, bool expand,
 // RotatedSize is the size Rotate writes for a width × height image (PIL's, with expand
 // the rotated corners' bounding box rounded outwards).
 void RotatedSize(int width, int height, double angle, bool expand, int* out_width,
-                 int* out_height);
+                 int* out_height, const double* center = nullptr);
 
 // _get_perspective_coeffs(startpoints, endpoints): the 8 coefficients of the map from
 // output to source pixels, for four (x, y) point pairs given as x0, y0, ..., x3, y3.

@@ -168,5 +168,23 @@ class LabelParityTest(unittest.TestCase):
                                     fill=FILL)
                     self.same(got, want, f"rotate {mask.size} {angle} expand={expand}")
 
+    def test_warps_about_a_centre(self):
+        # center=[x, y]: the map turns about it as the image does (issue 35, round 8).
+        for mask in self.masks:
+            w, h = mask.size
+            for c in ([0, 0], [w / 3, h + 4.5], [-9, 7]):
+                text = f"random_affine(degrees=90, center=[{c[0]}, {c[1]}])"
+                got = self.move(text, [-23.0, 9, -5, 1.2, 7.5, 0], mask)
+                want = F.affine(mask, -23.0, [9, -5], 1.2, [7.5, 0.0],
+                                InterpolationMode.NEAREST, fill=FILL, center=c)
+                self.same(got, want, f"affine {mask.size} about {c}")
+                for expand in (False, True):
+                    text = (f"random_rotation(degrees=180, expand={str(expand).lower()}, "
+                            f"center=[{c[0]}, {c[1]}])")
+                    got = self.move(text, [33.3], mask)
+                    want = F.rotate(mask, 33.3, InterpolationMode.NEAREST, expand=expand,
+                                    fill=FILL, center=c)
+                    self.same(got, want, f"rotate {mask.size} about {c} expand={expand}")
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1])
