@@ -132,7 +132,10 @@ class ReadStage : public SampleStage {
     absl::Status status = reader_->Read(path, limit, contents);
     if (status.code() != absl::StatusCode::kResourceExhausted) return status;
     const int64_t size = TooLargeSize(status);
-    if (size <= limit || size > reader_->max_file_bytes()) return status;  // max_file_bytes'.
+    if (size <= limit) return status;
+    if (size > reader_->max_file_bytes()) {  // Over max_file_bytes too: that is the refusal.
+      return TooLarge(path, size, reader_->max_file_bytes());
+    }
     return OverWorkerMemory(size);
   }
   absl::Status OverWorkerMemory(int64_t size) const {

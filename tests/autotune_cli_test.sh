@@ -68,10 +68,11 @@ WANT="--ram_budget must be bytes" expect2 run "${R[@]}" --prefetch_batches=auto 
 WANT="ram_budget 1.0 MiB is below one batch buffer's plan (.*): raise ram_budget or lower max_decode_mb" expect2 run "${R[@]}" \
   --prefetch_batches=auto --ram_budget=1MiB
 # prefetch_batches=auto under a memory_limit_mb that one batch buffer fits and two do not:
-# it runs with one (it started at two whatever the limit, and was refused).
+# it runs with one (it started at two whatever the limit, and was refused). The plans are
+# made under a limit (any), which adds the workers' sample room.
 plan_mb() {
   "$FLOWLOADER" plan --data="$DATA" --image_size=512 --batch_size=4 --num_workers=2 \
-    --prefetch_batches="$1" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['total_bytes'] / 2**20)"
+    --prefetch_batches="$1" --memory_limit_mb=1048576 --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['total_bytes'] / 2**20)"
 }
 LIMIT=$("$PY" -c "print(int(48 + ($(plan_mb 1) + $(plan_mb 2)) / 2))")
 "$FLOWLOADER" run --data="$DATA" --image_size=512 --batch_size=4 --num_workers=2 \
@@ -92,7 +93,7 @@ spec_labels 1 >"$TMP/labels1.yaml"
 spec_labels 2 >"$TMP/labels2.yaml"
 spec_labels auto >"$TMP/labels_auto.yaml"
 spec_mb() {
-  "$FLOWLOADER" plan --spec="$1" --json \
+  "$FLOWLOADER" plan --spec="$1" --memory_limit_mb=1048576 --json \
     | "$PY" -c "import json,sys; print(json.load(sys.stdin)['total_bytes'] / 2**20)"
 }
 LIMIT=$("$PY" -c "print(int(48 + ($(spec_mb "$TMP/labels1.yaml") + $(spec_mb "$TMP/labels2.yaml")) / 2))")

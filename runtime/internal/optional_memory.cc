@@ -40,6 +40,48 @@ int64_t LargestFitting(int64_t lo, int64_t hi, const std::function<bool(int64_t)
   return lo;
 }
 
+// kMostSampleRoomMb bounds the search for the sample room: 32 MiB for each of the most
+// workers a graph may have (GraphOptions::kMaxWorkers 256); the plan caps the room at
+// what its workers need, so any larger value plans the same.
+constexpr int64_t kMostSampleRoomMb = 32 * 256;
+
+// CutSampleRoom is the last resort under memory_limit_mb: `cut` (options with the seek
+// index off and one batch buffer, which still do not fit) with the workers' sample room
+// as large as fits, down to none (a worker then holds, for one sample, what the plan gives
+// it and no more; larger samples are skipped as decode_memory / op_memory). `given`, the
+// refusal, when not even without a room the plan fits.
+absl::StatusOr<PipelineOptions> CutSampleRoom(const PipelineOptions& original,
+                                              absl::StatusOr<PipelineOptions> cut,
+                                              const FitsFn& fits, const absl::Status& given,
+                                              std::string* note) {
+  if (!cut.ok() || cut->memory_limit_mb <= 0) return given;
+  // An auto prefetch stays auto: it starts at the fewest buffers and grows within budget.
+  if (original.prefetch_batches == PipelineOptions::kAuto) cut->prefetch_batches = PipelineOptions::kAuto;
+  const auto fits_room = [&](int64_t mb) {
+    PipelineOptions o = *cut;
+    o.sample_room_mb = mb;
+    return fits(o).ok();
+  };
+  if (!fits_room(0)) return given;
+  const int64_t most = cut->sample_room_mb >= 0 ? cut->sample_room_mb : kMostSampleRoomMb;
+  const int64_t mb = LargestFitting(0, most, fits_room);
+  PipelineOptions out = *std::move(cut);
+  out.sample_room_mb = mb;
+  if (note != nullptr) {
+    std::string cuts;
+    if (original.prefetch_batches > 1) {
+      cuts = absl::StrCat("prefetch_batches cut from ", original.prefetch_batches, " to 1, ");
+    }
+    if (SeekIndexMb(original) > 0) absl::StrAppend(&cuts, "decode seek index off, ");
+    *note = absl::StrCat(
+        cuts, "the workers' sample room (32 MiB a worker less its planned decode memory) cut "
+        "to ", mb, " MiB to fit the memory budget: a sample that needs more than a worker's "
+        "share is skipped (decode_memory, op_memory); raise memory_limit_mb or lower "
+        "num_workers");
+  }
+  return out;
+}
+
 }  // namespace
 
 int64_t SeekIndexMb(const PipelineOptions& options) {
@@ -90,7 +132,7 @@ absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& opti
   // buffer without the seek index does not fit, the refusal stands.
   int prefetch = options.prefetch_batches;
   if (!fits_with(0, prefetch)) {
-    if (prefetch <= 1 || !fits_with(0, 1)) return given;
+    if (prefetch <= 1 || !fits_with(0, 1)) return CutSampleRoom(options, with(0, 1), fits, given, note);
     prefetch = static_cast<int>(LargestFitting(
         1, prefetch - 1, [&](int64_t p) { return fits_with(0, static_cast<int>(p)); }));
   }
