@@ -6,6 +6,8 @@
 # http.server, which ignores Range: 680 MiB peak (401 with --read_ahead=0). Now only
 # members up to the read-ahead's bound (max_bytes over max_in_flight) are read ahead,
 # larger ones by their worker within its share; every sample is delivered or counted.
+# 2. The same under memory_limit_mb 256 with the default HTTP block cache: refused at
+# Create (the 142 MB shard's cache); the cache is now cut first, as the seek index is.
 # Sanitized builds map shadow memory: there RSS says nothing, only the counts are checked.
 set -euo pipefail
 FLOWLOADER="$1"
@@ -86,4 +88,27 @@ assert s["samples"] + skipped == 16 and s["samples"] >= 8, s
 if sanitized == "0":
     assert kb / 1024 <= int(limit_mb), f"peak RSS {kb / 1024:.0f} MiB over {limit_mb}"
 PYEOF
-echo "read_ahead_rss_test: 1 passed, 0 failed"
+
+# 2. The same shards with the default HTTP block cache (http_cache_mb 256, the 142 MB
+# shard admitted) under memory_limit_mb 256: the cache is optional, cut before a refusal
+# (the run was refused at Create), and the run stays within the limit.
+sed -e "s/memory_limit_mb: $LIMIT_MB/memory_limit_mb: 256/" -e "/http_cache_mb/d" \
+  "$TMP/run.yaml" >"$TMP/cache.yaml"
+/usr/bin/time -v "$FLOWLOADER" run --spec="$TMP/cache.yaml" --metrics_address= --noprogress \
+  --summary_json="$TMP/cache.json" >/dev/null 2>"$TMP/cache.err" \
+  || fail "case 2 exited $?: $(grep -v '^\s' "$TMP/cache.err" | tail -3)"
+grep -q "HTTP block cache cut to [0-9]* MiB (http_cache_mb 256)" "$TMP/cache.err" \
+  || fail "case 2: the cache was not cut: $(grep -v '^\s' "$TMP/cache.err" | head -5)"
+"$PY" - "$TMP/cache.json" "$TMP/cache.err" 256 "$SANITIZED" <<'PYEOF'
+import json, re, sys
+summary, log, limit_mb, sanitized = sys.argv[1:]
+s = json.load(open(summary))
+kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(log).read()).group(1))
+print(f"read_ahead_rss_test: http cache cut: {s['samples']} samples, skipped {s['errors']}, "
+      f"peak RSS {kb / 1024:.0f} MiB (limit {limit_mb})")
+skipped = s["errors"].get("decode_memory", 0) + s["errors"].get("op_memory", 0)
+assert s["samples"] + skipped == 16 and s["samples"] >= 8, s
+if sanitized == "0":
+    assert kb / 1024 <= int(limit_mb), f"peak RSS {kb / 1024:.0f} MiB over {limit_mb}"
+PYEOF
+echo "read_ahead_rss_test: 2 passed, 0 failed"

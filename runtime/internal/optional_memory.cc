@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "stages/reader/schemes.h"
 
 namespace flowloader {
 namespace pipeline_internal {
@@ -117,10 +118,16 @@ absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& opti
     return options;
   }
   const int64_t seek_mb = SeekIndexMb(options);
+  // The HTTP block cache (whole remote shards kept as blocks) is optional too: cut with
+  // the seek index (a limit of 256 MiB refused a 142 MB shard's cache outright).
+  int64_t http_mb = 0;
   const auto with = [&](int64_t mb, int prefetch) -> absl::StatusOr<PipelineOptions> {
     absl::StatusOr<PipelineOptions> o =
         seek_mb > 0 ? WithSeekIndexMb(options, mb) : absl::StatusOr<PipelineOptions>(options);
-    if (o.ok()) o->prefetch_batches = prefetch;
+    if (o.ok()) {
+      o->prefetch_batches = prefetch;
+      o->http_cache_mb = std::min(http_mb, options.http_cache_mb);
+    }
     return o;
   };
   const auto fits_with = [&](int64_t mb, int prefetch) {
@@ -136,10 +143,19 @@ absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& opti
     prefetch = static_cast<int>(LargestFitting(
         1, prefetch - 1, [&](int64_t p) { return fits_with(0, static_cast<int>(p)); }));
   }
-  // The largest seek index that fits with those buffers.
-  // (All of it may fit once the buffers are fewer.)
+  // The largest HTTP block cache that fits with those buffers, then the largest seek
+  // index beside it. (All of either may fit once the buffers are fewer.)
   const bool cut_prefetch = prefetch != options.prefetch_batches;
-  const int64_t mb = seek_mb > 0 ? LargestFitting(0, cut_prefetch ? seek_mb : seek_mb - 1,
+  if (options.http_cache_mb > 0) {
+    http_mb = options.http_cache_mb;
+    if (!fits_with(0, prefetch)) {
+      http_mb = LargestFitting(0, options.http_cache_mb - 1, [&](int64_t m) {
+        http_mb = m;
+        return fits_with(0, prefetch);
+      });
+    }
+  }
+  const int64_t mb = seek_mb > 0 ? LargestFitting(0, seek_mb,
                                                   [&](int64_t m) { return fits_with(m, prefetch); })
                                  : 0;
   absl::StatusOr<PipelineOptions> best = with(mb, prefetch);
@@ -149,6 +165,10 @@ absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& opti
     if (cut_prefetch) {
       cuts.push_back(absl::StrCat("prefetch_batches cut from ", options.prefetch_batches, " to ",
                                   prefetch));
+    }
+    if (http_mb < options.http_cache_mb && IsRemotePath(options.data)) {
+      cuts.push_back(absl::StrCat("HTTP block cache cut to ", http_mb, " MiB (http_cache_mb ",
+                                  options.http_cache_mb, ")"));
     }
     if (seek_mb > 0 && mb < seek_mb) {
       cuts.push_back(mb > 0 ? absl::StrCat("decode seek index cut to ", mb, " MiB (seek_index_mb ",
