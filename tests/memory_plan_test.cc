@@ -410,10 +410,18 @@ TEST_F(MemoryPlanTest, TheSampleRoomIsPlannedUnderALimitAndCutLast) {
     EXPECT_EQ(log.LinesNaming("raise memory_limit_mb or lower num_workers"), 1);
     EXPECT_EQ(Drain(pipeline->get()).samples, kImages);  // Small photos fit what is left.
   }
-  // Without room for one buffer beside the rest: refused.
+  // Without room for one buffer beside the rest: refused in one line naming the limit
+  // and num_workers, all the parts, never the room alone (which is cut first).
   o.memory_limit_mb =
       (full->total_bytes() - room - PartBytes(*full, "seek_index") - pool + kProcessBytes) >> 20;
-  EXPECT_EQ(Pipeline::Create(o).status().code(), absl::StatusCode::kResourceExhausted);
+  const absl::Status refused = Pipeline::Create(o).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  const std::string message(refused.message());
+  EXPECT_EQ(message.find("the sample room needs"), std::string::npos) << message;
+  EXPECT_NE(message.find("the pipeline needs"), std::string::npos) << message;
+  EXPECT_NE(message.find("memory_limit_mb"), std::string::npos) << message;
+  EXPECT_NE(message.find("num_workers"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 }  // namespace
