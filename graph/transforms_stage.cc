@@ -323,7 +323,9 @@ class TransformsStage : public SampleStage {
     // of staying beside every later sample, outside the plan and the worker's share.
     constexpr size_t kKeptPlaneBytes = size_t{16} << 20;
     for (Image* plane : {&labels, &spare}) {
-      if (plane->pixels.capacity() > kKeptPlaneBytes) decltype(plane->pixels)().swap(plane->pixels);
+      if (plane->pixels.capacity() > kKeptPlaneBytes) {
+        decltype(plane->pixels)().swap(plane->pixels);
+      }
     }
     if (!status.ok()) return status;
     const std::array<int64_t, 3> shape = program_->shape();

@@ -726,7 +726,8 @@ TEST_F(ShardsTest, AWholeGetOverItsLimitIsRefusedWithTheSizeTheServerGave) {
     const absl::Status s = (*env)->ReadFile(url, 4096, &bytes);
     EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
     EXPECT_EQ(TooLargeSize(s), size) << s;
-    EXPECT_TRUE(absl::StrContains(s.message(), absl::StrCat(size, " bytes is over the limit of 4096")))
+    EXPECT_TRUE(
+        absl::StrContains(s.message(), absl::StrCat(size, " bytes is over the limit of 4096")))
         << s;
     EXPECT_TRUE(bytes.empty());
     // At the limit or above it, the whole body.

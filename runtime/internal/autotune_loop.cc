@@ -67,8 +67,8 @@ std::string LargestPartKnob(const MemoryPlan& plan) {
 // budget when that is memory_limit_mb (each worker plans its scratch and its sample room:
 // 16 auto workers' 512 MiB of sample room would refuse memory_limit_mb 256 outright).
 // With no limit, graph.max_workers; when not even one worker fits, 1 (Create then cuts
-// its sample room, or refuses naming the parts). `auto_buffers`: planned with one batch buffer, where auto
-// prefetch starts from.
+// its sample room, or refuses naming the parts). `auto_buffers`: planned with one batch
+// buffer, where auto prefetch starts from.
 absl::StatusOr<int> WorkersWithin(const PlanGraphMemoryFn& plan_memory, const GraphOptions& graph,
                                   bool auto_buffers) {
   const int most = graph.max_workers;

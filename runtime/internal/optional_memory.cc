@@ -57,7 +57,9 @@ absl::StatusOr<PipelineOptions> CutSampleRoom(const PipelineOptions& original,
                                               std::string* note) {
   if (!cut.ok() || cut->memory_limit_mb <= 0) return given;
   // An auto prefetch stays auto: it starts at the fewest buffers and grows within budget.
-  if (original.prefetch_batches == PipelineOptions::kAuto) cut->prefetch_batches = PipelineOptions::kAuto;
+  if (original.prefetch_batches == PipelineOptions::kAuto) {
+    cut->prefetch_batches = PipelineOptions::kAuto;
+  }
   const auto fits_room = [&](int64_t mb) {
     PipelineOptions o = *cut;
     o.sample_room_mb = mb;
@@ -72,6 +74,9 @@ absl::StatusOr<PipelineOptions> CutSampleRoom(const PipelineOptions& original,
     std::string cuts;
     if (original.prefetch_batches > 1) {
       cuts = absl::StrCat("prefetch_batches cut from ", original.prefetch_batches, " to 1, ");
+    }
+    if (original.http_cache_mb > 0 && IsRemotePath(original.data)) {
+      absl::StrAppend(&cuts, "HTTP block cache off, ");
     }
     if (SeekIndexMb(original) > 0) absl::StrAppend(&cuts, "decode seek index off, ");
     *note = absl::StrCat(
@@ -139,7 +144,9 @@ absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& opti
   // buffer without the seek index does not fit, the refusal stands.
   int prefetch = options.prefetch_batches;
   if (!fits_with(0, prefetch)) {
-    if (prefetch <= 1 || !fits_with(0, 1)) return CutSampleRoom(options, with(0, 1), fits, given, note);
+    if (prefetch <= 1 || !fits_with(0, 1)) {
+      return CutSampleRoom(options, with(0, 1), fits, given, note);
+    }
     prefetch = static_cast<int>(LargestFitting(
         1, prefetch - 1, [&](int64_t p) { return fits_with(0, static_cast<int>(p)); }));
   }
