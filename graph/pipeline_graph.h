@@ -118,6 +118,10 @@ struct GraphOptions {
   // Memory the graph may plan for (batch pool and the stages' declared parts); 0 = what
   // the process may use (resources.h AvailableMemory). Build refuses a plan above it.
   int64_t memory_limit_bytes = 0;
+  // Under memory_limit_bytes, the most bytes the plan's sample room may take (the least
+  // the workers may hold for one sample each, memory_planning.h SampleRoomPart); -1 = all
+  // of it. Cut by Pipeline::Create when nothing else makes the plan fit.
+  int64_t sample_room_bytes = -1;
   // What the data sources keep in memory (stages/reader/data_sources.h DataSources::
   // memory: the HTTP block cache, the sampler's order), planned after the stages' parts.
   std::vector<MemoryPart> source_memory;

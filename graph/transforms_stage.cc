@@ -318,6 +318,15 @@ class TransformsStage : public SampleStage {
     t.semantic.swap(labels.pixels);
     t.canvas_width = labels.width;
     t.canvas_height = labels.height;
+    // The thread keeps its two planes for the next sample up to 16 MiB each: larger ones,
+    // made for one large map (a pad or resize of a 16 Mpx map), go back at once instead
+    // of staying beside every later sample, outside the plan and the worker's share.
+    constexpr size_t kKeptPlaneBytes = size_t{16} << 20;
+    for (Image* plane : {&labels, &spare}) {
+      if (plane->pixels.capacity() > kKeptPlaneBytes) {
+        decltype(plane->pixels)().swap(plane->pixels);
+      }
+    }
     if (!status.ok()) return status;
     const std::array<int64_t, 3> shape = program_->shape();
     const bool chw = program_->is_float();

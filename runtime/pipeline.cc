@@ -191,6 +191,7 @@ GraphOptions GraphOptionsFor(const PipelineOptions& options, const DataSources& 
   graph_options.max_error_fraction = options.max_error_fraction;
   graph_options.env = options.env;
   graph_options.memory_limit_bytes = MemoryLimitBytes(options);
+  graph_options.sample_room_bytes = options.sample_room_mb < 0 ? -1 : options.sample_room_mb << 20;
   graph_options.batch_stages = options.batch_ops;
   graph_options.source_memory = data.memory;
   return graph_options;

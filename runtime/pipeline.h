@@ -229,6 +229,11 @@ struct PipelineOptions {
   // the cgroup memory limit). Create refuses a plan above it with the bytes and the knobs
   // to lower. Default 0.
   int64_t memory_limit_mb = 0;
+  // Under memory_limit_mb, the most MiB the plan's sample room (what the workers may hold
+  // for one sample each, at least 32 MiB a worker less its planned decode memory) may
+  // take; -1 = all of it. Create cuts it, after the seek index and prefetch_batches, when
+  // the plan does not fit otherwise (samples that need more are then skipped, counted).
+  int64_t sample_room_mb = -1;
   // Record the first trace_spans per-stage spans for a Chrome/Perfetto trace (see
   // stats()->trace); 0 = off. Each span is 32 bytes, allocated up front.
   size_t trace_spans = 0;

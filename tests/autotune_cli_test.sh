@@ -68,10 +68,11 @@ WANT="--ram_budget must be bytes" expect2 run "${R[@]}" --prefetch_batches=auto 
 WANT="ram_budget 1.0 MiB is below one batch buffer's plan (.*): raise ram_budget or lower max_decode_mb" expect2 run "${R[@]}" \
   --prefetch_batches=auto --ram_budget=1MiB
 # prefetch_batches=auto under a memory_limit_mb that one batch buffer fits and two do not:
-# it runs with one (it started at two whatever the limit, and was refused).
+# it runs with one (it started at two whatever the limit, and was refused). The plans are
+# made under a limit (any), which adds the workers' sample room.
 plan_mb() {
   "$FLOWLOADER" plan --data="$DATA" --image_size=512 --batch_size=4 --num_workers=2 \
-    --prefetch_batches="$1" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['total_bytes'] / 2**20)"
+    --prefetch_batches="$1" --memory_limit_mb=1048576 --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['total_bytes'] / 2**20)"
 }
 LIMIT=$("$PY" -c "print(int(48 + ($(plan_mb 1) + $(plan_mb 2)) / 2))")
 "$FLOWLOADER" run --data="$DATA" --image_size=512 --batch_size=4 --num_workers=2 \
@@ -92,7 +93,7 @@ spec_labels 1 >"$TMP/labels1.yaml"
 spec_labels 2 >"$TMP/labels2.yaml"
 spec_labels auto >"$TMP/labels_auto.yaml"
 spec_mb() {
-  "$FLOWLOADER" plan --spec="$1" --json \
+  "$FLOWLOADER" plan --spec="$1" --memory_limit_mb=1048576 --json \
     | "$PY" -c "import json,sys; print(json.load(sys.stdin)['total_bytes'] / 2**20)"
 }
 LIMIT=$("$PY" -c "print(int(48 + ($(spec_mb "$TMP/labels1.yaml") + $(spec_mb "$TMP/labels2.yaml")) / 2))")
@@ -108,6 +109,17 @@ LIMIT=$("$PY" -c "print(int(48 + ($(spec_mb "$TMP/labels1.yaml") + $(spec_mb "$T
 WANT="the batch pool needs 180.0 GiB (prefetch 1 × .*) but 52.0 MiB is available (memory_limit_mb 100.0 MiB less 48.0 MiB the process holds itself): lower batch_size" \
   expect2 run "${R[@]}" --prefetch_batches=auto --image_size=16384 --batch_size=64 \
   --memory_limit_mb=100
+# num_workers=auto with cpu_budget 8 under memory_limit_mb 128: eight workers' codec
+# memory and sample room do not fit beside a batch of 60 (refused at Create before);
+# auto takes the most workers that fit, logged, and delivers every sample.
+"$FLOWLOADER" run --data="$DATA" --batch_size=64 --num_workers=auto --cpu_budget=8 \
+  --memory_limit_mb=128 --epochs=1 --metrics_address= --progress=false \
+  --summary_json="$TMP/capped.json" >/dev/null 2>"$TMP/capped.err" \
+  || fail "num_workers=auto, cpu_budget 8 under memory_limit_mb 128 exited $?: $(cat "$TMP/capped.err")"
+grep -q "num_workers auto: at most [1-7] of 8 workers fit memory_limit_mb" "$TMP/capped.err" \
+  || fail "auto workers were not capped: $(cat "$TMP/capped.err")"
+"$PY" -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['samples'] == 60 and s['autotune']['num_workers'] < 8, s" \
+  "$TMP/capped.json" || fail "capped run: $(cat "$TMP/capped.json")"
 printf 'data: %s\nnum_workers: many\n' "$DATA" >"$TMP/bad.yaml"
 WANT="bad.yaml:2:14: num_workers must be an integer, got 'many'" expect2 run --spec="$TMP/bad.yaml"
 # A ram_budget below one buffer names the plan's total and largest part, not all six

@@ -217,6 +217,7 @@ TEST_F(GraphResizeTest, ABufferThePlanCannotHoldIsRefusedBeforeAllocating) {
   o.max_prefetch_batches = 6;
   GraphOptions two = o;
   two.max_prefetch_batches = 0;
+  two.memory_limit_bytes = int64_t{1} << 50;  // Planned with a limit's parts (sample room).
   auto plan = PipelineGraph::Plan(two, *dataset_, *sampler_, *memory_);
   ASSERT_TRUE(plan.ok()) << plan.status();
   // Room for two buffers and half of a third; a buffer is 4 rows of 3×24² float32 and

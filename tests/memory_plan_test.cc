@@ -31,11 +31,20 @@ constexpr int kImages = 10;
 // What the plan leaves of memory_limit_mb for the process itself (kUnplannedBytes,
 // graph/internal/memory_planning.h): the plan fits the limit less this.
 constexpr int64_t kProcessBytes = int64_t{48} << 20;
+// A memory_limit_mb far above any machine's memory: a plan made under it has the parts
+// only a limit adds (the workers' sample room), so a limit set from its total fits it.
+constexpr int64_t kAnyLimitMb = int64_t{1} << 30;
 
 class MemoryPlanTest : public ::testing::Test {
  protected:
   void SetUp() override { data_ = MakeImageFolder(TempDirForTest("memory_plan_"), 2, 5); }
 
+  // PartBytes is the bytes of `plan`'s part `key`, 0 when it has none.
+  static int64_t PartBytes(const MemoryPlan& plan, const std::string& key) {
+    int64_t bytes = 0;
+    for (const MemoryPart& part : plan.parts()) bytes += part.key == key ? part.bytes : 0;
+    return bytes;
+  }
   static std::map<std::string, int64_t> Plan(const Pipeline& pipeline) {
     std::map<std::string, int64_t> plan;
     for (const auto& [key, bytes] : pipeline.stats()->memory_plan) plan[key] = bytes;
@@ -105,8 +114,9 @@ TEST_F(MemoryPlanTest, LargeImagesAreRefusedAtCreateAboveTheLimit) {
 TEST_F(MemoryPlanTest, TheSeekIndexIsPlannedFromTheDatasetsSize) {
   PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
   // Codec memory 2 × 8 MiB + kept buffers 2 × 2 MiB + pool 36 KiB + seek index 80 KiB
-  // + scratch 6 KiB, and the 48 MiB the process holds itself.
-  o.memory_limit_mb = 21 + (kProcessBytes >> 20);
+  // + scratch 6 KiB, the sample room (2 × 32 MiB less the scratch) and the 48 MiB the
+  // process holds itself.
+  o.memory_limit_mb = 21 + 64 + (kProcessBytes >> 20);
   absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_NE(plan->Describe().find("seek index 80.0 KiB (10 files × 8.0 KiB, within decode "
@@ -131,6 +141,7 @@ TEST_F(MemoryPlanTest, TheSeekIndexShrinksToFitTheLimitBeforeARefusal) {
   PipelineOptions o = SmallCpuOptions(data, 4, nullptr);
   o.prefetch_batches = 2;
   o.epochs = 1;
+  o.memory_limit_mb = kAnyLimitMb;
   absl::StatusOr<MemoryPlan> full = Pipeline::PlanMemoryAsGiven(o);
   ASSERT_TRUE(full.ok()) << full.status();
   int64_t seek = 0;
@@ -152,8 +163,10 @@ TEST_F(MemoryPlanTest, TheSeekIndexShrinksToFitTheLimitBeforeARefusal) {
   absl::StatusOr<MemoryPlan> planned = Pipeline::PlanMemory(o);
   ASSERT_TRUE(planned.ok()) << planned.status();
   EXPECT_EQ(planned->total_bytes(), plan["total_bytes"]);
-  // A limit that the plan does not fit even without a seek index: the refusal stands.
-  o.memory_limit_mb = (full->total_bytes() - seek - (2 << 20) + kProcessBytes) >> 20;
+  // A limit that the plan does not fit even without a seek index, one buffer and the
+  // workers' sample room: the refusal stands.
+  o.memory_limit_mb = (full->total_bytes() - seek - PartBytes(*full, "sample_room") -
+                       (2 << 20) + kProcessBytes) >> 20;
   EXPECT_EQ(Pipeline::Create(o).status().code(), absl::StatusCode::kResourceExhausted);
 }
 
@@ -256,6 +269,7 @@ TEST_F(MemoryPlanTest, AnOpImageOverAWorkersShareIsSkippedAsOpMemory) {
   };
   // 4096 on the shorter side: 4096 × ~5000 × 3 B ≈ 60 MiB an image, in and out.
   PipelineOptions big = with_ops("resize(size=4096); random_crop(size=16); normalize()");
+  big.memory_limit_mb = kAnyLimitMb;
   absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(big);
   ASSERT_TRUE(plan.ok()) << plan.status();
   // 48 MiB for the process and ~8 MiB for the workers' images beyond the plan.
@@ -300,9 +314,11 @@ TEST_F(MemoryPlanTest, ADecodeMemorySkipNamesTheEncodedBytesItCounts) {
   o.stages = *stages;
   o.num_workers = 1;
   o.prefetch_batches = 1;
+  o.memory_limit_mb = kAnyLimitMb;
   absl::StatusOr<MemoryPlan> plan = Pipeline::PlanMemory(o);
   ASSERT_TRUE(plan.ok()) << plan.status();
-  // Just the unplanned 48 MiB beyond the plan: the worker's share is its 32 MiB minimum.
+  // Just the unplanned 48 MiB beyond the plan: the worker's share is its 32 MiB minimum,
+  // the plan's sample room and decode scratch.
   o.memory_limit_mb = ((plan->total_bytes() + (int64_t{48} << 20)) >> 20) + 1;
   testing::LogCapture log;
   absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
@@ -327,6 +343,7 @@ TEST_F(MemoryPlanTest, PrefetchShrinksToFitTheLimitBeforeARefusal) {
   PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
   o.image_size = 256;  // 768 KiB a sample: 3 MiB a buffer of 4.
   o.prefetch_batches = 8;
+  o.memory_limit_mb = kAnyLimitMb;
   absl::StatusOr<MemoryPlan> full = Pipeline::PlanMemoryAsGiven(o);
   ASSERT_TRUE(full.ok()) << full.status();
   int64_t pool = 0;
@@ -347,11 +364,64 @@ TEST_F(MemoryPlanTest, PrefetchShrinksToFitTheLimitBeforeARefusal) {
     EXPECT_EQ(log.LinesNaming("prefetch_batches cut from 8 to"), 1);
     EXPECT_EQ(Drain(pipeline->get()).samples, kImages);
   }
-  // Not even one buffer fits: the refusal names the batch pool.
-  o.memory_limit_mb = (full->total_bytes() - pool + kProcessBytes) >> 20;
+  // Not even one buffer fits, without the workers' sample room: the refusal.
+  o.memory_limit_mb =
+      (full->total_bytes() - pool - PartBytes(*full, "sample_room") + kProcessBytes) >> 20;
   absl::StatusOr<std::unique_ptr<Pipeline>> refused = Pipeline::Create(o);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+// Under memory_limit_mb the least a worker may hold for one sample (32 MiB, less the
+// decode memory the plan gives it) is a plan part, the sample room: a plan that filled
+// the limit less the process's 48 MiB let each worker hold 32 MiB beside it. Over the
+// limit, the seek index and prefetch_batches are cut first, then the room (logged, naming
+// memory_limit_mb and num_workers), down to none; only a plan that does not fit without
+// it is refused. Without a limit there is no room.
+TEST_F(MemoryPlanTest, TheSampleRoomIsPlannedUnderALimitAndCutLast) {
+  PipelineOptions o = SmallCpuOptions(data_, 4, nullptr);
+  o.prefetch_batches = 2;
+  absl::StatusOr<MemoryPlan> free = Pipeline::PlanMemoryAsGiven(o);
+  ASSERT_TRUE(free.ok()) << free.status();
+  EXPECT_EQ(PartBytes(*free, "sample_room"), 0);
+  o.memory_limit_mb = kAnyLimitMb;
+  absl::StatusOr<MemoryPlan> full = Pipeline::PlanMemoryAsGiven(o);
+  ASSERT_TRUE(full.ok()) << full.status();
+  const int64_t room = PartBytes(*full, "sample_room");
+  EXPECT_EQ(room, o.num_workers * (int64_t{32} << 20) - PartBytes(*full, "decode_scratch") -
+                      PartBytes(*full, "decode_kept"));
+  EXPECT_EQ(full->total_bytes(), free->total_bytes() + room);
+  // Room for everything but the seek index, one buffer and half the sample room.
+  const int64_t pool = PartBytes(*full, "batch_pool") + PartBytes(*full, "batch_labels");
+  o.memory_limit_mb = (full->total_bytes() - PartBytes(*full, "seek_index") - pool / 2 -
+                       room / 2 + kProcessBytes) >> 20;
+  {
+    testing::LogCapture log;
+    absl::StatusOr<std::unique_ptr<Pipeline>> pipeline = Pipeline::Create(o);
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status();
+    std::map<std::string, int64_t> plan = Plan(**pipeline);
+    EXPECT_GT(plan["sample_room_bytes"], 0);
+    EXPECT_LT(plan["sample_room_bytes"], room);
+    EXPECT_LE(plan["total_bytes"], (o.memory_limit_mb << 20) - kProcessBytes);
+    EXPECT_EQ((*pipeline)->prefetch_batches(), 1);
+    EXPECT_EQ(log.LinesNaming("sample room (32 MiB a worker less its planned decode memory) "
+                              "cut to"),
+              1);
+    EXPECT_EQ(log.LinesNaming("raise memory_limit_mb or lower num_workers"), 1);
+    EXPECT_EQ(Drain(pipeline->get()).samples, kImages);  // Small photos fit what is left.
+  }
+  // Without room for one buffer beside the rest: refused in one line naming the limit
+  // and num_workers, all the parts, never the room alone (which is cut first).
+  o.memory_limit_mb =
+      (full->total_bytes() - room - PartBytes(*full, "seek_index") - pool + kProcessBytes) >> 20;
+  const absl::Status refused = Pipeline::Create(o).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  const std::string message(refused.message());
+  EXPECT_EQ(message.find("the sample room needs"), std::string::npos) << message;
+  EXPECT_NE(message.find("the pipeline needs"), std::string::npos) << message;
+  EXPECT_NE(message.find("memory_limit_mb"), std::string::npos) << message;
+  EXPECT_NE(message.find("num_workers"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 }  // namespace

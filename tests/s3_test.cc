@@ -21,6 +21,7 @@
 #include "runtime/pipeline.h"
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
+#include "stages/reader/env.h"
 #include "stages/reader/s3_env.h"
 #include "tests/testing/pipeline_helpers.h"
 #include "tests/testing/s3_server.h"
@@ -236,6 +237,23 @@ TEST_F(S3Test, AWholeGetFillsOneBlockOfTheBodysSize) {
   EXPECT_EQ(part, body.substr(12345, 600000));
   EXPECT_EQ(part.capacity(), 600000u);
   ASSERT_TRUE(gateway_->Delete(kBucket, "big/object.bin"));
+}
+
+// An object over the bytes a reader accepts (the read stage's share of memory for one
+// sample) is refused with its size, from the GET's Content-Length, before any of its body
+// is kept (it read up to the limit and said "limit + 1 bytes").
+TEST_F(S3Test, AnObjectOverTheLimitIsRefusedWithItsSize) {
+  const std::string body(1000001, 'y');
+  ASSERT_TRUE(gateway_->Put(kBucket, "big/too_large.bin", body));
+  auto env = S3Env::Create(nullptr, HttpOptions(), S3());
+  ASSERT_TRUE(env.ok()) << env.status();
+  std::string bytes;
+  const absl::Status s = (*env)->ReadFile("s3://data/big/too_large.bin", 65536, &bytes);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(TooLargeSize(s), 1000001) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "1000001 bytes is over the limit of 65536")) << s;
+  EXPECT_TRUE(bytes.empty());
+  ASSERT_TRUE(gateway_->Delete(kBucket, "big/too_large.bin"));
 }
 
 TEST_F(S3Test, EachCredentialSourceOfTheChainReads) {

@@ -19,6 +19,7 @@
 #include "runtime/run_summary.h"
 #include "stages/core/sample_error.h"
 #include "stages/reader/dataset.h"
+#include "stages/reader/env.h"
 #include "stages/reader/http_env.h"
 #include "stages/reader/tar_index_file.h"
 #include "stages/reader/tar_writer.h"
@@ -702,6 +703,37 @@ TEST_F(ShardsTest, HttpEnvNamesEachMisbehaviourByReason) {
   EXPECT_EQ(tail, good.substr(good.size() - 10));
   ASSERT_TRUE((*env)->ReadRange(bad.Url("/ok/train-000001.tar"), good.size() + 5, 100, &tail).ok());
   EXPECT_EQ(tail, "");
+}
+
+// A whole GET over the bytes a reader accepts (the read stage's share of memory for one
+// sample) is refused with the size the server gave in Content-Length, before any of the
+// body is kept: from nginx and from Python's http.server. It read up to the limit and
+// said "limit + 1 bytes".
+TEST_F(ShardsTest, AWholeGetOverItsLimitIsRefusedWithTheSizeTheServerGave) {
+  Server nginx = Server::Nginx(*shard_dir_, TempDirForTest("nginx_"));
+  Server python = Server::Misbehaving(*shard_dir_);
+  ASSERT_TRUE(nginx.running());
+  ASSERT_TRUE(python.running());
+  auto env = HttpEnv::Create(nullptr, HttpOptions());
+  ASSERT_TRUE(env.ok()) << env.status();
+  const int64_t size =
+      static_cast<int64_t>(testing::ReadFile(*shard_dir_ + "/train-000001.tar").size());
+  ASSERT_GT(size, 4096);
+  for (const std::string& url :
+       {nginx.Url("/train-000001.tar"), python.Url("/ok/train-000001.tar")}) {
+    SCOPED_TRACE(url);
+    std::string bytes;
+    const absl::Status s = (*env)->ReadFile(url, 4096, &bytes);
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    EXPECT_EQ(TooLargeSize(s), size) << s;
+    EXPECT_TRUE(
+        absl::StrContains(s.message(), absl::StrCat(size, " bytes is over the limit of 4096")))
+        << s;
+    EXPECT_TRUE(bytes.empty());
+    // At the limit or above it, the whole body.
+    ASSERT_TRUE((*env)->ReadFile(url, size, &bytes).ok());
+    EXPECT_EQ(static_cast<int64_t>(bytes.size()), size);
+  }
 }
 
 // A shard whose server answers its index, then sends every body a byte at a time: its

@@ -261,6 +261,13 @@ absl::StatusOr<GraphPlan> PlanGraph(const GraphOptions& options, const Dataset& 
   if (!dataset.column_names().empty()) {
     plan.memory.Add(ColumnsMemoryPart(dataset, options.prefetch_batches, plan.pool_rows));
   }
+  // Last: the least each worker may hold for one sample under memory_limit_mb, beside
+  // everything above (what the decode scratch does not already give it).
+  if (MemoryPart room = SampleRoomPart(plan.memory, options.num_workers,
+                                       options.memory_limit_bytes, options.sample_room_bytes);
+      room.bytes > 0) {
+    plan.memory.Add(std::move(room));
+  }
   return plan;
 }
 

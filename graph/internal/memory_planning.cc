@@ -141,6 +141,34 @@ MemoryBudget PlanBudget(const MemoryBudget& budget) {
                                    " the process holds itself")};
 }
 
+int64_t SampleBytesPlanned(const MemoryPlan& plan) {
+  int64_t bytes = 0;
+  for (const MemoryPart& part : plan.parts()) {
+    if (part.key == "decode_scratch" || part.key == "decode_kept") bytes += part.bytes;
+  }
+  return bytes;
+}
+
+MemoryPart SampleRoomPart(const MemoryPlan& plan, int workers, int64_t memory_limit_bytes,
+                          int64_t most_bytes) {
+  workers = std::max(workers, 1);
+  MemoryPart part;
+  part.name = "sample room";
+  part.key = "sample_room";
+  if (memory_limit_bytes <= 0) return part;
+  const int64_t full =
+      std::max<int64_t>(0, workers * kMinWorkerImageBytes - SampleBytesPlanned(plan));
+  part.bytes = most_bytes >= 0 ? std::min(full, most_bytes) : full;
+  part.formula = absl::StrCat("num_workers ", workers, " × ", FormatBytes(kMinWorkerImageBytes),
+                              " one sample's images at the least, less its planned decode memory");
+  if (part.bytes < full) {
+    absl::StrAppend(&part.formula, " (cut from ", FormatBytes(full),
+                    " to fit memory_limit_mb: larger samples are skipped)");
+  }
+  part.knobs = {"num_workers"};
+  return part;
+}
+
 int64_t WorkerImageBytes(const MemoryPlan& plan, const MemoryBudget& budget, int workers) {
   if (!budget.known()) return 0;
   workers = std::max(workers, 1);
@@ -149,13 +177,18 @@ int64_t WorkerImageBytes(const MemoryPlan& plan, const MemoryBudget& budget, int
   // samples up to that size, so they are resident while the next sample decodes and
   // copies beside them (an 8192² random_crop's 192 MiB, then a 13000² decode and its
   // copy, went 1.2 GB past memory_limit_mb=1024 when both were counted once).
-  int64_t scratch = 0;
+  // The sample room is what the plan sets aside for exactly these images.
+  int64_t scratch = SampleBytesPlanned(plan);
   for (const MemoryPart& part : plan.parts()) {
-    if (part.key == "decode_scratch") scratch += part.bytes;
+    if (part.key == "sample_room") scratch += part.bytes;
   }
   const int64_t headroom =
       std::max<int64_t>(0, budget.bytes - plan.total_bytes() - kUnplannedBytes);
-  return std::max<int64_t>(kMinWorkerImageBytes, (headroom + scratch) / workers);
+  const int64_t share = (headroom + scratch) / workers;
+  // Under memory_limit_mb the plan's sample room is the minimum: a floor above it would
+  // take the run past the limit (32 MiB a worker beside a plan that fills it).
+  if (budget.source == "memory_limit_mb") return std::max<int64_t>(share, 1);
+  return std::max<int64_t>(kMinWorkerImageBytes, share);
 }
 
 }  // namespace flowloader

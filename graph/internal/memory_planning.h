@@ -86,12 +86,31 @@ MemoryBudget PlanBudget(const MemoryBudget& budget);
 // a budget the plan fills to the byte must not skip ordinary photos (a 10 Mpx decode).
 inline constexpr int64_t kMinWorkerImageBytes = int64_t{32} << 20;
 
+// SampleRoomPart is the plan's "sample room" under memory_limit_mb (memory_limit_bytes >
+// 0): what `workers` workers may hold for one sample each at the least
+// (kMinWorkerImageBytes), less what `plan` already gives them for it (SampleBytesPlanned),
+// at most `most_bytes` (>= 0; -1: no cap). Outside the plan, a plan that filled
+// memory_limit_mb less kUnplannedBytes to the byte still let each worker hold 32 MiB
+// beside it (4 workers under memory_limit_mb 128: 180 MiB peak). Pipeline::Create cuts it
+// (most_bytes) only after the seek index and prefetch_batches, so the workers' share is
+// then smaller and larger samples are skipped. A part of 0 bytes where there is no limit
+// or the plan covers it (not added then).
+MemoryPart SampleRoomPart(const MemoryPlan& plan, int workers, int64_t memory_limit_bytes,
+                          int64_t most_bytes = -1);
+
+// SampleBytesPlanned is what the plan already holds, per worker, of one sample's memory:
+// the decode scratch (its decoded pixels) and the decode buffers (its file bytes and the
+// JPEG scan's copy, each kept by a thread up to 1 MiB), summed over the workers.
+int64_t SampleBytesPlanned(const MemoryPlan& plan);
+
 // WorkerImageBytes is what one of `workers` workers may hold for one sample's images at
 // run time (WorkerMemory): an equal share of what `budget` leaves after `plan` (and
 // kUnplannedBytes), plus the per-worker decode scratch the plan already counts, which
-// the same images use (not the transforms scratch: kept working images stay resident
-// beside the next sample's); at least kMinWorkerImageBytes. 0 (no
-// limit) when the budget is unknown.
+// the same images use (SampleBytesPlanned; not the transforms scratch: kept working images
+// stay resident beside the next sample's), and the plan's sample room (SampleRoomPart),
+// which is theirs. At least kMinWorkerImageBytes, except under memory_limit_mb, where the
+// sample room stands for that minimum (and holds it unless Create had to cut the room).
+// 0 (no limit) when the budget is unknown.
 int64_t WorkerImageBytes(const MemoryPlan& plan, const MemoryBudget& budget, int workers);
 
 }  // namespace flowloader

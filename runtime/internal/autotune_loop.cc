@@ -76,6 +76,45 @@ std::string LargestPartKnob(const MemoryPlan& plan) {
   return largest == nullptr || largest->knobs.empty() ? "batch_size" : largest->knobs.front();
 }
 
+// WorkersWithin is the most workers, up to graph.max_workers, whose plan fits the run's
+// budget when that is memory_limit_mb (each worker plans its scratch and its sample room:
+// 16 auto workers' 512 MiB of sample room would refuse memory_limit_mb 256 outright).
+// With no limit, graph.max_workers; when not even one worker fits, 1 (Create then cuts
+// its sample room, or refuses naming the parts). `auto_buffers`: planned with one batch
+// buffer, where auto prefetch starts from.
+absl::StatusOr<int> WorkersWithin(const PlanGraphMemoryFn& plan_memory, const GraphOptions& graph,
+                                  bool auto_buffers) {
+  const int most = graph.max_workers;
+  if (graph.memory_limit_bytes <= 0 || most <= 1) return most;
+  const MemoryBudget budget = PipelineGraph::Budget(graph);
+  absl::Status error;
+  const auto fits = [&](int workers) {
+    GraphOptions g = graph;
+    g.num_workers = workers;
+    g.max_workers = workers;
+    if (auto_buffers) {
+      g.prefetch_batches = 1;
+      g.max_prefetch_batches = 0;
+    }
+    const absl::StatusOr<MemoryPlan> plan = plan_memory(g);
+    if (!plan.ok()) {
+      error = plan.status();
+      return false;
+    }
+    return plan->CheckFits(budget).ok();
+  };
+  if (fits(most)) return most;
+  if (!error.ok()) return error;
+  // Not even one: one worker, whose sample room Create then cuts (or refuses the rest).
+  if (!fits(1)) return error.ok() ? absl::StatusOr<int>(1) : error;
+  int lo = 1, hi = most;  // lo fits, hi does not.
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 }  // namespace
 
 absl::StatusOr<AutotunePlan> PlanAutotune(const PipelineOptions& options,
@@ -96,6 +135,17 @@ absl::StatusOr<AutotunePlan> PlanAutotune(const PipelineOptions& options,
     // the best fixed setting); the policy shrinks when the consumer is the bottleneck.
     graph->num_workers = policy.max_workers;
     graph->max_workers = policy.max_workers;
+    if (absl::StatusOr<int> fit = WorkersWithin(plan_memory, *graph, auto_buffers);
+        !fit.ok()) {
+      return fit.status();
+    } else if (*fit < policy.max_workers) {
+      LogInfo(absl::StrCat("num_workers auto: at most ", *fit, " of ", policy.max_workers,
+                           " workers fit memory_limit_mb (each plans its own scratch and "
+                           "sample room)"));
+      policy.max_workers = *fit;
+      graph->num_workers = *fit;
+      graph->max_workers = *fit;
+    }
   } else {
     policy.max_workers = options.num_workers;
   }

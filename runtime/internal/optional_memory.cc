@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "stages/reader/schemes.h"
 
 namespace flowloader {
 namespace pipeline_internal {
@@ -38,6 +39,53 @@ int64_t LargestFitting(int64_t lo, int64_t hi, const std::function<bool(int64_t)
     }
   }
   return lo;
+}
+
+// kMostSampleRoomMb bounds the search for the sample room: 32 MiB for each of the most
+// workers a graph may have (GraphOptions::kMaxWorkers 256); the plan caps the room at
+// what its workers need, so any larger value plans the same.
+constexpr int64_t kMostSampleRoomMb = 32 * 256;
+
+// CutSampleRoom is the last resort under memory_limit_mb: `cut` (options with the seek
+// index off and one batch buffer, which still do not fit) with the workers' sample room
+// as large as fits, down to none (a worker then holds, for one sample, what the plan gives
+// it and no more; larger samples are skipped as decode_memory / op_memory). `given`, the
+// refusal, when not even without a room the plan fits.
+absl::StatusOr<PipelineOptions> CutSampleRoom(const PipelineOptions& original,
+                                              absl::StatusOr<PipelineOptions> cut,
+                                              const FitsFn& fits, const absl::Status& given,
+                                              std::string* note) {
+  if (!cut.ok() || cut->memory_limit_mb <= 0) return given;
+  // An auto prefetch stays auto: it starts at the fewest buffers and grows within budget.
+  if (original.prefetch_batches == PipelineOptions::kAuto) {
+    cut->prefetch_batches = PipelineOptions::kAuto;
+  }
+  const auto fits_room = [&](int64_t mb) {
+    PipelineOptions o = *cut;
+    o.sample_room_mb = mb;
+    return fits(o).ok();
+  };
+  if (!fits_room(0)) return given;
+  const int64_t most = cut->sample_room_mb >= 0 ? cut->sample_room_mb : kMostSampleRoomMb;
+  const int64_t mb = LargestFitting(0, most, fits_room);
+  PipelineOptions out = *std::move(cut);
+  out.sample_room_mb = mb;
+  if (note != nullptr) {
+    std::string cuts;
+    if (original.prefetch_batches > 1) {
+      cuts = absl::StrCat("prefetch_batches cut from ", original.prefetch_batches, " to 1, ");
+    }
+    if (original.http_cache_mb > 0 && IsRemotePath(original.data)) {
+      absl::StrAppend(&cuts, "HTTP block cache off, ");
+    }
+    if (SeekIndexMb(original) > 0) absl::StrAppend(&cuts, "decode seek index off, ");
+    *note = absl::StrCat(
+        cuts, "the workers' sample room (32 MiB a worker less its planned decode memory) cut "
+        "to ", mb, " MiB to fit the memory budget: a sample that needs more than a worker's "
+        "share is skipped (decode_memory, op_memory); raise memory_limit_mb or lower "
+        "num_workers");
+  }
+  return out;
 }
 
 }  // namespace
@@ -75,10 +123,16 @@ absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& opti
     return options;
   }
   const int64_t seek_mb = SeekIndexMb(options);
+  // The HTTP block cache (whole remote shards kept as blocks) is optional too: cut with
+  // the seek index (a limit of 256 MiB refused a 142 MB shard's cache outright).
+  int64_t http_mb = 0;
   const auto with = [&](int64_t mb, int prefetch) -> absl::StatusOr<PipelineOptions> {
     absl::StatusOr<PipelineOptions> o =
         seek_mb > 0 ? WithSeekIndexMb(options, mb) : absl::StatusOr<PipelineOptions>(options);
-    if (o.ok()) o->prefetch_batches = prefetch;
+    if (o.ok()) {
+      o->prefetch_batches = prefetch;
+      o->http_cache_mb = std::min(http_mb, options.http_cache_mb);
+    }
     return o;
   };
   const auto fits_with = [&](int64_t mb, int prefetch) {
@@ -90,14 +144,25 @@ absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& opti
   // buffer without the seek index does not fit, the refusal stands.
   int prefetch = options.prefetch_batches;
   if (!fits_with(0, prefetch)) {
-    if (prefetch <= 1 || !fits_with(0, 1)) return given;
+    if (prefetch <= 1 || !fits_with(0, 1)) {
+      return CutSampleRoom(options, with(0, 1), fits, given, note);
+    }
     prefetch = static_cast<int>(LargestFitting(
         1, prefetch - 1, [&](int64_t p) { return fits_with(0, static_cast<int>(p)); }));
   }
-  // The largest seek index that fits with those buffers.
-  // (All of it may fit once the buffers are fewer.)
+  // The largest HTTP block cache that fits with those buffers, then the largest seek
+  // index beside it. (All of either may fit once the buffers are fewer.)
   const bool cut_prefetch = prefetch != options.prefetch_batches;
-  const int64_t mb = seek_mb > 0 ? LargestFitting(0, cut_prefetch ? seek_mb : seek_mb - 1,
+  if (options.http_cache_mb > 0) {
+    http_mb = options.http_cache_mb;
+    if (!fits_with(0, prefetch)) {
+      http_mb = LargestFitting(0, options.http_cache_mb - 1, [&](int64_t m) {
+        http_mb = m;
+        return fits_with(0, prefetch);
+      });
+    }
+  }
+  const int64_t mb = seek_mb > 0 ? LargestFitting(0, seek_mb,
                                                   [&](int64_t m) { return fits_with(m, prefetch); })
                                  : 0;
   absl::StatusOr<PipelineOptions> best = with(mb, prefetch);
@@ -107,6 +172,10 @@ absl::StatusOr<PipelineOptions> ShrinkOptionalMemory(const PipelineOptions& opti
     if (cut_prefetch) {
       cuts.push_back(absl::StrCat("prefetch_batches cut from ", options.prefetch_batches, " to ",
                                   prefetch));
+    }
+    if (http_mb < options.http_cache_mb && IsRemotePath(options.data)) {
+      cuts.push_back(absl::StrCat("HTTP block cache cut to ", http_mb, " MiB (http_cache_mb ",
+                                  options.http_cache_mb, ")"));
     }
     if (seek_mb > 0 && mb < seek_mb) {
       cuts.push_back(mb > 0 ? absl::StrCat("decode seek index cut to ", mb, " MiB (seek_index_mb ",

@@ -108,6 +108,22 @@ size_t WriteBody(char* data, size_t size, size_t count, void* user) {
     chunk.remove_prefix(static_cast<size_t>(skip));
   }
   const int64_t room = r->length - BodySize(*r);
+  if (BodySize(*r) == 0 && r->offset < 0 && r->status == 200 && r->run == nullptr &&
+      r->into == nullptr) {
+    // A whole GET whose Content-Length (or Content-Range total) is over what was asked
+    // for: refused with its size before a byte of it is kept (it read up to the limit and
+    // said only "limit + 1 bytes").
+    curl_off_t length = -1;
+    if (curl_easy_getinfo(r->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) != CURLE_OK) {
+      length = -1;
+    }
+    const int64_t size = std::max<int64_t>(length, r->content_range_total);
+    if (size > r->length) {
+      r->whole_size = size;
+      r->too_long = true;
+      return 0;  // Abort the transfer.
+    }
+  }
   if (BodySize(*r) == 0) ReserveBody(r, room);
   if (static_cast<int64_t>(chunk.size()) > room) {
     AppendBody(r, chunk.data(), static_cast<size_t>(std::max<int64_t>(room, 0)));
@@ -157,10 +173,16 @@ size_t ReadHeader(char* data, size_t size, size_t count, void* user) {
     line = absl::StripAsciiWhitespace(line);
     long long first = -1;  // NOLINT(runtime/int): sscanf's type.
     long long last = -1;   // NOLINT(runtime/int)
-    if (absl::StartsWith(line, "bytes ") &&
-        std::sscanf(std::string(line.substr(6)).c_str(), "%lld-%lld", &first, &last) == 2) {
+    long long total = -1;  // NOLINT(runtime/int)
+    const int fields =
+        absl::StartsWith(line, "bytes ")
+            ? std::sscanf(std::string(line.substr(6)).c_str(), "%lld-%lld/%lld", &first, &last,
+                          &total)
+            : 0;
+    if (fields >= 2) {
       r->content_range_first = first;
       r->content_range_last = last;
+      r->content_range_total = fields == 3 && total >= 0 ? total : -1;
     }
   }
   return size * count;
@@ -478,7 +500,8 @@ absl::Status HttpEnv::Attempt(Request& r) {
   r.status = 0;
   r.range_ignored = r.done_early = r.too_long = false;
   r.skipped = 0;
-  r.content_range_first = r.content_range_last = -1;
+  r.content_range_first = r.content_range_last = r.content_range_total = -1;
+  r.whole_size = -1;
   r.error_body.clear();
   r.etag.clear();
   r.retry_after = absl::ZeroDuration();
@@ -671,8 +694,14 @@ absl::Status HttpEnv::ReadFile(const std::string& path, int64_t max_bytes,
   r.length = max_bytes;
   r.out = contents;
   absl::Status s = Fetch(r);
+  if (!s.ok() && ErrorReason(s) == reason::kHttpBadResponse && r.whole_size > max_bytes) {
+    contents->clear();
+    return TooLarge(path, r.whole_size, max_bytes);  // The size the server gave.
+  }
   if (!s.ok() && ErrorReason(s) == reason::kHttpBadResponse &&
       static_cast<int64_t>(contents->size()) >= max_bytes) {
+    // No size in the headers (a chunked body): only that it is longer.
+    contents->clear();
     return TooLarge(path, max_bytes + 1, max_bytes);
   }
   return s;

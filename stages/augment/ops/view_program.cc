@@ -395,13 +395,19 @@ absl::Status ViewProgram::CheckMemory(int64_t held, int64_t need,
 }
 
 absl::Status ViewProgram::CheckOpMemory(size_t i, const OpParams& params, int w, int h,
-                                        int64_t held, const detection::Targets* targets) const {
+                                        int64_t held, const detection::Targets* targets,
+                                        const LabelPlane* labels) const {
   if (worker_memory_ == nullptr) return absl::OkStatus();
   const Op& op = *ops_[i];
   const internal::OpWorking working = internal::WorkingOf(op, params, w, h);
   int64_t need = working.bytes;
   if (targets != nullptr && op.Targets() == Op::TargetEffect::kMoves) {
     need += MaskBytesPastPlan(targets, w, h, working.out.width, working.out.height);
+  }
+  if (labels != nullptr && labels->labels != nullptr && op.MovesLabels()) {
+    // One byte a pixel, the map's plane and the one it moves into (the spare).
+    need += int64_t{labels->labels->width} * labels->labels->height +
+            int64_t{working.out.width} * working.out.height;
   }
   const int64_t limit = worker_memory_->bytes();
   if (limit <= 0 || held + need <= limit) return absl::OkStatus();
@@ -514,7 +520,9 @@ absl::Status ViewProgram::RunPixelOps(const SampleKey& key, uint64_t view_stream
         op.Draw(w, h, rng, &params);
       }
       if (op.Input() == PixelForm::kUint8HWC) {
-        if (absl::Status s = CheckOpMemory(i, params, w, h, held, targets); !s.ok()) return s;
+        if (absl::Status s = CheckOpMemory(i, params, w, h, held, targets, labels); !s.ok()) {
+          return s;
+        }
       }
       absl::Status s = op.Apply(params, image);
       // The targets move with the pixels (after Apply, which checked the parameters).

@@ -206,8 +206,11 @@ class ViewProgram {
   // its input and output side by side (Op::WorkingSize), with the decoded image held.
   // With `targets` carrying instance masks that op i moves, the K planes on each side
   // beyond planned_mask_bytes_ count too.
+  // With `labels` (a semantic label map that op i moves), its plane before and after the
+  // move counts too (a pad of 4000 made a 126 MiB map beside a 378 MiB image unchecked).
   absl::Status CheckOpMemory(size_t i, const OpParams& params, int w, int h, int64_t held,
-                             const detection::Targets* targets = nullptr) const;
+                             const detection::Targets* targets = nullptr,
+                             const LabelPlane* labels = nullptr) const;
   // CheckDrawMemory is CheckMemory for op `i` before its draw on a w × h uint8 image
   // (internal/op_memory.h's BeforeDraw: the input and the op's scratch).
   absl::Status CheckDrawMemory(size_t i, int w, int h, int64_t held) const;

@@ -52,6 +52,10 @@ struct HttpEnv::Request {
   bool too_long = false;       // More bytes than asked for.
   int64_t content_range_first = -1;  // From Content-Range: bytes FIRST-LAST/TOTAL.
   int64_t content_range_last = -1;
+  int64_t content_range_total = -1;  // TOTAL, -1 when absent or "*".
+  // A whole GET refused before its body because its Content-Length is over `length`:
+  // that length (the object's size, for the TooLarge error); -1 otherwise.
+  int64_t whole_size = -1;
   // The start of an error response's body (status >= 300), e.g. S3's <Error> document.
   std::string error_body;
   // The response's ETag header, quotes kept (an uploaded part's, for
