@@ -8,14 +8,8 @@
 #      what does not fit is op_memory, the small image delivered;
 #   2. resize(size=8000) over the same (534 MiB peak): likewise.
 # Sanitized builds map shadow memory: there RSS says nothing, only the skips are checked.
-set -euo pipefail
-FLOWLOADER="$1"
-PY=/usr/bin/python3
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source tests/testing/cli_test_lib.sh "$@"
 LIMIT_MB=512
-SANITIZED=0
-if grep -qa -e __asan_init -e __tsan_init "$FLOWLOADER"; then SANITIZED=1; fi
 
 "$PY" - "$TMP" <<'PYEOF'
 import os, sys

@@ -9,14 +9,8 @@
 # 2. The same under memory_limit_mb 256 with the default HTTP block cache: refused at
 # Create (the 142 MB shard's cache); the cache is now cut first, as the seek index is.
 # Sanitized builds map shadow memory: there RSS says nothing, only the counts are checked.
-set -euo pipefail
-FLOWLOADER="$1"
-PY=/usr/bin/python3
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source tests/testing/cli_test_lib.sh "$@"
 LIMIT_MB=512
-SANITIZED=0
-if grep -qa -e __asan_init -e __tsan_init "$FLOWLOADER"; then SANITIZED=1; fi
 
 "$PY" - "$TMP/tars" <<'PYEOF'
 import io, os, sys, tarfile

@@ -21,13 +21,7 @@
 #      MiB; now auto takes the most workers whose plan fits (logged) and the run stays
 #      within 256.
 # Sanitized builds map shadow memory: there RSS says nothing, only exits and lines count.
-set -euo pipefail
-FLOWLOADER="$1"
-PY=/usr/bin/python3
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-SANITIZED=0
-if grep -qa -e __asan_init -e __tsan_init "$FLOWLOADER"; then SANITIZED=1; fi
+source tests/testing/cli_test_lib.sh "$@"
 
 # 12 distinct photos, listed 96 times (symlinks): rows for batches of up to 96.
 "$PY" - "$TMP/data" <<'PYEOF'
