@@ -449,19 +449,6 @@ absl::StatusOr<TrialResult> RunTrial(const TuneOptions& options, const TrialConf
   }
 }
 
-// LargestPartText is "; largest: codec memory 16.0 MiB (num_workers 2 × ...)": the whole
-// plan (six parts, a 715-character refusal) is `flowloader plan`'s to list. As the
-// autotuner's ram_budget refusal (runtime/internal/autotune_loop.cc) words it.
-std::string LargestPartText(const MemoryPlan& plan) {
-  const MemoryPart* largest = nullptr;
-  for (const MemoryPart& part : plan.parts()) {
-    if (!part.device && (largest == nullptr || part.bytes > largest->bytes)) largest = &part;
-  }
-  if (largest == nullptr) return "";
-  return absl::StrCat("; largest: ", largest->name, " ", FormatBytes(largest->bytes),
-                      largest->formula.empty() ? "" : absl::StrCat(" (", largest->formula, ")"));
-}
-
 // OptionsFit checks a trial's memory plan as given, on top of what the process already
 // holds, against the RAM budget (ResourceExhausted when over it).
 absl::Status OptionsFit(const TuneOptions& options, const PipelineOptions& trial,
@@ -472,7 +459,7 @@ absl::Status OptionsFit(const TuneOptions& options, const PipelineOptions& trial
   if (needed <= options.ram_budget_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "it would need ", FormatBytes(needed), " (the plan ", FormatBytes(plan->total_bytes()),
-      LargestPartText(*plan), ", plus ", FormatBytes(baseline_bytes),
+      plan->LargestPartNote(), ", plus ", FormatBytes(baseline_bytes),
       " the process holds), over the ", FormatBytes(options.ram_budget_bytes),
       " ram_budget (flowloader plan lists every part)"));
 }

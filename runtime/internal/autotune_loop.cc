@@ -54,25 +54,9 @@ int BuffersWithin(const MemoryPlan& one_buffer_plan, int64_t resident_bytes, int
   return static_cast<int>(std::min<int64_t>(kMaxAutoBuffers, 1 + room / per_buffer));
 }
 
-// LargestPartText is "; largest: codec memory 16.0 MiB (num_workers 2 × ...)", or "" for a
-// plan without host parts: the whole plan (six parts, 650 characters) is `flowloader
-// plan`'s to list, not a refusal's.
-std::string LargestPartText(const MemoryPlan& plan) {
-  const MemoryPart* largest = nullptr;
-  for (const MemoryPart& part : plan.parts()) {
-    if (!part.device && (largest == nullptr || part.bytes > largest->bytes)) largest = &part;
-  }
-  if (largest == nullptr) return "";
-  return absl::StrCat("; largest: ", largest->name, " ", FormatBytes(largest->bytes),
-                      largest->formula.empty() ? "" : absl::StrCat(" (", largest->formula, ")"));
-}
-
 // LargestPartKnob names the option that most shrinks the plan's largest part.
 std::string LargestPartKnob(const MemoryPlan& plan) {
-  const MemoryPart* largest = nullptr;
-  for (const MemoryPart& part : plan.parts()) {
-    if (!part.device && (largest == nullptr || part.bytes > largest->bytes)) largest = &part;
-  }
+  const MemoryPart* largest = plan.LargestHostPart();
   return largest == nullptr || largest->knobs.empty() ? "batch_size" : largest->knobs.front();
 }
 
@@ -180,7 +164,7 @@ absl::StatusOr<AutotunePlan> PlanAutotune(const PipelineOptions& options,
       return absl::ResourceExhaustedError(absl::StrCat(
           ram_budget_set ? "ram_budget " : "ram_budget (unset: half of MemAvailable) ",
           FormatBytes(ram_budget), " is below one batch buffer's plan (",
-          FormatBytes(one_buffer_plan->total_bytes()), LargestPartText(*one_buffer_plan),
+          FormatBytes(one_buffer_plan->total_bytes()), one_buffer_plan->LargestPartNote(),
           ", plus ", FormatBytes(resident_bytes), " the process holds): raise ram_budget or lower ",
           LargestPartKnob(*one_buffer_plan), " (flowloader plan lists every part)"));
     }

@@ -66,6 +66,19 @@ std::vector<std::pair<std::string, int64_t>> MemoryPlan::BytesByKey() const {
   return out;
 }
 
+const MemoryPart* MemoryPlan::LargestHostPart() const {
+  const MemoryPart* largest = nullptr;
+  for (const MemoryPart& p : parts_) {
+    if (!p.device && (largest == nullptr || p.bytes > largest->bytes)) largest = &p;
+  }
+  return largest;
+}
+
+std::string MemoryPlan::LargestPartNote() const {
+  const MemoryPart* largest = LargestHostPart();
+  return largest == nullptr ? "" : absl::StrCat("; largest: ", PartText(*largest));
+}
+
 absl::Status MemoryPlan::CheckFits(const MemoryBudget& available) const {
   const int64_t total = total_bytes();
   if (!available.known() || total <= available.bytes || parts_.empty()) {
@@ -92,13 +105,10 @@ absl::Status MemoryPlan::CheckFits(const MemoryBudget& available) const {
   }
   std::vector<std::string> knobs;
   for (const MemoryPart* p : by_size) knobs.insert(knobs.end(), p->knobs.begin(), p->knobs.end());
-  std::vector<std::string> parts;
-  for (const MemoryPart& p : parts_) {
-    if (!p.device) parts.push_back(PartText(p));
-  }
   return absl::ResourceExhaustedError(
-      absl::StrCat("the pipeline needs ", FormatBytes(total), " (", absl::StrJoin(parts, " + "),
-                   ") but ", have, ": lower ", KnobList(knobs)));
+      absl::StrCat("the pipeline needs ", FormatBytes(total), " (", by_size.size(), " parts",
+                   LargestPartNote(), ") but ", have, ": lower ", KnobList(knobs),
+                   " (flowloader plan lists every part)"));
 }
 
 std::string FormatBytes(int64_t bytes) {

@@ -60,12 +60,20 @@ class MemoryPlan {
   // "pinned_bytes" and "total_bytes" (host), for the run summary.
   std::vector<std::pair<std::string, int64_t>> BytesByKey() const;
 
+  // LargestHostPart is the plan's largest host part, or nullptr when it has none.
+  const MemoryPart* LargestHostPart() const;
+
+  // LargestPartNote is "; largest: codec memory 16.0 MiB (num_workers 2 × ...)", or ""
+  // for a plan without host parts: a refusal's short form of the plan (six parts listed
+  // whole made 650-character lines; `flowloader plan` lists every part).
+  std::string LargestPartNote() const;
+
   // CheckFits is OK when the plan fits `available` (or nothing is known of it), and
   // otherwise ResourceExhausted in one line with the bytes and the knobs: "the batch pool
   // needs 24.1 GiB (prefetch 3 × batch 64 × 3×5000² float32) but 21.9 GiB is available
   // (MemAvailable): lower batch_size, image_size or prefetch_batches". The largest part
-  // leads when it alone does not fit; otherwise the whole plan is listed. Device parts
-  // are not host memory and take no part in the check.
+  // leads when it alone does not fit; otherwise the total, the count of parts and the
+  // largest. Device parts are not host memory and take no part in the check.
   absl::Status CheckFits(const MemoryBudget& available) const;
 
  private:

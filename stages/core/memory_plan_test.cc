@@ -40,16 +40,16 @@ TEST(MemoryPlanTest, LargestPartThatAloneDoesNotFitLeads) {
             "prefetch_batches");
 }
 
-TEST(MemoryPlanTest, WholePlanIsListedWhenOnlyTheSumDoesNotFit) {
+TEST(MemoryPlanTest, TheSumAndItsLargestPartWhenOnlyTheSumDoesNotFit) {
   MemoryPlan plan;
   plan.Add({"batch pool", "batch_pool", 300 * kMiB, "prefetch 3 × batch 64", {"batch_size"}});
   plan.Add({"seek index", "seek_index", 256 * kMiB, "seek_index_mb 256", {"seek_index_mb"}});
   const absl::Status s = plan.CheckFits(MemoryBudget{512 * kMiB, "cgroup v2 memory.max"});
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(s.message(),
-            "the pipeline needs 556.0 MiB (batch pool 300.0 MiB (prefetch 3 × batch 64) + seek "
-            "index 256.0 MiB (seek_index_mb 256)) but 512.0 MiB is available (cgroup v2 "
-            "memory.max): lower batch_size or seek_index_mb");
+            "the pipeline needs 556.0 MiB (2 parts; largest: batch pool 300.0 MiB (prefetch 3 "
+            "× batch 64)) but 512.0 MiB is available (cgroup v2 memory.max): lower batch_size "
+            "or seek_index_mb (flowloader plan lists every part)");
 }
 
 TEST(MemoryPlanTest, FitsOrUnknownIsOk) {
