@@ -367,26 +367,10 @@ py::list PathList(const std::vector<std::string>& paths) {
   return out;
 }
 
-// The interpreter's main thread, which finalizes it (set at import).
-unsigned long g_main_thread = 0;
-
-// ParkIfEnded parks a thread other than the main one that the interpreter's finalization
-// ends: CPython ends it with pthread_exit as it takes the GIL back, and that unwinding
-// stops in this destructor (as in worker_gil.h's), instead of going on through pybind11's
-// frames (which drop Python references without the GIL) or reaching a noexcept
-// destructor (gil_scoped_release's: std::terminate, "terminate called without an active
-// exception", seen once at exit with a daemon thread waiting in next()). The main thread
-// finalizes: it is never parked. A thread that took the GIL back normally finds the
-// interpreter not finalizing (CPython ends the others in take_gil).
-struct ParkIfEnded {
-  ~ParkIfEnded() {
-    if (python::Finalizing() && PyThread_get_thread_ident() != g_main_thread) {
-      python::ParkForever();
-    }
-  }
-};
-
-// WithoutGil returns wait() run with the GIL released, taking it back under ParkIfEnded.
+// WithoutGil returns wait() run with the GIL released, taking it back with RestoreOrPark:
+// a daemon thread waiting here when the interpreter finalizes is parked there instead of
+// unwound through pybind11's frames (which drop Python references without the GIL) or a
+// noexcept destructor ("terminate called without an active exception" at exit).
 template <typename Wait>
 bool WithoutGil(Wait&& wait) {
   PyThreadState* state = PyEval_SaveThread();
@@ -394,11 +378,10 @@ bool WithoutGil(Wait&& wait) {
   try {
     result = wait();
   } catch (...) {
-    PyEval_RestoreThread(state);
+    python::RestoreOrPark(state);
     throw;
   }
-  ParkIfEnded park;
-  PyEval_RestoreThread(state);
+  python::RestoreOrPark(state);
   return result;
 }
 
@@ -518,7 +501,7 @@ class PyLoader {
     g_threads_pid.store(getpid());
     absl::StatusOr<std::unique_ptr<Loader>> loader;
     {
-      py::gil_scoped_release release;
+      python::ReleasedGil release;  // Exit-safe (worker_gil.h): a daemon thread may be here.
       loader = Loader::Create(options);
     }
     if (!loader.ok()) Raise(CreationErrorType(loader.status()), loader.status());
@@ -647,7 +630,9 @@ class PyLoader {
     if (loader == nullptr) return;
     closed_summary_ = loader->SummaryJson();
     {
-      py::gil_scoped_release release;  // The workers may be waiting for the GIL.
+      // The workers may be waiting for the GIL. Exit-safe (worker_gil.h): a daemon
+      // thread in close() when the interpreter exits aborted the process.
+      python::ReleasedGil release;
       abandoned_ = Dispose(std::move(loader));
     }
     if (!abandoned_.empty()) {
@@ -901,10 +886,6 @@ PYBIND11_MODULE(_flowloader, m) {
   // (os.fork, multiprocessing, torch's workers) spun in every absl::Mutex destructor at
   // exit (seconds, or for ever). Detection is a debugging aid; the C++ tests keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  pi::g_main_thread = py::module_::import("threading")
-                          .attr("main_thread")()
-                          .attr("ident")
-                          .cast<unsigned long>();
   pi::RegisterPythonDatasetStage();
   pi::RegisterPythonLambdaOp();
   pi::RegisterEager(m);  // flowloader.transforms called on one image (eager.h).

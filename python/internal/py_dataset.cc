@@ -290,7 +290,8 @@ PyDatasetSource::~PyDatasetSource() {
     Sources().erase(id_);
   }
   if (!Py_IsInitialized()) return;  // The interpreter is gone, and its objects with it.
-  py::gil_scoped_acquire gil;
+  // Exit-safe (worker_gil.h): the last owner may be close()'s teardown thread, at exit.
+  python::HeldGil gil;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, records] : records_) Forget(&records);
   Py_DECREF(dataset_);

@@ -32,7 +32,7 @@ struct PyCallable {
   bool wants_rng = false;
   ~PyCallable() {
     if (!Py_IsInitialized()) return;  // The interpreter is gone, and its objects with it.
-    py::gil_scoped_acquire gil;
+    python::HeldGil gil;  // Exit-safe: the last owner may be a pipeline thread.
     Py_DECREF(fn);
   }
 };

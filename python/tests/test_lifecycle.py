@@ -789,3 +789,58 @@ def test_a_signal_handler_that_closes_or_reiterates_the_loader_during_next(small
     for call in ("iterate", "load_state_dict"):  # The same position: a newer iterator.
         assert got[call] == "RuntimeError: this iterator was replaced by a newer " \
                             "iter(loader)", got[call]
+
+
+DAEMONS_WITHOUT_GIL_AT_EXIT = """
+    import sys, threading, time
+    import numpy as np, torch
+    import flowloader
+    import flowloader.transforms as T
+
+    with open(sys.argv[1], "rb") as f:
+        JPEG = f.read()
+
+    class Blocked:
+        def __len__(self):
+            return 30
+        def __getitem__(self, i):
+            if i == 3:
+                time.sleep(2)
+            return JPEG, 0
+
+    loader = flowloader.DataLoader(dataset=Blocked(), batch_size=2, image_size=16,
+                                   shuffle=False, num_workers=1, prefetch_batches=1)
+    next(iter(loader))
+    time.sleep(0.2)  # dataset[3] is in flight: close() waits 0.3 s before abandoning it.
+    threading.Thread(target=loader.close, daemon=True).start()
+
+    def loop(call):
+        while True:
+            call()
+
+    pixels, floats = np.zeros((1500, 1500, 3), np.uint8), torch.rand(3, 800, 800)
+    for call in (lambda: T.Resize(1200)(pixels), lambda: T.Resize(600)(floats),
+                 lambda: flowloader.DataLoader(sys.argv[2], batch_size=2, image_size=16,
+                                               num_workers=1).close()):
+        threading.Thread(target=loop, args=(call,), daemon=True).start()
+    time.sleep(0.1)
+
+    class FinalizesSlowly:  # A module global: its __del__ runs while the interpreter
+        def __del__(self):  # finalizes, and its sleep lets the daemons take the GIL.
+            time.sleep(0.6)
+
+    keeper = FinalizesSlowly()
+    print("exiting", flush=True)
+"""
+
+
+def test_daemon_threads_in_close_an_eager_op_or_a_new_loader_at_exit_do_not_abort(small_data):
+    # Each daemon thread has released the GIL (close()'s wait for a blocked __getitem__,
+    # an eager transform's compute, a loader's Create) when the interpreter finalizes;
+    # taking it back, CPython ends the thread with pthread_exit, whose unwinding through
+    # pybind11's gil_scoped_release aborted the process ("terminate called without an
+    # active exception", exit code 134): every run for close() and the eager ops.
+    code, out, err = run_child(DAEMONS_WITHOUT_GIL_AT_EXIT, first_jpeg(small_data), small_data)
+    assert "exiting" in out, err[-2000:]
+    assert code == 0, f"exit {code}: {err[-2000:]}"
+    assert "terminate called" not in err and "FATAL" not in err, err[-2000:]
