@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -513,7 +514,10 @@ class PyLoader {
   // None, image_sizes or None).
   py::object Next(bool return_keys, bool return_sources, bool return_columns) {
     RefuseInsideCallback("iterating a DataLoader");
-    Loader& loader = Open();
+    // Kept alive while this call waits without the GIL: a close() from another thread
+    // (or the interpreter's exit) frees it only after this call let go (Dispose).
+    const std::shared_ptr<Loader> kept = Kept();
+    Loader& loader = *kept;
     Fetched fetched;
     if (held_.has_value()) {
       fetched = *std::move(held_);
@@ -575,7 +579,8 @@ class PyLoader {
   // It waits for a request in flight in slices, so Ctrl-C ends the wait.
   std::vector<int64_t> Checkpoint() {
     RefuseInsideCallback("DataLoader.state_dict() (or iter())");
-    Loader& loader = Open();
+    const std::shared_ptr<Loader> kept = Kept();  // As in Next.
+    Loader& loader = *kept;
     Cursor cursor;
     if (held_.has_value() && held_->batch != nullptr) {
       cursor = Cursor{held_->batch->epoch, held_->batch->index};
@@ -625,7 +630,7 @@ class PyLoader {
       return;
     }
     RefuseInsideCallback("DataLoader.close()");
-    std::unique_ptr<Loader> loader = std::move(loader_);
+    std::shared_ptr<Loader> loader = std::move(loader_);
     held_.reset();
     if (loader == nullptr) return;
     closed_summary_ = loader->SummaryJson();
@@ -710,6 +715,12 @@ class PyLoader {
   }
 
  private:
+  // Kept is Open()'s loader, shared: kept alive while the caller waits without the GIL.
+  std::shared_ptr<Loader> Kept() {
+    Open();
+    return loader_;
+  }
+
   Loader& Open() {
     if (Forked()) {
       RaiseText(PyExc_RuntimeError,
@@ -730,7 +741,7 @@ class PyLoader {
   // child its threads do not exist (joining them would wait forever) and its mutexes may
   // be held by them; a loader dropped inside a callback would join its own thread.
   void LetGo() {
-    if (loader_ != nullptr) (void)loader_.release();
+    if (loader_ != nullptr) (void)new std::shared_ptr<Loader>(std::move(loader_));
     if (source_ != nullptr) (void)new std::shared_ptr<PyDatasetSource>(std::move(source_));
     held_.reset();
   }
@@ -738,8 +749,12 @@ class PyLoader {
   // Dispose stops `loader` and destroys it, waiting while its threads finish; once a
   // call of the user's Python code has been in flight for kAbandonAfter, it leaves the
   // rest of the teardown to a detached thread and returns those calls (the blocked call
-  // is abandoned: its result is dropped when it returns). GIL released.
-  static std::vector<std::string> Dispose(std::unique_ptr<Loader> loader) {
+  // is abandoned: its result is dropped when it returns). The loader is destroyed once
+  // no other thread's next() or state_dict() still holds it (Kept): those see it stopped
+  // and let go at once (before, it was freed under them: a heap corruption, "tcache_
+  // thread_shutdown(): unaligned tcache chunk detected" within 300 close()s of a loader
+  // two threads iterated). GIL released.
+  static std::vector<std::string> Dispose(std::shared_ptr<Loader> loader) {
     struct Done {
       std::mutex mu;
       std::condition_variable cv;
@@ -747,9 +762,10 @@ class PyLoader {
     };
     auto done = std::make_shared<Done>();
     // Stopping waits for the graph's tasks too: all of it in the thread.
-    std::thread([loader = loader.release(), done] {
+    std::thread([loader = std::move(loader), done]() mutable {
       loader->Stop();
-      delete loader;
+      while (loader.use_count() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      loader.reset();
       std::lock_guard<std::mutex> lock(done->mu);
       done->done = true;
       done->cv.notify_all();
@@ -761,6 +777,8 @@ class PyLoader {
       if (absl::Now() - start < kAbandonAfter) continue;
       std::vector<std::string> calls = InFlightCalls();
       if (!calls.empty()) return calls;
+      // A daemon thread parked in next() at exit (worker_gil.h) never lets go of it.
+      if (python::Finalizing()) return {};
     }
     return {};
   }
@@ -837,7 +855,7 @@ class PyLoader {
   }
 
   const pid_t pid_ = getpid();  // The process that made the loader.
-  std::unique_ptr<Loader> loader_;
+  std::shared_ptr<Loader> loader_;  // Shared only with the calls waiting on it (Kept).
   std::shared_ptr<PyDatasetSource> source_;  // dataset= only.
   std::optional<Fetched> held_;  // A result that came with a Ctrl-C: the next Next's.
   std::string closed_summary_;   // The summary at close().
