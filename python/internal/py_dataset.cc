@@ -1,6 +1,9 @@
 // py_dataset.cc: PyDatasetSource and the python_dataset stage (see py_dataset.h).
 #include "python/internal/py_dataset.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -108,6 +111,68 @@ std::string TakeExceptionLine() {
   Py_XDECREF(value);
   Py_XDECREF(traceback);
   return line;
+}
+
+namespace {
+
+// SystemExitCode is the exit code of the pending SystemExit, as the interpreter's exit
+// takes it: None is 0, an int itself, anything else printed on stderr and 1. Clears it.
+int SystemExitCode() {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  int code = 1;
+  PyObject* arg = value != nullptr ? PyObject_GetAttrString(value, "code") : nullptr;
+  if (arg == nullptr || arg == Py_None) {
+    code = 0;
+  } else if (PyLong_Check(arg)) {
+    code = static_cast<int>(PyLong_AsLong(arg));
+  } else {
+    PyObject_Print(arg, stderr, Py_PRINT_RAW);
+    std::fputc('\n', stderr);
+  }
+  Py_XDECREF(arg);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  PyErr_Clear();
+  return code;
+}
+
+// FlushStdio flushes sys.stdout and sys.stderr (what the child printed).
+void FlushStdio() {
+  for (const char* name : {"stdout", "stderr"}) {
+    PyObject* stream = PySys_GetObject(name);  // Borrowed.
+    if (stream == nullptr || stream == Py_None) continue;
+    PyObject* done = PyObject_CallMethod(stream, "flush", nullptr);
+    Py_XDECREF(done);
+    PyErr_Clear();
+  }
+}
+
+}  // namespace
+
+void ExitIfForkedInCall(pid_t parent, const std::string& call) {
+  const pid_t self = getpid();
+  if (self == parent) return;
+  int code = 0;
+  if (PyErr_Occurred() != nullptr && PyErr_ExceptionMatches(PyExc_SystemExit)) {
+    code = SystemExitCode();
+  } else {
+    const bool raised = PyErr_Occurred() != nullptr;
+    code = raised ? 1 : 0;
+    const std::string what = raised ? absl::StrCat("raised ", TakeExceptionLine()) : "returned";
+    FlushStdio();
+    std::fprintf(stderr,
+                 "flowloader: process %d (forked inside %s in process %d) %s on the loader's "
+                 "worker thread, which has no pipeline in a forked process: it exits with "
+                 "code %d; end such a child with os._exit() or sys.exit()\n",
+                 static_cast<int>(self), call.c_str(), static_cast<int>(parent), what.c_str(),
+                 code);
+  }
+  FlushStdio();
+  std::fflush(nullptr);
+  _exit(code);
 }
 
 namespace {
@@ -302,9 +367,11 @@ absl::Status PyDatasetSource::Fetch(int64_t epoch, int64_t index, int64_t max_it
   const std::string item = absl::StrCat("dataset[", index, "]");
   CallbackScope scope("a Dataset's __getitem__", item);
   python::WorkerGil gil;  // Not gil_scoped_acquire: it aborted an abandoned call at exit.
+  const pid_t pid = getpid();
   PyObject* key = PyLong_FromLongLong(index);
   PyObject* got = key != nullptr ? PyObject_GetItem(dataset_, key) : nullptr;
   Py_XDECREF(key);
+  ExitIfForkedInCall(pid, item);
   if (got == nullptr) return PythonError(absl::StrCat(item, " raised ", TakeExceptionLine()));
   Record record;
   absl::Status status = Convert(index, got, max_item_bytes, bytes, &record);

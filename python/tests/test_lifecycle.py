@@ -888,3 +888,72 @@ def test_close_while_two_threads_iterate_frees_the_loader_after_they_let_go(smal
                "ValueError: the DataLoader is closed",
                "RuntimeError: this iterator was replaced by a newer iter(loader)")
     assert errors and all(e.startswith(allowed) for e in errors), errors
+
+
+FORKED_IN_A_CALL = """
+    import os, signal, sys, time
+    import flowloader
+    import flowloader.transforms as T
+
+    with open(sys.argv[1], "rb") as f:
+        JPEG = f.read()
+    children = {}
+
+    def reap(pid, seconds=5):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.01)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        return "hang"
+
+    def fork_and(how):
+        pid = os.fork()
+        if pid == 0:  # The child, on the loader's worker thread.
+            if how == "exit3":
+                sys.exit(3)
+            if how == "raise":
+                raise ValueError("in the child")
+            return
+        children[how] = pid
+
+    class Forking:
+        def __len__(self):
+            return 8
+        def __getitem__(self, i):
+            how = ("return", "exit3", "raise")[i] if i < 3 else None
+            if how is not None and how not in children:  # Once: the next epoch prefetches.
+                fork_and(how)
+            return JPEG, 0
+
+    loader = flowloader.DataLoader(dataset=Forking(), batch_size=2, image_size=16,
+                                   shuffle=False, num_workers=1)
+    rows = sum(len(labels) for _, labels in loader)
+    lambdas = flowloader.DataLoader(
+        sys.argv[2], batch_size=2, num_workers=1, shuffle=False,
+        transform=T.Compose([T.CenterCrop(8), T.Lambda(
+            lambda img: None if "lambda" in children else fork_and("lambda")), T.ToTensor()]))
+    next(iter(lambdas))
+    for how, pid in sorted(children.items()):
+        print(f"{how}={reap(pid)}", flush=True)
+    print(f"rows={rows}", flush=True)
+"""
+
+
+def test_a_child_forked_inside_getitem_or_a_lambda_exits_when_it_comes_back(small_data):
+    # A child forked on a worker thread that returned (or raised, or called sys.exit,
+    # which the call caught as any exception) to the worker went on as a pipeline thread
+    # with no pipeline: it never exited.
+    code, out, err = run_child(FORKED_IN_A_CALL, first_jpeg(small_data), small_data)
+    assert code == 0, err[-2000:]
+    got = results(out)
+    assert got == {"exit3": "3", "lambda": "0", "raise": "1", "return": "0", "rows": "8"}, \
+        (got, err[-2000:])
+    lines = [line for line in err.splitlines() if "forked inside" in line]
+    assert len(lines) == 3, err[-2000:]  # return, raise and the Lambda's; sys.exit is quiet.
+    assert any("(forked inside dataset[2] in process" in line and "raised ValueError: in the "
+               "child on the loader's worker thread" in line and "exits with code 1" in line
+               for line in lines), lines
