@@ -423,10 +423,12 @@ void ApplySetting(const std::string& key, const std::string& text, PipelineOptio
   const absl::Status s = structured ? ApplySpecYamlValue(key, text, options)
                                     : ApplySpecValue(key, text, options);
   if (!s.ok()) {
-    // The parser quotes the value whole: a long one is cut where it appears.
+    // The parser quotes the value whole: a long one is cut where it appears, 5 short of
+    // kMaxValueChars, so that with its "..." and quotes OneLine does not cut it again
+    // (before: "1000...0... (203 characters) (401 characters)").
     std::string message(s.message());
     if (text.size() > kMaxValueChars) {
-      message = absl::StrReplaceAll(message, {{text, Cut(text, kMaxValueChars)}});
+      message = absl::StrReplaceAll(message, {{text, Cut(text, kMaxValueChars - 5)}});
     }
     Raise(PyExc_ValueError, absl::Status(s.code(), message));
   }

@@ -69,6 +69,24 @@ _MAX_VALUE_CHARS = 200
 # The largest epoch or batch number a loader accepts: the pipeline counts in int64 and
 # adds to them.
 _MAX_COUNT = 2**62
+# torch.utils.data.DataLoader's keywords that flowloader has no counterpart of, and what
+# does their work here (sampler= read as a typo of epoch_samples= before).
+_SAMPLER_WORK = ("flowloader's own sampler picks the indices (shuffle, seed, rank/world_size, "
+                 "epoch_samples, repeated_augment, set_epoch)")
+_TORCH_ONLY_KEYWORDS = {
+    "sampler": _SAMPLER_WORK,
+    "batch_sampler": _SAMPLER_WORK + " and batch_size makes the batches",
+    "collate_fn": "batches are collated natively (a Compose's ToTensor/Normalize set the "
+                  "layout; dataset= items' third elements come as a list)",
+    "worker_init_fn": "workers are threads of this process, not processes: nothing to "
+                      "initialise",
+    "multiprocessing_context": "workers are threads of this process, not processes",
+    "persistent_workers": "the workers persist across epochs always",
+    "prefetch_factor": "use prefetch_batches (batch buffers in flight)",
+    "timeout": "a next() waits until its batch comes; Ctrl-C ends the wait",
+    "generator": "use seed= (and set_epoch) for the shuffle and the random transforms",
+    "pin_memory_device": "use device=",
+}
 # Why a DataLoader is not copied or pickled.
 _NO_COPY = ("a flowloader.DataLoader cannot be copied or pickled (its threads and batch "
             "buffers belong to it, in this process): make another DataLoader with the same "
@@ -449,6 +467,8 @@ class DataLoader:
             if key not in _SPEC_KEYS or key == "data":
                 close = difflib.get_close_matches(key, list(_SPEC_KEYS) + list(_OWN_KEYWORDS), 1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
+                if key in _TORCH_ONLY_KEYWORDS:  # Not a typo: say what stands for it.
+                    hint = f": {_TORCH_ONLY_KEYWORDS[key]}"
                 raise TypeError(f"DataLoader() got an unexpected keyword argument "
                                 f"{_short(key)}{hint}")
         given = dict(batch_size=batch_size, num_workers=num_workers, shuffle=shuffle, seed=seed,
