@@ -765,12 +765,25 @@ class PyLoader {
     auto done = std::make_shared<Done>();
     // Stopping waits for the graph's tasks too: all of it in the thread.
     std::thread([loader = std::move(loader), done]() mutable {
-      loader->Stop();
-      while (loader.use_count() > 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      loader->Stop();  // Waits for the graph's work: its threads are idle after it.
+      auto finished = [&done] {
+        std::lock_guard<std::mutex> lock(done->mu);
+        done->done = true;
+        done->cv.notify_all();
+      };
+      if (loader.use_count() > 1) {
+        // Another call still holds it (Kept): it lets go as soon as it sees the loader
+        // stopped, but that may be this very thread's next(), whose signal handler runs
+        // this close(): close() returns now, and the loader is freed when it lets go.
+        finished();
+        while (loader.use_count() > 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        loader.reset();
+        return;
+      }
       loader.reset();
-      std::lock_guard<std::mutex> lock(done->mu);
-      done->done = true;
-      done->cv.notify_all();
+      finished();
     }).detach();
     const absl::Time start = absl::Now();
     std::unique_lock<std::mutex> lock(done->mu);
