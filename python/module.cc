@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -367,26 +368,10 @@ py::list PathList(const std::vector<std::string>& paths) {
   return out;
 }
 
-// The interpreter's main thread, which finalizes it (set at import).
-unsigned long g_main_thread = 0;
-
-// ParkIfEnded parks a thread other than the main one that the interpreter's finalization
-// ends: CPython ends it with pthread_exit as it takes the GIL back, and that unwinding
-// stops in this destructor (as in worker_gil.h's), instead of going on through pybind11's
-// frames (which drop Python references without the GIL) or reaching a noexcept
-// destructor (gil_scoped_release's: std::terminate, "terminate called without an active
-// exception", seen once at exit with a daemon thread waiting in next()). The main thread
-// finalizes: it is never parked. A thread that took the GIL back normally finds the
-// interpreter not finalizing (CPython ends the others in take_gil).
-struct ParkIfEnded {
-  ~ParkIfEnded() {
-    if (python::Finalizing() && PyThread_get_thread_ident() != g_main_thread) {
-      python::ParkForever();
-    }
-  }
-};
-
-// WithoutGil returns wait() run with the GIL released, taking it back under ParkIfEnded.
+// WithoutGil returns wait() run with the GIL released, taking it back with RestoreOrPark:
+// a daemon thread waiting here when the interpreter finalizes is parked there instead of
+// unwound through pybind11's frames (which drop Python references without the GIL) or a
+// noexcept destructor ("terminate called without an active exception" at exit).
 template <typename Wait>
 bool WithoutGil(Wait&& wait) {
   PyThreadState* state = PyEval_SaveThread();
@@ -394,11 +379,10 @@ bool WithoutGil(Wait&& wait) {
   try {
     result = wait();
   } catch (...) {
-    PyEval_RestoreThread(state);
+    python::RestoreOrPark(state);
     throw;
   }
-  ParkIfEnded park;
-  PyEval_RestoreThread(state);
+  python::RestoreOrPark(state);
   return result;
 }
 
@@ -439,10 +423,12 @@ void ApplySetting(const std::string& key, const std::string& text, PipelineOptio
   const absl::Status s = structured ? ApplySpecYamlValue(key, text, options)
                                     : ApplySpecValue(key, text, options);
   if (!s.ok()) {
-    // The parser quotes the value whole: a long one is cut where it appears.
+    // The parser quotes the value whole: a long one is cut where it appears, 5 short of
+    // kMaxValueChars, so that with its "..." and quotes OneLine does not cut it again
+    // (before: "1000...0... (203 characters) (401 characters)").
     std::string message(s.message());
     if (text.size() > kMaxValueChars) {
-      message = absl::StrReplaceAll(message, {{text, Cut(text, kMaxValueChars)}});
+      message = absl::StrReplaceAll(message, {{text, Cut(text, kMaxValueChars - 5)}});
     }
     Raise(PyExc_ValueError, absl::Status(s.code(), message));
   }
@@ -518,7 +504,7 @@ class PyLoader {
     g_threads_pid.store(getpid());
     absl::StatusOr<std::unique_ptr<Loader>> loader;
     {
-      py::gil_scoped_release release;
+      python::ReleasedGil release;  // Exit-safe (worker_gil.h): a daemon thread may be here.
       loader = Loader::Create(options);
     }
     if (!loader.ok()) Raise(CreationErrorType(loader.status()), loader.status());
@@ -530,7 +516,10 @@ class PyLoader {
   // None, image_sizes or None).
   py::object Next(bool return_keys, bool return_sources, bool return_columns) {
     RefuseInsideCallback("iterating a DataLoader");
-    Loader& loader = Open();
+    // Kept alive while this call waits without the GIL: a close() from another thread
+    // (or the interpreter's exit) frees it only after this call let go (Dispose).
+    const std::shared_ptr<Loader> kept = Kept();
+    Loader& loader = *kept;
     Fetched fetched;
     if (held_.has_value()) {
       fetched = *std::move(held_);
@@ -592,7 +581,8 @@ class PyLoader {
   // It waits for a request in flight in slices, so Ctrl-C ends the wait.
   std::vector<int64_t> Checkpoint() {
     RefuseInsideCallback("DataLoader.state_dict() (or iter())");
-    Loader& loader = Open();
+    const std::shared_ptr<Loader> kept = Kept();  // As in Next.
+    Loader& loader = *kept;
     Cursor cursor;
     if (held_.has_value() && held_->batch != nullptr) {
       cursor = Cursor{held_->batch->epoch, held_->batch->index};
@@ -642,12 +632,14 @@ class PyLoader {
       return;
     }
     RefuseInsideCallback("DataLoader.close()");
-    std::unique_ptr<Loader> loader = std::move(loader_);
+    std::shared_ptr<Loader> loader = std::move(loader_);
     held_.reset();
     if (loader == nullptr) return;
     closed_summary_ = loader->SummaryJson();
     {
-      py::gil_scoped_release release;  // The workers may be waiting for the GIL.
+      // The workers may be waiting for the GIL. Exit-safe (worker_gil.h): a daemon
+      // thread in close() when the interpreter exits aborted the process.
+      python::ReleasedGil release;
       abandoned_ = Dispose(std::move(loader));
     }
     if (!abandoned_.empty()) {
@@ -725,6 +717,12 @@ class PyLoader {
   }
 
  private:
+  // Kept is Open()'s loader, shared: kept alive while the caller waits without the GIL.
+  std::shared_ptr<Loader> Kept() {
+    Open();
+    return loader_;
+  }
+
   Loader& Open() {
     if (Forked()) {
       RaiseText(PyExc_RuntimeError,
@@ -745,7 +743,7 @@ class PyLoader {
   // child its threads do not exist (joining them would wait forever) and its mutexes may
   // be held by them; a loader dropped inside a callback would join its own thread.
   void LetGo() {
-    if (loader_ != nullptr) (void)loader_.release();
+    if (loader_ != nullptr) (void)new std::shared_ptr<Loader>(std::move(loader_));
     if (source_ != nullptr) (void)new std::shared_ptr<PyDatasetSource>(std::move(source_));
     held_.reset();
   }
@@ -753,8 +751,12 @@ class PyLoader {
   // Dispose stops `loader` and destroys it, waiting while its threads finish; once a
   // call of the user's Python code has been in flight for kAbandonAfter, it leaves the
   // rest of the teardown to a detached thread and returns those calls (the blocked call
-  // is abandoned: its result is dropped when it returns). GIL released.
-  static std::vector<std::string> Dispose(std::unique_ptr<Loader> loader) {
+  // is abandoned: its result is dropped when it returns). The loader is destroyed once
+  // no other thread's next() or state_dict() still holds it (Kept): those see it stopped
+  // and let go at once (before, it was freed under them: a heap corruption, "tcache_
+  // thread_shutdown(): unaligned tcache chunk detected" within 300 close()s of a loader
+  // two threads iterated). GIL released.
+  static std::vector<std::string> Dispose(std::shared_ptr<Loader> loader) {
     struct Done {
       std::mutex mu;
       std::condition_variable cv;
@@ -762,12 +764,26 @@ class PyLoader {
     };
     auto done = std::make_shared<Done>();
     // Stopping waits for the graph's tasks too: all of it in the thread.
-    std::thread([loader = loader.release(), done] {
-      loader->Stop();
-      delete loader;
-      std::lock_guard<std::mutex> lock(done->mu);
-      done->done = true;
-      done->cv.notify_all();
+    std::thread([loader = std::move(loader), done]() mutable {
+      loader->Stop();  // Waits for the graph's work: its threads are idle after it.
+      auto finished = [&done] {
+        std::lock_guard<std::mutex> lock(done->mu);
+        done->done = true;
+        done->cv.notify_all();
+      };
+      if (loader.use_count() > 1) {
+        // Another call still holds it (Kept): it lets go as soon as it sees the loader
+        // stopped, but that may be this very thread's next(), whose signal handler runs
+        // this close(): close() returns now, and the loader is freed when it lets go.
+        finished();
+        while (loader.use_count() > 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        loader.reset();
+        return;
+      }
+      loader.reset();
+      finished();
     }).detach();
     const absl::Time start = absl::Now();
     std::unique_lock<std::mutex> lock(done->mu);
@@ -776,6 +792,8 @@ class PyLoader {
       if (absl::Now() - start < kAbandonAfter) continue;
       std::vector<std::string> calls = InFlightCalls();
       if (!calls.empty()) return calls;
+      // A daemon thread parked in next() at exit (worker_gil.h) never lets go of it.
+      if (python::Finalizing()) return {};
     }
     return {};
   }
@@ -852,7 +870,7 @@ class PyLoader {
   }
 
   const pid_t pid_ = getpid();  // The process that made the loader.
-  std::unique_ptr<Loader> loader_;
+  std::shared_ptr<Loader> loader_;  // Shared only with the calls waiting on it (Kept).
   std::shared_ptr<PyDatasetSource> source_;  // dataset= only.
   std::optional<Fetched> held_;  // A result that came with a Ctrl-C: the next Next's.
   std::string closed_summary_;   // The summary at close().
@@ -901,10 +919,6 @@ PYBIND11_MODULE(_flowloader, m) {
   // (os.fork, multiprocessing, torch's workers) spun in every absl::Mutex destructor at
   // exit (seconds, or for ever). Detection is a debugging aid; the C++ tests keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  pi::g_main_thread = py::module_::import("threading")
-                          .attr("main_thread")()
-                          .attr("ident")
-                          .cast<unsigned long>();
   pi::RegisterPythonDatasetStage();
   pi::RegisterPythonLambdaOp();
   pi::RegisterEager(m);  // flowloader.transforms called on one image (eager.h).

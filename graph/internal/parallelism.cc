@@ -15,12 +15,18 @@ int total_workers ABSL_GUARDED_BY(mu) = 0;
 tbb::global_control* control ABSL_GUARDED_BY(mu) = nullptr;
 
 void ApplyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-  delete control;  // Only one of ours is ever active, so its value is the limit.
-  control = nullptr;
+  // The new limit is made before the old one goes: between the two, oneTBB's default
+  // (cores - 1 workers: 1 on 2 cores) applied, and an arena that asked for workers then
+  // was held to it ("TBB Warning: The number of workers is currently limited to 1. The
+  // request for 2 workers is ignored", seen with loaders made and closed from several
+  // Python threads). With both alive the smaller applies, for that moment only.
+  tbb::global_control* next = nullptr;
   if (total_workers > 0) {
-    control = new tbb::global_control(tbb::global_control::max_allowed_parallelism,
-                                      static_cast<size_t>(total_workers) + 1);
+    next = new tbb::global_control(tbb::global_control::max_allowed_parallelism,
+                                   static_cast<size_t>(total_workers) + 1);
   }
+  delete control;  // Only one of ours is active after this, so its value is the limit.
+  control = next;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "graph/stage.h"
 #include "python/internal/pil_rows.h"
 #include "python/internal/py_lambda.h"
+#include "python/internal/worker_gil.h"
 #include "stages/augment/ops/op.h"
 #include "stages/augment/ops/view_program.h"
 #include "stages/core/image.h"
@@ -183,7 +184,7 @@ py::array EagerRun(const std::vector<const EagerOp*>& ops,
   bool is_float = in_float;
   absl::Status status;
   {
-    py::gil_scoped_release release;  // `input` stays referenced by the caller's frame.
+    python::ReleasedGil release;  // `input` stays referenced by the caller's frame.
     if (in_float) {
       work.chw.resize(static_cast<size_t>(3 * h * w));
       std::memcpy(work.chw.data(), input.data(), work.chw.size() * sizeof(float));
@@ -233,7 +234,7 @@ py::array PilRead(uintptr_t rows, const std::string& mode, int image_width, int 
   uint8_t* dst = out.mutable_data();
   const bool rgb = mode == "RGB";
   {
-    py::gil_scoped_release release;
+    python::ReleasedGil release;
     for (int y = 0; y < height; ++y) {
       const uint8_t* src = PilRows(rows)[top + y] + (rgb ? 4 : 1) * static_cast<size_t>(left);
       uint8_t* d = dst + static_cast<size_t>(y) * width * 3;
@@ -259,7 +260,7 @@ void PilWrite(uintptr_t rows, const std::string& mode, const py::array_t<uint8_t
   const int width = static_cast<int>(pixels.shape(1));
   const uint8_t* src = pixels.data();
   const bool rgb = mode == "RGB";
-  py::gil_scoped_release release;
+  python::ReleasedGil release;
   for (int y = 0; y < height; ++y) {
     uint8_t* row = PilRows(rows)[y];
     const uint8_t* s = src + static_cast<size_t>(y) * width * 3;
@@ -391,7 +392,7 @@ py::object PilRun(const std::vector<const EagerOp*>& ops,
   absl::Status status;
   std::string wrong_size;
   {
-    py::gil_scoped_release release;  // The caller keeps both PIL images alive.
+    python::ReleasedGil release;  // The caller keeps both PIL images alive.
     uint8_t* const* src = PilRows(rows);
     const bool rgb = mode == "RGB";
     // The read: the box, then every gather op at the start of the list.
@@ -538,7 +539,7 @@ py::object PilGather(const EagerOp& op, const std::vector<double>& params, py::h
   uint8_t* const* src = RowsOf(core);
   uint8_t* const* dst = RowsOf(out);
   {
-    py::gil_scoped_release release;  // The caller holds img; `out` is ours.
+    python::ReleasedGil release;  // The caller holds img; `out` is ours.
     pil_rows::CopyRows(src, rgb, maps, dst);
   }
   return img.attr("_new")(out);

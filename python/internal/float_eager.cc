@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "python/internal/worker_gil.h"
 #include "stages/augment/float/float_ops.h"
 
 namespace py = pybind11;
@@ -103,7 +104,7 @@ py::array FloatGather(const py::array& image, const py::array_t<int>& x_src,
   const void* in = image.data();
   void* dst = out.mutable_data();
   {
-    py::gil_scoped_release release;
+    python::ReleasedGil release;
     fl::GatherPlanes(in, s.c, s.h, s.w, elem, xs, out_w, ys, out_h, f, dst);
   }
   return out;
@@ -147,7 +148,7 @@ template <typename T>
 void ResizeAs(const py::array& image, Shape s, py::array& out, fl::Mode mode, bool antialias) {
   const fl::Chw<const T> in = Strided<T>(image, s);
   const fl::Chw<T> o = Out<T>(out);
-  py::gil_scoped_release release;
+  python::ReleasedGil release;
   if (antialias) {
     fl::ResizeAntialias(in, o, mode);
   } else {
@@ -230,12 +231,12 @@ py::array FloatColour(const std::string& name, const py::array& image,
   if (is_double) {
     const fl::Chw<const double> in = In<double>(image, s);
     const fl::Chw<double> o = Out<double>(out);
-    py::gil_scoped_release release;
+    python::ReleasedGil release;
     Colour(name, args, in, o);
   } else {
     const fl::Chw<const float> in = In<float>(image, s);
     const fl::Chw<float> o = Out<float>(out);
-    py::gil_scoped_release release;
+    python::ReleasedGil release;
     Colour(name, args, in, o);
   }
   return out;
@@ -246,7 +247,7 @@ void WarpAs(const py::array& image, Shape s, py::array& out, bool affine,
             const std::vector<double>& coeffs, fl::Mode mode, const double* fill) {
   const fl::Chw<const T> in = In<T>(image, s);
   const fl::Chw<T> o = Out<T>(out);
-  py::gil_scoped_release release;
+  python::ReleasedGil release;
   std::vector<T> grid(static_cast<size_t>(o.height) * o.width * 2);
   if (affine) {
     fl::AffineGrid<T>(coeffs.data(), s.w, s.h, o.width, o.height, grid.data());
@@ -305,7 +306,7 @@ py::array FloatElastic(const py::array_t<float>& image, const py::array_t<float>
   const float* planes = noise.data();
   std::string error;
   {
-    py::gil_scoped_release release;
+    python::ReleasedGil release;
     std::vector<float> grid(static_cast<size_t>(s.h) * s.w * 2);
     error = fl::ElasticGrid(planes, s.h, s.w, alpha.data(), sigma.data(), grid.data());
     if (error.empty()) fl::GridSample<float>(in, o, grid.data(), m, fill.data());

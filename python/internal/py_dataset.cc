@@ -1,6 +1,9 @@
 // py_dataset.cc: PyDatasetSource and the python_dataset stage (see py_dataset.h).
 #include "python/internal/py_dataset.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -11,6 +14,7 @@
 #include "absl/time/time.h"
 #include "graph/stage.h"
 #include "python/internal/worker_gil.h"
+#include "stages/core/one_line.h"
 #include "stages/core/sample_error.h"
 
 namespace py = pybind11;
@@ -112,6 +116,68 @@ std::string TakeExceptionLine() {
 
 namespace {
 
+// SystemExitCode is the exit code of the pending SystemExit, as the interpreter's exit
+// takes it: None is 0, an int itself, anything else printed on stderr and 1. Clears it.
+int SystemExitCode() {
+  PyObject *type = nullptr, *value = nullptr, *traceback = nullptr;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyErr_NormalizeException(&type, &value, &traceback);
+  int code = 1;
+  PyObject* arg = value != nullptr ? PyObject_GetAttrString(value, "code") : nullptr;
+  if (arg == nullptr || arg == Py_None) {
+    code = 0;
+  } else if (PyLong_Check(arg)) {
+    code = static_cast<int>(PyLong_AsLong(arg));
+  } else {
+    PyObject_Print(arg, stderr, Py_PRINT_RAW);
+    std::fputc('\n', stderr);
+  }
+  Py_XDECREF(arg);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  PyErr_Clear();
+  return code;
+}
+
+// FlushStdio flushes sys.stdout and sys.stderr (what the child printed).
+void FlushStdio() {
+  for (const char* name : {"stdout", "stderr"}) {
+    PyObject* stream = PySys_GetObject(name);  // Borrowed.
+    if (stream == nullptr || stream == Py_None) continue;
+    PyObject* done = PyObject_CallMethod(stream, "flush", nullptr);
+    Py_XDECREF(done);
+    PyErr_Clear();
+  }
+}
+
+}  // namespace
+
+void ExitIfForkedInCall(pid_t parent, const std::string& call) {
+  const pid_t self = getpid();
+  if (self == parent) return;
+  int code = 0;
+  if (PyErr_Occurred() != nullptr && PyErr_ExceptionMatches(PyExc_SystemExit)) {
+    code = SystemExitCode();
+  } else {
+    const bool raised = PyErr_Occurred() != nullptr;
+    code = raised ? 1 : 0;
+    const std::string what = raised ? absl::StrCat("raised ", TakeExceptionLine()) : "returned";
+    FlushStdio();
+    std::fprintf(stderr,
+                 "flowloader: process %d (forked inside %s in process %d) %s on the loader's "
+                 "worker thread, which has no pipeline in a forked process: it exits with "
+                 "code %d; end such a child with os._exit() or sys.exit()\n",
+                 static_cast<int>(self), call.c_str(), static_cast<int>(parent), what.c_str(),
+                 code);
+  }
+  FlushStdio();
+  std::fflush(nullptr);
+  _exit(code);
+}
+
+namespace {
+
 // PnmHeader starts a binary PGM (1 channel) or PPM (3 channels) of width × height.
 std::string PnmHeader(int64_t width, int64_t height, int64_t channels) {
   return absl::StrCat(channels == 1 ? "P5\n" : "P6\n", width, " ", height, "\n255\n");
@@ -184,43 +250,91 @@ absl::Status FromBuffer(const std::string& item, const Py_buffer& view, int64_t 
   return absl::OkStatus();
 }
 
-// FromPil: a PIL image's pixels (converted to RGB unless RGB or L already).
+// ReprLine is repr(object) cut to kMaxValueChars, or its type's name when repr raises.
+std::string ReprLine(PyObject* object) {
+  PyObject* text = PyObject_Repr(object);
+  Py_ssize_t size = 0;
+  const char* utf8 = text != nullptr ? PyUnicode_AsUTF8AndSize(text, &size) : nullptr;
+  std::string out = utf8 != nullptr ? std::string(utf8, static_cast<size_t>(size))
+                                    : absl::StrCat("<", TypeName(object), ">");
+  Py_XDECREF(text);
+  PyErr_Clear();
+  return OneLine(out, kMaxValueChars, kMaxValueChars + 40);
+}
+
+// PilSide is one side of a PIL image's `size`: an int in [1, 2^30] (Image's sides are
+// ints), or an error naming the size as Python writes it.
+absl::Status PilSide(const std::string& item, PyObject* size, Py_ssize_t k, int64_t* side) {
+  PyObject* value = PySequence_GetItem(size, k);
+  PyObject* number = value != nullptr ? PyNumber_Index(value) : nullptr;
+  Py_XDECREF(value);
+  int overflow = 0;
+  const long long v = number != nullptr ? PyLong_AsLongLongAndOverflow(number, &overflow) : 0;
+  Py_XDECREF(number);
+  PyErr_Clear();
+  if (number == nullptr || overflow != 0 || v < 1 || v > (int64_t{1} << 30)) {
+    return PythonError(absl::StrCat(item, "'s PIL image has size ", ReprLine(size),
+                                    ": a (width, height) of two ints in [1, 2^30]"));
+  }
+  *side = v;
+  return absl::OkStatus();
+}
+
+// FromPil: a PIL image's pixels (converted to RGB unless RGB or L already). The image is
+// read through its Python attributes, each checked: a PIL-like object of the user's may
+// return anything (before, a str from tobytes() escaped as a C++ exception, "threw:
+// Object of type 'str' is not an instance of 'bytes'", and a float size as "Unable to cast
+// Python instance of type <class 'float'> to C++ type 'long'").
 absl::Status FromPil(const std::string& item, PyObject* image, int64_t max_item_bytes,
                      std::string* bytes) {
+  const std::string what = absl::StrCat(item, "'s PIL image");
   try {
     py::object img = py::reinterpret_borrow<py::object>(image);
-    {
-      // Its pixels' size, from its header, before any conversion copies them.
-      const py::tuple size = img.attr("size");
-      const double pixels = size[0].cast<double>() * size[1].cast<double>() * 3;
-      if (pixels > static_cast<double>(max_item_bytes)) {
-        return TooLargeError(item, static_cast<int64_t>(pixels), max_item_bytes);
+    // Its size, from its header, before any conversion copies the pixels.
+    auto read_size = [&](int64_t* width, int64_t* height) -> absl::Status {
+      const py::object size = img.attr("size");
+      const Py_ssize_t n = PySequence_Check(size.ptr()) ? PySequence_Size(size.ptr()) : -1;
+      PyErr_Clear();
+      if (n != 2) {
+        return PythonError(absl::StrCat(what, " has size ", ReprLine(size.ptr()),
+                                        ": a (width, height) of two ints in [1, 2^30]"));
       }
+      if (absl::Status s = PilSide(item, size.ptr(), 0, width); !s.ok()) return s;
+      return PilSide(item, size.ptr(), 1, height);
+    };
+    int64_t width = 0, height = 0;
+    if (absl::Status s = read_size(&width, &height); !s.ok()) return s;
+    if (width * height * 3 > max_item_bytes) {  // Sides <= 2^30: no overflow.
+      return TooLargeError(item, width * height * 3, max_item_bytes);
     }
     std::string mode = py::str(img.attr("mode"));
     if (mode != "RGB" && mode != "L") {
       img = img.attr("convert")("RGB");
       mode = "RGB";
+      if (absl::Status s = read_size(&width, &height); !s.ok()) return s;
     }
-    const py::tuple size = img.attr("size");
-    const int64_t width = size[0].cast<int64_t>(), height = size[1].cast<int64_t>();
     const int64_t channels = mode == "L" ? 1 : 3;
-    const py::bytes pixels = img.attr("tobytes")();
+    const py::object pixels = img.attr("tobytes")();
+    if (!PyBytes_Check(pixels.ptr())) {
+      return PythonError(absl::StrCat(what, "'s tobytes() returned ", TypeName(pixels.ptr()),
+                                      ", not bytes"));
+    }
     char* data = nullptr;
     Py_ssize_t length = 0;
     PyBytes_AsStringAndSize(pixels.ptr(), &data, &length);
-    if (width < 1 || height < 1 || length != width * height * channels) {
-      return PythonError(absl::StrCat(item, "'s PIL image (", width, "×", height, ", mode ",
-                                      mode, ") gave ", length, " bytes of pixels"));
+    if (length != width * height * channels) {
+      return PythonError(absl::StrCat(what, " (", width, "×", height, ", mode ", mode,
+                                      ") gave ", length, " bytes of pixels"));
     }
     *bytes = PnmHeader(width, height, channels);
     bytes->append(data, static_cast<size_t>(length));
     return absl::OkStatus();
   } catch (py::error_already_set& e) {
     e.restore();
-    return PythonError(absl::StrCat(item, "'s PIL image: ", TakeExceptionLine()));
-  } catch (const py::cast_error& e) {
-    return PythonError(absl::StrCat(item, "'s PIL image: ", e.what()));
+    return PythonError(absl::StrCat(what, ": ", TakeExceptionLine()));
+  } catch (const std::exception& e) {  // pybind11's own (a cast): not expected here.
+    PyErr_Clear();
+    return PythonError(absl::StrCat(what, ": ", e.what()));
   }
 }
 
@@ -290,7 +404,8 @@ PyDatasetSource::~PyDatasetSource() {
     Sources().erase(id_);
   }
   if (!Py_IsInitialized()) return;  // The interpreter is gone, and its objects with it.
-  py::gil_scoped_acquire gil;
+  // Exit-safe (worker_gil.h): the last owner may be close()'s teardown thread, at exit.
+  python::HeldGil gil;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, records] : records_) Forget(&records);
   Py_DECREF(dataset_);
@@ -301,9 +416,11 @@ absl::Status PyDatasetSource::Fetch(int64_t epoch, int64_t index, int64_t max_it
   const std::string item = absl::StrCat("dataset[", index, "]");
   CallbackScope scope("a Dataset's __getitem__", item);
   python::WorkerGil gil;  // Not gil_scoped_acquire: it aborted an abandoned call at exit.
+  const pid_t pid = getpid();
   PyObject* key = PyLong_FromLongLong(index);
   PyObject* got = key != nullptr ? PyObject_GetItem(dataset_, key) : nullptr;
   Py_XDECREF(key);
+  ExitIfForkedInCall(pid, item);
   if (got == nullptr) return PythonError(absl::StrCat(item, " raised ", TakeExceptionLine()));
   Record record;
   absl::Status status = Convert(index, got, max_item_bytes, bytes, &record);
@@ -331,6 +448,10 @@ absl::Status PyDatasetSource::Convert(int64_t index, PyObject* got, int64_t max_
   if (!sample || !label) return PythonError(absl::StrCat(item, ": ", TakeExceptionLine()));
   PyObject* number = PyNumber_Index(label.ptr());
   if (number == nullptr) {
+    // A type with __index__ whose __index__ raised: its exception says what went wrong.
+    if (PyIndex_Check(label.ptr())) {
+      return PythonError(absl::StrCat(item, "'s label: ", TakeExceptionLine()));
+    }
     PyErr_Clear();
     return PythonError(absl::StrCat(item, "'s label is ", TypeName(label.ptr()),
                                     ", not an int"));

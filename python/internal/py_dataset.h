@@ -26,6 +26,7 @@
 #define FLOWLOADER_PYTHON_INTERNAL_PY_DATASET_H_
 
 #include <pybind11/pybind11.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <deque>
@@ -131,6 +132,16 @@ class PyDatasetSource {
   // index twice in an epoch.
   std::map<std::pair<int64_t, int64_t>, std::deque<Record>> records_ ABSL_GUARDED_BY(mu_);
 };
+
+// ExitIfForkedInCall ends this process when it is a child forked inside the user's call
+// (os.fork in a __getitem__ or a Lambda, on a worker thread) that came back to the
+// worker: the child has that thread alone, and the pipeline it would go on with (and
+// wait for) does not exist there, so it hung for ever. It exits as sys.exit asked (its
+// code), or after a line on stderr saying so with 1 when the call raised and 0 when it
+// returned; stdout and stderr are flushed first. `parent` is getpid() before the call,
+// `call` names it ("dataset[5]"). GIL held; does nothing in the process that made the
+// pipeline.
+void ExitIfForkedInCall(pid_t parent, const std::string& call);
 
 // TakeExceptionLine clears the pending Python exception and returns its one line,
 // "ValueError: bad row" (the first line of its text), as traceback's last line says it.

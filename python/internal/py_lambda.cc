@@ -3,6 +3,8 @@
 
 #include <pybind11/numpy.h>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <map>
 #include <memory>
@@ -32,7 +34,7 @@ struct PyCallable {
   bool wants_rng = false;
   ~PyCallable() {
     if (!Py_IsInitialized()) return;  // The interpreter is gone, and its objects with it.
-    py::gil_scoped_acquire gil;
+    python::HeldGil gil;  // Exit-safe: the last owner may be a pipeline thread.
     Py_DECREF(fn);
   }
 };
@@ -293,6 +295,7 @@ class PythonLambda : public augment::Op {
     if (array == nullptr) return LambdaError(absl::StrCat("raised ", TakeExceptionLine()));
     PyObject* result = nullptr;
     ThreadGenerator* generator = nullptr;
+    const pid_t pid = getpid();
     if (callable_->wants_rng) {
       const uint64_t seed = (static_cast<uint64_t>(params.v[0]) << 32) |
                             static_cast<uint64_t>(params.v[1]);
@@ -303,6 +306,7 @@ class PythonLambda : public augment::Op {
     } else {
       result = PyObject_CallFunctionObjArgs(callable_->fn, array, nullptr);
     }
+    ExitIfForkedInCall(pid, "a transforms.Lambda call");  // A child forked in fn ends.
     absl::Status status;
     bool in_place = false;
     if (result == nullptr) {

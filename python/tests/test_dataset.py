@@ -213,6 +213,51 @@ def test_items_of_the_wrong_shape_are_python_errors(small_data, capfd):
         assert words in log
 
 
+class PilLike:
+    """A PIL-like object of the user's (mode, size, convert, tobytes) returning anything."""
+
+    mode = "RGB"
+
+    def __init__(self, size, pixels):
+        self.size, self.pixels = size, pixels
+
+    def convert(self, mode):
+        return self
+
+    def tobytes(self):
+        return self.pixels
+
+
+class BadIndex:
+    def __index__(self):
+        raise RuntimeError("no index here")
+
+
+def test_broken_pil_images_and_labels_are_python_errors_in_python_terms(small_data, capfd):
+    # Before: "threw: Object of type 'str' is not an instance of 'bytes'" (a C++ exception
+    # through the stage), "Unable to cast Python instance of type <class 'float'> to C++
+    # type 'long'", a size of (2^40, 2^40) as "-9223372036854775808 bytes", and a label
+    # whose __index__ raised as "label is BadIndex, not an int".
+    good = image_folder_items(small_data)[0]
+    items = [good, (PilLike((4, 4), "not bytes"), 1), (PilLike((4.5, 4), b""), 1),
+             (PilLike((2**40, 2**40), b""), 1), (PilLike("ab", b""), 1),
+             (good[0], BadIndex()), good]
+    with flowloader.DataLoader(dataset=Items(items), batch_size=7, image_size=16,
+                               epochs=1) as loader:
+        rows = sum(images.shape[0] for images, _ in loader)
+        stats = loader.stats()
+    assert rows == 2 and stats["errors"] == {"python_error": 5}
+    log = capfd.readouterr().err
+    for words in ["dataset[1]'s PIL image's tobytes() returned str, not bytes",
+                  "dataset[2]'s PIL image has size (4.5, 4): a (width, height) of two ints "
+                  "in [1, 2^30]",
+                  "dataset[3]'s PIL image has size (1099511627776, 1099511627776)",
+                  "dataset[4]'s PIL image has size 'ab'",
+                  "dataset[5]'s label: RuntimeError: no index here"]:
+        assert words in log, log
+    assert "C++" not in log and "threw" not in log
+
+
 def test_getitem_runs_on_the_loaders_worker_threads(small_data):
     threads = set()
 

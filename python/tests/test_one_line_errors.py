@@ -76,6 +76,30 @@ def test_huge_ints_in_keywords_are_one_line(small_data):
     one_line(raised)
 
 
+def test_a_400_digit_int_in_a_keyword_is_cut_once(small_data):
+    # The value was cut to 200 characters, and that cut word again by OneLine: "got
+    # 1000...0... (203 characters) (401 characters)".
+    for key in ("batch_size", "seed", "epochs"):
+        with pytest.raises(ValueError) as raised:
+            flowloader.DataLoader(small_data, **{key: 10**400})
+        message = one_line(raised)
+        assert message.endswith("0... (401 characters)") and message.count("characters)") \
+            == 1, message
+
+
+def test_torchs_own_keywords_say_what_does_their_work(small_data):
+    # sampler= was read as a typo: "(did you mean 'epoch_samples'?)".
+    for key, words in (("sampler", "flowloader's own sampler picks the indices"),
+                       ("collate_fn", "batches are collated natively"),
+                       ("worker_init_fn", "workers are threads of this process"),
+                       ("prefetch_factor", "use prefetch_batches")):
+        with pytest.raises(TypeError) as raised:
+            flowloader.DataLoader(small_data, **{key: None})
+        message = one_line(raised)
+        assert message.startswith(f"DataLoader() got an unexpected keyword argument '{key}': "
+                                  f"{words}") and "did you mean" not in message, message
+
+
 def test_device_takes_a_torch_device_and_words_are_not_ints(small_data):
     # device (default "auto") was read as a count like num_workers: torch.device("cpu")
     # was "device must be an int", and so was any wrong device or s3_addressing.
