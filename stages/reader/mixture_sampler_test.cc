@@ -247,7 +247,7 @@ TEST_F(OpenSourcesTest, ErrorsNameTheSource) {
   EXPECT_EQ(Dataset::OpenSources({Source("a", "a"), Source("a", "a")}).status().message(),
             "two sources are named 'a' (names must be unique)");
   absl::Status missing = Dataset::OpenSources({Source("a", "a"), Source("gone", "nope")}).status();
-  EXPECT_TRUE(absl::StartsWith(missing.message(), "source gone: dataset ")) << missing;
+  EXPECT_TRUE(absl::StartsWith(missing.message(), "source gone: data ")) << missing;
 }
 
 }  // namespace
