@@ -115,12 +115,15 @@ absl::StatusOr<OpValue> ParseOpValue(const std::string& raw) {
       value.ops = std::string(absl::StripAsciiWhitespace(text));
       return value;
     }
+    size_t item = 0;
     for (absl::string_view part : absl::StrSplit(text, ',')) {
       double v = 0;
+      ++item;
       if (!ParseNumber(part, &v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("'", Quoted(absl::StripAsciiWhitespace(part)), "' in '", Quoted(raw),
-                         "' is not a number"));
+        // The item alone, cut: quoting the whole list too repeated a long item.
+        return absl::InvalidArgumentError(absl::StrCat("item ", item, " of the list, '",
+                                                       Quoted(absl::StripAsciiWhitespace(part)),
+                                                       "', is not a number"));
       }
       value.numbers.push_back(v);
     }
@@ -269,8 +272,13 @@ absl::StatusOr<std::unique_ptr<Op>> OpRegistry::Create(
     const std::string& name, const std::map<std::string, std::string>& given) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown op '", Quoted(name), "' ", Suggestion(name, Names())));
+    // No op's name is 64 characters long: past that, no list of the known names (the
+    // cut name and the list took 430 characters), only where to find them.
+    constexpr size_t kLongestName = 64;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown op '", Quoted(name), "' ",
+        name.size() > kLongestName ? "(none is that long; flowloader stages lists the ops)"
+                                   : Suggestion(name, Names())));
   }
   const OpSchema& schema = it->second.schema;
   std::vector<std::string> known;
