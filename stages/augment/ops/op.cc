@@ -20,11 +20,11 @@ namespace {
 // characters: a 1 MB string in a spec or a Python call gives a line, not a megabyte.
 constexpr size_t kMaxQuotedChars = 200;
 
-// Quoted is `text` cut to kMaxQuotedChars, saying how long it was, its control
-// characters escaped (\0, \n, \xNN): a NUL in an argument's name cut the message there
+// Quoted is `text` cut to max_chars (kMaxQuotedChars unless told), saying how long it
+// was, its control characters escaped (\0, \n, \xNN): a NUL in an argument's name cut the message there
 // ("center_crop has no argument 'size"), a newline made it two lines.
-std::string Quoted(absl::string_view text) {
-  const absl::string_view kept = text.substr(0, kMaxQuotedChars);
+std::string Quoted(absl::string_view text, size_t max_chars = kMaxQuotedChars) {
+  const absl::string_view kept = text.substr(0, max_chars);
   std::string out;
   for (const char c : kept) {
     const auto u = static_cast<unsigned char>(c);
@@ -38,7 +38,7 @@ std::string Quoted(absl::string_view text) {
       out += c;
     }
   }
-  if (text.size() > kMaxQuotedChars) absl::StrAppend(&out, "... (", text.size(), " characters)");
+  if (text.size() > max_chars) absl::StrAppend(&out, "... (", text.size(), " characters)");
   return out;
 }
 
@@ -154,8 +154,13 @@ std::string OpValueText(const OpValue& value) {
 
 absl::Status ArgError(const std::string& op, const std::string& arg, const std::string& what,
                       const OpValue& got) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(op, ": ", arg, " must be ", what, ", got ", Quoted(OpValueText(got))));
+  // The value is cut to 200 characters, fewer after a long description: the line stays
+  // under ~285 characters, leaving room for a spec's FILE:LINE:COLUMN and stage before it.
+  const std::string head = absl::StrCat(op, ": ", arg, " must be ", what, ", got ");
+  constexpr size_t kMaxLine = 260, kMinValue = 80;
+  const size_t value_chars =
+      std::clamp(head.size() < kMaxLine ? kMaxLine - head.size() : 0, kMinValue, kMaxQuotedChars);
+  return absl::InvalidArgumentError(absl::StrCat(head, Quoted(OpValueText(got), value_chars)));
 }
 
 absl::Status CheckNumberIn(const std::string& op, const OpArgs& args, const std::string& arg,
