@@ -272,7 +272,8 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
   }
   // The refusals stay short (one line of at most ~300 characters with the op's place and
   // the spec's file:line before them): what is wrong, then the two ways out.
-  constexpr char kFixed[] = "end it with a crop or resize to [height, width]";
+  constexpr char kFixed[] =
+      "end with a fixed size (a crop, fixed_size_crop or resize to [h, w])";
   if (!size.Known() && !bound.Known()) {
     // Neither fixed nor bounded: name the op that loses the bound (resize without
     // max_size), or the decoded image's size that no op bounds.
@@ -284,8 +285,8 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
     }
     return fail(ops.size() - 1,
                 absl::StrCat("the view's output size depends on the image (the decoded one, "
-                             "no upper bound): ", kFixed, ", or start with resize(size=..., "
-                             "max_size=...) and set size_divisibility"));
+                             "no upper bound): ", kFixed, ", or start with resize(size=N, "
+                             "max_size=M) and set size_divisibility"));
   }
   if (!size.Known() && !bounded) {
     return fail(ops.size() - 1,
