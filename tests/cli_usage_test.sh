@@ -102,6 +102,32 @@ expect 2 "unknown op 'posterise_more' (known: adjust_gamma, .*\.\.\. [0-9]* more
 # (The spec's path, long in a sandbox, aside.)
 [ "$(grep -v '^flowloader: [IW] ' "$TMP/e" | sed 's|^.*ops_string.yaml|ops_string.yaml|' | wc -c)" \
   -le 400 ] || fail "long: $(cat "$TMP/e")"
+# A transforms stage's refusal names the stage and the op once ("stage 'transforms':
+# transforms: op 1 (resize): ..." said it twice, 405-430 characters in all), and an unknown
+# op's megabyte-long name once, cut (it was quoted twice: 763 characters).
+printf 'data: %s\nstages:\n  - type: read\n  - type: decode\n  - type: transforms\n    options: {ops: "resize(size=64); normalize()"}\n' \
+  "$DATA" >"$TMP/unfixed.yaml"
+expect 2 "unfixed.yaml:5:5: stage 'transforms': op 1 (resize): the view's output size depends on the image, with no upper bound: .*size_divisibility$" \
+  run --spec="$TMP/unfixed.yaml" --metrics_address= --progress=false
+[ "$(grep -v '^flowloader: [IW] ' "$TMP/e" | sed 's|^.*unfixed.yaml|unfixed.yaml|' | wc -c)" \
+  -le 400 ] || fail "long: $(cat "$TMP/e")"
+LONG_NAME=$(head -c 1000000 /dev/zero | tr '\0' 'q')
+printf 'data: %s\nstages:\n  - type: read\n  - type: decode\n  - type: transforms\n    options: {ops: "%s(); normalize()"}\n' \
+  "$DATA" "${LONG_NAME:0:900000}" >"$TMP/long_op.yaml"
+expect 2 "stage 'transforms': op 1: unknown op 'qqq.*(900000 characters)' (none is that long" \
+  run --spec="$TMP/long_op.yaml" --metrics_address= --progress=false
+[ "$(grep -v '^flowloader: [IW] ' "$TMP/e" | sed 's|^.*long_op.yaml|long_op.yaml|' | wc -c)" \
+  -le 400 ] || fail "long: $(head -c 1000 "$TMP/e")"
+# --data=/proc: the kernel's pseudo-filesystems are not walked (its */cwd links led back
+# to / for minutes): refused at once, as a tree without images.
+if [ "$(stat -f -c %T /proc 2>/dev/null)" = proc ]; then
+  set +e
+  timeout 60 "$FLOWLOADER" run --data=/proc --metrics_address= --progress=false >"$TMP/o" 2>"$TMP/e"
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] && grep -q "^flowloader: /proc: no image files found" "$TMP/e" ||
+    fail "--data=/proc exited $rc: $(head -c 2000 "$TMP/e")"
+fi
 # The read stage's backoff is bounded and named as written (it was "initial_backoff must
 # be >= 0", and 1e18 ms waited for ever on the first transient error).
 printf 'data: %s\nstages:\n  - type: read\n    options: {backoff_ms: 1e18}\n  - type: decode\n  - type: augment\n' \

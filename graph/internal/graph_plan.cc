@@ -4,7 +4,9 @@
 #include <thread>  // NOLINT(build/c++11): hardware_concurrency.
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "graph/internal/memory_planning.h"
 #include "graph/stage_plan.h"
 #include "stages/collate/batch.h"
@@ -142,10 +144,19 @@ absl::Status CreateStages(const GraphOptions& options, StageEnv& env,
         StageRegistry::Global().Create(spec.type, spec.args, env);
     if (!stage.ok()) {
       // From a spec, the item's FILE:LINE:COLUMN leads, as every other spec error does.
+      // A stage's own "TYPE: " prefix goes: the context names the stage once.
       const std::string stage_name = absl::StrCat("stage '", spec.type, "'");
-      return WithContext(stage.status(), spec.where.empty()
-                                             ? stage_name
-                                             : absl::StrCat(spec.where, ": ", stage_name));
+      absl::Status status = stage.status();
+      absl::string_view message = status.message();
+      if (absl::ConsumePrefix(&message, absl::StrCat(spec.type, ": "))) {
+        absl::Status once(status.code(), message);
+        status.ForEachPayload([&once](absl::string_view url, const absl::Cord& payload) {
+          once.SetPayload(url, payload);
+        });
+        status = std::move(once);
+      }
+      return WithContext(status, spec.where.empty() ? stage_name
+                                                    : absl::StrCat(spec.where, ": ", stage_name));
     }
     stages[i].stage = std::move(*stage);
     stages[i].name = spec.name.empty() ? spec.type : spec.name;

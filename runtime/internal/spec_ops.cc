@@ -32,8 +32,9 @@ bool IsOpItem(const YAML::Node& item) {
 
 // ArgText is an argument's value as the op list writes it: a scalar, [a, b, ...], or an
 // op list [op(...); op(...)] (compose's, random_choice's, random_order's transforms),
-// each op checked where it is written.
-absl::Status ArgText(const SpecReader& r, const Field& f, std::string* text) {
+// each op checked where it is written. A refusal names the op and the argument.
+absl::Status ArgText(const SpecReader& r, const std::string& op, const Field& f,
+                     std::string* text) {
   if (f.value.IsSequence() && f.value.size() > 0 && IsOpItem(f.value[0])) {
     std::vector<augment::OpText> subs;
     for (const YAML::Node& item : f.value) {
@@ -53,11 +54,15 @@ absl::Status ArgText(const SpecReader& r, const Field& f, std::string* text) {
     *text = "null";
     return absl::OkStatus();
   }
-  if (!f.value.IsSequence()) return r.Expected(f, "a value or a list of numbers");
+  if (!f.value.IsSequence()) {
+    return r.Error(f.value, absl::StrCat(op, ": ", f.key, " must be a value or a list of "
+                                         "numbers, got ", Describe(f.value)));
+  }
   std::vector<std::string> parts;
   for (const YAML::Node& item : f.value) {
     if (!item.IsScalar()) {
-      return r.Error(item, absl::StrCat(f.key, ": items must be numbers, got ", Describe(item)));
+      return r.Error(item, absl::StrCat(op, ": ", f.key, ": items must be numbers, got ",
+                                        Describe(item)));
     }
     parts.push_back(item.Scalar());
   }
@@ -129,7 +134,7 @@ absl::Status ParseOne(const SpecReader& r, const YAML::Node& item, augment::OpTe
     if (!arg_fields.ok()) return arg_fields.status();
     for (const Field& f : *arg_fields) {
       std::string text;
-      if (absl::Status s = ArgText(r, f, &text); !s.ok()) return s;
+      if (absl::Status s = ArgText(r, op->name, f, &text); !s.ok()) return s;
       op->args[f.key] = text;
       written.push_back(f);
     }

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -11,9 +12,14 @@
 namespace flowloader {
 namespace {
 
-// Cut is `text` cut to `max` characters, saying how long it was.
+// Cut is `text` cut to `max` characters, saying how long it was. A value the message cut
+// already ("'xxx...", a quote and "..." past `max`) is left: cut twice, it said two lengths.
 std::string Cut(absl::string_view text, size_t max) {
+  constexpr size_t kCutMarks = 8;  // Quotes, brackets and the "..." around a cut value.
   if (text.size() <= max) return std::string(text);
+  if (text.size() <= max + kCutMarks && absl::StrContains(text.substr(max), "...")) {
+    return std::string(text);
+  }
   return absl::StrCat(text.substr(0, max), "... (", text.size(), " characters)");
 }
 

@@ -1,10 +1,15 @@
 #include "stages/reader/dataset.h"
 
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +70,56 @@ TEST_F(DatasetTest, WalksNestedDirectoriesAndIgnoresNonImageExtensions) {
   // be skipped as not_found when read), the .txt file is not.
   EXPECT_EQ(keys, (std::vector<std::string>{"cls/dangling.jpg", "cls/z.jpg",
                                             "cls/folder.jpg/in.png", "cls/sub/a.jpg"}));
+}
+
+// OpenWithin is Dataset::Open, or the end of the test binary when it has not returned
+// after `seconds` (a walk through /proc ran for minutes: it cannot be cancelled).
+absl::StatusOr<std::unique_ptr<Dataset>> OpenWithin(const std::string& path, int seconds) {
+  auto* opened = new std::future<absl::StatusOr<std::unique_ptr<Dataset>>>(
+      std::async(std::launch::async, [path] { return Dataset::Open({path}); }));
+  if (opened->wait_for(std::chrono::seconds(seconds)) != std::future_status::ready) {
+    std::fprintf(stderr, "FAILED: Dataset::Open(%s) still running after %d s\n", path.c_str(),
+                 seconds);
+    std::fflush(stderr);
+    std::_Exit(1);  // The future's destructor would wait for the walk.
+  }
+  absl::StatusOr<std::unique_ptr<Dataset>> out = opened->get();
+  delete opened;
+  return out;
+}
+
+bool IsProcMounted() {
+  struct statfs fs;
+  return ::statfs("/proc", &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+}
+
+// The kernel's pseudo-filesystems hold no images: a link to /proc (or to /sys, or a
+// bind-mounted /proc) inside a class directory is not walked, whose links (/proc/*/cwd)
+// led back to / for minutes; the real images beside it are listed.
+TEST_F(DatasetTest, PseudoFilesystemsInsideTheTreeAreNotWalked) {
+  if (!IsProcMounted()) GTEST_SKIP() << "no /proc here";
+  MakeDir("cls");
+  MakeDir("cls/sub");
+  MakeFile("cls/a.jpg");
+  MakeFile("cls/sub/b.png");
+  ASSERT_EQ(::symlink("/proc", (root_ + "/cls/proc").c_str()), 0);
+  ASSERT_EQ(::symlink("/proc/self", (root_ + "/cls/sub/self.jpg").c_str()), 0);
+  ASSERT_EQ(::symlink("/sys", (root_ + "/cls/sys").c_str()), 0);
+  absl::StatusOr<std::unique_ptr<Dataset>> ds = OpenWithin(root_, 20);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  std::vector<std::string> keys;
+  for (int64_t i = 0; i < (*ds)->size(); ++i) keys.push_back((*ds)->sample(i).key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"cls/a.jpg", "cls/sub/b.png"}));
+}
+
+// --data=/proc is refused quickly, as a tree without images: its directories (one per
+// process) are classes that list nothing.
+TEST_F(DatasetTest, ProcAsTheDataIsRefusedQuickly) {
+  if (!IsProcMounted()) GTEST_SKIP() << "no /proc here";
+  absl::StatusOr<std::unique_ptr<Dataset>> ds = OpenWithin("/proc", 20);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.status().message().find("no image files found"), absl::string_view::npos)
+      << ds.status();
 }
 
 TEST_F(DatasetTest, ReadsListFileRelativeToItsDirectory) {

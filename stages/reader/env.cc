@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +14,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>  // NOLINT(build/c++11): the skipped mounts' log set.
+#include <set>
 #include <string>
 #include <utility>
 
@@ -19,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
+#include "stages/core/log.h"
 #include "stages/core/sample_error.h"
 
 namespace flowloader {
@@ -155,6 +160,60 @@ class PosixWritableFile : public WritableFile {
   const std::string path_;
 };
 
+namespace {
+
+// PseudoFilesystem names the kernel pseudo-filesystem `path` is on (proc, sysfs, ...; by
+// statfs's f_type, <linux/magic.h>), or is nullptr: such a tree holds kernel state, never
+// images, and proc's links (/proc/*/cwd, /proc/*/root) lead back to / again and again, so
+// a walk through one ran for minutes. devtmpfs reports tmpfs's magic: it is the tmpfs
+// mount of /dev itself (same device as /dev), not /dev/shm or any other tmpfs.
+// `device` is the directory's st_dev, which tells one mount from another.
+const char* PseudoFilesystem(const std::string& path, dev_t* device) {
+  struct statfs fs;
+  struct stat st;
+  if (::statfs(path.c_str(), &fs) != 0 || ::stat(path.c_str(), &st) != 0) return nullptr;
+  *device = st.st_dev;
+  constexpr int64_t kConfigfsMagic = 0x62656570;  // Not in every <linux/magic.h>.
+  constexpr int64_t kMqueueMagic = 0x19800202;
+  static constexpr struct {
+    int64_t magic;
+    const char* name;
+  } kPseudo[] = {
+      {PROC_SUPER_MAGIC, "proc"},      {SYSFS_MAGIC, "sysfs"},
+      {DEVPTS_SUPER_MAGIC, "devpts"},  {CGROUP_SUPER_MAGIC, "cgroup"},
+      {CGROUP2_SUPER_MAGIC, "cgroup2"}, {DEBUGFS_MAGIC, "debugfs"},
+      {TRACEFS_MAGIC, "tracefs"},      {SECURITYFS_MAGIC, "securityfs"},
+      {PSTOREFS_MAGIC, "pstore"},      {BPF_FS_MAGIC, "bpf"},
+      {kConfigfsMagic, "configfs"},    {kMqueueMagic, "mqueue"},
+      {BINFMTFS_MAGIC, "binfmt_misc"}, {NSFS_MAGIC, "nsfs"},
+  };
+  const auto type = static_cast<int64_t>(static_cast<uint32_t>(fs.f_type));
+  for (const auto& p : kPseudo) {
+    if (p.magic == type) return p.name;
+  }
+  struct stat dev;
+  if (type == TMPFS_MAGIC && ::stat("/dev", &dev) == 0 && dev.st_dev == st.st_dev) {
+    return "devtmpfs";
+  }
+  return nullptr;
+}
+
+// LogSkippedOnce logs a directory left unlisted on a pseudo-filesystem, once per mount
+// in the process (a walk of /proc meets thousands of its directories).
+void LogSkippedOnce(const std::string& path, const char* filesystem, dev_t device) {
+  static std::mutex* const mu = new std::mutex;
+  static std::set<dev_t>* const logged = new std::set<dev_t>;
+  {
+    std::lock_guard<std::mutex> lock(*mu);
+    if (!logged->insert(device).second) return;
+  }
+  LogWarning(absl::StrCat("not listing ", path, ": it is on a ", filesystem,
+                          " filesystem, which holds kernel state, not images (its other "
+                          "directories are skipped too)"));
+}
+
+}  // namespace
+
 class PosixEnv : public Env {
  public:
   absl::Status ReadFile(const std::string& path, int64_t max_bytes,
@@ -193,7 +252,18 @@ class PosixEnv : public Env {
     return std::unique_ptr<RandomAccessFile>(new PosixFile(fd, path));
   }
 
+  // ListDirectory leaves the kernel's pseudo-filesystems (PseudoFilesystem) out of a
+  // walk: a directory on one inside a real tree (a link to /proc, a bind-mounted /sys) is
+  // not listed as an entry, and a directory below the top of one (/proc/1, the classes of
+  // --data=/proc) lists as empty, so a walk never descends into them. The top itself
+  // (--data=/proc) lists its directories, which then list nothing.
   absl::StatusOr<std::vector<DirEntry>> ListDirectory(const std::string& path) override {
+    dev_t device = 0, parent_device = 0;
+    const char* pseudo = PseudoFilesystem(path, &device);
+    if (pseudo != nullptr && PseudoFilesystem(path + "/..", &parent_device) != nullptr) {
+      LogSkippedOnce(path, pseudo, device);
+      return std::vector<DirEntry>();
+    }
     DIR* dir = ::opendir(path.c_str());
     if (dir == nullptr) return StatusFromErrno(errno, path);
     std::vector<DirEntry> entries;
@@ -201,9 +271,17 @@ class PosixEnv : public Env {
       const std::string name = e->d_name;
       if (name == "." || name == "..") continue;
       bool is_dir = e->d_type == DT_DIR;
+      const std::string child = absl::StrCat(path, "/", name);
       if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) {
         struct stat st;  // Follow the link; a dangling one stays a non-directory.
-        is_dir = ::stat(absl::StrCat(path, "/", name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        is_dir = ::stat(child.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      }
+      if (is_dir && pseudo == nullptr) {
+        dev_t child_device = 0;
+        if (const char* fs = PseudoFilesystem(child, &child_device); fs != nullptr) {
+          LogSkippedOnce(child, fs, child_device);
+          continue;
+        }
       }
       entries.push_back(DirEntry{name, is_dir});
     }

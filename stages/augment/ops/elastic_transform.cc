@@ -266,8 +266,8 @@ absl::Status ReadPair(const OpArgs& args, const std::string& arg, double hi, dou
 absl::Status ReadFloatFill(const OpArgs& args, std::array<float, 3>* fill) {
   const OpValue& v = args.Get("fill");
   const bool one = v.IsNumber() || (v.is_list && v.numbers.size() == 1);
-  const char* what = "null, a number or [r, g, b], each finite (-1 is 255 and 300 is 44 "
-                     "on uint8 pixels, as torchvision's cast)";
+  const char* what = "null, a number or [r, g, b], each finite (cast to uint8 as "
+                     "torchvision's: -1 is 255)";
   if (!v.word.empty() || !(one || (v.is_list && v.numbers.size() == 3))) {
     return ArgError(kName, "fill", what, v);
   }

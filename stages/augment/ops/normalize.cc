@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/kernels/colour_internal.h"
 #include "stages/augment/ops/op.h"
 
@@ -214,6 +215,11 @@ FLOWLOADER_REGISTER_OP(
       if (!mean.ok()) return mean.status();
       absl::StatusOr<std::array<float, 3>> std = ReadTriple(args, "std", true);
       if (!std.ok()) return std.status();
+      // inplace changes nothing here, but must be a bool (torchvision's signature).
+      bool inplace = false;
+      if (absl::Status s = internal::ReadBool("normalize", args, "inplace", &inplace); !s.ok()) {
+        return s;
+      }
       return std::unique_ptr<Op>(new Normalize(*mean, *std));
     });
 

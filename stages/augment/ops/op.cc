@@ -20,11 +20,11 @@ namespace {
 // characters: a 1 MB string in a spec or a Python call gives a line, not a megabyte.
 constexpr size_t kMaxQuotedChars = 200;
 
-// Quoted is `text` cut to kMaxQuotedChars, saying how long it was, its control
-// characters escaped (\0, \n, \xNN): a NUL in an argument's name cut the message there
+// Quoted is `text` cut to max_chars (kMaxQuotedChars unless told), saying how long it
+// was, its control characters escaped (\0, \n, \xNN): a NUL in an argument's name cut the message there
 // ("center_crop has no argument 'size"), a newline made it two lines.
-std::string Quoted(absl::string_view text) {
-  const absl::string_view kept = text.substr(0, kMaxQuotedChars);
+std::string Quoted(absl::string_view text, size_t max_chars = kMaxQuotedChars) {
+  const absl::string_view kept = text.substr(0, max_chars);
   std::string out;
   for (const char c : kept) {
     const auto u = static_cast<unsigned char>(c);
@@ -38,7 +38,7 @@ std::string Quoted(absl::string_view text) {
       out += c;
     }
   }
-  if (text.size() > kMaxQuotedChars) absl::StrAppend(&out, "... (", text.size(), " characters)");
+  if (text.size() > max_chars) absl::StrAppend(&out, "... (", text.size(), " characters)");
   return out;
 }
 
@@ -115,12 +115,15 @@ absl::StatusOr<OpValue> ParseOpValue(const std::string& raw) {
       value.ops = std::string(absl::StripAsciiWhitespace(text));
       return value;
     }
+    size_t item = 0;
     for (absl::string_view part : absl::StrSplit(text, ',')) {
       double v = 0;
+      ++item;
       if (!ParseNumber(part, &v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("'", Quoted(absl::StripAsciiWhitespace(part)), "' in '", Quoted(raw),
-                         "' is not a number"));
+        // The item alone, cut: quoting the whole list too repeated a long item.
+        return absl::InvalidArgumentError(absl::StrCat("item ", item, " of the list, '",
+                                                       Quoted(absl::StripAsciiWhitespace(part)),
+                                                       "', is not a number"));
       }
       value.numbers.push_back(v);
     }
@@ -151,8 +154,13 @@ std::string OpValueText(const OpValue& value) {
 
 absl::Status ArgError(const std::string& op, const std::string& arg, const std::string& what,
                       const OpValue& got) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(op, ": ", arg, " must be ", what, ", got ", Quoted(OpValueText(got))));
+  // The value is cut to 200 characters, fewer after a long description: the line stays
+  // under ~285 characters, leaving room for a spec's FILE:LINE:COLUMN and stage before it.
+  const std::string head = absl::StrCat(op, ": ", arg, " must be ", what, ", got ");
+  constexpr size_t kMaxLine = 260, kMinValue = 80;
+  const size_t value_chars =
+      std::clamp(head.size() < kMaxLine ? kMaxLine - head.size() : 0, kMinValue, kMaxQuotedChars);
+  return absl::InvalidArgumentError(absl::StrCat(head, Quoted(OpValueText(got), value_chars)));
 }
 
 absl::Status CheckNumberIn(const std::string& op, const OpArgs& args, const std::string& arg,
@@ -269,8 +277,13 @@ absl::StatusOr<std::unique_ptr<Op>> OpRegistry::Create(
     const std::string& name, const std::map<std::string, std::string>& given) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown op '", Quoted(name), "' ", Suggestion(name, Names())));
+    // No op's name is 64 characters long: past that, no list of the known names (the
+    // cut name and the list took 430 characters), only where to find them.
+    constexpr size_t kLongestName = 64;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown op '", Quoted(name), "' ",
+        name.size() > kLongestName ? "(none is that long; flowloader stages lists the ops)"
+                                   : Suggestion(name, Names())));
   }
   const OpSchema& schema = it->second.schema;
   std::vector<std::string> known;

@@ -1,5 +1,6 @@
 // ops_test: the op registry, the list text, and what ViewProgram::Create accepts and
 // refuses; the default list runs the fused head byte for byte.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -157,9 +158,78 @@ TEST(OpRegistryTest, ControlCharactersInNamesAreEscaped) {
 TEST(ViewProgramTest, RefusesAnUnknownOpWithASuggestion) {
   int failed = -2;
   EXPECT_EQ(Refusal("random_resized_crop(size=64); random_horizntal_flip()", &failed),
-            "op 2 (random_horizntal_flip): unknown op 'random_horizntal_flip' (did you mean "
+            "op 2: unknown op 'random_horizntal_flip' (did you mean "
             "'random_horizontal_flip'?)");
   EXPECT_EQ(failed, 1);
+}
+
+// Each refusal names the op once: an unknown op's message quotes its name (a 1 MB name
+// was printed twice, 763 characters), and an argument's refusal does not repeat the op
+// after its place ("op 1 (resize): resize: size must ...").
+TEST(ViewProgramTest, ARefusalNamesTheOpOnce) {
+  const std::string huge(1000000, 'q');
+  const std::string unknown = Refusal(huge + "(); normalize()");
+  EXPECT_LE(unknown.size(), 400u) << unknown.substr(0, 500);
+  EXPECT_TRUE(absl::StartsWith(unknown, "op 1: unknown op 'qqq")) << unknown.substr(0, 500);
+  EXPECT_LE(std::count(unknown.begin(), unknown.end(), 'q'), 200) << unknown.substr(0, 500);
+  EXPECT_EQ(Refusal("random_resized_crop(size=32, scale=[1, 0]); normalize()"),
+            "op 1 (random_resized_crop): scale must be [min, max] with 0 <= min <= max, got "
+            "[1, 0]");
+  EXPECT_TRUE(absl::StartsWith(Refusal("resize(sise=32); normalize()"),
+                               "op 1 (resize) has no argument 'sise' (did you mean 'size'?)"))
+      << Refusal("resize(sise=32); normalize()");
+}
+
+// torchvision's bool arguments that change nothing here (normalize's and random_erasing's
+// inplace, resize's and random_resized_crop's antialias) are still bools: a list, a
+// number or a word is refused naming the op and the argument (they took anything).
+TEST(OpRegistryTest, BoolArgumentsTorchvisionTakesOnlyForItsSignatureAreBools) {
+  const OpRegistry& registry = OpRegistry::Global();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"normalize", "inplace"},
+      {"random_erasing", "inplace"},
+      {"resize", "antialias"},
+      {"random_resized_crop", "antialias"}};
+  for (const auto& [op, arg] : cases) {
+    for (const char* ok : {"true", "false", "True", "False"}) {
+      EXPECT_TRUE(registry.Create(op, {{arg, ok}}).ok()) << op << " " << arg << "=" << ok;
+    }
+    // null is antialias's default (torchvision's None); inplace is a plain bool.
+    EXPECT_EQ(registry.Create(op, {{arg, "null"}}).ok(), arg == "antialias") << op;
+    for (const std::string& bad :
+         std::vector<std::string>{"[1, 2]", "[]", "2", "0.5", "yes", std::string(1000000, 'y'),
+                                  "[true, false]"}) {
+      absl::StatusOr<std::unique_ptr<Op>> made = registry.Create(op, {{arg, bad}});
+      ASSERT_FALSE(made.ok()) << op << " " << arg << "=" << bad.substr(0, 20);
+      const std::string message(made.status().message());
+      EXPECT_TRUE(absl::StartsWith(message, op + ": " + arg + " must be ")) << message;
+      EXPECT_LE(message.size(), 300u) << message.substr(0, 400);
+    }
+  }
+}
+
+// Every argument of every op given a megabyte-long word, or a list holding one, is
+// refused in one line of at most 400 characters that starts with the op and the
+// argument (a list's item was quoted with the whole list: 540 characters).
+TEST(OpRegistryTest, EveryArgumentRefusesHugeTextsInOneShortLine) {
+  const OpRegistry& registry = OpRegistry::Global();
+  const std::string huge(1000000, 'z');
+  for (const std::string& name : registry.Names()) {
+    std::vector<std::string> args = {"p"};
+    for (const ArgSchema& a : registry.Find(name)->args) args.push_back(a.name);
+    for (const std::string& arg : args) {
+      for (const std::string& value : {huge, "[9, " + huge + "]", "[" + huge + "]"}) {
+        absl::StatusOr<std::unique_ptr<Op>> op = registry.Create(name, {{arg, value}});
+        ASSERT_FALSE(op.ok()) << name << "(" << arg << "=" << value.substr(0, 8) << ")";
+        const std::string message(op.status().message());
+        EXPECT_LE(message.size(), 400u) << message.substr(0, 500);
+        EXPECT_TRUE(absl::StartsWith(message, name + ": " + arg + " ") ||
+                    absl::StartsWith(message, name + ": " + arg + ":"))
+            << message.substr(0, 300);
+        EXPECT_EQ(message.find('\n'), std::string::npos);
+      }
+    }
+  }
 }
 
 TEST(ViewProgramTest, RefusesOutOfRangeArguments) {
@@ -183,6 +253,19 @@ TEST(ViewProgramTest, RefusesAPixelOpAfterNormalize) {
             "op 3 (random_horizontal_flip): works on uint8 pixels, so it must come before "
             "normalize (op 2)");
   EXPECT_EQ(failed, 2);
+}
+
+// The refusals of a list whose size depends on the image are short enough that a spec's
+// FILE:LINE: and the stage before them keep the line under 400 characters (they were
+// 330-350 characters alone, 405-430 in all).
+TEST(ViewProgramTest, AnUnfixedSizeRefusalIsShort) {
+  for (const char* text : {"resize(size=64); normalize()", "random_horizontal_flip()",
+                           "resize(size=64, max_size=80); normalize()"}) {
+    const std::string message = Refusal(text);
+    EXPECT_TRUE(absl::StrContains(message, "output size depends on the image")) << message;
+    EXPECT_TRUE(absl::StrContains(message, "size_divisibility")) << message;
+    EXPECT_LE(message.size(), 250u) << message;
+  }
 }
 
 TEST(ViewProgramTest, RefusesAnEmptyListAndAnUnfixedSize) {

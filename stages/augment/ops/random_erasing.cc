@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "stages/augment/internal/crop_math.h"
+#include "stages/augment/ops/internal/geometry_args.h"
 #include "stages/augment/ops/op.h"
 
 namespace flowloader::augment {
@@ -258,6 +259,11 @@ FLOWLOADER_REGISTER_OP(
       Fill fill = Fill::kConstant;
       std::array<float, 3> value{};
       if (absl::Status s = ReadFill(args, &fill, &value); !s.ok()) return s;
+      // inplace changes nothing here, but must be a bool (torchvision's signature).
+      bool inplace = false;
+      if (absl::Status s = internal::ReadBool(kName, args, "inplace", &inplace); !s.ok()) {
+        return s;
+      }
       return std::unique_ptr<Op>(new RandomErasing({scale.numbers[0], scale.numbers[1]},
                                                    {ratio.numbers[0], ratio.numbers[1]}, fill,
                                                    value, args.Int("max_count")));

@@ -93,8 +93,7 @@ absl::StatusOr<std::vector<int>> KeypointFlip(const OpValue& v) {
   constexpr size_t kMaxPoints = 1024;
   const absl::Status refusal = ArgError(
       "random_horizontal_flip", "keypoint_flip",
-      "null, coco_person, or a permutation of 0 .. P-1 (each index once, P <= 1024; point i "
-      "becomes point keypoint_flip[i])",
+      "null, coco_person or a permutation of 0 .. P-1 (P <= 1024)",
       v);
   if (!v.word.empty() || v.numbers.empty() || v.numbers.size() > kMaxPoints) return refusal;
   std::vector<int> flip;

@@ -124,8 +124,8 @@ FLOWLOADER_REGISTER_OP(
                {"interpolation", "bilinear",
                 "bilinear, bicubic, nearest, box, hamming or lanczos",
                 "the resize filter (PIL's)"},
-               {"antialias", "null", "null or true", "accepted for torchvision's signature: "
-                                                     "PIL images are always antialiased"}}}),
+               {"antialias", "null", "null, true or false",
+                "accepted for torchvision's signature: PIL images are always antialiased"}}}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
       const std::string op = "random_resized_crop";
       int h = 0, w = 0;
@@ -149,6 +149,7 @@ FLOWLOADER_REGISTER_OP(
           !s.ok()) {
         return s;
       }
+      if (absl::Status s = internal::CheckAntialias(op, args); !s.ok()) return s;
       return std::unique_ptr<Op>(new RandomResizedCrop(
           h, w, {scale.numbers[0], scale.numbers[1]}, {ratio.numbers[0], ratio.numbers[1]},
           interpolation, has_other, other));

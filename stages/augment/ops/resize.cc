@@ -147,8 +147,8 @@ FLOWLOADER_REGISTER_OP(
                {"max_size", "null", "null or an integer > size",
                 "caps the longer side (integer size only); above 16384, the largest side "
                 "an op makes, it caps at 16384"},
-               {"antialias", "null", "null or true", "accepted for torchvision's signature: "
-                                                     "PIL images are always antialiased"}}}),
+               {"antialias", "null", "null, true or false",
+                "accepted for torchvision's signature: PIL images are always antialiased"}}}),
     [](const OpArgs& args) -> absl::StatusOr<std::unique_ptr<Op>> {
       const std::string op = "resize";
       int h = 0, w = 0;
@@ -173,6 +173,7 @@ FLOWLOADER_REGISTER_OP(
           !s.ok()) {
         return s;
       }
+      if (absl::Status s = internal::CheckAntialias(op, args); !s.ok()) return s;
       return std::unique_ptr<Op>(new Resize(h, w, max_size, interpolation, has_other, other));
     });
 

@@ -15,6 +15,7 @@
 #include "stages/augment/ops/internal/geometry_chain.h"
 #include "stages/augment/ops/internal/multi_crop.h"
 #include "stages/augment/ops/internal/op_memory.h"
+#include "stages/augment/ops/internal/op_place.h"
 #include "stages/augment/ops/kernels/label_plane.h"
 #include "stages/core/memory_plan.h"
 #include "stages/core/sample_error.h"
@@ -204,8 +205,7 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
   if (failed_op != nullptr) *failed_op = -1;
   auto fail = [&](size_t i, const std::string& message) {
     if (failed_op != nullptr) *failed_op = static_cast<int>(i);
-    return absl::InvalidArgumentError(
-        absl::StrCat("op ", i + 1, " (", ops[i].name, "): ", message));
+    return absl::InvalidArgumentError(internal::OpPlace(i, ops[i].name, message));
   };
   if (ops.empty()) {
     return absl::InvalidArgumentError(
@@ -270,29 +270,29 @@ absl::StatusOr<std::unique_ptr<ViewProgram>> ViewProgram::Create(
       program->largest_op_ = static_cast<int>(i);
     }
   }
+  // The refusals stay short (one line of at most ~300 characters with the op's place and
+  // the spec's file:line before them): what is wrong, then the two ways out.
   constexpr char kFixed[] =
-      "a batch tensor needs a fixed size, so end the geometry with random_resized_crop, "
-      "center_crop, random_crop, fixed_size_crop or resize to [height, width]";
+      "end with a fixed size (a crop, fixed_size_crop or resize to [h, w])";
   if (!size.Known() && !bound.Known()) {
     // Neither fixed nor bounded: name the op that loses the bound (resize without
     // max_size), or the decoded image's size that no op bounds.
     if (unbounded_op >= 0) {
       return fail(static_cast<size_t>(unbounded_op),
-                  absl::StrCat("the view's output size depends on the image and has no "
-                               "upper bound: ", kFixed, ", or give resize a max_size and pad "
-                               "the batch's images to one size (size_divisibility)"));
+                  absl::StrCat("the view's output size depends on the image, with no upper "
+                               "bound: ", kFixed, ", or give resize a max_size and set "
+                               "size_divisibility"));
     }
     return fail(ops.size() - 1,
-                absl::StrCat("the view's output size depends on the image (the decoded "
-                             "one's, which has no upper bound): ", kFixed, ", or start with "
-                             "resize(size=..., max_size=...) and pad the batch's images to "
-                             "one size (size_divisibility)"));
+                absl::StrCat("the view's output size depends on the image (the decoded one, "
+                             "no upper bound): ", kFixed, ", or start with resize(size=N, "
+                             "max_size=M) and set size_divisibility"));
   }
   if (!size.Known() && !bounded) {
     return fail(ops.size() - 1,
                 absl::StrCat("the view's output size depends on the image: ", kFixed,
-                             ", or pad the batch's images of up to ", bound.width, "x",
-                             bound.height, " to one size: size_divisibility (e.g. 32)"));
+                             ", or pad the batch's images (up to ", bound.width, "x",
+                             bound.height, ") with size_divisibility (e.g. 32)"));
   }
   program->variable_ = !size.Known();
   program->output_size_ = size.Known() ? size : bound;

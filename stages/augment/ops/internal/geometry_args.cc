@@ -52,6 +52,16 @@ absl::Status ReadBool(const std::string& op, const OpArgs& args, const std::stri
   return absl::OkStatus();
 }
 
+absl::Status CheckAntialias(const std::string& op, const OpArgs& args) {
+  const OpValue& v = args.Get("antialias");
+  if (v.is_none) return absl::OkStatus();
+  bool unused = false;
+  if (!ReadBool(op, args, "antialias", &unused).ok()) {
+    return ArgError(op, "antialias", "null, true or false", v);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RequireNull(const std::string& op, const OpArgs& args, const std::string& arg,
                          const std::string& why) {
   const OpValue& v = args.Get(arg);

@@ -33,6 +33,11 @@ absl::StatusOr<std::pair<double, double>> ReadDegrees(const std::string& op,
 absl::Status ReadBool(const std::string& op, const OpArgs& args, const std::string& arg,
                       bool* out);
 
+// CheckAntialias checks resize's and random_resized_crop's antialias: null, true or false
+// (torchvision 0.14's Optional[bool]; a PIL image is antialiased whatever it is, so the
+// value changes nothing, but a list or a string is a mistake to name, not to ignore).
+absl::Status CheckAntialias(const std::string& op, const OpArgs& args);
+
 // RequireNull refuses any value but null (an argument accepted for torchvision's
 // signature whose other values flowloader does not implement), saying why.
 absl::Status RequireNull(const std::string& op, const OpArgs& args, const std::string& arg,

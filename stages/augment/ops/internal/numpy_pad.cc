@@ -82,8 +82,9 @@ absl::Status ReadPadding(const std::string& op, const OpArgs& args, const std::s
                          Padding* pad) {
   const OpValue& v = args.Get(arg);
   if (v.is_none) return absl::OkStatus();
-  const char* what = "null, an integer, [left/right, top/bottom] or [left, top, right, bottom], "
-                     "each in [-16384, 16384] (a negative one crops that side, as F.pad)";
+  // Short: a 1 MB value's refusal, cut, still fits a line of 400 characters.
+  const char* what = "null, an integer, [left/right, top/bottom] or [left, top, right, bottom] "
+                     "in [-16384, 16384]";
   for (double n : v.numbers) {
     if (!(n >= -16384 && n <= 16384 && n == std::floor(n))) return ArgError(op, arg, what, v);
   }

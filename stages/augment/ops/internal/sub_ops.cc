@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "stages/augment/ops/internal/op_memory.h"
+#include "stages/augment/ops/internal/op_place.h"
 #include "stages/augment/ops/view_program.h"
 #include "stages/core/sample_error.h"
 #include "stages/core/worker_memory.h"
@@ -53,34 +54,36 @@ absl::StatusOr<SubOps> SubOps::Create(const std::string& op, const OpArgs& args,
   }
   for (size_t i = 0; i < texts->size(); ++i) {
     const OpText& t = (*texts)[i];
-    const std::string sub = absl::StrCat(where, "op ", i + 1, " (", t.name, "): ");
+    // "WHERE op N (NAME): why", the op named once (OpPlace).
+    auto refuse = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat(where, OpPlace(i, t.name, why)));
+    };
     if (t.name == "python_lambda") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          sub, "a Python Lambda cannot run inside ", op, ": put it in the view's list"));
+      return refuse(
+          absl::StrCat("a Python Lambda cannot run inside ", op, ": put it in the view's list"));
     }
     if (t.name == "random_iou_crop") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          sub, "its draw reads the sample's boxes, which sub-ops do not see: put it in the "
-               "view's list"));
+      return refuse(
+          absl::StrCat("its draw reads the sample's boxes, which sub-ops do not see: put it in the "
+                       "view's list"));
     }
     if (t.name == "five_crop" || t.name == "ten_crop") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          sub, "it makes several crops, which a sub-op cannot (every sample's view has one "
-               "crop count): put it in the view's list"));
+      return refuse(
+          absl::StrCat("it makes several crops, which a sub-op cannot (every sample's view has one "
+                       "crop count): put it in the view's list"));
     }
     if (t.name == "grayscale" && t.args.count("num_output_channels") > 0 &&
         t.args.at("num_output_channels") == "1") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          sub, "num_output_channels=1 changes the view's channels, which a sub-op cannot "
-               "(every sample's view has one channel count): put it in the view's list, or "
-               "write num_output_channels=3"));
+      return refuse(
+          absl::StrCat("num_output_channels=1 changes the view's channels, which a sub-op cannot "
+                       "(every sample's view has one channel count): put it in the view's list, or "
+                       "write num_output_channels=3"));
     }
     absl::StatusOr<std::unique_ptr<Op>> made = OpRegistry::Global().Create(t.name, t.args);
-    if (!made.ok()) return absl::InvalidArgumentError(absl::StrCat(sub, made.status().message()));
+    if (!made.ok()) return refuse(made.status().message());
     if ((*made)->Input() != PixelForm::kUint8HWC || (*made)->Output() != PixelForm::kUint8HWC) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          sub, "works on the float tensor; ", op, " holds uint8 pixel ops only (put ",
-          t.name, " after it)"));
+      return refuse(absl::StrCat("works on the float tensor; ", op,
+                                 " holds uint8 pixel ops only (put ", t.name, " after it)"));
     }
     out.ops_.push_back(std::shared_ptr<const Op>(std::move(*made)));
   }

@@ -21,7 +21,7 @@ REFUSED = [
     ("compose(transforms=[random_iou_crop()])", "compose: transforms: op 1 (random_iou_crop)"),
     ("compose(transforms=[python_lambda(id=1)])", "a Python Lambda cannot run inside"),
     ("compose(transforms=[grayscale(); random_invrt()])",
-     "compose: transforms: op 2 (random_invrt): unknown op"),
+     "compose: transforms: op 2: unknown op 'random_invrt'"),
     ("compose(transforms=3)", "compose: transforms must be an op list"),
     ("compose(transforms=[grayscale(); grayscale(); grayscale(); grayscale(); grayscale(); "
      "grayscale(); grayscale(); grayscale(); grayscale()])", "at most 8 ops, got 9"),
