@@ -56,21 +56,7 @@ stages:
 $ops
   - type: sanitize_bounding_boxes
 EOF2
-  /usr/bin/time -v "$FLOWLOADER" run --spec="$TMP/$name.yaml" --metrics_address= --noprogress \
-    --summary_json="$TMP/$name.json" >/dev/null 2>"$TMP/$name.err" \
-    || fail "$name: run exited $?: $(grep -v '^\s' "$TMP/$name.err" | tail -3)"
-  "$PY" - "$name" "$TMP/$name.json" "$TMP/$name.err" "$LIMIT_MB" "$SANITIZED" "$samples" "$skips" <<'PYEOF'
-import json, re, sys
-name, summary, log, limit_mb, sanitized, samples, skips = sys.argv[1:]
-s = json.load(open(summary))
-kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(log).read()).group(1))
-print(f"detection_masks_rss_test: {name}: {s['samples']} samples, skipped {s['errors']}, "
-      f"peak RSS {kb / 1024:.0f} MiB (limit {limit_mb})")
-assert s["samples"] == int(samples), s
-assert s["skipped"] == int(skips) and s["errors"].get("op_memory", 0) == int(skips), s
-if sanitized == "0":
-    assert kb / 1024 <= int(limit_mb), f"{name}: peak RSS {kb / 1024:.0f} MiB over {limit_mb}"
-PYEOF
+  run_spec_within_limit detection_masks_rss_test "$name" "$LIMIT_MB" "$samples" "$skips"
 }
 # 1. Kept masks given back: every sample delivered.
 run_list rotate "      - random_rotation: {degrees: 30, expand: true}

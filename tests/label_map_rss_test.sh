@@ -46,21 +46,7 @@ run_list() {
     IFS=';' read -ra op_list <<<"$ops"
     for op in "${op_list[@]}"; do echo "      - $op"; done
   } >"$TMP/$name.yaml"
-  /usr/bin/time -v "$FLOWLOADER" run --spec="$TMP/$name.yaml" --metrics_address= --noprogress \
-    --summary_json="$TMP/$name.json" >/dev/null 2>"$TMP/$name.err" \
-    || fail "$name: run exited $?: $(grep -v '^\s' "$TMP/$name.err" | tail -3)"
-  "$PY" - "$name" "$TMP/$name.json" "$TMP/$name.err" "$LIMIT_MB" "$SANITIZED" "$samples" "$skips" <<'PYEOF'
-import json, re, sys
-name, summary, log, limit_mb, sanitized, samples, skips = sys.argv[1:]
-s = json.load(open(summary))
-kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(log).read()).group(1))
-print(f"label_map_rss_test: {name}: {s['samples']} samples, skipped {s['errors']}, "
-      f"peak RSS {kb / 1024:.0f} MiB (limit {limit_mb})")
-assert s["samples"] == int(samples), s
-assert s["skipped"] == int(skips) and s["errors"].get("op_memory", 0) == int(skips), s
-if sanitized == "0":
-    assert kb / 1024 <= int(limit_mb), f"{name}: peak RSS {kb / 1024:.0f} MiB over {limit_mb}"
-PYEOF
+  run_spec_within_limit label_map_rss_test "$name" "$LIMIT_MB" "$samples" "$skips"
 }
 run_list pad "pad(padding=4000);resize(size=[512, 512])" 1 3
 run_list resize "resize(size=8000);random_crop(size=512)" 1 3
