@@ -349,7 +349,7 @@ TEST_F(DetectionPipelineTest, KeypointFlipSwapsEachInstancesPoints) {
   for (const std::string flip : {"[0, 0, 1]", "[1, 2, 3]", "[0.5, 1]", "left"}) {
     auto p = Pipeline::Create(options("random_horizontal_flip(keypoint_flip=" + flip + ")"));
     ASSERT_FALSE(p.ok()) << flip;
-    EXPECT_NE(p.status().message().find("random_horizontal_flip: keypoint_flip must be"),
+    EXPECT_NE(p.status().message().find("(random_horizontal_flip): keypoint_flip must be"),
               std::string::npos)
         << p.status();
     EXPECT_EQ(p.status().message().find('\n'), std::string::npos);
