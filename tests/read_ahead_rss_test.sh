@@ -66,22 +66,29 @@ stages:
       - random_invert(p=1.0)
       - resize(size=[224, 224])
 EOF2
-/usr/bin/time -v "$FLOWLOADER" run --spec="$TMP/run.yaml" --metrics_address= --noprogress \
-  --summary_json="$TMP/run.json" >/dev/null 2>"$TMP/run.err" \
-  || fail "run exited $?: $(grep -v '^\s' "$TMP/run.err" | tail -3)"
-"$PY" - "$TMP/run.json" "$TMP/run.err" "$LIMIT_MB" "$SANITIZED" <<'PYEOF'
+
+# check_run LABEL NAME LIMIT_MB: the run of $TMP/NAME.yaml delivered or skipped (as
+# decode_memory / op_memory) all 16 samples of its 2 epochs, delivered at least the 8 of
+# the four small photos and the 6000x6000 PNG, and, unsanitized, peaked within LIMIT_MB.
+check_run() {
+  "$PY" - "$1" "$TMP/$2.json" "$TMP/$2.err" "$3" "$SANITIZED" <<'PYEOF'
 import json, re, sys
-summary, log, limit_mb, sanitized = sys.argv[1:]
+label, summary, log, limit_mb, sanitized = sys.argv[1:]
 s = json.load(open(summary))
 kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(log).read()).group(1))
-print(f"read_ahead_rss_test: {s['samples']} samples, skipped {s['errors']}, "
+print(f"read_ahead_rss_test: {label}{s['samples']} samples, skipped {s['errors']}, "
       f"peak RSS {kb / 1024:.0f} MiB (limit {limit_mb})")
-# 8 samples, 2 epochs: the four small photos and the 6000x6000 PNG are delivered.
 skipped = s["errors"].get("decode_memory", 0) + s["errors"].get("op_memory", 0)
 assert s["samples"] + skipped == 16 and s["samples"] >= 8, s
 if sanitized == "0":
     assert kb / 1024 <= int(limit_mb), f"peak RSS {kb / 1024:.0f} MiB over {limit_mb}"
 PYEOF
+}
+
+/usr/bin/time -v "$FLOWLOADER" run --spec="$TMP/run.yaml" --metrics_address= --noprogress \
+  --summary_json="$TMP/run.json" >/dev/null 2>"$TMP/run.err" \
+  || fail "run exited $?: $(grep -v '^\s' "$TMP/run.err" | tail -3)"
+check_run "" run "$LIMIT_MB"
 
 # 2. The same shards with the default HTTP block cache (http_cache_mb 256, the 142 MB
 # shard admitted) under memory_limit_mb 256: the cache is optional, cut before a refusal
@@ -93,16 +100,5 @@ sed -e "s/memory_limit_mb: $LIMIT_MB/memory_limit_mb: 256/" -e "/http_cache_mb/d
   || fail "case 2 exited $?: $(grep -v '^\s' "$TMP/cache.err" | tail -3)"
 grep -q "HTTP block cache cut to [0-9]* MiB (http_cache_mb 256)" "$TMP/cache.err" \
   || fail "case 2: the cache was not cut: $(grep -v '^\s' "$TMP/cache.err" | head -5)"
-"$PY" - "$TMP/cache.json" "$TMP/cache.err" 256 "$SANITIZED" <<'PYEOF'
-import json, re, sys
-summary, log, limit_mb, sanitized = sys.argv[1:]
-s = json.load(open(summary))
-kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(log).read()).group(1))
-print(f"read_ahead_rss_test: http cache cut: {s['samples']} samples, skipped {s['errors']}, "
-      f"peak RSS {kb / 1024:.0f} MiB (limit {limit_mb})")
-skipped = s["errors"].get("decode_memory", 0) + s["errors"].get("op_memory", 0)
-assert s["samples"] + skipped == 16 and s["samples"] >= 8, s
-if sanitized == "0":
-    assert kb / 1024 <= int(limit_mb), f"peak RSS {kb / 1024:.0f} MiB over {limit_mb}"
-PYEOF
+check_run "http cache cut: " cache 256
 echo "read_ahead_rss_test: 2 passed, 0 failed"
