@@ -195,16 +195,21 @@ def test_on_error_fail_raises_the_exception_line(small_data):
             next(iter(loader))
 
 
-def test_items_of_the_wrong_shape_are_python_errors(small_data, capfd):
-    good = image_folder_items(small_data)[0]
-    items = [good, "not a tuple", (good[0], "label"), (np.zeros((4, 4), np.float32), 1),
-             (np.zeros((4, 4, 4), np.uint8), 1), (good[0],), good]
+def one_epoch_of(items, capfd):
+    """One epoch over `items` in one batch: (rows delivered, stats(), stderr's log)."""
     with flowloader.DataLoader(dataset=Items(items), batch_size=7, image_size=16,
                                epochs=1) as loader:
         rows = sum(images.shape[0] for images, _ in loader)
         stats = loader.stats()
+    return rows, stats, capfd.readouterr().err
+
+
+def test_items_of_the_wrong_shape_are_python_errors(small_data, capfd):
+    good = image_folder_items(small_data)[0]
+    items = [good, "not a tuple", (good[0], "label"), (np.zeros((4, 4), np.float32), 1),
+             (np.zeros((4, 4, 4), np.uint8), 1), (good[0],), good]
+    rows, stats, log = one_epoch_of(items, capfd)
     assert rows == 2 and stats["errors"] == {"python_error": 5}
-    log = capfd.readouterr().err
     for words in ["dataset[1] returned str, not (sample, label)",
                   "dataset[2]'s label is str, not an int",
                   "dataset[3]'s sample has items of format 'f'",
@@ -242,12 +247,8 @@ def test_broken_pil_images_and_labels_are_python_errors_in_python_terms(small_da
     items = [good, (PilLike((4, 4), "not bytes"), 1), (PilLike((4.5, 4), b""), 1),
              (PilLike((2**40, 2**40), b""), 1), (PilLike("ab", b""), 1),
              (good[0], BadIndex()), good]
-    with flowloader.DataLoader(dataset=Items(items), batch_size=7, image_size=16,
-                               epochs=1) as loader:
-        rows = sum(images.shape[0] for images, _ in loader)
-        stats = loader.stats()
+    rows, stats, log = one_epoch_of(items, capfd)
     assert rows == 2 and stats["errors"] == {"python_error": 5}
-    log = capfd.readouterr().err
     for words in ["dataset[1]'s PIL image's tobytes() returned str, not bytes",
                   "dataset[2]'s PIL image has size (4.5, 4): a (width, height) of two ints "
                   "in [1, 2^30]",
